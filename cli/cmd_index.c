@@ -1,0 +1,65 @@
+/* cmd_index.c: `reel index FILE... [-o PATH] [--check]`: builds the exact
+ * frame table and saves it as a sidecar index next to each video. */
+#include "cli.h"
+#include "util.h"
+#include "reel/reel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "usage: reel index FILE... [-o PATH] [--check]\n"
+            "  writes FILE.reelidx (the exact frame table) so later opens skip the scan\n"
+            "  -o PATH   index path (one FILE only)\n"
+            "  --check   only report whether each existing index is valid (exit 1 if any is not)\n");
+}
+
+int reel_cli_index(int argc, char **argv)
+{
+    const char *out = NULL;
+    int check = 0, nfiles = 0, failed = 0;
+    char **files = calloc((size_t)argc, sizeof *files);
+    if (!files) return 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); free(files); return 0; }
+        else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--check")) check = 1;
+        else if (argv[i][0] == '-' && argv[i][1]) { fprintf(stderr, "reel index: unknown option '%s'\n", argv[i]); usage(stderr); free(files); return 2; }
+        else files[nfiles++] = argv[i];
+    }
+    if (!nfiles || (out && nfiles > 1)) { usage(stderr); free(files); return 2; }
+    reel_set_ffmpeg_log_level(getenv("REEL_FFMPEG_LOG") ? atoi(getenv("REEL_FFMPEG_LOG")) : 0);
+    for (int i = 0; i < nfiles; i++) {
+        reel_decoder_settings s;
+        reel_decoder_default_settings(&s);
+        s.threads = 1;
+        s.index_path = out;
+        s.index_mode = check ? REEL_INDEX_READ : REEL_INDEX_OFF;
+        reel_decoder *dec = NULL;
+        reel_error err;
+        reel_error_clear(&err);
+        if (reel_decoder_open(&dec, files[i], &s, &err) != REEL_OK) {
+            fprintf(stderr, "reel index: %s\n", err.message);
+            failed++;
+            continue;
+        }
+        const reel_video_info *in = reel_decoder_info(dec);
+        if (check) {
+            int valid = in->index_source == REEL_INDEX_FROM_SIDECAR;
+            printf("%s: index %s\n", files[i], valid ? "valid" : "missing or stale");
+            if (!valid) failed++;
+        } else if (reel_decoder_save_index(dec, out, &err) != REEL_OK) {
+            fprintf(stderr, "reel index: %s\n", err.message);
+            failed++;
+        } else {
+            printf("%s: %lld frames, %lld keyframes -> %s%s\n", files[i], (long long)in->num_frames,
+                   (long long)in->num_keyframes, out ? out : files[i], out ? "" : ".reelidx");
+        }
+        reel_decoder_close(&dec);
+    }
+    free(files);
+    return failed ? 1 : 0;
+}

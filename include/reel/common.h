@@ -1,0 +1,83 @@
+/* reel/common.h: status codes, the error record every call can fill, version.
+ * Shared by every other public header. */
+#ifndef REEL_COMMON_H
+#define REEL_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#  define REEL_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#  define REEL_API __attribute__((visibility("default")))
+#else
+#  define REEL_API
+#endif
+
+#define REEL_VERSION_MAJOR 0
+#define REEL_VERSION_MINOR 1
+#define REEL_VERSION_PATCH 0
+
+/** Status codes. Every fallible public call returns REEL_OK (0) or one of
+ *  these negative values. The set is closed: new causes get new codes. */
+typedef enum reel_status {
+    REEL_OK                  = 0,
+    REEL_E_INVALID_ARG       = -1,  /**< a bad argument from the caller */
+    REEL_E_NOT_FOUND         = -2,  /**< the file does not exist */
+    REEL_E_IO                = -3,  /**< read/write/permission failure */
+    REEL_E_NOT_VIDEO         = -4,  /**< not a recognised media container */
+    REEL_E_NO_VIDEO_STREAM   = -5,  /**< container has no (such) video stream */
+    REEL_E_UNSUPPORTED_CODEC = -6,  /**< no decoder for the stream's codec */
+    REEL_E_CORRUPT           = -7,  /**< truncated file or corrupt packets */
+    REEL_E_OUT_OF_RANGE      = -8,  /**< frame index or timestamp outside the video */
+    REEL_E_NOMEM             = -9,  /**< an allocation failed */
+    REEL_E_INDEX_STALE       = -10, /**< a sidecar index does not match its video */
+    REEL_E_BUFFER_TOO_SMALL  = -11, /**< caller's output buffer is too small */
+    REEL_E_TIMEOUT           = -12, /**< a per-sample time limit ran out */
+    REEL_E_CANCELLED         = -13, /**< the operation was stopped by shutdown */
+    REEL_E_EMPTY             = -14, /**< a dataset with nothing in it */
+    REEL_E_INTERNAL          = -15  /**< a bug in reel or FFmpeg; please report */
+} reel_status;
+
+/** Size of the message buffer inside reel_error. */
+#define REEL_ERROR_MSG_SIZE 512
+
+/** An error record. Any call taking `reel_error *err` fills it on failure
+ *  (when err is not NULL) with the status and a message of the form
+ *  "<file>: <reason>". On success it is left untouched. Plain data: copy,
+ *  stack-allocate, share freely. */
+typedef struct reel_error {
+    int  status;
+    char message[REEL_ERROR_MSG_SIZE];
+} reel_error;
+
+/** Short, static, English description of a status code. Never NULL. */
+REEL_API const char *reel_strerror(int status);
+
+/** Resets an error record to REEL_OK with an empty message. */
+REEL_API void reel_error_clear(reel_error *err);
+
+/** The library version as "MAJOR.MINOR.PATCH". */
+REEL_API const char *reel_version(void);
+
+/** Versions of the FFmpeg libraries reel runs against, e.g.
+ *  "libavcodec 59.37.100, libavformat 59.27.100, ...". */
+REEL_API const char *reel_ffmpeg_versions(void);
+
+/** Sets FFmpeg's log verbosity: 0 quiet, 1 errors, 2 warnings, 3 info.
+ *  FFmpeg keeps this one setting per process, so this affects every user
+ *  of FFmpeg in the process; reel itself reports through reel_error and
+ *  never relies on the log. Thread-safe. */
+REEL_API void reel_set_ffmpeg_log_level(int level);
+
+/** Frees memory that reel allocated and handed to the caller. NULL is fine. */
+REEL_API void reel_free(void *ptr);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REEL_COMMON_H */

@@ -1,0 +1,10 @@
+/* reel/reel.h: the one header to include. reel feeds video to deep-learning
+ * training: frame-exact batched decoding, fused conversion, and a loader. */
+#ifndef REEL_REEL_H
+#define REEL_REEL_H
+
+#include "common.h"
+#include "convert.h"
+#include "decoder.h"
+
+#endif /* REEL_REEL_H */

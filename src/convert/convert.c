@@ -1,0 +1,437 @@
+/* convert.c: decoded frame -> output pixels. swscale does YUV->RGB (fused
+ * with crop and resize where exactness allows), then one pass writes the
+ * small result into its final dtype, layout and strides. */
+#include "convert/convert_internal.h"
+#include "decoder/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libavutil/imgutils.h>
+#include <libavutil/pixdesc.h>
+#include <libswscale/swscale.h>
+
+#define SWS_CACHE 4
+
+typedef struct sws_entry {
+    struct SwsContext *sws;
+    int sw, sh, sfmt, dw, dh, dfmt, flags, cs, range;
+    uint64_t used;
+} sws_entry;
+
+typedef struct scratch {
+    uint8_t *p;
+    size_t size;
+} scratch;
+
+struct reel_converter {
+    sws_entry cache[SWS_CACHE];
+    uint64_t tick;
+    scratch s[3];
+    /* normalisation lookup tables, rebuilt when the transform changes */
+    int lut_dtype;
+    float lut_key[7];
+    float lut_f32[3][256];
+    uint16_t lut_u16[3][256];
+};
+
+void reel_transform_default(reel_transform *t)
+{
+    if (!t) return;
+    memset(t, 0, sizeof *t);
+    t->filter = REEL_FILTER_BILINEAR;
+    t->resize_mode = REEL_RESIZE_FUSED;
+    t->dtype = REEL_DTYPE_UINT8;
+    t->layout = REEL_LAYOUT_HWC;
+    t->scale = 255.0f;
+    t->std[0] = t->std[1] = t->std[2] = 1.0f;
+}
+
+size_t reel__dtype_size(int dtype)
+{
+    switch (dtype) {
+    case REEL_DTYPE_UINT8: return 1;
+    case REEL_DTYPE_FLOAT32: return 4;
+    case REEL_DTYPE_FLOAT16:
+    case REEL_DTYPE_BFLOAT16: return 2;
+    default: return 0;
+    }
+}
+
+uint16_t reel__f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t mant = x & 0x7fffffu;
+    int32_t exp = (int32_t)((x >> 23) & 0xff);
+    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    exp = exp - 127 + 15;
+    if (exp >= 0x1f) return (uint16_t)(sign | 0x7c00u);
+    if (exp <= 0) {
+        if (exp < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t h = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+
+uint16_t reel__f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fffu + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+int reel_transform_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h,
+                               size_t *bytes, reel_error *err)
+{
+    reel_transform def;
+    if (!t) { reel_transform_default(&def); t = &def; }
+    int cw = src_w, ch = src_h;
+    if (t->crop_w || t->crop_h) {
+        if (t->crop_w <= 0 || t->crop_h <= 0 || t->crop_x < 0 || t->crop_y < 0 ||
+            t->crop_x > src_w - t->crop_w || t->crop_y > src_h - t->crop_h)
+            return reel__error_set(err, REEL_E_INVALID_ARG, "crop %d,%d,%dx%d falls outside the %dx%d frame",
+                                   t->crop_x, t->crop_y, t->crop_w, t->crop_h, src_w, src_h);
+        cw = t->crop_w;
+        ch = t->crop_h;
+    }
+    int w = t->width, h = t->height;
+    if (w < 0 || h < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "output size %dx%d is negative", w, h);
+    if (w == 0 && h == 0) { w = cw; h = ch; }
+    else if (h == 0) h = (int)lrint((double)ch * w / cw);
+    else if (w == 0) w = (int)lrint((double)cw * h / ch);
+    if (w < 1) w = 1;
+    if (h < 1) h = 1;
+    if (w > 16384 || h > 16384) return reel__error_set(err, REEL_E_INVALID_ARG, "output size %dx%d is too large", w, h);
+    size_t es = reel__dtype_size(t->dtype);
+    if (!es) return reel__error_set(err, REEL_E_INVALID_ARG, "unknown dtype %d", t->dtype);
+    if (t->layout != REEL_LAYOUT_HWC && t->layout != REEL_LAYOUT_CHW)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "unknown layout %d", t->layout);
+    if (t->filter < REEL_FILTER_BILINEAR || t->filter > REEL_FILTER_NEAREST)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "unknown filter %d", t->filter);
+    if (out_w) *out_w = w;
+    if (out_h) *out_h = h;
+    if (bytes) *bytes = (size_t)w * (size_t)h * 3 * es;
+    return REEL_OK;
+}
+
+int reel_converter_create(reel_converter **out, reel_error *err)
+{
+    if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_converter_create: out is NULL");
+    *out = calloc(1, sizeof **out);
+    if (!*out) return reel__error_set(err, REEL_E_NOMEM, "reel_converter_create: out of memory");
+    (*out)->lut_dtype = -1;
+    return REEL_OK;
+}
+
+void reel_converter_destroy(reel_converter **pc)
+{
+    if (!pc || !*pc) return;
+    reel_converter *c = *pc;
+    for (int i = 0; i < SWS_CACHE; i++) sws_freeContext(c->cache[i].sws);
+    for (int i = 0; i < 3; i++) av_free(c->s[i].p);
+    free(c);
+    *pc = NULL;
+}
+
+int64_t reel_frame_index(const reel_frame *f) { return f ? f->index : -1; }
+int64_t reel_frame_pts(const reel_frame *f) { return f ? f->pts : AV_NOPTS_VALUE; }
+void reel_frame_size(const reel_frame *f, int *w, int *h)
+{
+    if (w) *w = f ? f->av->width : 0;
+    if (h) *h = f ? f->av->height : 0;
+}
+
+static uint8_t *scratch_get(scratch *s, size_t size)
+{
+    if (s->size < size) {
+        av_free(s->p);
+        s->p = av_malloc(size);
+        s->size = s->p ? size : 0;
+    }
+    return s->p;
+}
+
+/* Row stride for packed RGB24 scratch images: swscale's SIMD yuv2rgb writes
+ * in blocks of 8 pixels and may run past the width, so leave room. */
+static int rgb_stride(int w)
+{
+    return FFALIGN(w * 3 + 24, 64);
+}
+
+static int sws_flags_of(int filter)
+{
+    switch (filter) {
+    case REEL_FILTER_AREA: return SWS_AREA;
+    case REEL_FILTER_BICUBIC: return SWS_BICUBIC;
+    case REEL_FILTER_NEAREST: return SWS_POINT;
+    default: return SWS_BILINEAR;
+    }
+}
+
+/* Colour matrix and range exactly as FFmpeg's scale filter picks them
+ * (in_color_matrix=auto: the frame's matrix; range: the frame's range), so
+ * output matches the ffmpeg CLI bit for bit. */
+static void set_colors(struct SwsContext *sws, int cs, int range)
+{
+    int *inv, *tab, src_full, dst_full, bri, con, sat;
+    if (sws_getColorspaceDetails(sws, &inv, &src_full, &tab, &dst_full, &bri, &con, &sat) < 0) return;
+    if (cs < 1 || cs > 10 || cs == 8) cs = AVCOL_SPC_BT470BG;
+    const int *coef = sws_getCoefficients(cs);
+    if (range != AVCOL_RANGE_UNSPECIFIED) src_full = range == AVCOL_RANGE_JPEG;
+    sws_setColorspaceDetails(sws, coef, src_full, coef, dst_full, bri, con, sat);
+}
+
+static struct SwsContext *get_sws(reel_converter *c, int sw, int sh, int sfmt, int dw, int dh, int dfmt,
+                                  int flags, int cs, int range)
+{
+    sws_entry *lru = &c->cache[0];
+    c->tick++;
+    for (int i = 0; i < SWS_CACHE; i++) {
+        sws_entry *e = &c->cache[i];
+        if (e->sws && e->sw == sw && e->sh == sh && e->sfmt == sfmt && e->dw == dw && e->dh == dh &&
+            e->dfmt == dfmt && e->flags == flags && e->cs == cs && e->range == range) {
+            e->used = c->tick;
+            return e->sws;
+        }
+        if (e->used < lru->used) lru = e;
+    }
+    sws_freeContext(lru->sws);
+    memset(lru, 0, sizeof *lru);
+    lru->sws = sws_getContext(sw, sh, sfmt, dw, dh, dfmt, flags, NULL, NULL, NULL);
+    if (!lru->sws) return NULL;
+    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(sfmt);
+    if (d && !(d->flags & AV_PIX_FMT_FLAG_RGB)) set_colors(lru->sws, cs, range);
+    lru->sw = sw; lru->sh = sh; lru->sfmt = sfmt; lru->dw = dw; lru->dh = dh; lru->dfmt = dfmt;
+    lru->flags = flags; lru->cs = cs; lru->range = range; lru->used = c->tick;
+    return lru->sws;
+}
+
+/* Pointers to pixel (x, y) of every plane of a YUV frame (x, y on luma). */
+static void plane_ptrs(const AVFrame *f, int x, int y, const uint8_t *src[4])
+{
+    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
+    for (int p = 0; p < 4; p++) {
+        if (!f->data[p]) { src[p] = NULL; continue; }
+        int chroma = (p == 1 || p == 2);
+        int px = chroma ? (x >> d->log2_chroma_w) : x;
+        int py = chroma ? (y >> d->log2_chroma_h) : y;
+        int step = 0;
+        for (int i = 0; i < d->nb_components; i++)
+            if (d->comp[i].plane == p) { step = d->comp[i].step; break; }
+        src[p] = f->data[p] + (ptrdiff_t)py * f->linesize[p] + (ptrdiff_t)px * step;
+    }
+}
+
+/* YUV region -> RGB24 scratch via swscale. */
+static int yuv_to_rgb(reel_converter *c, const AVFrame *f, int x, int y, int w, int h, int ow, int oh,
+                      int flags, uint8_t *dst, int dst_stride)
+{
+    struct SwsContext *sws = get_sws(c, w, h, f->format, ow, oh, AV_PIX_FMT_RGB24, flags, f->colorspace, f->color_range);
+    if (!sws) return REEL_E_UNSUPPORTED_CODEC;
+    const uint8_t *src[4];
+    plane_ptrs(f, x, y, src);
+    uint8_t *d[4] = { dst, NULL, NULL, NULL };
+    int ds[4] = { dst_stride, 0, 0, 0 };
+    int r = sws_scale(sws, src, f->linesize, 0, h, d, ds);
+    return r == oh ? REEL_OK : REEL_E_INTERNAL;
+}
+
+/* Is converting a band of rows pixel-identical to converting the whole
+ * frame? True for swscale's unscaled 4:2:0/4:2:2 -> RGB path (one chroma row
+ * per output row pair, no filtering) when the band starts on an even row and
+ * has even height; other formats interpolate chroma across rows. */
+static int band_is_exact(const AVFrame *f)
+{
+    int fmt = f->format;
+    return (fmt == AV_PIX_FMT_YUV420P || fmt == AV_PIX_FMT_YUVJ420P ||
+            fmt == AV_PIX_FMT_YUV422P || fmt == AV_PIX_FMT_YUVJ422P) && !(f->height & 1);
+}
+
+static void rotate_rgb(const uint8_t *src, int sstride, int w, int h, int rot, uint8_t *dst, int dstride)
+{
+    int ow = (rot == 180) ? w : h, oh = (rot == 180) ? h : w;
+    for (int r = 0; r < oh; r++) {
+        uint8_t *o = dst + (ptrdiff_t)r * dstride;
+        for (int col = 0; col < ow; col++) {
+            int sr, sc;
+            if (rot == 90) { sr = h - 1 - col; sc = r; }
+            else if (rot == 180) { sr = h - 1 - r; sc = w - 1 - col; }
+            else { sr = col; sc = w - 1 - r; }
+            const uint8_t *p = src + (ptrdiff_t)sr * sstride + sc * 3;
+            o[col * 3] = p[0]; o[col * 3 + 1] = p[1]; o[col * 3 + 2] = p[2];
+        }
+    }
+}
+
+static void build_luts(reel_converter *c, const reel_transform *t)
+{
+    float key[7] = { t->scale, t->mean[0], t->mean[1], t->mean[2], t->std[0], t->std[1], t->std[2] };
+    if (c->lut_dtype == t->dtype && !memcmp(key, c->lut_key, sizeof key)) return;
+    float scale = t->scale > 0 ? t->scale : 255.0f;
+    for (int ch = 0; ch < 3; ch++) {
+        float sd = t->std[ch] != 0.0f ? t->std[ch] : 1.0f;
+        for (int v = 0; v < 256; v++) {
+            float x = ((float)v / scale - t->mean[ch]) / sd;
+            c->lut_f32[ch][v] = x;
+            c->lut_u16[ch][v] = t->dtype == REEL_DTYPE_BFLOAT16 ? reel__f32_to_bf16(x) : reel__f32_to_f16(x);
+        }
+    }
+    memcpy(c->lut_key, key, sizeof key);
+    c->lut_dtype = t->dtype;
+}
+
+/* The one pass from the small RGB24 result into the caller's tensor slot:
+ * flip, dtype, normalisation and layout together, so the output is written
+ * once. Normalisation is a table lookup per byte (3 x 256 entries). */
+static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int h, const reel_transform *t, void *dst)
+{
+    int64_t sx, sy, sc;
+    if (t->stride_c || t->stride_y || t->stride_x) { sx = t->stride_x; sy = t->stride_y; sc = t->stride_c; }
+    else if (t->layout == REEL_LAYOUT_CHW) { sx = 1; sy = w; sc = (int64_t)w * h; }
+    else { sx = 3; sy = (int64_t)w * 3; sc = 1; }
+    int flip = t->flip_horizontal;
+
+    if (t->dtype == REEL_DTYPE_UINT8) {
+        uint8_t *o = dst;
+        if (!flip && sx == 3 && sc == 1) {
+            for (int y = 0; y < h; y++) memcpy(o + y * sy, src + (ptrdiff_t)y * sstride, (size_t)w * 3);
+            return;
+        }
+        for (int y = 0; y < h; y++) {
+            const uint8_t *s = src + (ptrdiff_t)y * sstride;
+            uint8_t *r = o + y * sy, *g = r + sc, *b = g + sc;
+            for (int x = 0; x < w; x++) {
+                const uint8_t *p = s + 3 * (flip ? w - 1 - x : x);
+                int64_t off = x * sx;
+                r[off] = p[0]; g[off] = p[1]; b[off] = p[2];
+            }
+        }
+        return;
+    }
+    build_luts(c, t);
+    if (t->dtype == REEL_DTYPE_FLOAT32) {
+        float *o = dst;
+        const float *l0 = c->lut_f32[0], *l1 = c->lut_f32[1], *l2 = c->lut_f32[2];
+        for (int y = 0; y < h; y++) {
+            const uint8_t *s = src + (ptrdiff_t)y * sstride;
+            float *r = o + y * sy, *g = r + sc, *b = g + sc;
+            for (int x = 0; x < w; x++) {
+                const uint8_t *p = s + 3 * (flip ? w - 1 - x : x);
+                int64_t off = x * sx;
+                r[off] = l0[p[0]]; g[off] = l1[p[1]]; b[off] = l2[p[2]];
+            }
+        }
+        return;
+    }
+    uint16_t *o = dst;
+    const uint16_t *l0 = c->lut_u16[0], *l1 = c->lut_u16[1], *l2 = c->lut_u16[2];
+    for (int y = 0; y < h; y++) {
+        const uint8_t *s = src + (ptrdiff_t)y * sstride;
+        uint16_t *r = o + y * sy, *g = r + sc, *b = g + sc;
+        for (int x = 0; x < w; x++) {
+            const uint8_t *p = s + 3 * (flip ? w - 1 - x : x);
+            int64_t off = x * sx;
+            r[off] = l0[p[0]]; g[off] = l1[p[1]]; b[off] = l2[p[2]];
+        }
+    }
+}
+
+int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_transform *tin,
+                       void *dst, size_t dst_size, reel_error *err)
+{
+    reel_transform def;
+    const reel_transform *t = tin;
+    if (!t) { reel_transform_default(&def); t = &def; }
+    if (!c || !frame || !dst) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_converter_run: NULL argument");
+    const AVFrame *f = frame->av;
+    int rot = t->apply_rotation ? frame->rotation : 0;
+    int dw = (rot == 90 || rot == 270) ? f->height : f->width;
+    int dh = (rot == 90 || rot == 270) ? f->width : f->height;
+    int ow, oh;
+    size_t bytes;
+    int r = reel_transform_output_size(t, dw, dh, &ow, &oh, &bytes, err);
+    if (r != REEL_OK) return r;
+    if (!(t->stride_c || t->stride_y || t->stride_x) && dst_size < bytes)
+        return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "output buffer of %zu bytes is smaller than the %zu-byte frame",
+                               dst_size, bytes);
+    int cx = 0, cy = 0, cw = dw, ch = dh;
+    if (t->crop_w) { cx = t->crop_x; cy = t->crop_y; cw = t->crop_w; ch = t->crop_h; }
+    int resize = (ow != cw || oh != ch);
+    const uint8_t *res;
+    int res_stride;
+
+    if (rot == 0 && resize && t->resize_mode == REEL_RESIZE_FUSED) {
+        /* crop and resize inside the YUV->RGB conversion: full-resolution
+         * RGB is never made */
+        res_stride = rgb_stride(ow);
+        uint8_t *s0 = scratch_get(&c->s[0], (size_t)res_stride * (oh + 1));
+        if (!s0) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
+        r = yuv_to_rgb(c, f, cx, cy, cw, ch, ow, oh, sws_flags_of(t->filter), s0, res_stride);
+        res = s0;
+    } else if (rot == 0 && !resize) {
+        /* exact conversion of only the rows that hold the crop */
+        int y0 = 0, y1 = f->height;
+        if (band_is_exact(f)) {
+            y0 = cy & ~1;
+            y1 = (cy + ch + 1) & ~1;
+            if (y1 > f->height) y1 = f->height;
+        }
+        res_stride = rgb_stride(f->width);
+        uint8_t *s0 = scratch_get(&c->s[0], (size_t)res_stride * (y1 - y0 + 1));
+        if (!s0) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
+        r = yuv_to_rgb(c, f, 0, y0, f->width, y1 - y0, f->width, y1 - y0, SWS_BICUBIC, s0, res_stride);
+        res = s0 + (ptrdiff_t)(cy - y0) * res_stride + cx * 3;
+    } else {
+        /* full RGB, then rotate, crop and resize in RGB */
+        int fs = rgb_stride(f->width);
+        uint8_t *s0 = scratch_get(&c->s[0], (size_t)fs * (f->height + 1));
+        if (!s0) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
+        r = yuv_to_rgb(c, f, 0, 0, f->width, f->height, f->width, f->height, SWS_BICUBIC, s0, fs);
+        const uint8_t *img = s0;
+        int istride = fs;
+        if (r == REEL_OK && rot) {
+            int rs = rgb_stride(dw);
+            uint8_t *s1 = scratch_get(&c->s[1], (size_t)rs * (dh + 1));
+            if (!s1) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
+            rotate_rgb(s0, fs, f->width, f->height, rot, s1, rs);
+            img = s1;
+            istride = rs;
+        }
+        const uint8_t *crop = img + (ptrdiff_t)cy * istride + cx * 3;
+        if (r == REEL_OK && resize) {
+            res_stride = rgb_stride(ow);
+            uint8_t *s2 = scratch_get(&c->s[2], (size_t)res_stride * (oh + 1));
+            struct SwsContext *sws = get_sws(c, cw, ch, AV_PIX_FMT_RGB24, ow, oh, AV_PIX_FMT_RGB24,
+                                             sws_flags_of(t->filter), 0, 0);
+            if (!s2 || !sws) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
+            const uint8_t *sp[4] = { crop, NULL, NULL, NULL };
+            int ss[4] = { istride, 0, 0, 0 };
+            uint8_t *dp[4] = { s2, NULL, NULL, NULL };
+            int ds[4] = { res_stride, 0, 0, 0 };
+            r = sws_scale(sws, sp, ss, 0, ch, dp, ds) == oh ? REEL_OK : REEL_E_INTERNAL;
+            res = s2;
+        } else {
+            res = crop;
+            res_stride = istride;
+        }
+    }
+    if (r != REEL_OK) {
+        const char *pf = av_get_pix_fmt_name(f->format);
+        return reel__error_set(err, r, "cannot convert %s %dx%d to RGB", pf ? pf : "?", f->width, f->height);
+    }
+    emit(c, res, res_stride, ow, oh, t, dst);
+    return REEL_OK;
+}

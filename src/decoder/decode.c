@@ -1,0 +1,416 @@
+/* decode.c: batched random access. Plans the least decoding for a set of
+ * wanted frames (sort, dedupe, merge keyframe runs, seek only across gaps),
+ * runs the plan, and hands each wanted frame to a visitor exactly once per
+ * request position. */
+#include "decoder/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct req {
+    int64_t frame;  /* presentation index */
+    size_t pos;     /* position in the caller's request */
+} req;
+
+typedef struct wanted {
+    int64_t frame;
+    size_t first;   /* index into the sorted req array */
+    size_t count;
+    int done;
+} wanted;
+
+typedef struct interval { int64_t s, e; } interval;
+
+typedef struct run {
+    reel_decoder *dec;
+    reel_frame_fn fn;
+    void *opaque;
+    const req *reqs;
+    wanted *w;
+    size_t nw;
+    reel_decode_stats st;
+    reel_error *err;
+    int64_t sent;   /* packets sent since the last drain */
+} run;
+
+static int cmp_req(const void *a, const void *b)
+{
+    const req *x = a, *y = b;
+    if (x->frame != y->frame) return x->frame < y->frame ? -1 : 1;
+    return x->pos < y->pos ? -1 : (x->pos > y->pos);
+}
+
+static int cmp_interval(const void *a, const void *b)
+{
+    const interval *x = a, *y = b;
+    if (x->s != y->s) return x->s < y->s ? -1 : 1;
+    return x->e < y->e ? -1 : (x->e > y->e);
+}
+
+static wanted *find_wanted(const run *r, int64_t frame)
+{
+    size_t lo = 0, hi = r->nw;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->w[mid].frame < frame) lo = mid + 1;
+        else hi = mid;
+    }
+    return (lo < r->nw && r->w[lo].frame == frame) ? &r->w[lo] : NULL;
+}
+
+/* Presentation index of a table pts, or -1. */
+static int64_t frame_of_pts(const reel_table *t, int64_t pts)
+{
+    int64_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (t->frames[mid].pts < pts) lo = mid + 1;
+        else hi = mid;
+    }
+    return (lo < t->n && t->frames[lo].pts == pts) ? lo : -1;
+}
+
+/* Decode position of a demuxed packet, or -1 if it is not in the table
+ * (before the first keyframe, or not seen by the scan). */
+static int64_t packet_decode_pos(const reel_decoder *dec, const AVPacket *pkt)
+{
+    const reel_table *t = &dec->table;
+    if (t->match_mode == REEL_MATCH_PTS) {
+        if (pkt->pts == AV_NOPTS_VALUE) return -1;
+        int64_t i = frame_of_pts(t, pkt->pts);
+        return i < 0 ? -1 : t->frames[i].decode_order;
+    }
+    /* COUNT mode: the synthetic key is the dts, ascending in decode order */
+    if (pkt->dts == AV_NOPTS_VALUE) return -1;
+    int64_t lo = 0, hi = t->n;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (t->pts_of_decode[mid] < pkt->dts) lo = mid + 1;
+        else hi = mid;
+    }
+    return (lo < t->n && t->pts_of_decode[lo] == pkt->dts) ? lo : -1;
+}
+
+static void reset_decoder(reel_decoder *dec)
+{
+    avcodec_flush_buffers(dec->avctx);
+    dec->decoder_dirty = 0;
+}
+
+static int seek_to(run *r, int64_t d, int from_start)
+{
+    reel_decoder *dec = r->dec;
+    const reel_table *t = &dec->table;
+    int64_t ts;
+    if (from_start) {
+        ts = INT64_MIN;
+        for (int64_t i = 0; i < t->n && i < 64; i++) {
+            int64_t v = t->dts[i] != AV_NOPTS_VALUE ? t->dts[i] : t->pts_of_decode[i];
+            if (v != AV_NOPTS_VALUE && (ts == INT64_MIN || v < ts)) ts = v;
+        }
+        if (ts == INT64_MIN) ts = 0;
+        ts -= 1;
+    } else {
+        /* dts is never after pts, and index timestamps are dts (mov, avi) or
+         * pts (matroska): seeking backward to the dts lands on the keyframe
+         * or before it; packets before it are then skipped unread by the codec. */
+        ts = t->dts[d] != AV_NOPTS_VALUE ? t->dts[d] : t->frames[t->frame_of_decode[d]].pts;
+    }
+    int e = av_seek_frame(dec->fmt, dec->stream_index, ts, AVSEEK_FLAG_BACKWARD);
+    if (e < 0) e = avformat_seek_file(dec->fmt, dec->stream_index, INT64_MIN, ts, ts, 0);
+    if (e < 0 && !(dec->fmt->iformat->flags & AVFMT_NO_BYTE_SEEK))
+        e = av_seek_frame(dec->fmt, dec->stream_index, 0, AVSEEK_FLAG_BYTE | AVSEEK_FLAG_BACKWARD);
+    if (e < 0) {
+        char eb[128];
+        return reel__error_set(r->err, REEL_E_IO, "%s: seek to frame %lld failed: %s", dec->name,
+                               (long long)t->frame_of_decode[d], reel__av_err(e, eb, sizeof eb));
+    }
+    r->st.seeks++;
+    dec->next_decode = -1;
+    return REEL_OK;
+}
+
+static int frame_is_corrupt(const AVFrame *f)
+{
+    return (f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags;
+}
+
+/* Takes one decoded frame: identifies it and hands it to the visitor if wanted. */
+static int deliver(run *r, AVFrame *f)
+{
+    reel_decoder *dec = r->dec;
+    const reel_table *t = &dec->table;
+    int64_t idx;
+    r->st.frames_decoded++;
+    if (t->match_mode == REEL_MATCH_PTS) {
+        int64_t pts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
+        idx = pts == AV_NOPTS_VALUE ? -1 : frame_of_pts(t, pts);
+    } else {
+        idx = dec->count_next < t->n ? dec->count_next : -1;
+        dec->count_next++;
+    }
+    if (idx < 0) return REEL_OK;
+    wanted *w = find_wanted(r, idx);
+    if (!w || w->done) return REEL_OK;
+    if (frame_is_corrupt(f)) {
+        if (dec->settings.corrupt_policy == REEL_CORRUPT_FAIL)
+            return reel__error_set(r->err, REEL_E_CORRUPT, "%s: frame %lld decoded with errors (corrupt data)",
+                                   dec->name, (long long)idx);
+        r->st.corrupt_packets++;
+    }
+    w->done = 1;
+    r->st.frames_returned++;
+    struct reel_frame rf = { .av = f, .index = idx, .pts = t->frames[idx].pts, .rotation = dec->rotation };
+    for (size_t k = 0; k < w->count; k++) {
+        int cb = r->fn(r->opaque, &rf, r->reqs[w->first + k].pos);
+        if (cb != 0) {
+            if (r->err && r->err->status == REEL_OK)
+                reel__error_set(r->err, cb < 0 ? cb : REEL_E_CANCELLED, "%s: stopped by the frame visitor (status %d)", dec->name, cb);
+            return cb < 0 ? cb : REEL_E_CANCELLED;
+        }
+    }
+    return REEL_OK;
+}
+
+static int receive_all(run *r)
+{
+    reel_decoder *dec = r->dec;
+    for (;;) {
+        int e = avcodec_receive_frame(dec->avctx, dec->frame);
+        if (e == AVERROR(EAGAIN) || e == AVERROR_EOF) return REEL_OK;
+        if (e < 0) {
+            char eb[128];
+            if (dec->settings.corrupt_policy == REEL_CORRUPT_SKIP && e == AVERROR_INVALIDDATA) {
+                r->st.corrupt_packets++;
+                continue;
+            }
+            return reel__error_set(r->err, e == AVERROR_INVALIDDATA ? REEL_E_CORRUPT : reel__status_from_av(e),
+                                   "%s: decoding failed: %s", dec->name, reel__av_err(e, eb, sizeof eb));
+        }
+        int s = deliver(r, dec->frame);
+        av_frame_unref(dec->frame);
+        if (s != REEL_OK) return s;
+    }
+}
+
+static int send_packet(run *r, AVPacket *pkt, int64_t d)
+{
+    reel_decoder *dec = r->dec;
+    for (;;) {
+        int e = avcodec_send_packet(dec->avctx, pkt);
+        if (e == AVERROR(EAGAIN)) {
+            int s = receive_all(r);
+            if (s != REEL_OK) return s;
+            continue;
+        }
+        if (e < 0 && e != AVERROR_EOF) {
+            char eb[128];
+            if (dec->settings.corrupt_policy == REEL_CORRUPT_SKIP) {
+                r->st.corrupt_packets++;
+                return REEL_OK;
+            }
+            return reel__error_set(r->err, e == AVERROR_INVALIDDATA ? REEL_E_CORRUPT : reel__status_from_av(e),
+                                   "%s: corrupt packet at frame %lld: %s", dec->name,
+                                   d >= 0 ? (long long)dec->table.frame_of_decode[d] : -1LL,
+                                   reel__av_err(e, eb, sizeof eb));
+        }
+        if (pkt) { r->sent++; r->st.packets_read++; dec->decoder_dirty = 1; }
+        return receive_all(r);
+    }
+}
+
+/* Drains the codec at the end of a run of packets and resets it for the
+ * next seek. Draining is free, unlike decoding extra packets to push the
+ * reordered frames out. */
+static int drain(run *r)
+{
+    reel_decoder *dec = r->dec;
+    if (!dec->decoder_dirty) return REEL_OK;
+    int s = send_packet(r, NULL, -1);
+    reset_decoder(dec);
+    r->sent = 0;
+    return s;
+}
+
+/* Runs decode positions [s, e], starting at keyframe s. */
+static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start)
+{
+    reel_decoder *dec = r->dec;
+    const reel_table *t = &dec->table;
+    AVPacket *pkt = dec->pkt;
+    int landed = 1, st;
+    int nonref_ok = dec->settings.skip_nonref && t->match_mode == REEL_MATCH_PTS;
+
+    if (force_seek_start || dec->next_decode != s) {
+        if ((st = drain(r)) != REEL_OK) return st;
+        if ((st = seek_to(r, s, force_seek_start)) != REEL_OK) return st;
+        landed = 0;
+    }
+    dec->count_next = t->frame_of_decode[s];
+    for (;;) {
+        int rd = av_read_frame(dec->fmt, pkt);
+        if (rd == AVERROR(EAGAIN)) continue;
+        if (rd < 0) {
+            /* end of file or damage before e: what was decoded stands; the
+             * caller reports frames that never arrived */
+            if (rd != AVERROR_EOF && dec->settings.corrupt_policy == REEL_CORRUPT_FAIL) {
+                char eb[128];
+                drain(r);
+                dec->next_decode = -1;
+                return reel__error_set(r->err, REEL_E_CORRUPT, "%s: read error before frame %lld: %s", dec->name,
+                                       (long long)t->frame_of_decode[e], reel__av_err(rd, eb, sizeof eb));
+            }
+            dec->next_decode = -1;
+            break;
+        }
+        if (pkt->stream_index != dec->stream_index || pkt->size == 0) { av_packet_unref(pkt); continue; }
+        int64_t d = packet_decode_pos(dec, pkt);
+        if (d < 0) {
+            /* Not a frame of the table (trimmed by an edit list, or before
+             * the first keyframe). Once decoding has started it may still be
+             * a reference for later frames, so the codec gets it. */
+            if (landed && dec->decoder_dirty) {
+                dec->avctx->skip_frame = AVDISCARD_DEFAULT;
+                st = send_packet(r, pkt, -1);
+                av_packet_unref(pkt);
+                if (st != REEL_OK) { drain(r); dec->next_decode = -1; return st; }
+            } else {
+                av_packet_unref(pkt);
+            }
+            continue;
+        }
+        if (d < s) { av_packet_unref(pkt); continue; }
+        if (!landed) {
+            if (d > s) {
+                /* the demuxer jumped past our keyframe: go back to the start */
+                av_packet_unref(pkt);
+                if (force_seek_start)
+                    return reel__error_set(r->err, REEL_E_INTERNAL, "%s: cannot seek to frame %lld", dec->name,
+                                           (long long)t->frame_of_decode[s]);
+                return run_interval(r, s, e, 1);
+            }
+            landed = 1;
+        }
+        if (d > e) {
+            /* continuing from a previous interval over a gap of unknown packets */
+            av_packet_unref(pkt);
+            dec->next_decode = -1;
+            break;
+        }
+        int64_t fi = t->frame_of_decode[d];
+        dec->avctx->skip_frame = (nonref_ok && !find_wanted(r, fi)) ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
+        st = send_packet(r, pkt, d);
+        av_packet_unref(pkt);
+        if (st != REEL_OK) { drain(r); dec->next_decode = -1; return st; }
+        dec->next_decode = d + 1;
+        if (d == e) break;
+    }
+    dec->avctx->skip_frame = AVDISCARD_DEFAULT;
+    return drain(r);
+}
+
+static int run_plan(run *r, int retry)
+{
+    reel_decoder *dec = r->dec;
+    const reel_table *t = &dec->table;
+    size_t ni = 0;
+    interval *iv = malloc((r->nw ? r->nw : 1) * sizeof *iv);
+    if (!iv) return reel__error_set(r->err, REEL_E_NOMEM, "%s: out of memory", dec->name);
+    for (size_t i = 0; i < r->nw; i++) {
+        if (r->w[i].done) continue;
+        int64_t f = r->w[i].frame;
+        int64_t s = t->seek_from[f];
+        if (retry) {
+            /* second chance for a frame the decoder did not produce: start
+             * one keyframe earlier (damaged or unmarked open GOPs) */
+            int64_t k = s - 1;
+            while (k > 0 && !(t->frames[t->frame_of_decode[k]].flags & REEL_FRAME_KEY)) k--;
+            s = k < 0 ? 0 : k;
+        }
+        iv[ni].s = s;
+        iv[ni].e = t->frames[f].decode_order;
+        ni++;
+    }
+    qsort(iv, ni, sizeof *iv, cmp_interval);
+    /* merge: a run that starts at or before the end of the previous one (plus
+     * one) needs no seek; decoding simply continues */
+    size_t m = 0;
+    for (size_t i = 0; i < ni; i++) {
+        if (m > 0 && iv[i].s <= iv[m - 1].e + 1) {
+            if (iv[i].e > iv[m - 1].e) iv[m - 1].e = iv[i].e;
+        } else {
+            iv[m++] = iv[i];
+        }
+    }
+    int st = REEL_OK;
+    for (size_t i = 0; i < m && st == REEL_OK; i++)
+        st = run_interval(r, iv[i].s, iv[i].e, 0);
+    free(iv);
+    return st;
+}
+
+int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n,
+                        reel_frame_fn fn, void *opaque, reel_decode_stats *stats, reel_error *err)
+{
+    if (!dec || !fn || (n && !indices))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_decode: NULL argument");
+    const reel_table *t = &dec->table;
+    run r = { .dec = dec, .fn = fn, .opaque = opaque, .err = err };
+    r.st.frames_requested = (int64_t)n;
+    if (n == 0) {
+        if (stats) *stats = r.st;
+        return REEL_OK;
+    }
+    req *reqs = malloc(n * sizeof *reqs);
+    wanted *w = malloc(n * sizeof *w);
+    if (!reqs || !w) {
+        free(reqs); free(w);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
+    }
+    for (size_t i = 0; i < n; i++) {
+        int64_t f = indices[i];
+        if (f < 0) f += t->n;
+        if (f < 0 || f >= t->n) {
+            free(reqs); free(w);
+            return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: frame index %lld out of range (video has %lld frames)",
+                                   dec->name, (long long)indices[i], (long long)t->n);
+        }
+        reqs[i].frame = f;
+        reqs[i].pos = i;
+    }
+    qsort(reqs, n, sizeof *reqs, cmp_req);
+    size_t nw = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (nw && w[nw - 1].frame == reqs[i].frame) { w[nw - 1].count++; continue; }
+        w[nw].frame = reqs[i].frame;
+        w[nw].first = i;
+        w[nw].count = 1;
+        w[nw].done = 0;
+        nw++;
+    }
+    r.reqs = reqs;
+    r.w = w;
+    r.nw = nw;
+
+    int st = run_plan(&r, 0);
+    if (st == REEL_OK && r.st.frames_returned < (int64_t)nw)
+        st = run_plan(&r, 1);
+    if (st == REEL_OK && r.st.frames_returned < (int64_t)nw) {
+        int64_t missing = -1;
+        for (size_t i = 0; i < nw; i++) if (!w[i].done) { missing = w[i].frame; break; }
+        st = reel__error_set(err, REEL_E_CORRUPT,
+                             "%s: frame %lld could not be decoded (the file is damaged or truncated before it)",
+                             dec->name, (long long)missing);
+    }
+    if (st != REEL_OK) {
+        reset_decoder(dec);
+        dec->next_decode = -1;
+    }
+    int64_t skipped = r.st.packets_read - r.st.frames_decoded;
+    r.st.frames_skipped = skipped > 0 ? skipped : 0;
+    r.st.amplification = r.st.frames_returned ? (double)r.st.frames_decoded / (double)r.st.frames_returned : 0.0;
+    if (stats) *stats = r.st;
+    free(reqs);
+    free(w);
+    return st;
+}

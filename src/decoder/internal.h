@@ -1,0 +1,96 @@
+/* internal.h: the decoder object's private layout, shared by the decoder's
+ * source files (open.c, table.c, sidecar.c, decode.c, frames.c). */
+#ifndef REEL_DECODER_INTERNAL_H
+#define REEL_DECODER_INTERNAL_H
+
+#include "reel/decoder.h"
+#include "core/error.h"
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+
+/* How decoded frames are matched to table rows. */
+enum {
+    REEL_MATCH_PTS   = 0, /* every packet has a unique pts: match frame->pts */
+    REEL_MATCH_COUNT = 1  /* no usable pts (AVI): count output frames from a
+                             keyframe whose presentation index is known */
+};
+
+/* One packet of the stream, in decode order, as found by the scan. */
+typedef struct reel_packet_info {
+    int64_t pts, dts, duration, pos;
+    int32_t size;
+    int32_t key;
+} reel_packet_info;
+
+/* The frame table plus what random access needs. */
+typedef struct reel_table {
+    int64_t n;                  /* frames */
+    reel_frame_entry *frames;   /* presentation order */
+    int64_t *dts;               /* per decode position: packet dts (AV_NOPTS_VALUE if none) */
+    int64_t *pts_of_decode;     /* per decode position: packet pts (match key in PTS mode) */
+    int64_t *frame_of_decode;   /* per decode position: presentation index */
+    int64_t *seek_from;         /* per presentation index: decode position of the keyframe to start from */
+    int64_t *keyframes;         /* presentation indices of keyframes */
+    int64_t n_keyframes;
+    int match_mode;
+    int damaged;                /* the scan stopped early on damage */
+    int source;                 /* reel_index_source */
+} reel_table;
+
+struct reel_decoder {
+    char *name;                 /* path or caller's name */
+    reel_decoder_settings settings;
+    char *index_path;           /* owned copy of settings.index_path or default */
+
+    /* input */
+    AVFormatContext *fmt;
+    AVIOContext *avio;          /* custom IO (memory / callbacks), or NULL */
+    struct reel_mem_reader *mem;
+    reel_io io;                 /* copy of the caller's callbacks */
+    int is_file;
+    int64_t file_size;
+    int64_t file_mtime_ns;
+
+    /* stream and codec */
+    AVStream *st;
+    int stream_index;
+    const AVCodec *codec;
+    AVCodecContext *avctx;
+    int rotation;               /* clockwise degrees to apply for display: 0/90/180/270 */
+
+    reel_table table;
+    reel_video_info info;
+
+    /* decode state */
+    AVPacket *pkt;
+    AVFrame *frame;
+    int64_t next_decode;        /* decode position of the next packet the demuxer returns, -1 unknown */
+    int decoder_dirty;          /* packets sent since the last flush */
+    int64_t count_next;         /* REEL_MATCH_COUNT: presentation index of the next output frame */
+    reel_converter *conv;       /* for get_frames */
+};
+
+/* Builds dec->table by scanning packets (no decoding). */
+int reel__table_scan(reel_decoder *dec, reel_error *err);
+/* Builds dec->table from the mp4/mov sample tables if they are complete;
+ * returns REEL_E_INDEX_STALE (no error filled) when it cannot, so the caller scans. */
+int reel__table_from_container(reel_decoder *dec);
+/* Derives seek_from, keyframes, durations from a table whose frames[] and
+ * per-decode arrays are filled. */
+int reel__table_finish(reel_decoder *dec, reel_error *err);
+void reel__table_free(reel_table *t);
+
+/* Sidecar: returns REEL_OK when loaded, REEL_E_INDEX_STALE if absent or stale. */
+int reel__sidecar_load(reel_decoder *dec, const char *path);
+int reel__sidecar_save(const reel_decoder *dec, const char *path, reel_error *err);
+
+/* reel_frame as seen by the converter. */
+struct reel_frame {
+    const AVFrame *av;
+    int64_t index;
+    int64_t pts;
+    int rotation;               /* clockwise degrees for display */
+};
+
+#endif

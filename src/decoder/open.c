@@ -1,0 +1,426 @@
+/* open.c: opening a decoder from a path, memory or callbacks; stream and
+ * codec selection; metadata; choosing where the frame table comes from
+ * (sidecar, container index, packet scan). */
+#include "decoder/internal.h"
+#include "convert/convert_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <libavutil/display.h>
+#include <libavutil/pixdesc.h>
+
+#define REEL_IO_BUFFER_SIZE (64 * 1024)
+
+void reel_decoder_default_settings(reel_decoder_settings *s)
+{
+    if (!s) return;
+    memset(s, 0, sizeof *s);
+    s->stream_index = -1;
+    s->threads = 0;
+    s->corrupt_policy = REEL_CORRUPT_FAIL;
+    s->index_mode = REEL_INDEX_OFF;
+    s->index_path = NULL;
+    s->skip_nonref = 1;
+}
+
+/* ---- custom IO: memory and caller callbacks ---------------------------- */
+
+typedef struct reel_mem_reader {
+    const uint8_t *data;
+    size_t size, pos;
+} reel_mem_reader;
+
+static int mem_read(void *opaque, uint8_t *buf, int size)
+{
+    reel_mem_reader *m = opaque;
+    size_t left = m->size - m->pos;
+    if (left == 0) return AVERROR_EOF;
+    if ((size_t)size > left) size = (int)left;
+    memcpy(buf, m->data + m->pos, (size_t)size);
+    m->pos += (size_t)size;
+    return size;
+}
+
+static int64_t mem_seek(void *opaque, int64_t offset, int whence)
+{
+    reel_mem_reader *m = opaque;
+    int64_t base;
+    switch (whence & ~AVSEEK_FORCE) {
+    case AVSEEK_SIZE: return (int64_t)m->size;
+    case SEEK_SET: base = 0; break;
+    case SEEK_CUR: base = (int64_t)m->pos; break;
+    case SEEK_END: base = (int64_t)m->size; break;
+    default: return AVERROR(EINVAL);
+    }
+    if (base + offset < 0 || base + offset > (int64_t)m->size) return AVERROR(EINVAL);
+    m->pos = (size_t)(base + offset);
+    return (int64_t)m->pos;
+}
+
+static int cb_read(void *opaque, uint8_t *buf, int size)
+{
+    reel_decoder *dec = opaque;
+    int r = dec->io.read(dec->io.opaque, buf, size);
+    if (r == 0) return AVERROR_EOF;
+    if (r < 0) return AVERROR(EIO);
+    return r;
+}
+
+static int64_t cb_seek(void *opaque, int64_t offset, int whence)
+{
+    reel_decoder *dec = opaque;
+    int64_t r;
+    if ((whence & ~AVSEEK_FORCE) == AVSEEK_SIZE)
+        r = dec->io.seek(dec->io.opaque, 0, REEL_SEEK_SIZE);
+    else
+        r = dec->io.seek(dec->io.opaque, offset, whence & ~AVSEEK_FORCE);
+    return r < 0 ? AVERROR(EIO) : r;
+}
+
+/* ---- metadata ------------------------------------------------------------ */
+
+static void copy_str(char *dst, size_t size, const char *src)
+{
+    snprintf(dst, size, "%s", src ? src : "");
+}
+
+static int display_rotation(const AVStream *st)
+{
+    const uint8_t *m = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, NULL);
+    if (!m) return 0;
+    double r = av_display_rotation_get((const int32_t *)m);
+    if (isnan(r)) return 0;
+    return (int)lrint(r);
+}
+
+static void fill_info(reel_decoder *dec)
+{
+    reel_video_info *in = &dec->info;
+    const AVCodecParameters *par = dec->st->codecpar;
+    const AVPixFmtDescriptor *desc = av_pix_fmt_desc_get((enum AVPixelFormat)par->format);
+    const reel_table *t = &dec->table;
+
+    memset(in, 0, sizeof *in);
+    copy_str(in->codec, sizeof in->codec, avcodec_get_name(par->codec_id));
+    copy_str(in->profile, sizeof in->profile, avcodec_profile_name(par->codec_id, par->profile));
+    copy_str(in->pix_fmt, sizeof in->pix_fmt, desc ? desc->name : "unknown");
+    copy_str(in->container, sizeof in->container, dec->fmt->iformat->name);
+    copy_str(in->color_space, sizeof in->color_space, av_color_space_name(par->color_space));
+    copy_str(in->color_range, sizeof in->color_range, av_color_range_name(par->color_range));
+    copy_str(in->color_primaries, sizeof in->color_primaries, av_color_primaries_name(par->color_primaries));
+    in->width = par->width;
+    in->height = par->height;
+    in->bit_depth = desc ? desc->comp[0].depth : 8;
+    in->rotation = display_rotation(dec->st);
+    in->sar_num = par->sample_aspect_ratio.num;
+    in->sar_den = par->sample_aspect_ratio.den ? par->sample_aspect_ratio.den : 1;
+    in->rate_num = dec->st->r_frame_rate.num;
+    in->rate_den = dec->st->r_frame_rate.den;
+    in->time_base_num = dec->st->time_base.num;
+    in->time_base_den = dec->st->time_base.den;
+    in->stream_index = dec->stream_index;
+    in->num_streams = (int)dec->fmt->nb_streams;
+    for (unsigned i = 0; i < dec->fmt->nb_streams; i++)
+        if (dec->fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO) in->has_audio = 1;
+    in->num_frames = t->n;
+    in->num_keyframes = t->n_keyframes;
+    in->index_source = t->source;
+    in->bit_rate = dec->fmt->bit_rate > 0 ? dec->fmt->bit_rate : par->bit_rate;
+    in->file_size = dec->file_size;
+
+    double tb = av_q2d(dec->st->time_base);
+    if (t->n > 0) {
+        const reel_frame_entry *last = &t->frames[t->n - 1];
+        int64_t span = last->pts + last->duration - t->frames[0].pts;
+        in->start_pts = t->frames[0].pts;
+        in->start_time = (double)t->frames[0].pts * tb;
+        in->duration = (double)span * tb;
+        if (dec->st->avg_frame_rate.num > 0 && dec->st->avg_frame_rate.den > 0) {
+            in->avg_fps_num = dec->st->avg_frame_rate.num;
+            in->avg_fps_den = dec->st->avg_frame_rate.den;
+        } else if (span > 0) {
+            av_reduce(&in->avg_fps_num, &in->avg_fps_den,
+                      t->n * (int64_t)dec->st->time_base.den,
+                      span * (int64_t)dec->st->time_base.num, 1 << 30);
+        }
+    }
+}
+
+/* ---- open ---------------------------------------------------------------- */
+
+static int pick_stream(reel_decoder *dec, reel_error *err)
+{
+    AVFormatContext *fmt = dec->fmt;
+    int want = dec->settings.stream_index;
+    if (want >= 0) {
+        if ((unsigned)want >= fmt->nb_streams)
+            return reel__error_set(err, REEL_E_NO_VIDEO_STREAM, "%s: stream %d does not exist (file has %u streams)",
+                                   dec->name, want, fmt->nb_streams);
+        if (fmt->streams[want]->codecpar->codec_type != AVMEDIA_TYPE_VIDEO ||
+            (fmt->streams[want]->disposition & AV_DISPOSITION_ATTACHED_PIC))
+            return reel__error_set(err, REEL_E_NO_VIDEO_STREAM, "%s: stream %d is not a video stream", dec->name, want);
+        dec->stream_index = want;
+    } else {
+        int idx = av_find_best_stream(fmt, AVMEDIA_TYPE_VIDEO, -1, -1, NULL, 0);
+        if (idx == AVERROR_DECODER_NOT_FOUND) {
+            /* a video stream exists but nothing decodes it: report the codec */
+            for (unsigned i = 0; i < fmt->nb_streams; i++)
+                if (fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_VIDEO) { idx = (int)i; break; }
+        }
+        if (idx < 0 || (fmt->streams[idx]->disposition & AV_DISPOSITION_ATTACHED_PIC))
+            return reel__error_set(err, REEL_E_NO_VIDEO_STREAM, "%s: no video stream", dec->name);
+        dec->stream_index = idx;
+    }
+    dec->st = fmt->streams[dec->stream_index];
+    for (unsigned i = 0; i < fmt->nb_streams; i++)
+        if ((int)i != dec->stream_index) fmt->streams[i]->discard = AVDISCARD_ALL;
+    return REEL_OK;
+}
+
+static int open_codec(reel_decoder *dec, reel_error *err)
+{
+    const AVCodecParameters *par = dec->st->codecpar;
+    char eb[128];
+    dec->codec = avcodec_find_decoder(par->codec_id);
+    if (!dec->codec)
+        return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC, "%s: unsupported codec '%s' (no decoder in this FFmpeg build)",
+                               dec->name, avcodec_get_name(par->codec_id));
+    dec->avctx = avcodec_alloc_context3(dec->codec);
+    if (!dec->avctx) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
+    int r = avcodec_parameters_to_context(dec->avctx, par);
+    if (r < 0) return reel__error_set(err, reel__status_from_av(r), "%s: bad codec parameters: %s", dec->name, reel__av_err(r, eb, sizeof eb));
+    dec->avctx->pkt_timebase = dec->st->time_base;
+    int threads = dec->settings.threads;
+    if (threads <= 0) {
+        /* FFmpeg's own default elsewhere is often one thread, which makes
+         * decoding needlessly slow; use every core, capped where frame
+         * threading stops paying off and only adds latency. */
+        threads = reel__cpu_count();
+        if (threads > 16) threads = 16;
+    }
+    dec->avctx->thread_count = threads;
+    dec->avctx->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+    r = avcodec_open2(dec->avctx, dec->codec, NULL);
+    if (r < 0)
+        return reel__error_set(err, reel__status_from_av(r) == REEL_E_IO ? REEL_E_UNSUPPORTED_CODEC : reel__status_from_av(r),
+                               "%s: cannot open %s decoder: %s", dec->name, dec->codec->name, reel__av_err(r, eb, sizeof eb));
+    return REEL_OK;
+}
+
+static int build_table(reel_decoder *dec, reel_error *err)
+{
+    int mode = dec->settings.index_mode;
+    if (dec->is_file && mode != REEL_INDEX_OFF) {
+        if (reel__sidecar_load(dec, dec->index_path) == REEL_OK) return REEL_OK;
+    }
+    int r = reel__table_from_container(dec);
+    if (r != REEL_OK) {
+        r = reel__table_scan(dec, err);
+        if (r != REEL_OK) return r;
+    }
+    r = reel__table_finish(dec, err);
+    if (r != REEL_OK) return r;
+    if (dec->is_file && mode == REEL_INDEX_READ_WRITE && !dec->table.damaged) {
+        reel_error werr;
+        /* A sidecar that cannot be written (read-only dataset) is not an
+         * error for decoding: the table in memory is exact either way. */
+        (void)reel__sidecar_save(dec, dec->index_path, &werr);
+    }
+    return REEL_OK;
+}
+
+static int open_common(reel_decoder *dec, reel_error *err)
+{
+    char eb[128];
+    int r;
+    AVDictionary *opts = NULL;
+    if (dec->avio) {
+        dec->fmt = avformat_alloc_context();
+        if (!dec->fmt) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
+        dec->fmt->pb = dec->avio;
+        dec->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
+    }
+    r = avformat_open_input(&dec->fmt, dec->is_file ? dec->name : NULL, NULL, &opts);
+    av_dict_free(&opts);
+    if (r < 0) {
+        int st = reel__status_from_av(r);
+        if (st == REEL_E_CORRUPT) st = REEL_E_NOT_VIDEO;
+        if (st == REEL_E_NOT_VIDEO)
+            return reel__error_set(err, st, "%s: not a video file (no known container format recognised)", dec->name);
+        return reel__error_set(err, st, "%s: cannot open: %s", dec->name, reel__av_err(r, eb, sizeof eb));
+    }
+    r = avformat_find_stream_info(dec->fmt, NULL);
+    if (r < 0)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: cannot read stream information: %s", dec->name, reel__av_err(r, eb, sizeof eb));
+    if ((r = pick_stream(dec, err)) != REEL_OK) return r;
+    if (dec->st->codecpar->width <= 0 || dec->st->codecpar->height <= 0)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: video stream %d has no frame size (damaged header?)", dec->name, dec->stream_index);
+    if ((r = open_codec(dec, err)) != REEL_OK) return r;
+    {
+        int ccw = display_rotation(dec->st);
+        dec->rotation = ((-ccw % 360) + 360) % 360;
+        if (dec->rotation % 90) dec->rotation = 0; /* only right angles are applied */
+    }
+    if ((r = build_table(dec, err)) != REEL_OK) return r;
+    if (dec->table.n == 0)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: no decodable video frames%s", dec->name,
+                               dec->table.damaged ? " (file damaged before the first keyframe)" : "");
+    fill_info(dec);
+    dec->pkt = av_packet_alloc();
+    dec->frame = av_frame_alloc();
+    if (!dec->pkt || !dec->frame) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
+    if ((r = reel_converter_create(&dec->conv, err)) != REEL_OK) return r;
+    dec->next_decode = -1;
+    return REEL_OK;
+}
+
+static reel_decoder *alloc_decoder(const char *name, const reel_decoder_settings *s)
+{
+    reel_decoder *dec = calloc(1, sizeof *dec);
+    if (!dec) return NULL;
+    if (s) dec->settings = *s;
+    else reel_decoder_default_settings(&dec->settings);
+    dec->name = strdup(name ? name : "<memory>");
+    dec->file_size = -1;
+    if (!dec->name) { free(dec); return NULL; }
+    return dec;
+}
+
+static int finish_open(reel_decoder **out, reel_decoder *dec, reel_error *err)
+{
+    int r = open_common(dec, err);
+    if (r != REEL_OK) {
+        reel_decoder_close(&dec);
+        return r;
+    }
+    *out = dec;
+    return REEL_OK;
+}
+
+int reel_decoder_open(reel_decoder **out, const char *path, const reel_decoder_settings *s, reel_error *err)
+{
+    if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open: out is NULL");
+    *out = NULL;
+    if (!path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open: empty path");
+    struct stat sb;
+    if (stat(path, &sb) != 0) {
+        if (errno == ENOENT || errno == ENOTDIR)
+            return reel__error_set(err, REEL_E_NOT_FOUND, "%s: no such file", path);
+        return reel__error_set(err, REEL_E_IO, "%s: cannot access: %s", path, strerror(errno));
+    }
+    if (S_ISDIR(sb.st_mode)) return reel__error_set(err, REEL_E_IO, "%s: is a directory, not a video file", path);
+    if (sb.st_size == 0) return reel__error_set(err, REEL_E_NOT_VIDEO, "%s: not a video file (empty, 0 bytes)", path);
+    reel_decoder *dec = alloc_decoder(path, s);
+    if (!dec) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
+    dec->is_file = 1;
+    dec->file_size = (int64_t)sb.st_size;
+    dec->file_mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+    if (dec->settings.index_path) {
+        dec->index_path = strdup(dec->settings.index_path);
+    } else {
+        size_t n = strlen(path) + 9;
+        dec->index_path = malloc(n);
+        if (dec->index_path) snprintf(dec->index_path, n, "%s.reelidx", path);
+    }
+    if (!dec->index_path) { reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path); }
+    dec->settings.index_path = dec->index_path;
+    return finish_open(out, dec, err);
+}
+
+int reel_decoder_open_memory(reel_decoder **out, const void *data, size_t size, const char *name,
+                             const reel_decoder_settings *s, reel_error *err)
+{
+    const char *nm = name ? name : "<memory>";
+    if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open_memory: out is NULL");
+    *out = NULL;
+    if (!data || size == 0) return reel__error_set(err, REEL_E_NOT_VIDEO, "%s: not a video (empty buffer)", nm);
+    reel_decoder *dec = alloc_decoder(nm, s);
+    if (!dec) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm);
+    dec->mem = calloc(1, sizeof *dec->mem);
+    uint8_t *buf = av_malloc(REEL_IO_BUFFER_SIZE);
+    if (!dec->mem || !buf) { av_free(buf); reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm); }
+    dec->mem->data = data;
+    dec->mem->size = size;
+    dec->file_size = (int64_t)size;
+    dec->avio = avio_alloc_context(buf, REEL_IO_BUFFER_SIZE, 0, dec->mem, mem_read, NULL, mem_seek);
+    if (!dec->avio) { av_free(buf); reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm); }
+    return finish_open(out, dec, err);
+}
+
+int reel_decoder_open_io(reel_decoder **out, const reel_io *io, const char *name,
+                         const reel_decoder_settings *s, reel_error *err)
+{
+    const char *nm = name ? name : "<io>";
+    if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open_io: out is NULL");
+    *out = NULL;
+    if (!io || !io->read)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: reel_io needs a read callback", nm);
+    if (!io->seek)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: reel_io needs a seek callback (random access requires seeking)", nm);
+    reel_decoder *dec = alloc_decoder(nm, s);
+    if (!dec) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm);
+    dec->io = *io;
+    int64_t sz = io->seek(io->opaque, 0, REEL_SEEK_SIZE);
+    dec->file_size = sz >= 0 ? sz : -1;
+    uint8_t *buf = av_malloc(REEL_IO_BUFFER_SIZE);
+    if (!buf) { reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm); }
+    dec->avio = avio_alloc_context(buf, REEL_IO_BUFFER_SIZE, 0, dec, cb_read, NULL, cb_seek);
+    if (!dec->avio) { av_free(buf); reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm); }
+    return finish_open(out, dec, err);
+}
+
+void reel_decoder_close(reel_decoder **pdec)
+{
+    if (!pdec || !*pdec) return;
+    reel_decoder *dec = *pdec;
+    reel_converter_destroy(&dec->conv);
+    av_packet_free(&dec->pkt);
+    av_frame_free(&dec->frame);
+    avcodec_free_context(&dec->avctx);
+    avformat_close_input(&dec->fmt);
+    if (dec->avio) {
+        av_freep(&dec->avio->buffer);
+        avio_context_free(&dec->avio);
+    }
+    free(dec->mem);
+    reel__table_free(&dec->table);
+    free(dec->index_path);
+    free(dec->name);
+    free(dec);
+    *pdec = NULL;
+}
+
+const reel_video_info *reel_decoder_info(const reel_decoder *dec)
+{
+    return dec ? &dec->info : NULL;
+}
+
+const char *reel_decoder_name(const reel_decoder *dec)
+{
+    return dec ? dec->name : NULL;
+}
+
+const reel_frame_entry *reel_decoder_frame_table(const reel_decoder *dec, int64_t *count)
+{
+    if (count) *count = dec ? dec->table.n : 0;
+    return dec ? dec->table.frames : NULL;
+}
+
+const int64_t *reel_decoder_keyframes(const reel_decoder *dec, int64_t *count)
+{
+    if (count) *count = dec ? dec->table.n_keyframes : 0;
+    return dec ? dec->table.keyframes : NULL;
+}
+
+int reel_decoder_save_index(const reel_decoder *dec, const char *path, reel_error *err)
+{
+    if (!dec) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_save_index: decoder is NULL");
+    if (!path) path = dec->index_path;
+    if (!path) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: no index path (decoder not opened from a file)", dec->name);
+    return reel__sidecar_save(dec, path, err);
+}

@@ -1,0 +1,233 @@
+/* table.c: the exact frame table. A packet scan that decodes nothing, and
+ * the derivation of presentation order, durations, keyframes and the
+ * keyframe each frame must be decoded from. */
+#include "decoder/internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void reel__table_free(reel_table *t)
+{
+    free(t->frames);
+    free(t->dts);
+    free(t->pts_of_decode);
+    free(t->frame_of_decode);
+    free(t->seek_from);
+    free(t->keyframes);
+    memset(t, 0, sizeof *t);
+}
+
+/* Growable packet list for the scan. */
+typedef struct pkt_list {
+    reel_packet_info *v;
+    int64_t n, cap;
+} pkt_list;
+
+static int pkt_push(pkt_list *l, const reel_packet_info *p)
+{
+    if (l->n == l->cap) {
+        int64_t cap = l->cap ? l->cap * 2 : 1024;
+        reel_packet_info *v = realloc(l->v, (size_t)cap * sizeof *v);
+        if (!v) return REEL_E_NOMEM;
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = *p;
+    return REEL_OK;
+}
+
+/* Sorting decode positions by pts (qsort has no context argument in C11,
+ * so sort (pts, decode position) pairs instead). */
+typedef struct pts_pos { int64_t pts; int64_t pos; } pts_pos;
+
+static int cmp_pts_pos(const void *a, const void *b)
+{
+    const pts_pos *x = a, *y = b;
+    if (x->pts != y->pts) return x->pts < y->pts ? -1 : 1;
+    return x->pos < y->pos ? -1 : (x->pos > y->pos);
+}
+
+/* Turns a decode-order packet list into the table (takes ownership of nothing;
+ * copies what it needs). Packets before the first keyframe cannot be decoded
+ * and are dropped, as FFmpeg's decoders drop them. */
+static int table_from_packets(reel_decoder *dec, const reel_packet_info *p, int64_t np, reel_error *err)
+{
+    reel_table *t = &dec->table;
+    int64_t first = 0;
+    while (first < np && !p[first].key) first++;
+    p += first;
+    np -= first;
+    t->n = np;
+    if (np == 0) return REEL_OK;
+
+    t->frames = calloc((size_t)np, sizeof *t->frames);
+    t->dts = malloc((size_t)np * sizeof *t->dts);
+    t->pts_of_decode = malloc((size_t)np * sizeof *t->pts_of_decode);
+    t->frame_of_decode = malloc((size_t)np * sizeof *t->frame_of_decode);
+    pts_pos *order = malloc((size_t)np * sizeof *order);
+    if (!t->frames || !t->dts || !t->pts_of_decode || !t->frame_of_decode || !order) {
+        free(order);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory for the frame table", dec->name);
+    }
+
+    /* PTS matching needs every packet to carry a distinct pts. */
+    int have_pts = 1;
+    for (int64_t i = 0; i < np; i++) {
+        t->dts[i] = p[i].dts;
+        t->pts_of_decode[i] = p[i].pts;
+        if (p[i].pts == AV_NOPTS_VALUE) have_pts = 0;
+        order[i].pts = p[i].pts;
+        order[i].pos = i;
+    }
+    if (have_pts) {
+        qsort(order, (size_t)np, sizeof *order, cmp_pts_pos);
+        for (int64_t i = 1; i < np; i++)
+            if (order[i].pts == order[i - 1].pts) { have_pts = 0; break; }
+    }
+    if (have_pts) {
+        t->match_mode = REEL_MATCH_PTS;
+    } else {
+        /* No usable pts (AVI and raw streams): presentation order is the
+         * order the decoder outputs frames, which is decode order shifted by
+         * the reorder delay; a keyframe of a closed GOP keeps its position.
+         * Timestamps are synthesised from dts (frame numbers in AVI). */
+        t->match_mode = REEL_MATCH_COUNT;
+        int have_dts = 1;
+        for (int64_t i = 0; i < np; i++)
+            if (p[i].dts == AV_NOPTS_VALUE) { have_dts = 0; break; }
+        for (int64_t i = 0; i < np; i++) {
+            order[i].pos = i;
+            order[i].pts = have_dts ? p[i].dts : i;
+        }
+        /* dts is ascending in decode order; if a broken file says otherwise,
+         * fall back to frame numbers */
+        for (int64_t i = 1; have_dts && i < np; i++)
+            if (order[i].pts <= order[i - 1].pts) { have_dts = 0; }
+        if (!have_dts)
+            for (int64_t i = 0; i < np; i++) order[i].pts = i;
+    }
+
+    for (int64_t i = 0; i < np; i++) {
+        int64_t d = order[i].pos;
+        reel_frame_entry *f = &t->frames[i];
+        f->pts = order[i].pts;
+        f->pos = p[d].pos;
+        f->decode_order = (int32_t)d;
+        f->flags = p[d].key ? REEL_FRAME_KEY : 0;
+        f->duration = p[d].duration;
+        t->frame_of_decode[d] = i;
+    }
+    if (t->match_mode == REEL_MATCH_COUNT) {
+        /* order is the identity here, so keyframe flags stay with their
+         * decode positions: for closed GOPs a keyframe's presentation index
+         * equals its decode index. Packets are matched by this synthetic key. */
+        for (int64_t i = 0; i < np; i++) t->pts_of_decode[i] = t->frames[i].pts;
+    }
+    free(order);
+    return REEL_OK;
+}
+
+int reel__table_scan(reel_decoder *dec, reel_error *err)
+{
+    AVPacket *pkt = av_packet_alloc();
+    pkt_list l = {0};
+    char eb[128];
+    int r = REEL_OK;
+    if (!pkt) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
+    reel__table_free(&dec->table);
+    for (;;) {
+        int e = av_read_frame(dec->fmt, pkt);
+        if (e == AVERROR_EOF) break;
+        if (e < 0) {
+            if (e == AVERROR(EAGAIN)) continue;
+            /* Damage: keep every frame before it. Decoding them stays exact;
+             * the decoder reports the damage when asked for later frames. */
+            dec->table.damaged = 1;
+            (void)eb;
+            break;
+        }
+        /* Packets the demuxer marks DISCARD (trimmed by an edit list) are
+         * decoded but never output, so they are not frames. */
+        if (pkt->stream_index == dec->stream_index && pkt->size > 0 && !(pkt->flags & AV_PKT_FLAG_DISCARD)) {
+            reel_packet_info pi = {
+                .pts = pkt->pts, .dts = pkt->dts, .duration = pkt->duration,
+                .pos = pkt->pos, .size = pkt->size, .key = (pkt->flags & AV_PKT_FLAG_KEY) != 0,
+            };
+            if (pkt->flags & AV_PKT_FLAG_CORRUPT) dec->table.damaged = 1;
+            if (pkt_push(&l, &pi) != REEL_OK) {
+                r = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory for the frame table", dec->name);
+                av_packet_unref(pkt);
+                break;
+            }
+        }
+        av_packet_unref(pkt);
+    }
+    av_packet_free(&pkt);
+    if (r == REEL_OK) {
+        int damaged = dec->table.damaged;
+        r = table_from_packets(dec, l.v, l.n, err);
+        dec->table.damaged = damaged;
+        dec->table.source = REEL_INDEX_FROM_SCAN;
+    }
+    free(l.v);
+    return r;
+}
+
+int reel__table_finish(reel_decoder *dec, reel_error *err)
+{
+    reel_table *t = &dec->table;
+    int64_t n = t->n;
+    if (n == 0) return REEL_OK;
+
+    /* Durations: the container's when it has them, else the gap to the next
+     * frame, and for a last frame without one the average. */
+    int64_t known = 0, known_sum = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (t->frames[i].duration > 0) { known++; known_sum += t->frames[i].duration; }
+    for (int64_t i = 0; i < n; i++) {
+        if (t->frames[i].duration > 0) continue;
+        if (i + 1 < n) t->frames[i].duration = t->frames[i + 1].pts - t->frames[i].pts;
+        else if (known) t->frames[i].duration = known_sum / known;
+        else if (n > 1) t->frames[i].duration = (t->frames[n - 1].pts - t->frames[0].pts) / (n - 1);
+        if (t->frames[i].duration <= 0) {
+            /* last resort: the nominal rate */
+            AVRational fr = dec->st->avg_frame_rate.num ? dec->st->avg_frame_rate : dec->st->r_frame_rate;
+            t->frames[i].duration = fr.num > 0 ? av_rescale_q(1, av_inv_q(fr), dec->st->time_base) : 1;
+            if (t->frames[i].duration <= 0) t->frames[i].duration = 1;
+        }
+    }
+
+    /* keyframes in presentation order */
+    free(t->keyframes);
+    t->n_keyframes = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (t->frames[i].flags & REEL_FRAME_KEY) t->n_keyframes++;
+    t->keyframes = malloc((size_t)(t->n_keyframes ? t->n_keyframes : 1) * sizeof *t->keyframes);
+    free(t->seek_from);
+    t->seek_from = malloc((size_t)n * sizeof *t->seek_from);
+    int64_t *last_key_at = malloc((size_t)n * sizeof *last_key_at); /* per decode pos: last key at or before */
+    if (!t->keyframes || !t->seek_from || !last_key_at) {
+        free(last_key_at);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory for the frame table", dec->name);
+    }
+    for (int64_t i = 0, k = 0; i < n; i++)
+        if (t->frames[i].flags & REEL_FRAME_KEY) t->keyframes[k++] = i;
+
+    int64_t lk = -1;
+    for (int64_t d = 0; d < n; d++) {
+        if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) lk = d;
+        last_key_at[d] = lk;
+    }
+    /* The keyframe to start from: the last one in decode order at or before
+     * the frame's packet whose presentation index is not after the frame.
+     * A frame shown before its GOP's keyframe (a leading frame of an open
+     * GOP) needs the previous GOP. */
+    for (int64_t i = 0; i < n; i++) {
+        int64_t d = t->frames[i].decode_order;
+        int64_t k = last_key_at[d];
+        while (k > 0 && t->frame_of_decode[k] > i) k = last_key_at[k - 1];
+        t->seek_from[i] = k < 0 ? 0 : k;
+    }
+    free(last_key_at);
+    return REEL_OK;
+}
