@@ -11,11 +11,12 @@
 static void usage(FILE *fp)
 {
     fprintf(fp,
-            "usage: reel info FILE... [--json] [--table] [--stream N] [--index]\n"
+            "usage: reel info FILE... [--json] [--table] [--stream N] [--index] [--scan]\n"
             "  --json      one JSON object per file and line\n"
             "  --table     with --json: include the frame table (pts, duration, key)\n"
             "  --stream N  use stream N instead of the best video stream\n"
-            "  --index     use (and write) the sidecar index FILE.reelidx\n");
+            "  --index     use (and write) the sidecar index FILE.reelidx\n"
+            "  --scan      build the frame table by a packet scan, ignoring the container index\n");
 }
 
 static double q2d(int num, int den) { return den ? (double)num / den : 0.0; }
@@ -92,6 +93,7 @@ int reel_cli_info(int argc, char **argv)
         if (!strcmp(argv[i], "--json")) json = 1;
         else if (!strcmp(argv[i], "--table")) table = 1;
         else if (!strcmp(argv[i], "--index")) use_index = 1;
+        else if (!strcmp(argv[i], "--scan")) s.force_scan = 1;
         else if (!strcmp(argv[i], "--stream") && i + 1 < argc) {
             if (cli_parse_int(argv[++i], &s.stream_index)) { fprintf(stderr, "reel info: bad --stream '%s'\n", argv[i]); free(files); return 2; }
         } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); free(files); return 0; }

@@ -34,6 +34,8 @@ typedef struct reel_decoder_settings {
     const char *index_path; /**< sidecar path; NULL: "<video path>.reelidx" */
     int skip_nonref;        /**< 1 (default): skip decoding of non-reference frames
                                  that no requested frame needs, where the codec allows */
+    int force_scan;         /**< 1: build the frame table by a packet scan even when
+                                 the container's index could be used (default 0) */
 } reel_decoder_settings;
 
 /** Fills `s` with the defaults documented on each field. */

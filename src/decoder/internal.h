@@ -76,6 +76,9 @@ int reel__table_scan(reel_decoder *dec, reel_error *err);
 /* Builds dec->table from the mp4/mov sample tables if they are complete;
  * returns REEL_E_INDEX_STALE (no error filled) when it cannot, so the caller scans. */
 int reel__table_from_container(reel_decoder *dec);
+/* Builds the table's rows from packets in decode order (drops packets
+ * before the first keyframe; chooses PTS or COUNT matching). */
+int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, int64_t np, reel_error *err);
 /* Derives seek_from, keyframes, durations from a table whose frames[] and
  * per-decode arrays are filled. */
 int reel__table_finish(reel_decoder *dec, reel_error *err);

@@ -218,7 +218,7 @@ static int build_table(reel_decoder *dec, reel_error *err)
     if (dec->is_file && mode != REEL_INDEX_OFF) {
         if (reel__sidecar_load(dec, dec->index_path) == REEL_OK) return REEL_OK;
     }
-    int r = reel__table_from_container(dec);
+    int r = dec->settings.force_scan ? REEL_E_INDEX_STALE : reel__table_from_container(dec);
     if (r != REEL_OK) {
         r = reel__table_scan(dec, err);
         if (r != REEL_OK) return r;

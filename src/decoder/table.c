@@ -47,10 +47,9 @@ static int cmp_pts_pos(const void *a, const void *b)
     return x->pos < y->pos ? -1 : (x->pos > y->pos);
 }
 
-/* Turns a decode-order packet list into the table (takes ownership of nothing;
- * copies what it needs). Packets before the first keyframe cannot be decoded
+/* Turns a decode-order packet list into the table (copies what it needs). Packets before the first keyframe cannot be decoded
  * and are dropped, as FFmpeg's decoders drop them. */
-static int table_from_packets(reel_decoder *dec, const reel_packet_info *p, int64_t np, reel_error *err)
+int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, int64_t np, reel_error *err)
 {
     reel_table *t = &dec->table;
     int64_t first = 0;
@@ -165,7 +164,7 @@ int reel__table_scan(reel_decoder *dec, reel_error *err)
     av_packet_free(&pkt);
     if (r == REEL_OK) {
         int damaged = dec->table.damaged;
-        r = table_from_packets(dec, l.v, l.n, err);
+        r = reel__table_from_packet_list(dec, l.v, l.n, err);
         dec->table.damaged = damaged;
         dec->table.source = REEL_INDEX_FROM_SCAN;
     }

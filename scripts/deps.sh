@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# scripts/deps.sh: make sure everything needed to build and test reel is here.
+#
+#   cmake >= 3.18 (from pip if missing: python3 -m pip install cmake ninja),
+#   pkg-config, FFmpeg dev packages (libavformat libavcodec libavutil
+#   libswscale), the ffmpeg and ffprobe CLIs, a C compiler.
+#
+# Missing system packages are installed with apt-get when we are root or have
+# passwordless sudo; otherwise it stops (exit 1) and prints the command to run.
+# Idempotent; prints one line and does nothing else when all is present.
+set -euo pipefail
+
+CMAKE_MIN=3.18
+APT_PKGS="pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg"
+FFMPEG_MODULES="libavformat libavcodec libavutil libswscale"
+
+# pip --user installs its scripts here; the Makefile puts it on PATH too.
+export PATH="${HOME:-/root}/.local/bin:$PATH"
+
+say() { echo "deps: $*" >&2; }
+have() { command -v "$1" >/dev/null 2>&1; }
+
+# version_ge A B: A >= B for dotted versions.
+version_ge() {
+    [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]
+}
+
+cmake_version() {
+    cmake --version 2>/dev/null | sed -n '1s/^cmake version \([0-9][0-9.]*\).*/\1/p'
+}
+
+CMAKE_V=
+cmake_ok() { # sets CMAKE_V
+    CMAKE_V=
+    have cmake || return 1
+    CMAKE_V=$(cmake_version)
+    [ -n "$CMAKE_V" ] && version_ge "$CMAKE_V" "$CMAKE_MIN"
+}
+
+cc_name() {
+    local c
+    for c in ${CC:-} cc gcc clang; do
+        if have "$c"; then echo "$c"; return 0; fi
+    done
+    return 1
+}
+
+# ------------------------------------------------------------ what is missing
+missing_apt=()
+have pkg-config || missing_apt+=(pkg-config)
+if have pkg-config && ! pkg-config --exists $FFMPEG_MODULES 2>/dev/null; then
+    missing_apt+=("FFmpeg dev packages ($FFMPEG_MODULES)")
+elif ! have pkg-config; then
+    missing_apt+=("FFmpeg dev packages")
+fi
+have ffmpeg || missing_apt+=(ffmpeg)
+have ffprobe || missing_apt+=(ffprobe)
+need_cc=0
+cc_name >/dev/null || { need_cc=1; missing_apt+=("a C compiler"); }
+need_cmake=0
+cmake_ok || need_cmake=1
+
+if [ ${#missing_apt[@]} -eq 0 ] && [ $need_cmake -eq 0 ]; then
+    ff=$(pkg-config --modversion libavcodec 2>/dev/null || echo '?')
+    if ! version_ge "$ff" 59; then
+        say "warning: libavcodec $ff is older than FFmpeg 5 (libavcodec 59); reel targets FFmpeg >= 5"
+    fi
+    echo "deps: ok (cmake $CMAKE_V$(have ninja && echo ', ninja'), $(cc_name), libavcodec $ff, $(command -v ffmpeg))"
+    exit 0
+fi
+
+# ------------------------------------------------------------ how to install
+SUDO=
+can_root=0
+if [ "$(id -u)" = 0 ]; then
+    can_root=1
+elif have sudo && sudo -n true 2>/dev/null; then
+    SUDO="sudo"
+    can_root=1
+fi
+
+apt_install() { # packages...
+    if [ $can_root -eq 1 ] && have apt-get; then
+        say "installing with apt-get: $*"
+        $SUDO apt-get update -qq
+        $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$@"
+    else
+        if have apt-get; then
+            say "cannot install system packages (not root, no passwordless sudo); as root, run:"
+        else
+            say "apt-get is not available; install the equivalent of these Debian packages:"
+        fi
+        echo "    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $*" >&2
+        say "then run make again"
+        exit 1
+    fi
+}
+
+if [ ${#missing_apt[@]} -gt 0 ]; then
+    say "missing: $(IFS=,; echo "${missing_apt[*]}" | sed 's/,/, /g')"
+    pkgs=$APT_PKGS
+    [ $need_cc -eq 1 ] && pkgs="$pkgs build-essential"
+    # shellcheck disable=SC2086
+    apt_install $pkgs
+fi
+
+# ------------------------------------------------------------ cmake (+ ninja)
+pip_install_cmake() {
+    python3 -m pip --version >/dev/null 2>&1 || return 1
+    say "installing cmake and ninja with pip"
+    # A plain install works in venvs/pyenv; Debian's system Python (PEP 668)
+    # needs --user, and its pip refuses even that without --break-system-packages
+    # (which then only writes to ~/.local).
+    python3 -m pip install -q cmake ninja 2>/dev/null ||
+        python3 -m pip install -q --user cmake ninja 2>/dev/null ||
+        python3 -m pip install -q --user --break-system-packages cmake ninja
+}
+
+if [ $need_cmake -eq 1 ]; then
+    if have cmake; then
+        say "cmake $CMAKE_V is older than $CMAKE_MIN"
+    else
+        say "missing: cmake"
+    fi
+    if ! pip_install_cmake; then
+        if [ $can_root -eq 1 ] && have apt-get; then
+            say "pip is not available; installing cmake with apt-get"
+            apt_install cmake ninja-build
+        else
+            say "install cmake >= $CMAKE_MIN, e.g.: python3 -m pip install --user cmake ninja"
+            exit 1
+        fi
+    fi
+    hash -r
+    have pyenv && pyenv rehash >/dev/null 2>&1 || true
+    if ! cmake_ok; then
+        scripts_dir=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null || true)
+        user_base=$(python3 -m site --user-base 2>/dev/null || true)
+        for d in "$scripts_dir" "${user_base:+$user_base/bin}"; do
+            [ -n "$d" ] && [ -x "$d/cmake" ] || continue
+            v=$("$d/cmake" --version 2>/dev/null | sed -n '1s/^cmake version \([0-9][0-9.]*\).*/\1/p')
+            [ -n "$v" ] && version_ge "$v" "$CMAKE_MIN" || continue
+            say "cmake $v was installed in $d, which is not first on PATH; run"
+            echo "    export PATH=\"$d:\$PATH\"" >&2
+            say "and run make again"
+            exit 1
+        done
+        say "cmake >= $CMAKE_MIN still not found after installing it; install it by hand"
+        exit 1
+    fi
+fi
+
+# ------------------------------------------------------------ final check
+fail=0
+pkg-config --exists $FFMPEG_MODULES || { say "FFmpeg dev packages still missing"; fail=1; }
+have ffmpeg && have ffprobe || { say "ffmpeg/ffprobe still missing"; fail=1; }
+cc_name >/dev/null || { say "no C compiler"; fail=1; }
+[ $fail -eq 0 ] || exit 1
+echo "deps: ok (cmake $CMAKE_V$(have ninja && echo ', ninja'), $(cc_name), libavcodec $(pkg-config --modversion libavcodec), $(command -v ffmpeg))"

@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# scripts/run_tests.sh: run every test suite and print one summary line.
+#
+#   0. (with --build-first) build the normal tree, build/;
+#   1. the C tests of the normal tree with ctest;
+#   2. the sanitizer tree (build-asan/, REEL_SANITIZE=address,undefined):
+#      configured and built here, its C tests run with ctest;
+#   3. pytest on tests/python, when it holds tests.
+#
+# Each C test binary (tests/c/harness.c) reports "N passed, N failed[, N skipped]";
+# those counts and pytest's are summed. A binary that crashed, timed out or
+# failed after its summary (e.g. a leak report) counts as one failure more, as
+# does a stage that could not run (e.g. the sanitizer build failing).
+# The LAST line printed is exactly "N passed, N failed" (+ ", N skipped" when
+# any were skipped). Exit status: 0 iff nothing failed.
+#
+# Options: --build DIR (default build), --asan DIR (default build-asan),
+#          --build-first, --no-c, --no-asan, --no-python, --asan-only
+set -uo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+build=build
+asan=build-asan
+do_c=1 do_asan=1 do_py=1 build_first=0
+while [ $# -gt 0 ]; do
+    case $1 in
+        --build) build=$2; shift ;;
+        --asan) asan=$2; shift ;;
+        --build-first) build_first=1 ;;
+        --no-c) do_c=0 ;;
+        --no-asan) do_asan=0 ;;
+        --no-python) do_py=0 ;;
+        --asan-only) do_c=0; do_py=0 ;;
+        *) echo "run_tests.sh: unknown option $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+abspath() { case $1 in /*) echo "$1" ;; *) echo "$root/$1" ;; esac; }
+build=$(abspath "$build")
+asan=$(abspath "$asan")
+
+total_pass=0 total_fail=0 total_skip=0
+notes=()
+
+note() { notes+=("$*"); echo "run_tests: $*" >&2; }
+
+# run_ctest DIR LABEL: runs ctest in DIR and adds up the harness summaries.
+run_ctest() {
+    local dir=$1 label=$2 summary rc p=0 f=0 s=0 extra=0
+    if [ ! -f "$dir/CTestTestfile.cmake" ]; then
+        note "$label: $dir is not a configured build tree"
+        total_fail=$((total_fail + 1))
+        return
+    fi
+    summary="$dir/test-summary.tsv"
+    rm -f "$summary"
+    echo "==> $label: ctest in $dir" >&2
+    (cd "$dir" && REEL_TEST_SUMMARY_FILE="$summary" \
+        ctest --output-on-failure -j2)
+    rc=$?
+
+    if [ -f "$summary" ]; then
+        read -r p f s < <(awk -F'\t' '{p += $2; f += $3; s += $4} END {print p+0, f+0, s+0}' "$summary")
+    fi
+    if [ $rc -ne 0 ]; then
+        # Tests ctest saw fail whose binary reported no failure of its own
+        # (crash, timeout, sanitizer report after the summary line).
+        local failed_log="$dir/Testing/Temporary/LastTestsFailed.log" name reported
+        if [ -f "$failed_log" ]; then
+            while IFS= read -r line; do
+                name=${line#*:}
+                [ -n "$name" ] || continue
+                reported=0
+                [ -f "$summary" ] && reported=$(awk -F'\t' -v n="$name" \
+                    '$1 == n {f += $3} END {print f+0}' "$summary")
+                if [ "$reported" -eq 0 ]; then
+                    extra=$((extra + 1))
+                    note "$label: $name failed without a failing check (crash, timeout, sanitizer report, or not built)"
+                fi
+            done <"$failed_log"
+        fi
+        if [ $f -eq 0 ] && [ $extra -eq 0 ]; then
+            extra=1
+            note "$label: ctest failed (exit $rc)"
+        fi
+    fi
+    f=$((f + extra))
+    echo "==> $label: $p passed, $f failed, $s skipped" >&2
+    total_pass=$((total_pass + p))
+    total_fail=$((total_fail + f))
+    total_skip=$((total_skip + s))
+}
+
+summary_line() {
+    if [ $total_skip -gt 0 ]; then
+        echo "$total_pass passed, $total_fail failed, $total_skip skipped"
+    else
+        echo "$total_pass passed, $total_fail failed"
+    fi
+}
+
+# ------------------------------------------------------------ 0. build
+# A failed build counts as one failure; whatever could be built is still
+# tested (tests whose binary is missing fail in ctest as "Not Run").
+if [ $build_first -eq 1 ]; then
+    echo "==> building $build" >&2
+    if ! KEEP_GOING=1 bash scripts/cmake_build.sh "$build"; then
+        note "the build of $build failed; testing what could be built"
+        total_fail=$((total_fail + 1))
+    fi
+fi
+
+# ------------------------------------------------------------ 1. C tests
+if [ $do_c -eq 1 ]; then
+    run_ctest "$build" "C tests"
+fi
+
+# ------------------------------------------------------------ 2. sanitizers
+if [ $do_asan -eq 1 ]; then
+    echo "==> sanitizer tree: building $asan" >&2
+    if ! KEEP_GOING=1 bash scripts/cmake_build.sh "$asan" -DREEL_SANITIZE=address,undefined \
+        -DREEL_BUILD_CLI=OFF "-DREEL_TEST_CLI=$build/reel"; then
+        note "the sanitizer build of $asan failed; testing what could be built"
+        total_fail=$((total_fail + 1))
+    fi
+    supp=""
+    [ -f tests/c/lsan.supp ] && supp=":suppressions=$root/tests/c/lsan.supp"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+    UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LSAN_OPTIONS="${LSAN_OPTIONS:-print_suppressions=0}$supp" \
+        run_ctest "$asan" "C tests (address,undefined)"
+fi
+
+# ------------------------------------------------------------ 3. pytest
+if [ $do_py -eq 1 ]; then
+    if [ -d tests/python ] &&
+        [ -n "$(find tests/python \( -name 'test_*.py' -o -name '*_test.py' \) -print -quit)" ]; then
+        if ! python3 -c 'import pytest' >/dev/null 2>&1; then
+            echo "==> installing pytest" >&2
+            python3 -m pip install -q pytest 2>/dev/null ||
+                python3 -m pip install -q --user pytest 2>/dev/null ||
+                python3 -m pip install -q --user --break-system-packages pytest ||
+                note "could not install pytest"
+        fi
+        echo "==> pytest tests/python" >&2
+        log=$(mktemp)
+        REEL_CLI="${REEL_CLI:-$build/reel}" \
+        REEL_TESTDATA="${REEL_TESTDATA:-$build/testdata}" \
+        REEL_SHARED_VIDEOS="${REEL_SHARED_VIDEOS:-$(cd "$root/.." && pwd)/shared/videos}" \
+            python3 -m pytest tests/python -q --color=no -o cache_dir="$build/.pytest_cache" 2>&1 |
+            tee "$log"
+        rc=${PIPESTATUS[0]}
+        # Last line like "3 passed, 1 failed, 2 skipped, 1 error in 0.52s".
+        line=$(grep -E '[0-9]+ (passed|failed|skipped|errors?|no tests ran)' "$log" | tail -n1)
+        p=$(grep -oE '[0-9]+ passed' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+        f=$(grep -oE '[0-9]+ failed' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+        e=$(grep -oE '[0-9]+ errors?' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+        s=$(grep -oE '[0-9]+ skipped' <<<"$line" | grep -oE '[0-9]+' || echo 0)
+        f=$((f + e))
+        rm -f "$log"
+        if [ "$rc" -eq 5 ]; then
+            echo "==> pytest: no tests collected" >&2
+        elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+            f=1
+            note "pytest failed (exit $rc)"
+        fi
+        echo "==> pytest: $p passed, $f failed, $s skipped" >&2
+        total_pass=$((total_pass + p))
+        total_fail=$((total_fail + f))
+        total_skip=$((total_skip + s))
+    else
+        echo "==> pytest: no tests in tests/python, skipped" >&2
+    fi
+fi
+
+# ------------------------------------------------------------ summary
+for n in "${notes[@]+"${notes[@]}"}"; do echo "note: $n" >&2; done
+summary_line
+[ $total_fail -eq 0 ]
