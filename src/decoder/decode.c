@@ -31,6 +31,10 @@ typedef struct run {
     reel_decode_stats st;
     reel_error *err;
     int64_t sent;   /* packets sent since the last drain */
+    /* COUNT mode safety: table frames passed and frames output since the
+     * last seek; they must agree, or indices would silently shift */
+    int64_t count_in, count_out;
+    int64_t count_first_key;
 } run;
 
 static int cmp_req(const void *a, const void *b)
@@ -146,6 +150,13 @@ static int deliver(run *r, AVFrame *f)
         int64_t pts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
         idx = pts == AV_NOPTS_VALUE ? -1 : frame_of_pts(t, pts);
     } else {
+        /* Packets were stamped with their decode-order key, so the first
+         * frame after a seek must be the keyframe we started from. */
+        if (r->count_out == 0 && f->pts != r->count_first_key)
+            return reel__error_set(r->err, REEL_E_CORRUPT,
+                                   "%s: frame indices cannot be established here (the file has no timestamps and the "
+                                   "decoder did not start at keyframe %lld)", dec->name, (long long)dec->count_next);
+        r->count_out++;
         idx = dec->count_next < t->n ? dec->count_next : -1;
         dec->count_next++;
     }
@@ -229,6 +240,12 @@ static int drain(run *r)
     int s = send_packet(r, NULL, -1);
     reset_decoder(dec);
     r->sent = 0;
+    if (s == REEL_OK && dec->table.match_mode == REEL_MATCH_COUNT && r->count_in != r->count_out)
+        s = reel__error_set(r->err, REEL_E_CORRUPT,
+                            "%s: the decoder dropped %lld frame(s) after frame %lld; without timestamps the following "
+                            "frame indices cannot be trusted (damaged file?)", dec->name,
+                            (long long)(r->count_in - r->count_out), (long long)(dec->count_next - r->count_out));
+    r->count_in = r->count_out = 0;
     return s;
 }
 
@@ -247,6 +264,8 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start)
         landed = 0;
     }
     dec->count_next = t->frame_of_decode[s];
+    r->count_in = r->count_out = 0;
+    r->count_first_key = t->pts_of_decode[s];
     for (;;) {
         int rd = av_read_frame(dec->fmt, pkt);
         if (rd == AVERROR(EAGAIN)) continue;
@@ -298,6 +317,10 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start)
             break;
         }
         int64_t fi = t->frame_of_decode[d];
+        if (t->match_mode == REEL_MATCH_COUNT) {
+            pkt->pts = t->pts_of_decode[d];
+            r->count_in++;
+        }
         dec->avctx->skip_frame = (nonref_ok && !find_wanted(r, fi)) ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
         st = send_packet(r, pkt, d);
         av_packet_unref(pkt);
