@@ -77,7 +77,8 @@ typedef struct reel_video_info {
     char    color_primaries[24];
     int     width, height;    /**< coded (pre-rotation) size */
     int     bit_depth;
-    int     rotation;         /**< display rotation in degrees: 0, 90, 180, 270 (counter-clockwise, as ffprobe) */
+    int     rotation;         /**< display rotation as ffprobe reports it: degrees counter-clockwise
+                                   from the display matrix, e.g. 90, -90, -180; 0 if none */
     int     sar_num, sar_den; /**< sample aspect ratio, 0/1 if unknown */
     int     avg_fps_num, avg_fps_den;  /**< average frame rate from the frame table */
     int     rate_num, rate_den;        /**< nominal (r_frame_rate) */

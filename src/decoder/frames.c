@@ -56,6 +56,7 @@ typedef struct sink {
     reel_transform t;      /* with explicit output size */
     uint8_t *dst;
     size_t frame_bytes;
+    int sized;             /* the caller asked for an output size */
     int64_t last_index;    /* frame converted last, for repeated requests */
     size_t last_pos;
     reel_error *err;
@@ -70,7 +71,19 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
         memcpy(out, s->dst + s->last_pos * s->frame_bytes, s->frame_bytes);
         return 0;
     }
-    int r = reel_converter_run(s->dec->conv, f, &s->t, out, s->frame_bytes, s->err);
+    const reel_transform *t = &s->t;
+    reel_transform scaled;
+    int fw, fh;
+    reel_frame_size(f, &fw, &fh);
+    if (!s->sized && (fw != s->dec->info.width || fh != s->dec->info.height)) {
+        /* The coded size changed mid-stream and the caller asked for no
+         * resize: rescale to the stream's size in one bicubic pass, exactly
+         * as the ffmpeg CLI does for such a stream. */
+        scaled = s->t;
+        scaled.filter = REEL_FILTER_BICUBIC;
+        t = &scaled;
+    }
+    int r = reel_converter_run(s->dec->conv, f, t, out, s->frame_bytes, s->err);
     if (r != REEL_OK) return r;
     s->last_index = f->index;
     s->last_pos = pos;
@@ -95,6 +108,7 @@ static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const
                                dec->name, dst_size, n, n * fb);
     /* pin the output size so frames whose coded size changes mid-stream
      * still fill exactly one slot */
+    s.sized = s.t.width > 0 || s.t.height > 0;
     s.t.width = w;
     s.t.height = h;
     s.dec = dec;
