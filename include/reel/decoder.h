@@ -11,11 +11,22 @@
 extern "C" {
 #endif
 
-/** What to do with a packet the codec rejects as corrupt. */
+/** What to do with damaged data. Under both policies damage never changes
+ *  which frame an index names: frames are matched by timestamp (or, in
+ *  files without timestamps, by a verified count that fails rather than
+ *  shifts), and frames of GOPs without damage always decode exactly.
+ *  Inside a damaged GOP the codec may conceal with neighbouring pixels; it
+ *  reports that reliably with threads = 1 (FFmpeg 5.1 does not flag
+ *  concealment under frame threading). */
 typedef enum reel_corrupt_policy {
-    REEL_CORRUPT_FAIL = 0, /**< stop and return REEL_E_CORRUPT (default) */
-    REEL_CORRUPT_SKIP = 1  /**< drop the packet and go on; frames that cannot
-                                be produced still fail with REEL_E_CORRUPT */
+    REEL_CORRUPT_FAIL = 0, /**< any error the codec reports, or a wanted frame
+                                decoded with errors, fails the call with
+                                REEL_E_CORRUPT (default) */
+    REEL_CORRUPT_SKIP = 1  /**< best effort, like the ffmpeg CLI: bad packets
+                                are dropped and decoding goes on; concealed
+                                frames are returned and counted in
+                                reel_decode_stats.corrupt_packets; a frame
+                                that cannot be produced still fails */
 } reel_corrupt_policy;
 
 /** Sidecar index use. */
@@ -164,8 +175,9 @@ REEL_API int reel_decoder_save_index(const reel_decoder *dec, const char *path, 
 
 /** Visitor called once per requested position. Frames arrive in decode
  *  order, not request order; a frame requested k times is visited k times
- *  (with its k positions). Return 0 to go on, non-zero to stop the call
- *  with that status. */
+ *  (with its k positions). Return 0 to go on; non-zero stops the call at
+ *  once (the visitor is not called again): a negative reel status is
+ *  returned as is, a positive value as REEL_E_CANCELLED. */
 typedef int (*reel_frame_fn)(void *opaque, const reel_frame *frame, size_t request_pos);
 
 /** The low-level batched call: decodes exactly the frames in `indices`

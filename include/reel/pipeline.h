@@ -1,7 +1,26 @@
 /* reel/pipeline.h: the batch loader. A dataset of videos, per-video clip
  * samplers, transforms fused into the colour conversion, and a multi-threaded
  * pipeline (open+index -> decode+transform -> collate) that fills a ring of
- * preallocated, aligned batch buffers with no copy in between. */
+ * preallocated, aligned batch buffers with no copy in between.
+ *
+ *   reel_dataset *ds;  reel_loader *l;  reel_batch *b;  reel_error err;
+ *   reel_dataset_open(&ds, "kinetics/train", &err);     // or a .csv/.tsv/.jsonl
+ *   reel_loader_settings s;
+ *   reel_loader_default_settings(&s);                   // 8 frames, 224x224, batch 32
+ *   s.transform.crop = REEL_CROP_RANDOM;  s.transform.flip = REEL_FLIP_RANDOM;
+ *   s.epochs = 10;  s.seed = 42;
+ *   reel_loader_create(&l, ds, &s, &err);
+ *   for (int e = 0; e < 10; e++)
+ *       while (reel_loader_next(l, &b, &err) == REEL_OK && b) {   // NULL: epoch over
+ *           train_step(b->data, b->shape, b->labels);
+ *           reel_loader_release(l, b);                            // any thread
+ *       }
+ *   reel_loader_destroy(&l);  reel_dataset_free(&ds);
+ *
+ * Determinism: every random choice (shuffle, clip starts, crops, flips,
+ * replacements) is a counter-based function of (seed, epoch, sample, draw),
+ * so in ordered mode the batches do not depend on thread counts, timing or
+ * where a run was resumed. */
 #ifndef REEL_PIPELINE_H
 #define REEL_PIPELINE_H
 
@@ -331,10 +350,10 @@ typedef struct reel_loader_metrics {
     const char *bottleneck;     /**< "open", "decode", "collate" or "consumer" */
 } reel_loader_metrics;
 
-/** The loader. Thread-safety: reel_loader_next, _state, _restore and
+/** The loader. Thread-safety: reel_loader_next, _get_state, _restore and
  *  _destroy are for one consumer thread at a time; reel_loader_release,
- *  _metrics, _metrics_json, _write_trace and the failure calls are safe
- *  from any thread, concurrently with the consumer. */
+ *  _get_metrics, _metrics_json, _write_trace, _batches_per_epoch and the
+ *  failure calls are safe from any thread, concurrently with the consumer. */
 typedef struct reel_loader reel_loader;
 
 /** Creates the loader and starts its threads; prefetching begins at once.

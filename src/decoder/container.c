@@ -198,10 +198,14 @@ int reel__table_from_container(reel_decoder *dec)
 
     /* 2. The track's own sample tables. */
     track_tables tt = {0};
-    if (read_track(dec->fmt->pb, dec->file_size, st->id, &tt)) { tables_free(&tt); return REEL_E_INDEX_STALE; }
-    pos_idx *byp = malloc((size_t)tt.n * sizeof *byp);
-    reel_packet_info *pk = malloc((size_t)ne * sizeof *pk);
-    int ok = byp && pk;
+    pos_idx *byp = NULL;
+    reel_packet_info *pk = NULL;
+    int ok = !read_track(dec->fmt->pb, dec->file_size, st->id, &tt);
+    if (ok) {
+        byp = malloc((size_t)tt.n * sizeof *byp);
+        pk = malloc((size_t)ne * sizeof *pk);
+        ok = byp && pk;
+    }
     for (int64_t i = 0; ok && i < tt.n; i++) { byp[i].pos = tt.pos[i]; byp[i].sample = i; }
     if (ok) qsort(byp, (size_t)tt.n, sizeof *byp, cmp_pos);
 
@@ -222,12 +226,14 @@ int reel__table_from_container(reel_decoder *dec)
     }
     /* 4. Calibrate FFmpeg's constant composition shift on the first packet
      *    and require every probed packet to agree exactly. */
+    /* Key flags come from the sync-sample table (stss), which is the
+     * container's statement; a parser may clear them on damaged data, so
+     * they are not compared. */
     if (ok && np >= nprobe) {
         offset = probe[0].pts - pk[0].pts;
         for (int i = 0; i < nprobe && ok; i++)
             ok = pk[i].pos == probe[i].pos && pk[i].dts == probe[i].dts && pk[i].size == probe[i].size &&
-                 pk[i].pts + offset == probe[i].pts && pk[i].key == probe[i].key &&
-                 (probe[i].duration <= 0 || probe[i].duration == pk[i].duration);
+                 pk[i].pts + offset == probe[i].pts && (pk[i].key & 2) == (probe[i].key & 2);
     } else {
         ok = 0;
     }

@@ -101,6 +101,17 @@ static void reset_decoder(reel_decoder *dec)
     dec->decoder_dirty = 0;
 }
 
+/* Leaves the codec clean after an error, without draining: frames still in
+ * flight are dropped, so the visitor is never called after a failure. */
+static void abort_run(run *r)
+{
+    reset_decoder(r->dec);
+    r->dec->avctx->skip_frame = AVDISCARD_DEFAULT;
+    r->dec->next_decode = -1;
+    r->sent = 0;
+    r->count_in = r->count_out = 0;
+}
+
 static int seek_to(run *r, int64_t d, int from_start)
 {
     reel_decoder *dec = r->dec;
@@ -173,12 +184,19 @@ static int deliver(run *r, AVFrame *f)
     r->st.frames_returned++;
     struct reel_frame rf = { .av = f, .index = idx, .pts = t->frames[idx].pts, .rotation = dec->rotation };
     for (size_t k = 0; k < w->count; k++) {
+        /* a visitor that fails may fill err itself (the converter does);
+         * otherwise say who stopped the call */
+        int before = r->err ? r->err->status : 0;
+        if (r->err) r->err->status = REEL_OK;
         int cb = r->fn(r->opaque, &rf, r->reqs[w->first + k].pos);
         if (cb != 0) {
+            int st = cb < 0 ? cb : REEL_E_CANCELLED;
             if (r->err && r->err->status == REEL_OK)
-                reel__error_set(r->err, cb < 0 ? cb : REEL_E_CANCELLED, "%s: stopped by the frame visitor (status %d)", dec->name, cb);
-            return cb < 0 ? cb : REEL_E_CANCELLED;
+                reel__error_set(r->err, st, "%s: stopped by the frame visitor at frame %lld (status %d)",
+                                dec->name, (long long)idx, cb);
+            return st;
         }
+        if (r->err) r->err->status = before;
     }
     return REEL_OK;
 }
@@ -274,8 +292,7 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start)
              * caller reports frames that never arrived */
             if (rd != AVERROR_EOF && dec->settings.corrupt_policy == REEL_CORRUPT_FAIL) {
                 char eb[128];
-                drain(r);
-                dec->next_decode = -1;
+                abort_run(r);
                 return reel__error_set(r->err, REEL_E_CORRUPT, "%s: read error before frame %lld: %s", dec->name,
                                        (long long)t->frame_of_decode[e], reel__av_err(rd, eb, sizeof eb));
             }
@@ -292,7 +309,7 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start)
                 dec->avctx->skip_frame = AVDISCARD_DEFAULT;
                 st = send_packet(r, pkt, -1);
                 av_packet_unref(pkt);
-                if (st != REEL_OK) { drain(r); dec->next_decode = -1; return st; }
+                if (st != REEL_OK) { abort_run(r); return st; }
             } else {
                 av_packet_unref(pkt);
             }
@@ -324,7 +341,7 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start)
         dec->avctx->skip_frame = (nonref_ok && !find_wanted(r, fi)) ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
         st = send_packet(r, pkt, d);
         av_packet_unref(pkt);
-        if (st != REEL_OK) { drain(r); dec->next_decode = -1; return st; }
+        if (st != REEL_OK) { abort_run(r); return st; }
         dec->next_decode = d + 1;
         if (d == e) break;
     }
@@ -352,6 +369,15 @@ static int run_plan(run *r, int retry)
         }
         iv[ni].s = s;
         iv[ni].e = t->frames[f].decode_order;
+        if (t->match_mode == REEL_MATCH_COUNT) {
+            /* Without timestamps frames are identified by counting outputs,
+             * so every frame shown before the wanted one must be decoded:
+             * go on past it by the codec's reorder depth, within its GOP. */
+            int64_t e = iv[ni].e + dec->reorder_depth;
+            for (int64_t d = iv[ni].e + 1; d <= e && d < t->n; d++)
+                if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) { e = d - 1; break; }
+            iv[ni].e = e < t->n ? e : t->n - 1;
+        }
         ni++;
     }
     qsort(iv, ni, sizeof *iv, cmp_interval);
@@ -397,6 +423,12 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n,
             free(reqs); free(w);
             return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: frame index %lld out of range (video has %lld frames)",
                                    dec->name, (long long)indices[i], (long long)t->n);
+        }
+        if (t->lost_at > 0 && f >= t->lost_at && dec->settings.corrupt_policy == REEL_CORRUPT_FAIL) {
+            free(reqs); free(w);
+            return reel__error_set(err, REEL_E_CORRUPT,
+                                   "%s: frame %lld lies after a damaged stretch where packets are missing; "
+                                   "without timestamps its index cannot be trusted", dec->name, (long long)f);
         }
         reqs[i].frame = f;
         reqs[i].pos = i;

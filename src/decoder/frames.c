@@ -103,7 +103,9 @@ static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const
     size_t fb;
     int r = reel_decoder_output_size(dec, &s.t, &w, &h, &fb, err);
     if (r != REEL_OK) return r;
-    if (n && (!dst || dst_size / n < fb))
+    if (n && !dst)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: output buffer is NULL", dec->name);
+    if (n && dst_size / n < fb)
         return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "%s: output buffer holds %zu bytes, %zu frames need %zu",
                                dec->name, dst_size, n, n * fb);
     /* pin the output size so frames whose coded size changes mid-stream

@@ -35,6 +35,7 @@ typedef struct reel_table {
     int64_t n_keyframes;
     int match_mode;
     int damaged;                /* the scan stopped early on damage */
+    int64_t lost_at;            /* COUNT mode: first frame after missing packets (0: none) */
     int source;                 /* reel_index_source */
 } reel_table;
 
@@ -58,6 +59,7 @@ struct reel_decoder {
     const AVCodec *codec;
     AVCodecContext *avctx;
     int rotation;               /* clockwise degrees to apply for display: 0/90/180/270 */
+    int reorder_depth;          /* packets to decode past a wanted frame in COUNT mode */
 
     reel_table table;
     reel_video_info info;

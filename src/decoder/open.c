@@ -172,6 +172,8 @@ static int pick_stream(reel_decoder *dec, reel_error *err)
             for (unsigned i = 0; i < fmt->nb_streams; i++)
                 if (fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_VIDEO) { idx = (int)i; break; }
         }
+        if (fmt->nb_streams == 0)
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: no streams could be read (damaged or truncated header)", dec->name);
         if (idx < 0 || (fmt->streams[idx]->disposition & AV_DISPOSITION_ATTACHED_PIC))
             return reel__error_set(err, REEL_E_NO_VIDEO_STREAM, "%s: no video stream", dec->name);
         dec->stream_index = idx;
@@ -266,6 +268,9 @@ static int open_common(reel_decoder *dec, reel_error *err)
         dec->rotation = ((-ccw % 360) + 360) % 360;
         if (dec->rotation % 90) dec->rotation = 0; /* only right angles are applied */
     }
+    /* Reorder depth for count matching: what the stream says, plus margin
+     * for decoders that discover deeper reordering as they go. */
+    dec->reorder_depth = FFMAX(dec->st->codecpar->video_delay, dec->avctx->has_b_frames) + 2;
     if ((r = build_table(dec, err)) != REEL_OK) return r;
     if (dec->table.n == 0)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: no decodable video frames%s", dec->name,
@@ -338,7 +343,8 @@ int reel_decoder_open_memory(reel_decoder **out, const void *data, size_t size, 
     const char *nm = name ? name : "<memory>";
     if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open_memory: out is NULL");
     *out = NULL;
-    if (!data || size == 0) return reel__error_set(err, REEL_E_NOT_VIDEO, "%s: not a video (empty buffer)", nm);
+    if (!data) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: data is NULL", nm);
+    if (size == 0) return reel__error_set(err, REEL_E_NOT_VIDEO, "%s: not a video (empty buffer)", nm);
     reel_decoder *dec = alloc_decoder(nm, s);
     if (!dec) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm);
     dec->mem = calloc(1, sizeof *dec->mem);

@@ -102,6 +102,16 @@ int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, i
          * fall back to frame numbers */
         for (int64_t i = 1; have_dts && i < np; i++)
             if (order[i].pts <= order[i - 1].pts) { have_dts = 0; }
+        /* Without timestamps a frame is known by its position. If the
+         * demuxer skipped packets (dts jumps by more than the usual step),
+         * positions after the gap no longer name the right frames. */
+        if (have_dts && np > 2) {
+            int64_t step = INT64_MAX;
+            for (int64_t i = 1; i < np; i++)
+                if (order[i].pts - order[i - 1].pts < step) step = order[i].pts - order[i - 1].pts;
+            for (int64_t i = 1; i < np; i++)
+                if (order[i].pts - order[i - 1].pts > 2 * step) { t->lost_at = i; t->damaged = 1; break; }
+        }
         if (!have_dts)
             for (int64_t i = 0; i < np; i++) order[i].pts = i;
     }
@@ -124,6 +134,38 @@ int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, i
     }
     free(order);
     return REEL_OK;
+}
+
+/* For containers that index every frame by position (AVI's idx1), a scan
+ * that finds fewer packets than the index, or other positions, has read
+ * past damage where the demuxer resynchronised. Frames are then known only
+ * by position up to the first missing one; remember where that is. */
+static void check_against_index(reel_decoder *dec, const pkt_list *l)
+{
+    int has_pts = 1;
+    for (int64_t i = 0; i < l->n; i++)
+        if (l->v[i].pts == AV_NOPTS_VALUE) { has_pts = 0; break; }
+    if (has_pts) return;            /* timestamps identify frames: damage cannot renumber them */
+    int ne = avformat_index_get_entries_count(dec->st);
+    if (ne <= 0) return;
+    int64_t k = 0, first_bad = -1;
+    for (int i = 0; i < ne && first_bad < 0; i++) {
+        const AVIndexEntry *e = avformat_index_get_entry(dec->st, i);
+        if (!e || e->size <= 0) continue;
+        /* AVI's index points at the chunk header, packets at its payload */
+        int64_t delta = k < l->n ? l->v[k].pos - e->pos : -1;
+        if (k >= l->n || delta < 0 || delta > 8 || l->v[k].size != e->size) first_bad = k;
+        k++;
+    }
+    if (first_bad < 0 && k < l->n) first_bad = k;  /* more packets than indexed: also suspicious */
+    if (first_bad < 0) return;
+    /* rows are counted from the first keyframe */
+    int64_t first_key = 0;
+    while (first_key < l->n && !l->v[first_key].key) first_key++;
+    int64_t row = first_bad - first_key;
+    dec->table.damaged = 1;
+    if (row < 1) row = 1;
+    if (dec->table.lost_at == 0 || row < dec->table.lost_at) dec->table.lost_at = row;
 }
 
 int reel__table_scan(reel_decoder *dec, reel_error *err)
@@ -162,10 +204,11 @@ int reel__table_scan(reel_decoder *dec, reel_error *err)
         av_packet_unref(pkt);
     }
     av_packet_free(&pkt);
+    if (r == REEL_OK) check_against_index(dec, &l);
     if (r == REEL_OK) {
         int damaged = dec->table.damaged;
         r = reel__table_from_packet_list(dec, l.v, l.n, err);
-        dec->table.damaged = damaged;
+        dec->table.damaged |= damaged;
         dec->table.source = REEL_INDEX_FROM_SCAN;
     }
     free(l.v);
@@ -178,15 +221,18 @@ int reel__table_finish(reel_decoder *dec, reel_error *err)
     int64_t n = t->n;
     if (n == 0) return REEL_OK;
 
-    /* Durations: the container's when it has them, else the gap to the next
-     * frame, and for a last frame without one the average. */
+    /* Durations: the gap to the next frame in presentation order (packet
+     * durations are per decode order and wrong under reordering and some
+     * edit lists); the last frame keeps its packet's duration, else the
+     * average gap. */
     int64_t known = 0, known_sum = 0;
-    for (int64_t i = 0; i < n; i++)
-        if (t->frames[i].duration > 0) { known++; known_sum += t->frames[i].duration; }
+    for (int64_t i = 0; i + 1 < n; i++) {
+        int64_t gap = t->frames[i + 1].pts - t->frames[i].pts;
+        if (gap > 0) { t->frames[i].duration = gap; known++; known_sum += gap; }
+    }
     for (int64_t i = 0; i < n; i++) {
         if (t->frames[i].duration > 0) continue;
-        if (i + 1 < n) t->frames[i].duration = t->frames[i + 1].pts - t->frames[i].pts;
-        else if (known) t->frames[i].duration = known_sum / known;
+        if (known) t->frames[i].duration = known_sum / known;
         else if (n > 1) t->frames[i].duration = (t->frames[n - 1].pts - t->frames[0].pts) / (n - 1);
         if (t->frames[i].duration <= 0) {
             /* last resort: the nominal rate */

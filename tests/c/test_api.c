@@ -1,0 +1,894 @@
+/* test_api.c: the public API's contracts beyond decoding itself: opening
+ * from memory and from callbacks, the sidecar index (write, reuse, stale,
+ * corrupt), strings and versions, index_at_time edges, the allocating
+ * call, the visitor, and the converter with explicit strides. */
+#include "testgen.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define W 160
+#define H 120
+#define N 90
+
+/* A generated video in the tmpdir (cached per name). */
+static const char *video(const char *name, const char *codec, int bframes)
+{
+    static char paths[8][4096];
+    static const char *names[8];
+    for (int i = 0; i < 8; i++)
+        if (names[i] && !strcmp(names[i], name) && tg_file_exists(paths[i])) return paths[i];
+    int k = 0;
+    while (k < 7 && names[k]) k++;
+    reel_synth_params p;
+    tg_path(paths[k], sizeof paths[k], name);
+    tg_params(&p, paths[k], codec, W, H, N, 16, bframes);
+    tg_synth(&p);
+    names[k] = name;
+    return paths[k];
+}
+
+/* The tables of two decoders are identical, row for row. */
+static void check_same_table(reel_decoder *a, reel_decoder *b)
+{
+    int64_t na = 0, nb = 0, ka = 0, kb = 0;
+    const reel_frame_entry *ta = reel_decoder_frame_table(a, &na);
+    const reel_frame_entry *tb = reel_decoder_frame_table(b, &nb);
+    CHECK_EQ_INT(na, nb);
+    for (int64_t i = 0; i < na; i++) {
+        CHECK_MSG(ta[i].pts == tb[i].pts && ta[i].duration == tb[i].duration && ta[i].pos == tb[i].pos &&
+                      ta[i].flags == tb[i].flags && ta[i].decode_order == tb[i].decode_order,
+                  "frame table row %lld differs: pts %lld/%lld dur %lld/%lld pos %lld/%lld flags %d/%d order %d/%d",
+                  (long long)i, (long long)ta[i].pts, (long long)tb[i].pts, (long long)ta[i].duration,
+                  (long long)tb[i].duration, (long long)ta[i].pos, (long long)tb[i].pos, ta[i].flags, tb[i].flags,
+                  ta[i].decode_order, tb[i].decode_order);
+    }
+    const int64_t *kfa = reel_decoder_keyframes(a, &ka), *kfb = reel_decoder_keyframes(b, &kb);
+    CHECK_EQ_INT(ka, kb);
+    for (int64_t i = 0; i < ka; i++) CHECK_EQ_INT(kfa[i], kfb[i]);
+    const reel_video_info *ia = reel_decoder_info(a), *ib = reel_decoder_info(b);
+    CHECK_EQ_INT(ia->num_frames, ib->num_frames);
+    CHECK_EQ_INT(ia->num_keyframes, ib->num_keyframes);
+    CHECK_EQ_INT(ia->width, ib->width);
+    CHECK_EQ_INT(ia->height, ib->height);
+    CHECK_EQ_INT(ia->start_pts, ib->start_pts);
+    CHECK_EQ_INT(ia->time_base_num, ib->time_base_num);
+    CHECK_EQ_INT(ia->time_base_den, ib->time_base_den);
+    CHECK_EQ_INT(ia->avg_fps_num, ib->avg_fps_num);
+    CHECK_EQ_INT(ia->avg_fps_den, ib->avg_fps_den);
+    CHECK_NEAR(ia->duration, ib->duration, 0.0);
+    CHECK_NEAR(ia->start_time, ib->start_time, 0.0);
+    CHECK_EQ_STR(ia->codec, ib->codec);
+    CHECK_EQ_STR(ia->pix_fmt, ib->pix_fmt);
+}
+
+/* A fixed awkward request. */
+static const int64_t k_req[] = {0, -1, 45, 17, 17, 3, 88, 60, 31, 0, 72, 16, 15};
+#define K_REQ_N (sizeof k_req / sizeof k_req[0])
+
+/* Both decoders give byte-identical frames for k_req, embedding the right indices. */
+static void check_same_frames(reel_decoder *a, reel_decoder *b)
+{
+    size_t fb = tg_frame_bytes(a, NULL, NULL, NULL);
+    uint8_t *x = tg_get(a, k_req, K_REQ_N, NULL, NULL);
+    uint8_t *y = tg_get(b, k_req, K_REQ_N, NULL, NULL);
+    int64_t n = reel_decoder_info(a)->num_frames;
+    for (size_t i = 0; i < K_REQ_N; i++) {
+        int64_t want = k_req[i] < 0 ? k_req[i] + n : k_req[i];
+        CHECK_EQ_INT(tg_read_idx(x + i * fb, W, H), want);
+        CHECK_MSG(memcmp(x + i * fb, y + i * fb, fb) == 0, "frame %lld differs between the two decoders",
+                  (long long)want);
+    }
+    free(x);
+    free(y);
+}
+
+/* ---------------------------------------------------------------- memory and callbacks */
+
+TEST(open_memory_matches_path)
+{
+    static const char *names[] = {"api.mp4", "api.mkv", "api.avi"};
+    for (int k = 0; k < 3; k++) {
+        const char *path = video(names[k], "h264", k == 2 ? 0 : 2);
+        size_t size;
+        uint8_t *data = tg_read_file(path, &size);
+        reel_decoder *fdec = tg_open(path, NULL), *mdec = NULL;
+        reel_error err;
+        CHECK_OK(reel_decoder_open_memory(&mdec, data, size, "memory-video", NULL, &err));
+        CHECK_EQ_STR(reel_decoder_name(mdec), "memory-video");
+        CHECK_EQ_INT(reel_decoder_info(mdec)->file_size, (int64_t)size);
+        check_same_table(fdec, mdec);
+        check_same_frames(fdec, mdec);
+        reel_decoder_close(&mdec);
+        /* name NULL is fine */
+        CHECK_OK(reel_decoder_open_memory(&mdec, data, size, NULL, NULL, &err));
+        CHECK(reel_decoder_name(mdec) != NULL);
+        reel_decoder_close(&mdec);
+        reel_decoder_close(&fdec);
+        free(data);
+    }
+    /* a bad buffer names the caller's name */
+    uint8_t junk[4096];
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)(i * 37 + 11);
+    reel_decoder *dec = NULL;
+    reel_error err;
+    CHECK_STATUS(reel_decoder_open_memory(&dec, junk, sizeof junk, "junk-buffer", NULL, &err), REEL_E_NOT_VIDEO);
+    CHECK(dec == NULL);
+    TG_CHECK_MSG_HAS(err, "junk-buffer");
+    CHECK_STATUS(reel_decoder_open_memory(&dec, junk, 0, "zero-buffer", NULL, &err), REEL_E_NOT_VIDEO);
+    TG_CHECK_MSG_HAS(err, "zero-buffer");
+    /* memory decoders have no sidecar */
+    const char *path = video("api.mp4", "h264", 2);
+    size_t size;
+    uint8_t *data = tg_read_file(path, &size);
+    CHECK_OK(reel_decoder_open_memory(&dec, data, size, "m", NULL, &err));
+    char side[4096];
+    tg_path(side, sizeof side, "memory.reelidx");
+    CHECK_STATUS(reel_decoder_save_index(dec, side, &err), REEL_E_INVALID_ARG);
+    CHECK(!tg_file_exists(side));
+    reel_decoder_close(&dec);
+    free(data);
+}
+
+typedef struct file_io {
+    FILE *fp;
+    int64_t size;
+    int report_size;   /* 0: REEL_SEEK_SIZE answers -1 (unknown) */
+    int size_calls, seek_calls, read_calls;
+} file_io;
+
+static int fio_read(void *opaque, uint8_t *buf, int size)
+{
+    file_io *f = opaque;
+    f->read_calls++;
+    size_t r = fread(buf, 1, (size_t)size, f->fp);
+    if (r == 0 && ferror(f->fp)) return -1;
+    return (int)r;
+}
+
+static int64_t fio_seek(void *opaque, int64_t offset, int whence)
+{
+    file_io *f = opaque;
+    if (whence == REEL_SEEK_SIZE) {
+        f->size_calls++;
+        return f->report_size ? f->size : -1;
+    }
+    f->seek_calls++;
+    if (whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END) return -1;
+    if (fseeko(f->fp, (off_t)offset, whence) != 0) return -1;
+    return (int64_t)ftello(f->fp);
+}
+
+TEST(open_io_matches_path)
+{
+    static const char *names[] = {"api.mp4", "api.mkv", "api.avi"};
+    for (int k = 0; k < 3; k++) {
+        const char *path = video(names[k], "h264", k == 2 ? 0 : 2);
+        for (int report = 1; report >= 0; report--) {
+            file_io f = {fopen(path, "rb"), tg_file_size(path), report, 0, 0, 0};
+            CHECK(f.fp != NULL);
+            reel_io io = {&f, fio_read, fio_seek};
+            reel_decoder *fdec = tg_open(path, NULL), *idec = NULL;
+            reel_error err;
+            reel_error_clear(&err);
+            int r = reel_decoder_open_io(&idec, &io, "io-video", NULL, &err);
+            CHECK_MSG(r == REEL_OK, "%s via callbacks (size %s): %d %s", names[k], report ? "known" : "unknown", r,
+                      err.message);
+            CHECK_EQ_STR(reel_decoder_name(idec), "io-video");
+            if (report) {
+                CHECK_MSG(f.size_calls >= 1, "REEL_SEEK_SIZE was never asked");
+                CHECK_EQ_INT(reel_decoder_info(idec)->file_size, f.size);
+            }
+            CHECK(f.read_calls > 0);
+            check_same_table(fdec, idec);
+            check_same_frames(fdec, idec);
+            CHECK_MSG(f.seek_calls > 0, "random access without a single seek callback?");
+            reel_decoder_close(&idec);
+            reel_decoder_close(&fdec);
+            fclose(f.fp);
+        }
+    }
+}
+
+static int64_t fio_seek_fails(void *opaque, int64_t offset, int whence)
+{
+    (void)opaque; (void)offset; (void)whence;
+    return -1;
+}
+
+TEST(open_io_requires_seek_and_read)
+{
+    const char *path = video("api.mp4", "h264", 2);
+    file_io f = {fopen(path, "rb"), tg_file_size(path), 1, 0, 0, 0};
+    CHECK(f.fp != NULL);
+    reel_decoder *dec = NULL;
+    reel_error err;
+    reel_io no_seek = {&f, fio_read, NULL};
+    CHECK_STATUS(reel_decoder_open_io(&dec, &no_seek, "no-seek", NULL, &err), REEL_E_INVALID_ARG);
+    CHECK(dec == NULL);
+    TG_CHECK_MSG_HAS(err, "no-seek");
+    reel_io no_read = {&f, NULL, fio_seek};
+    CHECK_STATUS(reel_decoder_open_io(&dec, &no_read, "no-read", NULL, &err), REEL_E_INVALID_ARG);
+    CHECK(dec == NULL);
+    TG_CHECK_MSG_HAS(err, "no-read");
+    /* a seek callback that always fails: opening an mp4 with moov at the end
+     * needs seeking; whatever happens it is a reel status and no crash */
+    reel_io bad_seek = {&f, fio_read, fio_seek_fails};
+    rewind(f.fp);
+    int r = reel_decoder_open_io(&dec, &bad_seek, "bad-seek", NULL, &err);
+    CHECK(tg_is_reel_status(r));
+    if (r == REEL_OK) {
+        int64_t i = 40;
+        uint8_t *b = malloc(W * H * 3);
+        r = reel_decoder_get_frames(dec, &i, 1, NULL, b, W * H * 3, NULL, &err);
+        CHECK(tg_is_reel_status(r));
+        if (r == REEL_OK) CHECK_EQ_INT(tg_read_idx(b, W, H), 40);
+        free(b);
+        reel_decoder_close(&dec);
+    } else {
+        TG_CHECK_MSG_HAS(err, "bad-seek");
+    }
+    fclose(f.fp);
+}
+
+/* ---------------------------------------------------------------- sidecar index */
+
+static void set_mtime(const char *path, time_t sec, long nsec)
+{
+    struct timespec ts[2];
+    ts[0].tv_sec = sec; ts[0].tv_nsec = nsec;
+    ts[1].tv_sec = sec; ts[1].tv_nsec = nsec;
+    CHECK_MSG(utimensat(AT_FDCWD, path, ts, 0) == 0, "utimensat(%s): %s", path, strerror(errno));
+}
+
+static reel_decoder *open_idx(const char *path, int mode, const char *index_path)
+{
+    reel_decoder_settings s;
+    reel_decoder_default_settings(&s);
+    s.index_mode = mode;
+    s.index_path = index_path;
+    return tg_open(path, &s);
+}
+
+static int source_of(reel_decoder *d) { return reel_decoder_info(d)->index_source; }
+
+/* Flips one byte of a file in place. */
+static void flip_byte(const char *path, int64_t at)
+{
+    size_t n;
+    uint8_t *b = tg_read_file(path, &n);
+    if (at < 0) at += (int64_t)n;
+    CHECK(at >= 0 && (size_t)at < n);
+    b[at] ^= 0x41;
+    tg_write_file(path, b, n);
+    free(b);
+}
+
+static void sidecar_roundtrip(const char *src_name, const char *codec, int bframes)
+{
+    char path[4096], side[4200];
+    const char *src = video(src_name, codec, bframes);
+    snprintf(path, sizeof path, "%s.side%s", src, strrchr(src, '.'));
+    tg_copy_file(src, path);
+    snprintf(side, sizeof side, "%s.reelidx", path);
+    unlink(side);
+
+    /* reference: no index */
+    reel_decoder *ref = open_idx(path, REEL_INDEX_OFF, NULL);
+    CHECK(source_of(ref) != REEL_INDEX_FROM_SIDECAR);
+    CHECK(!tg_file_exists(side));
+
+    /* READ alone never writes */
+    reel_decoder *d = open_idx(path, REEL_INDEX_READ, NULL);
+    CHECK(source_of(d) != REEL_INDEX_FROM_SIDECAR);
+    reel_decoder_close(&d);
+    CHECK_MSG(!tg_file_exists(side), "REEL_INDEX_READ wrote %s", side);
+
+    /* READ_WRITE builds and writes FILE.reelidx */
+    d = open_idx(path, REEL_INDEX_READ_WRITE, NULL);
+    CHECK(source_of(d) != REEL_INDEX_FROM_SIDECAR);
+    reel_decoder_close(&d);
+    CHECK_MSG(tg_file_exists(side), "REEL_INDEX_READ_WRITE did not write %s", side);
+
+    /* reopening uses it: same table, same frames */
+    for (int mode = REEL_INDEX_READ; mode <= REEL_INDEX_READ_WRITE; mode++) {
+        d = open_idx(path, mode, NULL);
+        CHECK_MSG(source_of(d) == REEL_INDEX_FROM_SIDECAR, "%s: reopened with a fresh sidecar, index_source %d",
+                  path, source_of(d));
+        check_same_table(ref, d);
+        check_same_frames(ref, d);
+        reel_decoder_close(&d);
+    }
+
+    /* touching the video (mtime) makes it stale: rebuilt and rewritten */
+    struct stat sb;
+    CHECK(stat(path, &sb) == 0);
+    set_mtime(path, sb.st_mtim.tv_sec + 10, sb.st_mtim.tv_nsec);
+    d = open_idx(path, REEL_INDEX_READ, NULL);
+    CHECK_MSG(source_of(d) != REEL_INDEX_FROM_SIDECAR, "a sidecar older than its video (mtime) was used");
+    check_same_table(ref, d);
+    reel_decoder_close(&d);
+    size_t n0;
+    uint8_t *before = tg_read_file(side, &n0);
+    d = open_idx(path, REEL_INDEX_READ_WRITE, NULL);
+    CHECK(source_of(d) != REEL_INDEX_FROM_SIDECAR);
+    reel_decoder_close(&d);
+    size_t n1;
+    uint8_t *after = tg_read_file(side, &n1);
+    CHECK_MSG(n0 != n1 || memcmp(before, after, n0) != 0, "stale sidecar was not rewritten");
+    free(before);
+    free(after);
+    d = open_idx(path, REEL_INDEX_READ, NULL);
+    CHECK_MSG(source_of(d) == REEL_INDEX_FROM_SIDECAR, "rewritten sidecar not used");
+    check_same_frames(ref, d);
+    reel_decoder_close(&d);
+
+    /* a nanosecond change of mtime is enough */
+    CHECK(stat(path, &sb) == 0);
+    set_mtime(path, sb.st_mtim.tv_sec, (sb.st_mtim.tv_nsec + 1) % 1000000000L);
+    d = open_idx(path, REEL_INDEX_READ, NULL);
+    CHECK_MSG(source_of(d) != REEL_INDEX_FROM_SIDECAR, "sidecar used after a 1 ns mtime change");
+    reel_decoder_close(&d);
+    d = open_idx(path, REEL_INDEX_READ_WRITE, NULL);
+    reel_decoder_close(&d);
+
+    /* appending a byte (size changes, mtime restored) makes it stale too */
+    CHECK(stat(path, &sb) == 0);
+    {
+        FILE *fp = fopen(path, "ab");
+        CHECK(fp != NULL);
+        fputc(0, fp);
+        fclose(fp);
+        set_mtime(path, sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
+    }
+    d = open_idx(path, REEL_INDEX_READ, NULL);
+    CHECK_MSG(source_of(d) != REEL_INDEX_FROM_SIDECAR, "a sidecar for a different file size was used");
+    check_same_table(ref, d);
+    check_same_frames(ref, d);
+    reel_decoder_close(&d);
+    d = open_idx(path, REEL_INDEX_READ_WRITE, NULL);
+    reel_decoder_close(&d);
+    d = open_idx(path, REEL_INDEX_READ, NULL);
+    CHECK(source_of(d) == REEL_INDEX_FROM_SIDECAR);
+    reel_decoder_close(&d);
+
+    /* corrupted sidecars are rejected (and rebuilt) */
+    int64_t side_size = tg_file_size(side);
+    const int64_t spots[] = {0, 9, 20, 60, 72, side_size / 2, -1};
+    for (size_t k = 0; k < sizeof spots / sizeof spots[0]; k++) {
+        flip_byte(side, spots[k]);
+        d = open_idx(path, REEL_INDEX_READ, NULL);
+        CHECK_MSG(source_of(d) != REEL_INDEX_FROM_SIDECAR, "sidecar with byte %lld flipped was used",
+                  (long long)spots[k]);
+        check_same_table(ref, d);
+        reel_decoder_close(&d);
+        d = open_idx(path, REEL_INDEX_READ_WRITE, NULL);
+        CHECK(source_of(d) != REEL_INDEX_FROM_SIDECAR);
+        reel_decoder_close(&d);
+        d = open_idx(path, REEL_INDEX_READ, NULL);
+        CHECK_MSG(source_of(d) == REEL_INDEX_FROM_SIDECAR, "sidecar not rebuilt after byte %lld was flipped",
+                  (long long)spots[k]);
+        reel_decoder_close(&d);
+    }
+    /* truncated, extended, empty */
+    {
+        size_t n;
+        uint8_t *b = tg_read_file(side, &n);
+        tg_write_file(side, b, n - 7);
+        d = open_idx(path, REEL_INDEX_READ, NULL);
+        CHECK_MSG(source_of(d) != REEL_INDEX_FROM_SIDECAR, "truncated sidecar used");
+        reel_decoder_close(&d);
+        uint8_t *ext = malloc(n + 16);
+        memcpy(ext, b, n);
+        memset(ext + n, 0, 16);
+        tg_write_file(side, ext, n + 16);
+        d = open_idx(path, REEL_INDEX_READ, NULL);
+        CHECK_MSG(source_of(d) != REEL_INDEX_FROM_SIDECAR, "sidecar with trailing bytes used");
+        reel_decoder_close(&d);
+        tg_write_file(side, "", 0);
+        d = open_idx(path, REEL_INDEX_READ, NULL);
+        CHECK(source_of(d) != REEL_INDEX_FROM_SIDECAR);
+        reel_decoder_close(&d);
+        free(ext);
+        free(b);
+    }
+    reel_decoder_close(&ref);
+}
+
+TEST(sidecar_index_mp4)
+{
+    sidecar_roundtrip("side.mp4", "h264", 2);
+}
+
+TEST(sidecar_index_avi_count_mode)
+{
+    sidecar_roundtrip("side.avi", "h264", 0);
+}
+
+TEST(sidecar_index_mkv_vp9)
+{
+    sidecar_roundtrip("side.webm", "vp9", 0);
+}
+
+TEST(sidecar_custom_path_and_foreign_sidecar)
+{
+    const char *a = video("api.mp4", "h264", 2);
+    const char *b = video("api.mkv", "h264", 2);
+    char custom[4096], bside[4096];
+    tg_path(custom, sizeof custom, "custom-index.idx");
+    unlink(custom);
+    reel_decoder *d = open_idx(a, REEL_INDEX_READ_WRITE, custom);
+    reel_decoder_close(&d);
+    CHECK_MSG(tg_file_exists(custom), "settings.index_path %s not written", custom);
+    d = open_idx(a, REEL_INDEX_READ, custom);
+    CHECK_EQ_INT(source_of(d), REEL_INDEX_FROM_SIDECAR);
+    reel_decoder *ref = open_idx(a, REEL_INDEX_OFF, NULL);
+    check_same_table(ref, d);
+    check_same_frames(ref, d);
+    reel_decoder_close(&d);
+    reel_decoder_close(&ref);
+    /* another video's sidecar is not used */
+    snprintf(bside, sizeof bside, "%s.reelidx", b);
+    tg_copy_file(custom, bside);
+    d = open_idx(b, REEL_INDEX_READ, NULL);
+    CHECK_MSG(source_of(d) != REEL_INDEX_FROM_SIDECAR, "a sidecar written for %s was used for %s", a, b);
+    CHECK_EQ_INT(reel_decoder_info(d)->num_frames, N);
+    reel_decoder_close(&d);
+    /* open with a sidecar path in a missing directory: the video still opens */
+    char nowhere[4096];
+    tg_path(nowhere, sizeof nowhere, "no-such-dir/x.reelidx");
+    d = open_idx(a, REEL_INDEX_READ_WRITE, nowhere);
+    CHECK_EQ_INT(reel_decoder_info(d)->num_frames, N);
+    reel_decoder_close(&d);
+}
+
+TEST(save_index_errors)
+{
+    const char *a = video("api.mp4", "h264", 2);
+    reel_decoder *d = tg_open(a, NULL);
+    reel_error err;
+    char bad[4096], dir[4096], good[4096];
+    tg_path(bad, sizeof bad, "no-such-dir/sub/video.reelidx");
+    reel_error_clear(&err);
+    CHECK_STATUS(reel_decoder_save_index(d, bad, &err), REEL_E_IO);
+    TG_CHECK_MSG_HAS(err, bad);
+    CHECK_STATUS(reel_decoder_save_index(d, "/proc/version/x.reelidx", &err), REEL_E_IO);
+    TG_CHECK_MSG_HAS(err, "/proc/version/x.reelidx");
+    /* a directory in the way */
+    tg_path(dir, sizeof dir, "a-dir.reelidx");
+    CHECK(mkdir(dir, 0755) == 0 || errno == EEXIST);
+    CHECK_STATUS(reel_decoder_save_index(d, dir, &err), REEL_E_IO);
+    TG_CHECK_MSG_HAS(err, dir);
+    /* no temporary files left behind */
+    char tmp_prefix[4200];
+    snprintf(tmp_prefix, sizeof tmp_prefix, "%s.tmp%ld", dir, (long)getpid());
+    CHECK_MSG(!tg_file_exists(tmp_prefix), "temporary %s left behind", tmp_prefix);
+    /* writable: OK, and usable */
+    tg_path(good, sizeof good, "saved.reelidx");
+    CHECK_OK(reel_decoder_save_index(d, good, &err));
+    reel_decoder_close(&d);
+    d = open_idx(a, REEL_INDEX_READ, good);
+    CHECK_EQ_INT(source_of(d), REEL_INDEX_FROM_SIDECAR);
+    reel_decoder_close(&d);
+    /* NULL path: the default next to the video */
+    char def[4096];
+    snprintf(def, sizeof def, "%s.reelidx", a);
+    unlink(def);
+    d = tg_open(a, NULL);
+    CHECK_OK(reel_decoder_save_index(d, NULL, &err));
+    reel_decoder_close(&d);
+    CHECK(tg_file_exists(def));
+    d = open_idx(a, REEL_INDEX_READ, NULL);
+    CHECK_EQ_INT(source_of(d), REEL_INDEX_FROM_SIDECAR);
+    reel_decoder_close(&d);
+    unlink(def);
+}
+
+/* ---------------------------------------------------------------- strings and versions */
+
+TEST(strerror_and_version)
+{
+    const char *seen[16];
+    for (int s = 0; s >= -15; s--) {
+        const char *m = reel_strerror(s);
+        CHECK_MSG(m && *m, "reel_strerror(%d) is empty", s);
+        CHECK_MSG(strcmp(m, "unknown error") != 0, "reel_strerror(%d) is \"unknown error\"", s);
+        for (int t = 0; t < -s; t++)
+            CHECK_MSG(strcmp(seen[t], m) != 0, "reel_strerror(%d) == reel_strerror(%d) == \"%s\"", s, -t, m);
+        seen[-s] = m;
+    }
+    const int others[] = {1, 2, -16, -17, 100, -1000, INT_MAX, INT_MIN};
+    for (size_t k = 0; k < sizeof others / sizeof others[0]; k++)
+        CHECK_EQ_STR(reel_strerror(others[k]), "unknown error");
+    const char *v = reel_version();
+    CHECK(v && *v);
+    char want[32];
+    snprintf(want, sizeof want, "%d.%d.%d", REEL_VERSION_MAJOR, REEL_VERSION_MINOR, REEL_VERSION_PATCH);
+    CHECK_EQ_STR(v, want);
+    const char *fv = reel_ffmpeg_versions();
+    CHECK(fv && tg_contains(fv, "libavcodec") && tg_contains(fv, "libavformat"));
+    reel_error e;
+    e.status = -3;
+    strcpy(e.message, "x");
+    reel_error_clear(&e);
+    CHECK_EQ_INT(e.status, REEL_OK);
+    CHECK_EQ_STR(e.message, "");
+}
+
+/* ---------------------------------------------------------------- index_at_time */
+
+static int64_t at_time(reel_decoder *d, double t, int *status)
+{
+    int64_t ix = -99;
+    reel_error err;
+    *status = reel_decoder_index_at_time(d, t, &ix, &err);
+    return ix;
+}
+
+TEST(index_at_time_edges)
+{
+    char path[4096];
+    reel_synth_params p;
+    tg_path(path, sizeof path, "times_start.mp4");
+    tg_params(&p, path, "h264", W, H, N, 16, 2);
+    p.start_time = 1.5;
+    tg_synth(&p);
+    static const char *files[2];
+    files[0] = video("api.mp4", "h264", 2);
+    files[1] = path;
+    for (int k = 0; k < 2; k++) {
+        reel_decoder *d = tg_open(files[k], NULL);
+        const reel_video_info *in = reel_decoder_info(d);
+        int64_t n = 0;
+        const reel_frame_entry *ft = reel_decoder_frame_table(d, &n);
+        double tb = (double)in->time_base_num / in->time_base_den;
+        double start = (double)ft[0].pts * tb;
+        double end = (double)(ft[n - 1].pts + ft[n - 1].duration) * tb;
+        CHECK_NEAR(start, k ? 1.5 : 0.0, 1e-9);
+        int st;
+        /* the very start and just before it */
+        CHECK_EQ_INT(at_time(d, start, &st), 0);
+        CHECK_OK(st);
+        at_time(d, start - 0.001, &st);
+        CHECK_STATUS(st, REEL_E_OUT_OF_RANGE);
+        at_time(d, -1.0, &st);
+        CHECK_STATUS(st, REEL_E_OUT_OF_RANGE);
+        if (k) {
+            at_time(d, 0.0, &st);
+            CHECK_STATUS(st, REEL_E_OUT_OF_RANGE);
+        }
+        /* every frame boundary: exactly at pts -> that frame; a tick before -> the previous */
+        for (int64_t i = 0; i < n; i++) {
+            double t = (double)ft[i].pts * tb;
+            CHECK_EQ_INT(at_time(d, t, &st), i);
+            CHECK_OK(st);
+            double before = (double)(ft[i].pts - 1) * tb;
+            if (i > 0) {
+                CHECK_EQ_INT(at_time(d, before, &st), i - 1);
+                CHECK_OK(st);
+            }
+            double last_inside = (double)(ft[i].pts + ft[i].duration - 1) * tb;
+            CHECK_EQ_INT(at_time(d, last_inside, &st), i);
+        }
+        /* the end: the last frame until end, out of range from end on */
+        CHECK_EQ_INT(at_time(d, end - 0.5 * (double)ft[n - 1].duration * tb, &st), n - 1);
+        CHECK_OK(st);
+        at_time(d, end, &st);
+        CHECK_STATUS(st, REEL_E_OUT_OF_RANGE);
+        at_time(d, end + 1.0, &st);
+        CHECK_STATUS(st, REEL_E_OUT_OF_RANGE);
+        at_time(d, 1e300, &st);
+        CHECK_STATUS(st, REEL_E_OUT_OF_RANGE);
+        at_time(d, -1e300, &st);
+        CHECK_STATUS(st, REEL_E_OUT_OF_RANGE);
+        at_time(d, NAN, &st);
+        CHECK_STATUS(st, REEL_E_OUT_OF_RANGE);
+        at_time(d, INFINITY, &st);
+        CHECK_STATUS(st, REEL_E_OUT_OF_RANGE);
+        /* an out-of-range time leaves *index alone */
+        int64_t ix = 1234;
+        reel_error err;
+        CHECK_STATUS(reel_decoder_index_at_time(d, end + 5, &ix, &err), REEL_E_OUT_OF_RANGE);
+        CHECK_EQ_INT(ix, 1234);
+        TG_CHECK_MSG_HAS(err, files[k]);
+        /* nominal 25 fps: t = start + i/25 (computed the way a user would) is frame i */
+        for (int64_t i = 0; i < n; i++) {
+            double t = start + (double)i / 25.0;
+            CHECK_EQ_INT(at_time(d, t, &st), i);
+            CHECK_EQ_INT(at_time(d, t + 0.0399, &st), i);
+        }
+        reel_decoder_close(&d);
+    }
+}
+
+/* ---------------------------------------------------------------- get_frames_alloc */
+
+TEST(get_frames_alloc_matches_get_frames)
+{
+    reel_decoder *d = tg_open(video("api.mp4", "h264", 2), NULL);
+    reel_transform ts[3];
+    for (int k = 0; k < 3; k++) reel_transform_default(&ts[k]);
+    ts[1].dtype = REEL_DTYPE_FLOAT32;
+    ts[1].layout = REEL_LAYOUT_CHW;
+    ts[2].width = 64;
+    ts[2].height = 48;
+    ts[2].dtype = REEL_DTYPE_BFLOAT16;
+    for (int k = 0; k < 3; k++) {
+        void *out = NULL;
+        size_t out_size = 0;
+        reel_decode_stats st;
+        reel_error err;
+        CHECK_OK(reel_decoder_get_frames_alloc(d, k_req, K_REQ_N, &ts[k], &out, &out_size, &st, &err));
+        size_t fb = tg_frame_bytes(d, &ts[k], NULL, NULL);
+        CHECK_EQ_INT(out_size, fb * K_REQ_N);
+        CHECK(out != NULL);
+        uint8_t *ref = tg_get(d, k_req, K_REQ_N, &ts[k], NULL);
+        CHECK_MSG(memcmp(out, ref, out_size) == 0, "transform %d: get_frames_alloc bytes differ from get_frames", k);
+        CHECK_EQ_INT(st.frames_requested, (int64_t)K_REQ_N);
+        free(ref);
+        reel_free(out);
+    }
+    /* NULL transform and NULL out_size are fine */
+    void *out = NULL;
+    reel_error err;
+    CHECK_OK(reel_decoder_get_frames_alloc(d, k_req, 2, NULL, &out, NULL, NULL, &err));
+    CHECK_EQ_INT(tg_read_idx(out, W, H), 0);
+    CHECK_EQ_INT(tg_read_idx((uint8_t *)out + W * H * 3, W, H), N - 1);
+    reel_free(out);
+    /* n == 0 */
+    out = (void *)1;
+    size_t out_size = 77;
+    CHECK_OK(reel_decoder_get_frames_alloc(d, k_req, 0, NULL, &out, &out_size, NULL, &err));
+    CHECK_EQ_INT(out_size, 0);
+    reel_free(out);
+    /* failure: *out NULL */
+    int64_t bad = N;
+    out = (void *)1;
+    CHECK_STATUS(reel_decoder_get_frames_alloc(d, &bad, 1, NULL, &out, &out_size, NULL, &err), REEL_E_OUT_OF_RANGE);
+    CHECK(out == NULL);
+    CHECK_EQ_INT(out_size, 0);
+    reel_decoder_close(&d);
+}
+
+/* ---------------------------------------------------------------- the visitor */
+
+typedef struct visit_log {
+    reel_decoder *dec;
+    const int64_t *req;
+    size_t n;
+    int64_t num_frames;
+    int *visits;         /* per request position */
+    size_t calls, stop_after;
+    int stop_with;
+    int bad;
+    char why[256];
+} visit_log;
+
+static int visitor(void *opaque, const reel_frame *f, size_t pos)
+{
+    visit_log *v = opaque;
+    v->calls++;
+    if (pos >= v->n) {
+        if (!v->bad++) snprintf(v->why, sizeof v->why, "position %zu out of range", pos);
+        return 0;
+    }
+    v->visits[pos]++;
+    int64_t want = v->req[pos] < 0 ? v->req[pos] + v->num_frames : v->req[pos];
+    int64_t n = 0;
+    const reel_frame_entry *ft = reel_decoder_frame_table(v->dec, &n);
+    int fw = 0, fh = 0;
+    reel_frame_size(f, &fw, &fh);
+    if (reel_frame_index(f) != want || reel_frame_pts(f) != ft[want].pts || fw != W || fh != H) {
+        if (!v->bad++)
+            snprintf(v->why, sizeof v->why, "position %zu: frame index %lld pts %lld size %dx%d, want %lld pts %lld",
+                     pos, (long long)reel_frame_index(f), (long long)reel_frame_pts(f), fw, fh, (long long)want,
+                     (long long)ft[want].pts);
+    }
+    if (v->stop_after && v->calls >= v->stop_after) return v->stop_with;
+    return 0;
+}
+
+TEST(decode_visitor_positions_and_stop)
+{
+    reel_decoder *d = tg_open(video("api.mp4", "h264", 2), NULL);
+    int visits[K_REQ_N];
+    visit_log v;
+    reel_decode_stats st;
+    reel_error err;
+
+    /* every position exactly once, with the right frame */
+    memset(&v, 0, sizeof v);
+    memset(visits, 0, sizeof visits);
+    v.dec = d; v.req = k_req; v.n = K_REQ_N; v.num_frames = N; v.visits = visits;
+    CHECK_OK(reel_decoder_decode(d, k_req, K_REQ_N, visitor, &v, &st, &err));
+    CHECK_MSG(!v.bad, "%s", v.why);
+    for (size_t i = 0; i < K_REQ_N; i++) CHECK_MSG(visits[i] == 1, "position %zu visited %d times", i, visits[i]);
+    CHECK_EQ_INT(v.calls, K_REQ_N);
+    CHECK_EQ_INT(st.frames_requested, (int64_t)K_REQ_N);
+
+    /* a visitor returning a status stops the call with it, at once */
+    const int stops[] = {REEL_E_TIMEOUT, REEL_E_CANCELLED, -1};
+    for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++) {
+        for (size_t after = 1; after <= 5; after += 4) {
+            memset(&v, 0, sizeof v);
+            memset(visits, 0, sizeof visits);
+            v.dec = d; v.req = k_req; v.n = K_REQ_N; v.num_frames = N; v.visits = visits;
+            v.stop_after = after;
+            v.stop_with = stops[k];
+            reel_error_clear(&err);
+            int r = reel_decoder_decode(d, k_req, K_REQ_N, visitor, &v, &st, &err);
+            CHECK_MSG(r == stops[k], "visitor returned %d after %zu calls; decode returned %d (%s)", stops[k], after,
+                      r, reel_strerror(r));
+            CHECK_EQ_INT(err.status, stops[k]);
+            CHECK_MSG(v.calls == after, "the visitor returned %d on call %zu but was called %zu times in all",
+                      stops[k], after, v.calls);
+            CHECK_MSG(!v.bad, "%s", v.why);
+            /* the decoder still works for the next call */
+            uint8_t *b = tg_get(d, k_req, K_REQ_N, NULL, NULL);
+            for (size_t i = 0; i < K_REQ_N; i++)
+                CHECK_EQ_INT(tg_read_idx(b + i * W * H * 3, W, H), k_req[i] < 0 ? k_req[i] + N : k_req[i]);
+            free(b);
+        }
+    }
+    /* an error record still holding an earlier failure gets the new one */
+    memset(&v, 0, sizeof v);
+    memset(visits, 0, sizeof visits);
+    v.dec = d; v.req = k_req; v.n = K_REQ_N; v.num_frames = N; v.visits = visits;
+    v.stop_after = 3;
+    v.stop_with = REEL_E_TIMEOUT;
+    {
+        int64_t far = N + 5;
+        uint8_t one[W * H * 3];
+        CHECK_STATUS(reel_decoder_get_frames(d, &far, 1, NULL, one, sizeof one, NULL, &err), REEL_E_OUT_OF_RANGE);
+        CHECK_STATUS(reel_decoder_decode(d, k_req, K_REQ_N, visitor, &v, &st, &err), REEL_E_TIMEOUT);
+        CHECK_MSG(err.status == REEL_E_TIMEOUT, "err.status %d after the visitor stopped the call with %d "
+                  "(err held an earlier failure: \"%s\")", err.status, REEL_E_TIMEOUT, err.message);
+        CHECK_MSG(!tg_contains(err.message, "out of range"), "stale message kept: %s", err.message);
+    }
+    /* a positive return also stops the call (the header: "non-zero to stop the
+     * call with that status"); the status comes back non-OK */
+    memset(&v, 0, sizeof v);
+    memset(visits, 0, sizeof visits);
+    v.dec = d; v.req = k_req; v.n = K_REQ_N; v.num_frames = N; v.visits = visits;
+    v.stop_after = 2;
+    v.stop_with = 1;
+    int r = reel_decoder_decode(d, k_req, K_REQ_N, visitor, &v, &st, &err);
+    CHECK_MSG(r == 1 || r == REEL_E_CANCELLED, "visitor returned 1: decode returned %d", r);
+    CHECK_EQ_INT(v.calls, 2);
+    int64_t last = -1;
+    uint8_t *b = tg_get(d, &last, 1, NULL, NULL);
+    CHECK_EQ_INT(tg_read_idx(b, W, H), N - 1);
+    free(b);
+    reel_decoder_close(&d);
+}
+
+/* ---------------------------------------------------------------- converter strides */
+
+typedef struct strided {
+    reel_converter *conv;
+    reel_transform t;
+    uint8_t *base;       /* element 0 of the [C,T,H,W] tensor */
+    size_t elem;         /* bytes per element */
+    int64_t T, Hh, Ww, pad;
+    int status;
+    char msg[REEL_ERROR_MSG_SIZE];
+} strided;
+
+static int write_strided(void *opaque, const reel_frame *f, size_t pos)
+{
+    strided *s = opaque;
+    reel_error err;
+    /* frame `pos` of the clip: offset t * H * (W + pad) elements */
+    uint8_t *dst = s->base + (size_t)pos * (size_t)(s->Hh * (s->Ww + s->pad)) * s->elem;
+    int r = reel_converter_run(s->conv, f, &s->t, dst, 0, &err);
+    if (r != REEL_OK) {
+        s->status = r;
+        snprintf(s->msg, sizeof s->msg, "%s", err.message);
+        return r;
+    }
+    return 0;
+}
+
+TEST(converter_explicit_strides_cthw)
+{
+    reel_decoder *d = tg_open(video("api.mp4", "h264", 2), NULL);
+    const int64_t clip[] = {10, 11, 12, 40, 0, 89};
+    const int64_t T = sizeof clip / sizeof clip[0];
+    const int ow = 48, oh = 36, pad = 5;
+    static const int dtypes[] = {REEL_DTYPE_UINT8, REEL_DTYPE_FLOAT32, REEL_DTYPE_FLOAT16};
+    for (int di = 0; di < 3; di++) {
+        for (int flip = 0; flip <= 1; flip++) {
+            strided s;
+            reel_error err;
+            memset(&s, 0, sizeof s);
+            CHECK_OK(reel_converter_create(&s.conv, &err));
+            reel_transform_default(&s.t);
+            s.t.width = ow;
+            s.t.height = oh;
+            s.t.dtype = dtypes[di];
+            s.t.flip_horizontal = flip;
+            s.t.mean[1] = 0.5f;
+            s.t.std[2] = 0.25f;
+            s.elem = dtypes[di] == REEL_DTYPE_UINT8 ? 1 : dtypes[di] == REEL_DTYPE_FLOAT32 ? 4 : 2;
+            s.T = T; s.Hh = oh; s.Ww = ow; s.pad = pad;
+            /* [C, T, H, W + pad]: rows padded, padding must stay untouched */
+            const int64_t row = ow + pad, plane = (int64_t)oh * row;
+            s.t.stride_x = 1;
+            s.t.stride_y = row;
+            s.t.stride_c = T * plane;
+            size_t total = (size_t)(3 * T * plane) * s.elem;
+            s.base = malloc(total);
+            CHECK(s.base != NULL);
+            memset(s.base, 0xCD, total);
+            reel_decode_stats st;
+            int r = reel_decoder_decode(d, clip, (size_t)T, write_strided, &s, &st, &err);
+            CHECK_MSG(r == REEL_OK, "decode with strided converter: %d %s / %s", r, err.message, s.msg);
+
+            /* reference: dense CHW from get_frames with the same transform */
+            reel_transform chw = s.t;
+            chw.stride_c = chw.stride_y = chw.stride_x = 0;
+            chw.layout = REEL_LAYOUT_CHW;
+            uint8_t *ref = tg_get(d, clip, (size_t)T, &chw, NULL);
+            for (int64_t t = 0; t < T; t++)
+                for (int c = 0; c < 3; c++)
+                    for (int y = 0; y < oh; y++) {
+                        const uint8_t *want = ref + (size_t)(((t * 3 + c) * oh + y) * ow) * s.elem;
+                        const uint8_t *got = s.base + (size_t)(c * T * plane + t * plane + y * row) * s.elem;
+                        CHECK_MSG(memcmp(want, got, (size_t)ow * s.elem) == 0,
+                                  "dtype %d flip %d: [c=%d, t=%lld, y=%d] differs from the CHW output", dtypes[di],
+                                  flip, c, (long long)t, y);
+                        for (size_t b = (size_t)ow * s.elem; b < (size_t)row * s.elem; b++)
+                            CHECK_MSG(got[b] == 0xCD, "dtype %d: padding byte %zu of [c=%d, t=%lld, y=%d] written",
+                                      dtypes[di], b, c, (long long)t, y);
+                    }
+            /* and the uint8 clip still carries the indices (via an HWC copy) */
+            if (dtypes[di] == REEL_DTYPE_UINT8 && !flip) {
+                uint8_t *hwc = malloc((size_t)ow * oh * 3);
+                for (int64_t t = 0; t < T; t++) {
+                    for (int y = 0; y < oh; y++)
+                        for (int x = 0; x < ow; x++)
+                            for (int c = 0; c < 3; c++)
+                                hwc[((size_t)y * ow + x) * 3 + c] = s.base[c * T * plane + t * plane + y * row + x];
+                    CHECK_EQ_INT(tg_read_idx(hwc, ow, oh), clip[t]);
+                }
+                free(hwc);
+            }
+            free(ref);
+            free(s.base);
+            reel_converter_destroy(&s.conv);
+        }
+    }
+    reel_decoder_close(&d);
+}
+
+/* The converter checks dst_size when the strides are derived. */
+static int convert_small(void *opaque, const reel_frame *f, size_t pos)
+{
+    (void)pos;
+    int *status = opaque;
+    reel_converter *c = NULL;
+    reel_error err;
+    uint8_t small[64];
+    if (reel_converter_create(&c, &err) != REEL_OK) return REEL_E_INTERNAL;
+    status[0] = reel_converter_run(c, f, NULL, small, sizeof small, &err);
+    reel_transform t;
+    reel_transform_default(&t);
+    t.crop_x = 150; t.crop_w = 20; t.crop_h = 20;
+    status[1] = reel_converter_run(c, f, &t, small, sizeof small, &err);
+    reel_converter_destroy(&c);
+    return 0;
+}
+
+TEST(converter_checks_dst_size_and_crop)
+{
+    reel_decoder *d = tg_open(video("api.mp4", "h264", 2), NULL);
+    int status[2] = {1, 1};
+    int64_t i = 5;
+    reel_error err;
+    CHECK_OK(reel_decoder_decode(d, &i, 1, convert_small, status, NULL, &err));
+    CHECK_STATUS(status[0], REEL_E_BUFFER_TOO_SMALL);
+    CHECK_STATUS(status[1], REEL_E_INVALID_ARG);
+    reel_decoder_close(&d);
+}
