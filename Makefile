@@ -46,23 +46,19 @@ asan: deps
 	@bash scripts/run_tests.sh --build-first --asan-only --build $(BUILD_DIR) --asan $(ASAN_DIR)
 
 # ============================================================== DEMO (begin)
-# For now: synthesise a small dataset, inspect two of its videos, and pull
-# three exact frames (first, 11th, last) out of one. This block will become
-# the loader demo once the pipeline and the Python package land.
+# The loader demo: a Kinetics-like sample set that reel generates itself
+# (64 H.264 clips of 10 s, 340x256, 25 fps, in class folders, plus 2 damaged
+# files to show the error policy), then `reel bench` runs the batch loader
+# over it: 8 frames per clip, 224x224, batches of 32, with a live progress
+# bar, a report naming the bottleneck stage, and a Chrome trace.
 DEMO_DIR := $(BUILD_DIR)/demo
 
 demo: build
-	rm -rf $(DEMO_DIR)
-	$(REEL) synth --dataset $(DEMO_DIR) --videos 8 --seconds 4
-	@set -e; \
-	files=$$(find $(DEMO_DIR) -type f \( -name '*.mp4' -o -name '*.mkv' -o -name '*.webm' \
-	         -o -name '*.mov' -o -name '*.avi' \) | sort | head -n 2); \
-	if [ -z "$$files" ]; then echo "demo: no videos written under $(DEMO_DIR)" >&2; exit 1; fi; \
-	first=$$(printf '%s\n' $$files | head -n 1); \
-	set -x; \
-	$(REEL) info $$files; \
-	$(REEL) frames $$first --at 0,10,-1 -o $(DEMO_DIR)/frames; \
-	ls -l $(DEMO_DIR)/frames
+	@test -f $(DEMO_DIR)/kinetics/manifest.csv || \
+	  $(REEL) synth --dataset $(DEMO_DIR)/kinetics --videos 64 --seconds 10 --size 340x256 --fps 25 --corrupt 2
+	$(REEL) bench $(DEMO_DIR)/kinetics --frames-per-clip 8 --clips-per-video 1 --size 224 --batch 32 \
+	  --epochs 1 --trace $(DEMO_DIR)/trace.json
+	@echo "demo: trace written to $(DEMO_DIR)/trace.json (open in https://ui.perfetto.dev or chrome://tracing)"
 # ============================================================== DEMO (end)
 
 bench: build

@@ -235,7 +235,12 @@ typedef struct reel_loader_settings {
                                      deterministic; 0: as they are ready */
     int      on_error;          /**< reel_error_policy; default SKIP */
     int      max_replacements;  /**< REPLACE: tries per sample before it is skipped; default 16 */
-    double   sample_time_limit; /**< seconds of work per sample (open + decode); 0: none (default) */
+    /** Seconds of work per sample (open + decode); 0: none (default). Past
+     *  it, a sample fails with REEL_E_TIMEOUT at its next frame; one still
+     *  inside the decoder a grace later (limit/4, at least 20 ms) is
+     *  abandoned by a watchdog so its batch goes on without it (never
+     *  replaced), and its thread rejoins the pool when the decoder returns. */
+    double   sample_time_limit;
 
     int      open_threads;      /**< stage 1 (open and index); 0: cores/4, at least 1 */
     int      decode_threads;    /**< stage 2 (decode and transform); 0: cores */
@@ -249,7 +254,7 @@ typedef struct reel_loader_settings {
     int      corrupt_policy;    /**< reel_corrupt_policy; default REEL_CORRUPT_FAIL */
 
     int      trace;             /**< record per-thread events for reel_loader_write_trace; default 0 */
-    int      trace_capacity;    /**< events kept per thread (newest win); default 65536 */
+    int      trace_capacity;    /**< events kept per thread (newest win); default 16384 */
 } reel_loader_settings;
 
 /** Fills `s` with the defaults documented on each field (Kinetics-like:

@@ -6,5 +6,6 @@
 #include "common.h"
 #include "convert.h"
 #include "decoder.h"
+#include "pipeline.h"
 
 #endif /* REEL_REEL_H */

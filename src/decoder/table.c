@@ -242,6 +242,14 @@ int reel__table_finish(reel_decoder *dec, reel_error *err)
         }
     }
 
+    /* Frames of the GOP where packets went missing may reference the lost
+     * ones (B-frames point forward), so trust ends at that GOP's keyframe. */
+    if (t->lost_at > 0) {
+        int64_t k = t->lost_at < n ? t->lost_at : n - 1;
+        while (k > 0 && !(t->frames[k].flags & REEL_FRAME_KEY)) k--;
+        t->lost_at = k > 0 ? k : 1;
+    }
+
     /* keyframes in presentation order */
     free(t->keyframes);
     t->n_keyframes = 0;

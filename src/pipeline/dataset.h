@@ -1,0 +1,36 @@
+/* dataset.h: the dataset's private layout, read by the loader. */
+#ifndef REEL_PIPELINE_DATASET_H
+#define REEL_PIPELINE_DATASET_H
+
+#include "reel/pipeline.h"
+
+typedef struct reel_dataset_entry {
+    char   *path;
+    int64_t label;   /* integer label, or class id (insertion order) when named */
+    double  start, end;
+} reel_dataset_entry;
+
+enum { REEL_LABELS_NONE = 0, REEL_LABELS_INT = 1, REEL_LABELS_NAMED = 2 };
+
+struct reel_dataset {
+    reel_dataset_entry *items;
+    size_t n, alloc;
+    int label_kind;
+    /* class names, by id (insertion order), with a hash index id lookup */
+    char  **classes;
+    size_t  nclasses, classes_alloc;
+    int64_t *hash;        /* open addressing: id + 1, 0 empty */
+    size_t   hash_size;
+    int64_t *rank_of_id;  /* id -> sorted label */
+    int64_t *id_of_rank;  /* sorted label -> id */
+    int      ranks_dirty;
+    int      frozen;
+};
+
+/* Sorts class names (if needed) and forbids further additions. */
+int reel__dataset_freeze(reel_dataset *ds, reel_error *err);
+
+/* Label of entry i (dataset frozen or ranks fresh). */
+int64_t reel__dataset_label(const reel_dataset *ds, size_t i);
+
+#endif

@@ -1,0 +1,144 @@
+/* metrics.c: failure records and the JSON form of reel_loader_metrics. */
+#define _POSIX_C_SOURCE 200809L
+#include "pipeline/metrics.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void reel__failures_init(reel_failure_log *log, size_t max)
+{
+    memset(log, 0, sizeof *log);
+    pthread_mutex_init(&log->mu, NULL);
+    log->max = max;
+}
+
+void reel__failures_free(reel_failure_log *log)
+{
+    for (size_t i = 0; i < log->n; i++) free(log->v[i].reason);
+    free(log->v);
+    pthread_mutex_destroy(&log->mu);
+    memset(log, 0, sizeof *log);
+}
+
+void reel__failures_add(reel_failure_log *log, const char *path, int status, const char *reason,
+                        int64_t epoch, int64_t position, int64_t sample)
+{
+    pthread_mutex_lock(&log->mu);
+    log->total++;
+    if (log->n < log->max) {
+        if (log->n == log->alloc) {
+            size_t na = log->alloc ? log->alloc * 2 : 64;
+            reel_failure_rec *nv = realloc(log->v, na * sizeof *nv);
+            if (!nv) goto out;
+            log->v = nv;
+            log->alloc = na;
+        }
+        char *r = strdup(reason && *reason ? reason : reel_strerror(status));
+        if (!r) goto out;
+        reel_failure_rec *f = &log->v[log->n++];
+        f->path = path;
+        f->reason = r;
+        f->status = status;
+        f->epoch = epoch;
+        f->position = position;
+        f->sample = sample;
+    }
+out:
+    pthread_mutex_unlock(&log->mu);
+}
+
+void reel__failures_count(reel_failure_log *log, int64_t *kept, int64_t *total)
+{
+    pthread_mutex_lock(&log->mu);
+    if (kept) *kept = (int64_t)log->n;
+    if (total) *total = log->total;
+    pthread_mutex_unlock(&log->mu);
+}
+
+int reel__failures_get(reel_failure_log *log, int64_t i, reel_failure *out)
+{
+    pthread_mutex_lock(&log->mu);
+    if (i < 0 || (size_t)i >= log->n) {
+        pthread_mutex_unlock(&log->mu);
+        return REEL_E_OUT_OF_RANGE;
+    }
+    const reel_failure_rec *f = &log->v[i];
+    snprintf(out->path, sizeof out->path, "%s", f->path ? f->path : "");
+    snprintf(out->reason, sizeof out->reason, "%s", f->reason);
+    out->status = f->status;
+    out->epoch = f->epoch;
+    out->position = f->position;
+    out->sample = f->sample;
+    pthread_mutex_unlock(&log->mu);
+    return REEL_OK;
+}
+
+static void kv_i(reel_buf *b, const char *k, int64_t v, int comma)
+{
+    reel__buf_printf(b, "%s\"%s\":%lld", comma ? "," : "", k, (long long)v);
+}
+
+static void kv_d(reel_buf *b, const char *k, double v)
+{
+    reel__buf_printf(b, ",\"%s\":", k);
+    reel__buf_json_double(b, v);
+}
+
+void reel__metrics_json(reel_buf *b, const reel_loader_metrics *m, reel_failure_log *log)
+{
+    reel__buf_puts(b, "{");
+    kv_i(b, "frames", m->frames, 0);
+    kv_i(b, "clips", m->clips, 1);
+    kv_i(b, "batches", m->batches, 1);
+    kv_d(b, "seconds", m->seconds);
+    kv_d(b, "frames_per_second", m->frames_per_second);
+    kv_d(b, "clips_per_second", m->clips_per_second);
+    kv_d(b, "coverage", m->coverage);
+    kv_i(b, "attempts", m->attempts, 1);
+    kv_i(b, "successes", m->successes, 1);
+    kv_i(b, "failures", m->failures, 1);
+    kv_i(b, "replacements", m->replacements, 1);
+    kv_i(b, "frames_decoded", m->frames_decoded, 1);
+    kv_i(b, "frames_returned", m->frames_returned, 1);
+    kv_d(b, "decode_amplification", m->amplification);
+    kv_d(b, "data_time_s", m->data_time_s);
+    kv_d(b, "model_time_s", m->model_time_s);
+    kv_i(b, "rss_bytes", m->rss_bytes, 1);
+    kv_i(b, "peak_rss_bytes", m->peak_rss_bytes, 1);
+    kv_i(b, "ring_bytes", m->ring_bytes, 1);
+    reel__buf_puts(b, ",\"bottleneck\":");
+    reel__buf_json_string(b, m->bottleneck);
+    reel__buf_puts(b, ",\"stages\":[");
+    for (int i = 0; i < REEL_STAGE_COUNT; i++) {
+        const reel_stage_metrics *s = &m->stages[i];
+        reel__buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+        reel__buf_json_string(b, s->name);
+        kv_i(b, "threads", s->threads, 1);
+        kv_d(b, "busy_fraction", s->busy_fraction);
+        kv_d(b, "busy_seconds", s->busy_seconds);
+        kv_i(b, "items", s->items, 1);
+        kv_i(b, "queue_depth", s->queue_depth, 1);
+        kv_d(b, "queue_depth_avg", s->queue_depth_avg);
+        kv_i(b, "queue_capacity", s->queue_capacity, 1);
+        reel__buf_puts(b, "}");
+    }
+    reel__buf_puts(b, "],\"failed\":[");
+    pthread_mutex_lock(&log->mu);
+    for (size_t i = 0; i < log->n; i++) {
+        const reel_failure_rec *f = &log->v[i];
+        reel__buf_puts(b, i ? ",{\"path\":" : "{\"path\":");
+        reel__buf_json_string(b, f->path);
+        reel__buf_puts(b, ",\"reason\":");
+        reel__buf_json_string(b, f->reason);
+        reel__buf_puts(b, ",\"status\":");
+        reel__buf_json_string(b, reel_strerror(f->status));
+        kv_i(b, "epoch", f->epoch, 1);
+        kv_i(b, "position", f->position, 1);
+        reel__buf_puts(b, "}");
+    }
+    int64_t dropped = log->total - (int64_t)log->n;
+    pthread_mutex_unlock(&log->mu);
+    reel__buf_puts(b, "]");
+    kv_i(b, "failed_not_listed", dropped, 1);
+    reel__buf_puts(b, "}");
+}

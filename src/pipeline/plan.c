@@ -1,0 +1,81 @@
+/* plan.c: epoch permutation, DistributedSampler-style sharding (strided,
+ * padded by wrapping or truncated), and batch boundaries. */
+#include "pipeline/plan.h"
+#include "pipeline/rng.h"
+#include "core/error.h"
+
+#include <stdlib.h>
+
+int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode, int64_t batch,
+                    int drop_last, int shuffle, uint64_t seed, reel_error *err)
+{
+    p->perm = NULL;
+    if (n <= 0) return reel__error_set(err, REEL_E_EMPTY, "loader: the dataset is empty");
+    if (world < 1 || rank < 0 || rank >= world)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: rank %d not in [0, world_size %d)", rank, world);
+    if (shard_mode != REEL_SHARD_PAD && shard_mode != REEL_SHARD_DROP)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: unknown shard mode %d", shard_mode);
+    if (batch < 1) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: batch_size must be >= 1");
+    p->n = n;
+    p->world = world;
+    p->rank = rank;
+    p->shard_mode = shard_mode;
+    p->per_rank = shard_mode == REEL_SHARD_PAD ? (n + world - 1) / world : n / world;
+    p->batch = batch;
+    p->drop_last = drop_last ? 1 : 0;
+    p->shuffle = shuffle ? 1 : 0;
+    p->seed = seed;
+    p->perm_epoch = -1;
+    if (p->per_rank == 0)
+        return reel__error_set(err, REEL_E_EMPTY, "loader: %lld samples for %d ranks leave rank %d none (drop mode)",
+                               (long long)n, world, rank);
+    if (reel__plan_batches(p, 0) == 0)
+        return reel__error_set(err, REEL_E_EMPTY,
+                               "loader: %lld samples per rank are fewer than one batch of %lld with drop_last",
+                               (long long)p->per_rank, (long long)batch);
+    p->perm = malloc((size_t)n * sizeof *p->perm);
+    if (!p->perm) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for the permutation");
+    return REEL_OK;
+}
+
+void reel__plan_free(reel_plan *p)
+{
+    free(p->perm);
+    p->perm = NULL;
+}
+
+int64_t reel__plan_batches(const reel_plan *p, int64_t start)
+{
+    if (start < 0) start = 0;
+    int64_t left = p->per_rank - start;
+    if (left <= 0) return 0;
+    return p->drop_last ? left / p->batch : (left + p->batch - 1) / p->batch;
+}
+
+void reel__plan_batch(const reel_plan *p, int64_t start, int64_t k, int64_t *pos, int64_t *count)
+{
+    int64_t a = start + k * p->batch;
+    int64_t b = a + p->batch;
+    if (b > p->per_rank) b = p->per_rank;
+    *pos = a;
+    *count = b > a ? b - a : 0;
+}
+
+void reel__plan_epoch(reel_plan *p, int64_t epoch)
+{
+    if (p->perm_epoch == epoch) return;
+    reel__rng_permutation(p->seed, (uint64_t)epoch, p->shuffle, p->perm, (size_t)p->n);
+    p->perm_epoch = epoch;
+}
+
+int64_t reel__plan_global(const reel_plan *p, int64_t g)
+{
+    return p->perm[g % p->n];
+}
+
+int64_t reel__plan_sample(const reel_plan *p, int64_t pos, int *padded)
+{
+    int64_t g = (int64_t)p->rank + (int64_t)p->world * pos;
+    if (padded) *padded = g >= p->n;
+    return p->perm[g % p->n];
+}

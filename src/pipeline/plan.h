@@ -1,0 +1,42 @@
+/* plan.h: the epoch plan: per-epoch permutation, sharding by rank with pad
+ * or drop, and the cut into batches. Pure arithmetic plus one permutation
+ * buffer. Not thread-safe: owned by the loader's feeder. */
+#ifndef REEL_PIPELINE_PLAN_H
+#define REEL_PIPELINE_PLAN_H
+
+#include <stdint.h>
+#include "reel/pipeline.h"
+
+typedef struct reel_plan {
+    int64_t  n;          /* dataset size */
+    int      world, rank, shard_mode;
+    int64_t  per_rank;   /* samples per rank per epoch */
+    int64_t  batch;      /* samples per batch */
+    int      drop_last;
+    int      shuffle;
+    uint64_t seed;
+    int64_t *perm;       /* permutation of the epoch below */
+    int64_t  perm_epoch; /* -1: none yet */
+} reel_plan;
+
+int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode, int64_t batch,
+                    int drop_last, int shuffle, uint64_t seed, reel_error *err);
+void reel__plan_free(reel_plan *p);
+
+/* Batches in an epoch whose first batch starts at rank-local `start`. */
+int64_t reel__plan_batches(const reel_plan *p, int64_t start);
+
+/* Batch k of such an epoch: first position and sample count. */
+void reel__plan_batch(const reel_plan *p, int64_t start, int64_t k, int64_t *pos, int64_t *count);
+
+/* Makes `epoch` the current permutation. */
+void reel__plan_epoch(reel_plan *p, int64_t epoch);
+
+/* Dataset index at rank-local position `pos` of the current epoch; *padded
+ * is 1 for a sample repeated to even out the shards. */
+int64_t reel__plan_sample(const reel_plan *p, int64_t pos, int *padded);
+
+/* Dataset index at global position g (before sharding) of the current epoch. */
+int64_t reel__plan_global(const reel_plan *p, int64_t g);
+
+#endif

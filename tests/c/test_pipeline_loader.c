@@ -1,0 +1,1042 @@
+/* test_pipeline_loader.c: the batch loader end to end on synthetic videos
+ * whose frames carry their own index: exact frames in every batch, layouts
+ * and dtypes, determinism across thread counts, resume, sharding, epochs,
+ * ordering, the error policies on bad files, time limits, metrics, trace and
+ * shutdown mid-epoch. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include "reel/pipeline.h"
+#include "pipeline/json.h"
+#include "pipeline/rng.h"
+#include "pipeline/sampler.h"
+#include "synth.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ fixtures */
+
+#define NVID 8
+#define VW 160
+#define VH 120
+
+static char g_paths[NVID][1024];
+static int g_frames[NVID];
+static int g_made;
+
+/* The videos live in the test's temporary folder, or in
+ * $REEL_PIPELINE_VIDEOS when a parent test already wrote them there (the
+ * valgrind run re-uses them). */
+static void make_videos(void)
+{
+    if (g_made) return;
+    const char *dir = harness_env("REEL_PIPELINE_VIDEOS", NULL);
+    for (int i = 0; i < NVID; i++) {
+        snprintf(g_paths[i], sizeof g_paths[i], "%s/v%02d.mp4", dir ? dir : harness_tmpdir(), i);
+        g_frames[i] = 30 + 7 * i;
+        if (dir && access(g_paths[i], R_OK) == 0) continue;
+        reel_synth_params p;
+        reel_synth_default_params(&p);
+        p.path = g_paths[i];
+        p.width = VW;
+        p.height = VH;
+        p.num_frames = g_frames[i] = 30 + 7 * i; /* 30 .. 79 frames */
+        p.gop = 12;
+        p.seed = (unsigned)i + 1;
+        reel_error err;
+        if (reel_synth_write(&p, &err) != REEL_OK) {
+            if (err.status == REEL_E_UNSUPPORTED_CODEC) harness_skip("no h264 encoder");
+            FAIL("synth: %s", err.message);
+        }
+    }
+    g_made = 1;
+}
+
+/* A dataset of the videos, `reps` times over, labels = video number. */
+static reel_dataset *dataset_of_videos(int reps)
+{
+    make_videos();
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_OK(reel_dataset_create(&ds, &err));
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < NVID; i++) CHECK_OK(reel_dataset_add(ds, g_paths[i], i, 0, -1, &err));
+    return ds;
+}
+
+/* Settings whose output can be read back: whole frame, exact resize, HWC uint8. */
+static reel_loader_settings readable_settings(void)
+{
+    reel_loader_settings s;
+    reel_loader_default_settings(&s);
+    s.transform.resize = REEL_RESIZE_EXACT;
+    s.transform.resize_width = 80;
+    s.transform.resize_height = 60;
+    s.transform.crop = REEL_CROP_NONE;
+    s.transform.layout = REEL_BATCH_BTHWC;
+    s.sampler.frames_per_clip = 4;
+    s.sampler.frame_stride = 2;
+    s.batch_size = 3;
+    s.seed = 1234;
+    s.open_threads = 2;
+    s.decode_threads = 3;
+    return s;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ull; }
+    return h;
+}
+
+/* Digest of everything a batch says: data and per-clip facts. */
+static uint64_t batch_digest(const reel_batch *b, int T)
+{
+    uint64_t h = 1469598103934665603ull;
+    h = fnv(h, b->data, b->bytes);
+    h = fnv(h, b->shape, sizeof b->shape);
+    for (int64_t r = 0; r < b->num_clips; r++) {
+        const reel_clip_info *c = &b->clips[r];
+        h = fnv(h, &c->sample, sizeof c->sample);
+        h = fnv(h, &c->position, sizeof c->position);
+        h = fnv(h, &c->clip, sizeof c->clip);
+        h = fnv(h, &c->flipped, sizeof c->flipped);
+        h = fnv(h, &c->crop_x, 4 * sizeof c->crop_x);
+        h = fnv(h, c->frame_indices, (size_t)T * sizeof *c->frame_indices);
+        h = fnv(h, &b->labels[r], sizeof b->labels[r]);
+    }
+    return h;
+}
+
+/* Index embedded in frame (row, t) of an HWC uint8 batch; un-mirrors a
+ * flipped clip first. */
+static int64_t read_frame_index(const reel_batch *b, int64_t row, int t, int flipped)
+{
+    const int H = (int)b->shape[2], W = (int)b->shape[3];
+    const uint8_t *f = (const uint8_t *)b->data + row * b->strides[0] + t * b->strides[1];
+    if (!flipped) return reel_synth_read_index(f, W, H, (int64_t)W * 3);
+    uint8_t *tmp = malloc((size_t)W * H * 3);
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++)
+            memcpy(tmp + ((size_t)y * W + x) * 3, f + ((size_t)y * W + (W - 1 - x)) * 3, 3);
+    int64_t v = reel_synth_read_index(tmp, W, H, (int64_t)W * 3);
+    free(tmp);
+    return v;
+}
+
+/* Runs one whole epoch, returning digests (caller frees) and the count. */
+static uint64_t *run_epoch(reel_loader *l, int T, int *count)
+{
+    uint64_t *d = malloc(1024 * sizeof *d);
+    int n = 0;
+    reel_error err;
+    for (;;) {
+        reel_batch *b = NULL;
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        if (!b) break;
+        CHECK(n < 1024);
+        d[n++] = batch_digest(b, T);
+        CHECK_OK(reel_loader_release(l, b));
+    }
+    *count = n;
+    return d;
+}
+
+/* -------------------------------------------------------------- tests */
+
+TEST(every_frame_in_every_batch_is_the_frame_the_sampler_chose)
+{
+    reel_dataset *ds = dataset_of_videos(2);
+    reel_loader_settings s = readable_settings();
+    s.sampler.clips_per_video = 2;
+    s.transform.flip = REEL_FLIP_RANDOM;
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    CHECK_EQ_INT(reel_loader_batches_per_epoch(l), (2 * NVID + 2) / 3);
+    int seen[2 * NVID] = { 0 };
+    int nb = 0, flipped = 0;
+    for (;;) {
+        reel_batch *b = NULL;
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        if (!b) break;
+        CHECK_EQ_INT(b->ndim, 5);
+        CHECK_EQ_INT(b->shape[1], 4);
+        CHECK_EQ_INT(b->shape[2], 60);
+        CHECK_EQ_INT(b->shape[3], 80);
+        CHECK_EQ_INT(b->shape[4], 3);
+        CHECK_EQ_INT(b->index, nb);
+        CHECK_EQ_INT(b->num_failed, 0);
+        CHECK_EQ_INT(b->num_clips, b->num_samples * 2);
+        CHECK(((uintptr_t)b->data & 4095) == 0);
+        for (int64_t r = 0; r < b->num_clips; r++) {
+            const reel_clip_info *c = &b->clips[r];
+            CHECK_EQ_INT(c->position, b->position + r / 2);
+            CHECK_EQ_INT(c->clip, r % 2);
+            CHECK_EQ_INT(c->label, c->sample % NVID);
+            CHECK_EQ_INT(b->labels[r], c->label);
+            CHECK_EQ_STR(c->path, g_paths[c->sample % NVID]);
+            if (c->clip == 0) seen[c->sample]++;
+            flipped += c->flipped;
+            /* the sampler's choice, recomputed from the frame table */
+            reel_decoder *dec = NULL;
+            CHECK_OK(reel_decoder_open(&dec, c->path, NULL, &err));
+            const reel_video_info *info = reel_decoder_info(dec);
+            int64_t n;
+            reel_sampler_input in = { reel_decoder_frame_table(dec, &n), 0, info->time_base_num,
+                                      info->time_base_den, 0, 0, -1 };
+            in.n = n;
+            reel_rng_key k = { s.seed, 0, (uint64_t)c->sample, REEL_RNG_SAMPLER, 0 };
+            int64_t want[8];
+            CHECK_OK(reel__sampler_run(&s.sampler, &in, &k, c->path, want, &err));
+            reel_decoder_close(&dec);
+            for (int t = 0; t < 4; t++) {
+                CHECK_EQ_INT(c->frame_indices[t], want[c->clip * 4 + t]);
+                CHECK(c->frame_indices[t] < g_frames[c->sample % NVID]);
+                /* and the pixels are that frame */
+                CHECK_EQ_INT(read_frame_index(b, r, t, c->flipped), c->frame_indices[t]);
+            }
+        }
+        CHECK_OK(reel_loader_release(l, b));
+        nb++;
+    }
+    CHECK_EQ_INT(nb, (2 * NVID + 2) / 3);
+    for (int i = 0; i < 2 * NVID; i++) CHECK_EQ_INT(seen[i], 1); /* each sample once */
+    CHECK(flipped > 0 && flipped < 4 * NVID);
+    /* after the last epoch, NULL for ever */
+    reel_batch *b = (reel_batch *)1;
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b == NULL);
+    reel_loader_metrics m;
+    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_EQ_INT(m.clips, 4 * NVID);
+    CHECK_EQ_INT(m.frames, 16 * NVID);
+    CHECK_EQ_INT(m.successes, 2 * NVID);
+    CHECK_EQ_INT(m.failures, 0);
+    CHECK_NEAR(m.coverage, 1.0, 0);
+    CHECK(m.amplification >= 1.0);
+    CHECK(m.peak_rss_bytes > 0);
+    reel_loader_destroy(&l);
+    CHECK(l == NULL);
+    reel_dataset_free(&ds);
+}
+
+TEST(layouts_and_dtypes_hold_the_same_pixels)
+{
+    reel_dataset *ds = dataset_of_videos(1);
+    reel_loader_settings s = readable_settings();
+    s.batch_size = 4;
+    s.transform.crop = REEL_CROP_RANDOM;  /* shared random choices, same seed */
+    s.transform.crop_width = 64;
+    s.transform.crop_height = 48;
+    s.transform.flip = REEL_FLIP_RANDOM;
+    reel_error err;
+    reel_loader *ref = NULL;
+    CHECK_OK(reel_loader_create(&ref, ds, &s, &err));
+    reel_batch *rb = NULL;
+    CHECK_OK(reel_loader_next(ref, &rb, &err));
+    CHECK(rb != NULL);
+    const int64_t R = rb->num_clips, T = 4, H = 48, W = 64;
+    const float mean[3] = { 0.485f, 0.456f, 0.406f }, stdv[3] = { 0.229f, 0.224f, 0.225f };
+    const int dtypes[4] = { REEL_DTYPE_UINT8, REEL_DTYPE_FLOAT32, REEL_DTYPE_FLOAT16, REEL_DTYPE_BFLOAT16 };
+    for (int layout = 0; layout < 3; layout++)
+        for (int di = 0; di < 4; di++) {
+            reel_loader_settings s2 = s;
+            s2.transform.layout = layout;
+            s2.transform.dtype = dtypes[di];
+            for (int c = 0; c < 3; c++) { s2.transform.mean[c] = mean[c]; s2.transform.std[c] = stdv[c]; }
+            s2.decode_threads = 1 + layout;
+            reel_loader *l = NULL;
+            CHECK_OK(reel_loader_create(&l, ds, &s2, &err));
+            reel_batch *b = NULL;
+            CHECK_OK(reel_loader_next(l, &b, &err));
+            CHECK(b != NULL);
+            CHECK_EQ_INT(b->num_clips, R);
+            CHECK_EQ_INT(b->dtype, dtypes[di]);
+            for (int64_t r = 0; r < R; r++) {
+                CHECK_EQ_INT(b->clips[r].crop_x, rb->clips[r].crop_x);
+                CHECK_EQ_INT(b->clips[r].flipped, rb->clips[r].flipped);
+            }
+            /* compare every element with the uint8 HWC reference */
+            double worst = 0;
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t t = 0; t < T; t++)
+                    for (int c = 0; c < 3; c++)
+                        for (int64_t y = 0; y < H; y++)
+                            for (int64_t x = 0; x < W; x++) {
+                                int64_t ri = r * rb->strides[0] + t * rb->strides[1] + y * rb->strides[2] +
+                                             x * rb->strides[3] + c;
+                                double want = ((const uint8_t *)rb->data)[ri];
+                                int64_t idx[5];
+                                if (layout == REEL_BATCH_BTCHW) { idx[0] = r; idx[1] = t; idx[2] = c; idx[3] = y; idx[4] = x; }
+                                else if (layout == REEL_BATCH_BCTHW) { idx[0] = r; idx[1] = c; idx[2] = t; idx[3] = y; idx[4] = x; }
+                                else { idx[0] = r; idx[1] = t; idx[2] = y; idx[3] = x; idx[4] = c; }
+                                int64_t e = 0;
+                                for (int d = 0; d < 5; d++) e += idx[d] * b->strides[d];
+                                double got;
+                                if (dtypes[di] == REEL_DTYPE_UINT8) got = ((const uint8_t *)b->data)[e];
+                                else if (dtypes[di] == REEL_DTYPE_FLOAT32) got = ((const float *)b->data)[e];
+                                else {
+                                    uint16_t hv = ((const uint16_t *)b->data)[e];
+                                    if (dtypes[di] == REEL_DTYPE_BFLOAT16) {
+                                        uint32_t u = (uint32_t)hv << 16;
+                                        float f;
+                                        memcpy(&f, &u, 4);
+                                        got = f;
+                                    } else {
+                                        int ex = (hv >> 10) & 31, man = hv & 1023;
+                                        double v = ex == 0 ? ldexp(man, -24) : ldexp(1024 + man, ex - 25);
+                                        got = (hv & 0x8000) ? -v : v;
+                                    }
+                                }
+                                if (dtypes[di] != REEL_DTYPE_UINT8) got = (got * stdv[c] + mean[c]) * 255.0;
+                                double d = fabs(got - want);
+                                if (d > worst) worst = d;
+                            }
+            double tol = dtypes[di] == REEL_DTYPE_BFLOAT16 ? 3.0 : 1.01;
+            CHECK_MSG(worst <= tol, "layout %d dtype %d: worst difference %g (of 255)", layout, dtypes[di], worst);
+            CHECK_OK(reel_loader_release(l, b));
+            reel_loader_destroy(&l);
+        }
+    CHECK_OK(reel_loader_release(ref, rb));
+    reel_loader_destroy(&ref);
+    reel_dataset_free(&ds);
+}
+
+TEST(batches_are_identical_whatever_the_thread_count)
+{
+    reel_dataset *ds = dataset_of_videos(3);
+    reel_loader_settings s = readable_settings();
+    s.transform.crop = REEL_CROP_RANDOM_RESIZED;
+    s.transform.crop_width = s.transform.crop_height = 48;
+    s.transform.flip = REEL_FLIP_RANDOM;
+    s.sampler.kind = REEL_SAMPLE_RANDOM_TIMES;
+    s.sampler.clips_per_video = 2;
+    s.batch_size = 5;
+    s.epochs = 2;
+    const int threads[3][3] = { { 1, 1, 1 }, { 2, 4, 1 }, { 3, 7, 2 } };
+    uint64_t *ref = NULL;
+    int nref = 0;
+    for (int k = 0; k < 3; k++) {
+        s.open_threads = threads[k][0];
+        s.decode_threads = threads[k][1];
+        s.collate_threads = threads[k][2];
+        s.prefetch_batches = 2 + k;
+        reel_loader *l = NULL;
+        reel_error err;
+        CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+        int n0, n1;
+        uint64_t *e0 = run_epoch(l, 4, &n0);
+        uint64_t *e1 = run_epoch(l, 4, &n1);
+        CHECK_EQ_INT(n0, 5);
+        CHECK_EQ_INT(n1, 5);
+        CHECK(memcmp(e0, e1, 5 * sizeof *e0) != 0); /* epochs differ */
+        uint64_t *all = malloc(10 * sizeof *all);
+        memcpy(all, e0, 5 * sizeof *all);
+        memcpy(all + 5, e1, 5 * sizeof *all);
+        free(e0);
+        free(e1);
+        if (!ref) { ref = all; nref = 10; }
+        else {
+            for (int i = 0; i < nref; i++) CHECK_MSG(all[i] == ref[i], "threads %d/%d: batch %d differs", threads[k][0], threads[k][1], i);
+            free(all);
+        }
+        reel_loader_destroy(&l);
+    }
+    free(ref);
+    reel_dataset_free(&ds);
+}
+
+TEST(resume_from_a_saved_state_gives_the_same_batches)
+{
+    reel_dataset *ds = dataset_of_videos(3); /* 24 samples, batches of 3 -> 8 per epoch */
+    reel_loader_settings s = readable_settings();
+    s.transform.flip = REEL_FLIP_RANDOM;
+    s.epochs = 2;
+    reel_error err;
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    int n0, n1;
+    uint64_t *e0 = run_epoch(l, 4, &n0);
+    uint64_t *e1 = run_epoch(l, 4, &n1);
+    CHECK_EQ_INT(n0, 8);
+    CHECK_EQ_INT(n1, 8);
+    reel_loader_destroy(&l);
+
+    /* stop after 3 batches of epoch 1, save, resume in a new loader with other threads */
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    free(run_epoch(l, 4, &n0));
+    reel_batch *b;
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        CHECK(b != NULL);
+        CHECK(batch_digest(b, 4) == e1[i]);
+        CHECK_OK(reel_loader_release(l, b));
+    }
+    reel_loader_state st;
+    CHECK_OK(reel_loader_get_state(l, &st));
+    CHECK_EQ_INT(st.epoch, 1);
+    CHECK_EQ_INT(st.position, 9);
+    reel_loader_destroy(&l);
+
+    s.decode_threads = 1;
+    s.open_threads = 1;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    CHECK_OK(reel_loader_restore(l, &st, &err));
+    int nr;
+    uint64_t *rest = run_epoch(l, 4, &nr);
+    CHECK_EQ_INT(nr, 5);
+    for (int i = 0; i < nr; i++) CHECK_MSG(rest[i] == e1[3 + i], "resumed batch %d differs", i);
+    free(rest);
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b == NULL); /* that was the last epoch */
+
+    /* restore on a running loader, with a batch still held across it */
+    CHECK_OK(reel_loader_restore(l, &(reel_loader_state){ 0, 0 }, &err));
+    reel_batch *held = NULL;
+    CHECK_OK(reel_loader_next(l, &held, &err));
+    CHECK(held && batch_digest(held, 4) == e0[0]);
+    uint64_t held_digest = batch_digest(held, 4);
+    CHECK_OK(reel_loader_restore(l, &(reel_loader_state){ 0, 6 }, &err));
+    uint64_t *tail = run_epoch(l, 4, &nr);
+    CHECK_EQ_INT(nr, 6);
+    for (int i = 0; i < nr; i++) CHECK(tail[i] == e0[2 + i]);
+    free(tail);
+    CHECK(batch_digest(held, 4) == held_digest); /* still valid, untouched */
+    CHECK_OK(reel_loader_release(l, held));
+    CHECK_STATUS(reel_loader_release(l, held), REEL_E_INVALID_ARG); /* twice */
+    CHECK_STATUS(reel_loader_restore(l, &(reel_loader_state){ 0, 99 }, &err), REEL_E_INVALID_ARG);
+    reel_loader_destroy(&l);
+    free(e0);
+    free(e1);
+    reel_dataset_free(&ds);
+}
+
+TEST(shards_are_disjoint_cover_the_dataset_and_have_equal_batch_counts)
+{
+    reel_dataset *ds = dataset_of_videos(2); /* 16 samples over 3 ranks: 6 each, 2 padded */
+    reel_loader_settings s = readable_settings();
+    s.world_size = 3;
+    s.batch_size = 4;
+    int count[2 * NVID] = { 0 };
+    int padded = 0;
+    for (int rank = 0; rank < 3; rank++) {
+        s.rank = rank;
+        reel_loader *l = NULL;
+        reel_error err;
+        CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+        CHECK_EQ_INT(reel_loader_batches_per_epoch(l), 2);
+        int nb = 0;
+        int64_t rows = 0;
+        for (;;) {
+            reel_batch *b;
+            CHECK_OK(reel_loader_next(l, &b, &err));
+            if (!b) break;
+            nb++;
+            rows += b->num_clips;
+            for (int64_t r = 0; r < b->num_clips; r++) {
+                if (b->clips[r].padded) padded++;
+                else count[b->clips[r].sample]++;
+                CHECK_EQ_INT(read_frame_index(b, r, 0, 0), b->clips[r].frame_indices[0]);
+            }
+            CHECK_OK(reel_loader_release(l, b));
+        }
+        CHECK_EQ_INT(nb, 2);
+        CHECK_EQ_INT(rows, 6);
+        reel_loader_destroy(&l);
+    }
+    for (int i = 0; i < 2 * NVID; i++) CHECK_EQ_INT(count[i], 1);
+    CHECK_EQ_INT(padded, 2);
+    reel_dataset_free(&ds);
+}
+
+TEST(unordered_mode_delivers_every_batch_once)
+{
+    reel_dataset *ds = dataset_of_videos(4);
+    reel_loader_settings s = readable_settings();
+    s.ordered = 0;
+    s.batch_size = 2;
+    s.decode_threads = 4;
+    s.epochs = 2;
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    for (int e = 0; e < 2; e++) {
+        int seen_batch[16] = { 0 }, seen_pos[32] = { 0 };
+        for (;;) {
+            reel_batch *b;
+            CHECK_OK(reel_loader_next(l, &b, &err));
+            if (!b) break;
+            CHECK_EQ_INT(b->epoch, e);
+            CHECK(b->index >= 0 && b->index < 16);
+            seen_batch[b->index]++;
+            for (int64_t r = 0; r < b->num_clips; r++) seen_pos[b->clips[r].position]++;
+            CHECK_OK(reel_loader_release(l, b));
+        }
+        for (int i = 0; i < 16; i++) CHECK_EQ_INT(seen_batch[i], 1);
+        for (int i = 0; i < 32; i++) CHECK_EQ_INT(seen_pos[i], 1);
+        reel_loader_state st;
+        CHECK_OK(reel_loader_get_state(l, &st));
+        CHECK_EQ_INT(st.epoch, e + 1);
+        CHECK_EQ_INT(st.position, 0);
+    }
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
+
+/* A dataset with bad files among good ones. */
+static reel_dataset *dataset_with_bad_files(char bad[3][1024])
+{
+    make_videos();
+    snprintf(bad[0], 1024, "%s/missing.mp4", harness_tmpdir());
+    snprintf(bad[1], 1024, "%s/garbage.mp4", harness_tmpdir());
+    snprintf(bad[2], 1024, "%s/truncated.mp4", harness_tmpdir());
+    FILE *f = fopen(bad[1], "wb");
+    CHECK(f != NULL);
+    for (int i = 0; i < 5000; i++) fputc((i * 7919) & 255, f);
+    fclose(f);
+    /* the first 40% of a real file */
+    FILE *in = fopen(g_paths[NVID - 1], "rb");
+    CHECK(in != NULL);
+    fseek(in, 0, SEEK_END);
+    long size = ftell(in);
+    fseek(in, 0, SEEK_SET);
+    char *buf = malloc((size_t)size);
+    CHECK(fread(buf, 1, (size_t)size, in) == (size_t)size);
+    fclose(in);
+    f = fopen(bad[2], "wb");
+    fwrite(buf, 1, (size_t)(size * 2 / 5), f);
+    fclose(f);
+    free(buf);
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_OK(reel_dataset_create(&ds, &err));
+    for (int i = 0; i < NVID; i++) {
+        CHECK_OK(reel_dataset_add(ds, g_paths[i], i, 0, -1, &err));
+        if (i % 3 == 1) CHECK_OK(reel_dataset_add(ds, bad[i / 3], 100 + i / 3, 0, -1, &err));
+    }
+    return ds; /* 8 good + 3 bad */
+}
+
+TEST(bad_files_are_skipped_and_recorded)
+{
+    char bad[3][1024];
+    reel_dataset *ds = dataset_with_bad_files(bad);
+    reel_loader_settings s = readable_settings();
+    s.batch_size = 4;
+    s.epochs = 2;
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    for (int e = 0; e < 2; e++) {
+        int64_t rows = 0, failed = 0;
+        int nb = 0;
+        for (;;) {
+            reel_batch *b;
+            CHECK_OK(reel_loader_next(l, &b, &err));
+            if (!b) break;
+            nb++;
+            rows += b->num_clips;
+            failed += b->num_failed;
+            CHECK_EQ_INT(b->num_clips, b->num_samples - b->num_failed);
+            for (int64_t r = 0; r < b->num_clips; r++) {
+                CHECK(b->clips[r].label < 100);
+                CHECK_EQ_INT(read_frame_index(b, r, 0, 0), b->clips[r].frame_indices[0]);
+                CHECK_EQ_INT(read_frame_index(b, r, 3, 0), b->clips[r].frame_indices[3]);
+            }
+            CHECK_OK(reel_loader_release(l, b));
+        }
+        CHECK_EQ_INT(nb, 3);
+        CHECK_EQ_INT(rows, NVID);
+        CHECK_EQ_INT(failed, 3);
+    }
+    CHECK_EQ_INT(reel_loader_num_failures(l), 6);
+    int found[3] = { 0 };
+    for (int64_t i = 0; i < 6; i++) {
+        reel_failure f;
+        CHECK_OK(reel_loader_failure(l, i, &f, &err));
+        int which = -1;
+        for (int k = 0; k < 3; k++)
+            if (strcmp(f.path, bad[k]) == 0) which = k;
+        CHECK_MSG(which >= 0, "unexpected failure %s", f.path);
+        found[which]++;
+        CHECK_MSG(strncmp(f.reason, f.path, strlen(f.path)) == 0, "reason \"%s\" does not name the file", f.reason);
+        CHECK(f.status < 0);
+        if (which == 0) CHECK_EQ_INT(f.status, REEL_E_NOT_FOUND);
+    }
+    for (int k = 0; k < 3; k++) CHECK_EQ_INT(found[k], 2);
+    CHECK_STATUS(reel_loader_failure(l, 6, &(reel_failure){ 0 }, &err), REEL_E_OUT_OF_RANGE);
+    reel_loader_metrics m;
+    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_EQ_INT(m.successes, 2 * NVID);
+    CHECK_EQ_INT(m.failures, 6);
+    CHECK_EQ_INT(m.attempts, 2 * NVID + 6);
+    CHECK_NEAR(m.coverage, 16.0 / 22.0, 1e-12);
+    char *json = NULL;
+    CHECK_OK(reel_loader_metrics_json(l, &json, &err));
+    CHECK(strstr(json, "\"failed\":[{\"path\":") != NULL);
+    CHECK(strstr(json, "garbage.mp4") != NULL);
+    CHECK(strstr(json, "truncated.mp4") != NULL);
+    reel_free(json);
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
+
+TEST(bad_files_are_replaced_by_other_samples)
+{
+    char bad[3][1024];
+    reel_dataset *ds = dataset_with_bad_files(bad);
+    reel_loader_settings s = readable_settings();
+    s.batch_size = 4;
+    s.on_error = REEL_ON_ERROR_REPLACE;
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    int64_t rows = 0, replaced = 0;
+    for (;;) {
+        reel_batch *b;
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        if (!b) break;
+        CHECK_EQ_INT(b->num_clips, b->num_samples); /* full batches */
+        for (int64_t r = 0; r < b->num_clips; r++) {
+            const reel_clip_info *c = &b->clips[r];
+            CHECK(c->label < 100);
+            if (c->sample != c->requested) {
+                replaced++;
+                CHECK(c->attempt > 0);
+            }
+            CHECK_EQ_INT(read_frame_index(b, r, 0, 0), c->frame_indices[0]);
+        }
+        rows += b->num_clips;
+        CHECK_OK(reel_loader_release(l, b));
+    }
+    CHECK_EQ_INT(rows, 11);
+    CHECK_EQ_INT(replaced, 3);
+    reel_loader_metrics m;
+    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK(m.replacements >= 3);
+    CHECK_EQ_INT(m.failures, m.replacements);
+    CHECK(m.coverage < 1.0);
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
+
+TEST(bad_files_raise_when_asked)
+{
+    char bad[3][1024];
+    reel_dataset *ds = dataset_with_bad_files(bad);
+    reel_loader_settings s = readable_settings();
+    s.batch_size = 2;
+    s.shuffle = 0;
+    s.on_error = REEL_ON_ERROR_RAISE;
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    /* order: v0, v1, missing, v2, v3, v4, garbage, ... */
+    reel_batch *b;
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b && b->num_clips == 2);
+    CHECK_OK(reel_loader_release(l, b));
+    reel_error_clear(&err);
+    CHECK_STATUS(reel_loader_next(l, &b, &err), REEL_E_NOT_FOUND);
+    CHECK(b == NULL);
+    CHECK(strstr(err.message, "missing.mp4") != NULL);
+    /* and it goes on with the next batch */
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b && b->index == 2);
+    CHECK_OK(reel_loader_release(l, b));
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
+
+TEST(time_limit_fails_slow_samples_without_stalling)
+{
+    reel_dataset *ds = dataset_of_videos(1);
+    reel_loader_settings s = readable_settings();
+    s.sample_time_limit = 1e-9;
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    int nb = 0;
+    for (;;) {
+        reel_batch *b;
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        if (!b) break;
+        CHECK_EQ_INT(b->num_clips, 0);
+        nb++;
+        CHECK_OK(reel_loader_release(l, b));
+    }
+    CHECK_EQ_INT(nb, 3);
+    CHECK_EQ_INT(reel_loader_num_failures(l), NVID);
+    reel_failure f;
+    CHECK_OK(reel_loader_failure(l, 0, &f, &err));
+    CHECK_EQ_INT(f.status, REEL_E_TIMEOUT);
+    CHECK(strstr(f.reason, "time limit") != NULL);
+    reel_loader_metrics m;
+    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_NEAR(m.coverage, 0, 0);
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
+
+TEST(drop_policy_fails_videos_too_short_for_a_clip)
+{
+    reel_dataset *ds = dataset_of_videos(1);
+    reel_loader_settings s = readable_settings();
+    s.sampler.frames_per_clip = 20;
+    s.sampler.frame_stride = 3; /* span 58: videos of 30..51 frames are too short */
+    s.sampler.policy = REEL_CLIP_DROP;
+    s.batch_size = 8;
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    reel_batch *b;
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b != NULL);
+    int64_t want = 0;
+    for (int i = 0; i < NVID; i++) want += g_frames[i] >= 58;
+    CHECK_EQ_INT(b->num_clips, want);
+    for (int64_t r = 0; r < b->num_clips; r++)
+        CHECK_EQ_INT(read_frame_index(b, r, 19, 0), b->clips[r].frame_indices[19]);
+    CHECK_OK(reel_loader_release(l, b));
+    reel_failure f;
+    CHECK_OK(reel_loader_failure(l, 0, &f, &err));
+    CHECK_EQ_INT(f.status, REEL_E_OUT_OF_RANGE);
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
+
+TEST(segments_and_time_samplers_stay_inside_the_segment)
+{
+    make_videos();
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_OK(reel_dataset_create(&ds, &err));
+    /* v07 has 79 frames at 25 fps: [1.0 s, 2.0 s) is frames 25..49 */
+    for (int i = 0; i < 6; i++) CHECK_OK(reel_dataset_add(ds, g_paths[NVID - 1], 0, 1.0, 2.0, &err));
+    reel_loader_settings s = readable_settings();
+    s.sampler.kind = REEL_SAMPLE_RANDOM_TIMES;
+    s.sampler.frames_per_clip = 3;
+    s.sampler.clips_per_video = 2;
+    s.sampler.seconds_between_frames = 0.2;
+    s.batch_size = 6;
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    reel_batch *b;
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b && b->num_clips == 12);
+    for (int64_t r = 0; r < b->num_clips; r++) {
+        const reel_clip_info *c = &b->clips[r];
+        for (int t = 0; t < 3; t++) {
+            CHECK(c->frame_indices[t] >= 25 && c->frame_indices[t] < 50);
+            CHECK_EQ_INT(read_frame_index(b, r, t, 0), c->frame_indices[t]);
+            /* pts in seconds agrees with the frame index at 25 fps */
+            double sec = (double)c->pts[t] * c->time_base_num / c->time_base_den;
+            CHECK_NEAR(sec * 25.0, (double)c->frame_indices[t], 0.01);
+        }
+        CHECK_EQ_INT(c->frame_indices[1] - c->frame_indices[0], 5);
+    }
+    CHECK_OK(reel_loader_release(l, b));
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
+
+TEST(shutdown_mid_epoch_joins_and_frees)
+{
+    reel_dataset *ds = dataset_of_videos(8);
+    reel_loader_settings s = readable_settings();
+    s.decode_threads = 4;
+    s.batch_size = 2;
+    for (int round = 0; round < 5; round++) {
+        reel_loader *l = NULL;
+        reel_error err;
+        CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+        reel_batch *b = NULL;
+        if (round > 0) {
+            CHECK_OK(reel_loader_next(l, &b, &err));
+            CHECK(b != NULL);
+        }
+        if (round == 2) CHECK_OK(reel_loader_release(l, b));
+        if (round == 3) usleep(20000); /* threads deep in their work */
+        reel_loader_destroy(&l);   /* with a batch still held in rounds 1, 3, 4 */
+        CHECK(l == NULL);
+    }
+    reel_loader_destroy(NULL);
+    reel_dataset_free(&ds);
+}
+
+TEST(bad_settings_and_empty_datasets_are_refused)
+{
+    reel_dataset *ds = dataset_of_videos(1);
+    reel_loader_settings s = readable_settings();
+    reel_loader *l = NULL;
+    reel_error err;
+    s.batch_size = 0;
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
+    CHECK(l == NULL);
+    s = readable_settings();
+    s.transform.crop = REEL_CROP_NONE;
+    s.transform.resize = REEL_RESIZE_SHORT_SIDE;
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
+    s = readable_settings();
+    s.rank = 1;
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
+    s = readable_settings();
+    s.batch_size = 100;
+    s.drop_last = 1;
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_EMPTY);
+    reel_dataset *empty = NULL;
+    CHECK_OK(reel_dataset_create(&empty, &err));
+    s = readable_settings();
+    CHECK_STATUS(reel_loader_create(&l, empty, &s, &err), REEL_E_EMPTY);
+    reel_dataset_free(&empty);
+    /* a loader freezes its dataset */
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    CHECK_STATUS(reel_dataset_add(ds, g_paths[0], 0, 0, -1, &err), REEL_E_INVALID_ARG);
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
+
+static int g_trace_members;
+static int count_member(void *op, const char *key, const reel_json_value *v)
+{
+    (void)op;
+    (void)v;
+    if (strcmp(key, "traceEvents") == 0) g_trace_members++;
+    return 0;
+}
+
+TEST(metrics_json_and_chrome_trace)
+{
+    reel_dataset *ds = dataset_of_videos(2);
+    reel_loader_settings s = readable_settings();
+    s.trace = 1;
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    int n;
+    free(run_epoch(l, 4, &n));
+    reel_loader_metrics m;
+    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK(m.seconds > 0);
+    CHECK(m.frames_per_second > 0);
+    CHECK(m.data_time_s > 0);
+    CHECK(m.ring_bytes > 0);
+    CHECK_EQ_STR(m.stages[REEL_STAGE_DECODE].name, "decode");
+    CHECK_EQ_INT(m.stages[REEL_STAGE_DECODE].threads, 3);
+    CHECK_EQ_INT(m.stages[REEL_STAGE_DECODE].items, 2 * NVID);
+    CHECK_EQ_INT(m.stages[REEL_STAGE_OPEN].items, 2 * NVID);
+    CHECK_EQ_INT(m.stages[REEL_STAGE_COLLATE].items, n);
+    CHECK(m.stages[REEL_STAGE_DECODE].busy_fraction > 0 && m.stages[REEL_STAGE_DECODE].busy_fraction <= 1);
+    CHECK(m.bottleneck != NULL);
+    char *json = NULL;
+    CHECK_OK(reel_loader_metrics_json(l, &json, &err));
+    const char *fields[] = { "\"frames\":", "\"clips\":", "\"seconds\":", "\"frames_per_second\":", "\"coverage\":",
+                             "\"data_time_s\":", "\"peak_rss_bytes\":", "\"failed\":[]", "\"stages\":[",
+                             "\"bottleneck\":", "\"decode_amplification\":" };
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        CHECK_MSG(strstr(json, fields[i]) != NULL, "no %s in %s", fields[i], json);
+    CHECK_EQ_INT(reel__json_object_each(json, strlen(json), count_member, NULL, NULL), 0); /* valid JSON */
+    reel_free(json);
+
+    char path[1100];
+    snprintf(path, sizeof path, "%s/trace.json", harness_tmpdir());
+    CHECK_OK(reel_loader_write_trace(l, path, &err));
+    FILE *f = fopen(path, "rb");
+    CHECK(f != NULL);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *text = malloc((size_t)size + 1);
+    CHECK(fread(text, 1, (size_t)size, f) == (size_t)size);
+    text[size] = '\0';
+    fclose(f);
+    g_trace_members = 0;
+    CHECK_EQ_INT(reel__json_object_each(text, (size_t)size, count_member, NULL, NULL), 0);
+    CHECK_EQ_INT(g_trace_members, 1);
+    CHECK(strstr(text, "\"name\":\"decode-2\"") != NULL);
+    CHECK(strstr(text, "\"name\":\"open-0\"") != NULL);
+    CHECK(strstr(text, "\"name\":\"consumer\"") != NULL);
+    CHECK(strstr(text, "\"name\":\"decode\",\"cat\":\"reel\",\"ph\":\"X\"") != NULL);
+    CHECK(strstr(text, "v00.mp4") != NULL);
+    free(text);
+    CHECK_STATUS(reel_loader_write_trace(l, "/nonexistent-dir/x.json", &err), REEL_E_IO);
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
+
+typedef struct release_job {
+    reel_loader *l;
+    reel_batch *b;
+    int status;
+} release_job;
+
+static void *release_main(void *arg)
+{
+    release_job *j = arg;
+    j->status = reel_loader_release(j->l, j->b);
+    return NULL;
+}
+
+TEST(release_from_another_thread)
+{
+    reel_dataset *ds = dataset_of_videos(2);
+    reel_loader_settings s = readable_settings();
+    s.prefetch_batches = 2;
+    s.batch_size = 2;
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    int n = 0;
+    reel_batch *prev = NULL;
+    /* hold two buffers at once (the whole ring), hand the older back from
+     * another thread, and keep going */
+    for (;;) {
+        reel_batch *b;
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        if (!b) break;
+        n++;
+        if (prev) {
+            release_job j = { l, prev, -1 };
+            pthread_t t;
+            CHECK(pthread_create(&t, NULL, release_main, &j) == 0);
+            pthread_join(t, NULL);
+            CHECK_OK(j.status);
+        }
+        prev = b;
+    }
+    CHECK_OK(reel_loader_release(l, prev));
+    CHECK_EQ_INT(n, NVID);
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
+
+TEST(no_leak_under_valgrind_after_a_shutdown_mid_epoch)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    harness_skip("valgrind does not run sanitized binaries");
+#endif
+    if (harness_env("REEL_SKIP_VALGRIND", NULL)) harness_skip("REEL_SKIP_VALGRIND is set");
+    if (system("valgrind --version >/dev/null 2>&1") != 0) harness_skip("no valgrind");
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n <= 0) harness_skip("cannot find the test binary");
+    self[n] = '\0';
+    make_videos(); /* written here, so the child only decodes */
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", g_paths[0]);
+    *strrchr(dir, '/') = '\0';
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd,
+             "REEL_PIPELINE_VIDEOS='%s' valgrind -q --leak-check=full --show-leak-kinds=definite,indirect "
+             "--errors-for-leak-kinds=definite,indirect --error-exitcode=9 '%s' shutdown_mid_epoch_joins_and_frees "
+             ">/dev/null 2>&1",
+             dir, self);
+    int st = system(cmd);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+              "valgrind found leaks or errors (exit %d); rerun: %s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, cmd);
+}
+
+TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
+{
+    /* One long GOP: its last frame needs 500 frames of 640x360 decoded,
+     * about a hundred times the work of a small sample here, while the limit
+     * is a few small samples' worth (measured first, so sanitizer builds
+     * scale alike). The visitor never runs before that frame, so only the
+     * watchdog can keep the batch moving. */
+    make_videos();
+    double small_s;
+    {
+        reel_dataset *cal = dataset_of_videos(1);
+        reel_loader_settings s = readable_settings();
+        s.sampler.kind = REEL_SAMPLE_REGULAR_INDICES;
+        s.sampler.frames_per_clip = 1;
+        s.sampler.range_start = -1;
+        reel_loader *l = NULL;
+        reel_error err;
+        CHECK_OK(reel_loader_create(&l, cal, &s, &err));
+        int n;
+        free(run_epoch(l, 1, &n));
+        reel_loader_metrics m;
+        CHECK_OK(reel_loader_get_metrics(l, &m));
+        small_s = (m.stages[REEL_STAGE_OPEN].busy_seconds + m.stages[REEL_STAGE_DECODE].busy_seconds) / NVID;
+        reel_loader_destroy(&l);
+        reel_dataset_free(&cal);
+    }
+    double limit = 8 * small_s < 0.05 ? 0.05 : 8 * small_s;
+    char longv[1100];
+    snprintf(longv, sizeof longv, "%s/long_gop.mp4", harness_tmpdir());
+    reel_synth_params p;
+    reel_synth_default_params(&p);
+    p.path = longv;
+    p.width = 640;
+    p.height = 360;
+    p.num_frames = 500;
+    p.gop = 500;
+    p.bframes = 0;
+    reel_error err;
+    CHECK_OK(reel_synth_write(&p, &err));
+    /* how long the long decode takes here (FFmpeg is not instrumented by
+     * sanitizers, our code is: the ratio varies by build) */
+    double long_s;
+    {
+        reel_decoder *dec = NULL;
+        reel_decoder_settings ds1;
+        reel_decoder_default_settings(&ds1);
+        ds1.threads = 1; /* as the loader's decoders */
+        CHECK_OK(reel_decoder_open(&dec, longv, &ds1, &err));
+        struct timespec a, b2;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        int64_t last = 499;
+        reel_transform t;
+        reel_transform_default(&t);
+        t.width = 64;
+        t.height = 36;
+        uint8_t px[64 * 36 * 3];
+        CHECK_OK(reel_decoder_get_frames(dec, &last, 1, &t, px, sizeof px, NULL, &err));
+        clock_gettime(CLOCK_MONOTONIC, &b2);
+        long_s = (double)(b2.tv_sec - a.tv_sec) + (b2.tv_nsec - a.tv_nsec) / 1e9;
+        reel_decoder_close(&dec);
+    }
+    if (limit * 3 > long_s)
+        harness_skip("the long decode is too short against a small sample in this build to tell the watchdog apart");
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_create(&ds, &err));
+    CHECK_OK(reel_dataset_add(ds, g_paths[0], 0, 0, -1, &err));
+    CHECK_OK(reel_dataset_add(ds, longv, 99, 0, -1, &err));
+    CHECK_OK(reel_dataset_add(ds, g_paths[1], 1, 0, -1, &err));
+    reel_loader_settings s = readable_settings();
+    s.shuffle = 0;
+    s.batch_size = 3;
+    s.sampler.kind = REEL_SAMPLE_REGULAR_INDICES;
+    s.sampler.frames_per_clip = 1;
+    s.sampler.range_start = -1; /* the last frame */
+    s.sample_time_limit = limit;
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    reel_batch *b = NULL;
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b != NULL);
+    CHECK_EQ_INT(b->num_failed, 1);
+    CHECK_EQ_INT(b->num_clips, 2);
+    for (int64_t r = 0; r < b->num_clips; r++) {
+        CHECK(b->clips[r].label != 99);
+        CHECK_EQ_INT(read_frame_index(b, r, 0, 0), b->clips[r].frame_indices[0]);
+    }
+    reel_failure f;
+    CHECK_OK(reel_loader_failure(l, 0, &f, &err));
+    CHECK_EQ_INT(f.status, REEL_E_TIMEOUT);
+    CHECK_EQ_STR(f.path, longv);
+    CHECK_MSG(strstr(f.reason, "abandoned") != NULL, "not abandoned by the watchdog: %s", f.reason);
+    CHECK_OK(reel_loader_release(l, b));
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b == NULL);
+    reel_loader_destroy(&l); /* joins the worker once its decode returns */
+    reel_dataset_free(&ds);
+}

@@ -1,0 +1,876 @@
+/* test_pipeline_units.c: the loader's parts that need no decoding: the
+ * counter-based RNG, the bounded queue, the samplers, the epoch plan
+ * (shuffle, sharding, batches), the clip geometry, datasets from directories
+ * and manifests, and the JSON helpers. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include "reel/pipeline.h"
+#include "pipeline/geometry.h"
+#include "pipeline/json.h"
+#include "pipeline/plan.h"
+#include "pipeline/queue.h"
+#include "pipeline/rng.h"
+#include "pipeline/sampler.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ RNG */
+
+TEST(philox_known_answers)
+{
+    /* Random123 kat_vectors, philox4x32 with 10 rounds. */
+    uint32_t out[4];
+    const uint32_t c0[4] = { 0, 0, 0, 0 }, k0[2] = { 0, 0 };
+    reel__philox4x32(c0, k0, out);
+    CHECK_EQ_INT(out[0], 0x6627e8d5u);
+    CHECK_EQ_INT(out[1], 0xe169c58du);
+    CHECK_EQ_INT(out[2], 0xbc57ac4cu);
+    CHECK_EQ_INT(out[3], 0x9b00dbd8u);
+    const uint32_t c1[4] = { 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu };
+    const uint32_t k1[2] = { 0xffffffffu, 0xffffffffu };
+    reel__philox4x32(c1, k1, out);
+    CHECK_EQ_INT(out[0], 0x408f276du);
+    CHECK_EQ_INT(out[1], 0x41c83b0eu);
+    CHECK_EQ_INT(out[2], 0xa20bc7c6u);
+    CHECK_EQ_INT(out[3], 0x6d5451fdu);
+    const uint32_t c2[4] = { 0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u };
+    const uint32_t k2[2] = { 0xa4093822u, 0x299f31d0u };
+    reel__philox4x32(c2, k2, out);
+    CHECK_EQ_INT(out[0], 0xd16cfe09u);
+    CHECK_EQ_INT(out[1], 0x94fdccebu);
+    CHECK_EQ_INT(out[2], 0x5001e420u);
+    CHECK_EQ_INT(out[3], 0x24126ea1u);
+}
+
+TEST(rng_is_a_pure_function_of_its_address)
+{
+    reel_rng_key a = { 42, 3, 1000, REEL_RNG_CROP, 0 };
+    reel_rng_key b = a;
+    CHECK(reel__rng_u64(&a, 7) == reel__rng_u64(&b, 7));
+    /* every field of the address changes the value */
+    uint64_t base = reel__rng_u64(&a, 7);
+    b.seed = 43;        CHECK(reel__rng_u64(&b, 7) != base); b = a;
+    b.epoch = 4;        CHECK(reel__rng_u64(&b, 7) != base); b = a;
+    b.sample = 1001;    CHECK(reel__rng_u64(&b, 7) != base); b = a;
+    b.sample = 1000 + (1ull << 32); CHECK(reel__rng_u64(&b, 7) != base); b = a;
+    b.purpose = REEL_RNG_SAMPLER; CHECK(reel__rng_u64(&b, 7) != base); b = a;
+    b.attempt = 1;      CHECK(reel__rng_u64(&b, 7) != base); b = a;
+    CHECK(reel__rng_u64(&a, 8) != base);
+}
+
+TEST(rng_below_is_uniform_and_in_range)
+{
+    reel_rng_key k = { 1, 0, 0, REEL_RNG_SAMPLER, 0 };
+    enum { N = 7, DRAWS = 70000 };
+    int hist[N] = { 0 };
+    double sum = 0;
+    for (int i = 0; i < DRAWS; i++) {
+        k.sample = (uint64_t)i;
+        uint64_t v = reel__rng_below(&k, 0, N);
+        CHECK(v < N);
+        hist[v]++;
+        double d = reel__rng_double(&k, 1);
+        CHECK(d >= 0 && d < 1);
+        sum += d;
+    }
+    for (int i = 0; i < N; i++) CHECK_MSG(abs(hist[i] - DRAWS / N) < 600, "bucket %d has %d", i, hist[i]);
+    CHECK_NEAR(sum / DRAWS, 0.5, 0.01);
+    CHECK_EQ_INT(reel__rng_below(&k, 0, 1), 0);
+    /* huge bounds work too */
+    CHECK(reel__rng_below(&k, 3, UINT64_MAX) < UINT64_MAX);
+}
+
+TEST(permutation_is_a_permutation_and_depends_on_seed_and_epoch)
+{
+    enum { N = 1000 };
+    int64_t p[N], q[N];
+    reel__rng_permutation(5, 0, 1, p, N);
+    char seen[N] = { 0 };
+    for (int i = 0; i < N; i++) {
+        CHECK(p[i] >= 0 && p[i] < N);
+        CHECK(!seen[p[i]]);
+        seen[p[i]] = 1;
+    }
+    reel__rng_permutation(5, 0, 1, q, N);
+    CHECK(memcmp(p, q, sizeof p) == 0);
+    reel__rng_permutation(5, 1, 1, q, N);
+    CHECK(memcmp(p, q, sizeof p) != 0);
+    reel__rng_permutation(6, 0, 1, q, N);
+    CHECK(memcmp(p, q, sizeof p) != 0);
+    reel__rng_permutation(5, 0, 0, q, N);
+    for (int i = 0; i < N; i++) CHECK_EQ_INT(q[i], i);
+}
+
+/* ---------------------------------------------------------------- queue */
+
+typedef struct qctx {
+    reel_queue *q;
+    int base, count;
+    int64_t sum;
+} qctx;
+
+static void *producer(void *arg)
+{
+    qctx *c = arg;
+    for (int i = 0; i < c->count; i++)
+        reel__queue_push(c->q, (void *)(intptr_t)(c->base + i + 1));
+    return NULL;
+}
+
+static void *consumer(void *arg)
+{
+    qctx *c = arg;
+    void *it;
+    while (reel__queue_pop(c->q, &it)) c->sum += (intptr_t)it;
+    return NULL;
+}
+
+TEST(queue_moves_every_item_once_between_threads)
+{
+    reel_queue q;
+    CHECK_OK(reel__queue_init(&q, 4));
+    enum { P = 4, C = 3, PER = 5000 };
+    pthread_t pt[P], ct[C];
+    qctx pc[P], cc[C];
+    for (int i = 0; i < C; i++) { cc[i] = (qctx){ &q, 0, 0, 0 }; pthread_create(&ct[i], NULL, consumer, &cc[i]); }
+    for (int i = 0; i < P; i++) { pc[i] = (qctx){ &q, i * PER, PER, 0 }; pthread_create(&pt[i], NULL, producer, &pc[i]); }
+    for (int i = 0; i < P; i++) pthread_join(pt[i], NULL);
+    reel__queue_close(&q);
+    int64_t sum = 0;
+    for (int i = 0; i < C; i++) { pthread_join(ct[i], NULL); sum += cc[i].sum; }
+    int64_t n = (int64_t)P * PER;
+    CHECK_EQ_INT(sum, n * (n + 1) / 2);
+    CHECK_EQ_INT(q.pushed, n);
+    CHECK_EQ_INT(q.popped, n);
+    reel__queue_destroy(&q);
+}
+
+TEST(queue_bounds_close_and_force)
+{
+    reel_queue q;
+    CHECK_OK(reel__queue_init(&q, 2));
+    void *it = NULL;
+    CHECK_EQ_INT(reel__queue_try_pop(&q, &it), 0);
+    CHECK_EQ_INT(reel__queue_push(&q, (void *)1), 1);
+    CHECK_EQ_INT(reel__queue_push(&q, (void *)2), 1);
+    /* full: a forced push still goes in, beyond the bound */
+    CHECK_EQ_INT(reel__queue_push_force(&q, (void *)3), 1);
+    CHECK_EQ_INT(reel__queue_push_force(&q, (void *)4), 1);
+    int64_t depth;
+    reel__queue_depth(&q, &depth, NULL);
+    CHECK_EQ_INT(depth, 4);
+    reel__queue_close(&q);
+    CHECK_EQ_INT(reel__queue_push(&q, (void *)5), 0);
+    CHECK_EQ_INT(reel__queue_push_force(&q, (void *)5), 0);
+    for (intptr_t i = 1; i <= 4; i++) {
+        CHECK_EQ_INT(reel__queue_pop(&q, &it), 1);
+        CHECK_EQ_INT((intptr_t)it, i);
+    }
+    CHECK_EQ_INT(reel__queue_pop(&q, &it), 0); /* closed and empty: no block */
+    reel__queue_reopen(&q);
+    CHECK_EQ_INT(reel__queue_push(&q, (void *)9), 1);
+    CHECK_EQ_INT(reel__queue_pop(&q, &it), 1);
+    CHECK_EQ_INT((intptr_t)it, 9);
+    reel__queue_destroy(&q);
+}
+
+static void *closer(void *arg)
+{
+    usleep(20000);
+    reel__queue_close(arg);
+    return NULL;
+}
+
+TEST(queue_close_wakes_blocked_pushers_and_poppers)
+{
+    reel_queue q;
+    CHECK_OK(reel__queue_init(&q, 1));
+    pthread_t t;
+    pthread_create(&t, NULL, closer, &q);
+    void *it;
+    CHECK_EQ_INT(reel__queue_pop(&q, &it), 0); /* woken by close */
+    pthread_join(t, NULL);
+    reel__queue_reopen(&q);
+    CHECK_EQ_INT(reel__queue_push(&q, (void *)1), 1);
+    pthread_create(&t, NULL, closer, &q);
+    CHECK_EQ_INT(reel__queue_push(&q, (void *)2), 0); /* was blocked on full */
+    pthread_join(t, NULL);
+    reel__queue_destroy(&q);
+}
+
+/* -------------------------------------------------------------- sampler */
+
+/* A constant-rate table: n frames of `dur` ticks starting at `start`. */
+static reel_frame_entry *cfr_table(int64_t n, int64_t start, int64_t dur)
+{
+    reel_frame_entry *t = calloc((size_t)n, sizeof *t);
+    for (int64_t i = 0; i < n; i++) {
+        t[i].pts = start + i * dur;
+        t[i].duration = dur;
+        t[i].pos = -1;
+        t[i].decode_order = (int32_t)i;
+    }
+    return t;
+}
+
+static reel_sampler_settings sampler_defaults(int kind)
+{
+    reel_loader_settings s;
+    reel_loader_default_settings(&s);
+    s.sampler.kind = kind;
+    return s.sampler;
+}
+
+static reel_sampler_input input_for(const reel_frame_entry *t, int64_t n, int num, int den)
+{
+    reel_sampler_input in;
+    memset(&in, 0, sizeof in);
+    in.table = t;
+    in.n = n;
+    in.tb_num = num;
+    in.tb_den = den;
+    in.avg_fps = 0;
+    in.seg_start = 0;
+    in.seg_end = -1;
+    return in;
+}
+
+TEST(sampler_random_indices_fit_and_are_deterministic)
+{
+    reel_frame_entry *tab = cfr_table(250, 0, 512); /* 25 fps at 1/12800 */
+    reel_sampler_input in = input_for(tab, 250, 1, 12800);
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
+    s.clips_per_video = 4;
+    s.frames_per_clip = 8;
+    s.frame_stride = 3;
+    int64_t a[32], b[32];
+    reel_rng_key k = { 9, 0, 17, REEL_RNG_SAMPLER, 0 };
+    reel_error err;
+    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", a, &err));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", b, &err));
+    CHECK(memcmp(a, b, sizeof a) == 0);
+    for (int c = 0; c < 4; c++) {
+        CHECK(a[c * 8] >= 0 && a[c * 8] <= 250 - 22);
+        for (int j = 1; j < 8; j++) CHECK_EQ_INT(a[c * 8 + j], a[c * 8] + 3 * j);
+    }
+    k.epoch = 1;
+    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", b, &err));
+    CHECK(memcmp(a, b, sizeof a) != 0);
+    free(tab);
+}
+
+TEST(sampler_regular_indices_are_linspace)
+{
+    reel_frame_entry *tab = cfr_table(100, 0, 1);
+    reel_sampler_input in = input_for(tab, 100, 1, 25);
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_INDICES);
+    s.clips_per_video = 3;
+    s.frames_per_clip = 4;
+    int64_t o[12];
+    reel_rng_key k = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
+    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    /* starts linspace(0, 96, 3) = 0, 48, 96 */
+    const int64_t want[12] = { 0, 1, 2, 3, 48, 49, 50, 51, 96, 97, 98, 99 };
+    for (int i = 0; i < 12; i++) CHECK_EQ_INT(o[i], want[i]);
+    /* an explicit range, negative end from the end */
+    s.range_start = 10;
+    s.range_end = -50; /* 50 */
+    s.clips_per_video = 2;
+    s.frames_per_clip = 1;
+    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_EQ_INT(o[0], 10);
+    CHECK_EQ_INT(o[1], 49);
+    free(tab);
+}
+
+TEST(sampler_policies_past_the_end)
+{
+    reel_frame_entry *tab = cfr_table(5, 0, 1);
+    reel_sampler_input in = input_for(tab, 5, 1, 25);
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_INDICES);
+    s.frames_per_clip = 8;
+    int64_t o[8];
+    reel_rng_key k = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
+    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    const int64_t rep[8] = { 0, 1, 2, 3, 4, 4, 4, 4 };
+    for (int i = 0; i < 8; i++) CHECK_EQ_INT(o[i], rep[i]);
+    s.policy = REEL_CLIP_WRAP;
+    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    const int64_t wrap[8] = { 0, 1, 2, 3, 4, 0, 1, 2 };
+    for (int i = 0; i < 8; i++) CHECK_EQ_INT(o[i], wrap[i]);
+    s.policy = REEL_CLIP_DROP;
+    reel_error err;
+    reel_error_clear(&err);
+    CHECK_STATUS(reel__sampler_run(&s, &in, &k, "short.mp4", o, &err), REEL_E_OUT_OF_RANGE);
+    CHECK(strncmp(err.message, "short.mp4: ", 11) == 0);
+    /* a clip that fits is not dropped */
+    s.frames_per_clip = 5;
+    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    free(tab);
+}
+
+TEST(sampler_time_kinds)
+{
+    /* 10 s at 25 fps, time base 1/12800, stream starting at 0.5 s */
+    reel_frame_entry *tab = cfr_table(250, 6400, 512);
+    reel_sampler_input in = input_for(tab, 250, 1, 12800);
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_TIMES);
+    s.clips_per_video = 2;
+    s.frames_per_clip = 3;
+    s.seconds_between_frames = 1.0;
+    int64_t o[6];
+    reel_rng_key k = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
+    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    /* range [0.5, 10.5 - 2) -> starts 0.5 and 4.5 s: frames 0,25,50 and 100,125,150 */
+    const int64_t want[6] = { 0, 25, 50, 100, 125, 150 };
+    for (int i = 0; i < 6; i++) CHECK_EQ_INT(o[i], want[i]);
+    /* default step is 1 / fps: consecutive frames */
+    s.seconds_between_frames = 0;
+    s.clips_per_video = 1;
+    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_EQ_INT(o[0], 0); CHECK_EQ_INT(o[1], 1); CHECK_EQ_INT(o[2], 2);
+    /* random times: inside the range, frames one second apart */
+    s.kind = REEL_SAMPLE_RANDOM_TIMES;
+    s.seconds_between_frames = 1.0;
+    s.clips_per_video = 2;
+    for (int e = 0; e < 20; e++) {
+        k.epoch = (uint64_t)e;
+        CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+        for (int c = 0; c < 2; c++) {
+            CHECK(o[c * 3] >= 0 && o[c * 3] < 200);
+            CHECK_EQ_INT(o[c * 3 + 1], o[c * 3] + 25);
+            CHECK_EQ_INT(o[c * 3 + 2], o[c * 3] + 50);
+        }
+    }
+    free(tab);
+}
+
+TEST(sampler_segments_restrict_the_frames)
+{
+    reel_frame_entry *tab = cfr_table(250, 0, 1); /* 25 fps, tb 1/25 */
+    reel_sampler_input in = input_for(tab, 250, 1, 25);
+    in.seg_start = 2.0;  /* frame 50 */
+    in.seg_end = 4.0;    /* up to frame 99 */
+    int64_t first, count;
+    reel__sampler_segment(&in, &first, &count);
+    CHECK_EQ_INT(first, 50);
+    CHECK_EQ_INT(count, 50);
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
+    s.frames_per_clip = 8;
+    int64_t o[8];
+    for (int e = 0; e < 50; e++) {
+        reel_rng_key k = { 3, (uint64_t)e, 0, REEL_RNG_SAMPLER, 0 };
+        CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+        for (int j = 0; j < 8; j++) CHECK(o[j] >= 50 && o[j] < 100);
+    }
+    s.kind = REEL_SAMPLE_REGULAR_TIMES;
+    s.clips_per_video = 2;
+    s.frames_per_clip = 1;
+    reel_rng_key k0 = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
+    CHECK_OK(reel__sampler_run(&s, &in, &k0, "v", o, NULL));
+    CHECK_EQ_INT(o[0], 50); /* 2.0 s */
+    CHECK_EQ_INT(o[1], 75); /* 2.0 + (4.0 - 2.0) / 2 */
+    /* a segment with no frames fails */
+    in.seg_start = 20.0;
+    in.seg_end = 30.0;
+    CHECK_STATUS(reel__sampler_run(&s, &in, &k0, "v", o, NULL), REEL_E_OUT_OF_RANGE);
+    free(tab);
+}
+
+TEST(sampler_rejects_bad_settings)
+{
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
+    CHECK_OK(reel__sampler_check(&s, NULL));
+    s.frames_per_clip = 0;
+    CHECK_STATUS(reel__sampler_check(&s, NULL), REEL_E_INVALID_ARG);
+    s = sampler_defaults(9);
+    CHECK_STATUS(reel__sampler_check(&s, NULL), REEL_E_INVALID_ARG);
+    s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
+    s.frame_stride = 0;
+    CHECK_STATUS(reel__sampler_check(&s, NULL), REEL_E_INVALID_ARG);
+    s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
+    s.policy = 5;
+    CHECK_STATUS(reel__sampler_check(&s, NULL), REEL_E_INVALID_ARG);
+}
+
+/* ----------------------------------------------------------------- plan */
+
+TEST(plan_shards_are_disjoint_cover_everything_and_even)
+{
+    enum { N = 103 };
+    for (int mode = 0; mode < 2; mode++) {
+        for (int world = 1; world <= 8; world++) {
+            int counts[N] = { 0 };
+            int64_t per_rank = -1, batches = -1;
+            for (int rank = 0; rank < world; rank++) {
+                reel_plan p;
+                CHECK_OK(reel__plan_init(&p, N, world, rank, mode, 8, 0, 1, 77, NULL));
+                reel__plan_epoch(&p, 2);
+                if (per_rank < 0) { per_rank = p.per_rank; batches = reel__plan_batches(&p, 0); }
+                CHECK_EQ_INT(p.per_rank, per_rank);              /* same count on every rank */
+                CHECK_EQ_INT(reel__plan_batches(&p, 0), batches); /* same batch count */
+                for (int64_t pos = 0; pos < p.per_rank; pos++) {
+                    int padded;
+                    int64_t d = reel__plan_sample(&p, pos, &padded);
+                    CHECK(d >= 0 && d < N);
+                    if (!padded) counts[d]++;
+                }
+                reel__plan_free(&p);
+            }
+            int64_t covered = 0;
+            for (int i = 0; i < N; i++) {
+                CHECK(counts[i] <= 1); /* disjoint */
+                covered += counts[i];
+            }
+            if (mode == REEL_SHARD_PAD) {
+                CHECK_EQ_INT(covered, N);                          /* everything */
+                CHECK_EQ_INT(per_rank, (N + world - 1) / world);
+            } else {
+                CHECK_EQ_INT(covered, (N / world) * world);
+                CHECK_EQ_INT(per_rank, N / world);
+            }
+        }
+    }
+}
+
+TEST(plan_batches_drop_last_and_resume_offsets)
+{
+    reel_plan p;
+    CHECK_OK(reel__plan_init(&p, 70, 1, 0, REEL_SHARD_PAD, 32, 0, 0, 0, NULL));
+    CHECK_EQ_INT(reel__plan_batches(&p, 0), 3);
+    int64_t pos, count;
+    reel__plan_batch(&p, 0, 2, &pos, &count);
+    CHECK_EQ_INT(pos, 64);
+    CHECK_EQ_INT(count, 6);
+    CHECK_EQ_INT(reel__plan_batches(&p, 40), 1);  /* resumed at 40: [40, 70) */
+    reel__plan_batch(&p, 40, 0, &pos, &count);
+    CHECK_EQ_INT(pos, 40);
+    CHECK_EQ_INT(count, 30);
+    reel__plan_free(&p);
+    CHECK_OK(reel__plan_init(&p, 70, 1, 0, REEL_SHARD_PAD, 32, 1, 0, 0, NULL));
+    CHECK_EQ_INT(reel__plan_batches(&p, 0), 2);
+    reel__plan_free(&p);
+    /* fewer samples than one batch with drop_last: empty */
+    CHECK_STATUS(reel__plan_init(&p, 10, 1, 0, REEL_SHARD_PAD, 32, 1, 0, 0, NULL), REEL_E_EMPTY);
+    CHECK_STATUS(reel__plan_init(&p, 3, 4, 0, REEL_SHARD_DROP, 1, 0, 0, 0, NULL), REEL_E_EMPTY);
+    CHECK_STATUS(reel__plan_init(&p, 3, 2, 2, REEL_SHARD_PAD, 1, 0, 0, 0, NULL), REEL_E_INVALID_ARG);
+}
+
+/* ------------------------------------------------------------- geometry */
+
+static reel_clip_transform transform_defaults(void)
+{
+    reel_loader_settings s;
+    reel_loader_default_settings(&s);
+    return s.transform;
+}
+
+TEST(geometry_short_side_centre_crop_maps_to_a_source_crop)
+{
+    reel_clip_transform ct = transform_defaults(); /* short side 256, centre 224 */
+    int w, h;
+    CHECK_OK(reel__geometry_check(&ct, &w, &h, NULL));
+    CHECK_EQ_INT(w, 224);
+    CHECK_EQ_INT(h, 224);
+    reel_rng_key k = { 0, 0, 0, REEL_RNG_CROP, 0 };
+    reel_transform t;
+    /* 340x256 is already short side 256: an exact 224x224 crop at (58, 16) */
+    CHECK_OK(reel__geometry_frame(&ct, 340, 256, &k, 0, &t, NULL));
+    CHECK_EQ_INT(t.crop_x, 58);
+    CHECK_EQ_INT(t.crop_y, 16);
+    CHECK_EQ_INT(t.crop_w, 224);
+    CHECK_EQ_INT(t.crop_h, 224);
+    CHECK_EQ_INT(t.width, 224);
+    CHECK_EQ_INT(t.height, 224);
+    /* 1920x1080 -> 455x256 -> crop 224 at (116, 16) -> source (490, 68, 945, 945) */
+    CHECK_OK(reel__geometry_frame(&ct, 1920, 1080, &k, 0, &t, NULL));
+    CHECK_EQ_INT(t.crop_w, 945);
+    CHECK_EQ_INT(t.crop_h, 945);
+    CHECK_EQ_INT(t.crop_y, 68);
+    CHECK(t.crop_x + t.crop_w <= 1920);
+    CHECK_EQ_INT(t.width, 224);
+    /* a frame smaller than the crop is scaled up, never out of bounds */
+    ct.resize = REEL_RESIZE_KEEP;
+    CHECK_OK(reel__geometry_frame(&ct, 160, 120, &k, 0, &t, NULL));
+    CHECK(t.crop_w == 0 || (t.crop_x + t.crop_w <= 160 && t.crop_y + t.crop_h <= 120));
+    CHECK_EQ_INT(t.width, 224);
+}
+
+TEST(geometry_random_choices_are_per_clip_and_reproducible)
+{
+    reel_clip_transform ct = transform_defaults();
+    ct.crop = REEL_CROP_RANDOM;
+    ct.flip = REEL_FLIP_RANDOM;
+    reel_rng_key k = { 11, 0, 5, REEL_RNG_CROP, 0 };
+    reel_transform a, b;
+    int flips = 0, distinct = 0;
+    int prev_x = -1;
+    for (int clip = 0; clip < 200; clip++) {
+        CHECK_OK(reel__geometry_frame(&ct, 640, 360, &k, clip, &a, NULL));
+        CHECK_OK(reel__geometry_frame(&ct, 640, 360, &k, clip, &b, NULL));
+        CHECK(memcmp(&a, &b, sizeof a) == 0);
+        CHECK(a.crop_x >= 0 && a.crop_x + a.crop_w <= 640);
+        CHECK(a.crop_y >= 0 && a.crop_y + a.crop_h <= 360);
+        flips += a.flip_horizontal;
+        if (a.crop_x != prev_x) distinct++;
+        prev_x = a.crop_x;
+    }
+    CHECK(flips > 60 && flips < 140);
+    CHECK(distinct > 100);
+}
+
+TEST(geometry_random_resized_crop_respects_scale_and_ratio)
+{
+    reel_clip_transform ct = transform_defaults();
+    ct.crop = REEL_CROP_RANDOM_RESIZED;
+    ct.crop_width = ct.crop_height = 112;
+    reel_rng_key k = { 1, 2, 3, REEL_RNG_CROP, 0 };
+    for (int clip = 0; clip < 300; clip++) {
+        reel_transform t;
+        CHECK_OK(reel__geometry_frame(&ct, 400, 300, &k, clip, &t, NULL));
+        int cw = t.crop_w ? t.crop_w : 400, ch = t.crop_h ? t.crop_h : 300;
+        CHECK(t.crop_x >= 0 && t.crop_x + cw <= 400 && t.crop_y >= 0 && t.crop_y + ch <= 300);
+        double area = (double)cw * ch / (400.0 * 300.0);
+        CHECK_MSG(area >= 0.07 && area <= 1.0, "area fraction %g", area);
+        double ratio = (double)cw / ch;
+        CHECK_MSG(ratio > 0.7 && ratio < 1.4, "ratio %g", ratio);
+        CHECK_EQ_INT(t.width, 112);
+        CHECK_EQ_INT(t.height, 112);
+    }
+}
+
+TEST(geometry_rejects_unfixed_sizes_and_bad_values)
+{
+    reel_clip_transform ct = transform_defaults();
+    int w, h;
+    ct.crop = REEL_CROP_NONE;
+    CHECK_STATUS(reel__geometry_check(&ct, &w, &h, NULL), REEL_E_INVALID_ARG); /* short side only */
+    ct.resize = REEL_RESIZE_EXACT;
+    ct.resize_width = 128;
+    ct.resize_height = 96;
+    CHECK_OK(reel__geometry_check(&ct, &w, &h, NULL));
+    CHECK_EQ_INT(w, 128);
+    CHECK_EQ_INT(h, 96);
+    ct = transform_defaults();
+    ct.std[1] = 0;
+    CHECK_STATUS(reel__geometry_check(&ct, &w, &h, NULL), REEL_E_INVALID_ARG);
+    ct = transform_defaults();
+    ct.dtype = 17;
+    CHECK_STATUS(reel__geometry_check(&ct, &w, &h, NULL), REEL_E_INVALID_ARG);
+}
+
+TEST(layouts_have_consistent_strides)
+{
+    const int T = 8, H = 4, W = 5;
+    for (int layout = 0; layout < 3; layout++) {
+        int64_t shape[5], st[5];
+        reel__layout_shape(layout, 2, T, H, W, shape, st);
+        CHECK_EQ_INT(st[4], 1);
+        for (int d = 3; d >= 0; d--) CHECK_EQ_INT(st[d], st[d + 1] * shape[d + 1]);
+        /* element (row, t, c, y, x) reached through the frame strides */
+        char *hit = calloc((size_t)(2 * st[0]), 1);
+        for (int64_t row = 0; row < 2; row++)
+            for (int t = 0; t < T; t++) {
+                int64_t off, sc, sy, sx;
+                reel__layout_frame(layout, T, H, W, row, t, &off, &sc, &sy, &sx);
+                for (int c = 0; c < 3; c++)
+                    for (int y = 0; y < H; y++)
+                        for (int x = 0; x < W; x++) {
+                            int64_t e = off + c * sc + y * sy + x * sx;
+                            CHECK(e >= 0 && e < 2 * st[0]);
+                            CHECK(!hit[e]);
+                            hit[e] = 1;
+                        }
+            }
+        for (int64_t e = 0; e < 2 * st[0]; e++) CHECK(hit[e]); /* dense */
+        free(hit);
+    }
+    int64_t shape[5], st[5];
+    reel__layout_shape(REEL_BATCH_BCTHW, 1, T, H, W, shape, st);
+    CHECK_EQ_INT(shape[1], 3);
+    CHECK_EQ_INT(shape[2], T);
+    reel__layout_shape(REEL_BATCH_BTHWC, 1, T, H, W, shape, st);
+    CHECK_EQ_INT(shape[4], 3);
+}
+
+/* -------------------------------------------------------------- dataset */
+
+static void write_text(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    CHECK(f != NULL);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* "a/b" in one of 16 rotating buffers: keep longer-lived paths in locals. */
+static const char *join(const char *a, const char *b)
+{
+    static char ring[16][1024];
+    static int i;
+    char tmp[1024];
+    size_t la = strlen(a), lb = strlen(b);
+    if (la + lb + 2 > sizeof tmp) FAIL("path too long: %s/%s", a, b);
+    memcpy(tmp, a, la);
+    tmp[la] = '/';
+    memcpy(tmp + la + 1, b, lb + 1);
+    char *p = ring[i++ % 16];
+    memcpy(p, tmp, la + lb + 2);
+    return p;
+}
+
+TEST(dataset_from_a_kinetics_directory)
+{
+    char root[1024];
+    snprintf(root, sizeof root, "%s/kin", harness_tmpdir());
+    mkdir(root, 0755);
+    mkdir(join(root, "juggling"), 0755);
+    mkdir(join(root, "abseiling"), 0755);
+    mkdir(join(root, "abseiling/deeper"), 0755);
+    mkdir(join(root, ".hidden"), 0755);
+    write_text(join(root, "juggling/b.mp4"), "x");
+    write_text(join(root, "juggling/a.MP4"), "x");
+    write_text(join(root, "abseiling/c.mkv"), "x");
+    write_text(join(root, "abseiling/deeper/d.webm"), "x");
+    write_text(join(root, "abseiling/notes.txt"), "x");
+    write_text(join(root, ".hidden/e.mp4"), "x");
+    write_text(join(root, "root.mp4"), "x");
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_OK(reel_dataset_open_dir(&ds, root, NULL, &err));
+    CHECK_EQ_INT(reel_dataset_size(ds), 5);
+    CHECK_EQ_INT(reel_dataset_num_classes(ds), 2);
+    CHECK_EQ_STR(reel_dataset_class_name(ds, 0), "abseiling");
+    CHECK_EQ_STR(reel_dataset_class_name(ds, 1), "juggling");
+    reel_sample s;
+    const char *want[5] = { "abseiling/c.mkv", "abseiling/deeper/d.webm", "juggling/a.MP4", "juggling/b.mp4",
+                            "root.mp4" };
+    const int64_t labels[5] = { 0, 0, 1, 1, -1 };
+    for (size_t i = 0; i < 5; i++) {
+        CHECK_OK(reel_dataset_get(ds, i, &s, &err));
+        CHECK_EQ_STR(s.path, join(root, want[i]));
+        CHECK_EQ_INT(s.label, labels[i]);
+        CHECK_EQ_INT(s.start, 0);
+        CHECK(s.end < 0);
+    }
+    CHECK_STATUS(reel_dataset_get(ds, 5, &s, &err), REEL_E_OUT_OF_RANGE);
+    reel_dataset_free(&ds);
+    CHECK(ds == NULL);
+    /* extension filter */
+    CHECK_OK(reel_dataset_open_dir(&ds, root, "mkv", &err));
+    CHECK_EQ_INT(reel_dataset_size(ds), 1);
+    reel_dataset_free(&ds);
+    /* empty and missing */
+    mkdir(join(root, "juggling/empty"), 0755);
+    CHECK_STATUS(reel_dataset_open_dir(&ds, join(root, "juggling/empty"), NULL, &err), REEL_E_EMPTY);
+    CHECK_STATUS(reel_dataset_open_dir(&ds, join(root, "nope"), NULL, &err), REEL_E_NOT_FOUND);
+    CHECK(strstr(err.message, "nope") != NULL);
+}
+
+TEST(dataset_from_csv_with_header_quotes_and_names)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/csv", harness_tmpdir());
+    mkdir(dir, 0755);
+    char path[1100];
+    snprintf(path, sizeof path, "%s/train.csv", dir);
+    write_text(path,
+               "\xEF\xBB\xBF" "label,video,time_start,time_end,split\n"
+               "zebra,a.mp4,1.5,11.5,train\n"
+               "# a comment\n"
+               "\n"
+               "\"apple, red\",\"/abs/b \"\"q\"\".mp4\",,,train\r\n"
+               "zebra,sub/c.mp4,0,2\n");
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_OK(reel_dataset_open_manifest(&ds, path, &err));
+    CHECK_EQ_INT(reel_dataset_size(ds), 3);
+    CHECK_EQ_INT(reel_dataset_num_classes(ds), 2);
+    reel_sample s;
+    CHECK_OK(reel_dataset_get(ds, 0, &s, &err));
+    CHECK_EQ_STR(s.path, join(dir, "a.mp4"));
+    CHECK_EQ_INT(s.label, 1); /* "apple, red" < "zebra" */
+    CHECK_NEAR(s.start, 1.5, 1e-12);
+    CHECK_NEAR(s.end, 11.5, 1e-12);
+    CHECK_OK(reel_dataset_get(ds, 1, &s, &err));
+    CHECK_EQ_STR(s.path, "/abs/b \"q\".mp4");
+    CHECK_EQ_INT(s.label, 0);
+    CHECK(s.end < 0);
+    CHECK_EQ_STR(reel_dataset_class_name(ds, 0), "apple, red");
+    CHECK_OK(reel_dataset_get(ds, 2, &s, &err));
+    CHECK_EQ_STR(s.path, join(dir, "sub/c.mp4"));
+    reel_dataset_free(&ds);
+}
+
+TEST(dataset_from_tsv_without_header_and_integer_labels)
+{
+    const char *path = join(harness_tmpdir(), "list.tsv");
+    write_text(path, "/v/a.mp4\t3\n/v/b.mp4\t0\t2.0\t4.0\n/v/c.mp4\n");
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_OK(reel_dataset_open_manifest(&ds, path, &err));
+    CHECK_EQ_INT(reel_dataset_size(ds), 3);
+    CHECK_EQ_INT(reel_dataset_num_classes(ds), 0);
+    reel_sample s;
+    CHECK_OK(reel_dataset_get(ds, 0, &s, &err));
+    CHECK_EQ_INT(s.label, 3);
+    CHECK_OK(reel_dataset_get(ds, 1, &s, &err));
+    CHECK_EQ_INT(s.label, 0);
+    CHECK_NEAR(s.start, 2.0, 0);
+    CHECK_NEAR(s.end, 4.0, 0);
+    CHECK_OK(reel_dataset_get(ds, 2, &s, &err));
+    CHECK_EQ_INT(s.label, -1);
+    reel_dataset_free(&ds);
+}
+
+TEST(dataset_from_jsonl)
+{
+    const char *path = join(harness_tmpdir(), "m.jsonl");
+    write_text(path,
+               "{\"path\": \"/v/a.mp4\", \"label\": \"cat\", \"start\": 1, \"end\": 3.5, \"extra\": {\"x\": [1, 2]}}\n"
+               "\n"
+               "{\"video\": \"/v/caf\\u00e9.mp4\", \"class\": \"bird\"}\n"
+               "{\"label\": \"cat\", \"file\": \"/v/\\\"q\\\".mp4\", \"start\": null}\n");
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_OK(reel_dataset_open_manifest(&ds, path, &err));
+    CHECK_EQ_INT(reel_dataset_size(ds), 3);
+    reel_sample s;
+    CHECK_OK(reel_dataset_get(ds, 0, &s, &err));
+    CHECK_EQ_STR(s.path, "/v/a.mp4");
+    CHECK_EQ_INT(s.label, 1); /* bird=0, cat=1 */
+    CHECK_NEAR(s.start, 1, 0);
+    CHECK_NEAR(s.end, 3.5, 0);
+    CHECK_OK(reel_dataset_get(ds, 1, &s, &err));
+    CHECK_EQ_STR(s.path, "/v/caf\xc3\xa9.mp4");
+    CHECK_EQ_INT(s.label, 0);
+    CHECK_OK(reel_dataset_get(ds, 2, &s, &err));
+    CHECK_EQ_STR(s.path, "/v/\"q\".mp4");
+    reel_dataset_free(&ds);
+    /* integer labels in JSON numbers */
+    write_text(path, "{\"path\": \"/a.mp4\", \"label\": 7}\n{\"path\": \"/b.mp4\", \"label\": 2}\n");
+    CHECK_OK(reel_dataset_open_manifest(&ds, path, &err));
+    CHECK_OK(reel_dataset_get(ds, 0, &s, &err));
+    CHECK_EQ_INT(s.label, 7);
+    reel_dataset_free(&ds);
+}
+
+TEST(dataset_manifest_errors_name_file_and_line)
+{
+    const char *path = join(harness_tmpdir(), "bad.jsonl");
+    write_text(path, "{\"path\": \"/a.mp4\"}\n{\"path\": \"/b.mp4\", \n");
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_STATUS(reel_dataset_open_manifest(&ds, path, &err), REEL_E_INVALID_ARG);
+    CHECK(ds == NULL);
+    CHECK(strstr(err.message, "bad.jsonl: line 2") != NULL);
+    path = join(harness_tmpdir(), "bad.csv");
+    write_text(path, "path,label,start,end\n/a.mp4,1,zero,1\n");
+    CHECK_STATUS(reel_dataset_open_manifest(&ds, path, &err), REEL_E_INVALID_ARG);
+    CHECK(strstr(err.message, "line 2") != NULL);
+    write_text(path, "path,label\n/a.mp4,1,\"unterminated\n");
+    CHECK_STATUS(reel_dataset_open_manifest(&ds, path, &err), REEL_E_INVALID_ARG);
+    write_text(path, "path,label\n");
+    CHECK_STATUS(reel_dataset_open_manifest(&ds, path, &err), REEL_E_EMPTY);
+    CHECK_STATUS(reel_dataset_open_manifest(&ds, join(harness_tmpdir(), "x.yaml"), &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_dataset_open_manifest(&ds, join(harness_tmpdir(), "missing.csv"), &err), REEL_E_NOT_FOUND);
+    CHECK(strstr(err.message, "missing.csv") != NULL);
+}
+
+TEST(dataset_api_labels_and_freezing)
+{
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_OK(reel_dataset_create(&ds, &err));
+    CHECK_OK(reel_dataset_add_named(ds, "/v/1.mp4", "walk", 0, -1, &err));
+    CHECK_OK(reel_dataset_add_named(ds, "/v/2.mp4", "run", 0, -1, &err));
+    CHECK_OK(reel_dataset_add_named(ds, "/v/3.mp4", "walk", 1, 2, &err));
+    CHECK_OK(reel_dataset_add_named(ds, "/v/4.mp4", NULL, 0, -1, &err));
+    /* kinds do not mix */
+    CHECK_STATUS(reel_dataset_add(ds, "/v/5.mp4", 3, 0, -1, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_dataset_add(ds, "", -1, 0, -1, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_dataset_add(ds, "/v/6.mp4", -1, 3, 2, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_dataset_add_named(ds, "/v/6.mp4", "aaa", 3, 2, &err), REEL_E_INVALID_ARG);
+    CHECK_EQ_INT(reel_dataset_num_classes(ds), 2); /* the refused entry's class was not kept */
+    CHECK_EQ_INT(reel_dataset_size(ds), 4);
+    reel_sample s;
+    CHECK_OK(reel_dataset_get(ds, 0, &s, &err));
+    CHECK_EQ_INT(s.label, 1);
+    CHECK_OK(reel_dataset_get(ds, 1, &s, &err));
+    CHECK_EQ_INT(s.label, 0);
+    /* a class added later re-sorts the labels */
+    CHECK_OK(reel_dataset_add_named(ds, "/v/7.mp4", "clap", 0, -1, &err));
+    CHECK_OK(reel_dataset_get(ds, 0, &s, &err));
+    CHECK_EQ_INT(s.label, 2);
+    CHECK_OK(reel_dataset_get(ds, 3, &s, &err));
+    CHECK_EQ_INT(s.label, -1);
+    reel_dataset_free(&ds);
+
+    CHECK_OK(reel_dataset_create(&ds, &err));
+    CHECK_OK(reel_dataset_add(ds, "/v/1.mp4", 5, 0, -1, &err));
+    CHECK_STATUS(reel_dataset_add_named(ds, "/v/2.mp4", "x", 0, -1, &err), REEL_E_INVALID_ARG);
+    reel_dataset_free(&ds);
+}
+
+/* ----------------------------------------------------------------- JSON */
+
+typedef struct kv_seen {
+    int n;
+    char keys[8][32];
+    int types[8];
+    double nums[8];
+    char strs[8][64];
+} kv_seen;
+
+static int collect(void *op, const char *key, const reel_json_value *v)
+{
+    kv_seen *s = op;
+    if (s->n >= 8) return 1;
+    snprintf(s->keys[s->n], 32, "%s", key);
+    s->types[s->n] = v->type;
+    s->nums[s->n] = v->number;
+    snprintf(s->strs[s->n], 64, "%s", v->type == REEL_JSON_STRING ? v->text : "");
+    s->n++;
+    return 0;
+}
+
+TEST(json_reader_and_writer_round_trip)
+{
+    reel_buf b;
+    reel__buf_init(&b);
+    reel__buf_puts(&b, "{\"s\":");
+    reel__buf_json_string(&b, "a\"b\\c\n\t\x01/\xc3\xa9");
+    reel__buf_puts(&b, ",\"n\":");
+    reel__buf_json_double(&b, 2.5);
+    reel__buf_puts(&b, ",\"i\":");
+    reel__buf_json_double(&b, 3);
+    reel__buf_puts(&b, ",\"x\":");
+    reel__buf_json_double(&b, NAN);
+    reel__buf_puts(&b, ",\"o\":{\"a\":[1,{\"b\":\"}\"}]},\"t\":true}");
+    CHECK(!b.oom);
+    kv_seen seen;
+    memset(&seen, 0, sizeof seen);
+    size_t where = 0;
+    CHECK_EQ_INT(reel__json_object_each(b.data, b.len, collect, &seen, &where), 0);
+    CHECK_EQ_INT(seen.n, 6);
+    CHECK_EQ_STR(seen.keys[0], "s");
+    CHECK_EQ_STR(seen.strs[0], "a\"b\\c\n\t\x01/\xc3\xa9");
+    CHECK_EQ_INT(seen.types[1], REEL_JSON_NUMBER);
+    CHECK_NEAR(seen.nums[1], 2.5, 0);
+    CHECK_NEAR(seen.nums[2], 3, 0);
+    CHECK_EQ_INT(seen.types[3], REEL_JSON_NULL);
+    CHECK_EQ_INT(seen.types[4], REEL_JSON_OTHER);
+    CHECK_EQ_INT(seen.types[5], REEL_JSON_BOOL);
+    char *text = reel__buf_take(&b);
+    CHECK(text != NULL);
+    free(text);
+    const char *bad[] = { "", "{", "{\"a\"}", "{\"a\":1,}", "{\"a\":tru}", "{\"a\":1} x", "[1]", "{\"a\":\"\\q\"}" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&seen, 0, sizeof seen);
+        CHECK_MSG(reel__json_object_each(bad[i], strlen(bad[i]), collect, &seen, &where) != 0, "accepted %s", bad[i]);
+    }
+}
