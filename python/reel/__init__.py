@@ -1,0 +1,55 @@
+# reel/__init__.py: the public Python API of reel: VideoDecoder, the clip
+# samplers, Loader, the zero-copy Frames array and the ReelError hierarchy.
+"""reel: frame-exact video decoding and a multi-video loader for PyTorch.
+
+    import reel
+    dec = reel.VideoDecoder("video.mp4", size=(224, 224))
+    frames = dec.get_frames_at([0, 10, -1])      # reel.Frames [3, 3, 224, 224] uint8
+    x = frames.torch()                           # zero-copy torch tensor
+
+    with reel.Loader("kinetics/train", frames_per_clip=8, size=224, batch_size=32) as loader:
+        for batch in loader:                     # one epoch
+            x, y = batch.torch()                 # [32, 8, 3, 224, 224], [32]
+
+See docs/python.md for the whole API.
+"""
+from __future__ import annotations
+
+import enum as _enum
+
+from . import _reel
+from ._decoder import DecodeStats, FrameInfo, VideoDecoder, VideoMetadata
+from ._loader import Batch, ClipInfo, Loader
+from ._reel import (
+    CorruptError,
+    Frames,
+    InvalidArgumentError,
+    NotFoundError,
+    NoVideoStreamError,
+    OutOfRangeError,
+    ReelError,
+    UnsupportedError,
+    ffmpeg_versions,
+    set_ffmpeg_log_level,
+)
+from ._samplers import (
+    clips_at_random_indices,
+    clips_at_random_timestamps,
+    clips_at_regular_indices,
+    clips_at_regular_timestamps,
+)
+
+__version__: str = _reel.__version__
+
+#: reel status codes (ReelError.status), as in include/reel/common.h.
+Status = _enum.IntEnum("Status", dict(_reel.STATUS), module=__name__)  # type: ignore[misc]
+
+__all__ = [
+    "VideoDecoder", "VideoMetadata", "FrameInfo", "DecodeStats", "Frames",
+    "clips_at_random_indices", "clips_at_regular_indices",
+    "clips_at_random_timestamps", "clips_at_regular_timestamps",
+    "Loader", "Batch", "ClipInfo",
+    "ReelError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
+    "InvalidArgumentError", "NoVideoStreamError", "Status",
+    "ffmpeg_versions", "set_ffmpeg_log_level", "__version__",
+]

@@ -1,0 +1,449 @@
+# reel/_loader.py: Loader, the multi-video batch pipeline (C threads: open and
+# index, decode and transform, collate into a ring of batch buffers); its
+# batches are zero-copy views that go back to the ring once freed.
+from __future__ import annotations
+
+import atexit
+import os
+import weakref
+from fractions import Fraction
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+from . import _options as opt
+from . import _reel
+from ._reel import Frames
+
+__all__ = ["Loader", "Batch", "ClipInfo"]
+
+SAMPLERS = {"random": 0, "random_indices": 0, "regular": 1, "regular_indices": 1,
+            "random_time": 2, "random_timestamps": 2, "regular_time": 3, "regular_timestamps": 3}
+POLICIES = {"repeat_last": 0, "wrap": 1, "drop": 2}
+CROPS = {"none": 0, "center": 1, "random": 2, "random_resized": 3}
+BATCH_LAYOUTS = {"BTCHW": 0, "BCTHW": 1, "BTHWC": 2}
+ON_ERROR = {"skip": 0, "replace": 1, "raise": 2}
+SHARD = {"pad": 0, "drop": 1}
+
+_STATE_VERSION = 1
+
+
+class ClipInfo(NamedTuple):
+    """Where one clip of a batch came from."""
+
+    path: str                  #: the decoded video
+    label: int                 #: -1 when the sample has none
+    sample: int                #: dataset index that was decoded
+    requested: int             #: dataset index the sampler chose (differs after a replacement)
+    position: int              #: rank-local position of the sample in the epoch
+    clip: int                  #: clip number within its video
+    attempt: int               #: 0, or the replacement try that succeeded
+    padded: bool               #: a repeated sample that evens out the shards
+    flipped: bool
+    crop: Tuple[int, int, int, int]  #: source crop used, (x, y, width, height) in display pixels
+    frame_indices: Tuple[int, ...]
+    pts: Tuple[int, ...]       #: presentation timestamps in time_base units
+    pts_seconds: Tuple[float, ...]
+    time_base: Fraction
+
+
+class Batch:
+    """One batch: ``frames`` (reel.Frames, [B, T, C, H, W] by default, a view
+    of a ring buffer), ``labels`` (reel.Frames of int64, [B]) and ``info`` (one
+    ClipInfo per clip), plus ``epoch``, ``index`` (batch number in the epoch),
+    ``position``, ``num_samples`` and ``num_failed``.
+
+    The ring buffer goes back to the loader when the batch and every array
+    viewing it (torch tensors, numpy arrays) are freed."""
+
+    __slots__ = ("frames", "labels", "info", "epoch", "index", "position", "num_samples", "num_failed")
+
+    def __init__(self, frames: Frames, labels: Frames, info: List[ClipInfo], meta: Dict[str, int]) -> None:
+        self.frames = frames
+        self.labels = labels
+        self.info = info
+        self.epoch: int = meta["epoch"]
+        self.index: int = meta["index"]
+        self.position: int = meta["position"]
+        self.num_samples: int = meta["num_samples"]
+        self.num_failed: int = meta["num_failed"]
+
+    def __len__(self) -> int:
+        return self.frames.shape[0]
+
+    def torch(self) -> Tuple[Any, Any]:
+        """(frames, labels) as torch tensors, zero-copy."""
+        return self.frames.torch(), self.labels.torch()
+
+    def numpy(self) -> Tuple[Any, Any]:
+        """(frames, labels) as numpy arrays, zero-copy."""
+        return self.frames.numpy(), self.labels.numpy()
+
+    def __repr__(self) -> str:
+        return (f"reel.Batch(epoch={self.epoch}, index={self.index}, frames={self.frames!r}, "
+                f"clips={len(self.info)})")
+
+
+def _clip_info(d: Dict[str, Any]) -> ClipInfo:
+    tb = Fraction(*d["time_base"]) if d["time_base"][1] else Fraction(0)
+    f = float(tb)
+    pts = tuple(d["pts"])
+    return ClipInfo(d["path"], d["label"], d["sample"], d["requested"], d["position"], d["clip"],
+                    d["attempt"], d["padded"], d["flipped"], d["crop"], tuple(d["frame_indices"]),
+                    pts, tuple(p * f for p in pts), tb)
+
+
+def _dataset_entries(source: Any) -> Any:
+    """A path (folder or manifest) stays a path; a list becomes C entries."""
+    if isinstance(source, (str, bytes, os.PathLike)):
+        return source
+    entries: List[Tuple[Any, Optional[int], Optional[str], float, float]] = []
+    for item in source:
+        path: Any
+        label: Any = None
+        start, end = 0.0, -1.0
+        if isinstance(item, (str, bytes, os.PathLike)):
+            path = item
+        elif isinstance(item, dict):
+            path = item.get("path") or item.get("video") or item.get("file")
+            label = item.get("label")
+            start = float(item.get("start", 0.0) or 0.0)
+            end = float(item.get("end", -1.0) if item.get("end") is not None else -1.0)
+        else:
+            item = tuple(item)
+            path, rest = item[0], item[1:]
+            if rest:
+                label = rest[0]
+            if len(rest) > 1 and rest[1] is not None:
+                start = float(rest[1])
+            if len(rest) > 2 and rest[2] is not None:
+                end = float(rest[2])
+        if path is None:
+            raise ValueError(f"dataset entry without a path: {item!r}")
+        if isinstance(label, str):
+            entries.append((path, None, label, start, end))
+        else:
+            entries.append((path, None if label is None else int(label), None, start, end))
+    return entries
+
+
+def _settings(
+    *, frames_per_clip: int, clips_per_video: int, size: Union[int, Sequence[int]], batch_size: int,
+    num_threads: Optional[int], shuffle: bool, seed: int, sampler: str, frame_stride: int,
+    seconds_between_frames: Optional[float], sampling_range_start: float,
+    sampling_range_end: Optional[float], policy: str, resize: Any, crop: Optional[str], flip: Any,
+    flip_probability: Optional[float], scale: Optional[Sequence[float]], ratio: Optional[Sequence[float]],
+    filter: str,
+    resize_mode: str, rotate: bool, dtype: Any, layout: str, mean: Any, std: Any, divisor: float,
+    drop_last: bool, epochs: Optional[int], rank: int, world_size: int, shard: str, ordered: bool,
+    on_error: str, max_replacements: Optional[int], sample_time_limit: Optional[float],
+    open_threads: Optional[int], collate_threads: Optional[int], decoder_threads: Optional[int],
+    prefetch_batches: Optional[int], queue_capacity: Optional[int], alignment: Optional[int], index: Any,
+    corrupt: str, trace: bool, trace_capacity: Optional[int],
+) -> Dict[str, Any]:
+    """The C settings by name; options left None keep the C defaults."""
+    h, w = opt.size_hw("size", size)
+    s: Dict[str, Any] = {
+        "sampler.kind": opt.choice("sampler", sampler, SAMPLERS),
+        "sampler.clips_per_video": int(clips_per_video),
+        "sampler.frames_per_clip": int(frames_per_clip),
+        "sampler.frame_stride": int(frame_stride),
+        "sampler.seconds_between_frames": float(seconds_between_frames or 0.0),
+        "sampler.range_start": float(sampling_range_start),
+        "sampler.range_end": float(sampling_range_end or 0.0),
+        "sampler.policy": opt.choice("policy", policy, POLICIES),
+        "transform.crop_width": w,
+        "transform.crop_height": h,
+        "transform.filter": opt.choice("filter", filter, opt.FILTERS),
+        "transform.resize_mode": opt.choice("resize_mode", resize_mode, opt.RESIZE_MODES),
+        "transform.apply_rotation": int(bool(rotate)),
+        "transform.dtype": opt.dtype_code(dtype),
+        "transform.layout": opt.choice("layout", layout, BATCH_LAYOUTS),
+        "transform.scale": float(divisor),
+        "transform.mean": opt.rgb3("mean", mean, 0.0),
+        "transform.std": opt.rgb3("std", std, 1.0),
+        "batch_size": int(batch_size),
+        "drop_last": int(bool(drop_last)),
+        "shuffle": int(bool(shuffle)),
+        "seed": int(seed) & 0xFFFFFFFFFFFFFFFF,
+        "epochs": 0 if epochs is None else int(epochs),
+        "rank": int(rank),
+        "world_size": int(world_size),
+        "shard_mode": opt.choice("shard", shard, SHARD),
+        "ordered": int(bool(ordered)),
+        "on_error": opt.choice("on_error", on_error, ON_ERROR),
+        "sample_time_limit": float(sample_time_limit or 0.0),
+        "open_threads": int(open_threads or 0),
+        "decode_threads": int(num_threads or 0),
+        "collate_threads": int(collate_threads or 0),
+        "prefetch_batches": int(prefetch_batches or 0),
+        "queue_capacity": int(queue_capacity or 0),
+        "index_mode": opt.index_mode(index),
+        "corrupt_policy": opt.choice("corrupt", corrupt, opt.CORRUPT),
+        "trace": int(bool(trace)),
+    }
+    optional = {"transform.flip_probability": flip_probability, "max_replacements": max_replacements,
+                "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity}
+    s.update({k: v for k, v in optional.items() if v is not None})
+    if scale is not None:
+        s["transform.scale_min"], s["transform.scale_max"] = (float(v) for v in scale)
+    if ratio is not None:
+        s["transform.ratio_min"], s["transform.ratio_max"] = (float(v) for v in ratio)
+    # crop: the output size is always `size`
+    crop_kind = opt.choice("crop", "none" if crop is None else crop, CROPS)
+    s["transform.crop"] = crop_kind
+    if crop_kind == 0:
+        s["transform.resize"], s["transform.resize_width"], s["transform.resize_height"] = 2, w, h
+    elif resize is None:  # short side scaled like 256 for 224
+        s["transform.resize"], s["transform.short_side"] = 1, max(1, round(min(h, w) * 256 / 224))
+    elif resize is False or resize == 0:
+        s["transform.resize"] = 0
+    elif isinstance(resize, int) and not isinstance(resize, bool):
+        s["transform.resize"], s["transform.short_side"] = 1, int(resize)
+    else:
+        rh, rw = opt.size_hw("resize", resize)
+        s["transform.resize"], s["transform.resize_width"], s["transform.resize_height"] = 2, rw, rh
+    if flip is True or flip == "always":
+        s["transform.flip"] = 1
+    elif flip == "random":
+        s["transform.flip"] = 2
+    elif flip is False or flip is None or flip == "none":
+        s["transform.flip"] = 0
+    else:
+        raise ValueError(f"flip={flip!r}: expected False, True or 'random'")
+    return s
+
+
+_live: "weakref.WeakSet[Loader]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:  # threads must not outlive the interpreter
+    for loader in list(_live):
+        try:
+            loader.close()
+        except Exception:
+            pass
+
+
+class Loader:
+    """Batches of clips from many videos, decoded by C threads into a ring of
+    preallocated batch buffers (zero-copy to torch through DLPack).
+
+    ``source``: a folder (Kinetics layout: ``class/video.mp4``; sorted), a
+    manifest (.csv/.tsv/.txt/.jsonl with path, label, start, end), or a list
+    of paths, ``(path, label[, start, end])`` tuples or dicts with those keys
+    (integer labels, or class names mapped to sorted indices).
+
+    Each video gives ``clips_per_video`` clips of ``frames_per_clip`` frames;
+    a batch holds ``batch_size`` videos, so ``batch_size * clips_per_video``
+    clips, shaped [B, T, C, H, W] (``layout``: "BTCHW", "BCTHW" or "BTHWC").
+
+    Geometry: frames are resized (``resize``: None scales the short side to
+    ``round(min(size) * 256 / 224)``; an int is the short side; ``(h, w)`` an
+    exact size; False none), then cropped to ``size`` (int or (h, w)) by
+    ``crop``: "center", "random", "random_resized" (torchvision's, with
+    ``scale`` and ``ratio``) or None (resize straight to ``size``). ``flip``:
+    False, True or "random" (``flip_probability``, per clip). All of it is
+    fused into one conversion per frame.
+
+    Sampling: ``sampler`` = "random" | "regular" (by index, ``frame_stride``
+    frames apart) | "random_time" | "regular_time" (``seconds_between_frames``
+    apart), clip starts within [``sampling_range_start``, ``sampling_range_end``)
+    (None: the last start whose clip fits), ``policy`` "repeat_last" | "wrap" |
+    "drop" for clips running past the end.
+
+    Order and resume: ``shuffle`` each epoch from ``seed``; every random choice
+    is a function of (seed, epoch, sample), so batches do not depend on thread
+    counts and ``state_dict()`` / ``load_state_dict()`` resume exactly.
+    ``epochs=None`` runs until closed; each ``for batch in loader`` runs to the
+    end of the current epoch. ``rank``/``world_size`` shard the dataset.
+
+    Errors: ``on_error`` "skip" (a shorter batch), "replace" (another sample)
+    or "raise" (a ReelError from iteration); ``metrics()`` reports coverage and
+    every failure. Threads: ``num_threads`` decoding threads (None: the core
+    count), ``open_threads``, ``collate_threads``, ``decoder_threads`` (FFmpeg
+    threads per video, default 1), ``prefetch_batches``.
+
+    Use as a context manager, or call ``close()``: the threads stop once every
+    batch handed out has been freed.
+    """
+
+    def __init__(
+        self,
+        source: Any,
+        frames_per_clip: int = 8,
+        clips_per_video: int = 1,
+        size: Union[int, Sequence[int]] = 224,
+        batch_size: int = 32,
+        num_threads: Optional[int] = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        *,
+        sampler: str = "random",
+        frame_stride: int = 1,
+        seconds_between_frames: Optional[float] = None,
+        sampling_range_start: float = 0.0,
+        sampling_range_end: Optional[float] = None,
+        policy: str = "repeat_last",
+        resize: Union[int, Sequence[int], bool, None] = None,
+        crop: Optional[str] = "center",
+        flip: Union[bool, str] = False,
+        flip_probability: Optional[float] = None,
+        scale: Optional[Sequence[float]] = None,
+        ratio: Optional[Sequence[float]] = None,
+        filter: str = "bilinear",
+        resize_mode: str = "fused",
+        rotate: bool = True,
+        dtype: Any = "uint8",
+        layout: str = "BTCHW",
+        mean: Optional[Sequence[float]] = None,
+        std: Optional[Sequence[float]] = None,
+        divisor: float = 255.0,
+        drop_last: bool = False,
+        epochs: Optional[int] = None,
+        rank: int = 0,
+        world_size: int = 1,
+        shard: str = "pad",
+        ordered: bool = True,
+        on_error: str = "skip",
+        max_replacements: Optional[int] = None,
+        sample_time_limit: Optional[float] = None,
+        open_threads: Optional[int] = None,
+        collate_threads: Optional[int] = None,
+        decoder_threads: Optional[int] = None,
+        prefetch_batches: Optional[int] = None,
+        queue_capacity: Optional[int] = None,
+        alignment: Optional[int] = None,
+        index: Union[bool, str, None] = "read",
+        corrupt: str = "fail",
+        trace: bool = False,
+        trace_capacity: Optional[int] = None,
+    ) -> None:
+        config = dict(locals())
+        del config["self"], config["source"]
+        if "__class__" in config:
+            del config["__class__"]
+        self._source = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
+        self._config = config
+        settings = _settings(**config)
+        self._loader = _reel.Loader(_dataset_entries(self._source), settings)
+        info = self._loader.dataset_info()
+        self.num_videos: int = info["size"]
+        self.class_names: List[str] = info["class_names"]
+        _live.add(self)
+
+    # ---------------------------------------------------------------- iteration
+    def __iter__(self) -> Iterator[Batch]:
+        """Batches to the end of the current epoch."""
+        return _EpochIterator(self)
+
+    def next_batch(self) -> Optional[Batch]:
+        """The next batch, or None at the end of an epoch (then the next epoch starts)."""
+        item = self._loader.next()
+        if item is None:
+            return None
+        frames, labels, clips, meta = item
+        return Batch(frames, labels, [_clip_info(c) for c in clips], meta)
+
+    def __len__(self) -> int:
+        """Batches per epoch for this rank."""
+        return self._loader.batches_per_epoch()
+
+    # ---------------------------------------------------------------- state
+    def state_dict(self) -> Dict[str, Any]:
+        """Where the next batch starts: restore it with load_state_dict() on a loader
+        built with the same dataset, seed and batch settings (any thread counts)."""
+        epoch, position = self._loader.get_state()
+        return {"version": _STATE_VERSION, "epoch": epoch, "position": position,
+                "seed": self._config["seed"], "batch_size": self._config["batch_size"],
+                "num_videos": self.num_videos, "rank": self._config["rank"],
+                "world_size": self._config["world_size"]}
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Restarts at a saved position; batches still held stay valid."""
+        if state.get("version") != _STATE_VERSION:
+            raise ValueError(f"unsupported loader state version {state.get('version')!r}")
+        for key, mine in (("num_videos", self.num_videos), ("seed", self._config["seed"]),
+                          ("batch_size", self._config["batch_size"]),
+                          ("world_size", self._config["world_size"]), ("rank", self._config["rank"])):
+            if key in state and state[key] != mine:
+                raise ValueError(f"loader state is for {key}={state[key]!r}, this loader has {mine!r}")
+        self._loader.restore(int(state["epoch"]), int(state["position"]))
+
+    # ---------------------------------------------------------------- reporting
+    def metrics(self) -> Dict[str, Any]:
+        """Throughput, coverage, data/model time, per-stage load, memory, and
+        ``failures`` (every failed attempt: path, reason, status, epoch, position)."""
+        m = self._loader.metrics()
+        m["failures"] = self._loader.failures()
+        return m
+
+    def write_trace(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Writes a Chrome/Perfetto trace of the threads (needs trace=True)."""
+        self._loader.write_trace(path)
+
+    @property
+    def config(self) -> Dict[str, Any]:
+        """The constructor's arguments except the source (a plain, picklable dict)."""
+        return dict(self._config)
+
+    @property
+    def closed(self) -> bool:
+        return self._loader.closed
+
+    @property
+    def ring_size(self) -> int:
+        """Batch buffers in the ring: at most this many batches can be alive at once."""
+        return self._loader.ring_size
+
+    # ---------------------------------------------------------------- lifetime
+    def close(self) -> None:
+        """Stops the loader. Its threads are joined and its memory freed as soon
+        as no batch handed out is alive (at once if none is)."""
+        self._loader.close()
+        _live.discard(self)
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __reduce__(self) -> Any:
+        state = None if self.closed else self.state_dict()
+        return (_rebuild_loader, (self._source, self._config, state))
+
+    def __repr__(self) -> str:
+        c = self._config
+        return (f"reel.Loader({self.num_videos} videos, batch_size={c['batch_size']}, "
+                f"frames_per_clip={c['frames_per_clip']}, size={c['size']}"
+                f"{', closed' if self.closed else ''})")
+
+
+class _EpochIterator:
+    """Iterates one epoch; unlike a generator it keeps no reference to the
+    batch it handed out, so no ring buffer stays held by the iterator."""
+
+    __slots__ = ("_loader", "_done")
+
+    def __init__(self, loader: Loader) -> None:
+        self._loader = loader
+        self._done = False
+
+    def __iter__(self) -> "_EpochIterator":
+        return self
+
+    def __next__(self) -> Batch:
+        if self._done:
+            raise StopIteration
+        batch = self._loader.next_batch()
+        if batch is None:
+            self._done = True
+            raise StopIteration
+        return batch
+
+
+def _rebuild_loader(source: Any, config: Dict[str, Any], state: Optional[Dict[str, Any]]) -> Loader:
+    loader = Loader(source, **config)
+    if state is not None:
+        loader.load_state_dict(state)
+    return loader

@@ -1,0 +1,96 @@
+# reel/_options.py: turns the Python-friendly option values (strings, tuples,
+# torch/numpy dtypes, paths) into the integer codes of the C API.
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+DTYPES: Dict[str, int] = {
+    "uint8": 0, "u8": 0,
+    "float32": 1, "float": 1, "f32": 1,
+    "float16": 2, "half": 2, "f16": 2,
+    "bfloat16": 3, "bf16": 3,
+}
+FILTERS: Dict[str, int] = {"bilinear": 0, "area": 1, "bicubic": 2, "nearest": 3}
+RESIZE_MODES: Dict[str, int] = {"fused": 0, "after_rgb": 1}
+FRAME_LAYOUTS: Dict[str, int] = {"HWC": 0, "NHWC": 0, "CHW": 1, "NCHW": 1}
+INDEX_MODES: Dict[Any, int] = {"off": 0, "read": 1, "read_write": 2}
+CORRUPT: Dict[str, int] = {"fail": 0, "skip": 1}
+INDEX_SOURCES = ("container", "scan", "sidecar")
+
+
+def choice(name: str, value: Any, table: Dict[str, int]) -> int:
+    """The code of `value` in `table` (case-insensitive), or a ValueError naming the choices."""
+    if isinstance(value, str):
+        key = value.lower() if value.lower() in table else value.upper()
+        if key in table:
+            return table[key]
+    choices = ", ".join(repr(k) for k in table)
+    raise ValueError(f"{name}={value!r}: expected one of {choices}")
+
+
+def dtype_code(dtype: Any) -> int:
+    """uint8/float32/float16/bfloat16 given as a string, a torch dtype or a numpy dtype."""
+    if isinstance(dtype, str):
+        name = dtype
+    else:
+        name = getattr(dtype, "name", None) or getattr(dtype, "__name__", None) or str(dtype)
+    name = str(name).lower()
+    if name.startswith("torch."):
+        name = name[len("torch."):]
+    if name in DTYPES:
+        return DTYPES[name]
+    raise ValueError(f"dtype={dtype!r}: expected uint8, float32, float16 or bfloat16")
+
+
+def size_hw(name: str, size: Union[int, Sequence[int], None]) -> Tuple[int, int]:
+    """(height, width) from an int (square) or a (height, width) pair; None: (0, 0)."""
+    if size is None:
+        return (0, 0)
+    if isinstance(size, int) and not isinstance(size, bool):
+        h = w = size
+    else:
+        try:
+            h, w = (int(v) for v in size)  # type: ignore[union-attr]
+        except (TypeError, ValueError):
+            raise TypeError(f"{name}={size!r}: expected an int or a (height, width) pair") from None
+    if h <= 0 or w <= 0:
+        raise ValueError(f"{name}={size!r}: sizes must be positive")
+    return (h, w)
+
+
+def crop_xywh(crop: Optional[Sequence[int]]) -> Tuple[int, int, int, int]:
+    """(x, y, w, h) for the C API from (top, left, height, width); None: no crop."""
+    if crop is None:
+        return (0, 0, 0, 0)
+    try:
+        top, left, height, width = (int(v) for v in crop)
+    except (TypeError, ValueError):
+        raise TypeError(f"crop={crop!r}: expected (top, left, height, width)") from None
+    if top < 0 or left < 0 or height <= 0 or width <= 0:
+        raise ValueError(f"crop={crop!r}: need top, left >= 0 and height, width > 0")
+    return (left, top, width, height)
+
+
+def rgb3(name: str, value: Optional[Sequence[float]], default: float) -> Tuple[float, float, float]:
+    if value is None:
+        return (default, default, default)
+    if isinstance(value, (int, float)):
+        return (float(value),) * 3  # type: ignore[return-value]
+    vals = tuple(float(v) for v in value)
+    if len(vals) != 3:
+        raise ValueError(f"{name}={value!r}: expected 3 values (R, G, B)")
+    return vals  # type: ignore[return-value]
+
+
+def index_mode(index: Any) -> int:
+    """False/None/'off' -> off, 'read', True/'read_write' -> read and write."""
+    if index is None or index is False:
+        return 0
+    if index is True:
+        return 2
+    return choice("index", index, INDEX_MODES)
+
+
+def fspath_or_none(p: Any) -> Optional[str]:
+    return None if p is None else os.fspath(p)

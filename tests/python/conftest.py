@@ -1,0 +1,97 @@
+# tests/python/conftest.py: shared fixtures for the Python tests: the reel
+# package (from an editable or regular install), small synthetic videos whose
+# frames carry their index, the shared real videos, and optional numpy/torch.
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+try:
+    import reel
+    import reel._reel as _reel
+except ImportError as exc:  # pragma: no cover - a setup problem, not a test failure mode
+    pytest.exit(
+        f"cannot import reel ({exc}). Build and install it first, e.g.\n"
+        f"    python3 -m pip install --no-build-isolation -e {ROOT}\n",
+        returncode=3,
+    )
+
+reel.set_ffmpeg_log_level(0)  # the synthetic-video encoder is chatty
+
+
+@pytest.fixture(scope="session")
+def np():
+    return pytest.importorskip("numpy")
+
+
+@pytest.fixture(scope="session")
+def torch():
+    return pytest.importorskip("torch")
+
+
+class Synth:
+    """Writes (once per session) synthetic videos whose frames carry their index."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.cache: dict = {}
+
+    def __call__(self, ext: str = "mp4", **params) -> str:
+        key = (ext, tuple(sorted(params.items())))
+        if key not in self.cache:
+            path = self.root / f"synth{len(self.cache)}.{ext}"
+            args = dict(width=160, height=120, frames=60, gop=16)
+            args.update(params)
+            _reel._synth_write(str(path), **args)
+            self.cache[key] = str(path)
+        return self.cache[key]
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory) -> Synth:
+    return Synth(tmp_path_factory.mktemp("videos"))
+
+
+@pytest.fixture(scope="session")
+def video(synth) -> str:
+    """h264 160x120, 60 frames at 25 fps, keyframes every 16, B-frames."""
+    return synth()
+
+
+def read_indices(frames) -> list:
+    """The index embedded in each synthetic frame (HWC uint8 Frames)."""
+    return _reel._synth_read_indices(frames)
+
+
+@pytest.fixture(scope="session")
+def shared_videos() -> Path:
+    d = os.environ.get("REEL_SHARED_VIDEOS") or str(ROOT.parent / "shared" / "videos")
+    p = Path(d)
+    if not p.is_dir() or not any(p.iterdir()):
+        pytest.skip(f"shared videos not found at {p} (set REEL_SHARED_VIDEOS)")
+    return p
+
+
+@pytest.fixture(scope="session")
+def ffmpeg() -> str:
+    exe = shutil.which("ffmpeg")
+    if not exe:
+        pytest.skip("the ffmpeg CLI is not installed")
+    return exe
+
+
+def run_python(code: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter (same environment)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")

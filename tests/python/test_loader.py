@@ -1,0 +1,283 @@
+# tests/python/test_loader.py: reel.Loader over the C pipeline: epochs, batch
+# shapes and layouts, labels and clip info, exact frames, determinism across
+# thread counts, state_dict resume, zero-copy batches returned to the ring,
+# close semantics, error policies, sources, sharding, pickling, metrics.
+from __future__ import annotations
+
+import gc
+import pickle
+import shutil
+from pathlib import Path
+
+import pytest
+
+import reel
+import reel._reel as R
+from conftest import read_indices
+
+CLASSES = ("cat", "dog", "eel")
+
+
+@pytest.fixture(scope="session")
+def dataset(tmp_path_factory) -> Path:
+    """3 class folders x 4 videos: 160x120, 40 frames at 25 fps, keyframes every 10."""
+    root = tmp_path_factory.mktemp("dataset")
+    for c, name in enumerate(CLASSES):
+        (root / name).mkdir()
+        for v in range(4):
+            R._synth_write(str(root / name / f"v{v}.mp4"), width=160, height=120, frames=40, gop=10,
+                           seed=10 * c + v + 1)
+    return root
+
+
+def loader(source, **kw):
+    args = dict(frames_per_clip=4, size=64, batch_size=5, num_threads=2, seed=1)
+    args.update(kw)
+    return reel.Loader(source, **args)
+
+
+def test_epoch(dataset):
+    with loader(dataset, prefetch_batches=3) as L:
+        assert L.ring_size == 3
+        assert len(L) == 3 and L.num_videos == 12 and L.class_names == list(CLASSES)
+        batches = list(L)
+        assert [len(b) for b in batches] == [5, 5, 2]
+        assert [b.index for b in batches] == [0, 1, 2] and {b.epoch for b in batches} == {0}
+        b = batches[0]
+        assert isinstance(b.frames, reel.Frames) and b.frames.shape == (5, 4, 3, 64, 64)
+        assert b.frames.layout == "BTCHW" and b.frames.dtype == "uint8" and not b.frames.owns_data
+        assert b.labels.dtype == "int64" and b.labels.shape == (5,)
+        samples = []
+        for b in batches:
+            labels = list(memoryview(b.labels))
+            for info, label in zip(b.info, labels):
+                assert info.label == label == CLASSES.index(Path(info.path).parent.name)
+                assert len(info.frame_indices) == 4
+                assert list(info.frame_indices) == list(range(info.frame_indices[0], info.frame_indices[0] + 4))
+                assert info.pts_seconds[1] == pytest.approx(info.frame_indices[1] * 0.04)
+                x, y, w, h = info.crop  # in source pixels: the centre of the frame
+                assert 0 < w <= 160 and 0 < h <= 120 and abs(2 * x + w - 160) <= 2 and abs(2 * y + h - 120) <= 2
+                samples.append(info.sample)
+        assert sorted(samples) == list(range(12))
+        with pytest.raises(RuntimeError):
+            L.next_batch()  # every ring buffer is held: a clear error, not a hang
+        del b, batches
+        second = list(L)
+        assert [b.epoch for b in second] == [1, 1, 1]
+        assert sorted(i.sample for b in second for i in b.info) == list(range(12))
+
+
+def test_exact_frames(dataset):
+    with loader(dataset, crop=None, size=(120, 160), layout="BTHWC", frames_per_clip=6, batch_size=4) as L:
+        for b in L:
+            assert b.frames.shape[1:] == (6, 120, 160, 3)
+            want = [i for info in b.info for i in info.frame_indices]
+            assert read_indices(b.frames) == want
+
+
+def test_layouts_and_dtypes(dataset, np):
+    with loader(dataset, layout="BCTHW", dtype="float32", mean=(0.5, 0.5, 0.5), std=(0.25, 0.25, 0.25)) as L:
+        b = next(iter(L))
+        assert b.frames.shape == (5, 3, 4, 64, 64) and b.frames.dtype == "float32"
+        a = b.frames.numpy()
+        assert a.min() >= -2.0 - 1e-6 and a.max() <= 2.0 + 1e-6
+    with loader(dataset, dtype="bfloat16", size=(32, 48), crop="random", flip="random") as L:
+        b = next(iter(L))
+        assert b.frames.shape == (5, 4, 3, 32, 48) and b.frames.dtype == "bfloat16"
+    with loader(dataset, crop="random_resized", size=40, clips_per_video=2) as L:
+        b = next(iter(L))
+        assert b.frames.shape == (10, 4, 3, 40, 40)
+        assert [i.clip for i in b.info[:2]] == [0, 1]
+
+
+def test_zero_copy_and_ring(dataset, torch):
+    with loader(dataset, batch_size=4, prefetch_batches=2) as L:
+        it = iter(L)
+        b = next(it)
+        t = b.frames.torch()
+        assert t.data_ptr() == b.frames.data_ptr and t.shape == (4, 4, 3, 64, 64)
+        labels = b.labels.torch()
+        assert labels.dtype == torch.int64
+        keep = t.clone()
+        assert L._loader.outstanding == 1
+        del b
+        gc.collect()
+        assert L._loader.outstanding == 1  # the tensor still views the ring buffer
+        for _ in range(2):
+            next(it)  # the ring (2 buffers) turns over without touching t's buffer
+        assert torch.equal(t, keep)
+        del t
+        gc.collect()
+        assert L._loader.outstanding == 0
+
+
+def test_determinism_and_resume(dataset):
+    def run(L, n):
+        out = []
+        for _ in range(n):
+            b = L.next_batch()
+            out.append(None if b is None else ([i.sample for i in b.info], [i.frame_indices for i in b.info],
+                                               b.frames.tobytes()))
+        return out
+
+    with loader(dataset, num_threads=1, epochs=2) as a, loader(dataset, num_threads=3, epochs=2) as b:
+        assert run(a, 8) == run(b, 8)  # thread counts do not change the batches
+    with loader(dataset, epochs=2) as a:
+        ref = run(a, 8)
+    with loader(dataset, epochs=2) as a:
+        run(a, 2)
+        state = a.state_dict()
+        assert state["epoch"] == 0 and state["position"] == 10
+        with loader(dataset, epochs=2, num_threads=1) as b:
+            b.load_state_dict(state)
+            assert run(b, 6) == ref[2:]
+        with loader(dataset, epochs=2, seed=2) as c, pytest.raises(ValueError):
+            c.load_state_dict(state)
+    with loader(dataset, epochs=1) as a:
+        assert len(list(a)) == 3 and list(a) == [] and a.next_batch() is None
+
+
+def test_shuffle_and_seed(dataset):
+    def order(**kw):
+        with loader(dataset, batch_size=12, **kw) as L:
+            return [i.sample for i in next(iter(L)).info]
+
+    assert order(shuffle=False) == list(range(12))
+    assert order(seed=5) == order(seed=5) != order(seed=6)
+
+
+def test_sharding(dataset):
+    def samples(rank):
+        with loader(dataset, rank=rank, world_size=2, batch_size=3) as L:
+            return sorted(i.sample for b in L for i in b.info)
+
+    a, b = samples(0), samples(1)
+    assert len(a) == len(b) == 6 and not set(a) & set(b) and sorted(a + b) == list(range(12))
+
+
+def test_close_with_held_batch(dataset, np):
+    L = loader(dataset)
+    b = next(iter(L))
+    data = b.frames.numpy().copy()
+    L.close()
+    assert L.closed
+    with pytest.raises(ValueError):
+        next(iter(L))
+    assert np.array_equal(b.frames.numpy(), data)  # still valid until freed
+    del b
+    gc.collect()
+    assert L._loader.outstanding == 0
+    L.close()  # idempotent
+
+
+def test_sources(dataset):
+    paths = sorted(str(p) for p in dataset.rglob("*.mp4"))
+    with loader(paths, shuffle=False, batch_size=12) as L:
+        b = next(iter(L))
+        assert [i.path for i in b.info] == paths and list(memoryview(b.labels)) == [-1] * 12
+    with loader([(p, k % 3) for k, p in enumerate(paths)], shuffle=False, batch_size=12) as L:
+        assert list(memoryview(next(iter(L)).labels)) == [k % 3 for k in range(12)]
+    named = [{"path": p, "label": Path(p).parent.name} for p in paths]
+    with loader(named, shuffle=False, batch_size=12) as L:
+        assert L.class_names == list(CLASSES)
+        assert list(memoryview(next(iter(L)).labels)) == [k // 4 for k in range(12)]
+    # segments: clips come from [start, end) seconds only
+    with loader([(paths[0], 0, 0.8, 1.2)], batch_size=1, frames_per_clip=2, sampler="regular") as L:
+        info = next(iter(L)).info[0]
+        assert 20 <= info.frame_indices[0] and info.frame_indices[-1] < 30
+    manifest = dataset.parent / "manifest.csv"
+    manifest.write_text("path,label\n" + "".join(f"{p},{k % 2}\n" for k, p in enumerate(paths)))
+    with loader(manifest, shuffle=False, batch_size=12) as L:
+        assert list(memoryview(next(iter(L)).labels)) == [k % 2 for k in range(12)]
+
+
+def test_samplers(dataset):
+    with loader(dataset, sampler="regular", clips_per_video=3, frames_per_clip=2, frame_stride=5,
+                shuffle=False, batch_size=1) as L:
+        b = next(iter(L))
+        assert [i.frame_indices for i in b.info] == [(0, 5), (17, 22), (34, 39)]
+    with loader(dataset, sampler="random_time", seconds_between_frames=0.2, frames_per_clip=3) as L:
+        for info in next(iter(L)).info:
+            assert [b - a for a, b in zip(info.frame_indices, info.frame_indices[1:])] == [5, 5]
+
+
+def test_errors_in_dataset(dataset, tmp_path):
+    bad = tmp_path / "ds"
+    shutil.copytree(dataset, bad)
+    (bad / "dog" / "broken.mp4").write_bytes(b"\x00" * 5000)
+    with loader(bad, on_error="skip", batch_size=13, shuffle=False) as L:
+        b = next(iter(L))
+        assert len(b) == 12 and b.num_failed == 1
+        m = L.metrics()
+        assert m["failures"][0]["path"].endswith("broken.mp4")
+        assert m["failures"][0]["reason"].startswith(m["failures"][0]["path"] + ": ")
+        assert m["coverage"] < 1.0
+    with loader(bad, on_error="replace", batch_size=13, shuffle=False) as L:
+        b = next(iter(L))
+        assert len(b) == 13 and any(i.sample != i.requested for i in b.info)
+    with loader(bad, on_error="raise", batch_size=4, shuffle=False) as L:
+        with pytest.raises(reel.CorruptError) as e:
+            list(L)
+        assert e.value.path.endswith("broken.mp4") and str(e.value).startswith(e.value.path + ": ")
+
+
+def test_bad_settings(dataset, tmp_path):
+    with pytest.raises(reel.InvalidArgumentError):
+        loader(dataset, batch_size=0)
+    for bad in (dict(sampler="sometimes"), dict(crop="left"), dict(flip="maybe"), dict(layout="TBCHW"),
+                dict(on_error="ignore"), dict(dtype="int8")):
+        with pytest.raises(ValueError):
+            loader(dataset, **bad)
+    with pytest.raises(reel.NotFoundError):
+        loader(tmp_path / "nothing-here")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(reel.ReelError) as e:
+        loader(tmp_path / "empty")
+    assert e.value.status == reel.Status.EMPTY
+
+
+def test_unknown_c_setting(dataset):
+    with pytest.raises(ValueError):
+        R.Loader(str(dataset), {"no.such.setting": 1})
+    defaults = R.loader_defaults()
+    assert defaults["batch_size"] == 32 and defaults["sampler.frames_per_clip"] == 8
+
+
+def test_pickle_and_config(dataset):
+    with loader(dataset, epochs=3) as L:
+        next(iter(L))
+        cfg = L.config
+        assert cfg["batch_size"] == 5 and cfg["size"] == 64
+        L2 = pickle.loads(pickle.dumps(L))
+        try:
+            assert L2.config == cfg and L2.state_dict() == L.state_dict()
+            assert [i.sample for i in L2.next_batch().info] == [i.sample for i in L.next_batch().info]
+        finally:
+            L2.close()
+
+
+def test_metrics_and_trace(dataset, tmp_path):
+    with loader(dataset, trace=True) as L:
+        list(L)
+        m = L.metrics()
+        for k in ("frames", "clips", "batches", "frames_per_second", "coverage", "data_time_s", "model_time_s",
+                  "rss_bytes", "ring_bytes", "stages", "bottleneck", "failures", "amplification"):
+            assert k in m
+        assert m["clips"] == 12 and m["frames"] == 48 and m["coverage"] == 1.0
+        assert [s["name"] for s in m["stages"]] == ["open", "decode", "collate"]
+        L.write_trace(tmp_path / "trace.json")
+        assert (tmp_path / "trace.json").stat().st_size > 0
+    assert "closed" in repr(L)
+
+
+def test_torch_loader(dataset, torch):
+    import reel.torch as rt
+
+    with loader(dataset) as L:
+        batches = list(rt.TorchLoader(L))
+        assert len(batches) == 3
+        frames, labels, info = batches[0]
+        assert isinstance(frames, torch.Tensor) and frames.shape == (5, 4, 3, 64, 64)
+        assert labels.tolist() == [i.label for i in info]
+        x, y = batches[1].frames, batches[1].labels
+        assert x.dtype == torch.uint8 and y.dtype == torch.int64

@@ -1,0 +1,128 @@
+# tests/python/test_memory.py: no growth in RSS, reference counts or live
+# objects over thousands of calls: decoding, DLPack exports (consumed or not),
+# opening and closing, raising errors, and loader epochs.
+from __future__ import annotations
+
+import gc
+import io
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+import reel
+from conftest import rss_bytes
+
+MB = 1 << 20
+# Under AddressSanitizer (LD_PRELOAD=libasan.so) RSS says nothing about leaks
+# (quarantine, shadow memory): only objects and references are checked there.
+ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
+
+
+def steady(fn, n, warmup=None, max_rss=8 * MB, max_objects=200):
+    """Runs fn(i) n times after a warmup; checks RSS and the live-object count."""
+    for i in range(warmup if warmup is not None else max(50, n // 10)):
+        fn(i)
+    gc.collect()
+    rss0, objs0 = rss_bytes(), len(gc.get_objects())
+    for i in range(n):
+        fn(i)
+    gc.collect()
+    grew, objs = rss_bytes() - rss0, len(gc.get_objects()) - objs0
+    assert ASAN or grew < max_rss, f"RSS grew by {grew / MB:.1f} MB over {n} calls"
+    assert objs < max_objects, f"{objs} more live objects after {n} calls"
+
+
+def refcounts(*objs):
+    return [sys.getrefcount(o) for o in objs]
+
+
+def test_decode_calls(video):
+    d = reel.VideoDecoder(video, threads=1)
+    c = d._dec
+    refs = refcounts(d, c, video)
+    steady(lambda i: d.get_frames_at([i % 60, (i * 7) % 60]), 1500)
+    steady(lambda i: d[i % 60], 500)
+    steady(lambda i: d.get_frames_played_at([(i % 50) * 0.04]), 500)
+    now = refcounts(d, c, video)
+    assert now == refs
+
+
+def test_dlpack_round_trips(video, np, torch):
+    f = reel.VideoDecoder(video).get_frames_at(range(8))
+    base = refcounts(f)
+
+    def export(i):
+        t = torch.from_dlpack(f)
+        a = np.from_dlpack(f)
+        c = f.__dlpack__(max_version=(1, 0) if i % 2 else None)  # never consumed
+        assert t.data_ptr() == a.ctypes.data
+        del t, a, c
+
+    steady(export, 3000)
+    now = refcounts(f)
+    assert now == base
+
+
+def test_frames_freed(video, torch):
+    d = reel.VideoDecoder(video)
+
+    def make(i):
+        t = d.get_frames_at([i % 60] * 4).torch()  # 4 x 57 KB, freed with the tensor
+        assert t.shape[0] == 4
+
+    steady(make, 1000)
+
+
+def test_open_close(video):
+    data = Path(video).read_bytes()
+
+    def cycle(i):
+        for src in (video, data, io.BytesIO(data)):
+            with reel.VideoDecoder(src, threads=1) as d:
+                d[i % 60]
+
+    steady(cycle, 300, warmup=30)
+
+
+def test_errors(video, tmp_path):
+    d = reel.VideoDecoder(video)
+    missing = str(tmp_path / "missing.mp4")
+    refs = refcounts(reel.OutOfRangeError, reel.NotFoundError)
+
+    def fail(i):
+        with pytest.raises(reel.OutOfRangeError):
+            d.get_frames_at([0, 99])
+        with pytest.raises(reel.NotFoundError):
+            reel.VideoDecoder(missing)
+
+    steady(fail, 2000)
+    now = refcounts(reel.OutOfRangeError, reel.NotFoundError)
+    assert now == refs
+
+
+def test_loader_epochs(synth, torch):
+    paths = [synth(frames=30, seed=s) for s in range(1, 7)]
+    with reel.Loader(paths, frames_per_clip=4, size=32, batch_size=2, num_threads=2) as L:
+        c = L._loader
+        refs = refcounts(c)
+
+        def epoch(i):
+            for b in L:
+                x, y = b.torch()
+                assert x.shape == (2, 4, 3, 32, 32) and y.shape == (2,)
+
+        steady(epoch, 100, warmup=10)
+        now = refcounts(c)
+        assert now == refs and c.outstanding == 0
+
+
+def test_loader_create_destroy(synth):
+    paths = [synth(frames=30, seed=s) for s in range(1, 4)]
+
+    def cycle(i):
+        with reel.Loader(paths, frames_per_clip=2, size=32, batch_size=3, num_threads=1) as L:
+            next(iter(L))
+
+    steady(cycle, 60, warmup=10, max_rss=12 * MB)

@@ -1,0 +1,81 @@
+# tests/python/test_package.py: the package as shipped: version, exports,
+# docstrings, type stubs, heap types only (no static state), no link-time or
+# import-time dependency on torch or numpy.
+from __future__ import annotations
+
+import inspect
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import reel
+import reel._reel as R
+from conftest import ROOT, run_python
+
+
+def test_version():
+    text = (ROOT / "include" / "reel" / "common.h").read_text()
+    parts = [re.search(rf"REEL_VERSION_{k} +(\d+)", text).group(1) for k in ("MAJOR", "MINOR", "PATCH")]
+    assert reel.__version__ == ".".join(parts) == R.version()
+    assert "libavcodec" in reel.ffmpeg_versions()
+
+
+def test_exports_and_docstrings():
+    for name in reel.__all__:
+        obj = getattr(reel, name)
+        if callable(obj) and name != "Status":
+            assert inspect.getdoc(obj), f"reel.{name} has no docstring"
+    for cls in (reel.VideoDecoder, reel.Loader, reel.Frames):
+        for name, member in vars(cls).items():
+            if not name.startswith("_") and callable(member):
+                assert inspect.getdoc(member), f"{cls.__name__}.{name} has no docstring"
+
+
+def test_stubs_shipped():
+    pkg = Path(reel.__file__).parent
+    assert (pkg / "_reel.pyi").exists() and (pkg / "py.typed").exists()
+    stub = (pkg / "_reel.pyi").read_text()
+    for name in ("class Frames", "class Decoder", "class Loader", "def __dlpack__", "class ReelError"):
+        assert name in stub
+
+
+def test_heap_types_only():
+    heap = 1 << 9  # Py_TPFLAGS_HEAPTYPE: types live in module state, not in static storage
+    for t in (R.Frames, R.Decoder, R.Loader, R.BatchHandle, R.ReelError):
+        assert t.__flags__ & heap, t
+
+
+def test_no_torch_or_numpy_needed(video):
+    code = f"""
+import sys
+sys.modules["torch"] = None
+sys.modules["numpy"] = None
+import reel
+d = reel.VideoDecoder({video!r}, layout="HWC")
+f = d.get_frames_at([0, 1])
+assert f.shape == (2, 120, 160, 3) and len(memoryview(f).tobytes()) == f.nbytes
+for fn in (f.numpy, f.torch):
+    try:
+        fn()
+    except ImportError:
+        pass
+    else:
+        raise SystemExit("imported a blocked module")
+c = reel.clips_at_regular_indices(d, num_clips=2, num_frames_per_clip=2)
+assert c.shape == (2, 2, 120, 160, 3)
+print("ok")
+"""
+    r = run_python(code)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_extension_links_no_torch_or_numpy():
+    ldd = shutil.which("ldd")
+    so = Path(R.__file__)
+    data = so.read_bytes()
+    for needle in (b"libtorch", b"libc10", b"_ARRAY_API", b"PyArray_"):
+        assert needle not in data, needle
+    if ldd:
+        libs = subprocess.run([ldd, str(so)], capture_output=True, text=True).stdout
+        assert "torch" not in libs and "numpy" not in libs and "libavcodec" in libs

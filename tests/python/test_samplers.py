@@ -1,0 +1,144 @@
+# tests/python/test_samplers.py: the clip samplers (random/regular, by index
+# and by time): shapes, per-clip metadata, ranges, end-of-video policies,
+# seeding, torchcodec's linspace arithmetic, and one decoding call per video.
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import reel
+from conftest import read_indices
+
+
+@pytest.fixture
+def dec(video):
+    return reel.VideoDecoder(video, layout="HWC")
+
+
+def clip_indices(frames):
+    t = frames.shape[1]
+    flat = read_indices(frames)
+    return [flat[i:i + t] for i in range(0, len(flat), t)]
+
+
+def test_random_indices(dec):
+    c = reel.clips_at_random_indices(dec, num_clips=5, num_frames_per_clip=4, num_indices_between_frames=3, seed=7)
+    assert c.shape == (5, 4, 120, 160, 3) and c.layout == "NTHWC"
+    assert len(c.indices) == 5 and all(len(x) == 4 for x in c.indices)
+    for clip in c.indices:
+        assert [b - a for a, b in zip(clip, clip[1:])] == [3, 3, 3]
+        assert 0 <= clip[0] <= 60 - 10
+    assert clip_indices(c) == [list(x) for x in c.indices]
+    assert c.pts_seconds[0][1] == pytest.approx(c.indices[0][1] * 0.04)
+    assert len(c.duration_seconds[4]) == 4
+    assert dec.stats.frames_requested == 20  # one call for all clips
+    again = reel.clips_at_random_indices(dec, num_clips=5, num_frames_per_clip=4, num_indices_between_frames=3, seed=7)
+    assert again.indices == c.indices
+    rng = random.Random(3)
+    a = reel.clips_at_random_indices(dec, num_clips=3, seed=rng)
+    b = reel.clips_at_random_indices(dec, num_clips=3, seed=rng)
+    both = reel.clips_at_random_indices(dec, num_clips=6, seed=random.Random(3))
+    assert a.shape == (3, 1, 120, 160, 3) and a.indices + b.indices == both.indices
+    random.seed(11)
+    g1 = reel.clips_at_random_indices(dec, num_clips=4).indices
+    random.seed(11)
+    assert reel.clips_at_random_indices(dec, num_clips=4).indices == g1
+
+
+def test_random_indices_range(dec):
+    c = reel.clips_at_random_indices(dec, num_clips=30, num_frames_per_clip=2, sampling_range_start=40,
+                                     sampling_range_end=45, seed=1)
+    assert {x[0] for x in c.indices} <= set(range(40, 45))
+    c = reel.clips_at_random_indices(dec, num_clips=30, sampling_range_start=-10, seed=1)
+    assert {x[0] for x in c.indices} <= set(range(50, 60))
+    c = reel.clips_at_random_indices(dec, num_clips=30, sampling_range_start=-10, sampling_range_end=-5, seed=1)
+    assert {x[0] for x in c.indices} <= set(range(50, 55))
+
+
+def test_regular_indices(dec, torch):
+    c = reel.clips_at_regular_indices(dec, num_clips=4, num_frames_per_clip=3, num_indices_between_frames=2)
+    starts = [x[0] for x in c.indices]
+    last_start = 60 - (2 * 2 + 1)  # the largest start whose clip fits
+    want = torch.linspace(0, last_start, steps=4, dtype=torch.int).tolist()
+    assert starts == want
+    assert clip_indices(c) == [list(x) for x in c.indices]
+    for n, lo, hi in ((7, 3, 40), (1, 0, 10), (13, 5, 17), (60, 0, 59)):
+        c = reel.clips_at_regular_indices(dec, num_clips=n, sampling_range_start=lo, sampling_range_end=hi + 1)
+        assert [x[0] for x in c.indices] == torch.linspace(lo, hi, steps=n, dtype=torch.int).tolist()
+
+
+def test_index_policies(dec):
+    kw = dict(num_clips=1, num_frames_per_clip=5, num_indices_between_frames=4, sampling_range_start=50,
+              sampling_range_end=51)
+    assert reel.clips_at_regular_indices(dec, **kw).indices == ((50, 54, 58, 58, 58),)
+    assert reel.clips_at_regular_indices(dec, policy="wrap", **kw).indices == ((50, 54, 58, 50, 54),)
+    with pytest.raises(ValueError):
+        reel.clips_at_regular_indices(dec, policy="error", **kw)
+    with pytest.raises(ValueError):
+        reel.clips_at_regular_indices(dec, policy="other", **kw)
+
+
+def test_index_validation(dec):
+    for bad in (dict(num_clips=0), dict(num_frames_per_clip=0), dict(num_indices_between_frames=0),
+                dict(sampling_range_start=60), dict(sampling_range_start=10, sampling_range_end=10),
+                dict(sampling_range_start=5, num_frames_per_clip=58)):
+        with pytest.raises(ValueError):
+            reel.clips_at_random_indices(dec, **bad)
+    # a clip longer than the video starts at 0 and follows the policy
+    c = reel.clips_at_random_indices(dec, num_frames_per_clip=62, seed=0)
+    assert c.indices == (tuple(range(60)) + (59, 59),)
+
+
+def test_random_timestamps(dec):
+    c = reel.clips_at_random_timestamps(dec, num_clips=6, num_frames_per_clip=3, seed=2)
+    assert c.shape == (6, 3, 120, 160, 3)
+    for clip, pts in zip(c.indices, c.pts_seconds):
+        assert [b - a for a, b in zip(clip, clip[1:])] == [1, 1]  # 1/fps apart by default
+        assert clip[-1] <= 59
+        assert pts[0] == pytest.approx(clip[0] * 0.04)
+    assert clip_indices(c) == [list(x) for x in c.indices]
+    c = reel.clips_at_random_timestamps(dec, num_clips=20, seconds_between_frames=0.2, num_frames_per_clip=2,
+                                        sampling_range_start=1.0, sampling_range_end=1.2, seed=5)
+    for clip in c.indices:
+        assert 25 <= clip[0] <= 29 and clip[1] - clip[0] == 5
+    assert reel.clips_at_random_timestamps(dec, num_clips=3, seed=9).indices == \
+        reel.clips_at_random_timestamps(dec, num_clips=3, seed=9).indices
+
+
+def test_regular_timestamps(dec):
+    c = reel.clips_at_regular_timestamps(dec, seconds_between_clip_starts=0.5, num_frames_per_clip=2)
+    # starts 0, .5, 1.0, 1.5, 2.0 (the last start whose clip fits is 2.36)
+    assert [x[0] for x in c.indices] == [0, 12, 25, 37, 50]
+    assert c.shape == (5, 2, 120, 160, 3)
+    c = reel.clips_at_regular_timestamps(dec, num_clips=4, num_frames_per_clip=1, sampling_range_start=0.4,
+                                         sampling_range_end=2.0)
+    assert [x[0] for x in c.indices] == [10, 20, 30, 40]
+    with pytest.raises(ValueError):
+        reel.clips_at_regular_timestamps(dec)
+    with pytest.raises(ValueError):
+        reel.clips_at_regular_timestamps(dec, num_clips=2, seconds_between_clip_starts=1.0)
+
+
+def test_time_policies(dec):
+    kw = dict(num_clips=1, num_frames_per_clip=4, seconds_between_frames=0.4, sampling_range_start=1.8,
+              sampling_range_end=1.81)
+    assert reel.clips_at_regular_timestamps(dec, **kw).indices == ((45, 55, 55, 55),)
+    assert reel.clips_at_regular_timestamps(dec, policy="wrap", **kw).indices == ((45, 55, 45, 55),)
+    with pytest.raises(ValueError):
+        reel.clips_at_random_timestamps(dec, policy="error", **kw)
+
+
+def test_time_validation(dec):
+    for bad in (dict(num_clips=0), dict(seconds_between_frames=0), dict(sampling_range_start=-1.0),
+                dict(sampling_range_start=1.0, sampling_range_end=1.0), dict(num_frames_per_clip=0)):
+        with pytest.raises(ValueError):
+            reel.clips_at_random_timestamps(dec, **bad)
+
+
+def test_samplers_chw_and_float(video, torch):
+    d = reel.VideoDecoder(video, size=(56, 56), dtype="float16")
+    c = reel.clips_at_regular_indices(d, num_clips=2, num_frames_per_clip=8)
+    assert c.layout == "NTCHW" and c.shape == (2, 8, 3, 56, 56)
+    t = c.torch()
+    assert t.dtype == torch.float16 and t.shape == (2, 8, 3, 56, 56) and t.data_ptr() == c.data_ptr

@@ -1,0 +1,105 @@
+# tests/python/test_shared_videos.py: the real-world videos in the shared set
+# (REEL_SHARED_VIDEOS): frame counts against the manifest, first/middle/last
+# frames decode, torchcodec's reference frames match bit for bit, and frame
+# times match ffprobe's.
+from __future__ import annotations
+
+import csv
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+import reel
+
+
+def manifest(shared: Path):
+    path = shared / "MANIFEST.tsv"
+    if not path.exists():
+        pytest.skip("no MANIFEST.tsv in the shared videos")
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def load_ref(path: Path) -> bytes:
+    """The raw bytes of a torch.save'd tensor (a zip with <name>/data/0), without torch."""
+    with zipfile.ZipFile(path) as z:
+        name = next(n for n in z.namelist() if n.endswith("/data/0"))
+        return z.read(name)
+
+
+def test_every_video(shared_videos):
+    problems = []
+    for row in manifest(shared_videos):
+        p = shared_videos / row["file"]
+        if not p.exists():
+            continue
+        try:
+            d = reel.VideoDecoder(p, size=(48, 64))
+            n = len(d)
+            if row["nb_frames"].isdigit() and n != int(row["nb_frames"]):
+                problems.append(f"{row['file']}: {n} frames, manifest says {row['nb_frames']}")
+            f = d.get_frames_at([0, n // 2, -1])
+            assert f.shape == (3, 3, 48, 64) and list(f.indices) == [0, n // 2, n - 1]
+            assert d.metadata.codec == row["codec"]
+        except reel.ReelError as exc:
+            problems.append(f"{row['file']}: {exc}")
+    assert not problems, "\n".join(problems)
+
+
+def refs_dir(shared: Path, video: str) -> Path:
+    d = shared / f"{video}.refs"
+    if not d.is_dir():
+        pytest.skip(f"no reference frames for {video}")
+    return d
+
+
+@pytest.mark.parametrize("stream,indices", [(3, [0, 1, 10, 35, 180, 386, 389]), (0, [0, 5, 9, 35])])
+def test_torchcodec_reference_frames(shared_videos, stream, indices):
+    refs = refs_dir(shared_videos, "nasa_13013.mp4")
+    d = reel.VideoDecoder(shared_videos / "nasa_13013.mp4", stream=stream, layout="HWC")
+    got = d.get_frames_at(indices)
+    per = got.nbytes // len(indices)
+    blob = got.tobytes()
+    for k, i in enumerate(indices):
+        want = load_ref(refs / f"nasa_13013.mp4.stream{stream}.frame{i:06d}.pt")
+        assert blob[k * per:(k + 1) * per] == want, f"stream {stream} frame {i} differs"
+
+
+def test_reference_filters(shared_videos):
+    refs = refs_dir(shared_videos, "nasa_13013.mp4")
+    path = shared_videos / "nasa_13013.mp4"
+    # crop=300:200:50:35 and scale=240:135 run after the RGB conversion in the reference chain
+    crop = reel.VideoDecoder(path, layout="HWC", crop=(35, 50, 200, 300), resize_mode="after_rgb")
+    for i in (0, 15, 200, 389):
+        want = load_ref(refs / f"nasa_13013.mp4.crop_300_200_50_35_exact_1.stream3.frame{i:06d}.pt")
+        assert crop[i].tobytes() == want, f"crop frame {i}"
+    scale = reel.VideoDecoder(path, layout="HWC", size=(135, 240), resize_mode="after_rgb")
+    for i in (17, 230, 389):
+        want = load_ref(refs / f"nasa_13013.mp4.scale_240_135_flags_bilinear.stream3.frame{i:06d}.pt")
+        assert scale[i].tobytes() == want, f"scale frame {i}"
+
+
+def test_reference_hdr(shared_videos):
+    refs = refs_dir(shared_videos, "nasa_13013_hdr.mp4")
+    d = reel.VideoDecoder(shared_videos / "nasa_13013_hdr.mp4", layout="HWC")
+    f = d.get_frames_at([0, 5, 10])
+    per = f.nbytes // 3
+    for k, i in enumerate((0, 5, 10)):
+        assert f.tobytes()[k * per:(k + 1) * per] == load_ref(refs / f"nasa_13013_hdr.mp4.stream0.frame{i:06d}.pt")
+
+
+@pytest.mark.parametrize("video,stream", [("nasa_13013.mp4", 3), ("nasa_13013.mp4", 0),
+                                          ("nasa_13013_rotated.mp4", 0), ("test_non_zero_start.mp4", 0)])
+def test_frame_times(shared_videos, video, stream):
+    refs = refs_dir(shared_videos, video)
+    info = json.loads((refs / f"{video}.stream{stream}.all_frames_info.json").read_text())
+    d = reel.VideoDecoder(shared_videos / video, stream=stream)
+    table = d.frame_table()
+    assert len(table) == len(info)
+    for row, want in zip(table, info):
+        assert row.pts_seconds == pytest.approx(float(want["pts_time"]), abs=1e-6)
+        assert row.duration_seconds == pytest.approx(float(want["duration_time"]), abs=1e-6)
+    mids = [float(w["pts_time"]) + float(w["duration_time"]) / 2 for w in info]
+    assert list(d.get_frames_played_at(mids).indices) == list(range(len(info)))
