@@ -99,6 +99,7 @@ static void reset_decoder(reel_decoder *dec)
 {
     avcodec_flush_buffers(dec->avctx);
     dec->decoder_dirty = 0;
+    dec->warm = 0;
 }
 
 /* Leaves the codec clean after an error, without draining: frames still in
@@ -150,6 +151,35 @@ static int frame_is_corrupt(const AVFrame *f)
     return (f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags;
 }
 
+static void cache_put(reel_decoder *dec, const AVFrame *f, int64_t idx)
+{
+    for (int i = 0; i < REEL_FRAME_CACHE; i++)
+        if (dec->cache_index[i] == idx) return;
+    int k = dec->cache_next;
+    if (!dec->cache[k] && !(dec->cache[k] = av_frame_alloc())) return;
+    av_frame_unref(dec->cache[k]);
+    if (av_frame_ref(dec->cache[k], f) < 0) { dec->cache_index[k] = -1; return; }
+    dec->cache_index[k] = idx;
+    dec->cache_next = (k + 1) % REEL_FRAME_CACHE;
+}
+
+static int give(run *r, wanted *w, const AVFrame *f, int64_t idx);
+
+/* Serves wanted frames that an earlier call left in the cache. */
+static int serve_from_cache(run *r)
+{
+    reel_decoder *dec = r->dec;
+    for (int i = 0; i < REEL_FRAME_CACHE; i++) {
+        if (dec->cache_index[i] < 0) continue;
+        wanted *w = find_wanted(r, dec->cache_index[i]);
+        if (w && !w->done) {
+            int st = give(r, w, dec->cache[i], dec->cache_index[i]);
+            if (st != REEL_OK) return st;
+        }
+    }
+    return REEL_OK;
+}
+
 /* Takes one decoded frame: identifies it and hands it to the visitor if wanted. */
 static int deliver(run *r, AVFrame *f)
 {
@@ -172,8 +202,22 @@ static int deliver(run *r, AVFrame *f)
         dec->count_next++;
     }
     if (idx < 0) return REEL_OK;
+    if (idx > dec->out_max) dec->out_max = idx;
     wanted *w = find_wanted(r, idx);
-    if (!w || w->done) return REEL_OK;
+    if (!w || w->done) {
+        /* only frames named by their timestamp may be kept: a count is
+         * verified up to the wanted frames, not past them */
+        if (t->match_mode == REEL_MATCH_PTS && r->nw && idx > r->w[r->nw - 1].frame) cache_put(dec, f, idx);
+        return REEL_OK;
+    }
+    return give(r, w, f, idx);
+}
+
+/* Hands a wanted frame to the visitor, once per request position. */
+static int give(run *r, wanted *w, const AVFrame *f, int64_t idx)
+{
+    reel_decoder *dec = r->dec;
+    const reel_table *t = &dec->table;
     if (frame_is_corrupt(f)) {
         if (dec->settings.corrupt_policy == REEL_CORRUPT_FAIL)
             return reel__error_set(r->err, REEL_E_CORRUPT, "%s: frame %lld decoded with errors (corrupt data)",
@@ -267,24 +311,70 @@ static int drain(run *r)
     return s;
 }
 
-/* Runs decode positions [s, e], starting at keyframe s. */
-static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start)
+/* Smallest frame index still wanted whose packet lies in [s, e], or
+ * INT64_MAX when all of them are delivered. */
+static int64_t span_first_undone(const run *r, int64_t s, int64_t e)
+{
+    const reel_table *t = &r->dec->table;
+    for (size_t i = 0; i < r->nw; i++) {   /* w is sorted by frame index */
+        int64_t d = t->frames[r->w[i].frame].decode_order;
+        if (d >= s && d <= e && !r->w[i].done) return r->w[i].frame;
+    }
+    return INT64_MAX;
+}
+
+static int span_done(const run *r, int64_t s, int64_t e)
+{
+    return span_first_undone(r, s, e) == INT64_MAX;
+}
+
+static int all_done(const run *r)
+{
+    return r->st.frames_returned >= (int64_t)r->nw;
+}
+
+/* Runs decode positions [s, e], starting at keyframe s. The last run of a
+ * call (`last`) is not drained when timestamps identify frames: it feeds
+ * only the few packets reordering needs to push the wanted frames out and
+ * leaves the codec warm, so a following call for later frames (a
+ * frame-by-frame reader) continues without seeking or re-decoding. */
+static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int last)
 {
     reel_decoder *dec = r->dec;
     const reel_table *t = &dec->table;
     AVPacket *pkt = dec->pkt;
     int landed = 1, st;
     int nonref_ok = dec->settings.skip_nonref && t->match_mode == REEL_MATCH_PTS;
+    int keep_warm = last && t->match_mode == REEL_MATCH_PTS;
+    /* continue a warm run: it passed keyframe s and has not sent e yet */
+    /* A warm run puts frames out in increasing order, so it can serve this
+     * span only if it has not yet put out any frame the span still wants. */
+    int cont = !force_seek_start && dec->warm && dec->next_decode >= s && s >= dec->warm_from &&
+               span_first_undone(r, s, e) > dec->out_max;
+    /* already sent: the frames are inside the codec; feed on to get them */
+    int pump = cont && dec->next_decode > e;
 
-    if (force_seek_start || dec->next_decode != s) {
-        if ((st = drain(r)) != REEL_OK) return st;
+    if (!cont && (force_seek_start || dec->next_decode != s || dec->warm)) {
+        /* a warm run that cannot serve this span is dropped, not drained:
+         * what it holds gets decoded again from the keyframe, so the work
+         * reported is the same as from a cold start */
+        if (dec->warm && r->sent == 0) reset_decoder(dec);
+        else if ((st = drain(r)) != REEL_OK) return st;
         if ((st = seek_to(r, s, force_seek_start)) != REEL_OK) return st;
         landed = 0;
     }
-    dec->count_next = t->frame_of_decode[s];
-    r->count_in = r->count_out = 0;
-    r->count_first_key = t->pts_of_decode[s];
+    if (!cont) {
+        dec->warm_from = s;
+        dec->out_max = -1;
+        dec->count_next = t->frame_of_decode[s];
+        r->count_in = r->count_out = 0;
+        r->count_first_key = t->pts_of_decode[s];
+    }
+    int64_t budget = dec->reorder_depth + dec->avctx->thread_count + 2;
+    int64_t tail = pump ? budget : -1;  /* packets left to feed after e to push wanted frames out */
+    if (pump && (keep_warm ? all_done(r) : span_done(r, s, e))) return REEL_OK;
     for (;;) {
+        if (tail == 0) break;
         int rd = av_read_frame(dec->fmt, pkt);
         if (rd == AVERROR(EAGAIN)) continue;
         if (rd < 0) {
@@ -323,11 +413,11 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start)
                 if (force_seek_start)
                     return reel__error_set(r->err, REEL_E_INTERNAL, "%s: cannot seek to frame %lld", dec->name,
                                            (long long)t->frame_of_decode[s]);
-                return run_interval(r, s, e, 1);
+                return run_interval(r, s, e, 1, last);
             }
             landed = 1;
         }
-        if (d > e) {
+        if (d > e && tail < 0) {
             /* continuing from a previous interval over a gap of unknown packets */
             av_packet_unref(pkt);
             dec->next_decode = -1;
@@ -338,12 +428,23 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start)
             pkt->pts = t->pts_of_decode[d];
             r->count_in++;
         }
-        dec->avctx->skip_frame = (nonref_ok && !find_wanted(r, fi)) ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
+        /* in the tail nothing is skipped: the next call may want those frames */
+        dec->avctx->skip_frame = (tail < 0 && nonref_ok && !find_wanted(r, fi)) ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
         st = send_packet(r, pkt, d);
         av_packet_unref(pkt);
         if (st != REEL_OK) { abort_run(r); return st; }
         dec->next_decode = d + 1;
-        if (d == e) break;
+        if (tail > 0) tail--;
+        if (d == e && tail < 0) {
+            if (!keep_warm) break;
+            tail = budget;
+        }
+        if (tail >= 0 && (keep_warm ? all_done(r) : span_done(r, s, e))) {
+            dec->avctx->skip_frame = AVDISCARD_DEFAULT;
+            if (!keep_warm) break;
+            dec->warm = 1;
+            return REEL_OK;
+        }
     }
     dec->avctx->skip_frame = AVDISCARD_DEFAULT;
     return drain(r);
@@ -393,7 +494,7 @@ static int run_plan(run *r, int retry)
     }
     int st = REEL_OK;
     for (size_t i = 0; i < m && st == REEL_OK; i++)
-        st = run_interval(r, iv[i].s, iv[i].e, 0);
+        st = run_interval(r, iv[i].s, iv[i].e, 0, i + 1 == m);
     free(iv);
     return st;
 }
@@ -447,7 +548,8 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n,
     r.w = w;
     r.nw = nw;
 
-    int st = run_plan(&r, 0);
+    int st = serve_from_cache(&r);
+    if (st == REEL_OK && r.st.frames_returned < (int64_t)nw) st = run_plan(&r, 0);
     if (st == REEL_OK && r.st.frames_returned < (int64_t)nw)
         st = run_plan(&r, 1);
     if (st == REEL_OK && r.st.frames_returned < (int64_t)nw) {

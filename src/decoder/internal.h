@@ -69,6 +69,17 @@ struct reel_decoder {
     AVFrame *frame;
     int64_t next_decode;        /* decode position of the next packet the demuxer returns, -1 unknown */
     int decoder_dirty;          /* packets sent since the last flush */
+    int warm;                   /* PTS mode: the codec holds a continuous run from keyframe
+                                   warm_from up to next_decode - 1, not drained */
+    int64_t warm_from;
+    int64_t out_max;            /* highest frame index the warm run has put out */
+    /* frames the codec put out after the last wanted frame of a call, kept
+     * (by reference) for a following call: a frame-by-frame reader's next
+     * frame is often already decoded */
+#define REEL_FRAME_CACHE 8
+    AVFrame *cache[REEL_FRAME_CACHE];
+    int64_t cache_index[REEL_FRAME_CACHE];
+    int cache_next;
     int64_t count_next;         /* REEL_MATCH_COUNT: presentation index of the next output frame */
     reel_converter *conv;       /* for get_frames */
 };

@@ -292,6 +292,7 @@ static reel_decoder *alloc_decoder(const char *name, const reel_decoder_settings
     else reel_decoder_default_settings(&dec->settings);
     dec->name = strdup(name ? name : "<memory>");
     dec->file_size = -1;
+    for (int i = 0; i < REEL_FRAME_CACHE; i++) dec->cache_index[i] = -1;
     if (!dec->name) { free(dec); return NULL; }
     return dec;
 }
@@ -385,6 +386,7 @@ void reel_decoder_close(reel_decoder **pdec)
     if (!pdec || !*pdec) return;
     reel_decoder *dec = *pdec;
     reel_converter_destroy(&dec->conv);
+    for (int i = 0; i < REEL_FRAME_CACHE; i++) av_frame_free(&dec->cache[i]);
     av_packet_free(&dec->pkt);
     av_frame_free(&dec->frame);
     avcodec_free_context(&dec->avctx);
