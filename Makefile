@@ -47,7 +47,7 @@ asan: deps
 
 # ============================================================== DEMO (begin)
 # The loader demo: a Kinetics-like sample set that reel generates itself
-# (64 H.264 clips of 10 s, 340x256, 25 fps, in class folders, plus 2 damaged
+# (64 H.264 clips of 10 s, 340x256, 25 fps, in class folders, plus 4 damaged
 # files to show the error policy), then `reel bench` runs the batch loader
 # over it: 8 frames per clip, 224x224, batches of 32, with a live progress
 # bar, a report naming the bottleneck stage, and a Chrome trace.
@@ -55,7 +55,7 @@ DEMO_DIR := $(BUILD_DIR)/demo
 
 demo: build
 	@test -f $(DEMO_DIR)/kinetics/manifest.csv || \
-	  $(REEL) synth --dataset $(DEMO_DIR)/kinetics --videos 64 --seconds 10 --size 340x256 --fps 25 --corrupt 2
+	  $(REEL) synth --dataset $(DEMO_DIR)/kinetics --videos 64 --seconds 10 --size 340x256 --fps 25 --corrupt 4
 	$(REEL) bench $(DEMO_DIR)/kinetics --frames-per-clip 8 --clips-per-video 1 --size 224 --batch 32 \
 	  --epochs 1 --trace $(DEMO_DIR)/trace.json
 	@echo "demo: trace written to $(DEMO_DIR)/trace.json (open in https://ui.perfetto.dev or chrome://tracing)"

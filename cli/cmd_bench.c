@@ -156,6 +156,9 @@ int reel_cli_bench(int argc, char **argv)
 {
     reel_loader_settings s;
     reel_loader_default_settings(&s);
+    /* failures are reported by the loader's own records; FFmpeg's log would
+     * only scramble the progress bar (REEL_FFMPEG_LOG=1..3 brings it back) */
+    reel_set_ffmpeg_log_level(getenv("REEL_FFMPEG_LOG") ? atoi(getenv("REEL_FFMPEG_LOG")) : 0);
     s.transform.crop = REEL_CROP_RANDOM;
     s.transform.flip = REEL_FLIP_RANDOM;
     const char *path = NULL, *trace = NULL;
