@@ -255,6 +255,18 @@ typedef struct reel_loader_settings {
 
     int      trace;             /**< record per-thread events for reel_loader_write_trace; default 0 */
     int      trace_capacity;    /**< events kept per thread (newest win); default 16384 */
+
+    /** 1: page-locked (pinned) batch buffers, for asynchronous copies to a
+     *  GPU straight from the ring. They come from cudaHostAlloc in the CUDA
+     *  runtime found at run time (dlopen: $REEL_CUDART if set, else
+     *  libcudart.so, .so.13, .so.12, .so.11.0, preferring one already
+     *  loaded; REEL_CUDART=none: never); libreel has no CUDA dependency.
+     *  Without a runtime, driver or device, or when the allocation fails,
+     *  the buffers are plain aligned memory, as with 0;
+     *  reel_loader_metrics.ring_memory says which. A GPU copy from a
+     *  pinned buffer may run after the call that started it returns: keep
+     *  the batch until the copy is done before releasing it. Default 0. */
+    int      pin_memory;
 } reel_loader_settings;
 
 /** Fills `s` with the defaults documented on each field (Kinetics-like:
@@ -349,6 +361,7 @@ typedef struct reel_loader_metrics {
     int64_t rss_bytes;          /**< now */
     int64_t peak_rss_bytes;     /**< process peak (VmHWM) */
     int64_t ring_bytes;         /**< batch buffers */
+    const char *ring_memory;    /**< "pinned" (every batch buffer page-locked), "plain" or "mixed" */
     double  data_time_s;        /**< consumer time blocked in reel_loader_next */
     double  model_time_s;       /**< consumer time between a batch and the next request */
     reel_stage_metrics stages[REEL_STAGE_COUNT];

@@ -137,7 +137,7 @@ def _settings(
     on_error: str, max_replacements: Optional[int], sample_time_limit: Optional[float],
     open_threads: Optional[int], collate_threads: Optional[int], decoder_threads: Optional[int],
     prefetch_batches: Optional[int], queue_capacity: Optional[int], alignment: Optional[int], index: Any,
-    corrupt: str, trace: bool, trace_capacity: Optional[int],
+    corrupt: str, trace: bool, trace_capacity: Optional[int], pin_memory: bool = False,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults."""
     h, w = opt.size_hw("size", size)
@@ -179,6 +179,7 @@ def _settings(
         "index_mode": opt.index_mode(index),
         "corrupt_policy": opt.choice("corrupt", corrupt, opt.CORRUPT),
         "trace": int(bool(trace)),
+        "pin_memory": int(bool(pin_memory)),
     }
     optional = {"transform.flip_probability": flip_probability, "max_replacements": max_replacements,
                 "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity}
@@ -263,6 +264,11 @@ class Loader:
     count), ``open_threads``, ``collate_threads``, ``decoder_threads`` (FFmpeg
     threads per video, default 1), ``prefetch_batches``.
 
+    Memory: ``pin_memory=True`` allocates the ring page-locked (cudaHostAlloc
+    from the CUDA runtime found at run time, for asynchronous copies to a
+    GPU), or plain memory where there is no runtime, driver or device;
+    ``metrics()["ring_memory"]`` says "pinned" or "plain".
+
     Use as a context manager, or call ``close()``: the threads stop once every
     batch handed out has been freed.
     """
@@ -317,6 +323,7 @@ class Loader:
         corrupt: str = "fail",
         trace: bool = False,
         trace_capacity: Optional[int] = None,
+        pin_memory: bool = False,
     ) -> None:
         config = dict(locals())
         del config["self"], config["source"]

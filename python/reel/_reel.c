@@ -1720,6 +1720,7 @@ static const setting_field loader_fields[] = {
     SF("corrupt_policy", corrupt_policy, 'i'),
     SF("trace", trace, 'i'),
     SF("trace_capacity", trace_capacity, 'i'),
+    SF("pin_memory", pin_memory, 'i'),
 };
 #undef SF
 #define N_LOADER_FIELDS (sizeof loader_fields / sizeof loader_fields[0])
@@ -2263,7 +2264,7 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
     }
     if (!stages) return NULL;
     PyObject *d = Py_BuildValue(
-        "{s:d,s:L,s:L,s:L,s:d,s:d,s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:d,s:L,s:L,s:L,s:d,s:d,s:N,s:s}",
+        "{s:d,s:L,s:L,s:L,s:d,s:d,s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:d,s:L,s:L,s:L,s:s,s:d,s:d,s:N,s:s}",
         "seconds", m.seconds, "frames", (long long)m.frames, "clips", (long long)m.clips,
         "batches", (long long)m.batches, "frames_per_second", m.frames_per_second,
         "clips_per_second", m.clips_per_second, "attempts", (long long)m.attempts,
@@ -2272,6 +2273,7 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
         "frames_decoded", (long long)m.frames_decoded, "frames_returned", (long long)m.frames_returned,
         "amplification", m.amplification, "rss_bytes", (long long)m.rss_bytes,
         "peak_rss_bytes", (long long)m.peak_rss_bytes, "ring_bytes", (long long)m.ring_bytes,
+        "ring_memory", m.ring_memory ? m.ring_memory : "plain",
         "data_time_s", m.data_time_s, "model_time_s", m.model_time_s, "stages", stages,
         "bottleneck", m.bottleneck ? m.bottleneck : "");
     return d;

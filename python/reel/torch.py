@@ -1,21 +1,29 @@
 # reel/torch.py: PyTorch conveniences over the core API: tensors from reel
 # arrays, a loader wrapper that yields tensors (optionally moved to a device),
-# and a map-style Dataset of clips for torch.utils.data.DataLoader.
+# an IterableDataset over the loader for torch.utils.data.DataLoader (worker
+# and torch.distributed sharding), and a map-style Dataset of clips.
 """PyTorch helpers (``import reel.torch``; imports torch).
 
 - :func:`as_tensor`: a reel.Frames (or anything with ``__dlpack__``) as a
   tensor, zero-copy.
 - :class:`TorchLoader`: iterates a :class:`reel.Loader` and yields
   :class:`TorchBatch` (frames, labels, info) as tensors, on ``device`` if given.
+- :class:`VideoDataset`: a ``torch.utils.data.IterableDataset`` over a
+  reel.Loader, yielding whole batches (``DataLoader(ds, batch_size=None)``)
+  or single clips; shards itself over DataLoader workers and
+  torch.distributed ranks.
 - :class:`ClipDataset`: a ``torch.utils.data.Dataset`` of videos that returns
   clips sampled by the reel samplers; safe with DataLoader workers (fork or
   spawn).
 """
 from __future__ import annotations
 
+import inspect
+import os
 from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
+import torch.utils.data
 
 from ._decoder import VideoDecoder
 from ._loader import ClipInfo, Loader
@@ -26,7 +34,7 @@ from ._samplers import (
     clips_at_regular_timestamps,
 )
 
-__all__ = ["as_tensor", "TorchBatch", "TorchLoader", "ClipDataset"]
+__all__ = ["as_tensor", "TorchBatch", "TorchClip", "TorchLoader", "VideoDataset", "ClipDataset"]
 
 
 def as_tensor(x: Any) -> torch.Tensor:
@@ -40,17 +48,34 @@ class TorchBatch(NamedTuple):
     info: List[ClipInfo]
 
 
+class TorchClip(NamedTuple):
+    """One clip, as :class:`VideoDataset` yields it with ``clips=True``. Plain
+    tensors and ints, so DataLoader's default collation batches it."""
+
+    frames: torch.Tensor  #: [T, C, H, W] (or the loader's layout without B)
+    label: int            #: -1 when the sample has none
+    sample: int           #: dataset index that was decoded
+    clip: int             #: clip number within its video
+    padded: bool          #: a repeated sample that evens out the shards
+
+
 class TorchLoader:
     """Wraps a reel.Loader: each batch as tensors. With ``device`` (e.g.
     "cuda"), frames and labels are copied there (``non_blocking`` copies from
-    the loader's page-aligned buffers); without, they stay zero-copy views of
-    the ring buffers. Each ``for`` loop runs to the end of the current epoch."""
+    the loader's page-aligned buffers, asynchronous when the loader was built
+    with ``pin_memory=True``); without, they stay zero-copy views of the ring
+    buffers. Each ``for`` loop runs to the end of the current epoch.
+
+    An asynchronous copy reads the ring buffer after ``next()`` returns, so
+    the source batch is kept until the copy has finished (checked with a CUDA
+    event at the following ``next()``) before its buffer goes back."""
 
     def __init__(self, loader: Loader, device: Union[str, torch.device, None] = None,
                  non_blocking: bool = True) -> None:
         self.loader = loader
         self.device = None if device is None else torch.device(device)
         self.non_blocking = non_blocking
+        self._inflight: Optional[Tuple[Any, Any]] = None  # (source batch, CUDA event)
 
     def __len__(self) -> int:
         return len(self.loader)
@@ -59,8 +84,17 @@ class TorchLoader:
         """Tensors for each batch to the end of the current epoch."""
         return self
 
+    def _settle(self) -> None:
+        """Waits for the last asynchronous copy, then lets its source batch go."""
+        if self._inflight is not None:
+            _, event = self._inflight
+            if event is not None:
+                event.synchronize()
+            self._inflight = None
+
     def __next__(self) -> TorchBatch:
         # not a generator: it would keep the last batch (a ring buffer) alive
+        self._settle()
         batch = self.loader.next_batch()
         if batch is None:
             raise StopIteration
@@ -68,7 +102,252 @@ class TorchLoader:
         if self.device is not None and self.device.type != "cpu":
             frames = frames.to(self.device, non_blocking=self.non_blocking)
             labels = labels.to(self.device, non_blocking=self.non_blocking)
+            if self.non_blocking and self.device.type == "cuda":
+                event = torch.cuda.Event()
+                event.record()
+                self._inflight = (batch, event)
         return TorchBatch(frames, labels, batch.info)
+
+
+def _loader_parameters() -> Dict[str, inspect.Parameter]:
+    params = dict(inspect.signature(Loader.__init__).parameters)
+    del params["self"], params["source"]
+    return params
+
+
+# Loader arguments VideoDataset sets itself (rank and world_size are its own).
+_MANAGED = ("epochs",)
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+class VideoDataset(torch.utils.data.IterableDataset):
+    """A ``torch.utils.data.IterableDataset`` over a :class:`reel.Loader`.
+
+    ``source`` and ``**loader_args`` are reel.Loader's (frames_per_clip, size,
+    batch_size, dtype, mean, std, flip, seed, num_threads...). Each
+    ``iter(dataset)`` is one epoch. It yields:
+
+    - ``clips=False`` (default): whole batches, :class:`TorchBatch` (frames
+      ``[B, T, C, H, W]``, labels ``[B]``, info), zero-copy views of the
+      loader's ring buffers. Use ``DataLoader(dataset, batch_size=None)``:
+      the batches are already made.
+    - ``clips=True``: one :class:`TorchClip` (frames ``[T, C, H, W]``, label,
+      sample, clip, padded) per clip, copied out of the ring; DataLoader's
+      ``batch_size`` then makes the batches.
+
+    ``num_workers=0`` is the recommended DataLoader setting: reel decodes on
+    its own C threads, and batches reach the loop without a copy. With
+    ``num_workers > 0`` it is still correct: each worker runs its own
+    loader over a disjoint share (shard ``rank * num_workers + worker_id``
+    of ``world_size * num_workers``; ``num_threads`` defaults to the cores
+    divided among the workers and the local ranks), and batches cross to the
+    main process through shared memory (one copy).
+
+    Distributed: ``rank`` and ``world_size`` default to torch.distributed's
+    when it is initialised (else 0 and 1). Shares are strided over one
+    shuffled order, so the ranks' samples are disjoint and together cover
+    the dataset; ``shard="pad"`` (default) repeats a few samples (``padded``
+    in their info) so every rank gets as many batches, as DDP needs.
+
+    Epochs: the shuffle, crops and flips depend on (seed, epoch). The epoch
+    advances by itself in the process that iterates (``num_workers=0``, or
+    ``persistent_workers=True``); with workers that are restarted each epoch,
+    call ``set_epoch(epoch)`` before each epoch, as with DistributedSampler
+    (but not with persistent workers: their copies would keep the first value).
+
+    ``pin_memory=True`` allocates the loader's ring page-locked (CUDA runtime
+    found at run time; plain memory without one, see ``metrics()["ring_memory"]``),
+    so ``.to("cuda", non_blocking=True)`` is asynchronous without DataLoader's
+    own ``pin_memory`` copy. Keep each batch until its copy has finished. It
+    applies with ``num_workers=0``; workers copy batches into shared memory
+    (DataLoader's ``pin_memory=True`` is the option there).
+
+    The dataset pickles as its configuration: the loader is created on first
+    iteration in the process that iterates (a worker, after fork or spawn).
+    """
+
+    def __init__(self, source: Any, *, clips: bool = False, rank: Optional[int] = None,
+                 world_size: Optional[int] = None, pin_memory: bool = False, **loader_args: Any) -> None:
+        super().__init__()
+        params = _loader_parameters()
+        for k in loader_args:
+            if k in _MANAGED:
+                raise TypeError(f"VideoDataset sets {k!r} itself: each iter() is one epoch")
+            if k not in params:
+                raise TypeError(f"VideoDataset: unknown loader argument {k!r}")
+        if (rank is None) != (world_size is None):
+            raise ValueError("pass both rank and world_size, or neither")
+        if world_size is not None and (world_size < 1 or not 0 <= rank < world_size):  # type: ignore[operator]
+            raise ValueError(f"rank {rank} not in [0, world_size {world_size})")
+        self.source = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
+        self.loader_args: Dict[str, Any] = dict(loader_args)
+        self.clips = bool(clips)
+        self.pin_memory = bool(pin_memory)
+        self.rank = rank
+        self.world_size = world_size
+        self._epoch: Optional[int] = None
+        self._loader: Optional[Loader] = None
+        self._key: Optional[Tuple[int, int, int]] = None
+
+    # ------------------------------------------------------------ sharding
+    def distributed(self) -> Tuple[int, int]:
+        """(rank, world_size): the ones given, else torch.distributed's when
+        initialised, else (0, 1)."""
+        if self.rank is not None and self.world_size is not None:
+            return self.rank, self.world_size
+        dist = torch.distributed
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
+
+    def shard(self) -> Tuple[int, int]:
+        """(shard, num_shards) for the calling process: the rank combined with
+        the DataLoader worker, when called inside one."""
+        rank, world = self.distributed()
+        info = torch.utils.data.get_worker_info()
+        if info is None:
+            return rank, world
+        return rank * info.num_workers + info.id, world * info.num_workers
+
+    def set_epoch(self, epoch: int) -> None:
+        """Makes every following ``iter()`` run this epoch (call it before each
+        epoch when DataLoader workers are restarted every epoch)."""
+        if epoch < 0:
+            raise ValueError("epoch must be >= 0")
+        self._epoch = int(epoch)
+
+    # ------------------------------------------------------------ iteration
+    def _get_loader(self) -> Loader:
+        shard, num_shards = self.shard()
+        key = (os.getpid(), shard, num_shards)
+        if self._loader is not None and self._key == key and not self._loader.closed:
+            return self._loader
+        if self._loader is not None and self._key is not None and self._key[0] == key[0]:
+            self._loader.close()  # ours, but for another shard
+        self._loader = None  # a forked copy of the parent's: dropped, never used
+        args = dict(self.loader_args)
+        info = torch.utils.data.get_worker_info()
+        if args.get("num_threads") is None:
+            workers = info.num_workers if info is not None else 1
+            local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+            if workers > 1 or local > 1:
+                args["num_threads"] = max(1, _cpu_count() // (workers * local))
+        # In a worker the batches are copied into shared memory: pinning its ring would buy nothing.
+        self._loader = Loader(self.source, rank=shard, world_size=num_shards, epochs=None,
+                              pin_memory=self.pin_memory and info is None, **args)
+        self._key = key
+        return self._loader
+
+    def __iter__(self) -> Iterator[Any]:
+        """One epoch of this process's share."""
+        loader = self._get_loader()
+        state = loader.state_dict()
+        if self._epoch is not None:
+            epoch = self._epoch
+        else:  # the next epoch; one left unfinished is not resumed
+            epoch = state["epoch"] if state["position"] == 0 else state["epoch"] + 1
+        if (state["epoch"], state["position"]) != (epoch, 0):
+            state.update(epoch=epoch, position=0)
+            loader.load_state_dict(state)
+        return _DatasetIterator(loader, self.clips, torch.utils.data.get_worker_info() is not None)
+
+    # ------------------------------------------------------------ reporting, lifetime
+    @property
+    def loader(self) -> Optional[Loader]:
+        """This process's reel.Loader, once iteration has started here."""
+        if self._loader is not None and self._key is not None and self._key[0] == os.getpid():
+            return self._loader
+        return None
+
+    def metrics(self) -> Optional[Dict[str, Any]]:
+        """This process's loader metrics (throughput, coverage, data/model time,
+        ring_memory...); None before the first iteration here (or when the
+        iterating happens in DataLoader workers)."""
+        loader = self.loader
+        return None if loader is None else loader.metrics()
+
+    def close(self) -> None:
+        """Stops this process's loader (a later iteration starts a new one)."""
+        loader = self.loader
+        self._loader = None
+        self._key = None
+        if loader is not None:
+            loader.close()
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_loader"] = None
+        state["_key"] = None
+        if self.rank is None:  # a spawned worker has no process group: take it along
+            dist = torch.distributed
+            if dist.is_available() and dist.is_initialized():
+                state["rank"], state["world_size"] = dist.get_rank(), dist.get_world_size()
+        return state
+
+    def __repr__(self) -> str:
+        what = "clips" if self.clips else "batches"
+        return f"reel.torch.VideoDataset({self.source!r}, {what}, {self.loader_args})"
+
+
+def _shared_copy(t: torch.Tensor) -> torch.Tensor:
+    """`t` copied into shared memory, as a DataLoader worker sends tensors
+    anyway: one copy, and the ring buffer is free at once."""
+    nbytes = t.numel() * t.element_size()
+    try:
+        storage = torch.UntypedStorage._new_shared(max(nbytes, 1))
+        out = torch.empty(0, dtype=t.dtype).set_(storage)[: t.numel()].view(t.shape)
+    except (AttributeError, RuntimeError, TypeError):  # no such (private) torch API: two copies
+        return t.clone().share_memory_()
+    return out.copy_(t)
+
+
+class _DatasetIterator:
+    """One epoch of a VideoDataset. Not a generator: it keeps no reference
+    to the batch it handed out, so no ring buffer stays held by it.
+
+    In a DataLoader worker (``shared``), batches are copied into shared
+    memory before they are handed out: the worker's queue pickles them later,
+    on its own thread, and a ring buffer must not wait for that."""
+
+    __slots__ = ("_loader", "_clips", "_shared", "_pending")
+
+    def __init__(self, loader: Loader, clips: bool, shared: bool = False) -> None:
+        self._loader: Optional[Loader] = loader
+        self._clips = clips
+        self._shared = shared
+        self._pending: List[TorchClip] = []
+
+    def __iter__(self) -> "_DatasetIterator":
+        return self
+
+    def __next__(self) -> Any:
+        while not self._pending:
+            if self._loader is None:
+                raise StopIteration
+            batch = self._loader.next_batch()
+            if batch is None:
+                self._loader = None
+                raise StopIteration
+            if len(batch) == 0:  # every sample of it failed (on_error="skip")
+                continue
+            frames, labels = batch.torch()
+            if not self._clips:
+                if self._shared:
+                    frames, labels = _shared_copy(frames), _shared_copy(labels)
+                return TorchBatch(frames, labels, batch.info)
+            # one copy; the ring buffer goes back now
+            frames = _shared_copy(frames) if self._shared else frames.clone()
+            ys = labels.tolist()
+            self._pending = [TorchClip(frames[i], ys[i], c.sample, c.clip, c.padded)
+                             for i, c in enumerate(batch.info)]
+            self._pending.reverse()
+        return self._pending.pop()
 
 
 _SAMPLERS: Dict[str, Callable[..., Any]] = {

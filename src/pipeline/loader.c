@@ -145,6 +145,7 @@ void reel_loader_default_settings(reel_loader_settings *s)
     s->corrupt_policy = REEL_CORRUPT_FAIL;
     s->trace = 0;
     s->trace_capacity = 16384;
+    s->pin_memory = 0;
 }
 
 /* ------------------------------------------------------------- helpers */
@@ -841,6 +842,8 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: alignment %zu is not a power of two", s->alignment);
     if (s->trace_capacity < 0)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: trace_capacity must be >= 0");
+    if (s->pin_memory != 0 && s->pin_memory != 1)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: pin_memory must be 0 or 1");
     return REEL_OK;
 }
 
@@ -908,6 +911,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     rc.layout = s.transform.layout;
     rc.dtype = s.transform.dtype;
     rc.alignment = s.alignment;
+    rc.pin_memory = s.pin_memory;
     st = reel__ring_init(&l->ring, &rc, err);
     if (st != REEL_OK) goto fail;
 
@@ -1122,6 +1126,7 @@ int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m)
     m->amplification = m->frames_returned > 0 ? (double)m->frames_decoded / (double)m->frames_returned : 0;
     reel__rss(&m->rss_bytes, &m->peak_rss_bytes);
     m->ring_bytes = (int64_t)l->ring.bytes_total;
+    m->ring_memory = reel__ring_memory(&l->ring);
     m->data_time_s = (double)atomic_load(&l->data_ns) / 1e9;
     m->model_time_s = (double)atomic_load(&l->model_ns) / 1e9;
     double best = -1;

@@ -106,6 +106,8 @@ void reel__metrics_json(reel_buf *b, const reel_loader_metrics *m, reel_failure_
     kv_i(b, "rss_bytes", m->rss_bytes, 1);
     kv_i(b, "peak_rss_bytes", m->peak_rss_bytes, 1);
     kv_i(b, "ring_bytes", m->ring_bytes, 1);
+    reel__buf_puts(b, ",\"ring_memory\":");
+    reel__buf_json_string(b, m->ring_memory ? m->ring_memory : "plain");
     reel__buf_puts(b, ",\"bottleneck\":");
     reel__buf_json_string(b, m->bottleneck);
     reel__buf_puts(b, ",\"stages\":[");
