@@ -27,7 +27,9 @@ What it does:
   3. Runs the workloads, each tool in a fresh process (`--worker`), with the
      same budget of 2 cores:
        reel        defaults (VideoDecoder threads=0: one per core; Loader:
-                   its default thread counts)
+                   its default thread counts); extra rows: --workers Python
+                   threads over videos with threads=1 each (a DataLoader's
+                   parallelism), and one dec[:] call per video in (c)
        torchcodec  on the CPU, seek_mode="exact", its samplers and its
                    decoder-native Resize transform, inside a torch
                    DataLoader with --workers worker processes (1 FFmpeg
@@ -239,6 +241,25 @@ def w_reel(args, videos, chk):
                 n_frames += x.shape[0] * x.shape[1]
                 del x, y, batch
         extra["check_overlaps"] = True
+    elif args.variant == "threads":  # seq, one video per Python thread, like a DataLoader's workers
+        from concurrent.futures import ThreadPoolExecutor
+
+        def one(path):
+            c = Checker()               # per thread; decoding goes on in the other thread meanwhile
+            n = 0
+            with reel.VideoDecoder(path, threads=1) as dec:
+                for i, fr in enumerate(dec):
+                    c.check(fr, [i], "CHW")
+                    n += 1
+            return n, c.state()
+        t0 = time.perf_counter()
+        with ThreadPoolExecutor(args.workers) as pool:
+            check_wall = 0.0
+            for n, state in pool.map(one, [p for p, _ in videos]):
+                n_frames += n
+                check_wall += state["seconds"]
+                chk.merge(state)
+        chk.seconds = check_wall / max(1, args.workers)      # as for torchcodec's workers
     else:  # seq
         t0 = time.perf_counter()
         for path, _ in videos:
@@ -841,6 +862,7 @@ ROWS = {
                ("pyav", "pyav", None, "PyAV (seek, decode, `reformat(224, 224)`)")],
     "seq": [("reel", "reel", None, "reel (`for frame in VideoDecoder(path)`)"),
             ("reel-onecall", "reel", "onecall", "reel, one call per video (`dec[:]`)"),
+            ("reel-threads", "reel", "threads", "reel, {w} Python threads over videos, `threads=1` each"),
             ("torchcodec", "torchcodec", None, "torchcodec (`for frame in decoder`, DataLoader {w} workers)"),
             ("decord", "decord", None, "decord (`vr.next()`, `num_threads={w}`)"),
             ("pyav", "pyav", None, "PyAV (`container.decode`, `to_ndarray(format=\"rgb24\")`)")],
@@ -953,7 +975,9 @@ def render(summ, meta, args):
     L.append("- reel: defaults. `VideoDecoder` uses one FFmpeg thread per core; the Loader its default thread counts "
              "(decode threads = cores, 1 FFmpeg thread per video). `crop=None` makes the Loader resize straight to "
              "224x224 like the peers (its default, short side 256 then a 224 centre crop, would only crop these "
-             "340x256 videos).")
+             "340x256 videos). Extra rows, not used for the ratios: \"2 Python threads over videos\", one decoder "
+             "with `threads=1` per video and two videos at a time (the GIL is released while decoding), i.e. the "
+             "parallelism of a 2-worker DataLoader; and \"one call per video\" (`dec[:]`) against the iterator.")
     L.append(f"- torchcodec: CPU, `seek_mode=\"exact\"`, a `torch.utils.data.DataLoader` with {w} worker processes "
              "(1 FFmpeg thread each, torchcodec's default), a new `VideoDecoder` per item. (b) uses "
              "`torchcodec.samplers.clips_at_random_indices(num_clips=1, num_frames_per_clip=8)` on a decoder with the "

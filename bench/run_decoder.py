@@ -371,7 +371,10 @@ def render(results, meta):
              f"side by side in the same run (interleaved, best of at least {meta['repeat']} rounds). "
              f"1-minute load average during the run: {meta['load']} (above {meta['nproc']}: the "
              f"benchmark shared the cores; wall times then overstate both tools' times and only the "
-             f"ratios and CPU ratios are meaningful). "
+             f"ratios and CPU ratios are meaningful"
+             + (f"; and a second decoder thread seldom finds an idle core, so the threads = 2 rows say "
+                f"little about thread scaling" if load_median(meta) >= meta["nproc"] else "")
+             + "). "
              f"FFmpeg {meta['ffmpeg']}; reel {meta['reel']}.")
     L.append("")
     L.append(f"Clips: H.264 (libx264 veryfast via `bench_decoder synth`, i.e. src/synth), "
@@ -481,7 +484,8 @@ def render(results, meta):
                  f"{r['reel_none_s'] * 1000:.1f} ms against a floor of {r['floor_s'] * 1000:.1f} ms; "
                  f"{r['frames_decoded']} frames decoded (floor {r['floor_frames']}), {r['seeks']} seeks: "
                  f"{per_seek * 1000:+.1f} ms per seek beyond decoding as many frames at reel's own "
-                 f"sequential rate.")
+                 f"sequential rate; CPU ratio to floor {r['floor_cpu_s'] / r['reel_none_cpu_s']:.2f}"
+                 f"{' (so probably noise: reel did less work than the floor)' if r['floor_cpu_s'] > r['reel_none_cpu_s'] else ''}.")
     L.append("")
     L.append("Raw results (every field, JSON lines): `build/bench-data/results-decoder.jsonl`.")
     L.append("")
@@ -521,7 +525,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build-dir", default=str(ROOT / "build"))
     ap.add_argument("--data-dir", default=None, help="clips and results (default BUILD/bench-data)")
-    ap.add_argument("--repeat", type=int, default=3, help="repeats per measurement, best kept (default 3)")
+    ap.add_argument("--repeat", type=int, default=3, help="rounds per measurement at least (short ones get up to 10), best kept (default 3)")
     ap.add_argument("--quick", action="store_true", help="340x256 only, 1 repeat, no doc update (a smoke test)")
     ap.add_argument("--sizes", default=None, help="e.g. 340x256,1280x720 (default: all three)")
     ap.add_argument("--threads", default=None, help="e.g. 1,2 (default 1,2)")
@@ -617,6 +621,11 @@ def render_saved(path, args):
     if not lines or "meta" not in lines[0]:
         die(f"{path}: not a results file written by this script (no meta line)")
     emit(lines[1:], lines[0]["meta"], args, not args.no_doc, path)
+
+
+def load_median(meta):
+    m = re.search(r"median ([\d.]+)", str(meta.get("load", "")))
+    return float(m.group(1)) if m else 0.0
 
 
 def load_summary():
