@@ -29,6 +29,7 @@ the ranks' samples were disjoint and how much of the dataset they covered.
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shutil
 import subprocess
@@ -213,6 +214,7 @@ def main() -> None:
     wall = time.perf_counter() - t_start
 
     m = ds.metrics()  # None when the loader ran in DataLoader workers
+    ds.close()  # joins reel's threads and frees the batch ring
     last = args.epochs - 1
     in_last = len({(p, c) for e, p, c in seen if e == last})
     share = f"{in_last}/{num_videos} videos of the dataset in the last epoch" + (" (this rank)" if ddp else "")
@@ -247,8 +249,14 @@ def main() -> None:
                 print(f"ranks disjoint: {disjoint}, coverage of dataset: {len(union)}/{num_videos} "
                       f"(epoch {epoch}; clips per rank {[len(s) for s in per_rank]}, "
                       f"padded repeats {sum(g['padded'][epoch] for g in gathered)})", flush=True)
+        # Tear down in order: every rank is past its last collective (barrier), the DDP wrapper
+        # and its reducer (which hold the process group) are gone, then the group itself.
+        # Leaving DDP alive until interpreter exit lets gloo's threads outlive the group and
+        # can abort the process at exit ("terminate called without an active exception").
+        dist.barrier()
+        del model, opt
+        gc.collect()
         dist.destroy_process_group()
-    ds.close()
 
 
 class _nothing:
