@@ -47,6 +47,14 @@ typedef struct reel_decoder_settings {
                                  that no requested frame needs, where the codec allows */
     int force_scan;         /**< 1: build the frame table by a packet scan even when
                                  the container's index could be used (default 0) */
+    /** Optional cancellation (default NULL). Polled from the calling thread
+     *  while opening and between packets while decoding, and handed to
+     *  FFmpeg as its I/O interrupt callback, so a blocking read returns too.
+     *  Returning non-zero stops the call with REEL_E_CANCELLED; the decoder
+     *  stays usable, and a later call starts afresh. Must be cheap and
+     *  thread-safe (it reads a flag another thread sets). */
+    int (*interrupt)(void *opaque);
+    void *interrupt_opaque; /**< passed to interrupt */
 } reel_decoder_settings;
 
 /** Fills `s` with the defaults documented on each field. */

@@ -70,6 +70,7 @@ int reel__status_from_av(int averr)
     case AVERROR_PATCHWELCOME:      return REEL_E_UNSUPPORTED_CODEC;
     case AVERROR_STREAM_NOT_FOUND:  return REEL_E_NO_VIDEO_STREAM;
     case AVERROR(EINVAL):           return REEL_E_INVALID_ARG;
+    case AVERROR_EXIT:              return REEL_E_CANCELLED; /* the interrupt callback */
     default:                        return averr < 0 ? REEL_E_IO : REEL_OK;
     }
 }

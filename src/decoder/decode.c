@@ -136,6 +136,9 @@ static int seek_to(run *r, int64_t d, int from_start)
     if (e < 0) e = avformat_seek_file(dec->fmt, dec->stream_index, INT64_MIN, ts, ts, 0);
     if (e < 0 && !(dec->fmt->iformat->flags & AVFMT_NO_BYTE_SEEK))
         e = av_seek_frame(dec->fmt, dec->stream_index, 0, AVSEEK_FLAG_BYTE | AVSEEK_FLAG_BACKWARD);
+    if (e < 0 && (e == AVERROR_EXIT || reel__interrupted(dec)))
+        return reel__error_set(r->err, REEL_E_CANCELLED, "%s: interrupted while seeking to frame %lld", dec->name,
+                               (long long)t->frame_of_decode[d]);
     if (e < 0) {
         char eb[128];
         return reel__error_set(r->err, REEL_E_IO, "%s: seek to frame %lld failed: %s", dec->name,
@@ -375,8 +378,13 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
     if (pump && (keep_warm ? all_done(r) : span_done(r, s, e))) return REEL_OK;
     for (;;) {
         if (tail == 0) break;
-        int rd = av_read_frame(dec->fmt, pkt);
+        int rd = reel__interrupted(dec) ? AVERROR_EXIT : av_read_frame(dec->fmt, pkt);
         if (rd == AVERROR(EAGAIN)) continue;
+        if (rd == AVERROR_EXIT) {
+            abort_run(r);
+            return reel__error_set(r->err, REEL_E_CANCELLED, "%s: interrupted before frame %lld", dec->name,
+                                   (long long)t->frame_of_decode[e]);
+        }
         if (rd < 0) {
             /* end of file or damage before e: what was decoded stands; the
              * caller reports frames that never arrived */

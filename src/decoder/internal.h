@@ -85,6 +85,12 @@ struct reel_decoder {
 };
 
 /* Builds dec->table by scanning packets (no decoding). */
+/* 1 if the caller's interrupt callback asks to stop (see reel_decoder_settings). */
+static inline int reel__interrupted(const reel_decoder *dec)
+{
+    return dec->settings.interrupt && dec->settings.interrupt(dec->settings.interrupt_opaque);
+}
+
 int reel__table_scan(reel_decoder *dec, reel_error *err);
 /* Builds dec->table from the mp4/mov sample tables if they are complete;
  * returns REEL_E_INDEX_STALE (no error filled) when it cannot, so the caller scans. */

@@ -65,6 +65,7 @@ static int64_t mem_seek(void *opaque, int64_t offset, int whence)
 static int cb_read(void *opaque, uint8_t *buf, int size)
 {
     reel_decoder *dec = opaque;
+    if (reel__interrupted(dec)) return AVERROR_EXIT;
     int r = dec->io.read(dec->io.opaque, buf, size);
     if (r == 0) return AVERROR_EOF;
     if (r < 0) return AVERROR(EIO);
@@ -241,22 +242,31 @@ static int open_common(reel_decoder *dec, reel_error *err)
     char eb[128];
     int r;
     AVDictionary *opts = NULL;
+    dec->fmt = avformat_alloc_context();
+    if (!dec->fmt) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     if (dec->avio) {
-        dec->fmt = avformat_alloc_context();
-        if (!dec->fmt) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
         dec->fmt->pb = dec->avio;
         dec->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
     }
+    /* FFmpeg polls this in its protocols' blocking reads (file, and later
+     * network input), so an interrupt cuts into a read that would block */
+    dec->fmt->interrupt_callback.callback = dec->settings.interrupt;
+    dec->fmt->interrupt_callback.opaque = dec->settings.interrupt_opaque;
+    if (reel__interrupted(dec)) return reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while opening", dec->name);
     r = avformat_open_input(&dec->fmt, dec->is_file ? dec->name : NULL, NULL, &opts);
     av_dict_free(&opts);
     if (r < 0) {
         int st = reel__status_from_av(r);
+        if (st == REEL_E_CANCELLED || reel__interrupted(dec))
+            return reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while opening", dec->name);
         if (st == REEL_E_CORRUPT) st = REEL_E_NOT_VIDEO;
         if (st == REEL_E_NOT_VIDEO)
             return reel__error_set(err, st, "%s: not a video file (no known container format recognised)", dec->name);
         return reel__error_set(err, st, "%s: cannot open: %s", dec->name, reel__av_err(r, eb, sizeof eb));
     }
     r = avformat_find_stream_info(dec->fmt, NULL);
+    if (r < 0 && (r == AVERROR_EXIT || reel__interrupted(dec)))
+        return reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while opening", dec->name);
     if (r < 0)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: cannot read stream information: %s", dec->name, reel__av_err(r, eb, sizeof eb));
     if ((r = pick_stream(dec, err)) != REEL_OK) return r;

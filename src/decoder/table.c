@@ -177,8 +177,12 @@ int reel__table_scan(reel_decoder *dec, reel_error *err)
     if (!pkt) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     reel__table_free(&dec->table);
     for (;;) {
-        int e = av_read_frame(dec->fmt, pkt);
+        int e = reel__interrupted(dec) ? AVERROR_EXIT : av_read_frame(dec->fmt, pkt);
         if (e == AVERROR_EOF) break;
+        if (e == AVERROR_EXIT) {
+            r = reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while indexing", dec->name);
+            break;
+        }
         if (e < 0) {
             if (e == AVERROR(EAGAIN)) continue;
             /* Damage: keep every frame before it. Decoding them stays exact;

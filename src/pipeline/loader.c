@@ -286,6 +286,16 @@ static void name_thread(const char *stage_name, int id)
 
 /* ---------------------------------------------------------- stage 1: open */
 
+/* The decoder's interrupt callback: shutdown or the watchdog cut the sample
+ * short, so the worker returns from a long decode or a blocking read at the
+ * next packet instead of finishing work nobody will use. */
+static int sample_interrupt(void *opaque)
+{
+    const reel_slot *s = opaque;
+    return atomic_load_explicit((_Atomic int *)s->stop, memory_order_relaxed) ||
+           atomic_load_explicit((atomic_int *)&s->cut, memory_order_relaxed);
+}
+
 static int open_sample(reel_loader *l, reel_slot *s, reel_error *e)
 {
     const reel_dataset_entry *it = &l->ds->items[s->sample];
@@ -294,6 +304,8 @@ static int open_sample(reel_loader *l, reel_slot *s, reel_error *e)
     ds.threads = l->s.decoder_threads;
     ds.index_mode = l->s.index_mode;
     ds.corrupt_policy = l->s.corrupt_policy;
+    ds.interrupt = sample_interrupt;
+    ds.interrupt_opaque = s;
     int st = reel_decoder_open(&s->dec, it->path, &ds, e);
     if (st != REEL_OK) return st;
     const reel_video_info *info = reel_decoder_info(s->dec);
@@ -618,7 +630,10 @@ static void *watchdog_main(void *arg)
                 reel_slot *s = &l->ring.bufs[b].slots[j];
                 pthread_mutex_lock(&s->mu);
                 int late = s->t_begin != 0 && !s->abandoned && s->work_ns + (now - s->t_begin) > limit + grace;
-                if (late) s->abandoned = 1;
+                if (late) {
+                    s->abandoned = 1;
+                    atomic_store(&s->cut, 1); /* the decoder's interrupt: back from FFmpeg soon */
+                }
                 pthread_mutex_unlock(&s->mu);
                 if (!late) continue;
                 /* the worker no longer writes to the slot's results */
@@ -693,6 +708,8 @@ static void *feeder_main(void *arg)
             s->t_begin = 0;
             s->abandoned = 0;
             pthread_mutex_unlock(&s->mu);
+            atomic_store(&s->cut, 0);
+            s->stop = &l->stop;
             s->dec = NULL;
             reel_error_clear(&s->err);
         }

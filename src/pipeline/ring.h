@@ -37,6 +37,10 @@ typedef struct reel_slot {
     int64_t  work_ns;      /* time spent on this attempt in finished stages */
     int64_t  t_begin;      /* when the current stage began; 0: not in work */
     int      abandoned;
+    /* Read lock-free by the decoder's interrupt callback, so an abandoned
+     * or shut-down sample leaves FFmpeg at its next packet or read. */
+    atomic_int cut;              /* set with abandoned */
+    const _Atomic int *stop;     /* the loader's stop flag */
     int      tb_num, tb_den, rotation;
 } reel_slot;
 

@@ -939,3 +939,93 @@ TEST(frame_by_frame_calls_decode_each_frame_once)
         }
     }
 }
+
+/* ------------------------------------------------------------ interrupt */
+
+typedef struct stopper {
+    int64_t calls;      /* times the decoder polled */
+    int64_t stop_after; /* answer "stop" from this many calls on; -1: never */
+} stopper;
+
+static int stopper_poll(void *opaque)
+{
+    stopper *s = opaque;
+    int64_t n = s->calls++;
+    return s->stop_after >= 0 && n >= s->stop_after;
+}
+
+TEST(interrupt_cancels_open_scan_and_decode_and_the_decoder_recovers)
+{
+    char path[4096];
+    reel_synth_params p;
+    tg_path(path, sizeof path, "interrupt.mkv"); /* matroska: the table comes from a packet scan */
+    tg_params(&p, path, "h264", 96, 64, 120, 250, 2);
+    tg_synth(&p);
+    stopper sp = {0, 0};
+    reel_decoder_settings s;
+    reel_decoder_default_settings(&s);
+    s.threads = 2;
+    s.interrupt = stopper_poll;
+    s.interrupt_opaque = &sp;
+    reel_decoder *dec = NULL;
+    reel_error err;
+
+    /* asked to stop before anything: the open fails at once, naming the file */
+    CHECK_STATUS(reel_decoder_open(&dec, path, &s, &err), REEL_E_CANCELLED);
+    CHECK(dec == NULL);
+    TG_CHECK_MSG_HAS(err, path);
+    TG_CHECK_MSG_HAS(err, "interrupted");
+
+    /* a full open polls some number of times; stopping a few polls before the
+     * end cuts the packet scan (or the probing before it) short */
+    sp = (stopper){0, -1};
+    CHECK_OK(reel_decoder_open(&dec, path, &s, &err));
+    int64_t open_polls = sp.calls;
+    CHECK_MSG(open_polls > 120, "the scan of 120 packets polled only %lld times", (long long)open_polls);
+    reel_decoder_close(&dec);
+    sp = (stopper){0, open_polls - 5};
+    CHECK_STATUS(reel_decoder_open(&dec, path, &s, &err), REEL_E_CANCELLED);
+    CHECK(dec == NULL);
+    TG_CHECK_MSG_HAS(err, path);
+
+    /* decoding: frame 100 lies 100 packets past the only keyframe */
+    sp = (stopper){0, -1};
+    CHECK_OK(reel_decoder_open(&dec, path, &s, &err));
+    size_t fb = 96 * 64 * 3;
+    uint8_t *buf = malloc(2 * fb);
+    CHECK(buf != NULL);
+    int64_t want[] = {100, 7};
+    sp = (stopper){0, 20};
+    CHECK_STATUS(reel_decoder_get_frames(dec, want, 2, NULL, buf, 2 * fb, NULL, &err), REEL_E_CANCELLED);
+    TG_CHECK_MSG_HAS(err, path);
+    CHECK_MSG(sp.calls < 40, "the decoder went on for %lld polls after being told to stop at 20", (long long)sp.calls);
+    /* no longer told to stop: the same call succeeds, exactly */
+    sp = (stopper){0, -1};
+    reel_decode_stats st;
+    CHECK_OK(reel_decoder_get_frames(dec, want, 2, NULL, buf, 2 * fb, &st, &err));
+    CHECK_EQ_INT(tg_read_idx(buf, 96, 64), 100);
+    CHECK_EQ_INT(tg_read_idx(buf + fb, 96, 64), 7);
+    reel_decoder_close(&dec);
+
+    /* caller callbacks: the read callback is not even called once stopped */
+    const char *mp4 = video("api.mp4", "h264", 2);
+    file_io f = {fopen(mp4, "rb"), tg_file_size(mp4), 1, 0, 0, 0};
+    CHECK(f.fp != NULL);
+    reel_io io = {&f, fio_read, fio_seek};
+    sp = (stopper){0, -1};
+    CHECK_OK(reel_decoder_open_io(&dec, &io, "io-interrupt", &s, &err));
+    sp.stop_after = sp.calls;
+    int64_t reads = f.read_calls, last = -1;
+    uint8_t *big = malloc((size_t)W * H * 3);
+    CHECK(big != NULL);
+    CHECK_STATUS(reel_decoder_get_frames(dec, &last, 1, NULL, big, (size_t)W * H * 3, NULL, &err), REEL_E_CANCELLED);
+    TG_CHECK_MSG_HAS(err, "io-interrupt");
+    CHECK_EQ_INT(f.read_calls, reads);
+    sp.stop_after = -1;
+    CHECK_OK(reel_decoder_get_frames(dec, &last, 1, NULL, big, (size_t)W * H * 3, NULL, &err));
+    CHECK_EQ_INT(tg_read_idx(big, W, H), N - 1);
+    reel_decoder_close(&dec);
+    fclose(f.fp);
+    free(big);
+    free(buf);
+}
