@@ -120,10 +120,9 @@ def source_of(data: Path) -> str:
 
 
 def dataset_info(source: str) -> tuple:
-    """(number of videos, class names), from a short-lived loader."""
-    with reel.Loader(source, batch_size=1, num_threads=1, open_threads=1, prefetch_batches=1,
-                     shuffle=False, size=16, frames_per_clip=1) as probe:
-        return probe.num_videos, probe.class_names
+    """(number of videos, class names): the folder scan or manifest, no decoding."""
+    info = reel.dataset_info(source)
+    return info["size"], info["class_names"]
 
 
 # ------------------------------------------------------------------ main

@@ -19,7 +19,7 @@ import enum as _enum
 
 from . import _reel
 from ._decoder import DecodeStats, FrameInfo, VideoDecoder, VideoMetadata
-from ._loader import Batch, ClipInfo, Loader
+from ._loader import Batch, ClipInfo, Loader, dataset_info
 from ._reel import (
     CorruptError,
     Frames,
@@ -48,7 +48,7 @@ __all__ = [
     "VideoDecoder", "VideoMetadata", "FrameInfo", "DecodeStats", "Frames",
     "clips_at_random_indices", "clips_at_regular_indices",
     "clips_at_random_timestamps", "clips_at_regular_timestamps",
-    "Loader", "Batch", "ClipInfo",
+    "Loader", "Batch", "ClipInfo", "dataset_info",
     "ReelError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
     "InvalidArgumentError", "NoVideoStreamError", "Status",
     "ffmpeg_versions", "set_ffmpeg_log_level", "__version__",

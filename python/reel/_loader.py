@@ -125,6 +125,16 @@ def _dataset_entries(source: Any) -> Any:
     return entries
 
 
+def dataset_info(source: Any) -> Dict[str, Any]:
+    """``{"size": N, "class_names": [...]}`` of a dataset source as Loader takes
+    it (a folder scanned recursively, a CSV/TSV/JSONL manifest, or a list of
+    paths / (path, label[, start, end]) / dicts), without starting a loader.
+    class_names is empty when labels are integers. Raises NotFoundError for a
+    missing folder or manifest, ReelError for an empty or unreadable one."""
+    src = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
+    return dict(_reel.dataset_info(_dataset_entries(src)))
+
+
 def _settings(
     *, frames_per_clip: int, clips_per_video: int, size: Union[int, Sequence[int]], batch_size: int,
     num_threads: Optional[int], shuffle: bool, seed: int, sampler: str, frame_stride: int,

@@ -2320,20 +2320,37 @@ static PyObject *loader_write_trace(LoaderObject *self, PyObject *arg)
     return res;
 }
 
-static PyObject *loader_dataset_info(LoaderObject *self, PyObject *unused)
+/* {'size', 'class_names'} of a dataset (a folder, a manifest, or C entries
+ * as _loader._dataset_entries makes them), without starting a loader. */
+static PyObject *dataset_info_dict(const reel_dataset *ds)
 {
-    (void)unused;
-    if (loader_check(self) < 0) return NULL;
-    size_t n = reel_dataset_size(self->ds), nc = reel_dataset_num_classes(self->ds);
+    size_t n = reel_dataset_size(ds), nc = reel_dataset_num_classes(ds);
     PyObject *names = PyList_New((Py_ssize_t)nc);
     for (size_t i = 0; names && i < nc; i++) {
-        const char *s = reel_dataset_class_name(self->ds, (int64_t)i);
+        const char *s = reel_dataset_class_name(ds, (int64_t)i);
         PyObject *v = PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
         if (!v) { Py_CLEAR(names); break; }
         PyList_SET_ITEM(names, (Py_ssize_t)i, v);
     }
     if (!names) return NULL;
     return Py_BuildValue("{s:n,s:N}", "size", (Py_ssize_t)n, "class_names", names);
+}
+
+static PyObject *mod_dataset_info(PyObject *module, PyObject *source)
+{
+    reel_state *st = PyModule_GetState(module);
+    reel_dataset *ds = NULL;
+    if (loader_build_dataset(st, source, &ds) < 0) return NULL;
+    PyObject *d = dataset_info_dict(ds);
+    reel_dataset_free(&ds);
+    return d;
+}
+
+static PyObject *loader_dataset_info(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (loader_check(self) < 0) return NULL;
+    return dataset_info_dict(self->ds);
 }
 
 static PyObject *loader_get_closed(LoaderObject *self, void *c) { (void)c; return PyBool_FromLong(self->closing || !self->loader); }
@@ -2483,6 +2500,8 @@ static PyMethodDef module_methods[] = {
       "set_ffmpeg_log_level(level)\n--\n\n0 quiet, 1 errors, 2 warnings, 3 info (process-wide)." },
     { "strerror", mod_strerror, METH_O, "strerror(status)\n--\n\nDescription of a status code." },
     { "loader_defaults", mod_loader_defaults, METH_NOARGS, "loader_defaults()\n--\n\nThe C loader's default settings." },
+    { "dataset_info", mod_dataset_info, METH_O,
+      "dataset_info(source)\n--\n\n{'size', 'class_names'} of a folder, a manifest or a list of entries." },
     { "_frames_from_bytes", mod_frames_from_bytes, METH_VARARGS, NULL },
     { "_synth_write", (PyCFunction)(void (*)(void))mod_synth_write, METH_VARARGS | METH_KEYWORDS,
       "Private: writes a test video whose frames carry their index." },

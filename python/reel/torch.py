@@ -26,7 +26,7 @@ import torch
 import torch.utils.data
 
 from ._decoder import VideoDecoder
-from ._loader import ClipInfo, Loader
+from ._loader import ClipInfo, Loader, dataset_info
 from ._samplers import (
     clips_at_random_indices,
     clips_at_random_timestamps,
@@ -194,6 +194,26 @@ class VideoDataset(torch.utils.data.IterableDataset):
         self._epoch: Optional[int] = None
         self._loader: Optional[Loader] = None
         self._key: Optional[Tuple[int, int, int]] = None
+        self._resume: Optional[Dict[str, Any]] = None  # from load_state_dict, for the next iter()
+        self._num_videos: Optional[int] = None
+
+    def __len__(self) -> int:
+        """Items one ``iter()`` yields in this process: batches (``clips=False``)
+        or clips (``clips=True``) of this rank's share of an epoch, counted as
+        with ``num_workers=0``. With DataLoader workers every worker pads or
+        drops its own share, so the total can differ by a batch per worker."""
+        if self._num_videos is None:
+            self._num_videos = int(dataset_info(self.source)["size"])
+        n = self._num_videos
+        rank, world = self.distributed()
+        shard = self.loader_args.get("shard", "pad")
+        per_rank = -(-n // world) if shard == "pad" else n // world
+        batch = int(self.loader_args.get("batch_size", 32))
+        drop_last = bool(self.loader_args.get("drop_last", False))
+        if self.clips:  # the loader's batches, cut into clips
+            videos = per_rank // batch * batch if drop_last else per_rank
+            return videos * int(self.loader_args.get("clips_per_video", 1))
+        return per_rank // batch if drop_last else -(-per_rank // batch)
 
     # ------------------------------------------------------------ sharding
     def distributed(self) -> Tuple[int, int]:
@@ -244,10 +264,44 @@ class VideoDataset(torch.utils.data.IterableDataset):
         self._key = key
         return self._loader
 
+    def state_dict(self) -> Dict[str, Any]:
+        """Where the next ``iter()`` would resume: this process's loader state
+        (epoch and position after the last item handed out), as
+        :meth:`reel.Loader.state_dict`. Mid-epoch resume is for
+        ``num_workers=0`` (the recommended setting), where the loader lives in
+        this process. Before any iteration here (and so with DataLoader
+        workers, whose loaders live in the workers) it is the short form
+        ``{"epoch": e, "position": 0}``; with workers, resume at an epoch
+        boundary with ``set_epoch(e)``."""
+        if self._resume is not None:
+            return dict(self._resume)
+        loader = self.loader
+        if loader is None:
+            return {"epoch": self._epoch if self._epoch is not None else 0, "position": 0}
+        return loader.state_dict()
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Makes the next ``iter()`` resume at ``state`` (from :meth:`state_dict`
+        of a dataset with the same source, seed, batch and shard settings):
+        the rest of that epoch, exactly the items an uninterrupted run would
+        have yielded. Later epochs follow as usual."""
+        if "epoch" not in state or "position" not in state:
+            raise ValueError("state must come from VideoDataset.state_dict() or Loader.state_dict()")
+        self._resume = dict(state)
+        self._epoch = None
+
     def __iter__(self) -> Iterator[Any]:
         """One epoch of this process's share."""
         loader = self._get_loader()
         state = loader.state_dict()
+        if self._resume is not None:
+            resume, self._resume = self._resume, None
+            if "version" in resume:
+                loader.load_state_dict(resume)
+            else:  # the short form state_dict() gives before any loader exists
+                state.update(epoch=int(resume["epoch"]), position=int(resume["position"]))
+                loader.load_state_dict(state)
+            return _DatasetIterator(loader, self.clips, torch.utils.data.get_worker_info() is not None)
         if self._epoch is not None:
             epoch = self._epoch
         else:  # the next epoch; one left unfinished is not resumed
@@ -284,6 +338,7 @@ class VideoDataset(torch.utils.data.IterableDataset):
         state = self.__dict__.copy()
         state["_loader"] = None
         state["_key"] = None
+        state["_resume"] = None  # mid-epoch resume is for num_workers=0 (state_dict's doc)
         if self.rank is None:  # a spawned worker has no process group: take it along
             dist = torch.distributed
             if dist.is_available() and dist.is_initialized():

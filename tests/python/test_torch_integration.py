@@ -113,6 +113,71 @@ def test_clip_mode_collates(videos):
     assert not any(bool(p) for b in batches for p in b.padded)
 
 
+# ---------------------------------------------------------------- len, state_dict
+@pytest.mark.parametrize("rank,world,shard,drop_last", [(0, 1, "pad", False), (1, 2, "pad", False),
+                                                         (2, 5, "pad", False), (2, 5, "drop", False),
+                                                         (0, 1, "pad", True), (1, 3, "drop", True)])
+def test_len_is_what_one_epoch_yields(videos, rank, world, shard, drop_last):
+    kw = {**KW, "shard": shard, "drop_last": drop_last}
+    for clips in (False, True):
+        ds = rt.VideoDataset(videos, clips=clips, rank=rank, world_size=world, **kw)
+        n = len(ds)
+        got = sum(1 for _ in torch.utils.data.DataLoader(ds, batch_size=None))
+        assert n == got > 0, (clips, n, got)
+        ds.close()
+
+
+def test_len_of_a_folder_and_dataset_info(tmp_path):
+    for i in range(7):
+        d = tmp_path / f"class_{i % 3}"
+        d.mkdir(exist_ok=True)
+        _reel._synth_write(str(d / f"v{i}.mp4"), width=64, height=48, frames=12, gop=6, seed=i + 1)
+    info = reel.dataset_info(tmp_path)
+    assert info == {"size": 7, "class_names": ["class_0", "class_1", "class_2"]}
+    assert reel.dataset_info([("a.mp4", 1), ("b.mp4", 0)])["size"] == 2  # a list is not opened
+    ds = rt.VideoDataset(tmp_path, frames_per_clip=2, size=32, batch_size=3, num_threads=1)
+    assert len(ds) == 3 and sum(1 for _ in ds) == 3  # 7 videos, batches of 3
+    ds.close()
+    with pytest.raises(reel.NotFoundError):
+        reel.dataset_info(tmp_path / "missing")
+
+
+def test_state_dict_resumes_mid_epoch_exactly(videos):
+    """Stop after 2 batches of epoch 1, save, rebuild, load: the rest of the
+    epoch is the same batches, byte for byte, and epoch 2 follows."""
+    def rows(batches):
+        return [[(c.sample, c.clip, tuple(c.frame_indices), digest(b.frames[i])) for i, c in enumerate(b.info)]
+                for b in batches]
+
+    ref = rt.VideoDataset(videos, **KW)
+    ref_dl = torch.utils.data.DataLoader(ref, batch_size=None)
+    rows(ref_dl)                            # epoch 0
+    epoch1, epoch2 = rows(ref_dl), rows(ref_dl)
+    ref.close()
+
+    ds = rt.VideoDataset(videos, **KW)
+    assert ds.state_dict() == {"epoch": 0, "position": 0}
+    dl = torch.utils.data.DataLoader(ds, batch_size=None)
+    rows(dl)                                # epoch 0
+    it = iter(dl)
+    head = rows([next(it), next(it)])
+    assert head == epoch1[:2]
+    state = ds.state_dict()
+    assert (state["epoch"], state["position"]) == (1, 2 * KW["batch_size"])
+    del it
+    ds.close()
+
+    again = rt.VideoDataset(videos, **KW)
+    again.load_state_dict(pickle.loads(pickle.dumps(state)))
+    assert again.state_dict() == state      # pending until the next iter()
+    dl2 = torch.utils.data.DataLoader(again, batch_size=None)
+    assert rows(dl2) == epoch1[2:]
+    assert rows(dl2) == epoch2
+    with pytest.raises(ValueError):
+        again.load_state_dict({"position": 3})
+    again.close()
+
+
 # ---------------------------------------------------------------- sharding: ranks x workers
 @pytest.mark.parametrize("workers", [0, 2])
 def test_ranks_and_workers_are_disjoint_and_cover(videos, workers):
