@@ -239,7 +239,8 @@ typedef struct reel_loader_settings {
      *  it, a sample fails with REEL_E_TIMEOUT at its next frame; one still
      *  inside the decoder a grace later (limit/4, at least 20 ms) is
      *  abandoned by a watchdog so its batch goes on without it (never
-     *  replaced), and its thread rejoins the pool when the decoder returns. */
+     *  replaced); its decoder is interrupted at the next packet or read
+     *  (reel_decoder_settings.interrupt) and its thread rejoins the pool. */
     double   sample_time_limit;
 
     int      open_threads;      /**< stage 1 (open and index); 0: cores/4, at least 1 */

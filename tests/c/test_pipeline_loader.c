@@ -1037,6 +1037,21 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
     CHECK_OK(reel_loader_release(l, b));
     CHECK_OK(reel_loader_next(l, &b, &err));
     CHECK(b == NULL);
-    reel_loader_destroy(&l); /* joins the worker once its decode returns */
+    /* The abandoned sample's decoder is interrupted at its next packet, so
+     * its worker comes back about when the watchdog gives up on it (limit
+     * plus grace plus one watchdog period, 1.5 x limit), not after the whole
+     * long decode (at least 3 x limit). Wait for it, then compare. */
+    reel_loader_metrics m;
+    for (int tries = 0; tries < 3000; tries++) {
+        CHECK_OK(reel_loader_get_metrics(l, &m));
+        if (m.stages[REEL_STAGE_DECODE].items >= 3) break;
+        struct timespec nap = {0, 10000000};
+        nanosleep(&nap, NULL);
+    }
+    CHECK_EQ_INT(m.stages[REEL_STAGE_DECODE].items, 3);
+    double busy = m.stages[REEL_STAGE_DECODE].busy_seconds;
+    CHECK_MSG(busy < 0.8 * long_s, "decode stage busy %.3f s: the abandoned decode ran on (limit %.3f s, whole "
+              "decode %.3f s)", busy, limit, long_s);
+    reel_loader_destroy(&l);
     reel_dataset_free(&ds);
 }
