@@ -40,7 +40,8 @@ typedef enum reel_status {
     REEL_E_TIMEOUT           = -12, /**< a per-sample time limit ran out */
     REEL_E_CANCELLED         = -13, /**< the operation was stopped by shutdown */
     REEL_E_EMPTY             = -14, /**< a dataset with nothing in it */
-    REEL_E_INTERNAL          = -15  /**< a bug in reel or FFmpeg; please report */
+    REEL_E_INTERNAL          = -15, /**< a bug in reel or FFmpeg; please report */
+    REEL_E_AGAIN             = -16  /**< nothing ready within the wait; call again */
 } reel_status;
 
 /** Size of the message buffer inside reel_error. */

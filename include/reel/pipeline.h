@@ -390,6 +390,14 @@ REEL_API int reel_loader_create(reel_loader **out, reel_dataset *ds,
  *  call goes on with the following batch). */
 REEL_API int reel_loader_next(reel_loader *l, reel_batch **out, reel_error *err);
 
+/** reel_loader_next, waiting at most `timeout_s` seconds (0: only look).
+ *  With no batch by then it returns REEL_E_AGAIN with *out = NULL and
+ *  changes nothing: call again to go on waiting (REEL_E_TIMEOUT stays the
+ *  status of a sample over its time limit, under REEL_ON_ERROR_RAISE). Lets a consumer watch for
+ *  stalls or stay responsive (the Python binding waits in slices so that
+ *  Ctrl-C works). REEL_E_INVALID_ARG for a negative or NaN timeout. */
+REEL_API int reel_loader_next_timed(reel_loader *l, reel_batch **out, double timeout_s, reel_error *err);
+
 /** Gives a batch's buffer back to the ring. Any thread. Each batch must be
  *  released exactly once; a batch may be held across epochs and restores. */
 REEL_API int reel_loader_release(reel_loader *l, reel_batch *batch);

@@ -353,9 +353,15 @@ class Loader:
         """Batches to the end of the current epoch."""
         return _EpochIterator(self)
 
-    def next_batch(self) -> Optional[Batch]:
-        """The next batch, or None at the end of an epoch (then the next epoch starts)."""
-        item = self._loader.next()
+    def next_batch(self, timeout: Optional[float] = None) -> Optional[Batch]:
+        """The next batch, or None at the end of an epoch (then the next epoch starts).
+
+        Waits as long as it takes, or at most ``timeout`` seconds, then raises
+        TimeoutError (nothing is lost: call again to go on waiting). The wait
+        releases the GIL and stops for Ctrl-C (KeyboardInterrupt)."""
+        if timeout is not None and not timeout >= 0:
+            raise ValueError(f"timeout must be >= 0 seconds, not {timeout!r}")
+        item = self._loader.next() if timeout is None else self._loader.next(float(timeout))
         if item is None:
             return None
         frames, labels, clips, meta = item

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "reel/reel.h"
@@ -160,6 +161,7 @@ static const struct { int status; const char *name; } status_names[] = {
     { REEL_E_CANCELLED, "CANCELLED" },
     { REEL_E_EMPTY, "EMPTY" },
     { REEL_E_INTERNAL, "INTERNAL" },
+    { REEL_E_AGAIN, "AGAIN" },
 };
 
 static PyObject *error_class(reel_state *st, int status)
@@ -2078,9 +2080,21 @@ static const char *failure_path(reel_loader *l, const char *message, reel_failur
     return NULL;
 }
 
-static PyObject *loader_next(LoaderObject *self, PyObject *unused)
+static double monotonic_s(void)
 {
-    (void)unused;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static PyObject *loader_next(LoaderObject *self, PyObject *args)
+{
+    double timeout = -1.0;
+    if (!PyArg_ParseTuple(args, "|d:next", &timeout)) return NULL;
+    if (timeout != timeout) {
+        PyErr_SetString(PyExc_ValueError, "reel.Loader: timeout is NaN");
+        return NULL;
+    }
     if (loader_check(self) < 0) return NULL;
     int ends_epoch = self->cur_batches >= 0 && self->delivered >= self->cur_batches;
     int finished = self->epochs > 0 && self->epoch >= self->epochs;
@@ -2099,12 +2113,30 @@ static PyObject *loader_next(LoaderObject *self, PyObject *unused)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    /* The lock stays held until the batch has its handle (outstanding > 0),
-     * so a close() from another thread cannot free it in between. */
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    r = self->loader ? reel_loader_next(self->loader, &b, &err) : REEL_E_CANCELLED;
-    Py_END_ALLOW_THREADS
+    /* The wait goes in slices of at most 0.1 s, with the GIL taken back in
+     * between to run signal handlers: Ctrl-C stops a long wait. The lock
+     * stays held from the call that returns a batch until the batch has its
+     * handle (outstanding > 0), so a close() from another thread cannot free
+     * it in between. */
+    const double t_start = monotonic_s();
+    for (;;) {
+        double slice = 0.1;
+        if (timeout >= 0) {
+            double left = timeout - (monotonic_s() - t_start);
+            slice = left < 0 ? 0 : left < slice ? left : slice;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        r = self->loader ? reel_loader_next_timed(self->loader, &b, slice, &err) : REEL_E_CANCELLED;
+        if (r == REEL_E_AGAIN) PyThread_release_lock(self->lock);
+        Py_END_ALLOW_THREADS
+        if (r != REEL_E_AGAIN) break;
+        if (PyErr_CheckSignals() < 0) return NULL;
+        if (timeout >= 0 && monotonic_s() - t_start >= timeout) {
+            PyErr_Format(PyExc_TimeoutError, "reel.Loader: no batch within %g s", timeout);
+            return NULL;
+        }
+    }
     BatchHandleObject *h = NULL;
     if (r == REEL_OK && b) {
         h = (BatchHandleObject *)st->BatchHandleType->tp_alloc(st->BatchHandleType, 0);
@@ -2358,8 +2390,9 @@ static PyObject *loader_get_outstanding(LoaderObject *self, void *c) { (void)c; 
 static PyObject *loader_get_ring_size(LoaderObject *self, void *c) { (void)c; return PyLong_FromLongLong(self->ring_size); }
 
 static PyMethodDef loader_methods[] = {
-    { "next", (PyCFunction)loader_next, METH_NOARGS,
-      "next()\n--\n\n(frames, labels, clips, meta) for the next batch, or None at the end of an epoch." },
+    { "next", (PyCFunction)loader_next, METH_VARARGS,
+      "next(timeout=-1.0)\n--\n\n(frames, labels, clips, meta) for the next batch, or None at the end of an epoch;\n"
+      "TimeoutError when timeout >= 0 seconds pass first." },
     { "close", (PyCFunction)loader_close, METH_NOARGS,
       "close()\n--\n\nStops the loader; it is freed once every batch handed out is freed." },
     { "get_state", (PyCFunction)loader_get_state, METH_NOARGS, "get_state()\n--\n\n(epoch, position)." },

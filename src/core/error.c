@@ -33,6 +33,7 @@ const char *reel_strerror(int status)
     case REEL_E_CANCELLED:         return "cancelled";
     case REEL_E_EMPTY:             return "empty dataset";
     case REEL_E_INTERNAL:          return "internal error";
+    case REEL_E_AGAIN:             return "not ready yet, try again";
     default:                       return "unknown error";
     }
 }

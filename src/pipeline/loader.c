@@ -16,6 +16,7 @@
 #include "pipeline/sampler.h"
 #include "pipeline/trace.h"
 
+#include <errno.h>
 #include <stdatomic.h>
 #if defined(__GLIBC__) || defined(__linux__)
 #include <malloc.h>
@@ -1023,11 +1024,21 @@ static void end_epoch(reel_loader *l)
     }
 }
 
-int reel_loader_next(reel_loader *l, reel_batch **out, reel_error *err)
+/* timeout_s < 0: wait as long as it takes. */
+static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_error *err)
 {
     if (!l || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
     *out = NULL;
+    if (timeout_s != timeout_s) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: timeout is NaN");
     int64_t t_in = reel__clock_ns();
+    struct timespec deadline;
+    if (timeout_s >= 0) {
+        clock_gettime(CLOCK_REALTIME, &deadline); /* the ring's condition variable runs on CLOCK_REALTIME */
+        double whole = timeout_s > 1e9 ? 1e9 : timeout_s;
+        int64_t ns = (int64_t)deadline.tv_nsec + (int64_t)((whole - (double)(int64_t)whole) * 1e9);
+        deadline.tv_sec += (time_t)whole + (time_t)(ns / 1000000000);
+        deadline.tv_nsec = (long)(ns % 1000000000);
+    }
     if (l->last_return) {
         atomic_fetch_add(&l->model_ns, t_in - l->last_return);
         reel__trace_add(&l->trace, l->consumer_track, "model", NULL, l->last_return, t_in, -1);
@@ -1047,12 +1058,29 @@ int reel_loader_next(reel_loader *l, reel_batch **out, reel_error *err)
         return REEL_OK;
     }
     reel_batchbuf *bb = NULL;
+    int timed_out = 0;
     for (;;) {
         bb = l->s.ordered ? reel__ring_find_ready_seq(r, l->next_seq)
                           : reel__ring_find_ready_epoch(r, l->cur_epoch);
         if (bb) break;
         if (stopping(l)) break;
-        pthread_cond_wait(&r->cond, &r->mu);
+        if (timeout_s < 0) {
+            pthread_cond_wait(&r->cond, &r->mu);
+        } else if (timed_out) {
+            break;
+        } else if (pthread_cond_timedwait(&r->cond, &r->mu, &deadline) == ETIMEDOUT) {
+            timed_out = 1; /* one last look for a batch, then give up */
+        }
+    }
+    if (!bb && timed_out && !stopping(l)) {
+        pthread_mutex_unlock(&r->mu);
+        /* the wait so far was data time; what the caller does before asking
+         * again is its own (model) time, as after a batch */
+        int64_t t_out = reel__clock_ns();
+        atomic_fetch_add(&l->data_ns, t_out - t_in);
+        reel__trace_add(&l->trace, l->consumer_track, "wait for batch (timed out)", NULL, t_in, t_out, -1);
+        l->last_return = t_out;
+        return reel__error_set(err, REEL_E_AGAIN, "loader: no batch within %g s", timeout_s);
     }
     if (!bb) {
         pthread_mutex_unlock(&r->mu);
@@ -1080,6 +1108,17 @@ int reel_loader_next(reel_loader *l, reel_batch **out, reel_error *err)
     reel__trace_add(&l->trace, l->consumer_track, "wait for batch", NULL, t_in, t_out, bb->seq);
     l->last_return = t_out;
     return st;
+}
+
+int reel_loader_next(reel_loader *l, reel_batch **out, reel_error *err)
+{
+    return loader_next(l, out, -1.0, err);
+}
+
+int reel_loader_next_timed(reel_loader *l, reel_batch **out, double timeout_s, reel_error *err)
+{
+    if (timeout_s < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: timeout must be >= 0");
+    return loader_next(l, out, timeout_s, err);
 }
 
 int reel_loader_release(reel_loader *l, reel_batch *batch)

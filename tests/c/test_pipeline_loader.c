@@ -1055,3 +1055,55 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
     reel_loader_destroy(&l);
     reel_dataset_free(&ds);
 }
+
+TEST(timed_next_times_out_while_the_ring_is_held_and_changes_nothing)
+{
+    reel_dataset *ds = dataset_of_videos(4);
+    reel_loader_settings s = readable_settings();
+    s.prefetch_batches = 2;
+    reel_loader *l = NULL;
+    reel_error err;
+    /* the reference: the same epoch with plain next */
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    int n_ref;
+    uint64_t *ref = run_epoch(l, s.sampler.frames_per_clip, &n_ref);
+    reel_loader_destroy(&l);
+    CHECK(n_ref >= 4);
+
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    reel_batch *b = NULL;
+    CHECK_STATUS(reel_loader_next_timed(l, &b, -1.0, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_loader_next_timed(l, &b, (double)NAN, &err), REEL_E_INVALID_ARG);
+    reel_batch *held[2];
+    CHECK_OK(reel_loader_next_timed(l, &held[0], 30.0, &err));
+    CHECK_OK(reel_loader_next_timed(l, &held[1], 30.0, &err));
+    CHECK(held[0] && held[1]);
+    /* both ring buffers are out: nothing can be made, so a wait must end */
+    for (int k = 0; k < 3; k++) {
+        b = (reel_batch *)&err; /* overwritten with NULL */
+        CHECK_STATUS(reel_loader_next_timed(l, &b, k == 0 ? 0.0 : 0.05, &err), REEL_E_AGAIN);
+        CHECK(b == NULL);
+        CHECK_MSG(strstr(err.message, "no batch within") != NULL, "message: %s", err.message);
+    }
+    int n = 0;
+    uint64_t got[1024];
+    got[n++] = batch_digest(held[0], s.sampler.frames_per_clip);
+    got[n++] = batch_digest(held[1], s.sampler.frames_per_clip);
+    CHECK_OK(reel_loader_release(l, held[0]));
+    CHECK_OK(reel_loader_release(l, held[1]));
+    for (;;) { /* the rest of the epoch: as if nothing had timed out */
+        CHECK_OK(reel_loader_next_timed(l, &b, 30.0, &err));
+        if (!b) break;
+        CHECK(n < 1024);
+        got[n++] = batch_digest(b, s.sampler.frames_per_clip);
+        CHECK_OK(reel_loader_release(l, b));
+    }
+    CHECK_EQ_INT(n, n_ref);
+    for (int i = 0; i < n; i++) CHECK_MSG(got[i] == ref[i], "batch %d differs after timeouts", i);
+    reel_loader_metrics m;
+    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_EQ_INT(m.batches, n_ref);
+    free(ref);
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}

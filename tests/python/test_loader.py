@@ -281,3 +281,60 @@ def test_torch_loader(dataset, torch):
         assert labels.tolist() == [i.label for i in info]
         x, y = batches[1].frames, batches[1].labels
         assert x.dtype == torch.uint8 and y.dtype == torch.int64
+
+
+# ---------------------------------------------------------------- waiting: timeout and Ctrl-C
+@pytest.fixture(scope="module")
+def slow_video(synth):
+    """One long GOP: its last frame needs every frame before it decoded."""
+    return synth(width=640, height=360, frames=800, gop=800, bframes=0)
+
+
+def _slow_loader(slow_video):
+    # the last frame of the long GOP, decoded by one thread with one FFmpeg thread
+    return reel.Loader([(slow_video, 0)], frames_per_clip=1, size=(360, 640), crop=None, layout="BTHWC",
+                       batch_size=1, shuffle=False,
+                       sampler="regular", sampling_range_start=-1, num_threads=1, decoder_threads=1,
+                       open_threads=1)
+
+
+def test_next_batch_timeout_raises_and_loses_nothing(slow_video):
+    with _slow_loader(slow_video) as loader:
+        with pytest.raises(TimeoutError, match="no batch within"):
+            loader.next_batch(timeout=0.001)  # 800 frames of 640x360 take far longer
+        with pytest.raises(ValueError):
+            loader.next_batch(timeout=-1)
+        b = loader.next_batch(timeout=120)   # the same batch, still coming
+        assert b is not None and [c.frame_indices for c in b.info] == [(799,)]
+        assert read_indices(b.frames) == [799]
+        del b
+        assert loader.next_batch(timeout=120) is None  # end of the epoch
+        assert loader.metrics()["batches"] == 1
+
+
+def test_ctrl_c_stops_a_long_wait(slow_video):
+    """SIGINT while waiting for a batch raises KeyboardInterrupt at once, not
+    after the batch is ready (the GIL is taken back every 0.1 s)."""
+    import signal
+    import threading
+    import time
+
+    t0 = time.perf_counter()
+    with reel.VideoDecoder(slow_video, threads=1, size=(32, 32)) as dec:
+        dec.get_frames_at([799])
+    decode_s = time.perf_counter() - t0
+    if decode_s < 0.6:
+        pytest.skip(f"the long decode takes only {decode_s:.2f} s here: too short to tell an early interrupt")
+    main = threading.get_ident()
+    with _slow_loader(slow_video) as loader:
+        timer = threading.Timer(0.05, lambda: signal.pthread_kill(main, signal.SIGINT))
+        t0 = time.perf_counter()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            loader.next_batch()
+        waited = time.perf_counter() - t0
+        timer.join()
+        assert waited < 0.5 * decode_s, (waited, decode_s)
+        b = loader.next_batch()                  # the loader goes on
+        assert [c.frame_indices for c in b.info] == [(799,)]
+        del b
