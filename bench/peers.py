@@ -71,7 +71,9 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _common import (ROOT, command_line, cpu_model, die, find_built, fmt_fps, load_summary, log, reel_version,
+                     sample_load, write_doc, write_results)
+
 SECTION = "## Peers (issue 4)"
 TOOLS = ["reel", "torchcodec", "decord", "pyav"]
 WORKLOADS = ["random", "loader", "seq"]
@@ -91,15 +93,6 @@ SEED = 2024
 PEER_PIP = {"torchcodec": "torchcodec", "decord": "decord", "pyav": "av"}
 PEER_MODULE = {"torchcodec": "torchcodec", "decord": "decord", "pyav": "av", "reel": "reel"}
 TORCHCODEC_TRIES = 8
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def die(msg):
-    log("peers.py: " + msg)
-    sys.exit(1)
 
 
 # ====================================================================== worker side
@@ -380,27 +373,28 @@ def w_torchcodec(args, videos, chk):
     return n_frames, time.perf_counter() - t0, extra
 
 
-# ---------------------------------------------------------------- decord
+# ---------------------------------------------------------------- decord and PyAV
 
-def w_decord(args, videos, chk):
-    import numpy as np
-    import torch
-    import decord
+def _run_serial(args, videos, chk, frames_at, read_clip, frames_of):
+    """The three workloads in this process, for the tools without a loader of their
+    own (decord, PyAV), given the tool's three ways of reading:
+      frames_at(path, req)  (a): the frames at the indices req, in that order, [N, H, W, 3]
+      read_clip(path, rng)  (b): (one clip [CLIP_FRAMES, OUT, OUT, 3] uint8 from a start
+                            it draws with rng, that start); the samples go in a seeded
+                            random order, BATCH clips stacked into a [B, 8, 3, 224, 224] tensor
+      frames_of(path)       (c): every frame of the video in order, [H, W, 3] each
+    Returns (frames, wall seconds, {}) as the w_* functions do."""
     n_frames = 0
     if args.workload == "random":
         reqs = random_requests(videos, SECONDS * FPS)
         t0 = time.perf_counter()
         for (path, _), req in zip(videos, reqs):
-            vr = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=args.workers)
-            # sorted: decord decodes forward through sorted indices, and seeks back
-            # for each step back (in the request order it is about 3x slower on GOP 250)
-            order = sorted(range(len(req)), key=req.__getitem__)
-            fr = vr.get_batch([req[k] for k in order]).asnumpy()     # [10, H, W, 3]
-            fr = fr[np.argsort(order)]                                # back to the request order
-            del vr
+            fr = frames_at(path, req)
             chk.check(fr, req, "HWC")
             n_frames += fr.shape[0]
     elif args.workload == "loader":
+        import numpy as np
+        import torch
         samples = loader_samples(videos, args.clips)
         rng = random.Random(0)
         order = list(range(len(samples)))
@@ -410,13 +404,10 @@ def w_decord(args, videos, chk):
             clips, labels, reqs = [], [], []
             for s in order[b:b + BATCH]:
                 path, label = samples[s]
-                vr = decord.VideoReader(path, ctx=decord.cpu(0), width=OUT, height=OUT, num_threads=args.workers)
-                start = rng.randint(0, len(vr) - CLIP_FRAMES)
-                idx = list(range(start, start + CLIP_FRAMES))
-                clips.append(vr.get_batch(idx).asnumpy())     # [8, 224, 224, 3]
-                del vr
+                clip, start = read_clip(path, rng)
+                clips.append(clip)
                 labels.append(label)
-                reqs += idx
+                reqs += range(start, start + CLIP_FRAMES)
             x = torch.from_numpy(np.stack(clips)).permute(0, 1, 4, 2, 3).contiguous()   # [B, 8, 3, 224, 224]
             y = torch.tensor(labels)
             chk.check(x, reqs, "CHW")
@@ -425,13 +416,35 @@ def w_decord(args, videos, chk):
     else:  # seq
         t0 = time.perf_counter()
         for path, _ in videos:
-            vr = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=args.workers)
-            for k in range(len(vr)):
-                fr = vr.next().asnumpy()
+            for k, fr in enumerate(frames_of(path)):
                 chk.check(fr[None], [k], "HWC")
                 n_frames += 1
-            del vr
     return n_frames, time.perf_counter() - t0, {}
+
+
+def w_decord(args, videos, chk):
+    import numpy as np
+    import decord
+
+    def frames_at(path, req):
+        vr = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=args.workers)
+        # sorted: decord decodes forward through sorted indices, and seeks back
+        # for each step back (in the request order it is about 3x slower on GOP 250)
+        order = sorted(range(len(req)), key=req.__getitem__)
+        fr = vr.get_batch([req[k] for k in order]).asnumpy()     # [10, H, W, 3]
+        return fr[np.argsort(order)]                              # back to the request order
+
+    def read_clip(path, rng):
+        vr = decord.VideoReader(path, ctx=decord.cpu(0), width=OUT, height=OUT, num_threads=args.workers)
+        start = rng.randint(0, len(vr) - CLIP_FRAMES)
+        return vr.get_batch(list(range(start, start + CLIP_FRAMES))).asnumpy(), start    # [8, 224, 224, 3]
+
+    def frames_of(path):
+        vr = decord.VideoReader(path, ctx=decord.cpu(0), num_threads=args.workers)
+        for _ in range(len(vr)):
+            yield vr.next().asnumpy()
+
+    return _run_serial(args, videos, chk, frames_at, read_clip, frames_of)
 
 
 # ---------------------------------------------------------------- PyAV
@@ -478,55 +491,31 @@ def _av_frames_at(av, path, req, width=None, height=None):
 
 def w_pyav(args, videos, chk):
     import numpy as np
-    import torch
     import av
-    n_frames = 0
-    if args.workload == "random":
-        reqs = random_requests(videos, SECONDS * FPS)
-        t0 = time.perf_counter()
-        for (path, _), req in zip(videos, reqs):
-            fr = np.stack(_av_frames_at(av, path, req))
-            chk.check(fr, req, "HWC")
-            n_frames += fr.shape[0]
-    elif args.workload == "loader":
-        samples = loader_samples(videos, args.clips)
-        rng = random.Random(0)
-        order = list(range(len(samples)))
-        rng.shuffle(order)
-        t0 = time.perf_counter()
-        for b in range(0, len(order), BATCH):
-            clips, labels, reqs = [], [], []
-            for s in order[b:b + BATCH]:
-                path, label = samples[s]
-                c, st, pts_of = _av_open(av, path)
-                n = st.frames
-                start = rng.randint(0, n - CLIP_FRAMES)
-                c.seek(pts_of(start), stream=st, backward=True, any_frame=False)
-                clip = []
-                for frame in c.decode(st):
-                    if frame.pts is not None and frame.pts >= pts_of(start):
-                        clip.append(frame.reformat(width=OUT, height=OUT, format="rgb24").to_ndarray())
-                        if len(clip) == CLIP_FRAMES:
-                            break
-                c.close()
-                clips.append(np.stack(clip))
-                labels.append(label)
-                reqs += range(start, start + CLIP_FRAMES)
-            x = torch.from_numpy(np.stack(clips)).permute(0, 1, 4, 2, 3).contiguous()
-            y = torch.tensor(labels)
-            chk.check(x, reqs, "CHW")
-            n_frames += x.shape[0] * x.shape[1]
-            del x, y, clips
-    else:  # seq
-        t0 = time.perf_counter()
-        for path, _ in videos:
-            c, s, _ = _av_open(av, path)
-            for k, frame in enumerate(c.decode(s)):
-                fr = frame.to_ndarray(format="rgb24")
-                chk.check(fr[None], [k], "HWC")
-                n_frames += 1
-            c.close()
-    return n_frames, time.perf_counter() - t0, {}
+
+    def frames_at(path, req):
+        return np.stack(_av_frames_at(av, path, req))
+
+    def read_clip(path, rng):
+        c, st, pts_of = _av_open(av, path)
+        start = rng.randint(0, st.frames - CLIP_FRAMES)
+        c.seek(pts_of(start), stream=st, backward=True, any_frame=False)
+        clip = []
+        for frame in c.decode(st):
+            if frame.pts is not None and frame.pts >= pts_of(start):
+                clip.append(frame.reformat(width=OUT, height=OUT, format="rgb24").to_ndarray())
+                if len(clip) == CLIP_FRAMES:
+                    break
+        c.close()
+        return np.stack(clip), start
+
+    def frames_of(path):
+        c, s, _ = _av_open(av, path)
+        for frame in c.decode(s):
+            yield frame.to_ndarray(format="rgb24")
+        c.close()
+
+    return _run_serial(args, videos, chk, frames_at, read_clip, frames_of)
 
 
 WORKERS = {"reel": w_reel, "torchcodec": w_torchcodec, "decord": w_decord, "pyav": w_pyav}
@@ -752,20 +741,14 @@ def pip_versions(name):
 def install_peers(tools, video):
     """pip-installs the peers; returns {tool: note} describing what happened."""
     notes = {}
-    if "pyav" in tools:
-        ok, info = probe("pyav", video)
-        if not ok:
-            rc, err = pip("av")
-            notes["pyav"] = "pip install av: " + ("ok" if rc == 0 else "failed: " + short_error(err))
-        else:
-            notes["pyav"] = "already installed"
-    if "decord" in tools:
-        ok, info = probe("decord", video)
-        if not ok:
-            rc, err = pip("decord")
-            notes["decord"] = "pip install decord: " + ("ok" if rc == 0 else "failed: " + short_error(err))
-        else:
-            notes["decord"] = "already installed"
+    for tool in ("pyav", "decord"):         # as they come from PyPI
+        if tool in tools:
+            ok, info = probe(tool, video)
+            if not ok:
+                rc, err = pip(PEER_PIP[tool])
+                notes[tool] = f"pip install {PEER_PIP[tool]}: " + ("ok" if rc == 0 else "failed: " + short_error(err))
+            else:
+                notes[tool] = "already installed"
     if "torchcodec" in tools:
         r = subprocess.run([sys.executable, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
         if r.returncode != 0:
@@ -809,39 +792,6 @@ def make_dataset(reel_exe, data, videos, gop):
         die(f"{' '.join(cmd)} failed:\n{r.stderr}")
 
 
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def loadavg():
-    try:
-        return float(open("/proc/loadavg").read().split()[0])
-    except (OSError, ValueError):
-        return float("nan")
-
-
-def reel_version():
-    hdr = (ROOT / "include" / "reel" / "common.h").read_text()
-    parts = [re.search(rf"#define REEL_VERSION_{p} +(\d+)", hdr) for p in ("MAJOR", "MINOR", "PATCH")]
-    ver = ".".join(m.group(1) if m else "?" for m in parts)
-    try:
-        rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True).stdout.strip()
-        if rev:
-            ver += f" (git {rev}{' + local changes' if dirty else ''})"
-    except FileNotFoundError:
-        pass
-    return ver
-
-
 def ffmpeg_of_reel():
     r = subprocess.run([sys.executable, "-c", "import reel; print(reel.ffmpeg_versions())"], capture_output=True, text=True)
     return r.stdout.strip() if r.returncode == 0 else "?"
@@ -867,10 +817,6 @@ ROWS = {
             ("decord", "decord", None, "decord (`vr.next()`, `num_threads={w}`)"),
             ("pyav", "pyav", None, "PyAV (`container.decode`, `to_ndarray(format=\"rgb24\")`)")],
 }
-
-
-def fmt_fps(v):
-    return f"{v:.0f}" if v >= 100 else f"{v:.1f}" if v >= 10 else f"{v:.2f}"
 
 
 def summarize(results, gops, tools_ok):
@@ -931,7 +877,7 @@ def render_tables(summ, gops, tools_ok, workers):
                     acc += f", e.g. asked {s['wrong'][0][0]} got {s['wrong'][0][1]}" if s["wrong"] else ""
                     if s["unreadable"]:
                         acc += f", {s['unreadable']} unreadable"
-                L.append(f"| {name} | {fmt_fps(s['fps'])} | {ratio} | {1000 * s['cpu_per_frame']:.2f} | {cpu_ratio} | "
+                L.append(f"| {name} | {fmt_fps(s['fps'], two_decimals_below=10)} | {ratio} | {1000 * s['cpu_per_frame']:.2f} | {cpu_ratio} | "
                          f"{s['peak_rss_mb']:.0f} | {s['peak_pss_mb']:.0f} | {acc} |")
             L.append("")
     return L
@@ -953,18 +899,13 @@ def render(summ, meta, args):
             L.append(f"- {t}: {meta['versions'][t]}")
     L.append(f"- torch {meta['torch']}, Python {meta['python']}, numpy {meta['numpy']}")
     L.append("")
-    if meta["install"]:
-        L.append("Installation (`--install`):")
-        L.append("")
-        for t, note in meta["install"].items():
-            L.append(f"- {t}: {note}")
-        L.append("")
-    if meta["skipped"]:
-        L.append("Skipped:")
-        L.append("")
-        for t, why in meta["skipped"].items():
-            L.append(f"- {t}: {why}")
-        L.append("")
+    for title, notes in (("Installation (`--install`):", meta["install"]), ("Skipped:", meta["skipped"])):
+        if notes:
+            L.append(title)
+            L.append("")
+            for t, note in notes.items():
+                L.append(f"- {t}: {note}")
+            L.append("")
     L.append(f"Data: `build/reel synth --dataset build/bench-data/peers-gopG --videos {args.videos} --seconds {SECONDS} "
              f"--size {SIZE[0]}x{SIZE[1]} --fps {FPS} --gop G` for G in {', '.join(map(str, meta['gops']))}: "
              f"{args.videos} H.264 videos of {SECONDS * FPS} frames (2 B-frames; GOP 250 = one keyframe per video), "
@@ -1026,24 +967,6 @@ def render(summ, meta, args):
     return "\n".join(L)
 
 
-def write_doc(doc, section):
-    text = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
-    start = text.find(SECTION + "\n")
-    if start < 0:
-        if not text.endswith("\n"):
-            text += "\n"
-        if not text.endswith("\n\n"):
-            text += "\n"
-        text += section
-    else:
-        nxt = re.search(r"^## ", text[start + len(SECTION):], flags=re.M)
-        end = start + len(SECTION) + nxt.start() if nxt else len(text)
-        tail = text[end:]
-        text = text[:start] + section + ("\n" + tail if tail else "")
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(text)
-
-
 def reel_iter_amplification(video):
     """Frames decoded per frame returned when iterating a reel decoder (the
     iterator's calls of 32 frames, as in VideoDecoder.__iter__) and in one call."""
@@ -1099,9 +1022,7 @@ def main():
 
     t_start = time.perf_counter()
     build = Path(args.build_dir).resolve()
-    reel_exe = build / "reel"
-    if not reel_exe.exists():
-        die(f"{reel_exe} is missing: run `make` at the repository root first")
+    reel_exe = find_built(build, "reel")
     gops = [int(g) for g in args.gops.split(",")]
     tools = [t for t in args.tools.split(",") if t]
     workloads = [w for w in args.workloads.split(",") if w]
@@ -1134,7 +1055,8 @@ def main():
         versions["decord"] += " (its own bundled FFmpeg)"
     log("tools: " + ", ".join(f"{t} {versions[t]}" for t in tools_ok))
 
-    results, loads = [], [loadavg()]
+    results = []
+    sample_load()
     raw = build / "bench-data" / "results-peers.jsonl"
     for gop in gops:
         for wl in workloads:
@@ -1146,7 +1068,7 @@ def main():
                 k = rnd % len(rows)
                 for key, tool, variant, label in rows[k:] + rows[:k]:
                     r = {"error": dead[key]} if dead[key] else servers[key].run(wl, variant, datas[gop])
-                    loads.append(loadavg())
+                    sample_load()
                     r.update({"gop": gop, "workload": wl, "row": key, "tool": tool, "variant": variant, "round": rnd})
                     results.append(r)
                     if "error" in r:
@@ -1159,9 +1081,7 @@ def main():
             for srv in servers.values():
                 srv.close()
     raw.parent.mkdir(parents=True, exist_ok=True)
-    with open(raw, "w") as f:
-        for r in results:
-            f.write(json.dumps(r) + "\n")
+    write_results(raw, results)
 
     elapsed = time.perf_counter() - t_start
     builds = {r["reel_build"] for r in results if "reel_build" in r} | {build0, reel_build()}
@@ -1169,14 +1089,12 @@ def main():
         log("WARNING: the reel extension changed during the run (rebuilt or reinstalled); the results mix builds: "
             + ", ".join(sorted(builds)))
     summ = summarize(results, gops, tools_ok)
-    lv = sorted(x for x in loads if x == x)
     import numpy
     import torch
-    argstr = " ".join(a for a in sys.argv[1:] if a != "--no-doc")
     meta = {
-        "command": "python3 bench/peers.py" + (" " + argstr if argstr else ""),
+        "command": command_line("peers.py", args=[a for a in sys.argv[1:] if a != "--no-doc"]),
         "date": datetime.date.today().isoformat(), "elapsed": elapsed, "nproc": os.cpu_count(), "cpu": cpu_model(),
-        "load": f"{lv[0]:.1f} to {lv[-1]:.1f} (median {statistics.median(lv):.1f})" if lv else "unknown",
+        "load": load_summary(),
         "versions": versions, "install": install, "skipped": skipped, "tools_ok": tools_ok, "gops": gops,
         "torch": torch.__version__, "numpy": numpy.__version__, "python": platform.python_version(),
         "notes": auto_notes(summ, gops, datas),
@@ -1189,7 +1107,7 @@ def main():
     if args.no_doc:
         print(section)
     else:
-        write_doc(Path(args.doc), section)
+        write_doc(Path(args.doc), SECTION, section)
         log(f"wrote the '{SECTION}' section of {args.doc}")
     log(f"raw results: {raw} ({elapsed:.0f} s in all)")
 

@@ -43,18 +43,18 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import random
 import re
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _common import (ROOT, command_line, cpu_model, die, ffmpeg_bench, ffmpeg_version, find_built, fmt_fps,
+                     load_summary, log, reel_version, sample_load, wait_quiet, write_doc, write_results)
+
 SECTION = "## Decoder (issue 2)"
 
 SIZES = [(340, 256), (1280, 720), (1920, 1080)]
@@ -69,51 +69,12 @@ CHUNK = 16                        # frames per call in the chunked sequential re
 CHUNK_SIZES = [(340, 256), (1280, 720), (1920, 1080)]
 
 
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def die(msg):
-    log("run_decoder.py: " + msg)
-    sys.exit(1)
-
-
 # ---------------------------------------------------------------- tools
 
 def find_bench_binary(build_dir):
-    exe = build_dir / "bench_decoder"
-    if exe.exists():
-        return exe
-    # A configured tree without the binary: build just this target.
-    if (build_dir / "CMakeCache.txt").exists() and shutil.which("cmake"):
-        log(f"building {exe} ...")
-        r = subprocess.run(["cmake", "--build", str(build_dir), "--target", "bench_decoder"])
-        if r.returncode == 0 and exe.exists():
-            return exe
-    die(f"{exe} is missing: run `make` (or `make bench`) at the repository root first; "
-        "CMakeLists.txt builds every bench/*.c into the build directory")
-
-
-def ffmpeg_version():
-    try:
-        out = subprocess.run(["ffmpeg", "-hide_banner", "-version"], capture_output=True, text=True).stdout
-    except FileNotFoundError:
-        die("ffmpeg is not on PATH (the comparison needs the ffmpeg CLI)")
-    first = out.splitlines()[0] if out else "ffmpeg ?"
-    libs = [l.strip() for l in out.splitlines() if l.strip().startswith("libavcodec")]
-    m = re.match(r"ffmpeg version (\S+)", first)
-    ver = m.group(1) if m else first
-    return ver + (f" ({re.sub(r' +', ' ', libs[0])})" if libs else "")
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
+    return find_built(build_dir, "bench_decoder", target="bench_decoder",
+                      missing="run `make` (or `make bench`) at the repository root first; "
+                      "CMakeLists.txt builds every bench/*.c into the build directory")
 
 
 # ---------------------------------------------------------------- clips
@@ -179,31 +140,17 @@ def floor_frames(frames, gop):
 
 # ---------------------------------------------------------------- runners
 
-BENCH_RE = re.compile(r"bench: utime=([\d.]+)s stime=([\d.]+)s rtime=([\d.]+)s")
-FRAME_RE = re.compile(r"frame=\s*(\d+)")
-
-
 def run_ffmpeg(path, threads, frames=None):
     cmd = ["ffmpeg", "-hide_banner", "-nostdin", "-nostats", "-benchmark", "-threads", str(threads), "-i", str(path)]
     if frames is not None:
         expr = "+".join(f"eq(n\\,{f})" for f in frames)
         cmd += ["-vf", f"select='{expr}'", "-fps_mode", "passthrough"]
     cmd += ["-f", "null", "-"]
-    t0 = time.perf_counter()
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if r.returncode != 0:
-        die(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
-    m = BENCH_RE.search(r.stderr)
-    if not m:
-        die(f"no 'bench:' line from {' '.join(cmd)}:\n{r.stderr[-2000:]}")
-    fm = FRAME_RE.findall(r.stderr)
-    out_frames = int(fm[-1]) if fm else -1
+    r = ffmpeg_bench(cmd)
     want = NUM_FRAMES if frames is None else len(frames)
-    if out_frames != want:
-        die(f"{' '.join(cmd)} produced {out_frames} frames, expected {want}")
-    return {"rtime": float(m.group(3)), "cpu": float(m.group(1)) + float(m.group(2)), "wall": wall,
-            "frames_out": out_frames, "cmd": cmd}
+    if r["out"] != want:
+        die(f"{' '.join(cmd)} produced {r['out']} frames, expected {want}")
+    return {"rtime": r["rtime"], "cpu": r["cpu"], "wall": r["wall"], "frames_out": r["out"], "cmd": cmd}
 
 
 def run_reel(exe, path, threads, mode, frames=None, output="rgb", size=None, chunk=0):
@@ -230,24 +177,14 @@ ROUND_BUDGET_S = 3.0
 MAX_ROUNDS = 10
 
 
-LOADS = []   # 1-minute load average, sampled before every round
-
-
-def loadavg():
-    try:
-        return float(open("/proc/loadavg").read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return float("nan")
-
-
 def rounds(fn, repeat):
-    LOADS.append(loadavg())
+    sample_load()
     t0 = time.perf_counter()
     fn()
     first = time.perf_counter() - t0
     n = max(repeat, min(MAX_ROUNDS, int(ROUND_BUDGET_S / max(first, 1e-3)))) if repeat > 1 else 1
     for _ in range(n - 1):
-        LOADS.append(loadavg())
+        sample_load()
         fn()
     return n
 
@@ -343,10 +280,6 @@ def bench_clip(exe, path, w, h, gop, threads, sets, repeat, results, chunk=0):
 
 
 # ---------------------------------------------------------------- the report
-
-def fmt_fps(x):
-    return f"{x:.0f}" if x >= 100 else f"{x:.1f}"
-
 
 def fmt_ratio(x):
     return f"{x:.2f}"
@@ -500,27 +433,6 @@ def reel_seq_fps(results, r):
     return float("inf")
 
 
-def write_doc(doc, section):
-    if doc.exists():
-        text = doc.read_text()
-    else:
-        text = "# Benchmarks\n\n"
-    start = text.find(SECTION + "\n")
-    if start < 0:
-        if not text.endswith("\n"):
-            text += "\n"
-        if not text.endswith("\n\n"):
-            text += "\n"
-        text += section
-    else:
-        nxt = re.search(r"^## ", text[start + len(SECTION):], flags=re.M)
-        end = start + len(SECTION) + nxt.start() if nxt else len(text)
-        tail = text[end:]
-        text = text[:start] + section + ("\n" + tail if tail else "")
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(text)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build-dir", default=str(ROOT / "build"))
@@ -543,7 +455,7 @@ def main():
     build_dir = Path(args.build_dir).resolve()
     data_dir = Path(args.data_dir).resolve() if args.data_dir else build_dir / "bench-data"
     exe = find_bench_binary(build_dir)
-    ffver = ffmpeg_version()
+    ffver = ffmpeg_version("the comparison")
     # Run a private copy: a rebuild of the tree during the run (another
     # `make` in the same build directory) must not swap the binary mid-run.
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -582,13 +494,8 @@ def main():
     elapsed = time.perf_counter() - t_measure
     p1080 = clip_path(data_dir, 1920, 1080, 250)
     bitrate = p1080.stat().st_size * 8 / (NUM_FRAMES / FPS) / 1e6 if p1080.exists() else 0.0
-    argstr = " ".join(sys.argv[1:])
-    if os.environ.get("MAKELEVEL"):
-        command = "make bench" + (f" BENCH_ARGS='{argstr}'" if argstr else "")
-    else:
-        command = "python3 bench/run_decoder.py" + (" " + argstr if argstr else "")
     meta = {
-        "command": command,
+        "command": command_line("run_decoder.py", make_target="make bench"),
         "date": datetime.date.today().isoformat(),
         "elapsed": elapsed, "encode_s": encode_s, "wait_s": wait_s,
         "nproc": nproc, "cpu": cpu_model(), "ffmpeg": ffver,
@@ -599,17 +506,14 @@ def main():
     raw = data_dir / "results-decoder.jsonl"
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     for path in (raw, data_dir / f"results-decoder-{stamp}.jsonl"):
-        with open(path, "w") as f:
-            f.write(json.dumps({"meta": meta}) + "\n")
-            for r in results:
-                f.write(json.dumps(r) + "\n")
+        write_results(path, results, meta)
     emit(results, meta, args, write, raw)
 
 
 def emit(results, meta, args, write, raw):
     section = render(results, meta)
     if write:
-        write_doc(Path(args.doc), section)
+        write_doc(Path(args.doc), SECTION, section)
         log(f"wrote the '{SECTION}' section of {args.doc}; raw results in {raw}")
     else:
         print(section)
@@ -626,40 +530,6 @@ def render_saved(path, args):
 def load_median(meta):
     m = re.search(r"median ([\d.]+)", str(meta.get("load", "")))
     return float(m.group(1)) if m else 0.0
-
-
-def load_summary():
-    v = sorted(x for x in LOADS if x == x)
-    if not v:
-        return "unknown"
-    return f"{v[0]:.1f} to {v[-1]:.1f} (median {statistics.median(v):.1f})"
-
-
-def wait_quiet(limit_s, nproc):
-    """Waits (at most limit_s) for the 1-minute load average to drop below the core count."""
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < limit_s:
-        la = loadavg()
-        if not la >= nproc:
-            return
-        log(f"load average {la:.1f} on {nproc} cores: waiting for a quieter machine ...")
-        time.sleep(min(30, max(1, limit_s - (time.perf_counter() - t0))))
-
-
-def reel_version(root):
-    hdr = (root / "include" / "reel" / "common.h").read_text()
-    parts = [re.search(rf"#define REEL_VERSION_{p} +(\d+)", hdr) for p in ("MAJOR", "MINOR", "PATCH")]
-    ver = ".".join(m.group(1) if m else "?" for m in parts)
-    try:
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True).stdout.strip()
-        if rev:
-            ver += f" (git {rev}{' + local changes' if dirty else ''})"
-    except FileNotFoundError:
-        pass
-    return ver
 
 
 if __name__ == "__main__":

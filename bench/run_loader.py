@@ -49,20 +49,20 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import re
 import resource
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _common import (ROOT, command_line, cpu_model, die, ffmpeg_bench, ffmpeg_version, find_built, fmt_fps,
+                     load_summary, log, reel_version, sample_load, wait_quiet, write_doc, write_results)
+
 SECTION = "## Loader (issue 3)"
 DECODER_SECTION = "## Decoder (issue 2)"
 
@@ -82,27 +82,10 @@ WORKLOADS = {
 }
 
 
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
-
-
-def die(msg):
-    log("run_loader.py: " + msg)
-    sys.exit(1)
-
-
 # ---------------------------------------------------------------- tools
 
 def find_reel(build_dir):
-    exe = build_dir / "reel"
-    if exe.exists():
-        return exe
-    if (build_dir / "CMakeCache.txt").exists() and shutil.which("cmake"):
-        log(f"building {exe} ...")
-        r = subprocess.run(["cmake", "--build", str(build_dir), "--target", "reel_cli"])
-        if r.returncode == 0 and exe.exists():
-            return exe
-    die(f"{exe} is missing: run `make` at the repository root first")
+    return find_built(build_dir, "reel", target="reel_cli")
 
 
 def import_reel():
@@ -112,71 +95,6 @@ def import_reel():
     except ImportError as e:
         die(f"cannot import the reel Python package ({e}); it gives the frames each clip needs. "
             "Install it from the repository root with: python3 -m pip install -q --no-build-isolation -e .")
-
-
-def ffmpeg_version():
-    try:
-        out = subprocess.run(["ffmpeg", "-hide_banner", "-version"], capture_output=True, text=True).stdout
-    except FileNotFoundError:
-        die("ffmpeg is not on PATH (the decode floor needs the ffmpeg CLI)")
-    first = out.splitlines()[0] if out else "ffmpeg ?"
-    libs = [l.strip() for l in out.splitlines() if l.strip().startswith("libavcodec")]
-    m = re.match(r"ffmpeg version (\S+)", first)
-    ver = m.group(1) if m else first
-    return ver + (f" ({re.sub(r' +', ' ', libs[0])})" if libs else "")
-
-
-def cpu_model():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
-def reel_version(root):
-    hdr = (root / "include" / "reel" / "common.h").read_text()
-    parts = [re.search(rf"#define REEL_VERSION_{p} +(\d+)", hdr) for p in ("MAJOR", "MINOR", "PATCH")]
-    ver = ".".join(m.group(1) if m else "?" for m in parts)
-    try:
-        rev = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True).stdout.strip()
-        if rev:
-            ver += f" (git {rev}{' + local changes' if dirty else ''})"
-    except FileNotFoundError:
-        pass
-    return ver
-
-
-LOADS = []   # 1-minute load average, sampled before every measurement
-
-
-def loadavg():
-    try:
-        return float(open("/proc/loadavg").read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return float("nan")
-
-
-def load_summary():
-    v = sorted(x for x in LOADS if x == x)
-    if not v:
-        return "unknown"
-    return f"{v[0]:.1f} to {v[-1]:.1f} (median {statistics.median(v):.1f})"
-
-
-def wait_quiet(limit_s, nproc):
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < limit_s:
-        la = loadavg()
-        if not la >= nproc:
-            return
-        log(f"load average {la:.1f} on {nproc} cores: waiting for a quieter machine ...")
-        time.sleep(min(30, max(1, limit_s - (time.perf_counter() - t0))))
 
 
 # ---------------------------------------------------------------- datasets
@@ -282,9 +200,7 @@ def floor_jobs(reel, plan):
 
 # ---------------------------------------------------------------- ffmpeg
 
-BENCH_RE = re.compile(r"bench: utime=([\d.]+)s stime=([\d.]+)s rtime=([\d.]+)s")
 RSS_RE = re.compile(r"bench: maxrss=(\d+)kB")
-FRAME_RE = re.compile(r"frame=\s*(\d+)")
 FF = ["ffmpeg", "-hide_banner", "-nostdin", "-nostats", "-loglevel", "info", "-benchmark"]
 
 
@@ -300,16 +216,9 @@ def concat_list(job):
 
 
 def ff_run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        die(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
-    m = BENCH_RE.search(r.stderr)
-    if not m:
-        die(f"no 'bench:' line from {' '.join(cmd)}:\n{r.stderr[-2000:]}")
-    fm = FRAME_RE.findall(r.stderr)
-    rss = RSS_RE.search(r.stderr)
-    return {"rtime": float(m.group(3)), "cpu": float(m.group(1)) + float(m.group(2)),
-            "out": int(fm[-1]) if fm else -1, "maxrss": int(rss.group(1)) * 1024 if rss else 0}
+    r = ffmpeg_bench(cmd)
+    rss = RSS_RE.search(r["stderr"])
+    return {"rtime": r["rtime"], "cpu": r["cpu"], "out": r["out"], "maxrss": int(rss.group(1)) * 1024 if rss else 0}
 
 
 def floor_one(job, mode, tmpdir):
@@ -427,7 +336,7 @@ def bench_set(exe, reel, data_dir, ds_dir, w, h, gop, nvid, workload, threads, r
     seq = []
     for rep in range(repeat):
         for t in threads:
-            LOADS.append(loadavg())
+            sample_load()
             rr[t].append(run_reel(exe, ds_dir, workload, t, epochs))
             if rep == 0 and t == threads[0] and rr[t][0]["frames_returned"] != plan["frames_returned"]:
                 msg = (f"{ds_dir.name} {workload}: reel bench delivered {rr[t][0]['frames_returned']} distinct "
@@ -443,7 +352,7 @@ def bench_set(exe, reel, data_dir, ds_dir, w, h, gop, nvid, workload, threads, r
                 log(f"  note: reel bench decoded {rr[t][0]['frames_decoded']} frames, the Python package's "
                     f"loader {plan['frames_decoded']} for the same frames (a Python build older or newer "
                     f"than build/reel)")
-            LOADS.append(loadavg())
+            sample_load()
             ff[t].append(run_floor(jobs, t, mode))
         seq.append(run_seq(jobs))
     for t in threads:
@@ -489,10 +398,6 @@ def bench_set(exe, reel, data_dir, ds_dir, w, h, gop, nvid, workload, threads, r
 
 
 # ---------------------------------------------------------------- the report
-
-def fmt_fps(x):
-    return f"{x:.0f}" if x >= 100 else f"{x:.1f}"
-
 
 def find(results, r, **kw):
     for s in results:
@@ -633,26 +538,6 @@ def findings(results, meta):
     return F
 
 
-def write_doc(doc, section):
-    text = doc.read_text() if doc.exists() else "# Benchmarks\n\n"
-    start = text.find(SECTION + "\n")
-    if start >= 0:
-        nxt = re.search(r"^## ", text[start + len(SECTION):], flags=re.M)
-        end = start + len(SECTION) + nxt.start() if nxt else len(text)
-        tail = text[end:]
-        text = text[:start] + section + ("\n" + tail if tail else "")
-    else:
-        dec = text.find(DECODER_SECTION + "\n")
-        nxt = re.search(r"^## ", text[dec + len(DECODER_SECTION):], flags=re.M) if dec >= 0 else None
-        if nxt:   # right after the decoder section, before whatever follows it
-            at = dec + len(DECODER_SECTION) + nxt.start()
-            text = text[:at] + section + "\n" + text[at:]
-        else:
-            text = text.rstrip("\n") + "\n\n" + section
-    doc.parent.mkdir(parents=True, exist_ok=True)
-    doc.write_text(text)
-
-
 VIDEOS_USED = dict(VIDEOS)
 
 
@@ -691,7 +576,7 @@ def main():
         if args.no_doc:
             print(section)
         else:
-            write_doc(Path(args.doc), section)
+            write_doc(Path(args.doc), SECTION, section, after=DECODER_SECTION)
             log(f"wrote the '{SECTION}' section of {args.doc} from {args.from_results}")
         return
 
@@ -701,7 +586,7 @@ def main():
     data_dir.mkdir(parents=True, exist_ok=True)
     exe = find_reel(build_dir)
     reel = import_reel()
-    ffver = ffmpeg_version()
+    ffver = ffmpeg_version("the decode floor")
     nproc = os.cpu_count() or 1
 
     sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.sizes.split(",")] if args.sizes else SIZES
@@ -738,25 +623,18 @@ def main():
                       results)
 
     elapsed = time.perf_counter() - t_start
-    argstr = " ".join(sys.argv[1:])
-    if os.environ.get("MAKELEVEL"):
-        command = "make bench" + (f" BENCH_ARGS='{argstr}'" if argstr else "")
-    else:
-        command = "python3 bench/run_loader.py" + (" " + argstr if argstr else "")
     meta = {
-        "command": command, "date": datetime.date.today().isoformat(), "elapsed": elapsed, "nproc": nproc,
+        "command": command_line("run_loader.py", make_target="make bench"),
+        "date": datetime.date.today().isoformat(), "elapsed": elapsed, "nproc": nproc,
         "cpu": cpu_model(), "ffmpeg": ffver, "reel": reel_version(ROOT), "repeat": repeat,
         "load": load_summary(), "sizes": sizes, "gops": gops, "epochs": args.epochs,
         "floor_mode": args.floor_mode,
     }
     raw = data_dir / "results-loader.jsonl"
-    with open(raw, "w") as f:
-        f.write(json.dumps({"meta": meta}) + "\n")
-        for r in results:
-            f.write(json.dumps(r) + "\n")
+    write_results(raw, results, meta)
     section = render(results, meta)
     if write:
-        write_doc(Path(args.doc), section)
+        write_doc(Path(args.doc), SECTION, section, after=DECODER_SECTION)
         log(f"wrote the '{SECTION}' section of {args.doc} and {raw} ({elapsed:.0f} s in all)")
     else:
         print(section)
