@@ -4,7 +4,7 @@
  *   bench_decoder FILE [--threads N] [--mode seq|random|even] [--count 10]
  *                 [--frames 3,17,200] [--repeat R] [--seed S]
  *                 [--output rgb|none] [--size WxH] [--chunk K] [--keep-open]
- *                 [--skip-nonref 0|1]
+ *                 [--skip-nonref 0|1] [--check-keys 0|1]
  *   bench_decoder synth OUT --size WxH --frames N [--fps 25] [--gop G]
  *                 [--bframes 2] [--codec h264] [--seed S]
  *
@@ -169,7 +169,7 @@ typedef struct opts {
     const char *file;
     const char *mode;     /* seq | random | even */
     const char *frames;   /* explicit list, or NULL */
-    int threads, count, repeat, seed, chunk, keep_open, decode_only, skip_nonref;
+    int threads, count, repeat, seed, chunk, keep_open, decode_only, skip_nonref, check_keys;
     int out_w, out_h;     /* 0: native */
 } opts;
 
@@ -249,7 +249,7 @@ static void usage(FILE *fp)
             "usage: bench_decoder FILE [--threads N] [--mode seq|random|even] [--count 10]\n"
             "                     [--frames 3,17,200] [--repeat 3] [--seed 1]\n"
             "                     [--output rgb|none] [--size WxH] [--chunk K] [--keep-open]\n"
-            "                     [--skip-nonref 0|1]\n"
+            "                     [--skip-nonref 0|1] [--check-keys 0|1]\n"
             "       bench_decoder synth OUT --size WxH --frames N [--fps 25] [--gop G]\n"
             "                     [--bframes 2] [--codec h264] [--seed S]\n"
             "Prints one JSON line. See the comment at the top of bench/bench_decoder.c.\n");
@@ -265,7 +265,7 @@ int main(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "synth")) return cmd_synth(argc, argv);
 
-    opts o = { .mode = "seq", .threads = 0, .count = 10, .repeat = 3, .seed = 1, .skip_nonref = 1 };
+    opts o = { .mode = "seq", .threads = 0, .count = 10, .repeat = 3, .seed = 1, .skip_nonref = 1, .check_keys = 1 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
@@ -284,6 +284,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--seed")) bad = parse_int(v, 0, 2147483647L, &o.seed);
         else if (!strcmp(a, "--chunk")) bad = parse_int(v, 0, 1000000, &o.chunk);
         else if (!strcmp(a, "--skip-nonref")) bad = parse_int(v, 0, 1, &o.skip_nonref);
+        else if (!strcmp(a, "--check-keys")) bad = parse_int(v, 0, 1, &o.check_keys);
         else if (!strcmp(a, "--size")) bad = parse_size(v, &o.out_w, &o.out_h);
         else if (!strcmp(a, "--output")) {
             bad = strcmp(v, "rgb") && strcmp(v, "none");
@@ -310,6 +311,7 @@ int main(int argc, char **argv)
     reel_decoder_default_settings(&s);
     s.threads = o.threads;
     s.skip_nonref = o.skip_nonref;
+    s.check_keyframes = o.check_keys;
     reel_transform t;
     reel_transform_default(&t);
     t.width = o.out_w;

@@ -47,6 +47,16 @@ typedef struct reel_decoder_settings {
                                  that no requested frame needs, where the codec allows */
     int force_scan;         /**< 1: build the frame table by a packet scan even when
                                  the container's index could be used (default 0) */
+    int check_keyframes;    /**< 1 (default): before decoding from a keyframe for the
+                                 first time, a frame-threaded decoder decodes it alone
+                                 on one thread to make sure it is a clean starting
+                                 point (FFmpeg does not flag errors reliably under
+                                 frame threading); one extra keyframe decode per
+                                 keyframe and decoder. 0: trust the container's
+                                 keyframes. Single-threaded decoders need no probe:
+                                 errors in the GOP they seek into are seen as they
+                                 decode, and either way a keyframe found unclean is
+                                 decoded through from an earlier one. */
     /** Optional cancellation (default NULL). Polled from the calling thread
      *  while opening and between packets while decoding, and handed to
      *  FFmpeg as its I/O interrupt callback, so a blocking read returns too.
@@ -132,6 +142,13 @@ typedef struct reel_decode_stats {
     int64_t packets_read;
     int64_t seeks;
     int64_t corrupt_packets;  /**< packets dropped under REEL_CORRUPT_SKIP */
+    int64_t key_restarts;     /**< keyframes found not to be clean starting points
+                                   (their GOP decoded with errors after a seek) and
+                                   decoded through from an earlier one instead;
+                                   remembered for the decoder's lifetime */
+    int64_t keys_probed;      /**< keyframes first decoded alone on one thread to check
+                                   them (frame-threaded decoders only, whose error flags
+                                   FFmpeg does not set reliably; once per keyframe) */
     double  amplification;    /**< frames_decoded / frames_returned */
 } reel_decode_stats;
 

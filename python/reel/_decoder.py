@@ -113,6 +113,8 @@ class DecodeStats(NamedTuple):
     packets_read: int
     seeks: int
     corrupt_packets: int
+    key_restarts: int
+    keys_probed: int
     amplification: float
 
 
@@ -178,6 +180,10 @@ class VideoDecoder:
       write). ``index_path`` overrides the sidecar's location.
     - ``corrupt``: ``"fail"`` (default) or ``"skip"`` corrupt packets.
     - ``skip_nonref``: skip non-reference frames nobody asked for (default True).
+    - ``check_keyframes``: with FFmpeg frame threads (``threads`` != 1), decode
+      each keyframe alone once before seeking to it, so one that is not a clean
+      starting point is found and decoded through from an earlier keyframe
+      (default True; costs one keyframe decode per keyframe visited).
     - ``force_scan``: build the frame table by a packet scan.
     - ``name``: the name used in messages for bytes and file-like sources.
 
@@ -209,6 +215,7 @@ class VideoDecoder:
         corrupt: str = "fail",
         skip_nonref: bool = True,
         force_scan: bool = False,
+        check_keyframes: bool = True,
         name: Optional[str] = None,
     ) -> None:
         self._options = dict(
@@ -217,7 +224,7 @@ class VideoDecoder:
             layout=layout, dtype=dtype, mean=mean, std=std, divisor=divisor, filter=filter,
             resize_mode=resize_mode, rotate=rotate, flip=flip, index=index,
             index_path=opt.fspath_or_none(index_path), corrupt=corrupt,
-            skip_nonref=skip_nonref, force_scan=force_scan, name=name,
+            skip_nonref=skip_nonref, force_scan=force_scan, check_keyframes=check_keyframes, name=name,
         )
         height, width = opt.size_hw("size", size)
         layout_code = opt.choice("layout", layout, opt.FRAME_LAYOUTS)
@@ -234,6 +241,7 @@ class VideoDecoder:
             index_path=opt.fspath_or_none(index_path),
             skip_nonref=bool(skip_nonref),
             force_scan=bool(force_scan),
+            check_keyframes=bool(check_keyframes),
             crop=opt.crop_xywh(crop),
             width=width, height=height,
             filter=opt.choice("filter", filter, opt.FILTERS),

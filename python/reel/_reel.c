@@ -1171,10 +1171,10 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = { "source", "kind", "name", "stream", "threads", "corrupt", "index_mode",
                               "index_path", "skip_nonref", "force_scan", "crop", "width", "height",
                               "filter", "resize_mode", "rotate", "flip", "dtype", "layout", "divisor",
-                              "mean", "std", NULL };
+                              "mean", "std", "check_keyframes", NULL };
     PyObject *source, *name = Py_None, *index_path = Py_None, *mean = Py_None, *std = Py_None;
     int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
-    int skip_nonref = 1, force_scan = 0;
+    int skip_nonref = 1, force_scan = 0, check_keyframes = 1;
     int cx = 0, cy = 0, cw = 0, ch = 0, width = 0, height = 0, filter = REEL_FILTER_BILINEAR;
     int resize_mode = REEL_RESIZE_FUSED, rotate = 0, flip = 0, dtype = REEL_DTYPE_UINT8, layout = REEL_LAYOUT_HWC;
     double divisor = 255.0;
@@ -1182,11 +1182,11 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_RuntimeError, "reel decoder: __init__ called twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|$OiiiiOpp(iiii)iiiipp" "iidOO:Decoder", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|$OiiiiOpp(iiii)iiiipp" "iidOOp:Decoder", kwlist,
                                      &source, &kind, &name, &stream, &threads, &corrupt, &index_mode,
                                      &index_path, &skip_nonref, &force_scan, &cx, &cy, &cw, &ch,
                                      &width, &height, &filter, &resize_mode, &rotate, &flip, &dtype,
-                                     &layout, &divisor, &mean, &std))
+                                     &layout, &divisor, &mean, &std, &check_keyframes))
         return -1;
     if (kind < SRC_PATH || kind > SRC_FILE) {
         PyErr_SetString(PyExc_ValueError, "reel decoder: bad source kind");
@@ -1203,6 +1203,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     self->settings.index_mode = index_mode;
     self->settings.skip_nonref = skip_nonref;
     self->settings.force_scan = force_scan;
+    self->settings.check_keyframes = check_keyframes;
     if (index_path != Py_None) {
         if (!PyUnicode_FSConverter(index_path, &self->index_path)) return -1;
         self->settings.index_path = PyBytes_AS_STRING(self->index_path);
@@ -1561,7 +1562,7 @@ static PyObject *decoder_stats(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
     const reel_decode_stats *s = &self->stats;
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d}",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d}",
                          "frames_requested", (long long)s->frames_requested,
                          "frames_returned", (long long)s->frames_returned,
                          "frames_decoded", (long long)s->frames_decoded,
@@ -1569,6 +1570,8 @@ static PyObject *decoder_stats(DecoderObject *self, PyObject *unused)
                          "packets_read", (long long)s->packets_read,
                          "seeks", (long long)s->seeks,
                          "corrupt_packets", (long long)s->corrupt_packets,
+                         "key_restarts", (long long)s->key_restarts,
+                         "keys_probed", (long long)s->keys_probed,
                          "amplification", s->amplification);
 }
 

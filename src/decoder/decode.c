@@ -35,7 +35,16 @@ typedef struct run {
      * last seek; they must agree, or indices would silently shift */
     int64_t count_in, count_out;
     int64_t count_first_key;
+    /* the keyframe (decode position) the current run seeked to, and the end
+     * of its GOP; -1 when the run started at the beginning of the stream */
+    int64_t seek_key, seek_key_end;
+    int64_t unclean;   /* set with REEL__E_UNCLEAN_KEY: the keyframe to give up on */
 } run;
+
+/* Internal status: the keyframe a run started from is not a clean starting
+ * point (see reel_decoder.unclean_key); the plan is run again from an
+ * earlier one. Never returned to the caller. */
+#define REEL__E_UNCLEAN_KEY (-1000)
 
 static int cmp_req(const void *a, const void *b)
 {
@@ -154,6 +163,39 @@ static int frame_is_corrupt(const AVFrame *f)
     return (f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags;
 }
 
+/* Decodes keyframe packet `pkt` alone on a single-threaded codec. Returns 1
+ * if it comes out without errors, 0 if not; 1 too if no probe codec can be
+ * had (decoding then goes on as without the check). */
+static int key_decodes_alone(reel_decoder *dec, const AVPacket *pkt)
+{
+    if (!dec->probe) {
+        AVCodecContext *c = avcodec_alloc_context3(dec->codec);
+        if (!c) return 1;
+        c->thread_count = 1;
+        int ok = avcodec_parameters_to_context(c, dec->st->codecpar) >= 0;
+        c->pkt_timebase = dec->st->time_base;
+        if (!ok || avcodec_open2(c, dec->codec, NULL) < 0) {
+            avcodec_free_context(&c);
+            return 1;
+        }
+        dec->probe = c;
+    }
+    AVCodecContext *c = dec->probe;
+    int clean = 1, got = 0;
+    if (avcodec_send_packet(c, pkt) < 0) clean = 0;
+    avcodec_send_packet(c, NULL); /* drain: the keyframe comes out even behind a reorder delay */
+    for (;;) {
+        int e = avcodec_receive_frame(c, dec->frame);
+        if (e == AVERROR_EOF || e == AVERROR(EAGAIN)) break;
+        if (e < 0) { clean = 0; break; }
+        if (frame_is_corrupt(dec->frame)) clean = 0;
+        got++;
+        av_frame_unref(dec->frame);
+    }
+    avcodec_flush_buffers(c);
+    return clean && got > 0;
+}
+
 static void cache_put(reel_decoder *dec, const AVFrame *f, int64_t idx)
 {
     for (int i = 0; i < REEL_FRAME_CACHE; i++)
@@ -205,6 +247,20 @@ static int deliver(run *r, AVFrame *f)
         dec->count_next++;
     }
     if (idx < 0) return REEL_OK;
+    if (r->seek_key > 0 && frame_is_corrupt(f)) {
+        /* Errors inside the GOP we seeked into, wanted frame or not: the
+         * keyframe may depend on state from before it (seen in real files:
+         * ffmpeg -ss gives the same errors, a decode from the start none).
+         * Later frames of the GOP can then be wrong without being flagged,
+         * so nothing more is taken from this run; the plan starts over from
+         * an earlier keyframe, through this one. Damage in the GOP is still
+         * found there and handled by the corrupt policy. */
+        int64_t d = t->frames[idx].decode_order;
+        if (d >= r->seek_key && d < r->seek_key_end) {
+            r->unclean = r->seek_key;
+            return REEL__E_UNCLEAN_KEY;
+        }
+    }
     if (idx > dec->out_max) dec->out_max = idx;
     wanted *w = find_wanted(r, idx);
     if (!w || w->done) {
@@ -365,6 +421,10 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
         else if ((st = drain(r)) != REEL_OK) return st;
         if ((st = seek_to(r, s, force_seek_start)) != REEL_OK) return st;
         landed = 0;
+        r->seek_key = force_seek_start ? -1 : s;
+        r->seek_key_end = t->n;
+        for (int64_t d = s + 1; d < t->n; d++)
+            if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) { r->seek_key_end = d; break; }
     }
     if (!cont) {
         dec->warm_from = s;
@@ -414,6 +474,22 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
             continue;
         }
         if (d < s) { av_packet_unref(pkt); continue; }
+        if (!landed && d == s && r->seek_key == s && dec->settings.check_keyframes &&
+            (dec->avctx->active_thread_type & FF_THREAD_FRAME)) {
+            /* first visit to this keyframe by a frame-threaded decoder: check
+             * it once on its own (see reel_decoder.probe) */
+            if (!dec->key_checked) dec->key_checked = calloc((size_t)t->n, 1);
+            if (dec->key_checked && !dec->key_checked[s]) {
+                dec->key_checked[s] = 1;
+                r->st.keys_probed++;
+                if (!key_decodes_alone(dec, pkt)) {
+                    av_packet_unref(pkt);
+                    abort_run(r);
+                    r->unclean = s;
+                    return REEL__E_UNCLEAN_KEY;
+                }
+            }
+        }
         if (!landed) {
             if (d > s) {
                 /* the demuxer jumped past our keyframe: go back to the start */
@@ -469,12 +545,19 @@ static int run_plan(run *r, int retry)
         if (r->w[i].done) continue;
         int64_t f = r->w[i].frame;
         int64_t s = t->seek_from[f];
-        if (retry) {
-            /* second chance for a frame the decoder did not produce: start
-             * one keyframe earlier (damaged or unmarked open GOPs) */
+        while (s > 0 && dec->unclean_key && dec->unclean_key[s]) {
             int64_t k = s - 1;
             while (k > 0 && !(t->frames[t->frame_of_decode[k]].flags & REEL_FRAME_KEY)) k--;
             s = k < 0 ? 0 : k;
+        }
+        if (retry) {
+            /* second chance for a frame the decoder did not produce: start
+             * one keyframe earlier (damaged or unmarked open GOPs) */
+            do {
+                int64_t k = s - 1;
+                while (k > 0 && !(t->frames[t->frame_of_decode[k]].flags & REEL_FRAME_KEY)) k--;
+                s = k < 0 ? 0 : k;
+            } while (s > 0 && dec->unclean_key && dec->unclean_key[s]);
         }
         iv[ni].s = s;
         iv[ni].e = t->frames[f].decode_order;
@@ -556,10 +639,34 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n,
     r.w = w;
     r.nw = nw;
 
+    r.seek_key = -1;
     int st = serve_from_cache(&r);
-    if (st == REEL_OK && r.st.frames_returned < (int64_t)nw) st = run_plan(&r, 0);
-    if (st == REEL_OK && r.st.frames_returned < (int64_t)nw)
-        st = run_plan(&r, 1);
+    /* pass 1 starts one keyframe earlier for frames pass 0 did not produce */
+    for (int pass = 0; pass < 2 && st == REEL_OK && r.st.frames_returned < (int64_t)nw; pass++) {
+        st = run_plan(&r, pass);
+        while (st == REEL__E_UNCLEAN_KEY) {
+            /* give up on that keyframe for good, and plan what is left again;
+             * each round marks another keyframe, so this ends */
+            reset_decoder(dec);
+            dec->avctx->skip_frame = AVDISCARD_DEFAULT;
+            dec->next_decode = -1;
+            r.sent = 0;
+            r.count_in = r.count_out = 0;
+            r.seek_key = -1;
+            if (!dec->unclean_key && !(dec->unclean_key = calloc((size_t)t->n, 1))) {
+                st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
+                break;
+            }
+            if (dec->unclean_key[r.unclean]) {
+                st = reel__error_set(err, REEL_E_INTERNAL, "%s: keyframe at decode position %lld tried twice",
+                                     dec->name, (long long)r.unclean);
+                break;
+            }
+            dec->unclean_key[r.unclean] = 1;
+            r.st.key_restarts++;
+            st = run_plan(&r, pass);
+        }
+    }
     if (st == REEL_OK && r.st.frames_returned < (int64_t)nw) {
         int64_t missing = -1;
         for (size_t i = 0; i < nw; i++) if (!w[i].done) { missing = w[i].frame; break; }

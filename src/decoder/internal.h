@@ -81,6 +81,16 @@ struct reel_decoder {
     int64_t cache_index[REEL_FRAME_CACHE];
     int cache_next;
     int64_t count_next;         /* REEL_MATCH_COUNT: presentation index of the next output frame */
+    /* Keyframes (by decode position) found not to be clean starting points:
+     * decoding from them gave errors in their own GOP that decoding through
+     * them from an earlier keyframe does not. Never seeked to again; NULL
+     * until the first is found. */
+    uint8_t *unclean_key;
+    /* Under frame threading FFmpeg does not flag decoding errors reliably,
+     * so a keyframe is checked once, decoded alone on this single-threaded
+     * codec (opened on first use), before a run starts from it. */
+    AVCodecContext *probe;
+    uint8_t *key_checked;       /* per decode position: probed already */
     reel_converter *conv;       /* for get_frames */
 };
 

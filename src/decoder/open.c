@@ -26,6 +26,7 @@ void reel_decoder_default_settings(reel_decoder_settings *s)
     s->index_mode = REEL_INDEX_OFF;
     s->index_path = NULL;
     s->skip_nonref = 1;
+    s->check_keyframes = 1;
 }
 
 /* ---- custom IO: memory and caller callbacks ---------------------------- */
@@ -399,6 +400,9 @@ void reel_decoder_close(reel_decoder **pdec)
     for (int i = 0; i < REEL_FRAME_CACHE; i++) av_frame_free(&dec->cache[i]);
     av_packet_free(&dec->pkt);
     av_frame_free(&dec->frame);
+    free(dec->unclean_key);
+    free(dec->key_checked);
+    avcodec_free_context(&dec->probe);
     avcodec_free_context(&dec->avctx);
     avformat_close_input(&dec->fmt);
     if (dec->avio) {

@@ -596,6 +596,93 @@ TEST(frames_by_index_match_ffmpeg_one_thread)
     g_cur_threads = 2;
 }
 
+/* Every GOP entered cold: for each keyframe K after the first, a fresh
+ * decoder asks for K, the middle of its GOP and the GOP's last frame, so the
+ * decode starts with a seek to K. Each frame must equal ffmpeg's decode from
+ * the start of the file. Catches keyframes that are not clean starting
+ * points (cockatoo.mp4: decoding from its IDRs at 76 and 145 gives errors,
+ * some unflagged under frame threading): reel must notice and decode
+ * through them from an earlier keyframe. */
+static void body_keyframe_starts(void)
+{
+    const mf_row *m = manifest_row(g_cur_file);
+    need_ffmpeg();
+    if (!strcmp(m->file, "av1-1-b8-03-sizeup.ivf"))
+        harness_skip("its second keyframe changes the frame size (every frame is checked by index)");
+    reel_decoder *dec = open_video(m->file, -1, g_cur_threads);
+    const reel_video_info *info = reel_decoder_info(dec);
+    int64_t nk = 0, n = info->num_frames;
+    const int64_t *keys = reel_decoder_keyframes(dec, &nk);
+    if (nk < 2) {
+        reel_decoder_close(&dec);
+        harness_skip("one keyframe: no GOP to enter cold");
+    }
+    int64_t *req = xmalloc((size_t)nk * 3 * sizeof *req);
+    size_t nreq = 0;
+    size_t first_of[1024];
+    int64_t step = nk > 12 ? (nk + 11) / 12 : 1; /* at most 12 GOPs per video (ffmpeg select grows long) */
+    size_t ngop = 0;
+    for (int64_t k = 1; k < nk && ngop < 1024; k += step) {
+        int64_t a = keys[k], b = (k + 1 < nk ? keys[k + 1] : n) - 1;
+        first_of[ngop++] = nreq;
+        req[nreq++] = a;
+        if (b > a) req[nreq++] = a + (b - a) / 2;
+        if (b > a + 1) req[nreq++] = b;
+    }
+    first_of[ngop] = nreq;
+    reel_decoder_close(&dec);
+
+    size_t nu = 0;
+    int64_t *u = sorted_unique(req, nreq, &nu);
+    ff_job j = {.file = m->file, .stream = info->stream_index, .threads = 2, .idx = u, .n_idx = nu,
+                .n_frames = nu, .out_w = info->width, .out_h = info->height};
+    uint8_t *want = ffmpeg_frames(&j);
+    char what[64];
+    snprintf(what, sizeof what, "cold GOP entry (threads %d)", g_cur_threads);
+    cmp_state cs = {0};
+    int64_t restarts = 0;
+    for (size_t g = 0; g < ngop; g++) {
+        reel_decoder *d = open_video(m->file, -1, g_cur_threads);
+        size_t cnt = first_of[g + 1] - first_of[g];
+        int w, h;
+        size_t fb;
+        reel_error err;
+        reel_error_clear(&err);
+        CHECK_OK(reel_decoder_output_size(d, NULL, &w, &h, &fb, &err));
+        uint8_t *got = xmalloc(cnt * fb);
+        reel_decode_stats st;
+        int r = reel_decoder_get_frames(d, req + first_of[g], cnt, NULL, got, cnt * fb, &st, &err);
+        CHECK_MSG(r == REEL_OK, "frames from keyframe %lld: %d %s", (long long)req[first_of[g]], r, err.message);
+        restarts += st.key_restarts;
+        for (size_t i = 0; i < cnt; i++) {
+            int64_t f = req[first_of[g] + i];
+            check_frame(&cs, what, m->file, f, i, got + i * fb, want + find_pos(u, nu, f) * fb, w, h);
+        }
+        free(got);
+        reel_decoder_close(&d);
+    }
+    cmp_finish(&cs);
+    if (!strcmp(m->file, "cockatoo.mp4"))
+        CHECK_MSG(restarts > 0, "cockatoo.mp4's IDRs at 76 and 145 are not clean starting points, yet no restart");
+    free(want);
+    free(u);
+    free(req);
+}
+
+TEST(cold_gop_entry_matches_ffmpeg_from_the_start)
+{
+    size_t n;
+    const char **names = manifest_names(&n);
+    need_ffmpeg();
+    reel_set_ffmpeg_log_level(0);
+    for (int threads = 1; threads <= 2; threads++) {
+        g_cur_threads = threads;
+        for_each_video(names, n, body_keyframe_starts, threads == 1 ? "cold GOP entry, 1 thread"
+                                                                     : "cold GOP entry, 2 threads");
+    }
+    g_cur_threads = 2;
+}
+
 /* get_range(0, n, 3) against ffmpeg's every third frame. */
 static void body_range(void)
 {
