@@ -1,7 +1,8 @@
 # tests/python/test_shared_videos.py: the real-world videos in the shared set
 # (REEL_SHARED_VIDEOS): frame counts against the manifest, first/middle/last
 # frames decode, torchcodec's reference frames match bit for bit, and frame
-# times match ffprobe's.
+# times match ffprobe's; keyframes that are not clean starting points are
+# decoded through (cockatoo.mp4).
 from __future__ import annotations
 
 import csv
@@ -103,3 +104,29 @@ def test_frame_times(shared_videos, video, stream):
         assert row.duration_seconds == pytest.approx(float(want["duration_time"]), abs=1e-6)
     mids = [float(w["pts_time"]) + float(w["duration_time"]) / 2 for w in info]
     assert list(d.get_frames_played_at(mids).indices) == list(range(len(info)))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_unclean_keyframes_are_decoded_through(shared_videos, ffmpeg, threads):
+    """cockatoo.mp4's IDRs at 76 and 145 decode with errors when decoding
+    starts there; a fresh decoder asked for frames after them must still give
+    ffmpeg's frames from a decode from the start, and say it restarted."""
+    import subprocess
+
+    p = shared_videos / "cockatoo.mp4"
+    if not p.exists():
+        pytest.skip("cockatoo.mp4 not in the shared videos")
+    want = [145, 200, 279]
+    expr = "+".join(f"eq(n\\,{i})" for i in want)
+    ref = subprocess.run([ffmpeg, "-v", "error", "-noautorotate", "-i", str(p), "-map", "0:v:0",
+                          "-vf", f"select='{expr}'", "-fps_mode", "passthrough", "-pix_fmt", "rgb24",
+                          "-f", "rawvideo", "-"], capture_output=True, check=True).stdout
+    fb = 1280 * 720 * 3
+    assert len(ref) == len(want) * fb
+    for k, i in enumerate(want):
+        with reel.VideoDecoder(p, threads=threads, layout="HWC") as d:
+            got = d.get_frames_at([i]).tobytes()
+            st = d.stats
+        assert got == ref[k * fb:(k + 1) * fb], f"frame {i} with {threads} thread(s)"
+        assert st.key_restarts >= 1, st
+        assert (st.keys_probed >= 1) == (threads > 1), st
