@@ -630,12 +630,13 @@ static void body_keyframe_starts(void)
         if (b > a + 1) req[nreq++] = b;
     }
     first_of[ngop] = nreq;
-    reel_decoder_close(&dec);
+    const int stream = info->stream_index, width = info->width, height = info->height;
+    reel_decoder_close(&dec); /* info and keys belong to it */
 
     size_t nu = 0;
     int64_t *u = sorted_unique(req, nreq, &nu);
-    ff_job j = {.file = m->file, .stream = info->stream_index, .threads = 2, .idx = u, .n_idx = nu,
-                .n_frames = nu, .out_w = info->width, .out_h = info->height};
+    ff_job j = {.file = m->file, .stream = stream, .threads = 2, .idx = u, .n_idx = nu,
+                .n_frames = nu, .out_w = width, .out_h = height};
     uint8_t *want = ffmpeg_frames(&j);
     char what[64];
     snprintf(what, sizeof what, "cold GOP entry (threads %d)", g_cur_threads);
