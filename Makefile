@@ -39,7 +39,8 @@ build: deps
 
 # The runner builds build/ itself (after deps) so that even a failed build
 # ends with the summary line.
-test: deps
+test:
+	@bash scripts/deps.sh --test
 	@bash scripts/run_tests.sh --build-first --build $(BUILD_DIR) --asan $(ASAN_DIR)
 
 asan: deps

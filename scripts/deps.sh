@@ -3,7 +3,8 @@
 #
 #   cmake >= 3.18 (from pip if missing: python3 -m pip install cmake ninja),
 #   pkg-config, FFmpeg dev packages (libavformat libavcodec libavutil
-#   libswscale), the ffmpeg and ffprobe CLIs, a C compiler.
+#   libswscale), the ffmpeg and ffprobe CLIs, a C compiler; with --test also
+#   valgrind (the loader's shutdown leak test runs under it).
 #
 # Missing system packages are installed with apt-get when we are root or have
 # passwordless sudo; otherwise it stops (exit 1) and prints the command to run.
@@ -12,6 +13,9 @@ set -euo pipefail
 
 CMAKE_MIN=3.18
 APT_PKGS="pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg"
+FOR_TESTS=0
+[ "${1:-}" = "--test" ] && FOR_TESTS=1
+[ $FOR_TESTS -eq 1 ] && APT_PKGS="$APT_PKGS valgrind"
 FFMPEG_MODULES="libavformat libavcodec libavutil libswscale"
 
 # pip --user installs its scripts here; the Makefile puts it on PATH too.
@@ -55,6 +59,7 @@ elif ! have pkg-config; then
 fi
 have ffmpeg || missing_apt+=(ffmpeg)
 have ffprobe || missing_apt+=(ffprobe)
+[ $FOR_TESTS -eq 1 ] && { have valgrind || missing_apt+=(valgrind); }
 need_cc=0
 cc_name >/dev/null || { need_cc=1; missing_apt+=("a C compiler"); }
 need_cmake=0
@@ -155,5 +160,6 @@ fail=0
 pkg-config --exists $FFMPEG_MODULES || { say "FFmpeg dev packages still missing"; fail=1; }
 have ffmpeg && have ffprobe || { say "ffmpeg/ffprobe still missing"; fail=1; }
 cc_name >/dev/null || { say "no C compiler"; fail=1; }
+if [ $FOR_TESTS -eq 1 ] && ! have valgrind; then say "valgrind still missing"; fail=1; fi
 [ $fail -eq 0 ] || exit 1
 echo "deps: ok (cmake $CMAKE_V$(have ninja && echo ', ninja'), $(cc_name), libavcodec $(pkg-config --modversion libavcodec), $(command -v ffmpeg))"
