@@ -534,6 +534,23 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
     return drain(r);
 }
 
+static int is_unclean(const reel_decoder *dec, int64_t d)
+{
+    return d > 0 && dec->unclean_key && dec->unclean_key[d];
+}
+
+/* The last keyframe before decode position d that is not known unclean (0 at worst). */
+static int64_t clean_key_before(const reel_decoder *dec, int64_t d)
+{
+    const reel_table *t = &dec->table;
+    do {
+        int64_t k = d - 1;
+        while (k > 0 && !(t->frames[t->frame_of_decode[k]].flags & REEL_FRAME_KEY)) k--;
+        d = k < 0 ? 0 : k;
+    } while (is_unclean(dec, d));
+    return d;
+}
+
 static int run_plan(run *r, int retry)
 {
     reel_decoder *dec = r->dec;
@@ -545,20 +562,10 @@ static int run_plan(run *r, int retry)
         if (r->w[i].done) continue;
         int64_t f = r->w[i].frame;
         int64_t s = t->seek_from[f];
-        while (s > 0 && dec->unclean_key && dec->unclean_key[s]) {
-            int64_t k = s - 1;
-            while (k > 0 && !(t->frames[t->frame_of_decode[k]].flags & REEL_FRAME_KEY)) k--;
-            s = k < 0 ? 0 : k;
-        }
-        if (retry) {
-            /* second chance for a frame the decoder did not produce: start
-             * one keyframe earlier (damaged or unmarked open GOPs) */
-            do {
-                int64_t k = s - 1;
-                while (k > 0 && !(t->frames[t->frame_of_decode[k]].flags & REEL_FRAME_KEY)) k--;
-                s = k < 0 ? 0 : k;
-            } while (s > 0 && dec->unclean_key && dec->unclean_key[s]);
-        }
+        if (is_unclean(dec, s)) s = clean_key_before(dec, s);
+        /* second chance for a frame the decoder did not produce: start one
+         * keyframe earlier (damaged or unmarked open GOPs) */
+        if (retry) s = clean_key_before(dec, s);
         iv[ni].s = s;
         iv[ni].e = t->frames[f].decode_order;
         if (t->match_mode == REEL_MATCH_COUNT) {
