@@ -474,20 +474,19 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
             continue;
         }
         if (d < s) { av_packet_unref(pkt); continue; }
+        AVPacket *probe_pkt = NULL;
         if (!landed && d == s && r->seek_key == s && dec->settings.check_keyframes &&
             (dec->avctx->active_thread_type & FF_THREAD_FRAME)) {
             /* first visit to this keyframe by a frame-threaded decoder: check
-             * it once on its own (see reel_decoder.probe) */
+             * it once on its own (see reel_decoder.probe), below, once the
+             * main codec has it: its frame threads decode the keyframe while
+             * this thread probes it, and they put out no frame before a few
+             * more packets, so nothing reaches the visitor before the verdict */
             if (!dec->key_checked) dec->key_checked = calloc((size_t)t->n, 1);
             if (dec->key_checked && !dec->key_checked[s]) {
                 dec->key_checked[s] = 1;
                 r->st.keys_probed++;
-                if (!key_decodes_alone(dec, pkt)) {
-                    av_packet_unref(pkt);
-                    abort_run(r);
-                    r->unclean = s;
-                    return REEL__E_UNCLEAN_KEY;
-                }
+                probe_pkt = av_packet_clone(pkt);
             }
         }
         if (!landed) {
@@ -516,6 +515,15 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
         dec->avctx->skip_frame = (tail < 0 && nonref_ok && !find_wanted(r, fi)) ? AVDISCARD_NONREF : AVDISCARD_DEFAULT;
         st = send_packet(r, pkt, d);
         av_packet_unref(pkt);
+        if (probe_pkt) {
+            int clean = st != REEL_OK || key_decodes_alone(dec, probe_pkt);
+            av_packet_free(&probe_pkt);
+            if (!clean) {
+                abort_run(r);
+                r->unclean = s;
+                return REEL__E_UNCLEAN_KEY;
+            }
+        }
         if (st != REEL_OK) { abort_run(r); return st; }
         dec->next_decode = d + 1;
         if (tail > 0) tail--;
