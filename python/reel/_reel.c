@@ -894,6 +894,7 @@ typedef struct DecoderObject {
     PyObject *index_path; /* bytes or NULL */
     PyObject *io_error;   /* first exception raised by a file-like callback */
     int64_t io_size;      /* cached size of a file-like source; -2 unknown */
+    double next_signal_check; /* monotonic time of dec_interrupt's next look */
     int use_readinto;     /* the file-like object has readinto() */
     reel_decoder_settings settings;
     reel_transform transform;
@@ -908,6 +909,13 @@ static const char *dec_name(DecoderObject *self)
     return self->name ? PyBytes_AS_STRING(self->name) : "<video>";
 }
 
+static double monotonic_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 static void save_io_error(DecoderObject *self)
 {
     PyObject *t, *v, *tb;
@@ -918,6 +926,27 @@ static void save_io_error(DecoderObject *self)
     Py_XDECREF(t);
     Py_XDECREF(v);
     Py_XDECREF(tb);
+}
+
+/* The decoder's interrupt callback (reel_decoder_settings.interrupt): at
+ * most every 0.1 s of a call, take the GIL back for a moment to run signal
+ * handlers, so Ctrl-C stops a long decode with KeyboardInterrupt (kept like
+ * a file-like callback's exception and re-raised as is). Runs in the thread
+ * that called the decoder; handlers run only in the main thread. */
+static int dec_interrupt(void *opaque)
+{
+    DecoderObject *self = opaque;
+    double now = monotonic_s();
+    if (now < self->next_signal_check) return 0;
+    self->next_signal_check = now + 0.1;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = 0;
+    if (PyErr_CheckSignals() < 0) {
+        save_io_error(self);
+        stop = 1;
+    }
+    PyGILState_Release(g);
+    return stop;
 }
 
 /* reel_io callbacks for file-like sources: they run in the thread that
@@ -1197,6 +1226,8 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     reel_decoder_default_settings(&self->settings);
+    self->settings.interrupt = dec_interrupt;
+    self->settings.interrupt_opaque = self;
     self->settings.stream_index = stream;
     self->settings.threads = threads;
     self->settings.corrupt_policy = corrupt;
@@ -2083,12 +2114,6 @@ static const char *failure_path(reel_loader *l, const char *message, reel_failur
     return NULL;
 }
 
-static double monotonic_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static PyObject *loader_next(LoaderObject *self, PyObject *args)
 {

@@ -1,7 +1,9 @@
 # tests/python/test_loader.py: reel.Loader over the C pipeline: epochs, batch
 # shapes and layouts, labels and clip info, exact frames, determinism across
 # thread counts, state_dict resume, zero-copy batches returned to the ring,
-# close semantics, error policies, sources, sharding, pickling, metrics.
+# close semantics, error policies, sources, sharding, pickling, metrics;
+# waiting: next_batch timeouts and Ctrl-C during a loader wait or a long
+# VideoDecoder call.
 from __future__ import annotations
 
 import gc
@@ -338,3 +340,30 @@ def test_ctrl_c_stops_a_long_wait(slow_video):
         b = loader.next_batch()                  # the loader goes on
         assert [c.frame_indices for c in b.info] == [(799,)]
         del b
+
+
+def test_ctrl_c_stops_a_long_decoder_call(slow_video):
+    """SIGINT during one long VideoDecoder call (the last frame of a long GOP)
+    raises KeyboardInterrupt within about 0.1 s, and the decoder still works."""
+    import signal
+    import threading
+    import time
+
+    with reel.VideoDecoder(slow_video, threads=1, size=(36, 64)) as dec:
+        t0 = time.perf_counter()
+        dec.get_frames_at([799])
+        decode_s = time.perf_counter() - t0
+    if decode_s < 0.6:
+        pytest.skip(f"the long decode takes only {decode_s:.2f} s here: too short to tell an early interrupt")
+    main = threading.get_ident()
+    with reel.VideoDecoder(slow_video, threads=1, size=(36, 64), layout="HWC") as dec:
+        timer = threading.Timer(0.05, lambda: signal.pthread_kill(main, signal.SIGINT))
+        t0 = time.perf_counter()
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            dec.get_frames_at([799])
+        waited = time.perf_counter() - t0
+        timer.join()
+        assert waited < 0.5 * decode_s, (waited, decode_s)
+        assert dec.get_frames_at([799]).shape == (1, 36, 64, 3)  # usable after the interrupt
+        assert dec.stats.frames_returned == 1
