@@ -15,6 +15,14 @@ int64_t reel__clock_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+void reel__deadline_in(struct timespec *ts, int64_t ns)
+{
+    clock_gettime(CLOCK_REALTIME, ts);
+    int64_t t = (int64_t)ts->tv_nsec + ns % 1000000000;
+    ts->tv_sec += (time_t)(ns / 1000000000 + t / 1000000000);
+    ts->tv_nsec = (long)(t % 1000000000);
+}
+
 void reel__rss(int64_t *rss, int64_t *peak)
 {
     int64_t r = -1, p = -1;

@@ -618,10 +618,7 @@ static void *watchdog_main(void *arg)
     pthread_mutex_lock(&l->wd_mu);
     while (!stopping(l)) {
         struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ns = (int64_t)ts.tv_nsec + period;
-        ts.tv_sec += (time_t)(ns / 1000000000);
-        ts.tv_nsec = (long)(ns % 1000000000);
+        reel__deadline_in(&ts, period);
         pthread_cond_timedwait(&l->wd_cond, &l->wd_mu, &ts);
         if (stopping(l)) break;
         pthread_mutex_unlock(&l->wd_mu);
@@ -1024,6 +1021,16 @@ static void end_epoch(reel_loader *l)
     }
 }
 
+/* The consumer waited from t_in until now: data time, a trace event, and
+ * the start of its model time. */
+static void end_wait(reel_loader *l, int64_t t_in, const char *what, int64_t seq)
+{
+    int64_t t_out = reel__clock_ns();
+    atomic_fetch_add(&l->data_ns, t_out - t_in);
+    reel__trace_add(&l->trace, l->consumer_track, what, NULL, t_in, t_out, seq);
+    l->last_return = t_out;
+}
+
 /* timeout_s < 0: wait as long as it takes. */
 static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_error *err)
 {
@@ -1032,13 +1039,7 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
     if (timeout_s != timeout_s) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: timeout is NaN");
     int64_t t_in = reel__clock_ns();
     struct timespec deadline;
-    if (timeout_s >= 0) {
-        clock_gettime(CLOCK_REALTIME, &deadline); /* the ring's condition variable runs on CLOCK_REALTIME */
-        double whole = timeout_s > 1e9 ? 1e9 : timeout_s;
-        int64_t ns = (int64_t)deadline.tv_nsec + (int64_t)((whole - (double)(int64_t)whole) * 1e9);
-        deadline.tv_sec += (time_t)whole + (time_t)(ns / 1000000000);
-        deadline.tv_nsec = (long)(ns % 1000000000);
-    }
+    if (timeout_s >= 0) reel__deadline_in(&deadline, (int64_t)((timeout_s > 1e9 ? 1e9 : timeout_s) * 1e9));
     if (l->last_return) {
         atomic_fetch_add(&l->model_ns, t_in - l->last_return);
         reel__trace_add(&l->trace, l->consumer_track, "model", NULL, l->last_return, t_in, -1);
@@ -1076,10 +1077,7 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
         pthread_mutex_unlock(&r->mu);
         /* the wait so far was data time; what the caller does before asking
          * again is its own (model) time, as after a batch */
-        int64_t t_out = reel__clock_ns();
-        atomic_fetch_add(&l->data_ns, t_out - t_in);
-        reel__trace_add(&l->trace, l->consumer_track, "wait for batch (timed out)", NULL, t_in, t_out, -1);
-        l->last_return = t_out;
+        end_wait(l, t_in, "wait for batch (timed out)", -1);
         return reel__error_set(err, REEL_E_AGAIN, "loader: no batch within %g s", timeout_s);
     }
     if (!bb) {
@@ -1103,10 +1101,7 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
         atomic_fetch_add(&l->frames, bb->batch.num_clips * l->T);
         *out = &bb->batch;
     }
-    int64_t t_out = reel__clock_ns();
-    atomic_fetch_add(&l->data_ns, t_out - t_in);
-    reel__trace_add(&l->trace, l->consumer_track, "wait for batch", NULL, t_in, t_out, bb->seq);
-    l->last_return = t_out;
+    end_wait(l, t_in, "wait for batch", bb->seq);
     return st;
 }
 
