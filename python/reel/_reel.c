@@ -13,11 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "reel/reel.h"
 #include "reel/pipeline.h"
+#include "pipeline/clock.h"
 #include "synth/synth.h"
 
 /* ======================================================================
@@ -894,7 +894,7 @@ typedef struct DecoderObject {
     PyObject *index_path; /* bytes or NULL */
     PyObject *io_error;   /* first exception raised by a file-like callback */
     int64_t io_size;      /* cached size of a file-like source; -2 unknown */
-    double next_signal_check; /* monotonic time of dec_interrupt's next look */
+    int64_t next_signal_check; /* reel__clock_ns() of dec_interrupt's next look */
     int use_readinto;     /* the file-like object has readinto() */
     reel_decoder_settings settings;
     reel_transform transform;
@@ -907,13 +907,6 @@ typedef struct DecoderObject {
 static const char *dec_name(DecoderObject *self)
 {
     return self->name ? PyBytes_AS_STRING(self->name) : "<video>";
-}
-
-static double monotonic_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 static void save_io_error(DecoderObject *self)
@@ -936,9 +929,9 @@ static void save_io_error(DecoderObject *self)
 static int dec_interrupt(void *opaque)
 {
     DecoderObject *self = opaque;
-    double now = monotonic_s();
+    int64_t now = reel__clock_ns();
     if (now < self->next_signal_check) return 0;
-    self->next_signal_check = now + 0.1;
+    self->next_signal_check = now + 100000000;
     PyGILState_STATE g = PyGILState_Ensure();
     int stop = 0;
     if (PyErr_CheckSignals() < 0) {
@@ -2146,11 +2139,11 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
      * stays held from the call that returns a batch until the batch has its
      * handle (outstanding > 0), so a close() from another thread cannot free
      * it in between. */
-    const double t_start = monotonic_s();
+    const int64_t t_start = reel__clock_ns();
     for (;;) {
         double slice = 0.1;
         if (timeout >= 0) {
-            double left = timeout - (monotonic_s() - t_start);
+            double left = timeout - (double)(reel__clock_ns() - t_start) / 1e9;
             slice = left < 0 ? 0 : left < slice ? left : slice;
         }
         Py_BEGIN_ALLOW_THREADS
@@ -2160,7 +2153,7 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
         Py_END_ALLOW_THREADS
         if (r != REEL_E_AGAIN) break;
         if (PyErr_CheckSignals() < 0) return NULL;
-        if (timeout >= 0 && monotonic_s() - t_start >= timeout) {
+        if (timeout >= 0 && (double)(reel__clock_ns() - t_start) / 1e9 >= timeout) {
             PyErr_Format(PyExc_TimeoutError, "reel.Loader: no batch within %g s", timeout);
             return NULL;
         }
