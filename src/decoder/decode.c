@@ -42,7 +42,7 @@ typedef struct run {
 } run;
 
 /* Internal status: the keyframe a run started from is not a clean starting
- * point (see reel_decoder.unclean_key); the plan is run again from an
+ * point (see reel_decoder.key_state); the plan is run again from an
  * earlier one. Never returned to the caller. */
 #define REEL__E_UNCLEAN_KEY (-1000)
 
@@ -158,6 +158,13 @@ static int seek_to(run *r, int64_t d, int from_start)
     return REEL_OK;
 }
 
+/* dec->key_state, allocated on first use; NULL when out of memory. */
+static uint8_t *key_state(reel_decoder *dec)
+{
+    if (!dec->key_state) dec->key_state = calloc((size_t)dec->table.n, 1);
+    return dec->key_state;
+}
+
 static int frame_is_corrupt(const AVFrame *f)
 {
     return (f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags;
@@ -168,18 +175,8 @@ static int frame_is_corrupt(const AVFrame *f)
  * had (decoding then goes on as without the check). */
 static int key_decodes_alone(reel_decoder *dec, const AVPacket *pkt)
 {
-    if (!dec->probe) {
-        AVCodecContext *c = avcodec_alloc_context3(dec->codec);
-        if (!c) return 1;
-        c->thread_count = 1;
-        int ok = avcodec_parameters_to_context(c, dec->st->codecpar) >= 0;
-        c->pkt_timebase = dec->st->time_base;
-        if (!ok || avcodec_open2(c, dec->codec, NULL) < 0) {
-            avcodec_free_context(&c);
-            return 1;
-        }
-        dec->probe = c;
-    }
+    int opening;
+    if (!dec->probe && reel__codec_context(dec, 1, &dec->probe, &opening) < 0) return 1;
     AVCodecContext *c = dec->probe;
     int clean = 1, got = 0;
     if (avcodec_send_packet(c, pkt) < 0) clean = 0;
@@ -482,9 +479,9 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
              * main codec has it: its frame threads decode the keyframe while
              * this thread probes it, and they put out no frame before a few
              * more packets, so nothing reaches the visitor before the verdict */
-            if (!dec->key_checked) dec->key_checked = calloc((size_t)t->n, 1);
-            if (dec->key_checked && !dec->key_checked[s]) {
-                dec->key_checked[s] = 1;
+            uint8_t *ks = key_state(dec);
+            if (ks && !(ks[s] & REEL_KEY_PROBED)) {
+                ks[s] |= REEL_KEY_PROBED;
                 r->st.keys_probed++;
                 probe_pkt = av_packet_clone(pkt);
             }
@@ -544,7 +541,7 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
 
 static int is_unclean(const reel_decoder *dec, int64_t d)
 {
-    return d > 0 && dec->unclean_key && dec->unclean_key[d];
+    return d > 0 && dec->key_state && (dec->key_state[d] & REEL_KEY_UNCLEAN);
 }
 
 /* The last keyframe before decode position d that is not known unclean (0 at worst). */
@@ -662,22 +659,19 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n,
         while (st == REEL__E_UNCLEAN_KEY) {
             /* give up on that keyframe for good, and plan what is left again;
              * each round marks another keyframe, so this ends */
-            reset_decoder(dec);
-            dec->avctx->skip_frame = AVDISCARD_DEFAULT;
-            dec->next_decode = -1;
-            r.sent = 0;
-            r.count_in = r.count_out = 0;
+            abort_run(&r);
             r.seek_key = -1;
-            if (!dec->unclean_key && !(dec->unclean_key = calloc((size_t)t->n, 1))) {
+            uint8_t *ks = key_state(dec);
+            if (!ks) {
                 st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
                 break;
             }
-            if (dec->unclean_key[r.unclean]) {
+            if (ks[r.unclean] & REEL_KEY_UNCLEAN) {
                 st = reel__error_set(err, REEL_E_INTERNAL, "%s: keyframe at decode position %lld tried twice",
                                      dec->name, (long long)r.unclean);
                 break;
             }
-            dec->unclean_key[r.unclean] = 1;
+            ks[r.unclean] |= REEL_KEY_UNCLEAN;
             r.st.key_restarts++;
             st = run_plan(&r, pass);
         }

@@ -81,16 +81,17 @@ struct reel_decoder {
     int64_t cache_index[REEL_FRAME_CACHE];
     int cache_next;
     int64_t count_next;         /* REEL_MATCH_COUNT: presentation index of the next output frame */
-    /* Keyframes (by decode position) found not to be clean starting points:
-     * decoding from them gave errors in their own GOP that decoding through
-     * them from an earlier keyframe does not. Never seeked to again; NULL
-     * until the first is found. */
-    uint8_t *unclean_key;
-    /* Under frame threading FFmpeg does not flag decoding errors reliably,
-     * so a keyframe is checked once, decoded alone on this single-threaded
-     * codec (opened on first use), before a run starts from it. */
+    /* What is known of each keyframe as a starting point, by decode
+     * position (REEL_KEY_* bits; NULL until the first is learned).
+     * UNCLEAN: decoding from it gave errors in its own GOP that decoding
+     * through it from an earlier keyframe does not; never seeked to again.
+     * PROBED: checked once, decoded alone on `probe`, a single-threaded
+     * codec opened on first use, because under frame threading FFmpeg does
+     * not flag decoding errors reliably. */
+#define REEL_KEY_PROBED 1
+#define REEL_KEY_UNCLEAN 2
+    uint8_t *key_state;
     AVCodecContext *probe;
-    uint8_t *key_checked;       /* per decode position: probed already */
     reel_converter *conv;       /* for get_frames */
 };
 
@@ -100,6 +101,11 @@ static inline int reel__interrupted(const reel_decoder *dec)
 {
     return dec->settings.interrupt && dec->settings.interrupt(dec->settings.interrupt_opaque);
 }
+
+/* Allocates and opens a codec context for the stream with `threads` threads
+ * (frame and slice threading). Returns 0 or the FFmpeg error; *opening is 1
+ * if it failed in avcodec_open2, 0 if before (parameters, memory). */
+int reel__codec_context(const reel_decoder *dec, int threads, AVCodecContext **out, int *opening);
 
 int reel__table_scan(reel_decoder *dec, reel_error *err);
 /* Builds dec->table from the mp4/mov sample tables if they are complete;

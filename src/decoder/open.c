@@ -186,6 +186,24 @@ static int pick_stream(reel_decoder *dec, reel_error *err)
     return REEL_OK;
 }
 
+int reel__codec_context(const reel_decoder *dec, int threads, AVCodecContext **out, int *opening)
+{
+    *opening = 0;
+    AVCodecContext *c = avcodec_alloc_context3(dec->codec);
+    if (!c) return AVERROR(ENOMEM);
+    int r = avcodec_parameters_to_context(c, dec->st->codecpar);
+    if (r >= 0) {
+        c->pkt_timebase = dec->st->time_base;
+        c->thread_count = threads;
+        c->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+        *opening = 1;
+        r = avcodec_open2(c, dec->codec, NULL);
+    }
+    if (r < 0) avcodec_free_context(&c);
+    *out = c;
+    return r < 0 ? r : 0;
+}
+
 static int open_codec(reel_decoder *dec, reel_error *err)
 {
     const AVCodecParameters *par = dec->st->codecpar;
@@ -194,11 +212,6 @@ static int open_codec(reel_decoder *dec, reel_error *err)
     if (!dec->codec)
         return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC, "%s: unsupported codec '%s' (no decoder in this FFmpeg build)",
                                dec->name, avcodec_get_name(par->codec_id));
-    dec->avctx = avcodec_alloc_context3(dec->codec);
-    if (!dec->avctx) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
-    int r = avcodec_parameters_to_context(dec->avctx, par);
-    if (r < 0) return reel__error_set(err, reel__status_from_av(r), "%s: bad codec parameters: %s", dec->name, reel__av_err(r, eb, sizeof eb));
-    dec->avctx->pkt_timebase = dec->st->time_base;
     int threads = dec->settings.threads;
     if (threads <= 0) {
         /* FFmpeg's own default elsewhere is often one thread, which makes
@@ -207,9 +220,11 @@ static int open_codec(reel_decoder *dec, reel_error *err)
         threads = reel__cpu_count();
         if (threads > 16) threads = 16;
     }
-    dec->avctx->thread_count = threads;
-    dec->avctx->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
-    r = avcodec_open2(dec->avctx, dec->codec, NULL);
+    int opening = 0;
+    int r = reel__codec_context(dec, threads, &dec->avctx, &opening);
+    if (r < 0 && !opening)
+        return reel__error_set(err, reel__status_from_av(r), "%s: bad codec parameters: %s", dec->name,
+                               reel__av_err(r, eb, sizeof eb));
     if (r < 0)
         return reel__error_set(err, reel__status_from_av(r) == REEL_E_IO ? REEL_E_UNSUPPORTED_CODEC : reel__status_from_av(r),
                                "%s: cannot open %s decoder: %s", dec->name, dec->codec->name, reel__av_err(r, eb, sizeof eb));
@@ -400,8 +415,7 @@ void reel_decoder_close(reel_decoder **pdec)
     for (int i = 0; i < REEL_FRAME_CACHE; i++) av_frame_free(&dec->cache[i]);
     av_packet_free(&dec->pkt);
     av_frame_free(&dec->frame);
-    free(dec->unclean_key);
-    free(dec->key_checked);
+    free(dec->key_state);
     avcodec_free_context(&dec->probe);
     avcodec_free_context(&dec->avctx);
     avformat_close_input(&dec->fmt);
