@@ -59,13 +59,21 @@ elif ! have pkg-config; then
 fi
 have ffmpeg || missing_apt+=(ffmpeg)
 have ffprobe || missing_apt+=(ffprobe)
+# root, or passwordless sudo: system packages can be installed
+SUDO=
+can_root=0
+if [ "$(id -u)" = 0 ]; then
+    can_root=1
+elif have sudo && sudo -n true 2>/dev/null; then
+    SUDO="sudo"
+    can_root=1
+fi
 if [ $FOR_TESTS -eq 1 ] && ! have valgrind; then
     # wanted, not required: a machine without it (or without apt access)
     # still runs every other test
-    if have apt-get && { [ "$(id -u)" = 0 ] || { have sudo && sudo -n true 2>/dev/null; }; }; then
-        s=; [ "$(id -u)" = 0 ] || s=sudo
+    if [ $can_root -eq 1 ] && have apt-get; then
         say "installing valgrind with apt-get (for the loader's leak-at-shutdown test)"
-        { $s apt-get update -qq && $s env DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind; } >/dev/null 2>&1 ||
+        { $SUDO apt-get update -qq && $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q valgrind; } >/dev/null 2>&1 ||
             say "warning: could not install valgrind; the leak-at-shutdown test will be skipped (apt-get install -y valgrind)"
     else
         say "warning: no valgrind; the leak-at-shutdown test will be skipped (to run it: apt-get install -y valgrind)"
@@ -86,14 +94,6 @@ if [ ${#missing_apt[@]} -eq 0 ] && [ $need_cmake -eq 0 ]; then
 fi
 
 # ------------------------------------------------------------ how to install
-SUDO=
-can_root=0
-if [ "$(id -u)" = 0 ]; then
-    can_root=1
-elif have sudo && sudo -n true 2>/dev/null; then
-    SUDO="sudo"
-    can_root=1
-fi
 
 apt_install() { # packages...
     if [ $can_root -eq 1 ] && have apt-get; then
