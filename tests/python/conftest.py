@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -95,3 +96,26 @@ def run_python(code: str, timeout: float = 60.0) -> subprocess.CompletedProcess:
 def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def in_child(fn) -> object:
+    """Runs fn() in a forked child and returns its (pickled) result or exception."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(r)
+        try:
+            try:
+                out = ("ok", fn())
+            except BaseException as exc:  # noqa: B902 - report everything to the parent
+                out = ("err", repr(exc))
+            with os.fdopen(w, "wb") as f:
+                pickle.dump(out, f)
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    return pickle.loads(data)

@@ -5,36 +5,11 @@
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
-import pickle
 import threading
 
 
 import reel
-from conftest import read_indices
-
-
-def in_child(fn) -> object:
-    """Runs fn() in a forked child and returns its (pickled) result or exception."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child
-        os.close(r)
-        try:
-            try:
-                out = ("ok", fn())
-            except BaseException as exc:  # noqa: B902 - report everything to the parent
-                out = ("err", repr(exc))
-            with os.fdopen(w, "wb") as f:
-                pickle.dump(out, f)
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
-    return pickle.loads(data)
+from conftest import in_child, read_indices
 
 
 def test_decoder_after_fork(video):

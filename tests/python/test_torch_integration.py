@@ -21,6 +21,7 @@ import pytest
 
 import reel
 import reel._reel as _reel
+from conftest import in_child
 
 torch = pytest.importorskip("torch")
 rt = pytest.importorskip("reel.torch")
@@ -263,34 +264,13 @@ def test_configuration_pickles_and_is_rebuilt_in_a_spawned_worker(videos):
     ds.close()
 
 
-def _fork(fn):
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(r)
-        try:
-            try:
-                out = ("ok", fn())
-            except BaseException as exc:  # noqa: B902 - everything goes to the parent
-                out = ("err", repr(exc))
-            with os.fdopen(w, "wb") as f:
-                pickle.dump(out, f)
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r, "rb") as f:
-        data = f.read()
-    os.waitpid(pid, 0)
-    return pickle.loads(data)
-
-
 def test_nothing_breaks_after_fork(videos):
     ref = loader_samples(videos)
     ds = rt.VideoDataset(videos, **KW)
     it = iter(ds)
     held = next(it)  # this process's loader runs, a batch is held
     # a forked child builds its own loader over the same configuration
-    assert _fork(lambda: dataset_samples(iter(ds))) == ("ok", ref)
+    assert in_child(lambda: dataset_samples(iter(ds))) == ("ok", ref)
     # fork-based DataLoader workers, while this loader's threads run
     dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork")
     ds.set_epoch(0)
