@@ -18,6 +18,7 @@
 #include "reel/reel.h"
 #include "reel/pipeline.h"
 #include "pipeline/clock.h"
+#include "pipeline/plan.h"
 #include "synth/synth.h"
 
 /* ======================================================================
@@ -2389,6 +2390,23 @@ static PyObject *dataset_info_dict(const reel_dataset *ds)
     return Py_BuildValue("{s:n,s:N}", "size", (Py_ssize_t)n, "class_names", names);
 }
 
+/* (samples per rank, batches) of one epoch: the loader's own arithmetic,
+ * for callers that need the count before (or without) a loader. */
+static PyObject *mod_epoch_shape(PyObject *module, PyObject *args)
+{
+    (void)module;
+    long long n, batch;
+    int world, shard_mode, drop_last;
+    if (!PyArg_ParseTuple(args, "LiiLp:epoch_shape", &n, &world, &shard_mode, &batch, &drop_last)) return NULL;
+    if (n < 0 || world < 1 || batch < 1 || (shard_mode != REEL_SHARD_PAD && shard_mode != REEL_SHARD_DROP)) {
+        PyErr_SetString(PyExc_ValueError, "epoch_shape: need n >= 0, world_size >= 1, batch_size >= 1, a shard mode");
+        return NULL;
+    }
+    int64_t per_rank, batches;
+    reel__plan_shape(n, world, shard_mode, batch, drop_last, &per_rank, &batches);
+    return Py_BuildValue("(LL)", (long long)per_rank, (long long)batches);
+}
+
 static PyObject *mod_dataset_info(PyObject *module, PyObject *source)
 {
     reel_state *st = PyModule_GetState(module);
@@ -2554,6 +2572,8 @@ static PyMethodDef module_methods[] = {
       "set_ffmpeg_log_level(level)\n--\n\n0 quiet, 1 errors, 2 warnings, 3 info (process-wide)." },
     { "strerror", mod_strerror, METH_O, "strerror(status)\n--\n\nDescription of a status code." },
     { "loader_defaults", mod_loader_defaults, METH_NOARGS, "loader_defaults()\n--\n\nThe C loader's default settings." },
+    { "epoch_shape", mod_epoch_shape, METH_VARARGS,
+      "epoch_shape(num_videos, world_size, shard_mode, batch_size, drop_last)\n--\n\n(samples per rank, batches) of an epoch." },
     { "dataset_info", mod_dataset_info, METH_O,
       "dataset_info(source)\n--\n\n{'size', 'class_names'} of a folder, a manifest or a list of entries." },
     { "_frames_from_bytes", mod_frames_from_bytes, METH_VARARGS, NULL },

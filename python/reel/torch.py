@@ -25,7 +25,10 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Se
 import torch
 import torch.utils.data
 
+from . import _options as _opt
+from . import _reel
 from ._decoder import VideoDecoder
+from ._loader import SHARD as _SHARD
 from ._loader import ClipInfo, Loader, dataset_info
 from ._samplers import (
     clips_at_random_indices,
@@ -204,16 +207,16 @@ class VideoDataset(torch.utils.data.IterableDataset):
         drops its own share, so the total can differ by a batch per worker."""
         if self._num_videos is None:
             self._num_videos = int(dataset_info(self.source)["size"])
-        n = self._num_videos
-        rank, world = self.distributed()
-        shard = self.loader_args.get("shard", "pad")
-        per_rank = -(-n // world) if shard == "pad" else n // world
+        _, world = self.distributed()
         batch = int(self.loader_args.get("batch_size", 32))
         drop_last = bool(self.loader_args.get("drop_last", False))
-        if self.clips:  # the loader's batches, cut into clips
-            videos = per_rank // batch * batch if drop_last else per_rank
-            return videos * int(self.loader_args.get("clips_per_video", 1))
-        return per_rank // batch if drop_last else -(-per_rank // batch)
+        shard = _opt.choice("shard", self.loader_args.get("shard", "pad"), _SHARD)
+        per_rank, batches = _reel.epoch_shape(self._num_videos, world, shard, batch, drop_last)
+        if not self.clips:
+            return batches
+        # the loader's batches, cut into clips
+        videos = batches * batch if drop_last else per_rank
+        return videos * int(self.loader_args.get("clips_per_video", 1))
 
     # ------------------------------------------------------------ sharding
     def distributed(self) -> Tuple[int, int]:

@@ -6,6 +6,20 @@
 
 #include <stdlib.h>
 
+static int64_t batches_of(int64_t samples, int64_t batch, int drop_last)
+{
+    if (samples <= 0) return 0;
+    return drop_last ? samples / batch : (samples + batch - 1) / batch;
+}
+
+void reel__plan_shape(int64_t n, int world, int shard_mode, int64_t batch, int drop_last,
+                      int64_t *per_rank, int64_t *batches)
+{
+    int64_t r = shard_mode == REEL_SHARD_PAD ? (n + world - 1) / world : n / world;
+    if (per_rank) *per_rank = r;
+    if (batches) *batches = batches_of(r, batch, drop_last);
+}
+
 int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode, int64_t batch,
                     int drop_last, int shuffle, uint64_t seed, reel_error *err)
 {
@@ -20,7 +34,7 @@ int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode
     p->world = world;
     p->rank = rank;
     p->shard_mode = shard_mode;
-    p->per_rank = shard_mode == REEL_SHARD_PAD ? (n + world - 1) / world : n / world;
+    reel__plan_shape(n, world, shard_mode, batch, drop_last, &p->per_rank, NULL);
     p->batch = batch;
     p->drop_last = drop_last ? 1 : 0;
     p->shuffle = shuffle ? 1 : 0;
@@ -47,9 +61,7 @@ void reel__plan_free(reel_plan *p)
 int64_t reel__plan_batches(const reel_plan *p, int64_t start)
 {
     if (start < 0) start = 0;
-    int64_t left = p->per_rank - start;
-    if (left <= 0) return 0;
-    return p->drop_last ? left / p->batch : (left + p->batch - 1) / p->batch;
+    return batches_of(p->per_rank - start, p->batch, p->drop_last);
 }
 
 void reel__plan_batch(const reel_plan *p, int64_t start, int64_t k, int64_t *pos, int64_t *count)

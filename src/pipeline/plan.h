@@ -23,6 +23,12 @@ int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode
                     int drop_last, int shuffle, uint64_t seed, reel_error *err);
 void reel__plan_free(reel_plan *p);
 
+/* The shape of an epoch without a plan: samples per rank (pad or drop) and
+ * batches of `batch` (drop_last or not). Arguments as reel__plan_init's,
+ * assumed valid. */
+void reel__plan_shape(int64_t n, int world, int shard_mode, int64_t batch, int drop_last,
+                      int64_t *per_rank, int64_t *batches);
+
 /* Batches in an epoch whose first batch starts at rank-local `start`. */
 int64_t reel__plan_batches(const reel_plan *p, int64_t start);
 
