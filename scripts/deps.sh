@@ -3,9 +3,11 @@
 #
 #   cmake >= 3.18 (from pip if missing: python3 -m pip install cmake ninja),
 #   pkg-config, FFmpeg dev packages (libavformat libavcodec libavutil
-#   libswscale), the ffmpeg and ffprobe CLIs, a C compiler. With --test it
-#   also tries to install valgrind (the loader's leak-at-shutdown test runs
-#   under it); that one is optional: without it the test says it is skipped.
+#   libswscale), libjpeg-turbo and zstd (the packed store), libcurl (remote
+#   input), the ffmpeg and ffprobe CLIs, a C compiler. With --test it also
+#   installs what the tests need: nginx (HTTP server), moto[server] (S3
+#   server), clang with its sanitizer runtimes (fuzz targets, ThreadSanitizer);
+#   and tries valgrind (optional: without it the leak test says it is skipped).
 #
 # Missing system packages are installed with apt-get when we are root or have
 # passwordless sudo; otherwise it stops (exit 1) and prints the command to run.
@@ -13,10 +15,11 @@
 set -euo pipefail
 
 CMAKE_MIN=3.18
-APT_PKGS="pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg"
+APT_PKGS="pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg libturbojpeg0-dev libzstd-dev libcurl4-openssl-dev"
 FOR_TESTS=0
 [ "${1:-}" = "--test" ] && FOR_TESTS=1
 FFMPEG_MODULES="libavformat libavcodec libavutil libswscale"
+LIB_MODULES="$FFMPEG_MODULES libturbojpeg libzstd libcurl"
 
 # pip --user installs its scripts here; the Makefile puts it on PATH too.
 export PATH="${HOME:-/root}/.local/bin:$PATH"
@@ -52,10 +55,10 @@ cc_name() {
 # ------------------------------------------------------------ what is missing
 missing_apt=()
 have pkg-config || missing_apt+=(pkg-config)
-if have pkg-config && ! pkg-config --exists $FFMPEG_MODULES 2>/dev/null; then
-    missing_apt+=("FFmpeg dev packages ($FFMPEG_MODULES)")
+if have pkg-config && ! pkg-config --exists $LIB_MODULES 2>/dev/null; then
+    missing_apt+=("dev packages ($LIB_MODULES)")
 elif ! have pkg-config; then
-    missing_apt+=("FFmpeg dev packages")
+    missing_apt+=("dev packages ($LIB_MODULES)")
 fi
 have ffmpeg || missing_apt+=(ffmpeg)
 have ffprobe || missing_apt+=(ffprobe)
@@ -79,6 +82,40 @@ if [ $FOR_TESTS -eq 1 ] && ! have valgrind; then
         say "warning: no valgrind; the leak-at-shutdown test will be skipped (to run it: apt-get install -y valgrind)"
     fi
 fi
+# ------------------------------------------------------------ test servers and tools
+if [ $FOR_TESTS -eq 1 ]; then
+    test_apt=()
+    have nginx || [ -x /usr/sbin/nginx ] || test_apt+=(nginx-light)
+    have clang || test_apt+=(clang)
+    [ -d /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux ] && ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 ||
+        test_apt+=(libclang-rt-14-dev)
+    have llvm-symbolizer || [ -x /usr/bin/llvm-symbolizer-14 ] || test_apt+=(llvm)
+    if [ ${#test_apt[@]} -gt 0 ]; then
+        if [ $can_root -eq 1 ] && have apt-get; then
+            say "installing for the tests with apt-get: ${test_apt[*]}"
+            { $SUDO apt-get update -qq &&
+              $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${test_apt[@]}"; } >/dev/null 2>&1 ||
+                { say "could not install ${test_apt[*]}; as root, run:"
+                  echo "    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y ${test_apt[*]}" >&2
+                  exit 1; }
+            # Debian starts the packaged nginx on port 80; the tests start their own on free loopback ports.
+            { have systemctl && $SUDO systemctl disable --now nginx; } >/dev/null 2>&1 || true
+            $SUDO pkill -x nginx >/dev/null 2>&1 || true
+        else
+            say "the tests need: ${test_apt[*]}; as root, run:"
+            echo "    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y ${test_apt[*]}" >&2
+            exit 1
+        fi
+    fi
+    if ! python3 -c 'import moto.server, flask, werkzeug' >/dev/null 2>&1; then
+        say "installing moto[server] with pip (the S3 server the remote tests start on loopback)"
+        python3 -m pip install -q 'moto[server]' 2>/dev/null ||
+            python3 -m pip install -q --user 'moto[server]' 2>/dev/null ||
+            python3 -m pip install -q --user --break-system-packages 'moto[server]' ||
+            { say "could not install moto[server]; run: python3 -m pip install 'moto[server]'"; exit 1; }
+    fi
+fi
+
 need_cc=0
 cc_name >/dev/null || { need_cc=1; missing_apt+=("a C compiler"); }
 need_cmake=0
@@ -168,7 +205,7 @@ fi
 
 # ------------------------------------------------------------ final check
 fail=0
-pkg-config --exists $FFMPEG_MODULES || { say "FFmpeg dev packages still missing"; fail=1; }
+pkg-config --exists $LIB_MODULES || { say "dev packages still missing ($LIB_MODULES)"; fail=1; }
 have ffmpeg && have ffprobe || { say "ffmpeg/ffprobe still missing"; fail=1; }
 cc_name >/dev/null || { say "no C compiler"; fail=1; }
 [ $fail -eq 0 ] || exit 1

@@ -41,7 +41,9 @@ typedef enum reel_status {
     REEL_E_CANCELLED         = -13, /**< the operation was stopped by shutdown */
     REEL_E_EMPTY             = -14, /**< a dataset with nothing in it */
     REEL_E_INTERNAL          = -15, /**< a bug in reel or FFmpeg; please report */
-    REEL_E_AGAIN             = -16  /**< nothing ready within the wait; call again */
+    REEL_E_AGAIN             = -16, /**< nothing ready within the wait; call again */
+    REEL_E_PERMISSION        = -17, /**< access denied (HTTP 401/403, S3 AccessDenied, a bad signature) */
+    REEL_E_NO_DATA           = -18  /**< an epoch ended with no sample loaded, or under min_coverage */
 } reel_status;
 
 /** Size of the message buffer inside reel_error. */

@@ -163,6 +163,8 @@ static const struct { int status; const char *name; } status_names[] = {
     { REEL_E_EMPTY, "EMPTY" },
     { REEL_E_INTERNAL, "INTERNAL" },
     { REEL_E_AGAIN, "AGAIN" },
+    { REEL_E_PERMISSION, "PERMISSION" },
+    { REEL_E_NO_DATA, "NO_DATA" },
 };
 
 static PyObject *error_class(reel_state *st, int status)

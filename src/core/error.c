@@ -34,6 +34,8 @@ const char *reel_strerror(int status)
     case REEL_E_EMPTY:             return "empty dataset";
     case REEL_E_INTERNAL:          return "internal error";
     case REEL_E_AGAIN:             return "not ready yet, try again";
+    case REEL_E_PERMISSION:        return "permission denied";
+    case REEL_E_NO_DATA:           return "no sample could be loaded";
     default:                       return "unknown error";
     }
 }

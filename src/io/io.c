@@ -1,0 +1,126 @@
+/* io.c: the byte-source front end: dispatch by URI scheme, exact reads,
+ * redaction of URLs for messages. Backends: file.c (local), remote later. */
+#include "io/io.h"
+#include "core/error.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+void reel__io_default_options(reel_io_options *o)
+{
+    memset(o, 0, sizeof *o);
+}
+
+int reel__io_is_remote(const char *uri)
+{
+    if (!uri) return 0;
+    return strncasecmp(uri, "http://", 7) == 0 || strncasecmp(uri, "https://", 8) == 0 ||
+           strncasecmp(uri, "s3://", 5) == 0;
+}
+
+void reel__io_redact(const char *uri, char *out, size_t size)
+{
+    if (!out || size == 0) return;
+    out[0] = '\0';
+    if (!uri) return;
+    const char *scheme_end = strstr(uri, "://");
+    if (!scheme_end) {
+        snprintf(out, size, "%s", uri);
+        return;
+    }
+    size_t o = 0;
+    const char *p = uri;
+    const char *host = scheme_end + 3;
+    /* scheme:// */
+    while (p < host && o + 1 < size) out[o++] = *p++;
+    /* user info: everything up to the last '@' before the first '/' */
+    const char *slash = strchr(host, '/');
+    const char *at = NULL;
+    for (const char *q = host; *q && (!slash || q < slash); q++)
+        if (*q == '@') at = q;
+    if (at) {
+        const char *r = "***@";
+        while (*r && o + 1 < size) out[o++] = *r++;
+        p = at + 1;
+    }
+    /* the rest, up to a query string or fragment */
+    while (*p && *p != '?' && *p != '#' && o + 1 < size) out[o++] = *p++;
+    if (*p == '?' || *p == '#') {
+        const char *r = *p == '?' ? "?***" : "#***";
+        while (*r && o + 1 < size) out[o++] = *r++;
+    }
+    out[o] = '\0';
+}
+
+int reel__io_open(reel_io **out, const char *uri, const reel_io_options *opt, reel_error *err)
+{
+    if (!out || !uri || !uri[0])
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_io_open: %s", !out ? "out is NULL" : "empty path");
+    *out = NULL;
+    reel_io_options defaults;
+    if (!opt) {
+        reel__io_default_options(&defaults);
+        opt = &defaults;
+    }
+    if (reel__io_is_remote(uri)) {
+        char name[512];
+        reel__io_redact(uri, name, sizeof name);
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: remote sources are not built into this reel", name);
+    }
+    return reel__io_open_file(out, uri, opt, err);
+}
+
+int reel__io_read_at(reel_io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
+{
+    size_t dummy;
+    if (!got) got = &dummy;
+    *got = 0;
+    if (!io || (!buf && len)) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_io_read_at: NULL argument");
+    if (off < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: negative offset", io->name);
+    if (len == 0 || off >= io->size) return REEL_OK;
+    if ((int64_t)len > io->size - off) len = (size_t)(io->size - off);
+    return io->ops->read_at(io, off, buf, len, got, err);
+}
+
+int reel__io_read_exact(reel_io *io, int64_t off, void *buf, size_t len, reel_error *err)
+{
+    if (!io) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_io_read_exact: NULL source");
+    if (off < 0 || (int64_t)len < 0 || off > io->size || (int64_t)len > io->size - off)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: truncated: wanted %zu bytes at %lld, object has %lld",
+                               io->name, len, (long long)off, (long long)io->size);
+    size_t done = 0;
+    while (done < len) {
+        size_t got = 0;
+        int st = io->ops->read_at(io, off + (int64_t)done, (char *)buf + done, len - done, &got, err);
+        if (st != REEL_OK) return st;
+        if (got == 0)
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: truncated: wanted %zu bytes at %lld, read %zu",
+                                   io->name, len, (long long)off, done);
+        done += got;
+    }
+    return REEL_OK;
+}
+
+int reel__io_will_read(reel_io *io, const reel_io_range *ranges, size_t n, reel_error *err)
+{
+    if (!io || !io->ops->will_read || n == 0) return REEL_OK;
+    return io->ops->will_read(io, ranges, n, err);
+}
+
+int64_t reel__io_size(const reel_io *io)
+{
+    return io ? io->size : -1;
+}
+
+const char *reel__io_name(const reel_io *io)
+{
+    return io ? io->name : "";
+}
+
+void reel__io_close(reel_io **io)
+{
+    if (!io || !*io) return;
+    (*io)->ops->close(*io);
+    *io = NULL;
+}
