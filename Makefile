@@ -63,11 +63,7 @@ demo: build
 # ============================================================== DEMO (end)
 
 bench: build
-	@if [ -f bench/run_decoder.py ]; then \
-	    python3 bench/run_decoder.py $(BENCH_ARGS); \
-	else \
-	    echo "bench: bench/run_decoder.py is not there yet; meanwhile try: $(REEL) bench --help"; \
-	fi
+	python3 bench/run_decoder.py $(BENCH_ARGS)
 
 install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD_DIR) --prefix $(PREFIX)

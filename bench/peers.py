@@ -18,7 +18,7 @@ What it does:
      keyframes every G frames; the dataset default is G = 250, i.e. one
      keyframe per video) into build/bench-data/peers-gopG (kept and reused).
      Every frame carries its own index in a block pattern that survives
-     resizing; reel._reel._synth_read_indices reads it back.
+     resizing; reel._testing.read_indices reads it back.
   2. With --install, installs the peers from PyPI into this Python with pip:
      av and decord as they come; torchcodec with --no-deps (so that pip
      never replaces the installed torch), newest first, keeping the first
@@ -107,9 +107,9 @@ class Checker:
     during the check (threads, DataLoader workers), the check's time is left in."""
 
     def __init__(self):
-        from reel import _reel
+        from reel import _reel, _testing
         import numpy as np
-        self._reel, self.np = _reel, np
+        self._reel, self._testing, self.np = _reel, _testing, np
         self.checked = self.correct = self.unreadable = 0
         self.seconds = 0.0                  # wall time spent checking
         self.cpu = 0.0                      # CPU time of the checking thread
@@ -148,8 +148,7 @@ class Checker:
                 hwc[:, :band, :, c] = a[:, c, :band, :]
         else:
             hwc[:, :band] = a[:, :band]
-        got = self._reel._synth_read_indices(
-            self._reel._frames_from_bytes(hwc, "uint8", hwc.shape, None, None, None, None))
+        got = self._testing.read_indices(hwc)
         for r, g in zip(req, got):
             self.checked += 1
             if g == r:

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,10 +63,14 @@ static void usage(FILE *fp)
             "exit status: 0 ok, 1 runtime error, 2 bad usage\n");
 }
 
-static int bad_usage(const char *fmt, const char *arg)
+static int bad_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad_usage(const char *fmt, ...)
 {
     fputs("reel synth: ", stderr);
-    fprintf(stderr, fmt, arg);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
     fputs("\nrun 'reel synth --help' for the options\n", stderr);
     return 2;
 }

@@ -9,6 +9,7 @@ from pathlib import Path
 import torch
 
 import reel
+import reel._testing
 import reel.torch
 
 
@@ -19,7 +20,7 @@ def main() -> None:
         reel.set_ffmpeg_log_level(0)
         for k in range(8):  # private test helper: frames carry their index
             p = tmp / f"v{k}.mp4"
-            reel._reel._synth_write(str(p), width=320, height=240, frames=60, gop=30, seed=k + 1)
+            reel._testing.write_video(str(p), width=320, height=240, frames=60, gop=30, seed=k + 1)
             paths.append(str(p))
     videos = [(p, k % 2) for k, p in enumerate(paths)]
     ds = reel.torch.ClipDataset(

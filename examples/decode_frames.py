@@ -7,6 +7,7 @@ import tempfile
 from pathlib import Path
 
 import reel
+import reel._testing
 
 
 def main() -> None:
@@ -15,7 +16,7 @@ def main() -> None:
     else:  # a 3-second test video whose frames carry their index (private test helper)
         path = str(Path(tempfile.mkdtemp()) / "demo.mp4")
         reel.set_ffmpeg_log_level(0)
-        reel._reel._synth_write(path, width=320, height=240, frames=75, gop=25)
+        reel._testing.write_video(path, width=320, height=240, frames=75, gop=25)
 
     with reel.VideoDecoder(path, size=(224, 224)) as dec:
         m = dec.metadata

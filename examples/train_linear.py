@@ -41,6 +41,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import reel
+import reel._testing
 import reel.torch as rt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,7 +108,7 @@ def synth_small(target: Path) -> None:
     for i in range(16):
         rel = f"{classes[i % 4]}/video_{i:05d}.mp4"
         (tmp / rel).parent.mkdir(parents=True, exist_ok=True)
-        reel._reel._synth_write(str(tmp / rel), width=340, height=256, frames=100, gop=250, seed=i + 1)
+        reel._testing.write_video(str(tmp / rel), width=340, height=256, frames=100, gop=250, seed=i + 1)
         rows.append(f"{rel},{classes[i % 4]},0.000000,4.000000")
     (tmp / "manifest.csv").write_text("\n".join(rows) + "\n")
     shutil.rmtree(target, ignore_errors=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 import reel
+import reel._testing
 
 
 def demo_dataset() -> str:
@@ -19,7 +20,7 @@ def demo_dataset() -> str:
     for c in range(4):
         (root / f"class{c}").mkdir(parents=True)
         for v in range(6):  # private test helper: frames carry their index
-            reel._reel._synth_write(str(root / f"class{c}" / f"v{v}.mp4"), width=320, height=240,
+            reel._testing.write_video(str(root / f"class{c}" / f"v{v}.mp4"), width=320, height=240,
                                     frames=50, gop=25, seed=10 * c + v + 1)
     return str(root)
 

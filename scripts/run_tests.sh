@@ -106,7 +106,7 @@ summary_line() {
 # tested (tests whose binary is missing fail in ctest as "Not Run").
 if [ $build_first -eq 1 ]; then
     echo "==> building $build" >&2
-    if ! KEEP_GOING=1 bash scripts/cmake_build.sh "$build"; then
+    if ! KEEP_GOING=1 bash scripts/cmake_build.sh "$build" -DREEL_WERROR=ON; then
         note "the build of $build failed; testing what could be built"
         total_fail=$((total_fail + 1))
     fi
@@ -120,7 +120,7 @@ fi
 # ------------------------------------------------------------ 2. sanitizers
 if [ $do_asan -eq 1 ]; then
     echo "==> sanitizer tree: building $asan" >&2
-    if ! KEEP_GOING=1 bash scripts/cmake_build.sh "$asan" -DREEL_SANITIZE=address,undefined \
+    if ! KEEP_GOING=1 bash scripts/cmake_build.sh "$asan" -DREEL_WERROR=ON -DREEL_SANITIZE=address,undefined \
         -DREEL_BUILD_CLI=OFF "-DREEL_TEST_CLI=$build/reel"; then
         note "the sanitizer build of $asan failed; testing what could be built"
         total_fail=$((total_fail + 1))

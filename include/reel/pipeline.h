@@ -406,6 +406,16 @@ REEL_API int reel_loader_release(reel_loader *l, reel_batch *batch);
  *  restore has fewer). */
 REEL_API int64_t reel_loader_batches_per_epoch(const reel_loader *l);
 
+/** The shape of one epoch without a loader: samples per rank (the shard mode
+ *  pads or drops to an even split over `world_size` ranks) and batches of
+ *  `batch_size` (drop_last drops a short last batch). For callers that need
+ *  the count before (or without) a loader, e.g. a dataset's __len__.
+ *  REEL_E_INVALID_ARG on n < 0, world_size < 1, batch_size < 1 or an unknown
+ *  shard mode. Either output may be NULL. */
+REEL_API int reel_loader_epoch_shape(int64_t num_samples, int world_size, reel_shard_mode shard_mode,
+                                     int64_t batch_size, int drop_last, int64_t *per_rank,
+                                     int64_t *batches, reel_error *err);
+
 /** The position to resume from: the epoch and the rank-local sample after
  *  the last batch handed out. In unordered mode, batches handed out beyond
  *  the first gap are not counted, so a restore repeats them. */

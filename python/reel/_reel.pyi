@@ -147,21 +147,3 @@ def epoch_shape(num_videos: int, world_size: int, shard_mode: int, batch_size: i
 def _frames_from_bytes(
     data: bytes, dtype: str, shape: Sequence[int], indices: Any, pts: Any, dur: Any, layout: Optional[str]
 ) -> Frames: ...
-def _synth_write(
-    path: _Path,
-    *,
-    codec: str = "h264",
-    width: int = 160,
-    height: int = 120,
-    frames: int = 60,
-    fps_num: int = 25,
-    fps_den: int = 1,
-    gop: int = 16,
-    bframes: int = 2,
-    vfr: bool = False,
-    ten_bit: bool = False,
-    yuv444: bool = False,
-    start: float = 0.0,
-    seed: int = 1,
-) -> None: ...
-def _synth_read_indices(frames: Frames) -> List[int]: ...

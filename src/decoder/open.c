@@ -2,7 +2,6 @@
  * codec selection; metadata; choosing where the frame table comes from
  * (sidecar, container index, packet scan). */
 #include "decoder/internal.h"
-#include "convert/convert_internal.h"
 
 #include <errno.h>
 #include <math.h>

@@ -80,14 +80,24 @@ void reel__plan_epoch(reel_plan *p, int64_t epoch)
     p->perm_epoch = epoch;
 }
 
-int64_t reel__plan_global(const reel_plan *p, int64_t g)
-{
-    return p->perm[g % p->n];
-}
-
 int64_t reel__plan_sample(const reel_plan *p, int64_t pos, int *padded)
 {
     int64_t g = (int64_t)p->rank + (int64_t)p->world * pos;
     if (padded) *padded = g >= p->n;
     return p->perm[g % p->n];
+}
+
+int reel_loader_epoch_shape(int64_t num_samples, int world_size, reel_shard_mode shard_mode, int64_t batch_size,
+                            int drop_last, int64_t *per_rank, int64_t *batches, reel_error *err)
+{
+    if (num_samples < 0 || world_size < 1 || batch_size < 1 ||
+        (shard_mode != REEL_SHARD_PAD && shard_mode != REEL_SHARD_DROP))
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "reel_loader_epoch_shape: need num_samples >= 0, world_size >= 1, batch_size >= 1 "
+                               "and a known shard mode");
+    int64_t pr = 0, nb = 0;
+    reel__plan_shape(num_samples, world_size, (int)shard_mode, batch_size, drop_last, &pr, &nb);
+    if (per_rank) *per_rank = pr;
+    if (batches) *batches = nb;
+    return REEL_OK;
 }

@@ -42,7 +42,4 @@ void reel__plan_epoch(reel_plan *p, int64_t epoch);
  * is 1 for a sample repeated to even out the shards. */
 int64_t reel__plan_sample(const reel_plan *p, int64_t pos, int *padded);
 
-/* Dataset index at global position g (before sharding) of the current epoch. */
-int64_t reel__plan_global(const reel_plan *p, int64_t g);
-
 #endif

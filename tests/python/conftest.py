@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 try:
     import reel
     import reel._reel as _reel
+    import reel._testing
 except ImportError as exc:  # pragma: no cover - a setup problem, not a test failure mode
     pytest.exit(
         f"cannot import reel ({exc}). Build and install it first, e.g.\n"
@@ -50,7 +51,7 @@ class Synth:
             path = self.root / f"synth{len(self.cache)}.{ext}"
             args = dict(width=160, height=120, frames=60, gop=16)
             args.update(params)
-            _reel._synth_write(str(path), **args)
+            reel._testing.write_video(str(path), **args)
             self.cache[key] = str(path)
         return self.cache[key]
 
@@ -68,7 +69,7 @@ def video(synth) -> str:
 
 def read_indices(frames) -> list:
     """The index embedded in each synthetic frame (HWC uint8 Frames)."""
-    return _reel._synth_read_indices(frames)
+    return reel._testing.read_indices(frames)
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 import reel
+import reel._testing
 import reel._reel as R
 from conftest import read_indices
 
@@ -27,7 +28,7 @@ def dataset(tmp_path_factory) -> Path:
     for c, name in enumerate(CLASSES):
         (root / name).mkdir()
         for v in range(4):
-            R._synth_write(str(root / name / f"v{v}.mp4"), width=160, height=120, frames=40, gop=10,
+            reel._testing.write_video(str(root / name / f"v{v}.mp4"), width=160, height=120, frames=40, gop=10,
                            seed=10 * c + v + 1)
     return root
 

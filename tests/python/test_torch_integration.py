@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 import reel
+import reel._testing
 import reel._reel as _reel
 from conftest import in_child
 
@@ -132,7 +133,7 @@ def test_len_of_a_folder_and_dataset_info(tmp_path):
     for i in range(7):
         d = tmp_path / f"class_{i % 3}"
         d.mkdir(exist_ok=True)
-        _reel._synth_write(str(d / f"v{i}.mp4"), width=64, height=48, frames=12, gop=6, seed=i + 1)
+        reel._testing.write_video(str(d / f"v{i}.mp4"), width=64, height=48, frames=12, gop=6, seed=i + 1)
     info = reel.dataset_info(tmp_path)
     assert info == {"size": 7, "class_names": ["class_0", "class_1", "class_2"]}
     assert reel.dataset_info([("a.mp4", 1), ("b.mp4", 0)])["size"] == 2  # a list is not opened
@@ -355,7 +356,7 @@ def kinetics_set(root: Path, n: int = 8) -> Path:
     for i in range(n):
         d = root / f"class_{i % 2}"
         d.mkdir(parents=True, exist_ok=True)
-        _reel._synth_write(str(d / f"video_{i:03d}.mp4"), width=64, height=48, frames=20 + i, gop=10, seed=i + 1)
+        reel._testing.write_video(str(d / f"video_{i:03d}.mp4"), width=64, height=48, frames=20 + i, gop=10, seed=i + 1)
     return root
 
 

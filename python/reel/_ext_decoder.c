@@ -1,0 +1,789 @@
+/* _ext_decoder.c: reel._reel.Decoder, one open video with a fixed output
+ * transform; every decode releases the GIL (file-like sources re-take it). */
+#include "_ext.h"
+
+/* ======================================================================
+ * Decoder: one open video, its fixed output transform, a lock (the C
+ * decoder is single-threaded; calls release the GIL), and the source kept
+ * alive: a path, a buffer (memory) or a seekable file-like object.
+ * ====================================================================== */
+
+enum { SRC_PATH = 0, SRC_MEMORY = 1, SRC_FILE = 2 };
+
+typedef struct DecoderObject {
+    PyObject_HEAD
+    reel_decoder *dec;
+    PyThread_type_lock lock;
+    pid_t pid;            /* process that opened dec */
+    int need_reopen;      /* forked: reopen in this process before use */
+    int closed;
+    int kind;
+    PyObject *source;     /* bytes path, buffer owner or file object */
+    Py_buffer view;       /* SRC_MEMORY */
+    int have_view;
+    PyObject *name;       /* bytes: name used in messages */
+    PyObject *index_path; /* bytes or NULL */
+    PyObject *io_error;   /* first exception raised by a file-like callback */
+    int64_t io_size;      /* cached size of a file-like source; -2 unknown */
+    int64_t next_signal_check; /* rx_clock_ns() of dec_interrupt's next look */
+    int use_readinto;     /* the file-like object has readinto() */
+    reel_decoder_settings settings;
+    reel_transform transform;
+    int out_w, out_h;
+    size_t frame_bytes;
+    reel_decode_stats stats;
+    PyObject *weakreflist;
+} DecoderObject;
+
+static const char *dec_name(DecoderObject *self)
+{
+    return self->name ? PyBytes_AS_STRING(self->name) : "<video>";
+}
+
+static void save_io_error(DecoderObject *self)
+{
+    PyObject *t, *v, *tb;
+    PyErr_Fetch(&t, &v, &tb);
+    PyErr_NormalizeException(&t, &v, &tb);
+    if (v && tb) PyException_SetTraceback(v, tb);
+    if (!self->io_error && v) self->io_error = Py_NewRef(v);
+    Py_XDECREF(t);
+    Py_XDECREF(v);
+    Py_XDECREF(tb);
+}
+
+/* The decoder's interrupt callback (reel_decoder_settings.interrupt): at
+ * most every 0.1 s of a call, take the GIL back for a moment to run signal
+ * handlers, so Ctrl-C stops a long decode with KeyboardInterrupt (kept like
+ * a file-like callback's exception and re-raised as is). Runs in the thread
+ * that called the decoder; handlers run only in the main thread. */
+static int dec_interrupt(void *opaque)
+{
+    DecoderObject *self = opaque;
+    int64_t now = rx_clock_ns();
+    if (now < self->next_signal_check) return 0;
+    self->next_signal_check = now + 100000000;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int stop = 0;
+    if (PyErr_CheckSignals() < 0) {
+        save_io_error(self);
+        stop = 1;
+    }
+    PyGILState_Release(g);
+    return stop;
+}
+
+/* reel_io callbacks for file-like sources: they run in the thread that
+ * called the decoder, which released the GIL; take it back for the call. */
+static int io_read(void *opaque, uint8_t *buf, int size)
+{
+    DecoderObject *self = opaque;
+    PyGILState_STATE g = PyGILState_Ensure();
+    long long n = -1;
+    if (!self->io_error) {
+        PyObject *res = NULL;
+        if (self->use_readinto) {
+            PyObject *mv = PyMemoryView_FromMemory((char *)buf, size, PyBUF_WRITE);
+            if (mv) {
+                res = PyObject_CallMethod(self->source, "readinto", "O", mv);
+                /* Invalidate the view: the buffer is FFmpeg's. A failing
+                 * release means the file object kept an export of it. */
+                PyObject *et, *ev, *etb;
+                PyErr_Fetch(&et, &ev, &etb);
+                PyObject *rel = PyObject_CallMethod(mv, "release", NULL);
+                if (!rel) {
+                    PyErr_Clear();
+                    if (!et) {
+                        Py_CLEAR(res);
+                        PyErr_SetString(PyExc_BufferError, "reel: readinto() kept a reference to the read buffer");
+                        PyErr_Fetch(&et, &ev, &etb);
+                    }
+                }
+                Py_XDECREF(rel);
+                PyErr_Restore(et, ev, etb);
+                Py_DECREF(mv);
+            }
+            if (res) {
+                if (res == Py_None) {
+                    PyErr_SetString(PyExc_BlockingIOError, "reel: readinto() returned None (non-blocking file without data)");
+                } else {
+                    n = PyLong_AsLongLong(res);
+                    if (n < 0 || n > size) {
+                        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "reel: readinto() returned %lld for a %d-byte buffer", n, size);
+                        n = -1;
+                    }
+                }
+            }
+        } else {
+            res = PyObject_CallMethod(self->source, "read", "i", size);
+            if (res) {
+                Py_buffer b;
+                if (PyObject_GetBuffer(res, &b, PyBUF_SIMPLE) == 0) {
+                    if (b.len > size) {
+                        PyErr_Format(PyExc_ValueError, "reel: read(%d) returned %zd bytes", size, b.len);
+                    } else {
+                        memcpy(buf, b.buf, (size_t)b.len);
+                        n = b.len;
+                    }
+                    PyBuffer_Release(&b);
+                }
+            }
+        }
+        Py_XDECREF(res);
+        if (PyErr_Occurred()) {
+            save_io_error(self);
+            n = -1;
+        }
+    }
+    PyGILState_Release(g);
+    return (int)n;
+}
+
+static int64_t call_seek(PyObject *f, int64_t off, int whence)
+{
+    PyObject *res = PyObject_CallMethod(f, "seek", "Li", (long long)off, whence);
+    if (!res) return -1;
+    if (res == Py_None) {
+        Py_DECREF(res);
+        res = PyObject_CallMethod(f, "tell", NULL);
+        if (!res) return -1;
+    }
+    long long v = PyLong_AsLongLong(res);
+    Py_DECREF(res);
+    return v;
+}
+
+static int64_t io_seek(void *opaque, int64_t offset, int whence)
+{
+    DecoderObject *self = opaque;
+    PyGILState_STATE g = PyGILState_Ensure();
+    int64_t r = -1;
+    if (!self->io_error) {
+        if (whence == REEL_SEEK_SIZE) {
+            if (self->io_size >= -1) {
+                r = self->io_size;
+            } else {
+                int64_t cur = call_seek(self->source, 0, SEEK_CUR);
+                int64_t end = cur >= 0 ? call_seek(self->source, 0, SEEK_END) : -1;
+                if (end >= 0 && call_seek(self->source, cur, SEEK_SET) >= 0) r = end;
+                if (PyErr_Occurred()) {
+                    PyErr_Clear(); /* size unknown is allowed */
+                    r = -1;
+                }
+                self->io_size = r;
+            }
+        } else {
+            r = call_seek(self->source, offset, whence);
+            if (PyErr_Occurred()) {
+                save_io_error(self);
+                r = -1;
+            }
+        }
+    }
+    PyGILState_Release(g);
+    return r;
+}
+
+/* Fills `err` like the library does for a file object that cannot rewind. */
+static int rewind_failed(reel_error *err, const char *name)
+{
+    err->status = REEL_E_IO;
+    snprintf(err->message, sizeof err->message, "%s: cannot seek to the start of the file object", name);
+    return REEL_E_IO;
+}
+
+/* Opens self->dec from the stored source, with the GIL released. */
+static int decoder_open_source(DecoderObject *self, reel_error *err)
+{
+    int r;
+    reel_decoder *dec = NULL;
+    if (self->kind == SRC_PATH) {
+        const char *path = PyBytes_AS_STRING(self->source);
+        Py_BEGIN_ALLOW_THREADS
+        r = reel_decoder_open(&dec, path, &self->settings, err);
+        Py_END_ALLOW_THREADS
+    } else if (self->kind == SRC_MEMORY) {
+        const void *data = self->view.buf;
+        size_t size = (size_t)self->view.len;
+        const char *name = dec_name(self);
+        Py_BEGIN_ALLOW_THREADS
+        r = reel_decoder_open_memory(&dec, data, size, name, &self->settings, err);
+        Py_END_ALLOW_THREADS
+    } else {
+        reel_io io = { .opaque = self, .read = io_read, .seek = io_seek };
+        const char *name = dec_name(self);
+        self->io_size = -2;
+        /* FFmpeg takes the stream to start where reading starts: rewind (a
+         * reopen after fork finds the file wherever the parent left it). */
+        if (call_seek(self->source, 0, SEEK_SET) < 0) {
+            save_io_error(self);
+            return rewind_failed(err, name);
+        }
+        Py_BEGIN_ALLOW_THREADS
+        r = reel_decoder_open_io(&dec, &io, name, &self->settings, err);
+        Py_END_ALLOW_THREADS
+    }
+    if (r == REEL_OK) self->dec = dec;
+    return r;
+}
+
+static PyObject *take_io_error(DecoderObject *self)
+{
+    PyObject *e = self->io_error;
+    self->io_error = NULL;
+    return e;
+}
+
+static PyObject *raise_decoder(DecoderObject *self, int status, const reel_error *err)
+{
+    reel_state *st = state_of((PyObject *)self);
+    PyObject *cause = take_io_error(self);
+    if (!st) { Py_XDECREF(cause); return NULL; }
+    if (cause && !PyObject_TypeCheck(cause, (PyTypeObject *)PyExc_Exception)) {
+        /* KeyboardInterrupt, SystemExit... raised in a file-like callback: as is */
+        PyErr_SetObject((PyObject *)Py_TYPE(cause), cause);
+        Py_DECREF(cause);
+        return NULL;
+    }
+    return raise_reel(st, status, err && err->status != REEL_OK ? err->message : NULL, dec_name(self), cause);
+}
+
+/* Takes the decoder for one call: checks the process (a forked child gets a
+ * fresh decoder: the parent's FFmpeg threads and file offset are not its
+ * own), then the lock (with the GIL released: a file-like callback of the
+ * holder needs the GIL). On success the caller holds self->lock. */
+static int decoder_acquire(DecoderObject *self)
+{
+    if (!self->lock) {
+        PyErr_SetString(PyExc_ValueError, "reel decoder is not initialised");
+        return -1;
+    }
+    pid_t pid = getpid();
+    if (self->pid != pid) {
+        /* The old lock may be held by a thread that does not exist here, and
+         * the old decoder cannot be closed (its threads are gone): both are
+         * left behind on purpose. */
+        PyThread_type_lock lock = PyThread_allocate_lock();
+        if (!lock) { PyErr_NoMemory(); return -1; }
+        self->lock = lock;
+        self->pid = pid;
+        self->dec = NULL;
+        self->need_reopen = !self->closed;
+    }
+    if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        Py_END_ALLOW_THREADS
+    }
+    if (self->need_reopen) {
+        reel_error err;
+        reel_error_clear(&err);
+        int r = decoder_open_source(self, &err);
+        if (r != REEL_OK) {
+            PyThread_release_lock(self->lock);
+            raise_decoder(self, r, &err);
+            return -1;
+        }
+        self->need_reopen = 0;
+    }
+    if (!self->dec) {
+        PyThread_release_lock(self->lock);
+        PyErr_Format(PyExc_ValueError, "%s: the decoder is closed", dec_name(self));
+        return -1;
+    }
+    Py_CLEAR(self->io_error);
+    return 0;
+}
+
+static void decoder_release(DecoderObject *self)
+{
+    PyThread_release_lock(self->lock);
+}
+
+int parse_floats3(PyObject *obj, float out[3], const char *what)
+{
+    if (obj == Py_None) return 0;
+    PyObject *seq = PySequence_Fast(obj, what);
+    if (!seq) return -1;
+    if (PySequence_Fast_GET_SIZE(seq) != 3) {
+        Py_DECREF(seq);
+        PyErr_Format(PyExc_ValueError, "%s must have 3 values (R, G, B)", what);
+        return -1;
+    }
+    for (int i = 0; i < 3; i++) {
+        double v = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1.0 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
+        out[i] = (float)v;
+    }
+    Py_DECREF(seq);
+    return 0;
+}
+
+static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = { "source", "kind", "name", "stream", "threads", "corrupt", "index_mode",
+                              "index_path", "skip_nonref", "force_scan", "crop", "width", "height",
+                              "filter", "resize_mode", "rotate", "flip", "dtype", "layout", "divisor",
+                              "mean", "std", "check_keyframes", NULL };
+    PyObject *source, *name = Py_None, *index_path = Py_None, *mean = Py_None, *std = Py_None;
+    int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
+    int skip_nonref = 1, force_scan = 0, check_keyframes = 1;
+    int cx = 0, cy = 0, cw = 0, ch = 0, width = 0, height = 0, filter = REEL_FILTER_BILINEAR;
+    int resize_mode = REEL_RESIZE_FUSED, rotate = 0, flip = 0, dtype = REEL_DTYPE_UINT8, layout = REEL_LAYOUT_HWC;
+    double divisor = 255.0;
+    if (self->lock || self->source || self->name) {
+        PyErr_SetString(PyExc_RuntimeError, "reel decoder: __init__ called twice");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|$OiiiiOpp(iiii)iiiipp" "iidOOp:Decoder", kwlist,
+                                     &source, &kind, &name, &stream, &threads, &corrupt, &index_mode,
+                                     &index_path, &skip_nonref, &force_scan, &cx, &cy, &cw, &ch,
+                                     &width, &height, &filter, &resize_mode, &rotate, &flip, &dtype,
+                                     &layout, &divisor, &mean, &std, &check_keyframes))
+        return -1;
+    if (kind < SRC_PATH || kind > SRC_FILE) {
+        PyErr_SetString(PyExc_ValueError, "reel decoder: bad source kind");
+        return -1;
+    }
+    if (dtype < 0 || dtype > REEL_DTYPE_BFLOAT16 || (layout != REEL_LAYOUT_HWC && layout != REEL_LAYOUT_CHW)) {
+        PyErr_SetString(PyExc_ValueError, "reel decoder: bad dtype or layout");
+        return -1;
+    }
+    reel_decoder_default_settings(&self->settings);
+    self->settings.interrupt = dec_interrupt;
+    self->settings.interrupt_opaque = self;
+    self->settings.stream_index = stream;
+    self->settings.threads = threads;
+    self->settings.corrupt_policy = corrupt;
+    self->settings.index_mode = index_mode;
+    self->settings.skip_nonref = skip_nonref;
+    self->settings.force_scan = force_scan;
+    self->settings.check_keyframes = check_keyframes;
+    if (index_path != Py_None) {
+        if (!PyUnicode_FSConverter(index_path, &self->index_path)) return -1;
+        self->settings.index_path = PyBytes_AS_STRING(self->index_path);
+    }
+    reel_transform_default(&self->transform);
+    reel_transform *t = &self->transform;
+    t->crop_x = cx; t->crop_y = cy; t->crop_w = cw; t->crop_h = ch;
+    t->width = width; t->height = height;
+    t->filter = filter; t->resize_mode = resize_mode;
+    t->apply_rotation = rotate; t->flip_horizontal = flip;
+    t->dtype = dtype; t->layout = layout;
+    t->scale = (float)divisor;
+    if (parse_floats3(mean, t->mean, "mean") < 0 || parse_floats3(std, t->std, "std") < 0) return -1;
+
+    self->kind = kind;
+    if (kind == SRC_PATH) {
+        if (!PyUnicode_FSConverter(source, &self->source)) return -1;
+        self->name = Py_NewRef(self->source);
+    } else {
+        if (name != Py_None) {
+            if (!PyUnicode_FSConverter(name, &self->name)) return -1;
+        } else {
+            self->name = PyBytes_FromString(kind == SRC_MEMORY ? "<memory>" : "<file>");
+            if (!self->name) return -1;
+        }
+        if (kind == SRC_MEMORY) {
+            if (PyObject_GetBuffer(source, &self->view, PyBUF_SIMPLE) < 0) return -1;
+            self->have_view = 1;
+        } else {
+            self->use_readinto = PyObject_HasAttrString(source, "readinto");
+        }
+        self->source = Py_NewRef(source);
+    }
+    self->lock = PyThread_allocate_lock();
+    if (!self->lock) { PyErr_NoMemory(); return -1; }
+    self->pid = getpid();
+
+    reel_error err;
+    reel_error_clear(&err);
+    PyThread_acquire_lock(self->lock, WAIT_LOCK); /* new: nobody else holds it */
+    int r = decoder_open_source(self, &err);
+    if (r == REEL_OK) r = reel_decoder_output_size(self->dec, t, &self->out_w, &self->out_h, &self->frame_bytes, &err);
+    if (r != REEL_OK) reel_decoder_close(&self->dec);
+    PyThread_release_lock(self->lock);
+    if (r != REEL_OK) {
+        self->closed = 1;
+        raise_decoder(self, r, &err);
+        return -1;
+    }
+    return 0;
+}
+
+static void decoder_close_now(DecoderObject *self)
+{
+    if (self->dec && self->pid == getpid()) reel_decoder_close(&self->dec);
+    self->dec = NULL;
+    self->closed = 1;
+    self->need_reopen = 0;
+    if (self->have_view) {
+        PyBuffer_Release(&self->view);
+        self->have_view = 0;
+    }
+}
+
+static int decoder_traverse(DecoderObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(Py_TYPE(self));
+    Py_VISIT(self->source);
+    Py_VISIT(self->io_error);
+    return 0;
+}
+
+static int decoder_clear(DecoderObject *self)
+{
+    /* The C decoder may point at the source (memory or file callbacks):
+     * close it before letting the source go. */
+    if (self->dec && self->pid != getpid()) self->dec = NULL; /* another process's: left behind */
+    decoder_close_now(self);
+    Py_CLEAR(self->source);
+    Py_CLEAR(self->io_error);
+    return 0;
+}
+
+static void decoder_dealloc(DecoderObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    PyObject_GC_UnTrack(self);
+    if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
+    decoder_clear(self);
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->index_path);
+    if (self->lock && self->pid == getpid()) PyThread_free_lock(self->lock);
+    self->lock = NULL;
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyObject *decoder_close(DecoderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (self->closed || !self->lock) Py_RETURN_NONE;
+    if (self->pid != getpid()) {
+        self->dec = NULL;
+        self->closed = 1;
+        self->need_reopen = 0;
+        Py_RETURN_NONE;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+    decoder_close_now(self);
+    PyThread_release_lock(self->lock);
+    Py_RETURN_NONE;
+}
+
+static PyObject *decoder_get_closed(DecoderObject *self, void *c) { (void)c; return PyBool_FromLong(self->closed); }
+static PyObject *decoder_get_name(DecoderObject *self, void *c)
+{
+    (void)c;
+    return PyUnicode_DecodeFSDefault(dec_name(self));
+}
+
+static PyObject *decoder_get_frame_shape(DecoderObject *self, void *c)
+{
+    (void)c;
+    if (self->transform.layout == REEL_LAYOUT_CHW) return Py_BuildValue("(iii)", 3, self->out_h, self->out_w);
+    return Py_BuildValue("(iii)", self->out_h, self->out_w, 3);
+}
+
+static PyObject *decoder_get_dtype(DecoderObject *self, void *c)
+{
+    (void)c;
+    return PyUnicode_FromString(dtype_table[self->transform.dtype].name);
+}
+
+static PyObject *str_or_empty(const char *s) { return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace"); }
+
+static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (decoder_acquire(self) < 0) return NULL;
+    const reel_video_info *i = reel_decoder_info(self->dec);
+    PyObject *d = PyDict_New();
+    int ok = d &&
+        dict_set(d, "name", PyUnicode_DecodeFSDefault(dec_name(self))) == 0 &&
+        dict_set(d, "codec", str_or_empty(i->codec)) == 0 &&
+        dict_set(d, "profile", str_or_empty(i->profile)) == 0 &&
+        dict_set(d, "pix_fmt", str_or_empty(i->pix_fmt)) == 0 &&
+        dict_set(d, "container", str_or_empty(i->container)) == 0 &&
+        dict_set(d, "color_space", str_or_empty(i->color_space)) == 0 &&
+        dict_set(d, "color_range", str_or_empty(i->color_range)) == 0 &&
+        dict_set(d, "color_primaries", str_or_empty(i->color_primaries)) == 0 &&
+        dict_set(d, "width", PyLong_FromLong(i->width)) == 0 &&
+        dict_set(d, "height", PyLong_FromLong(i->height)) == 0 &&
+        dict_set(d, "bit_depth", PyLong_FromLong(i->bit_depth)) == 0 &&
+        dict_set(d, "rotation", PyLong_FromLong(i->rotation)) == 0 &&
+        dict_set(d, "sar", Py_BuildValue("(ii)", i->sar_num, i->sar_den)) == 0 &&
+        dict_set(d, "avg_fps", Py_BuildValue("(ii)", i->avg_fps_num, i->avg_fps_den)) == 0 &&
+        dict_set(d, "rate", Py_BuildValue("(ii)", i->rate_num, i->rate_den)) == 0 &&
+        dict_set(d, "time_base", Py_BuildValue("(ii)", i->time_base_num, i->time_base_den)) == 0 &&
+        dict_set(d, "stream_index", PyLong_FromLong(i->stream_index)) == 0 &&
+        dict_set(d, "num_streams", PyLong_FromLong(i->num_streams)) == 0 &&
+        dict_set(d, "has_audio", PyBool_FromLong(i->has_audio)) == 0 &&
+        dict_set(d, "variable_size", PyBool_FromLong(i->variable_size)) == 0 &&
+        dict_set(d, "start_pts", PyLong_FromLongLong(i->start_pts)) == 0 &&
+        dict_set(d, "start_time", PyFloat_FromDouble(i->start_time)) == 0 &&
+        dict_set(d, "duration", PyFloat_FromDouble(i->duration)) == 0 &&
+        dict_set(d, "num_frames", PyLong_FromLongLong(i->num_frames)) == 0 &&
+        dict_set(d, "num_keyframes", PyLong_FromLongLong(i->num_keyframes)) == 0 &&
+        dict_set(d, "bit_rate", PyLong_FromLongLong(i->bit_rate)) == 0 &&
+        dict_set(d, "file_size", PyLong_FromLongLong(i->file_size)) == 0 &&
+        dict_set(d, "index_source", PyLong_FromLong(i->index_source)) == 0;
+    decoder_release(self);
+    if (!ok) { Py_XDECREF(d); return NULL; }
+    return d;
+}
+
+static PyObject *decoder_frame_table(DecoderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (decoder_acquire(self) < 0) return NULL;
+    int64_t n = 0;
+    const reel_frame_entry *t = reel_decoder_frame_table(self->dec, &n);
+    PyObject *lists[5] = { NULL };
+    PyObject *r = NULL;
+    int ok = 1;
+    for (int k = 0; k < 5 && ok; k++) ok = (lists[k] = PyList_New((Py_ssize_t)n)) != NULL;
+    for (int64_t i = 0; i < n && ok; i++) {
+        PyObject *v[5] = { PyLong_FromLongLong(t[i].pts), PyLong_FromLongLong(t[i].duration),
+                           PyLong_FromLongLong(t[i].pos), PyBool_FromLong(t[i].flags & REEL_FRAME_KEY),
+                           PyLong_FromLong(t[i].decode_order) };
+        for (int k = 0; k < 5; k++) {
+            if (!v[k]) ok = 0;
+            else PyList_SET_ITEM(lists[k], (Py_ssize_t)i, v[k]);
+        }
+    }
+    decoder_release(self);
+    if (ok) r = PyTuple_Pack(5, lists[0], lists[1], lists[2], lists[3], lists[4]);
+    for (int k = 0; k < 5; k++) Py_XDECREF(lists[k]);
+    return r;
+}
+
+static PyObject *decoder_keyframes(DecoderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (decoder_acquire(self) < 0) return NULL;
+    int64_t n = 0;
+    const int64_t *k = reel_decoder_keyframes(self->dec, &n);
+    PyObject *l = PyList_New((Py_ssize_t)n);
+    for (int64_t i = 0; l && i < n; i++) {
+        PyObject *v = PyLong_FromLongLong(k[i]);
+        if (!v) { Py_CLEAR(l); break; }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, v);
+    }
+    decoder_release(self);
+    return l;
+}
+
+static PyObject *decoder_index_at_time(DecoderObject *self, PyObject *arg)
+{
+    double t = PyFloat_AsDouble(arg);
+    if (t == -1.0 && PyErr_Occurred()) return NULL;
+    if (decoder_acquire(self) < 0) return NULL;
+    int64_t idx = 0;
+    reel_error err;
+    reel_error_clear(&err);
+    int r = reel_decoder_index_at_time(self->dec, t, &idx, &err);
+    decoder_release(self);
+    if (r != REEL_OK) return raise_decoder(self, r, &err);
+    return PyLong_FromLongLong(idx);
+}
+
+static PyObject *decoder_save_index(DecoderObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = { "path", NULL };
+    PyObject *path = Py_None, *pb = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:save_index", kwlist, &path)) return NULL;
+    if (path != Py_None && !PyUnicode_FSConverter(path, &pb)) return NULL;
+    if (decoder_acquire(self) < 0) { Py_XDECREF(pb); return NULL; }
+    reel_error err;
+    reel_error_clear(&err);
+    const char *p = pb ? PyBytes_AS_STRING(pb) : NULL;
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_decoder_save_index(self->dec, p, &err);
+    Py_END_ALLOW_THREADS
+    decoder_release(self);
+    Py_XDECREF(pb);
+    if (r != REEL_OK) return raise_decoder(self, r, &err);
+    Py_RETURN_NONE;
+}
+
+/* Per-frame metadata lists for resolved indices (lock held). */
+static int frames_fill_meta(DecoderObject *self, FramesObject *f, const int64_t *idx, Py_ssize_t n)
+{
+    int64_t count = 0;
+    const reel_frame_entry *t = reel_decoder_frame_table(self->dec, &count);
+    const reel_video_info *info = reel_decoder_info(self->dec);
+    double tb = info->time_base_den ? (double)info->time_base_num / (double)info->time_base_den : 0.0;
+    PyObject *li = PyTuple_New(n), *lp = PyTuple_New(n), *ld = PyTuple_New(n);
+    if (!li || !lp || !ld) goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t k = idx[i] < 0 ? idx[i] + count : idx[i];
+        if (k < 0 || k >= count) k = 0; /* cannot happen after a successful decode */
+        PyObject *a = PyLong_FromLongLong(k);
+        PyObject *b = PyFloat_FromDouble((double)t[k].pts * tb);
+        PyObject *c = PyFloat_FromDouble((double)t[k].duration * tb);
+        if (!a || !b || !c) { Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(c); goto fail; }
+        PyTuple_SET_ITEM(li, i, a);
+        PyTuple_SET_ITEM(lp, i, b);
+        PyTuple_SET_ITEM(ld, i, c);
+    }
+    f->indices = li;
+    f->pts = lp;
+    f->dur = ld;
+    f->layout = PyUnicode_FromString(self->transform.layout == REEL_LAYOUT_CHW ? "NCHW" : "NHWC");
+    return f->layout ? 0 : -1;
+fail:
+    Py_XDECREF(li);
+    Py_XDECREF(lp);
+    Py_XDECREF(ld);
+    return -1;
+}
+
+static FramesObject *decoder_alloc_frames(DecoderObject *self, Py_ssize_t n)
+{
+    reel_state *st = state_of((PyObject *)self);
+    if (!st) return NULL;
+    int64_t shape[4];
+    shape[0] = n;
+    if (self->transform.layout == REEL_LAYOUT_CHW) { shape[1] = 3; shape[2] = self->out_h; shape[3] = self->out_w; }
+    else { shape[1] = self->out_h; shape[2] = self->out_w; shape[3] = 3; }
+    FramesObject *f = frames_alloc(st, self->transform.dtype, 4, shape);
+    if (f && (size_t)n && f->nbytes / (size_t)n != self->frame_bytes) {
+        Py_DECREF(f);
+        PyErr_SetString(PyExc_SystemError, "reel: frame size mismatch");
+        return NULL;
+    }
+    return f;
+}
+
+/* mode 0: indices; 1: seconds */
+static PyObject *decoder_get_common(DecoderObject *self, PyObject *arg, int by_time)
+{
+    Py_ssize_t n = 0;
+    int64_t *idx = NULL;
+    double *secs = NULL;
+    if (by_time) {
+        secs = parse_double_seq(arg, &n, "seconds must be a sequence of numbers");
+        if (!secs) return NULL;
+        idx = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *idx);
+        if (!idx) { PyMem_Free(secs); return PyErr_NoMemory(); }
+    } else {
+        idx = parse_int64_seq(arg, &n, "indices must be a sequence of ints");
+        if (!idx) return NULL;
+    }
+    FramesObject *f = decoder_alloc_frames(self, n);
+    if (!f || decoder_acquire(self) < 0) {
+        Py_XDECREF(f);
+        PyMem_Free(idx);
+        PyMem_Free(secs);
+        return NULL;
+    }
+    reel_error err;
+    reel_error_clear(&err);
+    reel_decode_stats stats;
+    memset(&stats, 0, sizeof stats);
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    if (by_time)
+        r = reel_decoder_get_frames_at_times(self->dec, secs, (size_t)n, &self->transform, f->data, f->nbytes,
+                                             idx, &stats, &err);
+    else
+        r = reel_decoder_get_frames(self->dec, idx, (size_t)n, &self->transform, f->data, f->nbytes, &stats, &err);
+    Py_END_ALLOW_THREADS
+    int meta = 0;
+    if (r == REEL_OK) {
+        self->stats = stats;
+        meta = frames_fill_meta(self, f, idx, n);
+    }
+    decoder_release(self);
+    PyMem_Free(idx);
+    PyMem_Free(secs);
+    if (r != REEL_OK) {
+        Py_DECREF(f);
+        return raise_decoder(self, r, &err);
+    }
+    if (meta < 0) { Py_DECREF(f); return NULL; }
+    return (PyObject *)f;
+}
+
+static PyObject *decoder_get_frames(DecoderObject *self, PyObject *arg) { return decoder_get_common(self, arg, 0); }
+static PyObject *decoder_get_frames_at_times(DecoderObject *self, PyObject *arg) { return decoder_get_common(self, arg, 1); }
+
+static PyObject *decoder_stats(DecoderObject *self, PyObject *unused)
+{
+    (void)unused;
+    const reel_decode_stats *s = &self->stats;
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d}",
+                         "frames_requested", (long long)s->frames_requested,
+                         "frames_returned", (long long)s->frames_returned,
+                         "frames_decoded", (long long)s->frames_decoded,
+                         "frames_skipped", (long long)s->frames_skipped,
+                         "packets_read", (long long)s->packets_read,
+                         "seeks", (long long)s->seeks,
+                         "corrupt_packets", (long long)s->corrupt_packets,
+                         "key_restarts", (long long)s->key_restarts,
+                         "keys_probed", (long long)s->keys_probed,
+                         "amplification", s->amplification);
+}
+
+PyObject *reduce_forbidden(PyObject *self, PyObject *unused)
+{
+    (void)unused;
+    PyErr_Format(PyExc_TypeError, "cannot pickle '%s' objects", Py_TYPE(self)->tp_name);
+    return NULL;
+}
+
+static PyMethodDef decoder_methods[] = {
+    { "info", (PyCFunction)decoder_info, METH_NOARGS, "info()\n--\n\nStream metadata as a dict." },
+    { "frame_table", (PyCFunction)decoder_frame_table, METH_NOARGS,
+      "frame_table()\n--\n\n(pts, duration, pos, key, decode_order): five lists, one entry per frame." },
+    { "keyframes", (PyCFunction)decoder_keyframes, METH_NOARGS, "keyframes()\n--\n\nFrame indices of the keyframes." },
+    { "index_at_time", (PyCFunction)decoder_index_at_time, METH_O, "index_at_time(seconds)\n--\n\nThe frame displayed at `seconds`." },
+    { "save_index", (PyCFunction)(void (*)(void))decoder_save_index, METH_VARARGS | METH_KEYWORDS,
+      "save_index(path=None)\n--\n\nWrites the sidecar index (default '<video>.reelidx')." },
+    { "get_frames", (PyCFunction)decoder_get_frames, METH_O, "get_frames(indices)\n--\n\nFrames at indices, in request order." },
+    { "get_frames_at_times", (PyCFunction)decoder_get_frames_at_times, METH_O,
+      "get_frames_at_times(seconds)\n--\n\nFrames displayed at the given times." },
+    { "stats", (PyCFunction)decoder_stats, METH_NOARGS, "stats()\n--\n\nDecode statistics of the last call." },
+    { "close", (PyCFunction)decoder_close, METH_NOARGS, "close()\n--\n\nCloses the video; idempotent." },
+    { "__reduce__", (PyCFunction)reduce_forbidden, METH_NOARGS, NULL },
+    { NULL }
+};
+
+static PyGetSetDef decoder_getset[] = {
+    { "closed", (getter)decoder_get_closed, NULL, "True after close().", NULL },
+    { "name", (getter)decoder_get_name, NULL, "The path, or the name given for memory/file sources.", NULL },
+    { "frame_shape", (getter)decoder_get_frame_shape, NULL, "Shape of one output frame.", NULL },
+    { "dtype", (getter)decoder_get_dtype, NULL, "Output element type.", NULL },
+    { NULL }
+};
+
+static PyMemberDef decoder_members[] = {
+    { "__weaklistoffset__", T_PYSSIZET, offsetof(DecoderObject, weakreflist), READONLY, NULL },
+    { NULL }
+};
+
+static PyType_Slot decoder_slots[] = {
+    { Py_tp_doc, (void *)"Low-level decoder; use reel.VideoDecoder." },
+    { Py_tp_new, (void *)PyType_GenericNew },
+    { Py_tp_init, (void *)decoder_init },
+    { Py_tp_dealloc, (void *)decoder_dealloc },
+    { Py_tp_traverse, (void *)decoder_traverse },
+    { Py_tp_clear, (void *)decoder_clear },
+    { Py_tp_methods, decoder_methods },
+    { Py_tp_getset, decoder_getset },
+    { Py_tp_members, decoder_members },
+    { 0, NULL }
+};
+
+PyType_Spec decoder_spec = {
+    .name = "reel._reel.Decoder",
+    .basicsize = sizeof(DecoderObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = decoder_slots,
+};
+

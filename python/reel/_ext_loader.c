@@ -1,0 +1,824 @@
+/* _ext_loader.c: reel._reel.Loader and BatchHandle: the C loader and its
+ * dataset, batches handed out as zero-copy Frames views of the ring. */
+#include "_ext.h"
+
+/* ======================================================================
+ * Loader: wraps reel_loader and its dataset. Batches are handed out as
+ * views whose owner, a BatchHandle, gives the buffer back to the ring when
+ * the last view (torch tensor, numpy array, Frames) is freed.
+ * ====================================================================== */
+
+typedef struct LoaderObject {
+    PyObject_HEAD
+    reel_dataset *ds;
+    reel_loader *loader;
+    PyThread_type_lock lock; /* one consumer at a time */
+    pid_t pid;
+    Py_ssize_t outstanding;  /* live BatchHandles */
+    int64_t ring_size;       /* batch buffers in the ring; 0: unknown */
+    /* Mirror of the consumer's position, to tell a next() that would wait
+     * forever (every buffer held) from one that ends the epoch. */
+    int64_t epochs;          /* settings.epochs; 0: no limit */
+    int64_t epoch;           /* current epoch */
+    int64_t delivered;       /* next() results this epoch (batches and raised failures) */
+    int64_t cur_batches;     /* batches in this epoch; -1: unknown (after a mid-epoch restore) */
+    int closing;             /* close() called: destroy when outstanding hits 0 */
+    PyObject *weakreflist;
+} LoaderObject;
+
+typedef struct BatchHandleObject {
+    PyObject_HEAD
+    LoaderObject *loader;
+    reel_batch *batch;
+    PyObject *weakreflist;
+} BatchHandleObject;
+
+/* Settings by name: a static table over reel_loader_settings, so Python
+ * passes {"sampler.frames_per_clip": 8, ...} and unknown names are errors. */
+typedef struct setting_field {
+    const char *name;
+    size_t offset;
+    char type; /* i int, I int64, U uint64, d double, f float, 3 float[3], z size_t */
+} setting_field;
+
+#define SF(n, m, t) { n, offsetof(reel_loader_settings, m), t }
+static const setting_field loader_fields[] = {
+    SF("sampler.kind", sampler.kind, 'i'),
+    SF("sampler.clips_per_video", sampler.clips_per_video, 'i'),
+    SF("sampler.frames_per_clip", sampler.frames_per_clip, 'i'),
+    SF("sampler.frame_stride", sampler.frame_stride, 'i'),
+    SF("sampler.seconds_between_frames", sampler.seconds_between_frames, 'd'),
+    SF("sampler.range_start", sampler.range_start, 'd'),
+    SF("sampler.range_end", sampler.range_end, 'd'),
+    SF("sampler.policy", sampler.policy, 'i'),
+    SF("transform.resize", transform.resize, 'i'),
+    SF("transform.short_side", transform.short_side, 'i'),
+    SF("transform.resize_width", transform.resize_width, 'i'),
+    SF("transform.resize_height", transform.resize_height, 'i'),
+    SF("transform.crop", transform.crop, 'i'),
+    SF("transform.crop_width", transform.crop_width, 'i'),
+    SF("transform.crop_height", transform.crop_height, 'i'),
+    SF("transform.scale_min", transform.scale_min, 'd'),
+    SF("transform.scale_max", transform.scale_max, 'd'),
+    SF("transform.ratio_min", transform.ratio_min, 'd'),
+    SF("transform.ratio_max", transform.ratio_max, 'd'),
+    SF("transform.flip", transform.flip, 'i'),
+    SF("transform.flip_probability", transform.flip_probability, 'd'),
+    SF("transform.filter", transform.filter, 'i'),
+    SF("transform.resize_mode", transform.resize_mode, 'i'),
+    SF("transform.apply_rotation", transform.apply_rotation, 'i'),
+    SF("transform.dtype", transform.dtype, 'i'),
+    SF("transform.layout", transform.layout, 'i'),
+    SF("transform.scale", transform.scale, 'f'),
+    SF("transform.mean", transform.mean, '3'),
+    SF("transform.std", transform.std, '3'),
+    SF("batch_size", batch_size, 'i'),
+    SF("drop_last", drop_last, 'i'),
+    SF("shuffle", shuffle, 'i'),
+    SF("seed", seed, 'U'),
+    SF("epochs", epochs, 'I'),
+    SF("rank", rank, 'i'),
+    SF("world_size", world_size, 'i'),
+    SF("shard_mode", shard_mode, 'i'),
+    SF("ordered", ordered, 'i'),
+    SF("on_error", on_error, 'i'),
+    SF("max_replacements", max_replacements, 'i'),
+    SF("sample_time_limit", sample_time_limit, 'd'),
+    SF("open_threads", open_threads, 'i'),
+    SF("decode_threads", decode_threads, 'i'),
+    SF("collate_threads", collate_threads, 'i'),
+    SF("decoder_threads", decoder_threads, 'i'),
+    SF("prefetch_batches", prefetch_batches, 'i'),
+    SF("queue_capacity", queue_capacity, 'i'),
+    SF("alignment", alignment, 'z'),
+    SF("index_mode", index_mode, 'i'),
+    SF("corrupt_policy", corrupt_policy, 'i'),
+    SF("trace", trace, 'i'),
+    SF("trace_capacity", trace_capacity, 'i'),
+    SF("pin_memory", pin_memory, 'i'),
+};
+#undef SF
+#define N_LOADER_FIELDS (sizeof loader_fields / sizeof loader_fields[0])
+
+static int setting_store(reel_loader_settings *s, const setting_field *f, PyObject *v)
+{
+    char *p = (char *)s + f->offset;
+    switch (f->type) {
+    case 'i': {
+        long x = PyLong_AsLong(v);
+        if (x == -1 && PyErr_Occurred()) return -1;
+        if (x < INT32_MIN || x > INT32_MAX) { PyErr_Format(PyExc_OverflowError, "%s out of range", f->name); return -1; }
+        *(int *)p = (int)x;
+        return 0;
+    }
+    case 'I': {
+        long long x = PyLong_AsLongLong(v);
+        if (x == -1 && PyErr_Occurred()) return -1;
+        *(int64_t *)p = x;
+        return 0;
+    }
+    case 'U': {
+        unsigned long long x = PyLong_AsUnsignedLongLongMask(v);
+        if (x == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+        *(uint64_t *)p = x;
+        return 0;
+    }
+    case 'z': {
+        size_t x = PyLong_AsSize_t(v);
+        if (x == (size_t)-1 && PyErr_Occurred()) return -1;
+        *(size_t *)p = x;
+        return 0;
+    }
+    case 'd': {
+        double x = PyFloat_AsDouble(v);
+        if (x == -1.0 && PyErr_Occurred()) return -1;
+        *(double *)p = x;
+        return 0;
+    }
+    case 'f': {
+        double x = PyFloat_AsDouble(v);
+        if (x == -1.0 && PyErr_Occurred()) return -1;
+        *(float *)p = (float)x;
+        return 0;
+    }
+    case '3':
+        return parse_floats3(v, (float *)p, f->name);
+    }
+    PyErr_SetString(PyExc_SystemError, "reel: bad settings table");
+    return -1;
+}
+
+static PyObject *setting_load(const reel_loader_settings *s, const setting_field *f)
+{
+    const char *p = (const char *)s + f->offset;
+    switch (f->type) {
+    case 'i': return PyLong_FromLong(*(const int *)p);
+    case 'I': return PyLong_FromLongLong(*(const int64_t *)p);
+    case 'U': return PyLong_FromUnsignedLongLong(*(const uint64_t *)p);
+    case 'z': return PyLong_FromSize_t(*(const size_t *)p);
+    case 'd': return PyFloat_FromDouble(*(const double *)p);
+    case 'f': return PyFloat_FromDouble(*(const float *)p);
+    case '3': {
+        const float *a = (const float *)p;
+        return Py_BuildValue("(ddd)", (double)a[0], (double)a[1], (double)a[2]);
+    }
+    }
+    PyErr_SetString(PyExc_SystemError, "reel: bad settings table");
+    return NULL;
+}
+
+PyObject *mod_loader_defaults(PyObject *module, PyObject *unused)
+{
+    (void)module; (void)unused;
+    reel_loader_settings s;
+    reel_loader_default_settings(&s);
+    PyObject *d = PyDict_New();
+    for (size_t i = 0; d && i < N_LOADER_FIELDS; i++)
+        if (dict_set(d, loader_fields[i].name, setting_load(&s, &loader_fields[i])) < 0) Py_CLEAR(d);
+    return d;
+}
+
+static int loader_build_dataset(reel_state *st, PyObject *dataset, reel_dataset **out)
+{
+    reel_error err;
+    reel_error_clear(&err);
+    int r;
+    if (PyBytes_Check(dataset) || PyUnicode_Check(dataset) || PyObject_HasAttrString(dataset, "__fspath__")) {
+        PyObject *pb = NULL;
+        if (!PyUnicode_FSConverter(dataset, &pb)) return -1;
+        const char *path = PyBytes_AS_STRING(pb);
+        Py_BEGIN_ALLOW_THREADS
+        r = reel_dataset_open(out, path, &err);
+        Py_END_ALLOW_THREADS
+        if (r != REEL_OK) raise_err(st, r, &err, path);
+        Py_DECREF(pb);
+        return r == REEL_OK ? 0 : -1;
+    }
+    PyObject *seq = PySequence_Fast(dataset, "dataset must be a path or a sequence of entries");
+    if (!seq) return -1;
+    reel_dataset *ds = NULL;
+    r = reel_dataset_create(&ds, &err);
+    if (r != REEL_OK) { Py_DECREF(seq); raise_err(st, r, &err, NULL); return -1; }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *path_obj, *label, *cls;
+        double start = 0.0, end = -1.0;
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OOO|dd:dataset entry", &path_obj, &label, &cls, &start, &end))
+            goto fail;
+        PyObject *pb = NULL;
+        if (!PyUnicode_FSConverter(path_obj, &pb)) goto fail;
+        if (cls != Py_None) {
+            const char *name = PyUnicode_AsUTF8(cls);
+            r = name ? reel_dataset_add_named(ds, PyBytes_AS_STRING(pb), name, start, end, &err) : REEL_OK;
+            if (!name) { Py_DECREF(pb); goto fail; }
+        } else {
+            long long lab = -1;
+            if (label != Py_None) {
+                lab = PyLong_AsLongLong(label);
+                if (lab == -1 && PyErr_Occurred()) { Py_DECREF(pb); goto fail; }
+            }
+            r = reel_dataset_add(ds, PyBytes_AS_STRING(pb), lab, start, end, &err);
+        }
+        if (r != REEL_OK) {
+            raise_err(st, r, &err, PyBytes_AS_STRING(pb));
+            Py_DECREF(pb);
+            goto fail;
+        }
+        Py_DECREF(pb);
+    }
+    Py_DECREF(seq);
+    *out = ds;
+    return 0;
+fail:
+    Py_DECREF(seq);
+    reel_dataset_free(&ds);
+    return -1;
+}
+
+static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = { "dataset", "settings", NULL };
+    PyObject *dataset, *settings = Py_None;
+    if (self->lock) {
+        PyErr_SetString(PyExc_RuntimeError, "reel loader: __init__ called twice");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|O:Loader", kwlist, &dataset, &settings)) return -1;
+    reel_state *st = state_of((PyObject *)self);
+    if (!st) return -1;
+    reel_loader_settings s;
+    reel_loader_default_settings(&s);
+    if (settings != Py_None) {
+        if (!PyDict_Check(settings)) { PyErr_SetString(PyExc_TypeError, "settings must be a dict"); return -1; }
+        PyObject *key, *value;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(settings, &pos, &key, &value)) {
+            const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+            if (!k) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "settings keys must be str");
+                return -1;
+            }
+            size_t i = 0;
+            while (i < N_LOADER_FIELDS && strcmp(loader_fields[i].name, k)) i++;
+            if (i == N_LOADER_FIELDS) { PyErr_Format(PyExc_ValueError, "unknown loader setting '%s'", k); return -1; }
+            if (setting_store(&s, &loader_fields[i], value) < 0) return -1;
+        }
+    }
+    self->lock = PyThread_allocate_lock();
+    if (!self->lock) { PyErr_NoMemory(); return -1; }
+    self->pid = getpid();
+    if (loader_build_dataset(st, dataset, &self->ds) < 0) return -1;
+    reel_error err;
+    reel_error_clear(&err);
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_loader_create(&self->loader, self->ds, &s, &err);
+    Py_END_ALLOW_THREADS
+    if (r != REEL_OK) {
+        reel_dataset_free(&self->ds);
+        raise_err(st, r, &err, NULL);
+        return -1;
+    }
+    /* The number of ring buffers is not in the C API; the collate stage's
+     * queue holds one entry per buffer (see reel_loader_create). */
+    reel_loader_metrics m;
+    memset(&m, 0, sizeof m);
+    if (reel_loader_get_metrics(self->loader, &m) == REEL_OK) {
+        int64_t n = m.stages[REEL_STAGE_COLLATE].queue_capacity;
+        if (n > 0 && m.ring_bytes > 0 && m.ring_bytes % n == 0) self->ring_size = n;
+    }
+    self->epochs = s.epochs;
+    self->epoch = 0;
+    self->delivered = 0;
+    self->cur_batches = reel_loader_batches_per_epoch(self->loader);
+    return 0;
+}
+
+/* Stops the threads and frees the loader and dataset, unless batches are
+ * still out. Takes the consumer lock (waiting for a next() in flight), then
+ * detaches the pointers under the GIL, so that calls made with the GIL held
+ * (metrics, failures, release) never see a freed loader; the join runs
+ * without the GIL. */
+static void loader_destroy_now(LoaderObject *self)
+{
+    if (self->pid != getpid()) { /* a forked copy: its threads are not here */
+        self->loader = NULL;
+        self->ds = NULL;
+        return;
+    }
+    if (!self->loader && !self->ds) return;
+    if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        Py_END_ALLOW_THREADS
+    }
+    if (self->outstanding == 0) {
+        reel_loader *l = self->loader;
+        reel_dataset *ds = self->ds;
+        self->loader = NULL;
+        self->ds = NULL;
+        Py_BEGIN_ALLOW_THREADS
+        reel_loader_destroy(&l);
+        reel_dataset_free(&ds);
+        Py_END_ALLOW_THREADS
+    }
+    PyThread_release_lock(self->lock);
+}
+
+static void loader_dealloc(LoaderObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
+    if (self->lock) {
+        loader_destroy_now(self);
+        if (self->pid == getpid()) PyThread_free_lock(self->lock);
+        self->lock = NULL;
+    }
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static int loader_check(LoaderObject *self)
+{
+    if (!self->lock) {
+        PyErr_SetString(PyExc_ValueError, "reel loader is not initialised");
+        return -1;
+    }
+    if (self->pid != getpid()) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "reel.Loader: this loader was created in another process (before a fork); "
+                        "its threads do not exist here. Create the Loader in this process.");
+        return -1;
+    }
+    if (self->closing || !self->loader) {
+        PyErr_SetString(PyExc_ValueError, "reel.Loader is closed");
+        return -1;
+    }
+    return 0;
+}
+
+static void batchhandle_dealloc(BatchHandleObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
+    LoaderObject *l = self->loader;
+    if (l) {
+        if (self->batch && l->loader && l->pid == getpid()) reel_loader_release(l->loader, self->batch);
+        self->batch = NULL;
+        l->outstanding--;
+        if (l->closing && l->outstanding == 0) loader_destroy_now(l);
+        self->loader = NULL;
+        Py_DECREF(l);
+    }
+    tp->tp_free((PyObject *)self);
+    Py_DECREF(tp);
+}
+
+static PyMemberDef batchhandle_members[] = {
+    { "__weaklistoffset__", T_PYSSIZET, offsetof(BatchHandleObject, weakreflist), READONLY, NULL },
+    { NULL }
+};
+
+static PyMethodDef batchhandle_methods[] = {
+    { "__reduce__", (PyCFunction)reduce_forbidden, METH_NOARGS, NULL },
+    { NULL }
+};
+
+static PyType_Slot batchhandle_slots[] = {
+    { Py_tp_doc, (void *)"Owner of one batch buffer: gives it back to the loader's ring when freed." },
+    { Py_tp_dealloc, (void *)batchhandle_dealloc },
+    { Py_tp_new, (void *)frames_new_forbidden },
+    { Py_tp_members, batchhandle_members },
+    { Py_tp_methods, batchhandle_methods },
+    { 0, NULL }
+};
+
+PyType_Spec batchhandle_spec = {
+    .name = "reel._reel.BatchHandle",
+    .basicsize = sizeof(BatchHandleObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = batchhandle_slots,
+};
+
+static const char *batch_layout_name(int layout)
+{
+    switch (layout) {
+    case REEL_BATCH_BCTHW: return "BCTHW";
+    case REEL_BATCH_BTHWC: return "BTHWC";
+    default: return "BTCHW";
+    }
+}
+
+static PyObject *clip_info_tuple(const reel_clip_info *c, int64_t frames_per_clip)
+{
+    PyObject *fi = PyList_New((Py_ssize_t)frames_per_clip), *pts = PyList_New((Py_ssize_t)frames_per_clip);
+    if (!fi || !pts) goto fail;
+    for (int64_t t = 0; t < frames_per_clip; t++) {
+        PyObject *a = PyLong_FromLongLong(c->frame_indices ? c->frame_indices[t] : -1);
+        PyObject *b = PyLong_FromLongLong(c->pts ? c->pts[t] : 0);
+        if (!a || !b) { Py_XDECREF(a); Py_XDECREF(b); goto fail; }
+        PyList_SET_ITEM(fi, (Py_ssize_t)t, a);
+        PyList_SET_ITEM(pts, (Py_ssize_t)t, b);
+    }
+    PyObject *path = c->path ? PyUnicode_DecodeFSDefault(c->path) : Py_NewRef(Py_None);
+    if (!path) goto fail;
+    return Py_BuildValue("{s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:O,s:(iiii),s:N,s:N,s:(ii)}",
+                         "path", path,
+                         "label", (long long)c->label,
+                         "sample", (long long)c->sample,
+                         "requested", (long long)c->requested,
+                         "position", (long long)c->position,
+                         "clip", (int)c->clip,
+                         "attempt", (int)c->attempt,
+                         "padded", c->padded ? Py_True : Py_False,
+                         "flipped", c->flipped ? Py_True : Py_False,
+                         "crop", (int)c->crop_x, (int)c->crop_y, (int)c->crop_w, (int)c->crop_h,
+                         "frame_indices", fi,
+                         "pts", pts,
+                         "time_base", (int)c->time_base_num, (int)c->time_base_den);
+fail:
+    Py_XDECREF(fi);
+    Py_XDECREF(pts);
+    return NULL;
+}
+
+/* The path of the failure whose reason is `message`, or NULL. */
+static const char *failure_path(reel_loader *l, const char *message, reel_failure *f)
+{
+    int64_t n = reel_loader_num_failures(l);
+    for (int64_t i = n - 1; i >= 0; i--) {
+        if (reel_loader_failure(l, i, f, NULL) != REEL_OK) continue;
+        if (!strcmp(f->reason, message)) return f->path;
+    }
+    return NULL;
+}
+
+
+static PyObject *loader_next(LoaderObject *self, PyObject *args)
+{
+    double timeout = -1.0;
+    if (!PyArg_ParseTuple(args, "|d:next", &timeout)) return NULL;
+    if (timeout != timeout) {
+        PyErr_SetString(PyExc_ValueError, "reel.Loader: timeout is NaN");
+        return NULL;
+    }
+    if (loader_check(self) < 0) return NULL;
+    int ends_epoch = self->cur_batches >= 0 && self->delivered >= self->cur_batches;
+    int finished = self->epochs > 0 && self->epoch >= self->epochs;
+    if (self->ring_size > 0 && self->outstanding >= self->ring_size && self->cur_batches >= 0 &&
+        !ends_epoch && !finished) {
+        /* reel_loader_next would wait forever for a free buffer */
+        PyErr_Format(PyExc_RuntimeError,
+                     "reel.Loader: all %lld batch buffers are held by live batches (or tensors and arrays "
+                     "viewing them); free one before asking for the next batch, copy what you keep, or "
+                     "raise prefetch_batches", (long long)self->ring_size);
+        return NULL;
+    }
+    reel_state *st = state_of((PyObject *)self);
+    if (!st) return NULL;
+    reel_batch *b = NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    int r;
+    /* The wait goes in slices of at most 0.1 s, with the GIL taken back in
+     * between to run signal handlers: Ctrl-C stops a long wait. The lock
+     * stays held from the call that returns a batch until the batch has its
+     * handle (outstanding > 0), so a close() from another thread cannot free
+     * it in between. */
+    const int64_t t_start = rx_clock_ns();
+    for (;;) {
+        double slice = 0.1;
+        if (timeout >= 0) {
+            double left = timeout - (double)(rx_clock_ns() - t_start) / 1e9;
+            slice = left < 0 ? 0 : left < slice ? left : slice;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        r = self->loader ? reel_loader_next_timed(self->loader, &b, slice, &err) : REEL_E_CANCELLED;
+        if (r == REEL_E_AGAIN) PyThread_release_lock(self->lock);
+        Py_END_ALLOW_THREADS
+        if (r != REEL_E_AGAIN) break;
+        if (PyErr_CheckSignals() < 0) return NULL;
+        if (timeout >= 0 && (double)(rx_clock_ns() - t_start) / 1e9 >= timeout) {
+            PyErr_Format(PyExc_TimeoutError, "reel.Loader: no batch within %g s", timeout);
+            return NULL;
+        }
+    }
+    BatchHandleObject *h = NULL;
+    if (r == REEL_OK && b) {
+        h = (BatchHandleObject *)st->BatchHandleType->tp_alloc(st->BatchHandleType, 0);
+        if (h) {
+            h->loader = (LoaderObject *)Py_NewRef((PyObject *)self);
+            h->batch = b;
+            self->outstanding++;
+        } else {
+            reel_loader_release(self->loader, b);
+        }
+    }
+    if (r == REEL_OK && !b) {
+        if (!finished) {
+            self->epoch++;
+            self->delivered = 0;
+            self->cur_batches = reel_loader_batches_per_epoch(self->loader);
+        }
+    } else if (r != REEL_E_CANCELLED) {
+        self->delivered++;
+    }
+    PyThread_release_lock(self->lock);
+    if (r == REEL_OK && b && !h) return NULL;
+    if (r != REEL_OK) {
+        if (r == REEL_E_CANCELLED && !self->loader) {
+            PyErr_SetString(PyExc_ValueError, "reel.Loader is closed");
+            return NULL;
+        }
+        reel_failure f;
+        const char *path = self->loader ? failure_path(self->loader, err.message, &f) : NULL;
+        return raise_err(st, r, &err, path);
+    }
+    if (!b) Py_RETURN_NONE;
+
+    PyObject *result = NULL, *clips = NULL, *meta = NULL;
+    FramesObject *frames = NULL, *labels = NULL;
+    int ndim = b->ndim;
+    int64_t expect = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        if (b->strides[i] != expect && b->shape[i] > 1) { ndim = -1; break; }
+        expect *= b->shape[i];
+    }
+    if (ndim < 1 || ndim > REEL_PY_MAXDIM || b->dtype < 0 || b->dtype > REEL_DTYPE_BFLOAT16) {
+        PyErr_SetString(PyExc_SystemError, "reel: the loader returned a batch that is not C-contiguous");
+        goto done;
+    }
+    frames = frames_view(st, (PyObject *)h, b->data, b->dtype, ndim, b->shape);
+    if (!frames) goto done;
+    if (!(frames->layout = PyUnicode_FromString(batch_layout_name(b->layout)))) goto done;
+    int64_t nclips = b->num_clips;
+    labels = frames_alloc(st, DT_INT64, 1, &nclips);
+    if (!labels) goto done;
+    if (nclips) memcpy(labels->data, b->labels, (size_t)nclips * sizeof(int64_t));
+    int64_t fpc = b->layout == REEL_BATCH_BCTHW ? b->shape[2] : b->shape[1];
+    clips = PyList_New((Py_ssize_t)nclips);
+    if (!clips) goto done;
+    for (int64_t i = 0; i < nclips; i++) {
+        PyObject *c = clip_info_tuple(&b->clips[i], fpc);
+        if (!c) goto done;
+        PyList_SET_ITEM(clips, (Py_ssize_t)i, c);
+    }
+    meta = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L}", "epoch", (long long)b->epoch, "index", (long long)b->index,
+                         "position", (long long)b->position, "num_samples", (long long)b->num_samples,
+                         "num_failed", (long long)b->num_failed);
+    if (!meta) goto done;
+    result = PyTuple_Pack(4, (PyObject *)frames, (PyObject *)labels, clips, meta);
+done:
+    Py_XDECREF(frames);
+    Py_XDECREF(labels);
+    Py_XDECREF(clips);
+    Py_XDECREF(meta);
+    Py_DECREF(h); /* the frames view holds it now (or the batch goes back) */
+    return result;
+}
+
+static PyObject *loader_close(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (!self->lock || self->closing) Py_RETURN_NONE;
+    self->closing = 1;
+    if (self->outstanding == 0) loader_destroy_now(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *loader_get_state(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (loader_check(self) < 0) return NULL;
+    reel_loader_state s;
+    memset(&s, 0, sizeof s);
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    r = self->loader ? reel_loader_get_state(self->loader, &s) : REEL_E_CANCELLED;
+    PyThread_release_lock(self->lock);
+    Py_END_ALLOW_THREADS
+    if (r != REEL_OK) {
+        reel_state *st = state_of((PyObject *)self);
+        return st ? raise_reel(st, r, NULL, NULL, NULL) : NULL;
+    }
+    return Py_BuildValue("(LL)", (long long)s.epoch, (long long)s.position);
+}
+
+static PyObject *loader_restore(LoaderObject *self, PyObject *args)
+{
+    long long epoch, position;
+    if (!PyArg_ParseTuple(args, "LL:restore", &epoch, &position)) return NULL;
+    if (loader_check(self) < 0) return NULL;
+    reel_loader_state s = { .epoch = epoch, .position = position };
+    reel_error err;
+    reel_error_clear(&err);
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    r = self->loader ? reel_loader_restore(self->loader, &s, &err) : REEL_E_CANCELLED;
+    Py_END_ALLOW_THREADS
+    if (r == REEL_OK) {
+        self->epoch = epoch;
+        self->delivered = 0;
+        self->cur_batches = position == 0 ? reel_loader_batches_per_epoch(self->loader) : -1;
+    }
+    PyThread_release_lock(self->lock);
+    if (r != REEL_OK) {
+        reel_state *st = state_of((PyObject *)self);
+        return st ? raise_err(st, r, &err, NULL) : NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject *loader_batches_per_epoch(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (loader_check(self) < 0) return NULL;
+    return PyLong_FromLongLong(reel_loader_batches_per_epoch(self->loader));
+}
+
+static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (loader_check(self) < 0) return NULL;
+    reel_loader_metrics m;
+    memset(&m, 0, sizeof m);
+    int r = reel_loader_get_metrics(self->loader, &m); /* quick; with the GIL, see loader_destroy_now */
+    if (r != REEL_OK) {
+        reel_state *st = state_of((PyObject *)self);
+        return st ? raise_reel(st, r, NULL, NULL, NULL) : NULL;
+    }
+    PyObject *stages = PyList_New(REEL_STAGE_COUNT);
+    for (int i = 0; stages && i < REEL_STAGE_COUNT; i++) {
+        const reel_stage_metrics *s = &m.stages[i];
+        PyObject *d = Py_BuildValue("{s:s,s:i,s:d,s:d,s:L,s:L,s:d,s:L}",
+                                    "name", s->name ? s->name : "", "threads", s->threads,
+                                    "busy_fraction", s->busy_fraction, "busy_seconds", s->busy_seconds,
+                                    "items", (long long)s->items, "queue_depth", (long long)s->queue_depth,
+                                    "queue_depth_avg", s->queue_depth_avg, "queue_capacity", (long long)s->queue_capacity);
+        if (!d) { Py_CLEAR(stages); break; }
+        PyList_SET_ITEM(stages, i, d);
+    }
+    if (!stages) return NULL;
+    PyObject *d = Py_BuildValue(
+        "{s:d,s:L,s:L,s:L,s:d,s:d,s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:d,s:L,s:L,s:L,s:s,s:d,s:d,s:N,s:s}",
+        "seconds", m.seconds, "frames", (long long)m.frames, "clips", (long long)m.clips,
+        "batches", (long long)m.batches, "frames_per_second", m.frames_per_second,
+        "clips_per_second", m.clips_per_second, "attempts", (long long)m.attempts,
+        "successes", (long long)m.successes, "failures", (long long)m.failures,
+        "replacements", (long long)m.replacements, "coverage", m.coverage,
+        "frames_decoded", (long long)m.frames_decoded, "frames_returned", (long long)m.frames_returned,
+        "amplification", m.amplification, "rss_bytes", (long long)m.rss_bytes,
+        "peak_rss_bytes", (long long)m.peak_rss_bytes, "ring_bytes", (long long)m.ring_bytes,
+        "ring_memory", m.ring_memory ? m.ring_memory : "plain",
+        "data_time_s", m.data_time_s, "model_time_s", m.model_time_s, "stages", stages,
+        "bottleneck", m.bottleneck ? m.bottleneck : "");
+    return d;
+}
+
+static PyObject *loader_failures(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (loader_check(self) < 0) return NULL;
+    int64_t n = reel_loader_num_failures(self->loader);
+    PyObject *l = PyList_New(0);
+    reel_failure f;
+    for (int64_t i = 0; l && i < n; i++) {
+        if (reel_loader_failure(self->loader, i, &f, NULL) != REEL_OK) continue;
+        PyObject *path = PyUnicode_DecodeFSDefault(f.path);
+        PyObject *reason = path ? PyUnicode_DecodeFSDefault(f.reason) : NULL;
+        PyObject *d = reason ? Py_BuildValue("{s:N,s:N,s:i,s:L,s:L,s:L}", "path", path, "reason", reason,
+                                             "status", f.status, "epoch", (long long)f.epoch,
+                                             "position", (long long)f.position, "sample", (long long)f.sample)
+                             : NULL;
+        if (!reason) Py_XDECREF(path);
+        if (!d || PyList_Append(l, d) < 0) { Py_XDECREF(d); Py_CLEAR(l); break; }
+        Py_DECREF(d);
+    }
+    return l;
+}
+
+static PyObject *loader_write_trace(LoaderObject *self, PyObject *arg)
+{
+    PyObject *pb = NULL;
+    if (loader_check(self) < 0 || !PyUnicode_FSConverter(arg, &pb)) return NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    const char *path = PyBytes_AS_STRING(pb);
+    int r = reel_loader_write_trace(self->loader, path, &err); /* with the GIL, see loader_destroy_now */
+    PyObject *res = Py_None;
+    if (r != REEL_OK) {
+        reel_state *st = state_of((PyObject *)self);
+        res = st ? raise_err(st, r, &err, path) : NULL;
+    } else {
+        Py_INCREF(res);
+    }
+    Py_DECREF(pb);
+    return res;
+}
+
+/* {'size', 'class_names'} of a dataset (a folder, a manifest, or C entries
+ * as _loader._dataset_entries makes them), without starting a loader. */
+static PyObject *dataset_info_dict(const reel_dataset *ds)
+{
+    size_t n = reel_dataset_size(ds), nc = reel_dataset_num_classes(ds);
+    PyObject *names = PyList_New((Py_ssize_t)nc);
+    for (size_t i = 0; names && i < nc; i++) {
+        const char *s = reel_dataset_class_name(ds, (int64_t)i);
+        PyObject *v = PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
+        if (!v) { Py_CLEAR(names); break; }
+        PyList_SET_ITEM(names, (Py_ssize_t)i, v);
+    }
+    if (!names) return NULL;
+    return Py_BuildValue("{s:n,s:N}", "size", (Py_ssize_t)n, "class_names", names);
+}
+
+/* (samples per rank, batches) of one epoch: the loader's own arithmetic,
+ * for callers that need the count before (or without) a loader. */
+PyObject *mod_epoch_shape(PyObject *module, PyObject *args)
+{
+    (void)module;
+    long long n, batch;
+    int world, shard_mode, drop_last;
+    if (!PyArg_ParseTuple(args, "LiiLp:epoch_shape", &n, &world, &shard_mode, &batch, &drop_last)) return NULL;
+    int64_t per_rank, batches;
+    reel_error err;
+    reel_error_clear(&err);
+    if (reel_loader_epoch_shape(n, world, (reel_shard_mode)shard_mode, batch, drop_last, &per_rank, &batches, &err) !=
+        REEL_OK) {
+        PyErr_SetString(PyExc_ValueError, err.message);
+        return NULL;
+    }
+    return Py_BuildValue("(LL)", (long long)per_rank, (long long)batches);
+}
+
+PyObject *mod_dataset_info(PyObject *module, PyObject *source)
+{
+    reel_state *st = PyModule_GetState(module);
+    reel_dataset *ds = NULL;
+    if (loader_build_dataset(st, source, &ds) < 0) return NULL;
+    PyObject *d = dataset_info_dict(ds);
+    reel_dataset_free(&ds);
+    return d;
+}
+
+static PyObject *loader_dataset_info(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (loader_check(self) < 0) return NULL;
+    return dataset_info_dict(self->ds);
+}
+
+static PyObject *loader_get_closed(LoaderObject *self, void *c) { (void)c; return PyBool_FromLong(self->closing || !self->loader); }
+static PyObject *loader_get_outstanding(LoaderObject *self, void *c) { (void)c; return PyLong_FromSsize_t(self->outstanding); }
+static PyObject *loader_get_ring_size(LoaderObject *self, void *c) { (void)c; return PyLong_FromLongLong(self->ring_size); }
+
+static PyMethodDef loader_methods[] = {
+    { "next", (PyCFunction)loader_next, METH_VARARGS,
+      "next(timeout=-1.0)\n--\n\n(frames, labels, clips, meta) for the next batch, or None at the end of an epoch;\n"
+      "TimeoutError when timeout >= 0 seconds pass first." },
+    { "close", (PyCFunction)loader_close, METH_NOARGS,
+      "close()\n--\n\nStops the loader; it is freed once every batch handed out is freed." },
+    { "get_state", (PyCFunction)loader_get_state, METH_NOARGS, "get_state()\n--\n\n(epoch, position)." },
+    { "restore", (PyCFunction)loader_restore, METH_VARARGS, "restore(epoch, position)\n--\n\nRestarts at a saved state." },
+    { "batches_per_epoch", (PyCFunction)loader_batches_per_epoch, METH_NOARGS, "batches_per_epoch()\n--\n\n" },
+    { "metrics", (PyCFunction)loader_metrics, METH_NOARGS, "metrics()\n--\n\nA snapshot of the metrics as a dict." },
+    { "failures", (PyCFunction)loader_failures, METH_NOARGS, "failures()\n--\n\nEvery failed attempt so far." },
+    { "write_trace", (PyCFunction)loader_write_trace, METH_O, "write_trace(path)\n--\n\nChrome trace of the threads." },
+    { "dataset_info", (PyCFunction)loader_dataset_info, METH_NOARGS, "dataset_info()\n--\n\n{'size', 'class_names'}." },
+    { "__reduce__", (PyCFunction)reduce_forbidden, METH_NOARGS, NULL },
+    { NULL }
+};
+
+static PyGetSetDef loader_getset[] = {
+    { "closed", (getter)loader_get_closed, NULL, "True after close().", NULL },
+    { "outstanding", (getter)loader_get_outstanding, NULL, "Batches handed out and not yet freed.", NULL },
+    { "ring_size", (getter)loader_get_ring_size, NULL, "Batch buffers in the ring (0: unknown).", NULL },
+    { NULL }
+};
+
+static PyMemberDef loader_members[] = {
+    { "__weaklistoffset__", T_PYSSIZET, offsetof(LoaderObject, weakreflist), READONLY, NULL },
+    { NULL }
+};
+
+static PyType_Slot loader_slots[] = {
+    { Py_tp_doc, (void *)"Low-level loader; use reel.Loader." },
+    { Py_tp_new, (void *)PyType_GenericNew },
+    { Py_tp_init, (void *)loader_init },
+    { Py_tp_dealloc, (void *)loader_dealloc },
+    { Py_tp_methods, loader_methods },
+    { Py_tp_getset, loader_getset },
+    { Py_tp_members, loader_members },
+    { 0, NULL }
+};
+
+PyType_Spec loader_spec = {
+    .name = "reel._reel.Loader",
+    .basicsize = sizeof(LoaderObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = loader_slots,
+};
+

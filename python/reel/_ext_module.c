@@ -1,0 +1,339 @@
+/* _ext_module.c: the module reel._reel itself: status names and the ReelError
+ * hierarchy, small argument helpers, module-level functions and the
+ * multi-phase init that creates every type and exception in module state. */
+#include "_ext.h"
+
+
+reel_state *state_of(PyObject *obj)
+{
+    PyObject *m = PyType_GetModuleByDef(Py_TYPE(obj), &reel_module);
+    return m ? (reel_state *)PyModule_GetState(m) : NULL;
+}
+
+/* ======================================================================
+ * Errors: reel statuses -> ReelError and its subclasses
+ * ====================================================================== */
+
+static const struct { int status; const char *name; } status_names[] = {
+    { REEL_OK, "OK" },
+    { REEL_E_INVALID_ARG, "INVALID_ARG" },
+    { REEL_E_NOT_FOUND, "NOT_FOUND" },
+    { REEL_E_IO, "IO" },
+    { REEL_E_NOT_VIDEO, "NOT_VIDEO" },
+    { REEL_E_NO_VIDEO_STREAM, "NO_VIDEO_STREAM" },
+    { REEL_E_UNSUPPORTED_CODEC, "UNSUPPORTED_CODEC" },
+    { REEL_E_CORRUPT, "CORRUPT" },
+    { REEL_E_OUT_OF_RANGE, "OUT_OF_RANGE" },
+    { REEL_E_NOMEM, "NOMEM" },
+    { REEL_E_INDEX_STALE, "INDEX_STALE" },
+    { REEL_E_BUFFER_TOO_SMALL, "BUFFER_TOO_SMALL" },
+    { REEL_E_TIMEOUT, "TIMEOUT" },
+    { REEL_E_CANCELLED, "CANCELLED" },
+    { REEL_E_EMPTY, "EMPTY" },
+    { REEL_E_INTERNAL, "INTERNAL" },
+    { REEL_E_AGAIN, "AGAIN" },
+    { REEL_E_PERMISSION, "PERMISSION" },
+    { REEL_E_NO_DATA, "NO_DATA" },
+};
+
+static PyObject *error_class(reel_state *st, int status)
+{
+    switch (status) {
+    case REEL_E_NOT_FOUND: return st->NotFoundError;
+    case REEL_E_NOT_VIDEO:
+    case REEL_E_CORRUPT:
+    case REEL_E_INDEX_STALE: return st->CorruptError;
+    case REEL_E_UNSUPPORTED_CODEC: return st->UnsupportedError;
+    case REEL_E_OUT_OF_RANGE: return st->OutOfRangeError;
+    case REEL_E_INVALID_ARG: return st->InvalidArgumentError;
+    case REEL_E_NO_VIDEO_STREAM: return st->NoVideoStreamError;
+    default: return st->ReelError;
+    }
+}
+
+/* Raises the exception for `status` with `message` ("<file>: <reason>"; empty:
+ * reel_strerror), .path = path (may be NULL: None) and .status. `cause` (a
+ * reference that is stolen, may be NULL) becomes __cause__. Returns NULL. */
+PyObject *raise_reel(reel_state *st, int status, const char *message, const char *path,
+                            PyObject *cause)
+{
+    PyObject *cls = error_class(st, status);
+    const char *text = message && *message ? message : reel_strerror(status);
+    PyObject *msg = PyUnicode_DecodeFSDefault(text);
+    PyObject *exc = msg ? PyObject_CallOneArg(cls, msg) : NULL;
+    Py_XDECREF(msg);
+    if (!exc) { Py_XDECREF(cause); return NULL; }
+    PyObject *p = path ? PyUnicode_DecodeFSDefault(path) : Py_NewRef(Py_None);
+    PyObject *s = PyLong_FromLong(status);
+    if (!p || !s || PyObject_SetAttrString(exc, "path", p) < 0 ||
+        PyObject_SetAttrString(exc, "status", s) < 0) {
+        Py_XDECREF(p); Py_XDECREF(s); Py_DECREF(exc); Py_XDECREF(cause);
+        return NULL;
+    }
+    Py_DECREF(p);
+    Py_DECREF(s);
+    if (cause) PyException_SetCause(exc, cause); /* steals */
+    PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+PyObject *raise_err(reel_state *st, int status, const reel_error *err, const char *path)
+{
+    return raise_reel(st, status, err && err->status != REEL_OK ? err->message : NULL, path, NULL);
+}
+
+/* ======================================================================
+ * Helpers: sequences of ints / floats -> C arrays (PyMem; free with PyMem_Free)
+ * ====================================================================== */
+
+int64_t *parse_int64_seq(PyObject *obj, Py_ssize_t *n_out, const char *what)
+{
+    if (PyObject_CheckBuffer(obj) && !PyBytes_Check(obj) && !PyByteArray_Check(obj)) {
+        Py_buffer b;
+        if (PyObject_GetBuffer(obj, &b, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
+            const char *f = b.format ? b.format : "B";
+            if (*f == '<' || *f == '=' || *f == '@') f++;
+            int ok = b.ndim <= 1 && f[0] && !f[1] && (f[0] == 'q' || f[0] == 'l' || f[0] == 'i') &&
+                     (b.itemsize == 8 || b.itemsize == 4);
+            if (ok) {
+                Py_ssize_t n = b.len / b.itemsize;
+                int64_t *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *out);
+                if (!out) { PyBuffer_Release(&b); PyErr_NoMemory(); return NULL; }
+                for (Py_ssize_t i = 0; i < n; i++)
+                    out[i] = b.itemsize == 8 ? ((const int64_t *)b.buf)[i] : ((const int32_t *)b.buf)[i];
+                PyBuffer_Release(&b);
+                *n_out = n;
+                return out;
+            }
+            PyBuffer_Release(&b);
+        } else {
+            PyErr_Clear();
+        }
+    }
+    PyObject *seq = PySequence_Fast(obj, what);
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int64_t *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *out);
+    if (!out) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *idx = PyNumber_Index(item);
+        long long v = idx ? PyLong_AsLongLong(idx) : -1;
+        Py_XDECREF(idx);
+        if (v == -1 && PyErr_Occurred()) {
+            if (PyErr_ExceptionMatches(PyExc_TypeError)) {
+                PyErr_Clear();
+                PyErr_Format(PyExc_TypeError, "%s: item %zd is %.100s, not an int", what, i, Py_TYPE(item)->tp_name);
+            }
+            PyMem_Free(out);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        out[i] = v;
+    }
+    Py_DECREF(seq);
+    *n_out = n;
+    return out;
+}
+
+double *parse_double_seq(PyObject *obj, Py_ssize_t *n_out, const char *what)
+{
+    PyObject *seq = PySequence_Fast(obj, what);
+    if (!seq) return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    double *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *out);
+    if (!out) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double v = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+        if (v == -1.0 && PyErr_Occurred()) { PyMem_Free(out); Py_DECREF(seq); return NULL; }
+        out[i] = v;
+    }
+    Py_DECREF(seq);
+    *n_out = n;
+    return out;
+}
+
+int dict_set(PyObject *d, const char *key, PyObject *v)
+{
+    if (!v) return -1;
+    int r = PyDict_SetItemString(d, key, v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* ======================================================================
+ * Module functions
+ * ====================================================================== */
+
+static PyObject *mod_version(PyObject *m, PyObject *u) { (void)m; (void)u; return PyUnicode_FromString(reel_version()); }
+static PyObject *mod_ffmpeg_versions(PyObject *m, PyObject *u) { (void)m; (void)u; return PyUnicode_FromString(reel_ffmpeg_versions()); }
+
+static PyObject *mod_set_log_level(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    long level = PyLong_AsLong(arg);
+    if (level == -1 && PyErr_Occurred()) return NULL;
+    reel_set_ffmpeg_log_level((int)level);
+    Py_RETURN_NONE;
+}
+
+static PyObject *mod_strerror(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    long s = PyLong_AsLong(arg);
+    if (s == -1 && PyErr_Occurred()) return NULL;
+    return PyUnicode_FromString(reel_strerror((int)s));
+}
+
+static PyMethodDef module_methods[] = {
+    { "version", mod_version, METH_NOARGS, "version()\n--\n\nlibreel's version." },
+    { "ffmpeg_versions", mod_ffmpeg_versions, METH_NOARGS, "ffmpeg_versions()\n--\n\nFFmpeg library versions in use." },
+    { "set_ffmpeg_log_level", mod_set_log_level, METH_O,
+      "set_ffmpeg_log_level(level)\n--\n\n0 quiet, 1 errors, 2 warnings, 3 info (process-wide)." },
+    { "strerror", mod_strerror, METH_O, "strerror(status)\n--\n\nDescription of a status code." },
+    { "loader_defaults", mod_loader_defaults, METH_NOARGS, "loader_defaults()\n--\n\nThe C loader's default settings." },
+    { "epoch_shape", mod_epoch_shape, METH_VARARGS,
+      "epoch_shape(num_videos, world_size, shard_mode, batch_size, drop_last)\n--\n\n(samples per rank, batches) of an epoch." },
+    { "dataset_info", mod_dataset_info, METH_O,
+      "dataset_info(source)\n--\n\n{'size', 'class_names'} of a folder, a manifest or a list of entries." },
+    { "_frames_from_bytes", mod_frames_from_bytes, METH_VARARGS, NULL },
+    { NULL }
+};
+
+/* ======================================================================
+ * Module: multi-phase init; every type and exception lives in module state
+ * ====================================================================== */
+
+static int add_exception(PyObject *m, PyObject **slot, const char *name, const char *doc, PyObject *bases)
+{
+    PyObject *dict = Py_BuildValue("{s:O,s:O}", "path", Py_None, "status", Py_None);
+    if (!dict) return -1;
+    char full[64];
+    snprintf(full, sizeof full, "reel.%s", name);
+    *slot = PyErr_NewExceptionWithDoc(full, doc, bases, dict);
+    Py_DECREF(dict);
+    if (!*slot) return -1;
+    return PyModule_AddObjectRef(m, name, *slot);
+}
+
+static int add_subclass(PyObject *m, reel_state *st, PyObject **slot, const char *name, const char *doc,
+                        PyObject *builtin)
+{
+    PyObject *bases = builtin ? PyTuple_Pack(2, st->ReelError, builtin) : PyTuple_Pack(1, st->ReelError);
+    if (!bases) return -1;
+    int r = add_exception(m, slot, name, doc, bases);
+    Py_DECREF(bases);
+    return r;
+}
+
+static int add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec, const char *name)
+{
+    *slot = (PyTypeObject *)PyType_FromModuleAndSpec(m, spec, NULL);
+    if (!*slot) return -1;
+    return PyModule_AddObjectRef(m, name, (PyObject *)*slot);
+}
+
+static int module_exec(PyObject *m)
+{
+    reel_state *st = PyModule_GetState(m);
+    if (add_type(m, &st->FramesType, &frames_spec, "Frames") < 0 ||
+        add_type(m, &st->DecoderType, &decoder_spec, "Decoder") < 0 ||
+        add_type(m, &st->LoaderType, &loader_spec, "Loader") < 0 ||
+        add_type(m, &st->BatchHandleType, &batchhandle_spec, "BatchHandle") < 0)
+        return -1;
+    PyObject *base = PyTuple_Pack(1, PyExc_Exception);
+    if (!base) return -1;
+    int r = add_exception(m, &st->ReelError, "ReelError",
+                          "A libreel error. .status is the reel status code (see reel.Status), .path the "
+                          "file concerned (or None); str() is the C message '<file>: <reason>'.",
+                          base);
+    Py_DECREF(base);
+    if (r < 0 ||
+        add_subclass(m, st, &st->NotFoundError, "NotFoundError", "The file does not exist.", PyExc_FileNotFoundError) < 0 ||
+        add_subclass(m, st, &st->CorruptError, "CorruptError",
+                     "The file is damaged, truncated or not a video.", NULL) < 0 ||
+        add_subclass(m, st, &st->UnsupportedError, "UnsupportedError", "No decoder for the stream's codec.", NULL) < 0 ||
+        add_subclass(m, st, &st->OutOfRangeError, "OutOfRangeError",
+                     "A frame index or timestamp outside the video.", PyExc_IndexError) < 0 ||
+        add_subclass(m, st, &st->InvalidArgumentError, "InvalidArgumentError", "A bad argument.", PyExc_ValueError) < 0 ||
+        add_subclass(m, st, &st->NoVideoStreamError, "NoVideoStreamError",
+                     "The container has no (such) video stream.", NULL) < 0)
+        return -1;
+    PyObject *names = PyDict_New();
+    if (!names) return -1;
+    for (size_t i = 0; i < sizeof status_names / sizeof status_names[0]; i++) {
+        if (dict_set(names, status_names[i].name, PyLong_FromLong(status_names[i].status)) < 0) {
+            Py_DECREF(names);
+            return -1;
+        }
+    }
+    if (PyModule_AddObject(m, "STATUS", names) < 0) { Py_DECREF(names); return -1; }
+    if (PyModule_AddStringConstant(m, "__version__", reel_version()) < 0) return -1;
+    if (PyModule_AddIntConstant(m, "DLPACK_MAJOR", REEL_DLPACK_MAJOR) < 0) return -1;
+    return 0;
+}
+
+static int module_traverse(PyObject *m, visitproc visit, void *arg)
+{
+    reel_state *st = PyModule_GetState(m);
+    if (!st) return 0;
+    Py_VISIT(st->FramesType);
+    Py_VISIT(st->DecoderType);
+    Py_VISIT(st->LoaderType);
+    Py_VISIT(st->BatchHandleType);
+    Py_VISIT(st->ReelError);
+    Py_VISIT(st->NotFoundError);
+    Py_VISIT(st->CorruptError);
+    Py_VISIT(st->UnsupportedError);
+    Py_VISIT(st->OutOfRangeError);
+    Py_VISIT(st->InvalidArgumentError);
+    Py_VISIT(st->NoVideoStreamError);
+    return 0;
+}
+
+static int module_clear(PyObject *m)
+{
+    reel_state *st = PyModule_GetState(m);
+    if (!st) return 0;
+    Py_CLEAR(st->FramesType);
+    Py_CLEAR(st->DecoderType);
+    Py_CLEAR(st->LoaderType);
+    Py_CLEAR(st->BatchHandleType);
+    Py_CLEAR(st->ReelError);
+    Py_CLEAR(st->NotFoundError);
+    Py_CLEAR(st->CorruptError);
+    Py_CLEAR(st->UnsupportedError);
+    Py_CLEAR(st->OutOfRangeError);
+    Py_CLEAR(st->InvalidArgumentError);
+    Py_CLEAR(st->NoVideoStreamError);
+    return 0;
+}
+
+static void module_free(void *m)
+{
+    module_clear((PyObject *)m);
+}
+
+static PyModuleDef_Slot module_slots[] = {
+    { Py_mod_exec, (void *)module_exec },
+    { 0, NULL }
+};
+
+struct PyModuleDef reel_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "reel._reel",
+    .m_doc = "reel's C extension: the decoder, the loader and zero-copy frame arrays.",
+    .m_size = sizeof(reel_state),
+    .m_methods = module_methods,
+    .m_slots = module_slots,
+    .m_traverse = module_traverse,
+    .m_clear = module_clear,
+    .m_free = module_free,
+};
+
+PyMODINIT_FUNC PyInit__reel(void)
+{
+    return PyModuleDef_Init(&reel_module);
+}
+
