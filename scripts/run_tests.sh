@@ -101,6 +101,14 @@ summary_line() {
     fi
 }
 
+# Strict mode: in CI (CI=true) a real-video or ffmpeg comparison that would
+# skip (shared videos or the ffmpeg CLI missing) fails instead. REEL_STRICT=0
+# or 1 in the environment overrides.
+if [ -z "${REEL_STRICT:-}" ] && [ "${CI:-}" = true ]; then
+    export REEL_STRICT=1
+fi
+[ "${REEL_STRICT:-0}" = 1 ] && echo "==> strict mode: skipped comparisons fail (REEL_STRICT=1)" >&2
+
 # ------------------------------------------------------------ 0. build
 # A failed build counts as one failure; whatever could be built is still
 # tested (tests whose binary is missing fail in ctest as "Not Run").

@@ -129,6 +129,20 @@ void harness_skip(const char *why)
     leave_test(HARNESS_SKIP);
 }
 
+int harness_strict(void)
+{
+    const char *v = getenv("REEL_STRICT");
+    return v && strcmp(v, "1") == 0;
+}
+
+void harness_skip_needed(const char *why)
+{
+    if (!harness_strict()) harness_skip(why);
+    snprintf(g_msg, sizeof g_msg, "strict mode (REEL_STRICT=1): a required comparison cannot run: %s",
+             why ? why : "(no reason given)");
+    leave_test(HARNESS_FAIL);
+}
+
 /* Runs one body under a fresh jump buffer; returns HARNESS_PASS/FAIL/SKIP. */
 static int run_body(harness_test_fn fn)
 {

@@ -150,6 +150,15 @@ int harness_have_ffmpeg(void);
 /** Marks the running test skipped with `why` and leaves it. */
 HARNESS_NORETURN void harness_skip(const char *why);
 
+/** For a missing resource that a real comparison needs (the shared videos,
+ *  the ffmpeg CLI): skips like harness_skip(), except in strict mode
+ *  (REEL_STRICT=1, which `make test` sets when CI=true), where the test
+ *  fails instead, so a comparison cannot silently stop running. */
+HARNESS_NORETURN void harness_skip_needed(const char *why);
+
+/** 1 in strict mode (REEL_STRICT=1). */
+int harness_strict(void);
+
 /** Number of registered tests. */
 size_t harness_test_count(void);
 

@@ -52,7 +52,7 @@ static const char *source_video(const char *ext)
     char name[64];
     snprintf(name, sizeof name, "src.%s", ext);
     if (k == 3) {
-        if (!harness_have_ffmpeg()) harness_skip("no ffmpeg CLI to write a faststart mp4");
+        if (!harness_have_ffmpeg()) harness_skip_needed("no ffmpeg CLI to write a faststart mp4");
         const char *plain = source_video("mp4");
         char cmd[12288] = "ffmpeg -nostdin -v error -y -i ";
         tg_path(paths[k], sizeof paths[k], name);
@@ -292,7 +292,7 @@ TEST(random_bytes_are_not_video)
 
 TEST(audio_only_file_has_no_video_stream)
 {
-    if (!harness_have_ffmpeg()) harness_skip("no ffmpeg CLI to make an audio file");
+    if (!harness_have_ffmpeg()) harness_skip_needed("no ffmpeg CLI to make an audio file");
     char path[4096], cmd[8192] = "ffmpeg -nostdin -v error -y -f lavfi -i sine=d=1 -c:a aac ";
     tg_path(path, sizeof path, "audio.m4a");
     tg_shell_append_quoted(cmd, sizeof cmd, path);
@@ -330,7 +330,7 @@ TEST(stream_index_not_video_or_missing)
     CHECK_EQ_INT(reel_decoder_info(dec)->stream_index, 0);
     reel_decoder_close(&dec);
 
-    if (!harness_have_ffmpeg()) harness_skip("no ffmpeg CLI to add an audio stream");
+    if (!harness_have_ffmpeg()) harness_skip_needed("no ffmpeg CLI to add an audio stream");
     char path[4096], cmd[12288] = "ffmpeg -nostdin -v error -y -f lavfi -i sine=d=2 -i ";
     tg_path(path, sizeof path, "with_audio.mkv");
     tg_shell_append_quoted(cmd, sizeof cmd, src);

@@ -166,7 +166,7 @@ static const char *videos_dir(void)
         snprintf(why, sizeof why,
                  "shared videos not found (no %s); set REEL_SHARED_VIDEOS to the "
                  "shared/videos directory", manifest);
-        harness_skip(why);
+        harness_skip_needed(why);
     }
     return dir;
 }
@@ -179,7 +179,7 @@ static void vpath(char *buf, size_t size, const char *file)
 
 static void need_ffmpeg(void)
 {
-    if (!harness_have_ffmpeg()) harness_skip("no ffmpeg/ffprobe CLI on PATH");
+    if (!harness_have_ffmpeg()) harness_skip_needed("no ffmpeg/ffprobe CLI on PATH");
 }
 
 /* ================================================================ manifest */

@@ -225,7 +225,7 @@ static char *probe_stream(const char *path, const char *entries)
 
 static void need_ffmpeg(void)
 {
-    if (!harness_have_ffmpeg()) harness_skip("no ffmpeg/ffprobe CLI");
+    if (!harness_have_ffmpeg()) harness_skip_needed("no ffmpeg/ffprobe CLI");
     quiet();
 }
 

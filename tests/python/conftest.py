@@ -27,6 +27,45 @@ except ImportError as exc:  # pragma: no cover - a setup problem, not a test fai
 
 reel.set_ffmpeg_log_level(0)  # the synthetic-video encoder is chatty
 
+# Strict mode (REEL_STRICT=1; `make test` sets it when CI=true): a skip that
+# means a real comparison did not run (no shared videos, no ffmpeg CLI, no
+# numpy or torch, a named shared video missing) is a failure instead.
+STRICT = os.environ.get("REEL_STRICT") == "1"
+_NEEDED = ("shared videos", "ffmpeg", "could not import 'numpy'", "could not import 'torch'",
+           "No module named 'numpy'", "No module named 'torch'")
+
+
+def _strict_reason(report) -> str:
+    """The skip reason of a report when strict mode turns it into a failure, else ''."""
+    if not STRICT or not report.skipped:
+        return ""
+    longrepr = report.longrepr
+    reason = str(longrepr[-1]) if isinstance(longrepr, tuple) else str(longrepr)
+    return reason if any(k in reason for k in _NEEDED) else ""
+
+
+def _fail_strict(report, reason: str) -> None:
+    report.outcome = "failed"
+    report.longrepr = f"strict mode (REEL_STRICT=1): a required comparison did not run: {reason}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    reason = _strict_reason(report)
+    if reason:
+        _fail_strict(report, reason)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector):
+    outcome = yield
+    report = outcome.get_result()
+    reason = _strict_reason(report)
+    if reason:
+        _fail_strict(report, reason)
+
 
 @pytest.fixture(scope="session")
 def np():
