@@ -354,7 +354,7 @@ def w_torchcodec(args, videos, chk):
         g.manual_seed(0)
         t0 = time.perf_counter()
         dl = DataLoader(_TCLoader(samples), batch_size=BATCH, shuffle=True, num_workers=args.workers, generator=g)
-        for x, y, req in dl:                      # [B, 8, 3, 224, 224], [B], [B, 8]
+        for x, _y, req in dl:                      # [B, 8, 3, 224, 224], [B], [B, 8]
             chk.check(x, req.reshape(-1).tolist(), "CHW")
             n_frames += x.shape[0] * x.shape[1]
         extra["check_overlaps"] = True
@@ -823,7 +823,7 @@ def summarize(results, gops, tools_ok):
     out = {}
     for gop in gops:
         for wl in WORKLOADS:
-            for key, tool, variant, label in ROWS[wl]:
+            for key, tool, _variant, _label in ROWS[wl]:
                 if tool not in tools_ok:
                     continue
                 rs = [r for r in results if r["gop"] == gop and r["workload"] == wl and r["row"] == key]
@@ -859,7 +859,7 @@ def render_tables(summ, gops, tools_ok, workers):
             L.append("| tool | frames/s | reel ratio | CPU ms/frame | CPU ratio | peak RSS MB | peak PSS MB | accuracy |")
             L.append("|---|---:|---:|---:|---:|---:|---:|---|")
             ref = summ.get((gop, wl, "reel"), {})
-            for key, tool, variant, label in ROWS[wl]:
+            for key, _tool, _variant, label in ROWS[wl]:
                 s = summ.get((gop, wl, key))
                 if s is None:
                     continue
@@ -1044,7 +1044,7 @@ def main():
         else:
             if t == "reel":
                 die(f"reel does not work here: {info} (python3 -m pip install --no-build-isolation -e .)")
-            skipped[t] = (f"not installed (run with --install)" if "No module named" in info else info)
+            skipped[t] = ("not installed (run with --install)" if "No module named" in info else info)
             log(f"skipping {t}: {skipped[t]}")
     versions["reel"] = reel_version() + f" (package {versions.get('reel', '?')}; FFmpeg {ffmpeg_of_reel()})"
     build0 = reel_build()
@@ -1065,7 +1065,7 @@ def main():
             dead = {key: srv.ready() for key, srv in servers.items()}
             for rnd in range(args.rounds):
                 k = rnd % len(rows)
-                for key, tool, variant, label in rows[k:] + rows[:k]:
+                for key, tool, variant, _label in rows[k:] + rows[:k]:
                     r = {"error": dead[key]} if dead[key] else servers[key].run(wl, variant, datas[gop])
                     sample_load()
                     r.update({"gop": gop, "workload": wl, "row": key, "tool": tool, "variant": variant, "round": rnd})

@@ -305,8 +305,8 @@ def render(results, meta):
              f"1-minute load average during the run: {meta['load']} (above {meta['nproc']}: the "
              f"benchmark shared the cores; wall times then overstate both tools' times and only the "
              f"ratios and CPU ratios are meaningful"
-             + (f"; and a second decoder thread seldom finds an idle core, so the threads = 2 rows say "
-                f"little about thread scaling" if load_median(meta) >= meta["nproc"] else "")
+             + ("; and a second decoder thread seldom finds an idle core, so the threads = 2 rows say "
+                "little about thread scaling" if load_median(meta) >= meta["nproc"] else "")
              + "). "
              f"FFmpeg {meta['ffmpeg']}; reel {meta['reel']}.")
     L.append("")

@@ -207,7 +207,7 @@ FF = ["ffmpeg", "-hide_banner", "-nostdin", "-nostats", "-loglevel", "info", "-b
 def concat_list(job):
     lines = ["ffconcat version 1.0"]
     q = job["path"].replace("'", "'\\''")
-    for (a, b), (ta, tb, db) in zip(job["spans"], job["pts"]):
+    for (a, _b), (ta, tb, db) in zip(job["spans"], job["pts"]):
         lines.append(f"file '{q}'")
         if a > 0:
             lines.append(f"inpoint {ta:.6f}")
@@ -234,7 +234,7 @@ def floor_one(job, mode, tmpdir):
                 f"({job['frames']} frames)")
         return r
     tot = {"rtime": 0.0, "cpu": 0.0, "out": 0, "maxrss": 0}
-    for (a, b), (ta, tb, db) in zip(job["spans"], job["pts"]):
+    for (a, b), (ta, _tb, db) in zip(job["spans"], job["pts"]):
         cmd = FF + ["-threads", "1"]
         if a > 0:
             cmd += ["-noaccurate_seek", "-ss", f"{ta - job['t0'] + 0.5 * db:.6f}"]

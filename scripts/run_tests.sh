@@ -145,12 +145,13 @@ fi
 if [ $do_py -eq 1 ]; then
     if [ -d tests/python ] &&
         [ -n "$(find tests/python \( -name 'test_*.py' -o -name '*_test.py' \) -print -quit)" ]; then
-        if ! python3 -c 'import pytest' >/dev/null 2>&1; then
-            echo "==> installing pytest" >&2
-            python3 -m pip install -q pytest 2>/dev/null ||
-                python3 -m pip install -q --user pytest 2>/dev/null ||
-                python3 -m pip install -q --user --break-system-packages pytest ||
-                note "could not install pytest"
+        # pytest, and ruff + mypy for tests/python/test_lint.py
+        if ! python3 -c 'import pytest, ruff, mypy' >/dev/null 2>&1; then
+            echo "==> installing pytest ruff mypy" >&2
+            python3 -m pip install -q pytest ruff mypy 2>/dev/null ||
+                python3 -m pip install -q --user pytest ruff mypy 2>/dev/null ||
+                python3 -m pip install -q --user --break-system-packages pytest ruff mypy ||
+                note "could not install pytest, ruff and mypy"
         fi
         # ------------------------------------------------ python package (begin)
         # Build and install the reel package from this tree (editable, so the

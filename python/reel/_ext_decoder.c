@@ -738,18 +738,18 @@ PyObject *reduce_forbidden(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef decoder_methods[] = {
-    { "info", (PyCFunction)decoder_info, METH_NOARGS, "info()\n--\n\nStream metadata as a dict." },
+    { "info", (PyCFunction)decoder_info, METH_NOARGS, "info($self)\n--\n\nStream metadata as a dict." },
     { "frame_table", (PyCFunction)decoder_frame_table, METH_NOARGS,
-      "frame_table()\n--\n\n(pts, duration, pos, key, decode_order): five lists, one entry per frame." },
-    { "keyframes", (PyCFunction)decoder_keyframes, METH_NOARGS, "keyframes()\n--\n\nFrame indices of the keyframes." },
-    { "index_at_time", (PyCFunction)decoder_index_at_time, METH_O, "index_at_time(seconds)\n--\n\nThe frame displayed at `seconds`." },
+      "frame_table($self)\n--\n\n(pts, duration, pos, key, decode_order): five lists, one entry per frame." },
+    { "keyframes", (PyCFunction)decoder_keyframes, METH_NOARGS, "keyframes($self)\n--\n\nFrame indices of the keyframes." },
+    { "index_at_time", (PyCFunction)decoder_index_at_time, METH_O, "index_at_time($self, seconds)\n--\n\nThe frame displayed at `seconds`." },
     { "save_index", (PyCFunction)(void (*)(void))decoder_save_index, METH_VARARGS | METH_KEYWORDS,
-      "save_index(path=None)\n--\n\nWrites the sidecar index (default '<video>.reelidx')." },
-    { "get_frames", (PyCFunction)decoder_get_frames, METH_O, "get_frames(indices)\n--\n\nFrames at indices, in request order." },
+      "save_index($self, path=None)\n--\n\nWrites the sidecar index (default '<video>.reelidx')." },
+    { "get_frames", (PyCFunction)decoder_get_frames, METH_O, "get_frames($self, indices)\n--\n\nFrames at indices, in request order." },
     { "get_frames_at_times", (PyCFunction)decoder_get_frames_at_times, METH_O,
-      "get_frames_at_times(seconds)\n--\n\nFrames displayed at the given times." },
-    { "stats", (PyCFunction)decoder_stats, METH_NOARGS, "stats()\n--\n\nDecode statistics of the last call." },
-    { "close", (PyCFunction)decoder_close, METH_NOARGS, "close()\n--\n\nCloses the video; idempotent." },
+      "get_frames_at_times($self, seconds)\n--\n\nFrames displayed at the given times." },
+    { "stats", (PyCFunction)decoder_stats, METH_NOARGS, "stats($self)\n--\n\nDecode statistics of the last call." },
+    { "close", (PyCFunction)decoder_close, METH_NOARGS, "close($self)\n--\n\nCloses the video; idempotent." },
     { "__reduce__", (PyCFunction)reduce_forbidden, METH_NOARGS, NULL },
     { NULL }
 };

@@ -511,20 +511,20 @@ static int frames_getbuffer(FramesObject *self, Py_buffer *view, int flags)
 
 static PyMethodDef frames_methods[] = {
     { "__dlpack__", (PyCFunction)(void (*)(void))frames_dlpack, METH_VARARGS | METH_KEYWORDS,
-      "__dlpack__(stream=None, *, max_version=None, dl_device=None, copy=None)\n--\n\n"
+      "__dlpack__($self, stream=None, *, max_version=None, dl_device=None, copy=None)\n--\n\n"
       "Exports the array as a DLPack capsule without copying: 'dltensor' (DLPack 0.8\n"
       "layout) by default, 'dltensor_versioned' (1.0) when max_version >= (1, 0). The\n"
       "capsule keeps this object alive until the consumer's tensor is freed." },
     { "__dlpack_device__", (PyCFunction)frames_dlpack_device, METH_NOARGS,
-      "__dlpack_device__()\n--\n\n(1, 0): kDLCPU, device 0." },
+      "__dlpack_device__($self)\n--\n\n(1, 0): kDLCPU, device 0." },
     { "numpy", (PyCFunction)frames_numpy, METH_NOARGS,
-      "numpy()\n--\n\nA numpy array viewing the same memory (numpy.from_dlpack; imports numpy)." },
+      "numpy($self)\n--\n\nA numpy array viewing the same memory (numpy.from_dlpack; imports numpy)." },
     { "torch", (PyCFunction)frames_torch, METH_NOARGS,
-      "torch()\n--\n\nA torch tensor viewing the same memory (torch.from_dlpack; imports torch)." },
-    { "copy", (PyCFunction)frames_copy, METH_NOARGS, "copy()\n--\n\nA copy that owns its memory." },
-    { "tobytes", (PyCFunction)frames_tobytes, METH_NOARGS, "tobytes()\n--\n\nThe data as bytes (a copy)." },
+      "torch($self)\n--\n\nA torch tensor viewing the same memory (torch.from_dlpack; imports torch)." },
+    { "copy", (PyCFunction)frames_copy, METH_NOARGS, "copy($self)\n--\n\nA copy that owns its memory." },
+    { "tobytes", (PyCFunction)frames_tobytes, METH_NOARGS, "tobytes($self)\n--\n\nThe data as bytes (a copy)." },
     { "_view", (PyCFunction)(void (*)(void))frames_view_method, METH_VARARGS | METH_KEYWORDS,
-      "_view(shape, indices=None, pts_seconds=None, duration_seconds=None, layout=None, offset=0)\n--\n\n"
+      "_view($self, shape, indices=None, pts_seconds=None, duration_seconds=None, layout=None, offset=0)\n--\n\n"
       "Private: the same memory (from an element offset) with another shape and metadata." },
     { "__reduce__", (PyCFunction)frames_reduce, METH_NOARGS, NULL },
     { NULL }

@@ -777,17 +777,17 @@ static PyObject *loader_get_ring_size(LoaderObject *self, void *c) { (void)c; re
 
 static PyMethodDef loader_methods[] = {
     { "next", (PyCFunction)loader_next, METH_VARARGS,
-      "next(timeout=-1.0)\n--\n\n(frames, labels, clips, meta) for the next batch, or None at the end of an epoch;\n"
+      "next($self, timeout=-1.0)\n--\n\n(frames, labels, clips, meta) for the next batch, or None at the end of an epoch;\n"
       "TimeoutError when timeout >= 0 seconds pass first." },
     { "close", (PyCFunction)loader_close, METH_NOARGS,
-      "close()\n--\n\nStops the loader; it is freed once every batch handed out is freed." },
-    { "get_state", (PyCFunction)loader_get_state, METH_NOARGS, "get_state()\n--\n\n(epoch, position)." },
-    { "restore", (PyCFunction)loader_restore, METH_VARARGS, "restore(epoch, position)\n--\n\nRestarts at a saved state." },
-    { "batches_per_epoch", (PyCFunction)loader_batches_per_epoch, METH_NOARGS, "batches_per_epoch()\n--\n\n" },
-    { "metrics", (PyCFunction)loader_metrics, METH_NOARGS, "metrics()\n--\n\nA snapshot of the metrics as a dict." },
-    { "failures", (PyCFunction)loader_failures, METH_NOARGS, "failures()\n--\n\nEvery failed attempt so far." },
-    { "write_trace", (PyCFunction)loader_write_trace, METH_O, "write_trace(path)\n--\n\nChrome trace of the threads." },
-    { "dataset_info", (PyCFunction)loader_dataset_info, METH_NOARGS, "dataset_info()\n--\n\n{'size', 'class_names'}." },
+      "close($self)\n--\n\nStops the loader; it is freed once every batch handed out is freed." },
+    { "get_state", (PyCFunction)loader_get_state, METH_NOARGS, "get_state($self)\n--\n\n(epoch, position)." },
+    { "restore", (PyCFunction)loader_restore, METH_VARARGS, "restore($self, epoch, position)\n--\n\nRestarts at a saved state." },
+    { "batches_per_epoch", (PyCFunction)loader_batches_per_epoch, METH_NOARGS, "batches_per_epoch($self)\n--\n\n" },
+    { "metrics", (PyCFunction)loader_metrics, METH_NOARGS, "metrics($self)\n--\n\nA snapshot of the metrics as a dict." },
+    { "failures", (PyCFunction)loader_failures, METH_NOARGS, "failures($self)\n--\n\nEvery failed attempt so far." },
+    { "write_trace", (PyCFunction)loader_write_trace, METH_O, "write_trace($self, path)\n--\n\nChrome trace of the threads." },
+    { "dataset_info", (PyCFunction)loader_dataset_info, METH_NOARGS, "dataset_info($self)\n--\n\n{'size', 'class_names'}." },
     { "__reduce__", (PyCFunction)reduce_forbidden, METH_NOARGS, NULL },
     { NULL }
 };

@@ -76,11 +76,11 @@ def rgb3(name: str, value: Optional[Sequence[float]], default: float) -> Tuple[f
     if value is None:
         return (default, default, default)
     if isinstance(value, (int, float)):
-        return (float(value),) * 3  # type: ignore[return-value]
+        return (float(value),) * 3
     vals = tuple(float(v) for v in value)
     if len(vals) != 3:
         raise ValueError(f"{name}={value!r}: expected 3 values (R, G, B)")
-    return vals  # type: ignore[return-value]
+    return vals
 
 
 def index_mode(index: Any) -> int:

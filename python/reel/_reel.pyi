@@ -1,5 +1,5 @@
 # reel/_reel.pyi: type stubs for the C extension reel._reel (python/reel/_reel.c).
-from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, final
 import os
 
 __version__: str
@@ -21,6 +21,7 @@ class OutOfRangeError(ReelError, IndexError): ...
 class InvalidArgumentError(ReelError, ValueError): ...
 class NoVideoStreamError(ReelError): ...
 
+@final
 class Frames:
     """A C-contiguous CPU array exported zero-copy through DLPack and the buffer protocol."""
     @property
@@ -72,6 +73,7 @@ class Frames:
         offset: int = 0,
     ) -> "Frames": ...
 
+@final
 class Decoder:
     def __init__(
         self,
@@ -98,6 +100,7 @@ class Decoder:
         divisor: float = 255.0,
         mean: Optional[Sequence[float]] = None,
         std: Optional[Sequence[float]] = None,
+        check_keyframes: bool = True,
     ) -> None: ...
     @property
     def closed(self) -> bool: ...
@@ -117,8 +120,10 @@ class Decoder:
     def stats(self) -> Dict[str, Any]: ...
     def close(self) -> None: ...
 
+@final
 class BatchHandle: ...
 
+@final
 class Loader:
     def __init__(self, dataset: Any, settings: Optional[Dict[str, Any]] = None) -> None: ...
     @property

@@ -20,7 +20,7 @@ def read_indices(frames: Any) -> List[int]:
     """The index embedded in each HWC uint8 RGB frame of `frames` (shape
     [..., H, W, 3], C-contiguous: reel.Frames, a numpy array or a tensor
     converted with .numpy()); -1 where unreadable."""
-    shape = tuple(int(s) for s in getattr(frames, "shape"))
+    shape = tuple(int(s) for s in frames.shape)
     if len(shape) < 3 or shape[-1] != 3:
         raise ValueError("read_indices: need frames shaped [..., H, W, 3]")
     return _synth.read_indices(memoryview(frames), shape[-3], shape[-2])

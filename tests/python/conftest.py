@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 try:
     import reel
-    import reel._reel as _reel
+    import reel._reel  # noqa: F401  (the extension must import)
     import reel._testing
 except ImportError as exc:  # pragma: no cover - a setup problem, not a test failure mode
     pytest.exit(

@@ -35,9 +35,7 @@ def test_exports_and_docstrings():
 def test_stubs_shipped():
     pkg = Path(reel.__file__).parent
     assert (pkg / "_reel.pyi").exists() and (pkg / "py.typed").exists()
-    stub = (pkg / "_reel.pyi").read_text()
-    for name in ("class Frames", "class Decoder", "class Loader", "def __dlpack__", "class ReelError"):
-        assert name in stub
+    # that the stubs match the built extension is tests/python/test_lint.py's stubtest
 
 
 def test_heap_types_only():

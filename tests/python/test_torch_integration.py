@@ -21,7 +21,6 @@ import pytest
 
 import reel
 import reel._testing
-import reel._reel as _reel
 from conftest import in_child
 
 torch = pytest.importorskip("torch")

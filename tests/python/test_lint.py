@@ -1,0 +1,45 @@
+"""The Python side's conventions, checked against the tree and the built
+extension: ruff (pyflakes, pycodestyle, bugbear), mypy over python/reel, and
+mypy's stubtest of the shipped stubs (_reel.pyi, _synth.pyi) against the
+extension modules that were actually built."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(args: list, what: str) -> None:
+    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"{what} failed:\n{r.stdout[-6000:]}\n{r.stderr[-3000:]}"
+
+
+def _module(name: str) -> None:
+    if subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True).returncode != 0:
+        pytest.skip(f"{name} is not installed (make test installs it)")
+
+
+def test_ruff_clean():
+    exe = shutil.which("ruff")
+    if not exe:
+        _module("ruff")
+        exe = None
+    cmd = [exe] if exe else [sys.executable, "-m", "ruff"]
+    _run(cmd + ["check", "python", "tests/python", "bench", "examples"], "ruff")
+
+
+def test_mypy_clean():
+    _module("mypy")
+    _run([sys.executable, "-m", "mypy"], "mypy")
+
+
+def test_stubs_match_the_built_extension():
+    _module("mypy")
+    _run([sys.executable, "-m", "mypy.stubtest", "reel._reel", "reel._synth",
+          "--allowlist", str(ROOT / "tests/python/stubtest_allowlist.txt")], "stubtest")
