@@ -1,5 +1,7 @@
-/* util.c: JSON string escaping and argument parsing for the CLI. */
+/* util.c: JSON string output (through core/json.c) and argument parsing
+ * for the CLI. */
 #include "util.h"
+#include "core/json.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -7,20 +9,13 @@
 
 void cli_json_str(FILE *fp, const char *s)
 {
-    fputc('"', fp);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        switch (*p) {
-        case '"': fputs("\\\"", fp); break;
-        case '\\': fputs("\\\\", fp); break;
-        case '\n': fputs("\\n", fp); break;
-        case '\r': fputs("\\r", fp); break;
-        case '\t': fputs("\\t", fp); break;
-        default:
-            if (*p < 0x20) fprintf(fp, "\\u%04x", *p);
-            else fputc(*p, fp);
-        }
-    }
-    fputc('"', fp);
+    /* one JSON escaper for the library and the CLI: core/json.c's */
+    reel_buf b;
+    reel__buf_init(&b);
+    reel__buf_json_string(&b, s ? s : "");
+    if (b.data && !b.oom) fputs(b.data, fp);
+    else fputs("\"\"", fp);
+    reel__buf_free(&b);
 }
 
 static long parse_list(const char *s, void **out, int is_float)

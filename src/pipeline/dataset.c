@@ -2,7 +2,7 @@
  * and JSONL manifests, or built through the C API; class names to indices. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline/dataset.h"
-#include "pipeline/json.h"
+#include "core/json.h"
 #include "core/error.h"
 
 #include <ctype.h>

@@ -5,7 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "reel/pipeline.h"
 #include "core/error.h"
-#include "pipeline/clock.h"
+#include "core/clock.h"
 #include "pipeline/dataset.h"
 #include "pipeline/geometry.h"
 #include "pipeline/metrics.h"

@@ -5,7 +5,7 @@
 
 #include <pthread.h>
 #include "reel/pipeline.h"
-#include "pipeline/json.h"
+#include "core/json.h"
 
 typedef struct reel_failure_rec {
     const char *path;   /* the dataset's string */

@@ -1,6 +1,6 @@
 /* queue.c: the bounded blocking FIFO between pipeline stages. */
 #include "pipeline/queue.h"
-#include "pipeline/clock.h"
+#include "core/clock.h"
 #include "reel/common.h"
 
 #include <stdlib.h>

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 
 #include "reel/pipeline.h"
+#include "pipeline/pinned.h"
 
 enum { REEL_BUF_FREE = 0, REEL_BUF_FILLING = 1, REEL_BUF_READY = 2, REEL_BUF_OUT = 3 };
 
@@ -85,20 +86,6 @@ int  reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err);
 void reel__ring_free(reel_ring *r);
 /* "pinned" (every buffer page-locked), "plain" (none) or "mixed". */
 const char *reel__ring_memory(const reel_ring *r);
-
-/* Page-locked host memory from the CUDA runtime, loaded with dlopen on first
- * use (thread-safe, once per process; never a link-time dependency). The
- * candidates, in order: $REEL_CUDART (a path or soname) when set, then
- * libcudart.so, libcudart.so.13, libcudart.so.12, libcudart.so.11.0, each
- * first among the libraries already loaded (the runtime torch uses);
- * REEL_CUDART=none looks for nothing (plain memory always). NULL
- * when there is no runtime, no driver or device, or the allocation fails.
- * The memory is aligned to at least `alignment` (else it is freed and NULL
- * returned). */
-void *reel__pinned_alloc(size_t bytes, size_t alignment);
-void  reel__pinned_free(void *p);
-/* 1 if a CUDA runtime with cudaHostAlloc/cudaFreeHost was found. */
-int   reel__pinned_available(void);
 
 /* Under mu: a FREE buffer no worker holds, made FILLING, or NULL. */
 reel_batchbuf *reel__ring_take_free(reel_ring *r);

@@ -1,7 +1,7 @@
 /* trace.c: per-thread event rings and the Chrome trace-event JSON writer
  * (one pid, one tid per track, thread_name metadata, complete "X" events). */
 #include "pipeline/trace.h"
-#include "pipeline/json.h"
+#include "core/json.h"
 #include "core/error.h"
 
 #include <errno.h>

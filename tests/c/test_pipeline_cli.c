@@ -5,7 +5,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
-#include "pipeline/json.h"
+#include "core/json.h"
 #include "synth.h"
 
 #include <sys/stat.h>

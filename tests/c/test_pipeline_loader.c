@@ -7,7 +7,7 @@
 #include "harness.h"
 
 #include "reel/pipeline.h"
-#include "pipeline/json.h"
+#include "core/json.h"
 #include "pipeline/rng.h"
 #include "pipeline/sampler.h"
 #include "synth.h"

@@ -7,7 +7,7 @@
 
 #include "reel/pipeline.h"
 #include "pipeline/geometry.h"
-#include "pipeline/json.h"
+#include "core/json.h"
 #include "pipeline/plan.h"
 #include "pipeline/queue.h"
 #include "pipeline/rng.h"

@@ -1,6 +1,6 @@
 /* json.c: JSON text building (escaping, numbers) and a flat-object reader
  * for JSONL manifests. */
-#include "pipeline/json.h"
+#include "core/json.h"
 
 #include <math.h>
 #include <stdarg.h>

@@ -1,8 +1,8 @@
 /* json.h: the small JSON the loader needs: a growable text buffer with JSON
  * string escaping (metrics, trace, CLI report) and a reader for the flat
  * objects of a JSONL manifest. Not thread-safe per object. */
-#ifndef REEL_PIPELINE_JSON_H
-#define REEL_PIPELINE_JSON_H
+#ifndef REEL_CORE_JSON_H
+#define REEL_CORE_JSON_H
 
 #include <stddef.h>
 #include <stdint.h>

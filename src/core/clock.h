@@ -1,7 +1,7 @@
-/* clock.h: monotonic time and process memory readings for the loader's
- * metrics, deadlines and trace. */
-#ifndef REEL_PIPELINE_CLOCK_H
-#define REEL_PIPELINE_CLOCK_H
+/* clock.h: monotonic time and process memory readings (metrics, deadlines,
+ * traces, timeouts). Used by every module. */
+#ifndef REEL_CORE_CLOCK_H
+#define REEL_CORE_CLOCK_H
 
 #include <stdint.h>
 

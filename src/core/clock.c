@@ -1,7 +1,7 @@
 /* clock.c: monotonic clock and RSS readings (/proc/self/status, falling back
  * to getrusage for the peak). */
 #define _POSIX_C_SOURCE 200809L
-#include "pipeline/clock.h"
+#include "core/clock.h"
 
 #include <stdio.h>
 #include <string.h>
