@@ -2,7 +2,8 @@
  * with crop and resize where exactness allows), then one pass writes the
  * small result into its final dtype, layout and strides. */
 #include "convert/convert_internal.h"
-#include "decoder/internal.h"
+#include "core/frame.h"
+#include "core/error.h"
 
 #include <math.h>
 #include <stdlib.h>

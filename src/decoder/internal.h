@@ -5,6 +5,7 @@
 
 #include "reel/decoder.h"
 #include "core/error.h"
+#include "core/frame.h"
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
@@ -123,12 +124,5 @@ void reel__table_free(reel_table *t);
 int reel__sidecar_load(reel_decoder *dec, const char *path);
 int reel__sidecar_save(const reel_decoder *dec, const char *path, reel_error *err);
 
-/* reel_frame as seen by the converter. */
-struct reel_frame {
-    const AVFrame *av;
-    int64_t index;
-    int64_t pts;
-    int rotation;               /* clockwise degrees for display */
-};
 
 #endif
