@@ -22,7 +22,8 @@ static const reel_command k_commands[] = {
     {"frames", reel_cli_frames, "extract exact frames by index or time (as images or raw RGB)"},
     {"index", reel_cli_index, "build and save the sidecar frame index (FILE.reelidx)"},
     {"synth", reel_cli_synth, "write synthetic test videos whose frames carry their own index"},
-    {"bench", reel_cli_bench, "measure decoding throughput"},
+    {"bench", reel_cli_bench, "run the batch loader over a dataset or store: frames/s, coverage, bottleneck"},
+    {"pack", reel_cli_pack, "decode a dataset once into a packed store of sequential shards"},
 };
 #define NUM_COMMANDS (sizeof k_commands / sizeof k_commands[0])
 

@@ -7,5 +7,6 @@
 #include "convert.h"
 #include "decoder.h"
 #include "pipeline.h"
+#include "store.h"
 
 #endif /* REEL_REEL_H */

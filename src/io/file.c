@@ -13,11 +13,11 @@
 #include <unistd.h>
 
 typedef struct file_io {
-    reel_io base;
+    reel__io base;
     int fd;
 } file_io;
 
-static int file_read_at(reel_io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
+static int file_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
 {
     file_io *f = (file_io *)io;
     for (;;) {
@@ -36,16 +36,16 @@ static int file_read_at(reel_io *io, int64_t off, void *buf, size_t len, size_t 
     }
 }
 
-static void file_close(reel_io *io)
+static void file_close(reel__io *io)
 {
     file_io *f = (file_io *)io;
     if (f->fd >= 0) close(f->fd);
     free(f);
 }
 
-static const reel_io_ops file_ops = { "file", file_read_at, NULL, file_close };
+static const reel__io_ops file_ops = { "file", file_read_at, NULL, file_close };
 
-int reel__io_open_file(reel_io **out, const char *path, const reel_io_options *opt, reel_error *err)
+int reel__io_open_file(reel__io **out, const char *path, const reel__io_options *opt, reel_error *err)
 {
     *out = NULL;
     struct stat st;

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-void reel__io_default_options(reel_io_options *o)
+void reel__io_default_options(reel__io_options *o)
 {
     memset(o, 0, sizeof *o);
 }
@@ -53,12 +53,12 @@ void reel__io_redact(const char *uri, char *out, size_t size)
     out[o] = '\0';
 }
 
-int reel__io_open(reel_io **out, const char *uri, const reel_io_options *opt, reel_error *err)
+int reel__io_open(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err)
 {
     if (!out || !uri || !uri[0])
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_io_open: %s", !out ? "out is NULL" : "empty path");
     *out = NULL;
-    reel_io_options defaults;
+    reel__io_options defaults;
     if (!opt) {
         reel__io_default_options(&defaults);
         opt = &defaults;
@@ -71,7 +71,7 @@ int reel__io_open(reel_io **out, const char *uri, const reel_io_options *opt, re
     return reel__io_open_file(out, uri, opt, err);
 }
 
-int reel__io_read_at(reel_io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
+int reel__io_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
 {
     size_t dummy;
     if (!got) got = &dummy;
@@ -83,7 +83,7 @@ int reel__io_read_at(reel_io *io, int64_t off, void *buf, size_t len, size_t *go
     return io->ops->read_at(io, off, buf, len, got, err);
 }
 
-int reel__io_read_exact(reel_io *io, int64_t off, void *buf, size_t len, reel_error *err)
+int reel__io_read_exact(reel__io *io, int64_t off, void *buf, size_t len, reel_error *err)
 {
     if (!io) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_io_read_exact: NULL source");
     if (off < 0 || (int64_t)len < 0 || off > io->size || (int64_t)len > io->size - off)
@@ -102,23 +102,23 @@ int reel__io_read_exact(reel_io *io, int64_t off, void *buf, size_t len, reel_er
     return REEL_OK;
 }
 
-int reel__io_will_read(reel_io *io, const reel_io_range *ranges, size_t n, reel_error *err)
+int reel__io_will_read(reel__io *io, const reel__io_range *ranges, size_t n, reel_error *err)
 {
     if (!io || !io->ops->will_read || n == 0) return REEL_OK;
     return io->ops->will_read(io, ranges, n, err);
 }
 
-int64_t reel__io_size(const reel_io *io)
+int64_t reel__io_size(const reel__io *io)
 {
     return io ? io->size : -1;
 }
 
-const char *reel__io_name(const reel_io *io)
+const char *reel__io_name(const reel__io *io)
 {
     return io ? io->name : "";
 }
 
-void reel__io_close(reel_io **io)
+void reel__io_close(reel__io **io)
 {
     if (!io || !*io) return;
     (*io)->ops->close(*io);

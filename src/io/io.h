@@ -9,48 +9,48 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Thread-safety: one reel_io is used by one thread at a time; different
+/* Thread-safety: one reel__io is used by one thread at a time; different
  * objects are independent. Opening is thread-safe. */
-typedef struct reel_io reel_io;
+typedef struct reel__io reel__io;
 
 /* Options for reel__io_open. Zero-initialise, or call reel__io_default_options. */
-typedef struct reel_io_options {
+typedef struct reel__io_options {
     /* Polled during long operations (connects, transfers, retries); a
      * non-zero return stops the operation with REEL_E_CANCELLED. NULL: none. */
     int (*interrupt)(void *opaque);
     void *interrupt_opaque;
     const void *remote; /* backend settings for remote objects (src/io/remote.h); NULL: defaults */
-} reel_io_options;
+} reel__io_options;
 
 /* One byte range [offset, offset + length). */
-typedef struct reel_io_range {
+typedef struct reel__io_range {
     int64_t offset;
     int64_t length;
-} reel_io_range;
+} reel__io_range;
 
 /* The operations one kind of source implements. */
-typedef struct reel_io_ops {
+typedef struct reel__io_ops {
     const char *kind; /* "file", "http", "s3" */
     /* Reads up to len bytes at off into buf; *got = bytes read (0 at the end).
      * A short read is not an error; failures fill err and return a status. */
-    int (*read_at)(reel_io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err);
+    int (*read_at)(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err);
     /* Optional (NULL: ignored): the caller will read these ranges soon, in
      * this order; a remote source fetches them ahead, coalesced. */
-    int (*will_read)(reel_io *io, const reel_io_range *ranges, size_t n, reel_error *err);
-    void (*close)(reel_io *io);
-} reel_io_ops;
+    int (*will_read)(reel__io *io, const reel__io_range *ranges, size_t n, reel_error *err);
+    void (*close)(reel__io *io);
+} reel__io_ops;
 
 /* The common head of every source; backends embed it first. */
-struct reel_io {
-    const reel_io_ops *ops;
+struct reel__io {
+    const reel__io_ops *ops;
     int64_t size;          /* object size in bytes, known after open */
     char name[512];        /* display name for messages: the path, or the URL
                               with credentials and query strings redacted */
-    reel_io_options opt;
+    reel__io_options opt;
 };
 
 /* Fills *o with defaults (no interrupt, default remote settings). */
-void reel__io_default_options(reel_io_options *o);
+void reel__io_default_options(reel__io_options *o);
 
 /* 1 when `uri` names a remote object (http://, https://, s3://), else 0. */
 int reel__io_is_remote(const char *uri);
@@ -58,32 +58,32 @@ int reel__io_is_remote(const char *uri);
 /* Opens a byte source. Local paths: REEL_E_NOT_FOUND when missing, REEL_E_IO
  * for a directory, a FIFO or any other non-regular file, or a read error.
  * The message names the source (redacted for URLs). */
-int reel__io_open(reel_io **out, const char *uri, const reel_io_options *opt, reel_error *err);
+int reel__io_open(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err);
 
 /* Reads exactly len bytes at off; reading past the end is REEL_E_CORRUPT
  * ("<name>: truncated: wanted N bytes at OFF, object has SIZE"). */
-int reel__io_read_exact(reel_io *io, int64_t off, void *buf, size_t len, reel_error *err);
+int reel__io_read_exact(reel__io *io, int64_t off, void *buf, size_t len, reel_error *err);
 
 /* Reads up to len bytes at off (fewer only at the end of the object). */
-int reel__io_read_at(reel_io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err);
+int reel__io_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err);
 
-/* Hints the ranges that will be read next (see reel_io_ops.will_read). */
-int reel__io_will_read(reel_io *io, const reel_io_range *ranges, size_t n, reel_error *err);
+/* Hints the ranges that will be read next (see reel__io_ops.will_read). */
+int reel__io_will_read(reel__io *io, const reel__io_range *ranges, size_t n, reel_error *err);
 
 /* Object size in bytes. */
-int64_t reel__io_size(const reel_io *io);
+int64_t reel__io_size(const reel__io *io);
 
 /* Display name (redacted). */
-const char *reel__io_name(const reel_io *io);
+const char *reel__io_name(const reel__io *io);
 
 /* Closes and sets *io to NULL. NULL and *io == NULL are fine. */
-void reel__io_close(reel_io **io);
+void reel__io_close(reel__io **io);
 
 /* Copies `uri` into out with user info, query strings and fragments
  * replaced by "***" where present, so it can go into messages. */
 void reel__io_redact(const char *uri, char *out, size_t size);
 
 /* Backend entry points (one per kind). Remote ones live in their own files. */
-int reel__io_open_file(reel_io **out, const char *path, const reel_io_options *opt, reel_error *err);
+int reel__io_open_file(reel__io **out, const char *path, const reel__io_options *opt, reel_error *err);
 
 #endif

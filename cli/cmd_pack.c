@@ -1,0 +1,227 @@
+/* cmd_pack.c: `reel pack`: build a packed store from a dataset (in parts
+ * across machines if wanted), merge the parts, verify a store. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "reel/reel.h"
+#include "reel/store.h"
+#include "util.h"
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: reel pack SOURCE OUT_DIR [options]   build a store (SOURCE: a folder or a manifest)\n"
+            "       reel pack --merge OUT_DIR            write the index of a store built in parts\n"
+            "       reel pack --verify OUT_DIR           read every record, check every checksum\n"
+            "\n"
+            "options:\n"
+            "  --size S | --size WxH   stored size: short side S (aspect kept; default 256) or exactly WxH\n"
+            "  --fps F                 keep the frames shown at 0, 1/F, 2/F, ... s of each video\n"
+            "  --every K               keep source frames 0, K, 2K, ...\n"
+            "  --format jpeg|raw|h264  (default jpeg)\n"
+            "  --quality Q             JPEG quality (default 90)\n"
+            "  --zstd [LEVEL]          raw: compress each frame with zstd (default level 3)\n"
+            "  --gop G                 h264: keyframe interval (default 8); --crf N (default 18)\n"
+            "  --shard-size BYTES      bytes per shard file (default 1073741824; K, M, G suffixes)\n"
+            "  --threads N             decode/encode threads (default: cores)\n"
+            "  --part I/N | auto       build part I of N (auto: RANK and WORLD_SIZE from the environment)\n"
+            "  --json                  print the report as JSON\n"
+            "  --progress/--no-progress  the live progress bar (default: when stderr is a terminal)\n"
+            "\n"
+            "A killed build resumes when run again with the same options. A video that\n"
+            "cannot be decoded is recorded in the store with its reason.\n"
+            "exit status: 0 ok, 1 runtime error (or damage found by --verify), 2 bad usage\n");
+}
+
+static int bad(const char *what, const char *arg)
+{
+    fprintf(stderr, "reel pack: %s '%s'\nrun 'reel pack --help' for the options\n", what, arg ? arg : "");
+    return 2;
+}
+
+static int parse_bytes(const char *s, int64_t *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v <= 0) return -1;
+    double m = 1;
+    if (*end == 'K' || *end == 'k') m = 1024, end++;
+    else if (*end == 'M' || *end == 'm') m = 1024.0 * 1024, end++;
+    else if (*end == 'G' || *end == 'g') m = 1024.0 * 1024 * 1024, end++;
+    if (*end) return -1;
+    *out = (int64_t)(v * m);
+    return 0;
+}
+
+static void progress_bar(void *opaque, const reel_pack_progress *p)
+{
+    (void)opaque;
+    double frac = p->videos_total ? (double)p->videos_done / (double)p->videos_total : 1;
+    double fresh = (double)(p->videos_done - p->videos_resumed);
+    double rate = p->elapsed > 0 ? fresh / p->elapsed : 0;
+    double eta = rate > 0 ? (double)(p->videos_total - p->videos_done) / rate : 0;
+    char bar[31];
+    int fill = (int)(frac * 30);
+    for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+    bar[30] = '\0';
+    fprintf(stderr, "\r[%s] %3.0f%% %lld/%lld videos  %.1f videos/s  %lld failed  ETA %.0f s ", bar, frac * 100,
+            (long long)p->videos_done, (long long)p->videos_total, rate, (long long)p->videos_failed, eta);
+    fflush(stderr);
+}
+
+static const char *format_name(reel_store_format f)
+{
+    return f == REEL_STORE_FORMAT_JPEG ? "jpeg" : f == REEL_STORE_FORMAT_RAW ? "raw" : "h264";
+}
+
+static int run_verify(const char *dir, int json)
+{
+    reel_store_verify_report rep;
+    reel_error err;
+    reel_error_clear(&err);
+    int st = reel_store_verify(dir, &rep, &err);
+    if (json) {
+        printf("{\"store\": ");
+        cli_json_str(stdout, dir);
+        printf(", \"ok\": %s, \"records\": %lld, \"frames\": %lld, \"bytes\": %lld, \"bad\": %lld, "
+               "\"failed_to_pack\": %lld, \"first_problem\": ",
+               st == REEL_OK ? "true" : "false", (long long)rep.records, (long long)rep.frames, (long long)rep.bytes,
+               (long long)rep.bad, (long long)rep.failed_to_pack);
+        cli_json_str(stdout, st == REEL_OK ? "" : err.message);
+        printf("}\n");
+    } else if (st == REEL_OK) {
+        printf("%s: ok: %lld records (%lld failed to pack), %lld frames, %lld bytes checked\n", dir,
+               (long long)rep.records, (long long)rep.failed_to_pack, (long long)rep.frames, (long long)rep.bytes);
+    }
+    if (st != REEL_OK) fprintf(stderr, "reel pack --verify: %s\n", err.message);
+    return st == REEL_OK ? 0 : 1;
+}
+
+int reel_cli_pack(int argc, char **argv)
+{
+    reel_pack_settings s;
+    reel_pack_default_settings(&s);
+    const char *pos[2] = { NULL, NULL };
+    int npos = 0, json = 0, merge = 0, verify = 0, show = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--json")) { json = 1; continue; }
+        if (!strcmp(a, "--merge")) { merge = 1; continue; }
+        if (!strcmp(a, "--verify")) { verify = 1; continue; }
+        if (!strcmp(a, "--progress")) { show = 1; continue; }
+        if (!strcmp(a, "--no-progress")) { show = 0; continue; }
+        if (!strcmp(a, "--zstd")) {
+            s.zstd_level = 3;
+            if (v && v[0] >= '0' && v[0] <= '9') {
+                if (cli_parse_int(v, &s.zstd_level) != 0 || s.zstd_level > 19) return bad("bad --zstd level", v);
+                i++;
+            }
+            continue;
+        }
+        if (a[0] == '-' && a[1] == '-') {
+            if (!v) return bad("missing value for", a);
+            i++;
+            if (!strcmp(a, "--size")) {
+                if (strchr(v, 'x') || strchr(v, 'X')) {
+                    if (cli_parse_size(v, &s.width, &s.height) != 0 || s.width < 1 || s.height < 1)
+                        return bad("bad --size (want S or WxH)", v);
+                } else if (cli_parse_int(v, &s.short_side) != 0 || s.short_side < 1) {
+                    return bad("bad --size (want S or WxH)", v);
+                }
+            } else if (!strcmp(a, "--fps")) {
+                char *end;
+                s.fps = strtod(v, &end);
+                if (end == v || *end || !(s.fps > 0)) return bad("bad --fps", v);
+            } else if (!strcmp(a, "--every")) {
+                if (cli_parse_int(v, &s.every) != 0 || s.every < 1) return bad("bad --every", v);
+            } else if (!strcmp(a, "--format")) {
+                if (!strcmp(v, "jpeg")) s.format = REEL_STORE_FORMAT_JPEG;
+                else if (!strcmp(v, "raw")) s.format = REEL_STORE_FORMAT_RAW;
+                else if (!strcmp(v, "h264")) s.format = REEL_STORE_FORMAT_H264;
+                else return bad("bad --format (jpeg, raw or h264)", v);
+            } else if (!strcmp(a, "--quality")) {
+                if (cli_parse_int(v, &s.quality) != 0 || s.quality < 1 || s.quality > 100) return bad("bad --quality", v);
+            } else if (!strcmp(a, "--gop")) {
+                if (cli_parse_int(v, &s.gop) != 0 || s.gop < 1) return bad("bad --gop", v);
+            } else if (!strcmp(a, "--crf")) {
+                if (cli_parse_int(v, &s.crf) != 0 || s.crf > 51) return bad("bad --crf", v);
+            } else if (!strcmp(a, "--shard-size")) {
+                if (parse_bytes(v, &s.shard_size) != 0) return bad("bad --shard-size", v);
+            } else if (!strcmp(a, "--threads")) {
+                if (cli_parse_int(v, &s.threads) != 0) return bad("bad --threads", v);
+            } else if (!strcmp(a, "--part")) {
+                if (!strcmp(v, "auto")) {
+                    const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
+                    if (!r || !w || cli_parse_int(r, &s.part_index) != 0 || cli_parse_int(w, &s.part_count) != 0)
+                        return bad("--part auto needs RANK and WORLD_SIZE in the environment; got", r ? r : "none");
+                } else if (sscanf(v, "%d/%d", &s.part_index, &s.part_count) != 2 || s.part_count < 1 ||
+                           s.part_index < 0 || s.part_index >= s.part_count) {
+                    return bad("bad --part (want I/N with 0 <= I < N)", v);
+                }
+            } else {
+                return bad("unknown option", a);
+            }
+            continue;
+        }
+        if (npos == 2) return bad("unexpected argument", a);
+        pos[npos++] = a;
+    }
+    if (merge || verify) {
+        if (npos != 1 || (merge && verify)) return bad("--merge and --verify take one OUT_DIR", npos ? pos[0] : "");
+        if (verify) return run_verify(pos[0], json);
+        reel_error err;
+        reel_error_clear(&err);
+        if (reel_pack_merge(pos[0], &err) != REEL_OK) {
+            fprintf(stderr, "reel pack --merge: %s\n", err.message);
+            return 1;
+        }
+        if (json) {
+            printf("{\"merged\": ");
+            cli_json_str(stdout, pos[0]);
+            printf("}\n");
+        } else {
+            printf("%s: index written\n", pos[0]);
+        }
+        return 0;
+    }
+    if (npos != 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (show < 0) show = isatty(2);
+    if (show) s.progress = progress_bar;
+    reel_set_ffmpeg_log_level(0);
+    reel_pack_report rep;
+    reel_error err;
+    reel_error_clear(&err);
+    int st = reel_pack(pos[0], pos[1], &s, &rep, &err);
+    if (show) fputc('\n', stderr);
+    if (st != REEL_OK) {
+        fprintf(stderr, "reel pack: %s\n", err.message);
+        return 1;
+    }
+    if (json) {
+        printf("{\"store\": ");
+        cli_json_str(stdout, pos[1]);
+        printf(", \"format\": \"%s\", \"part\": %d, \"parts\": %d, \"videos\": %lld, \"packed\": %lld, "
+               "\"failed\": %lld, \"resumed\": %lld, \"frames\": %lld, \"bytes\": %lld, \"seconds\": %.3f, "
+               "\"merged\": %s}\n",
+               format_name(s.format), s.part_index, s.part_count, (long long)rep.videos, (long long)rep.packed,
+               (long long)rep.failed, (long long)rep.resumed, (long long)rep.frames, (long long)rep.bytes, rep.seconds,
+               rep.merged ? "true" : "false");
+    } else {
+        printf("%s: %lld videos (%lld packed, %lld failed, %lld already done), %lld frames, %.1f MB in %.1f s%s\n",
+               pos[1], (long long)rep.videos, (long long)rep.packed, (long long)rep.failed, (long long)rep.resumed,
+               (long long)rep.frames, (double)rep.bytes / 1e6, rep.seconds,
+               rep.merged ? "" : "; run `reel pack --merge` once every part is done");
+    }
+    return 0;
+}

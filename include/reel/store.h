@@ -1,0 +1,232 @@
+/* reel/store.h: the packed store. A video dataset decoded once, offline,
+ * into sequential shard files (JPEG, raw RGB optionally zstd-compressed, or
+ * short-GOP H.264 per record) plus one index, so that training reads at the
+ * speed of the disk and an image decoder instead of a video decoder.
+ *
+ *   reel_pack_settings ps;
+ *   reel_pack_default_settings(&ps);
+ *   ps.short_side = 256;  ps.format = REEL_STORE_FORMAT_JPEG;
+ *   reel_pack("kinetics/train", "kinetics.store", &ps, NULL, &err);
+ *   // then a loader reads it wherever it reads videos:
+ *   reel_dataset_open(&ds, "kinetics.store", &err);
+ *
+ * The byte layout is in docs/STORE.md. Every stored frame keeps its source
+ * frame index and pts, so samplers by index or by time work on a store as on
+ * the video, and a frame asked for by source index is the right one or is
+ * reported missing, never the nearest one. */
+#ifndef REEL_STORE_H
+#define REEL_STORE_H
+
+#include "common.h"
+#include "convert.h"
+#include "decoder.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** How frames are stored. */
+typedef enum reel_store_format {
+    REEL_STORE_FORMAT_JPEG = 1, /**< one baseline JPEG per frame (libjpeg-turbo, 4:2:0) */
+    REEL_STORE_FORMAT_RAW  = 2, /**< RGB24 per frame, optionally zstd-compressed */
+    REEL_STORE_FORMAT_H264 = 3  /**< each record one short-GOP H.264 stream (Matroska) */
+} reel_store_format;
+
+/** Progress of a build, for reel_pack_settings.progress. */
+typedef struct reel_pack_progress {
+    int64_t videos_total;   /**< videos in this part */
+    int64_t videos_done;    /**< finished, failed ones included (and ones done before a resume) */
+    int64_t videos_failed;
+    int64_t videos_resumed; /**< found finished in the journal at start */
+    int64_t bytes_written;  /**< record bytes in this part so far */
+    double  elapsed;        /**< seconds since this run started */
+} reel_pack_progress;
+
+/** Build settings. Initialise with reel_pack_default_settings(). */
+typedef struct reel_pack_settings {
+    reel_store_format format;  /**< default JPEG */
+    int      short_side;       /**< frames stored with this short side, aspect kept; default 256 */
+    int      width, height;    /**< both > 0: exact size instead of short_side; default 0 */
+    double   fps;              /**< > 0: keep the frames shown at k/fps seconds (see docs/STORE.md); default 0 */
+    int      every;            /**< > 1: keep source frames 0, every, 2*every, ...; default 1 (all) */
+    int      quality;          /**< JPEG quality 1..100; default 90 */
+    int      zstd_level;       /**< RAW: 0 uncompressed (default), 1..19 zstd level */
+    int      gop;              /**< H264: keyframe interval; default 8 */
+    int      crf;              /**< H264: x264 constant rate factor; default 18 */
+    int64_t  shard_size;       /**< bytes per shard before a new one starts; default 1 GiB */
+    int      threads;          /**< decode/encode threads; 0: the core count */
+    int      part_index, part_count; /**< build the 1/part_count of the dataset with
+                                          sample % part_count == part_index; default 0, 1 */
+    /** Called from the calling thread after each video, and once at the end. */
+    void   (*progress)(void *opaque, const reel_pack_progress *p);
+    void    *progress_opaque;
+    /** Polled between videos; non-zero stops the build (REEL_E_CANCELLED; it
+     *  resumes where it stopped when run again). */
+    int    (*interrupt)(void *opaque);
+    void    *interrupt_opaque;
+    uint8_t  reserved[64];     /**< zero; room to grow without an ABI break */
+} reel_pack_settings;
+
+/** What a build did. */
+typedef struct reel_pack_report {
+    int64_t videos;            /**< in this part */
+    int64_t packed;            /**< stored */
+    int64_t failed;            /**< recorded in the index with their reason */
+    int64_t resumed;           /**< found already finished */
+    int64_t frames;            /**< frames stored by this part */
+    int64_t bytes;             /**< record bytes of this part */
+    double  seconds;
+    int     merged;            /**< 1: the store's index was written (a single-part build) */
+} reel_pack_report;
+
+/** Fills `s` with the defaults documented on each field. */
+REEL_API void reel_pack_default_settings(reel_pack_settings *s);
+
+/** Builds (part part_index of part_count of) a store of `source` (a folder
+ *  in the Kinetics layout or a CSV/TSV/JSONL manifest, as the loader takes)
+ *  in `out_dir`. Deterministic: the same input and settings give
+ *  byte-identical shards, whatever the thread count. Resumable: run again
+ *  after a crash or kill and it goes on from the last finished video. A
+ *  video that fails to decode is recorded with its reason and the build goes
+ *  on. A single-part build writes the index at the end; with part_count > 1
+ *  each part leaves a completion marker and reel_pack_merge() writes it.
+ *  `report` may be NULL. */
+REEL_API int reel_pack(const char *source, const char *out_dir, const reel_pack_settings *settings,
+                       reel_pack_report *report, reel_error *err);
+
+/** Writes the index of a store built in parts: checks that every part is
+ *  complete (REEL_E_NOT_FOUND naming the missing parts otherwise). */
+REEL_API int reel_pack_merge(const char *out_dir, reel_error *err);
+
+/** Result of reel_store_verify. */
+typedef struct reel_store_verify_report {
+    int64_t records;           /**< records checked */
+    int64_t frames;
+    int64_t bytes;
+    int64_t bad;               /**< records that failed a check */
+    int64_t failed_to_pack;    /**< records stored as failures */
+    char    first_problem[REEL_ERROR_MSG_SIZE]; /**< "" when all is well */
+} reel_store_verify_report;
+
+/** Reads every record and checks every checksum. REEL_OK with bad == 0
+ *  when the store is sound; REEL_E_CORRUPT (first problem in err) if not. */
+REEL_API int reel_store_verify(const char *dir, reel_store_verify_report *report, reel_error *err);
+
+/* ---------------------------------------------------------------- reading */
+
+/** An open store: its index in memory. Immutable after open: every read
+ *  call is safe from any thread. Readers (one per thread) do the I/O. */
+typedef struct reel_store reel_store;
+
+/** Store-wide facts. Strings owned by the store. */
+typedef struct reel_store_info {
+    reel_store_format format;
+    int      version;          /**< index format version */
+    int64_t  num_records;
+    int64_t  num_frames;       /**< stored frames in all records */
+    int64_t  num_failed;       /**< records stored as failures */
+    int64_t  num_classes;
+    int64_t  bytes;            /**< record bytes in all shards */
+    int      num_shards;
+    int      short_side, width, height, quality, zstd_level, gop;
+    double   fps;
+    int      every;
+} reel_store_info;
+
+/** One record (one video or segment). Pointers live as long as the store. */
+typedef struct reel_store_record {
+    const char *source_path;   /**< the video it came from */
+    int64_t  label;            /**< class index (sorted class names), or the
+                                    manifest's integer label; -1: none */
+    const char *class_name;    /**< "" when labels are integers or absent */
+    int      status;           /**< REEL_OK, or why the video could not be packed */
+    const char *reason;        /**< "" or the failure message */
+    int64_t  num_frames;       /**< stored frames */
+    int      width, height;    /**< stored size */
+    int      time_base_num, time_base_den; /**< of the source pts */
+    int      avg_fps_num, avg_fps_den;     /**< of the source */
+    int64_t  source_num_frames;
+    double   segment_start, segment_end;   /**< as in the manifest (end < 0: to the end) */
+    int64_t  source_size;      /**< bytes of the source when it was packed */
+    int64_t  source_mtime_ns;
+    const char *shard;         /**< shard file name */
+    int64_t  offset, length;   /**< bytes in the shard */
+} reel_store_record;
+
+/** Opens the store in `dir` (its index, store.idx, read through reel's byte
+ *  sources, so a store at a URL works where remote input is built in). A
+ *  damaged, truncated or unknown-version index is REEL_E_CORRUPT naming it. */
+REEL_API int reel_store_open(reel_store **out, const char *dir, reel_error *err);
+
+/** Closes the store; readers made from it must be destroyed first. Sets
+ *  *s to NULL; NULL is fine. */
+REEL_API void reel_store_close(reel_store **s);
+
+/** Store-wide facts. */
+REEL_API void reel_store_get_info(const reel_store *s, reel_store_info *info);
+
+/** Record i (0 <= i < num_records). REEL_E_OUT_OF_RANGE otherwise. */
+REEL_API int reel_store_get_record(const reel_store *s, int64_t i, reel_store_record *out, reel_error *err);
+
+/** The stored frames of record i as a frame table: source pts and durations
+ *  (in the record's time base), byte positions -1, every frame a keyframe
+ *  for JPEG and RAW. NULL (and *n = 0) for a bad index. */
+REEL_API const reel_frame_entry *reel_store_get_frame_table(const reel_store *s, int64_t record, int64_t *n);
+
+/** Source frame index of stored frame `pos` of record i. */
+REEL_API int reel_store_get_source_index(const reel_store *s, int64_t record, int64_t pos, int64_t *index,
+                                         reel_error *err);
+
+/** Class names, sorted (labels index them). NULL past the end. */
+REEL_API const char *reel_store_get_class_name(const reel_store *s, int64_t label);
+
+/** Reads records: its own file handles, JPEG decompressor, zstd context
+ *  and H.264 decoder. Not thread-safe: one per thread. */
+typedef struct reel_store_reader reel_store_reader;
+
+/** Reader settings. Initialise with reel_store_reader_default_settings(). */
+typedef struct reel_store_reader_settings {
+    int    (*interrupt)(void *opaque);  /**< as reel_decoder_settings.interrupt; NULL: none */
+    void    *interrupt_opaque;
+    int      decoder_threads;           /**< H264 records; default 1 */
+    int      verify;                    /**< check each frame's checksum on read; default 1 */
+    uint8_t  reserved[64];
+} reel_store_reader_settings;
+
+/** Per-read statistics. */
+typedef struct reel_store_read_stats {
+    int64_t bytes_read;
+    int64_t frames_decoded;
+    int64_t frames_returned;
+    double  read_seconds, decode_seconds;
+} reel_store_read_stats;
+
+REEL_API void reel_store_reader_default_settings(reel_store_reader_settings *s);
+
+REEL_API int reel_store_reader_create(reel_store_reader **out, reel_store *store,
+                                      const reel_store_reader_settings *settings, reel_error *err);
+
+REEL_API void reel_store_reader_destroy(reel_store_reader **r);
+
+/** Reads stored frames `positions` (0..num_frames-1 of the record, any order,
+ *  repeats allowed) and hands each to `fn` as an RGB24 frame of the stored
+ *  size, with reel_frame_index = the stored position and reel_frame_pts =
+ *  the source pts, so reel_converter_run() applies any transform. Only the
+ *  bytes of the wanted frames are read (JPEG, RAW); an H264 record is read
+ *  and decoded from its keyframes. A failed checksum, a short shard or a
+ *  missing shard is REEL_E_CORRUPT / REEL_E_NOT_FOUND with a message naming
+ *  the store, the shard, the video and the reason. `stats` may be NULL. */
+REEL_API int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n,
+                                    reel_frame_fn fn, void *opaque, reel_store_read_stats *stats,
+                                    reel_error *err);
+
+/** The same by SOURCE frame index: a source index that was not stored is
+ *  REEL_E_OUT_OF_RANGE naming the video and the index. */
+REEL_API int reel_store_reader_read_source(reel_store_reader *r, int64_t record, const int64_t *source_indices,
+                                           size_t n, reel_frame_fn fn, void *opaque,
+                                           reel_store_read_stats *stats, reel_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* REEL_STORE_H */

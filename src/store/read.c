@@ -1,0 +1,435 @@
+/* read.c: reading a store: a per-thread reader that fetches only the bytes
+ * of the wanted frames (through src/io, so shards may be remote), checks
+ * their checksums, and decodes them (libjpeg-turbo, zstd, or reel's own
+ * decoder for H.264 records) into RGB24 frames for a visitor; and verify. */
+#include "store/store.h"
+#include "core/clock.h"
+#include "core/frame.h"
+#include "io/io.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <turbojpeg.h>
+#include <zstd.h>
+
+#include <libavutil/frame.h>
+
+struct reel_store_reader {
+    reel_store *store;
+    reel_store_reader_settings s;
+    reel__io *io;                /* the open shard */
+    char io_shard[32];
+    tjhandle tj;
+    ZSTD_DCtx *zd;
+    AVFrame *rgb;               /* RGB24 picture handed to visitors */
+    uint8_t *buf;               /* record bytes */
+    size_t cap;
+    int64_t *order;             /* request positions sorted by frame */
+    size_t order_cap;
+};
+
+void reel_store_reader_default_settings(reel_store_reader_settings *s)
+{
+    if (!s) return;
+    memset(s, 0, sizeof *s);
+    s->decoder_threads = 1;
+    s->verify = 1;
+}
+
+int reel_store_reader_create(reel_store_reader **out, reel_store *store, const reel_store_reader_settings *settings,
+                             reel_error *err)
+{
+    if (!out || !store) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_reader_create: NULL argument");
+    *out = NULL;
+    reel_store_reader *r = calloc(1, sizeof *r);
+    if (!r) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", store->dir);
+    r->store = store;
+    if (settings) r->s = *settings;
+    else reel_store_reader_default_settings(&r->s);
+    r->rgb = av_frame_alloc();
+    if (!r->rgb) {
+        free(r);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", store->dir);
+    }
+    *out = r;
+    return REEL_OK;
+}
+
+void reel_store_reader_destroy(reel_store_reader **pr)
+{
+    if (!pr || !*pr) return;
+    reel_store_reader *r = *pr;
+    reel__io_close(&r->io);
+    if (r->tj) tjDestroy(r->tj);
+    ZSTD_freeDCtx(r->zd);
+    av_frame_free(&r->rgb);
+    free(r->buf);
+    free(r->order);
+    free(r);
+    *pr = NULL;
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t need)
+{
+    if (need <= *cap) return 0;
+    size_t c = *cap ? *cap : 1 << 16;
+    while (c < need) c *= 2;
+    uint8_t *b = realloc(*buf, c);
+    if (!b) return -1;
+    *buf = b;
+    *cap = c;
+    return 0;
+}
+
+static int interrupted(const reel_store_reader *r)
+{
+    return r->s.interrupt && r->s.interrupt(r->s.interrupt_opaque);
+}
+
+/* Opens the record's shard (kept open for the next read of the same shard). */
+static int open_shard(reel_store_reader *r, int64_t record, reel_error *err)
+{
+    const char *name = r->store->shard_names[record];
+    if (r->io && !strcmp(r->io_shard, name)) return REEL_OK;
+    reel__io_close(&r->io);
+    char path[4200];
+    if (reel__store_join(path, sizeof path, r->store->dir, name) != 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: path too long", r->store->dir);
+    reel__io_options o;
+    reel__io_default_options(&o);
+    o.interrupt = r->s.interrupt;
+    o.interrupt_opaque = r->s.interrupt_opaque;
+    reel_error e;
+    int st = reel__io_open(&r->io, path, &o, &e);
+    if (st != REEL_OK)
+        return reel__error_set(err, st, "%s: shard %s (record of %s): %s", r->store->dir, name,
+                               r->store->recs[record].path,
+                               st == REEL_E_NOT_FOUND ? "the shard is missing" : e.message);
+    snprintf(r->io_shard, sizeof r->io_shard, "%s", name);
+    return REEL_OK;
+}
+
+/* Reads `len` bytes at `off` of the record into r->buf + at. */
+static int read_bytes(reel_store_reader *r, int64_t record, uint64_t off, size_t len, size_t at,
+                      reel_store_read_stats *stats, reel_error *err)
+{
+    const reel__store_rec *rec = &r->store->recs[record];
+    int st = open_shard(r, record, err);
+    if (st != REEL_OK) return st;
+    if (grow(&r->buf, &r->cap, at + len) != 0) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
+    int64_t t0 = reel__clock_ns();
+    reel_error e;
+    st = reel__io_read_exact(r->io, (int64_t)(rec->offset + off), r->buf + at, len, &e);
+    if (stats) {
+        stats->bytes_read += (int64_t)len;
+        stats->read_seconds += (double)(reel__clock_ns() - t0) / 1e9;
+    }
+    if (st == REEL_E_CORRUPT)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: record of %s: the shard is truncated", r->store->dir,
+                               r->io_shard, rec->path);
+    if (st != REEL_OK)
+        return reel__error_set(err, st, "%s: shard %s: record of %s: %s", r->store->dir, r->io_shard, rec->path,
+                               e.message);
+    return REEL_OK;
+}
+
+static int picture(reel_store_reader *r, int w, int h, const char *name, reel_error *err)
+{
+    if (r->rgb->data[0] && r->rgb->width == w && r->rgb->height == h) return REEL_OK;
+    av_frame_unref(r->rgb);
+    r->rgb->format = AV_PIX_FMT_RGB24;
+    r->rgb->width = w;
+    r->rgb->height = h;
+    if (av_frame_get_buffer(r->rgb, 64) < 0) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+    return REEL_OK;
+}
+
+/* Decodes stored frame `pos` (its bytes at r->buf + at) into r->rgb. */
+static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, size_t at, reel_error *err)
+{
+    const reel__store_rec *rec = &r->store->recs[record];
+    const reel__store_frame *f = &rec->frames[pos];
+    const uint8_t *src = r->buf + at;
+    const int w = (int)rec->width, h = (int)rec->height;
+    if (r->s.verify && reel__crc32(0, src, f->length) != f->crc)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: checksum mismatch in stored frame %lld",
+                               r->store->dir, r->store->shard_names[record], rec->path, (long long)pos);
+    int st = picture(r, w, h, rec->path, err);
+    if (st != REEL_OK) return st;
+    if (r->store->params.format == REEL_STORE_FORMAT_JPEG) {
+        if (!r->tj && !(r->tj = tjInitDecompress()))
+            return reel__error_set(err, REEL_E_INTERNAL, "%s: libjpeg-turbo: %s", rec->path, tjGetErrorStr());
+        int jw = 0, jh = 0, sub = 0, cs = 0;
+        if (tjDecompressHeader3(r->tj, src, f->length, &jw, &jh, &sub, &cs) != 0 || jw != w || jh != h)
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld is not a %dx%d JPEG",
+                                   r->store->dir, r->store->shard_names[record], rec->path, (long long)pos, w, h);
+        /* flags 0: libjpeg-turbo's default decode (fancy upsampling, islow DCT) */
+        if (tjDecompress2(r->tj, src, f->length, r->rgb->data[0], w, r->rgb->linesize[0], h, TJPF_RGB, 0) != 0 &&
+            tjGetErrorCode(r->tj) == TJERR_FATAL)
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld: %s", r->store->dir,
+                                   r->store->shard_names[record], rec->path, (long long)pos, tjGetErrorStr2(r->tj));
+        return REEL_OK;
+    }
+    const size_t raw = (size_t)w * (size_t)h * 3;
+    const uint8_t *pix = src;
+    if (r->store->params.zstd_level > 0) {
+        if (!r->zd && !(r->zd = ZSTD_createDCtx())) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
+        /* decompress straight into the picture when its rows are dense */
+        if (r->rgb->linesize[0] == w * 3) {
+            size_t z = ZSTD_decompressDCtx(r->zd, r->rgb->data[0], raw, src, f->length);
+            if (ZSTD_isError(z) || z != raw)
+                return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld: zstd: %s",
+                                       r->store->dir, r->store->shard_names[record], rec->path, (long long)pos,
+                                       ZSTD_isError(z) ? ZSTD_getErrorName(z) : "wrong size");
+            return REEL_OK;
+        }
+        return reel__error_set(err, REEL_E_INTERNAL, "%s: unexpected picture layout", rec->path);
+    }
+    if (f->length != raw)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld has %u bytes, not %zu",
+                               r->store->dir, r->store->shard_names[record], rec->path, (long long)pos, f->length, raw);
+    for (int y = 0; y < h; y++) memcpy(r->rgb->data[0] + (size_t)y * (size_t)r->rgb->linesize[0], pix + (size_t)y * w * 3, (size_t)w * 3);
+    return REEL_OK;
+}
+
+typedef struct req { int64_t pos; size_t i; } req;
+
+static int cmp_req(const void *a, const void *b)
+{
+    const req *x = a, *y = b;
+    if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* H264 records: decoded by reel's decoder from memory; the visitor sees the
+ * source pts. */
+typedef struct h264_visit {
+    const reel__store_rec *rec;
+    reel_frame_fn fn;
+    void *opaque;
+    int64_t returned;
+} h264_visit;
+
+static int h264_fn(void *opaque, const reel_frame *frame, size_t pos)
+{
+    h264_visit *v = opaque;
+    reel_frame f = *frame;
+    int64_t k = frame->index;
+    if (k >= 0 && k < (int64_t)v->rec->num_frames) f.pts = v->rec->frames[k].pts;
+    v->returned++;
+    return v->fn(v->opaque, &f, pos);
+}
+
+static int read_h264(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n, reel_frame_fn fn,
+                     void *opaque, reel_store_read_stats *stats, reel_error *err)
+{
+    const reel__store_rec *rec = &r->store->recs[record];
+    int st = read_bytes(r, record, 0, (size_t)rec->length, 0, stats, err);
+    if (st != REEL_OK) return st;
+    if (r->s.verify && reel__crc32(0, r->buf, (size_t)rec->length) != rec->crc)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: record checksum mismatch", r->store->dir,
+                               r->store->shard_names[record], rec->path);
+    reel_decoder_settings ds;
+    reel_decoder_default_settings(&ds);
+    ds.threads = r->s.decoder_threads > 0 ? r->s.decoder_threads : 1;
+    ds.interrupt = r->s.interrupt;
+    ds.interrupt_opaque = r->s.interrupt_opaque;
+    reel_decoder *dec = NULL;
+    int64_t t0 = reel__clock_ns();
+    st = reel_decoder_open_memory(&dec, r->buf, (size_t)rec->length, rec->path, &ds, err);
+    if (st == REEL_OK) {
+        const reel_video_info *info = reel_decoder_info(dec);
+        if (info->num_frames != (int64_t)rec->num_frames)
+            st = reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: the stored stream has %lld frames, the index %u",
+                                 r->store->dir, r->store->shard_names[record], rec->path, (long long)info->num_frames,
+                                 rec->num_frames);
+    }
+    if (st == REEL_OK) {
+        h264_visit v = { rec, fn, opaque, 0 };
+        reel_decode_stats ds2;
+        st = reel_decoder_decode(dec, positions, n, h264_fn, &v, &ds2, err);
+        if (stats) {
+            stats->frames_decoded += ds2.frames_decoded;
+            stats->frames_returned += ds2.frames_returned;
+        }
+    }
+    reel_decoder_close(&dec);
+    if (stats) stats->decode_seconds += (double)(reel__clock_ns() - t0) / 1e9;
+    return st;
+}
+
+int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n,
+                           reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err)
+{
+    if (!r || (!positions && n) || !fn)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_reader_read: NULL argument");
+    reel_store *s = r->store;
+    if (record < 0 || record >= s->nrec)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: record %lld of %lld", s->dir, (long long)record,
+                               (long long)s->nrec);
+    const reel__store_rec *rec = &s->recs[record];
+    if (rec->status != REEL_OK)
+        return reel__error_set(err, rec->status, "%s: %s: not in the store: %s", s->dir, rec->path, rec->reason);
+    for (size_t i = 0; i < n; i++)
+        if (positions[i] < 0 || positions[i] >= (int64_t)rec->num_frames)
+            return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: stored frame %lld of %u", rec->path,
+                                   (long long)positions[i], rec->num_frames);
+    if (n == 0) return REEL_OK;
+    if (interrupted(r)) return reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", rec->path);
+    if (s->params.format == REEL_STORE_FORMAT_H264) return read_h264(r, record, positions, n, fn, opaque, stats, err);
+
+    /* frames in ascending order, each read and decoded once */
+    req *q = malloc(n * sizeof *q);
+    if (!q) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
+    for (size_t i = 0; i < n; i++) {
+        q[i].pos = positions[i];
+        q[i].i = i;
+    }
+    qsort(q, n, sizeof *q, cmp_req);
+    /* one read for the span when the wanted frames are close, else per frame */
+    const reel__store_frame *fr = rec->frames;
+    uint64_t lo = fr[q[0].pos].offset, hi = (uint64_t)fr[q[n - 1].pos].offset + fr[q[n - 1].pos].length;
+    uint64_t want = 0;
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || q[i].pos != q[i - 1].pos) want += fr[q[i].pos].length;
+    int span = hi - lo <= 2 * want + (1 << 18);
+    int st = REEL_OK;
+    if (span) st = read_bytes(r, record, lo, (size_t)(hi - lo), 0, stats, err);
+    for (size_t i = 0; st == REEL_OK && i < n;) {
+        int64_t pos = q[i].pos;
+        size_t at = 0;
+        if (span) {
+            at = fr[pos].offset - lo;
+        } else {
+            st = read_bytes(r, record, fr[pos].offset, fr[pos].length, 0, stats, err);
+            if (st != REEL_OK) break;
+        }
+        int64_t t0 = reel__clock_ns();
+        st = decode_image(r, record, pos, at, err);
+        if (stats) {
+            stats->decode_seconds += (double)(reel__clock_ns() - t0) / 1e9;
+            stats->frames_decoded++;
+            stats->frames_returned++;
+        }
+        if (st != REEL_OK) break;
+        reel_frame f;
+        reel__frame_wrap(&f, r->rgb, pos, fr[pos].pts, 0);
+        for (; i < n && q[i].pos == pos; i++) {
+            int v = fn(opaque, &f, q[i].i);
+            if (v != 0) {
+                st = v < 0 ? v : reel__error_set(err, REEL_E_CANCELLED, "%s: stopped by the visitor", rec->path);
+                break;
+            }
+        }
+        if (st == REEL_OK && interrupted(r)) st = reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", rec->path);
+    }
+    free(q);
+    return st;
+}
+
+int reel_store_reader_read_source(reel_store_reader *r, int64_t record, const int64_t *source_indices, size_t n,
+                                  reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err)
+{
+    if (!r || (!source_indices && n))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_reader_read_source: NULL argument");
+    reel_store *s = r->store;
+    if (record < 0 || record >= s->nrec)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: record %lld of %lld", s->dir, (long long)record,
+                               (long long)s->nrec);
+    const reel__store_rec *rec = &s->recs[record];
+    int64_t *pos = malloc((n ? n : 1) * sizeof *pos);
+    if (!pos) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
+    for (size_t i = 0; i < n; i++) {
+        int64_t lo = 0, hi = rec->num_frames;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (rec->frames[mid].source_index < source_indices[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo >= (int64_t)rec->num_frames || rec->frames[lo].source_index != source_indices[i]) {
+            free(pos);
+            return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: source frame %lld is not in the store", rec->path,
+                                   (long long)source_indices[i]);
+        }
+        pos[i] = lo;
+    }
+    int st = reel_store_reader_read(r, record, pos, n, fn, opaque, stats, err);
+    free(pos);
+    return st;
+}
+
+/* ---------------------------------------------------------------- verify */
+
+static int count_fn(void *opaque, const reel_frame *f, size_t pos)
+{
+    (void)f;
+    (void)pos;
+    ++*(int64_t *)opaque;
+    return 0;
+}
+
+int reel_store_verify(const char *dir, reel_store_verify_report *rep, reel_error *err)
+{
+    reel_store_verify_report local;
+    if (!rep) rep = &local;
+    memset(rep, 0, sizeof *rep);
+    reel_store *s = NULL;
+    int st = reel_store_open(&s, dir, err);
+    if (st != REEL_OK) {
+        snprintf(rep->first_problem, sizeof rep->first_problem, "%s", err ? err->message : "cannot open");
+        return st;
+    }
+    reel_store_reader *r = NULL;
+    st = reel_store_reader_create(&r, s, NULL, err);
+    int64_t *pos = NULL;
+    for (int64_t i = 0; st == REEL_OK && i < s->nrec; i++) {
+        const reel__store_rec *rec = &s->recs[i];
+        rep->records++;
+        if (rec->status != REEL_OK) {
+            rep->failed_to_pack++;
+            continue;
+        }
+        reel_error e;
+        reel_error_clear(&e);
+        /* the whole record's checksum, then every frame decoded */
+        int rs = read_bytes(r, i, 0, (size_t)rec->length, 0, NULL, &e);
+        if (rs == REEL_OK && reel__crc32(0, r->buf, (size_t)rec->length) != rec->crc)
+            rs = reel__error_set(&e, REEL_E_CORRUPT, "%s: shard %s: %s: record checksum mismatch", s->dir,
+                                 s->shard_names[i], rec->path);
+        if (rs == REEL_OK) {
+            int64_t *np = realloc(pos, (rec->num_frames ? rec->num_frames : 1) * sizeof *np);
+            if (!np) {
+                st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir);
+                break;
+            }
+            pos = np;
+            for (uint32_t k = 0; k < rec->num_frames; k++) pos[k] = k;
+            int64_t got = 0;
+            rs = reel_store_reader_read(r, i, pos, rec->num_frames, count_fn, &got, NULL, &e);
+            if (rs == REEL_OK && got != (int64_t)rec->num_frames)
+                rs = reel__error_set(&e, REEL_E_CORRUPT, "%s: %s: %lld of %u frames decoded", s->dir, rec->path,
+                                     (long long)got, rec->num_frames);
+        }
+        if (rs != REEL_OK) {
+            if (rs == REEL_E_NOMEM || rs == REEL_E_CANCELLED) {
+                st = rs;
+                if (err) *err = e;
+                break;
+            }
+            if (!rep->bad) snprintf(rep->first_problem, sizeof rep->first_problem, "%s", e.message);
+            rep->bad++;
+        } else {
+            rep->frames += rec->num_frames;
+            rep->bytes += (int64_t)rec->length;
+        }
+    }
+    free(pos);
+    reel_store_reader_destroy(&r);
+    reel_store_close(&s);
+    if (st == REEL_OK && rep->bad)
+        st = reel__error_set(err, REEL_E_CORRUPT, "%s: %lld of %lld records are damaged; first: %s", dir,
+                             (long long)rep->bad, (long long)rep->records, rep->first_problem);
+    return st;
+}
