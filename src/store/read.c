@@ -24,10 +24,7 @@ struct reel_store_reader {
     tjhandle tj;
     ZSTD_DCtx *zd;
     AVFrame *rgb;               /* RGB24 picture handed to visitors */
-    uint8_t *buf;               /* record bytes */
-    size_t cap;
-    int64_t *order;             /* request positions sorted by frame */
-    size_t order_cap;
+    reel__store_blob blob;      /* bytes of the current read */
 };
 
 void reel_store_reader_default_settings(reel_store_reader_settings *s)
@@ -65,8 +62,7 @@ void reel_store_reader_destroy(reel_store_reader **pr)
     if (r->tj) tjDestroy(r->tj);
     ZSTD_freeDCtx(r->zd);
     av_frame_free(&r->rgb);
-    free(r->buf);
-    free(r->order);
+    reel__store_blob_free(&r->blob);
     free(r);
     *pr = NULL;
 }
@@ -111,17 +107,17 @@ static int open_shard(reel_store_reader *r, int64_t record, reel_error *err)
     return REEL_OK;
 }
 
-/* Reads `len` bytes at `off` of the record into r->buf + at. */
-static int read_bytes(reel_store_reader *r, int64_t record, uint64_t off, size_t len, size_t at,
+/* Reads `len` bytes at `off` of the record into b->data + at. */
+static int read_bytes(reel_store_reader *r, int64_t record, uint64_t off, size_t len, size_t at, reel__store_blob *b,
                       reel_store_read_stats *stats, reel_error *err)
 {
     const reel__store_rec *rec = &r->store->recs[record];
     int st = open_shard(r, record, err);
     if (st != REEL_OK) return st;
-    if (grow(&r->buf, &r->cap, at + len) != 0) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
+    if (grow(&b->data, &b->cap, at + len) != 0) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
     int64_t t0 = reel__clock_ns();
     reel_error e;
-    st = reel__io_read_exact(r->io, (int64_t)(rec->offset + off), r->buf + at, len, &e);
+    st = reel__io_read_exact(r->io, (int64_t)(rec->offset + off), b->data + at, len, &e);
     if (stats) {
         stats->bytes_read += (int64_t)len;
         stats->read_seconds += (double)(reel__clock_ns() - t0) / 1e9;
@@ -146,12 +142,11 @@ static int picture(reel_store_reader *r, int w, int h, const char *name, reel_er
     return REEL_OK;
 }
 
-/* Decodes stored frame `pos` (its bytes at r->buf + at) into r->rgb. */
-static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, size_t at, reel_error *err)
+/* Decodes stored frame `pos` (its bytes at src) into r->rgb. */
+static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const uint8_t *src, reel_error *err)
 {
     const reel__store_rec *rec = &r->store->recs[record];
     const reel__store_frame *f = &rec->frames[pos];
-    const uint8_t *src = r->buf + at;
     const int w = (int)rec->width, h = (int)rec->height;
     if (r->s.verify && reel__crc32(0, src, f->length) != f->crc)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: checksum mismatch in stored frame %lld",
@@ -194,77 +189,26 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, size_
     return REEL_OK;
 }
 
-typedef struct req { int64_t pos; size_t i; } req;
+/* ---------------------------------------------------------------- fetch, then decode */
 
-static int cmp_req(const void *a, const void *b)
+void reel__store_blob_free(reel__store_blob *b)
 {
-    const req *x = a, *y = b;
-    if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
-    return x->i < y->i ? -1 : x->i > y->i;
+    if (!b) return;
+    free(b->data);
+    free(b->u);
+    free(b->at);
+    memset(b, 0, sizeof *b);
 }
 
-/* H264 records: decoded by reel's decoder from memory; the visitor sees the
- * source pts. */
-typedef struct h264_visit {
-    const reel__store_rec *rec;
-    reel_frame_fn fn;
-    void *opaque;
-    int64_t returned;
-} h264_visit;
-
-static int h264_fn(void *opaque, const reel_frame *frame, size_t pos)
+static int cmp_i64(const void *a, const void *b)
 {
-    h264_visit *v = opaque;
-    reel_frame f = *frame;
-    int64_t k = frame->index;
-    if (k >= 0 && k < (int64_t)v->rec->num_frames) f.pts = v->rec->frames[k].pts;
-    v->returned++;
-    return v->fn(v->opaque, &f, pos);
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
 }
 
-static int read_h264(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n, reel_frame_fn fn,
-                     void *opaque, reel_store_read_stats *stats, reel_error *err)
+static int check_request(const reel_store_reader *r, int64_t record, const int64_t *positions, size_t n,
+                         reel_error *err)
 {
-    const reel__store_rec *rec = &r->store->recs[record];
-    int st = read_bytes(r, record, 0, (size_t)rec->length, 0, stats, err);
-    if (st != REEL_OK) return st;
-    if (r->s.verify && reel__crc32(0, r->buf, (size_t)rec->length) != rec->crc)
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: record checksum mismatch", r->store->dir,
-                               r->store->shard_names[record], rec->path);
-    reel_decoder_settings ds;
-    reel_decoder_default_settings(&ds);
-    ds.threads = r->s.decoder_threads > 0 ? r->s.decoder_threads : 1;
-    ds.interrupt = r->s.interrupt;
-    ds.interrupt_opaque = r->s.interrupt_opaque;
-    reel_decoder *dec = NULL;
-    int64_t t0 = reel__clock_ns();
-    st = reel_decoder_open_memory(&dec, r->buf, (size_t)rec->length, rec->path, &ds, err);
-    if (st == REEL_OK) {
-        const reel_video_info *info = reel_decoder_info(dec);
-        if (info->num_frames != (int64_t)rec->num_frames)
-            st = reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: the stored stream has %lld frames, the index %u",
-                                 r->store->dir, r->store->shard_names[record], rec->path, (long long)info->num_frames,
-                                 rec->num_frames);
-    }
-    if (st == REEL_OK) {
-        h264_visit v = { rec, fn, opaque, 0 };
-        reel_decode_stats ds2;
-        st = reel_decoder_decode(dec, positions, n, h264_fn, &v, &ds2, err);
-        if (stats) {
-            stats->frames_decoded += ds2.frames_decoded;
-            stats->frames_returned += ds2.frames_returned;
-        }
-    }
-    reel_decoder_close(&dec);
-    if (stats) stats->decode_seconds += (double)(reel__clock_ns() - t0) / 1e9;
-    return st;
-}
-
-int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n,
-                           reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err)
-{
-    if (!r || (!positions && n) || !fn)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_reader_read: NULL argument");
     reel_store *s = r->store;
     if (record < 0 || record >= s->nrec)
         return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: record %lld of %lld", s->dir, (long long)record,
@@ -276,11 +220,136 @@ int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *
         if (positions[i] < 0 || positions[i] >= (int64_t)rec->num_frames)
             return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: stored frame %lld of %u", rec->path,
                                    (long long)positions[i], rec->num_frames);
+    return REEL_OK;
+}
+
+int reel__store_fetch(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n, reel__store_blob *b,
+                      reel_store_read_stats *stats, reel_error *err)
+{
+    if (!r || !b || (!positions && n)) return reel__error_set(err, REEL_E_INVALID_ARG, "store fetch: NULL argument");
+    int st = check_request(r, record, positions, n, err);
+    if (st != REEL_OK) return st;
+    const reel__store_rec *rec = &r->store->recs[record];
+    b->record = record;
+    b->len = 0;
+    b->m = 0;
+    b->whole = 0;
     if (n == 0) return REEL_OK;
     if (interrupted(r)) return reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", rec->path);
-    if (s->params.format == REEL_STORE_FORMAT_H264) return read_h264(r, record, positions, n, fn, opaque, stats, err);
+    if (r->store->params.format == REEL_STORE_FORMAT_H264) {
+        b->whole = 1;
+        st = read_bytes(r, record, 0, (size_t)rec->length, 0, b, stats, err);
+        if (st == REEL_OK) b->len = (size_t)rec->length;
+        if (st == REEL_OK && r->s.verify && reel__crc32(0, b->data, b->len) != rec->crc)
+            st = reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: record checksum mismatch", r->store->dir,
+                                 r->store->shard_names[record], rec->path);
+        return st;
+    }
+    /* the distinct wanted frames, ascending */
+    if (b->ucap < n) {
+        int64_t *u = realloc(b->u, n * sizeof *u);
+        uint64_t *at = u ? realloc(b->at, n * sizeof *at) : NULL;
+        if (u) b->u = u;
+        if (at) b->at = at;
+        if (!u || !at) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
+        b->ucap = n;
+    }
+    memcpy(b->u, positions, n * sizeof *positions);
+    qsort(b->u, n, sizeof *b->u, cmp_i64);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || b->u[i] != b->u[m - 1]) b->u[m++] = b->u[i];
+    b->m = m;
+    const reel__store_frame *fr = rec->frames;
+    uint64_t lo = fr[b->u[0]].offset, hi = (uint64_t)fr[b->u[m - 1]].offset + fr[b->u[m - 1]].length, want = 0;
+    for (size_t i = 0; i < m; i++) want += fr[b->u[i]].length;
+    if (hi - lo <= 2 * want + (1u << 18)) {
+        /* close together: one sequential read of the span */
+        st = read_bytes(r, record, lo, (size_t)(hi - lo), 0, b, stats, err);
+        for (size_t i = 0; i < m; i++) b->at[i] = fr[b->u[i]].offset - lo;
+        b->len = (size_t)(hi - lo);
+    } else {
+        /* scattered: one read per frame, packed one after another */
+        size_t at = 0;
+        for (size_t i = 0; st == REEL_OK && i < m; i++) {
+            st = read_bytes(r, record, fr[b->u[i]].offset, fr[b->u[i]].length, at, b, stats, err);
+            b->at[i] = at;
+            at += fr[b->u[i]].length;
+        }
+        b->len = at;
+    }
+    return st;
+}
 
-    /* frames in ascending order, each read and decoded once */
+/* H264 records: decoded by reel's decoder from memory; the visitor sees the
+ * source pts. */
+typedef struct h264_visit {
+    const reel__store_rec *rec;
+    reel_frame_fn fn;
+    void *opaque;
+} h264_visit;
+
+static int h264_fn(void *opaque, const reel_frame *frame, size_t pos)
+{
+    h264_visit *v = opaque;
+    reel_frame f = *frame;
+    int64_t k = frame->index;
+    if (k >= 0 && k < (int64_t)v->rec->num_frames) f.pts = v->rec->frames[k].pts;
+    return v->fn(v->opaque, &f, pos);
+}
+
+static int decode_h264(reel_store_reader *r, int64_t record, const reel__store_blob *b, const int64_t *positions,
+                       size_t n, reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err)
+{
+    const reel__store_rec *rec = &r->store->recs[record];
+    reel_decoder_settings ds;
+    reel_decoder_default_settings(&ds);
+    ds.threads = r->s.decoder_threads > 0 ? r->s.decoder_threads : 1;
+    ds.interrupt = r->s.interrupt;
+    ds.interrupt_opaque = r->s.interrupt_opaque;
+    reel_decoder *dec = NULL;
+    int64_t t0 = reel__clock_ns();
+    int st = reel_decoder_open_memory(&dec, b->data, b->len, rec->path, &ds, err);
+    if (st == REEL_OK) {
+        const reel_video_info *info = reel_decoder_info(dec);
+        if (info->num_frames != (int64_t)rec->num_frames)
+            st = reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: the stored stream has %lld frames, the index %u",
+                                 r->store->dir, r->store->shard_names[record], rec->path, (long long)info->num_frames,
+                                 rec->num_frames);
+    }
+    if (st == REEL_OK) {
+        h264_visit v = { rec, fn, opaque };
+        reel_decode_stats ds2;
+        memset(&ds2, 0, sizeof ds2);
+        st = reel_decoder_decode(dec, positions, n, h264_fn, &v, &ds2, err);
+        if (stats) {
+            stats->frames_decoded += ds2.frames_decoded;
+            stats->frames_returned += ds2.frames_returned;
+        }
+    }
+    reel_decoder_close(&dec);
+    if (stats) stats->decode_seconds += (double)(reel__clock_ns() - t0) / 1e9;
+    return st;
+}
+
+typedef struct req { int64_t pos; size_t i; } req;
+
+static int cmp_req(const void *a, const void *b)
+{
+    const req *x = a, *y = b;
+    if (x->pos != y->pos) return x->pos < y->pos ? -1 : 1;
+    return x->i < y->i ? -1 : x->i > y->i;
+}
+
+int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const int64_t *positions, size_t n,
+                       reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err)
+{
+    if (!r || !b || !fn || (!positions && n)) return reel__error_set(err, REEL_E_INVALID_ARG, "store decode: NULL argument");
+    const int64_t record = b->record;
+    int st = check_request(r, record, positions, n, err);
+    if (st != REEL_OK || n == 0) return st;
+    const reel__store_rec *rec = &r->store->recs[record];
+    if (b->whole) return decode_h264(r, record, b, positions, n, fn, opaque, stats, err);
     req *q = malloc(n * sizeof *q);
     if (!q) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
     for (size_t i = 0; i < n; i++) {
@@ -288,26 +357,17 @@ int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *
         q[i].i = i;
     }
     qsort(q, n, sizeof *q, cmp_req);
-    /* one read for the span when the wanted frames are close, else per frame */
-    const reel__store_frame *fr = rec->frames;
-    uint64_t lo = fr[q[0].pos].offset, hi = (uint64_t)fr[q[n - 1].pos].offset + fr[q[n - 1].pos].length;
-    uint64_t want = 0;
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || q[i].pos != q[i - 1].pos) want += fr[q[i].pos].length;
-    int span = hi - lo <= 2 * want + (1 << 18);
-    int st = REEL_OK;
-    if (span) st = read_bytes(r, record, lo, (size_t)(hi - lo), 0, stats, err);
+    size_t k = 0; /* index into the fetched frames */
     for (size_t i = 0; st == REEL_OK && i < n;) {
         int64_t pos = q[i].pos;
-        size_t at = 0;
-        if (span) {
-            at = fr[pos].offset - lo;
-        } else {
-            st = read_bytes(r, record, fr[pos].offset, fr[pos].length, 0, stats, err);
-            if (st != REEL_OK) break;
+        while (k < b->m && b->u[k] < pos) k++;
+        if (k == b->m || b->u[k] != pos) {
+            st = reel__error_set(err, REEL_E_INTERNAL, "%s: stored frame %lld was not fetched", rec->path,
+                                 (long long)pos);
+            break;
         }
         int64_t t0 = reel__clock_ns();
-        st = decode_image(r, record, pos, at, err);
+        st = decode_image(r, record, pos, b->data + b->at[k], err);
         if (stats) {
             stats->decode_seconds += (double)(reel__clock_ns() - t0) / 1e9;
             stats->frames_decoded++;
@@ -315,7 +375,7 @@ int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *
         }
         if (st != REEL_OK) break;
         reel_frame f;
-        reel__frame_wrap(&f, r->rgb, pos, fr[pos].pts, 0);
+        reel__frame_wrap(&f, r->rgb, pos, rec->frames[pos].pts, 0);
         for (; i < n && q[i].pos == pos; i++) {
             int v = fn(opaque, &f, q[i].i);
             if (v != 0) {
@@ -329,34 +389,13 @@ int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *
     return st;
 }
 
-int reel_store_reader_read_source(reel_store_reader *r, int64_t record, const int64_t *source_indices, size_t n,
-                                  reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err)
+int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n,
+                           reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err)
 {
-    if (!r || (!source_indices && n))
-        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_reader_read_source: NULL argument");
-    reel_store *s = r->store;
-    if (record < 0 || record >= s->nrec)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: record %lld of %lld", s->dir, (long long)record,
-                               (long long)s->nrec);
-    const reel__store_rec *rec = &s->recs[record];
-    int64_t *pos = malloc((n ? n : 1) * sizeof *pos);
-    if (!pos) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
-    for (size_t i = 0; i < n; i++) {
-        int64_t lo = 0, hi = rec->num_frames;
-        while (lo < hi) {
-            int64_t mid = lo + (hi - lo) / 2;
-            if (rec->frames[mid].source_index < source_indices[i]) lo = mid + 1;
-            else hi = mid;
-        }
-        if (lo >= (int64_t)rec->num_frames || rec->frames[lo].source_index != source_indices[i]) {
-            free(pos);
-            return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: source frame %lld is not in the store", rec->path,
-                                   (long long)source_indices[i]);
-        }
-        pos[i] = lo;
-    }
-    int st = reel_store_reader_read(r, record, pos, n, fn, opaque, stats, err);
-    free(pos);
+    if (!r || (!positions && n) || !fn)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_reader_read: NULL argument");
+    int st = reel__store_fetch(r, record, positions, n, &r->blob, stats, err);
+    if (st == REEL_OK) st = reel__store_decode(r, &r->blob, positions, n, fn, opaque, stats, err);
     return st;
 }
 
@@ -394,8 +433,8 @@ int reel_store_verify(const char *dir, reel_store_verify_report *rep, reel_error
         reel_error e;
         reel_error_clear(&e);
         /* the whole record's checksum, then every frame decoded */
-        int rs = read_bytes(r, i, 0, (size_t)rec->length, 0, NULL, &e);
-        if (rs == REEL_OK && reel__crc32(0, r->buf, (size_t)rec->length) != rec->crc)
+        int rs = read_bytes(r, i, 0, (size_t)rec->length, 0, &r->blob, NULL, &e);
+        if (rs == REEL_OK && reel__crc32(0, r->blob.data, (size_t)rec->length) != rec->crc)
             rs = reel__error_set(&e, REEL_E_CORRUPT, "%s: shard %s: %s: record checksum mismatch", s->dir,
                                  s->shard_names[i], rec->path);
         if (rs == REEL_OK) {

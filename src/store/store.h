@@ -109,6 +109,24 @@ int reel__encoder_add(reel__encoder *e, const uint8_t *rgb, size_t stride, int64
 int reel__encoder_end(reel__encoder *e, reel__store_frame *frames, int64_t nframes, reel__bytes *out,
                       const char *name, reel_error *err);
 
+/* Bytes of some frames of one record, fetched by a reader (stage 1 of the
+ * loader) and decoded later (stage 2), possibly by another reader. */
+typedef struct reel__store_blob {
+    int64_t record;
+    uint8_t *data;
+    size_t len, cap;
+    int whole;          /* H264: the whole record */
+    int64_t *u;         /* the distinct fetched positions, ascending */
+    uint64_t *at;       /* offset of each in data */
+    size_t m, ucap;
+} reel__store_blob;
+
+int reel__store_fetch(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n, reel__store_blob *b,
+                      reel_store_read_stats *stats, reel_error *err);
+int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const int64_t *positions, size_t n,
+                       reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err);
+void reel__store_blob_free(reel__store_blob *b);
+
 /* The open store (index in memory). */
 struct reel_store {
     char *dir;
