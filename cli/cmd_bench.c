@@ -113,6 +113,9 @@ static const char *advice(const char *bottleneck)
     if (strcmp(bottleneck, "decode") == 0) return "decoding and conversion: add --threads, cores, or shorter GOPs";
     if (strcmp(bottleneck, "open") == 0) return "opening and indexing: add --open-threads, or use --index sidecars";
     if (strcmp(bottleneck, "collate") == 0) return "collation (moving rows after failures)";
+    if (strcmp(bottleneck, "read") == 0) return "reading the store's shards: faster disk, page cache, or --open-threads";
+    if (strcmp(bottleneck, "image decode") == 0)
+        return "image decoding and conversion (store): add --threads or cores, or pack at the output size";
     return "the consumer: the loader keeps up, data time is small";
 }
 

@@ -4,6 +4,7 @@
 #include "pipeline/dataset.h"
 #include "core/json.h"
 #include "core/error.h"
+#include "store/store.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -34,6 +35,7 @@ void reel_dataset_free(reel_dataset **pds)
     free(ds->hash);
     free(ds->rank_of_id);
     free(ds->id_of_rank);
+    reel_store_close(&ds->store);
     free(ds);
     *pds = NULL;
 }
@@ -183,6 +185,7 @@ static int add_entry(reel_dataset *ds, const char *path, int64_t label, double s
     e->label = label;
     e->start = start;
     e->end = end < 0 ? -1 : end;
+    e->record = -1;
     return REEL_OK;
 }
 
@@ -748,6 +751,44 @@ int reel_dataset_open(reel_dataset **out, const char *path, reel_error *err)
     struct stat sb;
     if (stat(path, &sb) != 0)
         return reel__error_set(err, errno == ENOENT ? REEL_E_NOT_FOUND : REEL_E_IO, "%s: %s", path, strerror(errno));
-    if (S_ISDIR(sb.st_mode)) return reel_dataset_open_dir(out, path, NULL, err);
+    if (S_ISDIR(sb.st_mode)) {
+        char idx[4200];
+        struct stat ib;
+        if (reel__store_join(idx, sizeof idx, path, REEL_STORE_INDEX_NAME) == 0 && stat(idx, &ib) == 0)
+            return reel__dataset_open_store(out, path, err);
+        return reel_dataset_open_dir(out, path, NULL, err);
+    }
     return reel_dataset_open_manifest(out, path, err);
+}
+
+/* A packed store's records as a dataset: the same order, labels and class
+ * names as the dataset it was built from; the loader reads them through the
+ * store source (pipeline/source_store.c). */
+int reel__dataset_open_store(reel_dataset **out, const char *dir, reel_error *err)
+{
+    *out = NULL;
+    reel_store *store = NULL;
+    int st = reel_store_open(&store, dir, err);
+    if (st != REEL_OK) return st;
+    reel_store_info info;
+    reel_store_get_info(store, &info);
+    reel_dataset *ds = NULL;
+    st = reel_dataset_create(&ds, err);
+    for (int64_t i = 0; st == REEL_OK && i < info.num_records; i++) {
+        reel_store_record r;
+        st = reel_store_get_record(store, i, &r, err);
+        if (st != REEL_OK) break;
+        if (r.class_name[0]) st = reel_dataset_add_named(ds, r.source_path, r.class_name, 0, -1, err);
+        else st = reel_dataset_add(ds, r.source_path, r.label, 0, -1, err);
+        if (st == REEL_OK) ds->items[ds->n - 1].record = i;
+    }
+    if (st == REEL_OK && ds->n == 0) st = reel__error_set(err, REEL_E_EMPTY, "%s: the store has no records", dir);
+    if (st != REEL_OK) {
+        reel_dataset_free(&ds);
+        reel_store_close(&store);
+        return st;
+    }
+    ds->store = store;
+    *out = ds;
+    return REEL_OK;
 }

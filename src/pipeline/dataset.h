@@ -8,6 +8,7 @@ typedef struct reel_dataset_entry {
     char   *path;
     int64_t label;   /* integer label, or class id (insertion order) when named */
     double  start, end;
+    int64_t record;  /* a store's record number (the dataset of a store), else -1 */
 } reel_dataset_entry;
 
 enum { REEL_LABELS_NONE = 0, REEL_LABELS_INT = 1, REEL_LABELS_NAMED = 2 };
@@ -25,10 +26,14 @@ struct reel_dataset {
     int64_t *id_of_rank;  /* sorted label -> id */
     int      ranks_dirty;
     int      frozen;
+    struct reel_store *store; /* owned: the dataset is a packed store's records */
 };
 
 /* Sorts class names (if needed) and forbids further additions. */
 int reel__dataset_freeze(reel_dataset *ds, reel_error *err);
+
+/* The dataset of a packed store in `dir` (its index exists). */
+int reel__dataset_open_store(reel_dataset **out, const char *dir, reel_error *err);
 
 /* Label of entry i (dataset frozen or ranks fresh). */
 int64_t reel__dataset_label(const reel_dataset *ds, size_t i);

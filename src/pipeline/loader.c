@@ -14,6 +14,7 @@
 #include "pipeline/ring.h"
 #include "pipeline/rng.h"
 #include "pipeline/sampler.h"
+#include "pipeline/source.h"
 #include "pipeline/trace.h"
 
 #include <errno.h>
@@ -34,6 +35,7 @@
 
 typedef struct stage {
     const char *name;
+    char abandoned_label[32]; /* "<name> (abandoned)" for the trace */
     int threads;
     reel_queue q;            /* input queue */
     pthread_t *tids;
@@ -47,11 +49,14 @@ typedef struct worker {
     struct reel_loader *l;
     int id;                  /* within its stage */
     int track;
+    void *tls;               /* the source's per-thread state */
 } worker;
 
 struct reel_loader {
     reel_loader_settings s;
     reel_dataset *ds;
+    const reel_source_ops *src;  /* videos or store records: chosen once, never branched on */
+    void *src_ctx;
     int out_w, out_h, T, K;
     size_t esize;
 
@@ -91,6 +96,7 @@ struct reel_loader {
     _Atomic int64_t frames, clips, batches;
     _Atomic int64_t successes, failures, replacements;
     _Atomic int64_t frames_decoded, frames_returned;
+    _Atomic int64_t bytes_read;  /* by the source's stage 1 (store records) */
     reel_failure_log failures_log;
     reel_trace trace;
 };
@@ -193,9 +199,16 @@ static void slot_finish(reel_loader *l, reel_slot *s)
 }
 
 /* Records a failed attempt and applies the error policy. */
+/* Frees the source's per-sample state. */
+static void slot_close(reel_loader *l, reel_slot *s)
+{
+    if (s->handle) l->src->close(l->src_ctx, s->handle);
+    s->handle = NULL;
+}
+
 static void slot_failed(reel_loader *l, reel_slot *s, int status, const reel_error *e)
 {
-    reel_decoder_close(&s->dec);
+    slot_close(l, s);
     if (status == REEL_E_CANCELLED || stopping(l)) {
         s->status = REEL_E_CANCELLED;
         slot_finish(l, s);
@@ -297,37 +310,65 @@ static int sample_interrupt(void *opaque)
            atomic_load_explicit((atomic_int *)&s->cut, memory_order_relaxed);
 }
 
-static int open_sample(reel_loader *l, reel_slot *s, reel_error *e)
+static void source_options(const reel_loader *l, reel_slot *s, reel_source_open *o)
 {
-    const reel_dataset_entry *it = &l->ds->items[s->sample];
-    reel_decoder_settings ds;
-    reel_decoder_default_settings(&ds);
-    ds.threads = l->s.decoder_threads;
-    ds.index_mode = l->s.index_mode;
-    ds.corrupt_policy = l->s.corrupt_policy;
-    ds.interrupt = sample_interrupt;
-    ds.interrupt_opaque = s;
-    int st = reel_decoder_open(&s->dec, it->path, &ds, e);
+    o->decoder_threads = l->s.decoder_threads;
+    o->index_mode = l->s.index_mode;
+    o->corrupt_policy = l->s.corrupt_policy;
+    o->interrupt = sample_interrupt;
+    o->interrupt_opaque = s;
+}
+
+/* Stage 1: the source opens the sample, the sampler picks its frames, and
+ * the source fetches what decoding them needs. */
+static int open_sample(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
+{
+    reel_source_open o;
+    source_options(l, s, &o);
+    reel_source_info info;
+    memset(&info, 0, sizeof info);
+    int st = l->src->open(l->src_ctx, w->tls, l->ds, s->sample, &o, &s->handle, &info, e);
     if (st != REEL_OK) return st;
-    const reel_video_info *info = reel_decoder_info(s->dec);
-    int64_t n = 0;
-    const reel_frame_entry *tab = reel_decoder_frame_table(s->dec, &n);
     reel_sampler_input in;
-    in.table = tab;
-    in.n = n;
-    in.tb_num = info->time_base_num;
-    in.tb_den = info->time_base_den;
-    in.avg_fps = info->avg_fps_den > 0 ? (double)info->avg_fps_num / info->avg_fps_den : 0;
-    in.seg_start = it->start;
-    in.seg_end = it->end;
+    in.table = info.table;
+    in.n = info.n;
+    in.tb_num = info.tb_num;
+    in.tb_den = info.tb_den;
+    in.avg_fps = info.avg_fps;
+    in.seg_start = info.seg_start;
+    in.seg_end = info.seg_end;
     reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_SAMPLER,
                          (uint32_t)s->attempt };
-    st = reel__sampler_run(&l->s.sampler, &in, &key, it->path, s->indices, e);
+    st = reel__sampler_run(&l->s.sampler, &in, &key, sample_path(l, s->sample), s->indices, e);
     if (st != REEL_OK) return st;
-    s->tb_num = info->time_base_num;
-    s->tb_den = info->time_base_den;
-    s->rotation = ((info->rotation % 360) + 360) % 360; /* -90 and 270 alike */
-    return REEL_OK;
+    s->tb_num = info.tb_num;
+    s->tb_den = info.tb_den;
+    s->rotation = info.rotation;
+    if (l->src->prepare) {
+        reel_source_stats ss = { 0 };
+        st = l->src->prepare(l->src_ctx, w->tls, s->handle, s->indices, (size_t)l->K * (size_t)l->T, &ss, e);
+        atomic_fetch_add(&l->bytes_read, ss.bytes_read);
+    }
+    return st;
+}
+
+/* Per-thread source state for a stage worker; on failure every sample the
+ * worker takes fails with the reason (as the converter's does). */
+static int worker_source_init(reel_loader *l, worker *w, reel_error *e)
+{
+    if (!l->src->thread_init) return REEL_OK;
+    reel_source_open o;
+    memset(&o, 0, sizeof o);
+    o.decoder_threads = l->s.decoder_threads;
+    o.index_mode = l->s.index_mode;
+    o.corrupt_policy = l->s.corrupt_policy;
+    return l->src->thread_init(l->src_ctx, &o, &w->tls, e);
+}
+
+static void worker_source_free(reel_loader *l, worker *w)
+{
+    if (l->src->thread_free && w->tls) l->src->thread_free(l->src_ctx, w->tls);
+    w->tls = NULL;
 }
 
 static void *open_main(void *arg)
@@ -336,25 +377,28 @@ static void *open_main(void *arg)
     reel_loader *l = w->l;
     stage *sg = &l->st[REEL_STAGE_OPEN];
     name_thread(sg->name, w->id);
+    reel_error terr;
+    int tst = worker_source_init(l, w, &terr);
     void *item;
     while (reel__queue_pop(&sg->q, &item)) {
         reel_slot *s = item;
         reel_batchbuf *bb = s->bb;
         if (stopping(l)) { slot_failed(l, s, REEL_E_CANCELLED, NULL); continue; }
+        if (tst != REEL_OK) { slot_failed(l, s, tst, &terr); continue; }
         int64_t t0 = reel__clock_ns();
         work_begin(s, t0);
         const char *path = sample_path(l, s->sample);
         int64_t sample = s->sample;
         reel_error e;
         reel_error_clear(&e);
-        int st = open_sample(l, s, &e);
+        int st = open_sample(l, w, s, &e);
         int64_t t1 = reel__clock_ns();
         int abandoned = work_end(s, t1);
         atomic_fetch_add(&sg->busy_ns, t1 - t0);
         atomic_fetch_add(&sg->items, 1);
-        reel__trace_add(&l->trace, w->track, abandoned ? "open (abandoned)" : "open", path, t0, t1, sample);
+        reel__trace_add(&l->trace, w->track, abandoned ? sg->abandoned_label : sg->name, path, t0, t1, sample);
         if (abandoned) {
-            reel_decoder_close(&s->dec);
+            slot_close(l, s);
             work_release(l, bb);
             continue;
         }
@@ -364,6 +408,7 @@ static void *open_main(void *arg)
             slot_failed(l, s, REEL_E_CANCELLED, NULL);
         work_release(l, bb);
     }
+    worker_source_free(l, w);
     return NULL;
 }
 
@@ -465,6 +510,7 @@ static void *decode_main(void *arg)
     reel_converter *conv = NULL;
     reel_error cerr;
     int conv_st = reel_converter_create(&conv, &cerr);
+    if (conv_st == REEL_OK) conv_st = worker_source_init(l, w, &cerr);
     void *item;
     while (reel__queue_pop(&sg->q, &item)) {
         reel_slot *s = item;
@@ -486,23 +532,23 @@ static void *decode_main(void *arg)
         for (int k = 0; k < l->K; k++)
             s->bb->rows[(int64_t)s->index * l->K + k].crop_w = 0;
         memset(s->visited, 0, n);
-        reel_decode_stats stats;
+        reel_source_stats stats;
         memset(&stats, 0, sizeof stats);
         reel_error e;
         reel_error_clear(&e);
-        int st = reel_decoder_decode(s->dec, s->indices, n, visit, &c, &stats, &e);
+        int st = l->src->decode(l->src_ctx, w->tls, s->handle, s->indices, n, visit, &c, &stats, &e);
         if (st != REEL_OK && c.err.status != REEL_OK) e = c.err; /* our visitor's reason wins */
         if (st == REEL_OK && c.visited != (int64_t)n)
             st = reel__error_set(&e, REEL_E_INTERNAL, "%s: %lld of %zu requested frames were delivered",
                                  path, (long long)c.visited, n);
-        reel_decoder_close(&s->dec);
+        slot_close(l, s);
         int64_t t1 = reel__clock_ns();
         int abandoned = work_end(s, t1);
         atomic_fetch_add(&sg->busy_ns, t1 - t0);
         atomic_fetch_add(&sg->items, 1);
         atomic_fetch_add(&l->frames_decoded, stats.frames_decoded);
         atomic_fetch_add(&l->frames_returned, stats.frames_returned);
-        reel__trace_add(&l->trace, w->track, abandoned ? "decode (abandoned)" : "decode", path, t0, t1, sample);
+        reel__trace_add(&l->trace, w->track, abandoned ? sg->abandoned_label : sg->name, path, t0, t1, sample);
         if (abandoned) {
             work_release(l, bb);
             continue;
@@ -517,6 +563,7 @@ static void *decode_main(void *arg)
         work_release(l, bb);
     }
     reel_converter_destroy(&conv);
+    worker_source_free(l, w);
     return NULL;
 }
 
@@ -708,7 +755,7 @@ static void *feeder_main(void *arg)
             pthread_mutex_unlock(&s->mu);
             atomic_store(&s->cut, 0);
             s->stop = &l->stop;
-            s->dec = NULL;
+            s->handle = NULL;
             reel_error_clear(&s->err);
         }
         int closed = 0;
@@ -767,7 +814,7 @@ static void stop_threads(reel_loader *l)
         reel_batchbuf *bb = &l->ring.bufs[b];
         for (int j = 0; j < l->ring.batch_size; j++) {
             reel_slot *s = &bb->slots[j];
-            reel_decoder_close(&s->dec);
+            slot_close(l, s);
             s->t_begin = 0;
             s->abandoned = 0;
         }
@@ -895,6 +942,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     if (!l) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
     l->s = s;
     l->ds = ds;
+    l->src = reel__source_of(ds, &l->src_ctx);
     l->out_w = ow;
     l->out_h = oh;
     l->T = s.sampler.frames_per_clip;
@@ -932,7 +980,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
 
     /* stages */
     const int threads[REEL_STAGE_COUNT] = { s.open_threads, s.decode_threads, s.collate_threads };
-    static const char *const names[REEL_STAGE_COUNT] = { "open", "decode", "collate" };
+    const char *const names[REEL_STAGE_COUNT] = { l->src->stage_names[0], l->src->stage_names[1], "collate" };
     size_t caps[REEL_STAGE_COUNT];
     caps[REEL_STAGE_OPEN] = s.queue_capacity ? (size_t)s.queue_capacity : (size_t)(2 * s.open_threads + 2);
     caps[REEL_STAGE_DECODE] = s.queue_capacity ? (size_t)s.queue_capacity : (size_t)(2 * s.decode_threads);
@@ -954,6 +1002,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     for (int i = 0; i < REEL_STAGE_COUNT; i++) {
         stage *sg = &l->st[i];
         sg->name = names[i];
+        snprintf(sg->abandoned_label, sizeof sg->abandoned_label, "%s (abandoned)", names[i]);
         sg->threads = threads[i];
         sg->track0 = wi + 1;
         sg->tids = calloc((size_t)threads[i], sizeof *sg->tids);

@@ -27,7 +27,7 @@ typedef struct reel_slot {
     int      padded;
     int      status;       /* REEL_OK once decoded, else the final failure */
     reel_error err;
-    reel_decoder *dec;     /* open between stage 1 and stage 2 */
+    void    *handle;       /* the source's per-sample state, open between stage 1 and stage 2 */
     int64_t *indices;      /* clips_per_video * frames_per_clip requested frames */
     int64_t *pts;          /* same count, filled while decoding */
     uint8_t *visited;      /* same count: 1 once the position was written */

@@ -67,6 +67,12 @@ void reel_store_reader_destroy(reel_store_reader **pr)
     *pr = NULL;
 }
 
+void reel__store_reader_set_interrupt(reel_store_reader *r, int (*fn)(void *), void *opaque)
+{
+    r->s.interrupt = fn;
+    r->s.interrupt_opaque = opaque;
+}
+
 static int grow(uint8_t **buf, size_t *cap, size_t need)
 {
     if (need <= *cap) return 0;

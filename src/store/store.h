@@ -126,6 +126,8 @@ int reel__store_fetch(reel_store_reader *r, int64_t record, const int64_t *posit
 int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const int64_t *positions, size_t n,
                        reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err);
 void reel__store_blob_free(reel__store_blob *b);
+/* The interrupt callback for the reader's next calls (the loader's per-sample one). */
+void reel__store_reader_set_interrupt(reel_store_reader *r, int (*fn)(void *), void *opaque);
 
 /* The open store (index in memory). */
 struct reel_store {

@@ -1,0 +1,68 @@
+/* source.h: the loader's input seam. A source turns a dataset entry into
+ * frames in two steps that run in the loader's two work stages: `open`
+ * (stage 1: open and index a video, or read a store record's bytes) gives
+ * the frame table the samplers need and may fetch what the sampled frames
+ * need; `decode` (stage 2) hands those frames to the loader's visitor as
+ * reel_frame, which the loader converts straight into the batch slot.
+ * Video files (local, or remote through the decoder's I/O) and packed-store
+ * records sit behind this one interface, so samplers, transforms, the ring,
+ * sharding, resume, the error policy and the metrics never branch on the
+ * kind of input. The source is chosen once per dataset. */
+#ifndef REEL_PIPELINE_SOURCE_H
+#define REEL_PIPELINE_SOURCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reel/pipeline.h"
+
+/* What stage 1 learns about a sample, for the samplers and the converter. */
+typedef struct reel_source_info {
+    const reel_frame_entry *table; /* owned by the sample handle */
+    int64_t n;
+    int tb_num, tb_den;
+    double avg_fps;
+    int rotation;                  /* clockwise degrees still to apply (0..359) */
+    double seg_start, seg_end;     /* the segment within the table (end < 0: to the end) */
+} reel_source_info;
+
+/* Per-sample options from the loader. */
+typedef struct reel_source_open {
+    int decoder_threads;
+    int index_mode;
+    int corrupt_policy;
+    int (*interrupt)(void *opaque); /* shutdown or the watchdog: stop at the next packet or read */
+    void *interrupt_opaque;
+} reel_source_open;
+
+/* Work counted by a source for the metrics. */
+typedef struct reel_source_stats {
+    int64_t frames_decoded, frames_returned;
+    int64_t bytes_read;
+} reel_source_stats;
+
+typedef struct reel_source_ops {
+    const char *kind;           /* "video", "store" */
+    const char *stage_names[2]; /* what stages 1 and 2 do, for metrics and the trace */
+    /* Per worker thread state (either may be NULL). */
+    int  (*thread_init)(void *ctx, const reel_source_open *o, void **tls, reel_error *err);
+    void (*thread_free)(void *ctx, void *tls);
+    /* Stage 1: *handle owns what the sample keeps until close. */
+    int  (*open)(void *ctx, void *tls, const reel_dataset *ds, int64_t sample, const reel_source_open *o,
+                 void **handle, reel_source_info *info, reel_error *err);
+    /* Stage 1, after sampling: fetch what decoding `indices` needs (may be NULL). */
+    int  (*prepare)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_source_stats *st,
+                    reel_error *err);
+    /* Stage 2: each requested position to fn, in any order. */
+    int  (*decode)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_frame_fn fn,
+                   void *opaque, reel_source_stats *st, reel_error *err);
+    void (*close)(void *ctx, void *handle);
+} reel_source_ops;
+
+extern const reel_source_ops reel__source_video;
+extern const reel_source_ops reel__source_store;
+
+/* The source of a dataset, and its context. */
+const reel_source_ops *reel__source_of(const reel_dataset *ds, void **ctx);
+
+#endif

@@ -1,0 +1,101 @@
+/* source_store.c: the loader's source for packed-store records: stage 1
+ * looks the record up and reads the sampled frames' bytes ("read"), stage 2
+ * decodes them ("decode jpeg", "decode raw", "decode h264"). One store
+ * reader per worker thread; the store itself is shared. */
+#include "pipeline/source.h"
+#include "pipeline/dataset.h"
+#include "store/store.h"
+#include "core/error.h"
+
+#include <stdlib.h>
+
+typedef struct store_sample {
+    int64_t record;
+    reel__store_blob blob;
+    int (*interrupt)(void *opaque);
+    void *interrupt_opaque;
+} store_sample;
+
+static int store_thread_init(void *ctx, const reel_source_open *o, void **tls, reel_error *err)
+{
+    reel_store_reader_settings s;
+    reel_store_reader_default_settings(&s);
+    s.decoder_threads = o->decoder_threads > 0 ? o->decoder_threads : 1;
+    reel_store_reader *r = NULL;
+    int st = reel_store_reader_create(&r, ctx, &s, err);
+    *tls = r;
+    return st;
+}
+
+static void store_thread_free(void *ctx, void *tls)
+{
+    (void)ctx;
+    reel_store_reader *r = tls;
+    reel_store_reader_destroy(&r);
+}
+
+static int store_open(void *ctx, void *tls, const reel_dataset *ds, int64_t sample, const reel_source_open *o,
+                      void **handle, reel_source_info *info, reel_error *err)
+{
+    (void)tls;
+    reel_store *s = ctx;
+    int64_t record = ds->items[sample].record;
+    reel_store_record rec;
+    int st = reel_store_get_record(s, record, &rec, err);
+    if (st != REEL_OK) return st;
+    if (rec.status != REEL_OK)
+        return reel__error_set(err, rec.status, "%s: not in the store %s: %s", rec.source_path, s->dir, rec.reason);
+    store_sample *h = calloc(1, sizeof *h);
+    if (!h) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec.source_path);
+    h->record = record;
+    h->interrupt = o->interrupt;
+    h->interrupt_opaque = o->interrupt_opaque;
+    info->table = reel_store_get_frame_table(s, record, &info->n);
+    info->tb_num = rec.time_base_num;
+    info->tb_den = rec.time_base_den;
+    info->avg_fps = rec.avg_fps_den > 0 ? (double)rec.avg_fps_num / rec.avg_fps_den : 0;
+    info->rotation = 0;   /* stored upright */
+    info->seg_start = 0;  /* the segment was applied when packing */
+    info->seg_end = -1;
+    *handle = h;
+    return REEL_OK;
+}
+
+static int store_prepare(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n,
+                         reel_source_stats *st, reel_error *err)
+{
+    (void)ctx;
+    store_sample *h = handle;
+    reel_store_read_stats rs = { 0 };
+    reel__store_reader_set_interrupt(tls, h->interrupt, h->interrupt_opaque);
+    int r = reel__store_fetch(tls, h->record, indices, n, &h->blob, &rs, err);
+    st->bytes_read += rs.bytes_read;
+    return r;
+}
+
+static int store_decode(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_frame_fn fn,
+                        void *opaque, reel_source_stats *st, reel_error *err)
+{
+    (void)ctx;
+    store_sample *h = handle;
+    reel_store_read_stats rs = { 0 };
+    reel__store_reader_set_interrupt(tls, h->interrupt, h->interrupt_opaque);
+    int r = reel__store_decode(tls, &h->blob, indices, n, fn, opaque, &rs, err);
+    st->frames_decoded += rs.frames_decoded;
+    st->frames_returned += rs.frames_returned;
+    return r;
+}
+
+static void store_close(void *ctx, void *handle)
+{
+    (void)ctx;
+    store_sample *h = handle;
+    if (!h) return;
+    reel__store_blob_free(&h->blob);
+    free(h);
+}
+
+const reel_source_ops reel__source_store = {
+    "store", { "read", "image decode" }, store_thread_init, store_thread_free, store_open, store_prepare, store_decode,
+    store_close,
+};

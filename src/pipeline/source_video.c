@@ -1,0 +1,67 @@
+/* source_video.c: the loader's source for video files (paths or URLs):
+ * stage 1 opens and indexes with reel_decoder, stage 2 decodes the sampled
+ * frames with one planned call. */
+#include "pipeline/source.h"
+#include "pipeline/dataset.h"
+#include "core/error.h"
+
+static int video_open(void *ctx, void *tls, const reel_dataset *ds, int64_t sample, const reel_source_open *o,
+                      void **handle, reel_source_info *info, reel_error *err)
+{
+    (void)ctx;
+    (void)tls;
+    const reel_dataset_entry *it = &ds->items[sample];
+    reel_decoder_settings s;
+    reel_decoder_default_settings(&s);
+    s.threads = o->decoder_threads;
+    s.index_mode = o->index_mode;
+    s.corrupt_policy = o->corrupt_policy;
+    s.interrupt = o->interrupt;
+    s.interrupt_opaque = o->interrupt_opaque;
+    reel_decoder *dec = NULL;
+    int st = reel_decoder_open(&dec, it->path, &s, err);
+    if (st != REEL_OK) return st;
+    const reel_video_info *vi = reel_decoder_info(dec);
+    info->table = reel_decoder_frame_table(dec, &info->n);
+    info->tb_num = vi->time_base_num;
+    info->tb_den = vi->time_base_den;
+    info->avg_fps = vi->avg_fps_den > 0 ? (double)vi->avg_fps_num / vi->avg_fps_den : 0;
+    info->rotation = ((vi->rotation % 360) + 360) % 360; /* -90 and 270 alike */
+    info->seg_start = it->start;
+    info->seg_end = it->end;
+    *handle = dec;
+    return REEL_OK;
+}
+
+static int video_decode(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_frame_fn fn,
+                        void *opaque, reel_source_stats *st, reel_error *err)
+{
+    (void)ctx;
+    (void)tls;
+    reel_decode_stats ds;
+    int r = reel_decoder_decode(handle, indices, n, fn, opaque, &ds, err);
+    st->frames_decoded += ds.frames_decoded;
+    st->frames_returned += ds.frames_returned;
+    return r;
+}
+
+static void video_close(void *ctx, void *handle)
+{
+    (void)ctx;
+    reel_decoder *dec = handle;
+    reel_decoder_close(&dec);
+}
+
+const reel_source_ops reel__source_video = {
+    "video", { "open", "decode" }, NULL, NULL, video_open, NULL, video_decode, video_close,
+};
+
+const reel_source_ops *reel__source_of(const reel_dataset *ds, void **ctx)
+{
+    if (ds->store) {
+        *ctx = ds->store;
+        return &reel__source_store;
+    }
+    *ctx = NULL;
+    return &reel__source_video;
+}
