@@ -405,6 +405,39 @@ int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *
     return st;
 }
 
+int reel_store_reader_read_source(reel_store_reader *r, int64_t record, const int64_t *source_indices, size_t n,
+                                  reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err)
+{
+    if (!r || (!source_indices && n))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_reader_read_source: NULL argument");
+    reel_store *s = r->store;
+    if (record < 0 || record >= s->nrec)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: record %lld of %lld", s->dir, (long long)record,
+                               (long long)s->nrec);
+    const reel__store_rec *rec = &s->recs[record];
+    int64_t *pos = malloc((n ? n : 1) * sizeof *pos);
+    if (!pos) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
+    for (size_t i = 0; i < n; i++) {
+        /* exact match by binary search: a frame that was not stored is an
+         * error, never the nearest stored one */
+        int64_t lo = 0, hi = rec->num_frames;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (rec->frames[mid].source_index < source_indices[i]) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo >= (int64_t)rec->num_frames || rec->frames[lo].source_index != source_indices[i]) {
+            free(pos);
+            return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: source frame %lld is not in the store", rec->path,
+                                   (long long)source_indices[i]);
+        }
+        pos[i] = lo;
+    }
+    int st = reel_store_reader_read(r, record, pos, n, fn, opaque, stats, err);
+    free(pos);
+    return st;
+}
+
 /* ---------------------------------------------------------------- verify */
 
 static int count_fn(void *opaque, const reel_frame *f, size_t pos)
