@@ -32,6 +32,9 @@ from ._reel import (
     ffmpeg_versions,
     set_ffmpeg_log_level,
 )
+from ._store import merge as pack_merge
+from ._store import pack, store_info  # `python -m reel.pack` is the command line (reel/pack.py)
+from ._store import verify as store_verify
 from ._samplers import (
     clips_at_random_indices,
     clips_at_random_timestamps,
@@ -51,5 +54,6 @@ __all__ = [
     "Loader", "Batch", "ClipInfo", "dataset_info",
     "ReelError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
     "InvalidArgumentError", "NoVideoStreamError", "Status",
+    "pack", "pack_merge", "store_verify", "store_info",
     "ffmpeg_versions", "set_ffmpeg_log_level", "__version__",
 ]

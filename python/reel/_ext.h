@@ -159,6 +159,8 @@ PyObject *mod_loader_defaults(PyObject *m, PyObject *u);
 PyObject *mod_epoch_shape(PyObject *module, PyObject *args);
 PyObject *mod_dataset_info(PyObject *module, PyObject *source);
 extern PyType_Spec loader_spec;
+/* _ext_store.c */
+extern PyMethodDef reel_store_methods[];
 extern PyType_Spec batchhandle_spec;
 
 #endif /* REEL_PY_EXT_H */

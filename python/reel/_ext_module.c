@@ -270,6 +270,7 @@ static int module_exec(PyObject *m)
     }
     if (PyModule_AddObject(m, "STATUS", names) < 0) { Py_DECREF(names); return -1; }
     if (PyModule_AddStringConstant(m, "__version__", reel_version()) < 0) return -1;
+    if (PyModule_AddFunctions(m, reel_store_methods) < 0) return -1;
     if (PyModule_AddIntConstant(m, "DLPACK_MAJOR", REEL_DLPACK_MAJOR) < 0) return -1;
     return 0;
 }

@@ -152,3 +152,26 @@ def epoch_shape(num_videos: int, world_size: int, shard_mode: int, batch_size: i
 def _frames_from_bytes(
     data: bytes, dtype: str, shape: Sequence[int], indices: Any, pts: Any, dur: Any, layout: Optional[str]
 ) -> Frames: ...
+def pack(
+    source: Any,
+    out_dir: Any,
+    *,
+    short_side: int = 256,
+    width: int = 0,
+    height: int = 0,
+    fps: float = 0.0,
+    every: int = 1,
+    format: str = "jpeg",
+    quality: int = 90,
+    zstd_level: int = 0,
+    gop: int = 8,
+    crf: int = 18,
+    shard_size: int = 1073741824,
+    threads: int = 0,
+    part_index: int = 0,
+    part_count: int = 1,
+    progress: Any = None,
+) -> Dict[str, Any]: ...
+def pack_merge(out_dir: Any) -> None: ...
+def store_verify(store_dir: Any) -> Dict[str, Any]: ...
+def store_info(store_dir: Any) -> Dict[str, Any]: ...

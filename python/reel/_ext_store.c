@@ -1,0 +1,217 @@
+/* _ext_store.c: the packed store in reel._reel: pack() (GIL released while
+ * building, a Python progress callable called with the GIL, Ctrl-C stops a
+ * build that then resumes), pack_merge(), store_verify() and store_info(). */
+#include "_ext.h"
+
+#include "reel/store.h"
+
+typedef struct pack_call {
+    PyObject *progress;       /* callable or NULL */
+    PyObject *error;          /* an exception raised by the callable or a signal */
+    int64_t next_signal_check;
+} pack_call;
+
+static void pack_progress(void *opaque, const reel_pack_progress *p)
+{
+    pack_call *c = opaque;
+    if (!c->progress || c->error) return;
+    PyGILState_STATE g = PyGILState_Ensure();
+    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:d}", "videos_total", (long long)p->videos_total,
+                                "videos_done", (long long)p->videos_done, "videos_failed",
+                                (long long)p->videos_failed, "videos_resumed", (long long)p->videos_resumed,
+                                "bytes_written", (long long)p->bytes_written, "elapsed", p->elapsed);
+    PyObject *r = d ? PyObject_CallOneArg(c->progress, d) : NULL;
+    Py_XDECREF(d);
+    if (!r) {
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        PyErr_NormalizeException(&t, &v, &tb);
+        if (v && tb) PyException_SetTraceback(v, tb);
+        c->error = v ? v : Py_NewRef(Py_None);
+        Py_XDECREF(t);
+        Py_XDECREF(tb);
+    }
+    Py_XDECREF(r);
+    PyGILState_Release(g);
+}
+
+/* Polled between videos: a pending signal (Ctrl-C) or a failed callable stops the build. */
+static int pack_interrupt(void *opaque)
+{
+    pack_call *c = opaque;
+    if (c->error) return 1;
+    int64_t now = rx_clock_ns();
+    if (now < c->next_signal_check) return 0;
+    c->next_signal_check = now + 100000000;
+    PyGILState_STATE g = PyGILState_Ensure();
+    if (PyErr_CheckSignals() < 0) {
+        PyObject *t, *v, *tb;
+        PyErr_Fetch(&t, &v, &tb);
+        PyErr_NormalizeException(&t, &v, &tb);
+        c->error = v ? v : Py_NewRef(Py_None);
+        Py_XDECREF(t);
+        Py_XDECREF(tb);
+    }
+    PyGILState_Release(g);
+    return c->error != NULL;
+}
+
+static int format_code(const char *f)
+{
+    if (!strcmp(f, "jpeg")) return REEL_STORE_FORMAT_JPEG;
+    if (!strcmp(f, "raw")) return REEL_STORE_FORMAT_RAW;
+    if (!strcmp(f, "h264")) return REEL_STORE_FORMAT_H264;
+    return -1;
+}
+
+/* pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1,
+ *      format="jpeg", quality=90, zstd_level=0, gop=8, crf=18,
+ *      shard_size=1<<30, threads=0, part_index=0, part_count=1, progress=None) -> dict */
+static PyObject *mod_pack(PyObject *module, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = { "source", "out_dir", "short_side", "width", "height", "fps", "every", "format",
+                              "quality", "zstd_level", "gop", "crf", "shard_size", "threads", "part_index",
+                              "part_count", "progress", NULL };
+    reel_state *st = PyModule_GetState(module);
+    PyObject *src_obj, *out_obj, *progress = Py_None, *sb = NULL, *ob = NULL;
+    const char *format = "jpeg";
+    long long shard_size = (long long)1 << 30;
+    reel_pack_settings s;
+    reel_pack_default_settings(&s);
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iiidisiiiiLiiiO:pack", kwlist, &src_obj, &out_obj,
+                                     &s.short_side, &s.width, &s.height, &s.fps, &s.every, &format, &s.quality,
+                                     &s.zstd_level, &s.gop, &s.crf, &shard_size, &s.threads, &s.part_index,
+                                     &s.part_count, &progress))
+        return NULL;
+    int fc = format_code(format);
+    if (fc < 0) {
+        PyErr_Format(PyExc_ValueError, "format=%s: expected 'jpeg', 'raw' or 'h264'", format);
+        return NULL;
+    }
+    if (progress != Py_None && !PyCallable_Check(progress)) {
+        PyErr_SetString(PyExc_TypeError, "progress must be callable or None");
+        return NULL;
+    }
+    s.format = (reel_store_format)fc;
+    s.shard_size = shard_size;
+    if (!PyUnicode_FSConverter(src_obj, &sb)) return NULL;
+    if (!PyUnicode_FSConverter(out_obj, &ob)) {
+        Py_DECREF(sb);
+        return NULL;
+    }
+    pack_call call = { progress != Py_None ? progress : NULL, NULL, 0 };
+    s.progress = pack_progress;
+    s.progress_opaque = &call;
+    s.interrupt = pack_interrupt;
+    s.interrupt_opaque = &call;
+    reel_pack_report rep;
+    memset(&rep, 0, sizeof rep);
+    reel_error err;
+    reel_error_clear(&err);
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_pack(PyBytes_AS_STRING(sb), PyBytes_AS_STRING(ob), &s, &rep, &err);
+    Py_END_ALLOW_THREADS
+    PyObject *res = NULL;
+    if (call.error && call.error != Py_None) {
+        PyErr_SetObject((PyObject *)Py_TYPE(call.error), call.error);
+    } else if (r != REEL_OK) {
+        raise_err(st, r, &err, PyBytes_AS_STRING(ob));
+    } else {
+        res = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:O}", "videos", (long long)rep.videos, "packed",
+                            (long long)rep.packed, "failed", (long long)rep.failed, "resumed", (long long)rep.resumed,
+                            "frames", (long long)rep.frames, "bytes", (long long)rep.bytes, "seconds", rep.seconds,
+                            "merged", rep.merged ? Py_True : Py_False);
+    }
+    Py_XDECREF(call.error);
+    Py_DECREF(sb);
+    Py_DECREF(ob);
+    return res;
+}
+
+static PyObject *mod_pack_merge(PyObject *module, PyObject *arg)
+{
+    reel_state *st = PyModule_GetState(module);
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(arg, &b)) return NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_pack_merge(PyBytes_AS_STRING(b), &err);
+    Py_END_ALLOW_THREADS
+    PyObject *res = r == REEL_OK ? Py_NewRef(Py_None) : raise_err(st, r, &err, PyBytes_AS_STRING(b));
+    Py_DECREF(b);
+    return res;
+}
+
+static PyObject *mod_store_verify(PyObject *module, PyObject *arg)
+{
+    reel_state *st = PyModule_GetState(module);
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(arg, &b)) return NULL;
+    reel_store_verify_report rep;
+    reel_error err;
+    reel_error_clear(&err);
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_store_verify(PyBytes_AS_STRING(b), &rep, &err);
+    Py_END_ALLOW_THREADS
+    PyObject *res = NULL;
+    if (r != REEL_OK && r != REEL_E_CORRUPT) res = raise_err(st, r, &err, PyBytes_AS_STRING(b));
+    else
+        res = Py_BuildValue("{s:O,s:L,s:L,s:L,s:L,s:L,s:s}", "ok", r == REEL_OK ? Py_True : Py_False, "records",
+                            (long long)rep.records, "frames", (long long)rep.frames, "bytes", (long long)rep.bytes,
+                            "bad", (long long)rep.bad, "failed_to_pack", (long long)rep.failed_to_pack,
+                            "first_problem", rep.first_problem);
+    Py_DECREF(b);
+    return res;
+}
+
+static PyObject *mod_store_info(PyObject *module, PyObject *arg)
+{
+    reel_state *st = PyModule_GetState(module);
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(arg, &b)) return NULL;
+    reel_store *s = NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    int r = reel_store_open(&s, PyBytes_AS_STRING(b), &err);
+    if (r != REEL_OK) {
+        PyObject *e = raise_err(st, r, &err, PyBytes_AS_STRING(b));
+        Py_DECREF(b);
+        return e;
+    }
+    Py_DECREF(b);
+    reel_store_info i;
+    reel_store_get_info(s, &i);
+    static const char *const fmts[] = { "", "jpeg", "raw", "h264" };
+    PyObject *classes = PyList_New(0);
+    for (int64_t k = 0; classes && k < i.num_classes; k++) {
+        PyObject *n = PyUnicode_DecodeFSDefault(reel_store_get_class_name(s, k));
+        if (!n || PyList_Append(classes, n) < 0) Py_CLEAR(classes);
+        Py_XDECREF(n);
+    }
+    PyObject *res = classes ? Py_BuildValue("{s:s,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:d,s:i,s:N}",
+                                            "format", fmts[i.format >= 1 && i.format <= 3 ? i.format : 0], "version",
+                                            i.version, "records", (long long)i.num_records, "frames",
+                                            (long long)i.num_frames, "failed", (long long)i.num_failed, "bytes",
+                                            (long long)i.bytes, "shards", i.num_shards, "short_side", i.short_side,
+                                            "width", i.width, "height", i.height, "quality", i.quality, "gop", i.gop,
+                                            "fps", i.fps, "every", i.every, "class_names", classes)
+                            : NULL;
+    reel_store_close(&s);
+    return res;
+}
+
+PyMethodDef reel_store_methods[] = {
+    { "pack", (PyCFunction)(void (*)(void))mod_pack, METH_VARARGS | METH_KEYWORDS,
+      "pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1, format='jpeg', quality=90, "
+      "zstd_level=0, gop=8, crf=18, shard_size=1073741824, threads=0, part_index=0, part_count=1, progress=None)\n"
+      "--\n\nBuilds (a part of) a packed store; returns the report as a dict." },
+    { "pack_merge", mod_pack_merge, METH_O, "pack_merge(out_dir)\n--\n\nWrites the index of a store built in parts." },
+    { "store_verify", mod_store_verify, METH_O,
+      "store_verify(store_dir)\n--\n\nReads every record and checks every checksum; a report dict." },
+    { "store_info", mod_store_info, METH_O, "store_info(store_dir)\n--\n\nThe store's build settings and counts." },
+    { NULL, NULL, 0, NULL }
+};

@@ -1,0 +1,113 @@
+# reel/_store.py: the packed store from Python: pack() (one machine, or one
+# part of a build spread over many), merge, verify, info. The store is then
+# read by reel.Loader / reel.torch.VideoDataset like a folder of videos.
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Any, Callable, Dict, Tuple, Union
+
+from . import _reel
+
+_Progress = Union[None, bool, Callable[[Dict[str, Any]], None]]
+
+
+def _bar(p: Dict[str, Any]) -> None:
+    total, done = p["videos_total"], p["videos_done"]
+    fresh = done - p["videos_resumed"]
+    rate = fresh / p["elapsed"] if p["elapsed"] > 0 else 0.0
+    eta = (total - done) / rate if rate > 0 else 0.0
+    frac = done / total if total else 1.0
+    fill = int(frac * 30)
+    sys.stderr.write(f"\r[{'#' * fill}{'.' * (30 - fill)}] {frac * 100:3.0f}% {done}/{total} videos  "
+                     f"{rate:.1f} videos/s  {p['videos_failed']} failed  ETA {eta:.0f} s ")
+    sys.stderr.flush()
+
+
+def _part(part: Union[None, str, Tuple[int, int]]) -> Tuple[int, int]:
+    if part is None:
+        return (0, 1)
+    if part == "auto":
+        try:
+            return (int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
+        except (KeyError, ValueError):
+            raise ValueError("part='auto' needs RANK and WORLD_SIZE in the environment (torchrun sets them)") from None
+    if isinstance(part, str):
+        a, _, b = part.partition("/")
+        return (int(a), int(b))
+    return (int(part[0]), int(part[1]))
+
+
+def pack(source: Any, out_dir: Any, *, size: Union[int, Tuple[int, int]] = 256, fps: float = 0.0, every: int = 1,
+         format: str = "jpeg", quality: int = 90, zstd_level: int = 0, gop: int = 8, crf: int = 18,
+         shard_size: int = 1 << 30, threads: int = 0, part: Union[None, str, Tuple[int, int]] = None,
+         progress: _Progress = None, wait_for_parts: float = 0.0) -> Dict[str, Any]:
+    """Decodes `source` (a folder in the Kinetics layout or a CSV/TSV/JSONL
+    manifest) once into a packed store in `out_dir`, and returns the report.
+
+    size: the short side (aspect kept) or an exact (height, width).
+    fps / every: keep the frames shown at k/fps seconds, or every k-th frame.
+    format: "jpeg" (quality), "raw" (zstd_level 0 = uncompressed) or "h264" (gop, crf).
+    part: "I/N", (I, N) or "auto" (RANK/WORLD_SIZE) builds a disjoint 1/N; with
+    N > 1 the index is written by merge() once all parts are done: with
+    wait_for_parts > 0 every part waits that many seconds at most for the others,
+    and part 0 merges (what `python -m reel.pack` does under torchrun).
+    progress: True for a progress bar on stderr, or a callable given a dict.
+    A killed build resumes where it stopped when run again; Ctrl-C stops it."""
+    short_side, height, width = 0, 0, 0
+    if isinstance(size, int):
+        short_side = size
+    else:
+        height, width = (int(v) for v in size)
+    index, count = _part(part)
+    cb = _bar if progress is True else (progress or None)
+    report = _reel.pack(os.fspath(source), os.fspath(out_dir), short_side=short_side or 256, width=width,
+                        height=height, fps=float(fps), every=int(every), format=format, quality=int(quality),
+                        zstd_level=int(zstd_level), gop=int(gop), crf=int(crf), shard_size=int(shard_size),
+                        threads=int(threads), part_index=index, part_count=count, progress=cb)
+    if progress is True:
+        sys.stderr.write("\n")
+    if count > 1 and wait_for_parts > 0:
+        _wait_for_parts(os.fspath(out_dir), count, wait_for_parts)
+        if index == 0:
+            merge(out_dir)
+            report["merged"] = True
+        else:
+            _wait_for_index(os.fspath(out_dir), wait_for_parts)
+    return report
+
+
+def _wait_for_parts(out_dir: str, count: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    names = [os.path.join(out_dir, f"part-{i:05d}-of-{count:05d}.done") for i in range(count)]
+    while True:
+        missing = [i for i, n in enumerate(names) if not os.path.exists(n)]
+        if not missing:
+            return
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{out_dir}: parts {missing} of {count} not done after {timeout:g} s")
+        time.sleep(0.5)
+
+
+def _wait_for_index(out_dir: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(os.path.join(out_dir, "store.idx")):
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{out_dir}: part 0 did not write the index within {timeout:g} s")
+        time.sleep(0.5)
+
+
+def merge(out_dir: Any) -> None:
+    """Writes the index of a store built in parts (all of them must be done)."""
+    _reel.pack_merge(os.fspath(out_dir))
+
+
+def verify(store_dir: Any) -> Dict[str, Any]:
+    """Reads every record and checks every checksum: {'ok', 'records', 'bad', 'first_problem', ...}."""
+    return _reel.store_verify(os.fspath(store_dir))
+
+
+def store_info(store_dir: Any) -> Dict[str, Any]:
+    """The store's format, build settings, counts and class names."""
+    return _reel.store_info(os.fspath(store_dir))

@@ -1,0 +1,89 @@
+# tests/python/test_store.py: the packed store from Python: reel.pack with a
+# progress callable, store_info and store_verify, reel.Loader over a store
+# (raw: byte-identical batches to the video path with the same seed and a
+# transform at the stored size), and `python -m reel.pack` as two ranks of a
+# split build that wait for each other and merge.
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import reel
+import reel._testing
+from conftest import read_indices
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("videos")
+    for c in ("cat", "dog"):
+        (root / c).mkdir()
+        for v in range(3):
+            reel._testing.write_video(str(root / c / f"v{v}.mp4"), width=160, height=120, frames=30 + 5 * v, gop=10,
+                                      seed=v + (7 if c == "dog" else 1))
+    return root
+
+
+def test_pack_info_verify(videos, tmp_path):
+    seen = []
+    rep = reel.pack(videos, tmp_path / "st", size=96, format="jpeg", progress=seen.append)
+    assert rep["videos"] == 6 and rep["packed"] == 6 and rep["failed"] == 0 and rep["merged"]
+    assert [p["videos_done"] for p in seen] == [1, 2, 3, 4, 5, 6]
+    info = reel.store_info(tmp_path / "st")
+    assert info["format"] == "jpeg" and info["records"] == 6 and info["class_names"] == ["cat", "dog"]
+    assert info["frames"] == sum(30 + 5 * v for v in range(3)) * 2
+    v = reel.store_verify(tmp_path / "st")
+    assert v["ok"] and v["bad"] == 0 and v["records"] == 6
+    assert reel.dataset_info(tmp_path / "st") == {"size": 6, "class_names": ["cat", "dog"]}
+    with pytest.raises(ValueError):
+        reel.pack(videos, tmp_path / "bad", format="gif")
+    with pytest.raises(reel.NotFoundError):
+        reel.pack(tmp_path / "nowhere", tmp_path / "bad2")
+
+
+def _epoch(source):
+    out = []
+    with reel.Loader(source, frames_per_clip=4, size=(96, 128), crop=None, batch_size=4, num_threads=2, seed=3,
+                     layout="BTHWC", flip="random") as L:
+        for b in L:
+            out.append((bytes(memoryview(b.frames)), list(memoryview(b.labels)),
+                        [list(i.frame_indices) for i in b.info], [i.flipped for i in b.info]))
+    return out
+
+
+def test_loader_over_a_raw_store_equals_the_video_path(videos, tmp_path):
+    reel.pack(videos, tmp_path / "raw", size=96, format="raw")
+    a, b = _epoch(videos), _epoch(tmp_path / "raw")
+    assert len(a) == len(b) == 2
+    assert a == b
+    # the embedded index of each delivered (unflipped) frame is the sampler's choice
+    with reel.Loader(tmp_path / "raw", frames_per_clip=4, size=(96, 128), crop=None, batch_size=6, seed=5,
+                     layout="BTHWC") as L:
+        for batch in L:
+            got = read_indices(batch.frames)
+            want = [i for info in batch.info for i in info.frame_indices]
+            assert got == want
+
+
+def test_python_m_reel_pack_two_ranks_merge(videos, tmp_path):
+    out = tmp_path / "parts"
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), WORLD_SIZE="2")
+        procs.append(subprocess.Popen([sys.executable, "-m", "reel.pack", str(videos), str(out), "--size", "96",
+                                       "--part", "auto", "--wait", "120", "--json"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        o, e = p.communicate(timeout=180)
+        assert p.returncode == 0, e
+    assert (out / "store.idx").exists()
+    v = reel.store_verify(out)
+    assert v["ok"] and v["records"] == 6
+    one = tmp_path / "one"
+    reel.pack(videos, one, size=96)
+    a, b = _epoch(one), _epoch(out)
+    assert a == b
