@@ -177,6 +177,13 @@ REEL_API const reel_frame_entry *reel_store_get_frame_table(const reel_store *s,
 REEL_API int reel_store_get_source_index(const reel_store *s, int64_t record, int64_t pos, int64_t *index,
                                          reel_error *err);
 
+/** Where stored frame `pos` of record i lies: its shard (as in
+ *  reel_store_record.shard) at `offset` bytes, `length` bytes long. For
+ *  JPEG and RAW stores, those bytes are the frame alone (a JPEG file; RGB24
+ *  rows, or their zstd frame); for H264, the whole record. */
+REEL_API int reel_store_get_frame_bytes(const reel_store *s, int64_t record, int64_t pos, int64_t *offset,
+                                        int64_t *length, reel_error *err);
+
 /** Class names, sorted (labels index them). NULL past the end. */
 REEL_API const char *reel_store_get_class_name(const reel_store *s, int64_t label);
 

@@ -540,6 +540,28 @@ int reel_store_get_source_index(const reel_store *s, int64_t record, int64_t pos
     return REEL_OK;
 }
 
+int reel_store_get_frame_bytes(const reel_store *s, int64_t record, int64_t pos, int64_t *offset, int64_t *length,
+                               reel_error *err)
+{
+    if (!s || !offset || !length)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_frame_bytes: NULL argument");
+    if (record < 0 || record >= s->nrec)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: record %lld of %lld", s->dir, (long long)record,
+                               (long long)s->nrec);
+    const reel__store_rec *r = &s->recs[record];
+    if (pos < 0 || pos >= (int64_t)r->num_frames)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: stored frame %lld of %u", r->path, (long long)pos,
+                               r->num_frames);
+    if (s->params.format == REEL_STORE_FORMAT_H264) {
+        *offset = (int64_t)r->offset;
+        *length = (int64_t)r->length;
+    } else {
+        *offset = (int64_t)r->offset + r->frames[pos].offset;
+        *length = r->frames[pos].length;
+    }
+    return REEL_OK;
+}
+
 const char *reel_store_get_class_name(const reel_store *s, int64_t label)
 {
     if (!s || label < 0 || label >= s->nclasses) return NULL;
