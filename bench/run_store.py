@@ -93,7 +93,7 @@ def main():
     data = Path(a.data)
     data.mkdir(parents=True, exist_ok=True)
     sets = [("340x256", a.videos), ("1280x720", a.hd_videos)]
-    rows, loads = [], []
+    rows = []
     for size, n in sets:
         ds = data / f"videos-{size}"
         if not (ds / "manifest.csv").exists():
@@ -101,7 +101,7 @@ def main():
             run([str(reel), "synth", "--dataset", str(ds), "--videos", str(n), "--seconds", "10", "--size", size,
                  "--fps", "25"])
         vbytes = du(ds)
-        loads.append(sample_load())
+        sample_load()
         log(f"{size}: the video path ...")
         video = {"warm": None, "cold": None}
         bench(reel, ds, a.threads)  # fills the page cache
@@ -129,7 +129,7 @@ def main():
                                       "--repeat", "5"]).strip())
             bench(reel, st, a.threads)
             for cache in ("warm", "cold"):
-                loads.append(sample_load())
+                sample_load()
                 d = best(reel, st, a.threads, a.repeat, cache == "cold")
                 v = video[cache]
                 rows.append(dict(set=size, source=f"{fmt} store", cache=cache, fps=d["frames_per_second"],
@@ -147,7 +147,7 @@ def main():
 
     lines = ["## Store", "",
              f"`python3 bench/run_store.py --threads {a.threads} --videos {a.videos} --hd-videos {a.hd_videos} "
-             f"--repeat {a.repeat} --write-doc` on {cpu_model()}, reel {reel_version()}, load {load_summary(loads)}. "
+             f"--repeat {a.repeat} --write-doc` on {cpu_model()}, reel {reel_version()}, load {load_summary()}. "
              "Loader: `reel bench PATH --frames-per-clip 8 --size 224 --batch 32 --threads "
              f"{a.threads}` (one clip of 8 consecutive frames per video, best of {a.repeat}). Stores: "
              "`reel pack VIDEOS STORE --size 256 --format F` (jpeg quality 90; raw uncompressed; h264 GOP 8, CRF 18). "
