@@ -35,7 +35,6 @@ def test_frames_by_url_equal_frames_by_path(http_videos, shared_videos, name):
     if not (shared_videos / name).exists():
         pytest.skip(f"{name} not in the shared videos")
     idx = [0, 1, 7, 30, 55, -1]
-    n_path, by_path = _frames(str(shared_videos / name), [i if i >= 0 else 10**9 - 1 for i in idx])
     with reel.VideoDecoder(str(shared_videos / name)) as d:
         last = d.metadata.num_frames - 1
     idx = [min(i, last) if i >= 0 else last for i in idx]
