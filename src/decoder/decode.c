@@ -107,6 +107,7 @@ static int64_t packet_decode_pos(const reel_decoder *dec, const AVPacket *pkt)
 static void reset_decoder(reel_decoder *dec)
 {
     avcodec_flush_buffers(dec->avctx);
+    reel__log_mark(dec); /* what was logged concerns the frames just flushed */
     dec->decoder_dirty = 0;
     dec->warm = 0;
 }
@@ -176,7 +177,9 @@ static int frame_is_corrupt(const AVFrame *f)
 static int key_decodes_alone(reel_decoder *dec, const AVPacket *pkt)
 {
     int opening;
-    if (!dec->probe && reel__codec_context(dec, 1, &dec->probe, &opening) < 0) return 1;
+    if (!dec->probe && reel__codec_context(dec, 1, (void *)&dec->probe_log_errors, &dec->probe, &opening) < 0)
+        return 1;
+    const int64_t logged = atomic_load(&dec->probe_log_errors);
     AVCodecContext *c = dec->probe;
     int clean = 1, got = 0;
     if (avcodec_send_packet(c, pkt) < 0) clean = 0;
@@ -190,6 +193,8 @@ static int key_decodes_alone(reel_decoder *dec, const AVPacket *pkt)
         av_frame_unref(dec->frame);
     }
     avcodec_flush_buffers(c);
+    /* damage FFmpeg only logged counts too (log.c) */
+    if (atomic_load(&dec->probe_log_errors) != logged) clean = 0;
     return clean && got > 0;
 }
 
@@ -205,7 +210,7 @@ static void cache_put(reel_decoder *dec, const AVFrame *f, int64_t idx)
     dec->cache_next = (k + 1) % REEL_FRAME_CACHE;
 }
 
-static int give(run *r, wanted *w, const AVFrame *f, int64_t idx);
+static int give(run *r, wanted *w, const AVFrame *f, int64_t idx, int bad);
 
 /* Serves wanted frames that an earlier call left in the cache. */
 static int serve_from_cache(run *r)
@@ -215,7 +220,7 @@ static int serve_from_cache(run *r)
         if (dec->cache_index[i] < 0) continue;
         wanted *w = find_wanted(r, dec->cache_index[i]);
         if (w && !w->done) {
-            int st = give(r, w, dec->cache[i], dec->cache_index[i]);
+            int st = give(r, w, dec->cache[i], dec->cache_index[i], frame_is_corrupt(dec->cache[i]));
             if (st != REEL_OK) return st;
         }
     }
@@ -229,6 +234,9 @@ static int deliver(run *r, AVFrame *f)
     const reel_table *t = &dec->table;
     int64_t idx;
     r->st.frames_decoded++;
+    /* damage: flagged on the frame, or only logged by FFmpeg for this
+     * decoder's codec since it last started afresh (log.c) */
+    const int bad = frame_is_corrupt(f) || reel__log_errors_since_mark(dec);
     if (t->match_mode == REEL_MATCH_PTS) {
         int64_t pts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
         idx = pts == AV_NOPTS_VALUE ? -1 : frame_of_pts(t, pts);
@@ -244,7 +252,7 @@ static int deliver(run *r, AVFrame *f)
         dec->count_next++;
     }
     if (idx < 0) return REEL_OK;
-    if (r->seek_key > 0 && frame_is_corrupt(f)) {
+    if (r->seek_key > 0 && bad) {
         /* Errors inside the GOP we seeked into, wanted frame or not: the
          * keyframe may depend on state from before it (seen in real files:
          * ffmpeg -ss gives the same errors, a decode from the start none).
@@ -266,15 +274,15 @@ static int deliver(run *r, AVFrame *f)
         if (t->match_mode == REEL_MATCH_PTS && r->nw && idx > r->w[r->nw - 1].frame) cache_put(dec, f, idx);
         return REEL_OK;
     }
-    return give(r, w, f, idx);
+    return give(r, w, f, idx, bad);
 }
 
 /* Hands a wanted frame to the visitor, once per request position. */
-static int give(run *r, wanted *w, const AVFrame *f, int64_t idx)
+static int give(run *r, wanted *w, const AVFrame *f, int64_t idx, int bad)
 {
     reel_decoder *dec = r->dec;
     const reel_table *t = &dec->table;
-    if (frame_is_corrupt(f)) {
+    if (bad) {
         if (dec->settings.corrupt_policy == REEL_CORRUPT_FAIL)
             return reel__error_set(r->err, REEL_E_CORRUPT, "%s: frame %lld decoded with errors (corrupt data)",
                                    dec->name, (long long)idx);

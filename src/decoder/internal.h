@@ -7,6 +7,8 @@
 #include "core/error.h"
 #include "core/frame.h"
 
+#include <stdatomic.h>
+
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
 
@@ -51,6 +53,9 @@ struct reel_decoder {
     struct reel_mem_reader *mem;
     reel_io io;                 /* copy of the caller's callbacks */
     struct reel__io *remote;    /* an http(s)/s3 object read through src/io, or NULL */
+    _Atomic int64_t log_errors; /* FFmpeg error messages from this decoder's codec (log.c) */
+    int64_t log_seen;           /* the count at the last flush (reel__log_mark) */
+    _Atomic int64_t probe_log_errors; /* the same for the keyframe probe (its codec's opaque is this field's address) */
     int64_t remote_pos;
     reel_error remote_err;      /* the last failed read of the remote object */
     int is_file;
@@ -112,9 +117,22 @@ static inline int reel__interrupted(const reel_decoder *dec)
 #define REEL_TS_LIMIT (INT64_C(1) << 60)
 
 /* Allocates and opens a codec context for the stream with `threads` threads
- * (frame and slice threading). Returns 0 or the FFmpeg error; *opening is 1
+ * (frame and slice threading); `opaque` becomes its opaque (the decoder for
+ * the main context, whose FFmpeg errors log.c routes back; NULL otherwise). Returns 0 or the FFmpeg error; *opening is 1
  * if it failed in avcodec_open2, 0 if before (parameters, memory). */
-int reel__codec_context(const reel_decoder *dec, int threads, AVCodecContext **out, int *opening);
+int reel__codec_context(const reel_decoder *dec, int threads, void *opaque, AVCodecContext **out, int *opening);
+
+/* log.c: FFmpeg's error messages for a decoder (its codec's opaque). */
+void reel__log_register(reel_decoder *dec);
+void reel__log_unregister(reel_decoder *dec);
+/* Marks where the decoder's codec starts afresh (a flush): what it logged
+ * before concerns frames that are gone. */
+void reel__log_mark(reel_decoder *dec);
+/* 1 if the codec logged an error since the mark. Under frame threading a
+ * message cannot be tied to one frame, so every frame after it in the same
+ * run counts as damaged: never a silently wrong frame, at worst a clean
+ * frame reported with the damage that follows it. */
+int reel__log_errors_since_mark(const reel_decoder *dec);
 
 int reel__table_scan(reel_decoder *dec, reel_error *err);
 /* Builds dec->table from the mp4/mov sample tables if they are complete;

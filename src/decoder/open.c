@@ -228,13 +228,14 @@ static int pick_stream(reel_decoder *dec, reel_error *err)
     return REEL_OK;
 }
 
-int reel__codec_context(const reel_decoder *dec, int threads, AVCodecContext **out, int *opening)
+int reel__codec_context(const reel_decoder *dec, int threads, void *opaque, AVCodecContext **out, int *opening)
 {
     *opening = 0;
     AVCodecContext *c = avcodec_alloc_context3(dec->codec);
     if (!c) return AVERROR(ENOMEM);
     int r = avcodec_parameters_to_context(c, dec->st->codecpar);
     if (r >= 0) {
+        c->opaque = opaque; /* before open: frame threads copy it (log.c routes by it) */
         c->pkt_timebase = dec->st->time_base;
         c->thread_count = threads;
         c->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
@@ -263,7 +264,7 @@ static int open_codec(reel_decoder *dec, reel_error *err)
         if (threads > 16) threads = 16;
     }
     int opening = 0;
-    int r = reel__codec_context(dec, threads, &dec->avctx, &opening);
+    int r = reel__codec_context(dec, threads, dec, &dec->avctx, &opening);
     if (r < 0 && !opening)
         return reel__error_set(err, reel__status_from_av(r), "%s: bad codec parameters: %s", dec->name,
                                reel__av_err(r, eb, sizeof eb));
@@ -365,6 +366,7 @@ static reel_decoder *alloc_decoder(const char *name, const reel_decoder_settings
     dec->file_size = -1;
     for (int i = 0; i < REEL_FRAME_CACHE; i++) dec->cache_index[i] = -1;
     if (!dec->name) { free(dec); return NULL; }
+    reel__log_register(dec);
     return dec;
 }
 
@@ -499,6 +501,7 @@ void reel_decoder_close(reel_decoder **pdec)
 {
     if (!pdec || !*pdec) return;
     reel_decoder *dec = *pdec;
+    reel__log_unregister(dec);
     reel_converter_destroy(&dec->conv);
     for (int i = 0; i < REEL_FRAME_CACHE; i++) av_frame_free(&dec->cache[i]);
     av_packet_free(&dec->pkt);
