@@ -176,7 +176,7 @@ int reel__table_scan(reel_decoder *dec, reel_error *err)
     AVPacket *pkt = av_packet_alloc();
     pkt_list l = {0};
     char eb[128];
-    int r = REEL_OK;
+    int r = REEL_OK, last_cut = 0;
     if (!pkt) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     reel__table_free(&dec->table);
     for (;;) {
@@ -202,6 +202,11 @@ int reel__table_scan(reel_decoder *dec, reel_error *err)
                 .pos = pkt->pos, .size = pkt->size, .key = (pkt->flags & AV_PKT_FLAG_KEY) != 0,
             };
             if (pkt->flags & AV_PKT_FLAG_CORRUPT) dec->table.damaged = 1;
+            /* cut off by truncation: its bytes run past the end of the file,
+             * or the demuxer says so (only the last packet can be; checked
+             * after the loop) */
+            last_cut = (pkt->flags & AV_PKT_FLAG_CORRUPT) ||
+                       (dec->file_size > 0 && pkt->pos >= 0 && pkt->pos + pkt->size > dec->file_size);
             if (pkt_push(&l, &pi) != REEL_OK) {
                 r = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory for the frame table", dec->name);
                 av_packet_unref(pkt);
@@ -211,6 +216,13 @@ int reel__table_scan(reel_decoder *dec, reel_error *err)
         av_packet_unref(pkt);
     }
     av_packet_free(&pkt);
+    /* a last packet cut short decodes to no frame (ffmpeg decodes one frame
+     * fewer): it is not counted, so the table, `reel info` and len() agree
+     * with what can be decoded */
+    if (r == REEL_OK && last_cut && l.n > 0) {
+        l.n--;
+        dec->table.damaged = 1;
+    }
     if (r == REEL_OK) check_against_index(dec, &l);
     if (r == REEL_OK) {
         int damaged = dec->table.damaged;

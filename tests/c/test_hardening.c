@@ -251,3 +251,37 @@ TEST(damaged_keyframes_never_give_silently_different_frames)
     free(ref);
     free(got);
 }
+
+/* A file cut inside its last packet: that packet is not a frame (ffmpeg
+ * decodes one fewer), so num_frames agrees with what can be decoded. */
+TEST(a_last_packet_cut_by_truncation_is_not_counted)
+{
+    if (!harness_have_ffmpeg()) harness_skip_needed("no ffmpeg CLI to write a faststart mp4");
+    char src[1200], fs[1300], cut[1300], cmd[4200];
+    snprintf(src, sizeof src, "%s/tail.mp4", harness_tmpdir());
+    reel_synth_params p;
+    tg_params(&p, src, "h264", 160, 120, 40, 10, 2);
+    tg_synth(&p);
+    snprintf(fs, sizeof fs, "%s/tail_fs.mp4", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -v error -y -i '%s' -c copy -movflags +faststart '%s'", src, fs);
+    CHECK_EQ_INT(tg_system(cmd), 0);
+    size_t n = 0;
+    uint8_t *b = tg_read_file(fs, &n);
+    CHECK(b && n > 2000);
+    snprintf(cut, sizeof cut, "%s/tail_cut.mp4", harness_tmpdir());
+    tg_write_file(cut, b, n - 700);
+    free(b);
+    /* what ffmpeg decodes */
+    snprintf(cmd, sizeof cmd,
+             "ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 '%s' 2>/dev/null",
+             cut);
+    FILE *pp = popen(cmd, "r");
+    CHECK(pp != NULL);
+    long long want = -1;
+    CHECK(fscanf(pp, "%lld", &want) == 1);
+    pclose(pp);
+    CHECK(want > 0 && want < 40);
+    reel_decoder *dec = tg_open(cut, NULL);
+    CHECK_EQ_INT(reel_decoder_info(dec)->num_frames, want);
+    reel_decoder_close(&dec);
+}
