@@ -129,6 +129,101 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
     return REEL_OK;
 }
 
+/* Fills the automatic (0) thread counts, prefetch depth, alignment and
+ * trace size. Returns whether the prefetch depth was automatic. */
+static int resolve_settings(reel_loader_settings *s)
+{
+    int cores = reel__cpu_count();
+    if (s->decode_threads == 0) s->decode_threads = cores;
+    if (s->open_threads == 0) s->open_threads = cores / 4 > 1 ? cores / 4 : 1;
+    if (s->collate_threads == 0) s->collate_threads = 1;
+    if (s->decoder_threads == 0) s->decoder_threads = 1;
+    const int auto_prefetch = s->prefetch_batches == 0;
+    if (auto_prefetch)
+        s->prefetch_batches = 2 + (s->decode_threads + s->batch_size - 1) / s->batch_size;
+    if (s->prefetch_batches > 64) s->prefetch_batches = 64;
+    if (s->alignment == 0) s->alignment = 64;
+    if (s->alignment < sizeof(void *)) s->alignment = sizeof(void *);
+    if (s->trace_capacity == 0) s->trace_capacity = 16384;
+    return auto_prefetch;
+}
+
+/* The dataset frozen and the epoch plan (shuffle, sharding, batches). */
+static int init_plan(reel_loader *l, reel_error *err)
+{
+    const reel_loader_settings *s = &l->s;
+    int st = reel__dataset_freeze(l->ds, err);
+    if (st == REEL_OK)
+        st = reel__plan_init(&l->plan, (int64_t)l->ds->n, s->world_size, s->rank, s->shard_mode, s->batch_size,
+                             s->drop_last, s->shuffle, s->seed, err);
+    if (st != REEL_OK) return st;
+    l->seen = calloc((size_t)reel__plan_batches(&l->plan, 0) + 1, 1);
+    if (!l->seen) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
+    return REEL_OK;
+}
+
+/* The batch buffers. */
+static int init_ring(reel_loader *l, int auto_prefetch, reel_error *err)
+{
+    reel_loader_settings *s = &l->s;
+    /* A small dataset needs no more buffers, or rows, than it can fill. */
+    if (auto_prefetch && s->prefetch_batches > reel__plan_batches(&l->plan, 0) + 1)
+        s->prefetch_batches = (int)reel__plan_batches(&l->plan, 0) + 1;
+    reel_ring_config rc;
+    rc.count = s->prefetch_batches;
+    rc.batch_size = l->plan.per_rank < s->batch_size ? (int)l->plan.per_rank : s->batch_size;
+    rc.clips_per_video = l->K;
+    rc.frames_per_clip = l->T;
+    rc.width = l->out_w;
+    rc.height = l->out_h;
+    rc.layout = s->transform.layout;
+    rc.dtype = s->transform.dtype;
+    rc.alignment = s->alignment;
+    rc.pin_memory = s->pin_memory;
+    return reel__ring_init(&l->ring, &rc, err);
+}
+
+/* The stages (named by the source), their queues and workers, and the
+ * trace's tracks: feeder, stage threads, consumer. */
+static int init_stages(reel_loader *l, reel_error *err)
+{
+    const reel_loader_settings *s = &l->s;
+    const int threads[REEL_STAGE_COUNT] = { s->open_threads, s->decode_threads, s->collate_threads };
+    const char *const names[REEL_STAGE_COUNT] = { l->src->stage_names[0], l->src->stage_names[1], "collate" };
+    size_t caps[REEL_STAGE_COUNT];
+    caps[REEL_STAGE_OPEN] = s->queue_capacity ? (size_t)s->queue_capacity : (size_t)(2 * s->open_threads + 2);
+    caps[REEL_STAGE_DECODE] = s->queue_capacity ? (size_t)s->queue_capacity : (size_t)(2 * s->decode_threads);
+    caps[REEL_STAGE_COLLATE] = (size_t)s->prefetch_batches;
+    int total = 0;
+    for (int i = 0; i < REEL_STAGE_COUNT; i++) total += threads[i];
+    l->workers = calloc((size_t)total, sizeof *l->workers);
+    if (!l->workers) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
+    l->feeder_track = 0;
+    l->consumer_track = total + 1;
+    if (reel__trace_init(&l->trace, total + 2, (size_t)s->trace_capacity, s->trace, reel__clock_ns()) != 0)
+        return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for the trace");
+    reel__trace_name(&l->trace, l->feeder_track, "feeder", -1);
+    reel__trace_name(&l->trace, l->consumer_track, "consumer", -1);
+    int wi = 0;
+    for (int i = 0; i < REEL_STAGE_COUNT; i++) {
+        stage *sg = &l->st[i];
+        sg->name = names[i];
+        snprintf(sg->abandoned_label, sizeof sg->abandoned_label, "%s (abandoned)", names[i]);
+        sg->threads = threads[i];
+        sg->track0 = wi + 1;
+        sg->tids = calloc((size_t)threads[i], sizeof *sg->tids);
+        if (!sg->tids || reel__queue_init(&sg->q, caps[i]) != 0)
+            return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
+        for (int k = 0; k < threads[i]; k++, wi++) {
+            l->workers[wi].l = l;
+            l->workers[wi].id = k;
+            l->workers[wi].track = wi + 1;
+            reel__trace_name(&l->trace, wi + 1, names[i], k);
+        }
+    }
+    return REEL_OK;
+}
+
 int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_settings *settings,
                        reel_error *err)
 {
@@ -144,19 +239,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     st = reel__geometry_check(&s.transform, &ow, &oh, err);
     if (st != REEL_OK) return st;
     if (ds->n == 0) return reel__error_set(err, REEL_E_EMPTY, "loader: the dataset is empty");
-
-    int cores = reel__cpu_count();
-    if (s.decode_threads == 0) s.decode_threads = cores;
-    if (s.open_threads == 0) s.open_threads = cores / 4 > 1 ? cores / 4 : 1;
-    if (s.collate_threads == 0) s.collate_threads = 1;
-    if (s.decoder_threads == 0) s.decoder_threads = 1;
-    const int auto_prefetch = s.prefetch_batches == 0;
-    if (auto_prefetch)
-        s.prefetch_batches = 2 + (s.decode_threads + s.batch_size - 1) / s.batch_size;
-    if (s.prefetch_batches > 64) s.prefetch_batches = 64;
-    if (s.alignment == 0) s.alignment = 64;
-    if (s.alignment < sizeof(void *)) s.alignment = sizeof(void *);
-    if (s.trace_capacity == 0) s.trace_capacity = 16384;
+    const int auto_prefetch = resolve_settings(&s);
 
     reel_loader *l = calloc(1, sizeof *l);
     if (!l) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
@@ -172,80 +255,19 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     pthread_mutex_init(&l->wd_mu, NULL);
     pthread_cond_init(&l->wd_cond, NULL);
 
-    st = reel__dataset_freeze(ds, err);
-    if (st == REEL_OK)
-        st = reel__plan_init(&l->plan, (int64_t)ds->n, s.world_size, s.rank, s.shard_mode, s.batch_size,
-                             s.drop_last, s.shuffle, s.seed, err);
-    if (st != REEL_OK) goto fail;
-
-    l->seen = calloc((size_t)reel__plan_batches(&l->plan, 0) + 1, 1);
-    if (!l->seen) { st = reel__error_set(err, REEL_E_NOMEM, "loader: out of memory"); goto fail; }
-
-    /* A small dataset needs no more buffers, or rows, than it can fill. */
-    if (auto_prefetch && s.prefetch_batches > reel__plan_batches(&l->plan, 0) + 1)
-        s.prefetch_batches = l->s.prefetch_batches = (int)reel__plan_batches(&l->plan, 0) + 1;
-    reel_ring_config rc;
-    rc.count = s.prefetch_batches;
-    rc.batch_size = l->plan.per_rank < s.batch_size ? (int)l->plan.per_rank : s.batch_size;
-    rc.clips_per_video = l->K;
-    rc.frames_per_clip = l->T;
-    rc.width = ow;
-    rc.height = oh;
-    rc.layout = s.transform.layout;
-    rc.dtype = s.transform.dtype;
-    rc.alignment = s.alignment;
-    rc.pin_memory = s.pin_memory;
-    st = reel__ring_init(&l->ring, &rc, err);
-    if (st != REEL_OK) goto fail;
-
-    /* stages */
-    const int threads[REEL_STAGE_COUNT] = { s.open_threads, s.decode_threads, s.collate_threads };
-    const char *const names[REEL_STAGE_COUNT] = { l->src->stage_names[0], l->src->stage_names[1], "collate" };
-    size_t caps[REEL_STAGE_COUNT];
-    caps[REEL_STAGE_OPEN] = s.queue_capacity ? (size_t)s.queue_capacity : (size_t)(2 * s.open_threads + 2);
-    caps[REEL_STAGE_DECODE] = s.queue_capacity ? (size_t)s.queue_capacity : (size_t)(2 * s.decode_threads);
-    caps[REEL_STAGE_COLLATE] = (size_t)s.prefetch_batches;
-    int total = 0;
-    for (int i = 0; i < REEL_STAGE_COUNT; i++) total += threads[i];
-    l->workers = calloc((size_t)total, sizeof *l->workers);
-    if (!l->workers) { st = reel__error_set(err, REEL_E_NOMEM, "loader: out of memory"); goto fail; }
-    /* trace tracks: feeder, stage threads, consumer */
-    l->feeder_track = 0;
-    l->consumer_track = total + 1;
-    if (reel__trace_init(&l->trace, total + 2, (size_t)s.trace_capacity, s.trace, reel__clock_ns()) != 0) {
-        st = reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for the trace");
-        goto fail;
+    st = init_plan(l, err);
+    if (st == REEL_OK) st = init_ring(l, auto_prefetch, err);
+    if (st == REEL_OK) st = init_stages(l, err);
+    if (st == REEL_OK) {
+        set_position(l, 0, 0);
+        st = reel__loader_start_threads(l, err);
     }
-    reel__trace_name(&l->trace, l->feeder_track, "feeder", -1);
-    reel__trace_name(&l->trace, l->consumer_track, "consumer", -1);
-    int wi = 0;
-    for (int i = 0; i < REEL_STAGE_COUNT; i++) {
-        stage *sg = &l->st[i];
-        sg->name = names[i];
-        snprintf(sg->abandoned_label, sizeof sg->abandoned_label, "%s (abandoned)", names[i]);
-        sg->threads = threads[i];
-        sg->track0 = wi + 1;
-        sg->tids = calloc((size_t)threads[i], sizeof *sg->tids);
-        if (!sg->tids || reel__queue_init(&sg->q, caps[i]) != 0) {
-            st = reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
-            goto fail;
-        }
-        for (int k = 0; k < threads[i]; k++, wi++) {
-            l->workers[wi].l = l;
-            l->workers[wi].id = k;
-            l->workers[wi].track = wi + 1;
-            reel__trace_name(&l->trace, wi + 1, names[i], k);
-        }
+    if (st != REEL_OK) {
+        reel_loader_destroy(&l);
+        return st;
     }
-    set_position(l, 0, 0);
-    st = reel__loader_start_threads(l, err);
-    if (st != REEL_OK) goto fail;
     *out = l;
     return REEL_OK;
-
-fail:
-    reel_loader_destroy(&l);
-    return st;
 }
 
 void reel_loader_destroy(reel_loader **pl)
