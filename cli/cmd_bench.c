@@ -44,6 +44,8 @@ static void usage(FILE *fp)
         "  --limit N             use only the first N videos of the dataset\n"
         "  --seed N              shuffle/sampling seed (0)\n"
         "  --no-shuffle          keep the dataset order\n"
+        "  --shuffle-window W    quasi-random order for stores: blocks of W records in a\n"
+        "                        shuffled order, shuffled within each block (0: full)\n"
         "  --unordered           hand out batches as they are ready\n"
         "  --drop-last           drop a last, partial batch\n"
         "  --rank R --world W    run shard R of W\n"
@@ -207,6 +209,7 @@ int reel_cli_bench(int argc, char **argv)
         INT_OPT("--prefetch", s.prefetch_batches, 1)
         INT_OPT("--rank", s.rank, 0)
         INT_OPT("--world", s.world_size, 1)
+        INT_OPT("--shuffle-window", s.shuffle_window, 0)
         ENUM_OPT("--sampler", s.sampler.kind, samplers)
         ENUM_OPT("--crop", s.transform.crop, crops)
         ENUM_OPT("--flip", s.transform.flip, flips)

@@ -268,6 +268,17 @@ typedef struct reel_loader_settings {
      *  pinned buffer may run after the call that started it returns: keep
      *  the batch until the copy is done before releasing it. Default 0. */
     int      pin_memory;
+
+    /** Shuffle order suited to sequential reads (a packed store's records,
+     *  FFCV's quasi-random order). 0 (default): a full shuffle. W > 0: the
+     *  dataset order (a store's record order) is cut into blocks of W
+     *  consecutive samples, the blocks are taken in a shuffled order and
+     *  the samples within each block are shuffled, so the reads of an
+     *  epoch move through the store W records at a time. Larger W: more
+     *  random, less sequential; W >= the dataset size is a full shuffle.
+     *  Deterministic from (seed, epoch) like every shuffle; sharding, resume
+     *  and drop_last/padding apply to it unchanged. Ignored without shuffle. */
+    int64_t  shuffle_window;
 } reel_loader_settings;
 
 /** Fills `s` with the defaults documented on each field (Kinetics-like:

@@ -148,6 +148,7 @@ def _settings(
     open_threads: Optional[int], collate_threads: Optional[int], decoder_threads: Optional[int],
     prefetch_batches: Optional[int], queue_capacity: Optional[int], alignment: Optional[int], index: Any,
     corrupt: str, trace: bool, trace_capacity: Optional[int], pin_memory: bool = False,
+    shuffle_window: Optional[int] = None,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults."""
     h, w = opt.size_hw("size", size)
@@ -190,6 +191,7 @@ def _settings(
         "corrupt_policy": opt.choice("corrupt", corrupt, opt.CORRUPT),
         "trace": int(bool(trace)),
         "pin_memory": int(bool(pin_memory)),
+        "shuffle_window": int(shuffle_window or 0),
     }
     optional = {"transform.flip_probability": flip_probability, "max_replacements": max_replacements,
                 "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity}
@@ -267,6 +269,9 @@ class Loader:
     counts and ``state_dict()`` / ``load_state_dict()`` resume exactly.
     ``epochs=None`` runs until closed; each ``for batch in loader`` runs to the
     end of the current epoch. ``rank``/``world_size`` shard the dataset.
+    ``shuffle_window=W`` (for a packed store, FFCV's quasi-random order): blocks
+    of W consecutive records in a shuffled order, shuffled within each block,
+    so reads move through the store W records at a time (None: full shuffle).
 
     Errors: ``on_error`` "skip" (a shorter batch), "replace" (another sample)
     or "raise" (a ReelError from iteration); ``metrics()`` reports coverage and
@@ -334,6 +339,7 @@ class Loader:
         trace: bool = False,
         trace_capacity: Optional[int] = None,
         pin_memory: bool = False,
+        shuffle_window: Optional[int] = None,
     ) -> None:
         config = dict(locals())
         del config["self"], config["source"]

@@ -70,6 +70,7 @@ void reel_loader_default_settings(reel_loader_settings *s)
     s->trace = 0;
     s->trace_capacity = 16384;
     s->pin_memory = 0;
+    s->shuffle_window = 0;
 }
 
 /* Positions feeder and consumer at (epoch, position). Threads stopped. */
@@ -124,6 +125,8 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: alignment %zu is not a power of two", s->alignment);
     if (s->trace_capacity < 0)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: trace_capacity must be >= 0");
+    if (s->shuffle_window < 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: shuffle_window must be >= 0");
     if (s->pin_memory != 0 && s->pin_memory != 1)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: pin_memory must be 0 or 1");
     return REEL_OK;
@@ -156,6 +159,7 @@ static int init_plan(reel_loader *l, reel_error *err)
     if (st == REEL_OK)
         st = reel__plan_init(&l->plan, (int64_t)l->ds->n, s->world_size, s->rank, s->shard_mode, s->batch_size,
                              s->drop_last, s->shuffle, s->seed, err);
+    if (st == REEL_OK) st = reel__plan_set_window(&l->plan, s->shuffle_window, err);
     if (st != REEL_OK) return st;
     l->seen = calloc((size_t)reel__plan_batches(&l->plan, 0) + 1, 1);
     if (!l->seen) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
