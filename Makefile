@@ -51,7 +51,10 @@ asan: deps
 # (64 H.264 clips of 10 s, 340x256, 25 fps, in class folders, plus 4 damaged
 # files to show the error policy), then `reel bench` runs the batch loader
 # over it: 8 frames per clip, 224x224, batches of 32, with a live progress
-# bar, a report naming the bottleneck stage, and a Chrome trace.
+# bar, a report naming the bottleneck stage, and a Chrome trace. Then the
+# same set is packed into a JPEG store (`reel pack`, short side 256; the
+# damaged files are recorded with their reason) and `reel bench` runs the
+# same workload over the store, with a shuffle window, beside the video path.
 DEMO_DIR := $(BUILD_DIR)/demo
 
 demo: build
@@ -60,6 +63,10 @@ demo: build
 	$(REEL) bench $(DEMO_DIR)/kinetics --frames-per-clip 8 --clips-per-video 1 --size 224 --batch 32 \
 	  --epochs 1 --trace $(DEMO_DIR)/trace.json
 	@echo "demo: trace written to $(DEMO_DIR)/trace.json (open in https://ui.perfetto.dev or chrome://tracing)"
+	$(REEL) pack $(DEMO_DIR)/kinetics $(DEMO_DIR)/kinetics.store --size 256 --format jpeg
+	$(REEL) bench $(DEMO_DIR)/kinetics.store --frames-per-clip 8 --clips-per-video 1 --size 224 --batch 32 \
+	  --epochs 1 --shuffle-window 16 --trace $(DEMO_DIR)/trace-store.json
+	@echo "demo: the store's trace is $(DEMO_DIR)/trace-store.json; compare frames/s with the video run above"
 # ============================================================== DEMO (end)
 
 bench: build
