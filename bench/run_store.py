@@ -16,7 +16,7 @@ decoded in a tight loop by the same number of threads, with no pipeline and no
 conversion). Finally the jpeg store runs 10 epochs to show that peak RSS
 stays flat.
 
-  python3 bench/run_store.py [--threads 2] [--videos 32] [--hd-videos 8] [--repeat 2] [--write-doc]
+  python3 bench/run_store.py [--threads 2] [--videos 32] [--hd-videos 8] [--repeat 2] [--epochs 5] [--write-doc]
 """
 import argparse
 import json
@@ -73,8 +73,8 @@ def bench(reel, path, threads, epochs=1, cold=False):
     return d
 
 
-def best(reel, path, threads, repeat, cold):
-    runs = [bench(reel, path, threads, cold=cold) for _ in range(repeat)]
+def best(reel, path, threads, repeat, cold, epochs):
+    runs = [bench(reel, path, threads, epochs=epochs, cold=cold) for _ in range(repeat)]
     return max(runs, key=lambda d: d["frames_per_second"])
 
 
@@ -84,6 +84,7 @@ def main():
     ap.add_argument("--videos", type=int, default=32)
     ap.add_argument("--hd-videos", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=5, help="epochs per loader run (and floor repeats)")
     ap.add_argument("--data", default=str(ROOT / "build" / "bench-store"))
     ap.add_argument("--write-doc", action="store_true")
     a = ap.parse_args()
@@ -93,7 +94,7 @@ def main():
     data = Path(a.data)
     data.mkdir(parents=True, exist_ok=True)
     sets = [("340x256", a.videos), ("1280x720", a.hd_videos)]
-    rows, loads = [], []
+    rows = []
     for size, n in sets:
         ds = data / f"videos-{size}"
         if not (ds / "manifest.csv").exists():
@@ -101,12 +102,12 @@ def main():
             run([str(reel), "synth", "--dataset", str(ds), "--videos", str(n), "--seconds", "10", "--size", size,
                  "--fps", "25"])
         vbytes = du(ds)
-        loads.append(sample_load())
+        sample_load()
         log(f"{size}: the video path ...")
         video = {"warm": None, "cold": None}
         bench(reel, ds, a.threads)  # fills the page cache
-        video["warm"] = best(reel, ds, a.threads, a.repeat, False)
-        video["cold"] = best(reel, ds, a.threads, a.repeat, True)
+        video["warm"] = best(reel, ds, a.threads, a.repeat, False, a.epochs)
+        video["cold"] = best(reel, ds, a.threads, a.repeat, True, a.epochs)
         for cache in ("warm", "cold"):
             v = video[cache]
             rows.append(dict(set=size, source="videos", cache=cache, fps=v["frames_per_second"],
@@ -126,11 +127,11 @@ def main():
             flo = None
             if fmt == "jpeg":
                 flo = json.loads(run([str(floor), str(st), "--frames", "8", "--threads", str(a.threads),
-                                      "--repeat", "5"]).strip())
+                                      "--repeat", str(a.epochs)]).strip())
             bench(reel, st, a.threads)
             for cache in ("warm", "cold"):
-                loads.append(sample_load())
-                d = best(reel, st, a.threads, a.repeat, cache == "cold")
+                sample_load()
+                d = best(reel, st, a.threads, a.repeat, cache == "cold", a.epochs)
                 v = video[cache]
                 rows.append(dict(set=size, source=f"{fmt} store", cache=cache, fps=d["frames_per_second"],
                                  cpu_ms=1000 * d["cpu_s"] / max(d["frames"], 1), rss=d["peak_rss_bytes"],
@@ -147,9 +148,9 @@ def main():
 
     lines = ["## Store", "",
              f"`python3 bench/run_store.py --threads {a.threads} --videos {a.videos} --hd-videos {a.hd_videos} "
-             f"--repeat {a.repeat} --write-doc` on {cpu_model()}, reel {reel_version()}, load {load_summary(loads)}. "
+             f"--repeat {a.repeat} --epochs {a.epochs} --write-doc` on {cpu_model()}, reel {reel_version()}, load {load_summary()}. "
              "Loader: `reel bench PATH --frames-per-clip 8 --size 224 --batch 32 --threads "
-             f"{a.threads}` (one clip of 8 consecutive frames per video, best of {a.repeat}). Stores: "
+             f"{a.threads} --epochs {a.epochs}` (one clip of 8 consecutive frames per video, best of {a.repeat}). Stores: "
              "`reel pack VIDEOS STORE --size 256 --format F` (jpeg quality 90; raw uncompressed; h264 GOP 8, CRF 18). "
              "Cold: posix_fadvise(DONTNEED) on every file of the source before the run. The libjpeg-turbo floor: "
              "the same JPEGs (8 consecutive frames per record) decoded in a tight loop on the same threads "

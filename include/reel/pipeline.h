@@ -218,6 +218,16 @@ typedef enum reel_shard_mode {
     REEL_SHARD_DROP = 1  /**< drop the tail so every rank has floor(N/world) */
 } reel_shard_mode;
 
+/** A failure record: the video, why, and where it was in the epoch. */
+typedef struct reel_failure {
+    char    path[1024];
+    char    reason[REEL_ERROR_MSG_SIZE]; /**< "<path>: <reason>" */
+    int     status;
+    int64_t epoch;
+    int64_t position;
+    int64_t sample;
+} reel_failure;
+
 /** Loader settings. Initialise with reel_loader_default_settings(). */
 typedef struct reel_loader_settings {
     reel_sampler_settings sampler;
@@ -269,6 +279,17 @@ typedef struct reel_loader_settings {
      *  the batch until the copy is done before releasing it. Default 0. */
     int      pin_memory;
 
+    /** Coverage below which an epoch ends with REEL_E_NO_DATA (0..1; the
+     *  share of a epoch's samples that loaded); 0 (default): off. An epoch
+     *  in which no sample loaded always ends with REEL_E_NO_DATA. */
+    double   min_coverage;
+    /** Failures kept for reel_loader_failure() and the metrics: the most
+     *  recent ones; counts per cause cover the whole run. Default 1000. */
+    int      failure_log_size;
+    /** Called once for every failure (any stage thread, serialised), for a
+     *  caller who wants them all. NULL: none. */
+    void   (*on_failure)(void *opaque, const reel_failure *failure);
+    void    *on_failure_opaque;
     /** Shuffle order suited to sequential reads (a packed store's records,
      *  FFCV's quasi-random order). 0 (default): a full shuffle. W > 0: the
      *  dataset order (a store's record order) is cut into blocks of W
@@ -332,15 +353,7 @@ typedef struct reel_loader_state {
     int64_t position;
 } reel_loader_state;
 
-/** A failure record: the video, why, and where it was in the epoch. */
-typedef struct reel_failure {
-    char    path[1024];
-    char    reason[REEL_ERROR_MSG_SIZE]; /**< "<path>: <reason>" */
-    int     status;
-    int64_t epoch;
-    int64_t position;
-    int64_t sample;
-} reel_failure;
+
 
 /** Pipeline stages, for metrics. */
 enum { REEL_STAGE_OPEN = 0, REEL_STAGE_DECODE = 1, REEL_STAGE_COLLATE = 2, REEL_STAGE_COUNT = 3 };
@@ -449,8 +462,14 @@ REEL_API int reel_loader_metrics_json(reel_loader *l, char **json, reel_error *e
  *  settings.trace; without it the file holds only the thread names. */
 REEL_API int reel_loader_write_trace(reel_loader *l, const char *path, reel_error *err);
 
-/** Number of failure records (every failed attempt, in the order seen). */
+/** Number of failure records kept: the most recent failed attempts (at most
+ *  settings.failure_log_size), oldest first; reel_loader_metrics.failures
+ *  counts them all. */
 REEL_API int64_t reel_loader_num_failures(reel_loader *l);
+
+/** Failures with this status seen in the whole run (all causes are also in
+ *  the metrics JSON, "failures_by_cause"). */
+REEL_API int64_t reel_loader_failures_by_cause(reel_loader *l, int status);
 
 /** Copies failure record i into *out. */
 REEL_API int reel_loader_failure(reel_loader *l, int64_t i, reel_failure *out, reel_error *err);

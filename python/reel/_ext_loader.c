@@ -84,6 +84,8 @@ static const setting_field loader_fields[] = {
     SF("on_error", on_error, 'i'),
     SF("max_replacements", max_replacements, 'i'),
     SF("sample_time_limit", sample_time_limit, 'd'),
+    SF("min_coverage", min_coverage, 'd'),
+    SF("failure_log_size", failure_log_size, 'i'),
     SF("open_threads", open_threads, 'i'),
     SF("decode_threads", decode_threads, 'i'),
     SF("collate_threads", collate_threads, 'i'),
@@ -516,7 +518,9 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
             reel_loader_release(self->loader, b);
         }
     }
-    if (r == REEL_OK && !b) {
+    if ((r == REEL_OK && !b) || r == REEL_E_NO_DATA) {
+        /* the end of an epoch (REEL_E_NO_DATA: one in which nothing, or too
+         * little, loaded: raised below, and the next call goes on) */
         if (!finished) {
             self->epoch++;
             self->delivered = 0;
@@ -676,6 +680,14 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
         "ring_memory", m.ring_memory ? m.ring_memory : "plain",
         "data_time_s", m.data_time_s, "model_time_s", m.model_time_s, "stages", stages,
         "bottleneck", m.bottleneck ? m.bottleneck : "");
+    /* counts per cause for the whole run (the failure list is bounded) */
+    PyObject *causes = d ? PyDict_New() : NULL;
+    for (int status = -1; causes && status >= -31; status--) {
+        int64_t c = reel_loader_failures_by_cause(self->loader, status);
+        if (c && dict_set(causes, reel_strerror(status), PyLong_FromLongLong(c)) < 0) Py_CLEAR(causes);
+    }
+    if (!causes || PyDict_SetItemString(d, "failures_by_cause", causes) < 0) Py_CLEAR(d);
+    Py_XDECREF(causes);
     return d;
 }
 
@@ -786,7 +798,7 @@ static PyMethodDef loader_methods[] = {
     { "restore", (PyCFunction)loader_restore, METH_VARARGS, "restore($self, epoch, position)\n--\n\nRestarts at a saved state." },
     { "batches_per_epoch", (PyCFunction)loader_batches_per_epoch, METH_NOARGS, "batches_per_epoch($self)\n--\n\n" },
     { "metrics", (PyCFunction)loader_metrics, METH_NOARGS, "metrics($self)\n--\n\nA snapshot of the metrics as a dict." },
-    { "failures", (PyCFunction)loader_failures, METH_NOARGS, "failures($self)\n--\n\nEvery failed attempt so far." },
+    { "failures", (PyCFunction)loader_failures, METH_NOARGS, "failures($self)\n--\n\nThe most recent failed attempts (failure_log_size of them)." },
     { "write_trace", (PyCFunction)loader_write_trace, METH_O, "write_trace($self, path)\n--\n\nChrome trace of the threads." },
     { "dataset_info", (PyCFunction)loader_dataset_info, METH_NOARGS, "dataset_info($self)\n--\n\n{'size', 'class_names'}." },
     { "__reduce__", (PyCFunction)reduce_forbidden, METH_NOARGS, NULL },

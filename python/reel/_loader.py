@@ -148,6 +148,7 @@ def _settings(
     open_threads: Optional[int], collate_threads: Optional[int], decoder_threads: Optional[int],
     prefetch_batches: Optional[int], queue_capacity: Optional[int], alignment: Optional[int], index: Any,
     corrupt: str, trace: bool, trace_capacity: Optional[int], pin_memory: bool = False,
+    min_coverage: float = 0.0, failure_log_size: Optional[int] = None,
     shuffle_window: Optional[int] = None,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults."""
@@ -191,10 +192,12 @@ def _settings(
         "corrupt_policy": opt.choice("corrupt", corrupt, opt.CORRUPT),
         "trace": int(bool(trace)),
         "pin_memory": int(bool(pin_memory)),
+        "min_coverage": float(min_coverage),
         "shuffle_window": int(shuffle_window or 0),
     }
     optional = {"transform.flip_probability": flip_probability, "max_replacements": max_replacements,
-                "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity}
+                "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity,
+                "failure_log_size": failure_log_size}
     s.update({k: v for k, v in optional.items() if v is not None})
     if scale is not None:
         s["transform.scale_min"], s["transform.scale_max"] = (float(v) for v in scale)
@@ -339,6 +342,8 @@ class Loader:
         trace: bool = False,
         trace_capacity: Optional[int] = None,
         pin_memory: bool = False,
+        min_coverage: float = 0.0,
+        failure_log_size: Optional[int] = None,
         shuffle_window: Optional[int] = None,
     ) -> None:
         config = dict(locals())
@@ -400,9 +405,12 @@ class Loader:
 
     # ---------------------------------------------------------------- reporting
     def metrics(self) -> Dict[str, Any]:
-        """Throughput, coverage, data/model time, per-stage load, memory, and
-        ``failures`` (every failed attempt: path, reason, status, epoch, position)."""
+        """Throughput, coverage, data/model time, per-stage load, memory;
+        ``failures``: the most recent failed attempts (path, reason, status,
+        epoch, position; at most ``failure_log_size``), ``failure_count`` and
+        ``failures_by_cause`` for the whole run."""
         m = self._loader.metrics()
+        m["failure_count"] = m["failures"]
         m["failures"] = self._loader.failures()
         return m
 

@@ -374,7 +374,13 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
     const uint8_t *res;
     int res_stride;
 
-    if (rot == 0 && resize && t->resize_mode == REEL_RESIZE_FUSED) {
+    if (f->format == AV_PIX_FMT_RGB24 && rot == 0 && !resize) {
+        /* an RGB picture already (a packed store's frame): the crop is a
+         * window into it, and emit() writes it straight to the output */
+        res = f->data[0] + (ptrdiff_t)cy * f->linesize[0] + (ptrdiff_t)cx * 3;
+        res_stride = f->linesize[0];
+        r = REEL_OK;
+    } else if (rot == 0 && resize && t->resize_mode == REEL_RESIZE_FUSED) {
         /* crop and resize inside the YUV->RGB conversion: full-resolution
          * RGB is never made */
         res_stride = rgb_stride(ow);

@@ -103,6 +103,11 @@ static inline int reel__interrupted(const reel_decoder *dec)
     return dec->settings.interrupt && dec->settings.interrupt(dec->settings.interrupt_opaque);
 }
 
+/* Timestamps and durations from a file or a sidecar are untrusted: beyond
+ * +-2^60 they are impossible (and sums or differences of two could
+ * overflow int64), so such a table is corrupt (or a sidecar stale). */
+#define REEL_TS_LIMIT (INT64_C(1) << 60)
+
 /* Allocates and opens a codec context for the stream with `threads` threads
  * (frame and slice threading). Returns 0 or the FFmpeg error; *opening is 1
  * if it failed in avcodec_open2, 0 if before (parameters, memory). */

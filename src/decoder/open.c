@@ -145,14 +145,33 @@ static void fill_info(reel_decoder *dec)
             in->avg_fps_num = dec->st->avg_frame_rate.num;
             in->avg_fps_den = dec->st->avg_frame_rate.den;
         } else if (span > 0) {
-            av_reduce(&in->avg_fps_num, &in->avg_fps_den,
-                      t->n * (int64_t)dec->st->time_base.den,
-                      span * (int64_t)dec->st->time_base.num, 1 << 30);
+            /* checked: span and the time base come from the file */
+            int64_t num, den;
+            if (!__builtin_mul_overflow(t->n, (int64_t)dec->st->time_base.den, &num) &&
+                !__builtin_mul_overflow(span, (int64_t)dec->st->time_base.num, &den))
+                av_reduce(&in->avg_fps_num, &in->avg_fps_den, num, den, 1 << 30);
         }
     }
 }
 
 /* ---- open ---------------------------------------------------------------- */
+
+/* 1 when a file FFmpeg could not open starts like an MP4/MOV (an ftyp, mdat,
+ * free, wide or skip box first): then what is missing is the index. */
+static int looks_like_mp4(const reel_decoder *dec)
+{
+    if (!dec->is_file) return 0;
+    FILE *f = fopen(dec->name, "rb");
+    if (!f) return 0;
+    unsigned char b[8];
+    int ok = fread(b, 1, 8, f) == 8;
+    fclose(f);
+    if (!ok) return 0;
+    static const char *const boxes[] = { "ftyp", "mdat", "free", "wide", "skip" };
+    for (size_t i = 0; i < sizeof boxes / sizeof boxes[0]; i++)
+        if (!memcmp(b + 4, boxes[i], 4)) return 1;
+    return 0;
+}
 
 static int pick_stream(reel_decoder *dec, reel_error *err)
 {
@@ -275,6 +294,9 @@ static int open_common(reel_decoder *dec, reel_error *err)
         if (st == REEL_E_CANCELLED || reel__interrupted(dec))
             return reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while opening", dec->name);
         if (st == REEL_E_CORRUPT) st = REEL_E_NOT_VIDEO;
+        if (st == REEL_E_NOT_VIDEO && looks_like_mp4(dec))
+            return reel__error_set(err, st, "%s: truncated or incomplete MP4/MOV: the index (moov) is missing",
+                                   dec->name);
         if (st == REEL_E_NOT_VIDEO)
             return reel__error_set(err, st, "%s: not a video file (no known container format recognised)", dec->name);
         return reel__error_set(err, st, "%s: cannot open: %s", dec->name, reel__av_err(r, eb, sizeof eb));
@@ -345,6 +367,8 @@ int reel_decoder_open(reel_decoder **out, const char *path, const reel_decoder_s
         return reel__error_set(err, REEL_E_IO, "%s: cannot access: %s", path, strerror(errno));
     }
     if (S_ISDIR(sb.st_mode)) return reel__error_set(err, REEL_E_IO, "%s: is a directory, not a video file", path);
+    if (!S_ISREG(sb.st_mode))
+        return reel__error_set(err, REEL_E_IO, "%s: not a regular file (a FIFO, socket or device)", path);
     if (sb.st_size == 0) return reel__error_set(err, REEL_E_NOT_VIDEO, "%s: not a video file (empty, 0 bytes)", path);
     reel_decoder *dec = alloc_decoder(path, s);
     if (!dec) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);

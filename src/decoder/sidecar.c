@@ -50,6 +50,15 @@ int reel__sidecar_load(reel_decoder *dec, const char *path)
              h.stream_index == dec->stream_index && h.codec_id == (int32_t)dec->st->codecpar->codec_id &&
              (h.match_mode == REEL_MATCH_PTS || h.match_mode == REEL_MATCH_COUNT) &&
              h.n > 0 && h.n < (INT64_C(1) << 31);
+    /* the header's n is untrusted: the file must hold exactly n rows before
+     * anything is allocated for them */
+    if (ok) {
+        long here = ftell(fp);
+        ok = here >= 0 && fseek(fp, 0, SEEK_END) == 0;
+        long end = ok ? ftell(fp) : -1;
+        ok = ok && end >= here && (uint64_t)(end - here) == (uint64_t)h.n * sizeof *rows &&
+             fseek(fp, here, SEEK_SET) == 0;
+    }
     if (ok) {
         rows = malloc((size_t)h.n * sizeof *rows);
         ok = rows && fread(rows, sizeof *rows, (size_t)h.n, fp) == (size_t)h.n &&
@@ -73,7 +82,8 @@ int reel__sidecar_load(reel_decoder *dec, const char *path)
     for (int64_t i = 0; i < n; i++) {
         sidecar_row *r = &rows[i];
         if (r->decode_order < 0 || r->decode_order >= n || t->frame_of_decode[r->decode_order] != -1 ||
-            r->duration <= 0 || (i > 0 && r->pts <= rows[i - 1].pts)) {
+            r->duration <= 0 || r->duration > REEL_TS_LIMIT || r->pts < -REEL_TS_LIMIT || r->pts > REEL_TS_LIMIT ||
+            (i > 0 && r->pts <= rows[i - 1].pts)) {
             free(rows);
             reel__table_free(t);
             return REEL_E_INDEX_STALE;

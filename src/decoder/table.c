@@ -54,10 +54,13 @@ int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, i
     reel_table *t = &dec->table;
     int64_t first = 0;
     while (first < np && !p[first].key) first++;
+    t->n = np - first;
+    if (t->n <= 0) { /* no packet (or no keyframe): an empty table; p may be NULL */
+        t->n = 0;
+        return REEL_OK;
+    }
     p += first;
     np -= first;
-    t->n = np;
-    if (np == 0) return REEL_OK;
 
     t->frames = calloc((size_t)np, sizeof *t->frames);
     t->dts = malloc((size_t)np * sizeof *t->dts);
@@ -224,6 +227,12 @@ int reel__table_finish(reel_decoder *dec, reel_error *err)
     reel_table *t = &dec->table;
     int64_t n = t->n;
     if (n == 0) return REEL_OK;
+    for (int64_t i = 0; i < n; i++)
+        if (t->frames[i].pts < -REEL_TS_LIMIT || t->frames[i].pts > REEL_TS_LIMIT || t->frames[i].duration < 0 ||
+            t->frames[i].duration > REEL_TS_LIMIT)
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: impossible timestamp %lld (duration %lld) at frame %lld",
+                                   dec->name, (long long)t->frames[i].pts, (long long)t->frames[i].duration,
+                                   (long long)i);
 
     /* Durations: the gap to the next frame in presentation order (packet
      * durations are per decode order and wrong under reordering and some

@@ -70,6 +70,10 @@ void reel_loader_default_settings(reel_loader_settings *s)
     s->trace = 0;
     s->trace_capacity = 16384;
     s->pin_memory = 0;
+    s->min_coverage = 0;
+    s->failure_log_size = 1000;
+    s->on_failure = NULL;
+    s->on_failure_opaque = NULL;
     s->shuffle_window = 0;
 }
 
@@ -129,6 +133,10 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: shuffle_window must be >= 0");
     if (s->pin_memory != 0 && s->pin_memory != 1)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: pin_memory must be 0 or 1");
+    if (!(s->min_coverage >= 0 && s->min_coverage <= 1))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: min_coverage must be in [0, 1]");
+    if (s->failure_log_size < 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: failure_log_size must be >= 0");
     return REEL_OK;
 }
 
@@ -255,7 +263,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->T = s.sampler.frames_per_clip;
     l->K = s.sampler.clips_per_video;
     l->esize = reel__elem_size(s.transform.dtype);
-    reel__failures_init(&l->failures_log, 100000);
+    reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);
     pthread_mutex_init(&l->wd_mu, NULL);
     pthread_cond_init(&l->wd_cond, NULL);
 
@@ -316,6 +324,24 @@ static void end_epoch(reel_loader *l)
     }
 }
 
+/* At the end of an epoch: no sample loaded, or fewer than min_coverage of
+ * them, is an error naming the first failures, so an epoch of nothing is
+ * never silent. */
+static int epoch_check(reel_loader *l, int64_t epoch, int64_t ok, int64_t failed, reel_error *err)
+{
+    if (ok + failed == 0) return REEL_OK;
+    double coverage = (double)ok / (double)(ok + failed);
+    if (ok > 0 && coverage >= l->s.min_coverage) return REEL_OK;
+    char first[400];
+    reel__failures_first(&l->failures_log, epoch, first, sizeof first);
+    if (ok == 0)
+        return reel__error_set(err, REEL_E_NO_DATA, "loader: no sample of epoch %lld could be loaded (%lld failed); first: %s",
+                               (long long)epoch, (long long)failed, first[0] ? first : "(no record)");
+    return reel__error_set(err, REEL_E_NO_DATA, "loader: epoch %lld coverage %.1f%% is below min_coverage %.1f%% (%lld of %lld failed); first: %s",
+                           (long long)epoch, 100 * coverage, 100 * l->s.min_coverage, (long long)failed,
+                           (long long)(ok + failed), first[0] ? first : "(no record)");
+}
+
 /* The consumer waited from t_in until now: data time, a trace event, and
  * the start of its model time. */
 static void end_wait(reel_loader *l, int64_t t_in, const char *what, int64_t seq)
@@ -348,10 +374,12 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
         return REEL_OK;
     }
     if (l->delivered >= l->cur_batches) {
+        int64_t ok = l->epoch_ok, failed = l->epoch_failed, epoch = l->cur_epoch;
+        l->epoch_ok = l->epoch_failed = 0;
         end_epoch(l);
         pthread_mutex_unlock(&r->mu);
         l->last_return = 0;
-        return REEL_OK;
+        return epoch_check(l, epoch, ok, failed, err);
     }
     reel_batchbuf *bb = NULL;
     int timed_out = 0;
@@ -386,6 +414,11 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
     while (l->prefix < l->cur_batches && l->seen[l->prefix]) l->prefix++;
     pthread_mutex_unlock(&r->mu);
 
+    /* what the consumer needs from the buffer is read before a release hands
+     * it back to the feeder, which may reuse it at once */
+    const int64_t seq = bb->seq;
+    l->epoch_ok += bb->batch.num_samples - bb->batch.num_failed;
+    l->epoch_failed += bb->batch.num_failed;
     if (bb->status != REEL_OK && l->s.on_error == REEL_ON_ERROR_RAISE) {
         if (err) *err = bb->err;
         st = bb->status;
@@ -396,7 +429,7 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
         atomic_fetch_add(&l->frames, bb->batch.num_clips * l->T);
         *out = &bb->batch;
     }
-    end_wait(l, t_in, "wait for batch", bb->seq);
+    end_wait(l, t_in, "wait for batch", seq);
     return st;
 }
 
@@ -515,6 +548,11 @@ int reel_loader_write_trace(reel_loader *l, const char *path, reel_error *err)
 {
     if (!l) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL");
     return reel__trace_write(&l->trace, path, err);
+}
+
+int64_t reel_loader_failures_by_cause(reel_loader *l, int status)
+{
+    return l ? reel__failures_by_cause(&l->failures_log, status) : 0;
 }
 
 int64_t reel_loader_num_failures(reel_loader *l)

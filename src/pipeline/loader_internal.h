@@ -72,6 +72,7 @@ struct reel_loader {
     uint8_t *seen;           /* unordered: delivered flags per batch of cur_epoch */
     int64_t prefix;          /* batches [0, prefix) of cur_epoch all delivered */
     int done;                /* all epochs handed out */
+    int64_t epoch_ok, epoch_failed; /* samples of cur_epoch loaded / failed (for min_coverage) */
     int64_t restore_epoch, restore_pos;
 
     /* metrics */

@@ -5,11 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-void reel__failures_init(reel_failure_log *log, size_t max)
+void reel__failures_init(reel_failure_log *log, size_t max, void (*fn)(void *, const reel_failure *), void *opaque)
 {
     memset(log, 0, sizeof *log);
     pthread_mutex_init(&log->mu, NULL);
+    for (int i = 0; i < 16; i++) log->firsts[i].epoch = -1;
     log->max = max;
+    log->fn = fn;
+    log->opaque = opaque;
 }
 
 void reel__failures_free(reel_failure_log *log)
@@ -20,22 +23,62 @@ void reel__failures_free(reel_failure_log *log)
     memset(log, 0, sizeof *log);
 }
 
+static void fill(reel_failure *out, const reel_failure_rec *f)
+{
+    snprintf(out->path, sizeof out->path, "%s", f->path ? f->path : "");
+    snprintf(out->reason, sizeof out->reason, "%s", f->reason ? f->reason : "");
+    out->status = f->status;
+    out->epoch = f->epoch;
+    out->position = f->position;
+    out->sample = f->sample;
+}
+
 void reel__failures_add(reel_failure_log *log, const char *path, int status, const char *reason,
                         int64_t epoch, int64_t position, int64_t sample)
 {
+    const char *text = reason && *reason ? reason : reel_strerror(status);
+    if (log->fn) {
+        /* the caller's callback sees every failure, in the order they happen */
+        reel_failure_rec tmp = { path, (char *)text, status, epoch, position, sample };
+        reel_failure f;
+        fill(&f, &tmp);
+        pthread_mutex_lock(&log->mu);
+        log->fn(log->opaque, &f);
+        pthread_mutex_unlock(&log->mu);
+    }
+    char *r = log->max ? strdup(text) : NULL;
     pthread_mutex_lock(&log->mu);
     log->total++;
-    if (log->n < log->max) {
-        if (log->n == log->alloc) {
-            size_t na = log->alloc ? log->alloc * 2 : 64;
-            reel_failure_rec *nv = realloc(log->v, na * sizeof *nv);
-            if (!nv) goto out;
-            log->v = nv;
-            log->alloc = na;
+    int cause = status <= 0 && -status < REEL_FAILURE_CAUSES ? -status : REEL_FAILURE_CAUSES - 1;
+    log->by_cause[cause]++;
+    if (epoch >= 0) {
+        __typeof__(log->firsts[0]) *e = &log->firsts[epoch % 16];
+        if (e->epoch != epoch) {
+            e->epoch = epoch;
+            e->count = 0;
+            e->text[0] = '\0';
         }
-        char *r = strdup(reason && *reason ? reason : reel_strerror(status));
-        if (!r) goto out;
-        reel_failure_rec *f = &log->v[log->n++];
+        if (e->count++ < 3) {
+            size_t l = strlen(e->text);
+            snprintf(e->text + l, sizeof e->text - l, "%s%s", l ? "; " : "", text);
+        }
+    }
+    if (r && !log->v) {
+        log->v = calloc(log->max, sizeof *log->v);
+        if (!log->v) {
+            free(r);
+            r = NULL;
+        }
+    }
+    if (r) {
+        reel_failure_rec *f;
+        if (log->n < log->max) {
+            f = &log->v[(log->head + log->n++) % log->max];
+        } else { /* full: the oldest goes */
+            f = &log->v[log->head];
+            free(f->reason);
+            log->head = (log->head + 1) % log->max;
+        }
         f->path = path;
         f->reason = r;
         f->status = status;
@@ -43,7 +86,6 @@ void reel__failures_add(reel_failure_log *log, const char *path, int status, con
         f->position = position;
         f->sample = sample;
     }
-out:
     pthread_mutex_unlock(&log->mu);
 }
 
@@ -62,15 +104,26 @@ int reel__failures_get(reel_failure_log *log, int64_t i, reel_failure *out)
         pthread_mutex_unlock(&log->mu);
         return REEL_E_OUT_OF_RANGE;
     }
-    const reel_failure_rec *f = &log->v[i];
-    snprintf(out->path, sizeof out->path, "%s", f->path ? f->path : "");
-    snprintf(out->reason, sizeof out->reason, "%s", f->reason);
-    out->status = f->status;
-    out->epoch = f->epoch;
-    out->position = f->position;
-    out->sample = f->sample;
+    fill(out, &log->v[(log->head + (size_t)i) % log->max]);
     pthread_mutex_unlock(&log->mu);
     return REEL_OK;
+}
+
+void reel__failures_first(reel_failure_log *log, int64_t epoch, char *out, size_t size)
+{
+    pthread_mutex_lock(&log->mu);
+    const __typeof__(log->firsts[0]) *e = &log->firsts[(epoch >= 0 ? epoch : 0) % 16];
+    snprintf(out, size, "%s", e->epoch == epoch ? e->text : "");
+    pthread_mutex_unlock(&log->mu);
+}
+
+int64_t reel__failures_by_cause(reel_failure_log *log, int status)
+{
+    int cause = status <= 0 && -status < REEL_FAILURE_CAUSES ? -status : REEL_FAILURE_CAUSES - 1;
+    pthread_mutex_lock(&log->mu);
+    int64_t v = log->by_cause[cause];
+    pthread_mutex_unlock(&log->mu);
+    return v;
 }
 
 static void kv_i(reel_buf *b, const char *k, int64_t v, int comma)
@@ -127,7 +180,7 @@ void reel__metrics_json(reel_buf *b, const reel_loader_metrics *m, reel_failure_
     reel__buf_puts(b, "],\"failed\":[");
     pthread_mutex_lock(&log->mu);
     for (size_t i = 0; i < log->n; i++) {
-        const reel_failure_rec *f = &log->v[i];
+        const reel_failure_rec *f = &log->v[(log->head + i) % log->max];
         reel__buf_puts(b, i ? ",{\"path\":" : "{\"path\":");
         reel__buf_json_string(b, f->path);
         reel__buf_puts(b, ",\"reason\":");
@@ -139,8 +192,17 @@ void reel__metrics_json(reel_buf *b, const reel_loader_metrics *m, reel_failure_
         reel__buf_puts(b, "}");
     }
     int64_t dropped = log->total - (int64_t)log->n;
+    reel__buf_puts(b, "],\"failures_by_cause\":{");
+    int first = 1;
+    for (int c = 0; c < REEL_FAILURE_CAUSES; c++) {
+        if (!log->by_cause[c]) continue;
+        reel__buf_puts(b, first ? "" : ",");
+        reel__buf_json_string(b, reel_strerror(-c));
+        reel__buf_printf(b, ":%lld", (long long)log->by_cause[c]);
+        first = 0;
+    }
     pthread_mutex_unlock(&log->mu);
-    reel__buf_puts(b, "]");
+    reel__buf_puts(b, "}");
     kv_i(b, "failed_not_listed", dropped, 1);
     reel__buf_puts(b, "}");
 }

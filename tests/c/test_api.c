@@ -490,8 +490,8 @@ TEST(save_index_errors)
 
 TEST(strerror_and_version)
 {
-    const char *seen[17];
-    for (int s = 0; s >= -16; s--) {
+    const char *seen[19];
+    for (int s = 0; s >= -18; s--) {
         const char *m = reel_strerror(s);
         CHECK_MSG(m && *m, "reel_strerror(%d) is empty", s);
         CHECK_MSG(strcmp(m, "unknown error") != 0, "reel_strerror(%d) is \"unknown error\"", s);
@@ -499,7 +499,7 @@ TEST(strerror_and_version)
             CHECK_MSG(strcmp(seen[t], m) != 0, "reel_strerror(%d) == reel_strerror(%d) == \"%s\"", s, -t, m);
         seen[-s] = m;
     }
-    const int others[] = {1, 2, -17, -18, 100, -1000, INT_MAX, INT_MIN};
+    const int others[] = {1, 2, -19, -20, 100, -1000, INT_MAX, INT_MIN};
     for (size_t k = 0; k < sizeof others / sizeof others[0]; k++)
         CHECK_EQ_STR(reel_strerror(others[k]), "unknown error");
     const char *v = reel_version();

@@ -659,17 +659,22 @@ TEST(time_limit_fails_slow_samples_without_stalling)
     reel_loader *l = NULL;
     reel_error err;
     CHECK_OK(reel_loader_create(&l, ds, &s, &err));
-    int nb = 0;
+    int nb = 0, st;
     for (;;) {
         reel_batch *b;
-        CHECK_OK(reel_loader_next(l, &b, &err));
-        if (!b) break;
+        st = reel_loader_next(l, &b, &err);
+        if (st != REEL_OK || !b) break;
         CHECK_EQ_INT(b->num_clips, 0);
         nb++;
         CHECK_OK(reel_loader_release(l, b));
     }
     CHECK_EQ_INT(nb, 3);
+    /* an epoch in which nothing loaded ends loudly, naming the cause */
+    CHECK_EQ_INT(st, REEL_E_NO_DATA);
+    CHECK_MSG(strstr(err.message, "no sample of epoch 0 could be loaded") && strstr(err.message, "time limit"),
+              "%s", err.message);
     CHECK_EQ_INT(reel_loader_num_failures(l), NVID);
+    CHECK_EQ_INT(reel_loader_failures_by_cause(l, REEL_E_TIMEOUT), NVID);
     reel_failure f;
     CHECK_OK(reel_loader_failure(l, 0, &f, &err));
     CHECK_EQ_INT(f.status, REEL_E_TIMEOUT);
@@ -1100,6 +1105,67 @@ TEST(timed_next_times_out_while_the_ring_is_held_and_changes_nothing)
     CHECK_OK(reel_loader_get_metrics(l, &m));
     CHECK_EQ_INT(m.batches, n_ref);
     free(ref);
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
+
+/* Issue 10: a failed epoch is loud; min_coverage; the failure log keeps the
+ * most recent failures and counts every cause; a callback sees them all. */
+static void count_failure(void *opaque, const reel_failure *f)
+{
+    (void)f;
+    ++*(int *)opaque;
+}
+
+TEST(min_coverage_and_a_bounded_failure_log)
+{
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_create(&ds, NULL));
+    char bad[1200];
+    make_videos();
+    for (int i = 0; i < NVID; i++) {
+        if (i % 2) {
+            snprintf(bad, sizeof bad, "%s/missing%d.mp4", harness_tmpdir(), i);
+            CHECK_OK(reel_dataset_add(ds, bad, 0, 0, -1, NULL));
+        } else {
+            CHECK_OK(reel_dataset_add(ds, g_paths[i], 0, 0, -1, NULL));
+        }
+    }
+    reel_loader_settings s = readable_settings();
+    s.min_coverage = 0.75;
+    s.failure_log_size = 2;
+    s.epochs = 3;
+    int seen = 0;
+    s.on_failure = count_failure;
+    s.on_failure_opaque = &seen;
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &s, NULL));
+    int no_data = 0;
+    for (int guard = 0; guard < 100; guard++) {
+        reel_batch *b = NULL;
+        reel_error err;
+        reel_error_clear(&err);
+        int st = reel_loader_next(l, &b, &err);
+        if (st == REEL_E_NO_DATA) {
+            no_data++;
+            CHECK_MSG(strstr(err.message, "below min_coverage") && strstr(err.message, "missing"), "%s", err.message);
+            continue;
+        }
+        CHECK_OK(st);
+        if (!b) {
+            if (reel_loader_batches_per_epoch(l) && no_data == 3) break;
+            continue;
+        }
+        CHECK_OK(reel_loader_release(l, b));
+    }
+    CHECK_EQ_INT(no_data, 3);
+    const int failed = 3 * (NVID / 2);
+    CHECK_EQ_INT(seen, failed);
+    CHECK_EQ_INT(reel_loader_num_failures(l), 2);
+    CHECK_EQ_INT(reel_loader_failures_by_cause(l, REEL_E_NOT_FOUND), failed);
+    reel_failure f;
+    CHECK_OK(reel_loader_failure(l, 1, &f, NULL));
+    CHECK_EQ_INT(f.epoch, 2); /* the most recent */
     reel_loader_destroy(&l);
     reel_dataset_free(&ds);
 }
