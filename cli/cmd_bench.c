@@ -142,10 +142,10 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
            (long long)m->frames_returned, m->amplification);
     printf("  memory       peak RSS %.1f MB, batch ring %.1f MB\n", m->peak_rss_bytes / 1048576.0,
            m->ring_bytes / 1048576.0);
-    printf("  stages       %-8s %7s %6s %10s %6s\n", "", "threads", "busy", "queue avg", "cap");
+    printf("  stages       %-12s %7s %6s %10s %6s\n", "", "threads", "busy", "queue avg", "cap");
     for (int i = 0; i < REEL_STAGE_COUNT; i++) {
         const reel_stage_metrics *st = &m->stages[i];
-        printf("               %-8s %7d %5.0f%% %10.1f %6lld\n", st->name, st->threads, st->busy_fraction * 100,
+        printf("               %-12s %7d %5.0f%% %10.1f %6lld\n", st->name, st->threads, st->busy_fraction * 100,
                st->queue_depth_avg, (long long)st->queue_capacity);
     }
     printf("  bottleneck   %s: %s\n", m->bottleneck, advice(m->bottleneck));
