@@ -5,6 +5,8 @@
 #   make test             C tests, C tests under address+undefined sanitizers,
 #                         pytest (tests/python); last line "N passed, N failed"
 #   make asan             only the sanitizer tree and its tests
+#   make tsan             the threaded C tests under ThreadSanitizer (clang)
+#   make fuzz             the libFuzzer targets, FUZZ_SECONDS (300) each
 #   make demo             a small end-to-end demo
 #   make bench            decoder benchmark (bench/run_decoder.py)
 #   make install PREFIX=/usr/local [DESTDIR=...]
@@ -27,7 +29,7 @@ REEL      := $(BUILD_DIR)/reel
 export PATH := $(HOME)/.local/bin:$(PATH)
 export CMAKE_ARGS JOBS
 
-.PHONY: all build deps test asan demo bench install clean help
+.PHONY: all build deps test asan tsan fuzz format demo bench install clean help
 
 all: build
 
@@ -46,15 +48,26 @@ test:
 asan: deps
 	@bash scripts/run_tests.sh --build-first --asan-only --build $(BUILD_DIR) --asan $(ASAN_DIR)
 
+# ThreadSanitizer: the threaded C tests in build-tsan/ (clang).
+tsan: deps
+	@bash scripts/deps.sh --test
+	@bash scripts/run_tests.sh --build-first --tsan-only --build $(BUILD_DIR)
+
+# The libFuzzer targets (tests/fuzz) in build-fuzz/, FUZZ_SECONDS each (default 300).
+FUZZ_SECONDS ?= 300
+fuzz: build
+	@bash scripts/deps.sh --test
+	@REEL_CLI=$(REEL) bash scripts/fuzz.sh $(FUZZ_SECONDS)
+
 # ============================================================== DEMO (begin)
 # The loader demo: a Kinetics-like sample set that reel generates itself
 # (64 H.264 clips of 10 s, 340x256, 25 fps, in class folders, plus 4 damaged
 # files to show the error policy), then `reel bench` runs the batch loader
 # over it: 8 frames per clip, 224x224, batches of 32, with a live progress
 # bar, a report naming the bottleneck stage, and a Chrome trace. Then the
-# same set is packed into a JPEG store (`reel pack`, short side 256; the
-# damaged files are recorded with their reason) and `reel bench` runs the
-# same workload over the store, with a shuffle window, beside the video path.
+# same set is packed once into a JPEG store (`reel pack`, the damaged files
+# recorded as failures) and the loader runs over the store the same way,
+# for its speed beside the video path.
 DEMO_DIR := $(BUILD_DIR)/demo
 
 demo: build
@@ -63,10 +76,11 @@ demo: build
 	$(REEL) bench $(DEMO_DIR)/kinetics --frames-per-clip 8 --clips-per-video 1 --size 224 --batch 32 \
 	  --epochs 1 --trace $(DEMO_DIR)/trace.json
 	@echo "demo: trace written to $(DEMO_DIR)/trace.json (open in https://ui.perfetto.dev or chrome://tracing)"
+	@echo; echo "demo: packing the same set into a store (decoded once, JPEG shards) ..."
 	$(REEL) pack $(DEMO_DIR)/kinetics $(DEMO_DIR)/kinetics.store --size 256 --format jpeg
 	$(REEL) bench $(DEMO_DIR)/kinetics.store --frames-per-clip 8 --clips-per-video 1 --size 224 --batch 32 \
-	  --epochs 1 --shuffle-window 16 --trace $(DEMO_DIR)/trace-store.json
-	@echo "demo: the store's trace is $(DEMO_DIR)/trace-store.json; compare frames/s with the video run above"
+	  --epochs 3
+	@echo "demo: compare the frames/s of the two runs above: the video path, then the store"
 # ============================================================== DEMO (end)
 
 bench: build
@@ -76,7 +90,7 @@ install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-tsan build-fuzz
 
 help:
 	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'

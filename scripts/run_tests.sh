@@ -5,6 +5,9 @@
 #   1. the C tests of the normal tree with ctest;
 #   2. the sanitizer tree (build-asan/, REEL_SANITIZE=address,undefined):
 #      configured and built here, its C tests run with ctest;
+#      2b. the threaded C tests under ThreadSanitizer (build-tsan/, clang);
+#      2c. the libFuzzer targets (build-fuzz/, scripts/fuzz.sh): regression
+#          inputs, then FUZZ_SECONDS (default 20) of fuzzing each;
 #   3. pytest on tests/python, when it holds tests.
 #
 # Each C test binary (tests/c/harness.c) reports "N passed, N failed[, N skipped]";
@@ -15,14 +18,17 @@
 # any were skipped). Exit status: 0 iff nothing failed.
 #
 # Options: --build DIR (default build), --asan DIR (default build-asan),
-#          --build-first, --no-c, --no-asan, --no-python, --asan-only
+#          --build-first, --no-c, --no-asan, --no-tsan, --no-fuzz, --no-python,
+#          --asan-only, --tsan-only, --fuzz-only
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 build=build
 asan=build-asan
-do_c=1 do_asan=1 do_py=1 build_first=0
+tsan=build-tsan
+fuzz=build-fuzz
+do_c=1 do_asan=1 do_tsan=1 do_fuzz=1 do_py=1 build_first=0
 while [ $# -gt 0 ]; do
     case $1 in
         --build) build=$2; shift ;;
@@ -30,8 +36,12 @@ while [ $# -gt 0 ]; do
         --build-first) build_first=1 ;;
         --no-c) do_c=0 ;;
         --no-asan) do_asan=0 ;;
+        --no-tsan) do_tsan=0 ;;
+        --no-fuzz) do_fuzz=0 ;;
+        --tsan-only) do_c=0; do_asan=0; do_fuzz=0; do_py=0 ;;
+        --fuzz-only) do_c=0; do_asan=0; do_tsan=0; do_py=0 ;;
         --no-python) do_py=0 ;;
-        --asan-only) do_c=0; do_py=0 ;;
+        --asan-only) do_c=0; do_tsan=0; do_fuzz=0; do_py=0 ;;
         *) echo "run_tests.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -40,6 +50,8 @@ done
 abspath() { case $1 in /*) echo "$1" ;; *) echo "$root/$1" ;; esac; }
 build=$(abspath "$build")
 asan=$(abspath "$asan")
+tsan=$(abspath "$tsan")
+fuzz=$(abspath "$fuzz")
 
 total_pass=0 total_fail=0 total_skip=0
 notes=()
@@ -48,7 +60,7 @@ note() { notes+=("$*"); echo "run_tests: $*" >&2; }
 
 # run_ctest DIR LABEL: runs ctest in DIR and adds up the harness summaries.
 run_ctest() {
-    local dir=$1 label=$2 summary rc p=0 f=0 s=0 extra=0
+    local dir=$1 label=$2 filter=${3:-} summary rc p=0 f=0 s=0 extra=0
     if [ ! -f "$dir/CTestTestfile.cmake" ]; then
         note "$label: $dir is not a configured build tree"
         total_fail=$((total_fail + 1))
@@ -58,7 +70,7 @@ run_ctest() {
     rm -f "$summary"
     echo "==> $label: ctest in $dir" >&2
     (cd "$dir" && REEL_TEST_SUMMARY_FILE="$summary" \
-        ctest --output-on-failure -j2)
+        ctest --output-on-failure -j2 ${filter:+-R "$filter"})
     rc=$?
 
     if [ -f "$summary" ]; then
@@ -139,6 +151,42 @@ if [ $do_asan -eq 1 ]; then
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     LSAN_OPTIONS="${LSAN_OPTIONS:-print_suppressions=0}$supp" \
         run_ctest "$asan" "C tests (address,undefined)"
+fi
+
+# ------------------------------------------------------------ 2b. ThreadSanitizer
+# The threaded parts (loader, ring, queues, store reader, API) under TSan, in
+# build-tsan/ with clang (the tests link libreel statically). FFmpeg is not
+# instrumented: tests/c/tsan.supp suppresses frames inside libav* only.
+if [ $do_tsan -eq 1 ]; then
+    if command -v clang >/dev/null 2>&1; then
+        echo "==> ThreadSanitizer tree: building $tsan" >&2
+        if ! CC=clang KEEP_GOING=1 bash scripts/cmake_build.sh "$tsan" -DREEL_SANITIZE=thread \
+            -DREEL_BUILD_CLI=OFF -DREEL_BUILD_BENCH=OFF "-DREEL_TEST_CLI=$build/reel"; then
+            note "the ThreadSanitizer build of $tsan failed; testing what could be built"
+            total_fail=$((total_fail + 1))
+        fi
+        TSAN_OPTIONS="suppressions=$root/tests/c/tsan.supp:halt_on_error=1:exitcode=66" \
+            run_ctest "$tsan" "C tests (thread)" "test_(pipeline_units|pipeline_loader|store|api|pinned)$"
+    else
+        note "no clang: the ThreadSanitizer tests did not run (apt-get install -y clang)"
+        total_fail=$((total_fail + 1))
+    fi
+fi
+
+# ------------------------------------------------------------ 2c. fuzz targets
+# Each libFuzzer target replays its regression inputs, then fuzzes for
+# FUZZ_SECONDS (20 here; `make fuzz` runs longer).
+if [ $do_fuzz -eq 1 ]; then
+    echo "==> fuzz targets: ${FUZZ_SECONDS:-20} s each (scripts/fuzz.sh)" >&2
+    flog=$(mktemp)
+    REEL_CLI="$build/reel" FUZZ_DIR="$fuzz" bash scripts/fuzz.sh "${FUZZ_SECONDS:-20}" 2>&1 | tee "$flog" >&2
+    fl=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$flog" | tail -n1)
+    fp=$(grep -oE '^[0-9]+' <<<"$fl" || echo 0)
+    ff=$(grep -oE '[0-9]+ failed' <<<"$fl" | grep -oE '[0-9]+' || echo 1)
+    rm -f "$flog"
+    echo "==> fuzz: $fp passed, $ff failed" >&2
+    total_pass=$((total_pass + fp))
+    total_fail=$((total_fail + ff))
 fi
 
 # ------------------------------------------------------------ 3. pytest

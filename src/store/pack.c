@@ -249,7 +249,8 @@ static int make_record(const pack_ctx *c, int64_t sample, reel__encoder *enc, re
     t.height = h;
     t.apply_rotation = 1;
     const size_t fb = (size_t)w * (size_t)h * 3;
-    if (vst == REEL_OK && !(rgb = malloc(fb * CHUNK))) vst = reel__error_set(&verr, REEL_E_NOMEM, "%s: out of memory", it->path);
+    /* + padding: swscale's SIMD reads a little past the last row it converts */
+    if (vst == REEL_OK && !(rgb = malloc(fb * CHUNK + 256))) vst = reel__error_set(&verr, REEL_E_NOMEM, "%s: out of memory", it->path);
     for (int64_t i = 0; vst == REEL_OK && i < nsel; i += CHUNK) {
         int k = (int)(nsel - i < CHUNK ? nsel - i : CHUNK);
         if (c->s->interrupt && c->s->interrupt(c->s->interrupt_opaque)) {

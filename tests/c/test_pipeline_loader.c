@@ -920,7 +920,12 @@ TEST(release_from_another_thread)
 
 TEST(no_leak_under_valgrind_after_a_shutdown_mid_epoch)
 {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#  if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#    define REEL_TEST_SANITIZED 1
+#  endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(REEL_TEST_SANITIZED)
     harness_skip("valgrind does not run sanitized binaries");
 #endif
     if (harness_env("REEL_SKIP_VALGRIND", NULL)) harness_skip("REEL_SKIP_VALGRIND is set");

@@ -65,6 +65,8 @@ static const codec_desc k_codecs[] = {
 
 /* Fills err (when not NULL) with status and "<path>: <reason>"; returns status. */
 static int fail(reel_error *err, int status, const char *path, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int fail(reel_error *err, int status, const char *path, const char *fmt, ...)
 {
     if (err) {
         int n = snprintf(err->message, sizeof err->message, "%s: ", path ? path : "(null)");
