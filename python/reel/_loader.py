@@ -390,7 +390,7 @@ class Loader:
         return {"version": _STATE_VERSION, "epoch": epoch, "position": position,
                 "seed": self._config["seed"], "batch_size": self._config["batch_size"],
                 "num_videos": self.num_videos, "rank": self._config["rank"],
-                "world_size": self._config["world_size"]}
+                "world_size": self._config["world_size"], "shuffle_window": self._config["shuffle_window"]}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Restarts at a saved position; batches still held stay valid."""
@@ -398,7 +398,8 @@ class Loader:
             raise ValueError(f"unsupported loader state version {state.get('version')!r}")
         for key, mine in (("num_videos", self.num_videos), ("seed", self._config["seed"]),
                           ("batch_size", self._config["batch_size"]),
-                          ("world_size", self._config["world_size"]), ("rank", self._config["rank"])):
+                          ("world_size", self._config["world_size"]), ("rank", self._config["rank"]),
+                          ("shuffle_window", self._config["shuffle_window"])):
             if key in state and state[key] != mine:
                 raise ValueError(f"loader state is for {key}={state[key]!r}, this loader has {mine!r}")
         self._loader.restore(int(state["epoch"]), int(state["position"]))

@@ -116,6 +116,9 @@ def test_loader_over_a_store_shuffle_window_state_dict_and_failures(videos, tmp_
     with reel.Loader(st, **kw) as L:
         L.load_state_dict(state)
         assert [bytes(memoryview(b.frames)) for b in L] == full[1:]
+    with reel.Loader(st, **dict(kw, shuffle_window=2)) as L:  # another order: refused, not silently wrong
+        with pytest.raises(ValueError, match="shuffle_window"):
+            L.load_state_dict(state)
     # a deleted shard: a named failure under skip, the rest delivered
     shard = next(p for p in sorted(st.iterdir()) if p.suffix == ".bin")
     shard.unlink()
