@@ -53,10 +53,7 @@ if [ ! -f "$seeds/.made" ]; then
     cp "$w/store/store.idx" "$seeds/fuzz_store_index/store.idx"
     touch "$seeds/.made"
 fi
-case $seeds in  # FUZZ_DIR may be absolute (scripts/run_tests.sh passes one)
-    /*) export REEL_FUZZ_VIDEO="$seeds/work/sidecar.mp4" ;;
-    *) export REEL_FUZZ_VIDEO="$root/$seeds/work/sidecar.mp4" ;;
-esac
+export REEL_FUZZ_VIDEO="$(cd "$seeds" && pwd)/work/sidecar.mp4"
 shared_rel="$root/../shared/reliability"
 
 for bin in "$out"/fuzz/fuzz_*; do

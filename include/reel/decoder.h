@@ -65,6 +65,9 @@ typedef struct reel_decoder_settings {
      *  thread-safe (it reads a flag another thread sets). */
     int (*interrupt)(void *opaque);
     void *interrupt_opaque; /**< passed to interrupt */
+    /** http(s):// and s3:// paths: how the object is fetched (reel/io.h);
+     *  NULL (default): reel_remote_default_settings(). */
+    const struct reel_remote_settings *remote;
 } reel_decoder_settings;
 
 /** Fills `s` with the defaults documented on each field. */

@@ -8,5 +8,6 @@
 #include "decoder.h"
 #include "pipeline.h"
 #include "store.h"
+#include "io.h"
 
 #endif /* REEL_REEL_H */

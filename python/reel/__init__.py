@@ -27,6 +27,7 @@ from ._reel import (
     NotFoundError,
     NoVideoStreamError,
     OutOfRangeError,
+    PermissionDeniedError,
     ReelError,
     UnsupportedError,
     ffmpeg_versions,
@@ -53,7 +54,7 @@ __all__ = [
     "clips_at_random_timestamps", "clips_at_regular_timestamps",
     "Loader", "Batch", "ClipInfo", "dataset_info",
     "ReelError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
-    "InvalidArgumentError", "NoVideoStreamError", "Status",
+    "InvalidArgumentError", "NoVideoStreamError", "PermissionDeniedError", "Status",
     "pack", "pack_merge", "store_verify", "store_info",
     "ffmpeg_versions", "set_ffmpeg_log_level", "__version__",
 ]

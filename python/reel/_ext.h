@@ -93,6 +93,7 @@ typedef struct reel_state {
     PyObject *OutOfRangeError;
     PyObject *InvalidArgumentError;
     PyObject *NoVideoStreamError;
+    PyObject *PermissionDeniedError;
 } reel_state;
 
 extern struct PyModuleDef reel_module;

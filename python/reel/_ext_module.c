@@ -47,6 +47,7 @@ static PyObject *error_class(reel_state *st, int status)
     case REEL_E_OUT_OF_RANGE: return st->OutOfRangeError;
     case REEL_E_INVALID_ARG: return st->InvalidArgumentError;
     case REEL_E_NO_VIDEO_STREAM: return st->NoVideoStreamError;
+    case REEL_E_PERMISSION: return st->PermissionDeniedError;
     default: return st->ReelError;
     }
 }
@@ -258,7 +259,9 @@ static int module_exec(PyObject *m)
                      "A frame index or timestamp outside the video.", PyExc_IndexError) < 0 ||
         add_subclass(m, st, &st->InvalidArgumentError, "InvalidArgumentError", "A bad argument.", PyExc_ValueError) < 0 ||
         add_subclass(m, st, &st->NoVideoStreamError, "NoVideoStreamError",
-                     "The container has no (such) video stream.", NULL) < 0)
+                     "The container has no (such) video stream.", NULL) < 0 ||
+        add_subclass(m, st, &st->PermissionDeniedError, "PermissionDeniedError",
+                     "Access denied (HTTP 401/403, an S3 signature or credential refused).", PyExc_PermissionError) < 0)
         return -1;
     PyObject *names = PyDict_New();
     if (!names) return -1;
@@ -290,6 +293,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->OutOfRangeError);
     Py_VISIT(st->InvalidArgumentError);
     Py_VISIT(st->NoVideoStreamError);
+    Py_VISIT(st->PermissionDeniedError);
     return 0;
 }
 
@@ -308,6 +312,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(st->OutOfRangeError);
     Py_CLEAR(st->InvalidArgumentError);
     Py_CLEAR(st->NoVideoStreamError);
+    Py_CLEAR(st->PermissionDeniedError);
     return 0;
 }
 

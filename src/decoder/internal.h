@@ -50,6 +50,9 @@ struct reel_decoder {
     AVIOContext *avio;          /* custom IO (memory / callbacks), or NULL */
     struct reel_mem_reader *mem;
     reel_io io;                 /* copy of the caller's callbacks */
+    struct reel__io *remote;    /* an http(s)/s3 object read through src/io, or NULL */
+    int64_t remote_pos;
+    reel_error remote_err;      /* the last failed read of the remote object */
     int is_file;
     int64_t file_size;
     int64_t file_mtime_ns;

@@ -2,6 +2,7 @@
  * codec selection; metadata; choosing where the frame table comes from
  * (sidecar, container index, packet scan). */
 #include "decoder/internal.h"
+#include "io/io.h"
 
 #include <errno.h>
 #include <math.h>
@@ -81,6 +82,29 @@ static int64_t cb_seek(void *opaque, int64_t offset, int whence)
     else
         r = dec->io.seek(dec->io.opaque, offset, whence & ~AVSEEK_FORCE);
     return r < 0 ? AVERROR(EIO) : r;
+}
+
+/* A remote object (src/io) as the decoder's reel_io callbacks. */
+static int remote_read(void *opaque, uint8_t *buf, int size)
+{
+    reel_decoder *dec = opaque;
+    size_t got = 0;
+    int st = reel__io_read_at(dec->remote, dec->remote_pos, buf, (size_t)size, &got, &dec->remote_err);
+    if (st != REEL_OK) return -1;
+    dec->remote_pos += (int64_t)got;
+    return (int)got;
+}
+
+static int64_t remote_seek(void *opaque, int64_t offset, int whence)
+{
+    reel_decoder *dec = opaque;
+    int64_t size = reel__io_size(dec->remote);
+    if (whence == REEL_SEEK_SIZE) return size;
+    int64_t base = whence == SEEK_CUR ? dec->remote_pos : whence == SEEK_END ? size : 0;
+    if (whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END) return -1;
+    if (base + offset < 0 || base + offset > size) return -1;
+    dec->remote_pos = base + offset;
+    return dec->remote_pos;
 }
 
 /* ---- metadata ------------------------------------------------------------ */
@@ -355,11 +379,52 @@ static int finish_open(reel_decoder **out, reel_decoder *dec, reel_error *err)
     return REEL_OK;
 }
 
+/* http(s):// and s3:// videos: read through src/io with the decoder's own
+ * AVIOContext (not FFmpeg's network protocols): range requests into a block
+ * cache, retries, the interrupt; messages name the redacted URL. */
+static int open_remote(reel_decoder **out, const char *url, const reel_decoder_settings *s, reel_error *err)
+{
+    reel_decoder_settings def;
+    if (!s) {
+        reel_decoder_default_settings(&def);
+        s = &def;
+    }
+    reel__io_options o;
+    reel__io_default_options(&o);
+    o.interrupt = s->interrupt;
+    o.interrupt_opaque = s->interrupt_opaque;
+    o.remote = s->remote;
+    reel__io *io = NULL;
+    int st = reel__io_open(&io, url, &o, err);
+    if (st != REEL_OK) return st;
+    char name[512];
+    snprintf(name, sizeof name, "%s", reel__io_name(io));
+    reel_decoder_settings rs = *s;
+    rs.index_mode = REEL_INDEX_OFF; /* no sidecar next to a remote object */
+    reel_decoder *dec = alloc_decoder(name, &rs);
+    if (!dec) {
+        reel__io_close(&io);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+    }
+    dec->remote = io;
+    dec->io.opaque = dec;
+    dec->io.read = remote_read;
+    dec->io.seek = remote_seek;
+    dec->file_size = reel__io_size(io);
+    uint8_t *buf = av_malloc(REEL_IO_BUFFER_SIZE);
+    if (!buf) { reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name); }
+    dec->avio = avio_alloc_context(buf, REEL_IO_BUFFER_SIZE, 0, dec, cb_read, NULL, cb_seek);
+    if (!dec->avio) { av_free(buf); reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name); }
+    st = finish_open(out, dec, err);
+    return st;
+}
+
 int reel_decoder_open(reel_decoder **out, const char *path, const reel_decoder_settings *s, reel_error *err)
 {
     if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open: out is NULL");
     *out = NULL;
     if (!path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open: empty path");
+    if (reel__io_is_remote(path)) return open_remote(out, path, s, err);
     struct stat sb;
     if (stat(path, &sb) != 0) {
         if (errno == ENOENT || errno == ENOTDIR)
@@ -447,6 +512,7 @@ void reel_decoder_close(reel_decoder **pdec)
         avio_context_free(&dec->avio);
     }
     free(dec->mem);
+    reel__io_close(&dec->remote);
     reel__table_free(&dec->table);
     free(dec->index_path);
     free(dec->name);

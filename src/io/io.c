@@ -1,7 +1,9 @@
 /* io.c: the byte-source front end: dispatch by URI scheme, exact reads,
- * redaction of URLs for messages. Backends: file.c (local), remote later. */
+ * redaction of URLs for messages. Backends: file.c (local), http.c (http(s),
+ * and s3 through s3.c). */
 #include "io/io.h"
 #include "core/error.h"
+#include "io/remote.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -63,11 +65,7 @@ int reel__io_open(reel__io **out, const char *uri, const reel__io_options *opt, 
         reel__io_default_options(&defaults);
         opt = &defaults;
     }
-    if (reel__io_is_remote(uri)) {
-        char name[512];
-        reel__io_redact(uri, name, sizeof name);
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: remote sources are not built into this reel", name);
-    }
+    if (reel__io_is_remote(uri)) return reel__io_open_http(out, uri, opt, err);
     return reel__io_open_file(out, uri, opt, err);
 }
 

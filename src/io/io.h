@@ -1,5 +1,5 @@
-/* io.h: random-access byte sources named by a URI. Local files (file.c) now;
- * http(s):// and s3:// objects plug in behind the same table of operations,
+/* io.h: random-access byte sources named by a URI: local files (file.c),
+ * http(s):// and s3:// objects (http.c, s3.c) behind one table of operations,
  * so the decoder (through an AVIOContext) and the packed store read either. */
 #ifndef REEL_IO_IO_H
 #define REEL_IO_IO_H
@@ -19,7 +19,7 @@ typedef struct reel__io_options {
      * non-zero return stops the operation with REEL_E_CANCELLED. NULL: none. */
     int (*interrupt)(void *opaque);
     void *interrupt_opaque;
-    const void *remote; /* backend settings for remote objects (src/io/remote.h); NULL: defaults */
+    const void *remote; /* a reel_remote_settings (reel/io.h) for remote objects; NULL: defaults */
 } reel__io_options;
 
 /* One byte range [offset, offset + length). */

@@ -5,6 +5,7 @@
 #include "core/json.h"
 #include "core/error.h"
 #include "store/store.h"
+#include "io/io.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -748,6 +749,18 @@ int reel_dataset_open_manifest(reel_dataset **out, const char *path, reel_error 
 int reel_dataset_open(reel_dataset **out, const char *path, reel_error *err)
 {
     if (!out || !path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: no path");
+    if (reel__io_is_remote(path)) {
+        /* a packed store on a server or in a bucket: its index is
+         * URL/store.idx, its shards are read with range requests */
+        int st = reel__dataset_open_store(out, path, err);
+        if (st == REEL_E_NOT_FOUND) {
+            char name[512];
+            reel__io_redact(path, name, sizeof name);
+            return reel__error_set(err, st, "%s: no packed store there (no store.idx); remote datasets are packed "
+                                   "stores for now (remote folders and manifests are not supported yet)", name);
+        }
+        return st;
+    }
     struct stat sb;
     if (stat(path, &sb) != 0)
         return reel__error_set(err, errno == ENOENT ? REEL_E_NOT_FOUND : REEL_E_IO, "%s: %s", path, strerror(errno));

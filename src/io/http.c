@@ -1,0 +1,367 @@
+/* http.c: remote byte sources over libcurl: http(s):// URLs and s3://bucket/key
+ * (SigV4 signed by libcurl itself, or anonymous). Range GETs into a block
+ * cache with adaptive readahead, whole-object fetch for small objects,
+ * retries with backoff and jitter, per-request timeouts, the interrupt. */
+#define _GNU_SOURCE
+#include "io/io.h"
+#include "io/remote.h"
+#include "core/clock.h"
+#include "core/error.h"
+
+#include <ctype.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+/* curl_global_init is process-wide and not thread-safe: done once here
+ * (pthread_once), the only process-wide state of this file. */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+
+void reel_remote_default_settings(reel_remote_settings *s)
+{
+    memset(s, 0, sizeof *s);
+    s->request_timeout = 30.0;
+    s->connect_timeout = 10.0;
+    s->max_retries = 5;
+    s->retry_budget = 60.0;
+    s->readahead_min = 256 << 10;
+    s->readahead_max = 8 << 20;
+    s->whole_object_max = 16 << 20;
+    s->verify_tls = 1;
+}
+
+typedef struct http_io {
+    reel__io base;
+    reel_remote_settings s;
+    CURL *curl;
+    char *url;                  /* the real URL (may hold credentials: never printed) */
+    struct curl_slist *headers;
+    char *userpwd;              /* s3 "key:secret" */
+    char sigv4[96];
+    uint8_t *cache;             /* bytes [cache_off, cache_off + cache_len) of the object */
+    int64_t cache_off;
+    size_t cache_len, cache_cap;
+    size_t readahead;
+    int64_t last_end;
+    uint64_t rng;               /* jitter */
+    reel_remote_stats stats;
+} http_io;
+
+/* ---------------------------------------------------------------- one GET */
+
+typedef struct sink {
+    uint8_t *buf;
+    size_t cap, len;
+    int64_t total;              /* from Content-Range / Content-Length; -1 unknown */
+    int ranged;                 /* the answer was 206 */
+} sink;
+
+static size_t on_body(char *p, size_t sz, size_t n, void *opaque)
+{
+    sink *k = opaque;
+    size_t b = sz * n;
+    if (k->len + b > k->cap) {
+        size_t nc = k->cap ? k->cap : 65536;
+        while (nc < k->len + b) nc *= 2;
+        uint8_t *nb = realloc(k->buf, nc);
+        if (!nb) return 0; /* aborts the transfer */
+        k->buf = nb;
+        k->cap = nc;
+    }
+    memcpy(k->buf + k->len, p, b);
+    k->len += b;
+    return b;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *opaque)
+{
+    sink *k = opaque;
+    size_t b = sz * n;
+    if (b > 14 && !strncasecmp(p, "Content-Range:", 14)) {
+        const char *slash = memchr(p, '/', b);
+        if (slash && slash[1] != '*') k->total = strtoll(slash + 1, NULL, 10);
+    }
+    return b;
+}
+
+static int on_progress(void *opaque, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    (void)a; (void)b; (void)c; (void)d;
+    http_io *h = opaque;
+    return h->base.opt.interrupt && h->base.opt.interrupt(h->base.opt.interrupt_opaque);
+}
+
+static double jitter(http_io *h)
+{
+    h->rng ^= h->rng << 13;
+    h->rng ^= h->rng >> 7;
+    h->rng ^= h->rng << 17;
+    return (double)(h->rng >> 11) / 9007199254740992.0; /* [0, 1) */
+}
+
+/* Sleeps up to `secs` in short slices; 1 if interrupted. */
+static int backoff_sleep(http_io *h, double secs)
+{
+    int64_t end = reel__clock_ns() + (int64_t)(secs * 1e9);
+    while (reel__clock_ns() < end) {
+        if (h->base.opt.interrupt && h->base.opt.interrupt(h->base.opt.interrupt_opaque)) return 1;
+        struct timespec ts = { 0, 10 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    return 0;
+}
+
+static void redacted_cause(char *out, size_t size, long code, CURLcode cc)
+{
+    if (cc != CURLE_OK) snprintf(out, size, "%s", curl_easy_strerror(cc));
+    else snprintf(out, size, "HTTP %ld", code);
+}
+
+/* GETs [off, off + len) (len 0: from off to the end) into k, with retries.
+ * The answer may be the whole object (a server that ignores Range). */
+static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *err)
+{
+    const int64_t t0 = reel__clock_ns();
+    char range[64];
+    if (len > 0) snprintf(range, sizeof range, "%lld-%lld", (long long)off, (long long)(off + len - 1));
+    else snprintf(range, sizeof range, "%lld-", (long long)off);
+    char why[160] = "";
+    for (int attempt = 0;; attempt++) {
+        k->len = 0;
+        k->total = -1;
+        curl_easy_setopt(h->curl, CURLOPT_RANGE, range);
+        curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, k);
+        curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, k);
+        int64_t r0 = reel__clock_ns();
+        CURLcode cc = curl_easy_perform(h->curl);
+        long code = 0;
+        curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &code);
+        h->stats.requests++;
+        h->stats.request_seconds += (double)(reel__clock_ns() - r0) / 1e9;
+        h->stats.bytes_fetched += (int64_t)k->len;
+        if (cc == CURLE_ABORTED_BY_CALLBACK)
+            return reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", h->base.name);
+        if (cc == CURLE_OK && (code == 200 || code == 206)) {
+            k->ranged = code == 206;
+            if (code == 200) k->total = (int64_t)k->len; /* the whole object */
+            if (code == 206 && len > 0 && (int64_t)k->len < len && (k->total < 0 || off + (int64_t)k->len < k->total)) {
+                snprintf(why, sizeof why, "body cut short (%zu of %lld bytes)", k->len, (long long)len);
+            } else {
+                return REEL_OK;
+            }
+        } else if (cc == CURLE_OK && code == 404) {
+            return reel__error_set(err, REEL_E_NOT_FOUND, "%s: not found (HTTP 404)", h->base.name);
+        } else if (cc == CURLE_OK && (code == 401 || code == 403)) {
+            return reel__error_set(err, REEL_E_PERMISSION, "%s: permission denied (HTTP %ld)", h->base.name, code);
+        } else if (cc == CURLE_OK && code == 416) {
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: range %s is past the end of the object", h->base.name, range);
+        } else if (cc == CURLE_OK && code != 429 && code < 500) {
+            return reel__error_set(err, REEL_E_IO, "%s: HTTP %ld", h->base.name, code);
+        } else {
+            redacted_cause(why, sizeof why, code, cc);
+        }
+        /* retryable: connection errors, timeouts, 429, 5xx, short bodies */
+        double spent = (double)(reel__clock_ns() - t0) / 1e9;
+        double wait = 0.1 * (double)(1 << (attempt < 10 ? attempt : 10)) * (0.5 + jitter(h));
+        if (attempt >= h->s.max_retries || spent + wait > h->s.retry_budget) {
+            h->stats.failures++;
+            int st = cc == CURLE_OPERATION_TIMEDOUT ? REEL_E_TIMEOUT : REEL_E_IO;
+            return reel__error_set(err, st, "%s: %s (after %d %s)", h->base.name, why, attempt + 1,
+                                   attempt ? "tries" : "try");
+        }
+        h->stats.retries++;
+        if (backoff_sleep(h, wait)) return reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", h->base.name);
+    }
+}
+
+/* ---------------------------------------------------------------- reads */
+
+static int fill_cache(http_io *h, int64_t off, size_t want, reel_error *err)
+{
+    size_t len = want > h->readahead ? want : h->readahead;
+    if (off + (int64_t)len > h->base.size) len = (size_t)(h->base.size - off);
+    sink k = { h->cache, h->cache_cap, 0, -1, 0 };
+    int st = get_range(h, off, (int64_t)len, &k, err);
+    h->cache = k.buf;
+    h->cache_cap = k.cap;
+    if (st != REEL_OK) {
+        h->cache_len = 0;
+        return st;
+    }
+    if (!k.ranged) { /* a server that ignores Range sent everything */
+        if ((int64_t)k.len != h->base.size)
+            return reel__error_set(err, REEL_E_IO, "%s: the server ignores Range and sent %zu of %lld bytes",
+                                   h->base.name, k.len, (long long)h->base.size);
+        h->cache_off = 0;
+    } else {
+        h->cache_off = off;
+    }
+    h->cache_len = k.len;
+    return REEL_OK;
+}
+
+static int http_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
+{
+    http_io *h = (http_io *)io;
+    if (!(off >= h->cache_off && off + (int64_t)len <= h->cache_off + (int64_t)h->cache_len)) {
+        /* adaptive readahead: grows while reads are sequential */
+        if (off == h->last_end) {
+            h->readahead = h->readahead * 2 < h->s.readahead_max ? h->readahead * 2 : h->s.readahead_max;
+        } else {
+            h->readahead = h->s.readahead_min;
+        }
+        int st = fill_cache(h, off, len, err);
+        if (st != REEL_OK) return st;
+    }
+    size_t avail = (size_t)(h->cache_off + (int64_t)h->cache_len - off);
+    size_t n = len < avail ? len : avail;
+    memcpy(buf, h->cache + (off - h->cache_off), n);
+    *got = n;
+    h->last_end = off + (int64_t)n;
+    return REEL_OK;
+}
+
+static int http_will_read(reel__io *io, const reel__io_range *r, size_t n, reel_error *err)
+{
+    /* one GET covering the hinted ranges when they are close together */
+    http_io *h = (http_io *)io;
+    if (n == 0) return REEL_OK;
+    int64_t lo = r[0].offset, hi = r[0].offset + r[0].length;
+    for (size_t i = 1; i < n; i++) {
+        if (r[i].offset < lo) lo = r[i].offset;
+        if (r[i].offset + r[i].length > hi) hi = r[i].offset + r[i].length;
+    }
+    if (lo >= h->cache_off && hi <= h->cache_off + (int64_t)h->cache_len) return REEL_OK;
+    if (hi > h->base.size) hi = h->base.size;
+    return lo < hi ? fill_cache(h, lo, (size_t)(hi - lo), err) : REEL_OK;
+}
+
+static void http_close(reel__io *io)
+{
+    http_io *h = (http_io *)io;
+    if (h->curl) curl_easy_cleanup(h->curl);
+    curl_slist_free_all(h->headers);
+    if (h->userpwd) {
+        memset(h->userpwd, 0, strlen(h->userpwd)); /* no secret left in freed memory */
+        free(h->userpwd);
+    }
+    free(h->url);
+    free(h->cache);
+    free(h);
+}
+
+static const reel__io_ops http_ops = { "http", http_read_at, http_will_read, http_close };
+
+void reel__remote_stats(const reel__io *io, reel_remote_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (io && io->ops == &http_ops) *out = ((const http_io *)io)->stats;
+}
+
+/* ---------------------------------------------------------------- open */
+
+static int setup(http_io *h, reel_error *err)
+{
+    pthread_once(&curl_once, curl_init_once);
+    h->curl = curl_easy_init();
+    if (!h->curl) return reel__error_set(err, REEL_E_NOMEM, "%s: cannot start libcurl", h->base.name);
+    CURL *c = h->curl;
+    curl_easy_setopt(c, CURLOPT_URL, h->url);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(h->s.request_timeout * 1000));
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->s.connect_timeout * 1000));
+    curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, h->s.verify_tls ? 1L : 0L);
+    curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, h->s.verify_tls ? 2L : 0L);
+    if (h->s.ca_bundle && *h->s.ca_bundle) curl_easy_setopt(c, CURLOPT_CAINFO, h->s.ca_bundle);
+    if (h->s.bearer_token && *h->s.bearer_token) {
+        size_t n = strlen(h->s.bearer_token) + 32;
+        char *line = malloc(n);
+        if (!line) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", h->base.name);
+        snprintf(line, n, "Authorization: Bearer %s", h->s.bearer_token);
+        h->headers = curl_slist_append(h->headers, line);
+        memset(line, 0, n);
+        free(line);
+    }
+    for (int i = 0; h->s.headers && h->s.headers[i]; i++) h->headers = curl_slist_append(h->headers, h->s.headers[i]);
+    if (h->userpwd) {
+        curl_easy_setopt(c, CURLOPT_USERPWD, h->userpwd);
+        curl_easy_setopt(c, CURLOPT_AWS_SIGV4, h->sigv4);
+    }
+    if (h->headers) curl_easy_setopt(c, CURLOPT_HTTPHEADER, h->headers);
+    return REEL_OK;
+}
+
+int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err)
+{
+    *out = NULL;
+    http_io *h = calloc(1, sizeof *h);
+    if (!h) return reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
+    h->base.ops = &http_ops;
+    h->base.opt = *opt;
+    reel__io_redact(uri, h->base.name, sizeof h->base.name);
+    if (opt->remote) h->s = *(const reel_remote_settings *)opt->remote;
+    else reel_remote_default_settings(&h->s);
+    if (h->s.readahead_min == 0) reel_remote_default_settings(&h->s);
+    h->readahead = h->s.readahead_min;
+    h->rng = (uint64_t)(uintptr_t)h ^ (uint64_t)reel__clock_ns() ^ 0x9e3779b97f4a7c15ULL;
+    if (!h->rng) h->rng = 1;
+    int st = REEL_OK;
+    if (!strncasecmp(uri, "s3://", 5)) st = reel__s3_resolve(uri, &h->url, &h->userpwd, h->sigv4, sizeof h->sigv4,
+                                                             &h->headers, h->base.name, err);
+    else if (!(h->url = strdup(uri))) st = reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
+    if (st == REEL_OK) st = setup(h, err);
+    /* the first GET learns the size; a small object comes whole */
+    if (st == REEL_OK) {
+        sink k = { NULL, 0, 0, -1, 0 };
+        st = get_range(h, 0, (int64_t)h->s.readahead_min, &k, err);
+        if (st == REEL_OK) {
+            h->base.size = k.ranged ? k.total : (int64_t)k.len;
+            if (h->base.size < 0)
+                st = reel__error_set(err, REEL_E_IO, "%s: the server gave no object size (Content-Range)", h->base.name);
+            else if (!k.ranged && h->base.size > (int64_t)h->s.whole_object_max)
+                st = reel__error_set(err, REEL_E_IO,
+                                     "%s: the server ignores Range requests and the object (%lld bytes) is larger "
+                                     "than the whole-object limit (%zu)",
+                                     h->base.name, (long long)h->base.size, h->s.whole_object_max);
+        }
+        h->cache = k.buf;
+        h->cache_cap = k.cap;
+        h->cache_off = 0;
+        h->cache_len = k.len;
+        h->last_end = (int64_t)k.len;
+        if (st == REEL_OK && k.ranged && h->base.size > (int64_t)k.len && h->base.size <= (int64_t)h->s.whole_object_max) {
+            /* small: the rest in one GET, then every read is local */
+            sink r = { NULL, 0, 0, -1, 0 };
+            st = get_range(h, (int64_t)k.len, h->base.size - (int64_t)k.len, &r, err);
+            if (st == REEL_OK && k.len + r.len == (size_t)h->base.size) {
+                uint8_t *all = realloc(h->cache, (size_t)h->base.size);
+                if (all) {
+                    memcpy(all + k.len, r.buf, r.len);
+                    h->cache = all;
+                    h->cache_cap = h->cache_len = (size_t)h->base.size;
+                }
+            }
+            free(r.buf);
+        }
+    }
+    if (st != REEL_OK) {
+        http_close(&h->base);
+        return st;
+    }
+    *out = &h->base;
+    return REEL_OK;
+}

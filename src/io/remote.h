@@ -1,0 +1,22 @@
+/* remote.h: the remote backends of src/io: http(s) (http.c) and the s3://
+ * addressing and credentials that turn an s3 URI into a signed request (s3.c). */
+#ifndef REEL_IO_REMOTE_H
+#define REEL_IO_REMOTE_H
+
+#include <curl/curl.h>
+
+#include "io/io.h"
+#include "reel/io.h"
+
+int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err);
+
+/* s3://bucket/key -> the https URL to GET, "key:secret" for CURLOPT_USERPWD
+ * (NULL: anonymous), the CURLOPT_AWS_SIGV4 string, and headers (a session
+ * token). `name` (redacted) is for messages. */
+int reel__s3_resolve(const char *uri, char **url, char **userpwd, char *sigv4, size_t sigv4_size,
+                     struct curl_slist **headers, const char *name, reel_error *err);
+
+/* The statistics of a remote source (zeros for a local one). */
+void reel__remote_stats(const reel__io *io, reel_remote_stats *out);
+
+#endif

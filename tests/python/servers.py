@@ -1,0 +1,107 @@
+# tests/python/servers.py: real servers for the remote-input tests, started on
+# free 127.0.0.1 ports and stopped afterwards (also on failure): nginx from
+# Debian serving a folder, and moto's standalone S3 server. Every wait is
+# bounded in time.
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_http(url: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1.0).close()
+            return
+        except Exception as e:  # noqa: BLE001 - any answer short of success means "not yet"
+            if getattr(e, "code", None) is not None:
+                return  # an HTTP error status is an answer: the server is up
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{url}: no answer within {timeout} s") from e
+            time.sleep(0.1)
+
+
+def nginx_path() -> str:
+    for p in ("/usr/sbin/nginx", shutil.which("nginx") or ""):
+        if p and os.access(p, os.X_OK):
+            return p
+    return ""
+
+
+@contextmanager
+def nginx(root: Path) -> Iterator[str]:
+    """Serves `root` at http://127.0.0.1:PORT (Range requests supported)."""
+    exe = nginx_path()
+    if not exe:
+        raise RuntimeError("nginx is not installed (make test installs it: apt-get install -y nginx-light)")
+    work = Path(tempfile.mkdtemp(prefix="reel-nginx-"))
+    port = free_port()
+    (work / "logs").mkdir()
+    conf = work / "nginx.conf"
+    # run as root (a test machine's usual user), the workers would drop to
+    # nobody and could not read a private temporary folder
+    user = "user root;" if hasattr(os, "geteuid") and os.geteuid() == 0 else ""
+    conf.write_text(f"""
+{user}
+worker_processes 1;
+daemon off;
+error_log {work}/logs/error.log;
+pid {work}/nginx.pid;
+events {{ worker_connections 256; }}
+http {{
+  access_log off;
+  client_body_temp_path {work}/body; proxy_temp_path {work}/proxy; fastcgi_temp_path {work}/fcgi;
+  uwsgi_temp_path {work}/uwsgi; scgi_temp_path {work}/scgi;
+  server {{ listen 127.0.0.1:{port}; root {root}; }}
+}}
+""")
+    proc = subprocess.Popen([exe, "-c", str(conf), "-p", str(work)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+@contextmanager
+def moto_s3(unauthenticated_actions: int = 3) -> Iterator[str]:
+    """moto's standalone S3 server at http://127.0.0.1:PORT, checking SigV4
+    signatures and IAM policies after the first `unauthenticated_actions`
+    requests (enough to create a user, its key and its policy)."""
+    port = free_port()
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(unauthenticated_actions))
+    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/moto-api/", timeout=60.0)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
