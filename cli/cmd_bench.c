@@ -44,6 +44,8 @@ static void usage(FILE *fp)
         "  --limit N             use only the first N videos of the dataset\n"
         "  --seed N              shuffle/sampling seed (0)\n"
         "  --no-shuffle          keep the dataset order\n"
+        "  --shuffle-window W    quasi-random order for stores: blocks of W records in a\n"
+        "                        shuffled order, shuffled within each block (0: full)\n"
         "  --unordered           hand out batches as they are ready\n"
         "  --drop-last           drop a last, partial batch\n"
         "  --rank R --world W    run shard R of W\n"
@@ -140,10 +142,10 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
            (long long)m->frames_returned, m->amplification);
     printf("  memory       peak RSS %.1f MB, batch ring %.1f MB\n", m->peak_rss_bytes / 1048576.0,
            m->ring_bytes / 1048576.0);
-    printf("  stages       %-8s %7s %6s %10s %6s\n", "", "threads", "busy", "queue avg", "cap");
+    printf("  stages       %-12s %7s %6s %10s %6s\n", "", "threads", "busy", "queue avg", "cap");
     for (int i = 0; i < REEL_STAGE_COUNT; i++) {
         const reel_stage_metrics *st = &m->stages[i];
-        printf("               %-8s %7d %5.0f%% %10.1f %6lld\n", st->name, st->threads, st->busy_fraction * 100,
+        printf("               %-12s %7d %5.0f%% %10.1f %6lld\n", st->name, st->threads, st->busy_fraction * 100,
                st->queue_depth_avg, (long long)st->queue_capacity);
     }
     printf("  bottleneck   %s: %s\n", m->bottleneck, advice(m->bottleneck));
@@ -207,6 +209,7 @@ int reel_cli_bench(int argc, char **argv)
         INT_OPT("--prefetch", s.prefetch_batches, 1)
         INT_OPT("--rank", s.rank, 0)
         INT_OPT("--world", s.world_size, 1)
+        INT_OPT("--shuffle-window", s.shuffle_window, 0)
         ENUM_OPT("--sampler", s.sampler.kind, samplers)
         ENUM_OPT("--crop", s.transform.crop, crops)
         ENUM_OPT("--flip", s.transform.flip, flips)

@@ -290,6 +290,16 @@ typedef struct reel_loader_settings {
      *  caller who wants them all. NULL: none. */
     void   (*on_failure)(void *opaque, const reel_failure *failure);
     void    *on_failure_opaque;
+    /** Shuffle order suited to sequential reads (a packed store's records,
+     *  FFCV's quasi-random order). 0 (default): a full shuffle. W > 0: the
+     *  dataset order (a store's record order) is cut into blocks of W
+     *  consecutive samples, the blocks are taken in a shuffled order and
+     *  the samples within each block are shuffled, so the reads of an
+     *  epoch move through the store W records at a time. Larger W: more
+     *  random, less sequential; W >= the dataset size is a full shuffle.
+     *  Deterministic from (seed, epoch) like every shuffle; sharding, resume
+     *  and drop_last/padding apply to it unchanged. Ignored without shuffle. */
+    int64_t  shuffle_window;
 } reel_loader_settings;
 
 /** Fills `s` with the defaults documented on each field (Kinetics-like:

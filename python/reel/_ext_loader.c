@@ -98,6 +98,7 @@ static const setting_field loader_fields[] = {
     SF("trace", trace, 'i'),
     SF("trace_capacity", trace_capacity, 'i'),
     SF("pin_memory", pin_memory, 'i'),
+    SF("shuffle_window", shuffle_window, 'I'),
 };
 #undef SF
 #define N_LOADER_FIELDS (sizeof loader_fields / sizeof loader_fields[0])

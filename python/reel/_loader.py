@@ -149,6 +149,7 @@ def _settings(
     prefetch_batches: Optional[int], queue_capacity: Optional[int], alignment: Optional[int], index: Any,
     corrupt: str, trace: bool, trace_capacity: Optional[int], pin_memory: bool = False,
     min_coverage: float = 0.0, failure_log_size: Optional[int] = None,
+    shuffle_window: Optional[int] = None,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults."""
     h, w = opt.size_hw("size", size)
@@ -192,6 +193,7 @@ def _settings(
         "trace": int(bool(trace)),
         "pin_memory": int(bool(pin_memory)),
         "min_coverage": float(min_coverage),
+        "shuffle_window": int(shuffle_window or 0),
     }
     optional = {"transform.flip_probability": flip_probability, "max_replacements": max_replacements,
                 "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity,
@@ -270,6 +272,9 @@ class Loader:
     counts and ``state_dict()`` / ``load_state_dict()`` resume exactly.
     ``epochs=None`` runs until closed; each ``for batch in loader`` runs to the
     end of the current epoch. ``rank``/``world_size`` shard the dataset.
+    ``shuffle_window=W`` (for a packed store, FFCV's quasi-random order): blocks
+    of W consecutive records in a shuffled order, shuffled within each block,
+    so reads move through the store W records at a time (None: full shuffle).
 
     Errors: ``on_error`` "skip" (a shorter batch), "replace" (another sample)
     or "raise" (a ReelError from iteration); ``metrics()`` reports coverage and
@@ -339,6 +344,7 @@ class Loader:
         pin_memory: bool = False,
         min_coverage: float = 0.0,
         failure_log_size: Optional[int] = None,
+        shuffle_window: Optional[int] = None,
     ) -> None:
         config = dict(locals())
         del config["self"], config["source"]
@@ -384,7 +390,7 @@ class Loader:
         return {"version": _STATE_VERSION, "epoch": epoch, "position": position,
                 "seed": self._config["seed"], "batch_size": self._config["batch_size"],
                 "num_videos": self.num_videos, "rank": self._config["rank"],
-                "world_size": self._config["world_size"]}
+                "world_size": self._config["world_size"], "shuffle_window": self._config["shuffle_window"]}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Restarts at a saved position; batches still held stay valid."""
@@ -392,7 +398,8 @@ class Loader:
             raise ValueError(f"unsupported loader state version {state.get('version')!r}")
         for key, mine in (("num_videos", self.num_videos), ("seed", self._config["seed"]),
                           ("batch_size", self._config["batch_size"]),
-                          ("world_size", self._config["world_size"]), ("rank", self._config["rank"])):
+                          ("world_size", self._config["world_size"]), ("rank", self._config["rank"]),
+                          ("shuffle_window", self._config["shuffle_window"])):
             if key in state and state[key] != mine:
                 raise ValueError(f"loader state is for {key}={state[key]!r}, this loader has {mine!r}")
         self._loader.restore(int(state["epoch"]), int(state["position"]))

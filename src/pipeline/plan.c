@@ -24,6 +24,8 @@ int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode
                     int drop_last, int shuffle, uint64_t seed, reel_error *err)
 {
     p->perm = NULL;
+    p->blocks = NULL;
+    p->window = 0;
     if (n <= 0) return reel__error_set(err, REEL_E_EMPTY, "loader: the dataset is empty");
     if (world < 1 || rank < 0 || rank >= world)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: rank %d not in [0, world_size %d)", rank, world);
@@ -55,7 +57,23 @@ int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode
 void reel__plan_free(reel_plan *p)
 {
     free(p->perm);
+    free(p->blocks);
     p->perm = NULL;
+    p->blocks = NULL;
+}
+
+int reel__plan_set_window(reel_plan *p, int64_t window, reel_error *err)
+{
+    if (window < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: shuffle_window must be >= 0");
+    if (window == 0 || window >= p->n) {
+        p->window = 0;
+        return REEL_OK;
+    }
+    p->blocks = malloc((size_t)((p->n + window - 1) / window) * sizeof *p->blocks);
+    if (!p->blocks) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for the shuffle blocks");
+    p->window = window;
+    p->perm_epoch = -1;
+    return REEL_OK;
 }
 
 int64_t reel__plan_batches(const reel_plan *p, int64_t start)
@@ -76,7 +94,10 @@ void reel__plan_batch(const reel_plan *p, int64_t start, int64_t k, int64_t *pos
 void reel__plan_epoch(reel_plan *p, int64_t epoch)
 {
     if (p->perm_epoch == epoch) return;
-    reel__rng_permutation(p->seed, (uint64_t)epoch, p->shuffle, p->perm, (size_t)p->n);
+    if (p->shuffle && p->window > 0)
+        reel__rng_permutation_windowed(p->seed, (uint64_t)epoch, p->window, p->perm, (size_t)p->n, p->blocks);
+    else
+        reel__rng_permutation(p->seed, (uint64_t)epoch, p->shuffle, p->perm, (size_t)p->n);
     p->perm_epoch = epoch;
 }
 

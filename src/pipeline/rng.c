@@ -89,3 +89,36 @@ void reel__rng_permutation(uint64_t seed, uint64_t epoch, int shuffle, int64_t *
         int64_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
     }
 }
+
+void reel__rng_permutation_windowed(uint64_t seed, uint64_t epoch, int64_t window, int64_t *perm, size_t n,
+                                    int64_t *blocks_scratch)
+{
+    if (window <= 0 || (uint64_t)window >= (uint64_t)n) {
+        reel__rng_permutation(seed, epoch, 1, perm, n);
+        return;
+    }
+    const size_t w = (size_t)window;
+    const size_t blocks = (n + w - 1) / w;
+    int64_t *order = blocks_scratch;
+    reel_rng_key k = { seed, epoch, 0, REEL_RNG_SHUFFLE, 1 };
+    for (size_t b = 0; b < blocks; b++) order[b] = (int64_t)b;
+    for (size_t i = blocks - 1; i > 0; i--) {
+        k.sample = i;
+        size_t j = (size_t)reel__rng_below(&k, 0, (uint64_t)i + 1);
+        int64_t t = order[i]; order[i] = order[j]; order[j] = t;
+    }
+    k.attempt = 2;
+    size_t out = 0;
+    for (size_t b = 0; b < blocks; b++) {
+        size_t lo = (size_t)order[b] * w, hi = lo + w < n ? lo + w : n;
+        int64_t *p = perm + out;
+        size_t len = hi - lo;
+        for (size_t i = 0; i < len; i++) p[i] = (int64_t)(lo + i);
+        for (size_t i = len - 1; i > 0; i--) {
+            k.sample = out + i; /* a position of the epoch: each draw its own */
+            size_t j = (size_t)reel__rng_below(&k, 0, (uint64_t)i + 1);
+            int64_t t = p[i]; p[i] = p[j]; p[j] = t;
+        }
+        out += len;
+    }
+}

@@ -41,4 +41,13 @@ uint64_t reel__rng_below(const reel_rng_key *k, uint64_t draw, uint64_t n);
  * else Fisher-Yates driven by (seed, epoch, REEL_RNG_SHUFFLE). */
 void reel__rng_permutation(uint64_t seed, uint64_t epoch, int shuffle, int64_t *perm, size_t n);
 
+/* Fills perm[0..n) with the windowed (quasi-random) permutation: blocks of
+ * `window` consecutive indices in a shuffled order, each block shuffled
+ * within itself; window 0 or >= n is reel__rng_permutation's full shuffle
+ * (the same permutation). Driven by (seed, epoch, REEL_RNG_SHUFFLE) with
+ * attempt 1 for the block order and 2 for the within-block draws.
+ * blocks_scratch holds ceil(n / window) entries (unused for a full shuffle). */
+void reel__rng_permutation_windowed(uint64_t seed, uint64_t epoch, int64_t window, int64_t *perm, size_t n,
+                                    int64_t *blocks_scratch);
+
 #endif

@@ -105,6 +105,81 @@ TEST(permutation_is_a_permutation_and_depends_on_seed_and_epoch)
     for (int i = 0; i < N; i++) CHECK_EQ_INT(q[i], i);
 }
 
+TEST(windowed_permutation_reads_blocks_in_a_shuffled_order)
+{
+    enum { N = 1003, W = 64 };
+    int64_t p[N], q[N], blocks[(N + W - 1) / W];
+    reel__rng_permutation_windowed(5, 0, W, p, N, blocks);
+    char seen[N] = { 0 };
+    for (int i = 0; i < N; i++) {
+        CHECK(p[i] >= 0 && p[i] < N);
+        CHECK(!seen[p[i]]);
+        seen[p[i]] = 1;
+    }
+    /* Each run of the epoch comes from one block of W consecutive indices,
+     * all of it before the next block: reads move W records at a time. */
+    int64_t pos = 0, moved_blocks = 0, moved_within = 0;
+    while (pos < N) {
+        int64_t blk = p[pos] / W, len = blk == N / W ? N % W : W;
+        if (blk != pos / W) moved_blocks++;
+        for (int64_t i = 0; i < len; i++) {
+            CHECK_EQ_INT(p[pos + i] / W, blk);
+            if (p[pos + i] != blk * W + i) moved_within++;
+        }
+        pos += len;
+    }
+    CHECK(moved_blocks > 0 && moved_within > 0); /* shuffled at both levels */
+    reel__rng_permutation_windowed(5, 0, W, q, N, blocks);
+    CHECK(memcmp(p, q, sizeof p) == 0);            /* deterministic */
+    reel__rng_permutation_windowed(5, 1, W, q, N, blocks);
+    CHECK(memcmp(p, q, sizeof p) != 0);            /* another epoch */
+    reel__rng_permutation_windowed(6, 0, W, q, N, blocks);
+    CHECK(memcmp(p, q, sizeof p) != 0);            /* another seed */
+    /* A window of the whole dataset (or 0) is the full shuffle. */
+    reel__rng_permutation(5, 3, 1, p, N);
+    reel__rng_permutation_windowed(5, 3, N, q, N, blocks);
+    CHECK(memcmp(p, q, sizeof p) == 0);
+    reel__rng_permutation_windowed(5, 3, 0, q, N, blocks);
+    CHECK(memcmp(p, q, sizeof p) == 0);
+}
+
+TEST(plan_with_a_shuffle_window_shards_and_resumes_like_a_full_shuffle)
+{
+    enum { N = 103 };
+    for (int mode = 0; mode < 2; mode++)
+        for (int world = 1; world <= 4; world++) {
+            int counts[N] = { 0 };
+            for (int rank = 0; rank < world; rank++) {
+                reel_plan p;
+                CHECK_OK(reel__plan_init(&p, N, world, rank, mode, 8, 0, 1, 77, NULL));
+                CHECK_OK(reel__plan_set_window(&p, 16, NULL));
+                reel__plan_epoch(&p, 2);
+                for (int64_t pos = 0; pos < p.per_rank; pos++) {
+                    int padded;
+                    int64_t d = reel__plan_sample(&p, pos, &padded);
+                    CHECK(d >= 0 && d < N);
+                    if (!padded) counts[d]++;
+                }
+                /* the plan is a pure function of (seed, epoch) */
+                int64_t first = reel__plan_sample(&p, 0, NULL);
+                reel__plan_epoch(&p, 3);
+                reel__plan_epoch(&p, 2);
+                CHECK_EQ_INT(reel__plan_sample(&p, 0, NULL), first);
+                reel__plan_free(&p);
+            }
+            int64_t covered = 0;
+            for (int i = 0; i < N; i++) {
+                CHECK(counts[i] <= 1);
+                covered += counts[i];
+            }
+            CHECK_EQ_INT(covered, mode == REEL_SHARD_PAD ? N : (N / world) * world);
+        }
+    reel_plan p;
+    CHECK_OK(reel__plan_init(&p, N, 1, 0, REEL_SHARD_PAD, 8, 0, 1, 77, NULL));
+    CHECK_STATUS(reel__plan_set_window(&p, -1, NULL), REEL_E_INVALID_ARG);
+    reel__plan_free(&p);
+}
+
 /* ---------------------------------------------------------------- queue */
 
 typedef struct qctx {

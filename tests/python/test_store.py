@@ -87,3 +87,43 @@ def test_python_m_reel_pack_two_ranks_merge(videos, tmp_path):
     reel.pack(videos, one, size=96)
     a, b = _epoch(one), _epoch(out)
     assert a == b
+
+
+def test_loader_over_a_store_shuffle_window_state_dict_and_failures(videos, tmp_path):
+    st = tmp_path / "win"
+    reel.pack(videos, st, size=96, format="jpeg", shard_size=4096)  # one record per shard
+
+    def order(**kw):
+        with reel.Loader(st, frames_per_clip=2, size=(96, 128), crop=None, batch_size=2, seed=4, **kw) as L:
+            return [i.sample for b in L for i in b.info]
+
+    # blocks of 3 consecutive records in a shuffled order, each shuffled within
+    a = order(shuffle_window=3)
+    assert sorted(a) == list(range(6)) and a == order(shuffle_window=3)
+    assert {a[0] // 3, a[1] // 3, a[2] // 3} == {a[0] // 3} and {a[3] // 3, a[4] // 3, a[5] // 3} == {a[3] // 3}
+    assert order(shuffle_window=6) == order()  # a window of the whole store is the full shuffle
+    with pytest.raises(ValueError):
+        order(shuffle_window=-1)
+    # exact resume on a store through state_dict
+    kw = dict(frames_per_clip=2, size=(96, 128), crop=None, batch_size=2, seed=4, shuffle_window=3, epochs=1)
+    with reel.Loader(st, **kw) as L:
+        full = [bytes(memoryview(b.frames)) for b in L]
+    with reel.Loader(st, **kw) as L:
+        first = L.next_batch()
+        assert first is not None and bytes(memoryview(first.frames)) == full[0]
+        del first
+        state = L.state_dict()
+    with reel.Loader(st, **kw) as L:
+        L.load_state_dict(state)
+        assert [bytes(memoryview(b.frames)) for b in L] == full[1:]
+    with reel.Loader(st, **dict(kw, shuffle_window=2)) as L:  # another order: refused, not silently wrong
+        with pytest.raises(ValueError, match="shuffle_window"):
+            L.load_state_dict(state)
+    # a deleted shard: a named failure under skip, the rest delivered
+    shard = next(p for p in sorted(st.iterdir()) if p.suffix == ".bin")
+    shard.unlink()
+    with reel.Loader(st, frames_per_clip=2, size=(96, 128), crop=None, batch_size=6, seed=4, epochs=1) as L:
+        clips = sum(len(b.info) for b in L)
+        fails = L.metrics()["failures"]
+    assert clips == 5 and len(fails) == 1
+    assert all(str(st) in f["reason"] and shard.name in f["reason"] for f in fails)

@@ -1,0 +1,134 @@
+/* loader_internal.h: the loader's private state shared by its files:
+ * loader.c (settings, create/destroy, the consumer side, metrics),
+ * loader_stages.c (the stage workers, the error policy, the watchdog) and
+ * loader_feed.c (the feeder, starting and stopping the threads). */
+#ifndef REEL_PIPELINE_LOADER_INTERNAL_H
+#define REEL_PIPELINE_LOADER_INTERNAL_H
+
+#include "reel/pipeline.h"
+#include "pipeline/dataset.h"
+#include "pipeline/metrics.h"
+#include "pipeline/plan.h"
+#include "pipeline/queue.h"
+#include "pipeline/ring.h"
+#include "pipeline/source.h"
+#include "pipeline/trace.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct stage {
+    const char *name;
+    char abandoned_label[32]; /* "<name> (abandoned)" for the trace */
+    int threads;
+    reel_queue q;            /* input queue */
+    pthread_t *tids;
+    int started;             /* threads running */
+    int track0;              /* first trace track */
+    _Atomic int64_t busy_ns;
+    _Atomic int64_t items;
+} stage;
+
+typedef struct worker {
+    struct reel_loader *l;
+    int id;                  /* within its stage */
+    int track;
+    void *tls;               /* the source's per-thread state */
+} worker;
+
+struct reel_loader {
+    reel_loader_settings s;
+    reel_dataset *ds;
+    const reel_source_ops *src;  /* videos or store records: chosen once, never branched on */
+    void *src_ctx;
+    int out_w, out_h, T, K;
+    size_t esize;
+
+    reel_plan plan;          /* feeder's */
+    reel_ring ring;
+
+    stage st[REEL_STAGE_COUNT];
+    worker *workers;         /* all stage workers */
+    pthread_t feeder;
+    int feeder_started;
+    pthread_t watchdog;      /* with a time limit: abandons stuck samples */
+    int watchdog_started;
+    pthread_mutex_t wd_mu;
+    pthread_cond_t wd_cond;
+    int feeder_track, consumer_track;
+    _Atomic int stop;
+
+    /* feeder position (guarded by ring.mu) */
+    int64_t feed_epoch, feed_index, feed_seq;
+    int64_t feed_start;      /* start position of feed_epoch */
+
+    /* consumer position (consumer thread only, except restore) */
+    int64_t cur_epoch;
+    int64_t cur_start;       /* start position of cur_epoch */
+    int64_t cur_batches;     /* batches in cur_epoch */
+    int64_t delivered;       /* batches handed out in cur_epoch */
+    int64_t next_seq;        /* ordered: next sequence number */
+    uint8_t *seen;           /* unordered: delivered flags per batch of cur_epoch */
+    int64_t prefix;          /* batches [0, prefix) of cur_epoch all delivered */
+    int done;                /* all epochs handed out */
+    int64_t epoch_ok, epoch_failed; /* samples of cur_epoch loaded / failed (for min_coverage) */
+    int64_t restore_epoch, restore_pos;
+
+    /* metrics */
+    int64_t t_start, t_end;
+    int64_t last_return;     /* consumer: when next() last returned, 0: never */
+    _Atomic int64_t data_ns, model_ns;
+    _Atomic int64_t frames, clips, batches;
+    _Atomic int64_t successes, failures, replacements;
+    _Atomic int64_t frames_decoded, frames_returned;
+    _Atomic int64_t bytes_read;  /* by the source's stage 1 (store records) */
+    reel_failure_log failures_log;
+    reel_trace trace;
+};
+
+/* ------------------------------------------------------------- helpers */
+
+static inline int stopping(const reel_loader *l)
+{
+    return atomic_load_explicit(&((reel_loader *)l)->stop, memory_order_acquire);
+}
+
+static inline int epoch_in_range(const reel_loader *l, int64_t epoch)
+{
+    return l->s.epochs <= 0 || epoch < l->s.epochs;
+}
+
+static inline const char *sample_path(const reel_loader *l, int64_t sample)
+{
+    return l->ds->items[sample].path;
+}
+
+static inline int64_t batches_in_epoch(const reel_loader *l, int64_t epoch)
+{
+    return reel__plan_batches(&l->plan, epoch == l->restore_epoch ? l->restore_pos : 0);
+}
+
+/* loader_stages.c */
+
+/* A slot is done (success or final failure); the last one of its batch
+ * hands the batch to the collate stage. */
+void reel__loader_slot_finish(reel_loader *l, reel_slot *s);
+/* Frees the source's per-sample state of a slot. */
+void reel__loader_slot_close(reel_loader *l, reel_slot *s);
+/* Names the calling thread ("reel-decode-3"; id < 0: "reel-<name>"). */
+void reel__loader_name_thread(const char *stage_name, int id);
+/* Thread mains: the three stage workers take a worker*, the watchdog the loader. */
+void *reel__loader_open_main(void *arg);
+void *reel__loader_decode_main(void *arg);
+void *reel__loader_collate_main(void *arg);
+void *reel__loader_watchdog_main(void *arg);
+
+/* loader_feed.c */
+
+/* Starts the stage threads, the feeder and (with a time limit) the watchdog. */
+int reel__loader_start_threads(reel_loader *l, reel_error *err);
+/* Stops and joins every thread and drains what was in flight. */
+void reel__loader_stop_threads(reel_loader *l);
+
+#endif

@@ -1,0 +1,543 @@
+/* loader_stages.c: the loader's stage workers (stage 1 opens a sample
+ * through its source and samples its frames, stage 2 decodes them through
+ * the source into the batch slot, stage 3 collates), the error policy
+ * (skip/replace/raise, failure records) and the time-limit watchdog. */
+#define _POSIX_C_SOURCE 200809L
+#include "pipeline/loader_internal.h"
+#include "core/error.h"
+#include "core/clock.h"
+#include "pipeline/dataset.h"
+#include "pipeline/geometry.h"
+#include "pipeline/rng.h"
+#include "pipeline/sampler.h"
+
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+/* -------------------------------------------------------- error policy */
+
+/* Replacement for the sample at `position` after `attempt` failures. */
+static int64_t pick_replacement(const reel_loader *l, int64_t epoch, int64_t position, int attempt,
+                                int64_t failed)
+{
+    int64_t n = l->plan.n;
+    if (n <= 1) return 0;
+    reel_rng_key k = { l->s.seed, (uint64_t)epoch, (uint64_t)position, REEL_RNG_REPLACE, (uint32_t)attempt };
+    int64_t r = (int64_t)reel__rng_below(&k, 0, (uint64_t)n);
+    if (r == failed) r = (r + 1) % n;
+    return r;
+}
+
+/* A slot is done (success or final failure). The last slot hands the batch
+ * to the collate stage. */
+void reel__loader_slot_finish(reel_loader *l, reel_slot *s)
+{
+    reel_batchbuf *bb = s->bb;
+    if (atomic_fetch_sub_explicit(&bb->pending, 1, memory_order_acq_rel) == 1)
+        reel__queue_push_force(&l->st[REEL_STAGE_COLLATE].q, bb);
+}
+
+void reel__loader_slot_close(reel_loader *l, reel_slot *s)
+{
+    if (s->handle) l->src->close(l->src_ctx, s->handle);
+    s->handle = NULL;
+}
+
+/* Records a failed attempt and applies the error policy. */
+static void slot_failed(reel_loader *l, reel_slot *s, int status, const reel_error *e)
+{
+    reel__loader_slot_close(l, s);
+    if (status == REEL_E_CANCELLED || stopping(l)) {
+        s->status = REEL_E_CANCELLED;
+        reel__loader_slot_finish(l, s);
+        return;
+    }
+    const char *path = sample_path(l, s->sample);
+    reel_error named;
+    if (!e || strncmp(e->message, path, strlen(path)) != 0) {
+        /* every record reads "<path>: <reason>" */
+        reel__error_set(&named, status, "%s: %s", path, e && e->message[0] ? e->message : reel_strerror(status));
+        e = &named;
+    }
+    atomic_fetch_add(&l->failures, 1);
+    reel__failures_add(&l->failures_log, path, status, e->message, s->bb->epoch, s->position, s->sample);
+    if (l->s.on_error == REEL_ON_ERROR_REPLACE && s->attempt < l->s.max_replacements) {
+        s->attempt++;
+        s->sample = pick_replacement(l, s->bb->epoch, s->position, s->attempt, s->sample);
+        pthread_mutex_lock(&s->mu);
+        s->work_ns = 0;
+        pthread_mutex_unlock(&s->mu);
+        atomic_fetch_add(&l->replacements, 1);
+        if (reel__queue_push_force(&l->st[REEL_STAGE_OPEN].q, s) == 1)
+            return;
+        s->status = REEL_E_CANCELLED;
+        reel__loader_slot_finish(l, s);
+        return;
+    }
+    s->status = status;
+    s->err = *e;
+    reel__loader_slot_finish(l, s);
+}
+
+static int over_limit(const reel_loader *l, const reel_slot *s, int64_t extra_ns)
+{
+    return l->s.sample_time_limit > 0 &&
+           (double)(s->work_ns + extra_ns) > l->s.sample_time_limit * 1e9;
+}
+
+static int timeout_error(const reel_loader *l, const reel_slot *s, reel_error *e)
+{
+    return reel__error_set(e, REEL_E_TIMEOUT, "%s: over the per-sample time limit of %g s",
+                           sample_path(l, s->sample), l->s.sample_time_limit);
+}
+
+/* A worker takes a slot into a stage: the buffer cannot be reused until
+ * work_release(), and the watchdog starts watching the clock. */
+static void work_begin(reel_slot *s, int64_t now)
+{
+    atomic_fetch_add(&s->bb->busy, 1);
+    pthread_mutex_lock(&s->mu);
+    s->t_begin = now;
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* The stage's work is over. Returns 1 if the watchdog abandoned the slot
+ * meanwhile: it was finished as a timeout, and the worker must only close
+ * its decoder and let go. */
+static int work_end(reel_slot *s, int64_t now)
+{
+    pthread_mutex_lock(&s->mu);
+    int abandoned = s->abandoned;
+    s->work_ns += now - s->t_begin;
+    s->t_begin = 0;
+    pthread_mutex_unlock(&s->mu);
+    return abandoned;
+}
+
+/* The worker no longer touches anything of the buffer. */
+static void work_release(reel_loader *l, reel_batchbuf *bb)
+{
+    if (atomic_fetch_sub_explicit(&bb->busy, 1, memory_order_acq_rel) == 1)
+        reel__ring_wake(&l->ring); /* the feeder may wait for this buffer */
+}
+
+/* Names the calling thread ("reel-decode-3") for top, perf and gdb. */
+void reel__loader_name_thread(const char *stage_name, int id)
+{
+#ifdef __linux__
+    char name[32]; /* the kernel keeps the first 15 characters */
+    if (id >= 0) snprintf(name, sizeof name, "reel-%s-%d", stage_name, id);
+    else snprintf(name, sizeof name, "reel-%s", stage_name);
+    name[15] = '\0';
+    prctl(PR_SET_NAME, name, 0, 0, 0);
+#else
+    (void)stage_name;
+    (void)id;
+#endif
+}
+
+/* ---------------------------------------------------------- stage 1: open */
+
+/* The decoder's interrupt callback: shutdown or the watchdog cut the sample
+ * short, so the worker returns from a long decode or a blocking read at the
+ * next packet instead of finishing work nobody will use. */
+static int sample_interrupt(void *opaque)
+{
+    const reel_slot *s = opaque;
+    return atomic_load_explicit((_Atomic int *)s->stop, memory_order_relaxed) ||
+           atomic_load_explicit((atomic_int *)&s->cut, memory_order_relaxed);
+}
+
+static void source_options(const reel_loader *l, reel_slot *s, reel_source_open *o)
+{
+    o->decoder_threads = l->s.decoder_threads;
+    o->index_mode = l->s.index_mode;
+    o->corrupt_policy = l->s.corrupt_policy;
+    o->interrupt = sample_interrupt;
+    o->interrupt_opaque = s;
+}
+
+/* Stage 1: the source opens the sample, the sampler picks its frames, and
+ * the source fetches what decoding them needs. */
+static int open_sample(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
+{
+    reel_source_open o;
+    source_options(l, s, &o);
+    reel_source_info info;
+    memset(&info, 0, sizeof info);
+    int st = l->src->open(l->src_ctx, w->tls, l->ds, s->sample, &o, &s->handle, &info, e);
+    if (st != REEL_OK) return st;
+    reel_sampler_input in;
+    in.table = info.table;
+    in.n = info.n;
+    in.tb_num = info.tb_num;
+    in.tb_den = info.tb_den;
+    in.avg_fps = info.avg_fps;
+    in.seg_start = info.seg_start;
+    in.seg_end = info.seg_end;
+    reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_SAMPLER,
+                         (uint32_t)s->attempt };
+    st = reel__sampler_run(&l->s.sampler, &in, &key, sample_path(l, s->sample), s->indices, e);
+    if (st != REEL_OK) return st;
+    s->tb_num = info.tb_num;
+    s->tb_den = info.tb_den;
+    s->rotation = info.rotation;
+    if (l->src->prepare) {
+        reel_source_stats ss = { 0 };
+        st = l->src->prepare(l->src_ctx, w->tls, s->handle, s->indices, (size_t)l->K * (size_t)l->T, &ss, e);
+        atomic_fetch_add(&l->bytes_read, ss.bytes_read);
+    }
+    return st;
+}
+
+/* Per-thread source state for a stage worker; on failure every sample the
+ * worker takes fails with the reason (as the converter's does). */
+static int worker_source_init(reel_loader *l, worker *w, reel_error *e)
+{
+    if (!l->src->thread_init) return REEL_OK;
+    reel_source_open o;
+    memset(&o, 0, sizeof o);
+    o.decoder_threads = l->s.decoder_threads;
+    o.index_mode = l->s.index_mode;
+    o.corrupt_policy = l->s.corrupt_policy;
+    return l->src->thread_init(l->src_ctx, &o, &w->tls, e);
+}
+
+static void worker_source_free(reel_loader *l, worker *w)
+{
+    if (l->src->thread_free && w->tls) l->src->thread_free(l->src_ctx, w->tls);
+    w->tls = NULL;
+}
+
+void *reel__loader_open_main(void *arg)
+{
+    worker *w = arg;
+    reel_loader *l = w->l;
+    stage *sg = &l->st[REEL_STAGE_OPEN];
+    reel__loader_name_thread(sg->name, w->id);
+    reel_error terr;
+    int tst = worker_source_init(l, w, &terr);
+    void *item;
+    while (reel__queue_pop(&sg->q, &item)) {
+        reel_slot *s = item;
+        reel_batchbuf *bb = s->bb;
+        if (stopping(l)) { slot_failed(l, s, REEL_E_CANCELLED, NULL); continue; }
+        if (tst != REEL_OK) { slot_failed(l, s, tst, &terr); continue; }
+        int64_t t0 = reel__clock_ns();
+        work_begin(s, t0);
+        const char *path = sample_path(l, s->sample);
+        int64_t sample = s->sample;
+        reel_error e;
+        reel_error_clear(&e);
+        int st = open_sample(l, w, s, &e);
+        int64_t t1 = reel__clock_ns();
+        int abandoned = work_end(s, t1);
+        atomic_fetch_add(&sg->busy_ns, t1 - t0);
+        atomic_fetch_add(&sg->items, 1);
+        reel__trace_add(&l->trace, w->track, abandoned ? sg->abandoned_label : sg->name, path, t0, t1, sample);
+        if (abandoned) {
+            reel__loader_slot_close(l, s);
+            work_release(l, bb);
+            continue;
+        }
+        if (st == REEL_OK && over_limit(l, s, 0)) st = timeout_error(l, s, &e);
+        if (st != REEL_OK) slot_failed(l, s, st, &e);
+        else if (reel__queue_push(&l->st[REEL_STAGE_DECODE].q, s) != 1)
+            slot_failed(l, s, REEL_E_CANCELLED, NULL);
+        work_release(l, bb);
+    }
+    worker_source_free(l, w);
+    return NULL;
+}
+
+/* ------------------------------------------------- stage 2: decode+convert */
+
+typedef struct visit_ctx {
+    reel_loader *l;
+    reel_slot *s;
+    reel_converter *conv;
+    int64_t t_decode;       /* when this decode began */
+    int64_t visited;
+    int last_clip, last_w, last_h;  /* cached geometry */
+    reel_transform t;
+    reel_error err;
+} visit_ctx;
+
+static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos);
+
+static int visit(void *opaque, const reel_frame *frame, size_t pos)
+{
+    visit_ctx *c = opaque;
+    reel_loader *l = c->l;
+    reel_slot *s = c->s;
+    if (stopping(l))
+        return reel__error_set(&c->err, REEL_E_CANCELLED, "%s: cancelled", sample_path(l, s->sample));
+    if (over_limit(l, s, reel__clock_ns() - c->t_decode))
+        return timeout_error(l, s, &c->err);
+    pthread_mutex_lock(&s->mu); /* the watchdog cannot abandon the slot mid-write */
+    int st = s->abandoned ? reel__error_set(&c->err, REEL_E_CANCELLED, "%s: abandoned", sample_path(l, s->sample))
+                          : visit_locked(c, frame, pos);
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
+static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
+{
+    reel_loader *l = c->l;
+    reel_slot *s = c->s;
+    reel_batchbuf *bb = s->bb;
+    const int T = l->T;
+    int st;
+    if (pos >= (size_t)l->K * (size_t)T)
+        return reel__error_set(&c->err, REEL_E_INTERNAL, "%s: request position %zu out of range",
+                               sample_path(l, s->sample), pos);
+    if (s->visited[pos])
+        return reel__error_set(&c->err, REEL_E_INTERNAL, "%s: request position %zu delivered twice",
+                               sample_path(l, s->sample), pos);
+    int clip = (int)(pos / (size_t)T), t = (int)(pos % (size_t)T);
+    int64_t idx = reel_frame_index(frame);
+    if (idx != s->indices[pos])
+        return reel__error_set(&c->err, REEL_E_INTERNAL, "%s: decoder returned frame %lld for frame %lld",
+                               sample_path(l, s->sample), (long long)idx, (long long)s->indices[pos]);
+    int fw = 0, fh = 0;
+    reel_frame_size(frame, &fw, &fh);
+    if (l->s.transform.apply_rotation && (s->rotation == 90 || s->rotation == 270)) {
+        int tmp = fw; fw = fh; fh = tmp;
+    }
+    if (clip != c->last_clip || fw != c->last_w || fh != c->last_h) {
+        reel_rng_key key = { l->s.seed, (uint64_t)bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP,
+                             (uint32_t)s->attempt };
+        st = reel__geometry_frame(&l->s.transform, fw, fh, &key, clip, &c->t, &c->err);
+        if (st != REEL_OK) return st;
+        c->last_clip = clip;
+        c->last_w = fw;
+        c->last_h = fh;
+    }
+    int64_t row = (int64_t)s->index * l->K + clip;
+    int64_t off, sc, sy, sx;
+    reel__layout_frame(l->s.transform.layout, T, l->out_h, l->out_w, row, t, &off, &sc, &sy, &sx);
+    c->t.stride_c = sc;
+    c->t.stride_y = sy;
+    c->t.stride_x = sx;
+    size_t boff = (size_t)off * l->esize;
+    st = reel_converter_run(c->conv, frame, &c->t, (uint8_t *)bb->data + boff, bb->bytes_cap - boff, &c->err);
+    if (st != REEL_OK) return st;
+    s->pts[pos] = reel_frame_pts(frame);
+    reel_clip_info *ci = &bb->rows[row];
+    if (t == 0 || ci->crop_w == 0) {
+        ci->flipped = c->t.flip_horizontal;
+        if (c->t.crop_w > 0) {
+            ci->crop_x = c->t.crop_x; ci->crop_y = c->t.crop_y;
+            ci->crop_w = c->t.crop_w; ci->crop_h = c->t.crop_h;
+        } else {
+            ci->crop_x = ci->crop_y = 0;
+            ci->crop_w = fw; ci->crop_h = fh;
+        }
+    }
+    s->visited[pos] = 1;
+    c->visited++;
+    return 0;
+}
+
+void *reel__loader_decode_main(void *arg)
+{
+    worker *w = arg;
+    reel_loader *l = w->l;
+    stage *sg = &l->st[REEL_STAGE_DECODE];
+    reel__loader_name_thread(sg->name, w->id);
+    reel_converter *conv = NULL;
+    reel_error cerr;
+    int conv_st = reel_converter_create(&conv, &cerr);
+    if (conv_st == REEL_OK) conv_st = worker_source_init(l, w, &cerr);
+    void *item;
+    while (reel__queue_pop(&sg->q, &item)) {
+        reel_slot *s = item;
+        reel_batchbuf *bb = s->bb;
+        if (stopping(l)) { slot_failed(l, s, REEL_E_CANCELLED, NULL); continue; }
+        if (conv_st != REEL_OK) { slot_failed(l, s, conv_st, &cerr); continue; }
+        int64_t t0 = reel__clock_ns();
+        work_begin(s, t0);
+        const char *path = sample_path(l, s->sample);
+        int64_t sample = s->sample;
+        const size_t n = (size_t)l->K * (size_t)l->T;
+        visit_ctx c;
+        memset(&c, 0, sizeof c);
+        c.l = l;
+        c.s = s;
+        c.conv = conv;
+        c.t_decode = t0;
+        c.last_clip = -1;
+        for (int k = 0; k < l->K; k++)
+            s->bb->rows[(int64_t)s->index * l->K + k].crop_w = 0;
+        memset(s->visited, 0, n);
+        reel_source_stats stats;
+        memset(&stats, 0, sizeof stats);
+        reel_error e;
+        reel_error_clear(&e);
+        int st = l->src->decode(l->src_ctx, w->tls, s->handle, s->indices, n, visit, &c, &stats, &e);
+        if (st != REEL_OK && c.err.status != REEL_OK) e = c.err; /* our visitor's reason wins */
+        if (st == REEL_OK && c.visited != (int64_t)n)
+            st = reel__error_set(&e, REEL_E_INTERNAL, "%s: %lld of %zu requested frames were delivered",
+                                 path, (long long)c.visited, n);
+        reel__loader_slot_close(l, s);
+        int64_t t1 = reel__clock_ns();
+        int abandoned = work_end(s, t1);
+        atomic_fetch_add(&sg->busy_ns, t1 - t0);
+        atomic_fetch_add(&sg->items, 1);
+        atomic_fetch_add(&l->frames_decoded, stats.frames_decoded);
+        atomic_fetch_add(&l->frames_returned, stats.frames_returned);
+        reel__trace_add(&l->trace, w->track, abandoned ? sg->abandoned_label : sg->name, path, t0, t1, sample);
+        if (abandoned) {
+            work_release(l, bb);
+            continue;
+        }
+        if (st != REEL_OK) {
+            slot_failed(l, s, st, &e);
+        } else {
+            atomic_fetch_add(&l->successes, 1);
+            s->status = REEL_OK;
+            reel__loader_slot_finish(l, s);
+        }
+        work_release(l, bb);
+    }
+    reel_converter_destroy(&conv);
+    worker_source_free(l, w);
+    return NULL;
+}
+
+/* ------------------------------------------------------ stage 3: collate */
+
+static void collate(reel_loader *l, reel_batchbuf *bb)
+{
+    const int K = l->K;
+    const size_t row_bytes = (size_t)bb->batch.strides[0] * l->esize;
+    int64_t out = 0;
+    bb->status = REEL_OK;
+    int64_t failed = 0;
+    for (int64_t j = 0; j < bb->nsamples; j++) {
+        reel_slot *s = &bb->slots[j];
+        if (s->status != REEL_OK) {
+            failed++;
+            if (bb->status == REEL_OK && s->status != REEL_E_CANCELLED) {
+                bb->status = s->status;
+                bb->err = s->err;
+            }
+            if (s->status == REEL_E_CANCELLED && bb->status == REEL_OK) {
+                bb->status = REEL_E_CANCELLED;
+                reel__error_set(&bb->err, REEL_E_CANCELLED, "loader: cancelled");
+            }
+            continue;
+        }
+        const char *path = sample_path(l, s->sample);
+        int64_t label = reel__dataset_label(l->ds, (size_t)s->sample);
+        for (int k = 0; k < K; k++) {
+            int64_t src = j * K + k;
+            if (out != src)
+                memmove((uint8_t *)bb->data + (size_t)out * row_bytes,
+                        (uint8_t *)bb->data + (size_t)src * row_bytes, row_bytes);
+            reel_clip_info *ci = &bb->clips[out];
+            *ci = bb->rows[src];
+            ci->sample = s->sample;
+            ci->requested = s->requested;
+            ci->position = s->position;
+            ci->path = path;
+            ci->label = label;
+            ci->clip = k;
+            ci->attempt = s->attempt;
+            ci->padded = s->padded;
+            ci->frame_indices = s->indices + (size_t)k * l->T;
+            ci->pts = s->pts + (size_t)k * l->T;
+            ci->time_base_num = s->tb_num;
+            ci->time_base_den = s->tb_den;
+            bb->labels[out] = label;
+            out++;
+        }
+    }
+    reel_batch *b = &bb->batch;
+    b->shape[0] = out;
+    b->num_clips = out;
+    b->bytes = (size_t)out * row_bytes;
+    b->epoch = bb->epoch;
+    b->index = bb->index;
+    b->position = bb->position;
+    b->num_samples = bb->nsamples;
+    b->num_failed = failed;
+}
+
+void *reel__loader_collate_main(void *arg)
+{
+    worker *w = arg;
+    reel_loader *l = w->l;
+    stage *sg = &l->st[REEL_STAGE_COLLATE];
+    reel__loader_name_thread(sg->name, w->id);
+    void *item;
+    while (reel__queue_pop(&sg->q, &item)) {
+        reel_batchbuf *bb = item;
+        int64_t t0 = reel__clock_ns();
+        if (!stopping(l)) collate(l, bb);
+        int64_t t1 = reel__clock_ns();
+        atomic_fetch_add(&sg->busy_ns, t1 - t0);
+        atomic_fetch_add(&sg->items, 1);
+        reel__trace_add(&l->trace, w->track, "collate", NULL, t0, t1, bb->seq);
+        reel__ring_set_ready(&l->ring, bb);
+    }
+    return NULL;
+}
+
+/* -------------------------------------------------------------- watchdog */
+
+/* With a per-sample time limit, a sample whose worker stays inside FFmpeg
+ * (a long GOP, a slow read) past the limit is abandoned: recorded as a
+ * timeout and finished, so its batch goes on without it. The worker drops
+ * the slot when it comes back; the buffer is not reused before that. */
+void *reel__loader_watchdog_main(void *arg)
+{
+    reel_loader *l = arg;
+    reel__loader_name_thread("watchdog", -1);
+    const int64_t limit = (int64_t)(l->s.sample_time_limit * 1e9);
+    int64_t grace = limit / 4; /* ordinary timeouts are the visitor's to report */
+    if (grace < 20000000) grace = 20000000;
+    int64_t period = limit / 4;
+    if (period < 5000000) period = 5000000;
+    if (period > 250000000) period = 250000000;
+    pthread_mutex_lock(&l->wd_mu);
+    while (!stopping(l)) {
+        struct timespec ts;
+        reel__deadline_in(&ts, period);
+        pthread_cond_timedwait(&l->wd_cond, &l->wd_mu, &ts);
+        if (stopping(l)) break;
+        pthread_mutex_unlock(&l->wd_mu);
+        int64_t now = reel__clock_ns();
+        for (int b = 0; b < l->ring.count; b++)
+            for (int j = 0; j < l->ring.batch_size; j++) {
+                reel_slot *s = &l->ring.bufs[b].slots[j];
+                pthread_mutex_lock(&s->mu);
+                int late = s->t_begin != 0 && !s->abandoned && s->work_ns + (now - s->t_begin) > limit + grace;
+                if (late) {
+                    s->abandoned = 1;
+                    atomic_store(&s->cut, 1); /* the decoder's interrupt: back from FFmpeg soon */
+                }
+                pthread_mutex_unlock(&s->mu);
+                if (!late) continue;
+                /* the worker no longer writes to the slot's results */
+                const char *path = sample_path(l, s->sample);
+                reel__error_set(&s->err, REEL_E_TIMEOUT,
+                                "%s: over the per-sample time limit of %g s (abandoned while decoding)", path,
+                                l->s.sample_time_limit);
+                s->status = REEL_E_TIMEOUT;
+                atomic_fetch_add(&l->failures, 1);
+                reel__failures_add(&l->failures_log, path, REEL_E_TIMEOUT, s->err.message, s->bb->epoch,
+                                   s->position, s->sample);
+                reel__loader_slot_finish(l, s);
+            }
+        pthread_mutex_lock(&l->wd_mu);
+    }
+    pthread_mutex_unlock(&l->wd_mu);
+    return NULL;
+}
+

@@ -1,0 +1,470 @@
+/* test_pipeline_store.c: the loader over packed stores (issue 7 §2-3). For
+ * each format, every delivered clip frame equals its reference (raw: the
+ * decoder's fused resize of the source video, bit for bit; jpeg:
+ * tjDecompress2 of the stored JPEG; h264: the store reader decoding the
+ * stored record, which test_store.c holds equal to the ffmpeg CLI), with its
+ * source index checked through the embedded index and its label and path
+ * from the store; sharding, exact resume and the shuffle window on a store;
+ * skip/replace/raise over a store with a record that failed to pack and a
+ * deleted shard, each failure named. */
+#define _GNU_SOURCE
+#include "harness.h"
+#include "testgen.h"
+
+#include "reel/store.h"
+
+#include <math.h>
+#include <sys/stat.h>
+#include <turbojpeg.h>
+#include <unistd.h>
+
+enum { NV = 8, VW = 96, VH = 64, SS = 48, SW = 72, SH = 48, T = 4 };
+
+/* A Kinetics-like folder of NV generated videos (frames carry their index). */
+static const char *dataset(void)
+{
+    static char root[1024];
+    static int made;
+    if (made) return root;
+    reel_set_ffmpeg_log_level(0);
+    snprintf(root, sizeof root, "%s/ds", harness_tmpdir());
+    mkdir(root, 0755);
+    static const char *classes[2] = { "archery", "bowling" };
+    for (int i = 0; i < NV; i++) {
+        char dir[1100], path[1200];
+        snprintf(dir, sizeof dir, "%s/%s", root, classes[i % 2]);
+        mkdir(dir, 0755);
+        snprintf(path, sizeof path, "%s/v%d.mp4", dir, i);
+        reel_synth_params p;
+        tg_params(&p, path, "h264", VW, VH, 16 + 2 * i, 6, 1);
+        p.seed = (unsigned)i + 11;
+        tg_synth(&p);
+    }
+    made = 1;
+    return root;
+}
+
+static const char *tmp(const char *name)
+{
+    static char bufs[8][1100];
+    static int k;
+    char *b = bufs[k++ % 8];
+    snprintf(b, 1100, "%s/%s", harness_tmpdir(), name);
+    return b;
+}
+
+static void pack(const char *src, const char *out, reel_store_format fmt, int64_t shard_size)
+{
+    reel_pack_settings s;
+    reel_pack_default_settings(&s);
+    s.format = fmt;
+    s.short_side = SS;
+    s.threads = 2;
+    if (shard_size) s.shard_size = shard_size;
+    reel_error err;
+    reel_error_clear(&err);
+    int r = reel_pack(src, out, &s, NULL, &err);
+    CHECK_MSG(r == REEL_OK, "reel_pack(%s): %d %s", out, r, err.message);
+}
+
+/* Loader settings whose transform is the identity on stored frames. */
+static void settings(reel_loader_settings *ls)
+{
+    reel_loader_default_settings(ls);
+    ls->batch_size = 3;
+    ls->seed = 5;
+    ls->transform.resize = REEL_RESIZE_EXACT;
+    ls->transform.resize_width = SW;
+    ls->transform.resize_height = SH;
+    ls->transform.crop = REEL_CROP_NONE;
+    ls->transform.layout = REEL_BATCH_BTHWC;
+    ls->sampler.frames_per_clip = T;
+    ls->sampler.frame_stride = 2;
+    ls->sampler.clips_per_video = 2;
+    ls->decode_threads = 2;
+}
+
+/* Collects visited frames (RGB24 at their own size) by request position. */
+typedef struct sink {
+    uint8_t *buf;
+    size_t fb;
+} sink;
+
+static int sink_fn(void *opaque, const reel_frame *f, size_t pos)
+{
+    sink *k = opaque;
+    reel_converter *c = NULL;
+    reel_error err;
+    if (reel_converter_create(&c, &err) != REEL_OK) return REEL_E_NOMEM;
+    reel_transform t;
+    reel_transform_default(&t);
+    int r = reel_converter_run(c, f, &t, k->buf + pos * k->fb, k->fb, &err);
+    reel_converter_destroy(&c);
+    return r;
+}
+
+/* The reference for stored frame `pos` of `record`, RGB24 SW x SH. */
+static void reference(reel_store *s, reel_store_reader *rd, tjhandle tj, reel_store_format fmt, const char *dir,
+                      int64_t record, int64_t pos, uint8_t *out)
+{
+    const size_t fb = (size_t)SW * SH * 3;
+    reel_store_record rec;
+    CHECK_OK(reel_store_get_record(s, record, &rec, NULL));
+    if (fmt == REEL_STORE_FORMAT_RAW) {
+        /* the video path: the decoder's fused resize */
+        int64_t si = 0;
+        CHECK_OK(reel_store_get_source_index(s, record, pos, &si, NULL));
+        reel_decoder *dec = tg_open(rec.source_path, NULL);
+        reel_transform t;
+        reel_transform_default(&t);
+        t.width = SW;
+        t.height = SH;
+        uint8_t *b = tg_get(dec, &si, 1, &t, NULL);
+        memcpy(out, b, fb);
+        free(b);
+        reel_decoder_close(&dec);
+    } else if (fmt == REEL_STORE_FORMAT_JPEG) {
+        int64_t off = 0, len = 0;
+        CHECK_OK(reel_store_get_frame_bytes(s, record, pos, &off, &len, NULL));
+        char shard[1300];
+        snprintf(shard, sizeof shard, "%s/%s", dir, rec.shard);
+        size_t sz = 0;
+        uint8_t *bytes = tg_read_file(shard, &sz);
+        CHECK(bytes && (size_t)(off + len) <= sz);
+        CHECK(tjDecompress2(tj, bytes + off, (unsigned long)len, out, SW, SW * 3, SH, TJPF_RGB, 0) == 0);
+        free(bytes);
+    } else {
+        sink k = { out, fb };
+        reel_error err;
+        reel_error_clear(&err);
+        int st = reel_store_reader_read(rd, record, &pos, 1, sink_fn, &k, NULL, &err);
+        CHECK_MSG(st == REEL_OK, "reader: %d %s", st, err.message);
+    }
+}
+
+static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
+{
+    double se = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        se += d * d;
+    }
+    return se == 0 ? 99 : 10 * log10(255.0 * 255.0 / (se / (double)n));
+}
+
+static void check_format(reel_store_format fmt, const char *name)
+{
+    const char *dir = tmp(name);
+    pack(dataset(), dir, fmt, 0);
+    reel_store *s = NULL;
+    CHECK_OK(reel_store_open(&s, dir, NULL));
+    reel_store_reader *rd = NULL;
+    CHECK_OK(reel_store_reader_create(&rd, s, NULL, NULL));
+    tjhandle tj = tjInitDecompress();
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_open(&ds, dir, NULL));
+    CHECK_EQ_INT(reel_dataset_size(ds), NV);
+    reel_loader_settings ls;
+    settings(&ls);
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &ls, NULL));
+    const size_t fb = (size_t)SW * SH * 3;
+    uint8_t *want = malloc(fb);
+    reel_batch *b = NULL;
+    reel_error err;
+    int st;
+    int64_t frames = 0;
+    char *seen = calloc(NV, 1);
+    double worst = 99;
+    while ((st = reel_loader_next(l, &b, &err)) == REEL_OK && b) {
+        for (int64_t c = 0; c < b->num_clips; c++) {
+            const reel_clip_info *ci = &b->clips[c];
+            reel_store_record rec;
+            CHECK_OK(reel_store_get_record(s, ci->sample, &rec, NULL));
+            CHECK_EQ_STR(ci->path, rec.source_path);
+            CHECK_EQ_INT(ci->label, rec.label);
+            seen[ci->sample] = 1;
+            for (int t = 0; t < T; t++) {
+                const uint8_t *img = (const uint8_t *)b->data + ((size_t)c * T + (size_t)t) * fb;
+                int64_t idx = ci->frame_indices[t];
+                /* the source frame the sampler chose, by its embedded index */
+                CHECK_MSG(tg_read_idx(img, SW, SH) == idx, "%s frame %lld: embedded index %lld", rec.source_path,
+                          (long long)idx, (long long)tg_read_idx(img, SW, SH));
+                int64_t si = -1;
+                CHECK_OK(reel_store_get_source_index(s, ci->sample, idx, &si, NULL)); /* every frame stored */
+                CHECK_EQ_INT(si, idx);
+                reference(s, rd, tj, fmt, dir, ci->sample, idx, want);
+                CHECK_MSG(memcmp(img, want, fb) == 0, "%s frame %lld differs from the %s reference", rec.source_path,
+                          (long long)idx, name);
+                if (fmt == REEL_STORE_FORMAT_JPEG) {
+                    /* and close to the video path: a wrong or shifted frame is
+                     * 10-20 dB. The synthetic pattern's sharp saturated edges at
+                     * 72x48 are JPEG's worst case (32.8 dB measured at Q90); the
+                     * 38 dB of issue 7 is held on the real shared videos by
+                     * test_store.c's jpeg_store_of_real_videos_is_within_38_db. */
+                    reel_decoder *dec = tg_open(rec.source_path, NULL);
+                    reel_transform tr;
+                    reel_transform_default(&tr);
+                    tr.width = SW;
+                    tr.height = SH;
+                    uint8_t *v = tg_get(dec, &idx, 1, &tr, NULL);
+                    double p = psnr(img, v, fb);
+                    if (p < worst) worst = p;
+                    free(v);
+                    reel_decoder_close(&dec);
+                }
+                frames++;
+            }
+        }
+        reel_loader_release(l, b);
+    }
+    CHECK_MSG(st == REEL_OK, "%s", err.message);
+    CHECK_EQ_INT(frames, NV * 2 * T);
+    for (int i = 0; i < NV; i++) CHECK(seen[i]);
+    if (fmt == REEL_STORE_FORMAT_JPEG) CHECK_MSG(worst >= 30.0, "jpeg store: worst PSNR %.2f dB", worst);
+    /* the metrics name the store's stages */
+    reel_loader_metrics m;
+    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_EQ_STR(m.stages[0].name, "read");
+    CHECK_EQ_STR(m.stages[1].name, "image decode");
+    CHECK_EQ_INT(m.failures, 0);
+    free(seen);
+    free(want);
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+    tjDestroy(tj);
+    reel_store_reader_destroy(&rd);
+    reel_store_close(&s);
+}
+
+TEST(loader_over_a_raw_store_equals_the_video_path_bit_for_bit)
+{
+    check_format(REEL_STORE_FORMAT_RAW, "raw");
+}
+
+TEST(loader_over_a_jpeg_store_equals_libjpeg_turbo_decoding_the_stored_jpeg)
+{
+    check_format(REEL_STORE_FORMAT_JPEG, "jpeg");
+}
+
+TEST(loader_over_an_h264_store_equals_the_decoder_over_the_stored_record)
+{
+    check_format(REEL_STORE_FORMAT_H264, "h264");
+}
+
+/* ------------------------------------------------ order, shards, resume */
+
+typedef struct epoch_run {
+    uint8_t *bytes;
+    size_t len;
+    int64_t samples[NV * 4];
+    int64_t nsamples;
+} epoch_run;
+
+/* Batches of one epoch from batch `from` on (after a restore to `state`). */
+static void run(reel_dataset *ds, const reel_loader_settings *ls, const reel_loader_state *state, int64_t stop_after,
+                epoch_run *out, reel_loader_state *state_out)
+{
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, ls, NULL));
+    if (state) CHECK_OK(reel_loader_restore(l, state, NULL));
+    memset(out, 0, sizeof *out);
+    reel_batch *b = NULL;
+    reel_error err;
+    int st;
+    int64_t nb = 0;
+    while ((st = reel_loader_next(l, &b, &err)) == REEL_OK && b) {
+        out->bytes = realloc(out->bytes, out->len + b->bytes);
+        memcpy(out->bytes + out->len, b->data, b->bytes);
+        out->len += b->bytes;
+        for (int64_t c = 0; c < b->num_clips; c += ls->sampler.clips_per_video)
+            out->samples[out->nsamples++] = b->clips[c].sample;
+        reel_loader_release(l, b);
+        if (++nb == stop_after) break;
+    }
+    CHECK_MSG(st == REEL_OK, "%s", err.message);
+    if (state_out) CHECK_OK(reel_loader_get_state(l, state_out));
+    reel_loader_destroy(&l);
+}
+
+TEST(a_store_shards_resumes_exactly_and_reads_in_shuffle_windows)
+{
+    const char *dir = tmp("order");
+    pack(dataset(), dir, REEL_STORE_FORMAT_JPEG, 0);
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_open(&ds, dir, NULL));
+    reel_loader_settings ls;
+    settings(&ls);
+    ls.batch_size = 2;
+    ls.shuffle_window = 4;
+    ls.seed = 9;
+    /* one rank: the epoch reads the store one window of 4 records at a time,
+     * in a shuffled order, and differs from the full shuffle */
+    epoch_run full;
+    run(ds, &ls, NULL, -1, &full, NULL);
+    CHECK_EQ_INT(full.nsamples, NV);
+    for (int64_t i = 0; i < NV; i++) CHECK_EQ_INT(full.samples[i] / 4, full.samples[i - i % 4] / 4);
+    int in_order = 1;
+    for (int64_t i = 0; i < NV; i++) in_order &= full.samples[i] == i;
+    CHECK(!in_order);
+    /* exact resume: stop after 2 batches, restore in a new loader */
+    epoch_run head, tail;
+    reel_loader_state stt;
+    run(ds, &ls, NULL, 2, &head, &stt);
+    CHECK_EQ_INT(stt.position, 4);
+    run(ds, &ls, &stt, -1, &tail, NULL);
+    CHECK_EQ_INT(head.len + tail.len, full.len);
+    CHECK(memcmp(head.bytes, full.bytes, head.len) == 0);
+    CHECK_MSG(memcmp(tail.bytes, full.bytes + head.len, tail.len) == 0, "resumed batches differ");
+    free(head.bytes);
+    free(tail.bytes);
+    /* three ranks (padded): disjoint shares that cover the store */
+    int count[NV] = { 0 };
+    for (int r = 0; r < 3; r++) {
+        reel_loader_settings lr = ls;
+        lr.rank = r;
+        lr.world_size = 3;
+        epoch_run e;
+        run(ds, &lr, NULL, -1, &e, NULL);
+        CHECK_EQ_INT(e.nsamples, 3); /* ceil(8 / 3) */
+        for (int64_t i = 0; i < e.nsamples; i++) count[e.samples[i]]++;
+        free(e.bytes);
+    }
+    int64_t covered = 0, twice = 0;
+    for (int i = 0; i < NV; i++) {
+        CHECK(count[i] >= 1);
+        covered += count[i];
+        twice += count[i] > 1;
+    }
+    CHECK_EQ_INT(covered, 9);
+    CHECK_EQ_INT(twice, 1); /* the one padding sample */
+    free(full.bytes);
+    reel_dataset_free(&ds);
+}
+
+/* ---------------------------------------------------------- error policy */
+
+/* A store of the NV videos plus one that failed to pack, one record per
+ * shard, with the shard of one good record deleted. */
+static const char *damaged_store(char *gone_video, size_t size)
+{
+    static char dir[1100];
+    static char gone[1200];
+    static int made;
+    if (made) {
+        snprintf(gone_video, size, "%s", gone);
+        return dir;
+    }
+    char cmd[3000], bad[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", tmp("dsbad"), dataset(), tmp("dsbad"));
+    CHECK_EQ_INT(tg_system(cmd), 0);
+    snprintf(bad, sizeof bad, "%s/bowling/broken.mp4", tmp("dsbad"));
+    tg_write_file(bad, "this is not a video", 19);
+    snprintf(dir, sizeof dir, "%s", tmp("damaged"));
+    pack(tmp("dsbad"), dir, REEL_STORE_FORMAT_JPEG, 4096);
+    reel_store *s = NULL;
+    CHECK_OK(reel_store_open(&s, dir, NULL));
+    reel_store_record rec;
+    CHECK_OK(reel_store_get_record(s, 2, &rec, NULL));
+    CHECK_EQ_INT(rec.status, REEL_OK);
+    char shard[1300];
+    snprintf(shard, sizeof shard, "%s/%s", dir, rec.shard);
+    snprintf(gone, sizeof gone, "%s", rec.source_path);
+    CHECK_EQ_INT(unlink(shard), 0);
+    reel_store_close(&s);
+    made = 1;
+    snprintf(gone_video, size, "%s", gone);
+    return dir;
+}
+
+/* Runs an epoch with `policy`; returns clips delivered, the first error of
+ * a raise in *raised. */
+static int64_t policy_epoch(int policy, reel_loader **lout, reel_dataset **dsout, reel_error *raised)
+{
+    char gone[1200];
+    const char *dir = damaged_store(gone, sizeof gone);
+    CHECK_OK(reel_dataset_open(dsout, dir, NULL));
+    CHECK_EQ_INT(reel_dataset_size(*dsout), NV + 1); /* the failed record is an entry */
+    reel_loader_settings ls;
+    settings(&ls);
+    ls.on_error = policy;
+    ls.batch_size = 3;
+    CHECK_OK(reel_loader_create(lout, *dsout, &ls, NULL));
+    reel_batch *b = NULL;
+    reel_error err;
+    int64_t clips = 0;
+    reel_error_clear(raised);
+    for (;;) {
+        int st = reel_loader_next(*lout, &b, &err);
+        if (st != REEL_OK) {
+            CHECK_EQ_INT(policy, REEL_ON_ERROR_RAISE);
+            if (raised->status == REEL_OK) *raised = err;
+            continue; /* the batch after a raised one still comes */
+        }
+        if (!b) break;
+        clips += b->num_clips;
+        reel_loader_release(*lout, b);
+    }
+    return clips;
+}
+
+static void check_named(const reel_failure *f, const char *gone)
+{
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s", tmp("damaged"));
+    if (strstr(f->path, "broken.mp4")) {
+        CHECK_EQ_INT(f->status, REEL_E_NOT_VIDEO);
+        CHECK_MSG(strstr(f->reason, "broken.mp4") && strstr(f->reason, dir) && strstr(f->reason, "not in the store"),
+                  "failed-to-pack record not named: %s", f->reason);
+    } else {
+        CHECK_EQ_STR(f->path, gone);
+        CHECK_MSG(strstr(f->reason, gone) && strstr(f->reason, dir) && strstr(f->reason, ".bin") &&
+                      strstr(f->reason, "missing"),
+                  "deleted shard not named (store, shard, video, reason): %s", f->reason);
+    }
+}
+
+TEST(skip_replace_and_raise_over_a_damaged_store_name_each_failure)
+{
+    char gone[1200];
+    damaged_store(gone, sizeof gone);
+    reel_loader *l = NULL;
+    reel_dataset *ds = NULL;
+    reel_error raised;
+    reel_failure f;
+
+    /* skip: everything else delivered, two named failures */
+    int64_t clips = policy_epoch(REEL_ON_ERROR_SKIP, &l, &ds, &raised);
+    CHECK_EQ_INT(clips, (NV - 1) * 2);
+    CHECK_EQ_INT(reel_loader_num_failures(l), 2);
+    for (int64_t i = 0; i < 2; i++) {
+        CHECK_OK(reel_loader_failure(l, i, &f, NULL));
+        check_named(&f, gone);
+    }
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+
+    /* replace: every batch full */
+    clips = policy_epoch(REEL_ON_ERROR_REPLACE, &l, &ds, &raised);
+    CHECK_EQ_INT(clips, (NV + 1) * 2);
+    reel_loader_metrics m;
+    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK(m.replacements >= 2);
+    CHECK(reel_loader_num_failures(l) >= 2);
+    for (int64_t i = 0; i < reel_loader_num_failures(l); i++) {
+        CHECK_OK(reel_loader_failure(l, i, &f, NULL));
+        check_named(&f, gone);
+    }
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+
+    /* raise: next() returns the named failure; the other batches come */
+    clips = policy_epoch(REEL_ON_ERROR_RAISE, &l, &ds, &raised);
+    CHECK(raised.status == REEL_E_NOT_VIDEO || raised.status == REEL_E_NOT_FOUND);
+    CHECK_MSG(strstr(raised.message, tmp("damaged")) != NULL, "raised error does not name the store: %s",
+              raised.message);
+    CHECK(clips < (NV - 1) * 2 + 1);
+    CHECK(clips > 0);
+    reel_loader_destroy(&l);
+    reel_dataset_free(&ds);
+}
