@@ -313,7 +313,7 @@ int main(int argc, char **argv)
     s.skip_nonref = o.skip_nonref;
     s.check_keyframes = o.check_keys;
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     t.width = o.out_w;
     t.height = o.out_h;
 
@@ -338,11 +338,11 @@ int main(int argc, char **argv)
         open_s[r] = (o.keep_open && r > 0) ? open_s[0] : t1 - t0;
 
         if (!buf) { /* first repeat: sizes and frame list (untimed) */
-            const reel_video_info *info = reel_decoder_info(dec);
+            const reel_video_info *info = reel_decoder_get_info(dec);
             nframes = info->num_frames;
             src_w = info->width;
             src_h = info->height;
-            if (reel_decoder_output_size(dec, &t, &out_w, &out_h, &fb, &err) != REEL_OK) { rc = fail("size", &err); goto out; }
+            if (reel_decoder_get_output_size(dec, &t, &out_w, &out_h, &fb, &err) != REEL_OK) { rc = fail("size", &err); goto out; }
             if (!seq) {
                 nwant = pick_frames(&o, nframes, &frames);
                 if (nwant < 0) { fprintf(stderr, "bench_decoder: bad --frames list\n"); rc = 2; goto out; }

@@ -149,10 +149,10 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
                st->queue_depth_avg, (long long)st->queue_capacity);
     }
     printf("  bottleneck   %s: %s\n", m->bottleneck, advice(m->bottleneck));
-    int64_t nf = reel_loader_num_failures(l);
+    int64_t nf = reel_loader_get_num_failures(l);
     for (int64_t i = 0; i < nf && i < 20; i++) {
         reel_failure f;
-        if (reel_loader_failure(l, i, &f, NULL) == REEL_OK) printf("  failed       %s\n", f.reason);
+        if (reel_loader_get_failure(l, i, &f, NULL) == REEL_OK) printf("  failed       %s\n", f.reason);
     }
     if (nf > 20) printf("  failed       ... and %lld more (see --json)\n", (long long)(nf - 20));
 }
@@ -286,12 +286,12 @@ int reel_cli_bench(int argc, char **argv)
     reel_error err;
     reel_error_clear(&err);
     reel_dataset *full = NULL, *ds = NULL;
-    int st = reel_dataset_open(&full, path, &err);
+    int st = reel_dataset_create_from_path(&full, path, &err);
     if (st != REEL_OK) {
         fprintf(stderr, "reel bench: %s\n", err.message);
         return 1;
     }
-    size_t videos = reel_dataset_size(full);
+    size_t videos = reel_dataset_get_size(full);
     if (limit > 0 && (size_t)limit < videos) {
         /* the first N entries, labels as in the full dataset */
         st = reel_dataset_create(&ds, &err);
@@ -302,8 +302,8 @@ int reel_cli_bench(int argc, char **argv)
         }
         if (st != REEL_OK) {
             fprintf(stderr, "reel bench: %s\n", err.message);
-            reel_dataset_free(&ds);
-            reel_dataset_free(&full);
+            reel_dataset_destroy(&ds);
+            reel_dataset_destroy(&full);
             return 1;
         }
         videos = (size_t)limit;
@@ -316,8 +316,8 @@ int reel_cli_bench(int argc, char **argv)
     st = reel_loader_create(&l, ds, &s, &err);
     if (st != REEL_OK) {
         fprintf(stderr, "reel bench: %s\n", err.message);
-        reel_dataset_free(&ds);
-        reel_dataset_free(&full);
+        reel_dataset_destroy(&ds);
+        reel_dataset_destroy(&full);
         return st == REEL_E_INVALID_ARG ? 2 : 1;
     }
     if (show_progress < 0) show_progress = isatty(2);
@@ -327,7 +327,7 @@ int reel_cli_bench(int argc, char **argv)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old);
 
-    const int64_t per_epoch = reel_loader_batches_per_epoch(l);
+    const int64_t per_epoch = reel_loader_get_batches_per_epoch(l);
     const int64_t total = per_epoch * s.epochs;
     int64_t done = 0;
     double t0 = now_s(), last = 0;
@@ -368,7 +368,7 @@ int reel_cli_bench(int argc, char **argv)
     }
     if (json) {
         char *mj = NULL;
-        if (reel_loader_metrics_json(l, &mj, &err) != REEL_OK) {
+        if (reel_loader_get_metrics_json(l, &mj, &err) != REEL_OK) {
             fprintf(stderr, "reel bench: %s\n", err.message);
             rc = 1;
         } else {
@@ -389,8 +389,8 @@ int reel_cli_bench(int argc, char **argv)
         report(&m, l, path, videos, &s, g_interrupted);
     }
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
-    reel_dataset_free(&full);
+    reel_dataset_destroy(&ds);
+    reel_dataset_destroy(&full);
     if (g_interrupted && rc == 0) rc = 1; /* interrupted: the report covers what ran */
     return rc;
 }

@@ -71,7 +71,7 @@ int reel_cli_frames(int argc, char **argv)
     reel_decoder_settings s;
     reel_decoder_default_settings(&s);
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -91,7 +91,7 @@ int reel_cli_frames(int argc, char **argv)
             else if (!strcmp(v, "nearest")) t.filter = REEL_FILTER_NEAREST;
             else bad = 1;
         }
-        else if (!strcmp(a, "--resize-after-rgb")) t.resize_mode = REEL_RESIZE_AFTER_RGB;
+        else if (!strcmp(a, "--resize-after-rgb")) t.resize_mode = REEL_RESIZE_MODE_AFTER_RGB;
         else if (!strcmp(a, "--rotate")) t.apply_rotation = 1;
         else if (!strcmp(a, "--chw")) t.layout = REEL_LAYOUT_CHW;
         else if (!strcmp(a, "--skip-corrupt")) s.corrupt_policy = REEL_CORRUPT_SKIP;
@@ -125,7 +125,7 @@ int reel_cli_frames(int argc, char **argv)
     FILE *out = NULL;
     reel_decode_stats st;
     if (reel_decoder_open(&dec, file, &s, &err) != REEL_OK) goto fail;
-    if (reel_decoder_output_size(dec, &t, &w, &h, &fb, &err) != REEL_OK) goto fail;
+    if (reel_decoder_get_output_size(dec, &t, &w, &h, &fb, &err) != REEL_OK) goto fail;
     if (!idx) {
         idx = malloc((size_t)n * sizeof *idx);
         if (!idx) goto fail;
@@ -151,7 +151,7 @@ int reel_cli_frames(int argc, char **argv)
             fprintf(stderr, "reel frames: %s: cannot create directory: %s\n", outdir, strerror(errno));
             goto done;
         }
-        int64_t nf = reel_decoder_info(dec)->num_frames;
+        int64_t nf = reel_decoder_get_info(dec)->num_frames;
         for (long i = 0; i < n; i++) {
             int64_t fi = idx[i] < 0 ? idx[i] + nf : idx[i];
             int dup = 0;

@@ -46,7 +46,7 @@ int reel_cli_index(int argc, char **argv)
             failed++;
             continue;
         }
-        const reel_video_info *in = reel_decoder_info(dec);
+        const reel_video_info *in = reel_decoder_get_info(dec);
         if (check) {
             int valid = in->index_source == REEL_INDEX_FROM_SIDECAR;
             printf("%s: index %s\n", files[i], valid ? "valid" : "missing or stale");

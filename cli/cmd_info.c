@@ -23,14 +23,14 @@ static double q2d(int num, int den) { return den ? (double)num / den : 0.0; }
 
 static void print_json(reel_decoder *dec, int with_table)
 {
-    const reel_video_info *in = reel_decoder_info(dec);
+    const reel_video_info *in = reel_decoder_get_info(dec);
     int64_t nk, nf;
-    const int64_t *keys = reel_decoder_keyframes(dec, &nk);
-    const reel_frame_entry *fr = reel_decoder_frame_table(dec, &nf);
+    const int64_t *keys = reel_decoder_get_keyframes(dec, &nk);
+    const reel_frame_entry *fr = reel_decoder_get_frame_table(dec, &nf);
     static const char *src[] = { "container", "scan", "sidecar" };
     double tb = q2d(in->time_base_num, in->time_base_den);
     printf("{\"path\": ");
-    cli_json_str(stdout, reel_decoder_name(dec));
+    cli_json_str(stdout, reel_decoder_get_name(dec));
     printf(", \"container\": "); cli_json_str(stdout, in->container);
     printf(", \"stream_index\": %d, \"codec\": ", in->stream_index); cli_json_str(stdout, in->codec);
     printf(", \"profile\": "); cli_json_str(stdout, in->profile);
@@ -63,9 +63,9 @@ static void print_json(reel_decoder *dec, int with_table)
 
 static void print_human(reel_decoder *dec)
 {
-    const reel_video_info *in = reel_decoder_info(dec);
+    const reel_video_info *in = reel_decoder_get_info(dec);
     static const char *src[] = { "container index", "packet scan", "sidecar index" };
-    printf("%s\n", reel_decoder_name(dec));
+    printf("%s\n", reel_decoder_get_name(dec));
     printf("  container    %s (stream %d of %d%s)\n", in->container, in->stream_index, in->num_streams,
            in->has_audio ? ", has audio" : "");
     printf("  codec        %s%s%s%s\n", in->codec, in->profile[0] ? " (" : "", in->profile, in->profile[0] ? ")" : "");

@@ -10,9 +10,19 @@
 extern "C" {
 #endif
 
+/* REEL_API marks the exported functions: exported when building the shared
+ * library (REEL_BUILDING_DLL, set by reel's build), imported otherwise
+ * (dllimport on Windows; nothing with GCC/clang), nothing for a static
+ * library user on Windows (REEL_STATIC). */
 #if defined(_WIN32)
-#  define REEL_API __declspec(dllexport)
-#elif defined(__GNUC__)
+#  if defined(REEL_BUILDING_DLL)
+#    define REEL_API __declspec(dllexport)
+#  elif defined(REEL_STATIC)
+#    define REEL_API
+#  else
+#    define REEL_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__) && defined(REEL_BUILDING_DLL)
 #  define REEL_API __attribute__((visibility("default")))
 #else
 #  define REEL_API

@@ -37,15 +37,15 @@ typedef enum reel_resize_mode {
     /** One swscale pass from (cropped) YUV straight to RGB at the output
      *  size: never builds full-resolution RGB. Bit-identical to
      *  `ffmpeg -vf crop=w:h:x:y:exact=1,scale=W:H:flags=F -pix_fmt rgb24`. */
-    REEL_RESIZE_FUSED = 0,
+    REEL_RESIZE_MODE_FUSED = 0,
     /** Full-size RGB first, then crop and scale in RGB, as torchvision and
      *  torchcodec do. Bit-identical to
      *  `-vf format=rgb24,crop=...:exact=1,scale=W:H:flags=F`. Slower. */
-    REEL_RESIZE_AFTER_RGB = 1
+    REEL_RESIZE_MODE_AFTER_RGB = 1
 } reel_resize_mode;
 
 /** A complete description of the output of one frame.
- *  Initialise with reel_transform_default(), then set what you need.
+ *  Initialise with reel_transform_default_settings(), then set what you need.
  *  Geometry is applied in this order: rotate (if `apply_rotation`), crop,
  *  resize, flip. Crop coordinates are in the (rotated) display frame. */
 typedef struct reel_transform {
@@ -69,18 +69,18 @@ typedef struct reel_transform {
 
 /** Fills `t` with defaults: no crop, source size, bilinear, fused,
  *  no rotation, no flip, uint8, HWC, scale 255, mean 0, std 1. */
-REEL_API void reel_transform_default(reel_transform *t);
+REEL_API void reel_transform_default_settings(reel_transform *t);
 
 /** An opaque decoded frame, as handed to a reel_frame_fn visitor. Valid
  *  only during the callback. */
 typedef struct reel_frame reel_frame;
 
 /** Frame index (presentation order) of a visited frame. */
-REEL_API int64_t reel_frame_index(const reel_frame *f);
+REEL_API int64_t reel_frame_get_index(const reel_frame *f);
 /** Presentation timestamp of a visited frame, in stream time base units. */
-REEL_API int64_t reel_frame_pts(const reel_frame *f);
+REEL_API int64_t reel_frame_get_pts(const reel_frame *f);
 /** Decoded size of a visited frame, before any transform. */
-REEL_API void reel_frame_size(const reel_frame *f, int *width, int *height);
+REEL_API void reel_frame_get_size(const reel_frame *f, int *width, int *height);
 
 /** Converter: caches swscale contexts and scratch memory between calls.
  *  Not thread-safe: use one per thread. */

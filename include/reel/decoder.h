@@ -68,6 +68,7 @@ typedef struct reel_decoder_settings {
     /** http(s):// and s3:// paths: how the object is fetched (reel/io.h);
      *  NULL (default): reel_remote_default_settings(). */
     const struct reel_remote_settings *remote;
+    uint8_t reserved[64]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_decoder_settings;
 
 /** Fills `s` with the defaults documented on each field. */
@@ -181,16 +182,16 @@ REEL_API int reel_decoder_open_io(reel_decoder **out, const reel_io *io, const c
 REEL_API void reel_decoder_close(reel_decoder **dec);
 
 /** The stream's metadata. The pointer lives as long as the decoder. */
-REEL_API const reel_video_info *reel_decoder_info(const reel_decoder *dec);
+REEL_API const reel_video_info *reel_decoder_get_info(const reel_decoder *dec);
 
 /** The name given at open (the path for files). */
-REEL_API const char *reel_decoder_name(const reel_decoder *dec);
+REEL_API const char *reel_decoder_get_name(const reel_decoder *dec);
 
 /** The exact frame table: num_frames rows in presentation order. */
-REEL_API const reel_frame_entry *reel_decoder_frame_table(const reel_decoder *dec, int64_t *count);
+REEL_API const reel_frame_entry *reel_decoder_get_frame_table(const reel_decoder *dec, int64_t *count);
 
 /** Frame indices of the keyframes, ascending. */
-REEL_API const int64_t *reel_decoder_keyframes(const reel_decoder *dec, int64_t *count);
+REEL_API const int64_t *reel_decoder_get_keyframes(const reel_decoder *dec, int64_t *count);
 
 /** Seconds -> frame index: the frame whose [pts, pts+duration) holds t.
  *  t before the first frame or at/after the end is REEL_E_OUT_OF_RANGE. */
@@ -217,7 +218,7 @@ REEL_API int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size
 
 /** Bytes needed for one frame of output under `t` (NULL: defaults), and
  *  the output size. Uses the stream's size (rotated if t asks). */
-REEL_API int reel_decoder_output_size(const reel_decoder *dec, const reel_transform *t,
+REEL_API int reel_decoder_get_output_size(const reel_decoder *dec, const reel_transform *t,
                                       int *width, int *height, size_t *frame_bytes,
                                       reel_error *err);
 

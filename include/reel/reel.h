@@ -6,8 +6,10 @@
 #include "common.h"
 #include "convert.h"
 #include "decoder.h"
-#include "pipeline.h"
+#include "dataset.h"
+#include "loader.h"
 #include "store.h"
 #include "io.h"
+#include "deprecated.h"
 
 #endif /* REEL_REEL_H */

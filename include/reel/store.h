@@ -8,7 +8,7 @@
  *   ps.short_side = 256;  ps.format = REEL_STORE_FORMAT_JPEG;
  *   reel_pack("kinetics/train", "kinetics.store", &ps, NULL, &err);
  *   // then a loader reads it wherever it reads videos:
- *   reel_dataset_open(&ds, "kinetics.store", &err);
+ *   reel_dataset_create_from_path(&ds, "kinetics.store", &err);
  *
  * The byte layout is in docs/STORE.md. Every stored frame keeps its source
  * frame index and pts, so samplers by index or by time work on a store as on
@@ -217,7 +217,7 @@ REEL_API void reel_store_reader_destroy(reel_store_reader **r);
 
 /** Reads stored frames `positions` (0..num_frames-1 of the record, any order,
  *  repeats allowed) and hands each to `fn` as an RGB24 frame of the stored
- *  size, with reel_frame_index = the stored position and reel_frame_pts =
+ *  size, with reel_frame_get_index = the stored position and reel_frame_get_pts =
  *  the source pts, so reel_converter_run() applies any transform. Only the
  *  bytes of the wanted frames are read (JPEG, RAW); an H264 record is read
  *  and decoded from its keyframes. A failed checksum, a short shard or a

@@ -329,7 +329,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
     int skip_nonref = 1, force_scan = 0, check_keyframes = 1;
     int cx = 0, cy = 0, cw = 0, ch = 0, width = 0, height = 0, filter = REEL_FILTER_BILINEAR;
-    int resize_mode = REEL_RESIZE_FUSED, rotate = 0, flip = 0, dtype = REEL_DTYPE_UINT8, layout = REEL_LAYOUT_HWC;
+    int resize_mode = REEL_RESIZE_MODE_FUSED, rotate = 0, flip = 0, dtype = REEL_DTYPE_UINT8, layout = REEL_LAYOUT_HWC;
     double divisor = 255.0;
     if (self->lock || self->source || self->name) {
         PyErr_SetString(PyExc_RuntimeError, "reel decoder: __init__ called twice");
@@ -363,7 +363,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
         if (!PyUnicode_FSConverter(index_path, &self->index_path)) return -1;
         self->settings.index_path = PyBytes_AS_STRING(self->index_path);
     }
-    reel_transform_default(&self->transform);
+    reel_transform_default_settings(&self->transform);
     reel_transform *t = &self->transform;
     t->crop_x = cx; t->crop_y = cy; t->crop_w = cw; t->crop_h = ch;
     t->width = width; t->height = height;
@@ -400,7 +400,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     reel_error_clear(&err);
     PyThread_acquire_lock(self->lock, WAIT_LOCK); /* new: nobody else holds it */
     int r = decoder_open_source(self, &err);
-    if (r == REEL_OK) r = reel_decoder_output_size(self->dec, t, &self->out_w, &self->out_h, &self->frame_bytes, &err);
+    if (r == REEL_OK) r = reel_decoder_get_output_size(self->dec, t, &self->out_w, &self->out_h, &self->frame_bytes, &err);
     if (r != REEL_OK) reel_decoder_close(&self->dec);
     PyThread_release_lock(self->lock);
     if (r != REEL_OK) {
@@ -500,7 +500,7 @@ static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
     if (decoder_acquire(self) < 0) return NULL;
-    const reel_video_info *i = reel_decoder_info(self->dec);
+    const reel_video_info *i = reel_decoder_get_info(self->dec);
     PyObject *d = PyDict_New();
     int ok = d &&
         dict_set(d, "name", PyUnicode_DecodeFSDefault(dec_name(self))) == 0 &&
@@ -541,7 +541,7 @@ static PyObject *decoder_frame_table(DecoderObject *self, PyObject *unused)
     (void)unused;
     if (decoder_acquire(self) < 0) return NULL;
     int64_t n = 0;
-    const reel_frame_entry *t = reel_decoder_frame_table(self->dec, &n);
+    const reel_frame_entry *t = reel_decoder_get_frame_table(self->dec, &n);
     PyObject *lists[5] = { NULL };
     PyObject *r = NULL;
     int ok = 1;
@@ -566,7 +566,7 @@ static PyObject *decoder_keyframes(DecoderObject *self, PyObject *unused)
     (void)unused;
     if (decoder_acquire(self) < 0) return NULL;
     int64_t n = 0;
-    const int64_t *k = reel_decoder_keyframes(self->dec, &n);
+    const int64_t *k = reel_decoder_get_keyframes(self->dec, &n);
     PyObject *l = PyList_New((Py_ssize_t)n);
     for (int64_t i = 0; l && i < n; i++) {
         PyObject *v = PyLong_FromLongLong(k[i]);
@@ -615,8 +615,8 @@ static PyObject *decoder_save_index(DecoderObject *self, PyObject *args, PyObjec
 static int frames_fill_meta(DecoderObject *self, FramesObject *f, const int64_t *idx, Py_ssize_t n)
 {
     int64_t count = 0;
-    const reel_frame_entry *t = reel_decoder_frame_table(self->dec, &count);
-    const reel_video_info *info = reel_decoder_info(self->dec);
+    const reel_frame_entry *t = reel_decoder_get_frame_table(self->dec, &count);
+    const reel_video_info *info = reel_decoder_get_info(self->dec);
     double tb = info->time_base_den ? (double)info->time_base_num / (double)info->time_base_den : 0.0;
     PyObject *li = PyTuple_New(n), *lp = PyTuple_New(n), *ld = PyTuple_New(n);
     if (!li || !lp || !ld) goto fail;

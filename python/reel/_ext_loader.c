@@ -191,7 +191,7 @@ static int loader_build_dataset(reel_state *st, PyObject *dataset, reel_dataset 
         if (!PyUnicode_FSConverter(dataset, &pb)) return -1;
         const char *path = PyBytes_AS_STRING(pb);
         Py_BEGIN_ALLOW_THREADS
-        r = reel_dataset_open(out, path, &err);
+        r = reel_dataset_create_from_path(out, path, &err);
         Py_END_ALLOW_THREADS
         if (r != REEL_OK) raise_err(st, r, &err, path);
         Py_DECREF(pb);
@@ -234,7 +234,7 @@ static int loader_build_dataset(reel_state *st, PyObject *dataset, reel_dataset 
     return 0;
 fail:
     Py_DECREF(seq);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
     return -1;
 }
 
@@ -278,7 +278,7 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
     r = reel_loader_create(&self->loader, self->ds, &s, &err);
     Py_END_ALLOW_THREADS
     if (r != REEL_OK) {
-        reel_dataset_free(&self->ds);
+        reel_dataset_destroy(&self->ds);
         raise_err(st, r, &err, NULL);
         return -1;
     }
@@ -293,7 +293,7 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
     self->epochs = s.epochs;
     self->epoch = 0;
     self->delivered = 0;
-    self->cur_batches = reel_loader_batches_per_epoch(self->loader);
+    self->cur_batches = reel_loader_get_batches_per_epoch(self->loader);
     return 0;
 }
 
@@ -322,7 +322,7 @@ static void loader_destroy_now(LoaderObject *self)
         self->ds = NULL;
         Py_BEGIN_ALLOW_THREADS
         reel_loader_destroy(&l);
-        reel_dataset_free(&ds);
+        reel_dataset_destroy(&ds);
         Py_END_ALLOW_THREADS
     }
     PyThread_release_lock(self->lock);
@@ -448,9 +448,9 @@ fail:
 /* The path of the failure whose reason is `message`, or NULL. */
 static const char *failure_path(reel_loader *l, const char *message, reel_failure *f)
 {
-    int64_t n = reel_loader_num_failures(l);
+    int64_t n = reel_loader_get_num_failures(l);
     for (int64_t i = n - 1; i >= 0; i--) {
-        if (reel_loader_failure(l, i, f, NULL) != REEL_OK) continue;
+        if (reel_loader_get_failure(l, i, f, NULL) != REEL_OK) continue;
         if (!strcmp(f->reason, message)) return f->path;
     }
     return NULL;
@@ -524,7 +524,7 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
         if (!finished) {
             self->epoch++;
             self->delivered = 0;
-            self->cur_batches = reel_loader_batches_per_epoch(self->loader);
+            self->cur_batches = reel_loader_get_batches_per_epoch(self->loader);
         }
     } else if (r != REEL_E_CANCELLED) {
         self->delivered++;
@@ -627,7 +627,7 @@ static PyObject *loader_restore(LoaderObject *self, PyObject *args)
     if (r == REEL_OK) {
         self->epoch = epoch;
         self->delivered = 0;
-        self->cur_batches = position == 0 ? reel_loader_batches_per_epoch(self->loader) : -1;
+        self->cur_batches = position == 0 ? reel_loader_get_batches_per_epoch(self->loader) : -1;
     }
     PyThread_release_lock(self->lock);
     if (r != REEL_OK) {
@@ -641,7 +641,7 @@ static PyObject *loader_batches_per_epoch(LoaderObject *self, PyObject *unused)
 {
     (void)unused;
     if (loader_check(self) < 0) return NULL;
-    return PyLong_FromLongLong(reel_loader_batches_per_epoch(self->loader));
+    return PyLong_FromLongLong(reel_loader_get_batches_per_epoch(self->loader));
 }
 
 static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
@@ -695,11 +695,11 @@ static PyObject *loader_failures(LoaderObject *self, PyObject *unused)
 {
     (void)unused;
     if (loader_check(self) < 0) return NULL;
-    int64_t n = reel_loader_num_failures(self->loader);
+    int64_t n = reel_loader_get_num_failures(self->loader);
     PyObject *l = PyList_New(0);
     reel_failure f;
     for (int64_t i = 0; l && i < n; i++) {
-        if (reel_loader_failure(self->loader, i, &f, NULL) != REEL_OK) continue;
+        if (reel_loader_get_failure(self->loader, i, &f, NULL) != REEL_OK) continue;
         PyObject *path = PyUnicode_DecodeFSDefault(f.path);
         PyObject *reason = path ? PyUnicode_DecodeFSDefault(f.reason) : NULL;
         PyObject *d = reason ? Py_BuildValue("{s:N,s:N,s:i,s:L,s:L,s:L}", "path", path, "reason", reason,
@@ -736,10 +736,10 @@ static PyObject *loader_write_trace(LoaderObject *self, PyObject *arg)
  * as _loader._dataset_entries makes them), without starting a loader. */
 static PyObject *dataset_info_dict(const reel_dataset *ds)
 {
-    size_t n = reel_dataset_size(ds), nc = reel_dataset_num_classes(ds);
+    size_t n = reel_dataset_get_size(ds), nc = reel_dataset_get_num_classes(ds);
     PyObject *names = PyList_New((Py_ssize_t)nc);
     for (size_t i = 0; names && i < nc; i++) {
-        const char *s = reel_dataset_class_name(ds, (int64_t)i);
+        const char *s = reel_dataset_get_class_name(ds, (int64_t)i);
         PyObject *v = PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
         if (!v) { Py_CLEAR(names); break; }
         PyList_SET_ITEM(names, (Py_ssize_t)i, v);
@@ -773,7 +773,7 @@ PyObject *mod_dataset_info(PyObject *module, PyObject *source)
     reel_dataset *ds = NULL;
     if (loader_build_dataset(st, source, &ds) < 0) return NULL;
     PyObject *d = dataset_info_dict(ds);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
     return d;
 }
 

@@ -37,12 +37,12 @@ struct reel_converter {
     uint16_t lut_u16[3][256];
 };
 
-void reel_transform_default(reel_transform *t)
+void reel_transform_default_settings(reel_transform *t)
 {
     if (!t) return;
     memset(t, 0, sizeof *t);
     t->filter = REEL_FILTER_BILINEAR;
-    t->resize_mode = REEL_RESIZE_FUSED;
+    t->resize_mode = REEL_RESIZE_MODE_FUSED;
     t->dtype = REEL_DTYPE_UINT8;
     t->layout = REEL_LAYOUT_HWC;
     t->scale = 255.0f;
@@ -98,7 +98,7 @@ int reel_transform_output_size(const reel_transform *t, int src_w, int src_h, in
                                size_t *bytes, reel_error *err)
 {
     reel_transform def;
-    if (!t) { reel_transform_default(&def); t = &def; }
+    if (!t) { reel_transform_default_settings(&def); t = &def; }
     int cw = src_w, ch = src_h;
     if (t->crop_w || t->crop_h) {
         if (t->crop_w <= 0 || t->crop_h <= 0 || t->crop_x < 0 || t->crop_y < 0 ||
@@ -147,9 +147,9 @@ void reel_converter_destroy(reel_converter **pc)
     *pc = NULL;
 }
 
-int64_t reel_frame_index(const reel_frame *f) { return f ? f->index : -1; }
-int64_t reel_frame_pts(const reel_frame *f) { return f ? f->pts : AV_NOPTS_VALUE; }
-void reel_frame_size(const reel_frame *f, int *w, int *h)
+int64_t reel_frame_get_index(const reel_frame *f) { return f ? f->index : -1; }
+int64_t reel_frame_get_pts(const reel_frame *f) { return f ? f->pts : AV_NOPTS_VALUE; }
+void reel_frame_get_size(const reel_frame *f, int *w, int *h)
 {
     if (w) *w = f ? f->av->width : 0;
     if (h) *h = f ? f->av->height : 0;
@@ -355,7 +355,7 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
 {
     reel_transform def;
     const reel_transform *t = tin;
-    if (!t) { reel_transform_default(&def); t = &def; }
+    if (!t) { reel_transform_default_settings(&def); t = &def; }
     if (!c || !frame || !dst) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_converter_run: NULL argument");
     const AVFrame *f = frame->av;
     int rot = t->apply_rotation ? frame->rotation : 0;
@@ -380,7 +380,7 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
         res = f->data[0] + (ptrdiff_t)cy * f->linesize[0] + (ptrdiff_t)cx * 3;
         res_stride = f->linesize[0];
         r = REEL_OK;
-    } else if (rot == 0 && resize && t->resize_mode == REEL_RESIZE_FUSED) {
+    } else if (rot == 0 && resize && t->resize_mode == REEL_RESIZE_MODE_FUSED) {
         /* crop and resize inside the YUV->RGB conversion: full-resolution
          * RGB is never made */
         res_stride = rgb_stride(ow);

@@ -34,12 +34,12 @@ int reel_decoder_index_at_time(const reel_decoder *dec, double seconds, int64_t 
     return REEL_OK;
 }
 
-int reel_decoder_output_size(const reel_decoder *dec, const reel_transform *t,
+int reel_decoder_get_output_size(const reel_decoder *dec, const reel_transform *t,
                              int *width, int *height, size_t *frame_bytes, reel_error *err)
 {
     reel_transform def;
-    if (!dec) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_output_size: decoder is NULL");
-    if (!t) { reel_transform_default(&def); t = &def; }
+    if (!dec) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_output_size: decoder is NULL");
+    if (!t) { reel_transform_default_settings(&def); t = &def; }
     int w = dec->info.width, h = dec->info.height;
     if (t->apply_rotation && (dec->rotation == 90 || dec->rotation == 270)) { int x = w; w = h; h = x; }
     int r = reel_transform_output_size(t, w, h, width, height, frame_bytes, err);
@@ -74,7 +74,7 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
     const reel_transform *t = &s->t;
     reel_transform scaled;
     int fw, fh;
-    reel_frame_size(f, &fw, &fh);
+    reel_frame_get_size(f, &fw, &fh);
     if (!s->sized && (fw != s->dec->info.width || fh != s->dec->info.height)) {
         /* The coded size changed mid-stream and the caller asked for no
          * resize: rescale to the stream's size in one bicubic pass, exactly
@@ -96,12 +96,12 @@ static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const
     sink s;
     memset(&s, 0, sizeof s);
     if (t) s.t = *t;
-    else reel_transform_default(&s.t);
+    else reel_transform_default_settings(&s.t);
     if (s.t.stride_c || s.t.stride_y || s.t.stride_x)
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: get_frames writes dense frames; explicit strides are for reel_converter_run", dec->name);
     int w, h;
     size_t fb;
-    int r = reel_decoder_output_size(dec, &s.t, &w, &h, &fb, err);
+    int r = reel_decoder_get_output_size(dec, &s.t, &w, &h, &fb, err);
     if (r != REEL_OK) return r;
     if (n && !dst)
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: output buffer is NULL", dec->name);
@@ -136,7 +136,7 @@ int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, siz
     *out = NULL;
     if (out_size) *out_size = 0;
     size_t fb;
-    int r = reel_decoder_output_size(dec, t, NULL, NULL, &fb, err);
+    int r = reel_decoder_get_output_size(dec, t, NULL, NULL, &fb, err);
     if (r != REEL_OK) return r;
     size_t total = fb * (n ? n : 1);
     void *buf = malloc(total);

@@ -523,23 +523,23 @@ void reel_decoder_close(reel_decoder **pdec)
     *pdec = NULL;
 }
 
-const reel_video_info *reel_decoder_info(const reel_decoder *dec)
+const reel_video_info *reel_decoder_get_info(const reel_decoder *dec)
 {
     return dec ? &dec->info : NULL;
 }
 
-const char *reel_decoder_name(const reel_decoder *dec)
+const char *reel_decoder_get_name(const reel_decoder *dec)
 {
     return dec ? dec->name : NULL;
 }
 
-const reel_frame_entry *reel_decoder_frame_table(const reel_decoder *dec, int64_t *count)
+const reel_frame_entry *reel_decoder_get_frame_table(const reel_decoder *dec, int64_t *count)
 {
     if (count) *count = dec ? dec->table.n : 0;
     return dec ? dec->table.frames : NULL;
 }
 
-const int64_t *reel_decoder_keyframes(const reel_decoder *dec, int64_t *count)
+const int64_t *reel_decoder_get_keyframes(const reel_decoder *dec, int64_t *count)
 {
     if (count) *count = dec ? dec->table.n_keyframes : 0;
     return dec ? dec->table.keyframes : NULL;

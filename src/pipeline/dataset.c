@@ -25,7 +25,7 @@ int reel_dataset_create(reel_dataset **out, reel_error *err)
     return REEL_OK;
 }
 
-void reel_dataset_free(reel_dataset **pds)
+void reel_dataset_destroy(reel_dataset **pds)
 {
     if (!pds || !*pds) return;
     reel_dataset *ds = *pds;
@@ -41,7 +41,7 @@ void reel_dataset_free(reel_dataset **pds)
     *pds = NULL;
 }
 
-size_t reel_dataset_size(const reel_dataset *ds)
+size_t reel_dataset_get_size(const reel_dataset *ds)
 {
     return ds ? ds->n : 0;
 }
@@ -239,12 +239,12 @@ int reel_dataset_get(const reel_dataset *ds, size_t i, reel_sample *out, reel_er
     return REEL_OK;
 }
 
-size_t reel_dataset_num_classes(const reel_dataset *ds)
+size_t reel_dataset_get_num_classes(const reel_dataset *ds)
 {
     return ds ? ds->nclasses : 0;
 }
 
-const char *reel_dataset_class_name(const reel_dataset *ds, int64_t label)
+const char *reel_dataset_get_class_name(const reel_dataset *ds, int64_t label)
 {
     if (!ds || label < 0 || (size_t)label >= ds->nclasses) return NULL;
     if (ds->ranks_dirty && update_ranks((reel_dataset *)ds) < 0) return NULL;
@@ -321,7 +321,7 @@ static int cmp_scan(const void *a, const void *b)
     return strcmp(((const scan_item *)a)->path, ((const scan_item *)b)->path);
 }
 
-int reel_dataset_open_dir(reel_dataset **out, const char *dir, const char *extensions, reel_error *err)
+int reel_dataset_create_from_dir(reel_dataset **out, const char *dir, const char *extensions, reel_error *err)
 {
     if (!out || !dir || !*dir) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: no directory");
     *out = NULL;
@@ -372,7 +372,7 @@ int reel_dataset_open_dir(reel_dataset **out, const char *dir, const char *exten
     for (size_t i = 0; i < sc.n; i++) { free(sc.items[i].path); free(sc.items[i].cls); }
     free(sc.items);
     free(root);
-    if (st != REEL_OK) { reel_dataset_free(&ds); return st; }
+    if (st != REEL_OK) { reel_dataset_destroy(&ds); return st; }
     update_ranks(ds);
     *out = ds;
     return REEL_OK;
@@ -676,7 +676,7 @@ static int has_ext(const char *path, const char *ext)
     return dot && (!slash || dot > slash) && strcasecmp(dot + 1, ext) == 0;
 }
 
-int reel_dataset_open_manifest(reel_dataset **out, const char *path, reel_error *err)
+int reel_dataset_create_from_manifest(reel_dataset **out, const char *path, reel_error *err)
 {
     if (!out || !path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: no manifest path");
     *out = NULL;
@@ -740,13 +740,13 @@ int reel_dataset_open_manifest(reel_dataset **out, const char *path, reel_error 
     }
     reel__buf_free(&full);
     rows_free(&r);
-    if (st != REEL_OK) { reel_dataset_free(&ds); return st; }
+    if (st != REEL_OK) { reel_dataset_destroy(&ds); return st; }
     update_ranks(ds);
     *out = ds;
     return REEL_OK;
 }
 
-int reel_dataset_open(reel_dataset **out, const char *path, reel_error *err)
+int reel_dataset_create_from_path(reel_dataset **out, const char *path, reel_error *err)
 {
     if (!out || !path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: no path");
     if (reel__io_is_remote(path)) {
@@ -769,9 +769,9 @@ int reel_dataset_open(reel_dataset **out, const char *path, reel_error *err)
         struct stat ib;
         if (reel__store_join(idx, sizeof idx, path, REEL_STORE_INDEX_NAME) == 0 && stat(idx, &ib) == 0)
             return reel__dataset_open_store(out, path, err);
-        return reel_dataset_open_dir(out, path, NULL, err);
+        return reel_dataset_create_from_dir(out, path, NULL, err);
     }
-    return reel_dataset_open_manifest(out, path, err);
+    return reel_dataset_create_from_manifest(out, path, err);
 }
 
 /* A packed store's records as a dataset: the same order, labels and class
@@ -797,7 +797,7 @@ int reel__dataset_open_store(reel_dataset **out, const char *dir, reel_error *er
     }
     if (st == REEL_OK && ds->n == 0) st = reel__error_set(err, REEL_E_EMPTY, "%s: the store has no records", dir);
     if (st != REEL_OK) {
-        reel_dataset_free(&ds);
+        reel_dataset_destroy(&ds);
         reel_store_close(&store);
         return st;
     }

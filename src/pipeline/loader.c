@@ -44,7 +44,7 @@ void reel_loader_default_settings(reel_loader_settings *s)
     t->flip = REEL_FLIP_NONE;
     t->flip_probability = 0.5;
     t->filter = REEL_FILTER_BILINEAR;
-    t->resize_mode = REEL_RESIZE_FUSED;
+    t->resize_mode = REEL_RESIZE_MODE_FUSED;
     t->apply_rotation = 1;
     t->dtype = REEL_DTYPE_UINT8;
     t->layout = REEL_BATCH_BTCHW;
@@ -305,7 +305,7 @@ void reel_loader_destroy(reel_loader **pl)
 
 /* ----------------------------------------------------------- consumer */
 
-int64_t reel_loader_batches_per_epoch(const reel_loader *l)
+int64_t reel_loader_get_batches_per_epoch(const reel_loader *l)
 {
     return l ? reel__plan_batches(&l->plan, 0) : 0;
 }
@@ -530,7 +530,7 @@ int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m)
     return REEL_OK;
 }
 
-int reel_loader_metrics_json(reel_loader *l, char **json, reel_error *err)
+int reel_loader_get_metrics_json(reel_loader *l, char **json, reel_error *err)
 {
     if (!l || !json) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
     *json = NULL;
@@ -555,14 +555,14 @@ int64_t reel_loader_failures_by_cause(reel_loader *l, int status)
     return l ? reel__failures_by_cause(&l->failures_log, status) : 0;
 }
 
-int64_t reel_loader_num_failures(reel_loader *l)
+int64_t reel_loader_get_num_failures(reel_loader *l)
 {
     int64_t kept = 0;
     if (l) reel__failures_count(&l->failures_log, &kept, NULL);
     return kept;
 }
 
-int reel_loader_failure(reel_loader *l, int64_t i, reel_failure *out, reel_error *err)
+int reel_loader_get_failure(reel_loader *l, int64_t i, reel_failure *out, reel_error *err)
 {
     if (!l || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
     if (reel__failures_get(&l->failures_log, i, out) != REEL_OK)

@@ -300,12 +300,12 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
         return reel__error_set(&c->err, REEL_E_INTERNAL, "%s: request position %zu delivered twice",
                                sample_path(l, s->sample), pos);
     int clip = (int)(pos / (size_t)T), t = (int)(pos % (size_t)T);
-    int64_t idx = reel_frame_index(frame);
+    int64_t idx = reel_frame_get_index(frame);
     if (idx != s->indices[pos])
         return reel__error_set(&c->err, REEL_E_INTERNAL, "%s: decoder returned frame %lld for frame %lld",
                                sample_path(l, s->sample), (long long)idx, (long long)s->indices[pos]);
     int fw = 0, fh = 0;
-    reel_frame_size(frame, &fw, &fh);
+    reel_frame_get_size(frame, &fw, &fh);
     if (l->s.transform.apply_rotation && (s->rotation == 90 || s->rotation == 270)) {
         int tmp = fw; fw = fh; fh = tmp;
     }
@@ -327,7 +327,7 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     size_t boff = (size_t)off * l->esize;
     st = reel_converter_run(c->conv, frame, &c->t, (uint8_t *)bb->data + boff, bb->bytes_cap - boff, &c->err);
     if (st != REEL_OK) return st;
-    s->pts[pos] = reel_frame_pts(frame);
+    s->pts[pos] = reel_frame_get_pts(frame);
     reel_clip_info *ci = &bb->rows[row];
     if (t == 0 || ci->crop_w == 0) {
         ci->flipped = c->t.flip_horizontal;

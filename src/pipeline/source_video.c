@@ -21,8 +21,8 @@ static int video_open(void *ctx, void *tls, const reel_dataset *ds, int64_t samp
     reel_decoder *dec = NULL;
     int st = reel_decoder_open(&dec, it->path, &s, err);
     if (st != REEL_OK) return st;
-    const reel_video_info *vi = reel_decoder_info(dec);
-    info->table = reel_decoder_frame_table(dec, &info->n);
+    const reel_video_info *vi = reel_decoder_get_info(dec);
+    info->table = reel_decoder_get_frame_table(dec, &info->n);
     info->tb_num = vi->time_base_num;
     info->tb_den = vi->time_base_den;
     info->avg_fps = vi->avg_fps_den > 0 ? (double)vi->avg_fps_num / vi->avg_fps_den : 0;

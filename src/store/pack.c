@@ -187,7 +187,7 @@ static int make_record(const pack_ctx *c, int64_t sample, reel__encoder *enc, re
     rec->label = reel__dataset_label(c->ds, (size_t)sample);
     rec->seg_start = it->start;
     rec->seg_end = it->end;
-    const char *cls = c->ds->label_kind == REEL_LABELS_NAMED ? reel_dataset_class_name(c->ds, rec->label) : NULL;
+    const char *cls = c->ds->label_kind == REEL_LABELS_NAMED ? reel_dataset_get_class_name(c->ds, rec->label) : NULL;
     rec->path = strdup(it->path);
     rec->class_name = strdup(cls ? cls : "");
     if (!rec->path || !rec->class_name) return reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
@@ -212,8 +212,8 @@ static int make_record(const pack_ctx *c, int64_t sample, reel__encoder *enc, re
     const reel_frame_entry *tab = NULL;
     int w = 0, h = 0;
     if (vst == REEL_OK) {
-        info = reel_decoder_info(dec);
-        tab = reel_decoder_frame_table(dec, &n);
+        info = reel_decoder_get_info(dec);
+        tab = reel_decoder_get_frame_table(dec, &n);
         rec->tb_num = info->time_base_num;
         rec->tb_den = info->time_base_den;
         rec->fps_num = info->avg_fps_num;
@@ -244,7 +244,7 @@ static int make_record(const pack_ctx *c, int64_t sample, reel__encoder *enc, re
     if (vst == REEL_OK) vst = reel__encoder_begin(enc, w, h, it->path, &verr);
     enum { CHUNK = 16 };
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     t.width = w;
     t.height = h;
     t.apply_rotation = 1;
@@ -583,7 +583,7 @@ int reel_pack(const char *source, const char *out_dir, const reel_pack_settings 
     if (report) memset(report, 0, sizeof *report);
     const int64_t t0 = reel__clock_ns();
     reel_dataset *ds = NULL;
-    st = reel_dataset_open(&ds, source, err);
+    st = reel_dataset_create_from_path(&ds, source, err);
     if (st != REEL_OK) return st;
     st = reel__dataset_freeze(ds, err);
     if (st == REEL_OK) st = mkdir_p(out_dir, err);
@@ -699,7 +699,7 @@ int reel_pack(const char *source, const char *out_dir, const reel_pack_settings 
         report->merged = merged;
     }
     free(list);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
     return st;
 }
 

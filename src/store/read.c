@@ -317,7 +317,7 @@ static int decode_h264(reel_store_reader *r, int64_t record, const reel__store_b
     int64_t t0 = reel__clock_ns();
     int st = reel_decoder_open_memory(&dec, b->data, b->len, rec->path, &ds, err);
     if (st == REEL_OK) {
-        const reel_video_info *info = reel_decoder_info(dec);
+        const reel_video_info *info = reel_decoder_get_info(dec);
         if (info->num_frames != (int64_t)rec->num_frames)
             st = reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: the stored stream has %lld frames, the index %u",
                                  r->store->dir, r->store->shard_names[record], rec->path, (long long)info->num_frames,

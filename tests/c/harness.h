@@ -7,7 +7,7 @@
  *       reel_error err;
  *       if (!harness_have_ffmpeg()) harness_skip("no ffmpeg CLI");
  *       CHECK_OK(reel_decoder_open(&dec, path, NULL, &err));
- *       CHECK_EQ_INT(reel_decoder_info(dec)->num_frames, 120);
+ *       CHECK_EQ_INT(reel_decoder_get_info(dec)->num_frames, 120);
  *       reel_decoder_close(&dec);
  *   }
  *

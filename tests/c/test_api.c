@@ -34,8 +34,8 @@ static const char *video(const char *name, const char *codec, int bframes)
 static void check_same_table(reel_decoder *a, reel_decoder *b)
 {
     int64_t na = 0, nb = 0, ka = 0, kb = 0;
-    const reel_frame_entry *ta = reel_decoder_frame_table(a, &na);
-    const reel_frame_entry *tb = reel_decoder_frame_table(b, &nb);
+    const reel_frame_entry *ta = reel_decoder_get_frame_table(a, &na);
+    const reel_frame_entry *tb = reel_decoder_get_frame_table(b, &nb);
     CHECK_EQ_INT(na, nb);
     for (int64_t i = 0; i < na; i++) {
         CHECK_MSG(ta[i].pts == tb[i].pts && ta[i].duration == tb[i].duration && ta[i].pos == tb[i].pos &&
@@ -45,10 +45,10 @@ static void check_same_table(reel_decoder *a, reel_decoder *b)
                   (long long)tb[i].duration, (long long)ta[i].pos, (long long)tb[i].pos, ta[i].flags, tb[i].flags,
                   ta[i].decode_order, tb[i].decode_order);
     }
-    const int64_t *kfa = reel_decoder_keyframes(a, &ka), *kfb = reel_decoder_keyframes(b, &kb);
+    const int64_t *kfa = reel_decoder_get_keyframes(a, &ka), *kfb = reel_decoder_get_keyframes(b, &kb);
     CHECK_EQ_INT(ka, kb);
     for (int64_t i = 0; i < ka; i++) CHECK_EQ_INT(kfa[i], kfb[i]);
-    const reel_video_info *ia = reel_decoder_info(a), *ib = reel_decoder_info(b);
+    const reel_video_info *ia = reel_decoder_get_info(a), *ib = reel_decoder_get_info(b);
     CHECK_EQ_INT(ia->num_frames, ib->num_frames);
     CHECK_EQ_INT(ia->num_keyframes, ib->num_keyframes);
     CHECK_EQ_INT(ia->width, ib->width);
@@ -74,7 +74,7 @@ static void check_same_frames(reel_decoder *a, reel_decoder *b)
     size_t fb = tg_frame_bytes(a, NULL, NULL, NULL);
     uint8_t *x = tg_get(a, k_req, K_REQ_N, NULL, NULL);
     uint8_t *y = tg_get(b, k_req, K_REQ_N, NULL, NULL);
-    int64_t n = reel_decoder_info(a)->num_frames;
+    int64_t n = reel_decoder_get_info(a)->num_frames;
     for (size_t i = 0; i < K_REQ_N; i++) {
         int64_t want = k_req[i] < 0 ? k_req[i] + n : k_req[i];
         CHECK_EQ_INT(tg_read_idx(x + i * fb, W, H), want);
@@ -97,14 +97,14 @@ TEST(open_memory_matches_path)
         reel_decoder *fdec = tg_open(path, NULL), *mdec = NULL;
         reel_error err;
         CHECK_OK(reel_decoder_open_memory(&mdec, data, size, "memory-video", NULL, &err));
-        CHECK_EQ_STR(reel_decoder_name(mdec), "memory-video");
-        CHECK_EQ_INT(reel_decoder_info(mdec)->file_size, (int64_t)size);
+        CHECK_EQ_STR(reel_decoder_get_name(mdec), "memory-video");
+        CHECK_EQ_INT(reel_decoder_get_info(mdec)->file_size, (int64_t)size);
         check_same_table(fdec, mdec);
         check_same_frames(fdec, mdec);
         reel_decoder_close(&mdec);
         /* name NULL is fine */
         CHECK_OK(reel_decoder_open_memory(&mdec, data, size, NULL, NULL, &err));
-        CHECK(reel_decoder_name(mdec) != NULL);
+        CHECK(reel_decoder_get_name(mdec) != NULL);
         reel_decoder_close(&mdec);
         reel_decoder_close(&fdec);
         free(data);
@@ -176,10 +176,10 @@ TEST(open_io_matches_path)
             int r = reel_decoder_open_io(&idec, &io, "io-video", NULL, &err);
             CHECK_MSG(r == REEL_OK, "%s via callbacks (size %s): %d %s", names[k], report ? "known" : "unknown", r,
                       err.message);
-            CHECK_EQ_STR(reel_decoder_name(idec), "io-video");
+            CHECK_EQ_STR(reel_decoder_get_name(idec), "io-video");
             if (report) {
                 CHECK_MSG(f.size_calls >= 1, "REEL_SEEK_SIZE was never asked");
-                CHECK_EQ_INT(reel_decoder_info(idec)->file_size, f.size);
+                CHECK_EQ_INT(reel_decoder_get_info(idec)->file_size, f.size);
             }
             CHECK(f.read_calls > 0);
             check_same_table(fdec, idec);
@@ -252,7 +252,7 @@ static reel_decoder *open_idx(const char *path, int mode, const char *index_path
     return tg_open(path, &s);
 }
 
-static int source_of(reel_decoder *d) { return reel_decoder_info(d)->index_source; }
+static int source_of(reel_decoder *d) { return reel_decoder_get_info(d)->index_source; }
 
 /* Flips one byte of a file in place. */
 static void flip_byte(const char *path, int64_t at)
@@ -434,13 +434,13 @@ TEST(sidecar_custom_path_and_foreign_sidecar)
     tg_copy_file(custom, bside);
     d = open_idx(b, REEL_INDEX_READ, NULL);
     CHECK_MSG(source_of(d) != REEL_INDEX_FROM_SIDECAR, "a sidecar written for %s was used for %s", a, b);
-    CHECK_EQ_INT(reel_decoder_info(d)->num_frames, N);
+    CHECK_EQ_INT(reel_decoder_get_info(d)->num_frames, N);
     reel_decoder_close(&d);
     /* open with a sidecar path in a missing directory: the video still opens */
     char nowhere[4096];
     tg_path(nowhere, sizeof nowhere, "no-such-dir/x.reelidx");
     d = open_idx(a, REEL_INDEX_READ_WRITE, nowhere);
-    CHECK_EQ_INT(reel_decoder_info(d)->num_frames, N);
+    CHECK_EQ_INT(reel_decoder_get_info(d)->num_frames, N);
     reel_decoder_close(&d);
 }
 
@@ -540,9 +540,9 @@ TEST(index_at_time_edges)
     files[1] = path;
     for (int k = 0; k < 2; k++) {
         reel_decoder *d = tg_open(files[k], NULL);
-        const reel_video_info *in = reel_decoder_info(d);
+        const reel_video_info *in = reel_decoder_get_info(d);
         int64_t n = 0;
-        const reel_frame_entry *ft = reel_decoder_frame_table(d, &n);
+        const reel_frame_entry *ft = reel_decoder_get_frame_table(d, &n);
         double tb = (double)in->time_base_num / in->time_base_den;
         double start = (double)ft[0].pts * tb;
         double end = (double)(ft[n - 1].pts + ft[n - 1].duration) * tb;
@@ -609,7 +609,7 @@ TEST(get_frames_alloc_matches_get_frames)
 {
     reel_decoder *d = tg_open(video("api.mp4", "h264", 2), NULL);
     reel_transform ts[3];
-    for (int k = 0; k < 3; k++) reel_transform_default(&ts[k]);
+    for (int k = 0; k < 3; k++) reel_transform_default_settings(&ts[k]);
     ts[1].dtype = REEL_DTYPE_FLOAT32;
     ts[1].layout = REEL_LAYOUT_CHW;
     ts[2].width = 64;
@@ -677,13 +677,13 @@ static int visitor(void *opaque, const reel_frame *f, size_t pos)
     v->visits[pos]++;
     int64_t want = v->req[pos] < 0 ? v->req[pos] + v->num_frames : v->req[pos];
     int64_t n = 0;
-    const reel_frame_entry *ft = reel_decoder_frame_table(v->dec, &n);
+    const reel_frame_entry *ft = reel_decoder_get_frame_table(v->dec, &n);
     int fw = 0, fh = 0;
-    reel_frame_size(f, &fw, &fh);
-    if (reel_frame_index(f) != want || reel_frame_pts(f) != ft[want].pts || fw != W || fh != H) {
+    reel_frame_get_size(f, &fw, &fh);
+    if (reel_frame_get_index(f) != want || reel_frame_get_pts(f) != ft[want].pts || fw != W || fh != H) {
         if (!v->bad++)
             snprintf(v->why, sizeof v->why, "position %zu: frame index %lld pts %lld size %dx%d, want %lld pts %lld",
-                     pos, (long long)reel_frame_index(f), (long long)reel_frame_pts(f), fw, fh, (long long)want,
+                     pos, (long long)reel_frame_get_index(f), (long long)reel_frame_get_pts(f), fw, fh, (long long)want,
                      (long long)ft[want].pts);
     }
     if (v->stop_after && v->calls >= v->stop_after) return v->stop_with;
@@ -804,7 +804,7 @@ TEST(converter_explicit_strides_cthw)
             reel_error err;
             memset(&s, 0, sizeof s);
             CHECK_OK(reel_converter_create(&s.conv, &err));
-            reel_transform_default(&s.t);
+            reel_transform_default_settings(&s.t);
             s.t.width = ow;
             s.t.height = oh;
             s.t.dtype = dtypes[di];
@@ -874,7 +874,7 @@ static int convert_small(void *opaque, const reel_frame *f, size_t pos)
     if (reel_converter_create(&c, &err) != REEL_OK) return REEL_E_INTERNAL;
     status[0] = reel_converter_run(c, f, NULL, small, sizeof small, &err);
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     t.crop_x = 150; t.crop_w = 20; t.crop_h = 20;
     status[1] = reel_converter_run(c, f, &t, small, sizeof small, &err);
     reel_converter_destroy(&c);
@@ -911,7 +911,7 @@ TEST(frame_by_frame_calls_decode_each_frame_once)
             reel_decoder_default_settings(&s);
             s.threads = threads;
             reel_decoder *dec = tg_open(path, &s);
-            int64_t n = reel_decoder_info(dec)->num_frames;
+            int64_t n = reel_decoder_get_info(dec)->num_frames;
             CHECK_EQ_INT(n, 90);
             size_t fb = 96 * 64 * 3;
             uint8_t *buf = malloc(fb);
@@ -1029,3 +1029,28 @@ TEST(interrupt_cancels_open_scan_and_decode_and_the_decoder_recovers)
     free(big);
     free(buf);
 }
+
+/* The names the API pass before 1.0 renamed still work, for one release
+ * (reel/deprecated.h), and mean the same calls. */
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+TEST(deprecated_names_still_work)
+{
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_create(&ds, NULL));
+    CHECK_OK(reel_dataset_add_named(ds, "a.mp4", "cat", 0, -1, NULL));
+    CHECK_EQ_INT((int64_t)reel_dataset_size(ds), 1);
+    CHECK_EQ_INT((int64_t)reel_dataset_num_classes(ds), 1);
+    CHECK_EQ_STR(reel_dataset_class_name(ds, 0), "cat");
+    reel_dataset_free(&ds);
+    CHECK(ds == NULL);
+    reel_transform t;
+    reel_transform_default(&t);
+    CHECK_EQ_INT(t.resize_mode, REEL_RESIZE_FUSED);
+    CHECK_EQ_INT(REEL_RESIZE_AFTER_RGB, REEL_RESIZE_MODE_AFTER_RGB);
+}
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif

@@ -90,7 +90,7 @@ static void write_truncated(const char *src, const char *dst, size_t keep)
 static int64_t expected_at(const reel_decoder *dec, int64_t i)
 {
     int64_t n = 0;
-    const reel_frame_entry *ft = reel_decoder_frame_table(dec, &n);
+    const reel_frame_entry *ft = reel_decoder_get_frame_table(dec, &n);
     return tg_index_of_pts(dec, ft[i].pts, 0.0, 25, 1);
 }
 
@@ -100,8 +100,8 @@ static int64_t expected_at(const reel_decoder *dec, int64_t i)
 static int64_t safe_limit(const reel_decoder *dec, int64_t dmg)
 {
     int64_t n = 0, nk = 0, lim = 0;
-    const reel_frame_entry *ft = reel_decoder_frame_table(dec, &n);
-    const int64_t *keys = reel_decoder_keyframes(dec, &nk);
+    const reel_frame_entry *ft = reel_decoder_get_frame_table(dec, &n);
+    const int64_t *keys = reel_decoder_get_keyframes(dec, &nk);
     for (int64_t k = 0; k < nk; k++)
         if (ft[keys[k]].pos >= 0 && ft[keys[k]].pos <= dmg) lim = keys[k];
     return lim;
@@ -113,8 +113,8 @@ static int64_t safe_limit(const reel_decoder *dec, int64_t dmg)
 static int64_t clean_again_at(const reel_decoder *dec, int64_t end)
 {
     int64_t n = 0, nk = 0;
-    const reel_frame_entry *ft = reel_decoder_frame_table(dec, &n);
-    const int64_t *keys = reel_decoder_keyframes(dec, &nk);
+    const reel_frame_entry *ft = reel_decoder_get_frame_table(dec, &n);
+    const int64_t *keys = reel_decoder_get_keyframes(dec, &nk);
     for (int64_t k = 0; k < nk; k++)
         if (ft[keys[k]].pos > end) return keys[k];
     return n;
@@ -139,7 +139,7 @@ static void check_damaged(const char *path, int64_t dmg, int64_t dmg_end, int tr
     int r = reel_decoder_open(&dec, path, &s, &err);
     CHECK_MSG(r == REEL_OK, "open(%s) of a damaged file that still holds frames failed: %d (%s) %s",
               path, r, reel_strerror(r), err.message);
-    int64_t n = reel_decoder_info(dec)->num_frames;
+    int64_t n = reel_decoder_get_info(dec)->num_frames;
     if (truncated)
         CHECK_MSG(n > 0 && n < SRC_N, "%s: truncated at byte %lld, table has %lld frames", path, (long long)dmg,
                   (long long)n);
@@ -327,7 +327,7 @@ TEST(stream_index_not_video_or_missing)
     s.stream_index = 0;
     reel_error err;
     CHECK_OK(reel_decoder_open(&dec, src, &s, &err));
-    CHECK_EQ_INT(reel_decoder_info(dec)->stream_index, 0);
+    CHECK_EQ_INT(reel_decoder_get_info(dec)->stream_index, 0);
     reel_decoder_close(&dec);
 
     if (!harness_have_ffmpeg()) harness_skip_needed("no ffmpeg CLI to add an audio stream");
@@ -341,13 +341,13 @@ TEST(stream_index_not_video_or_missing)
     expect_stream_fails(path, 2);
     s.stream_index = 1;
     CHECK_OK(reel_decoder_open(&dec, path, &s, &err));
-    CHECK_EQ_INT(reel_decoder_info(dec)->stream_index, 1);
-    CHECK_EQ_INT(reel_decoder_info(dec)->has_audio, 1);
-    CHECK_EQ_INT(reel_decoder_info(dec)->num_frames, SRC_N);
+    CHECK_EQ_INT(reel_decoder_get_info(dec)->stream_index, 1);
+    CHECK_EQ_INT(reel_decoder_get_info(dec)->has_audio, 1);
+    CHECK_EQ_INT(reel_decoder_get_info(dec)->num_frames, SRC_N);
     reel_decoder_close(&dec);
     /* default: the video stream is found */
     CHECK_OK(reel_decoder_open(&dec, path, NULL, &err));
-    CHECK_EQ_INT(reel_decoder_info(dec)->stream_index, 1);
+    CHECK_EQ_INT(reel_decoder_get_info(dec)->stream_index, 1);
     int64_t i = 77;
     uint8_t *b = tg_get(dec, &i, 1, NULL, NULL);
     CHECK_EQ_INT(tg_read_idx(b, SRC_W, SRC_H), 77);
@@ -361,7 +361,7 @@ TEST(out_of_range_indices)
 {
     const char *src = source_video("mkv");
     reel_decoder *dec = tg_open(src, NULL);
-    const int64_t n = reel_decoder_info(dec)->num_frames;
+    const int64_t n = reel_decoder_get_info(dec)->num_frames;
     CHECK_EQ_INT(n, SRC_N);
     size_t fb = (size_t)SRC_W * SRC_H * 3;
     uint8_t *buf = malloc(fb * 3);
@@ -421,7 +421,7 @@ TEST(bad_transforms_are_invalid_arg)
     reel_transform bads[12];
     const char *what[12];
     int nb = 0;
-    for (int k = 0; k < 12; k++) reel_transform_default(&bads[k]);
+    for (int k = 0; k < 12; k++) reel_transform_default_settings(&bads[k]);
     bads[nb].crop_x = 150; bads[nb].crop_w = 20; bads[nb].crop_h = 10; what[nb++] = "crop past the right edge";
     bads[nb].crop_y = 115; bads[nb].crop_w = 20; bads[nb].crop_h = 10; what[nb++] = "crop past the bottom";
     bads[nb].crop_x = -1; bads[nb].crop_w = 20; bads[nb].crop_h = 10; what[nb++] = "negative crop x";
@@ -441,7 +441,7 @@ TEST(bad_transforms_are_invalid_arg)
         TG_CHECK_MSG_HAS(err, src);
         size_t bytes = 0;
         reel_error_clear(&err);
-        r = reel_decoder_output_size(dec, &bads[k], NULL, NULL, &bytes, &err);
+        r = reel_decoder_get_output_size(dec, &bads[k], NULL, NULL, &bytes, &err);
         CHECK_MSG(r == REEL_E_INVALID_ARG, "%s: output_size %d", what[k], r);
         TG_CHECK_MSG_HAS(err, src);
         CHECK_STATUS(reel_transform_output_size(&bads[k], SRC_W, SRC_H, NULL, NULL, &bytes, NULL), REEL_E_INVALID_ARG);
@@ -451,11 +451,11 @@ TEST(bad_transforms_are_invalid_arg)
     }
     /* a crop touching the edges exactly is fine */
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     t.crop_x = 140; t.crop_y = 100; t.crop_w = 20; t.crop_h = 20;
     CHECK_OK(reel_decoder_get_frames(dec, idx, 2, &t, buf, fb * 2, NULL, &err));
     /* explicit strides are for reel_converter_run */
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     t.stride_c = 1; t.stride_x = 3; t.stride_y = SRC_W * 3;
     CHECK_STATUS(reel_decoder_get_frames(dec, idx, 2, &t, buf, fb * 2, NULL, &err), REEL_E_INVALID_ARG);
     free(buf);
@@ -483,7 +483,7 @@ TEST(too_small_buffer)
     for (size_t i = 0; i < fb * 3; i++) CHECK_MSG(buf[i] == 0xAB, "byte %zu written by a failed call", i);
     /* float32 needs 4x */
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     t.dtype = REEL_DTYPE_FLOAT32;
     CHECK_STATUS(reel_decoder_get_frames(dec, idx, 1, &t, buf, fb * 3, NULL, &err), REEL_E_BUFFER_TOO_SMALL);
     double times[2] = {0.0, 1.0};
@@ -559,7 +559,7 @@ TEST(null_arguments_are_invalid_arg)
     EXPECT_INVALID(reel_decoder_decode(dec, idx, 2, NULL, NULL, NULL, &err));
     EXPECT_INVALID(reel_decoder_index_at_time(NULL, 0.0, &ix, &err));
     EXPECT_INVALID(reel_decoder_index_at_time(dec, 0.0, NULL, &err));
-    EXPECT_INVALID(reel_decoder_output_size(NULL, NULL, NULL, NULL, NULL, &err));
+    EXPECT_INVALID(reel_decoder_get_output_size(NULL, NULL, NULL, NULL, NULL, &err));
     EXPECT_INVALID(reel_decoder_save_index(NULL, NULL, &err));
     EXPECT_INVALID(reel_converter_create(NULL, &err));
     reel_converter *conv = NULL;
@@ -587,18 +587,18 @@ TEST(null_arguments_are_invalid_arg)
     CHECK_EQ_INT(reel_decoder_get_frames(dec, idx, 2, NULL, buf, 1, NULL, NULL), REEL_E_BUFFER_TOO_SMALL);
 
     /* accessors on NULL */
-    CHECK(reel_decoder_info(NULL) == NULL);
-    CHECK(reel_decoder_name(NULL) == NULL);
+    CHECK(reel_decoder_get_info(NULL) == NULL);
+    CHECK(reel_decoder_get_name(NULL) == NULL);
     int64_t cnt = 5;
-    CHECK(reel_decoder_frame_table(NULL, &cnt) == NULL);
+    CHECK(reel_decoder_get_frame_table(NULL, &cnt) == NULL);
     CHECK_EQ_INT(cnt, 0);
     cnt = 5;
-    CHECK(reel_decoder_keyframes(NULL, &cnt) == NULL);
+    CHECK(reel_decoder_get_keyframes(NULL, &cnt) == NULL);
     CHECK_EQ_INT(cnt, 0);
-    CHECK(reel_decoder_frame_table(dec, NULL) != NULL);
-    CHECK_EQ_INT(reel_frame_index(NULL), -1);
+    CHECK(reel_decoder_get_frame_table(dec, NULL) != NULL);
+    CHECK_EQ_INT(reel_frame_get_index(NULL), -1);
     int fw = 1, fh = 1;
-    reel_frame_size(NULL, &fw, &fh);
+    reel_frame_get_size(NULL, &fw, &fh);
     CHECK_EQ_INT(fw, 0);
     reel_decoder_close(NULL);
     reel_decoder *none = NULL;
@@ -606,7 +606,7 @@ TEST(null_arguments_are_invalid_arg)
     reel_error_clear(NULL);
     reel_free(NULL);
     reel_decoder_default_settings(NULL);
-    reel_transform_default(NULL);
+    reel_transform_default_settings(NULL);
 
     /* still works */
     CHECK_OK(reel_decoder_get_frames(dec, idx, 2, NULL, buf, fb * 2, NULL, &err));
@@ -731,9 +731,9 @@ TEST(mp4_with_truncated_trailing_metadata)
             TG_CHECK_MSG_HAS(err, path);
             continue;
         }
-        int64_t n = reel_decoder_info(dec)->num_frames;
+        int64_t n = reel_decoder_get_info(dec)->num_frames;
         CHECK_MSG(n == nf, "%s (sample tables intact, ffprobe reads %lld packets): opened with %lld frames, "
-                  "index_source %d", path, (long long)nf, (long long)n, reel_decoder_info(dec)->index_source);
+                  "index_source %d", path, (long long)nf, (long long)n, reel_decoder_get_info(dec)->index_source);
         size_t fb = (size_t)SRC_W * SRC_H * 3, got = 0;
         uint8_t *buf = malloc(fb * (size_t)n);
         CHECK(buf != NULL);
@@ -844,7 +844,7 @@ static fuzz_result fuzz_one_at(const char *path, int policy, int strict, const s
         return fr;
     }
     fr.opened = 1;
-    const reel_video_info *in = reel_decoder_info(dec);
+    const reel_video_info *in = reel_decoder_get_info(dec);
     int64_t n = in->num_frames;
     fr.num_frames = n;
     /* strict: a table with fewer rows shifts every later index; the frames
@@ -872,7 +872,7 @@ static fuzz_result fuzz_one_at(const char *path, int policy, int strict, const s
             if (nflips) {
                 /* outside the damaged GOPs every frame must be exactly itself */
                 int64_t nt;
-                const reel_frame_entry *ft = reel_decoder_frame_table(dec, &nt);
+                const reel_frame_entry *ft = reel_decoder_get_frame_table(dec, &nt);
                 if (frame_in_damaged_gop(ft, nt, i, flips, nflips)) continue;
             } else if (e == -1) {
                 continue;

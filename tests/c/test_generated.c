@@ -144,7 +144,7 @@ static void check_transforms(reel_decoder *dec, const int64_t *idx, size_t n)
 {
     int w, h;
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     size_t fb = tg_frame_bytes(dec, &t, &w, &h);
     uint8_t *base = tg_get(dec, idx, n, &t, NULL);
     (void)fb;
@@ -167,7 +167,7 @@ static void check_transforms(reel_decoder *dec, const int64_t *idx, size_t n)
                 for (size_t ni = 0; ni < nn; ni++) {
                     if (dtypes[di] == REEL_DTYPE_UINT8 && layout == REEL_LAYOUT_HWC && !flip) continue;
                     reel_transform u;
-                    reel_transform_default(&u);
+                    reel_transform_default_settings(&u);
                     u.dtype = dtypes[di];
                     u.layout = layout;
                     u.flip_horizontal = flip;
@@ -246,7 +246,7 @@ static void run_case(const gen_case *c)
     case_params(c, &p, path, sizeof path);
     tg_synth(&p);
     reel_decoder *dec = tg_open(path, NULL);
-    const reel_video_info *in = reel_decoder_info(dec);
+    const reel_video_info *in = reel_decoder_get_info(dec);
     const int64_t n = c->n;
 
     /* ---- metadata and the frame table */
@@ -256,7 +256,7 @@ static void run_case(const gen_case *c)
     CHECK_EQ_STR(in->codec, c->codec_name);
     if (c->bit10) CHECK_EQ_INT(in->bit_depth, 10);
     int64_t tn = 0;
-    const reel_frame_entry *ft = reel_decoder_frame_table(dec, &tn);
+    const reel_frame_entry *ft = reel_decoder_get_frame_table(dec, &tn);
     CHECK_EQ_INT(tn, n);
     CHECK(ft != NULL);
     double tb = (double)in->time_base_num / in->time_base_den;
@@ -285,7 +285,7 @@ static void run_case(const gen_case *c)
     CHECK_NEAR(in->start_time, c->start, 0.0011);
     if (!c->vfr) CHECK_NEAR(in->duration, (double)n / 25.0, 0.0021);
     int64_t nk = 0;
-    const int64_t *keys = reel_decoder_keyframes(dec, &nk);
+    const int64_t *keys = reel_decoder_get_keyframes(dec, &nk);
     CHECK(nk >= 1 && keys != NULL);
     CHECK_EQ_INT(keys[0], 0);
     CHECK_EQ_INT(in->num_keyframes, nk);
@@ -410,10 +410,10 @@ static void run_case(const gen_case *c)
     /* ---- resized output still carries the index: 224x224 fused and after-RGB */
     {
         int64_t picks[5] = {0, n - 1, n / 2, tg_rand_below(&rng, n), 1 % n};
-        for (int mode = REEL_RESIZE_FUSED; mode <= REEL_RESIZE_AFTER_RGB; mode++) {
+        for (int mode = REEL_RESIZE_MODE_FUSED; mode <= REEL_RESIZE_MODE_AFTER_RGB; mode++) {
             for (int filt = REEL_FILTER_BILINEAR; filt <= REEL_FILTER_NEAREST; filt++) {
                 reel_transform t;
-                reel_transform_default(&t);
+                reel_transform_default_settings(&t);
                 t.width = 224;
                 t.height = 224;
                 t.resize_mode = mode;
@@ -431,7 +431,7 @@ static void run_case(const gen_case *c)
         }
         /* a milder downscale, aspect kept */
         reel_transform t;
-        reel_transform_default(&t);
+        reel_transform_default_settings(&t);
         t.width = c->w * 3 / 4;
         int w, h;
         tg_frame_bytes(dec, &t, &w, &h);

@@ -37,11 +37,11 @@ TEST(fuzzer_reproducers_open_without_undefined_behaviour)
         if (st != REEL_OK) {
             CHECK_MSG(strstr(err.message, files[i]) != NULL, "message does not name the input: %s", err.message);
         } else {
-            const reel_video_info *in = reel_decoder_info(dec);
+            const reel_video_info *in = reel_decoder_get_info(dec);
             if (in->num_frames > 0) {
                 int64_t idx[2] = { 0, in->num_frames - 1 };
                 reel_transform t;
-                reel_transform_default(&t);
+                reel_transform_default_settings(&t);
                 t.width = 32;
                 t.height = 32;
                 uint8_t buf[2 * 32 * 32 * 3];
@@ -101,8 +101,8 @@ TEST(a_sidecar_with_a_huge_row_count_is_stale_not_an_allocation)
     tg_write_file(side, b, n);
     free(b);
     reel_decoder *dec = open_with_sidecar(video);
-    CHECK_EQ_INT(reel_decoder_info(dec)->num_frames, 30);
-    CHECK(reel_decoder_info(dec)->index_source != REEL_INDEX_FROM_SIDECAR);
+    CHECK_EQ_INT(reel_decoder_get_info(dec)->num_frames, 30);
+    CHECK(reel_decoder_get_info(dec)->index_source != REEL_INDEX_FROM_SIDECAR);
     reel_decoder_close(&dec);
 }
 
@@ -111,7 +111,7 @@ TEST(a_sidecar_with_impossible_timestamps_is_stale)
     char video[1200], side[1300];
     video_with_sidecar(video, sizeof video, side, sizeof side, "bigpts");
     reel_decoder *ref = tg_open(video, NULL);
-    const int64_t first_pts = reel_decoder_info(ref)->start_pts;
+    const int64_t first_pts = reel_decoder_get_info(ref)->start_pts;
     reel_decoder_close(&ref);
     size_t n = 0;
     uint8_t *b = tg_read_file(side, &n);
@@ -125,9 +125,9 @@ TEST(a_sidecar_with_impossible_timestamps_is_stale)
     tg_write_file(side, b, n);
     free(b);
     reel_decoder *dec = open_with_sidecar(video);
-    CHECK_EQ_INT(reel_decoder_info(dec)->num_frames, 30);
-    CHECK_EQ_INT(reel_decoder_info(dec)->start_pts, first_pts);
-    CHECK(reel_decoder_info(dec)->index_source != REEL_INDEX_FROM_SIDECAR);
+    CHECK_EQ_INT(reel_decoder_get_info(dec)->num_frames, 30);
+    CHECK_EQ_INT(reel_decoder_get_info(dec)->start_pts, first_pts);
+    CHECK(reel_decoder_get_info(dec)->index_source != REEL_INDEX_FROM_SIDECAR);
     reel_decoder_close(&dec);
 }
 
@@ -178,7 +178,7 @@ TEST(damaged_keyframes_never_give_silently_different_frames)
     tg_synth(&p);
     reel_decoder *d0 = tg_open(src, NULL);
     int64_t n = 0;
-    const reel_frame_entry *tab = reel_decoder_frame_table(d0, &n);
+    const reel_frame_entry *tab = reel_decoder_get_frame_table(d0, &n);
     CHECK(n == 60);
     /* the keyframe packet of frame 20 and the next packet in the file */
     int64_t key = 20, kpos = tab[key].pos, next = -1;
@@ -282,6 +282,6 @@ TEST(a_last_packet_cut_by_truncation_is_not_counted)
     pclose(pp);
     CHECK(want > 0 && want < 40);
     reel_decoder *dec = tg_open(cut, NULL);
-    CHECK_EQ_INT(reel_decoder_info(dec)->num_frames, want);
+    CHECK_EQ_INT(reel_decoder_get_info(dec)->num_frames, want);
     reel_decoder_close(&dec);
 }

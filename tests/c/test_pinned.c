@@ -70,7 +70,7 @@ static uint64_t run_epoch(reel_dataset *ds, int pin, const char **ring_memory, i
     CHECK(m.ring_memory != NULL);
     *ring_memory = m.ring_memory; /* a string literal: lives past the loader */
     char *json = NULL;
-    CHECK_OK(reel_loader_metrics_json(l, &json, &err));
+    CHECK_OK(reel_loader_get_metrics_json(l, &json, &err));
     char want[64];
     snprintf(want, sizeof want, "\"ring_memory\":\"%s\"", m.ring_memory);
     CHECK_MSG(strstr(json, want) != NULL, "metrics JSON lacks %s: %s", want, json);
@@ -104,7 +104,7 @@ TEST(pin_memory_falls_back_to_plain_memory)
     if (harness_env("REEL_TEST_VERBOSE", NULL))
         fprintf(stderr, "cuda runtime %s, ring_memory with pin_memory=1: %s\n",
                 reel__pinned_available() ? "found" : "not found", pin_mem);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 /* Without any CUDA runtime. This machine may have one (a toolkit without a
@@ -176,7 +176,7 @@ TEST(no_cuda_runtime_means_plain_memory)
     CHECK_EQ_STR(mem1, "plain");
     CHECK_EQ_INT(n1, NV);
     CHECK(h0 == h1 && n0 == n1);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(pin_memory_setting_is_checked)
@@ -195,5 +195,5 @@ TEST(pin_memory_setting_is_checked)
     CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
     CHECK(strstr(err.message, "pin_memory") != NULL);
     CHECK(l == NULL);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }

@@ -155,7 +155,7 @@ TEST(every_frame_in_every_batch_is_the_frame_the_sampler_chose)
     reel_loader *l = NULL;
     reel_error err;
     CHECK_OK(reel_loader_create(&l, ds, &s, &err));
-    CHECK_EQ_INT(reel_loader_batches_per_epoch(l), (2 * NVID + 2) / 3);
+    CHECK_EQ_INT(reel_loader_get_batches_per_epoch(l), (2 * NVID + 2) / 3);
     int seen[2 * NVID] = { 0 };
     int nb = 0, flipped = 0;
     for (;;) {
@@ -183,9 +183,9 @@ TEST(every_frame_in_every_batch_is_the_frame_the_sampler_chose)
             /* the sampler's choice, recomputed from the frame table */
             reel_decoder *dec = NULL;
             CHECK_OK(reel_decoder_open(&dec, c->path, NULL, &err));
-            const reel_video_info *info = reel_decoder_info(dec);
+            const reel_video_info *info = reel_decoder_get_info(dec);
             int64_t n;
-            reel_sampler_input in = { reel_decoder_frame_table(dec, &n), 0, info->time_base_num,
+            reel_sampler_input in = { reel_decoder_get_frame_table(dec, &n), 0, info->time_base_num,
                                       info->time_base_den, 0, 0, -1 };
             in.n = n;
             reel_rng_key k = { s.seed, 0, (uint64_t)c->sample, REEL_RNG_SAMPLER, 0 };
@@ -220,7 +220,7 @@ TEST(every_frame_in_every_batch_is_the_frame_the_sampler_chose)
     CHECK(m.peak_rss_bytes > 0);
     reel_loader_destroy(&l);
     CHECK(l == NULL);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(layouts_and_dtypes_hold_the_same_pixels)
@@ -302,7 +302,7 @@ TEST(layouts_and_dtypes_hold_the_same_pixels)
         }
     CHECK_OK(reel_loader_release(ref, rb));
     reel_loader_destroy(&ref);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(batches_are_identical_whatever_the_thread_count)
@@ -346,7 +346,7 @@ TEST(batches_are_identical_whatever_the_thread_count)
         reel_loader_destroy(&l);
     }
     free(ref);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(resume_from_a_saved_state_gives_the_same_batches)
@@ -411,7 +411,7 @@ TEST(resume_from_a_saved_state_gives_the_same_batches)
     reel_loader_destroy(&l);
     free(e0);
     free(e1);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(shards_are_disjoint_cover_the_dataset_and_have_equal_batch_counts)
@@ -427,7 +427,7 @@ TEST(shards_are_disjoint_cover_the_dataset_and_have_equal_batch_counts)
         reel_loader *l = NULL;
         reel_error err;
         CHECK_OK(reel_loader_create(&l, ds, &s, &err));
-        CHECK_EQ_INT(reel_loader_batches_per_epoch(l), 2);
+        CHECK_EQ_INT(reel_loader_get_batches_per_epoch(l), 2);
         int nb = 0;
         int64_t rows = 0;
         for (;;) {
@@ -449,7 +449,7 @@ TEST(shards_are_disjoint_cover_the_dataset_and_have_equal_batch_counts)
     }
     for (int i = 0; i < 2 * NVID; i++) CHECK_EQ_INT(count[i], 1);
     CHECK_EQ_INT(padded, 2);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(unordered_mode_delivers_every_batch_once)
@@ -483,7 +483,7 @@ TEST(unordered_mode_delivers_every_batch_once)
         CHECK_EQ_INT(st.position, 0);
     }
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 /* A dataset with bad files among good ones. */
@@ -552,11 +552,11 @@ TEST(bad_files_are_skipped_and_recorded)
         CHECK_EQ_INT(rows, NVID);
         CHECK_EQ_INT(failed, 3);
     }
-    CHECK_EQ_INT(reel_loader_num_failures(l), 6);
+    CHECK_EQ_INT(reel_loader_get_num_failures(l), 6);
     int found[3] = { 0 };
     for (int64_t i = 0; i < 6; i++) {
         reel_failure f;
-        CHECK_OK(reel_loader_failure(l, i, &f, &err));
+        CHECK_OK(reel_loader_get_failure(l, i, &f, &err));
         int which = -1;
         for (int k = 0; k < 3; k++)
             if (strcmp(f.path, bad[k]) == 0) which = k;
@@ -567,7 +567,7 @@ TEST(bad_files_are_skipped_and_recorded)
         if (which == 0) CHECK_EQ_INT(f.status, REEL_E_NOT_FOUND);
     }
     for (int k = 0; k < 3; k++) CHECK_EQ_INT(found[k], 2);
-    CHECK_STATUS(reel_loader_failure(l, 6, &(reel_failure){ 0 }, &err), REEL_E_OUT_OF_RANGE);
+    CHECK_STATUS(reel_loader_get_failure(l, 6, &(reel_failure){ 0 }, &err), REEL_E_OUT_OF_RANGE);
     reel_loader_metrics m;
     CHECK_OK(reel_loader_get_metrics(l, &m));
     CHECK_EQ_INT(m.successes, 2 * NVID);
@@ -575,13 +575,13 @@ TEST(bad_files_are_skipped_and_recorded)
     CHECK_EQ_INT(m.attempts, 2 * NVID + 6);
     CHECK_NEAR(m.coverage, 16.0 / 22.0, 1e-12);
     char *json = NULL;
-    CHECK_OK(reel_loader_metrics_json(l, &json, &err));
+    CHECK_OK(reel_loader_get_metrics_json(l, &json, &err));
     CHECK(strstr(json, "\"failed\":[{\"path\":") != NULL);
     CHECK(strstr(json, "garbage.mp4") != NULL);
     CHECK(strstr(json, "truncated.mp4") != NULL);
     reel_free(json);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(bad_files_are_replaced_by_other_samples)
@@ -620,7 +620,7 @@ TEST(bad_files_are_replaced_by_other_samples)
     CHECK_EQ_INT(m.failures, m.replacements);
     CHECK(m.coverage < 1.0);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(bad_files_raise_when_asked)
@@ -648,7 +648,7 @@ TEST(bad_files_raise_when_asked)
     CHECK(b && b->index == 2);
     CHECK_OK(reel_loader_release(l, b));
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(time_limit_fails_slow_samples_without_stalling)
@@ -673,17 +673,17 @@ TEST(time_limit_fails_slow_samples_without_stalling)
     CHECK_EQ_INT(st, REEL_E_NO_DATA);
     CHECK_MSG(strstr(err.message, "no sample of epoch 0 could be loaded") && strstr(err.message, "time limit"),
               "%s", err.message);
-    CHECK_EQ_INT(reel_loader_num_failures(l), NVID);
+    CHECK_EQ_INT(reel_loader_get_num_failures(l), NVID);
     CHECK_EQ_INT(reel_loader_failures_by_cause(l, REEL_E_TIMEOUT), NVID);
     reel_failure f;
-    CHECK_OK(reel_loader_failure(l, 0, &f, &err));
+    CHECK_OK(reel_loader_get_failure(l, 0, &f, &err));
     CHECK_EQ_INT(f.status, REEL_E_TIMEOUT);
     CHECK(strstr(f.reason, "time limit") != NULL);
     reel_loader_metrics m;
     CHECK_OK(reel_loader_get_metrics(l, &m));
     CHECK_NEAR(m.coverage, 0, 0);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(drop_policy_fails_videos_too_short_for_a_clip)
@@ -707,10 +707,10 @@ TEST(drop_policy_fails_videos_too_short_for_a_clip)
         CHECK_EQ_INT(read_frame_index(b, r, 19, 0), b->clips[r].frame_indices[19]);
     CHECK_OK(reel_loader_release(l, b));
     reel_failure f;
-    CHECK_OK(reel_loader_failure(l, 0, &f, &err));
+    CHECK_OK(reel_loader_get_failure(l, 0, &f, &err));
     CHECK_EQ_INT(f.status, REEL_E_OUT_OF_RANGE);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(segments_and_time_samplers_stay_inside_the_segment)
@@ -745,7 +745,7 @@ TEST(segments_and_time_samplers_stay_inside_the_segment)
     }
     CHECK_OK(reel_loader_release(l, b));
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(shutdown_mid_epoch_joins_and_frees)
@@ -769,7 +769,7 @@ TEST(shutdown_mid_epoch_joins_and_frees)
         CHECK(l == NULL);
     }
     reel_loader_destroy(NULL);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(bad_settings_and_empty_datasets_are_refused)
@@ -796,12 +796,12 @@ TEST(bad_settings_and_empty_datasets_are_refused)
     CHECK_OK(reel_dataset_create(&empty, &err));
     s = readable_settings();
     CHECK_STATUS(reel_loader_create(&l, empty, &s, &err), REEL_E_EMPTY);
-    reel_dataset_free(&empty);
+    reel_dataset_destroy(&empty);
     /* a loader freezes its dataset */
     CHECK_OK(reel_loader_create(&l, ds, &s, &err));
     CHECK_STATUS(reel_dataset_add(ds, g_paths[0], 0, 0, -1, &err), REEL_E_INVALID_ARG);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 static int g_trace_members;
@@ -837,7 +837,7 @@ TEST(metrics_json_and_chrome_trace)
     CHECK(m.stages[REEL_STAGE_DECODE].busy_fraction > 0 && m.stages[REEL_STAGE_DECODE].busy_fraction <= 1);
     CHECK(m.bottleneck != NULL);
     char *json = NULL;
-    CHECK_OK(reel_loader_metrics_json(l, &json, &err));
+    CHECK_OK(reel_loader_get_metrics_json(l, &json, &err));
     const char *fields[] = { "\"frames\":", "\"clips\":", "\"seconds\":", "\"frames_per_second\":", "\"coverage\":",
                              "\"data_time_s\":", "\"peak_rss_bytes\":", "\"failed\":[]", "\"stages\":[",
                              "\"bottleneck\":", "\"decode_amplification\":" };
@@ -869,7 +869,7 @@ TEST(metrics_json_and_chrome_trace)
     free(text);
     CHECK_STATUS(reel_loader_write_trace(l, "/nonexistent-dir/x.json", &err), REEL_E_IO);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 typedef struct release_job {
@@ -915,7 +915,7 @@ TEST(release_from_another_thread)
     CHECK_OK(reel_loader_release(l, prev));
     CHECK_EQ_INT(n, NVID);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(no_leak_under_valgrind_after_a_shutdown_mid_epoch)
@@ -973,7 +973,7 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
         CHECK_OK(reel_loader_get_metrics(l, &m));
         small_s = (m.stages[REEL_STAGE_OPEN].busy_seconds + m.stages[REEL_STAGE_DECODE].busy_seconds) / NVID;
         reel_loader_destroy(&l);
-        reel_dataset_free(&cal);
+        reel_dataset_destroy(&cal);
     }
     double limit = 8 * small_s < 0.05 ? 0.05 : 8 * small_s;
     char longv[1100];
@@ -1001,7 +1001,7 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
         clock_gettime(CLOCK_MONOTONIC, &a);
         int64_t last = 499;
         reel_transform t;
-        reel_transform_default(&t);
+        reel_transform_default_settings(&t);
         t.width = 64;
         t.height = 36;
         uint8_t px[64 * 36 * 3];
@@ -1036,7 +1036,7 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
         CHECK_EQ_INT(read_frame_index(b, r, 0, 0), b->clips[r].frame_indices[0]);
     }
     reel_failure f;
-    CHECK_OK(reel_loader_failure(l, 0, &f, &err));
+    CHECK_OK(reel_loader_get_failure(l, 0, &f, &err));
     CHECK_EQ_INT(f.status, REEL_E_TIMEOUT);
     CHECK_EQ_STR(f.path, longv);
     CHECK_MSG(strstr(f.reason, "abandoned") != NULL, "not abandoned by the watchdog: %s", f.reason);
@@ -1059,7 +1059,7 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
     CHECK_MSG(busy < 0.8 * long_s, "decode stage busy %.3f s: the abandoned decode ran on (limit %.3f s, whole "
               "decode %.3f s)", busy, limit, long_s);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(timed_next_times_out_while_the_ring_is_held_and_changes_nothing)
@@ -1111,7 +1111,7 @@ TEST(timed_next_times_out_while_the_ring_is_held_and_changes_nothing)
     CHECK_EQ_INT(m.batches, n_ref);
     free(ref);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 /* Issue 10: a failed epoch is loud; min_coverage; the failure log keeps the
@@ -1158,7 +1158,7 @@ TEST(min_coverage_and_a_bounded_failure_log)
         }
         CHECK_OK(st);
         if (!b) {
-            if (reel_loader_batches_per_epoch(l) && no_data == 3) break;
+            if (reel_loader_get_batches_per_epoch(l) && no_data == 3) break;
             continue;
         }
         CHECK_OK(reel_loader_release(l, b));
@@ -1166,11 +1166,11 @@ TEST(min_coverage_and_a_bounded_failure_log)
     CHECK_EQ_INT(no_data, 3);
     const int failed = 3 * (NVID / 2);
     CHECK_EQ_INT(seen, failed);
-    CHECK_EQ_INT(reel_loader_num_failures(l), 2);
+    CHECK_EQ_INT(reel_loader_get_num_failures(l), 2);
     CHECK_EQ_INT(reel_loader_failures_by_cause(l, REEL_E_NOT_FOUND), failed);
     reel_failure f;
-    CHECK_OK(reel_loader_failure(l, 1, &f, NULL));
+    CHECK_OK(reel_loader_get_failure(l, 1, &f, NULL));
     CHECK_EQ_INT(f.epoch, 2); /* the most recent */
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }

@@ -111,7 +111,7 @@ TEST(rss_is_flat_over_2400_samples)
     CHECK_OK(reel_loader_get_metrics(l, &m));
     CHECK_EQ_INT(m.successes, (int64_t)NV * REPS * EPOCHS);
     CHECK_EQ_INT(m.failures, 4 * EPOCHS);
-    CHECK_EQ_INT(reel_loader_num_failures(l), 4 * EPOCHS);
+    CHECK_EQ_INT(reel_loader_get_num_failures(l), 4 * EPOCHS);
     if (harness_env("REEL_TEST_VERBOSE", NULL)) {
         fprintf(stderr, "ring %lld bytes, peak RSS %lld; RSS after every batch (MB):", (long long)m.ring_bytes,
                 (long long)m.peak_rss_bytes);
@@ -134,5 +134,5 @@ TEST(rss_is_flat_over_2400_samples)
                   (long long)m.peak_rss_bytes, (long long)m.ring_bytes);
     }
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }

@@ -97,7 +97,7 @@ static int sink_fn(void *opaque, const reel_frame *f, size_t pos)
     reel_error err;
     if (reel_converter_create(&c, &err) != REEL_OK) return REEL_E_NOMEM;
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     int r = reel_converter_run(c, f, &t, k->buf + pos * k->fb, k->fb, &err);
     reel_converter_destroy(&c);
     return r;
@@ -116,7 +116,7 @@ static void reference(reel_store *s, reel_store_reader *rd, tjhandle tj, reel_st
         CHECK_OK(reel_store_get_source_index(s, record, pos, &si, NULL));
         reel_decoder *dec = tg_open(rec.source_path, NULL);
         reel_transform t;
-        reel_transform_default(&t);
+        reel_transform_default_settings(&t);
         t.width = SW;
         t.height = SH;
         uint8_t *b = tg_get(dec, &si, 1, &t, NULL);
@@ -162,8 +162,8 @@ static void check_format(reel_store_format fmt, const char *name)
     CHECK_OK(reel_store_reader_create(&rd, s, NULL, NULL));
     tjhandle tj = tjInitDecompress();
     reel_dataset *ds = NULL;
-    CHECK_OK(reel_dataset_open(&ds, dir, NULL));
-    CHECK_EQ_INT(reel_dataset_size(ds), NV);
+    CHECK_OK(reel_dataset_create_from_path(&ds, dir, NULL));
+    CHECK_EQ_INT(reel_dataset_get_size(ds), NV);
     reel_loader_settings ls;
     settings(&ls);
     reel_loader *l = NULL;
@@ -204,7 +204,7 @@ static void check_format(reel_store_format fmt, const char *name)
                      * test_store.c's jpeg_store_of_real_videos_is_within_38_db. */
                     reel_decoder *dec = tg_open(rec.source_path, NULL);
                     reel_transform tr;
-                    reel_transform_default(&tr);
+                    reel_transform_default_settings(&tr);
                     tr.width = SW;
                     tr.height = SH;
                     uint8_t *v = tg_get(dec, &idx, 1, &tr, NULL);
@@ -231,7 +231,7 @@ static void check_format(reel_store_format fmt, const char *name)
     free(seen);
     free(want);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
     tjDestroy(tj);
     reel_store_reader_destroy(&rd);
     reel_store_close(&s);
@@ -292,7 +292,7 @@ TEST(a_store_shards_resumes_exactly_and_reads_in_shuffle_windows)
     const char *dir = tmp("order");
     pack(dataset(), dir, REEL_STORE_FORMAT_JPEG, 0);
     reel_dataset *ds = NULL;
-    CHECK_OK(reel_dataset_open(&ds, dir, NULL));
+    CHECK_OK(reel_dataset_create_from_path(&ds, dir, NULL));
     reel_loader_settings ls;
     settings(&ls);
     ls.batch_size = 2;
@@ -339,7 +339,7 @@ TEST(a_store_shards_resumes_exactly_and_reads_in_shuffle_windows)
     CHECK_EQ_INT(covered, 9);
     CHECK_EQ_INT(twice, 1); /* the one padding sample */
     free(full.bytes);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 /* ---------------------------------------------------------- error policy */
@@ -383,8 +383,8 @@ static int64_t policy_epoch(int policy, reel_loader **lout, reel_dataset **dsout
 {
     char gone[1200];
     const char *dir = damaged_store(gone, sizeof gone);
-    CHECK_OK(reel_dataset_open(dsout, dir, NULL));
-    CHECK_EQ_INT(reel_dataset_size(*dsout), NV + 1); /* the failed record is an entry */
+    CHECK_OK(reel_dataset_create_from_path(dsout, dir, NULL));
+    CHECK_EQ_INT(reel_dataset_get_size(*dsout), NV + 1); /* the failed record is an entry */
     reel_loader_settings ls;
     settings(&ls);
     ls.on_error = policy;
@@ -436,13 +436,13 @@ TEST(skip_replace_and_raise_over_a_damaged_store_name_each_failure)
     /* skip: everything else delivered, two named failures */
     int64_t clips = policy_epoch(REEL_ON_ERROR_SKIP, &l, &ds, &raised);
     CHECK_EQ_INT(clips, (NV - 1) * 2);
-    CHECK_EQ_INT(reel_loader_num_failures(l), 2);
+    CHECK_EQ_INT(reel_loader_get_num_failures(l), 2);
     for (int64_t i = 0; i < 2; i++) {
-        CHECK_OK(reel_loader_failure(l, i, &f, NULL));
+        CHECK_OK(reel_loader_get_failure(l, i, &f, NULL));
         check_named(&f, gone);
     }
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 
     /* replace: every batch full */
     clips = policy_epoch(REEL_ON_ERROR_REPLACE, &l, &ds, &raised);
@@ -450,13 +450,13 @@ TEST(skip_replace_and_raise_over_a_damaged_store_name_each_failure)
     reel_loader_metrics m;
     CHECK_OK(reel_loader_get_metrics(l, &m));
     CHECK(m.replacements >= 2);
-    CHECK(reel_loader_num_failures(l) >= 2);
-    for (int64_t i = 0; i < reel_loader_num_failures(l); i++) {
-        CHECK_OK(reel_loader_failure(l, i, &f, NULL));
+    CHECK(reel_loader_get_num_failures(l) >= 2);
+    for (int64_t i = 0; i < reel_loader_get_num_failures(l); i++) {
+        CHECK_OK(reel_loader_get_failure(l, i, &f, NULL));
         check_named(&f, gone);
     }
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 
     /* raise: next() returns the named failure; the other batches come */
     clips = policy_epoch(REEL_ON_ERROR_RAISE, &l, &ds, &raised);
@@ -466,5 +466,5 @@ TEST(skip_replace_and_raise_over_a_damaged_store_name_each_failure)
     CHECK(clips < (NV - 1) * 2 + 1);
     CHECK(clips > 0);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }

@@ -716,11 +716,11 @@ TEST(dataset_from_a_kinetics_directory)
     write_text(join(root, "root.mp4"), "x");
     reel_dataset *ds = NULL;
     reel_error err;
-    CHECK_OK(reel_dataset_open_dir(&ds, root, NULL, &err));
-    CHECK_EQ_INT(reel_dataset_size(ds), 5);
-    CHECK_EQ_INT(reel_dataset_num_classes(ds), 2);
-    CHECK_EQ_STR(reel_dataset_class_name(ds, 0), "abseiling");
-    CHECK_EQ_STR(reel_dataset_class_name(ds, 1), "juggling");
+    CHECK_OK(reel_dataset_create_from_dir(&ds, root, NULL, &err));
+    CHECK_EQ_INT(reel_dataset_get_size(ds), 5);
+    CHECK_EQ_INT(reel_dataset_get_num_classes(ds), 2);
+    CHECK_EQ_STR(reel_dataset_get_class_name(ds, 0), "abseiling");
+    CHECK_EQ_STR(reel_dataset_get_class_name(ds, 1), "juggling");
     reel_sample s;
     const char *want[5] = { "abseiling/c.mkv", "abseiling/deeper/d.webm", "juggling/a.MP4", "juggling/b.mp4",
                             "root.mp4" };
@@ -733,16 +733,16 @@ TEST(dataset_from_a_kinetics_directory)
         CHECK(s.end < 0);
     }
     CHECK_STATUS(reel_dataset_get(ds, 5, &s, &err), REEL_E_OUT_OF_RANGE);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
     CHECK(ds == NULL);
     /* extension filter */
-    CHECK_OK(reel_dataset_open_dir(&ds, root, "mkv", &err));
-    CHECK_EQ_INT(reel_dataset_size(ds), 1);
-    reel_dataset_free(&ds);
+    CHECK_OK(reel_dataset_create_from_dir(&ds, root, "mkv", &err));
+    CHECK_EQ_INT(reel_dataset_get_size(ds), 1);
+    reel_dataset_destroy(&ds);
     /* empty and missing */
     mkdir(join(root, "juggling/empty"), 0755);
-    CHECK_STATUS(reel_dataset_open_dir(&ds, join(root, "juggling/empty"), NULL, &err), REEL_E_EMPTY);
-    CHECK_STATUS(reel_dataset_open_dir(&ds, join(root, "nope"), NULL, &err), REEL_E_NOT_FOUND);
+    CHECK_STATUS(reel_dataset_create_from_dir(&ds, join(root, "juggling/empty"), NULL, &err), REEL_E_EMPTY);
+    CHECK_STATUS(reel_dataset_create_from_dir(&ds, join(root, "nope"), NULL, &err), REEL_E_NOT_FOUND);
     CHECK(strstr(err.message, "nope") != NULL);
 }
 
@@ -762,9 +762,9 @@ TEST(dataset_from_csv_with_header_quotes_and_names)
                "zebra,sub/c.mp4,0,2\n");
     reel_dataset *ds = NULL;
     reel_error err;
-    CHECK_OK(reel_dataset_open_manifest(&ds, path, &err));
-    CHECK_EQ_INT(reel_dataset_size(ds), 3);
-    CHECK_EQ_INT(reel_dataset_num_classes(ds), 2);
+    CHECK_OK(reel_dataset_create_from_manifest(&ds, path, &err));
+    CHECK_EQ_INT(reel_dataset_get_size(ds), 3);
+    CHECK_EQ_INT(reel_dataset_get_num_classes(ds), 2);
     reel_sample s;
     CHECK_OK(reel_dataset_get(ds, 0, &s, &err));
     CHECK_EQ_STR(s.path, join(dir, "a.mp4"));
@@ -775,10 +775,10 @@ TEST(dataset_from_csv_with_header_quotes_and_names)
     CHECK_EQ_STR(s.path, "/abs/b \"q\".mp4");
     CHECK_EQ_INT(s.label, 0);
     CHECK(s.end < 0);
-    CHECK_EQ_STR(reel_dataset_class_name(ds, 0), "apple, red");
+    CHECK_EQ_STR(reel_dataset_get_class_name(ds, 0), "apple, red");
     CHECK_OK(reel_dataset_get(ds, 2, &s, &err));
     CHECK_EQ_STR(s.path, join(dir, "sub/c.mp4"));
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(dataset_from_tsv_without_header_and_integer_labels)
@@ -787,9 +787,9 @@ TEST(dataset_from_tsv_without_header_and_integer_labels)
     write_text(path, "/v/a.mp4\t3\n/v/b.mp4\t0\t2.0\t4.0\n/v/c.mp4\n");
     reel_dataset *ds = NULL;
     reel_error err;
-    CHECK_OK(reel_dataset_open_manifest(&ds, path, &err));
-    CHECK_EQ_INT(reel_dataset_size(ds), 3);
-    CHECK_EQ_INT(reel_dataset_num_classes(ds), 0);
+    CHECK_OK(reel_dataset_create_from_manifest(&ds, path, &err));
+    CHECK_EQ_INT(reel_dataset_get_size(ds), 3);
+    CHECK_EQ_INT(reel_dataset_get_num_classes(ds), 0);
     reel_sample s;
     CHECK_OK(reel_dataset_get(ds, 0, &s, &err));
     CHECK_EQ_INT(s.label, 3);
@@ -799,7 +799,7 @@ TEST(dataset_from_tsv_without_header_and_integer_labels)
     CHECK_NEAR(s.end, 4.0, 0);
     CHECK_OK(reel_dataset_get(ds, 2, &s, &err));
     CHECK_EQ_INT(s.label, -1);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(dataset_from_jsonl)
@@ -812,8 +812,8 @@ TEST(dataset_from_jsonl)
                "{\"label\": \"cat\", \"file\": \"/v/\\\"q\\\".mp4\", \"start\": null}\n");
     reel_dataset *ds = NULL;
     reel_error err;
-    CHECK_OK(reel_dataset_open_manifest(&ds, path, &err));
-    CHECK_EQ_INT(reel_dataset_size(ds), 3);
+    CHECK_OK(reel_dataset_create_from_manifest(&ds, path, &err));
+    CHECK_EQ_INT(reel_dataset_get_size(ds), 3);
     reel_sample s;
     CHECK_OK(reel_dataset_get(ds, 0, &s, &err));
     CHECK_EQ_STR(s.path, "/v/a.mp4");
@@ -825,13 +825,13 @@ TEST(dataset_from_jsonl)
     CHECK_EQ_INT(s.label, 0);
     CHECK_OK(reel_dataset_get(ds, 2, &s, &err));
     CHECK_EQ_STR(s.path, "/v/\"q\".mp4");
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
     /* integer labels in JSON numbers */
     write_text(path, "{\"path\": \"/a.mp4\", \"label\": 7}\n{\"path\": \"/b.mp4\", \"label\": 2}\n");
-    CHECK_OK(reel_dataset_open_manifest(&ds, path, &err));
+    CHECK_OK(reel_dataset_create_from_manifest(&ds, path, &err));
     CHECK_OK(reel_dataset_get(ds, 0, &s, &err));
     CHECK_EQ_INT(s.label, 7);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(dataset_manifest_errors_name_file_and_line)
@@ -840,19 +840,19 @@ TEST(dataset_manifest_errors_name_file_and_line)
     write_text(path, "{\"path\": \"/a.mp4\"}\n{\"path\": \"/b.mp4\", \n");
     reel_dataset *ds = NULL;
     reel_error err;
-    CHECK_STATUS(reel_dataset_open_manifest(&ds, path, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_dataset_create_from_manifest(&ds, path, &err), REEL_E_INVALID_ARG);
     CHECK(ds == NULL);
     CHECK(strstr(err.message, "bad.jsonl: line 2") != NULL);
     path = join(harness_tmpdir(), "bad.csv");
     write_text(path, "path,label,start,end\n/a.mp4,1,zero,1\n");
-    CHECK_STATUS(reel_dataset_open_manifest(&ds, path, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_dataset_create_from_manifest(&ds, path, &err), REEL_E_INVALID_ARG);
     CHECK(strstr(err.message, "line 2") != NULL);
     write_text(path, "path,label\n/a.mp4,1,\"unterminated\n");
-    CHECK_STATUS(reel_dataset_open_manifest(&ds, path, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_dataset_create_from_manifest(&ds, path, &err), REEL_E_INVALID_ARG);
     write_text(path, "path,label\n");
-    CHECK_STATUS(reel_dataset_open_manifest(&ds, path, &err), REEL_E_EMPTY);
-    CHECK_STATUS(reel_dataset_open_manifest(&ds, join(harness_tmpdir(), "x.yaml"), &err), REEL_E_INVALID_ARG);
-    CHECK_STATUS(reel_dataset_open_manifest(&ds, join(harness_tmpdir(), "missing.csv"), &err), REEL_E_NOT_FOUND);
+    CHECK_STATUS(reel_dataset_create_from_manifest(&ds, path, &err), REEL_E_EMPTY);
+    CHECK_STATUS(reel_dataset_create_from_manifest(&ds, join(harness_tmpdir(), "x.yaml"), &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_dataset_create_from_manifest(&ds, join(harness_tmpdir(), "missing.csv"), &err), REEL_E_NOT_FOUND);
     CHECK(strstr(err.message, "missing.csv") != NULL);
 }
 
@@ -870,8 +870,8 @@ TEST(dataset_api_labels_and_freezing)
     CHECK_STATUS(reel_dataset_add(ds, "", -1, 0, -1, &err), REEL_E_INVALID_ARG);
     CHECK_STATUS(reel_dataset_add(ds, "/v/6.mp4", -1, 3, 2, &err), REEL_E_INVALID_ARG);
     CHECK_STATUS(reel_dataset_add_named(ds, "/v/6.mp4", "aaa", 3, 2, &err), REEL_E_INVALID_ARG);
-    CHECK_EQ_INT(reel_dataset_num_classes(ds), 2); /* the refused entry's class was not kept */
-    CHECK_EQ_INT(reel_dataset_size(ds), 4);
+    CHECK_EQ_INT(reel_dataset_get_num_classes(ds), 2); /* the refused entry's class was not kept */
+    CHECK_EQ_INT(reel_dataset_get_size(ds), 4);
     reel_sample s;
     CHECK_OK(reel_dataset_get(ds, 0, &s, &err));
     CHECK_EQ_INT(s.label, 1);
@@ -883,12 +883,12 @@ TEST(dataset_api_labels_and_freezing)
     CHECK_EQ_INT(s.label, 2);
     CHECK_OK(reel_dataset_get(ds, 3, &s, &err));
     CHECK_EQ_INT(s.label, -1);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 
     CHECK_OK(reel_dataset_create(&ds, &err));
     CHECK_OK(reel_dataset_add(ds, "/v/1.mp4", 5, 0, -1, &err));
     CHECK_STATUS(reel_dataset_add_named(ds, "/v/2.mp4", "x", 0, -1, &err), REEL_E_INVALID_ARG);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 /* ----------------------------------------------------------------- JSON */

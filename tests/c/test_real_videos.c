@@ -292,13 +292,13 @@ static uint8_t *reel_frames(reel_decoder *dec, const int64_t *idx, size_t n,
 {
     reel_error err;
     reel_error_clear(&err);
-    int r = reel_decoder_output_size(dec, t, w, h, fb, &err);
-    CHECK_MSG(r == REEL_OK, "%s: reel_decoder_output_size: %s", reel_decoder_name(dec),
+    int r = reel_decoder_get_output_size(dec, t, w, h, fb, &err);
+    CHECK_MSG(r == REEL_OK, "%s: reel_decoder_get_output_size: %s", reel_decoder_get_name(dec),
               err.message);
     uint8_t *buf = xmalloc(n * *fb);
     r = reel_decoder_get_frames(dec, idx, n, t, buf, n * *fb, NULL, &err);
     CHECK_MSG(r == REEL_OK, "%s: reel_decoder_get_frames (%zu frames): %d %s",
-              reel_decoder_name(dec), n, r, err.message);
+              reel_decoder_get_name(dec), n, r, err.message);
     return buf;
 }
 
@@ -482,7 +482,7 @@ static void body_metadata(void)
 {
     const mf_row *m = manifest_row(g_cur_file);
     reel_decoder *dec = open_video(m->file, -1, 2);
-    const reel_video_info *info = reel_decoder_info(dec);
+    const reel_video_info *info = reel_decoder_get_info(dec);
     CHECK_MSG(info->num_frames == m->nb_frames, "num_frames %lld, manifest nb_frames %lld",
               (long long)info->num_frames, (long long)m->nb_frames);
     CHECK_MSG(!strcmp(info->codec, m->codec), "codec \"%s\", manifest \"%s\"", info->codec,
@@ -494,7 +494,7 @@ static void body_metadata(void)
     CHECK_MSG(norm_rotation(info->rotation) == m->rotation,
               "rotation %d, manifest %d (as 0..359)", info->rotation, m->rotation);
     int64_t count = 0;
-    const reel_frame_entry *tab = reel_decoder_frame_table(dec, &count);
+    const reel_frame_entry *tab = reel_decoder_get_frame_table(dec, &count);
     CHECK_MSG(tab != NULL && count == info->num_frames, "frame table has %lld rows, want %lld",
               (long long)count, (long long)info->num_frames);
     reel_decoder_close(&dec);
@@ -522,7 +522,7 @@ static void body_frames_by_index(void)
     int sizeup = !strcmp(m->file, "av1-1-b8-03-sizeup.ivf");
     need_ffmpeg();
     reel_decoder *dec = open_video(m->file, -1, g_cur_threads);
-    const reel_video_info *info = reel_decoder_info(dec);
+    const reel_video_info *info = reel_decoder_get_info(dec);
     int64_t n = info->num_frames;
     CHECK_MSG(n == m->nb_frames, "num_frames %lld, manifest %lld", (long long)n,
               (long long)m->nb_frames);
@@ -547,7 +547,7 @@ static void body_frames_by_index(void)
     for (size_t i = 0; i < nreq; i++) resolved[i] = req[i] < 0 ? req[i] + n : req[i];
 
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     int w, h;
     size_t fb;
     uint8_t *got = reel_frames(dec, req, nreq, &t, &w, &h, &fb);
@@ -610,9 +610,9 @@ static void body_keyframe_starts(void)
     if (!strcmp(m->file, "av1-1-b8-03-sizeup.ivf"))
         harness_skip("its second keyframe changes the frame size (every frame is checked by index)");
     reel_decoder *dec = open_video(m->file, -1, g_cur_threads);
-    const reel_video_info *info = reel_decoder_info(dec);
+    const reel_video_info *info = reel_decoder_get_info(dec);
     int64_t nk = 0, n = info->num_frames;
-    const int64_t *keys = reel_decoder_keyframes(dec, &nk);
+    const int64_t *keys = reel_decoder_get_keyframes(dec, &nk);
     if (nk < 2) {
         reel_decoder_close(&dec);
         harness_skip("one keyframe: no GOP to enter cold");
@@ -649,7 +649,7 @@ static void body_keyframe_starts(void)
         size_t fb;
         reel_error err;
         reel_error_clear(&err);
-        CHECK_OK(reel_decoder_output_size(d, NULL, &w, &h, &fb, &err));
+        CHECK_OK(reel_decoder_get_output_size(d, NULL, &w, &h, &fb, &err));
         uint8_t *got = xmalloc(cnt * fb);
         reel_decode_stats st;
         int r = reel_decoder_get_frames(d, req + first_of[g], cnt, NULL, got, cnt * fb, &st, &err);
@@ -689,13 +689,13 @@ static void body_range(void)
 {
     const mf_row *m = manifest_row(g_cur_file);
     reel_decoder *dec = open_video(m->file, -1, 2);
-    const reel_video_info *info = reel_decoder_info(dec);
+    const reel_video_info *info = reel_decoder_get_info(dec);
     int64_t n = info->num_frames;
     int w, h;
     size_t fb;
     reel_error err;
     reel_error_clear(&err);
-    CHECK_OK(reel_decoder_output_size(dec, NULL, &w, &h, &fb, &err));
+    CHECK_OK(reel_decoder_get_output_size(dec, NULL, &w, &h, &fb, &err));
     size_t expect = (size_t)((n + 2) / 3);
     uint8_t *got = xmalloc(expect * fb);
     size_t nout = 0;
@@ -736,9 +736,9 @@ static void body_times(void)
 {
     const mf_row *m = manifest_row(g_cur_file);
     reel_decoder *dec = open_video(m->file, -1, 2);
-    const reel_video_info *info = reel_decoder_info(dec);
+    const reel_video_info *info = reel_decoder_get_info(dec);
     int64_t n = 0;
-    const reel_frame_entry *tab = reel_decoder_frame_table(dec, &n);
+    const reel_frame_entry *tab = reel_decoder_get_frame_table(dec, &n);
     CHECK(tab != NULL && n == info->num_frames && n > 0);
 
     /* first, last and 6 random frames with a positive duration */
@@ -768,7 +768,7 @@ static void body_times(void)
     size_t fb;
     reel_error err;
     reel_error_clear(&err);
-    CHECK_OK(reel_decoder_output_size(dec, NULL, &w, &h, &fb, &err));
+    CHECK_OK(reel_decoder_get_output_size(dec, NULL, &w, &h, &fb, &err));
     uint8_t *got = xmalloc(nt * fb);
     for (size_t k = 0; k < nt; k++) got_idx[k] = -12345;
     int r = reel_decoder_get_frames_at_times(dec, times, nt, NULL, got, nt * fb, got_idx,
@@ -825,9 +825,9 @@ static void body_every_time(void)
 {
     const mf_row *m = manifest_row(g_cur_file);
     reel_decoder *dec = open_video(m->file, -1, 2);
-    const reel_video_info *info = reel_decoder_info(dec);
+    const reel_video_info *info = reel_decoder_get_info(dec);
     int64_t n = 0;
-    const reel_frame_entry *tab = reel_decoder_frame_table(dec, &n);
+    const reel_frame_entry *tab = reel_decoder_get_frame_table(dec, &n);
     CHECK(tab != NULL && n > 0);
     reel_error err;
     for (int64_t i = 0; i < n; i++) {
@@ -1026,12 +1026,12 @@ TEST(torchcodec_reference_frames_bit_exact)
                 done[b] = 1;
             }
         reel_decoder *dec = open_video(g->video, g->stream, 2);
-        const reel_video_info *info = reel_decoder_info(dec);
+        const reel_video_info *info = reel_decoder_get_info(dec);
         if (g->stream < 0 && !strcmp(g->video, "nasa_13013.mp4"))
             CHECK_MSG(info->stream_index == 3, "nasa_13013.mp4 default stream is %d, want 3",
                       info->stream_index);
         reel_transform t;
-        reel_transform_default(&t);
+        reel_transform_default_settings(&t);
         if (g->kind == REF_CROP) {
             t.crop_x = 50;
             t.crop_y = 35;
@@ -1041,7 +1041,7 @@ TEST(torchcodec_reference_frames_bit_exact)
             t.width = 240;
             t.height = 135;
             t.filter = REEL_FILTER_BILINEAR;
-            t.resize_mode = REEL_RESIZE_AFTER_RGB;
+            t.resize_mode = REEL_RESIZE_MODE_AFTER_RGB;
         }
         int64_t idx[128];
         for (size_t k = 0; k < nm; k++) idx[k] = items[member[k]].index;
@@ -1138,10 +1138,10 @@ TEST(frame_tables_match_ffprobe_json)
                  cases[c].video, cases[c].video, cases[c].stream);
         json_frames jf = read_frames_json(path);
         reel_decoder *dec = open_video(cases[c].video, cases[c].stream, 2);
-        const reel_video_info *info = reel_decoder_info(dec);
+        const reel_video_info *info = reel_decoder_get_info(dec);
         CHECK_EQ_INT(info->stream_index, cases[c].stream);
         int64_t n = 0;
-        const reel_frame_entry *tab = reel_decoder_frame_table(dec, &n);
+        const reel_frame_entry *tab = reel_decoder_get_frame_table(dec, &n);
         CHECK_MSG(n == (int64_t)jf.n && info->num_frames == n,
                   "%s stream %d: reel has %lld frames (num_frames %lld), ffprobe %zu",
                   cases[c].video, cases[c].stream, (long long)n, (long long)info->num_frames,
@@ -1194,7 +1194,7 @@ static void compare_transform(const crop_case *c, const reel_transform *t, const
                               const char *what)
 {
     reel_decoder *dec = open_video(c->file, c->stream, 2);
-    const reel_video_info *info = reel_decoder_info(dec);
+    const reel_video_info *info = reel_decoder_get_info(dec);
     static const int64_t req[] = {13, 0, 22, 5, 13};
     static const int64_t u[] = {0, 5, 13, 22};
     size_t nreq = sizeof req / sizeof req[0], nu = sizeof u / sizeof u[0];
@@ -1229,7 +1229,7 @@ static void body_crop_resize(void)
 
     /* crop only */
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     t.crop_x = c->x;
     t.crop_y = c->y;
     t.crop_w = c->w;
@@ -1251,7 +1251,7 @@ static void body_crop_resize(void)
         t.width = c->w * sizes[k].wn / sizes[k].wd;
         t.height = c->h * sizes[k].hn / sizes[k].hd;
         t.filter = sizes[k].filter;
-        t.resize_mode = REEL_RESIZE_FUSED;
+        t.resize_mode = REEL_RESIZE_MODE_FUSED;
         snprintf(filters, sizeof filters, "crop=%d:%d:%d:%d:exact=1,scale=%d:%d:flags=%s", c->w,
                  c->h, c->x, c->y, t.width, t.height, ff_flags(t.filter));
         snprintf(what, sizeof what, "fused crop+resize %s", ff_flags(t.filter));
@@ -1284,7 +1284,7 @@ static void body_after_rgb(void)
     char filters[256], what[128];
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         reel_transform t;
-        reel_transform_default(&t);
+        reel_transform_default_settings(&t);
         t.crop_x = c->x;
         t.crop_y = c->y;
         t.crop_w = c->w;
@@ -1292,7 +1292,7 @@ static void body_after_rgb(void)
         t.width = c->w * sizes[k].wn / sizes[k].wd;
         t.height = c->h * sizes[k].hn / sizes[k].hd;
         t.filter = sizes[k].filter;
-        t.resize_mode = REEL_RESIZE_AFTER_RGB;
+        t.resize_mode = REEL_RESIZE_MODE_AFTER_RGB;
         snprintf(filters, sizeof filters,
                  "format=rgb24,crop=%d:%d:%d:%d:exact=1,scale=%d:%d:flags=%s", c->w, c->h, c->x,
                  c->y, t.width, t.height, ff_flags(t.filter));
@@ -1316,7 +1316,7 @@ static void body_rotation(void)
 {
     const mf_row *m = manifest_row(g_cur_file);
     reel_decoder *dec = open_video(m->file, -1, 2);
-    const reel_video_info *info = reel_decoder_info(dec);
+    const reel_video_info *info = reel_decoder_get_info(dec);
     CHECK_MSG(norm_rotation(info->rotation) == m->rotation,
               "rotation %d, manifest %d (as 0..359)", info->rotation, m->rotation);
     int64_t n = info->num_frames;
@@ -1325,7 +1325,7 @@ static void body_rotation(void)
     size_t nreq = 4, nu = 3;
     CHECK(n >= 3);
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     t.apply_rotation = 1;
     int w, h;
     size_t fb;

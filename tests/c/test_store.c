@@ -90,11 +90,11 @@ static int sink_fn(void *opaque, const reel_frame *f, size_t pos)
     reel_error err;
     if (reel_converter_create(&c, &err) != REEL_OK) return REEL_E_NOMEM;
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     int r = reel_converter_run(c, f, &t, k->buf + pos * k->fb, k->fb, &err);
     reel_converter_destroy(&c);
-    k->index[pos] = reel_frame_index(f);
-    k->pts[pos] = reel_frame_pts(f);
+    k->index[pos] = reel_frame_get_index(f);
+    k->pts[pos] = reel_frame_get_pts(f);
     return r;
 }
 
@@ -136,7 +136,7 @@ static uint8_t *video_frames(const char *path, const int64_t *idx, size_t n, int
 {
     reel_decoder *dec = tg_open(path, NULL);
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     t.width = w;
     t.height = h;
     t.apply_rotation = 1;
@@ -290,11 +290,11 @@ static int one_fn(void *opaque, const reel_frame *f, size_t pos)
 {
     (void)pos;
     one *o = opaque;
-    o->idx = reel_frame_index(f);
+    o->idx = reel_frame_get_index(f);
     reel_converter *c = NULL;
     reel_converter_create(&c, NULL);
     reel_transform t;
-    reel_transform_default(&t);
+    reel_transform_default_settings(&t);
     int r = reel_converter_run(c, f, &t, o->buf, (size_t)SW * SH * 3, NULL);
     reel_converter_destroy(&c);
     return r;
@@ -547,7 +547,7 @@ TEST(damage_is_named_and_loses_nothing_else)
 
     /* the loader over the damaged store: the named failure, the rest delivered */
     reel_dataset *ds = NULL;
-    CHECK_OK(reel_dataset_open(&ds, tmp("gone"), NULL));
+    CHECK_OK(reel_dataset_create_from_path(&ds, tmp("gone"), NULL));
     reel_loader_settings ls;
     reel_loader_default_settings(&ls);
     ls.batch_size = NV;
@@ -566,19 +566,19 @@ TEST(damage_is_named_and_loses_nothing_else)
         reel_loader_release(l, bt);
     }
     CHECK_EQ_INT(clips, NV - 1);
-    CHECK_EQ_INT(reel_loader_num_failures(l), 1);
+    CHECK_EQ_INT(reel_loader_get_num_failures(l), 1);
     reel_failure f;
-    CHECK_OK(reel_loader_failure(l, 0, &f, NULL));
+    CHECK_OK(reel_loader_get_failure(l, 0, &f, NULL));
     CHECK_MSG(strstr(f.reason, "shard-00000-00003.bin") && strstr(f.reason, "missing"), "%s", f.reason);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
 }
 
 /* One epoch's batches, concatenated. */
 static uint8_t *epoch_bytes(const char *path, size_t *n, int64_t *frames_out)
 {
     reel_dataset *ds = NULL;
-    CHECK_OK(reel_dataset_open(&ds, path, NULL));
+    CHECK_OK(reel_dataset_create_from_path(&ds, path, NULL));
     reel_loader_settings ls;
     reel_loader_default_settings(&ls);
     ls.batch_size = 2;
@@ -619,9 +619,9 @@ static uint8_t *epoch_bytes(const char *path, size_t *n, int64_t *frames_out)
         reel_loader_release(l, b);
     }
     CHECK_MSG(st == REEL_OK, "%s", err.message);
-    CHECK_EQ_INT(reel_loader_num_failures(l), 0);
+    CHECK_EQ_INT(reel_loader_get_num_failures(l), 0);
     reel_loader_destroy(&l);
-    reel_dataset_free(&ds);
+    reel_dataset_destroy(&ds);
     *n = len;
     *frames_out = frames;
     return out;

@@ -217,8 +217,8 @@ static TG_UNUSED size_t tg_frame_bytes(reel_decoder *dec, const reel_transform *
 {
     size_t fb = 0;
     reel_error err;
-    int r = reel_decoder_output_size(dec, t, w, h, &fb, &err);
-    CHECK_MSG(r == REEL_OK, "reel_decoder_output_size: %d %s", r, err.message);
+    int r = reel_decoder_get_output_size(dec, t, w, h, &fb, &err);
+    CHECK_MSG(r == REEL_OK, "reel_decoder_get_output_size: %d %s", r, err.message);
     return fb;
 }
 
@@ -233,7 +233,7 @@ static TG_UNUSED uint8_t *tg_get(reel_decoder *dec, const int64_t *idx, size_t n
     reel_error_clear(&err);
     int r = reel_decoder_get_frames(dec, idx, n, t, buf, fb * n, stats, &err);
     CHECK_MSG(r == REEL_OK, "reel_decoder_get_frames(%s, %zu frames) failed: %d (%s) %s",
-              reel_decoder_name(dec), n, r, reel_strerror(r), err.message);
+              reel_decoder_get_name(dec), n, r, reel_strerror(r), err.message);
     return buf;
 }
 
@@ -243,7 +243,7 @@ static TG_UNUSED uint8_t *tg_get(reel_decoder *dec, const int64_t *idx, size_t n
 static TG_UNUSED int64_t tg_index_of_pts(const reel_decoder *dec, int64_t pts, double start_time,
                                          int fps_num, int fps_den)
 {
-    const reel_video_info *in = reel_decoder_info(dec);
+    const reel_video_info *in = reel_decoder_get_info(dec);
     double t = (double)pts * in->time_base_num / in->time_base_den;
     return (int64_t)llround((t - start_time) * fps_num / fps_den);
 }

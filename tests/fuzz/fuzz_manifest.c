@@ -23,13 +23,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fclose(f);
     reel_dataset *ds = NULL;
     reel_error err;
-    if (reel_dataset_open_manifest(&ds, path, &err) == REEL_OK) {
-        size_t n = reel_dataset_size(ds);
+    if (reel_dataset_create_from_manifest(&ds, path, &err) == REEL_OK) {
+        size_t n = reel_dataset_get_size(ds);
         for (size_t i = 0; i < n; i++) {
             reel_sample smp;
             reel_dataset_get(ds, i, &smp, &err);
         }
-        reel_dataset_free(&ds);
+        reel_dataset_destroy(&ds);
     }
     unlink(path);
     return 0;

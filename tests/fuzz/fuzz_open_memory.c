@@ -22,16 +22,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     reel_decoder *dec = NULL;
     reel_error err;
     if (reel_decoder_open_memory(&dec, data, size, "fuzz", &s, &err) != REEL_OK) return 0;
-    const reel_video_info *in = reel_decoder_info(dec);
+    const reel_video_info *in = reel_decoder_get_info(dec);
     int64_t n = 0;
-    const reel_frame_entry *tab = reel_decoder_frame_table(dec, &n);
+    const reel_frame_entry *tab = reel_decoder_get_frame_table(dec, &n);
     volatile int64_t sink = 0;
     for (int64_t i = 0; i < n; i++) sink += tab[i].pts + tab[i].duration;
     (void)sink;
     if (in->num_frames > 0 && in->num_frames < 100000) {
         int64_t idx[3] = { 0, in->num_frames / 2, in->num_frames - 1 };
         reel_transform t;
-        reel_transform_default(&t);
+        reel_transform_default_settings(&t);
         t.width = 16;
         t.height = 16;
         uint8_t out[3 * 16 * 16 * 3];

@@ -40,7 +40,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     snprintf(g_side, sizeof g_side, "%s.fuzz.reelidx", g_video);
     reel_decoder *dec = NULL;
     if (reel_decoder_open(&dec, g_video, NULL, NULL) != REEL_OK) abort();
-    g_frames = reel_decoder_info(dec)->num_frames;
+    g_frames = reel_decoder_get_info(dec)->num_frames;
     reel_decoder_close(&dec);
     return 0;
 }
@@ -59,7 +59,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     reel_decoder *dec = NULL;
     reel_error err;
     if (reel_decoder_open(&dec, g_video, &s, &err) != REEL_OK) abort(); /* the video itself is fine */
-    if (reel_decoder_info(dec)->num_frames != g_frames) abort();    /* a sidecar never changes the count */
+    if (reel_decoder_get_info(dec)->num_frames != g_frames) abort();    /* a sidecar never changes the count */
     int64_t idx = g_frames - 1;
     uint8_t out[64 * 48 * 3];
     if (reel_decoder_get_frames(dec, &idx, 1, NULL, out, sizeof out, NULL, &err) != REEL_OK) abort();
