@@ -202,6 +202,24 @@ static PyMethodDef module_methods[] = {
     { NULL }
 };
 
+/* The C API's enum values, by their C names less REEL_, as module constants:
+ * the Python layer's option tables are built from these, never copied. */
+static const struct { const char *name; int value; } enum_values[] = {
+#define E(x) { #x, REEL_##x }
+    E(DTYPE_UINT8), E(DTYPE_FLOAT32), E(DTYPE_FLOAT16), E(DTYPE_BFLOAT16),
+    E(FILTER_BILINEAR), E(FILTER_AREA), E(FILTER_BICUBIC), E(FILTER_NEAREST),
+    E(RESIZE_MODE_FUSED), E(RESIZE_MODE_AFTER_RGB), E(LAYOUT_HWC), E(LAYOUT_CHW),
+    E(INDEX_OFF), E(INDEX_READ), E(INDEX_READ_WRITE), E(CORRUPT_FAIL), E(CORRUPT_SKIP),
+    E(SAMPLE_RANDOM_INDICES), E(SAMPLE_REGULAR_INDICES), E(SAMPLE_RANDOM_TIMES), E(SAMPLE_REGULAR_TIMES),
+    E(CLIP_REPEAT_LAST), E(CLIP_WRAP), E(CLIP_DROP),
+    E(RESIZE_KEEP), E(RESIZE_SHORT_SIDE), E(RESIZE_EXACT),
+    E(CROP_NONE), E(CROP_CENTER), E(CROP_RANDOM), E(CROP_RANDOM_RESIZED),
+    E(FLIP_NONE), E(FLIP_ALWAYS), E(FLIP_RANDOM),
+    E(BATCH_BTCHW), E(BATCH_BCTHW), E(BATCH_BTHWC),
+    E(ON_ERROR_SKIP), E(ON_ERROR_REPLACE), E(ON_ERROR_RAISE), E(SHARD_PAD), E(SHARD_DROP),
+#undef E
+};
+
 /* ======================================================================
  * Module: multi-phase init; every type and exception lives in module state
  * ====================================================================== */
@@ -272,6 +290,8 @@ static int module_exec(PyObject *m)
         }
     }
     if (PyModule_AddObject(m, "STATUS", names) < 0) { Py_DECREF(names); return -1; }
+    for (size_t i = 0; i < sizeof enum_values / sizeof enum_values[0]; i++)
+        if (PyModule_AddIntConstant(m, enum_values[i].name, enum_values[i].value) < 0) return -1;
     if (PyModule_AddStringConstant(m, "__version__", reel_version()) < 0) return -1;
     if (PyModule_AddFunctions(m, reel_store_methods) < 0) return -1;
     if (PyModule_AddIntConstant(m, "DLPACK_MAJOR", REEL_DLPACK_MAJOR) < 0) return -1;

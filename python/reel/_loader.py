@@ -15,13 +15,17 @@ from ._reel import Frames
 
 __all__ = ["Loader", "Batch", "ClipInfo"]
 
-SAMPLERS = {"random": 0, "random_indices": 0, "regular": 1, "regular_indices": 1,
-            "random_time": 2, "random_timestamps": 2, "regular_time": 3, "regular_timestamps": 3}
-POLICIES = {"repeat_last": 0, "wrap": 1, "drop": 2}
-CROPS = {"none": 0, "center": 1, "random": 2, "random_resized": 3}
-BATCH_LAYOUTS = {"BTCHW": 0, "BCTHW": 1, "BTHWC": 2}
-ON_ERROR = {"skip": 0, "replace": 1, "raise": 2}
-SHARD = {"pad": 0, "drop": 1}
+# option names -> the C enum values, as the extension exports them
+SAMPLERS = {"random": _reel.SAMPLE_RANDOM_INDICES, "random_indices": _reel.SAMPLE_RANDOM_INDICES,
+            "regular": _reel.SAMPLE_REGULAR_INDICES, "regular_indices": _reel.SAMPLE_REGULAR_INDICES,
+            "random_time": _reel.SAMPLE_RANDOM_TIMES, "random_timestamps": _reel.SAMPLE_RANDOM_TIMES,
+            "regular_time": _reel.SAMPLE_REGULAR_TIMES, "regular_timestamps": _reel.SAMPLE_REGULAR_TIMES}
+POLICIES = {"repeat_last": _reel.CLIP_REPEAT_LAST, "wrap": _reel.CLIP_WRAP, "drop": _reel.CLIP_DROP}
+CROPS = {"none": _reel.CROP_NONE, "center": _reel.CROP_CENTER, "random": _reel.CROP_RANDOM,
+         "random_resized": _reel.CROP_RANDOM_RESIZED}
+BATCH_LAYOUTS = {"BTCHW": _reel.BATCH_BTCHW, "BCTHW": _reel.BATCH_BCTHW, "BTHWC": _reel.BATCH_BTHWC}
+ON_ERROR = {"skip": _reel.ON_ERROR_SKIP, "replace": _reel.ON_ERROR_REPLACE, "raise": _reel.ON_ERROR_RAISE}
+SHARD = {"pad": _reel.SHARD_PAD, "drop": _reel.SHARD_DROP}
 
 _STATE_VERSION = 1
 
@@ -206,23 +210,23 @@ def _settings(
     # crop: the output size is always `size`
     crop_kind = opt.choice("crop", "none" if crop is None else crop, CROPS)
     s["transform.crop"] = crop_kind
-    if crop_kind == 0:
-        s["transform.resize"], s["transform.resize_width"], s["transform.resize_height"] = 2, w, h
+    if crop_kind == _reel.CROP_NONE:
+        s["transform.resize"], s["transform.resize_width"], s["transform.resize_height"] = _reel.RESIZE_EXACT, w, h
     elif resize is None:  # short side scaled like 256 for 224
-        s["transform.resize"], s["transform.short_side"] = 1, max(1, round(min(h, w) * 256 / 224))
+        s["transform.resize"], s["transform.short_side"] = _reel.RESIZE_SHORT_SIDE, max(1, round(min(h, w) * 256 / 224))
     elif resize is False or resize == 0:
-        s["transform.resize"] = 0
+        s["transform.resize"] = _reel.RESIZE_KEEP
     elif isinstance(resize, int) and not isinstance(resize, bool):
-        s["transform.resize"], s["transform.short_side"] = 1, int(resize)
+        s["transform.resize"], s["transform.short_side"] = _reel.RESIZE_SHORT_SIDE, int(resize)
     else:
         rh, rw = opt.size_hw("resize", resize)
-        s["transform.resize"], s["transform.resize_width"], s["transform.resize_height"] = 2, rw, rh
+        s["transform.resize"], s["transform.resize_width"], s["transform.resize_height"] = _reel.RESIZE_EXACT, rw, rh
     if flip is True or flip == "always":
-        s["transform.flip"] = 1
+        s["transform.flip"] = _reel.FLIP_ALWAYS
     elif flip == "random":
-        s["transform.flip"] = 2
+        s["transform.flip"] = _reel.FLIP_RANDOM
     elif flip is False or flip is None or flip == "none":
-        s["transform.flip"] = 0
+        s["transform.flip"] = _reel.FLIP_NONE
     else:
         raise ValueError(f"flip={flip!r}: expected False, True or 'random'")
     return s

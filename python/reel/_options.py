@@ -5,17 +5,22 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
+from . import _reel
+
+# option names -> the C enum values, as the extension exports them
 DTYPES: Dict[str, int] = {
-    "uint8": 0, "u8": 0,
-    "float32": 1, "float": 1, "f32": 1,
-    "float16": 2, "half": 2, "f16": 2,
-    "bfloat16": 3, "bf16": 3,
+    "uint8": _reel.DTYPE_UINT8, "u8": _reel.DTYPE_UINT8,
+    "float32": _reel.DTYPE_FLOAT32, "float": _reel.DTYPE_FLOAT32, "f32": _reel.DTYPE_FLOAT32,
+    "float16": _reel.DTYPE_FLOAT16, "half": _reel.DTYPE_FLOAT16, "f16": _reel.DTYPE_FLOAT16,
+    "bfloat16": _reel.DTYPE_BFLOAT16, "bf16": _reel.DTYPE_BFLOAT16,
 }
-FILTERS: Dict[str, int] = {"bilinear": 0, "area": 1, "bicubic": 2, "nearest": 3}
-RESIZE_MODES: Dict[str, int] = {"fused": 0, "after_rgb": 1}
-FRAME_LAYOUTS: Dict[str, int] = {"HWC": 0, "NHWC": 0, "CHW": 1, "NCHW": 1}
-INDEX_MODES: Dict[Any, int] = {"off": 0, "read": 1, "read_write": 2}
-CORRUPT: Dict[str, int] = {"fail": 0, "skip": 1}
+FILTERS: Dict[str, int] = {"bilinear": _reel.FILTER_BILINEAR, "area": _reel.FILTER_AREA,
+                           "bicubic": _reel.FILTER_BICUBIC, "nearest": _reel.FILTER_NEAREST}
+RESIZE_MODES: Dict[str, int] = {"fused": _reel.RESIZE_MODE_FUSED, "after_rgb": _reel.RESIZE_MODE_AFTER_RGB}
+FRAME_LAYOUTS: Dict[str, int] = {"HWC": _reel.LAYOUT_HWC, "NHWC": _reel.LAYOUT_HWC,
+                                 "CHW": _reel.LAYOUT_CHW, "NCHW": _reel.LAYOUT_CHW}
+INDEX_MODES: Dict[Any, int] = {"off": _reel.INDEX_OFF, "read": _reel.INDEX_READ, "read_write": _reel.INDEX_READ_WRITE}
+CORRUPT: Dict[str, int] = {"fail": _reel.CORRUPT_FAIL, "skip": _reel.CORRUPT_SKIP}
 INDEX_SOURCES = ("container", "scan", "sidecar")
 
 

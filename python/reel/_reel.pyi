@@ -176,3 +176,47 @@ def pack(
 def pack_merge(out_dir: Any) -> None: ...
 def store_verify(store_dir: Any) -> Dict[str, Any]: ...
 def store_info(store_dir: Any) -> Dict[str, Any]: ...
+
+# the C enum values (reel/*.h, less the REEL_ prefix)
+DTYPE_UINT8: int
+DTYPE_FLOAT32: int
+DTYPE_FLOAT16: int
+DTYPE_BFLOAT16: int
+FILTER_BILINEAR: int
+FILTER_AREA: int
+FILTER_BICUBIC: int
+FILTER_NEAREST: int
+RESIZE_MODE_FUSED: int
+RESIZE_MODE_AFTER_RGB: int
+LAYOUT_HWC: int
+LAYOUT_CHW: int
+INDEX_OFF: int
+INDEX_READ: int
+INDEX_READ_WRITE: int
+CORRUPT_FAIL: int
+CORRUPT_SKIP: int
+SAMPLE_RANDOM_INDICES: int
+SAMPLE_REGULAR_INDICES: int
+SAMPLE_RANDOM_TIMES: int
+SAMPLE_REGULAR_TIMES: int
+CLIP_REPEAT_LAST: int
+CLIP_WRAP: int
+CLIP_DROP: int
+RESIZE_KEEP: int
+RESIZE_SHORT_SIDE: int
+RESIZE_EXACT: int
+CROP_NONE: int
+CROP_CENTER: int
+CROP_RANDOM: int
+CROP_RANDOM_RESIZED: int
+FLIP_NONE: int
+FLIP_ALWAYS: int
+FLIP_RANDOM: int
+BATCH_BTCHW: int
+BATCH_BCTHW: int
+BATCH_BTHWC: int
+ON_ERROR_SKIP: int
+ON_ERROR_REPLACE: int
+ON_ERROR_RAISE: int
+SHARD_PAD: int
+SHARD_DROP: int
