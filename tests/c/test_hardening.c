@@ -6,7 +6,9 @@
 #include "harness.h"
 #include "testgen.h"
 
+#include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -284,4 +286,113 @@ TEST(a_last_packet_cut_by_truncation_is_not_counted)
     reel_decoder *dec = tg_open(cut, NULL);
     CHECK_EQ_INT(reel_decoder_get_info(dec)->num_frames, want);
     reel_decoder_close(&dec);
+}
+
+/* A 10 GB sparse file (all zeros): a quick, clear failure, never a scan of
+ * 10 GB or an allocation of its size. */
+TEST(a_sparse_10_gb_file_fails_clearly)
+{
+    char path[1200];
+    snprintf(path, sizeof path, "%s/sparse.mp4", harness_tmpdir());
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    fclose(f);
+    CHECK_EQ_INT(truncate(path, (off_t)10 << 30), 0);
+    reel_decoder *dec = NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    int st = reel_decoder_open(&dec, path, NULL, &err);
+    CHECK_MSG(st == REEL_E_NOT_VIDEO || st == REEL_E_CORRUPT, "status %d: %s", st, err.message);
+    CHECK(strstr(err.message, path) != NULL);
+    unlink(path);
+}
+
+typedef struct mutator {
+    char (*paths)[1200];
+    int n;
+    const char *spare;      /* a valid video to copy in */
+    volatile int stop;
+    int ops;
+} mutator;
+
+/* Deletes, truncates and replaces videos while the loader reads them
+ * (bounded: at most 400 changes, a few ms apart). */
+static void *mutate(void *arg)
+{
+    mutator *m = arg;
+    uint64_t rng = 12345;
+    while (!m->stop && m->ops < 400) {
+        int i = (int)tg_rand_below(&rng, m->n);
+        int what = (int)tg_rand_below(&rng, 3);
+        if (what == 0) unlink(m->paths[i]);
+        else if (what == 1) { if (truncate(m->paths[i], 1000) != 0) {} }
+        else tg_copy_file(m->spare, m->paths[i]);
+        m->ops++;
+        struct timespec ts = { 0, 3 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+/* Files deleted, cut and replaced under a running loader: no crash, and every
+ * epoch accounts exactly for its samples (loaded + failed = planned). */
+TEST(files_changing_under_the_loader_are_accounted_exactly)
+{
+    enum { NV = 12, EPOCHS = 6 };
+    static char paths[NV][1200];
+    char spare[1200];
+    snprintf(spare, sizeof spare, "%s/spare.mp4", harness_tmpdir());
+    reel_synth_params p;
+    tg_params(&p, spare, "h264", 64, 48, 20, 10, 0);
+    tg_synth(&p);
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_create(&ds, NULL));
+    for (int i = 0; i < NV; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/mut%02d.mp4", harness_tmpdir(), i);
+        tg_copy_file(spare, paths[i]);
+        CHECK_OK(reel_dataset_add(ds, paths[i], i % 3, 0, -1, NULL));
+    }
+    reel_loader_settings s;
+    reel_loader_default_settings(&s);
+    s.batch_size = 4;
+    s.epochs = EPOCHS;
+    s.sampler.frames_per_clip = 4;
+    s.transform.resize = REEL_RESIZE_EXACT;
+    s.transform.resize_width = 32;
+    s.transform.resize_height = 32;
+    s.transform.crop = REEL_CROP_NONE;
+    s.decode_threads = 2;
+    s.index_mode = REEL_INDEX_OFF;
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &s, NULL));
+    mutator m = { paths, NV, spare, 0, 0 };
+    pthread_t tid;
+    CHECK_EQ_INT(pthread_create(&tid, NULL, mutate, &m), 0);
+    int64_t samples = 0, loaded = 0, failed = 0, epochs = 0;
+    for (int guard = 0; guard < 10000 && epochs < EPOCHS; guard++) {
+        reel_batch *b = NULL;
+        reel_error err;
+        reel_error_clear(&err);
+        int st = reel_loader_next(l, &b, &err);
+        if (st == REEL_E_NO_DATA) { epochs++; continue; } /* an epoch in which nothing loaded: loud, and counted */
+        CHECK_MSG(st == REEL_OK, "status %d: %s", st, err.message);
+        if (!b) { epochs++; continue; }
+        samples += b->num_samples;
+        failed += b->num_failed;
+        loaded += b->num_clips; /* one clip per sample */
+        CHECK_EQ_INT(b->num_clips, b->num_samples - b->num_failed);
+        CHECK_OK(reel_loader_release(l, b));
+    }
+    m.stop = 1;
+    pthread_join(tid, NULL);
+    CHECK_EQ_INT(epochs, EPOCHS);
+    CHECK_EQ_INT(samples, (int64_t)NV * EPOCHS);
+    CHECK_EQ_INT(loaded + failed, samples);
+    reel_loader_metrics met;
+    CHECK_OK(reel_loader_get_metrics(l, &met));
+    CHECK_EQ_INT(met.failures, failed);
+    printf("      %d changes during %d epochs: %lld loaded, %lld failed\n", m.ops, EPOCHS, (long long)loaded,
+           (long long)failed);
+    reel_loader_destroy(&l);
+    reel_dataset_destroy(&ds);
 }
