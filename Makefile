@@ -6,6 +6,7 @@
 #                         pytest (tests/python); last line "N passed, N failed"
 #   make asan             only the sanitizer tree and its tests
 #   make tsan             the threaded C tests under ThreadSanitizer (clang)
+#   make format           format the C sources (.clang-format; make test checks it)
 #   make fuzz             the libFuzzer targets, FUZZ_SECONDS (300) each
 #   make demo             a small end-to-end demo
 #   make bench            decoder benchmark (bench/run_decoder.py)
@@ -47,6 +48,10 @@ test:
 
 asan: deps
 	@bash scripts/run_tests.sh --build-first --asan-only --build $(BUILD_DIR) --asan $(ASAN_DIR)
+
+# Formats the C sources with .clang-format (make test checks them).
+format:
+	@bash scripts/check_format.sh --fix
 
 # ThreadSanitizer: the threaded C tests in build-tsan/ (clang).
 tsan: deps

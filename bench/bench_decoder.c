@@ -56,8 +56,8 @@ static double cpu_s(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
-           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -75,7 +75,8 @@ static int cmp_i64(const void *a, const void *b)
 static double best_of(const double *v, int n)
 {
     double b = v[0];
-    for (int i = 1; i < n; i++) if (v[i] < b) b = v[i];
+    for (int i = 1; i < n; i++)
+        if (v[i] < b) b = v[i];
     return b;
 }
 
@@ -128,16 +129,30 @@ static int cmd_synth(int argc, char **argv)
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
-        if (a[0] != '-' && !p.path) { p.path = a; continue; }
-        if (!v) bad = 1;
-        else if (!strcmp(a, "--size")) bad = parse_size(v, &p.width, &p.height);
-        else if (!strcmp(a, "--frames")) bad = parse_int(v, 1, REEL_SYNTH_MAX_INDEX + 1L, &p.num_frames);
-        else if (!strcmp(a, "--fps")) { bad = parse_int(v, 1, 1000, &p.fps_num); p.fps_den = 1; }
-        else if (!strcmp(a, "--gop")) bad = parse_int(v, 1, 100000, &p.gop);
-        else if (!strcmp(a, "--bframes")) bad = parse_int(v, 0, 16, &p.bframes);
-        else if (!strcmp(a, "--codec")) p.codec = v;
-        else if (!strcmp(a, "--seed")) { bad = parse_int(v, 0, 2147483647L, &seed); p.seed = (unsigned)seed; }
-        else bad = 1;
+        if (a[0] != '-' && !p.path) {
+            p.path = a;
+            continue;
+        }
+        if (!v)
+            bad = 1;
+        else if (!strcmp(a, "--size"))
+            bad = parse_size(v, &p.width, &p.height);
+        else if (!strcmp(a, "--frames"))
+            bad = parse_int(v, 1, REEL_SYNTH_MAX_INDEX + 1L, &p.num_frames);
+        else if (!strcmp(a, "--fps")) {
+            bad = parse_int(v, 1, 1000, &p.fps_num);
+            p.fps_den = 1;
+        } else if (!strcmp(a, "--gop"))
+            bad = parse_int(v, 1, 100000, &p.gop);
+        else if (!strcmp(a, "--bframes"))
+            bad = parse_int(v, 0, 16, &p.bframes);
+        else if (!strcmp(a, "--codec"))
+            p.codec = v;
+        else if (!strcmp(a, "--seed")) {
+            bad = parse_int(v, 0, 2147483647L, &seed);
+            p.seed = (unsigned)seed;
+        } else
+            bad = 1;
         if (bad) {
             fprintf(stderr, "bench_decoder synth: bad option %s %s\n", a, v ? v : "");
             return 2;
@@ -167,10 +182,10 @@ static int cmd_synth(int argc, char **argv)
 
 typedef struct opts {
     const char *file;
-    const char *mode;     /* seq | random | even */
-    const char *frames;   /* explicit list, or NULL */
+    const char *mode;   /* seq | random | even */
+    const char *frames; /* explicit list, or NULL */
     int threads, count, repeat, seed, chunk, keep_open, decode_only, skip_nonref, check_keys;
-    int out_w, out_h;     /* 0: native */
+    int out_w, out_h; /* 0: native */
 } opts;
 
 typedef struct stream_sink {
@@ -190,7 +205,9 @@ static int visit_convert(void *opaque, const reel_frame *f, size_t pos)
 
 static int visit_nothing(void *opaque, const reel_frame *f, size_t pos)
 {
-    (void)opaque; (void)f; (void)pos;
+    (void)opaque;
+    (void)f;
+    (void)pos;
     return 0;
 }
 
@@ -206,17 +223,29 @@ static int64_t pick_frames(const opts *o, int64_t nframes, int64_t **out)
         while (v && *p) {
             char *end;
             long long x = strtoll(p, &end, 10);
-            if (end == p) { free(v); return -1; }
+            if (end == p) {
+                free(v);
+                return -1;
+            }
             if (x < 0) x += nframes;
-            if (x < 0 || x >= nframes) { free(v); return -1; }
+            if (x < 0 || x >= nframes) {
+                free(v);
+                return -1;
+            }
             if ((size_t)n == cap) {
                 int64_t *nv = realloc(v, (cap *= 2) * sizeof *v);
-                if (!nv) { free(v); return -1; }
+                if (!nv) {
+                    free(v);
+                    return -1;
+                }
                 v = nv;
             }
             v[n++] = x;
             p = *end == ',' ? end + 1 : end;
-            if (*end && *end != ',') { free(v); return -1; }
+            if (*end && *end != ',') {
+                free(v);
+                return -1;
+            }
         }
     } else {
         n = o->count < nframes ? o->count : nframes;
@@ -227,12 +256,17 @@ static int64_t pick_frames(const opts *o, int64_t nframes, int64_t **out)
         } else {
             /* distinct uniform draws: partial Fisher-Yates over [0, nframes) */
             int64_t *all = malloc((size_t)nframes * sizeof *all);
-            if (!all) { free(v); return -1; }
+            if (!all) {
+                free(v);
+                return -1;
+            }
             for (int64_t i = 0; i < nframes; i++) all[i] = i;
             uint64_t st = (uint64_t)o->seed * 0x2545F4914F6CDD1Dull + 1;
             for (int64_t i = 0; i < n; i++) {
                 int64_t j = i + (int64_t)(rng_next(&st) % (uint64_t)(nframes - i));
-                int64_t tmp = all[i]; all[i] = all[j]; all[j] = tmp;
+                int64_t tmp = all[i];
+                all[i] = all[j];
+                all[j] = tmp;
                 v[i] = all[i];
             }
             free(all);
@@ -245,14 +279,13 @@ static int64_t pick_frames(const opts *o, int64_t nframes, int64_t **out)
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "usage: bench_decoder FILE [--threads N] [--mode seq|random|even] [--count 10]\n"
-            "                     [--frames 3,17,200] [--repeat 3] [--seed 1]\n"
-            "                     [--output rgb|none] [--size WxH] [--chunk K] [--keep-open]\n"
-            "                     [--skip-nonref 0|1] [--check-keys 0|1]\n"
-            "       bench_decoder synth OUT --size WxH --frames N [--fps 25] [--gop G]\n"
-            "                     [--bframes 2] [--codec h264] [--seed S]\n"
-            "Prints one JSON line. See the comment at the top of bench/bench_decoder.c.\n");
+    fprintf(fp, "usage: bench_decoder FILE [--threads N] [--mode seq|random|even] [--count 10]\n"
+                "                     [--frames 3,17,200] [--repeat 3] [--seed 1]\n"
+                "                     [--output rgb|none] [--size WxH] [--chunk K] [--keep-open]\n"
+                "                     [--skip-nonref 0|1] [--check-keys 0|1]\n"
+                "       bench_decoder synth OUT --size WxH --frames N [--fps 25] [--gop G]\n"
+                "                     [--bframes 2] [--codec h264] [--seed S]\n"
+                "Prints one JSON line. See the comment at the top of bench/bench_decoder.c.\n");
 }
 
 static int fail(const char *what, const reel_error *err)
@@ -269,28 +302,46 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        if (!strcmp(a, "--keep-open")) { o.keep_open = 1; continue; }
-        if (a[0] != '-' && !o.file) { o.file = a; continue; }
-        if (!v) bad = 1;
-        else if (!strcmp(a, "--threads")) bad = parse_int(v, 0, 256, &o.threads);
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(a, "--keep-open")) {
+            o.keep_open = 1;
+            continue;
+        }
+        if (a[0] != '-' && !o.file) {
+            o.file = a;
+            continue;
+        }
+        if (!v)
+            bad = 1;
+        else if (!strcmp(a, "--threads"))
+            bad = parse_int(v, 0, 256, &o.threads);
         else if (!strcmp(a, "--mode")) {
             o.mode = v;
             bad = strcmp(v, "seq") && strcmp(v, "random") && strcmp(v, "even");
-        }
-        else if (!strcmp(a, "--count")) bad = parse_int(v, 1, 1000000, &o.count);
-        else if (!strcmp(a, "--frames")) o.frames = v;
-        else if (!strcmp(a, "--repeat")) bad = parse_int(v, 1, MAX_REPEAT, &o.repeat);
-        else if (!strcmp(a, "--seed")) bad = parse_int(v, 0, 2147483647L, &o.seed);
-        else if (!strcmp(a, "--chunk")) bad = parse_int(v, 0, 1000000, &o.chunk);
-        else if (!strcmp(a, "--skip-nonref")) bad = parse_int(v, 0, 1, &o.skip_nonref);
-        else if (!strcmp(a, "--check-keys")) bad = parse_int(v, 0, 1, &o.check_keys);
-        else if (!strcmp(a, "--size")) bad = parse_size(v, &o.out_w, &o.out_h);
+        } else if (!strcmp(a, "--count"))
+            bad = parse_int(v, 1, 1000000, &o.count);
+        else if (!strcmp(a, "--frames"))
+            o.frames = v;
+        else if (!strcmp(a, "--repeat"))
+            bad = parse_int(v, 1, MAX_REPEAT, &o.repeat);
+        else if (!strcmp(a, "--seed"))
+            bad = parse_int(v, 0, 2147483647L, &o.seed);
+        else if (!strcmp(a, "--chunk"))
+            bad = parse_int(v, 0, 1000000, &o.chunk);
+        else if (!strcmp(a, "--skip-nonref"))
+            bad = parse_int(v, 0, 1, &o.skip_nonref);
+        else if (!strcmp(a, "--check-keys"))
+            bad = parse_int(v, 0, 1, &o.check_keys);
+        else if (!strcmp(a, "--size"))
+            bad = parse_size(v, &o.out_w, &o.out_h);
         else if (!strcmp(a, "--output")) {
             bad = strcmp(v, "rgb") && strcmp(v, "none");
             o.decode_only = !strcmp(v, "none");
-        }
-        else bad = 1;
+        } else
+            bad = 1;
         if (bad) {
             fprintf(stderr, "bench_decoder: bad option %s %s\n", a, v ? v : "");
             usage(stderr);
@@ -298,13 +349,19 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    if (!o.file) { usage(stderr); return 2; }
+    if (!o.file) {
+        usage(stderr);
+        return 2;
+    }
     if (o.decode_only && o.chunk) {
         fprintf(stderr, "bench_decoder: --chunk goes through get_range, which always converts (use --output rgb)\n");
         return 2;
     }
     int seq = !strcmp(o.mode, "seq");
-    if (seq && o.frames) { fprintf(stderr, "bench_decoder: --frames is for --mode random/even\n"); return 2; }
+    if (seq && o.frames) {
+        fprintf(stderr, "bench_decoder: --frames is for --mode random/even\n");
+        return 2;
+    }
 
     reel_set_ffmpeg_log_level(1);
     reel_decoder_settings s;
@@ -333,7 +390,10 @@ int main(int argc, char **argv)
 
     for (int r = 0; r < o.repeat; r++) {
         double t0 = now_s();
-        if (!dec && reel_decoder_open(&dec, o.file, &s, &err) != REEL_OK) { rc = fail("open", &err); goto out; }
+        if (!dec && reel_decoder_open(&dec, o.file, &s, &err) != REEL_OK) {
+            rc = fail("open", &err);
+            goto out;
+        }
         double t1 = now_s();
         open_s[r] = (o.keep_open && r > 0) ? open_s[0] : t1 - t0;
 
@@ -342,16 +402,27 @@ int main(int argc, char **argv)
             nframes = info->num_frames;
             src_w = info->width;
             src_h = info->height;
-            if (reel_decoder_get_output_size(dec, &t, &out_w, &out_h, &fb, &err) != REEL_OK) { rc = fail("size", &err); goto out; }
+            if (reel_decoder_get_output_size(dec, &t, &out_w, &out_h, &fb, &err) != REEL_OK) {
+                rc = fail("size", &err);
+                goto out;
+            }
             if (!seq) {
                 nwant = pick_frames(&o, nframes, &frames);
-                if (nwant < 0) { fprintf(stderr, "bench_decoder: bad --frames list\n"); rc = 2; goto out; }
+                if (nwant < 0) {
+                    fprintf(stderr, "bench_decoder: bad --frames list\n");
+                    rc = 2;
+                    goto out;
+                }
             }
             size_t nbuf = seq ? (size_t)(o.chunk ? o.chunk : 1) : (size_t)(nwant ? nwant : 1);
             buf = malloc(nbuf * fb);
-            if (!buf) { fprintf(stderr, "bench_decoder: out of memory\n"); rc = 1; goto out; }
+            if (!buf) {
+                fprintf(stderr, "bench_decoder: out of memory\n");
+                rc = 1;
+                goto out;
+            }
             memset(buf, 0, nbuf * fb); /* fault the pages in before timing */
-            t1 = now_s(); /* keep the setup out of the decode time */
+            t1 = now_s();              /* keep the setup out of the decode time */
         }
 
         memset(&st_sum, 0, sizeof st_sum);
@@ -375,11 +446,15 @@ int main(int argc, char **argv)
             st.amplification = st.frames_returned ? (double)st.frames_decoded / (double)st.frames_returned : 0.0;
         } else if (seq) {
             int64_t *all = malloc((size_t)(nframes ? nframes : 1) * sizeof *all);
-            if (!all) { fprintf(stderr, "bench_decoder: out of memory\n"); rc = 1; goto out; }
+            if (!all) {
+                fprintf(stderr, "bench_decoder: out of memory\n");
+                rc = 1;
+                goto out;
+            }
             for (int64_t i = 0; i < nframes; i++) all[i] = i;
             stream_sink sk = { conv, &t, buf, fb, &err };
-            e = reel_decoder_decode(dec, all, (size_t)nframes, o.decode_only ? visit_nothing : visit_convert,
-                                    &sk, &st, &err);
+            e = reel_decoder_decode(dec, all, (size_t)nframes, o.decode_only ? visit_nothing : visit_convert, &sk, &st,
+                                    &err);
             free(all);
             calls = 1;
         } else if (o.decode_only) {
@@ -391,7 +466,10 @@ int main(int argc, char **argv)
         }
         double t2 = now_s();
         cpu[r] = cpu_s() - c0;
-        if (e != REEL_OK) { rc = fail("decode", &err); goto out; }
+        if (e != REEL_OK) {
+            rc = fail("decode", &err);
+            goto out;
+        }
         returned = st.frames_returned;
         dec_s[r] = t2 - t1;
         tot_s[r] = open_s[r] + dec_s[r];
@@ -404,10 +482,13 @@ int main(int argc, char **argv)
         verified = 1;
         for (int64_t i = 0; i < nwant; i++) {
             int64_t got = reel_synth_read_index(buf + (size_t)i * fb, out_w, out_h, (int64_t)out_w * 3);
-            if (got < 0) { verified = -1; break; } /* not a synthetic video */
+            if (got < 0) {
+                verified = -1;
+                break;
+            } /* not a synthetic video */
             if (got != frames[i]) {
-                fprintf(stderr, "bench_decoder: frame %lld came back showing index %lld\n",
-                        (long long)frames[i], (long long)got);
+                fprintf(stderr, "bench_decoder: frame %lld came back showing index %lld\n", (long long)frames[i],
+                        (long long)got);
                 verified = 0;
             }
         }
@@ -420,8 +501,8 @@ int main(int argc, char **argv)
     printf("{\"file\": \"%s\", \"width\": %d, \"height\": %d, \"num_frames\": %lld, \"threads\": %d, "
            "\"mode\": \"%s\", \"output\": \"%s\", \"out_width\": %d, \"out_height\": %d, "
            "\"chunk\": %d, \"keep_open\": %s, \"skip_nonref\": %d, \"repeat\": %d, \"calls\": %lld, \"frames\": [",
-           o.file, src_w, src_h, (long long)nframes, o.threads, o.mode, o.decode_only ? "none" : "rgb",
-           out_w, out_h, o.chunk, o.keep_open ? "true" : "false", o.skip_nonref, o.repeat, (long long)calls);
+           o.file, src_w, src_h, (long long)nframes, o.threads, o.mode, o.decode_only ? "none" : "rgb", out_w, out_h,
+           o.chunk, o.keep_open ? "true" : "false", o.skip_nonref, o.repeat, (long long)calls);
     for (int64_t i = 0; i < nwant; i++) printf("%s%lld", i ? ", " : "", (long long)frames[i]);
     printf("], \"frames_requested\": %lld, \"frames_returned\": %lld, \"frames_decoded\": %lld, "
            "\"frames_skipped\": %lld, \"packets_read\": %lld, \"seeks\": %lld, \"amplification\": %.4f, "
@@ -429,10 +510,11 @@ int main(int argc, char **argv)
            "\"total_s_best\": %.6f, \"total_s_median\": %.6f, \"decode_cpu_s_best\": %.6f, "
            "\"fps_best\": %.3f, \"fps_median\": %.3f, \"verified\": %s}\n",
            (long long)st.frames_requested, (long long)returned, (long long)st.frames_decoded,
-           (long long)st.frames_skipped, (long long)st.packets_read, (long long)st.seeks, st.amplification,
-           ob, om, db, dm, tb, tm, cb,
-           db > 0 ? (double)returned / db : 0.0, dm > 0 ? (double)returned / dm : 0.0,
-           verified < 0 ? "null" : verified ? "true" : "false");
+           (long long)st.frames_skipped, (long long)st.packets_read, (long long)st.seeks, st.amplification, ob, om, db,
+           dm, tb, tm, cb, db > 0 ? (double)returned / db : 0.0, dm > 0 ? (double)returned / dm : 0.0,
+           verified < 0 ? "null"
+           : verified   ? "true"
+                        : "false");
     if (verified == 0) rc = 1;
 out:
     reel_decoder_close(&dec);

@@ -17,8 +17,17 @@
 
 #include "reel/store.h"
 
-typedef struct jpg { unsigned char *data; unsigned long len; int w, h; } jpg;
-typedef struct job { jpg *j; size_t n, from, step; int repeat; long done; } job;
+typedef struct jpg {
+    unsigned char *data;
+    unsigned long len;
+    int w, h;
+} jpg;
+typedef struct job {
+    jpg *j;
+    size_t n, from, step;
+    int repeat;
+    long done;
+} job;
 
 static double now(void)
 {
@@ -41,7 +50,8 @@ static void *run(void *arg)
                 out = malloc(need);
                 cap = need;
             }
-            if (tjDecompress2(tj, b->j[i].data, b->j[i].len, out, b->j[i].w, b->j[i].w * 3, b->j[i].h, TJPF_RGB, 0) == 0)
+            if (tjDecompress2(tj, b->j[i].data, b->j[i].len, out, b->j[i].w, b->j[i].w * 3, b->j[i].h, TJPF_RGB, 0) ==
+                0)
                 b->done++;
         }
     free(out);
@@ -49,7 +59,11 @@ static void *run(void *arg)
     return NULL;
 }
 
-typedef struct grab { jpg *out; size_t n, cap; tjhandle tj; } grab;
+typedef struct grab {
+    jpg *out;
+    size_t n, cap;
+    tjhandle tj;
+} grab;
 
 int main(int argc, char **argv)
 {
@@ -60,10 +74,14 @@ int main(int argc, char **argv)
     int frames = 8, threads = 1, repeat = 1;
     unsigned seed = 1;
     for (int i = 2; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--frames")) frames = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--repeat")) repeat = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--seed")) seed = (unsigned)atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--frames"))
+            frames = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--threads"))
+            threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--repeat"))
+            repeat = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--seed"))
+            seed = (unsigned)atoi(argv[i + 1]);
     }
     reel_store *s = NULL;
     reel_error err;
@@ -127,10 +145,12 @@ int main(int argc, char **argv)
     }
     double secs = now() - t0;
     getrusage(RUSAGE_SELF, &r1);
-    double cpu = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6 +
-                 (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
-    printf("{\"frames\": %ld, \"seconds\": %.4f, \"frames_per_second\": %.1f, \"cpu_seconds\": %.4f, \"threads\": %d}\n",
-           done, secs, secs > 0 ? (double)done / secs : 0, cpu, threads);
+    double cpu =
+        (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6 +
+        (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+    printf(
+        "{\"frames\": %ld, \"seconds\": %.4f, \"frames_per_second\": %.1f, \"cpu_seconds\": %.4f, \"threads\": %d}\n",
+        done, secs, secs > 0 ? (double)done / secs : 0, cpu, threads);
     for (size_t i = 0; i < nj; i++) free(js[i].data);
     free(js);
     free(jobs);

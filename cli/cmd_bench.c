@@ -19,45 +19,44 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-        "usage: reel bench PATH|MANIFEST [options]\n"
-        "Runs the batch loader over a dataset (a directory scanned for videos, the\n"
-        "first folder level naming the class; or a .csv/.tsv/.jsonl manifest) and\n"
-        "reports frames/s, coverage, data time, peak memory and the bottleneck.\n"
-        "\n"
-        "  --frames-per-clip N   frames per clip (8)\n"
-        "  --clips-per-video N   clips per video (1)\n"
-        "  --stride N            frames between clip frames (1)\n"
-        "  --sampler KIND        random | regular | random-time | regular-time (random)\n"
-        "  --size N              output N x N (224)\n"
-        "  --short-side N        resize the short side to N before the crop (size * 8/7)\n"
-        "  --crop KIND           center | random | resized (random)\n"
-        "  --flip KIND           none | random (random)\n"
-        "  --dtype T             uint8 | float32 | float16 | bfloat16 (uint8)\n"
-        "  --layout L            btchw | bcthw | bthwc (btchw)\n"
-        "  --batch N             videos per batch (32)\n"
-        "  --threads N           decode threads (the core count)\n"
-        "  --open-threads N      open/index threads (threads / 4)\n"
-        "  --decoder-threads N   FFmpeg threads inside each decoder (1)\n"
-        "  --prefetch N          batch buffers in the ring (auto)\n"
-        "  --epochs N            epochs (1)\n"
-        "  --limit N             use only the first N videos of the dataset\n"
-        "  --seed N              shuffle/sampling seed (0)\n"
-        "  --no-shuffle          keep the dataset order\n"
-        "  --shuffle-window W    quasi-random order for stores: blocks of W records in a\n"
-        "                        shuffled order, shuffled within each block (0: full)\n"
-        "  --unordered           hand out batches as they are ready\n"
-        "  --drop-last           drop a last, partial batch\n"
-        "  --rank R --world W    run shard R of W\n"
-        "  --on-error P          skip | replace | raise (skip); raise stops at the first bad file\n"
-        "  --time-limit S        fail a sample after S seconds of work (off)\n"
-        "  --index               read and write sidecar indexes (VIDEO.reelidx)\n"
-        "  --json                print one JSON object instead of the report\n"
-        "  --trace FILE          write a Chrome trace (Perfetto, chrome://tracing)\n"
-        "  --progress / --no-progress   force the live progress bar on or off\n"
-        "                        (default: on when stderr is a terminal)\n"
-        "Exit status: 0 when the run completes (bad files only lower the coverage),\n"
-        "1 on an empty dataset or a runtime error, 2 on bad arguments.\n");
+    fprintf(fp, "usage: reel bench PATH|MANIFEST [options]\n"
+                "Runs the batch loader over a dataset (a directory scanned for videos, the\n"
+                "first folder level naming the class; or a .csv/.tsv/.jsonl manifest) and\n"
+                "reports frames/s, coverage, data time, peak memory and the bottleneck.\n"
+                "\n"
+                "  --frames-per-clip N   frames per clip (8)\n"
+                "  --clips-per-video N   clips per video (1)\n"
+                "  --stride N            frames between clip frames (1)\n"
+                "  --sampler KIND        random | regular | random-time | regular-time (random)\n"
+                "  --size N              output N x N (224)\n"
+                "  --short-side N        resize the short side to N before the crop (size * 8/7)\n"
+                "  --crop KIND           center | random | resized (random)\n"
+                "  --flip KIND           none | random (random)\n"
+                "  --dtype T             uint8 | float32 | float16 | bfloat16 (uint8)\n"
+                "  --layout L            btchw | bcthw | bthwc (btchw)\n"
+                "  --batch N             videos per batch (32)\n"
+                "  --threads N           decode threads (the core count)\n"
+                "  --open-threads N      open/index threads (threads / 4)\n"
+                "  --decoder-threads N   FFmpeg threads inside each decoder (1)\n"
+                "  --prefetch N          batch buffers in the ring (auto)\n"
+                "  --epochs N            epochs (1)\n"
+                "  --limit N             use only the first N videos of the dataset\n"
+                "  --seed N              shuffle/sampling seed (0)\n"
+                "  --no-shuffle          keep the dataset order\n"
+                "  --shuffle-window W    quasi-random order for stores: blocks of W records in a\n"
+                "                        shuffled order, shuffled within each block (0: full)\n"
+                "  --unordered           hand out batches as they are ready\n"
+                "  --drop-last           drop a last, partial batch\n"
+                "  --rank R --world W    run shard R of W\n"
+                "  --on-error P          skip | replace | raise (skip); raise stops at the first bad file\n"
+                "  --time-limit S        fail a sample after S seconds of work (off)\n"
+                "  --index               read and write sidecar indexes (VIDEO.reelidx)\n"
+                "  --json                print one JSON object instead of the report\n"
+                "  --trace FILE          write a Chrome trace (Perfetto, chrome://tracing)\n"
+                "  --progress / --no-progress   force the live progress bar on or off\n"
+                "                        (default: on when stderr is a terminal)\n"
+                "Exit status: 0 when the run completes (bad files only lower the coverage),\n"
+                "1 on an empty dataset or a runtime error, 2 on bad arguments.\n");
 }
 
 static volatile sig_atomic_t g_interrupted;
@@ -84,10 +83,15 @@ static int pick(const char *v, const char *const *names, int n)
 
 static void fmt_duration(char *buf, size_t n, double s)
 {
-    if (!(s >= 0) || s > 360000) { snprintf(buf, n, "--:--"); return; }
+    if (!(s >= 0) || s > 360000) {
+        snprintf(buf, n, "--:--");
+        return;
+    }
     long t = (long)(s + 0.5);
-    if (t >= 3600) snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
-    else snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
+    if (t >= 3600)
+        snprintf(buf, n, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+    else
+        snprintf(buf, n, "%ld:%02ld", t / 60, t % 60);
 }
 
 static void progress(reel_loader *l, int64_t done, int64_t total, double t0, int final)
@@ -115,7 +119,8 @@ static const char *advice(const char *bottleneck)
     if (strcmp(bottleneck, "decode") == 0) return "decoding and conversion: add --threads, cores, or shorter GOPs";
     if (strcmp(bottleneck, "open") == 0) return "opening and indexing: add --open-threads, or use --index sidecars";
     if (strcmp(bottleneck, "collate") == 0) return "collation (moving rows after failures)";
-    if (strcmp(bottleneck, "read") == 0) return "reading the store's shards: faster disk, page cache, or --open-threads";
+    if (strcmp(bottleneck, "read") == 0)
+        return "reading the store's shards: faster disk, page cache, or --open-threads";
     if (strcmp(bottleneck, "image decode") == 0)
         return "image decoding and conversion (store): add --threads or cores, or pack at the output size";
     return "the consumer: the loader keeps up, data time is small";
@@ -129,8 +134,7 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
     printf("reel bench %s%s\n", path, interrupted ? "  (interrupted)" : "");
     printf("  dataset      %zu videos, %lld epoch(s), batch %d x %d clip(s) x %d frames, %dx%d %s %s\n", videos,
            (long long)s->epochs, s->batch_size, s->sampler.clips_per_video, s->sampler.frames_per_clip,
-           s->transform.crop_width, s->transform.crop_height, dtypes[s->transform.dtype],
-           layouts[s->transform.layout]);
+           s->transform.crop_width, s->transform.crop_height, dtypes[s->transform.dtype], layouts[s->transform.layout]);
     printf("  throughput   %lld frames, %lld clips, %lld batches in %.2f s: %.1f frames/s, %.1f clips/s\n",
            (long long)m->frames, (long long)m->clips, (long long)m->batches, m->seconds, m->frames_per_second,
            m->clips_per_second);
@@ -180,23 +184,42 @@ int reel_cli_bench(int argc, char **argv)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int iv = 0, bad = 0, k;
-#define NEED_VALUE() do { if (!v) { fprintf(stderr, "reel bench: %s needs a value\n", a); return 2; } i++; } while (0)
-#define INT_OPT(name, dst, lo)                                                              \
-        if (strcmp(a, name) == 0) {                                                         \
-            NEED_VALUE();                                                                   \
-            if (cli_parse_int(v, &iv) != 0 || iv < (lo)) bad = 1; else dst = iv;            \
-            if (bad) { fprintf(stderr, "reel bench: bad value for %s: '%s'\n", a, v); return 2; } \
-            continue;                                                                       \
+#define NEED_VALUE()                                              \
+    do {                                                          \
+        if (!v) {                                                 \
+            fprintf(stderr, "reel bench: %s needs a value\n", a); \
+            return 2;                                             \
+        }                                                         \
+        i++;                                                      \
+    } while (0)
+#define INT_OPT(name, dst, lo)                                             \
+    if (strcmp(a, name) == 0) {                                            \
+        NEED_VALUE();                                                      \
+        if (cli_parse_int(v, &iv) != 0 || iv < (lo))                       \
+            bad = 1;                                                       \
+        else                                                               \
+            dst = iv;                                                      \
+        if (bad) {                                                         \
+            fprintf(stderr, "reel bench: bad value for %s: '%s'\n", a, v); \
+            return 2;                                                      \
+        }                                                                  \
+        continue;                                                          \
+    }
+#define ENUM_OPT(name, dst, table)                                         \
+    if (strcmp(a, name) == 0) {                                            \
+        NEED_VALUE();                                                      \
+        k = pick(v, table, (int)(sizeof table / sizeof table[0]));         \
+        if (k < 0) {                                                       \
+            fprintf(stderr, "reel bench: bad value for %s: '%s'\n", a, v); \
+            return 2;                                                      \
+        }                                                                  \
+        dst = k;                                                           \
+        continue;                                                          \
+    }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
         }
-#define ENUM_OPT(name, dst, table)                                                          \
-        if (strcmp(a, name) == 0) {                                                         \
-            NEED_VALUE();                                                                   \
-            k = pick(v, table, (int)(sizeof table / sizeof table[0]));                      \
-            if (k < 0) { fprintf(stderr, "reel bench: bad value for %s: '%s'\n", a, v); return 2; } \
-            dst = k;                                                                        \
-            continue;                                                                       \
-        }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { usage(stdout); return 0; }
         INT_OPT("--frames-per-clip", s.sampler.frames_per_clip, 1)
         INT_OPT("--clips-per-video", s.sampler.clips_per_video, 1)
         INT_OPT("--stride", s.sampler.frame_stride, 1)
@@ -224,9 +247,12 @@ int reel_cli_bench(int argc, char **argv)
                 fprintf(stderr, "reel bench: bad value for %s: '%s'\n", a, v);
                 return 2;
             }
-            if (a[2] == 'e') s.epochs = x;
-            else if (a[2] == 'l') limit = x;
-            else s.seed = (uint64_t)x;
+            if (a[2] == 'e')
+                s.epochs = x;
+            else if (a[2] == 'l')
+                limit = x;
+            else
+                s.seed = (uint64_t)x;
             continue;
         }
         if (strcmp(a, "--time-limit") == 0) {
@@ -240,14 +266,39 @@ int reel_cli_bench(int argc, char **argv)
             s.sample_time_limit = x;
             continue;
         }
-        if (strcmp(a, "--trace") == 0) { NEED_VALUE(); trace = v; continue; }
-        if (strcmp(a, "--json") == 0) { json = 1; continue; }
-        if (strcmp(a, "--no-shuffle") == 0) { s.shuffle = 0; continue; }
-        if (strcmp(a, "--unordered") == 0) { s.ordered = 0; continue; }
-        if (strcmp(a, "--drop-last") == 0) { s.drop_last = 1; continue; }
-        if (strcmp(a, "--index") == 0) { index = 1; continue; }
-        if (strcmp(a, "--progress") == 0) { show_progress = 1; continue; }
-        if (strcmp(a, "--no-progress") == 0) { show_progress = 0; continue; }
+        if (strcmp(a, "--trace") == 0) {
+            NEED_VALUE();
+            trace = v;
+            continue;
+        }
+        if (strcmp(a, "--json") == 0) {
+            json = 1;
+            continue;
+        }
+        if (strcmp(a, "--no-shuffle") == 0) {
+            s.shuffle = 0;
+            continue;
+        }
+        if (strcmp(a, "--unordered") == 0) {
+            s.ordered = 0;
+            continue;
+        }
+        if (strcmp(a, "--drop-last") == 0) {
+            s.drop_last = 1;
+            continue;
+        }
+        if (strcmp(a, "--index") == 0) {
+            index = 1;
+            continue;
+        }
+        if (strcmp(a, "--progress") == 0) {
+            show_progress = 1;
+            continue;
+        }
+        if (strcmp(a, "--no-progress") == 0) {
+            show_progress = 0;
+            continue;
+        }
         if (a[0] == '-' && a[1]) {
             fprintf(stderr, "reel bench: unknown option '%s'\n", a);
             usage(stderr);
@@ -281,7 +332,8 @@ int reel_cli_bench(int argc, char **argv)
     s.transform.crop_width = s.transform.crop_height = size;
     if (index) s.index_mode = REEL_INDEX_READ_WRITE;
     if (trace) s.trace = 1;
-    if (s.open_threads == 0 && s.decode_threads > 0) s.open_threads = s.decode_threads / 4 > 1 ? s.decode_threads / 4 : 1;
+    if (s.open_threads == 0 && s.decode_threads > 0)
+        s.open_threads = s.decode_threads / 4 > 1 ? s.decode_threads / 4 : 1;
 
     reel_error err;
     reel_error_clear(&err);
@@ -379,8 +431,8 @@ int reel_cli_bench(int argc, char **argv)
                    "\"open_threads\":%d,\"interrupted\":%s,",
                    videos, (long long)s.epochs, s.batch_size, s.sampler.clips_per_video, s.sampler.frames_per_clip,
                    s.transform.crop_width, s.transform.crop_height, dtypes[s.transform.dtype],
-                   layouts[s.transform.layout], m.stages[REEL_STAGE_DECODE].threads,
-                   m.stages[REEL_STAGE_OPEN].threads, g_interrupted ? "true" : "false");
+                   layouts[s.transform.layout], m.stages[REEL_STAGE_DECODE].threads, m.stages[REEL_STAGE_OPEN].threads,
+                   g_interrupted ? "true" : "false");
             fputs(mj + 1, stdout); /* the metrics object's members */
             fputc('\n', stdout);
             reel_free(mj);

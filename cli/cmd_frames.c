@@ -14,22 +14,21 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "usage: reel frames FILE (--at 0,10,-1 | --times 1.5,3.0) [options] (-o DIR | --raw FILE)\n"
-            "  --at LIST        frame indices (negative: from the end), any order, repeats allowed\n"
-            "  --times LIST     seconds; each selects the frame displayed at that time\n"
-            "  --stream N       decode stream N instead of the best video stream\n"
-            "  --size WxH       output size (0 for one side keeps the aspect)\n"
-            "  --crop x,y,w,h   crop before resizing\n"
-            "  --filter F       bilinear (default), area, bicubic, nearest\n"
-            "  --resize-after-rgb  resize full-size RGB (torchvision-style) instead of fused YUV\n"
-            "  --rotate         apply the stream's display rotation\n"
-            "  --chw            --raw output planar (C,H,W) instead of interleaved\n"
-            "  --threads N      decoder threads (0: all cores)\n"
-            "  --skip-corrupt   skip corrupt packets instead of failing\n"
-            "  --stats          print decode statistics to stderr\n"
-            "  -o DIR           write one PNG per requested frame\n"
-            "  --raw FILE       write RGB24 bytes, frames concatenated in request order ('-' for stdout)\n");
+    fprintf(fp, "usage: reel frames FILE (--at 0,10,-1 | --times 1.5,3.0) [options] (-o DIR | --raw FILE)\n"
+                "  --at LIST        frame indices (negative: from the end), any order, repeats allowed\n"
+                "  --times LIST     seconds; each selects the frame displayed at that time\n"
+                "  --stream N       decode stream N instead of the best video stream\n"
+                "  --size WxH       output size (0 for one side keeps the aspect)\n"
+                "  --crop x,y,w,h   crop before resizing\n"
+                "  --filter F       bilinear (default), area, bicubic, nearest\n"
+                "  --resize-after-rgb  resize full-size RGB (torchvision-style) instead of fused YUV\n"
+                "  --rotate         apply the stream's display rotation\n"
+                "  --chw            --raw output planar (C,H,W) instead of interleaved\n"
+                "  --threads N      decoder threads (0: all cores)\n"
+                "  --skip-corrupt   skip corrupt packets instead of failing\n"
+                "  --stats          print decode statistics to stderr\n"
+                "  -o DIR           write one PNG per requested frame\n"
+                "  --raw FILE       write RGB24 bytes, frames concatenated in request order ('-' for stdout)\n");
 }
 
 /* Writes one RGB24 image as PNG with FFmpeg's PNG encoder. */
@@ -45,7 +44,7 @@ static int write_png(const char *path, const uint8_t *rgb, int w, int h)
     c->width = w;
     c->height = h;
     c->pix_fmt = AV_PIX_FMT_RGB24;
-    c->time_base = (AVRational){1, 25};
+    c->time_base = (AVRational){ 1, 25 };
     if (avcodec_open2(c, codec, NULL) < 0) goto done;
     f->format = AV_PIX_FMT_RGB24;
     f->width = w;
@@ -76,44 +75,87 @@ int reel_cli_frames(int argc, char **argv)
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) { usage(stdout); return 0; }
-        else if (!strcmp(a, "--at") && v) { at = v; i++; }
-        else if (!strcmp(a, "--times") && v) { times = v; i++; }
-        else if (!strcmp(a, "--stream") && v) { bad = cli_parse_int(v, &s.stream_index); i++; }
-        else if (!strcmp(a, "--threads") && v) { bad = cli_parse_int(v, &s.threads); i++; }
-        else if (!strcmp(a, "--size") && v) { bad = cli_parse_size(v, &t.width, &t.height); i++; }
-        else if (!strcmp(a, "--crop") && v) { bad = cli_parse_crop(v, &t.crop_x, &t.crop_y, &t.crop_w, &t.crop_h); i++; }
-        else if (!strcmp(a, "--filter") && v) {
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(a, "--at") && v) {
+            at = v;
             i++;
-            if (!strcmp(v, "bilinear")) t.filter = REEL_FILTER_BILINEAR;
-            else if (!strcmp(v, "area")) t.filter = REEL_FILTER_AREA;
-            else if (!strcmp(v, "bicubic")) t.filter = REEL_FILTER_BICUBIC;
-            else if (!strcmp(v, "nearest")) t.filter = REEL_FILTER_NEAREST;
-            else bad = 1;
+        } else if (!strcmp(a, "--times") && v) {
+            times = v;
+            i++;
+        } else if (!strcmp(a, "--stream") && v) {
+            bad = cli_parse_int(v, &s.stream_index);
+            i++;
+        } else if (!strcmp(a, "--threads") && v) {
+            bad = cli_parse_int(v, &s.threads);
+            i++;
+        } else if (!strcmp(a, "--size") && v) {
+            bad = cli_parse_size(v, &t.width, &t.height);
+            i++;
+        } else if (!strcmp(a, "--crop") && v) {
+            bad = cli_parse_crop(v, &t.crop_x, &t.crop_y, &t.crop_w, &t.crop_h);
+            i++;
+        } else if (!strcmp(a, "--filter") && v) {
+            i++;
+            if (!strcmp(v, "bilinear"))
+                t.filter = REEL_FILTER_BILINEAR;
+            else if (!strcmp(v, "area"))
+                t.filter = REEL_FILTER_AREA;
+            else if (!strcmp(v, "bicubic"))
+                t.filter = REEL_FILTER_BICUBIC;
+            else if (!strcmp(v, "nearest"))
+                t.filter = REEL_FILTER_NEAREST;
+            else
+                bad = 1;
+        } else if (!strcmp(a, "--resize-after-rgb"))
+            t.resize_mode = REEL_RESIZE_MODE_AFTER_RGB;
+        else if (!strcmp(a, "--rotate"))
+            t.apply_rotation = 1;
+        else if (!strcmp(a, "--chw"))
+            t.layout = REEL_LAYOUT_CHW;
+        else if (!strcmp(a, "--skip-corrupt"))
+            s.corrupt_policy = REEL_CORRUPT_SKIP;
+        else if (!strcmp(a, "--stats"))
+            stats = 1;
+        else if (!strcmp(a, "-o") && v) {
+            outdir = v;
+            i++;
+        } else if (!strcmp(a, "--raw") && v) {
+            raw = v;
+            i++;
+        } else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "reel frames: unknown or incomplete option '%s'\n", a);
+            usage(stderr);
+            return 2;
+        } else if (!file)
+            file = a;
+        else {
+            fprintf(stderr, "reel frames: only one FILE (got '%s' too)\n", a);
+            return 2;
         }
-        else if (!strcmp(a, "--resize-after-rgb")) t.resize_mode = REEL_RESIZE_MODE_AFTER_RGB;
-        else if (!strcmp(a, "--rotate")) t.apply_rotation = 1;
-        else if (!strcmp(a, "--chw")) t.layout = REEL_LAYOUT_CHW;
-        else if (!strcmp(a, "--skip-corrupt")) s.corrupt_policy = REEL_CORRUPT_SKIP;
-        else if (!strcmp(a, "--stats")) stats = 1;
-        else if (!strcmp(a, "-o") && v) { outdir = v; i++; }
-        else if (!strcmp(a, "--raw") && v) { raw = v; i++; }
-        else if (a[0] == '-' && a[1]) { fprintf(stderr, "reel frames: unknown or incomplete option '%s'\n", a); usage(stderr); return 2; }
-        else if (!file) file = a;
-        else { fprintf(stderr, "reel frames: only one FILE (got '%s' too)\n", a); return 2; }
-        if (bad) { fprintf(stderr, "reel frames: bad value for %s: '%s'\n", a, v); return 2; }
+        if (bad) {
+            fprintf(stderr, "reel frames: bad value for %s: '%s'\n", a, v);
+            return 2;
+        }
     }
     if (!file || (!at == !times) || (!outdir == !raw)) {
         fprintf(stderr, "reel frames: need FILE, exactly one of --at/--times, and exactly one of -o/--raw\n");
         usage(stderr);
         return 2;
     }
-    if (outdir && t.layout == REEL_LAYOUT_CHW) { fprintf(stderr, "reel frames: --chw is for --raw output\n"); return 2; }
+    if (outdir && t.layout == REEL_LAYOUT_CHW) {
+        fprintf(stderr, "reel frames: --chw is for --raw output\n");
+        return 2;
+    }
 
     int64_t *idx = NULL;
     double *secs = NULL;
     long n = at ? cli_parse_i64_list(at, &idx) : cli_parse_f64_list(times, &secs);
-    if (n <= 0) { fprintf(stderr, "reel frames: bad list '%s'\n", at ? at : times); return 2; }
+    if (n <= 0) {
+        fprintf(stderr, "reel frames: bad list '%s'\n", at ? at : times);
+        return 2;
+    }
 
     reel_set_ffmpeg_log_level(getenv("REEL_FFMPEG_LOG") ? atoi(getenv("REEL_FFMPEG_LOG")) : 0);
     reel_error err;
@@ -133,15 +175,23 @@ int reel_cli_frames(int argc, char **argv)
             if (reel_decoder_index_at_time(dec, secs[i], &idx[i], &err) != REEL_OK) goto fail;
     }
     buf = malloc(fb * (size_t)n);
-    if (!buf) { fprintf(stderr, "reel frames: %s: out of memory for %ld frames\n", file, n); goto done; }
+    if (!buf) {
+        fprintf(stderr, "reel frames: %s: out of memory for %ld frames\n", file, n);
+        goto done;
+    }
     if (reel_decoder_get_frames(dec, idx, (size_t)n, &t, buf, fb * (size_t)n, &st, &err) != REEL_OK) goto fail;
     if (stats)
-        fprintf(stderr, "requested %lld, returned %lld distinct, decoded %lld, skipped %lld, packets %lld, seeks %lld, amplification %.2f\n",
+        fprintf(stderr,
+                "requested %lld, returned %lld distinct, decoded %lld, skipped %lld, packets %lld, seeks %lld, "
+                "amplification %.2f\n",
                 (long long)st.frames_requested, (long long)st.frames_returned, (long long)st.frames_decoded,
                 (long long)st.frames_skipped, (long long)st.packets_read, (long long)st.seeks, st.amplification);
     if (raw) {
         out = strcmp(raw, "-") ? fopen(raw, "wb") : stdout;
-        if (!out) { fprintf(stderr, "reel frames: %s: cannot write: %s\n", raw, strerror(errno)); goto done; }
+        if (!out) {
+            fprintf(stderr, "reel frames: %s: cannot write: %s\n", raw, strerror(errno));
+            goto done;
+        }
         if (fwrite(buf, fb, (size_t)n, out) != (size_t)n || fflush(out) != 0) {
             fprintf(stderr, "reel frames: %s: write failed: %s\n", raw, strerror(errno));
             goto done;
@@ -160,8 +210,10 @@ int reel_cli_frames(int argc, char **argv)
                 if (j != i && fj == fi) dup = 1;
             }
             char path[4096];
-            if (dup) snprintf(path, sizeof path, "%s/frame_%06lld_%ld.png", outdir, (long long)fi, i);
-            else snprintf(path, sizeof path, "%s/frame_%06lld.png", outdir, (long long)fi);
+            if (dup)
+                snprintf(path, sizeof path, "%s/frame_%06lld_%ld.png", outdir, (long long)fi, i);
+            else
+                snprintf(path, sizeof path, "%s/frame_%06lld.png", outdir, (long long)fi);
             if (write_png(path, buf + (size_t)i * fb, w, h) != 0) {
                 fprintf(stderr, "reel frames: %s: cannot write PNG\n", path);
                 goto done;

@@ -10,11 +10,10 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "usage: reel index FILE... [-o PATH] [--check]\n"
-            "  writes FILE.reelidx (the exact frame table) so later opens skip the scan\n"
-            "  -o PATH   index path (one FILE only)\n"
-            "  --check   only report whether each existing index is valid (exit 1 if any is not)\n");
+    fprintf(fp, "usage: reel index FILE... [-o PATH] [--check]\n"
+                "  writes FILE.reelidx (the exact frame table) so later opens skip the scan\n"
+                "  -o PATH   index path (one FILE only)\n"
+                "  --check   only report whether each existing index is valid (exit 1 if any is not)\n");
 }
 
 int reel_cli_index(int argc, char **argv)
@@ -24,13 +23,27 @@ int reel_cli_index(int argc, char **argv)
     char **files = calloc((size_t)argc, sizeof *files);
     if (!files) return 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); free(files); return 0; }
-        else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--check")) check = 1;
-        else if (argv[i][0] == '-' && argv[i][1]) { fprintf(stderr, "reel index: unknown option '%s'\n", argv[i]); usage(stderr); free(files); return 2; }
-        else files[nfiles++] = argv[i];
+        if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            free(files);
+            return 0;
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "--check"))
+            check = 1;
+        else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "reel index: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            free(files);
+            return 2;
+        } else
+            files[nfiles++] = argv[i];
     }
-    if (!nfiles || (out && nfiles > 1)) { usage(stderr); free(files); return 2; }
+    if (!nfiles || (out && nfiles > 1)) {
+        usage(stderr);
+        free(files);
+        return 2;
+    }
     reel_set_ffmpeg_log_level(getenv("REEL_FFMPEG_LOG") ? atoi(getenv("REEL_FFMPEG_LOG")) : 0);
     for (int i = 0; i < nfiles; i++) {
         reel_decoder_settings s;

@@ -10,16 +10,18 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp,
-            "usage: reel info FILE... [--json] [--table] [--stream N] [--index] [--scan]\n"
-            "  --json      one JSON object per file and line\n"
-            "  --table     with --json: include the frame table (pts, duration, key)\n"
-            "  --stream N  use stream N instead of the best video stream\n"
-            "  --index     use (and write) the sidecar index FILE.reelidx\n"
-            "  --scan      build the frame table by a packet scan, ignoring the container index\n");
+    fprintf(fp, "usage: reel info FILE... [--json] [--table] [--stream N] [--index] [--scan]\n"
+                "  --json      one JSON object per file and line\n"
+                "  --table     with --json: include the frame table (pts, duration, key)\n"
+                "  --stream N  use stream N instead of the best video stream\n"
+                "  --index     use (and write) the sidecar index FILE.reelidx\n"
+                "  --scan      build the frame table by a packet scan, ignoring the container index\n");
 }
 
-static double q2d(int num, int den) { return den ? (double)num / den : 0.0; }
+static double q2d(int num, int den)
+{
+    return den ? (double)num / den : 0.0;
+}
 
 static void print_json(reel_decoder *dec, int with_table)
 {
@@ -31,20 +33,28 @@ static void print_json(reel_decoder *dec, int with_table)
     double tb = q2d(in->time_base_num, in->time_base_den);
     printf("{\"path\": ");
     cli_json_str(stdout, reel_decoder_get_name(dec));
-    printf(", \"container\": "); cli_json_str(stdout, in->container);
-    printf(", \"stream_index\": %d, \"codec\": ", in->stream_index); cli_json_str(stdout, in->codec);
-    printf(", \"profile\": "); cli_json_str(stdout, in->profile);
-    printf(", \"width\": %d, \"height\": %d, \"pix_fmt\": ", in->width, in->height); cli_json_str(stdout, in->pix_fmt);
-    printf(", \"bit_depth\": %d, \"color_space\": ", in->bit_depth); cli_json_str(stdout, in->color_space);
-    printf(", \"color_range\": "); cli_json_str(stdout, in->color_range);
-    printf(", \"color_primaries\": "); cli_json_str(stdout, in->color_primaries);
+    printf(", \"container\": ");
+    cli_json_str(stdout, in->container);
+    printf(", \"stream_index\": %d, \"codec\": ", in->stream_index);
+    cli_json_str(stdout, in->codec);
+    printf(", \"profile\": ");
+    cli_json_str(stdout, in->profile);
+    printf(", \"width\": %d, \"height\": %d, \"pix_fmt\": ", in->width, in->height);
+    cli_json_str(stdout, in->pix_fmt);
+    printf(", \"bit_depth\": %d, \"color_space\": ", in->bit_depth);
+    cli_json_str(stdout, in->color_space);
+    printf(", \"color_range\": ");
+    cli_json_str(stdout, in->color_range);
+    printf(", \"color_primaries\": ");
+    cli_json_str(stdout, in->color_primaries);
     printf(", \"rotation\": %d, \"sample_aspect_ratio\": \"%d:%d\"", in->rotation, in->sar_num, in->sar_den);
     printf(", \"fps\": %.6f, \"avg_frame_rate\": \"%d/%d\", \"r_frame_rate\": \"%d/%d\"",
            q2d(in->avg_fps_num, in->avg_fps_den), in->avg_fps_num, in->avg_fps_den, in->rate_num, in->rate_den);
     printf(", \"time_base\": \"%d/%d\", \"start_pts\": %lld, \"start_time\": %.6f, \"duration\": %.6f",
            in->time_base_num, in->time_base_den, (long long)in->start_pts, in->start_time, in->duration);
     printf(", \"num_frames\": %lld, \"num_keyframes\": %lld, \"bit_rate\": %lld, \"has_audio\": %s",
-           (long long)in->num_frames, (long long)in->num_keyframes, (long long)in->bit_rate, in->has_audio ? "true" : "false");
+           (long long)in->num_frames, (long long)in->num_keyframes, (long long)in->bit_rate,
+           in->has_audio ? "true" : "false");
     printf(", \"num_streams\": %d, \"file_size\": %lld, \"index_source\": \"%s\"", in->num_streams,
            (long long)in->file_size, src[in->index_source >= 0 && in->index_source <= 2 ? in->index_source : 1]);
     printf(", \"keyframes\": [");
@@ -53,7 +63,8 @@ static void print_json(reel_decoder *dec, int with_table)
     if (with_table) {
         printf(", \"frames\": [");
         for (int64_t i = 0; i < nf; i++)
-            printf("%s{\"pts\": %lld, \"pts_time\": %.6f, \"duration\": %lld, \"duration_time\": %.6f, \"key\": %s, \"pos\": %lld}",
+            printf("%s{\"pts\": %lld, \"pts_time\": %.6f, \"duration\": %lld, \"duration_time\": %.6f, \"key\": %s, "
+                   "\"pos\": %lld}",
                    i ? ", " : "", (long long)fr[i].pts, fr[i].pts * tb, (long long)fr[i].duration, fr[i].duration * tb,
                    (fr[i].flags & REEL_FRAME_KEY) ? "true" : "false", (long long)fr[i].pos);
         printf("]");
@@ -69,11 +80,12 @@ static void print_human(reel_decoder *dec)
     printf("  container    %s (stream %d of %d%s)\n", in->container, in->stream_index, in->num_streams,
            in->has_audio ? ", has audio" : "");
     printf("  codec        %s%s%s%s\n", in->codec, in->profile[0] ? " (" : "", in->profile, in->profile[0] ? ")" : "");
-    printf("  size         %dx%d  sar %d:%d  rotation %d\n", in->width, in->height, in->sar_num, in->sar_den, in->rotation);
+    printf("  size         %dx%d  sar %d:%d  rotation %d\n", in->width, in->height, in->sar_num, in->sar_den,
+           in->rotation);
     printf("  pixels       %s, %d-bit, matrix %s, range %s, primaries %s\n", in->pix_fmt, in->bit_depth,
            in->color_space, in->color_range, in->color_primaries);
-    printf("  frame rate   %.3f avg (%d/%d), nominal %d/%d\n", q2d(in->avg_fps_num, in->avg_fps_den),
-           in->avg_fps_num, in->avg_fps_den, in->rate_num, in->rate_den);
+    printf("  frame rate   %.3f avg (%d/%d), nominal %d/%d\n", q2d(in->avg_fps_num, in->avg_fps_den), in->avg_fps_num,
+           in->avg_fps_den, in->rate_num, in->rate_den);
     printf("  time         start %.6f s, duration %.6f s, time base %d/%d\n", in->start_time, in->duration,
            in->time_base_num, in->time_base_den);
     printf("  frames       %lld exact, %lld keyframes (from the %s)\n", (long long)in->num_frames,
@@ -90,17 +102,37 @@ int reel_cli_info(int argc, char **argv)
     char **files = calloc((size_t)argc, sizeof *files);
     if (!files) return 1;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--table")) table = 1;
-        else if (!strcmp(argv[i], "--index")) use_index = 1;
-        else if (!strcmp(argv[i], "--scan")) s.force_scan = 1;
+        if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--table"))
+            table = 1;
+        else if (!strcmp(argv[i], "--index"))
+            use_index = 1;
+        else if (!strcmp(argv[i], "--scan"))
+            s.force_scan = 1;
         else if (!strcmp(argv[i], "--stream") && i + 1 < argc) {
-            if (cli_parse_int(argv[++i], &s.stream_index)) { fprintf(stderr, "reel info: bad --stream '%s'\n", argv[i]); free(files); return 2; }
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) { usage(stdout); free(files); return 0; }
-        else if (argv[i][0] == '-' && argv[i][1]) { fprintf(stderr, "reel info: unknown option '%s'\n", argv[i]); usage(stderr); free(files); return 2; }
-        else files[nfiles++] = argv[i];
+            if (cli_parse_int(argv[++i], &s.stream_index)) {
+                fprintf(stderr, "reel info: bad --stream '%s'\n", argv[i]);
+                free(files);
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+            usage(stdout);
+            free(files);
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            fprintf(stderr, "reel info: unknown option '%s'\n", argv[i]);
+            usage(stderr);
+            free(files);
+            return 2;
+        } else
+            files[nfiles++] = argv[i];
     }
-    if (!nfiles) { usage(stderr); free(files); return 2; }
+    if (!nfiles) {
+        usage(stderr);
+        free(files);
+        return 2;
+    }
     if (use_index) s.index_mode = REEL_INDEX_READ_WRITE;
     reel_set_ffmpeg_log_level(getenv("REEL_FFMPEG_LOG") ? atoi(getenv("REEL_FFMPEG_LOG")) : 0);
     for (int i = 0; i < nfiles; i++) {
@@ -112,8 +144,12 @@ int reel_cli_info(int argc, char **argv)
             failed++;
             continue;
         }
-        if (json) print_json(dec, table);
-        else { if (i) printf("\n"); print_human(dec); }
+        if (json)
+            print_json(dec, table);
+        else {
+            if (i) printf("\n");
+            print_human(dec);
+        }
         reel_decoder_close(&dec);
     }
     free(files);

@@ -12,28 +12,27 @@
 
 static void usage(FILE *out)
 {
-    fprintf(out,
-            "usage: reel pack SOURCE OUT_DIR [options]   build a store (SOURCE: a folder or a manifest)\n"
-            "       reel pack --merge OUT_DIR            write the index of a store built in parts\n"
-            "       reel pack --verify OUT_DIR           read every record, check every checksum\n"
-            "\n"
-            "options:\n"
-            "  --size S | --size WxH   stored size: short side S (aspect kept; default 256) or exactly WxH\n"
-            "  --fps F                 keep the frames shown at 0, 1/F, 2/F, ... s of each video\n"
-            "  --every K               keep source frames 0, K, 2K, ...\n"
-            "  --format jpeg|raw|h264  (default jpeg)\n"
-            "  --quality Q             JPEG quality (default 90)\n"
-            "  --zstd [LEVEL]          raw: compress each frame with zstd (default level 3)\n"
-            "  --gop G                 h264: keyframe interval (default 8); --crf N (default 18)\n"
-            "  --shard-size BYTES      bytes per shard file (default 1073741824; K, M, G suffixes)\n"
-            "  --threads N             decode/encode threads (default: cores)\n"
-            "  --part I/N | auto       build part I of N (auto: RANK and WORLD_SIZE from the environment)\n"
-            "  --json                  print the report as JSON\n"
-            "  --progress/--no-progress  the live progress bar (default: when stderr is a terminal)\n"
-            "\n"
-            "A killed build resumes when run again with the same options. A video that\n"
-            "cannot be decoded is recorded in the store with its reason.\n"
-            "exit status: 0 ok, 1 runtime error (or damage found by --verify), 2 bad usage\n");
+    fprintf(out, "usage: reel pack SOURCE OUT_DIR [options]   build a store (SOURCE: a folder or a manifest)\n"
+                 "       reel pack --merge OUT_DIR            write the index of a store built in parts\n"
+                 "       reel pack --verify OUT_DIR           read every record, check every checksum\n"
+                 "\n"
+                 "options:\n"
+                 "  --size S | --size WxH   stored size: short side S (aspect kept; default 256) or exactly WxH\n"
+                 "  --fps F                 keep the frames shown at 0, 1/F, 2/F, ... s of each video\n"
+                 "  --every K               keep source frames 0, K, 2K, ...\n"
+                 "  --format jpeg|raw|h264  (default jpeg)\n"
+                 "  --quality Q             JPEG quality (default 90)\n"
+                 "  --zstd [LEVEL]          raw: compress each frame with zstd (default level 3)\n"
+                 "  --gop G                 h264: keyframe interval (default 8); --crf N (default 18)\n"
+                 "  --shard-size BYTES      bytes per shard file (default 1073741824; K, M, G suffixes)\n"
+                 "  --threads N             decode/encode threads (default: cores)\n"
+                 "  --part I/N | auto       build part I of N (auto: RANK and WORLD_SIZE from the environment)\n"
+                 "  --json                  print the report as JSON\n"
+                 "  --progress/--no-progress  the live progress bar (default: when stderr is a terminal)\n"
+                 "\n"
+                 "A killed build resumes when run again with the same options. A video that\n"
+                 "cannot be decoded is recorded in the store with its reason.\n"
+                 "exit status: 0 ok, 1 runtime error (or damage found by --verify), 2 bad usage\n");
 }
 
 static int bad(const char *what, const char *arg)
@@ -48,9 +47,12 @@ static int parse_bytes(const char *s, int64_t *out)
     double v = strtod(s, &end);
     if (end == s || v <= 0) return -1;
     double m = 1;
-    if (*end == 'K' || *end == 'k') m = 1024, end++;
-    else if (*end == 'M' || *end == 'm') m = 1024.0 * 1024, end++;
-    else if (*end == 'G' || *end == 'g') m = 1024.0 * 1024 * 1024, end++;
+    if (*end == 'K' || *end == 'k')
+        m = 1024, end++;
+    else if (*end == 'M' || *end == 'm')
+        m = 1024.0 * 1024, end++;
+    else if (*end == 'G' || *end == 'g')
+        m = 1024.0 * 1024 * 1024, end++;
     if (*end) return -1;
     *out = (int64_t)(v * m);
     return 0;
@@ -113,11 +115,26 @@ int reel_cli_pack(int argc, char **argv)
             usage(stdout);
             return 0;
         }
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!strcmp(a, "--merge")) { merge = 1; continue; }
-        if (!strcmp(a, "--verify")) { verify = 1; continue; }
-        if (!strcmp(a, "--progress")) { show = 1; continue; }
-        if (!strcmp(a, "--no-progress")) { show = 0; continue; }
+        if (!strcmp(a, "--json")) {
+            json = 1;
+            continue;
+        }
+        if (!strcmp(a, "--merge")) {
+            merge = 1;
+            continue;
+        }
+        if (!strcmp(a, "--verify")) {
+            verify = 1;
+            continue;
+        }
+        if (!strcmp(a, "--progress")) {
+            show = 1;
+            continue;
+        }
+        if (!strcmp(a, "--no-progress")) {
+            show = 0;
+            continue;
+        }
         if (!strcmp(a, "--zstd")) {
             s.zstd_level = 3;
             if (v && v[0] >= '0' && v[0] <= '9') {
@@ -143,12 +160,17 @@ int reel_cli_pack(int argc, char **argv)
             } else if (!strcmp(a, "--every")) {
                 if (cli_parse_int(v, &s.every) != 0 || s.every < 1) return bad("bad --every", v);
             } else if (!strcmp(a, "--format")) {
-                if (!strcmp(v, "jpeg")) s.format = REEL_STORE_FORMAT_JPEG;
-                else if (!strcmp(v, "raw")) s.format = REEL_STORE_FORMAT_RAW;
-                else if (!strcmp(v, "h264")) s.format = REEL_STORE_FORMAT_H264;
-                else return bad("bad --format (jpeg, raw or h264)", v);
+                if (!strcmp(v, "jpeg"))
+                    s.format = REEL_STORE_FORMAT_JPEG;
+                else if (!strcmp(v, "raw"))
+                    s.format = REEL_STORE_FORMAT_RAW;
+                else if (!strcmp(v, "h264"))
+                    s.format = REEL_STORE_FORMAT_H264;
+                else
+                    return bad("bad --format (jpeg, raw or h264)", v);
             } else if (!strcmp(a, "--quality")) {
-                if (cli_parse_int(v, &s.quality) != 0 || s.quality < 1 || s.quality > 100) return bad("bad --quality", v);
+                if (cli_parse_int(v, &s.quality) != 0 || s.quality < 1 || s.quality > 100)
+                    return bad("bad --quality", v);
             } else if (!strcmp(a, "--gop")) {
                 if (cli_parse_int(v, &s.gop) != 0 || s.gop < 1) return bad("bad --gop", v);
             } else if (!strcmp(a, "--crf")) {

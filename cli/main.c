@@ -18,12 +18,12 @@ typedef struct reel_command {
 } reel_command;
 
 static const reel_command k_commands[] = {
-    {"info", reel_cli_info, "print stream metadata and the exact frame count"},
-    {"frames", reel_cli_frames, "extract exact frames by index or time (as images or raw RGB)"},
-    {"index", reel_cli_index, "build and save the sidecar frame index (FILE.reelidx)"},
-    {"synth", reel_cli_synth, "write synthetic test videos whose frames carry their own index"},
-    {"bench", reel_cli_bench, "run the batch loader over a dataset or store: frames/s, coverage, bottleneck"},
-    {"pack", reel_cli_pack, "decode a dataset once into a packed store of sequential shards"},
+    { "info", reel_cli_info, "print stream metadata and the exact frame count" },
+    { "frames", reel_cli_frames, "extract exact frames by index or time (as images or raw RGB)" },
+    { "index", reel_cli_index, "build and save the sidecar frame index (FILE.reelidx)" },
+    { "synth", reel_cli_synth, "write synthetic test videos whose frames carry their own index" },
+    { "bench", reel_cli_bench, "run the batch loader over a dataset or store: frames/s, coverage, bottleneck" },
+    { "pack", reel_cli_pack, "decode a dataset once into a packed store of sequential shards" },
 };
 #define NUM_COMMANDS (sizeof k_commands / sizeof k_commands[0])
 
@@ -38,11 +38,9 @@ static void print_usage(FILE *out)
             "\n"
             "commands:\n",
             reel_version());
-    for (size_t i = 0; i < NUM_COMMANDS; i++)
-        fprintf(out, "  %-8s %s\n", k_commands[i].name, k_commands[i].summary);
-    fprintf(out,
-            "\n"
-            "`reel <command> --help` describes a command's options.\n");
+    for (size_t i = 0; i < NUM_COMMANDS; i++) fprintf(out, "  %-8s %s\n", k_commands[i].name, k_commands[i].summary);
+    fprintf(out, "\n"
+                 "`reel <command> --help` describes a command's options.\n");
 }
 
 static const reel_command *find_command(const char *name)
@@ -69,8 +67,7 @@ int main(int argc, char **argv)
     }
     const char *cmd = argv[1];
 
-    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 ||
-        strcmp(cmd, "version") == 0) {
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0) {
         printf("reel %s\n", reel_version());
         printf("FFmpeg: %s\n", reel_ffmpeg_versions());
         return 0;
@@ -80,7 +77,7 @@ int main(int argc, char **argv)
             const reel_command *c = find_command(argv[2]);
             if (!c) return unknown_command(argv[2]);
             char help_flag[] = "--help";
-            char *sub_argv[] = {argv[2], help_flag, NULL};
+            char *sub_argv[] = { argv[2], help_flag, NULL };
             return c->run(2, sub_argv);
         }
         print_usage(stdout);

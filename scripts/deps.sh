@@ -6,7 +6,8 @@
 #   libswscale), libjpeg-turbo and zstd (the packed store), libcurl (remote
 #   input), the ffmpeg and ffprobe CLIs, a C compiler. With --test it also
 #   installs what the tests need: nginx (HTTP server), moto[server] (S3
-#   server), clang with its sanitizer runtimes (fuzz targets, ThreadSanitizer);
+#   server), clang with its sanitizer runtimes (fuzz targets, ThreadSanitizer)
+#   and clang-format (the format check);
 #   and tries valgrind (optional: without it the leak test says it is skipped).
 #
 # Missing system packages are installed with apt-get when we are root or have
@@ -87,6 +88,7 @@ if [ $FOR_TESTS -eq 1 ]; then
     test_apt=()
     have nginx || [ -x /usr/sbin/nginx ] || test_apt+=(nginx-light)
     have clang || test_apt+=(clang)
+    have clang-format || test_apt+=(clang-format)
     [ -d /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux ] && ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 ||
         test_apt+=(libclang-rt-14-dev)
     have llvm-symbolizer || [ -x /usr/bin/llvm-symbolizer-14 ] || test_apt+=(llvm)

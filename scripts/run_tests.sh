@@ -121,6 +121,17 @@ if [ -z "${REEL_STRICT:-}" ] && [ "${CI:-}" = true ]; then
 fi
 [ "${REEL_STRICT:-0}" = 1 ] && echo "==> strict mode: skipped comparisons fail (REEL_STRICT=1)" >&2
 
+# ------------------------------------------------------------ format
+# The C sources match .clang-format (one check; `make format` fixes them).
+if [ $do_c -eq 1 ]; then
+    if bash scripts/check_format.sh >&2; then
+        total_pass=$((total_pass + 1))
+    else
+        note "the C sources differ from .clang-format (run make format)"
+        total_fail=$((total_fail + 1))
+    fi
+fi
+
 # ------------------------------------------------------------ 0. build
 # A failed build counts as one failure; whatever could be built is still
 # tested (tests whose binary is missing fail in ctest as "Not Run").

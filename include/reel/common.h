@@ -15,17 +15,17 @@ extern "C" {
  * (dllimport on Windows; nothing with GCC/clang), nothing for a static
  * library user on Windows (REEL_STATIC). */
 #if defined(_WIN32)
-#  if defined(REEL_BUILDING_DLL)
-#    define REEL_API __declspec(dllexport)
-#  elif defined(REEL_STATIC)
-#    define REEL_API
-#  else
-#    define REEL_API __declspec(dllimport)
-#  endif
-#elif defined(__GNUC__) && defined(REEL_BUILDING_DLL)
-#  define REEL_API __attribute__((visibility("default")))
+#if defined(REEL_BUILDING_DLL)
+#define REEL_API __declspec(dllexport)
+#elif defined(REEL_STATIC)
+#define REEL_API
 #else
-#  define REEL_API
+#define REEL_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) && defined(REEL_BUILDING_DLL)
+#define REEL_API __attribute__((visibility("default")))
+#else
+#define REEL_API
 #endif
 
 #define REEL_VERSION_MAJOR 0
@@ -35,25 +35,25 @@ extern "C" {
 /** Status codes. Every fallible public call returns REEL_OK (0) or one of
  *  these negative values. The set is closed: new causes get new codes. */
 typedef enum reel_status {
-    REEL_OK                  = 0,
-    REEL_E_INVALID_ARG       = -1,  /**< a bad argument from the caller */
-    REEL_E_NOT_FOUND         = -2,  /**< the file does not exist */
-    REEL_E_IO                = -3,  /**< read/write/permission failure */
-    REEL_E_NOT_VIDEO         = -4,  /**< not a recognised media container */
-    REEL_E_NO_VIDEO_STREAM   = -5,  /**< container has no (such) video stream */
-    REEL_E_UNSUPPORTED_CODEC = -6,  /**< no decoder for the stream's codec */
-    REEL_E_CORRUPT           = -7,  /**< truncated file or corrupt packets */
-    REEL_E_OUT_OF_RANGE      = -8,  /**< frame index or timestamp outside the video */
-    REEL_E_NOMEM             = -9,  /**< an allocation failed */
-    REEL_E_INDEX_STALE       = -10, /**< a sidecar index does not match its video */
-    REEL_E_BUFFER_TOO_SMALL  = -11, /**< caller's output buffer is too small */
-    REEL_E_TIMEOUT           = -12, /**< a per-sample time limit ran out */
-    REEL_E_CANCELLED         = -13, /**< the operation was stopped by shutdown */
-    REEL_E_EMPTY             = -14, /**< a dataset with nothing in it */
-    REEL_E_INTERNAL          = -15, /**< a bug in reel or FFmpeg; please report */
-    REEL_E_AGAIN             = -16, /**< nothing ready within the wait; call again */
-    REEL_E_PERMISSION        = -17, /**< access denied (HTTP 401/403, S3 AccessDenied, a bad signature) */
-    REEL_E_NO_DATA           = -18  /**< an epoch ended with no sample loaded, or under min_coverage */
+    REEL_OK = 0,
+    REEL_E_INVALID_ARG = -1,       /**< a bad argument from the caller */
+    REEL_E_NOT_FOUND = -2,         /**< the file does not exist */
+    REEL_E_IO = -3,                /**< read/write/permission failure */
+    REEL_E_NOT_VIDEO = -4,         /**< not a recognised media container */
+    REEL_E_NO_VIDEO_STREAM = -5,   /**< container has no (such) video stream */
+    REEL_E_UNSUPPORTED_CODEC = -6, /**< no decoder for the stream's codec */
+    REEL_E_CORRUPT = -7,           /**< truncated file or corrupt packets */
+    REEL_E_OUT_OF_RANGE = -8,      /**< frame index or timestamp outside the video */
+    REEL_E_NOMEM = -9,             /**< an allocation failed */
+    REEL_E_INDEX_STALE = -10,      /**< a sidecar index does not match its video */
+    REEL_E_BUFFER_TOO_SMALL = -11, /**< caller's output buffer is too small */
+    REEL_E_TIMEOUT = -12,          /**< a per-sample time limit ran out */
+    REEL_E_CANCELLED = -13,        /**< the operation was stopped by shutdown */
+    REEL_E_EMPTY = -14,            /**< a dataset with nothing in it */
+    REEL_E_INTERNAL = -15,         /**< a bug in reel or FFmpeg; please report */
+    REEL_E_AGAIN = -16,            /**< nothing ready within the wait; call again */
+    REEL_E_PERMISSION = -17,       /**< access denied (HTTP 401/403, S3 AccessDenied, a bad signature) */
+    REEL_E_NO_DATA = -18           /**< an epoch ended with no sample loaded, or under min_coverage */
 } reel_status;
 
 /** Size of the message buffer inside reel_error. */
@@ -64,7 +64,7 @@ typedef enum reel_status {
  *  "<file>: <reason>". On success it is left untouched. Plain data: copy,
  *  stack-allocate, share freely. */
 typedef struct reel_error {
-    int  status;
+    int status;
     char message[REEL_ERROR_MSG_SIZE];
 } reel_error;
 

@@ -13,23 +13,23 @@ extern "C" {
 /** Resampling filter for resize (same meaning as FFmpeg's scale flags). */
 typedef enum reel_filter {
     REEL_FILTER_BILINEAR = 0,
-    REEL_FILTER_AREA     = 1,
-    REEL_FILTER_BICUBIC  = 2,
-    REEL_FILTER_NEAREST  = 3
+    REEL_FILTER_AREA = 1,
+    REEL_FILTER_BICUBIC = 2,
+    REEL_FILTER_NEAREST = 3
 } reel_filter;
 
 /** Element type of the output. */
 typedef enum reel_dtype {
-    REEL_DTYPE_UINT8    = 0,
-    REEL_DTYPE_FLOAT32  = 1,
-    REEL_DTYPE_FLOAT16  = 2,
+    REEL_DTYPE_UINT8 = 0,
+    REEL_DTYPE_FLOAT32 = 1,
+    REEL_DTYPE_FLOAT16 = 2,
     REEL_DTYPE_BFLOAT16 = 3
 } reel_dtype;
 
 /** Memory layout of one frame. */
 typedef enum reel_layout {
-    REEL_LAYOUT_HWC = 0,   /**< interleaved RGB, row-major */
-    REEL_LAYOUT_CHW = 1    /**< planar R, G, B */
+    REEL_LAYOUT_HWC = 0, /**< interleaved RGB, row-major */
+    REEL_LAYOUT_CHW = 1  /**< planar R, G, B */
 } reel_layout;
 
 /** Where resize happens relative to the YUV->RGB conversion. */
@@ -86,22 +86,20 @@ REEL_API void reel_frame_get_size(const reel_frame *f, int *width, int *height);
  *  Not thread-safe: use one per thread. */
 typedef struct reel_converter reel_converter;
 
-REEL_API int  reel_converter_create(reel_converter **out, reel_error *err);
+REEL_API int reel_converter_create(reel_converter **out, reel_error *err);
 REEL_API void reel_converter_destroy(reel_converter **conv);
 
 /** Output size of `t` applied to a frame of display size src_w x src_h
  *  (after rotation if requested), in pixels and in bytes for one frame
  *  laid out densely. Fails with REEL_E_INVALID_ARG if the crop falls
  *  outside the frame or a size is not positive. */
-REEL_API int reel_transform_output_size(const reel_transform *t, int src_w, int src_h,
-                                        int *out_w, int *out_h, size_t *bytes,
-                                        reel_error *err);
+REEL_API int reel_transform_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h,
+                                        size_t *bytes, reel_error *err);
 
 /** Converts one visited frame into `dst` per `t`. `dst_size` is the number
  *  of bytes available at dst (checked when strides are derived). */
-REEL_API int reel_converter_run(reel_converter *conv, const reel_frame *frame,
-                                const reel_transform *t, void *dst, size_t dst_size,
-                                reel_error *err);
+REEL_API int reel_converter_run(reel_converter *conv, const reel_frame *frame, const reel_transform *t, void *dst,
+                                size_t dst_size, reel_error *err);
 
 #ifdef __cplusplus
 }

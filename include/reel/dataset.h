@@ -23,10 +23,10 @@ typedef struct reel_dataset reel_dataset;
 
 /** One dataset entry, as returned by reel_dataset_get(). */
 typedef struct reel_sample {
-    const char *path;  /**< owned by the dataset */
-    int64_t label;     /**< class index; -1 if the sample has no label */
-    double start;      /**< segment start, seconds of stream time (pts x time base); 0: from the first frame */
-    double end;        /**< segment end (exclusive), same clock; < 0: to the last frame */
+    const char *path; /**< owned by the dataset */
+    int64_t label;    /**< class index; -1 if the sample has no label */
+    double start;     /**< segment start, seconds of stream time (pts x time base); 0: from the first frame */
+    double end;       /**< segment end (exclusive), same clock; < 0: to the last frame */
 } reel_sample;
 
 /** Creates an empty dataset, filled with reel_dataset_add*(). */
@@ -37,15 +37,15 @@ REEL_API int reel_dataset_create(reel_dataset **out, reel_error *err);
  *  The path is copied. Fails with REEL_E_INVALID_ARG on a NULL/empty path,
  *  a bad segment, a frozen dataset, or when the dataset already uses class
  *  names (the two kinds of label do not mix). */
-REEL_API int reel_dataset_add(reel_dataset *ds, const char *path, int64_t label,
-                              double start, double end, reel_error *err);
+REEL_API int reel_dataset_add(reel_dataset *ds, const char *path, int64_t label, double start, double end,
+                              reel_error *err);
 
 /** Appends a video labelled by class name. Class names are mapped to
  *  indices 0..C-1 in sorted (strcmp) order of all names in the dataset, so
  *  labels do not depend on the order of the entries. NULL or "" name: no
  *  label (-1). */
-REEL_API int reel_dataset_add_named(reel_dataset *ds, const char *path, const char *class_name,
-                                    double start, double end, reel_error *err);
+REEL_API int reel_dataset_add_named(reel_dataset *ds, const char *path, const char *class_name, double start,
+                                    double end, reel_error *err);
 
 /** Scans `dir` recursively for files whose extension is in `extensions`
  *  (comma-separated, case-insensitive, without dots, e.g. "mp4,mkv"; NULL:
@@ -53,8 +53,7 @@ REEL_API int reel_dataset_add_named(reel_dataset *ds, const char *path, const ch
  *  path. Kinetics layout: the first folder below `dir` is the class name;
  *  files directly inside `dir` get label -1. Hidden files and folders are
  *  ignored. An empty result is REEL_E_EMPTY. */
-REEL_API int reel_dataset_create_from_dir(reel_dataset **out, const char *dir, const char *extensions,
-                                   reel_error *err);
+REEL_API int reel_dataset_create_from_dir(reel_dataset **out, const char *dir, const char *extensions, reel_error *err);
 
 /** Reads a manifest. The format comes from the extension: .csv (comma),
  *  .tsv/.txt (tab), .jsonl/.ndjson (one JSON object per line).

@@ -31,9 +31,9 @@ typedef enum reel_corrupt_policy {
 
 /** Sidecar index use. */
 typedef enum reel_index_mode {
-    REEL_INDEX_OFF        = 0, /**< never read or write a sidecar */
-    REEL_INDEX_READ       = 1, /**< use a valid sidecar if present */
-    REEL_INDEX_READ_WRITE = 2  /**< use it if valid, else build and write it */
+    REEL_INDEX_OFF = 0,       /**< never read or write a sidecar */
+    REEL_INDEX_READ = 1,      /**< use a valid sidecar if present */
+    REEL_INDEX_READ_WRITE = 2 /**< use it if valid, else build and write it */
 } reel_index_mode;
 
 /** Open-time settings. Initialise with reel_decoder_default_settings(). */
@@ -90,10 +90,10 @@ typedef struct reel_io {
 
 /** One row of the exact frame table, in presentation order. */
 typedef struct reel_frame_entry {
-    int64_t pts;      /**< presentation timestamp, stream time base */
-    int64_t duration; /**< display duration, stream time base */
-    int64_t pos;      /**< byte position of the packet, -1 if unknown */
-    int32_t flags;    /**< REEL_FRAME_KEY, ... */
+    int64_t pts;          /**< presentation timestamp, stream time base */
+    int64_t duration;     /**< display duration, stream time base */
+    int64_t pos;          /**< byte position of the packet, -1 if unknown */
+    int32_t flags;        /**< REEL_FRAME_KEY, ... */
     int32_t decode_order; /**< position of its packet in decode order */
 } reel_frame_entry;
 
@@ -101,40 +101,40 @@ typedef struct reel_frame_entry {
 
 /** Stream metadata. Strings are NUL-terminated and owned by the struct. */
 typedef struct reel_video_info {
-    char    codec[32];        /**< FFmpeg codec name, e.g. "h264" */
-    char    profile[48];      /**< e.g. "High", "" if unknown */
-    char    pix_fmt[32];      /**< e.g. "yuv420p" */
-    char    container[64];    /**< e.g. "mov,mp4,m4a,3gp,3g2,mj2" */
-    char    color_space[24];  /**< matrix, e.g. "bt709", "unknown" */
-    char    color_range[8];   /**< "tv", "pc" or "unknown" */
-    char    color_primaries[24];
-    int     width, height;    /**< coded (pre-rotation) size */
-    int     bit_depth;
-    int     rotation;         /**< display rotation as ffprobe reports it: degrees counter-clockwise
+    char codec[32];       /**< FFmpeg codec name, e.g. "h264" */
+    char profile[48];     /**< e.g. "High", "" if unknown */
+    char pix_fmt[32];     /**< e.g. "yuv420p" */
+    char container[64];   /**< e.g. "mov,mp4,m4a,3gp,3g2,mj2" */
+    char color_space[24]; /**< matrix, e.g. "bt709", "unknown" */
+    char color_range[8];  /**< "tv", "pc" or "unknown" */
+    char color_primaries[24];
+    int width, height; /**< coded (pre-rotation) size */
+    int bit_depth;
+    int rotation;                 /**< display rotation as ffprobe reports it: degrees counter-clockwise
                                    from the display matrix, e.g. 90, -90, -180; 0 if none */
-    int     sar_num, sar_den; /**< sample aspect ratio, 0/1 if unknown */
-    int     avg_fps_num, avg_fps_den;  /**< average frame rate from the frame table */
-    int     rate_num, rate_den;        /**< nominal (r_frame_rate) */
-    int     time_base_num, time_base_den;
-    int     stream_index;     /**< absolute index of the decoded stream */
-    int     num_streams;
-    int     has_audio;
-    int     variable_size;    /**< 1 if coded size changes mid-stream (found while decoding) */
-    int64_t start_pts;        /**< pts of frame 0 */
-    double  start_time;       /**< seconds */
-    double  duration;         /**< seconds, from the frame table: end of last frame - start */
-    int64_t num_frames;       /**< exact */
+    int sar_num, sar_den;         /**< sample aspect ratio, 0/1 if unknown */
+    int avg_fps_num, avg_fps_den; /**< average frame rate from the frame table */
+    int rate_num, rate_den;       /**< nominal (r_frame_rate) */
+    int time_base_num, time_base_den;
+    int stream_index; /**< absolute index of the decoded stream */
+    int num_streams;
+    int has_audio;
+    int variable_size;  /**< 1 if coded size changes mid-stream (found while decoding) */
+    int64_t start_pts;  /**< pts of frame 0 */
+    double start_time;  /**< seconds */
+    double duration;    /**< seconds, from the frame table: end of last frame - start */
+    int64_t num_frames; /**< exact */
     int64_t num_keyframes;
-    int64_t bit_rate;         /**< bits/s, 0 if unknown */
-    int64_t file_size;        /**< bytes, -1 if unknown */
-    int     index_source;     /**< reel_index_source */
+    int64_t bit_rate;  /**< bits/s, 0 if unknown */
+    int64_t file_size; /**< bytes, -1 if unknown */
+    int index_source;  /**< reel_index_source */
 } reel_video_info;
 
 /** Where the frame table came from. */
 typedef enum reel_index_source {
     REEL_INDEX_FROM_CONTAINER = 0, /**< mp4/mov sample tables */
-    REEL_INDEX_FROM_SCAN      = 1, /**< a packet scan (no decoding) */
-    REEL_INDEX_FROM_SIDECAR   = 2  /**< a valid sidecar file */
+    REEL_INDEX_FROM_SCAN = 1,      /**< a packet scan (no decoding) */
+    REEL_INDEX_FROM_SIDECAR = 2    /**< a valid sidecar file */
 } reel_index_source;
 
 /** Per-call decode statistics. */
@@ -145,15 +145,15 @@ typedef struct reel_decode_stats {
     int64_t frames_skipped;   /**< packets not decoded at all (AVDISCARD_NONREF) */
     int64_t packets_read;
     int64_t seeks;
-    int64_t corrupt_packets;  /**< packets dropped under REEL_CORRUPT_SKIP */
-    int64_t key_restarts;     /**< keyframes found not to be clean starting points
+    int64_t corrupt_packets; /**< packets dropped under REEL_CORRUPT_SKIP */
+    int64_t key_restarts;    /**< keyframes found not to be clean starting points
                                    (their GOP decoded with errors after a seek) and
                                    decoded through from an earlier one instead;
                                    remembered for the decoder's lifetime */
-    int64_t keys_probed;      /**< keyframes first decoded alone on one thread to check
+    int64_t keys_probed;     /**< keyframes first decoded alone on one thread to check
                                    them (frame-threaded decoders only, whose error flags
                                    FFmpeg does not set reliably; once per keyframe) */
-    double  amplification;    /**< frames_decoded / frames_returned */
+    double amplification;    /**< frames_decoded / frames_returned */
 } reel_decode_stats;
 
 /** An open video. Not thread-safe: one thread at a time per decoder.
@@ -163,15 +163,13 @@ typedef struct reel_decoder reel_decoder;
 /** Opens a file. `s` may be NULL for defaults. On failure *out is NULL and
  *  `err` names the path and cause (missing, not a video, no video stream,
  *  unsupported codec, corrupt). */
-REEL_API int reel_decoder_open(reel_decoder **out, const char *path,
-                               const reel_decoder_settings *s, reel_error *err);
+REEL_API int reel_decoder_open(reel_decoder **out, const char *path, const reel_decoder_settings *s, reel_error *err);
 
 /** Opens a video held in memory. The buffer is not copied and must stay
  *  valid and unchanged until reel_decoder_close(). `name` is used in
  *  messages only (may be NULL). Sidecar indexes are not used. */
-REEL_API int reel_decoder_open_memory(reel_decoder **out, const void *data, size_t size,
-                                      const char *name, const reel_decoder_settings *s,
-                                      reel_error *err);
+REEL_API int reel_decoder_open_memory(reel_decoder **out, const void *data, size_t size, const char *name,
+                                      const reel_decoder_settings *s, reel_error *err);
 
 /** Opens a video read through callbacks. `io` is copied; its opaque
  *  pointer must stay valid until close. `name` is used in messages. */
@@ -195,8 +193,7 @@ REEL_API const int64_t *reel_decoder_get_keyframes(const reel_decoder *dec, int6
 
 /** Seconds -> frame index: the frame whose [pts, pts+duration) holds t.
  *  t before the first frame or at/after the end is REEL_E_OUT_OF_RANGE. */
-REEL_API int reel_decoder_index_at_time(const reel_decoder *dec, double seconds,
-                                        int64_t *index, reel_error *err);
+REEL_API int reel_decoder_index_at_time(const reel_decoder *dec, double seconds, int64_t *index, reel_error *err);
 
 /** Writes the sidecar index for this decoder's video to `path` (NULL: the
  *  default "<video>.reelidx"). */
@@ -212,41 +209,36 @@ typedef int (*reel_frame_fn)(void *opaque, const reel_frame *frame, size_t reque
 /** The low-level batched call: decodes exactly the frames in `indices`
  *  (any order, repeats allowed, negative counts from the end) with the
  *  least work, and hands each to `fn`. `stats` may be NULL. */
-REEL_API int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n,
-                                 reel_frame_fn fn, void *opaque,
+REEL_API int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
                                  reel_decode_stats *stats, reel_error *err);
 
 /** Bytes needed for one frame of output under `t` (NULL: defaults), and
  *  the output size. Uses the stream's size (rotated if t asks). */
-REEL_API int reel_decoder_get_output_size(const reel_decoder *dec, const reel_transform *t,
-                                      int *width, int *height, size_t *frame_bytes,
-                                      reel_error *err);
+REEL_API int reel_decoder_get_output_size(const reel_decoder *dec, const reel_transform *t, int *width, int *height,
+                                          size_t *frame_bytes, reel_error *err);
 
 /** Frames at `indices` (negative: from the end), converted per `t` (NULL:
  *  RGB24 HWC at source size) into `dst` in request order, each frame
  *  frame_bytes apart. `dst_size` must be >= n * frame_bytes. */
-REEL_API int reel_decoder_get_frames(reel_decoder *dec, const int64_t *indices, size_t n,
-                                     const reel_transform *t, void *dst, size_t dst_size,
-                                     reel_decode_stats *stats, reel_error *err);
+REEL_API int reel_decoder_get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
+                                     void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err);
 
 /** The same, but the library allocates the output: *out (free with
  *  reel_free) of *out_size bytes. */
-REEL_API int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, size_t n,
-                                           const reel_transform *t, void **out, size_t *out_size,
-                                           reel_decode_stats *stats, reel_error *err);
+REEL_API int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
+                                           void **out, size_t *out_size, reel_decode_stats *stats, reel_error *err);
 
 /** Frames displayed at `seconds` (the frame whose [pts, pts+duration)
  *  contains t). `indices_out` (may be NULL) receives the resolved indices. */
 REEL_API int reel_decoder_get_frames_at_times(reel_decoder *dec, const double *seconds, size_t n,
-                                              const reel_transform *t, void *dst, size_t dst_size,
-                                              int64_t *indices_out,
+                                              const reel_transform *t, void *dst, size_t dst_size, int64_t *indices_out,
                                               reel_decode_stats *stats, reel_error *err);
 
 /** Frames start, start+step, ... < stop (Python slice semantics for
  *  non-negative step; stop clamped to num_frames). `*n_out` gets the count. */
 REEL_API int reel_decoder_get_range(reel_decoder *dec, int64_t start, int64_t stop, int64_t step,
-                                    const reel_transform *t, void *dst, size_t dst_size,
-                                    size_t *n_out, reel_decode_stats *stats, reel_error *err);
+                                    const reel_transform *t, void *dst, size_t dst_size, size_t *n_out,
+                                    reel_decode_stats *stats, reel_error *err);
 
 #ifdef __cplusplus
 }

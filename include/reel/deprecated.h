@@ -13,9 +13,9 @@
 #include "pipeline.h"
 
 #if defined(__GNUC__)
-#  define REEL_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#define REEL_DEPRECATED(msg) __attribute__((deprecated(msg)))
 #else
-#  define REEL_DEPRECATED(msg)
+#define REEL_DEPRECATED(msg)
 #endif
 
 #ifdef __cplusplus
@@ -23,55 +23,106 @@ extern "C" {
 #endif
 
 REEL_DEPRECATED("use reel_dataset_destroy")
-static inline void reel_dataset_free(reel_dataset **ds) { reel_dataset_destroy(ds); }
+static inline void reel_dataset_free(reel_dataset **ds)
+{
+    reel_dataset_destroy(ds);
+}
 REEL_DEPRECATED("use reel_dataset_create_from_dir")
 static inline int reel_dataset_open_dir(reel_dataset **out, const char *dir, const char *extensions, reel_error *err)
-{ return reel_dataset_create_from_dir(out, dir, extensions, err); }
+{
+    return reel_dataset_create_from_dir(out, dir, extensions, err);
+}
 REEL_DEPRECATED("use reel_dataset_create_from_manifest")
 static inline int reel_dataset_open_manifest(reel_dataset **out, const char *path, reel_error *err)
-{ return reel_dataset_create_from_manifest(out, path, err); }
+{
+    return reel_dataset_create_from_manifest(out, path, err);
+}
 REEL_DEPRECATED("use reel_dataset_create_from_path")
 static inline int reel_dataset_open(reel_dataset **out, const char *path, reel_error *err)
-{ return reel_dataset_create_from_path(out, path, err); }
+{
+    return reel_dataset_create_from_path(out, path, err);
+}
 REEL_DEPRECATED("use reel_dataset_get_size")
-static inline size_t reel_dataset_size(const reel_dataset *ds) { return reel_dataset_get_size(ds); }
+static inline size_t reel_dataset_size(const reel_dataset *ds)
+{
+    return reel_dataset_get_size(ds);
+}
 REEL_DEPRECATED("use reel_dataset_get_num_classes")
-static inline size_t reel_dataset_num_classes(const reel_dataset *ds) { return reel_dataset_get_num_classes(ds); }
+static inline size_t reel_dataset_num_classes(const reel_dataset *ds)
+{
+    return reel_dataset_get_num_classes(ds);
+}
 REEL_DEPRECATED("use reel_dataset_get_class_name")
 static inline const char *reel_dataset_class_name(const reel_dataset *ds, int64_t label)
-{ return reel_dataset_get_class_name(ds, label); }
+{
+    return reel_dataset_get_class_name(ds, label);
+}
 REEL_DEPRECATED("use reel_decoder_get_frame_table")
 static inline const reel_frame_entry *reel_decoder_frame_table(const reel_decoder *dec, int64_t *count)
-{ return reel_decoder_get_frame_table(dec, count); }
+{
+    return reel_decoder_get_frame_table(dec, count);
+}
 REEL_DEPRECATED("use reel_decoder_get_info")
-static inline const reel_video_info *reel_decoder_info(const reel_decoder *dec) { return reel_decoder_get_info(dec); }
+static inline const reel_video_info *reel_decoder_info(const reel_decoder *dec)
+{
+    return reel_decoder_get_info(dec);
+}
 REEL_DEPRECATED("use reel_decoder_get_keyframes")
 static inline const int64_t *reel_decoder_keyframes(const reel_decoder *dec, int64_t *count)
-{ return reel_decoder_get_keyframes(dec, count); }
+{
+    return reel_decoder_get_keyframes(dec, count);
+}
 REEL_DEPRECATED("use reel_decoder_get_name")
-static inline const char *reel_decoder_name(const reel_decoder *dec) { return reel_decoder_get_name(dec); }
+static inline const char *reel_decoder_name(const reel_decoder *dec)
+{
+    return reel_decoder_get_name(dec);
+}
 REEL_DEPRECATED("use reel_decoder_get_output_size")
 static inline int reel_decoder_output_size(const reel_decoder *dec, const reel_transform *t, int *width, int *height,
                                            size_t *frame_bytes, reel_error *err)
-{ return reel_decoder_get_output_size(dec, t, width, height, frame_bytes, err); }
+{
+    return reel_decoder_get_output_size(dec, t, width, height, frame_bytes, err);
+}
 REEL_DEPRECATED("use reel_frame_get_index")
-static inline int64_t reel_frame_index(const reel_frame *f) { return reel_frame_get_index(f); }
+static inline int64_t reel_frame_index(const reel_frame *f)
+{
+    return reel_frame_get_index(f);
+}
 REEL_DEPRECATED("use reel_frame_get_pts")
-static inline int64_t reel_frame_pts(const reel_frame *f) { return reel_frame_get_pts(f); }
+static inline int64_t reel_frame_pts(const reel_frame *f)
+{
+    return reel_frame_get_pts(f);
+}
 REEL_DEPRECATED("use reel_frame_get_size")
-static inline void reel_frame_size(const reel_frame *f, int *width, int *height) { reel_frame_get_size(f, width, height); }
+static inline void reel_frame_size(const reel_frame *f, int *width, int *height)
+{
+    reel_frame_get_size(f, width, height);
+}
 REEL_DEPRECATED("use reel_loader_get_batches_per_epoch")
-static inline int64_t reel_loader_batches_per_epoch(const reel_loader *l) { return reel_loader_get_batches_per_epoch(l); }
+static inline int64_t reel_loader_batches_per_epoch(const reel_loader *l)
+{
+    return reel_loader_get_batches_per_epoch(l);
+}
 REEL_DEPRECATED("use reel_loader_get_num_failures")
-static inline int64_t reel_loader_num_failures(reel_loader *l) { return reel_loader_get_num_failures(l); }
+static inline int64_t reel_loader_num_failures(reel_loader *l)
+{
+    return reel_loader_get_num_failures(l);
+}
 REEL_DEPRECATED("use reel_loader_get_failure")
 static inline int reel_loader_failure(reel_loader *l, int64_t i, reel_failure *out, reel_error *err)
-{ return reel_loader_get_failure(l, i, out, err); }
+{
+    return reel_loader_get_failure(l, i, out, err);
+}
 REEL_DEPRECATED("use reel_loader_get_metrics_json")
 static inline int reel_loader_metrics_json(reel_loader *l, char **json, reel_error *err)
-{ return reel_loader_get_metrics_json(l, json, err); }
+{
+    return reel_loader_get_metrics_json(l, json, err);
+}
 REEL_DEPRECATED("use reel_transform_default_settings")
-static inline void reel_transform_default(reel_transform *t) { reel_transform_default_settings(t); }
+static inline void reel_transform_default(reel_transform *t)
+{
+    reel_transform_default_settings(t);
+}
 
 /* enum values: REEL_RESIZE_MODE_* (where the resize happens) is apart from
  * REEL_RESIZE_* of reel_resize_kind (what the resize is) */

@@ -21,13 +21,13 @@ extern "C" {
 typedef struct reel_remote_settings {
     double request_timeout;     /**< seconds per request; default 30 */
     double connect_timeout;     /**< seconds to connect; default 10 */
-    int    max_retries;         /**< retries of a failed request (connection errors,
+    int max_retries;            /**< retries of a failed request (connection errors,
                                      timeouts, 429, 5xx, short bodies); default 5 */
     double retry_budget;        /**< seconds all tries of one request may take; default 60 */
     size_t readahead_min;       /**< bytes fetched at least per request; default 256 KiB */
     size_t readahead_max;       /**< readahead grows to this on sequential reads; default 8 MiB */
     size_t whole_object_max;    /**< objects up to this size are fetched whole; default 16 MiB */
-    int    verify_tls;          /**< verify certificates; default 1 */
+    int verify_tls;             /**< verify certificates; default 1 */
     const char *ca_bundle;      /**< a CA bundle file; NULL: the system's */
     const char *bearer_token;   /**< http(s): "Authorization: Bearer ..."; NULL: none */
     const char *const *headers; /**< extra "Name: value" headers, NULL-terminated; NULL: none */
@@ -38,7 +38,7 @@ typedef struct reel_remote_settings {
 typedef struct reel_remote_stats {
     int64_t requests, retries, failures;
     int64_t bytes_fetched;
-    double  request_seconds;
+    double request_seconds;
 } reel_remote_stats;
 
 /** Fills `s` with the defaults documented on each field. */

@@ -39,17 +39,17 @@ extern "C" {
 
 /** The four per-video clip samplers (torchcodec's semantics). */
 typedef enum reel_sampler_kind {
-    REEL_SAMPLE_RANDOM_INDICES  = 0, /**< clip starts uniform in [range_start, range_end) frames */
+    REEL_SAMPLE_RANDOM_INDICES = 0,  /**< clip starts uniform in [range_start, range_end) frames */
     REEL_SAMPLE_REGULAR_INDICES = 1, /**< clip starts evenly spaced (linspace) over the range */
-    REEL_SAMPLE_RANDOM_TIMES    = 2, /**< clip starts uniform in [range_start, range_end) seconds */
-    REEL_SAMPLE_REGULAR_TIMES   = 3  /**< clip starts range_start + k*(width/clips) seconds */
+    REEL_SAMPLE_RANDOM_TIMES = 2,    /**< clip starts uniform in [range_start, range_end) seconds */
+    REEL_SAMPLE_REGULAR_TIMES = 3    /**< clip starts range_start + k*(width/clips) seconds */
 } reel_sampler_kind;
 
 /** What happens to a clip that runs past the end of the video (or segment). */
 typedef enum reel_clip_policy {
     REEL_CLIP_REPEAT_LAST = 0, /**< repeat the clip's last frame that exists */
-    REEL_CLIP_WRAP        = 1, /**< cycle through the clip's frames that exist */
-    REEL_CLIP_DROP        = 2  /**< drop the clip; a video that then lacks clips
+    REEL_CLIP_WRAP = 1,        /**< cycle through the clip's frames that exist */
+    REEL_CLIP_DROP = 2         /**< drop the clip; a video that then lacks clips
                                     fails with REEL_E_OUT_OF_RANGE and the error
                                     policy applies */
 } reel_clip_policy;
@@ -57,17 +57,17 @@ typedef enum reel_clip_policy {
 /** Sampler parameters. Ranges are relative to the video (or the sample's
  *  segment): 0 is its first frame / its begin time. */
 typedef struct reel_sampler_settings {
-    int    kind;                   /**< reel_sampler_kind; default RANDOM_INDICES */
-    int    clips_per_video;        /**< default 1 */
-    int    frames_per_clip;        /**< default 8 */
-    int    frame_stride;           /**< index kinds: frames between clip frames; default 1 */
+    int kind;                      /**< reel_sampler_kind; default RANDOM_INDICES */
+    int clips_per_video;           /**< default 1 */
+    int frames_per_clip;           /**< default 8 */
+    int frame_stride;              /**< index kinds: frames between clip frames; default 1 */
     double seconds_between_frames; /**< time kinds: 0 (default) = 1 / average fps */
     /** Clip starts are drawn from [range_start, range_end): frames for index
      *  kinds, seconds for time kinds. Negative values count from the end.
      *  range_end 0 (default): the largest start whose clip still fits (at
      *  least one start). range_start default 0. */
     double range_start, range_end;
-    int    policy;                 /**< reel_clip_policy; default REPEAT_LAST */
+    int policy; /**< reel_clip_policy; default REPEAT_LAST */
 } reel_sampler_settings;
 
 /* ======================================================================
@@ -76,31 +76,27 @@ typedef struct reel_sampler_settings {
 
 /** How the frame is resized before the crop. */
 typedef enum reel_resize_kind {
-    REEL_RESIZE_KEEP       = 0, /**< no resize */
+    REEL_RESIZE_KEEP = 0,       /**< no resize */
     REEL_RESIZE_SHORT_SIDE = 1, /**< short side to `short_side`, aspect kept (long side floored) */
-    REEL_RESIZE_EXACT      = 2  /**< to resize_width x resize_height */
+    REEL_RESIZE_EXACT = 2       /**< to resize_width x resize_height */
 } reel_resize_kind;
 
 typedef enum reel_crop_kind {
-    REEL_CROP_NONE           = 0,
-    REEL_CROP_CENTER         = 1,
-    REEL_CROP_RANDOM         = 2,
-    REEL_CROP_RANDOM_RESIZED = 3  /**< torchvision RandomResizedCrop on the source
+    REEL_CROP_NONE = 0,
+    REEL_CROP_CENTER = 1,
+    REEL_CROP_RANDOM = 2,
+    REEL_CROP_RANDOM_RESIZED = 3 /**< torchvision RandomResizedCrop on the source
                                        frame (the resize settings are ignored) */
 } reel_crop_kind;
 
 typedef enum reel_flip_kind {
-    REEL_FLIP_NONE   = 0,
+    REEL_FLIP_NONE = 0,
     REEL_FLIP_ALWAYS = 1,
-    REEL_FLIP_RANDOM = 2  /**< with probability flip_probability, per clip */
+    REEL_FLIP_RANDOM = 2 /**< with probability flip_probability, per clip */
 } reel_flip_kind;
 
 /** Memory layout of a batch. T = frames per clip. */
-typedef enum reel_batch_layout {
-    REEL_BATCH_BTCHW = 0,
-    REEL_BATCH_BCTHW = 1,
-    REEL_BATCH_BTHWC = 2
-} reel_batch_layout;
+typedef enum reel_batch_layout { REEL_BATCH_BTCHW = 0, REEL_BATCH_BCTHW = 1, REEL_BATCH_BTHWC = 2 } reel_batch_layout;
 
 /** What each clip becomes. All of it runs inside one conversion per frame:
  *  resize and crop are mapped back to a crop of the source, so full
@@ -108,23 +104,23 @@ typedef enum reel_batch_layout {
  *  (crop position, scale, ratio, flip) are made once per clip. The output
  *  size must be fixed: a crop, or an exact resize. */
 typedef struct reel_clip_transform {
-    int    resize;            /**< reel_resize_kind; default SHORT_SIDE */
-    int    short_side;        /**< default 256 */
-    int    resize_width, resize_height;  /**< for REEL_RESIZE_EXACT */
-    int    crop;              /**< reel_crop_kind; default CENTER */
-    int    crop_width, crop_height;      /**< default 224 x 224 */
-    double scale_min, scale_max;  /**< RANDOM_RESIZED area fraction; default 0.08, 1 */
-    double ratio_min, ratio_max;  /**< RANDOM_RESIZED aspect range; default 3/4, 4/3 */
-    int    flip;              /**< reel_flip_kind; default NONE */
-    double flip_probability;  /**< default 0.5 */
-    int    filter;            /**< reel_filter; default BILINEAR */
-    int    resize_mode;       /**< reel_resize_mode; default FUSED */
-    int    apply_rotation;    /**< honour the display matrix; default 1 */
-    int    dtype;             /**< reel_dtype; default UINT8 */
-    int    layout;            /**< reel_batch_layout; default BTCHW */
-    float  scale;             /**< float dtypes: out = (v/scale - mean) / std; default 255 */
-    float  mean[3];           /**< default 0 */
-    float  std[3];            /**< default 1 */
+    int resize;                      /**< reel_resize_kind; default SHORT_SIDE */
+    int short_side;                  /**< default 256 */
+    int resize_width, resize_height; /**< for REEL_RESIZE_EXACT */
+    int crop;                        /**< reel_crop_kind; default CENTER */
+    int crop_width, crop_height;     /**< default 224 x 224 */
+    double scale_min, scale_max;     /**< RANDOM_RESIZED area fraction; default 0.08, 1 */
+    double ratio_min, ratio_max;     /**< RANDOM_RESIZED aspect range; default 3/4, 4/3 */
+    int flip;                        /**< reel_flip_kind; default NONE */
+    double flip_probability;         /**< default 0.5 */
+    int filter;                      /**< reel_filter; default BILINEAR */
+    int resize_mode;                 /**< reel_resize_mode; default FUSED */
+    int apply_rotation;              /**< honour the display matrix; default 1 */
+    int dtype;                       /**< reel_dtype; default UINT8 */
+    int layout;                      /**< reel_batch_layout; default BTCHW */
+    float scale;                     /**< float dtypes: out = (v/scale - mean) / std; default 255 */
+    float mean[3];                   /**< default 0 */
+    float std[3];                    /**< default 1 */
 } reel_clip_transform;
 
 /* ======================================================================
@@ -132,21 +128,21 @@ typedef struct reel_clip_transform {
  * ====================================================================== */
 
 typedef enum reel_error_policy {
-    REEL_ON_ERROR_SKIP    = 0, /**< drop the sample; its batch is shorter */
+    REEL_ON_ERROR_SKIP = 0,    /**< drop the sample; its batch is shorter */
     REEL_ON_ERROR_REPLACE = 1, /**< decode another (deterministically chosen) sample in its place */
-    REEL_ON_ERROR_RAISE   = 2  /**< reel_loader_next() returns the sample's error for its batch */
+    REEL_ON_ERROR_RAISE = 2    /**< reel_loader_next() returns the sample's error for its batch */
 } reel_error_policy;
 
 typedef enum reel_shard_mode {
-    REEL_SHARD_PAD  = 0, /**< repeat samples from the start so every rank has ceil(N/world) */
-    REEL_SHARD_DROP = 1  /**< drop the tail so every rank has floor(N/world) */
+    REEL_SHARD_PAD = 0, /**< repeat samples from the start so every rank has ceil(N/world) */
+    REEL_SHARD_DROP = 1 /**< drop the tail so every rank has floor(N/world) */
 } reel_shard_mode;
 
 /** A failure record: the video, why, and where it was in the epoch. */
 typedef struct reel_failure {
-    char    path[1024];
-    char    reason[REEL_ERROR_MSG_SIZE]; /**< "<path>: <reason>" */
-    int     status;
+    char path[1024];
+    char reason[REEL_ERROR_MSG_SIZE]; /**< "<path>: <reason>" */
+    int status;
     int64_t epoch;
     int64_t position;
     int64_t sample;
@@ -155,41 +151,41 @@ typedef struct reel_failure {
 /** Loader settings. Initialise with reel_loader_default_settings(). */
 typedef struct reel_loader_settings {
     reel_sampler_settings sampler;
-    reel_clip_transform   transform;
+    reel_clip_transform transform;
 
-    int      batch_size;        /**< videos per batch; default 32. A batch holds
+    int batch_size;       /**< videos per batch; default 32. A batch holds
                                      batch_size * clips_per_video clips */
-    int      drop_last;         /**< drop a last, partial batch; default 0 */
-    int      shuffle;           /**< shuffle every epoch; default 1 */
-    uint64_t seed;              /**< drives shuffle, samplers, crops, flips, replacement; default 0 */
-    int64_t  epochs;            /**< epochs to run; 0: no limit; default 1 */
-    int      rank, world_size;  /**< sharding; default 0, 1 */
-    int      shard_mode;        /**< reel_shard_mode; default PAD */
-    int      ordered;           /**< 1 (default): batches in sampler order,
+    int drop_last;        /**< drop a last, partial batch; default 0 */
+    int shuffle;          /**< shuffle every epoch; default 1 */
+    uint64_t seed;        /**< drives shuffle, samplers, crops, flips, replacement; default 0 */
+    int64_t epochs;       /**< epochs to run; 0: no limit; default 1 */
+    int rank, world_size; /**< sharding; default 0, 1 */
+    int shard_mode;       /**< reel_shard_mode; default PAD */
+    int ordered;          /**< 1 (default): batches in sampler order,
                                      deterministic; 0: as they are ready */
-    int      on_error;          /**< reel_error_policy; default SKIP */
-    int      max_replacements;  /**< REPLACE: tries per sample before it is skipped; default 16 */
+    int on_error;         /**< reel_error_policy; default SKIP */
+    int max_replacements; /**< REPLACE: tries per sample before it is skipped; default 16 */
     /** Seconds of work per sample (open + decode); 0: none (default). Past
      *  it, a sample fails with REEL_E_TIMEOUT at its next frame; one still
      *  inside the decoder a grace later (limit/4, at least 20 ms) is
      *  abandoned by a watchdog so its batch goes on without it (never
      *  replaced); its decoder is interrupted at the next packet or read
      *  (reel_decoder_settings.interrupt) and its thread rejoins the pool. */
-    double   sample_time_limit;
+    double sample_time_limit;
 
-    int      open_threads;      /**< stage 1 (open and index); 0: cores/4, at least 1 */
-    int      decode_threads;    /**< stage 2 (decode and transform); 0: cores */
-    int      collate_threads;   /**< stage 3 (collate); 0: 1 */
-    int      decoder_threads;   /**< FFmpeg threads inside each decoder; default 1 */
-    int      prefetch_batches;  /**< batch buffers in the ring; 0: 2 + ceil(decode_threads / batch_size) */
-    int      queue_capacity;    /**< bound of each stage's input queue; 0: auto */
-    size_t   alignment;         /**< batch buffer alignment in bytes (power of two); default 4096 */
+    int open_threads;     /**< stage 1 (open and index); 0: cores/4, at least 1 */
+    int decode_threads;   /**< stage 2 (decode and transform); 0: cores */
+    int collate_threads;  /**< stage 3 (collate); 0: 1 */
+    int decoder_threads;  /**< FFmpeg threads inside each decoder; default 1 */
+    int prefetch_batches; /**< batch buffers in the ring; 0: 2 + ceil(decode_threads / batch_size) */
+    int queue_capacity;   /**< bound of each stage's input queue; 0: auto */
+    size_t alignment;     /**< batch buffer alignment in bytes (power of two); default 4096 */
 
-    int      index_mode;        /**< reel_index_mode for opening videos; default REEL_INDEX_READ */
-    int      corrupt_policy;    /**< reel_corrupt_policy; default REEL_CORRUPT_FAIL */
+    int index_mode;     /**< reel_index_mode for opening videos; default REEL_INDEX_READ */
+    int corrupt_policy; /**< reel_corrupt_policy; default REEL_CORRUPT_FAIL */
 
-    int      trace;             /**< record per-thread events for reel_loader_write_trace; default 0 */
-    int      trace_capacity;    /**< events kept per thread (newest win); default 16384 */
+    int trace;          /**< record per-thread events for reel_loader_write_trace; default 0 */
+    int trace_capacity; /**< events kept per thread (newest win); default 16384 */
 
     /** 1: page-locked (pinned) batch buffers, for asynchronous copies to a
      *  GPU straight from the ring. They come from cudaHostAlloc in the CUDA
@@ -201,19 +197,19 @@ typedef struct reel_loader_settings {
      *  reel_loader_metrics.ring_memory says which. A GPU copy from a
      *  pinned buffer may run after the call that started it returns: keep
      *  the batch until the copy is done before releasing it. Default 0. */
-    int      pin_memory;
+    int pin_memory;
 
     /** Coverage below which an epoch ends with REEL_E_NO_DATA (0..1; the
      *  share of a epoch's samples that loaded); 0 (default): off. An epoch
      *  in which no sample loaded always ends with REEL_E_NO_DATA. */
-    double   min_coverage;
+    double min_coverage;
     /** Failures kept for reel_loader_get_failure() and the metrics: the most
      *  recent ones; counts per cause cover the whole run. Default 1000. */
-    int      failure_log_size;
+    int failure_log_size;
     /** Called once for every failure (any stage thread, serialised), for a
      *  caller who wants them all. NULL: none. */
-    void   (*on_failure)(void *opaque, const reel_failure *failure);
-    void    *on_failure_opaque;
+    void (*on_failure)(void *opaque, const reel_failure *failure);
+    void *on_failure_opaque;
     /** Shuffle order suited to sequential reads (a packed store's records,
      *  FFCV's quasi-random order). 0 (default): a full shuffle. W > 0: the
      *  dataset order (a store's record order) is cut into blocks of W
@@ -223,8 +219,8 @@ typedef struct reel_loader_settings {
      *  random, less sequential; W >= the dataset size is a full shuffle.
      *  Deterministic from (seed, epoch) like every shuffle; sharding, resume
      *  and drop_last/padding apply to it unchanged. Ignored without shuffle. */
-    int64_t  shuffle_window;
-    uint8_t  reserved[64];      /**< zero (the defaults function clears it); room to grow without an ABI break */
+    int64_t shuffle_window;
+    uint8_t reserved[64]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;
 
 /** Fills `s` with the defaults documented on each field (Kinetics-like:
@@ -234,18 +230,18 @@ REEL_API void reel_loader_default_settings(reel_loader_settings *s);
 
 /** Per-clip description of a batch row. Pointers live until release. */
 typedef struct reel_clip_info {
-    int64_t sample;        /**< dataset index that was decoded */
-    int64_t requested;     /**< dataset index the sampler chose (differs after a replacement) */
-    int64_t position;      /**< rank-local position of the sample in the epoch */
-    const char *path;      /**< the decoded video's path */
+    int64_t sample;    /**< dataset index that was decoded */
+    int64_t requested; /**< dataset index the sampler chose (differs after a replacement) */
+    int64_t position;  /**< rank-local position of the sample in the epoch */
+    const char *path;  /**< the decoded video's path */
     int64_t label;
-    int32_t clip;          /**< clip number within its video, 0..clips_per_video-1 */
-    int32_t attempt;       /**< 0, or the replacement try that succeeded */
-    int32_t padded;        /**< 1: a repeated sample that evens out the shards */
-    int32_t flipped;       /**< 1: mirrored */
+    int32_t clip;                           /**< clip number within its video, 0..clips_per_video-1 */
+    int32_t attempt;                        /**< 0, or the replacement try that succeeded */
+    int32_t padded;                         /**< 1: a repeated sample that evens out the shards */
+    int32_t flipped;                        /**< 1: mirrored */
     int32_t crop_x, crop_y, crop_w, crop_h; /**< source crop (display coordinates) actually used */
-    const int64_t *frame_indices; /**< frames_per_clip frame indices, in clip order */
-    const int64_t *pts;    /**< their presentation timestamps (time base below) */
+    const int64_t *frame_indices;           /**< frames_per_clip frame indices, in clip order */
+    const int64_t *pts;                     /**< their presentation timestamps (time base below) */
     int32_t time_base_num, time_base_den;
 } reel_clip_info;
 
@@ -254,21 +250,21 @@ typedef struct reel_clip_info {
  *  smaller than batch_size * clips_per_video for a last partial batch or
  *  when samples were skipped. */
 typedef struct reel_batch {
-    void   *data;
-    size_t  bytes;          /**< bytes of valid data: shape[0] * strides[0] * element size */
-    int     dtype;          /**< reel_dtype */
-    int     layout;         /**< reel_batch_layout */
-    int     ndim;           /**< 5 */
+    void *data;
+    size_t bytes; /**< bytes of valid data: shape[0] * strides[0] * element size */
+    int dtype;    /**< reel_dtype */
+    int layout;   /**< reel_batch_layout */
+    int ndim;     /**< 5 */
     int64_t shape[5];
     int64_t strides[5];
-    int64_t num_clips;      /**< == shape[0] */
-    const int64_t *labels;  /**< num_clips labels */
+    int64_t num_clips;           /**< == shape[0] */
+    const int64_t *labels;       /**< num_clips labels */
     const reel_clip_info *clips; /**< num_clips rows */
     int64_t epoch;
-    int64_t index;          /**< batch number within the epoch (rank-local) */
-    int64_t position;       /**< rank-local epoch position of its first sample */
-    int64_t num_samples;    /**< samples the batch was planned with */
-    int64_t num_failed;     /**< of those, samples skipped after failing */
+    int64_t index;       /**< batch number within the epoch (rank-local) */
+    int64_t position;    /**< rank-local epoch position of its first sample */
+    int64_t num_samples; /**< samples the batch was planned with */
+    int64_t num_failed;  /**< of those, samples skipped after failing */
 } reel_batch;
 
 /** Resumable position: the next batch starts at sample `position` (rank-local)
@@ -279,43 +275,42 @@ typedef struct reel_loader_state {
 } reel_loader_state;
 
 
-
 /** Pipeline stages, for metrics. */
 enum { REEL_STAGE_OPEN = 0, REEL_STAGE_DECODE = 1, REEL_STAGE_COLLATE = 2, REEL_STAGE_COUNT = 3 };
 
 typedef struct reel_stage_metrics {
-    const char *name;       /**< "open", "decode", "collate" */
-    int     threads;
-    double  busy_fraction;  /**< busy thread-seconds / (threads x seconds) */
-    double  busy_seconds;
+    const char *name; /**< "open", "decode", "collate" */
+    int threads;
+    double busy_fraction; /**< busy thread-seconds / (threads x seconds) */
+    double busy_seconds;
     int64_t items;          /**< tasks finished */
     int64_t queue_depth;    /**< input queue depth now */
-    double  queue_depth_avg;/**< time-averaged input queue depth */
+    double queue_depth_avg; /**< time-averaged input queue depth */
     int64_t queue_capacity;
 } reel_stage_metrics;
 
 typedef struct reel_loader_metrics {
-    double  seconds;            /**< wall time since start (or restore), stopped at the last epoch's end */
-    int64_t frames;             /**< frames delivered in batches */
-    int64_t clips;              /**< clips delivered */
+    double seconds; /**< wall time since start (or restore), stopped at the last epoch's end */
+    int64_t frames; /**< frames delivered in batches */
+    int64_t clips;  /**< clips delivered */
     int64_t batches;
-    double  frames_per_second, clips_per_second;
-    int64_t attempts;           /**< samples tried (replacements included) */
+    double frames_per_second, clips_per_second;
+    int64_t attempts; /**< samples tried (replacements included) */
     int64_t successes;
     int64_t failures;
     int64_t replacements;
-    double  coverage;           /**< successes / attempts (1 when nothing was tried) */
-    int64_t frames_decoded;     /**< by the codec, wanted or not */
-    int64_t frames_returned;    /**< distinct frames the decoder handed over */
-    double  amplification;      /**< frames_decoded / frames_returned */
-    int64_t rss_bytes;          /**< now */
-    int64_t peak_rss_bytes;     /**< process peak (VmHWM) */
-    int64_t ring_bytes;         /**< batch buffers */
-    const char *ring_memory;    /**< "pinned" (every batch buffer page-locked), "plain" or "mixed" */
-    double  data_time_s;        /**< consumer time blocked in reel_loader_next */
-    double  model_time_s;       /**< consumer time between a batch and the next request */
+    double coverage;         /**< successes / attempts (1 when nothing was tried) */
+    int64_t frames_decoded;  /**< by the codec, wanted or not */
+    int64_t frames_returned; /**< distinct frames the decoder handed over */
+    double amplification;    /**< frames_decoded / frames_returned */
+    int64_t rss_bytes;       /**< now */
+    int64_t peak_rss_bytes;  /**< process peak (VmHWM) */
+    int64_t ring_bytes;      /**< batch buffers */
+    const char *ring_memory; /**< "pinned" (every batch buffer page-locked), "plain" or "mixed" */
+    double data_time_s;      /**< consumer time blocked in reel_loader_next */
+    double model_time_s;     /**< consumer time between a batch and the next request */
     reel_stage_metrics stages[REEL_STAGE_COUNT];
-    const char *bottleneck;     /**< "open", "decode", "collate" or "consumer" */
+    const char *bottleneck; /**< "open", "decode", "collate" or "consumer" */
 } reel_loader_metrics;
 
 /** The loader. Thread-safety: reel_loader_next, _get_state, _restore and
@@ -328,8 +323,7 @@ typedef struct reel_loader reel_loader;
  *  The dataset must outlive the loader and becomes frozen. Fails with
  *  REEL_E_INVALID_ARG on bad settings, REEL_E_EMPTY if a rank would get no
  *  batch, REEL_E_NOMEM if the ring cannot be allocated. */
-REEL_API int reel_loader_create(reel_loader **out, reel_dataset *ds,
-                                const reel_loader_settings *s, reel_error *err);
+REEL_API int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_settings *s, reel_error *err);
 
 /** Blocks until the next batch is ready and hands it out in *out. At the end
  *  of each epoch it returns REEL_OK with *out = NULL once, then goes on with
@@ -362,8 +356,8 @@ REEL_API int64_t reel_loader_get_batches_per_epoch(const reel_loader *l);
  *  REEL_E_INVALID_ARG on n < 0, world_size < 1, batch_size < 1 or an unknown
  *  shard mode. Either output may be NULL. */
 REEL_API int reel_loader_epoch_shape(int64_t num_samples, int world_size, reel_shard_mode shard_mode,
-                                     int64_t batch_size, int drop_last, int64_t *per_rank,
-                                     int64_t *batches, reel_error *err);
+                                     int64_t batch_size, int drop_last, int64_t *per_rank, int64_t *batches,
+                                     reel_error *err);
 
 /** The position to resume from: the epoch and the rank-local sample after
  *  the last batch handed out. In unordered mode, batches handed out beyond

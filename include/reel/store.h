@@ -28,55 +28,55 @@ extern "C" {
 /** How frames are stored. */
 typedef enum reel_store_format {
     REEL_STORE_FORMAT_JPEG = 1, /**< one baseline JPEG per frame (libjpeg-turbo, 4:2:0) */
-    REEL_STORE_FORMAT_RAW  = 2, /**< RGB24 per frame, optionally zstd-compressed */
+    REEL_STORE_FORMAT_RAW = 2,  /**< RGB24 per frame, optionally zstd-compressed */
     REEL_STORE_FORMAT_H264 = 3  /**< each record one short-GOP H.264 stream (Matroska) */
 } reel_store_format;
 
 /** Progress of a build, for reel_pack_settings.progress. */
 typedef struct reel_pack_progress {
-    int64_t videos_total;   /**< videos in this part */
-    int64_t videos_done;    /**< finished, failed ones included (and ones done before a resume) */
+    int64_t videos_total; /**< videos in this part */
+    int64_t videos_done;  /**< finished, failed ones included (and ones done before a resume) */
     int64_t videos_failed;
     int64_t videos_resumed; /**< found finished in the journal at start */
     int64_t bytes_written;  /**< record bytes in this part so far */
-    double  elapsed;        /**< seconds since this run started */
+    double elapsed;         /**< seconds since this run started */
 } reel_pack_progress;
 
 /** Build settings. Initialise with reel_pack_default_settings(). */
 typedef struct reel_pack_settings {
-    reel_store_format format;  /**< default JPEG */
-    int      short_side;       /**< frames stored with this short side, aspect kept; default 256 */
-    int      width, height;    /**< both > 0: exact size instead of short_side; default 0 */
-    double   fps;              /**< > 0: keep the frames shown at k/fps seconds (see docs/STORE.md); default 0 */
-    int      every;            /**< > 1: keep source frames 0, every, 2*every, ...; default 1 (all) */
-    int      quality;          /**< JPEG quality 1..100; default 90 */
-    int      zstd_level;       /**< RAW: 0 uncompressed (default), 1..19 zstd level */
-    int      gop;              /**< H264: keyframe interval; default 8 */
-    int      crf;              /**< H264: x264 constant rate factor; default 18 */
-    int64_t  shard_size;       /**< bytes per shard before a new one starts; default 1 GiB */
-    int      threads;          /**< decode/encode threads; 0: the core count */
-    int      part_index, part_count; /**< build the 1/part_count of the dataset with
+    reel_store_format format;   /**< default JPEG */
+    int short_side;             /**< frames stored with this short side, aspect kept; default 256 */
+    int width, height;          /**< both > 0: exact size instead of short_side; default 0 */
+    double fps;                 /**< > 0: keep the frames shown at k/fps seconds (see docs/STORE.md); default 0 */
+    int every;                  /**< > 1: keep source frames 0, every, 2*every, ...; default 1 (all) */
+    int quality;                /**< JPEG quality 1..100; default 90 */
+    int zstd_level;             /**< RAW: 0 uncompressed (default), 1..19 zstd level */
+    int gop;                    /**< H264: keyframe interval; default 8 */
+    int crf;                    /**< H264: x264 constant rate factor; default 18 */
+    int64_t shard_size;         /**< bytes per shard before a new one starts; default 1 GiB */
+    int threads;                /**< decode/encode threads; 0: the core count */
+    int part_index, part_count; /**< build the 1/part_count of the dataset with
                                           sample % part_count == part_index; default 0, 1 */
     /** Called from the calling thread after each video, and once at the end. */
-    void   (*progress)(void *opaque, const reel_pack_progress *p);
-    void    *progress_opaque;
+    void (*progress)(void *opaque, const reel_pack_progress *p);
+    void *progress_opaque;
     /** Polled between videos; non-zero stops the build (REEL_E_CANCELLED; it
      *  resumes where it stopped when run again). */
-    int    (*interrupt)(void *opaque);
-    void    *interrupt_opaque;
-    uint8_t  reserved[64];     /**< zero; room to grow without an ABI break */
+    int (*interrupt)(void *opaque);
+    void *interrupt_opaque;
+    uint8_t reserved[64]; /**< zero; room to grow without an ABI break */
 } reel_pack_settings;
 
 /** What a build did. */
 typedef struct reel_pack_report {
-    int64_t videos;            /**< in this part */
-    int64_t packed;            /**< stored */
-    int64_t failed;            /**< recorded in the index with their reason */
-    int64_t resumed;           /**< found already finished */
-    int64_t frames;            /**< frames stored by this part */
-    int64_t bytes;             /**< record bytes of this part */
-    double  seconds;
-    int     merged;            /**< 1: the store's index was written (a single-part build) */
+    int64_t videos;  /**< in this part */
+    int64_t packed;  /**< stored */
+    int64_t failed;  /**< recorded in the index with their reason */
+    int64_t resumed; /**< found already finished */
+    int64_t frames;  /**< frames stored by this part */
+    int64_t bytes;   /**< record bytes of this part */
+    double seconds;
+    int merged; /**< 1: the store's index was written (a single-part build) */
 } reel_pack_report;
 
 /** Fills `s` with the defaults documented on each field. */
@@ -100,12 +100,12 @@ REEL_API int reel_pack_merge(const char *out_dir, reel_error *err);
 
 /** Result of reel_store_verify. */
 typedef struct reel_store_verify_report {
-    int64_t records;           /**< records checked */
+    int64_t records; /**< records checked */
     int64_t frames;
     int64_t bytes;
-    int64_t bad;               /**< records that failed a check */
-    int64_t failed_to_pack;    /**< records stored as failures */
-    char    first_problem[REEL_ERROR_MSG_SIZE]; /**< "" when all is well */
+    int64_t bad;                             /**< records that failed a check */
+    int64_t failed_to_pack;                  /**< records stored as failures */
+    char first_problem[REEL_ERROR_MSG_SIZE]; /**< "" when all is well */
 } reel_store_verify_report;
 
 /** Reads every record and checks every checksum. REEL_OK with bad == 0
@@ -121,36 +121,36 @@ typedef struct reel_store reel_store;
 /** Store-wide facts. Strings owned by the store. */
 typedef struct reel_store_info {
     reel_store_format format;
-    int      version;          /**< index format version */
-    int64_t  num_records;
-    int64_t  num_frames;       /**< stored frames in all records */
-    int64_t  num_failed;       /**< records stored as failures */
-    int64_t  num_classes;
-    int64_t  bytes;            /**< record bytes in all shards */
-    int      num_shards;
-    int      short_side, width, height, quality, zstd_level, gop;
-    double   fps;
-    int      every;
+    int version; /**< index format version */
+    int64_t num_records;
+    int64_t num_frames; /**< stored frames in all records */
+    int64_t num_failed; /**< records stored as failures */
+    int64_t num_classes;
+    int64_t bytes; /**< record bytes in all shards */
+    int num_shards;
+    int short_side, width, height, quality, zstd_level, gop;
+    double fps;
+    int every;
 } reel_store_info;
 
 /** One record (one video or segment). Pointers live as long as the store. */
 typedef struct reel_store_record {
-    const char *source_path;   /**< the video it came from */
-    int64_t  label;            /**< class index (sorted class names), or the
+    const char *source_path;          /**< the video it came from */
+    int64_t label;                    /**< class index (sorted class names), or the
                                     manifest's integer label; -1: none */
-    const char *class_name;    /**< "" when labels are integers or absent */
-    int      status;           /**< REEL_OK, or why the video could not be packed */
-    const char *reason;        /**< "" or the failure message */
-    int64_t  num_frames;       /**< stored frames */
-    int      width, height;    /**< stored size */
-    int      time_base_num, time_base_den; /**< of the source pts */
-    int      avg_fps_num, avg_fps_den;     /**< of the source */
-    int64_t  source_num_frames;
-    double   segment_start, segment_end;   /**< as in the manifest (end < 0: to the end) */
-    int64_t  source_size;      /**< bytes of the source when it was packed */
-    int64_t  source_mtime_ns;
-    const char *shard;         /**< shard file name */
-    int64_t  offset, length;   /**< bytes in the shard */
+    const char *class_name;           /**< "" when labels are integers or absent */
+    int status;                       /**< REEL_OK, or why the video could not be packed */
+    const char *reason;               /**< "" or the failure message */
+    int64_t num_frames;               /**< stored frames */
+    int width, height;                /**< stored size */
+    int time_base_num, time_base_den; /**< of the source pts */
+    int avg_fps_num, avg_fps_den;     /**< of the source */
+    int64_t source_num_frames;
+    double segment_start, segment_end; /**< as in the manifest (end < 0: to the end) */
+    int64_t source_size;               /**< bytes of the source when it was packed */
+    int64_t source_mtime_ns;
+    const char *shard;      /**< shard file name */
+    int64_t offset, length; /**< bytes in the shard */
 } reel_store_record;
 
 /** Opens the store in `dir` (its index, store.idx, read through reel's byte
@@ -193,11 +193,11 @@ typedef struct reel_store_reader reel_store_reader;
 
 /** Reader settings. Initialise with reel_store_reader_default_settings(). */
 typedef struct reel_store_reader_settings {
-    int    (*interrupt)(void *opaque);  /**< as reel_decoder_settings.interrupt; NULL: none */
-    void    *interrupt_opaque;
-    int      decoder_threads;           /**< H264 records; default 1 */
-    int      verify;                    /**< check each frame's checksum on read; default 1 */
-    uint8_t  reserved[64];
+    int (*interrupt)(void *opaque); /**< as reel_decoder_settings.interrupt; NULL: none */
+    void *interrupt_opaque;
+    int decoder_threads; /**< H264 records; default 1 */
+    int verify;          /**< check each frame's checksum on read; default 1 */
+    uint8_t reserved[64];
 } reel_store_reader_settings;
 
 /** Per-read statistics. */
@@ -205,7 +205,7 @@ typedef struct reel_store_read_stats {
     int64_t bytes_read;
     int64_t frames_decoded;
     int64_t frames_returned;
-    double  read_seconds, decode_seconds;
+    double read_seconds, decode_seconds;
 } reel_store_read_stats;
 
 REEL_API void reel_store_reader_default_settings(reel_store_reader_settings *s);
@@ -224,14 +224,13 @@ REEL_API void reel_store_reader_destroy(reel_store_reader **r);
  *  missing shard is REEL_E_CORRUPT / REEL_E_NOT_FOUND with a message naming
  *  the store, the shard, the video and the reason. `stats` may be NULL. */
 REEL_API int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n,
-                                    reel_frame_fn fn, void *opaque, reel_store_read_stats *stats,
-                                    reel_error *err);
+                                    reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err);
 
 /** The same by SOURCE frame index: a source index that was not stored is
  *  REEL_E_OUT_OF_RANGE naming the video and the index. */
 REEL_API int reel_store_reader_read_source(reel_store_reader *r, int64_t record, const int64_t *source_indices,
-                                           size_t n, reel_frame_fn fn, void *opaque,
-                                           reel_store_read_stats *stats, reel_error *err);
+                                           size_t n, reel_frame_fn fn, void *opaque, reel_store_read_stats *stats,
+                                           reel_error *err);
 
 #ifdef __cplusplus
 }

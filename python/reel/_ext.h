@@ -27,15 +27,26 @@
  * ====================================================================== */
 
 #if PY_VERSION_HEX < 0x030A00F0
-static inline PyObject *Py_NewRef(PyObject *o) { Py_INCREF(o); return o; }
-static inline PyObject *Py_XNewRef(PyObject *o) { Py_XINCREF(o); return o; }
+static inline PyObject *Py_NewRef(PyObject *o)
+{
+    Py_INCREF(o);
+    return o;
+}
+static inline PyObject *Py_XNewRef(PyObject *o)
+{
+    Py_XINCREF(o);
+    return o;
+}
 #endif
 
 #if PY_VERSION_HEX < 0x030A0000
 static inline int PyModule_AddObjectRef(PyObject *m, const char *name, PyObject *v)
 {
     Py_INCREF(v);
-    if (PyModule_AddObject(m, name, v) < 0) { Py_DECREF(v); return -1; }
+    if (PyModule_AddObject(m, name, v) < 0) {
+        Py_DECREF(v);
+        return -1;
+    }
     return 0;
 }
 #endif
@@ -104,11 +115,17 @@ extern struct PyModuleDef reel_module;
  * ====================================================================== */
 
 #define REEL_PY_MAXDIM 8
-#define REEL_PY_ALIGN 64
+#define REEL_PY_ALIGN  64
 
 /* Element types: the first four equal reel_dtype values. */
-enum { DT_UINT8 = REEL_DTYPE_UINT8, DT_FLOAT32 = REEL_DTYPE_FLOAT32, DT_FLOAT16 = REEL_DTYPE_FLOAT16,
-       DT_BFLOAT16 = REEL_DTYPE_BFLOAT16, DT_INT64 = 4, DT_COUNT = 5 };
+enum {
+    DT_UINT8 = REEL_DTYPE_UINT8,
+    DT_FLOAT32 = REEL_DTYPE_FLOAT32,
+    DT_FLOAT16 = REEL_DTYPE_FLOAT16,
+    DT_BFLOAT16 = REEL_DTYPE_BFLOAT16,
+    DT_INT64 = 4,
+    DT_COUNT = 5
+};
 
 typedef struct rx_dtype_info {
     const char *name;
@@ -119,17 +136,16 @@ typedef struct rx_dtype_info {
 extern const rx_dtype_info dtype_table[DT_COUNT];
 
 typedef struct FramesObject {
-    PyObject_HEAD
-    char *data;
-    void *alloc;        /* owned allocation (free()), or NULL for a view */
-    PyObject *base;     /* keeps `data` alive for a view */
+    PyObject_HEAD char *data;
+    void *alloc;    /* owned allocation (free()), or NULL for a view */
+    PyObject *base; /* keeps `data` alive for a view */
     int dtype;
     int ndim;
     int64_t shape[REEL_PY_MAXDIM];
     Py_ssize_t bshape[REEL_PY_MAXDIM];   /* for the buffer protocol */
     Py_ssize_t bstrides[REEL_PY_MAXDIM]; /* bytes */
     size_t nbytes;
-    PyObject *indices;  /* metadata, NULL: None */
+    PyObject *indices; /* metadata, NULL: None */
     PyObject *pts;
     PyObject *dur;
     PyObject *layout;

@@ -11,22 +11,21 @@
 enum { SRC_PATH = 0, SRC_MEMORY = 1, SRC_FILE = 2 };
 
 typedef struct DecoderObject {
-    PyObject_HEAD
-    reel_decoder *dec;
+    PyObject_HEAD reel_decoder *dec;
     PyThread_type_lock lock;
-    pid_t pid;            /* process that opened dec */
-    int need_reopen;      /* forked: reopen in this process before use */
+    pid_t pid;       /* process that opened dec */
+    int need_reopen; /* forked: reopen in this process before use */
     int closed;
     int kind;
-    PyObject *source;     /* bytes path, buffer owner or file object */
-    Py_buffer view;       /* SRC_MEMORY */
+    PyObject *source; /* bytes path, buffer owner or file object */
+    Py_buffer view;   /* SRC_MEMORY */
     int have_view;
-    PyObject *name;       /* bytes: name used in messages */
-    PyObject *index_path; /* bytes or NULL */
-    PyObject *io_error;   /* first exception raised by a file-like callback */
-    int64_t io_size;      /* cached size of a file-like source; -2 unknown */
+    PyObject *name;            /* bytes: name used in messages */
+    PyObject *index_path;      /* bytes or NULL */
+    PyObject *io_error;        /* first exception raised by a file-like callback */
+    int64_t io_size;           /* cached size of a file-like source; -2 unknown */
     int64_t next_signal_check; /* rx_clock_ns() of dec_interrupt's next look */
-    int use_readinto;     /* the file-like object has readinto() */
+    int use_readinto;          /* the file-like object has readinto() */
     reel_decoder_settings settings;
     reel_transform transform;
     int out_w, out_h;
@@ -105,11 +104,14 @@ static int io_read(void *opaque, uint8_t *buf, int size)
             }
             if (res) {
                 if (res == Py_None) {
-                    PyErr_SetString(PyExc_BlockingIOError, "reel: readinto() returned None (non-blocking file without data)");
+                    PyErr_SetString(PyExc_BlockingIOError,
+                                    "reel: readinto() returned None (non-blocking file without data)");
                 } else {
                     n = PyLong_AsLongLong(res);
                     if (n < 0 || n > size) {
-                        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "reel: readinto() returned %lld for a %d-byte buffer", n, size);
+                        if (!PyErr_Occurred())
+                            PyErr_Format(PyExc_ValueError, "reel: readinto() returned %lld for a %d-byte buffer", n,
+                                         size);
                         n = -1;
                     }
                 }
@@ -199,15 +201,13 @@ static int decoder_open_source(DecoderObject *self, reel_error *err)
     reel_decoder *dec = NULL;
     if (self->kind == SRC_PATH) {
         const char *path = PyBytes_AS_STRING(self->source);
-        Py_BEGIN_ALLOW_THREADS
-        r = reel_decoder_open(&dec, path, &self->settings, err);
+        Py_BEGIN_ALLOW_THREADS r = reel_decoder_open(&dec, path, &self->settings, err);
         Py_END_ALLOW_THREADS
     } else if (self->kind == SRC_MEMORY) {
         const void *data = self->view.buf;
         size_t size = (size_t)self->view.len;
         const char *name = dec_name(self);
-        Py_BEGIN_ALLOW_THREADS
-        r = reel_decoder_open_memory(&dec, data, size, name, &self->settings, err);
+        Py_BEGIN_ALLOW_THREADS r = reel_decoder_open_memory(&dec, data, size, name, &self->settings, err);
         Py_END_ALLOW_THREADS
     } else {
         reel_io io = { .opaque = self, .read = io_read, .seek = io_seek };
@@ -219,8 +219,7 @@ static int decoder_open_source(DecoderObject *self, reel_error *err)
             save_io_error(self);
             return rewind_failed(err, name);
         }
-        Py_BEGIN_ALLOW_THREADS
-        r = reel_decoder_open_io(&dec, &io, name, &self->settings, err);
+        Py_BEGIN_ALLOW_THREADS r = reel_decoder_open_io(&dec, &io, name, &self->settings, err);
         Py_END_ALLOW_THREADS
     }
     if (r == REEL_OK) self->dec = dec;
@@ -238,7 +237,10 @@ static PyObject *raise_decoder(DecoderObject *self, int status, const reel_error
 {
     reel_state *st = state_of((PyObject *)self);
     PyObject *cause = take_io_error(self);
-    if (!st) { Py_XDECREF(cause); return NULL; }
+    if (!st) {
+        Py_XDECREF(cause);
+        return NULL;
+    }
     if (cause && !PyObject_TypeCheck(cause, (PyTypeObject *)PyExc_Exception)) {
         /* KeyboardInterrupt, SystemExit... raised in a file-like callback: as is */
         PyErr_SetObject((PyObject *)Py_TYPE(cause), cause);
@@ -264,15 +266,17 @@ static int decoder_acquire(DecoderObject *self)
          * the old decoder cannot be closed (its threads are gone): both are
          * left behind on purpose. */
         PyThread_type_lock lock = PyThread_allocate_lock();
-        if (!lock) { PyErr_NoMemory(); return -1; }
+        if (!lock) {
+            PyErr_NoMemory();
+            return -1;
+        }
         self->lock = lock;
         self->pid = pid;
         self->dec = NULL;
         self->need_reopen = !self->closed;
     }
     if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
-        Py_BEGIN_ALLOW_THREADS
-        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
         Py_END_ALLOW_THREADS
     }
     if (self->need_reopen) {
@@ -312,7 +316,10 @@ int parse_floats3(PyObject *obj, float out[3], const char *what)
     }
     for (int i = 0; i < 3; i++) {
         double v = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
-        if (v == -1.0 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
+        if (v == -1.0 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
         out[i] = (float)v;
     }
     Py_DECREF(seq);
@@ -321,10 +328,11 @@ int parse_floats3(PyObject *obj, float out[3], const char *what)
 
 static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = { "source", "kind", "name", "stream", "threads", "corrupt", "index_mode",
-                              "index_path", "skip_nonref", "force_scan", "crop", "width", "height",
-                              "filter", "resize_mode", "rotate", "flip", "dtype", "layout", "divisor",
-                              "mean", "std", "check_keyframes", NULL };
+    static char *kwlist[] = {
+        "source",      "kind",       "name",   "stream",  "threads", "corrupt", "index_mode",      "index_path",
+        "skip_nonref", "force_scan", "crop",   "width",   "height",  "filter",  "resize_mode",     "rotate",
+        "flip",        "dtype",      "layout", "divisor", "mean",    "std",     "check_keyframes", NULL
+    };
     PyObject *source, *name = Py_None, *index_path = Py_None, *mean = Py_None, *std = Py_None;
     int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
     int skip_nonref = 1, force_scan = 0, check_keyframes = 1;
@@ -335,11 +343,13 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
         PyErr_SetString(PyExc_RuntimeError, "reel decoder: __init__ called twice");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "Oi|$OiiiiOpp(iiii)iiiipp" "iidOOp:Decoder", kwlist,
-                                     &source, &kind, &name, &stream, &threads, &corrupt, &index_mode,
-                                     &index_path, &skip_nonref, &force_scan, &cx, &cy, &cw, &ch,
-                                     &width, &height, &filter, &resize_mode, &rotate, &flip, &dtype,
-                                     &layout, &divisor, &mean, &std, &check_keyframes))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs,
+                                     "Oi|$OiiiiOpp(iiii)iiiipp"
+                                     "iidOOp:Decoder",
+                                     kwlist, &source, &kind, &name, &stream, &threads, &corrupt, &index_mode,
+                                     &index_path, &skip_nonref, &force_scan, &cx, &cy, &cw, &ch, &width, &height,
+                                     &filter, &resize_mode, &rotate, &flip, &dtype, &layout, &divisor, &mean, &std,
+                                     &check_keyframes))
         return -1;
     if (kind < SRC_PATH || kind > SRC_FILE) {
         PyErr_SetString(PyExc_ValueError, "reel decoder: bad source kind");
@@ -365,11 +375,18 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     }
     reel_transform_default_settings(&self->transform);
     reel_transform *t = &self->transform;
-    t->crop_x = cx; t->crop_y = cy; t->crop_w = cw; t->crop_h = ch;
-    t->width = width; t->height = height;
-    t->filter = filter; t->resize_mode = resize_mode;
-    t->apply_rotation = rotate; t->flip_horizontal = flip;
-    t->dtype = dtype; t->layout = layout;
+    t->crop_x = cx;
+    t->crop_y = cy;
+    t->crop_w = cw;
+    t->crop_h = ch;
+    t->width = width;
+    t->height = height;
+    t->filter = filter;
+    t->resize_mode = resize_mode;
+    t->apply_rotation = rotate;
+    t->flip_horizontal = flip;
+    t->dtype = dtype;
+    t->layout = layout;
     t->scale = (float)divisor;
     if (parse_floats3(mean, t->mean, "mean") < 0 || parse_floats3(std, t->std, "std") < 0) return -1;
 
@@ -393,14 +410,18 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
         self->source = Py_NewRef(source);
     }
     self->lock = PyThread_allocate_lock();
-    if (!self->lock) { PyErr_NoMemory(); return -1; }
+    if (!self->lock) {
+        PyErr_NoMemory();
+        return -1;
+    }
     self->pid = getpid();
 
     reel_error err;
     reel_error_clear(&err);
     PyThread_acquire_lock(self->lock, WAIT_LOCK); /* new: nobody else holds it */
     int r = decoder_open_source(self, &err);
-    if (r == REEL_OK) r = reel_decoder_get_output_size(self->dec, t, &self->out_w, &self->out_h, &self->frame_bytes, &err);
+    if (r == REEL_OK)
+        r = reel_decoder_get_output_size(self->dec, t, &self->out_w, &self->out_h, &self->frame_bytes, &err);
     if (r != REEL_OK) reel_decoder_close(&self->dec);
     PyThread_release_lock(self->lock);
     if (r != REEL_OK) {
@@ -466,15 +487,17 @@ static PyObject *decoder_close(DecoderObject *self, PyObject *unused)
         self->need_reopen = 0;
         Py_RETURN_NONE;
     }
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    Py_END_ALLOW_THREADS
-    decoder_close_now(self);
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS decoder_close_now(self);
     PyThread_release_lock(self->lock);
     Py_RETURN_NONE;
 }
 
-static PyObject *decoder_get_closed(DecoderObject *self, void *c) { (void)c; return PyBool_FromLong(self->closed); }
+static PyObject *decoder_get_closed(DecoderObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(self->closed);
+}
 static PyObject *decoder_get_name(DecoderObject *self, void *c)
 {
     (void)c;
@@ -494,7 +517,10 @@ static PyObject *decoder_get_dtype(DecoderObject *self, void *c)
     return PyUnicode_FromString(dtype_table[self->transform.dtype].name);
 }
 
-static PyObject *str_or_empty(const char *s) { return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace"); }
+static PyObject *str_or_empty(const char *s)
+{
+    return PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+}
 
 static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
 {
@@ -502,37 +528,39 @@ static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
     if (decoder_acquire(self) < 0) return NULL;
     const reel_video_info *i = reel_decoder_get_info(self->dec);
     PyObject *d = PyDict_New();
-    int ok = d &&
-        dict_set(d, "name", PyUnicode_DecodeFSDefault(dec_name(self))) == 0 &&
-        dict_set(d, "codec", str_or_empty(i->codec)) == 0 &&
-        dict_set(d, "profile", str_or_empty(i->profile)) == 0 &&
-        dict_set(d, "pix_fmt", str_or_empty(i->pix_fmt)) == 0 &&
-        dict_set(d, "container", str_or_empty(i->container)) == 0 &&
-        dict_set(d, "color_space", str_or_empty(i->color_space)) == 0 &&
-        dict_set(d, "color_range", str_or_empty(i->color_range)) == 0 &&
-        dict_set(d, "color_primaries", str_or_empty(i->color_primaries)) == 0 &&
-        dict_set(d, "width", PyLong_FromLong(i->width)) == 0 &&
-        dict_set(d, "height", PyLong_FromLong(i->height)) == 0 &&
-        dict_set(d, "bit_depth", PyLong_FromLong(i->bit_depth)) == 0 &&
-        dict_set(d, "rotation", PyLong_FromLong(i->rotation)) == 0 &&
-        dict_set(d, "sar", Py_BuildValue("(ii)", i->sar_num, i->sar_den)) == 0 &&
-        dict_set(d, "avg_fps", Py_BuildValue("(ii)", i->avg_fps_num, i->avg_fps_den)) == 0 &&
-        dict_set(d, "rate", Py_BuildValue("(ii)", i->rate_num, i->rate_den)) == 0 &&
-        dict_set(d, "time_base", Py_BuildValue("(ii)", i->time_base_num, i->time_base_den)) == 0 &&
-        dict_set(d, "stream_index", PyLong_FromLong(i->stream_index)) == 0 &&
-        dict_set(d, "num_streams", PyLong_FromLong(i->num_streams)) == 0 &&
-        dict_set(d, "has_audio", PyBool_FromLong(i->has_audio)) == 0 &&
-        dict_set(d, "variable_size", PyBool_FromLong(i->variable_size)) == 0 &&
-        dict_set(d, "start_pts", PyLong_FromLongLong(i->start_pts)) == 0 &&
-        dict_set(d, "start_time", PyFloat_FromDouble(i->start_time)) == 0 &&
-        dict_set(d, "duration", PyFloat_FromDouble(i->duration)) == 0 &&
-        dict_set(d, "num_frames", PyLong_FromLongLong(i->num_frames)) == 0 &&
-        dict_set(d, "num_keyframes", PyLong_FromLongLong(i->num_keyframes)) == 0 &&
-        dict_set(d, "bit_rate", PyLong_FromLongLong(i->bit_rate)) == 0 &&
-        dict_set(d, "file_size", PyLong_FromLongLong(i->file_size)) == 0 &&
-        dict_set(d, "index_source", PyLong_FromLong(i->index_source)) == 0;
+    int ok = d && dict_set(d, "name", PyUnicode_DecodeFSDefault(dec_name(self))) == 0 &&
+             dict_set(d, "codec", str_or_empty(i->codec)) == 0 &&
+             dict_set(d, "profile", str_or_empty(i->profile)) == 0 &&
+             dict_set(d, "pix_fmt", str_or_empty(i->pix_fmt)) == 0 &&
+             dict_set(d, "container", str_or_empty(i->container)) == 0 &&
+             dict_set(d, "color_space", str_or_empty(i->color_space)) == 0 &&
+             dict_set(d, "color_range", str_or_empty(i->color_range)) == 0 &&
+             dict_set(d, "color_primaries", str_or_empty(i->color_primaries)) == 0 &&
+             dict_set(d, "width", PyLong_FromLong(i->width)) == 0 &&
+             dict_set(d, "height", PyLong_FromLong(i->height)) == 0 &&
+             dict_set(d, "bit_depth", PyLong_FromLong(i->bit_depth)) == 0 &&
+             dict_set(d, "rotation", PyLong_FromLong(i->rotation)) == 0 &&
+             dict_set(d, "sar", Py_BuildValue("(ii)", i->sar_num, i->sar_den)) == 0 &&
+             dict_set(d, "avg_fps", Py_BuildValue("(ii)", i->avg_fps_num, i->avg_fps_den)) == 0 &&
+             dict_set(d, "rate", Py_BuildValue("(ii)", i->rate_num, i->rate_den)) == 0 &&
+             dict_set(d, "time_base", Py_BuildValue("(ii)", i->time_base_num, i->time_base_den)) == 0 &&
+             dict_set(d, "stream_index", PyLong_FromLong(i->stream_index)) == 0 &&
+             dict_set(d, "num_streams", PyLong_FromLong(i->num_streams)) == 0 &&
+             dict_set(d, "has_audio", PyBool_FromLong(i->has_audio)) == 0 &&
+             dict_set(d, "variable_size", PyBool_FromLong(i->variable_size)) == 0 &&
+             dict_set(d, "start_pts", PyLong_FromLongLong(i->start_pts)) == 0 &&
+             dict_set(d, "start_time", PyFloat_FromDouble(i->start_time)) == 0 &&
+             dict_set(d, "duration", PyFloat_FromDouble(i->duration)) == 0 &&
+             dict_set(d, "num_frames", PyLong_FromLongLong(i->num_frames)) == 0 &&
+             dict_set(d, "num_keyframes", PyLong_FromLongLong(i->num_keyframes)) == 0 &&
+             dict_set(d, "bit_rate", PyLong_FromLongLong(i->bit_rate)) == 0 &&
+             dict_set(d, "file_size", PyLong_FromLongLong(i->file_size)) == 0 &&
+             dict_set(d, "index_source", PyLong_FromLong(i->index_source)) == 0;
     decoder_release(self);
-    if (!ok) { Py_XDECREF(d); return NULL; }
+    if (!ok) {
+        Py_XDECREF(d);
+        return NULL;
+    }
     return d;
 }
 
@@ -551,8 +579,10 @@ static PyObject *decoder_frame_table(DecoderObject *self, PyObject *unused)
                            PyLong_FromLongLong(t[i].pos), PyBool_FromLong(t[i].flags & REEL_FRAME_KEY),
                            PyLong_FromLong(t[i].decode_order) };
         for (int k = 0; k < 5; k++) {
-            if (!v[k]) ok = 0;
-            else PyList_SET_ITEM(lists[k], (Py_ssize_t)i, v[k]);
+            if (!v[k])
+                ok = 0;
+            else
+                PyList_SET_ITEM(lists[k], (Py_ssize_t)i, v[k]);
         }
     }
     decoder_release(self);
@@ -570,7 +600,10 @@ static PyObject *decoder_keyframes(DecoderObject *self, PyObject *unused)
     PyObject *l = PyList_New((Py_ssize_t)n);
     for (int64_t i = 0; l && i < n; i++) {
         PyObject *v = PyLong_FromLongLong(k[i]);
-        if (!v) { Py_CLEAR(l); break; }
+        if (!v) {
+            Py_CLEAR(l);
+            break;
+        }
         PyList_SET_ITEM(l, (Py_ssize_t)i, v);
     }
     decoder_release(self);
@@ -597,15 +630,16 @@ static PyObject *decoder_save_index(DecoderObject *self, PyObject *args, PyObjec
     PyObject *path = Py_None, *pb = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:save_index", kwlist, &path)) return NULL;
     if (path != Py_None && !PyUnicode_FSConverter(path, &pb)) return NULL;
-    if (decoder_acquire(self) < 0) { Py_XDECREF(pb); return NULL; }
+    if (decoder_acquire(self) < 0) {
+        Py_XDECREF(pb);
+        return NULL;
+    }
     reel_error err;
     reel_error_clear(&err);
     const char *p = pb ? PyBytes_AS_STRING(pb) : NULL;
     int r;
-    Py_BEGIN_ALLOW_THREADS
-    r = reel_decoder_save_index(self->dec, p, &err);
-    Py_END_ALLOW_THREADS
-    decoder_release(self);
+    Py_BEGIN_ALLOW_THREADS r = reel_decoder_save_index(self->dec, p, &err);
+    Py_END_ALLOW_THREADS decoder_release(self);
     Py_XDECREF(pb);
     if (r != REEL_OK) return raise_decoder(self, r, &err);
     Py_RETURN_NONE;
@@ -626,7 +660,12 @@ static int frames_fill_meta(DecoderObject *self, FramesObject *f, const int64_t 
         PyObject *a = PyLong_FromLongLong(k);
         PyObject *b = PyFloat_FromDouble((double)t[k].pts * tb);
         PyObject *c = PyFloat_FromDouble((double)t[k].duration * tb);
-        if (!a || !b || !c) { Py_XDECREF(a); Py_XDECREF(b); Py_XDECREF(c); goto fail; }
+        if (!a || !b || !c) {
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            Py_XDECREF(c);
+            goto fail;
+        }
         PyTuple_SET_ITEM(li, i, a);
         PyTuple_SET_ITEM(lp, i, b);
         PyTuple_SET_ITEM(ld, i, c);
@@ -649,8 +688,15 @@ static FramesObject *decoder_alloc_frames(DecoderObject *self, Py_ssize_t n)
     if (!st) return NULL;
     int64_t shape[4];
     shape[0] = n;
-    if (self->transform.layout == REEL_LAYOUT_CHW) { shape[1] = 3; shape[2] = self->out_h; shape[3] = self->out_w; }
-    else { shape[1] = self->out_h; shape[2] = self->out_w; shape[3] = 3; }
+    if (self->transform.layout == REEL_LAYOUT_CHW) {
+        shape[1] = 3;
+        shape[2] = self->out_h;
+        shape[3] = self->out_w;
+    } else {
+        shape[1] = self->out_h;
+        shape[2] = self->out_w;
+        shape[3] = 3;
+    }
     FramesObject *f = frames_alloc(st, self->transform.dtype, 4, shape);
     if (f && (size_t)n && f->nbytes / (size_t)n != self->frame_bytes) {
         Py_DECREF(f);
@@ -670,7 +716,10 @@ static PyObject *decoder_get_common(DecoderObject *self, PyObject *arg, int by_t
         secs = parse_double_seq(arg, &n, "seconds must be a sequence of numbers");
         if (!secs) return NULL;
         idx = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *idx);
-        if (!idx) { PyMem_Free(secs); return PyErr_NoMemory(); }
+        if (!idx) {
+            PyMem_Free(secs);
+            return PyErr_NoMemory();
+        }
     } else {
         idx = parse_int64_seq(arg, &n, "indices must be a sequence of ints");
         if (!idx) return NULL;
@@ -687,14 +736,10 @@ static PyObject *decoder_get_common(DecoderObject *self, PyObject *arg, int by_t
     reel_decode_stats stats;
     memset(&stats, 0, sizeof stats);
     int r;
-    Py_BEGIN_ALLOW_THREADS
-    if (by_time)
-        r = reel_decoder_get_frames_at_times(self->dec, secs, (size_t)n, &self->transform, f->data, f->nbytes,
-                                             idx, &stats, &err);
-    else
-        r = reel_decoder_get_frames(self->dec, idx, (size_t)n, &self->transform, f->data, f->nbytes, &stats, &err);
-    Py_END_ALLOW_THREADS
-    int meta = 0;
+    Py_BEGIN_ALLOW_THREADS if (by_time) r = reel_decoder_get_frames_at_times(
+        self->dec, secs, (size_t)n, &self->transform, f->data, f->nbytes, idx, &stats, &err);
+    else r = reel_decoder_get_frames(self->dec, idx, (size_t)n, &self->transform, f->data, f->nbytes, &stats, &err);
+    Py_END_ALLOW_THREADS int meta = 0;
     if (r == REEL_OK) {
         self->stats = stats;
         meta = frames_fill_meta(self, f, idx, n);
@@ -706,28 +751,32 @@ static PyObject *decoder_get_common(DecoderObject *self, PyObject *arg, int by_t
         Py_DECREF(f);
         return raise_decoder(self, r, &err);
     }
-    if (meta < 0) { Py_DECREF(f); return NULL; }
+    if (meta < 0) {
+        Py_DECREF(f);
+        return NULL;
+    }
     return (PyObject *)f;
 }
 
-static PyObject *decoder_get_frames(DecoderObject *self, PyObject *arg) { return decoder_get_common(self, arg, 0); }
-static PyObject *decoder_get_frames_at_times(DecoderObject *self, PyObject *arg) { return decoder_get_common(self, arg, 1); }
+static PyObject *decoder_get_frames(DecoderObject *self, PyObject *arg)
+{
+    return decoder_get_common(self, arg, 0);
+}
+static PyObject *decoder_get_frames_at_times(DecoderObject *self, PyObject *arg)
+{
+    return decoder_get_common(self, arg, 1);
+}
 
 static PyObject *decoder_stats(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
     const reel_decode_stats *s = &self->stats;
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d}",
-                         "frames_requested", (long long)s->frames_requested,
-                         "frames_returned", (long long)s->frames_returned,
-                         "frames_decoded", (long long)s->frames_decoded,
-                         "frames_skipped", (long long)s->frames_skipped,
-                         "packets_read", (long long)s->packets_read,
-                         "seeks", (long long)s->seeks,
-                         "corrupt_packets", (long long)s->corrupt_packets,
-                         "key_restarts", (long long)s->key_restarts,
-                         "keys_probed", (long long)s->keys_probed,
-                         "amplification", s->amplification);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d}", "frames_requested",
+                         (long long)s->frames_requested, "frames_returned", (long long)s->frames_returned,
+                         "frames_decoded", (long long)s->frames_decoded, "frames_skipped", (long long)s->frames_skipped,
+                         "packets_read", (long long)s->packets_read, "seeks", (long long)s->seeks, "corrupt_packets",
+                         (long long)s->corrupt_packets, "key_restarts", (long long)s->key_restarts, "keys_probed",
+                         (long long)s->keys_probed, "amplification", s->amplification);
 }
 
 PyObject *reduce_forbidden(PyObject *self, PyObject *unused)
@@ -741,11 +790,14 @@ static PyMethodDef decoder_methods[] = {
     { "info", (PyCFunction)decoder_info, METH_NOARGS, "info($self)\n--\n\nStream metadata as a dict." },
     { "frame_table", (PyCFunction)decoder_frame_table, METH_NOARGS,
       "frame_table($self)\n--\n\n(pts, duration, pos, key, decode_order): five lists, one entry per frame." },
-    { "keyframes", (PyCFunction)decoder_keyframes, METH_NOARGS, "keyframes($self)\n--\n\nFrame indices of the keyframes." },
-    { "index_at_time", (PyCFunction)decoder_index_at_time, METH_O, "index_at_time($self, seconds)\n--\n\nThe frame displayed at `seconds`." },
+    { "keyframes", (PyCFunction)decoder_keyframes, METH_NOARGS,
+      "keyframes($self)\n--\n\nFrame indices of the keyframes." },
+    { "index_at_time", (PyCFunction)decoder_index_at_time, METH_O,
+      "index_at_time($self, seconds)\n--\n\nThe frame displayed at `seconds`." },
     { "save_index", (PyCFunction)(void (*)(void))decoder_save_index, METH_VARARGS | METH_KEYWORDS,
       "save_index($self, path=None)\n--\n\nWrites the sidecar index (default '<video>.reelidx')." },
-    { "get_frames", (PyCFunction)decoder_get_frames, METH_O, "get_frames($self, indices)\n--\n\nFrames at indices, in request order." },
+    { "get_frames", (PyCFunction)decoder_get_frames, METH_O,
+      "get_frames($self, indices)\n--\n\nFrames at indices, in request order." },
     { "get_frames_at_times", (PyCFunction)decoder_get_frames_at_times, METH_O,
       "get_frames_at_times($self, seconds)\n--\n\nFrames displayed at the given times." },
     { "stats", (PyCFunction)decoder_stats, METH_NOARGS, "stats($self)\n--\n\nDecode statistics of the last call." },
@@ -763,22 +815,19 @@ static PyGetSetDef decoder_getset[] = {
 };
 
 static PyMemberDef decoder_members[] = {
-    { "__weaklistoffset__", T_PYSSIZET, offsetof(DecoderObject, weakreflist), READONLY, NULL },
-    { NULL }
+    { "__weaklistoffset__", T_PYSSIZET, offsetof(DecoderObject, weakreflist), READONLY, NULL }, { NULL }
 };
 
-static PyType_Slot decoder_slots[] = {
-    { Py_tp_doc, (void *)"Low-level decoder; use reel.VideoDecoder." },
-    { Py_tp_new, (void *)PyType_GenericNew },
-    { Py_tp_init, (void *)decoder_init },
-    { Py_tp_dealloc, (void *)decoder_dealloc },
-    { Py_tp_traverse, (void *)decoder_traverse },
-    { Py_tp_clear, (void *)decoder_clear },
-    { Py_tp_methods, decoder_methods },
-    { Py_tp_getset, decoder_getset },
-    { Py_tp_members, decoder_members },
-    { 0, NULL }
-};
+static PyType_Slot decoder_slots[] = { { Py_tp_doc, (void *)"Low-level decoder; use reel.VideoDecoder." },
+                                       { Py_tp_new, (void *)PyType_GenericNew },
+                                       { Py_tp_init, (void *)decoder_init },
+                                       { Py_tp_dealloc, (void *)decoder_dealloc },
+                                       { Py_tp_traverse, (void *)decoder_traverse },
+                                       { Py_tp_clear, (void *)decoder_clear },
+                                       { Py_tp_methods, decoder_methods },
+                                       { Py_tp_getset, decoder_getset },
+                                       { Py_tp_members, decoder_members },
+                                       { 0, NULL } };
 
 PyType_Spec decoder_spec = {
     .name = "reel._reel.Decoder",
@@ -786,4 +835,3 @@ PyType_Spec decoder_spec = {
     .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
     .slots = decoder_slots,
 };
-

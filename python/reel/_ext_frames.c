@@ -52,10 +52,8 @@ typedef struct DLManagedTensorVersioned {
 
 
 const rx_dtype_info dtype_table[DT_COUNT] = {
-    [DT_UINT8] = { "uint8", 1, kDLUInt, "B" },
-    [DT_FLOAT32] = { "float32", 4, kDLFloat, "f" },
-    [DT_FLOAT16] = { "float16", 2, kDLFloat, "e" },
-    [DT_BFLOAT16] = { "bfloat16", 2, kDLBfloat, NULL },
+    [DT_UINT8] = { "uint8", 1, kDLUInt, "B" },      [DT_FLOAT32] = { "float32", 4, kDLFloat, "f" },
+    [DT_FLOAT16] = { "float16", 2, kDLFloat, "e" }, [DT_BFLOAT16] = { "bfloat16", 2, kDLBfloat, NULL },
     [DT_INT64] = { "int64", 8, kDLInt, "q" },
 };
 
@@ -96,7 +94,10 @@ FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *s
     FramesObject *f = (FramesObject *)st->FramesType->tp_alloc(st->FramesType, 0);
     if (!f) return NULL;
     f->dtype = dtype;
-    if (frames_set_shape(f, ndim, shape) < 0) { Py_DECREF(f); return NULL; }
+    if (frames_set_shape(f, ndim, shape) < 0) {
+        Py_DECREF(f);
+        return NULL;
+    }
     void *p = NULL;
     size_t bytes = f->nbytes > REEL_PY_ALIGN ? f->nbytes : REEL_PY_ALIGN;
     if (posix_memalign(&p, REEL_PY_ALIGN, bytes) != 0 || !p) {
@@ -110,13 +111,15 @@ FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *s
 }
 
 /* A view of `data`, kept alive by `base` (a new reference is taken). */
-FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype, int ndim,
-                                 const int64_t *shape)
+FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype, int ndim, const int64_t *shape)
 {
     FramesObject *f = (FramesObject *)st->FramesType->tp_alloc(st->FramesType, 0);
     if (!f) return NULL;
     f->dtype = dtype;
-    if (frames_set_shape(f, ndim, shape) < 0) { Py_DECREF(f); return NULL; }
+    if (frames_set_shape(f, ndim, shape) < 0) {
+        Py_DECREF(f);
+        return NULL;
+    }
     f->data = data;
     f->base = Py_NewRef(base);
     return f;
@@ -138,7 +141,8 @@ static void frames_dealloc(FramesObject *self)
 
 PyObject *frames_new_forbidden(PyTypeObject *tp, PyObject *a, PyObject *k)
 {
-    (void)a; (void)k;
+    (void)a;
+    (void)k;
     PyErr_Format(PyExc_TypeError, "cannot create '%s' instances directly", tp->tp_name);
     return NULL;
 }
@@ -149,22 +153,62 @@ static PyObject *frames_shape_tuple(FramesObject *self)
     if (!t) return NULL;
     for (int i = 0; i < self->ndim; i++) {
         PyObject *v = PyLong_FromLongLong(self->shape[i]);
-        if (!v) { Py_DECREF(t); return NULL; }
+        if (!v) {
+            Py_DECREF(t);
+            return NULL;
+        }
         PyTuple_SET_ITEM(t, i, v);
     }
     return t;
 }
 
-static PyObject *frames_get_shape(FramesObject *self, void *c) { (void)c; return frames_shape_tuple(self); }
-static PyObject *frames_get_dtype(FramesObject *self, void *c) { (void)c; return PyUnicode_FromString(dtype_table[self->dtype].name); }
-static PyObject *frames_get_ndim(FramesObject *self, void *c) { (void)c; return PyLong_FromLong(self->ndim); }
-static PyObject *frames_get_nbytes(FramesObject *self, void *c) { (void)c; return PyLong_FromSize_t(self->nbytes); }
-static PyObject *frames_get_itemsize(FramesObject *self, void *c) { (void)c; return PyLong_FromLong(dtype_table[self->dtype].itemsize); }
-static PyObject *frames_get_data_ptr(FramesObject *self, void *c) { (void)c; return PyLong_FromVoidPtr(self->data); }
-static PyObject *frames_get_device(FramesObject *self, void *c) { (void)self; (void)c; return PyUnicode_FromString("cpu"); }
-static PyObject *frames_get_owns(FramesObject *self, void *c) { (void)c; return PyBool_FromLong(self->alloc != NULL); }
-#define META_GETTER(fn, field) \
-    static PyObject *fn(FramesObject *self, void *c) { (void)c; return Py_NewRef(self->field ? self->field : Py_None); }
+static PyObject *frames_get_shape(FramesObject *self, void *c)
+{
+    (void)c;
+    return frames_shape_tuple(self);
+}
+static PyObject *frames_get_dtype(FramesObject *self, void *c)
+{
+    (void)c;
+    return PyUnicode_FromString(dtype_table[self->dtype].name);
+}
+static PyObject *frames_get_ndim(FramesObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(self->ndim);
+}
+static PyObject *frames_get_nbytes(FramesObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromSize_t(self->nbytes);
+}
+static PyObject *frames_get_itemsize(FramesObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLong(dtype_table[self->dtype].itemsize);
+}
+static PyObject *frames_get_data_ptr(FramesObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromVoidPtr(self->data);
+}
+static PyObject *frames_get_device(FramesObject *self, void *c)
+{
+    (void)self;
+    (void)c;
+    return PyUnicode_FromString("cpu");
+}
+static PyObject *frames_get_owns(FramesObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(self->alloc != NULL);
+}
+#define META_GETTER(fn, field)                                 \
+    static PyObject *fn(FramesObject *self, void *c)           \
+    {                                                          \
+        (void)c;                                               \
+        return Py_NewRef(self->field ? self->field : Py_None); \
+    }
 META_GETTER(frames_get_indices, indices)
 META_GETTER(frames_get_pts, pts)
 META_GETTER(frames_get_dur, dur)
@@ -172,17 +216,22 @@ META_GETTER(frames_get_layout, layout)
 
 static PyGetSetDef frames_getset[] = {
     { "shape", (getter)frames_get_shape, NULL, "The shape, a tuple of ints.", NULL },
-    { "dtype", (getter)frames_get_dtype, NULL, "Element type: 'uint8', 'float32', 'float16', 'bfloat16' or 'int64'.", NULL },
+    { "dtype", (getter)frames_get_dtype, NULL, "Element type: 'uint8', 'float32', 'float16', 'bfloat16' or 'int64'.",
+      NULL },
     { "ndim", (getter)frames_get_ndim, NULL, "Number of dimensions.", NULL },
     { "nbytes", (getter)frames_get_nbytes, NULL, "Size of the data in bytes.", NULL },
     { "itemsize", (getter)frames_get_itemsize, NULL, "Bytes per element.", NULL },
     { "data_ptr", (getter)frames_get_data_ptr, NULL, "Address of the first element (C-contiguous data).", NULL },
     { "device", (getter)frames_get_device, NULL, "Always 'cpu'.", NULL },
     { "owns_data", (getter)frames_get_owns, NULL, "True if this object allocated its memory; False for a view.", NULL },
-    { "indices", (getter)frames_get_indices, NULL, "Frame indices (an int, a list, or a list of lists for clips), or None.", NULL },
-    { "pts_seconds", (getter)frames_get_pts, NULL, "Presentation times in seconds, shaped like indices, or None.", NULL },
-    { "duration_seconds", (getter)frames_get_dur, NULL, "Frame durations in seconds, shaped like indices, or None.", NULL },
-    { "layout", (getter)frames_get_layout, NULL, "Dimension names, e.g. 'NCHW', 'NTHWC', 'BTCHW'; None if not images.", NULL },
+    { "indices", (getter)frames_get_indices, NULL,
+      "Frame indices (an int, a list, or a list of lists for clips), or None.", NULL },
+    { "pts_seconds", (getter)frames_get_pts, NULL, "Presentation times in seconds, shaped like indices, or None.",
+      NULL },
+    { "duration_seconds", (getter)frames_get_dur, NULL, "Frame durations in seconds, shaped like indices, or None.",
+      NULL },
+    { "layout", (getter)frames_get_layout, NULL, "Dimension names, e.g. 'NCHW', 'NTHWC', 'BTCHW'; None if not images.",
+      NULL },
     { NULL }
 };
 
@@ -265,8 +314,8 @@ static PyObject *frames_dlpack(FramesObject *self, PyObject *args, PyObject *kwa
 {
     static char *kwlist[] = { "stream", "max_version", "dl_device", "copy", NULL };
     PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OOO:__dlpack__", kwlist,
-                                     &stream, &max_version, &dl_device, &copy))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OOO:__dlpack__", kwlist, &stream, &max_version, &dl_device,
+                                     &copy))
         return NULL;
     if (stream != Py_None) {
         long s = PyLong_Check(stream) ? PyLong_AsLong(stream) : 0;
@@ -280,7 +329,8 @@ static PyObject *frames_dlpack(FramesObject *self, PyObject *args, PyObject *kwa
         int dt = 0, di = 0;
         if (!PyArg_ParseTuple(dl_device, "ii:dl_device", &dt, &di)) return NULL;
         if (dt != kDLCPU || di != 0) {
-            PyErr_Format(PyExc_BufferError, "reel arrays live on the CPU (1, 0); cannot export to device (%d, %d)", dt, di);
+            PyErr_Format(PyExc_BufferError, "reel arrays live on the CPU (1, 0); cannot export to device (%d, %d)", dt,
+                         di);
             return NULL;
         }
     }
@@ -300,7 +350,10 @@ static PyObject *frames_dlpack(FramesObject *self, PyObject *args, PyObject *kwa
     PyObject *cap = NULL;
     if (versioned) {
         dl_versioned *b = calloc(1, sizeof *b);
-        if (!b) { Py_XDECREF(tmp); return PyErr_NoMemory(); }
+        if (!b) {
+            Py_XDECREF(tmp);
+            return PyErr_NoMemory();
+        }
         b->m.version.major = REEL_DLPACK_MAJOR;
         b->m.version.minor = REEL_DLPACK_MINOR;
         b->m.flags = copy == Py_True ? (1ULL << 1) /* DLPACK_FLAG_BITMASK_IS_COPIED */ : 0;
@@ -308,15 +361,24 @@ static PyObject *frames_dlpack(FramesObject *self, PyObject *args, PyObject *kwa
         b->m.manager_ctx = Py_NewRef((PyObject *)src);
         b->m.deleter = dl_deleter_versioned;
         cap = PyCapsule_New(&b->m, "dltensor_versioned", dl_capsule_versioned);
-        if (!cap) { Py_DECREF((PyObject *)src); free(b); }
+        if (!cap) {
+            Py_DECREF((PyObject *)src);
+            free(b);
+        }
     } else {
         dl_legacy *b = calloc(1, sizeof *b);
-        if (!b) { Py_XDECREF(tmp); return PyErr_NoMemory(); }
+        if (!b) {
+            Py_XDECREF(tmp);
+            return PyErr_NoMemory();
+        }
         dl_fill(&b->m.dl_tensor, src, b->shape, b->strides);
         b->m.manager_ctx = Py_NewRef((PyObject *)src);
         b->m.deleter = dl_deleter_legacy;
         cap = PyCapsule_New(&b->m, "dltensor", dl_capsule_legacy);
-        if (!cap) { Py_DECREF((PyObject *)src); free(b); }
+        if (!cap) {
+            Py_DECREF((PyObject *)src);
+            free(b);
+        }
     }
     Py_XDECREF(tmp);
     return cap;
@@ -324,7 +386,8 @@ static PyObject *frames_dlpack(FramesObject *self, PyObject *args, PyObject *kwa
 
 static PyObject *frames_dlpack_device(FramesObject *self, PyObject *unused)
 {
-    (void)self; (void)unused;
+    (void)self;
+    (void)unused;
     return Py_BuildValue("(ii)", kDLCPU, 0);
 }
 
@@ -390,8 +453,15 @@ static int parse_shape(PyObject *obj, int64_t *shape, int *ndim)
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
-        if (v == -1 && PyErr_Occurred()) { Py_DECREF(seq); return -1; }
-        if (v < 0) { Py_DECREF(seq); PyErr_SetString(PyExc_ValueError, "shape entries must be >= 0"); return -1; }
+        if (v == -1 && PyErr_Occurred()) {
+            Py_DECREF(seq);
+            return -1;
+        }
+        if (v < 0) {
+            Py_DECREF(seq);
+            PyErr_SetString(PyExc_ValueError, "shape entries must be >= 0");
+            return -1;
+        }
         shape[i] = v;
     }
     *ndim = (int)n;
@@ -407,8 +477,8 @@ static PyObject *frames_view_method(FramesObject *self, PyObject *args, PyObject
     static char *kwlist[] = { "shape", "indices", "pts_seconds", "duration_seconds", "layout", "offset", NULL };
     PyObject *shape_obj, *indices = Py_None, *pts = Py_None, *dur = Py_None, *layout = Py_None;
     long long offset = -1; /* -1: the whole array */
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOOL:_view", kwlist, &shape_obj, &indices, &pts, &dur,
-                                     &layout, &offset))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOOL:_view", kwlist, &shape_obj, &indices, &pts, &dur, &layout,
+                                     &offset))
         return NULL;
     int64_t shape[REEL_PY_MAXDIM];
     int ndim = 0;
@@ -419,8 +489,8 @@ static PyObject *frames_view_method(FramesObject *self, PyObject *args, PyObject
     int whole = offset == -1;
     if (whole) offset = 0;
     if (offset < 0 || (uint64_t)offset > mine || count > mine - (uint64_t)offset || (whole && count != mine)) {
-        PyErr_Format(PyExc_ValueError, "cannot view %llu elements at offset %lld of %llu",
-                     (unsigned long long)count, offset, (unsigned long long)mine);
+        PyErr_Format(PyExc_ValueError, "cannot view %llu elements at offset %lld of %llu", (unsigned long long)count,
+                     offset, (unsigned long long)mine);
         return NULL;
     }
     reel_state *st = state_of((PyObject *)self);
@@ -471,7 +541,8 @@ static PyObject *frames_repr(FramesObject *self)
     if (!shape) return NULL;
     PyObject *r;
     if (self->layout)
-        r = PyUnicode_FromFormat("reel.Frames(shape=%R, dtype=%s, layout=%R)", shape, dtype_table[self->dtype].name, self->layout);
+        r = PyUnicode_FromFormat("reel.Frames(shape=%R, dtype=%s, layout=%R)", shape, dtype_table[self->dtype].name,
+                                 self->layout);
     else
         r = PyUnicode_FromFormat("reel.Frames(shape=%R, dtype=%s)", shape, dtype_table[self->dtype].name);
     Py_DECREF(shape);
@@ -483,7 +554,8 @@ static int frames_getbuffer(FramesObject *self, Py_buffer *view, int flags)
     const char *fmt = dtype_table[self->dtype].format;
     view->obj = NULL;
     if (!fmt) {
-        PyErr_SetString(PyExc_BufferError, "bfloat16 has no buffer-protocol format: use __dlpack__ (torch.from_dlpack)");
+        PyErr_SetString(PyExc_BufferError,
+                        "bfloat16 has no buffer-protocol format: use __dlpack__ (torch.from_dlpack)");
         return -1;
     }
     if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && self->ndim > 1) {
@@ -531,16 +603,14 @@ static PyMethodDef frames_methods[] = {
 };
 
 static PyMemberDef frames_members[] = {
-    { "__weaklistoffset__", T_PYSSIZET, offsetof(FramesObject, weakreflist), READONLY, NULL },
-    { NULL }
+    { "__weaklistoffset__", T_PYSSIZET, offsetof(FramesObject, weakreflist), READONLY, NULL }, { NULL }
 };
 
 static PyType_Slot frames_slots[] = {
-    { Py_tp_doc, (void *)
-      "An n-dimensional CPU array of decoded frames (or labels), C-contiguous.\n\n"
-      "Zero-copy into torch and numpy: torch.from_dlpack(x) / np.from_dlpack(x), or\n"
-      "x.torch() / x.numpy(). The memory lives as long as any array viewing it.\n"
-      "Decoder results also carry indices, pts_seconds and duration_seconds." },
+    { Py_tp_doc, (void *)"An n-dimensional CPU array of decoded frames (or labels), C-contiguous.\n\n"
+                         "Zero-copy into torch and numpy: torch.from_dlpack(x) / np.from_dlpack(x), or\n"
+                         "x.torch() / x.numpy(). The memory lives as long as any array viewing it.\n"
+                         "Decoder results also carry indices, pts_seconds and duration_seconds." },
     { Py_tp_dealloc, (void *)frames_dealloc },
     { Py_tp_new, (void *)frames_new_forbidden },
     { Py_tp_repr, (void *)frames_repr },
@@ -573,14 +643,16 @@ PyObject *mod_frames_from_bytes(PyObject *module, PyObject *args)
     Py_buffer buf;
     const char *dtname;
     PyObject *shape_obj, *indices, *pts, *dur, *layout;
-    if (!PyArg_ParseTuple(args, "y*sOOOOO:_frames_from_bytes", &buf, &dtname, &shape_obj, &indices, &pts, &dur, &layout))
+    if (!PyArg_ParseTuple(args, "y*sOOOOO:_frames_from_bytes", &buf, &dtname, &shape_obj, &indices, &pts, &dur,
+                          &layout))
         return NULL;
     reel_state *st = PyModule_GetState(module);
     int dt = dtype_from_name(dtname);
     int64_t shape[REEL_PY_MAXDIM];
     int ndim = 0;
     FramesObject *f = NULL;
-    if (dt < 0) PyErr_Format(PyExc_ValueError, "unknown dtype '%s'", dtname);
+    if (dt < 0)
+        PyErr_Format(PyExc_ValueError, "unknown dtype '%s'", dtname);
     else if (parse_shape(shape_obj, shape, &ndim) == 0 && (f = frames_alloc(st, dt, ndim, shape))) {
         if ((size_t)buf.len != f->nbytes) {
             PyErr_SetString(PyExc_ValueError, "data size does not match the shape");
@@ -596,4 +668,3 @@ PyObject *mod_frames_from_bytes(PyObject *module, PyObject *args)
     PyBuffer_Release(&buf);
     return (PyObject *)f;
 }
-

@@ -9,26 +9,24 @@
  * ====================================================================== */
 
 typedef struct LoaderObject {
-    PyObject_HEAD
-    reel_dataset *ds;
+    PyObject_HEAD reel_dataset *ds;
     reel_loader *loader;
     PyThread_type_lock lock; /* one consumer at a time */
     pid_t pid;
-    Py_ssize_t outstanding;  /* live BatchHandles */
-    int64_t ring_size;       /* batch buffers in the ring; 0: unknown */
+    Py_ssize_t outstanding; /* live BatchHandles */
+    int64_t ring_size;      /* batch buffers in the ring; 0: unknown */
     /* Mirror of the consumer's position, to tell a next() that would wait
      * forever (every buffer held) from one that ends the epoch. */
-    int64_t epochs;          /* settings.epochs; 0: no limit */
-    int64_t epoch;           /* current epoch */
-    int64_t delivered;       /* next() results this epoch (batches and raised failures) */
-    int64_t cur_batches;     /* batches in this epoch; -1: unknown (after a mid-epoch restore) */
-    int closing;             /* close() called: destroy when outstanding hits 0 */
+    int64_t epochs;      /* settings.epochs; 0: no limit */
+    int64_t epoch;       /* current epoch */
+    int64_t delivered;   /* next() results this epoch (batches and raised failures) */
+    int64_t cur_batches; /* batches in this epoch; -1: unknown (after a mid-epoch restore) */
+    int closing;         /* close() called: destroy when outstanding hits 0 */
     PyObject *weakreflist;
 } LoaderObject;
 
 typedef struct BatchHandleObject {
-    PyObject_HEAD
-    LoaderObject *loader;
+    PyObject_HEAD LoaderObject *loader;
     reel_batch *batch;
     PyObject *weakreflist;
 } BatchHandleObject;
@@ -41,7 +39,10 @@ typedef struct setting_field {
     char type; /* i int, I int64, U uint64, d double, f float, 3 float[3], z size_t */
 } setting_field;
 
-#define SF(n, m, t) { n, offsetof(reel_loader_settings, m), t }
+#define SF(n, m, t)                             \
+    {                                           \
+        n, offsetof(reel_loader_settings, m), t \
+    }
 static const setting_field loader_fields[] = {
     SF("sampler.kind", sampler.kind, 'i'),
     SF("sampler.clips_per_video", sampler.clips_per_video, 'i'),
@@ -110,7 +111,10 @@ static int setting_store(reel_loader_settings *s, const setting_field *f, PyObje
     case 'i': {
         long x = PyLong_AsLong(v);
         if (x == -1 && PyErr_Occurred()) return -1;
-        if (x < INT32_MIN || x > INT32_MAX) { PyErr_Format(PyExc_OverflowError, "%s out of range", f->name); return -1; }
+        if (x < INT32_MIN || x > INT32_MAX) {
+            PyErr_Format(PyExc_OverflowError, "%s out of range", f->name);
+            return -1;
+        }
         *(int *)p = (int)x;
         return 0;
     }
@@ -144,8 +148,7 @@ static int setting_store(reel_loader_settings *s, const setting_field *f, PyObje
         *(float *)p = (float)x;
         return 0;
     }
-    case '3':
-        return parse_floats3(v, (float *)p, f->name);
+    case '3': return parse_floats3(v, (float *)p, f->name);
     }
     PyErr_SetString(PyExc_SystemError, "reel: bad settings table");
     return -1;
@@ -172,7 +175,8 @@ static PyObject *setting_load(const reel_loader_settings *s, const setting_field
 
 PyObject *mod_loader_defaults(PyObject *module, PyObject *unused)
 {
-    (void)module; (void)unused;
+    (void)module;
+    (void)unused;
     reel_loader_settings s;
     reel_loader_default_settings(&s);
     PyObject *d = PyDict_New();
@@ -190,10 +194,8 @@ static int loader_build_dataset(reel_state *st, PyObject *dataset, reel_dataset 
         PyObject *pb = NULL;
         if (!PyUnicode_FSConverter(dataset, &pb)) return -1;
         const char *path = PyBytes_AS_STRING(pb);
-        Py_BEGIN_ALLOW_THREADS
-        r = reel_dataset_create_from_path(out, path, &err);
-        Py_END_ALLOW_THREADS
-        if (r != REEL_OK) raise_err(st, r, &err, path);
+        Py_BEGIN_ALLOW_THREADS r = reel_dataset_create_from_path(out, path, &err);
+        Py_END_ALLOW_THREADS if (r != REEL_OK) raise_err(st, r, &err, path);
         Py_DECREF(pb);
         return r == REEL_OK ? 0 : -1;
     }
@@ -201,24 +203,35 @@ static int loader_build_dataset(reel_state *st, PyObject *dataset, reel_dataset 
     if (!seq) return -1;
     reel_dataset *ds = NULL;
     r = reel_dataset_create(&ds, &err);
-    if (r != REEL_OK) { Py_DECREF(seq); raise_err(st, r, &err, NULL); return -1; }
+    if (r != REEL_OK) {
+        Py_DECREF(seq);
+        raise_err(st, r, &err, NULL);
+        return -1;
+    }
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *path_obj, *label, *cls;
         double start = 0.0, end = -1.0;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OOO|dd:dataset entry", &path_obj, &label, &cls, &start, &end))
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OOO|dd:dataset entry", &path_obj, &label, &cls, &start,
+                              &end))
             goto fail;
         PyObject *pb = NULL;
         if (!PyUnicode_FSConverter(path_obj, &pb)) goto fail;
         if (cls != Py_None) {
             const char *name = PyUnicode_AsUTF8(cls);
             r = name ? reel_dataset_add_named(ds, PyBytes_AS_STRING(pb), name, start, end, &err) : REEL_OK;
-            if (!name) { Py_DECREF(pb); goto fail; }
+            if (!name) {
+                Py_DECREF(pb);
+                goto fail;
+            }
         } else {
             long long lab = -1;
             if (label != Py_None) {
                 lab = PyLong_AsLongLong(label);
-                if (lab == -1 && PyErr_Occurred()) { Py_DECREF(pb); goto fail; }
+                if (lab == -1 && PyErr_Occurred()) {
+                    Py_DECREF(pb);
+                    goto fail;
+                }
             }
             r = reel_dataset_add(ds, PyBytes_AS_STRING(pb), lab, start, end, &err);
         }
@@ -252,7 +265,10 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
     reel_loader_settings s;
     reel_loader_default_settings(&s);
     if (settings != Py_None) {
-        if (!PyDict_Check(settings)) { PyErr_SetString(PyExc_TypeError, "settings must be a dict"); return -1; }
+        if (!PyDict_Check(settings)) {
+            PyErr_SetString(PyExc_TypeError, "settings must be a dict");
+            return -1;
+        }
         PyObject *key, *value;
         Py_ssize_t pos = 0;
         while (PyDict_Next(settings, &pos, &key, &value)) {
@@ -263,21 +279,26 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
             }
             size_t i = 0;
             while (i < N_LOADER_FIELDS && strcmp(loader_fields[i].name, k)) i++;
-            if (i == N_LOADER_FIELDS) { PyErr_Format(PyExc_ValueError, "unknown loader setting '%s'", k); return -1; }
+            if (i == N_LOADER_FIELDS) {
+                PyErr_Format(PyExc_ValueError, "unknown loader setting '%s'", k);
+                return -1;
+            }
             if (setting_store(&s, &loader_fields[i], value) < 0) return -1;
         }
     }
     self->lock = PyThread_allocate_lock();
-    if (!self->lock) { PyErr_NoMemory(); return -1; }
+    if (!self->lock) {
+        PyErr_NoMemory();
+        return -1;
+    }
     self->pid = getpid();
     if (loader_build_dataset(st, dataset, &self->ds) < 0) return -1;
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS
-    r = reel_loader_create(&self->loader, self->ds, &s, &err);
-    Py_END_ALLOW_THREADS
-    if (r != REEL_OK) {
+    Py_BEGIN_ALLOW_THREADS r = reel_loader_create(&self->loader, self->ds, &s, &err);
+    Py_END_ALLOW_THREADS if (r != REEL_OK)
+    {
         reel_dataset_destroy(&self->ds);
         raise_err(st, r, &err, NULL);
         return -1;
@@ -311,8 +332,7 @@ static void loader_destroy_now(LoaderObject *self)
     }
     if (!self->loader && !self->ds) return;
     if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
-        Py_BEGIN_ALLOW_THREADS
-        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
         Py_END_ALLOW_THREADS
     }
     if (self->outstanding == 0) {
@@ -320,8 +340,7 @@ static void loader_destroy_now(LoaderObject *self)
         reel_dataset *ds = self->ds;
         self->loader = NULL;
         self->ds = NULL;
-        Py_BEGIN_ALLOW_THREADS
-        reel_loader_destroy(&l);
+        Py_BEGIN_ALLOW_THREADS reel_loader_destroy(&l);
         reel_dataset_destroy(&ds);
         Py_END_ALLOW_THREADS
     }
@@ -348,9 +367,8 @@ static int loader_check(LoaderObject *self)
         return -1;
     }
     if (self->pid != getpid()) {
-        PyErr_SetString(PyExc_RuntimeError,
-                        "reel.Loader: this loader was created in another process (before a fork); "
-                        "its threads do not exist here. Create the Loader in this process.");
+        PyErr_SetString(PyExc_RuntimeError, "reel.Loader: this loader was created in another process (before a fork); "
+                                            "its threads do not exist here. Create the Loader in this process.");
         return -1;
     }
     if (self->closing || !self->loader) {
@@ -378,14 +396,11 @@ static void batchhandle_dealloc(BatchHandleObject *self)
 }
 
 static PyMemberDef batchhandle_members[] = {
-    { "__weaklistoffset__", T_PYSSIZET, offsetof(BatchHandleObject, weakreflist), READONLY, NULL },
-    { NULL }
+    { "__weaklistoffset__", T_PYSSIZET, offsetof(BatchHandleObject, weakreflist), READONLY, NULL }, { NULL }
 };
 
-static PyMethodDef batchhandle_methods[] = {
-    { "__reduce__", (PyCFunction)reduce_forbidden, METH_NOARGS, NULL },
-    { NULL }
-};
+static PyMethodDef batchhandle_methods[] = { { "__reduce__", (PyCFunction)reduce_forbidden, METH_NOARGS, NULL },
+                                             { NULL } };
 
 static PyType_Slot batchhandle_slots[] = {
     { Py_tp_doc, (void *)"Owner of one batch buffer: gives it back to the loader's ring when freed." },
@@ -419,26 +434,22 @@ static PyObject *clip_info_tuple(const reel_clip_info *c, int64_t frames_per_cli
     for (int64_t t = 0; t < frames_per_clip; t++) {
         PyObject *a = PyLong_FromLongLong(c->frame_indices ? c->frame_indices[t] : -1);
         PyObject *b = PyLong_FromLongLong(c->pts ? c->pts[t] : 0);
-        if (!a || !b) { Py_XDECREF(a); Py_XDECREF(b); goto fail; }
+        if (!a || !b) {
+            Py_XDECREF(a);
+            Py_XDECREF(b);
+            goto fail;
+        }
         PyList_SET_ITEM(fi, (Py_ssize_t)t, a);
         PyList_SET_ITEM(pts, (Py_ssize_t)t, b);
     }
     PyObject *path = c->path ? PyUnicode_DecodeFSDefault(c->path) : Py_NewRef(Py_None);
     if (!path) goto fail;
-    return Py_BuildValue("{s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:O,s:(iiii),s:N,s:N,s:(ii)}",
-                         "path", path,
-                         "label", (long long)c->label,
-                         "sample", (long long)c->sample,
-                         "requested", (long long)c->requested,
-                         "position", (long long)c->position,
-                         "clip", (int)c->clip,
-                         "attempt", (int)c->attempt,
-                         "padded", c->padded ? Py_True : Py_False,
-                         "flipped", c->flipped ? Py_True : Py_False,
-                         "crop", (int)c->crop_x, (int)c->crop_y, (int)c->crop_w, (int)c->crop_h,
-                         "frame_indices", fi,
-                         "pts", pts,
-                         "time_base", (int)c->time_base_num, (int)c->time_base_den);
+    return Py_BuildValue("{s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:O,s:(iiii),s:N,s:N,s:(ii)}", "path", path, "label",
+                         (long long)c->label, "sample", (long long)c->sample, "requested", (long long)c->requested,
+                         "position", (long long)c->position, "clip", (int)c->clip, "attempt", (int)c->attempt, "padded",
+                         c->padded ? Py_True : Py_False, "flipped", c->flipped ? Py_True : Py_False, "crop",
+                         (int)c->crop_x, (int)c->crop_y, (int)c->crop_w, (int)c->crop_h, "frame_indices", fi, "pts",
+                         pts, "time_base", (int)c->time_base_num, (int)c->time_base_den);
 fail:
     Py_XDECREF(fi);
     Py_XDECREF(pts);
@@ -468,13 +479,14 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
     if (loader_check(self) < 0) return NULL;
     int ends_epoch = self->cur_batches >= 0 && self->delivered >= self->cur_batches;
     int finished = self->epochs > 0 && self->epoch >= self->epochs;
-    if (self->ring_size > 0 && self->outstanding >= self->ring_size && self->cur_batches >= 0 &&
-        !ends_epoch && !finished) {
+    if (self->ring_size > 0 && self->outstanding >= self->ring_size && self->cur_batches >= 0 && !ends_epoch &&
+        !finished) {
         /* reel_loader_next would wait forever for a free buffer */
         PyErr_Format(PyExc_RuntimeError,
                      "reel.Loader: all %lld batch buffers are held by live batches (or tensors and arrays "
                      "viewing them); free one before asking for the next batch, copy what you keep, or "
-                     "raise prefetch_batches", (long long)self->ring_size);
+                     "raise prefetch_batches",
+                     (long long)self->ring_size);
         return NULL;
     }
     reel_state *st = state_of((PyObject *)self);
@@ -495,12 +507,10 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
             double left = timeout - (double)(rx_clock_ns() - t_start) / 1e9;
             slice = left < 0 ? 0 : left < slice ? left : slice;
         }
-        Py_BEGIN_ALLOW_THREADS
-        PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
         r = self->loader ? reel_loader_next_timed(self->loader, &b, slice, &err) : REEL_E_CANCELLED;
         if (r == REEL_E_AGAIN) PyThread_release_lock(self->lock);
-        Py_END_ALLOW_THREADS
-        if (r != REEL_E_AGAIN) break;
+        Py_END_ALLOW_THREADS if (r != REEL_E_AGAIN) break;
         if (PyErr_CheckSignals() < 0) return NULL;
         if (timeout >= 0 && (double)(rx_clock_ns() - t_start) / 1e9 >= timeout) {
             PyErr_Format(PyExc_TimeoutError, "reel.Loader: no batch within %g s", timeout);
@@ -547,7 +557,10 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
     int ndim = b->ndim;
     int64_t expect = 1;
     for (int i = ndim - 1; i >= 0; i--) {
-        if (b->strides[i] != expect && b->shape[i] > 1) { ndim = -1; break; }
+        if (b->strides[i] != expect && b->shape[i] > 1) {
+            ndim = -1;
+            break;
+        }
         expect *= b->shape[i];
     }
     if (ndim < 1 || ndim > REEL_PY_MAXDIM || b->dtype < 0 || b->dtype > REEL_DTYPE_BFLOAT16) {
@@ -570,8 +583,8 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
         PyList_SET_ITEM(clips, (Py_ssize_t)i, c);
     }
     meta = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L}", "epoch", (long long)b->epoch, "index", (long long)b->index,
-                         "position", (long long)b->position, "num_samples", (long long)b->num_samples,
-                         "num_failed", (long long)b->num_failed);
+                         "position", (long long)b->position, "num_samples", (long long)b->num_samples, "num_failed",
+                         (long long)b->num_failed);
     if (!meta) goto done;
     result = PyTuple_Pack(4, (PyObject *)frames, (PyObject *)labels, clips, meta);
 done:
@@ -599,12 +612,11 @@ static PyObject *loader_get_state(LoaderObject *self, PyObject *unused)
     reel_loader_state s;
     memset(&s, 0, sizeof s);
     int r;
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
     r = self->loader ? reel_loader_get_state(self->loader, &s) : REEL_E_CANCELLED;
     PyThread_release_lock(self->lock);
-    Py_END_ALLOW_THREADS
-    if (r != REEL_OK) {
+    Py_END_ALLOW_THREADS if (r != REEL_OK)
+    {
         reel_state *st = state_of((PyObject *)self);
         return st ? raise_reel(st, r, NULL, NULL, NULL) : NULL;
     }
@@ -620,11 +632,10 @@ static PyObject *loader_restore(LoaderObject *self, PyObject *args)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
     r = self->loader ? reel_loader_restore(self->loader, &s, &err) : REEL_E_CANCELLED;
-    Py_END_ALLOW_THREADS
-    if (r == REEL_OK) {
+    Py_END_ALLOW_THREADS if (r == REEL_OK)
+    {
         self->epoch = epoch;
         self->delivered = 0;
         self->cur_batches = position == 0 ? reel_loader_get_batches_per_epoch(self->loader) : -1;
@@ -658,28 +669,28 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
     PyObject *stages = PyList_New(REEL_STAGE_COUNT);
     for (int i = 0; stages && i < REEL_STAGE_COUNT; i++) {
         const reel_stage_metrics *s = &m.stages[i];
-        PyObject *d = Py_BuildValue("{s:s,s:i,s:d,s:d,s:L,s:L,s:d,s:L}",
-                                    "name", s->name ? s->name : "", "threads", s->threads,
-                                    "busy_fraction", s->busy_fraction, "busy_seconds", s->busy_seconds,
-                                    "items", (long long)s->items, "queue_depth", (long long)s->queue_depth,
-                                    "queue_depth_avg", s->queue_depth_avg, "queue_capacity", (long long)s->queue_capacity);
-        if (!d) { Py_CLEAR(stages); break; }
+        PyObject *d =
+            Py_BuildValue("{s:s,s:i,s:d,s:d,s:L,s:L,s:d,s:L}", "name", s->name ? s->name : "", "threads", s->threads,
+                          "busy_fraction", s->busy_fraction, "busy_seconds", s->busy_seconds, "items",
+                          (long long)s->items, "queue_depth", (long long)s->queue_depth, "queue_depth_avg",
+                          s->queue_depth_avg, "queue_capacity", (long long)s->queue_capacity);
+        if (!d) {
+            Py_CLEAR(stages);
+            break;
+        }
         PyList_SET_ITEM(stages, i, d);
     }
     if (!stages) return NULL;
     PyObject *d = Py_BuildValue(
-        "{s:d,s:L,s:L,s:L,s:d,s:d,s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:d,s:L,s:L,s:L,s:s,s:d,s:d,s:N,s:s}",
-        "seconds", m.seconds, "frames", (long long)m.frames, "clips", (long long)m.clips,
-        "batches", (long long)m.batches, "frames_per_second", m.frames_per_second,
-        "clips_per_second", m.clips_per_second, "attempts", (long long)m.attempts,
-        "successes", (long long)m.successes, "failures", (long long)m.failures,
-        "replacements", (long long)m.replacements, "coverage", m.coverage,
-        "frames_decoded", (long long)m.frames_decoded, "frames_returned", (long long)m.frames_returned,
-        "amplification", m.amplification, "rss_bytes", (long long)m.rss_bytes,
-        "peak_rss_bytes", (long long)m.peak_rss_bytes, "ring_bytes", (long long)m.ring_bytes,
-        "ring_memory", m.ring_memory ? m.ring_memory : "plain",
-        "data_time_s", m.data_time_s, "model_time_s", m.model_time_s, "stages", stages,
-        "bottleneck", m.bottleneck ? m.bottleneck : "");
+        "{s:d,s:L,s:L,s:L,s:d,s:d,s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:d,s:L,s:L,s:L,s:s,s:d,s:d,s:N,s:s}", "seconds",
+        m.seconds, "frames", (long long)m.frames, "clips", (long long)m.clips, "batches", (long long)m.batches,
+        "frames_per_second", m.frames_per_second, "clips_per_second", m.clips_per_second, "attempts",
+        (long long)m.attempts, "successes", (long long)m.successes, "failures", (long long)m.failures, "replacements",
+        (long long)m.replacements, "coverage", m.coverage, "frames_decoded", (long long)m.frames_decoded,
+        "frames_returned", (long long)m.frames_returned, "amplification", m.amplification, "rss_bytes",
+        (long long)m.rss_bytes, "peak_rss_bytes", (long long)m.peak_rss_bytes, "ring_bytes", (long long)m.ring_bytes,
+        "ring_memory", m.ring_memory ? m.ring_memory : "plain", "data_time_s", m.data_time_s, "model_time_s",
+        m.model_time_s, "stages", stages, "bottleneck", m.bottleneck ? m.bottleneck : "");
     /* counts per cause for the whole run (the failure list is bounded) */
     PyObject *causes = d ? PyDict_New() : NULL;
     for (int status = -1; causes && status >= -31; status--) {
@@ -702,12 +713,16 @@ static PyObject *loader_failures(LoaderObject *self, PyObject *unused)
         if (reel_loader_get_failure(self->loader, i, &f, NULL) != REEL_OK) continue;
         PyObject *path = PyUnicode_DecodeFSDefault(f.path);
         PyObject *reason = path ? PyUnicode_DecodeFSDefault(f.reason) : NULL;
-        PyObject *d = reason ? Py_BuildValue("{s:N,s:N,s:i,s:L,s:L,s:L}", "path", path, "reason", reason,
-                                             "status", f.status, "epoch", (long long)f.epoch,
-                                             "position", (long long)f.position, "sample", (long long)f.sample)
+        PyObject *d = reason ? Py_BuildValue("{s:N,s:N,s:i,s:L,s:L,s:L}", "path", path, "reason", reason, "status",
+                                             f.status, "epoch", (long long)f.epoch, "position", (long long)f.position,
+                                             "sample", (long long)f.sample)
                              : NULL;
         if (!reason) Py_XDECREF(path);
-        if (!d || PyList_Append(l, d) < 0) { Py_XDECREF(d); Py_CLEAR(l); break; }
+        if (!d || PyList_Append(l, d) < 0) {
+            Py_XDECREF(d);
+            Py_CLEAR(l);
+            break;
+        }
         Py_DECREF(d);
     }
     return l;
@@ -741,7 +756,10 @@ static PyObject *dataset_info_dict(const reel_dataset *ds)
     for (size_t i = 0; names && i < nc; i++) {
         const char *s = reel_dataset_get_class_name(ds, (int64_t)i);
         PyObject *v = PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
-        if (!v) { Py_CLEAR(names); break; }
+        if (!v) {
+            Py_CLEAR(names);
+            break;
+        }
         PyList_SET_ITEM(names, (Py_ssize_t)i, v);
     }
     if (!names) return NULL;
@@ -784,23 +802,41 @@ static PyObject *loader_dataset_info(LoaderObject *self, PyObject *unused)
     return dataset_info_dict(self->ds);
 }
 
-static PyObject *loader_get_closed(LoaderObject *self, void *c) { (void)c; return PyBool_FromLong(self->closing || !self->loader); }
-static PyObject *loader_get_outstanding(LoaderObject *self, void *c) { (void)c; return PyLong_FromSsize_t(self->outstanding); }
-static PyObject *loader_get_ring_size(LoaderObject *self, void *c) { (void)c; return PyLong_FromLongLong(self->ring_size); }
+static PyObject *loader_get_closed(LoaderObject *self, void *c)
+{
+    (void)c;
+    return PyBool_FromLong(self->closing || !self->loader);
+}
+static PyObject *loader_get_outstanding(LoaderObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromSsize_t(self->outstanding);
+}
+static PyObject *loader_get_ring_size(LoaderObject *self, void *c)
+{
+    (void)c;
+    return PyLong_FromLongLong(self->ring_size);
+}
 
 static PyMethodDef loader_methods[] = {
     { "next", (PyCFunction)loader_next, METH_VARARGS,
-      "next($self, timeout=-1.0)\n--\n\n(frames, labels, clips, meta) for the next batch, or None at the end of an epoch;\n"
+      "next($self, timeout=-1.0)\n--\n\n(frames, labels, clips, meta) for the next batch, or None at the end of an "
+      "epoch;\n"
       "TimeoutError when timeout >= 0 seconds pass first." },
     { "close", (PyCFunction)loader_close, METH_NOARGS,
       "close($self)\n--\n\nStops the loader; it is freed once every batch handed out is freed." },
     { "get_state", (PyCFunction)loader_get_state, METH_NOARGS, "get_state($self)\n--\n\n(epoch, position)." },
-    { "restore", (PyCFunction)loader_restore, METH_VARARGS, "restore($self, epoch, position)\n--\n\nRestarts at a saved state." },
+    { "restore", (PyCFunction)loader_restore, METH_VARARGS,
+      "restore($self, epoch, position)\n--\n\nRestarts at a saved state." },
     { "batches_per_epoch", (PyCFunction)loader_batches_per_epoch, METH_NOARGS, "batches_per_epoch($self)\n--\n\n" },
-    { "metrics", (PyCFunction)loader_metrics, METH_NOARGS, "metrics($self)\n--\n\nA snapshot of the metrics as a dict." },
-    { "failures", (PyCFunction)loader_failures, METH_NOARGS, "failures($self)\n--\n\nThe most recent failed attempts (failure_log_size of them)." },
-    { "write_trace", (PyCFunction)loader_write_trace, METH_O, "write_trace($self, path)\n--\n\nChrome trace of the threads." },
-    { "dataset_info", (PyCFunction)loader_dataset_info, METH_NOARGS, "dataset_info($self)\n--\n\n{'size', 'class_names'}." },
+    { "metrics", (PyCFunction)loader_metrics, METH_NOARGS,
+      "metrics($self)\n--\n\nA snapshot of the metrics as a dict." },
+    { "failures", (PyCFunction)loader_failures, METH_NOARGS,
+      "failures($self)\n--\n\nThe most recent failed attempts (failure_log_size of them)." },
+    { "write_trace", (PyCFunction)loader_write_trace, METH_O,
+      "write_trace($self, path)\n--\n\nChrome trace of the threads." },
+    { "dataset_info", (PyCFunction)loader_dataset_info, METH_NOARGS,
+      "dataset_info($self)\n--\n\n{'size', 'class_names'}." },
     { "__reduce__", (PyCFunction)reduce_forbidden, METH_NOARGS, NULL },
     { NULL }
 };
@@ -813,20 +849,17 @@ static PyGetSetDef loader_getset[] = {
 };
 
 static PyMemberDef loader_members[] = {
-    { "__weaklistoffset__", T_PYSSIZET, offsetof(LoaderObject, weakreflist), READONLY, NULL },
-    { NULL }
+    { "__weaklistoffset__", T_PYSSIZET, offsetof(LoaderObject, weakreflist), READONLY, NULL }, { NULL }
 };
 
-static PyType_Slot loader_slots[] = {
-    { Py_tp_doc, (void *)"Low-level loader; use reel.Loader." },
-    { Py_tp_new, (void *)PyType_GenericNew },
-    { Py_tp_init, (void *)loader_init },
-    { Py_tp_dealloc, (void *)loader_dealloc },
-    { Py_tp_methods, loader_methods },
-    { Py_tp_getset, loader_getset },
-    { Py_tp_members, loader_members },
-    { 0, NULL }
-};
+static PyType_Slot loader_slots[] = { { Py_tp_doc, (void *)"Low-level loader; use reel.Loader." },
+                                      { Py_tp_new, (void *)PyType_GenericNew },
+                                      { Py_tp_init, (void *)loader_init },
+                                      { Py_tp_dealloc, (void *)loader_dealloc },
+                                      { Py_tp_methods, loader_methods },
+                                      { Py_tp_getset, loader_getset },
+                                      { Py_tp_members, loader_members },
+                                      { 0, NULL } };
 
 PyType_Spec loader_spec = {
     .name = "reel._reel.Loader",
@@ -834,4 +867,3 @@ PyType_Spec loader_spec = {
     .flags = Py_TPFLAGS_DEFAULT,
     .slots = loader_slots,
 };
-

@@ -14,7 +14,10 @@ reel_state *state_of(PyObject *obj)
  * Errors: reel statuses -> ReelError and its subclasses
  * ====================================================================== */
 
-static const struct { int status; const char *name; } status_names[] = {
+static const struct {
+    int status;
+    const char *name;
+} status_names[] = {
     { REEL_OK, "OK" },
     { REEL_E_INVALID_ARG, "INVALID_ARG" },
     { REEL_E_NOT_FOUND, "NOT_FOUND" },
@@ -55,20 +58,24 @@ static PyObject *error_class(reel_state *st, int status)
 /* Raises the exception for `status` with `message` ("<file>: <reason>"; empty:
  * reel_strerror), .path = path (may be NULL: None) and .status. `cause` (a
  * reference that is stolen, may be NULL) becomes __cause__. Returns NULL. */
-PyObject *raise_reel(reel_state *st, int status, const char *message, const char *path,
-                            PyObject *cause)
+PyObject *raise_reel(reel_state *st, int status, const char *message, const char *path, PyObject *cause)
 {
     PyObject *cls = error_class(st, status);
     const char *text = message && *message ? message : reel_strerror(status);
     PyObject *msg = PyUnicode_DecodeFSDefault(text);
     PyObject *exc = msg ? PyObject_CallOneArg(cls, msg) : NULL;
     Py_XDECREF(msg);
-    if (!exc) { Py_XDECREF(cause); return NULL; }
+    if (!exc) {
+        Py_XDECREF(cause);
+        return NULL;
+    }
     PyObject *p = path ? PyUnicode_DecodeFSDefault(path) : Py_NewRef(Py_None);
     PyObject *s = PyLong_FromLong(status);
-    if (!p || !s || PyObject_SetAttrString(exc, "path", p) < 0 ||
-        PyObject_SetAttrString(exc, "status", s) < 0) {
-        Py_XDECREF(p); Py_XDECREF(s); Py_DECREF(exc); Py_XDECREF(cause);
+    if (!p || !s || PyObject_SetAttrString(exc, "path", p) < 0 || PyObject_SetAttrString(exc, "status", s) < 0) {
+        Py_XDECREF(p);
+        Py_XDECREF(s);
+        Py_DECREF(exc);
+        Py_XDECREF(cause);
         return NULL;
     }
     Py_DECREF(p);
@@ -100,7 +107,11 @@ int64_t *parse_int64_seq(PyObject *obj, Py_ssize_t *n_out, const char *what)
             if (ok) {
                 Py_ssize_t n = b.len / b.itemsize;
                 int64_t *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *out);
-                if (!out) { PyBuffer_Release(&b); PyErr_NoMemory(); return NULL; }
+                if (!out) {
+                    PyBuffer_Release(&b);
+                    PyErr_NoMemory();
+                    return NULL;
+                }
                 for (Py_ssize_t i = 0; i < n; i++)
                     out[i] = b.itemsize == 8 ? ((const int64_t *)b.buf)[i] : ((const int32_t *)b.buf)[i];
                 PyBuffer_Release(&b);
@@ -116,7 +127,11 @@ int64_t *parse_int64_seq(PyObject *obj, Py_ssize_t *n_out, const char *what)
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     int64_t *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *out);
-    if (!out) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
+    if (!out) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
         PyObject *idx = PyNumber_Index(item);
@@ -144,10 +159,18 @@ double *parse_double_seq(PyObject *obj, Py_ssize_t *n_out, const char *what)
     if (!seq) return NULL;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     double *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *out);
-    if (!out) { Py_DECREF(seq); PyErr_NoMemory(); return NULL; }
+    if (!out) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return NULL;
+    }
     for (Py_ssize_t i = 0; i < n; i++) {
         double v = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
-        if (v == -1.0 && PyErr_Occurred()) { PyMem_Free(out); Py_DECREF(seq); return NULL; }
+        if (v == -1.0 && PyErr_Occurred()) {
+            PyMem_Free(out);
+            Py_DECREF(seq);
+            return NULL;
+        }
         out[i] = v;
     }
     Py_DECREF(seq);
@@ -167,8 +190,18 @@ int dict_set(PyObject *d, const char *key, PyObject *v)
  * Module functions
  * ====================================================================== */
 
-static PyObject *mod_version(PyObject *m, PyObject *u) { (void)m; (void)u; return PyUnicode_FromString(reel_version()); }
-static PyObject *mod_ffmpeg_versions(PyObject *m, PyObject *u) { (void)m; (void)u; return PyUnicode_FromString(reel_ffmpeg_versions()); }
+static PyObject *mod_version(PyObject *m, PyObject *u)
+{
+    (void)m;
+    (void)u;
+    return PyUnicode_FromString(reel_version());
+}
+static PyObject *mod_ffmpeg_versions(PyObject *m, PyObject *u)
+{
+    (void)m;
+    (void)u;
+    return PyUnicode_FromString(reel_ffmpeg_versions());
+}
 
 static PyObject *mod_set_log_level(PyObject *m, PyObject *arg)
 {
@@ -193,9 +226,11 @@ static PyMethodDef module_methods[] = {
     { "set_ffmpeg_log_level", mod_set_log_level, METH_O,
       "set_ffmpeg_log_level(level)\n--\n\n0 quiet, 1 errors, 2 warnings, 3 info (process-wide)." },
     { "strerror", mod_strerror, METH_O, "strerror(status)\n--\n\nDescription of a status code." },
-    { "loader_defaults", mod_loader_defaults, METH_NOARGS, "loader_defaults()\n--\n\nThe C loader's default settings." },
+    { "loader_defaults", mod_loader_defaults, METH_NOARGS,
+      "loader_defaults()\n--\n\nThe C loader's default settings." },
     { "epoch_shape", mod_epoch_shape, METH_VARARGS,
-      "epoch_shape(num_videos, world_size, shard_mode, batch_size, drop_last)\n--\n\n(samples per rank, batches) of an epoch." },
+      "epoch_shape(num_videos, world_size, shard_mode, batch_size, drop_last)\n--\n\n(samples per rank, batches) of an "
+      "epoch." },
     { "dataset_info", mod_dataset_info, METH_O,
       "dataset_info(source)\n--\n\n{'size', 'class_names'} of a folder, a manifest or a list of entries." },
     { "_frames_from_bytes", mod_frames_from_bytes, METH_VARARGS, NULL },
@@ -204,19 +239,56 @@ static PyMethodDef module_methods[] = {
 
 /* The C API's enum values, by their C names less REEL_, as module constants:
  * the Python layer's option tables are built from these, never copied. */
-static const struct { const char *name; int value; } enum_values[] = {
-#define E(x) { #x, REEL_##x }
-    E(DTYPE_UINT8), E(DTYPE_FLOAT32), E(DTYPE_FLOAT16), E(DTYPE_BFLOAT16),
-    E(FILTER_BILINEAR), E(FILTER_AREA), E(FILTER_BICUBIC), E(FILTER_NEAREST),
-    E(RESIZE_MODE_FUSED), E(RESIZE_MODE_AFTER_RGB), E(LAYOUT_HWC), E(LAYOUT_CHW),
-    E(INDEX_OFF), E(INDEX_READ), E(INDEX_READ_WRITE), E(CORRUPT_FAIL), E(CORRUPT_SKIP),
-    E(SAMPLE_RANDOM_INDICES), E(SAMPLE_REGULAR_INDICES), E(SAMPLE_RANDOM_TIMES), E(SAMPLE_REGULAR_TIMES),
-    E(CLIP_REPEAT_LAST), E(CLIP_WRAP), E(CLIP_DROP),
-    E(RESIZE_KEEP), E(RESIZE_SHORT_SIDE), E(RESIZE_EXACT),
-    E(CROP_NONE), E(CROP_CENTER), E(CROP_RANDOM), E(CROP_RANDOM_RESIZED),
-    E(FLIP_NONE), E(FLIP_ALWAYS), E(FLIP_RANDOM),
-    E(BATCH_BTCHW), E(BATCH_BCTHW), E(BATCH_BTHWC),
-    E(ON_ERROR_SKIP), E(ON_ERROR_REPLACE), E(ON_ERROR_RAISE), E(SHARD_PAD), E(SHARD_DROP),
+static const struct {
+    const char *name;
+    int value;
+} enum_values[] = {
+#define E(x)         \
+    {                \
+#x, REEL_##x \
+    }
+    E(DTYPE_UINT8),
+    E(DTYPE_FLOAT32),
+    E(DTYPE_FLOAT16),
+    E(DTYPE_BFLOAT16),
+    E(FILTER_BILINEAR),
+    E(FILTER_AREA),
+    E(FILTER_BICUBIC),
+    E(FILTER_NEAREST),
+    E(RESIZE_MODE_FUSED),
+    E(RESIZE_MODE_AFTER_RGB),
+    E(LAYOUT_HWC),
+    E(LAYOUT_CHW),
+    E(INDEX_OFF),
+    E(INDEX_READ),
+    E(INDEX_READ_WRITE),
+    E(CORRUPT_FAIL),
+    E(CORRUPT_SKIP),
+    E(SAMPLE_RANDOM_INDICES),
+    E(SAMPLE_REGULAR_INDICES),
+    E(SAMPLE_RANDOM_TIMES),
+    E(SAMPLE_REGULAR_TIMES),
+    E(CLIP_REPEAT_LAST),
+    E(CLIP_WRAP),
+    E(CLIP_DROP),
+    E(RESIZE_KEEP),
+    E(RESIZE_SHORT_SIDE),
+    E(RESIZE_EXACT),
+    E(CROP_NONE),
+    E(CROP_CENTER),
+    E(CROP_RANDOM),
+    E(CROP_RANDOM_RESIZED),
+    E(FLIP_NONE),
+    E(FLIP_ALWAYS),
+    E(FLIP_RANDOM),
+    E(BATCH_BTCHW),
+    E(BATCH_BCTHW),
+    E(BATCH_BTHWC),
+    E(ON_ERROR_SKIP),
+    E(ON_ERROR_REPLACE),
+    E(ON_ERROR_RAISE),
+    E(SHARD_PAD),
+    E(SHARD_DROP),
 #undef E
 };
 
@@ -269,15 +341,18 @@ static int module_exec(PyObject *m)
                           base);
     Py_DECREF(base);
     if (r < 0 ||
-        add_subclass(m, st, &st->NotFoundError, "NotFoundError", "The file does not exist.", PyExc_FileNotFoundError) < 0 ||
-        add_subclass(m, st, &st->CorruptError, "CorruptError",
-                     "The file is damaged, truncated or not a video.", NULL) < 0 ||
-        add_subclass(m, st, &st->UnsupportedError, "UnsupportedError", "No decoder for the stream's codec.", NULL) < 0 ||
-        add_subclass(m, st, &st->OutOfRangeError, "OutOfRangeError",
-                     "A frame index or timestamp outside the video.", PyExc_IndexError) < 0 ||
-        add_subclass(m, st, &st->InvalidArgumentError, "InvalidArgumentError", "A bad argument.", PyExc_ValueError) < 0 ||
-        add_subclass(m, st, &st->NoVideoStreamError, "NoVideoStreamError",
-                     "The container has no (such) video stream.", NULL) < 0 ||
+        add_subclass(m, st, &st->NotFoundError, "NotFoundError", "The file does not exist.", PyExc_FileNotFoundError) <
+            0 ||
+        add_subclass(m, st, &st->CorruptError, "CorruptError", "The file is damaged, truncated or not a video.", NULL) <
+            0 ||
+        add_subclass(m, st, &st->UnsupportedError, "UnsupportedError", "No decoder for the stream's codec.", NULL) <
+            0 ||
+        add_subclass(m, st, &st->OutOfRangeError, "OutOfRangeError", "A frame index or timestamp outside the video.",
+                     PyExc_IndexError) < 0 ||
+        add_subclass(m, st, &st->InvalidArgumentError, "InvalidArgumentError", "A bad argument.", PyExc_ValueError) <
+            0 ||
+        add_subclass(m, st, &st->NoVideoStreamError, "NoVideoStreamError", "The container has no (such) video stream.",
+                     NULL) < 0 ||
         add_subclass(m, st, &st->PermissionDeniedError, "PermissionDeniedError",
                      "Access denied (HTTP 401/403, an S3 signature or credential refused).", PyExc_PermissionError) < 0)
         return -1;
@@ -289,7 +364,10 @@ static int module_exec(PyObject *m)
             return -1;
         }
     }
-    if (PyModule_AddObject(m, "STATUS", names) < 0) { Py_DECREF(names); return -1; }
+    if (PyModule_AddObject(m, "STATUS", names) < 0) {
+        Py_DECREF(names);
+        return -1;
+    }
     for (size_t i = 0; i < sizeof enum_values / sizeof enum_values[0]; i++)
         if (PyModule_AddIntConstant(m, enum_values[i].name, enum_values[i].value) < 0) return -1;
     if (PyModule_AddStringConstant(m, "__version__", reel_version()) < 0) return -1;
@@ -341,10 +419,7 @@ static void module_free(void *m)
     module_clear((PyObject *)m);
 }
 
-static PyModuleDef_Slot module_slots[] = {
-    { Py_mod_exec, (void *)module_exec },
-    { 0, NULL }
-};
+static PyModuleDef_Slot module_slots[] = { { Py_mod_exec, (void *)module_exec }, { 0, NULL } };
 
 struct PyModuleDef reel_module = {
     PyModuleDef_HEAD_INIT,
@@ -362,4 +437,3 @@ PyMODINIT_FUNC PyInit__reel(void)
 {
     return PyModuleDef_Init(&reel_module);
 }
-

@@ -6,8 +6,8 @@
 #include "reel/store.h"
 
 typedef struct pack_call {
-    PyObject *progress;       /* callable or NULL */
-    PyObject *error;          /* an exception raised by the callable or a signal */
+    PyObject *progress; /* callable or NULL */
+    PyObject *error;    /* an exception raised by the callable or a signal */
     int64_t next_signal_check;
 } pack_call;
 
@@ -16,10 +16,10 @@ static void pack_progress(void *opaque, const reel_pack_progress *p)
     pack_call *c = opaque;
     if (!c->progress || c->error) return;
     PyGILState_STATE g = PyGILState_Ensure();
-    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:d}", "videos_total", (long long)p->videos_total,
-                                "videos_done", (long long)p->videos_done, "videos_failed",
-                                (long long)p->videos_failed, "videos_resumed", (long long)p->videos_resumed,
-                                "bytes_written", (long long)p->bytes_written, "elapsed", p->elapsed);
+    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:d}", "videos_total", (long long)p->videos_total, "videos_done",
+                                (long long)p->videos_done, "videos_failed", (long long)p->videos_failed,
+                                "videos_resumed", (long long)p->videos_resumed, "bytes_written",
+                                (long long)p->bytes_written, "elapsed", p->elapsed);
     PyObject *r = d ? PyObject_CallOneArg(c->progress, d) : NULL;
     Py_XDECREF(d);
     if (!r) {
@@ -69,9 +69,9 @@ static int format_code(const char *f)
  *      shard_size=1<<30, threads=0, part_index=0, part_count=1, progress=None) -> dict */
 static PyObject *mod_pack(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = { "source", "out_dir", "short_side", "width", "height", "fps", "every", "format",
-                              "quality", "zstd_level", "gop", "crf", "shard_size", "threads", "part_index",
-                              "part_count", "progress", NULL };
+    static char *kwlist[] = { "source",     "out_dir", "short_side", "width",      "height",   "fps",
+                              "every",      "format",  "quality",    "zstd_level", "gop",      "crf",
+                              "shard_size", "threads", "part_index", "part_count", "progress", NULL };
     reel_state *st = PyModule_GetState(module);
     PyObject *src_obj, *out_obj, *progress = Py_None, *sb = NULL, *ob = NULL;
     const char *format = "jpeg";
@@ -109,10 +109,8 @@ static PyObject *mod_pack(PyObject *module, PyObject *args, PyObject *kwargs)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS
-    r = reel_pack(PyBytes_AS_STRING(sb), PyBytes_AS_STRING(ob), &s, &rep, &err);
-    Py_END_ALLOW_THREADS
-    PyObject *res = NULL;
+    Py_BEGIN_ALLOW_THREADS r = reel_pack(PyBytes_AS_STRING(sb), PyBytes_AS_STRING(ob), &s, &rep, &err);
+    Py_END_ALLOW_THREADS PyObject *res = NULL;
     if (call.error && call.error != Py_None) {
         PyErr_SetObject((PyObject *)Py_TYPE(call.error), call.error);
     } else if (r != REEL_OK) {
@@ -137,10 +135,9 @@ static PyObject *mod_pack_merge(PyObject *module, PyObject *arg)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS
-    r = reel_pack_merge(PyBytes_AS_STRING(b), &err);
-    Py_END_ALLOW_THREADS
-    PyObject *res = r == REEL_OK ? Py_NewRef(Py_None) : raise_err(st, r, &err, PyBytes_AS_STRING(b));
+    Py_BEGIN_ALLOW_THREADS r = reel_pack_merge(PyBytes_AS_STRING(b), &err);
+    Py_END_ALLOW_THREADS PyObject *res =
+        r == REEL_OK ? Py_NewRef(Py_None) : raise_err(st, r, &err, PyBytes_AS_STRING(b));
     Py_DECREF(b);
     return res;
 }
@@ -154,16 +151,15 @@ static PyObject *mod_store_verify(PyObject *module, PyObject *arg)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS
-    r = reel_store_verify(PyBytes_AS_STRING(b), &rep, &err);
-    Py_END_ALLOW_THREADS
-    PyObject *res = NULL;
-    if (r != REEL_OK && r != REEL_E_CORRUPT) res = raise_err(st, r, &err, PyBytes_AS_STRING(b));
+    Py_BEGIN_ALLOW_THREADS r = reel_store_verify(PyBytes_AS_STRING(b), &rep, &err);
+    Py_END_ALLOW_THREADS PyObject *res = NULL;
+    if (r != REEL_OK && r != REEL_E_CORRUPT)
+        res = raise_err(st, r, &err, PyBytes_AS_STRING(b));
     else
         res = Py_BuildValue("{s:O,s:L,s:L,s:L,s:L,s:L,s:s}", "ok", r == REEL_OK ? Py_True : Py_False, "records",
                             (long long)rep.records, "frames", (long long)rep.frames, "bytes", (long long)rep.bytes,
-                            "bad", (long long)rep.bad, "failed_to_pack", (long long)rep.failed_to_pack,
-                            "first_problem", rep.first_problem);
+                            "bad", (long long)rep.bad, "failed_to_pack", (long long)rep.failed_to_pack, "first_problem",
+                            rep.first_problem);
     Py_DECREF(b);
     return res;
 }
@@ -192,14 +188,14 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
         if (!n || PyList_Append(classes, n) < 0) Py_CLEAR(classes);
         Py_XDECREF(n);
     }
-    PyObject *res = classes ? Py_BuildValue("{s:s,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:d,s:i,s:N}",
-                                            "format", fmts[i.format >= 1 && i.format <= 3 ? i.format : 0], "version",
-                                            i.version, "records", (long long)i.num_records, "frames",
-                                            (long long)i.num_frames, "failed", (long long)i.num_failed, "bytes",
-                                            (long long)i.bytes, "shards", i.num_shards, "short_side", i.short_side,
-                                            "width", i.width, "height", i.height, "quality", i.quality, "gop", i.gop,
-                                            "fps", i.fps, "every", i.every, "class_names", classes)
-                            : NULL;
+    PyObject *res =
+        classes ? Py_BuildValue("{s:s,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:d,s:i,s:N}", "format",
+                                fmts[i.format >= 1 && i.format <= 3 ? i.format : 0], "version", i.version, "records",
+                                (long long)i.num_records, "frames", (long long)i.num_frames, "failed",
+                                (long long)i.num_failed, "bytes", (long long)i.bytes, "shards", i.num_shards,
+                                "short_side", i.short_side, "width", i.width, "height", i.height, "quality", i.quality,
+                                "gop", i.gop, "fps", i.fps, "every", i.every, "class_names", classes)
+                : NULL;
     reel_store_close(&s);
     return res;
 }

@@ -13,33 +13,40 @@
 static PyObject *synth_write(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     (void)module;
-    static char *kwlist[] = { "path", "codec", "width", "height", "frames", "fps_num", "fps_den", "gop",
-                              "bframes", "vfr", "ten_bit", "yuv444", "start", "seed", NULL };
+    static char *kwlist[] = { "path",    "codec", "width",   "height", "frames", "fps_num", "fps_den", "gop",
+                              "bframes", "vfr",   "ten_bit", "yuv444", "start",  "seed",    NULL };
     PyObject *path_obj, *pb = NULL;
     const char *codec = "h264";
     int width = 160, height = 120, frames = 60, fps_num = 25, fps_den = 1, gop = 16, bframes = 2;
     int vfr = 0, ten_bit = 0, yuv444 = 0;
     double start = 0.0;
     unsigned int seed = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$siiiiiiipppdI:write", kwlist, &path_obj, &codec, &width,
-                                     &height, &frames, &fps_num, &fps_den, &gop, &bframes, &vfr, &ten_bit, &yuv444,
-                                     &start, &seed))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|$siiiiiiipppdI:write", kwlist, &path_obj, &codec, &width, &height,
+                                     &frames, &fps_num, &fps_den, &gop, &bframes, &vfr, &ten_bit, &yuv444, &start,
+                                     &seed))
         return NULL;
     if (!PyUnicode_FSConverter(path_obj, &pb)) return NULL;
     reel_synth_params p;
     reel_synth_default_params(&p);
     p.path = PyBytes_AS_STRING(pb);
     p.codec = codec;
-    p.width = width; p.height = height; p.num_frames = frames;
-    p.fps_num = fps_num; p.fps_den = fps_den; p.gop = gop; p.bframes = bframes;
-    p.vfr = vfr; p.pix_fmt_10bit = ten_bit; p.yuv444 = yuv444; p.start_time = start; p.seed = seed;
+    p.width = width;
+    p.height = height;
+    p.num_frames = frames;
+    p.fps_num = fps_num;
+    p.fps_den = fps_den;
+    p.gop = gop;
+    p.bframes = bframes;
+    p.vfr = vfr;
+    p.pix_fmt_10bit = ten_bit;
+    p.yuv444 = yuv444;
+    p.start_time = start;
+    p.seed = seed;
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS
-    r = reel_synth_write(&p, &err);
-    Py_END_ALLOW_THREADS
-    Py_DECREF(pb);
+    Py_BEGIN_ALLOW_THREADS r = reel_synth_write(&p, &err);
+    Py_END_ALLOW_THREADS Py_DECREF(pb);
     if (r != REEL_OK) {
         PyErr_SetString(PyExc_OSError, err.message[0] ? err.message : reel_strerror(r));
         return NULL;
@@ -67,7 +74,10 @@ static PyObject *synth_read_indices(PyObject *module, PyObject *args)
     for (Py_ssize_t i = 0; l && i < count; i++) {
         const uint8_t *img = (const uint8_t *)view.buf + i * frame;
         PyObject *v = PyLong_FromLongLong(reel_synth_read_index(img, (int)w, (int)h, w * 3));
-        if (!v) { Py_CLEAR(l); break; }
+        if (!v) {
+            Py_CLEAR(l);
+            break;
+        }
         PyList_SET_ITEM(l, i, v);
     }
 done:
@@ -84,10 +94,15 @@ static PyMethodDef synth_methods[] = {
     { NULL, NULL, 0, NULL }
 };
 
-static struct PyModuleDef synth_module = {
-    PyModuleDef_HEAD_INIT, "reel._synth", "reel's test-video generator (tests and examples only).", 0,
-    synth_methods, NULL, NULL, NULL, NULL
-};
+static struct PyModuleDef synth_module = { PyModuleDef_HEAD_INIT,
+                                           "reel._synth",
+                                           "reel's test-video generator (tests and examples only).",
+                                           0,
+                                           synth_methods,
+                                           NULL,
+                                           NULL,
+                                           NULL,
+                                           NULL };
 
 PyMODINIT_FUNC PyInit__synth(void)
 {

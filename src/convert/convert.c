@@ -94,25 +94,32 @@ uint16_t reel__f32_to_bf16(float f)
     return (uint16_t)(x >> 16);
 }
 
-int reel_transform_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h,
-                               size_t *bytes, reel_error *err)
+int reel_transform_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h, size_t *bytes,
+                               reel_error *err)
 {
     reel_transform def;
-    if (!t) { reel_transform_default_settings(&def); t = &def; }
+    if (!t) {
+        reel_transform_default_settings(&def);
+        t = &def;
+    }
     int cw = src_w, ch = src_h;
     if (t->crop_w || t->crop_h) {
-        if (t->crop_w <= 0 || t->crop_h <= 0 || t->crop_x < 0 || t->crop_y < 0 ||
-            t->crop_x > src_w - t->crop_w || t->crop_y > src_h - t->crop_h)
-            return reel__error_set(err, REEL_E_INVALID_ARG, "crop %d,%d,%dx%d falls outside the %dx%d frame",
-                                   t->crop_x, t->crop_y, t->crop_w, t->crop_h, src_w, src_h);
+        if (t->crop_w <= 0 || t->crop_h <= 0 || t->crop_x < 0 || t->crop_y < 0 || t->crop_x > src_w - t->crop_w ||
+            t->crop_y > src_h - t->crop_h)
+            return reel__error_set(err, REEL_E_INVALID_ARG, "crop %d,%d,%dx%d falls outside the %dx%d frame", t->crop_x,
+                                   t->crop_y, t->crop_w, t->crop_h, src_w, src_h);
         cw = t->crop_w;
         ch = t->crop_h;
     }
     int w = t->width, h = t->height;
     if (w < 0 || h < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "output size %dx%d is negative", w, h);
-    if (w == 0 && h == 0) { w = cw; h = ch; }
-    else if (h == 0) h = (int)lrint((double)ch * w / cw);
-    else if (w == 0) w = (int)lrint((double)cw * h / ch);
+    if (w == 0 && h == 0) {
+        w = cw;
+        h = ch;
+    } else if (h == 0)
+        h = (int)lrint((double)ch * w / cw);
+    else if (w == 0)
+        w = (int)lrint((double)cw * h / ch);
     if (w < 1) w = 1;
     if (h < 1) h = 1;
     if (w > 16384 || h > 16384) return reel__error_set(err, REEL_E_INVALID_ARG, "output size %dx%d is too large", w, h);
@@ -147,8 +154,14 @@ void reel_converter_destroy(reel_converter **pc)
     *pc = NULL;
 }
 
-int64_t reel_frame_get_index(const reel_frame *f) { return f ? f->index : -1; }
-int64_t reel_frame_get_pts(const reel_frame *f) { return f ? f->pts : AV_NOPTS_VALUE; }
+int64_t reel_frame_get_index(const reel_frame *f)
+{
+    return f ? f->index : -1;
+}
+int64_t reel_frame_get_pts(const reel_frame *f)
+{
+    return f ? f->pts : AV_NOPTS_VALUE;
+}
 void reel_frame_get_size(const reel_frame *f, int *w, int *h)
 {
     if (w) *w = f ? f->av->width : 0;
@@ -195,15 +208,15 @@ static void set_colors(struct SwsContext *sws, int cs, int range)
     sws_setColorspaceDetails(sws, coef, src_full, coef, dst_full, bri, con, sat);
 }
 
-static struct SwsContext *get_sws(reel_converter *c, int sw, int sh, int sfmt, int dw, int dh, int dfmt,
-                                  int flags, int cs, int range)
+static struct SwsContext *get_sws(reel_converter *c, int sw, int sh, int sfmt, int dw, int dh, int dfmt, int flags,
+                                  int cs, int range)
 {
     sws_entry *lru = &c->cache[0];
     c->tick++;
     for (int i = 0; i < SWS_CACHE; i++) {
         sws_entry *e = &c->cache[i];
-        if (e->sws && e->sw == sw && e->sh == sh && e->sfmt == sfmt && e->dw == dw && e->dh == dh &&
-            e->dfmt == dfmt && e->flags == flags && e->cs == cs && e->range == range) {
+        if (e->sws && e->sw == sw && e->sh == sh && e->sfmt == sfmt && e->dw == dw && e->dh == dh && e->dfmt == dfmt &&
+            e->flags == flags && e->cs == cs && e->range == range) {
             e->used = c->tick;
             return e->sws;
         }
@@ -215,8 +228,16 @@ static struct SwsContext *get_sws(reel_converter *c, int sw, int sh, int sfmt, i
     if (!lru->sws) return NULL;
     const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(sfmt);
     if (d && !(d->flags & AV_PIX_FMT_FLAG_RGB)) set_colors(lru->sws, cs, range);
-    lru->sw = sw; lru->sh = sh; lru->sfmt = sfmt; lru->dw = dw; lru->dh = dh; lru->dfmt = dfmt;
-    lru->flags = flags; lru->cs = cs; lru->range = range; lru->used = c->tick;
+    lru->sw = sw;
+    lru->sh = sh;
+    lru->sfmt = sfmt;
+    lru->dw = dw;
+    lru->dh = dh;
+    lru->dfmt = dfmt;
+    lru->flags = flags;
+    lru->cs = cs;
+    lru->range = range;
+    lru->used = c->tick;
     return lru->sws;
 }
 
@@ -225,22 +246,29 @@ static void plane_ptrs(const AVFrame *f, int x, int y, const uint8_t *src[4])
 {
     const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
     for (int p = 0; p < 4; p++) {
-        if (!f->data[p]) { src[p] = NULL; continue; }
+        if (!f->data[p]) {
+            src[p] = NULL;
+            continue;
+        }
         int chroma = (p == 1 || p == 2);
         int px = chroma ? (x >> d->log2_chroma_w) : x;
         int py = chroma ? (y >> d->log2_chroma_h) : y;
         int step = 0;
         for (int i = 0; i < d->nb_components; i++)
-            if (d->comp[i].plane == p) { step = d->comp[i].step; break; }
+            if (d->comp[i].plane == p) {
+                step = d->comp[i].step;
+                break;
+            }
         src[p] = f->data[p] + (ptrdiff_t)py * f->linesize[p] + (ptrdiff_t)px * step;
     }
 }
 
 /* YUV region -> RGB24 scratch via swscale. */
-static int yuv_to_rgb(reel_converter *c, const AVFrame *f, int x, int y, int w, int h, int ow, int oh,
-                      int flags, uint8_t *dst, int dst_stride)
+static int yuv_to_rgb(reel_converter *c, const AVFrame *f, int x, int y, int w, int h, int ow, int oh, int flags,
+                      uint8_t *dst, int dst_stride)
 {
-    struct SwsContext *sws = get_sws(c, w, h, f->format, ow, oh, AV_PIX_FMT_RGB24, flags, f->colorspace, f->color_range);
+    struct SwsContext *sws =
+        get_sws(c, w, h, f->format, ow, oh, AV_PIX_FMT_RGB24, flags, f->colorspace, f->color_range);
     if (!sws) return REEL_E_UNSUPPORTED_CODEC;
     const uint8_t *src[4];
     plane_ptrs(f, x, y, src);
@@ -257,8 +285,9 @@ static int yuv_to_rgb(reel_converter *c, const AVFrame *f, int x, int y, int w, 
 static int band_is_exact(const AVFrame *f)
 {
     int fmt = f->format;
-    return (fmt == AV_PIX_FMT_YUV420P || fmt == AV_PIX_FMT_YUVJ420P ||
-            fmt == AV_PIX_FMT_YUV422P || fmt == AV_PIX_FMT_YUVJ422P) && !(f->height & 1);
+    return (fmt == AV_PIX_FMT_YUV420P || fmt == AV_PIX_FMT_YUVJ420P || fmt == AV_PIX_FMT_YUV422P ||
+            fmt == AV_PIX_FMT_YUVJ422P) &&
+           !(f->height & 1);
 }
 
 static void rotate_rgb(const uint8_t *src, int sstride, int w, int h, int rot, uint8_t *dst, int dstride)
@@ -268,11 +297,20 @@ static void rotate_rgb(const uint8_t *src, int sstride, int w, int h, int rot, u
         uint8_t *o = dst + (ptrdiff_t)r * dstride;
         for (int col = 0; col < ow; col++) {
             int sr, sc;
-            if (rot == 90) { sr = h - 1 - col; sc = r; }
-            else if (rot == 180) { sr = h - 1 - r; sc = w - 1 - col; }
-            else { sr = col; sc = w - 1 - r; }
+            if (rot == 90) {
+                sr = h - 1 - col;
+                sc = r;
+            } else if (rot == 180) {
+                sr = h - 1 - r;
+                sc = w - 1 - col;
+            } else {
+                sr = col;
+                sc = w - 1 - r;
+            }
             const uint8_t *p = src + (ptrdiff_t)sr * sstride + sc * 3;
-            o[col * 3] = p[0]; o[col * 3 + 1] = p[1]; o[col * 3 + 2] = p[2];
+            o[col * 3] = p[0];
+            o[col * 3 + 1] = p[1];
+            o[col * 3 + 2] = p[2];
         }
     }
 }
@@ -300,9 +338,19 @@ static void build_luts(reel_converter *c, const reel_transform *t)
 static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int h, const reel_transform *t, void *dst)
 {
     int64_t sx, sy, sc;
-    if (t->stride_c || t->stride_y || t->stride_x) { sx = t->stride_x; sy = t->stride_y; sc = t->stride_c; }
-    else if (t->layout == REEL_LAYOUT_CHW) { sx = 1; sy = w; sc = (int64_t)w * h; }
-    else { sx = 3; sy = (int64_t)w * 3; sc = 1; }
+    if (t->stride_c || t->stride_y || t->stride_x) {
+        sx = t->stride_x;
+        sy = t->stride_y;
+        sc = t->stride_c;
+    } else if (t->layout == REEL_LAYOUT_CHW) {
+        sx = 1;
+        sy = w;
+        sc = (int64_t)w * h;
+    } else {
+        sx = 3;
+        sy = (int64_t)w * 3;
+        sc = 1;
+    }
     int flip = t->flip_horizontal;
 
     if (t->dtype == REEL_DTYPE_UINT8) {
@@ -317,7 +365,9 @@ static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int 
             for (int x = 0; x < w; x++) {
                 const uint8_t *p = s + 3 * (flip ? w - 1 - x : x);
                 int64_t off = x * sx;
-                r[off] = p[0]; g[off] = p[1]; b[off] = p[2];
+                r[off] = p[0];
+                g[off] = p[1];
+                b[off] = p[2];
             }
         }
         return;
@@ -332,7 +382,9 @@ static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int 
             for (int x = 0; x < w; x++) {
                 const uint8_t *p = s + 3 * (flip ? w - 1 - x : x);
                 int64_t off = x * sx;
-                r[off] = l0[p[0]]; g[off] = l1[p[1]]; b[off] = l2[p[2]];
+                r[off] = l0[p[0]];
+                g[off] = l1[p[1]];
+                b[off] = l2[p[2]];
             }
         }
         return;
@@ -345,17 +397,22 @@ static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int 
         for (int x = 0; x < w; x++) {
             const uint8_t *p = s + 3 * (flip ? w - 1 - x : x);
             int64_t off = x * sx;
-            r[off] = l0[p[0]]; g[off] = l1[p[1]]; b[off] = l2[p[2]];
+            r[off] = l0[p[0]];
+            g[off] = l1[p[1]];
+            b[off] = l2[p[2]];
         }
     }
 }
 
-int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_transform *tin,
-                       void *dst, size_t dst_size, reel_error *err)
+int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_transform *tin, void *dst,
+                       size_t dst_size, reel_error *err)
 {
     reel_transform def;
     const reel_transform *t = tin;
-    if (!t) { reel_transform_default_settings(&def); t = &def; }
+    if (!t) {
+        reel_transform_default_settings(&def);
+        t = &def;
+    }
     if (!c || !frame || !dst) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_converter_run: NULL argument");
     const AVFrame *f = frame->av;
     int rot = t->apply_rotation ? frame->rotation : 0;
@@ -366,10 +423,15 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
     int r = reel_transform_output_size(t, dw, dh, &ow, &oh, &bytes, err);
     if (r != REEL_OK) return r;
     if (!(t->stride_c || t->stride_y || t->stride_x) && dst_size < bytes)
-        return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "output buffer of %zu bytes is smaller than the %zu-byte frame",
-                               dst_size, bytes);
+        return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL,
+                               "output buffer of %zu bytes is smaller than the %zu-byte frame", dst_size, bytes);
     int cx = 0, cy = 0, cw = dw, ch = dh;
-    if (t->crop_w) { cx = t->crop_x; cy = t->crop_y; cw = t->crop_w; ch = t->crop_h; }
+    if (t->crop_w) {
+        cx = t->crop_x;
+        cy = t->crop_y;
+        cw = t->crop_w;
+        ch = t->crop_h;
+    }
     int resize = (ow != cw || oh != ch);
     const uint8_t *res;
     int res_stride;
@@ -421,8 +483,8 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
         if (r == REEL_OK && resize) {
             res_stride = rgb_stride(ow);
             uint8_t *s2 = scratch_get(&c->s[2], (size_t)res_stride * (oh + 1));
-            struct SwsContext *sws = get_sws(c, cw, ch, AV_PIX_FMT_RGB24, ow, oh, AV_PIX_FMT_RGB24,
-                                             sws_flags_of(t->filter), 0, 0);
+            struct SwsContext *sws =
+                get_sws(c, cw, ch, AV_PIX_FMT_RGB24, ow, oh, AV_PIX_FMT_RGB24, sws_flags_of(t->filter), 0, 0);
             if (!s2 || !sws) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
             const uint8_t *sp[4] = { crop, NULL, NULL, NULL };
             int ss[4] = { istride, 0, 0, 0 };

@@ -40,8 +40,7 @@ void reel__rss(int64_t *rss, int64_t *peak)
     }
     if (p < 0) {
         struct rusage ru;
-        if (getrusage(RUSAGE_SELF, &ru) == 0)
-            p = (int64_t)ru.ru_maxrss * 1024;
+        if (getrusage(RUSAGE_SELF, &ru) == 0) p = (int64_t)ru.ru_maxrss * 1024;
     }
     if (rss) *rss = r;
     if (peak) *peak = p;

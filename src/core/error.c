@@ -17,26 +17,26 @@
 const char *reel_strerror(int status)
 {
     switch (status) {
-    case REEL_OK:                  return "success";
-    case REEL_E_INVALID_ARG:       return "invalid argument";
-    case REEL_E_NOT_FOUND:         return "file not found";
-    case REEL_E_IO:                return "input/output error";
-    case REEL_E_NOT_VIDEO:         return "not a video file";
-    case REEL_E_NO_VIDEO_STREAM:   return "no video stream";
+    case REEL_OK: return "success";
+    case REEL_E_INVALID_ARG: return "invalid argument";
+    case REEL_E_NOT_FOUND: return "file not found";
+    case REEL_E_IO: return "input/output error";
+    case REEL_E_NOT_VIDEO: return "not a video file";
+    case REEL_E_NO_VIDEO_STREAM: return "no video stream";
     case REEL_E_UNSUPPORTED_CODEC: return "unsupported codec";
-    case REEL_E_CORRUPT:           return "corrupt or truncated data";
-    case REEL_E_OUT_OF_RANGE:      return "index or timestamp out of range";
-    case REEL_E_NOMEM:             return "out of memory";
-    case REEL_E_INDEX_STALE:       return "stale or invalid index file";
-    case REEL_E_BUFFER_TOO_SMALL:  return "output buffer too small";
-    case REEL_E_TIMEOUT:           return "time limit exceeded";
-    case REEL_E_CANCELLED:         return "cancelled";
-    case REEL_E_EMPTY:             return "empty dataset";
-    case REEL_E_INTERNAL:          return "internal error";
-    case REEL_E_AGAIN:             return "not ready yet, try again";
-    case REEL_E_PERMISSION:        return "permission denied";
-    case REEL_E_NO_DATA:           return "no sample could be loaded";
-    default:                       return "unknown error";
+    case REEL_E_CORRUPT: return "corrupt or truncated data";
+    case REEL_E_OUT_OF_RANGE: return "index or timestamp out of range";
+    case REEL_E_NOMEM: return "out of memory";
+    case REEL_E_INDEX_STALE: return "stale or invalid index file";
+    case REEL_E_BUFFER_TOO_SMALL: return "output buffer too small";
+    case REEL_E_TIMEOUT: return "time limit exceeded";
+    case REEL_E_CANCELLED: return "cancelled";
+    case REEL_E_EMPTY: return "empty dataset";
+    case REEL_E_INTERNAL: return "internal error";
+    case REEL_E_AGAIN: return "not ready yet, try again";
+    case REEL_E_PERMISSION: return "permission denied";
+    case REEL_E_NO_DATA: return "no sample could be loaded";
+    default: return "unknown error";
     }
 }
 
@@ -62,26 +62,25 @@ int reel__error_set(reel_error *err, int status, const char *fmt, ...)
 int reel__status_from_av(int averr)
 {
     switch (averr) {
-    case AVERROR(ENOENT):           return REEL_E_NOT_FOUND;
-    case AVERROR(ENOMEM):           return REEL_E_NOMEM;
+    case AVERROR(ENOENT): return REEL_E_NOT_FOUND;
+    case AVERROR(ENOMEM): return REEL_E_NOMEM;
     case AVERROR(EACCES):
     case AVERROR(EIO):
-    case AVERROR(EISDIR):           return REEL_E_IO;
-    case AVERROR_INVALIDDATA:       return REEL_E_CORRUPT;
-    case AVERROR_EOF:               return REEL_E_CORRUPT;
+    case AVERROR(EISDIR): return REEL_E_IO;
+    case AVERROR_INVALIDDATA: return REEL_E_CORRUPT;
+    case AVERROR_EOF: return REEL_E_CORRUPT;
     case AVERROR_DECODER_NOT_FOUND: return REEL_E_UNSUPPORTED_CODEC;
-    case AVERROR_PATCHWELCOME:      return REEL_E_UNSUPPORTED_CODEC;
-    case AVERROR_STREAM_NOT_FOUND:  return REEL_E_NO_VIDEO_STREAM;
-    case AVERROR(EINVAL):           return REEL_E_INVALID_ARG;
-    case AVERROR_EXIT:              return REEL_E_CANCELLED; /* the interrupt callback */
-    default:                        return averr < 0 ? REEL_E_IO : REEL_OK;
+    case AVERROR_PATCHWELCOME: return REEL_E_UNSUPPORTED_CODEC;
+    case AVERROR_STREAM_NOT_FOUND: return REEL_E_NO_VIDEO_STREAM;
+    case AVERROR(EINVAL): return REEL_E_INVALID_ARG;
+    case AVERROR_EXIT: return REEL_E_CANCELLED; /* the interrupt callback */
+    default: return averr < 0 ? REEL_E_IO : REEL_OK;
     }
 }
 
 const char *reel__av_err(int averr, char *buf, size_t size)
 {
-    if (av_strerror(averr, buf, size) < 0)
-        snprintf(buf, size, "error %d", averr);
+    if (av_strerror(averr, buf, size) < 0) snprintf(buf, size, "error %d", averr);
     return buf;
 }
 
@@ -94,7 +93,7 @@ int reel__cpu_count(void)
 const char *reel_version(void)
 {
 #define REEL_STR2(x) #x
-#define REEL_STR(x) REEL_STR2(x)
+#define REEL_STR(x)  REEL_STR2(x)
     return REEL_STR(REEL_VERSION_MAJOR) "." REEL_STR(REEL_VERSION_MINOR) "." REEL_STR(REEL_VERSION_PATCH);
 }
 
@@ -107,8 +106,8 @@ const char *reel_ffmpeg_versions(void)
     static _Thread_local char buf[160];
     unsigned f = avformat_version(), c = avcodec_version(), u = avutil_version(), s = swscale_version();
     snprintf(buf, sizeof buf, "libavformat %u.%u.%u, libavcodec %u.%u.%u, libavutil %u.%u.%u, libswscale %u.%u.%u",
-             f >> 16, (f >> 8) & 255, f & 255, c >> 16, (c >> 8) & 255, c & 255,
-             u >> 16, (u >> 8) & 255, u & 255, s >> 16, (s >> 8) & 255, s & 255);
+             f >> 16, (f >> 8) & 255, f & 255, c >> 16, (c >> 8) & 255, c & 255, u >> 16, (u >> 8) & 255, u & 255,
+             s >> 16, (s >> 8) & 255, s & 255);
     return buf;
 }
 

@@ -6,9 +6,9 @@
 #include "reel/common.h"
 
 #if defined(__GNUC__)
-#  define REEL_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#define REEL_PRINTF(a, b) __attribute__((format(printf, a, b)))
 #else
-#  define REEL_PRINTF(a, b)
+#define REEL_PRINTF(a, b)
 #endif
 
 /* Fills err (if not NULL) and returns status, so callers can

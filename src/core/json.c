@@ -27,7 +27,10 @@ static int reserve(reel_buf *b, size_t extra)
     size_t nc = b->cap ? b->cap : 256;
     while (nc < b->len + extra + 1) nc *= 2;
     char *nd = realloc(b->data, nc);
-    if (!nd) { b->oom = 1; return -1; }
+    if (!nd) {
+        b->oom = 1;
+        return -1;
+    }
     b->data = nd;
     b->cap = nc;
     return 0;
@@ -67,14 +70,17 @@ void reel__buf_printf(reel_buf *b, const char *fmt, ...)
 
 void reel__buf_json_string(reel_buf *b, const char *s)
 {
-    if (!s) { reel__buf_puts(b, "null"); return; }
+    if (!s) {
+        reel__buf_puts(b, "null");
+        return;
+    }
     reel__buf_put(b, "\"", 1);
     const char *run = s;
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         const char *esc = NULL;
         char tmp[8];
         switch (*p) {
-        case '"':  esc = "\\\""; break;
+        case '"': esc = "\\\""; break;
         case '\\': esc = "\\\\"; break;
         case '\n': esc = "\\n"; break;
         case '\r': esc = "\\r"; break;
@@ -99,7 +105,10 @@ void reel__buf_json_string(reel_buf *b, const char *s)
 
 void reel__buf_json_double(reel_buf *b, double v)
 {
-    if (!isfinite(v)) { reel__buf_puts(b, "null"); return; }
+    if (!isfinite(v)) {
+        reel__buf_puts(b, "null");
+        return;
+    }
     if (v == floor(v) && fabs(v) < 1e15)
         reel__buf_printf(b, "%.0f", v);
     else
@@ -108,9 +117,15 @@ void reel__buf_json_double(reel_buf *b, double v)
 
 char *reel__buf_take(reel_buf *b)
 {
-    if (b->oom) { reel__buf_free(b); return NULL; }
+    if (b->oom) {
+        reel__buf_free(b);
+        return NULL;
+    }
     char *d = b->data;
-    if (!d) { d = malloc(1); if (d) d[0] = '\0'; }
+    if (!d) {
+        d = malloc(1);
+        if (d) d[0] = '\0';
+    }
     reel__buf_init(b);
     return d;
 }
@@ -124,8 +139,8 @@ typedef struct parser {
 
 static void skip_ws(parser *p)
 {
-    while (p->pos < p->len && (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' ||
-                               p->s[p->pos] == '\n' || p->s[p->pos] == '\r'))
+    while (p->pos < p->len &&
+           (p->s[p->pos] == ' ' || p->s[p->pos] == '\t' || p->s[p->pos] == '\n' || p->s[p->pos] == '\r'))
         p->pos++;
 }
 
@@ -133,14 +148,24 @@ static void put_utf8(reel_buf *b, unsigned cp)
 {
     char u[4];
     size_t n;
-    if (cp < 0x80) { u[0] = (char)cp; n = 1; }
-    else if (cp < 0x800) { u[0] = (char)(0xC0 | (cp >> 6)); u[1] = (char)(0x80 | (cp & 63)); n = 2; }
-    else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | (cp >> 12)); u[1] = (char)(0x80 | ((cp >> 6) & 63));
-        u[2] = (char)(0x80 | (cp & 63)); n = 3;
+    if (cp < 0x80) {
+        u[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        u[0] = (char)(0xC0 | (cp >> 6));
+        u[1] = (char)(0x80 | (cp & 63));
+        n = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | (cp >> 12));
+        u[1] = (char)(0x80 | ((cp >> 6) & 63));
+        u[2] = (char)(0x80 | (cp & 63));
+        n = 3;
     } else {
-        u[0] = (char)(0xF0 | (cp >> 18)); u[1] = (char)(0x80 | ((cp >> 12) & 63));
-        u[2] = (char)(0x80 | ((cp >> 6) & 63)); u[3] = (char)(0x80 | (cp & 63)); n = 4;
+        u[0] = (char)(0xF0 | (cp >> 18));
+        u[1] = (char)(0x80 | ((cp >> 12) & 63));
+        u[2] = (char)(0x80 | ((cp >> 6) & 63));
+        u[3] = (char)(0x80 | (cp & 63));
+        n = 4;
     }
     reel__buf_put(b, u, n);
 }
@@ -152,10 +177,14 @@ static int hex4(parser *p, unsigned *out)
     for (int i = 0; i < 4; i++) {
         char c = p->s[p->pos++];
         v <<= 4;
-        if (c >= '0' && c <= '9') v |= (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') v |= (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') v |= (unsigned)(c - 'A' + 10);
-        else return -1;
+        if (c >= '0' && c <= '9')
+            v |= (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v |= (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            v |= (unsigned)(c - 'A' + 10);
+        else
+            return -1;
     }
     *out = v;
     return 0;
@@ -172,11 +201,16 @@ static int parse_string(parser *p, reel_buf *b)
         char c = p->s[p->pos++];
         if (c == '"') return b->oom ? -1 : 0;
         if ((unsigned char)c < 0x20) return -1;
-        if (c != '\\') { reel__buf_put(b, &c, 1); continue; }
+        if (c != '\\') {
+            reel__buf_put(b, &c, 1);
+            continue;
+        }
         if (p->pos >= p->len) return -1;
         c = p->s[p->pos++];
         switch (c) {
-        case '"': case '\\': case '/': reel__buf_put(b, &c, 1); break;
+        case '"':
+        case '\\':
+        case '/': reel__buf_put(b, &c, 1); break;
         case 'b': reel__buf_put(b, "\b", 1); break;
         case 'f': reel__buf_put(b, "\f", 1); break;
         case 'n': reel__buf_put(b, "\n", 1); break;
@@ -185,13 +219,12 @@ static int parse_string(parser *p, reel_buf *b)
         case 'u': {
             unsigned cp;
             if (hex4(p, &cp) < 0) return -1;
-            if (cp >= 0xD800 && cp < 0xDC00 && p->pos + 6 <= p->len &&
-                p->s[p->pos] == '\\' && p->s[p->pos + 1] == 'u') {
+            if (cp >= 0xD800 && cp < 0xDC00 && p->pos + 6 <= p->len && p->s[p->pos] == '\\' &&
+                p->s[p->pos + 1] == 'u') {
                 unsigned lo;
                 p->pos += 2;
                 if (hex4(p, &lo) < 0) return -1;
-                if (lo >= 0xDC00 && lo < 0xE000)
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                if (lo >= 0xDC00 && lo < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             }
             if (cp == 0) return -1; /* embedded NUL: not representable */
             put_utf8(b, cp);
@@ -215,7 +248,10 @@ static int skip_value(parser *p, reel_buf *scratch, int depth)
         char close = c == '{' ? '}' : ']';
         p->pos++;
         skip_ws(p);
-        if (p->pos < p->len && p->s[p->pos] == close) { p->pos++; return 0; }
+        if (p->pos < p->len && p->s[p->pos] == close) {
+            p->pos++;
+            return 0;
+        }
         for (;;) {
             if (c == '{') {
                 skip_ws(p);
@@ -227,21 +263,26 @@ static int skip_value(parser *p, reel_buf *scratch, int depth)
             if (skip_value(p, scratch, depth + 1) < 0) return -1;
             skip_ws(p);
             if (p->pos >= p->len) return -1;
-            if (p->s[p->pos] == ',') { p->pos++; continue; }
-            if (p->s[p->pos] == close) { p->pos++; return 0; }
+            if (p->s[p->pos] == ',') {
+                p->pos++;
+                continue;
+            }
+            if (p->s[p->pos] == close) {
+                p->pos++;
+                return 0;
+            }
             return -1;
         }
     }
     /* literal or number */
     size_t st = p->pos;
-    while (p->pos < p->len && !strchr(",}] \t\r\n", p->s[p->pos]))
-        p->pos++;
+    while (p->pos < p->len && !strchr(",}] \t\r\n", p->s[p->pos])) p->pos++;
     return p->pos > st ? 0 : -1;
 }
 
 int reel__json_object_each(const char *text, size_t len,
-                           int (*fn)(void *opaque, const char *key, const reel_json_value *v),
-                           void *opaque, size_t *where)
+                           int (*fn)(void *opaque, const char *key, const reel_json_value *v), void *opaque,
+                           size_t *where)
 {
     parser p = { text, len, 0 };
     reel_buf key, val;
@@ -252,7 +293,11 @@ int reel__json_object_each(const char *text, size_t len,
     if (p.pos >= p.len || p.s[p.pos] != '{') goto out;
     p.pos++;
     skip_ws(&p);
-    if (p.pos < p.len && p.s[p.pos] == '}') { p.pos++; rc = 0; goto tail; }
+    if (p.pos < p.len && p.s[p.pos] == '}') {
+        p.pos++;
+        rc = 0;
+        goto tail;
+    }
     for (;;) {
         skip_ws(&p);
         if (parse_string(&p, &key) < 0) goto out;
@@ -271,16 +316,20 @@ int reel__json_object_each(const char *text, size_t len,
             if (skip_value(&p, &val, 0) < 0) goto out;
         } else {
             size_t st = p.pos;
-            while (p.pos < p.len && !strchr(",} \t\r\n", p.s[p.pos]))
-                p.pos++;
+            while (p.pos < p.len && !strchr(",} \t\r\n", p.s[p.pos])) p.pos++;
             size_t n = p.pos - st;
             val.len = 0;
             reel__buf_put(&val, p.s + st, n);
             if (val.oom || n == 0) goto out;
-            if (strcmp(val.data, "null") == 0) v.type = REEL_JSON_NULL;
-            else if (strcmp(val.data, "true") == 0) { v.type = REEL_JSON_BOOL; v.boolean = 1; }
-            else if (strcmp(val.data, "false") == 0) { v.type = REEL_JSON_BOOL; v.boolean = 0; }
-            else {
+            if (strcmp(val.data, "null") == 0)
+                v.type = REEL_JSON_NULL;
+            else if (strcmp(val.data, "true") == 0) {
+                v.type = REEL_JSON_BOOL;
+                v.boolean = 1;
+            } else if (strcmp(val.data, "false") == 0) {
+                v.type = REEL_JSON_BOOL;
+                v.boolean = 0;
+            } else {
                 char *end;
                 v.number = strtod(val.data, &end);
                 if (*end != '\0') goto out;
@@ -289,11 +338,21 @@ int reel__json_object_each(const char *text, size_t len,
             }
         }
         int r = fn(opaque, key.data, &v);
-        if (r != 0) { rc = r; goto done; }
+        if (r != 0) {
+            rc = r;
+            goto done;
+        }
         skip_ws(&p);
         if (p.pos >= p.len) goto out;
-        if (p.s[p.pos] == ',') { p.pos++; continue; }
-        if (p.s[p.pos] == '}') { p.pos++; rc = 0; break; }
+        if (p.s[p.pos] == ',') {
+            p.pos++;
+            continue;
+        }
+        if (p.s[p.pos] == '}') {
+            p.pos++;
+            rc = 0;
+            break;
+        }
         goto out;
     }
 tail:

@@ -11,30 +11,30 @@
 #include "core/error.h"
 
 typedef struct reel_buf {
-    char  *data;   /* NUL-terminated when not NULL */
+    char *data; /* NUL-terminated when not NULL */
     size_t len, cap;
-    int    oom;    /* an append failed; the text is incomplete */
+    int oom; /* an append failed; the text is incomplete */
 } reel_buf;
 
-void  reel__buf_init(reel_buf *b);
-void  reel__buf_free(reel_buf *b);
-void  reel__buf_put(reel_buf *b, const char *s, size_t n);
-void  reel__buf_puts(reel_buf *b, const char *s);
-void  reel__buf_printf(reel_buf *b, const char *fmt, ...) REEL_PRINTF(2, 3);
+void reel__buf_init(reel_buf *b);
+void reel__buf_free(reel_buf *b);
+void reel__buf_put(reel_buf *b, const char *s, size_t n);
+void reel__buf_puts(reel_buf *b, const char *s);
+void reel__buf_printf(reel_buf *b, const char *fmt, ...) REEL_PRINTF(2, 3);
 /* Appends s as a quoted JSON string (NULL: null). */
-void  reel__buf_json_string(reel_buf *b, const char *s);
+void reel__buf_json_string(reel_buf *b, const char *s);
 /* Appends a JSON number; non-finite values become null. */
-void  reel__buf_json_double(reel_buf *b, double v);
+void reel__buf_json_double(reel_buf *b, double v);
 /* Hands the text to the caller (malloc'ed), leaving b empty; NULL on oom. */
 char *reel__buf_take(reel_buf *b);
 
 /* A member value of a flat object. */
 enum { REEL_JSON_NULL, REEL_JSON_BOOL, REEL_JSON_NUMBER, REEL_JSON_STRING, REEL_JSON_OTHER };
 typedef struct reel_json_value {
-    int         type;
-    const char *text;  /* STRING: decoded, NUL-terminated; NUMBER: its source text, NUL-terminated */
-    double      number;
-    int         boolean;
+    int type;
+    const char *text; /* STRING: decoded, NUL-terminated; NUMBER: its source text, NUL-terminated */
+    double number;
+    int boolean;
 } reel_json_value;
 
 /* Parses one JSON object in text[0..len) and calls fn for each member
@@ -42,7 +42,7 @@ typedef struct reel_json_value {
  * Returns 0, fn's non-zero result, or -1 on a syntax error (with *where set
  * to the byte offset). */
 int reel__json_object_each(const char *text, size_t len,
-                           int (*fn)(void *opaque, const char *key, const reel_json_value *v),
-                           void *opaque, size_t *where);
+                           int (*fn)(void *opaque, const char *key, const reel_json_value *v), void *opaque,
+                           size_t *where);
 
 #endif

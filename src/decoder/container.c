@@ -10,9 +10,12 @@
 #include <string.h>
 
 #define FOURCC(a, b, c, d) (((uint32_t)(a) << 24) | ((uint32_t)(b) << 16) | ((uint32_t)(c) << 8) | (uint32_t)(d))
-#define VALIDATE_PACKETS 48
+#define VALIDATE_PACKETS   48
 
-typedef struct box { int64_t start, end; uint32_t type; } box;
+typedef struct box {
+    int64_t start, end;
+    uint32_t type;
+} box;
 
 /* Reads the header of the box at the current position; 0 on success. */
 static int box_read(AVIOContext *pb, int64_t limit, box *b)
@@ -22,8 +25,11 @@ static int box_read(AVIOContext *pb, int64_t limit, box *b)
     uint64_t size = avio_rb32(pb);
     b->type = avio_rb32(pb);
     int64_t hdr = 8;
-    if (size == 1) { size = avio_rb64(pb); hdr = 16; }
-    else if (size == 0) size = (uint64_t)(limit - start);
+    if (size == 1) {
+        size = avio_rb64(pb);
+        hdr = 16;
+    } else if (size == 0)
+        size = (uint64_t)(limit - start);
     if (size < (uint64_t)hdr || start + (int64_t)size > limit || pb->error || avio_feof(pb)) return -1;
     b->start = start + hdr;
     b->end = start + (int64_t)size;
@@ -37,22 +43,27 @@ static int box_find(AVIOContext *pb, int64_t start, int64_t end, uint32_t type, 
     while (avio_tell(pb) + 8 <= end) {
         box b;
         if (box_read(pb, end, &b)) return -1;
-        if (b.type == type) { *out = b; return 0; }
+        if (b.type == type) {
+            *out = b;
+            return 0;
+        }
         if (avio_seek(pb, b.end, SEEK_SET) < 0) return -1;
     }
     return -1;
 }
 
 typedef struct track_tables {
-    int64_t n;          /* samples */
-    int64_t *pos;       /* per sample, file offset */
-    int32_t *ctts;      /* per sample composition offset */
-    int64_t *delta;     /* per sample stts duration */
+    int64_t n;      /* samples */
+    int64_t *pos;   /* per sample, file offset */
+    int32_t *ctts;  /* per sample composition offset */
+    int64_t *delta; /* per sample stts duration */
 } track_tables;
 
 static void tables_free(track_tables *t)
 {
-    free(t->pos); free(t->ctts); free(t->delta);
+    free(t->pos);
+    free(t->ctts);
+    free(t->delta);
     memset(t, 0, sizeof *t);
 }
 
@@ -60,7 +71,7 @@ static int read_stbl(AVIOContext *pb, const box *stbl, track_tables *tt)
 {
     box b;
     /* sample sizes */
-    if (box_find(pb, stbl->start, stbl->end, FOURCC('s','t','s','z'), &b)) return -1;
+    if (box_find(pb, stbl->start, stbl->end, FOURCC('s', 't', 's', 'z'), &b)) return -1;
     avio_rb32(pb);
     uint32_t uniform = avio_rb32(pb), count = avio_rb32(pb);
     if (count == 0 || count > (1u << 26)) return -1;
@@ -69,26 +80,41 @@ static int read_stbl(AVIOContext *pb, const box *stbl, track_tables *tt)
     tt->pos = malloc((size_t)n * sizeof *tt->pos);
     tt->ctts = calloc((size_t)n, sizeof *tt->ctts);
     tt->delta = calloc((size_t)n, sizeof *tt->delta);
-    if (!sizes || !tt->pos || !tt->ctts || !tt->delta) { free(sizes); return -1; }
+    if (!sizes || !tt->pos || !tt->ctts || !tt->delta) {
+        free(sizes);
+        return -1;
+    }
     tt->n = n;
     for (int64_t i = 0; i < n; i++) sizes[i] = uniform ? uniform : avio_rb32(pb);
-    if (pb->error) { free(sizes); return -1; }
+    if (pb->error) {
+        free(sizes);
+        return -1;
+    }
 
     /* chunk offsets */
     int co64 = 0;
-    if (box_find(pb, stbl->start, stbl->end, FOURCC('s','t','c','o'), &b)) {
-        if (box_find(pb, stbl->start, stbl->end, FOURCC('c','o','6','4'), &b)) { free(sizes); return -1; }
+    if (box_find(pb, stbl->start, stbl->end, FOURCC('s', 't', 'c', 'o'), &b)) {
+        if (box_find(pb, stbl->start, stbl->end, FOURCC('c', 'o', '6', '4'), &b)) {
+            free(sizes);
+            return -1;
+        }
         co64 = 1;
     }
     avio_rb32(pb);
     uint32_t nchunks = avio_rb32(pb);
-    if (nchunks == 0 || nchunks > (1u << 26)) { free(sizes); return -1; }
+    if (nchunks == 0 || nchunks > (1u << 26)) {
+        free(sizes);
+        return -1;
+    }
     int64_t *chunk = malloc((size_t)nchunks * sizeof *chunk);
-    if (!chunk) { free(sizes); return -1; }
+    if (!chunk) {
+        free(sizes);
+        return -1;
+    }
     for (uint32_t i = 0; i < nchunks; i++) chunk[i] = co64 ? (int64_t)avio_rb64(pb) : (int64_t)avio_rb32(pb);
 
     /* sample-to-chunk: walk chunks, place samples */
-    int ok = !box_find(pb, stbl->start, stbl->end, FOURCC('s','t','s','c'), &b);
+    int ok = !box_find(pb, stbl->start, stbl->end, FOURCC('s', 't', 's', 'c'), &b);
     uint32_t nstsc = 0;
     uint32_t *first = NULL, *per = NULL;
     if (ok) {
@@ -98,23 +124,37 @@ static int read_stbl(AVIOContext *pb, const box *stbl, track_tables *tt)
         first = ok ? malloc(nstsc * sizeof *first) : NULL;
         per = ok ? malloc(nstsc * sizeof *per) : NULL;
         ok = ok && first && per;
-        for (uint32_t i = 0; ok && i < nstsc; i++) { first[i] = avio_rb32(pb); per[i] = avio_rb32(pb); avio_rb32(pb); }
+        for (uint32_t i = 0; ok && i < nstsc; i++) {
+            first[i] = avio_rb32(pb);
+            per[i] = avio_rb32(pb);
+            avio_rb32(pb);
+        }
     }
     int64_t s = 0;
     for (uint32_t e = 0; ok && e < nstsc; e++) {
         uint32_t c0 = first[e], c1 = e + 1 < nstsc ? first[e + 1] : nchunks + 1;
-        if (c0 < 1 || c1 < c0 || c1 > nchunks + 1) { ok = 0; break; }
+        if (c0 < 1 || c1 < c0 || c1 > nchunks + 1) {
+            ok = 0;
+            break;
+        }
         for (uint32_t c = c0; c < c1 && s < n; c++) {
             int64_t off = chunk[c - 1];
-            for (uint32_t k = 0; k < per[e] && s < n; k++) { tt->pos[s] = off; off += sizes[s]; s++; }
+            for (uint32_t k = 0; k < per[e] && s < n; k++) {
+                tt->pos[s] = off;
+                off += sizes[s];
+                s++;
+            }
         }
     }
     ok = ok && s == n && !pb->error;
-    free(first); free(per); free(chunk); free(sizes);
+    free(first);
+    free(per);
+    free(chunk);
+    free(sizes);
     if (!ok) return -1;
 
     /* decode deltas */
-    if (box_find(pb, stbl->start, stbl->end, FOURCC('s','t','t','s'), &b)) return -1;
+    if (box_find(pb, stbl->start, stbl->end, FOURCC('s', 't', 't', 's'), &b)) return -1;
     avio_rb32(pb);
     uint32_t nstts = avio_rb32(pb);
     s = 0;
@@ -123,7 +163,7 @@ static int read_stbl(AVIOContext *pb, const box *stbl, track_tables *tt)
         for (uint32_t k = 0; k < cnt && s < n; k++) tt->delta[s++] = d;
     }
     /* composition offsets (absent without B-frames: all zero) */
-    if (!box_find(pb, stbl->start, stbl->end, FOURCC('c','t','t','s'), &b)) {
+    if (!box_find(pb, stbl->start, stbl->end, FOURCC('c', 't', 't', 's'), &b)) {
         avio_rb32(pb);
         uint32_t nctts = avio_rb32(pb);
         s = 0;
@@ -140,27 +180,30 @@ static int read_stbl(AVIOContext *pb, const box *stbl, track_tables *tt)
 static int read_track(AVIOContext *pb, int64_t file_end, int id, track_tables *tt)
 {
     box moov, trak, b;
-    if (box_find(pb, 0, file_end, FOURCC('m','o','o','v'), &moov)) return -1;
+    if (box_find(pb, 0, file_end, FOURCC('m', 'o', 'o', 'v'), &moov)) return -1;
     /* fragmented files keep samples outside moov */
-    if (!box_find(pb, moov.start, moov.end, FOURCC('m','v','e','x'), &b)) return -1;
+    if (!box_find(pb, moov.start, moov.end, FOURCC('m', 'v', 'e', 'x'), &b)) return -1;
     int64_t at = moov.start;
     for (;;) {
-        if (box_find(pb, at, moov.end, FOURCC('t','r','a','k'), &trak)) return -1;
+        if (box_find(pb, at, moov.end, FOURCC('t', 'r', 'a', 'k'), &trak)) return -1;
         at = trak.end;
-        if (box_find(pb, trak.start, trak.end, FOURCC('t','k','h','d'), &b)) continue;
+        if (box_find(pb, trak.start, trak.end, FOURCC('t', 'k', 'h', 'd'), &b)) continue;
         int version = avio_r8(pb);
         avio_skip(pb, 3 + (version == 1 ? 16 : 8));
         if ((int)avio_rb32(pb) != id) continue;
         box mdia, minf, stbl;
-        if (box_find(pb, trak.start, trak.end, FOURCC('m','d','i','a'), &mdia) ||
-            box_find(pb, mdia.start, mdia.end, FOURCC('m','i','n','f'), &minf) ||
-            box_find(pb, minf.start, minf.end, FOURCC('s','t','b','l'), &stbl))
+        if (box_find(pb, trak.start, trak.end, FOURCC('m', 'd', 'i', 'a'), &mdia) ||
+            box_find(pb, mdia.start, mdia.end, FOURCC('m', 'i', 'n', 'f'), &minf) ||
+            box_find(pb, minf.start, minf.end, FOURCC('s', 't', 'b', 'l'), &stbl))
             return -1;
         return read_stbl(pb, &stbl, tt);
     }
 }
 
-typedef struct pos_idx { int64_t pos; int64_t sample; } pos_idx;
+typedef struct pos_idx {
+    int64_t pos;
+    int64_t sample;
+} pos_idx;
 
 static int cmp_pos(const void *a, const void *b)
 {
@@ -186,8 +229,11 @@ int reel__table_from_container(reel_decoder *dec)
         int e = av_read_frame(dec->fmt, pkt);
         if (e < 0) break;
         if (pkt->stream_index == dec->stream_index) {
-            probe[nprobe++] = (reel_packet_info){ .pts = pkt->pts, .dts = pkt->dts, .duration = pkt->duration,
-                                                  .pos = pkt->pos, .size = pkt->size,
+            probe[nprobe++] = (reel_packet_info){ .pts = pkt->pts,
+                                                  .dts = pkt->dts,
+                                                  .duration = pkt->duration,
+                                                  .pos = pkt->pos,
+                                                  .size = pkt->size,
                                                   .key = ((pkt->flags & AV_PKT_FLAG_KEY) ? 1 : 0) |
                                                          ((pkt->flags & AV_PKT_FLAG_DISCARD) ? 2 : 0) };
         }
@@ -197,7 +243,7 @@ int reel__table_from_container(reel_decoder *dec)
     if (nprobe == 0) return REEL_E_INDEX_STALE;
 
     /* 2. The track's own sample tables. */
-    track_tables tt = {0};
+    track_tables tt = { 0 };
     pos_idx *byp = NULL;
     reel_packet_info *pk = NULL;
     int ok = !read_track(dec->fmt->pb, dec->file_size, st->id, &tt);
@@ -206,21 +252,39 @@ int reel__table_from_container(reel_decoder *dec)
         pk = malloc((size_t)ne * sizeof *pk);
         ok = byp && pk;
     }
-    for (int64_t i = 0; ok && i < tt.n; i++) { byp[i].pos = tt.pos[i]; byp[i].sample = i; }
+    for (int64_t i = 0; ok && i < tt.n; i++) {
+        byp[i].pos = tt.pos[i];
+        byp[i].sample = i;
+    }
     if (ok) qsort(byp, (size_t)tt.n, sizeof *byp, cmp_pos);
 
     /* 3. Packets in decode order from FFmpeg's index + our ctts/stts. */
     int64_t np = 0, offset = 0;
     for (int i = 0; ok && i < ne; i++) {
         const AVIndexEntry *e = avformat_index_get_entry(st, i);
-        if (!e || e->pos < 0 || e->size <= 0 || e->pos + e->size > dec->file_size) { ok = 0; break; }
+        if (!e || e->pos < 0 || e->size <= 0 || e->pos + e->size > dec->file_size) {
+            ok = 0;
+            break;
+        }
         size_t lo = 0, hi = (size_t)tt.n;
-        while (lo < hi) { size_t m = (lo + hi) / 2; if (byp[m].pos < e->pos) lo = m + 1; else hi = m; }
-        if (lo >= (size_t)tt.n || byp[lo].pos != e->pos) { ok = 0; break; }
+        while (lo < hi) {
+            size_t m = (lo + hi) / 2;
+            if (byp[m].pos < e->pos)
+                lo = m + 1;
+            else
+                hi = m;
+        }
+        if (lo >= (size_t)tt.n || byp[lo].pos != e->pos) {
+            ok = 0;
+            break;
+        }
         int64_t smp = byp[lo].sample;
-        reel_packet_info p = { .dts = e->timestamp, .pos = e->pos, .size = e->size,
+        reel_packet_info p = { .dts = e->timestamp,
+                               .pos = e->pos,
+                               .size = e->size,
                                .key = (e->flags & AVINDEX_KEYFRAME) ? 1 : 0,
-                               .duration = tt.delta[smp], .pts = e->timestamp + tt.ctts[smp] };
+                               .duration = tt.delta[smp],
+                               .pts = e->timestamp + tt.ctts[smp] };
         if (e->flags & AVINDEX_DISCARD_FRAME) p.key |= 2;
         pk[np++] = p;
     }

@@ -8,18 +8,20 @@
 #include <string.h>
 
 typedef struct req {
-    int64_t frame;  /* presentation index */
-    size_t pos;     /* position in the caller's request */
+    int64_t frame; /* presentation index */
+    size_t pos;    /* position in the caller's request */
 } req;
 
 typedef struct wanted {
     int64_t frame;
-    size_t first;   /* index into the sorted req array */
+    size_t first; /* index into the sorted req array */
     size_t count;
     int done;
 } wanted;
 
-typedef struct interval { int64_t s, e; } interval;
+typedef struct interval {
+    int64_t s, e;
+} interval;
 
 typedef struct run {
     reel_decoder *dec;
@@ -30,7 +32,7 @@ typedef struct run {
     size_t nw;
     reel_decode_stats st;
     reel_error *err;
-    int64_t sent;   /* packets sent since the last drain */
+    int64_t sent; /* packets sent since the last drain */
     /* COUNT mode safety: table frames passed and frames output since the
      * last seek; they must agree, or indices would silently shift */
     int64_t count_in, count_out;
@@ -38,7 +40,7 @@ typedef struct run {
     /* the keyframe (decode position) the current run seeked to, and the end
      * of its GOP; -1 when the run started at the beginning of the stream */
     int64_t seek_key, seek_key_end;
-    int64_t unclean;   /* set with REEL__E_UNCLEAN_KEY: the keyframe to give up on */
+    int64_t unclean; /* set with REEL__E_UNCLEAN_KEY: the keyframe to give up on */
 } run;
 
 /* Internal status: the keyframe a run started from is not a clean starting
@@ -65,8 +67,10 @@ static wanted *find_wanted(const run *r, int64_t frame)
     size_t lo = 0, hi = r->nw;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (r->w[mid].frame < frame) lo = mid + 1;
-        else hi = mid;
+        if (r->w[mid].frame < frame)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return (lo < r->nw && r->w[lo].frame == frame) ? &r->w[lo] : NULL;
 }
@@ -77,8 +81,10 @@ static int64_t frame_of_pts(const reel_table *t, int64_t pts)
     int64_t lo = 0, hi = t->n;
     while (lo < hi) {
         int64_t mid = (lo + hi) / 2;
-        if (t->frames[mid].pts < pts) lo = mid + 1;
-        else hi = mid;
+        if (t->frames[mid].pts < pts)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return (lo < t->n && t->frames[lo].pts == pts) ? lo : -1;
 }
@@ -98,8 +104,10 @@ static int64_t packet_decode_pos(const reel_decoder *dec, const AVPacket *pkt)
     int64_t lo = 0, hi = t->n;
     while (lo < hi) {
         int64_t mid = (lo + hi) / 2;
-        if (t->pts_of_decode[mid] < pkt->dts) lo = mid + 1;
-        else hi = mid;
+        if (t->pts_of_decode[mid] < pkt->dts)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return (lo < t->n && t->pts_of_decode[lo] == pkt->dts) ? lo : -1;
 }
@@ -177,8 +185,7 @@ static int frame_is_corrupt(const AVFrame *f)
 static int key_decodes_alone(reel_decoder *dec, const AVPacket *pkt)
 {
     int opening;
-    if (!dec->probe && reel__codec_context(dec, 1, (void *)&dec->probe_log_errors, &dec->probe, &opening) < 0)
-        return 1;
+    if (!dec->probe && reel__codec_context(dec, 1, (void *)&dec->probe_log_errors, &dec->probe, &opening) < 0) return 1;
     const int64_t logged = atomic_load(&dec->probe_log_errors);
     AVCodecContext *c = dec->probe;
     int clean = 1, got = 0;
@@ -187,7 +194,10 @@ static int key_decodes_alone(reel_decoder *dec, const AVPacket *pkt)
     for (;;) {
         int e = avcodec_receive_frame(c, dec->frame);
         if (e == AVERROR_EOF || e == AVERROR(EAGAIN)) break;
-        if (e < 0) { clean = 0; break; }
+        if (e < 0) {
+            clean = 0;
+            break;
+        }
         if (frame_is_corrupt(dec->frame)) clean = 0;
         got++;
         av_frame_unref(dec->frame);
@@ -205,7 +215,10 @@ static void cache_put(reel_decoder *dec, const AVFrame *f, int64_t idx)
     int k = dec->cache_next;
     if (!dec->cache[k] && !(dec->cache[k] = av_frame_alloc())) return;
     av_frame_unref(dec->cache[k]);
-    if (av_frame_ref(dec->cache[k], f) < 0) { dec->cache_index[k] = -1; return; }
+    if (av_frame_ref(dec->cache[k], f) < 0) {
+        dec->cache_index[k] = -1;
+        return;
+    }
     dec->cache_index[k] = idx;
     dec->cache_next = (k + 1) % REEL_FRAME_CACHE;
 }
@@ -246,7 +259,8 @@ static int deliver(run *r, AVFrame *f)
         if (r->count_out == 0 && f->pts != r->count_first_key)
             return reel__error_set(r->err, REEL_E_CORRUPT,
                                    "%s: frame indices cannot be established here (the file has no timestamps and the "
-                                   "decoder did not start at keyframe %lld)", dec->name, (long long)dec->count_next);
+                                   "decoder did not start at keyframe %lld)",
+                                   dec->name, (long long)dec->count_next);
         r->count_out++;
         idx = dec->count_next < t->n ? dec->count_next : -1;
         dec->count_next++;
@@ -300,8 +314,8 @@ static int give(run *r, wanted *w, const AVFrame *f, int64_t idx, int bad)
         if (cb != 0) {
             int st = cb < 0 ? cb : REEL_E_CANCELLED;
             if (r->err && r->err->status == REEL_OK)
-                reel__error_set(r->err, st, "%s: stopped by the frame visitor at frame %lld (status %d)",
-                                dec->name, (long long)idx, cb);
+                reel__error_set(r->err, st, "%s: stopped by the frame visitor at frame %lld (status %d)", dec->name,
+                                (long long)idx, cb);
             return st;
         }
         if (r->err) r->err->status = before;
@@ -351,7 +365,11 @@ static int send_packet(run *r, AVPacket *pkt, int64_t d)
                                    d >= 0 ? (long long)dec->table.frame_of_decode[d] : -1LL,
                                    reel__av_err(e, eb, sizeof eb));
         }
-        if (pkt) { r->sent++; r->st.packets_read++; dec->decoder_dirty = 1; }
+        if (pkt) {
+            r->sent++;
+            r->st.packets_read++;
+            dec->decoder_dirty = 1;
+        }
         return receive_all(r);
     }
 }
@@ -369,8 +387,9 @@ static int drain(run *r)
     if (s == REEL_OK && dec->table.match_mode == REEL_MATCH_COUNT && r->count_in != r->count_out)
         s = reel__error_set(r->err, REEL_E_CORRUPT,
                             "%s: the decoder dropped %lld frame(s) after frame %lld; without timestamps the following "
-                            "frame indices cannot be trusted (damaged file?)", dec->name,
-                            (long long)(r->count_in - r->count_out), (long long)(dec->count_next - r->count_out));
+                            "frame indices cannot be trusted (damaged file?)",
+                            dec->name, (long long)(r->count_in - r->count_out),
+                            (long long)(dec->count_next - r->count_out));
     r->count_in = r->count_out = 0;
     return s;
 }
@@ -380,7 +399,7 @@ static int drain(run *r)
 static int64_t span_first_undone(const run *r, int64_t s, int64_t e)
 {
     const reel_table *t = &r->dec->table;
-    for (size_t i = 0; i < r->nw; i++) {   /* w is sorted by frame index */
+    for (size_t i = 0; i < r->nw; i++) { /* w is sorted by frame index */
         int64_t d = t->frames[r->w[i].frame].decode_order;
         if (d >= s && d <= e && !r->w[i].done) return r->w[i].frame;
     }
@@ -422,14 +441,19 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
         /* a warm run that cannot serve this span is dropped, not drained:
          * what it holds gets decoded again from the keyframe, so the work
          * reported is the same as from a cold start */
-        if (dec->warm && r->sent == 0) reset_decoder(dec);
-        else if ((st = drain(r)) != REEL_OK) return st;
+        if (dec->warm && r->sent == 0)
+            reset_decoder(dec);
+        else if ((st = drain(r)) != REEL_OK)
+            return st;
         if ((st = seek_to(r, s, force_seek_start)) != REEL_OK) return st;
         landed = 0;
         r->seek_key = force_seek_start ? -1 : s;
         r->seek_key_end = t->n;
         for (int64_t d = s + 1; d < t->n; d++)
-            if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) { r->seek_key_end = d; break; }
+            if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) {
+                r->seek_key_end = d;
+                break;
+            }
     }
     if (!cont) {
         dec->warm_from = s;
@@ -439,7 +463,7 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
         r->count_first_key = t->pts_of_decode[s];
     }
     int64_t budget = dec->reorder_depth + dec->avctx->thread_count + 2;
-    int64_t tail = pump ? budget : -1;  /* packets left to feed after e to push wanted frames out */
+    int64_t tail = pump ? budget : -1; /* packets left to feed after e to push wanted frames out */
     if (pump && (keep_warm ? all_done(r) : span_done(r, s, e))) return REEL_OK;
     for (;;) {
         if (tail == 0) break;
@@ -462,7 +486,10 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
             dec->next_decode = -1;
             break;
         }
-        if (pkt->stream_index != dec->stream_index || pkt->size == 0) { av_packet_unref(pkt); continue; }
+        if (pkt->stream_index != dec->stream_index || pkt->size == 0) {
+            av_packet_unref(pkt);
+            continue;
+        }
         int64_t d = packet_decode_pos(dec, pkt);
         if (d < 0) {
             /* Not a frame of the table (trimmed by an edit list, or before
@@ -472,13 +499,19 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
                 dec->avctx->skip_frame = AVDISCARD_DEFAULT;
                 st = send_packet(r, pkt, -1);
                 av_packet_unref(pkt);
-                if (st != REEL_OK) { abort_run(r); return st; }
+                if (st != REEL_OK) {
+                    abort_run(r);
+                    return st;
+                }
             } else {
                 av_packet_unref(pkt);
             }
             continue;
         }
-        if (d < s) { av_packet_unref(pkt); continue; }
+        if (d < s) {
+            av_packet_unref(pkt);
+            continue;
+        }
         AVPacket *probe_pkt = NULL;
         if (!landed && d == s && r->seek_key == s && dec->settings.check_keyframes &&
             (dec->avctx->active_thread_type & FF_THREAD_FRAME)) {
@@ -529,7 +562,10 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
                 return REEL__E_UNCLEAN_KEY;
             }
         }
-        if (st != REEL_OK) { abort_run(r); return st; }
+        if (st != REEL_OK) {
+            abort_run(r);
+            return st;
+        }
         dec->next_decode = d + 1;
         if (tail > 0) tail--;
         if (d == e && tail < 0) {
@@ -587,7 +623,10 @@ static int run_plan(run *r, int retry)
              * go on past it by the codec's reorder depth, within its GOP. */
             int64_t e = iv[ni].e + dec->reorder_depth;
             for (int64_t d = iv[ni].e + 1; d <= e && d < t->n; d++)
-                if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) { e = d - 1; break; }
+                if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) {
+                    e = d - 1;
+                    break;
+                }
             iv[ni].e = e < t->n ? e : t->n - 1;
         }
         ni++;
@@ -604,14 +643,13 @@ static int run_plan(run *r, int retry)
         }
     }
     int st = REEL_OK;
-    for (size_t i = 0; i < m && st == REEL_OK; i++)
-        st = run_interval(r, iv[i].s, iv[i].e, 0, i + 1 == m);
+    for (size_t i = 0; i < m && st == REEL_OK; i++) st = run_interval(r, iv[i].s, iv[i].e, 0, i + 1 == m);
     free(iv);
     return st;
 }
 
-int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n,
-                        reel_frame_fn fn, void *opaque, reel_decode_stats *stats, reel_error *err)
+int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
+                        reel_decode_stats *stats, reel_error *err)
 {
     if (!dec || !fn || (n && !indices))
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_decode: NULL argument");
@@ -625,22 +663,27 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n,
     req *reqs = malloc(n * sizeof *reqs);
     wanted *w = malloc(n * sizeof *w);
     if (!reqs || !w) {
-        free(reqs); free(w);
+        free(reqs);
+        free(w);
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     }
     for (size_t i = 0; i < n; i++) {
         int64_t f = indices[i];
         if (f < 0) f += t->n;
         if (f < 0 || f >= t->n) {
-            free(reqs); free(w);
-            return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: frame index %lld out of range (video has %lld frames)",
-                                   dec->name, (long long)indices[i], (long long)t->n);
+            free(reqs);
+            free(w);
+            return reel__error_set(err, REEL_E_OUT_OF_RANGE,
+                                   "%s: frame index %lld out of range (video has %lld frames)", dec->name,
+                                   (long long)indices[i], (long long)t->n);
         }
         if (t->lost_at > 0 && f >= t->lost_at && dec->settings.corrupt_policy == REEL_CORRUPT_FAIL) {
-            free(reqs); free(w);
+            free(reqs);
+            free(w);
             return reel__error_set(err, REEL_E_CORRUPT,
                                    "%s: frame %lld lies after a damaged stretch where packets are missing; "
-                                   "without timestamps its index cannot be trusted", dec->name, (long long)f);
+                                   "without timestamps its index cannot be trusted",
+                                   dec->name, (long long)f);
         }
         reqs[i].frame = f;
         reqs[i].pos = i;
@@ -648,7 +691,10 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n,
     qsort(reqs, n, sizeof *reqs, cmp_req);
     size_t nw = 0;
     for (size_t i = 0; i < n; i++) {
-        if (nw && w[nw - 1].frame == reqs[i].frame) { w[nw - 1].count++; continue; }
+        if (nw && w[nw - 1].frame == reqs[i].frame) {
+            w[nw - 1].count++;
+            continue;
+        }
         w[nw].frame = reqs[i].frame;
         w[nw].first = i;
         w[nw].count = 1;
@@ -686,7 +732,11 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n,
     }
     if (st == REEL_OK && r.st.frames_returned < (int64_t)nw) {
         int64_t missing = -1;
-        for (size_t i = 0; i < nw; i++) if (!w[i].done) { missing = w[i].frame; break; }
+        for (size_t i = 0; i < nw; i++)
+            if (!w[i].done) {
+                missing = w[i].frame;
+                break;
+            }
         st = reel__error_set(err, REEL_E_CORRUPT,
                              "%s: frame %lld could not be decoded (the file is damaged or truncated before it)",
                              dec->name, (long long)missing);

@@ -24,24 +24,34 @@ int reel_decoder_index_at_time(const reel_decoder *dec, double seconds, int64_t 
     int64_t lo = 0, hi = t->n; /* last frame with pts <= ticks */
     while (hi - lo > 1) {
         int64_t mid = (lo + hi) / 2;
-        if (f[mid].pts <= ticks) lo = mid;
-        else hi = mid;
+        if (f[mid].pts <= ticks)
+            lo = mid;
+        else
+            hi = mid;
     }
     if (lo == t->n - 1 && ticks >= f[lo].pts + f[lo].duration)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: timestamp %.6f s is at or after the end of the video (%.6f s)",
-                               dec->name, seconds, (double)(f[lo].pts + f[lo].duration) * av_q2d(tb));
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE,
+                               "%s: timestamp %.6f s is at or after the end of the video (%.6f s)", dec->name, seconds,
+                               (double)(f[lo].pts + f[lo].duration) * av_q2d(tb));
     *index = lo;
     return REEL_OK;
 }
 
-int reel_decoder_get_output_size(const reel_decoder *dec, const reel_transform *t,
-                             int *width, int *height, size_t *frame_bytes, reel_error *err)
+int reel_decoder_get_output_size(const reel_decoder *dec, const reel_transform *t, int *width, int *height,
+                                 size_t *frame_bytes, reel_error *err)
 {
     reel_transform def;
     if (!dec) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_output_size: decoder is NULL");
-    if (!t) { reel_transform_default_settings(&def); t = &def; }
+    if (!t) {
+        reel_transform_default_settings(&def);
+        t = &def;
+    }
     int w = dec->info.width, h = dec->info.height;
-    if (t->apply_rotation && (dec->rotation == 90 || dec->rotation == 270)) { int x = w; w = h; h = x; }
+    if (t->apply_rotation && (dec->rotation == 90 || dec->rotation == 270)) {
+        int x = w;
+        w = h;
+        h = x;
+    }
     int r = reel_transform_output_size(t, w, h, width, height, frame_bytes, err);
     if (r != REEL_OK && err) {
         char msg[REEL_ERROR_MSG_SIZE];
@@ -53,11 +63,11 @@ int reel_decoder_get_output_size(const reel_decoder *dec, const reel_transform *
 
 typedef struct sink {
     reel_decoder *dec;
-    reel_transform t;      /* with explicit output size */
+    reel_transform t; /* with explicit output size */
     uint8_t *dst;
     size_t frame_bytes;
-    int sized;             /* the caller asked for an output size */
-    int64_t last_index;    /* frame converted last, for repeated requests */
+    int sized;          /* the caller asked for an output size */
+    int64_t last_index; /* frame converted last, for repeated requests */
     size_t last_pos;
     reel_error *err;
 } sink;
@@ -90,21 +100,24 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
     return 0;
 }
 
-static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
-                      void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err)
+static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t, void *dst,
+                      size_t dst_size, reel_decode_stats *stats, reel_error *err)
 {
     sink s;
     memset(&s, 0, sizeof s);
-    if (t) s.t = *t;
-    else reel_transform_default_settings(&s.t);
+    if (t)
+        s.t = *t;
+    else
+        reel_transform_default_settings(&s.t);
     if (s.t.stride_c || s.t.stride_y || s.t.stride_x)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: get_frames writes dense frames; explicit strides are for reel_converter_run", dec->name);
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: get_frames writes dense frames; explicit strides are for reel_converter_run",
+                               dec->name);
     int w, h;
     size_t fb;
     int r = reel_decoder_get_output_size(dec, &s.t, &w, &h, &fb, err);
     if (r != REEL_OK) return r;
-    if (n && !dst)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: output buffer is NULL", dec->name);
+    if (n && !dst) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: output buffer is NULL", dec->name);
     if (n && dst_size / n < fb)
         return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "%s: output buffer holds %zu bytes, %zu frames need %zu",
                                dec->name, dst_size, n, n * fb);
@@ -121,10 +134,11 @@ static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const
     return reel_decoder_decode(dec, indices, n, sink_frame, &s, stats, err);
 }
 
-int reel_decoder_get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
-                            void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err)
+int reel_decoder_get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t, void *dst,
+                            size_t dst_size, reel_decode_stats *stats, reel_error *err)
 {
-    if (!dec || (n && !indices)) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_frames: NULL argument");
+    if (!dec || (n && !indices))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_frames: NULL argument");
     return get_frames(dec, indices, n, t, dst, dst_size, stats, err);
 }
 
@@ -140,24 +154,28 @@ int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, siz
     if (r != REEL_OK) return r;
     size_t total = fb * (n ? n : 1);
     void *buf = malloc(total);
-    if (!buf) return reel__error_set(err, REEL_E_NOMEM, "%s: cannot allocate %zu bytes for %zu frames", dec->name, total, n);
+    if (!buf)
+        return reel__error_set(err, REEL_E_NOMEM, "%s: cannot allocate %zu bytes for %zu frames", dec->name, total, n);
     r = get_frames(dec, indices, n, t, buf, total, stats, err);
-    if (r != REEL_OK) { free(buf); return r; }
+    if (r != REEL_OK) {
+        free(buf);
+        return r;
+    }
     *out = buf;
     if (out_size) *out_size = fb * n;
     return REEL_OK;
 }
 
 int reel_decoder_get_frames_at_times(reel_decoder *dec, const double *seconds, size_t n, const reel_transform *t,
-                                     void *dst, size_t dst_size, int64_t *indices_out,
-                                     reel_decode_stats *stats, reel_error *err)
+                                     void *dst, size_t dst_size, int64_t *indices_out, reel_decode_stats *stats,
+                                     reel_error *err)
 {
-    if (!dec || (n && !seconds)) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_frames_at_times: NULL argument");
+    if (!dec || (n && !seconds))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_frames_at_times: NULL argument");
     int64_t *idx = indices_out ? indices_out : malloc((n ? n : 1) * sizeof *idx);
     if (!idx) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     int r = REEL_OK;
-    for (size_t i = 0; i < n && r == REEL_OK; i++)
-        r = reel_decoder_index_at_time(dec, seconds[i], &idx[i], err);
+    for (size_t i = 0; i < n && r == REEL_OK; i++) r = reel_decoder_index_at_time(dec, seconds[i], &idx[i], err);
     if (r == REEL_OK) r = get_frames(dec, idx, n, t, dst, dst_size, stats, err);
     if (idx != indices_out) free(idx);
     return r;
@@ -168,7 +186,9 @@ int reel_decoder_get_range(reel_decoder *dec, int64_t start, int64_t stop, int64
 {
     if (!dec) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_range: decoder is NULL");
     if (n_out) *n_out = 0;
-    if (step <= 0) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: range step must be positive (got %lld)", dec->name, (long long)step);
+    if (step <= 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: range step must be positive (got %lld)", dec->name,
+                               (long long)step);
     int64_t nf = dec->table.n;
     if (start < 0) start += nf;
     if (stop < 0) stop += nf;

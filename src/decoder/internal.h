@@ -14,8 +14,8 @@
 
 /* How decoded frames are matched to table rows. */
 enum {
-    REEL_MATCH_PTS   = 0, /* every packet has a unique pts: match frame->pts */
-    REEL_MATCH_COUNT = 1  /* no usable pts (AVI): count output frames from a
+    REEL_MATCH_PTS = 0,  /* every packet has a unique pts: match frame->pts */
+    REEL_MATCH_COUNT = 1 /* no usable pts (AVI): count output frames from a
                              keyframe whose presentation index is known */
 };
 
@@ -28,36 +28,36 @@ typedef struct reel_packet_info {
 
 /* The frame table plus what random access needs. */
 typedef struct reel_table {
-    int64_t n;                  /* frames */
-    reel_frame_entry *frames;   /* presentation order */
-    int64_t *dts;               /* per decode position: packet dts (AV_NOPTS_VALUE if none) */
-    int64_t *pts_of_decode;     /* per decode position: packet pts (match key in PTS mode) */
-    int64_t *frame_of_decode;   /* per decode position: presentation index */
-    int64_t *seek_from;         /* per presentation index: decode position of the keyframe to start from */
-    int64_t *keyframes;         /* presentation indices of keyframes */
+    int64_t n;                /* frames */
+    reel_frame_entry *frames; /* presentation order */
+    int64_t *dts;             /* per decode position: packet dts (AV_NOPTS_VALUE if none) */
+    int64_t *pts_of_decode;   /* per decode position: packet pts (match key in PTS mode) */
+    int64_t *frame_of_decode; /* per decode position: presentation index */
+    int64_t *seek_from;       /* per presentation index: decode position of the keyframe to start from */
+    int64_t *keyframes;       /* presentation indices of keyframes */
     int64_t n_keyframes;
     int match_mode;
-    int damaged;                /* the scan stopped early on damage */
-    int64_t lost_at;            /* COUNT mode: first frame after missing packets (0: none) */
-    int source;                 /* reel_index_source */
+    int damaged;     /* the scan stopped early on damage */
+    int64_t lost_at; /* COUNT mode: first frame after missing packets (0: none) */
+    int source;      /* reel_index_source */
 } reel_table;
 
 struct reel_decoder {
-    char *name;                 /* path or caller's name */
+    char *name; /* path or caller's name */
     reel_decoder_settings settings;
-    char *index_path;           /* owned copy of settings.index_path or default */
+    char *index_path; /* owned copy of settings.index_path or default */
 
     /* input */
     AVFormatContext *fmt;
-    AVIOContext *avio;          /* custom IO (memory / callbacks), or NULL */
+    AVIOContext *avio; /* custom IO (memory / callbacks), or NULL */
     struct reel_mem_reader *mem;
-    reel_io io;                 /* copy of the caller's callbacks */
-    struct reel__io *remote;    /* an http(s)/s3 object read through src/io, or NULL */
-    _Atomic int64_t log_errors; /* FFmpeg error messages from this decoder's codec (log.c) */
-    int64_t log_seen;           /* the count at the last flush (reel__log_mark) */
+    reel_io io;                       /* copy of the caller's callbacks */
+    struct reel__io *remote;          /* an http(s)/s3 object read through src/io, or NULL */
+    _Atomic int64_t log_errors;       /* FFmpeg error messages from this decoder's codec (log.c) */
+    int64_t log_seen;                 /* the count at the last flush (reel__log_mark) */
     _Atomic int64_t probe_log_errors; /* the same for the keyframe probe (its codec's opaque is this field's address) */
     int64_t remote_pos;
-    reel_error remote_err;      /* the last failed read of the remote object */
+    reel_error remote_err; /* the last failed read of the remote object */
     int is_file;
     int64_t file_size;
     int64_t file_mtime_ns;
@@ -67,8 +67,8 @@ struct reel_decoder {
     int stream_index;
     const AVCodec *codec;
     AVCodecContext *avctx;
-    int rotation;               /* clockwise degrees to apply for display: 0/90/180/270 */
-    int reorder_depth;          /* packets to decode past a wanted frame in COUNT mode */
+    int rotation;      /* clockwise degrees to apply for display: 0/90/180/270 */
+    int reorder_depth; /* packets to decode past a wanted frame in COUNT mode */
 
     reel_table table;
     reel_video_info info;
@@ -76,12 +76,12 @@ struct reel_decoder {
     /* decode state */
     AVPacket *pkt;
     AVFrame *frame;
-    int64_t next_decode;        /* decode position of the next packet the demuxer returns, -1 unknown */
-    int decoder_dirty;          /* packets sent since the last flush */
-    int warm;                   /* PTS mode: the codec holds a continuous run from keyframe
+    int64_t next_decode; /* decode position of the next packet the demuxer returns, -1 unknown */
+    int decoder_dirty;   /* packets sent since the last flush */
+    int warm;            /* PTS mode: the codec holds a continuous run from keyframe
                                    warm_from up to next_decode - 1, not drained */
     int64_t warm_from;
-    int64_t out_max;            /* highest frame index the warm run has put out */
+    int64_t out_max; /* highest frame index the warm run has put out */
     /* frames the codec put out after the last wanted frame of a call, kept
      * (by reference) for a following call: a frame-by-frame reader's next
      * frame is often already decoded */
@@ -89,7 +89,7 @@ struct reel_decoder {
     AVFrame *cache[REEL_FRAME_CACHE];
     int64_t cache_index[REEL_FRAME_CACHE];
     int cache_next;
-    int64_t count_next;         /* REEL_MATCH_COUNT: presentation index of the next output frame */
+    int64_t count_next; /* REEL_MATCH_COUNT: presentation index of the next output frame */
     /* What is known of each keyframe as a starting point, by decode
      * position (REEL_KEY_* bits; NULL until the first is learned).
      * UNCLEAN: decoding from it gave errors in its own GOP that decoding
@@ -97,11 +97,11 @@ struct reel_decoder {
      * PROBED: checked once, decoded alone on `probe`, a single-threaded
      * codec opened on first use, because under frame threading FFmpeg does
      * not flag decoding errors reliably. */
-#define REEL_KEY_PROBED 1
+#define REEL_KEY_PROBED  1
 #define REEL_KEY_UNCLEAN 2
     uint8_t *key_state;
     AVCodecContext *probe;
-    reel_converter *conv;       /* for get_frames */
+    reel_converter *conv; /* for get_frames */
 };
 
 /* Builds dec->table by scanning packets (no decoding). */

@@ -214,10 +214,14 @@ static int pick_stream(reel_decoder *dec, reel_error *err)
         if (idx == AVERROR_DECODER_NOT_FOUND) {
             /* a video stream exists but nothing decodes it: report the codec */
             for (unsigned i = 0; i < fmt->nb_streams; i++)
-                if (fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_VIDEO) { idx = (int)i; break; }
+                if (fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_VIDEO) {
+                    idx = (int)i;
+                    break;
+                }
         }
         if (fmt->nb_streams == 0)
-            return reel__error_set(err, REEL_E_CORRUPT, "%s: no streams could be read (damaged or truncated header)", dec->name);
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: no streams could be read (damaged or truncated header)",
+                                   dec->name);
         if (idx < 0 || (fmt->streams[idx]->disposition & AV_DISPOSITION_ATTACHED_PIC))
             return reel__error_set(err, REEL_E_NO_VIDEO_STREAM, "%s: no video stream", dec->name);
         dec->stream_index = idx;
@@ -253,8 +257,9 @@ static int open_codec(reel_decoder *dec, reel_error *err)
     char eb[128];
     dec->codec = avcodec_find_decoder(par->codec_id);
     if (!dec->codec)
-        return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC, "%s: unsupported codec '%s' (no decoder in this FFmpeg build)",
-                               dec->name, avcodec_get_name(par->codec_id));
+        return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC,
+                               "%s: unsupported codec '%s' (no decoder in this FFmpeg build)", dec->name,
+                               avcodec_get_name(par->codec_id));
     int threads = dec->settings.threads;
     if (threads <= 0) {
         /* FFmpeg's own default elsewhere is often one thread, which makes
@@ -269,8 +274,9 @@ static int open_codec(reel_decoder *dec, reel_error *err)
         return reel__error_set(err, reel__status_from_av(r), "%s: bad codec parameters: %s", dec->name,
                                reel__av_err(r, eb, sizeof eb));
     if (r < 0)
-        return reel__error_set(err, reel__status_from_av(r) == REEL_E_IO ? REEL_E_UNSUPPORTED_CODEC : reel__status_from_av(r),
-                               "%s: cannot open %s decoder: %s", dec->name, dec->codec->name, reel__av_err(r, eb, sizeof eb));
+        return reel__error_set(
+            err, reel__status_from_av(r) == REEL_E_IO ? REEL_E_UNSUPPORTED_CODEC : reel__status_from_av(r),
+            "%s: cannot open %s decoder: %s", dec->name, dec->codec->name, reel__av_err(r, eb, sizeof eb));
     return REEL_OK;
 }
 
@@ -311,7 +317,8 @@ static int open_common(reel_decoder *dec, reel_error *err)
      * network input), so an interrupt cuts into a read that would block */
     dec->fmt->interrupt_callback.callback = dec->settings.interrupt;
     dec->fmt->interrupt_callback.opaque = dec->settings.interrupt_opaque;
-    if (reel__interrupted(dec)) return reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while opening", dec->name);
+    if (reel__interrupted(dec))
+        return reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while opening", dec->name);
     r = avformat_open_input(&dec->fmt, dec->is_file ? dec->name : NULL, NULL, &opts);
     av_dict_free(&opts);
     if (r < 0) {
@@ -330,10 +337,12 @@ static int open_common(reel_decoder *dec, reel_error *err)
     if (r < 0 && (r == AVERROR_EXIT || reel__interrupted(dec)))
         return reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while opening", dec->name);
     if (r < 0)
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: cannot read stream information: %s", dec->name, reel__av_err(r, eb, sizeof eb));
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: cannot read stream information: %s", dec->name,
+                               reel__av_err(r, eb, sizeof eb));
     if ((r = pick_stream(dec, err)) != REEL_OK) return r;
     if (dec->st->codecpar->width <= 0 || dec->st->codecpar->height <= 0)
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: video stream %d has no frame size (damaged header?)", dec->name, dec->stream_index);
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: video stream %d has no frame size (damaged header?)",
+                               dec->name, dec->stream_index);
     if ((r = open_codec(dec, err)) != REEL_OK) return r;
     {
         int ccw = display_rotation(dec->st);
@@ -360,12 +369,17 @@ static reel_decoder *alloc_decoder(const char *name, const reel_decoder_settings
 {
     reel_decoder *dec = calloc(1, sizeof *dec);
     if (!dec) return NULL;
-    if (s) dec->settings = *s;
-    else reel_decoder_default_settings(&dec->settings);
+    if (s)
+        dec->settings = *s;
+    else
+        reel_decoder_default_settings(&dec->settings);
     dec->name = strdup(name ? name : "<memory>");
     dec->file_size = -1;
     for (int i = 0; i < REEL_FRAME_CACHE; i++) dec->cache_index[i] = -1;
-    if (!dec->name) { free(dec); return NULL; }
+    if (!dec->name) {
+        free(dec);
+        return NULL;
+    }
     reel__log_register(dec);
     return dec;
 }
@@ -414,9 +428,16 @@ static int open_remote(reel_decoder **out, const char *url, const reel_decoder_s
     dec->io.seek = remote_seek;
     dec->file_size = reel__io_size(io);
     uint8_t *buf = av_malloc(REEL_IO_BUFFER_SIZE);
-    if (!buf) { reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name); }
+    if (!buf) {
+        reel_decoder_close(&dec);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+    }
     dec->avio = avio_alloc_context(buf, REEL_IO_BUFFER_SIZE, 0, dec, cb_read, NULL, cb_seek);
-    if (!dec->avio) { av_free(buf); reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name); }
+    if (!dec->avio) {
+        av_free(buf);
+        reel_decoder_close(&dec);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+    }
     st = finish_open(out, dec, err);
     return st;
 }
@@ -449,7 +470,10 @@ int reel_decoder_open(reel_decoder **out, const char *path, const reel_decoder_s
         dec->index_path = malloc(n);
         if (dec->index_path) snprintf(dec->index_path, n, "%s.reelidx", path);
     }
-    if (!dec->index_path) { reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path); }
+    if (!dec->index_path) {
+        reel_decoder_close(&dec);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
+    }
     dec->settings.index_path = dec->index_path;
     return finish_open(out, dec, err);
 }
@@ -466,34 +490,49 @@ int reel_decoder_open_memory(reel_decoder **out, const void *data, size_t size, 
     if (!dec) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm);
     dec->mem = calloc(1, sizeof *dec->mem);
     uint8_t *buf = av_malloc(REEL_IO_BUFFER_SIZE);
-    if (!dec->mem || !buf) { av_free(buf); reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm); }
+    if (!dec->mem || !buf) {
+        av_free(buf);
+        reel_decoder_close(&dec);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm);
+    }
     dec->mem->data = data;
     dec->mem->size = size;
     dec->file_size = (int64_t)size;
     dec->avio = avio_alloc_context(buf, REEL_IO_BUFFER_SIZE, 0, dec->mem, mem_read, NULL, mem_seek);
-    if (!dec->avio) { av_free(buf); reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm); }
+    if (!dec->avio) {
+        av_free(buf);
+        reel_decoder_close(&dec);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm);
+    }
     return finish_open(out, dec, err);
 }
 
-int reel_decoder_open_io(reel_decoder **out, const reel_io *io, const char *name,
-                         const reel_decoder_settings *s, reel_error *err)
+int reel_decoder_open_io(reel_decoder **out, const reel_io *io, const char *name, const reel_decoder_settings *s,
+                         reel_error *err)
 {
     const char *nm = name ? name : "<io>";
     if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open_io: out is NULL");
     *out = NULL;
-    if (!io || !io->read)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: reel_io needs a read callback", nm);
+    if (!io || !io->read) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: reel_io needs a read callback", nm);
     if (!io->seek)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: reel_io needs a seek callback (random access requires seeking)", nm);
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: reel_io needs a seek callback (random access requires seeking)", nm);
     reel_decoder *dec = alloc_decoder(nm, s);
     if (!dec) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm);
     dec->io = *io;
     int64_t sz = io->seek(io->opaque, 0, REEL_SEEK_SIZE);
     dec->file_size = sz >= 0 ? sz : -1;
     uint8_t *buf = av_malloc(REEL_IO_BUFFER_SIZE);
-    if (!buf) { reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm); }
+    if (!buf) {
+        reel_decoder_close(&dec);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm);
+    }
     dec->avio = avio_alloc_context(buf, REEL_IO_BUFFER_SIZE, 0, dec, cb_read, NULL, cb_seek);
-    if (!dec->avio) { av_free(buf); reel_decoder_close(&dec); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm); }
+    if (!dec->avio) {
+        av_free(buf);
+        reel_decoder_close(&dec);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", nm);
+    }
     return finish_open(out, dec, err);
 }
 
@@ -549,6 +588,8 @@ int reel_decoder_save_index(const reel_decoder *dec, const char *path, reel_erro
 {
     if (!dec) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_save_index: decoder is NULL");
     if (!path) path = dec->index_path;
-    if (!path) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: no index path (decoder not opened from a file)", dec->name);
+    if (!path)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: no index path (decoder not opened from a file)",
+                               dec->name);
     return reel__sidecar_save(dec, path, err);
 }

@@ -9,13 +9,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SIDECAR_MAGIC "REELIDX"
+#define SIDECAR_MAGIC   "REELIDX"
 #define SIDECAR_VERSION 1u
 
 typedef struct sidecar_header {
     char magic[8];
     uint32_t version;
-    uint32_t endian;        /* 0x01020304 as written */
+    uint32_t endian; /* 0x01020304 as written */
     int64_t file_size;
     int64_t mtime_ns;
     int32_t stream_index;
@@ -23,7 +23,7 @@ typedef struct sidecar_header {
     int32_t match_mode;
     int32_t reserved;
     int64_t n;
-    uint64_t checksum;      /* FNV-1a over the body */
+    uint64_t checksum; /* FNV-1a over the body */
 } sidecar_header;
 
 typedef struct sidecar_row {
@@ -34,7 +34,10 @@ typedef struct sidecar_row {
 static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 {
     const uint8_t *p = data;
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ULL; }
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
     return h;
 }
 
@@ -44,12 +47,11 @@ int reel__sidecar_load(reel_decoder *dec, const char *path)
     if (!fp) return REEL_E_INDEX_STALE;
     sidecar_header h;
     sidecar_row *rows = NULL;
-    int ok = fread(&h, sizeof h, 1, fp) == 1 && !memcmp(h.magic, SIDECAR_MAGIC, 8) &&
-             h.version == SIDECAR_VERSION && h.endian == 0x01020304u &&
-             h.file_size == dec->file_size && h.mtime_ns == dec->file_mtime_ns &&
+    int ok = fread(&h, sizeof h, 1, fp) == 1 && !memcmp(h.magic, SIDECAR_MAGIC, 8) && h.version == SIDECAR_VERSION &&
+             h.endian == 0x01020304u && h.file_size == dec->file_size && h.mtime_ns == dec->file_mtime_ns &&
              h.stream_index == dec->stream_index && h.codec_id == (int32_t)dec->st->codecpar->codec_id &&
-             (h.match_mode == REEL_MATCH_PTS || h.match_mode == REEL_MATCH_COUNT) &&
-             h.n > 0 && h.n < (INT64_C(1) << 31);
+             (h.match_mode == REEL_MATCH_PTS || h.match_mode == REEL_MATCH_COUNT) && h.n > 0 &&
+             h.n < (INT64_C(1) << 31);
     /* the header's n is untrusted: the file must hold exactly n rows before
      * anything is allocated for them */
     if (ok) {
@@ -67,7 +69,10 @@ int reel__sidecar_load(reel_decoder *dec, const char *path)
         ok = ok && fgetc(fp) == EOF;
     }
     fclose(fp);
-    if (!ok) { free(rows); return REEL_E_INDEX_STALE; }
+    if (!ok) {
+        free(rows);
+        return REEL_E_INDEX_STALE;
+    }
 
     reel_table *t = &dec->table;
     reel__table_free(t);
@@ -77,7 +82,11 @@ int reel__sidecar_load(reel_decoder *dec, const char *path)
     t->dts = malloc((size_t)n * sizeof *t->dts);
     t->pts_of_decode = malloc((size_t)n * sizeof *t->pts_of_decode);
     t->frame_of_decode = malloc((size_t)n * sizeof *t->frame_of_decode);
-    if (!t->frames || !t->dts || !t->pts_of_decode || !t->frame_of_decode) { free(rows); reel__table_free(t); return REEL_E_NOMEM; }
+    if (!t->frames || !t->dts || !t->pts_of_decode || !t->frame_of_decode) {
+        free(rows);
+        reel__table_free(t);
+        return REEL_E_NOMEM;
+    }
     for (int64_t d = 0; d < n; d++) t->frame_of_decode[d] = -1;
     for (int64_t i = 0; i < n; i++) {
         sidecar_row *r = &rows[i];
@@ -88,8 +97,9 @@ int reel__sidecar_load(reel_decoder *dec, const char *path)
             reel__table_free(t);
             return REEL_E_INDEX_STALE;
         }
-        t->frames[i] = (reel_frame_entry){ .pts = r->pts, .duration = r->duration, .pos = r->pos,
-                                           .flags = r->flags, .decode_order = r->decode_order };
+        t->frames[i] = (reel_frame_entry){
+            .pts = r->pts, .duration = r->duration, .pos = r->pos, .flags = r->flags, .decode_order = r->decode_order
+        };
         t->frame_of_decode[r->decode_order] = i;
         t->dts[r->decode_order] = r->dts;
     }
@@ -98,7 +108,10 @@ int reel__sidecar_load(reel_decoder *dec, const char *path)
     t->match_mode = h.match_mode;
     t->source = REEL_INDEX_FROM_SIDECAR;
     reel_error e;
-    if (reel__table_finish(dec, &e) != REEL_OK) { reel__table_free(t); return REEL_E_INDEX_STALE; }
+    if (reel__table_finish(dec, &e) != REEL_OK) {
+        reel__table_free(t);
+        return REEL_E_INDEX_STALE;
+    }
     return REEL_OK;
 }
 
@@ -134,14 +147,19 @@ int reel__sidecar_save(const reel_decoder *dec, const char *path, reel_error *er
 
     size_t tl = strlen(path) + 32;
     char *tmp = malloc(tl);
-    if (!tmp) { free(rows); return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path); }
+    if (!tmp) {
+        free(rows);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
+    }
     snprintf(tmp, tl, "%s.tmp%ld", path, (long)getpid());
     FILE *fp = fopen(tmp, "wb");
-    int ok = fp && fwrite(&h, sizeof h, 1, fp) == 1 &&
-             fwrite(rows, sizeof *rows, (size_t)t->n, fp) == (size_t)t->n;
+    int ok = fp && fwrite(&h, sizeof h, 1, fp) == 1 && fwrite(rows, sizeof *rows, (size_t)t->n, fp) == (size_t)t->n;
     int saved_errno = errno;
     if (fp && fclose(fp) != 0) ok = 0;
-    if (ok && rename(tmp, path) != 0) { ok = 0; saved_errno = errno; }
+    if (ok && rename(tmp, path) != 0) {
+        ok = 0;
+        saved_errno = errno;
+    }
     if (!ok) unlink(tmp);
     free(tmp);
     free(rows);

@@ -38,7 +38,10 @@ static int pkt_push(pkt_list *l, const reel_packet_info *p)
 
 /* Sorting decode positions by pts (qsort has no context argument in C11,
  * so sort (pts, decode position) pairs instead). */
-typedef struct pts_pos { int64_t pts; int64_t pos; } pts_pos;
+typedef struct pts_pos {
+    int64_t pts;
+    int64_t pos;
+} pts_pos;
 
 static int cmp_pts_pos(const void *a, const void *b)
 {
@@ -84,7 +87,10 @@ int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, i
     if (have_pts) {
         qsort(order, (size_t)np, sizeof *order, cmp_pts_pos);
         for (int64_t i = 1; i < np; i++)
-            if (order[i].pts == order[i - 1].pts) { have_pts = 0; break; }
+            if (order[i].pts == order[i - 1].pts) {
+                have_pts = 0;
+                break;
+            }
     }
     if (have_pts) {
         t->match_mode = REEL_MATCH_PTS;
@@ -96,7 +102,10 @@ int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, i
         t->match_mode = REEL_MATCH_COUNT;
         int have_dts = 1;
         for (int64_t i = 0; i < np; i++)
-            if (p[i].dts == AV_NOPTS_VALUE) { have_dts = 0; break; }
+            if (p[i].dts == AV_NOPTS_VALUE) {
+                have_dts = 0;
+                break;
+            }
         for (int64_t i = 0; i < np; i++) {
             order[i].pos = i;
             order[i].pts = have_dts ? p[i].dts : i;
@@ -113,7 +122,11 @@ int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, i
             for (int64_t i = 1; i < np; i++)
                 if (order[i].pts - order[i - 1].pts < step) step = order[i].pts - order[i - 1].pts;
             for (int64_t i = 1; i < np; i++)
-                if (order[i].pts - order[i - 1].pts > 2 * step) { t->lost_at = i; t->damaged = 1; break; }
+                if (order[i].pts - order[i - 1].pts > 2 * step) {
+                    t->lost_at = i;
+                    t->damaged = 1;
+                    break;
+                }
         }
         if (!have_dts)
             for (int64_t i = 0; i < np; i++) order[i].pts = i;
@@ -147,8 +160,11 @@ static void check_against_index(reel_decoder *dec, const pkt_list *l)
 {
     int has_pts = 1;
     for (int64_t i = 0; i < l->n; i++)
-        if (l->v[i].pts == AV_NOPTS_VALUE) { has_pts = 0; break; }
-    if (has_pts) return;            /* timestamps identify frames: damage cannot renumber them */
+        if (l->v[i].pts == AV_NOPTS_VALUE) {
+            has_pts = 0;
+            break;
+        }
+    if (has_pts) return; /* timestamps identify frames: damage cannot renumber them */
     int ne = avformat_index_get_entries_count(dec->st);
     if (ne <= 0) return;
     int64_t k = 0, first_bad = -1;
@@ -160,7 +176,7 @@ static void check_against_index(reel_decoder *dec, const pkt_list *l)
         if (k >= l->n || delta < 0 || delta > 8 || l->v[k].size != e->size) first_bad = k;
         k++;
     }
-    if (first_bad < 0 && k < l->n) first_bad = k;  /* more packets than indexed: also suspicious */
+    if (first_bad < 0 && k < l->n) first_bad = k; /* more packets than indexed: also suspicious */
     if (first_bad < 0) return;
     /* rows are counted from the first keyframe */
     int64_t first_key = 0;
@@ -174,7 +190,7 @@ static void check_against_index(reel_decoder *dec, const pkt_list *l)
 int reel__table_scan(reel_decoder *dec, reel_error *err)
 {
     AVPacket *pkt = av_packet_alloc();
-    pkt_list l = {0};
+    pkt_list l = { 0 };
     char eb[128];
     int r = REEL_OK, last_cut = 0;
     if (!pkt) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
@@ -198,8 +214,12 @@ int reel__table_scan(reel_decoder *dec, reel_error *err)
          * decoded but never output, so they are not frames. */
         if (pkt->stream_index == dec->stream_index && pkt->size > 0 && !(pkt->flags & AV_PKT_FLAG_DISCARD)) {
             reel_packet_info pi = {
-                .pts = pkt->pts, .dts = pkt->dts, .duration = pkt->duration,
-                .pos = pkt->pos, .size = pkt->size, .key = (pkt->flags & AV_PKT_FLAG_KEY) != 0,
+                .pts = pkt->pts,
+                .dts = pkt->dts,
+                .duration = pkt->duration,
+                .pos = pkt->pos,
+                .size = pkt->size,
+                .key = (pkt->flags & AV_PKT_FLAG_KEY) != 0,
             };
             if (pkt->flags & AV_PKT_FLAG_CORRUPT) dec->table.damaged = 1;
             /* cut off by truncation: its bytes run past the end of the file,
@@ -253,12 +273,18 @@ int reel__table_finish(reel_decoder *dec, reel_error *err)
     int64_t known = 0, known_sum = 0;
     for (int64_t i = 0; i + 1 < n; i++) {
         int64_t gap = t->frames[i + 1].pts - t->frames[i].pts;
-        if (gap > 0) { t->frames[i].duration = gap; known++; known_sum += gap; }
+        if (gap > 0) {
+            t->frames[i].duration = gap;
+            known++;
+            known_sum += gap;
+        }
     }
     for (int64_t i = 0; i < n; i++) {
         if (t->frames[i].duration > 0) continue;
-        if (known) t->frames[i].duration = known_sum / known;
-        else if (n > 1) t->frames[i].duration = (t->frames[n - 1].pts - t->frames[0].pts) / (n - 1);
+        if (known)
+            t->frames[i].duration = known_sum / known;
+        else if (n > 1)
+            t->frames[i].duration = (t->frames[n - 1].pts - t->frames[0].pts) / (n - 1);
         if (t->frames[i].duration <= 0) {
             /* last resort: the nominal rate */
             AVRational fr = dec->st->avg_frame_rate.num ? dec->st->avg_frame_rate : dec->st->r_frame_rate;

@@ -21,7 +21,10 @@
 /* curl_global_init is process-wide and not thread-safe: done once here
  * (pthread_once), the only process-wide state of this file. */
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static void curl_init_once(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+static void curl_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
 
 void reel_remote_default_settings(reel_remote_settings *s)
 {
@@ -40,16 +43,16 @@ typedef struct http_io {
     reel__io base;
     reel_remote_settings s;
     CURL *curl;
-    char *url;                  /* the real URL (may hold credentials: never printed) */
+    char *url; /* the real URL (may hold credentials: never printed) */
     struct curl_slist *headers;
-    char *userpwd;              /* s3 "key:secret" */
+    char *userpwd; /* s3 "key:secret" */
     char sigv4[96];
-    uint8_t *cache;             /* bytes [cache_off, cache_off + cache_len) of the object */
+    uint8_t *cache; /* bytes [cache_off, cache_off + cache_len) of the object */
     int64_t cache_off;
     size_t cache_len, cache_cap;
     size_t readahead;
     int64_t last_end;
-    uint64_t rng;               /* jitter */
+    uint64_t rng; /* jitter */
     reel_remote_stats stats;
 } http_io;
 
@@ -58,8 +61,8 @@ typedef struct http_io {
 typedef struct sink {
     uint8_t *buf;
     size_t cap, len;
-    int64_t total;              /* from Content-Range / Content-Length; -1 unknown */
-    int ranged;                 /* the answer was 206 */
+    int64_t total; /* from Content-Range / Content-Length; -1 unknown */
+    int ranged;    /* the answer was 206 */
 } sink;
 
 static size_t on_body(char *p, size_t sz, size_t n, void *opaque)
@@ -92,7 +95,10 @@ static size_t on_header(char *p, size_t sz, size_t n, void *opaque)
 
 static int on_progress(void *opaque, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
 {
-    (void)a; (void)b; (void)c; (void)d;
+    (void)a;
+    (void)b;
+    (void)c;
+    (void)d;
     http_io *h = opaque;
     return h->base.opt.interrupt && h->base.opt.interrupt(h->base.opt.interrupt_opaque);
 }
@@ -119,8 +125,10 @@ static int backoff_sleep(http_io *h, double secs)
 
 static void redacted_cause(char *out, size_t size, long code, CURLcode cc)
 {
-    if (cc != CURLE_OK) snprintf(out, size, "%s", curl_easy_strerror(cc));
-    else snprintf(out, size, "HTTP %ld", code);
+    if (cc != CURLE_OK)
+        snprintf(out, size, "%s", curl_easy_strerror(cc));
+    else
+        snprintf(out, size, "HTTP %ld", code);
 }
 
 /* GETs [off, off + len) (len 0: from off to the end) into k, with retries.
@@ -129,8 +137,10 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
 {
     const int64_t t0 = reel__clock_ns();
     char range[64];
-    if (len > 0) snprintf(range, sizeof range, "%lld-%lld", (long long)off, (long long)(off + len - 1));
-    else snprintf(range, sizeof range, "%lld-", (long long)off);
+    if (len > 0)
+        snprintf(range, sizeof range, "%lld-%lld", (long long)off, (long long)(off + len - 1));
+    else
+        snprintf(range, sizeof range, "%lld-", (long long)off);
     char why[160] = "";
     for (int attempt = 0;; attempt++) {
         k->len = 0;
@@ -160,7 +170,8 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
         } else if (cc == CURLE_OK && (code == 401 || code == 403)) {
             return reel__error_set(err, REEL_E_PERMISSION, "%s: permission denied (HTTP %ld)", h->base.name, code);
         } else if (cc == CURLE_OK && code == 416) {
-            return reel__error_set(err, REEL_E_CORRUPT, "%s: range %s is past the end of the object", h->base.name, range);
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: range %s is past the end of the object", h->base.name,
+                                   range);
         } else if (cc == CURLE_OK && code != 429 && code < 500) {
             return reel__error_set(err, REEL_E_IO, "%s: HTTP %ld", h->base.name, code);
         } else {
@@ -313,16 +324,19 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
     h->base.ops = &http_ops;
     h->base.opt = *opt;
     reel__io_redact(uri, h->base.name, sizeof h->base.name);
-    if (opt->remote) h->s = *(const reel_remote_settings *)opt->remote;
-    else reel_remote_default_settings(&h->s);
+    if (opt->remote)
+        h->s = *(const reel_remote_settings *)opt->remote;
+    else
+        reel_remote_default_settings(&h->s);
     if (h->s.readahead_min == 0) reel_remote_default_settings(&h->s);
     h->readahead = h->s.readahead_min;
     h->rng = (uint64_t)(uintptr_t)h ^ (uint64_t)reel__clock_ns() ^ 0x9e3779b97f4a7c15ULL;
     if (!h->rng) h->rng = 1;
     int st = REEL_OK;
-    if (!strncasecmp(uri, "s3://", 5)) st = reel__s3_resolve(uri, &h->url, &h->userpwd, h->sigv4, sizeof h->sigv4,
-                                                             &h->headers, h->base.name, err);
-    else if (!(h->url = strdup(uri))) st = reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
+    if (!strncasecmp(uri, "s3://", 5))
+        st = reel__s3_resolve(uri, &h->url, &h->userpwd, h->sigv4, sizeof h->sigv4, &h->headers, h->base.name, err);
+    else if (!(h->url = strdup(uri)))
+        st = reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
     if (st == REEL_OK) st = setup(h, err);
     /* the first GET learns the size; a small object comes whole */
     if (st == REEL_OK) {
@@ -331,7 +345,8 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
         if (st == REEL_OK) {
             h->base.size = k.ranged ? k.total : (int64_t)k.len;
             if (h->base.size < 0)
-                st = reel__error_set(err, REEL_E_IO, "%s: the server gave no object size (Content-Range)", h->base.name);
+                st =
+                    reel__error_set(err, REEL_E_IO, "%s: the server gave no object size (Content-Range)", h->base.name);
             else if (!k.ranged && h->base.size > (int64_t)h->s.whole_object_max)
                 st = reel__error_set(err, REEL_E_IO,
                                      "%s: the server ignores Range requests and the object (%lld bytes) is larger "
@@ -343,7 +358,8 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
         h->cache_off = 0;
         h->cache_len = k.len;
         h->last_end = (int64_t)k.len;
-        if (st == REEL_OK && k.ranged && h->base.size > (int64_t)k.len && h->base.size <= (int64_t)h->s.whole_object_max) {
+        if (st == REEL_OK && k.ranged && h->base.size > (int64_t)k.len &&
+            h->base.size <= (int64_t)h->s.whole_object_max) {
             /* small: the rest in one GET, then every read is local */
             sink r = { NULL, 0, 0, -1, 0 };
             st = get_range(h, (int64_t)k.len, h->base.size - (int64_t)k.len, &r, err);

@@ -93,8 +93,8 @@ int reel__io_read_exact(reel__io *io, int64_t off, void *buf, size_t len, reel_e
         int st = io->ops->read_at(io, off + (int64_t)done, (char *)buf + done, len - done, &got, err);
         if (st != REEL_OK) return st;
         if (got == 0)
-            return reel__error_set(err, REEL_E_CORRUPT, "%s: truncated: wanted %zu bytes at %lld, read %zu",
-                                   io->name, len, (long long)off, done);
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: truncated: wanted %zu bytes at %lld, read %zu", io->name,
+                                   len, (long long)off, done);
         done += got;
     }
     return REEL_OK;

@@ -21,8 +21,10 @@ static void put_encoded(char *out, size_t size, const char *s)
 {
     size_t o = strlen(out);
     for (const unsigned char *p = (const unsigned char *)s; *p && o + 4 < size; p++) {
-        if (isalnum(*p) || strchr("-_.~/", *p)) out[o++] = (char)*p;
-        else o += (size_t)snprintf(out + o, size - o, "%%%02X", *p);
+        if (isalnum(*p) || strchr("-_.~/", *p))
+            out[o++] = (char)*p;
+        else
+            o += (size_t)snprintf(out + o, size - o, "%%%02X", *p);
     }
     out[o] = '\0';
 }
@@ -32,9 +34,12 @@ static int read_profile(char *key, char *secret, char *token, size_t size)
 {
     char path[1024];
     const char *f = env("AWS_SHARED_CREDENTIALS_FILE");
-    if (f) snprintf(path, sizeof path, "%s", f);
-    else if (env("HOME")) snprintf(path, sizeof path, "%s/.aws/credentials", env("HOME"));
-    else return -1;
+    if (f)
+        snprintf(path, sizeof path, "%s", f);
+    else if (env("HOME"))
+        snprintf(path, sizeof path, "%s/.aws/credentials", env("HOME"));
+    else
+        return -1;
     FILE *fp = fopen(path, "r");
     if (!fp) return -1;
     const char *want = env("AWS_PROFILE") ? env("AWS_PROFILE") : "default";
@@ -59,9 +64,12 @@ static int read_profile(char *key, char *secret, char *token, size_t size)
         char *ke = k + strlen(k);
         while (ke > k && isspace((unsigned char)ke[-1])) *--ke = '\0';
         while (isspace((unsigned char)*v)) v++;
-        if (!strcmp(k, "aws_access_key_id")) snprintf(key, size, "%s", v);
-        else if (!strcmp(k, "aws_secret_access_key")) snprintf(secret, size, "%s", v);
-        else if (!strcmp(k, "aws_session_token")) snprintf(token, size, "%s", v);
+        if (!strcmp(k, "aws_access_key_id"))
+            snprintf(key, size, "%s", v);
+        else if (!strcmp(k, "aws_secret_access_key"))
+            snprintf(secret, size, "%s", v);
+        else if (!strcmp(k, "aws_session_token"))
+            snprintf(token, size, "%s", v);
     }
     fclose(fp);
     memset(line, 0, sizeof line);
@@ -83,7 +91,9 @@ int reel__s3_resolve(const char *uri, char **url, char **userpwd, char *sigv4, s
     memcpy(bucket, b, bl);
     bucket[bl] = '\0';
     const char *key = slash + 1;
-    const char *region = env("AWS_REGION") ? env("AWS_REGION") : env("AWS_DEFAULT_REGION") ? env("AWS_DEFAULT_REGION") : "us-east-1";
+    const char *region = env("AWS_REGION")           ? env("AWS_REGION")
+                         : env("AWS_DEFAULT_REGION") ? env("AWS_DEFAULT_REGION")
+                                                     : "us-east-1";
     const char *endpoint = env("AWS_ENDPOINT_URL_S3") ? env("AWS_ENDPOINT_URL_S3") : env("AWS_ENDPOINT_URL");
     const char *mode = env("REEL_S3_ADDRESSING");
     size_t n = strlen(key) * 3 + strlen(bucket) + (endpoint ? strlen(endpoint) : 0) + strlen(region) + 64;
@@ -95,7 +105,8 @@ int reel__s3_resolve(const char *uri, char **url, char **userpwd, char *sigv4, s
         snprintf(u, n, "%.*s/%s/", (int)el, endpoint, bucket);
     } else if (endpoint) {
         const char *host = strstr(endpoint, "://");
-        snprintf(u, n, "%.*s%s.%s/", host ? (int)(host - endpoint + 3) : 0, endpoint, bucket, host ? host + 3 : endpoint);
+        snprintf(u, n, "%.*s%s.%s/", host ? (int)(host - endpoint + 3) : 0, endpoint, bucket,
+                 host ? host + 3 : endpoint);
         size_t l = strlen(u);
         if (l >= 2 && u[l - 2] == '/') u[l - 1] = '\0';
     } else {
@@ -115,8 +126,10 @@ int reel__s3_resolve(const char *uri, char **url, char **userpwd, char *sigv4, s
     if (id[0] && secret[0]) {
         size_t l = strlen(id) + strlen(secret) + 2;
         *userpwd = malloc(l);
-        if (!*userpwd) st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
-        else snprintf(*userpwd, l, "%s:%s", id, secret);
+        if (!*userpwd)
+            st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+        else
+            snprintf(*userpwd, l, "%s:%s", id, secret);
         snprintf(sigv4, sigv4_size, "aws:amz:%s:s3", region);
         /* S3 wants the payload hash header, which libcurl 7.88 does not add
          * by itself; as an x-amz-* header it is signed too */

@@ -49,7 +49,10 @@ size_t reel_dataset_get_size(const reel_dataset *ds)
 static uint64_t hash_str(const char *s)
 {
     uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) { h ^= (unsigned char)*s; h *= 1099511628211ull; }
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
     return h;
 }
 
@@ -94,7 +97,11 @@ static int class_id(reel_dataset *ds, const char *name, int64_t *id)
     if ((ds->nclasses + 1) * 2 > ds->hash_size) {
         size_t ns = ds->hash_size ? ds->hash_size * 2 : 128;
         while ((ds->nclasses + 1) * 2 > ns) ns *= 2;
-        if (rehash(ds, ns) < 0) { free(copy); ds->nclasses--; return REEL_E_NOMEM; }
+        if (rehash(ds, ns) < 0) {
+            free(copy);
+            ds->nclasses--;
+            return REEL_E_NOMEM;
+        }
     } else {
         size_t j = hash_str(name) & (ds->hash_size - 1);
         while (ds->hash[j]) j = (j + 1) & (ds->hash_size - 1);
@@ -114,8 +121,7 @@ static void sort_ids(char **names, int64_t *ids, int64_t *tmp, size_t n)
     sort_ids(names, ids, tmp, h);
     sort_ids(names, ids + h, tmp, n - h);
     size_t i = 0, j = h, k = 0;
-    while (i < h && j < n)
-        tmp[k++] = strcmp(names[ids[j]], names[ids[i]]) < 0 ? ids[j++] : ids[i++];
+    while (i < h && j < n) tmp[k++] = strcmp(names[ids[j]], names[ids[i]]) < 0 ? ids[j++] : ids[i++];
     while (i < h) tmp[k++] = ids[i++];
     while (j < n) tmp[k++] = ids[j++];
     memcpy(ids, tmp, n * sizeof *ids);
@@ -128,7 +134,12 @@ static int update_ranks(reel_dataset *ds)
     int64_t *r = malloc((n ? n : 1) * sizeof *r);
     int64_t *o = malloc((n ? n : 1) * sizeof *o);
     int64_t *t = malloc((n ? n : 1) * sizeof *t);
-    if (!r || !o || !t) { free(r); free(o); free(t); return REEL_E_NOMEM; }
+    if (!r || !o || !t) {
+        free(r);
+        free(o);
+        free(t);
+        return REEL_E_NOMEM;
+    }
     for (size_t i = 0; i < n; i++) o[i] = (int64_t)i;
     sort_ids(ds->classes, o, t, n);
     for (size_t i = 0; i < n; i++) r[o[i]] = (int64_t)i;
@@ -143,8 +154,7 @@ static int update_ranks(reel_dataset *ds)
 
 int reel__dataset_freeze(reel_dataset *ds, reel_error *err)
 {
-    if (update_ranks(ds) < 0)
-        return reel__error_set(err, REEL_E_NOMEM, "dataset: out of memory");
+    if (update_ranks(ds) < 0) return reel__error_set(err, REEL_E_NOMEM, "dataset: out of memory");
     ds->frozen = 1;
     return REEL_OK;
 }
@@ -158,8 +168,7 @@ int64_t reel__dataset_label(const reel_dataset *ds, size_t i)
 
 static int check_entry(const reel_dataset *ds, const char *path, double start, double end, reel_error *err)
 {
-    if (!path || !*path)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: empty path");
+    if (!path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: empty path");
     if (ds->frozen)
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: the dataset is in use by a loader and frozen", path);
     if (!isfinite(start) || start < 0 || isnan(end) || (end >= 0 && end <= start) || isinf(end))
@@ -167,8 +176,7 @@ static int check_entry(const reel_dataset *ds, const char *path, double start, d
     return REEL_OK;
 }
 
-static int add_entry(reel_dataset *ds, const char *path, int64_t label, double start, double end,
-                     reel_error *err)
+static int add_entry(reel_dataset *ds, const char *path, int64_t label, double start, double end, reel_error *err)
 {
     int st = check_entry(ds, path, start, end, err);
     if (st != REEL_OK) return st;
@@ -190,35 +198,32 @@ static int add_entry(reel_dataset *ds, const char *path, int64_t label, double s
     return REEL_OK;
 }
 
-int reel_dataset_add(reel_dataset *ds, const char *path, int64_t label, double start, double end,
-                     reel_error *err)
+int reel_dataset_add(reel_dataset *ds, const char *path, int64_t label, double start, double end, reel_error *err)
 {
     if (!ds) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: NULL");
     if (label < -1)
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: label %lld < -1", path ? path : "dataset",
                                (long long)label);
     if (label >= 0 && ds->label_kind == REEL_LABELS_NAMED)
-        return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "%s: integer label in a dataset labelled by class names", path ? path : "dataset");
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: integer label in a dataset labelled by class names",
+                               path ? path : "dataset");
     int st = add_entry(ds, path, label, start, end, err);
     if (st == REEL_OK && label >= 0) ds->label_kind = REEL_LABELS_INT;
     return st;
 }
 
-int reel_dataset_add_named(reel_dataset *ds, const char *path, const char *class_name,
-                           double start, double end, reel_error *err)
+int reel_dataset_add_named(reel_dataset *ds, const char *path, const char *class_name, double start, double end,
+                           reel_error *err)
 {
     if (!ds) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: NULL");
-    if (!class_name || !*class_name)
-        return reel_dataset_add(ds, path, -1, start, end, err);
+    if (!class_name || !*class_name) return reel_dataset_add(ds, path, -1, start, end, err);
     if (ds->label_kind == REEL_LABELS_INT)
-        return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "%s: class name in a dataset with integer labels", path ? path : "dataset");
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: class name in a dataset with integer labels",
+                               path ? path : "dataset");
     int st = check_entry(ds, path, start, end, err); /* before the class is registered */
     if (st != REEL_OK) return st;
     int64_t id;
-    if (class_id(ds, class_name, &id) < 0)
-        return reel__error_set(err, REEL_E_NOMEM, "dataset: out of memory");
+    if (class_id(ds, class_name, &id) < 0) return reel__error_set(err, REEL_E_NOMEM, "dataset: out of memory");
     st = add_entry(ds, path, id, start, end, err);
     if (st == REEL_OK) ds->label_kind = REEL_LABELS_NAMED;
     return st;
@@ -227,8 +232,7 @@ int reel_dataset_add_named(reel_dataset *ds, const char *path, const char *class
 int reel_dataset_get(const reel_dataset *ds, size_t i, reel_sample *out, reel_error *err)
 {
     if (!ds || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: NULL argument");
-    if (i >= ds->n)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "dataset: index %zu >= size %zu", i, ds->n);
+    if (i >= ds->n) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "dataset: index %zu >= size %zu", i, ds->n);
     if (ds->ranks_dirty && update_ranks((reel_dataset *)ds) < 0) /* building is single-threaded */
         return reel__error_set(err, REEL_E_NOMEM, "dataset: out of memory");
     const reel_dataset_entry *e = &ds->items[i];
@@ -255,7 +259,7 @@ const char *reel_dataset_get_class_name(const reel_dataset *ds, int64_t label)
 
 typedef struct scan_item {
     char *path;
-    char *cls;   /* first folder below the root, or NULL */
+    char *cls; /* first folder below the root, or NULL */
 } scan_item;
 
 typedef struct scan {
@@ -288,26 +292,43 @@ static int scan_dir(scan *sc, const char *dir, const char *cls, int depth, reel_
         if (de->d_name[0] == '.') continue;
         size_t need = strlen(dir) + strlen(de->d_name) + 2;
         char *p = malloc(need);
-        if (!p) { st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir); break; }
+        if (!p) {
+            st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir);
+            break;
+        }
         snprintf(p, need, "%s/%s", dir, de->d_name);
         struct stat sb;
-        if (stat(p, &sb) != 0) { free(p); continue; }
+        if (stat(p, &sb) != 0) {
+            free(p);
+            continue;
+        }
         if (S_ISDIR(sb.st_mode)) {
             st = scan_dir(sc, p, cls ? cls : de->d_name, depth + 1, err);
             free(p);
             if (st < 0) break;
             continue;
         }
-        if (!S_ISREG(sb.st_mode) || !ext_wanted(sc, de->d_name)) { free(p); continue; }
+        if (!S_ISREG(sb.st_mode) || !ext_wanted(sc, de->d_name)) {
+            free(p);
+            continue;
+        }
         if (sc->n == sc->alloc) {
             size_t na = sc->alloc ? sc->alloc * 2 : 1024;
             scan_item *ni = realloc(sc->items, na * sizeof *ni);
-            if (!ni) { free(p); st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir); break; }
+            if (!ni) {
+                free(p);
+                st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir);
+                break;
+            }
             sc->items = ni;
             sc->alloc = na;
         }
         char *c = cls ? strdup(cls) : NULL;
-        if (cls && !c) { free(p); st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir); break; }
+        if (cls && !c) {
+            free(p);
+            st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir);
+            break;
+        }
         sc->items[sc->n].path = p;
         sc->items[sc->n].cls = c;
         sc->n++;
@@ -360,8 +381,7 @@ int reel_dataset_create_from_dir(reel_dataset **out, const char *dir, const char
     }
     st = scan_dir(&sc, root, NULL, 0, err);
     reel_dataset *ds = NULL;
-    if (st == REEL_OK && sc.n == 0)
-        st = reel__error_set(err, REEL_E_EMPTY, "%s: no video files (%s) found", dir, list);
+    if (st == REEL_OK && sc.n == 0) st = reel__error_set(err, REEL_E_EMPTY, "%s: no video files (%s) found", dir, list);
     if (st == REEL_OK) {
         qsort(sc.items, sc.n, sizeof *sc.items, cmp_scan);
         st = reel_dataset_create(&ds, err);
@@ -369,10 +389,16 @@ int reel_dataset_create_from_dir(reel_dataset **out, const char *dir, const char
         for (size_t i = 0; st == REEL_OK && i < sc.n; i++)
             st = reel_dataset_add_named(ds, sc.items[i].path, sc.items[i].cls, 0, -1, err);
     }
-    for (size_t i = 0; i < sc.n; i++) { free(sc.items[i].path); free(sc.items[i].cls); }
+    for (size_t i = 0; i < sc.n; i++) {
+        free(sc.items[i].path);
+        free(sc.items[i].cls);
+    }
     free(sc.items);
     free(root);
-    if (st != REEL_OK) { reel_dataset_destroy(&ds); return st; }
+    if (st != REEL_OK) {
+        reel_dataset_destroy(&ds);
+        return st;
+    }
     update_ranks(ds);
     *out = ds;
     return REEL_OK;
@@ -406,7 +432,10 @@ static int rows_push(rows *r, row x)
 
 static void rows_free(rows *r)
 {
-    for (size_t i = 0; i < r->n; i++) { free(r->v[i].path); free(r->v[i].label); }
+    for (size_t i = 0; i < r->n; i++) {
+        free(r->v[i].path);
+        free(r->v[i].label);
+    }
     free(r->v);
 }
 
@@ -421,11 +450,14 @@ static char *read_file(const char *path, size_t *len, reel_error *err)
     reel__buf_init(&b);
     char chunk[65536];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        reel__buf_put(&b, chunk, n);
+    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) reel__buf_put(&b, chunk, n);
     int bad = ferror(f);
     fclose(f);
-    if (bad) { reel__buf_free(&b); reel__error_set(err, REEL_E_IO, "%s: read error", path); return NULL; }
+    if (bad) {
+        reel__buf_free(&b);
+        reel__error_set(err, REEL_E_IO, "%s: read error", path);
+        return NULL;
+    }
     *len = b.len;
     char *d = reel__buf_take(&b);
     if (!d) reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
@@ -455,7 +487,10 @@ static const char *const k_end[] = { "end", "end_time", "time_end", "end_sec", "
 
 static int parse_time(const char *s, double *out, double dflt)
 {
-    if (!s || !*s) { *out = dflt; return 0; }
+    if (!s || !*s) {
+        *out = dflt;
+        return 0;
+    }
     char *end;
     double v = strtod(s, &end);
     while (*end && isspace((unsigned char)*end)) end++;
@@ -477,14 +512,20 @@ static int next_record(const char *s, size_t len, size_t *pos, char delim, char 
     size_t i = *pos;
     for (;;) {
         if (i >= len) {
-            if (quoted) { reel__buf_free(&cur); goto bad; }
+            if (quoted) {
+                reel__buf_free(&cur);
+                goto bad;
+            }
             break;
         }
         char c = s[i++];
         if (quoted) {
             if (c == '"') {
-                if (i < len && s[i] == '"') { reel__buf_put(&cur, "\"", 1); i++; }
-                else quoted = 0;
+                if (i < len && s[i] == '"') {
+                    reel__buf_put(&cur, "\"", 1);
+                    i++;
+                } else
+                    quoted = 0;
             } else {
                 if (c == '\n') (*line)++;
                 reel__buf_put(&cur, &c, 1);
@@ -498,8 +539,10 @@ static int next_record(const char *s, size_t len, size_t *pos, char delim, char 
             continue;
         }
         if (c == delim || c == '\n' || c == '\r') {
-            if (nf < maxf) f[nf++] = reel__buf_take(&cur);
-            else reel__buf_free(&cur);
+            if (nf < maxf)
+                f[nf++] = reel__buf_take(&cur);
+            else
+                reel__buf_free(&cur);
             reel__buf_put(&cur, "", 0);
             was_quoted = 0;
             if (c == delim) continue;
@@ -511,8 +554,10 @@ static int next_record(const char *s, size_t len, size_t *pos, char delim, char 
         }
         reel__buf_put(&cur, &c, 1);
     }
-    if (nf < maxf) f[nf++] = reel__buf_take(&cur);
-    else reel__buf_free(&cur);
+    if (nf < maxf)
+        f[nf++] = reel__buf_take(&cur);
+    else
+        reel__buf_free(&cur);
     (*line)++;
     *pos = i;
     return nf;
@@ -521,8 +566,7 @@ bad:
     return -1;
 }
 
-static int parse_delimited(const char *path, const char *s, size_t len, char delim, rows *out,
-                           reel_error *err)
+static int parse_delimited(const char *path, const char *s, size_t len, char delim, rows *out, reel_error *err)
 {
     enum { MAXF = 64 };
     char *f[MAXF];
@@ -535,8 +579,7 @@ static int parse_delimited(const char *path, const char *s, size_t len, char del
         int nf = next_record(s, len, &pos, delim, f, MAXF, &line);
         if (nf == 0) break;
         if (nf < 0)
-            return reel__error_set(err, REEL_E_INVALID_ARG, "%s: line %d: unterminated quoted field",
-                                   path, rec_line);
+            return reel__error_set(err, REEL_E_INVALID_ARG, "%s: line %d: unterminated quoted field", path, rec_line);
         for (int k = 0; k < nf; k++) trim(f[k]);
         int blank = nf == 1 && f[0][0] == '\0';
         int comment = f[0][0] == '#';
@@ -552,10 +595,14 @@ static int parse_delimited(const char *path, const char *s, size_t len, char del
             if (is_header) {
                 col_path = col_label = col_start = col_end = -1;
                 for (int k = 0; k < nf; k++) {
-                    if (col_path < 0 && name_is(f[k], k_path)) col_path = k;
-                    else if (col_label < 0 && name_is(f[k], k_label)) col_label = k;
-                    else if (col_start < 0 && name_is(f[k], k_start)) col_start = k;
-                    else if (col_end < 0 && name_is(f[k], k_end)) col_end = k;
+                    if (col_path < 0 && name_is(f[k], k_path))
+                        col_path = k;
+                    else if (col_label < 0 && name_is(f[k], k_label))
+                        col_label = k;
+                    else if (col_start < 0 && name_is(f[k], k_start))
+                        col_start = k;
+                    else if (col_end < 0 && name_is(f[k], k_end))
+                        col_end = k;
                 }
                 for (int k = 0; k < nf; k++) free(f[k]);
                 continue;
@@ -566,11 +613,11 @@ static int parse_delimited(const char *path, const char *s, size_t len, char del
         if (col_path >= nf || f[col_path][0] == '\0')
             st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: line %d: no path", path, rec_line);
         else if (col_start >= 0 && col_start < nf && parse_time(f[col_start], &r.start, 0) < 0)
-            st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: line %d: bad start time \"%s\"", path,
-                                 rec_line, f[col_start]);
+            st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: line %d: bad start time \"%s\"", path, rec_line,
+                                 f[col_start]);
         else if (col_end >= 0 && col_end < nf && parse_time(f[col_end], &r.end, -1) < 0)
-            st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: line %d: bad end time \"%s\"", path,
-                                 rec_line, f[col_end]);
+            st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: line %d: bad end time \"%s\"", path, rec_line,
+                                 f[col_end]);
         if (st == REEL_OK) {
             r.path = f[col_path];
             f[col_path] = NULL;
@@ -579,7 +626,8 @@ static int parse_delimited(const char *path, const char *s, size_t len, char del
                 f[col_label] = NULL;
             }
             if (rows_push(out, r) < 0) {
-                free(r.path); free(r.label);
+                free(r.path);
+                free(r.label);
                 st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
             }
         }
@@ -611,10 +659,12 @@ static int jsonl_member(void *opaque, const char *key, const reel_json_value *v)
         }
     } else if (name_is(key, k_start) || name_is(key, k_end)) {
         double *dst = name_is(key, k_start) ? &c->r.start : &c->r.end;
-        if (v->type == REEL_JSON_NUMBER) *dst = v->number;
+        if (v->type == REEL_JSON_NUMBER)
+            *dst = v->number;
         else if (v->type == REEL_JSON_STRING) {
             if (parse_time(v->text, dst, *dst) < 0) c->bad_time = 1;
-        } else if (v->type != REEL_JSON_NULL) c->bad_time = 1;
+        } else if (v->type != REEL_JSON_NULL)
+            c->bad_time = 1;
     }
     return 0;
 }
@@ -640,8 +690,8 @@ static int parse_jsonl(const char *path, const char *s, size_t len, rows *out, r
         int rc = reel__json_object_each(s + a, b - a, jsonl_member, &c, &where);
         int st = REEL_OK;
         if (rc != 0)
-            st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: line %d: invalid JSON object near byte %zu",
-                                 path, line, where + 1);
+            st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: line %d: invalid JSON object near byte %zu", path, line,
+                                 where + 1);
         else if (c.oom)
             st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
         else if (!c.r.path || !c.r.path[0])
@@ -681,9 +731,12 @@ int reel_dataset_create_from_manifest(reel_dataset **out, const char *path, reel
     if (!out || !path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: no manifest path");
     *out = NULL;
     int kind; /* 0 csv, 1 tsv, 2 jsonl */
-    if (has_ext(path, "csv")) kind = 0;
-    else if (has_ext(path, "tsv") || has_ext(path, "txt")) kind = 1;
-    else if (has_ext(path, "jsonl") || has_ext(path, "ndjson") || has_ext(path, "json")) kind = 2;
+    if (has_ext(path, "csv"))
+        kind = 0;
+    else if (has_ext(path, "tsv") || has_ext(path, "txt"))
+        kind = 1;
+    else if (has_ext(path, "jsonl") || has_ext(path, "ndjson") || has_ext(path, "json"))
+        kind = 2;
     else
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                "%s: unknown manifest type (expected .csv, .tsv, .txt, .jsonl or .ndjson)", path);
@@ -697,11 +750,17 @@ int reel_dataset_create_from_manifest(reel_dataset **out, const char *path, reel
         len -= 3;
     }
     rows r = { NULL, 0, 0 };
-    int st = kind == 2 ? parse_jsonl(path, s, len, &r, err)
-                       : parse_delimited(path, s, len, kind == 0 ? ',' : '\t', &r, err);
+    int st =
+        kind == 2 ? parse_jsonl(path, s, len, &r, err) : parse_delimited(path, s, len, kind == 0 ? ',' : '\t', &r, err);
     free(text);
-    if (st != REEL_OK) { rows_free(&r); return st; }
-    if (r.n == 0) { rows_free(&r); return reel__error_set(err, REEL_E_EMPTY, "%s: no entries", path); }
+    if (st != REEL_OK) {
+        rows_free(&r);
+        return st;
+    }
+    if (r.n == 0) {
+        rows_free(&r);
+        return reel__error_set(err, REEL_E_EMPTY, "%s: no entries", path);
+    }
 
     int all_int = 1;
     for (size_t i = 0; i < r.n && all_int; i++) {
@@ -723,7 +782,10 @@ int reel_dataset_create_from_manifest(reel_dataset **out, const char *path, reel
             full.len = 0;
             reel__buf_put(&full, path, dirlen + 1);
             reel__buf_puts(&full, p);
-            if (full.oom) { st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path); break; }
+            if (full.oom) {
+                st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
+                break;
+            }
             p = full.data;
         }
         reel_error e2;
@@ -735,12 +797,14 @@ int reel_dataset_create_from_manifest(reel_dataset **out, const char *path, reel
             st = reel_dataset_add(ds, p, v, x->start, x->end, &e2);
         } else
             st = reel_dataset_add_named(ds, p, x->label, x->start, x->end, &e2);
-        if (st != REEL_OK)
-            reel__error_set(err, st, "%s: line %d: %s", path, x->line, e2.message);
+        if (st != REEL_OK) reel__error_set(err, st, "%s: line %d: %s", path, x->line, e2.message);
     }
     reel__buf_free(&full);
     rows_free(&r);
-    if (st != REEL_OK) { reel_dataset_destroy(&ds); return st; }
+    if (st != REEL_OK) {
+        reel_dataset_destroy(&ds);
+        return st;
+    }
     update_ranks(ds);
     *out = ds;
     return REEL_OK;
@@ -756,8 +820,10 @@ int reel_dataset_create_from_path(reel_dataset **out, const char *path, reel_err
         if (st == REEL_E_NOT_FOUND) {
             char name[512];
             reel__io_redact(path, name, sizeof name);
-            return reel__error_set(err, st, "%s: no packed store there (no store.idx); remote datasets are packed "
-                                   "stores for now (remote folders and manifests are not supported yet)", name);
+            return reel__error_set(err, st,
+                                   "%s: no packed store there (no store.idx); remote datasets are packed "
+                                   "stores for now (remote folders and manifests are not supported yet)",
+                                   name);
         }
         return st;
     }
@@ -791,8 +857,10 @@ int reel__dataset_open_store(reel_dataset **out, const char *dir, reel_error *er
         reel_store_record r;
         st = reel_store_get_record(store, i, &r, err);
         if (st != REEL_OK) break;
-        if (r.class_name[0]) st = reel_dataset_add_named(ds, r.source_path, r.class_name, 0, -1, err);
-        else st = reel_dataset_add(ds, r.source_path, r.label, 0, -1, err);
+        if (r.class_name[0])
+            st = reel_dataset_add_named(ds, r.source_path, r.class_name, 0, -1, err);
+        else
+            st = reel_dataset_add(ds, r.source_path, r.label, 0, -1, err);
         if (st == REEL_OK) ds->items[ds->n - 1].record = i;
     }
     if (st == REEL_OK && ds->n == 0) st = reel__error_set(err, REEL_E_EMPTY, "%s: the store has no records", dir);

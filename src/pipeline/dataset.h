@@ -5,10 +5,10 @@
 #include "reel/pipeline.h"
 
 typedef struct reel_dataset_entry {
-    char   *path;
-    int64_t label;   /* integer label, or class id (insertion order) when named */
-    double  start, end;
-    int64_t record;  /* a store's record number (the dataset of a store), else -1 */
+    char *path;
+    int64_t label; /* integer label, or class id (insertion order) when named */
+    double start, end;
+    int64_t record; /* a store's record number (the dataset of a store), else -1 */
 } reel_dataset_entry;
 
 enum { REEL_LABELS_NONE = 0, REEL_LABELS_INT = 1, REEL_LABELS_NAMED = 2 };
@@ -18,14 +18,14 @@ struct reel_dataset {
     size_t n, alloc;
     int label_kind;
     /* class names, by id (insertion order), with a hash index id lookup */
-    char  **classes;
-    size_t  nclasses, classes_alloc;
-    int64_t *hash;        /* open addressing: id + 1, 0 empty */
-    size_t   hash_size;
-    int64_t *rank_of_id;  /* id -> sorted label */
-    int64_t *id_of_rank;  /* sorted label -> id */
-    int      ranks_dirty;
-    int      frozen;
+    char **classes;
+    size_t nclasses, classes_alloc;
+    int64_t *hash; /* open addressing: id + 1, 0 empty */
+    size_t hash_size;
+    int64_t *rank_of_id; /* id -> sorted label */
+    int64_t *id_of_rank; /* sorted label -> id */
+    int ranks_dirty;
+    int frozen;
     struct reel_store *store; /* owned: the dataset is a packed store's records */
 };
 

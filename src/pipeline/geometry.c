@@ -34,8 +34,8 @@ int reel__geometry_check(const reel_clip_transform *ct, int *out_w, int *out_h, 
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: short_side %d not in [1, 65536]", ct->short_side);
     if (ct->resize == REEL_RESIZE_EXACT &&
         (ct->resize_width < 1 || ct->resize_height < 1 || ct->resize_width > 65536 || ct->resize_height > 65536))
-        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: bad resize size %dx%d",
-                               ct->resize_width, ct->resize_height);
+        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: bad resize size %dx%d", ct->resize_width,
+                               ct->resize_height);
     if (ct->flip == REEL_FLIP_RANDOM && !(ct->flip_probability >= 0 && ct->flip_probability <= 1))
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: flip_probability must be in [0, 1]");
     if (!(ct->scale != 0) || !isfinite(ct->scale))
@@ -52,8 +52,8 @@ int reel__geometry_check(const reel_clip_transform *ct, int *out_w, int *out_h, 
         return REEL_OK;
     }
     if (ct->crop_width < 1 || ct->crop_height < 1 || ct->crop_width > 65536 || ct->crop_height > 65536)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: bad crop size %dx%d",
-                               ct->crop_width, ct->crop_height);
+        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: bad crop size %dx%d", ct->crop_width,
+                               ct->crop_height);
     if (ct->crop == REEL_CROP_RANDOM_RESIZED) {
         if (!(ct->scale_min > 0 && ct->scale_min <= ct->scale_max && ct->scale_max <= 1))
             return reel__error_set(err, REEL_E_INVALID_ARG, "transform: need 0 < scale_min <= scale_max <= 1");
@@ -81,8 +81,8 @@ static int64_t round_even(double v)
 /* Draw numbers inside a clip's block of 64. */
 enum { D_X = 0, D_Y = 1, D_RRC = 2 /* 2 .. 2+4*10 */, D_FLIP = 63 };
 
-static void random_resized(const reel_clip_transform *ct, int W, int H, const reel_rng_key *key,
-                           uint64_t base, int *x, int *y, int *w, int *h)
+static void random_resized(const reel_clip_transform *ct, int W, int H, const reel_rng_key *key, uint64_t base, int *x,
+                           int *y, int *w, int *h)
 {
     double area = (double)W * H;
     double lr0 = log(ct->ratio_min), lr1 = log(ct->ratio_max);
@@ -103,8 +103,13 @@ static void random_resized(const reel_clip_transform *ct, int W, int H, const re
     /* fallback: centre crop at the closest allowed ratio */
     double in_ratio = (double)W / H;
     int cw = W, ch = H;
-    if (in_ratio < ct->ratio_min) { cw = W; ch = (int)round_even(cw / ct->ratio_min); }
-    else if (in_ratio > ct->ratio_max) { ch = H; cw = (int)round_even(ch * ct->ratio_max); }
+    if (in_ratio < ct->ratio_min) {
+        cw = W;
+        ch = (int)round_even(cw / ct->ratio_min);
+    } else if (in_ratio > ct->ratio_max) {
+        ch = H;
+        cw = (int)round_even(ch * ct->ratio_max);
+    }
     if (cw < 1) cw = 1;
     if (ch < 1) ch = 1;
     if (cw > W) cw = W;
@@ -115,18 +120,20 @@ static void random_resized(const reel_clip_transform *ct, int W, int H, const re
     *h = ch;
 }
 
-int reel__geometry_frame(const reel_clip_transform *ct, int W, int H, const reel_rng_key *key,
-                         int clip, reel_transform *t, reel_error *err)
+int reel__geometry_frame(const reel_clip_transform *ct, int W, int H, const reel_rng_key *key, int clip,
+                         reel_transform *t, reel_error *err)
 {
-    if (W < 1 || H < 1)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: empty frame %dx%d", W, H);
+    if (W < 1 || H < 1) return reel__error_set(err, REEL_E_INVALID_ARG, "transform: empty frame %dx%d", W, H);
     reel_transform_default_settings(t);
     t->filter = ct->filter;
     t->resize_mode = ct->resize_mode;
     t->apply_rotation = ct->apply_rotation;
     t->dtype = ct->dtype;
     t->scale = ct->scale;
-    for (int c = 0; c < 3; c++) { t->mean[c] = ct->mean[c]; t->std[c] = ct->std[c]; }
+    for (int c = 0; c < 3; c++) {
+        t->mean[c] = ct->mean[c];
+        t->std[c] = ct->std[c];
+    }
     const uint64_t base = (uint64_t)clip * 64;
 
     int sx, sy, sw, sh, ow, oh;
@@ -138,8 +145,13 @@ int reel__geometry_frame(const reel_clip_transform *ct, int W, int H, const reel
         /* intermediate (resized) size */
         double rw, rh;
         if (ct->resize == REEL_RESIZE_SHORT_SIDE) {
-            if (W <= H) { rw = ct->short_side; rh = floor((double)ct->short_side * H / W); }
-            else { rh = ct->short_side; rw = floor((double)ct->short_side * W / H); }
+            if (W <= H) {
+                rw = ct->short_side;
+                rh = floor((double)ct->short_side * H / W);
+            } else {
+                rh = ct->short_side;
+                rw = floor((double)ct->short_side * W / H);
+            }
         } else if (ct->resize == REEL_RESIZE_EXACT) {
             rw = ct->resize_width;
             rh = ct->resize_height;
@@ -150,7 +162,9 @@ int reel__geometry_frame(const reel_clip_transform *ct, int W, int H, const reel
         if (rw < 1) rw = 1;
         if (rh < 1) rh = 1;
         if (ct->crop == REEL_CROP_NONE) {
-            sx = sy = 0; sw = W; sh = H;
+            sx = sy = 0;
+            sw = W;
+            sh = H;
             ow = (int)rw;
             oh = (int)rh;
         } else {
@@ -182,17 +196,24 @@ int reel__geometry_frame(const reel_clip_transform *ct, int W, int H, const reel
             if (y0 + h0 > H) y0 = H - h0;
             if (x0 < 0) x0 = 0;
             if (y0 < 0) y0 = 0;
-            sx = (int)x0; sy = (int)y0; sw = (int)w0; sh = (int)h0;
+            sx = (int)x0;
+            sy = (int)y0;
+            sw = (int)w0;
+            sh = (int)h0;
             ow = cw;
             oh = ch;
         }
     }
     if (!(sx == 0 && sy == 0 && sw == W && sh == H)) {
-        t->crop_x = sx; t->crop_y = sy; t->crop_w = sw; t->crop_h = sh;
+        t->crop_x = sx;
+        t->crop_y = sy;
+        t->crop_w = sw;
+        t->crop_h = sh;
     }
     t->width = ow;
     t->height = oh;
-    if (ct->flip == REEL_FLIP_ALWAYS) t->flip_horizontal = 1;
+    if (ct->flip == REEL_FLIP_ALWAYS)
+        t->flip_horizontal = 1;
     else if (ct->flip == REEL_FLIP_RANDOM)
         t->flip_horizontal = reel__rng_double(key, base + D_FLIP) < ct->flip_probability;
     return REEL_OK;
@@ -204,37 +225,64 @@ void reel__layout_shape(int layout, int64_t rows, int T, int h, int w, int64_t s
     shape[0] = rows;
     switch (layout) {
     case REEL_BATCH_BCTHW:
-        shape[1] = 3; shape[2] = T; shape[3] = h; shape[4] = w;
-        strides[4] = 1; strides[3] = w; strides[2] = HW; strides[1] = T * HW; strides[0] = 3 * T * HW;
+        shape[1] = 3;
+        shape[2] = T;
+        shape[3] = h;
+        shape[4] = w;
+        strides[4] = 1;
+        strides[3] = w;
+        strides[2] = HW;
+        strides[1] = T * HW;
+        strides[0] = 3 * T * HW;
         break;
     case REEL_BATCH_BTHWC:
-        shape[1] = T; shape[2] = h; shape[3] = w; shape[4] = 3;
-        strides[4] = 1; strides[3] = 3; strides[2] = 3 * (int64_t)w; strides[1] = 3 * HW; strides[0] = 3 * HW * T;
+        shape[1] = T;
+        shape[2] = h;
+        shape[3] = w;
+        shape[4] = 3;
+        strides[4] = 1;
+        strides[3] = 3;
+        strides[2] = 3 * (int64_t)w;
+        strides[1] = 3 * HW;
+        strides[0] = 3 * HW * T;
         break;
     default: /* BTCHW */
-        shape[1] = T; shape[2] = 3; shape[3] = h; shape[4] = w;
-        strides[4] = 1; strides[3] = w; strides[2] = HW; strides[1] = 3 * HW; strides[0] = 3 * HW * T;
+        shape[1] = T;
+        shape[2] = 3;
+        shape[3] = h;
+        shape[4] = w;
+        strides[4] = 1;
+        strides[3] = w;
+        strides[2] = HW;
+        strides[1] = 3 * HW;
+        strides[0] = 3 * HW * T;
         break;
     }
 }
 
-void reel__layout_frame(int layout, int T, int h, int w, int64_t row, int t,
-                        int64_t *offset, int64_t *stride_c, int64_t *stride_y, int64_t *stride_x)
+void reel__layout_frame(int layout, int T, int h, int w, int64_t row, int t, int64_t *offset, int64_t *stride_c,
+                        int64_t *stride_y, int64_t *stride_x)
 {
     int64_t shape[5], st[5];
     reel__layout_shape(layout, 1, T, h, w, shape, st);
     switch (layout) {
     case REEL_BATCH_BCTHW:
         *offset = row * st[0] + t * st[2];
-        *stride_c = st[1]; *stride_y = st[3]; *stride_x = 1;
+        *stride_c = st[1];
+        *stride_y = st[3];
+        *stride_x = 1;
         break;
     case REEL_BATCH_BTHWC:
         *offset = row * st[0] + t * st[1];
-        *stride_c = 1; *stride_y = st[2]; *stride_x = 3;
+        *stride_c = 1;
+        *stride_y = st[2];
+        *stride_x = 3;
         break;
     default:
         *offset = row * st[0] + t * st[1];
-        *stride_c = st[2]; *stride_y = st[3]; *stride_x = 1;
+        *stride_c = st[2];
+        *stride_y = st[3];
+        *stride_x = 1;
         break;
     }
 }

@@ -17,14 +17,14 @@ size_t reel__elem_size(int dtype);
 /* Fills `t` for a frame of display size src_w x src_h in clip `clip`, with
  * draws from `key` (purpose REEL_RNG_CROP). Sets crop, size, flip, filter,
  * dtype and normalisation; strides are left to the caller. */
-int reel__geometry_frame(const reel_clip_transform *ct, int src_w, int src_h,
-                         const reel_rng_key *key, int clip, reel_transform *t, reel_error *err);
+int reel__geometry_frame(const reel_clip_transform *ct, int src_w, int src_h, const reel_rng_key *key, int clip,
+                         reel_transform *t, reel_error *err);
 
 /* Shape and element strides of a batch of `rows` clips of T frames of
  * w x h, and the per-frame strides (stride_c/y/x) and element offset of
  * frame (row, t). */
 void reel__layout_shape(int layout, int64_t rows, int T, int h, int w, int64_t shape[5], int64_t strides[5]);
-void reel__layout_frame(int layout, int T, int h, int w, int64_t row, int t,
-                        int64_t *offset, int64_t *stride_c, int64_t *stride_y, int64_t *stride_x);
+void reel__layout_frame(int layout, int T, int h, int w, int64_t row, int t, int64_t *offset, int64_t *stride_c,
+                        int64_t *stride_y, int64_t *stride_x);
 
 #endif

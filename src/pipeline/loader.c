@@ -49,7 +49,10 @@ void reel_loader_default_settings(reel_loader_settings *s)
     t->dtype = REEL_DTYPE_UINT8;
     t->layout = REEL_BATCH_BTCHW;
     t->scale = 255.0f;
-    for (int c = 0; c < 3; c++) { t->mean[c] = 0.0f; t->std[c] = 1.0f; }
+    for (int c = 0; c < 3; c++) {
+        t->mean[c] = 0.0f;
+        t->std[c] = 1.0f;
+    }
 
     s->batch_size = 32;
     s->drop_last = 0;
@@ -116,21 +119,17 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: max_replacements must be >= 0");
     if (!(s->sample_time_limit >= 0))
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: sample_time_limit must be >= 0");
-    if (s->epochs < 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: epochs must be >= 0");
+    if (s->epochs < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: epochs must be >= 0");
     if (s->open_threads < 0 || s->decode_threads < 0 || s->collate_threads < 0 || s->decoder_threads < 0 ||
         s->open_threads > 1024 || s->decode_threads > 1024 || s->collate_threads > 64)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: thread counts must be in [0, 1024]");
     if (s->prefetch_batches < 0 || s->prefetch_batches > 64)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: prefetch_batches must be in [0, 64]");
-    if (s->queue_capacity < 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: queue_capacity must be >= 0");
+    if (s->queue_capacity < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: queue_capacity must be >= 0");
     if (s->alignment && (s->alignment & (s->alignment - 1)))
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: alignment %zu is not a power of two", s->alignment);
-    if (s->trace_capacity < 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: trace_capacity must be >= 0");
-    if (s->shuffle_window < 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: shuffle_window must be >= 0");
+    if (s->trace_capacity < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: trace_capacity must be >= 0");
+    if (s->shuffle_window < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: shuffle_window must be >= 0");
     if (s->pin_memory != 0 && s->pin_memory != 1)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: pin_memory must be 0 or 1");
     if (!(s->min_coverage >= 0 && s->min_coverage <= 1))
@@ -150,8 +149,7 @@ static int resolve_settings(reel_loader_settings *s)
     if (s->collate_threads == 0) s->collate_threads = 1;
     if (s->decoder_threads == 0) s->decoder_threads = 1;
     const int auto_prefetch = s->prefetch_batches == 0;
-    if (auto_prefetch)
-        s->prefetch_batches = 2 + (s->decode_threads + s->batch_size - 1) / s->batch_size;
+    if (auto_prefetch) s->prefetch_batches = 2 + (s->decode_threads + s->batch_size - 1) / s->batch_size;
     if (s->prefetch_batches > 64) s->prefetch_batches = 64;
     if (s->alignment == 0) s->alignment = 64;
     if (s->alignment < sizeof(void *)) s->alignment = sizeof(void *);
@@ -236,15 +234,16 @@ static int init_stages(reel_loader *l, reel_error *err)
     return REEL_OK;
 }
 
-int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_settings *settings,
-                       reel_error *err)
+int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_settings *settings, reel_error *err)
 {
     if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: out is NULL");
     *out = NULL;
     if (!ds) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: dataset is NULL");
     reel_loader_settings s;
-    if (settings) s = *settings;
-    else reel_loader_default_settings(&s);
+    if (settings)
+        s = *settings;
+    else
+        reel_loader_default_settings(&s);
     int st = check_settings(&s, err);
     if (st != REEL_OK) return st;
     int ow, oh;
@@ -335,11 +334,14 @@ static int epoch_check(reel_loader *l, int64_t epoch, int64_t ok, int64_t failed
     char first[400];
     reel__failures_first(&l->failures_log, epoch, first, sizeof first);
     if (ok == 0)
-        return reel__error_set(err, REEL_E_NO_DATA, "loader: no sample of epoch %lld could be loaded (%lld failed); first: %s",
+        return reel__error_set(err, REEL_E_NO_DATA,
+                               "loader: no sample of epoch %lld could be loaded (%lld failed); first: %s",
                                (long long)epoch, (long long)failed, first[0] ? first : "(no record)");
-    return reel__error_set(err, REEL_E_NO_DATA, "loader: epoch %lld coverage %.1f%% is below min_coverage %.1f%% (%lld of %lld failed); first: %s",
-                           (long long)epoch, 100 * coverage, 100 * l->s.min_coverage, (long long)failed,
-                           (long long)(ok + failed), first[0] ? first : "(no record)");
+    return reel__error_set(
+        err, REEL_E_NO_DATA,
+        "loader: epoch %lld coverage %.1f%% is below min_coverage %.1f%% (%lld of %lld failed); first: %s",
+        (long long)epoch, 100 * coverage, 100 * l->s.min_coverage, (long long)failed, (long long)(ok + failed),
+        first[0] ? first : "(no record)");
 }
 
 /* The consumer waited from t_in until now: data time, a trace event, and
@@ -384,8 +386,7 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
     reel_batchbuf *bb = NULL;
     int timed_out = 0;
     for (;;) {
-        bb = l->s.ordered ? reel__ring_find_ready_seq(r, l->next_seq)
-                          : reel__ring_find_ready_epoch(r, l->cur_epoch);
+        bb = l->s.ordered ? reel__ring_find_ready_seq(r, l->next_seq) : reel__ring_find_ready_epoch(r, l->cur_epoch);
         if (bb) break;
         if (stopping(l)) break;
         if (timeout_s < 0) {
@@ -521,12 +522,17 @@ int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m)
         sm->items = atomic_load(&sg->items);
         reel__queue_depth(&sg->q, &sm->queue_depth, &sm->queue_depth_avg);
         sm->queue_capacity = (int64_t)sg->q.capacity;
-        if (sm->busy_fraction > best) { best = sm->busy_fraction; best_i = i; }
+        if (sm->busy_fraction > best) {
+            best = sm->busy_fraction;
+            best_i = i;
+        }
     }
     /* The consumer is the bottleneck when it rarely waits for data. */
     double total = m->data_time_s + m->model_time_s;
-    if (total > 0 && m->data_time_s < 0.1 * total) m->bottleneck = "consumer";
-    else m->bottleneck = m->stages[best_i].name;
+    if (total > 0 && m->data_time_s < 0.1 * total)
+        m->bottleneck = "consumer";
+    else
+        m->bottleneck = m->stages[best_i].name;
     return REEL_OK;
 }
 
@@ -569,4 +575,3 @@ int reel_loader_get_failure(reel_loader *l, int64_t i, reel_failure *out, reel_e
         return reel__error_set(err, REEL_E_OUT_OF_RANGE, "loader: failure %lld does not exist", (long long)i);
     return REEL_OK;
 }
-

@@ -26,8 +26,7 @@ static void *feeder_main(void *arg)
         for (;;) {
             if (stopping(l)) break;
             /* advance past finished epochs */
-            while (epoch_in_range(l, l->feed_epoch) &&
-                   l->feed_index >= reel__plan_batches(&l->plan, l->feed_start)) {
+            while (epoch_in_range(l, l->feed_epoch) && l->feed_index >= reel__plan_batches(&l->plan, l->feed_start)) {
                 l->feed_epoch++;
                 l->feed_index = 0;
                 l->feed_start = 0;
@@ -98,7 +97,7 @@ static void *feeder_main(void *arg)
 /* ------------------------------------------------------- start and stop */
 
 static void *(*const stage_main[REEL_STAGE_COUNT])(void *) = { reel__loader_open_main, reel__loader_decode_main,
-                                                              reel__loader_collate_main };
+                                                               reel__loader_collate_main };
 
 void reel__loader_stop_threads(reel_loader *l)
 {
@@ -166,4 +165,3 @@ int reel__loader_start_threads(reel_loader *l, reel_error *err)
     }
     return REEL_OK;
 }
-

@@ -22,37 +22,37 @@ typedef struct stage {
     const char *name;
     char abandoned_label[32]; /* "<name> (abandoned)" for the trace */
     int threads;
-    reel_queue q;            /* input queue */
+    reel_queue q; /* input queue */
     pthread_t *tids;
-    int started;             /* threads running */
-    int track0;              /* first trace track */
+    int started; /* threads running */
+    int track0;  /* first trace track */
     _Atomic int64_t busy_ns;
     _Atomic int64_t items;
 } stage;
 
 typedef struct worker {
     struct reel_loader *l;
-    int id;                  /* within its stage */
+    int id; /* within its stage */
     int track;
-    void *tls;               /* the source's per-thread state */
+    void *tls; /* the source's per-thread state */
 } worker;
 
 struct reel_loader {
     reel_loader_settings s;
     reel_dataset *ds;
-    const reel_source_ops *src;  /* videos or store records: chosen once, never branched on */
+    const reel_source_ops *src; /* videos or store records: chosen once, never branched on */
     void *src_ctx;
     int out_w, out_h, T, K;
     size_t esize;
 
-    reel_plan plan;          /* feeder's */
+    reel_plan plan; /* feeder's */
     reel_ring ring;
 
     stage st[REEL_STAGE_COUNT];
-    worker *workers;         /* all stage workers */
+    worker *workers; /* all stage workers */
     pthread_t feeder;
     int feeder_started;
-    pthread_t watchdog;      /* with a time limit: abandons stuck samples */
+    pthread_t watchdog; /* with a time limit: abandons stuck samples */
     int watchdog_started;
     pthread_mutex_t wd_mu;
     pthread_cond_t wd_cond;
@@ -61,28 +61,28 @@ struct reel_loader {
 
     /* feeder position (guarded by ring.mu) */
     int64_t feed_epoch, feed_index, feed_seq;
-    int64_t feed_start;      /* start position of feed_epoch */
+    int64_t feed_start; /* start position of feed_epoch */
 
     /* consumer position (consumer thread only, except restore) */
     int64_t cur_epoch;
-    int64_t cur_start;       /* start position of cur_epoch */
-    int64_t cur_batches;     /* batches in cur_epoch */
-    int64_t delivered;       /* batches handed out in cur_epoch */
-    int64_t next_seq;        /* ordered: next sequence number */
-    uint8_t *seen;           /* unordered: delivered flags per batch of cur_epoch */
-    int64_t prefix;          /* batches [0, prefix) of cur_epoch all delivered */
-    int done;                /* all epochs handed out */
+    int64_t cur_start;              /* start position of cur_epoch */
+    int64_t cur_batches;            /* batches in cur_epoch */
+    int64_t delivered;              /* batches handed out in cur_epoch */
+    int64_t next_seq;               /* ordered: next sequence number */
+    uint8_t *seen;                  /* unordered: delivered flags per batch of cur_epoch */
+    int64_t prefix;                 /* batches [0, prefix) of cur_epoch all delivered */
+    int done;                       /* all epochs handed out */
     int64_t epoch_ok, epoch_failed; /* samples of cur_epoch loaded / failed (for min_coverage) */
     int64_t restore_epoch, restore_pos;
 
     /* metrics */
     int64_t t_start, t_end;
-    int64_t last_return;     /* consumer: when next() last returned, 0: never */
+    int64_t last_return; /* consumer: when next() last returned, 0: never */
     _Atomic int64_t data_ns, model_ns;
     _Atomic int64_t frames, clips, batches;
     _Atomic int64_t successes, failures, replacements;
     _Atomic int64_t frames_decoded, frames_returned;
-    _Atomic int64_t bytes_read;  /* by the source's stage 1 (store records) */
+    _Atomic int64_t bytes_read; /* by the source's stage 1 (store records) */
     reel_failure_log failures_log;
     reel_trace trace;
 };

@@ -22,8 +22,7 @@
 /* -------------------------------------------------------- error policy */
 
 /* Replacement for the sample at `position` after `attempt` failures. */
-static int64_t pick_replacement(const reel_loader *l, int64_t epoch, int64_t position, int attempt,
-                                int64_t failed)
+static int64_t pick_replacement(const reel_loader *l, int64_t epoch, int64_t position, int attempt, int64_t failed)
 {
     int64_t n = l->plan.n;
     if (n <= 1) return 0;
@@ -73,8 +72,7 @@ static void slot_failed(reel_loader *l, reel_slot *s, int status, const reel_err
         s->work_ns = 0;
         pthread_mutex_unlock(&s->mu);
         atomic_fetch_add(&l->replacements, 1);
-        if (reel__queue_push_force(&l->st[REEL_STAGE_OPEN].q, s) == 1)
-            return;
+        if (reel__queue_push_force(&l->st[REEL_STAGE_OPEN].q, s) == 1) return;
         s->status = REEL_E_CANCELLED;
         reel__loader_slot_finish(l, s);
         return;
@@ -86,14 +84,13 @@ static void slot_failed(reel_loader *l, reel_slot *s, int status, const reel_err
 
 static int over_limit(const reel_loader *l, const reel_slot *s, int64_t extra_ns)
 {
-    return l->s.sample_time_limit > 0 &&
-           (double)(s->work_ns + extra_ns) > l->s.sample_time_limit * 1e9;
+    return l->s.sample_time_limit > 0 && (double)(s->work_ns + extra_ns) > l->s.sample_time_limit * 1e9;
 }
 
 static int timeout_error(const reel_loader *l, const reel_slot *s, reel_error *e)
 {
-    return reel__error_set(e, REEL_E_TIMEOUT, "%s: over the per-sample time limit of %g s",
-                           sample_path(l, s->sample), l->s.sample_time_limit);
+    return reel__error_set(e, REEL_E_TIMEOUT, "%s: over the per-sample time limit of %g s", sample_path(l, s->sample),
+                           l->s.sample_time_limit);
 }
 
 /* A worker takes a slot into a stage: the buffer cannot be reused until
@@ -131,8 +128,10 @@ void reel__loader_name_thread(const char *stage_name, int id)
 {
 #ifdef __linux__
     char name[32]; /* the kernel keeps the first 15 characters */
-    if (id >= 0) snprintf(name, sizeof name, "reel-%s-%d", stage_name, id);
-    else snprintf(name, sizeof name, "reel-%s", stage_name);
+    if (id >= 0)
+        snprintf(name, sizeof name, "reel-%s-%d", stage_name, id);
+    else
+        snprintf(name, sizeof name, "reel-%s", stage_name);
     name[15] = '\0';
     prctl(PR_SET_NAME, name, 0, 0, 0);
 #else
@@ -226,8 +225,14 @@ void *reel__loader_open_main(void *arg)
     while (reel__queue_pop(&sg->q, &item)) {
         reel_slot *s = item;
         reel_batchbuf *bb = s->bb;
-        if (stopping(l)) { slot_failed(l, s, REEL_E_CANCELLED, NULL); continue; }
-        if (tst != REEL_OK) { slot_failed(l, s, tst, &terr); continue; }
+        if (stopping(l)) {
+            slot_failed(l, s, REEL_E_CANCELLED, NULL);
+            continue;
+        }
+        if (tst != REEL_OK) {
+            slot_failed(l, s, tst, &terr);
+            continue;
+        }
         int64_t t0 = reel__clock_ns();
         work_begin(s, t0);
         const char *path = sample_path(l, s->sample);
@@ -246,7 +251,8 @@ void *reel__loader_open_main(void *arg)
             continue;
         }
         if (st == REEL_OK && over_limit(l, s, 0)) st = timeout_error(l, s, &e);
-        if (st != REEL_OK) slot_failed(l, s, st, &e);
+        if (st != REEL_OK)
+            slot_failed(l, s, st, &e);
         else if (reel__queue_push(&l->st[REEL_STAGE_DECODE].q, s) != 1)
             slot_failed(l, s, REEL_E_CANCELLED, NULL);
         work_release(l, bb);
@@ -261,9 +267,9 @@ typedef struct visit_ctx {
     reel_loader *l;
     reel_slot *s;
     reel_converter *conv;
-    int64_t t_decode;       /* when this decode began */
+    int64_t t_decode; /* when this decode began */
     int64_t visited;
-    int last_clip, last_w, last_h;  /* cached geometry */
+    int last_clip, last_w, last_h; /* cached geometry */
     reel_transform t;
     reel_error err;
 } visit_ctx;
@@ -275,10 +281,8 @@ static int visit(void *opaque, const reel_frame *frame, size_t pos)
     visit_ctx *c = opaque;
     reel_loader *l = c->l;
     reel_slot *s = c->s;
-    if (stopping(l))
-        return reel__error_set(&c->err, REEL_E_CANCELLED, "%s: cancelled", sample_path(l, s->sample));
-    if (over_limit(l, s, reel__clock_ns() - c->t_decode))
-        return timeout_error(l, s, &c->err);
+    if (stopping(l)) return reel__error_set(&c->err, REEL_E_CANCELLED, "%s: cancelled", sample_path(l, s->sample));
+    if (over_limit(l, s, reel__clock_ns() - c->t_decode)) return timeout_error(l, s, &c->err);
     pthread_mutex_lock(&s->mu); /* the watchdog cannot abandon the slot mid-write */
     int st = s->abandoned ? reel__error_set(&c->err, REEL_E_CANCELLED, "%s: abandoned", sample_path(l, s->sample))
                           : visit_locked(c, frame, pos);
@@ -307,11 +311,12 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     int fw = 0, fh = 0;
     reel_frame_get_size(frame, &fw, &fh);
     if (l->s.transform.apply_rotation && (s->rotation == 90 || s->rotation == 270)) {
-        int tmp = fw; fw = fh; fh = tmp;
+        int tmp = fw;
+        fw = fh;
+        fh = tmp;
     }
     if (clip != c->last_clip || fw != c->last_w || fh != c->last_h) {
-        reel_rng_key key = { l->s.seed, (uint64_t)bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP,
-                             (uint32_t)s->attempt };
+        reel_rng_key key = { l->s.seed, (uint64_t)bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP, (uint32_t)s->attempt };
         st = reel__geometry_frame(&l->s.transform, fw, fh, &key, clip, &c->t, &c->err);
         if (st != REEL_OK) return st;
         c->last_clip = clip;
@@ -332,11 +337,14 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     if (t == 0 || ci->crop_w == 0) {
         ci->flipped = c->t.flip_horizontal;
         if (c->t.crop_w > 0) {
-            ci->crop_x = c->t.crop_x; ci->crop_y = c->t.crop_y;
-            ci->crop_w = c->t.crop_w; ci->crop_h = c->t.crop_h;
+            ci->crop_x = c->t.crop_x;
+            ci->crop_y = c->t.crop_y;
+            ci->crop_w = c->t.crop_w;
+            ci->crop_h = c->t.crop_h;
         } else {
             ci->crop_x = ci->crop_y = 0;
-            ci->crop_w = fw; ci->crop_h = fh;
+            ci->crop_w = fw;
+            ci->crop_h = fh;
         }
     }
     s->visited[pos] = 1;
@@ -358,8 +366,14 @@ void *reel__loader_decode_main(void *arg)
     while (reel__queue_pop(&sg->q, &item)) {
         reel_slot *s = item;
         reel_batchbuf *bb = s->bb;
-        if (stopping(l)) { slot_failed(l, s, REEL_E_CANCELLED, NULL); continue; }
-        if (conv_st != REEL_OK) { slot_failed(l, s, conv_st, &cerr); continue; }
+        if (stopping(l)) {
+            slot_failed(l, s, REEL_E_CANCELLED, NULL);
+            continue;
+        }
+        if (conv_st != REEL_OK) {
+            slot_failed(l, s, conv_st, &cerr);
+            continue;
+        }
         int64_t t0 = reel__clock_ns();
         work_begin(s, t0);
         const char *path = sample_path(l, s->sample);
@@ -372,8 +386,7 @@ void *reel__loader_decode_main(void *arg)
         c.conv = conv;
         c.t_decode = t0;
         c.last_clip = -1;
-        for (int k = 0; k < l->K; k++)
-            s->bb->rows[(int64_t)s->index * l->K + k].crop_w = 0;
+        for (int k = 0; k < l->K; k++) s->bb->rows[(int64_t)s->index * l->K + k].crop_w = 0;
         memset(s->visited, 0, n);
         reel_source_stats stats;
         memset(&stats, 0, sizeof stats);
@@ -382,8 +395,8 @@ void *reel__loader_decode_main(void *arg)
         int st = l->src->decode(l->src_ctx, w->tls, s->handle, s->indices, n, visit, &c, &stats, &e);
         if (st != REEL_OK && c.err.status != REEL_OK) e = c.err; /* our visitor's reason wins */
         if (st == REEL_OK && c.visited != (int64_t)n)
-            st = reel__error_set(&e, REEL_E_INTERNAL, "%s: %lld of %zu requested frames were delivered",
-                                 path, (long long)c.visited, n);
+            st = reel__error_set(&e, REEL_E_INTERNAL, "%s: %lld of %zu requested frames were delivered", path,
+                                 (long long)c.visited, n);
         reel__loader_slot_close(l, s);
         int64_t t1 = reel__clock_ns();
         int abandoned = work_end(s, t1);
@@ -438,8 +451,8 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
         for (int k = 0; k < K; k++) {
             int64_t src = j * K + k;
             if (out != src)
-                memmove((uint8_t *)bb->data + (size_t)out * row_bytes,
-                        (uint8_t *)bb->data + (size_t)src * row_bytes, row_bytes);
+                memmove((uint8_t *)bb->data + (size_t)out * row_bytes, (uint8_t *)bb->data + (size_t)src * row_bytes,
+                        row_bytes);
             reel_clip_info *ci = &bb->clips[out];
             *ci = bb->rows[src];
             ci->sample = s->sample;
@@ -531,8 +544,8 @@ void *reel__loader_watchdog_main(void *arg)
                                 l->s.sample_time_limit);
                 s->status = REEL_E_TIMEOUT;
                 atomic_fetch_add(&l->failures, 1);
-                reel__failures_add(&l->failures_log, path, REEL_E_TIMEOUT, s->err.message, s->bb->epoch,
-                                   s->position, s->sample);
+                reel__failures_add(&l->failures_log, path, REEL_E_TIMEOUT, s->err.message, s->bb->epoch, s->position,
+                                   s->sample);
                 reel__loader_slot_finish(l, s);
             }
         pthread_mutex_lock(&l->wd_mu);
@@ -540,4 +553,3 @@ void *reel__loader_watchdog_main(void *arg)
     pthread_mutex_unlock(&l->wd_mu);
     return NULL;
 }
-

@@ -33,8 +33,8 @@ static void fill(reel_failure *out, const reel_failure_rec *f)
     out->sample = f->sample;
 }
 
-void reel__failures_add(reel_failure_log *log, const char *path, int status, const char *reason,
-                        int64_t epoch, int64_t position, int64_t sample)
+void reel__failures_add(reel_failure_log *log, const char *path, int status, const char *reason, int64_t epoch,
+                        int64_t position, int64_t sample)
 {
     const char *text = reason && *reason ? reason : reel_strerror(status);
     if (log->fn) {

@@ -9,7 +9,7 @@
 #include "core/json.h"
 
 typedef struct reel_failure_rec {
-    const char *path;   /* the dataset's string */
+    const char *path; /* the dataset's string */
     char *reason;
     int status;
     int64_t epoch, position, sample;
@@ -19,21 +19,25 @@ enum { REEL_FAILURE_CAUSES = 32 }; /* -status, 0..31 */
 
 typedef struct reel_failure_log {
     pthread_mutex_t mu;
-    reel_failure_rec *v;   /* a ring of the `max` most recent */
-    size_t n, head, max;   /* kept; index of the oldest; capacity */
+    reel_failure_rec *v; /* a ring of the `max` most recent */
+    size_t n, head, max; /* kept; index of the oldest; capacity */
     int64_t total;
     int64_t by_cause[REEL_FAILURE_CAUSES];
-    void (*fn)(void *opaque, const reel_failure *f);  /* every failure, serialised */
+    void (*fn)(void *opaque, const reel_failure *f); /* every failure, serialised */
     void *opaque;
     /* the first failures of the latest epochs, for the end-of-epoch error
      * (the feeder may run epochs ahead of the consumer) */
-    struct { int64_t epoch; int count; char text[400]; } firsts[16];
+    struct {
+        int64_t epoch;
+        int count;
+        char text[400];
+    } firsts[16];
 } reel_failure_log;
 
 void reel__failures_init(reel_failure_log *log, size_t max, void (*fn)(void *, const reel_failure *), void *opaque);
 void reel__failures_free(reel_failure_log *log);
-void reel__failures_add(reel_failure_log *log, const char *path, int status, const char *reason,
-                        int64_t epoch, int64_t position, int64_t sample);
+void reel__failures_add(reel_failure_log *log, const char *path, int status, const char *reason, int64_t epoch,
+                        int64_t position, int64_t sample);
 /* Records kept (the most recent), and failures seen (kept or not). */
 void reel__failures_count(reel_failure_log *log, int64_t *kept, int64_t *total);
 /* The i-th kept record, oldest first. */

@@ -41,8 +41,7 @@ static int cudart_try(const char *name, int flags)
 
 static void cudart_load(void)
 {
-    static const char *const names[] = { "libcudart.so", "libcudart.so.13", "libcudart.so.12",
-                                         "libcudart.so.11.0" };
+    static const char *const names[] = { "libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0" };
     const size_t n = sizeof names / sizeof names[0];
     const char *env = getenv("REEL_CUDART");
     if (env && !strcmp(env, "none")) return; /* pinning disabled */
@@ -78,4 +77,3 @@ void reel__pinned_free(void *p)
     /* errors (e.g. the runtime already shut down at exit) leave nothing to do */
     if (p && reel__pinned_available()) cuda_free_host(p);
 }
-

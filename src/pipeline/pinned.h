@@ -15,9 +15,9 @@
  * The memory is aligned to at least `alignment` (else it is freed and NULL
  * returned). */
 void *reel__pinned_alloc(size_t bytes, size_t alignment);
-void  reel__pinned_free(void *p);
+void reel__pinned_free(void *p);
 /* 1 if a CUDA runtime with cudaHostAlloc/cudaFreeHost was found. */
-int   reel__pinned_available(void);
+int reel__pinned_available(void);
 
 
 #endif

@@ -12,16 +12,16 @@ static int64_t batches_of(int64_t samples, int64_t batch, int drop_last)
     return drop_last ? samples / batch : (samples + batch - 1) / batch;
 }
 
-void reel__plan_shape(int64_t n, int world, int shard_mode, int64_t batch, int drop_last,
-                      int64_t *per_rank, int64_t *batches)
+void reel__plan_shape(int64_t n, int world, int shard_mode, int64_t batch, int drop_last, int64_t *per_rank,
+                      int64_t *batches)
 {
     int64_t r = shard_mode == REEL_SHARD_PAD ? (n + world - 1) / world : n / world;
     if (per_rank) *per_rank = r;
     if (batches) *batches = batches_of(r, batch, drop_last);
 }
 
-int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode, int64_t batch,
-                    int drop_last, int shuffle, uint64_t seed, reel_error *err)
+int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode, int64_t batch, int drop_last,
+                    int shuffle, uint64_t seed, reel_error *err)
 {
     p->perm = NULL;
     p->blocks = NULL;

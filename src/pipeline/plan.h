@@ -8,21 +8,21 @@
 #include "reel/pipeline.h"
 
 typedef struct reel_plan {
-    int64_t  n;          /* dataset size */
-    int      world, rank, shard_mode;
-    int64_t  per_rank;   /* samples per rank per epoch */
-    int64_t  batch;      /* samples per batch */
-    int      drop_last;
-    int      shuffle;
-    int64_t  window;     /* shuffle window (0: full shuffle) */
+    int64_t n; /* dataset size */
+    int world, rank, shard_mode;
+    int64_t per_rank; /* samples per rank per epoch */
+    int64_t batch;    /* samples per batch */
+    int drop_last;
+    int shuffle;
+    int64_t window; /* shuffle window (0: full shuffle) */
     uint64_t seed;
-    int64_t *perm;       /* permutation of the epoch below */
-    int64_t *blocks;     /* windowed shuffle: the block order (scratch) */
-    int64_t  perm_epoch; /* -1: none yet */
+    int64_t *perm;      /* permutation of the epoch below */
+    int64_t *blocks;    /* windowed shuffle: the block order (scratch) */
+    int64_t perm_epoch; /* -1: none yet */
 } reel_plan;
 
-int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode, int64_t batch,
-                    int drop_last, int shuffle, uint64_t seed, reel_error *err);
+int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode, int64_t batch, int drop_last,
+                    int shuffle, uint64_t seed, reel_error *err);
 void reel__plan_free(reel_plan *p);
 
 /* Makes the shuffle windowed (see reel_loader_settings.shuffle_window):
@@ -33,8 +33,8 @@ int reel__plan_set_window(reel_plan *p, int64_t window, reel_error *err);
 /* The shape of an epoch without a plan: samples per rank (pad or drop) and
  * batches of `batch` (drop_last or not). Arguments as reel__plan_init's,
  * assumed valid. */
-void reel__plan_shape(int64_t n, int world, int shard_mode, int64_t batch, int drop_last,
-                      int64_t *per_rank, int64_t *batches);
+void reel__plan_shape(int64_t n, int world, int shard_mode, int64_t batch, int drop_last, int64_t *per_rank,
+                      int64_t *batches);
 
 /* Batches in an epoch whose first batch starts at rank-local `start`. */
 int64_t reel__plan_batches(const reel_plan *p, int64_t start);

@@ -45,8 +45,7 @@ static int grow(reel_queue *q)
     size_t na = q->alloc * 2;
     void **ni = malloc(na * sizeof *ni);
     if (!ni) return REEL_E_NOMEM;
-    for (size_t i = 0; i < q->count; i++)
-        ni[i] = q->items[(q->head + i) % q->alloc];
+    for (size_t i = 0; i < q->count; i++) ni[i] = q->items[(q->head + i) % q->alloc];
     free(q->items);
     q->items = ni;
     q->alloc = na;
@@ -66,8 +65,7 @@ static void put(reel_queue *q, void *item)
 int reel__queue_push(reel_queue *q, void *item)
 {
     pthread_mutex_lock(&q->mu);
-    while (!q->closed && q->count >= q->capacity)
-        pthread_cond_wait(&q->not_full, &q->mu);
+    while (!q->closed && q->count >= q->capacity) pthread_cond_wait(&q->not_full, &q->mu);
     if (q->closed) {
         pthread_mutex_unlock(&q->mu);
         return 0;
@@ -110,8 +108,7 @@ static void *take(reel_queue *q)
 int reel__queue_pop(reel_queue *q, void **item)
 {
     pthread_mutex_lock(&q->mu);
-    while (!q->closed && q->count == 0)
-        pthread_cond_wait(&q->not_empty, &q->mu);
+    while (!q->closed && q->count == 0) pthread_cond_wait(&q->not_empty, &q->mu);
     if (q->count == 0) {
         pthread_mutex_unlock(&q->mu);
         return 0;

@@ -11,7 +11,7 @@
 typedef struct reel_queue {
     pthread_mutex_t mu;
     pthread_cond_t not_empty, not_full;
-    void **items;        /* circular, `alloc` slots */
+    void **items; /* circular, `alloc` slots */
     size_t alloc, capacity, head, count;
     int closed;
     /* metrics: integral of depth over time */

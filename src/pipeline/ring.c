@@ -58,7 +58,8 @@ int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err)
         bb->rows = calloc(rows, sizeof *bb->rows);
         bb->clips = calloc(rows, sizeof *bb->clips);
         bb->labels = calloc(rows, sizeof *bb->labels);
-        if (!bb->data || !bb->slots || !bb->indices || !bb->pts || !bb->visited || !bb->rows || !bb->clips || !bb->labels) {
+        if (!bb->data || !bb->slots || !bb->indices || !bb->pts || !bb->visited || !bb->rows || !bb->clips ||
+            !bb->labels) {
             reel__ring_free(r);
             return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for %d batch buffers of %zu bytes",
                                    c->count, cap);
@@ -94,8 +95,10 @@ void reel__ring_free(reel_ring *r)
     if (!r->inited) return;
     for (int i = 0; i < r->count; i++) {
         reel_batchbuf *bb = &r->bufs[i];
-        if (bb->pinned) reel__pinned_free(bb->data);
-        else free(bb->data);
+        if (bb->pinned)
+            reel__pinned_free(bb->data);
+        else
+            free(bb->data);
         if (bb->slots_ready)
             for (int j = 0; j < r->batch_size; j++) pthread_mutex_destroy(&bb->slots[j].mu);
         free(bb->slots);
@@ -125,8 +128,7 @@ reel_batchbuf *reel__ring_take_free(reel_ring *r)
 reel_batchbuf *reel__ring_find_ready_seq(reel_ring *r, int64_t seq)
 {
     for (int i = 0; i < r->count; i++)
-        if (r->bufs[i].state == REEL_BUF_READY && r->bufs[i].seq == seq)
-            return &r->bufs[i];
+        if (r->bufs[i].state == REEL_BUF_READY && r->bufs[i].seq == seq) return &r->bufs[i];
     return NULL;
 }
 
@@ -135,8 +137,7 @@ reel_batchbuf *reel__ring_find_ready_epoch(reel_ring *r, int64_t epoch)
     reel_batchbuf *best = NULL;
     for (int i = 0; i < r->count; i++) {
         reel_batchbuf *bb = &r->bufs[i];
-        if (bb->state == REEL_BUF_READY && bb->epoch == epoch && (!best || bb->seq < best->seq))
-            best = bb;
+        if (bb->state == REEL_BUF_READY && bb->epoch == epoch && (!best || bb->seq < best->seq)) best = bb;
     }
     return best;
 }
@@ -157,7 +158,8 @@ int reel__ring_release(reel_ring *r, reel_batch *batch)
     reel_batchbuf *bb = &r->bufs[(p - lo) / sizeof(reel_batchbuf)];
     pthread_mutex_lock(&r->mu);
     int st = REEL_OK;
-    if (bb->state != REEL_BUF_OUT) st = REEL_E_INVALID_ARG;
+    if (bb->state != REEL_BUF_OUT)
+        st = REEL_E_INVALID_ARG;
     else {
         bb->state = REEL_BUF_FREE;
         pthread_cond_broadcast(&r->cond);

@@ -19,57 +19,57 @@ struct reel_batchbuf;
  * stage at a time (handed over through the queues). */
 typedef struct reel_slot {
     struct reel_batchbuf *bb;
-    int      index;        /* slot number in the batch */
-    int64_t  position;     /* rank-local epoch position */
-    int64_t  requested;    /* dataset index the plan chose */
-    int64_t  sample;       /* dataset index being decoded */
-    int      attempt;
-    int      padded;
-    int      status;       /* REEL_OK once decoded, else the final failure */
+    int index;         /* slot number in the batch */
+    int64_t position;  /* rank-local epoch position */
+    int64_t requested; /* dataset index the plan chose */
+    int64_t sample;    /* dataset index being decoded */
+    int attempt;
+    int padded;
+    int status; /* REEL_OK once decoded, else the final failure */
     reel_error err;
-    void    *handle;       /* the source's per-sample state, open between stage 1 and stage 2 */
-    int64_t *indices;      /* clips_per_video * frames_per_clip requested frames */
-    int64_t *pts;          /* same count, filled while decoding */
-    uint8_t *visited;      /* same count: 1 once the position was written */
+    void *handle;     /* the source's per-sample state, open between stage 1 and stage 2 */
+    int64_t *indices; /* clips_per_video * frames_per_clip requested frames */
+    int64_t *pts;     /* same count, filled while decoding */
+    uint8_t *visited; /* same count: 1 once the position was written */
     /* Time limit bookkeeping, under mu: the watchdog may abandon a slot
      * whose worker is stuck; the worker then drops it without touching the
      * batch again (the converter writes under mu too). */
     pthread_mutex_t mu;
-    int64_t  work_ns;      /* time spent on this attempt in finished stages */
-    int64_t  t_begin;      /* when the current stage began; 0: not in work */
-    int      abandoned;
+    int64_t work_ns; /* time spent on this attempt in finished stages */
+    int64_t t_begin; /* when the current stage began; 0: not in work */
+    int abandoned;
     /* Read lock-free by the decoder's interrupt callback, so an abandoned
      * or shut-down sample leaves FFmpeg at its next packet or read. */
-    atomic_int cut;              /* set with abandoned */
-    const _Atomic int *stop;     /* the loader's stop flag */
-    int      tb_num, tb_den, rotation;
+    atomic_int cut;          /* set with abandoned */
+    const _Atomic int *stop; /* the loader's stop flag */
+    int tb_num, tb_den, rotation;
 } reel_slot;
 
 typedef struct reel_batchbuf {
-    void    *data;         /* aligned, bytes_cap */
-    size_t   bytes_cap;
-    int      pinned;       /* data came from cudaHostAlloc (free with cudaFreeHost) */
-    int      state;
-    int64_t  seq, epoch, index, position, nsamples;
-    atomic_int pending;    /* slots not finished */
-    atomic_int busy;       /* workers holding one of its slots; reused only at 0 */
-    int      slots_ready;  /* slot mutexes initialised */
-    reel_slot *slots;      /* batch_size */
-    int64_t  *indices, *pts;   /* batch_size * K * T */
-    uint8_t  *visited;
+    void *data; /* aligned, bytes_cap */
+    size_t bytes_cap;
+    int pinned; /* data came from cudaHostAlloc (free with cudaFreeHost) */
+    int state;
+    int64_t seq, epoch, index, position, nsamples;
+    atomic_int pending;     /* slots not finished */
+    atomic_int busy;        /* workers holding one of its slots; reused only at 0 */
+    int slots_ready;        /* slot mutexes initialised */
+    reel_slot *slots;       /* batch_size */
+    int64_t *indices, *pts; /* batch_size * K * T */
+    uint8_t *visited;
     reel_clip_info *rows;  /* batch_size * K, by slot (filled while decoding) */
     reel_clip_info *clips; /* compacted rows handed out */
-    int64_t  *labels;
-    int      status;       /* first failure in the batch (for RAISE) */
+    int64_t *labels;
+    int status; /* first failure in the batch (for RAISE) */
     reel_error err;
-    reel_batch batch;      /* what the consumer sees */
+    reel_batch batch; /* what the consumer sees */
 } reel_batchbuf;
 
 typedef struct reel_ring_config {
     int count, batch_size, clips_per_video, frames_per_clip;
     int width, height, layout, dtype;
     size_t alignment;
-    int pin_memory;        /* try page-locked buffers (CUDA runtime found at run time) */
+    int pin_memory; /* try page-locked buffers (CUDA runtime found at run time) */
 } reel_ring_config;
 
 typedef struct reel_ring {
@@ -78,11 +78,11 @@ typedef struct reel_ring {
     reel_batchbuf *bufs;
     int count, batch_size;
     size_t bytes_total;
-    int pinned;            /* buffers that are page-locked */
+    int pinned; /* buffers that are page-locked */
     int inited;
 } reel_ring;
 
-int  reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err);
+int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err);
 void reel__ring_free(reel_ring *r);
 /* "pinned" (every buffer page-locked), "plain" (none) or "mixed". */
 const char *reel__ring_memory(const reel_ring *r);
@@ -98,7 +98,7 @@ reel_batchbuf *reel__ring_find_ready_epoch(reel_ring *r, int64_t epoch);
 void reel__ring_set_ready(reel_ring *r, reel_batchbuf *bb);
 /* Locks mu: OUT -> FREE for the buffer holding `batch`. REEL_E_INVALID_ARG
  * if the batch is not one of ours or is not handed out. */
-int  reel__ring_release(reel_ring *r, reel_batch *batch);
+int reel__ring_release(reel_ring *r, reel_batch *batch);
 /* Locks mu: broadcast. */
 void reel__ring_wake(reel_ring *r);
 /* Locks mu: every buffer not handed out becomes FREE (after a stop). */

@@ -20,11 +20,17 @@ void reel__philox4x32(const uint32_t ctr[4], const uint32_t key[2], uint32_t out
         uint32_t n1 = lo1;
         uint32_t n2 = hi0 ^ c3 ^ k1;
         uint32_t n3 = lo0;
-        c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+        c0 = n0;
+        c1 = n1;
+        c2 = n2;
+        c3 = n3;
         k0 += PHILOX_W0;
         k1 += PHILOX_W1;
     }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
 }
 
 /* Counter: (draw, sample, epoch, purpose:8 | attempt:24) with the high
@@ -37,9 +43,8 @@ uint64_t reel__rng_u64(const reel_rng_key *k, uint64_t draw)
     ctr[1] = (uint32_t)k->sample;
     ctr[2] = (uint32_t)k->epoch;
     ctr[3] = (k->purpose << 24) | (k->attempt & 0xFFFFFFu);
-    uint32_t hi = (uint32_t)(draw >> 32) * 0x85EBCA6Bu
-                ^ (uint32_t)(k->sample >> 32) * 0xC2B2AE35u
-                ^ (uint32_t)(k->epoch >> 32) * 0x27D4EB2Fu;
+    uint32_t hi = (uint32_t)(draw >> 32) * 0x85EBCA6Bu ^ (uint32_t)(k->sample >> 32) * 0xC2B2AE35u ^
+                  (uint32_t)(k->epoch >> 32) * 0x27D4EB2Fu;
     key[0] = (uint32_t)k->seed ^ hi;
     key[1] = (uint32_t)(k->seed >> 32);
     reel__philox4x32(ctr, key, out);
@@ -63,30 +68,28 @@ static uint64_t mul_64x64(uint64_t a, uint64_t b, uint64_t *lo)
 
 uint64_t reel__rng_below(const reel_rng_key *k, uint64_t draw, uint64_t n)
 {
-    if (n <= 1)
-        return 0;
+    if (n <= 1) return 0;
     /* Lemire's multiply-shift; rejection draws use sub-counters in the high
      * half of the draw number so they never collide with other draws. */
     uint64_t threshold = (0 - n) % n;
     for (uint64_t sub = 0;; sub++) {
         uint64_t x = reel__rng_u64(k, draw + (sub << 40));
         uint64_t lo, hi = mul_64x64(x, n, &lo);
-        if (lo >= threshold)
-            return hi;
+        if (lo >= threshold) return hi;
     }
 }
 
 void reel__rng_permutation(uint64_t seed, uint64_t epoch, int shuffle, int64_t *perm, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        perm[i] = (int64_t)i;
-    if (!shuffle || n < 2)
-        return;
+    for (size_t i = 0; i < n; i++) perm[i] = (int64_t)i;
+    if (!shuffle || n < 2) return;
     reel_rng_key k = { seed, epoch, 0, REEL_RNG_SHUFFLE, 0 };
     for (size_t i = n - 1; i > 0; i--) {
         k.sample = i;
         size_t j = (size_t)reel__rng_below(&k, 0, (uint64_t)i + 1);
-        int64_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
+        int64_t t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
     }
 }
 
@@ -105,7 +108,9 @@ void reel__rng_permutation_windowed(uint64_t seed, uint64_t epoch, int64_t windo
     for (size_t i = blocks - 1; i > 0; i--) {
         k.sample = i;
         size_t j = (size_t)reel__rng_below(&k, 0, (uint64_t)i + 1);
-        int64_t t = order[i]; order[i] = order[j]; order[j] = t;
+        int64_t t = order[i];
+        order[i] = order[j];
+        order[j] = t;
     }
     k.attempt = 2;
     size_t out = 0;
@@ -117,7 +122,9 @@ void reel__rng_permutation_windowed(uint64_t seed, uint64_t epoch, int64_t windo
         for (size_t i = len - 1; i > 0; i--) {
             k.sample = out + i; /* a position of the epoch: each draw its own */
             size_t j = (size_t)reel__rng_below(&k, 0, (uint64_t)i + 1);
-            int64_t t = p[i]; p[i] = p[j]; p[j] = t;
+            int64_t t = p[i];
+            p[i] = p[j];
+            p[j] = t;
         }
         out += len;
     }

@@ -9,10 +9,10 @@
 
 /* What a draw is for; keeps the streams of different decisions apart. */
 enum {
-    REEL_RNG_SHUFFLE = 1,  /* epoch permutation (sample = position) */
-    REEL_RNG_SAMPLER = 2,  /* clip starts (sample = dataset index) */
-    REEL_RNG_CROP    = 3,  /* crop / flip per clip */
-    REEL_RNG_REPLACE = 4   /* replacement choice (sample = position) */
+    REEL_RNG_SHUFFLE = 1, /* epoch permutation (sample = position) */
+    REEL_RNG_SAMPLER = 2, /* clip starts (sample = dataset index) */
+    REEL_RNG_CROP = 3,    /* crop / flip per clip */
+    REEL_RNG_REPLACE = 4  /* replacement choice (sample = position) */
 };
 
 /* A draw address. Plain data. */

@@ -16,8 +16,7 @@ int reel__sampler_check(const reel_sampler_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: frames_per_clip %d not in [1, 65536]",
                                s->frames_per_clip);
     if (s->frame_stride < 1)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: frame_stride %d must be >= 1",
-                               s->frame_stride);
+        return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: frame_stride %d must be >= 1", s->frame_stride);
     if (s->seconds_between_frames < 0 || !isfinite(s->seconds_between_frames))
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: seconds_between_frames must be >= 0");
     if (!isfinite(s->range_start) || !isfinite(s->range_end))
@@ -43,7 +42,10 @@ static int64_t lower_bound(const reel_sampler_input *in, int64_t p)
     int64_t lo = 0, hi = in->n;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
-        if (in->table[mid].pts < p) lo = mid + 1; else hi = mid;
+        if (in->table[mid].pts < p)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -51,10 +53,8 @@ static int64_t lower_bound(const reel_sampler_input *in, int64_t p)
 void reel__sampler_segment(const reel_sampler_input *in, int64_t *first, int64_t *count)
 {
     int64_t a = 0, b = in->n;
-    if (in->seg_start > 0)
-        a = lower_bound(in, to_pts(in, in->seg_start));
-    if (in->seg_end >= 0)
-        b = lower_bound(in, to_pts(in, in->seg_end));
+    if (in->seg_start > 0) a = lower_bound(in, to_pts(in, in->seg_start));
+    if (in->seg_end >= 0) b = lower_bound(in, to_pts(in, in->seg_end));
     if (b < a) b = a;
     *first = a;
     *count = b - a;
@@ -67,7 +67,10 @@ int64_t reel__sampler_frame_at(const reel_sampler_input *in, double seconds, int
     int64_t l = 0, h = in->n;
     while (l < h) {
         int64_t mid = l + (h - l) / 2;
-        if (in->table[mid].pts <= p) l = mid + 1; else h = mid;
+        if (in->table[mid].pts <= p)
+            l = mid + 1;
+        else
+            h = mid;
     }
     int64_t i = l - 1;
     if (i < lo) i = lo;
@@ -81,18 +84,16 @@ static int apply_policy(int policy, int64_t *clip, int have, int want)
 {
     if (have >= want) return 0;
     if (policy == REEL_CLIP_DROP || have == 0) return -1;
-    for (int j = have; j < want; j++)
-        clip[j] = policy == REEL_CLIP_WRAP ? clip[j % have] : clip[have - 1];
+    for (int j = have; j < want; j++) clip[j] = policy == REEL_CLIP_WRAP ? clip[j % have] : clip[have - 1];
     return 0;
 }
 
-static int run_index(const reel_sampler_settings *s, const reel_sampler_input *in,
-                     const reel_rng_key *key, const char *name, int64_t *out, reel_error *err)
+static int run_index(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
+                     const char *name, int64_t *out, reel_error *err)
 {
     int64_t first, n;
     reel__sampler_segment(in, &first, &n);
-    if (n <= 0)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: no frames in the sampled segment", name);
+    if (n <= 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: no frames in the sampled segment", name);
     const int K = s->clips_per_video, T = s->frames_per_clip;
     const int64_t stride = s->frame_stride;
     const int64_t span = stride * (T - 1) + 1;
@@ -100,8 +101,7 @@ static int run_index(const reel_sampler_settings *s, const reel_sampler_input *i
     int64_t rs = (int64_t)floor(s->range_start);
     if (rs < 0) rs += n;
     if (rs < 0 || rs >= n)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE,
-                               "%s: sampling range start %g outside the video's %lld frames",
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: sampling range start %g outside the video's %lld frames",
                                name, s->range_start, (long long)n);
     int64_t re;
     if (s->range_end == 0) {
@@ -112,9 +112,8 @@ static int run_index(const reel_sampler_settings *s, const reel_sampler_input *i
         if (re < 0) re += n;
         if (re > n) re = n;
         if (re <= rs)
-            return reel__error_set(err, REEL_E_OUT_OF_RANGE,
-                                   "%s: empty sampling range [%g, %g) for %lld frames",
-                                   name, s->range_start, s->range_end, (long long)n);
+            return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: empty sampling range [%g, %g) for %lld frames", name,
+                                   s->range_start, s->range_end, (long long)n);
     }
 
     int kept = 0;
@@ -131,23 +130,21 @@ static int run_index(const reel_sampler_settings *s, const reel_sampler_input *i
             if (f >= n) break;
             clip[have++] = first + f;
         }
-        if (apply_policy(s->policy, clip, have, T) == 0)
-            kept++;
+        if (apply_policy(s->policy, clip, have, T) == 0) kept++;
     }
     if (kept < K)
         return reel__error_set(err, REEL_E_OUT_OF_RANGE,
-                               "%s: %lld frames are too few for %d clip(s) spanning %lld frames (policy drop)",
-                               name, (long long)n, K, (long long)span);
+                               "%s: %lld frames are too few for %d clip(s) spanning %lld frames (policy drop)", name,
+                               (long long)n, K, (long long)span);
     return REEL_OK;
 }
 
-static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in,
-                    const reel_rng_key *key, const char *name, int64_t *out, reel_error *err)
+static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
+                    const char *name, int64_t *out, reel_error *err)
 {
     int64_t first, n;
     reel__sampler_segment(in, &first, &n);
-    if (n <= 0)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: no frames in the sampled segment", name);
+    if (n <= 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: no frames in the sampled segment", name);
     const int K = s->clips_per_video, T = s->frames_per_clip;
     const int64_t last = first + n - 1;
     const reel_frame_entry *lf = &in->table[in->n - 1];
@@ -156,22 +153,19 @@ static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in
     double begin = stream_begin, end = stream_end;
     if (in->seg_start > begin) begin = in->seg_start;
     if (in->seg_end >= 0 && in->seg_end < end) end = in->seg_end;
-    if (!(end > begin))
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: empty time segment", name);
+    if (!(end > begin)) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: empty time segment", name);
 
     double step = s->seconds_between_frames;
     if (step <= 0) {
         double fps = in->avg_fps;
         if (!(fps > 0)) fps = (stream_end > stream_begin) ? (double)in->n / (stream_end - stream_begin) : 0;
-        if (!(fps > 0))
-            return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: cannot infer the frame rate", name);
+        if (!(fps > 0)) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: cannot infer the frame rate", name);
         step = 1.0 / fps;
     }
     const double width = end - begin;
     double rs = s->range_start < 0 ? width + s->range_start : s->range_start;
     if (rs < 0 || rs >= width)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE,
-                               "%s: sampling range start %g s outside the video's %g s", name,
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: sampling range start %g s outside the video's %g s", name,
                                s->range_start, width);
     double a = begin + rs, b;
     if (s->range_end == 0) {
@@ -181,8 +175,7 @@ static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in
         b = s->range_end < 0 ? end + s->range_end : begin + s->range_end;
         if (b > end) b = end;
         if (b <= a)
-            return reel__error_set(err, REEL_E_OUT_OF_RANGE,
-                                   "%s: empty sampling range [%g, %g) s for %g s", name,
+            return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: empty sampling range [%g, %g) s for %g s", name,
                                    s->range_start, s->range_end, width);
     }
 
@@ -200,23 +193,20 @@ static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in
             if (t >= end) break;
             clip[have++] = reel__sampler_frame_at(in, t, first, last);
         }
-        if (apply_policy(s->policy, clip, have, T) == 0)
-            kept++;
+        if (apply_policy(s->policy, clip, have, T) == 0) kept++;
     }
     if (kept < K)
         return reel__error_set(err, REEL_E_OUT_OF_RANGE,
-                               "%s: %g s is too short for %d clip(s) of %d frames %g s apart (policy drop)",
-                               name, width, K, T, step);
+                               "%s: %g s is too short for %d clip(s) of %d frames %g s apart (policy drop)", name,
+                               width, K, T, step);
     return REEL_OK;
 }
 
-int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_input *in,
-                      const reel_rng_key *key, const char *name, int64_t *out, reel_error *err)
+int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
+                      const char *name, int64_t *out, reel_error *err)
 {
-    if (!in->table || in->n <= 0)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", name);
-    if (in->tb_num <= 0 || in->tb_den <= 0)
-        return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
+    if (!in->table || in->n <= 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", name);
+    if (in->tb_num <= 0 || in->tb_den <= 0) return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
     if (s->kind == REEL_SAMPLE_RANDOM_INDICES || s->kind == REEL_SAMPLE_REGULAR_INDICES)
         return run_index(s, in, key, name, out, err);
     return run_time(s, in, key, name, out, err);

@@ -23,8 +23,8 @@ int reel__sampler_check(const reel_sampler_settings *s, reel_error *err);
 /* Fills out[clips_per_video * frames_per_clip] with absolute frame indices,
  * clip after clip. `name` is used in messages. Returns REEL_E_OUT_OF_RANGE
  * (with a message) when the video cannot give the clips. */
-int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_input *in,
-                      const reel_rng_key *key, const char *name, int64_t *out, reel_error *err);
+int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
+                      const char *name, int64_t *out, reel_error *err);
 
 /* Frames [*first, *first + *count) whose start time lies in the segment. */
 void reel__sampler_segment(const reel_sampler_input *in, int64_t *first, int64_t *count);

@@ -22,8 +22,8 @@ typedef struct reel_source_info {
     int64_t n;
     int tb_num, tb_den;
     double avg_fps;
-    int rotation;                  /* clockwise degrees still to apply (0..359) */
-    double seg_start, seg_end;     /* the segment within the table (end < 0: to the end) */
+    int rotation;              /* clockwise degrees still to apply (0..359) */
+    double seg_start, seg_end; /* the segment within the table (end < 0: to the end) */
 } reel_source_info;
 
 /* Per-sample options from the loader. */
@@ -45,17 +45,17 @@ typedef struct reel_source_ops {
     const char *kind;           /* "video", "store" */
     const char *stage_names[2]; /* what stages 1 and 2 do, for metrics and the trace */
     /* Per worker thread state (either may be NULL). */
-    int  (*thread_init)(void *ctx, const reel_source_open *o, void **tls, reel_error *err);
+    int (*thread_init)(void *ctx, const reel_source_open *o, void **tls, reel_error *err);
     void (*thread_free)(void *ctx, void *tls);
     /* Stage 1: *handle owns what the sample keeps until close. */
-    int  (*open)(void *ctx, void *tls, const reel_dataset *ds, int64_t sample, const reel_source_open *o,
-                 void **handle, reel_source_info *info, reel_error *err);
+    int (*open)(void *ctx, void *tls, const reel_dataset *ds, int64_t sample, const reel_source_open *o, void **handle,
+                reel_source_info *info, reel_error *err);
     /* Stage 1, after sampling: fetch what decoding `indices` needs (may be NULL). */
-    int  (*prepare)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_source_stats *st,
-                    reel_error *err);
+    int (*prepare)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_source_stats *st,
+                   reel_error *err);
     /* Stage 2: each requested position to fn, in any order. */
-    int  (*decode)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_frame_fn fn,
-                   void *opaque, reel_source_stats *st, reel_error *err);
+    int (*decode)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
+                  reel_source_stats *st, reel_error *err);
     void (*close)(void *ctx, void *handle);
 } reel_source_ops;
 

@@ -54,15 +54,15 @@ static int store_open(void *ctx, void *tls, const reel_dataset *ds, int64_t samp
     info->tb_num = rec.time_base_num;
     info->tb_den = rec.time_base_den;
     info->avg_fps = rec.avg_fps_den > 0 ? (double)rec.avg_fps_num / rec.avg_fps_den : 0;
-    info->rotation = 0;   /* stored upright */
-    info->seg_start = 0;  /* the segment was applied when packing */
+    info->rotation = 0;  /* stored upright */
+    info->seg_start = 0; /* the segment was applied when packing */
     info->seg_end = -1;
     *handle = h;
     return REEL_OK;
 }
 
-static int store_prepare(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n,
-                         reel_source_stats *st, reel_error *err)
+static int store_prepare(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_source_stats *st,
+                         reel_error *err)
 {
     (void)ctx;
     store_sample *h = handle;
@@ -96,6 +96,8 @@ static void store_close(void *ctx, void *handle)
 }
 
 const reel_source_ops reel__source_store = {
-    "store", { "read", "image decode" }, store_thread_init, store_thread_free, store_open, store_prepare, store_decode,
-    store_close,
+    "store",           { "read", "image decode" },
+    store_thread_init, store_thread_free,
+    store_open,        store_prepare,
+    store_decode,      store_close,
 };

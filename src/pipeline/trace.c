@@ -22,7 +22,10 @@ int reel__trace_init(reel_trace *tr, int ntracks, size_t cap, int enabled, int64
         pthread_mutex_init(&tr->tracks[i].mu, NULL);
         if (enabled) {
             tr->tracks[i].ev = malloc(tr->cap * sizeof *tr->tracks[i].ev);
-            if (!tr->tracks[i].ev) { reel__trace_free(tr); return REEL_E_NOMEM; }
+            if (!tr->tracks[i].ev) {
+                reel__trace_free(tr);
+                return REEL_E_NOMEM;
+            }
         }
     }
     return 0;
@@ -43,12 +46,13 @@ void reel__trace_free(reel_trace *tr)
 void reel__trace_name(reel_trace *tr, int i, const char *name, int num)
 {
     if (i < 0 || i >= tr->ntracks) return;
-    if (num >= 0) snprintf(tr->tracks[i].name, sizeof tr->tracks[i].name, "%s-%d", name, num);
-    else snprintf(tr->tracks[i].name, sizeof tr->tracks[i].name, "%s", name);
+    if (num >= 0)
+        snprintf(tr->tracks[i].name, sizeof tr->tracks[i].name, "%s-%d", name, num);
+    else
+        snprintf(tr->tracks[i].name, sizeof tr->tracks[i].name, "%s", name);
 }
 
-void reel__trace_add(reel_trace *tr, int i, const char *name, const char *detail,
-                     int64_t t0, int64_t t1, int64_t arg)
+void reel__trace_add(reel_trace *tr, int i, const char *name, const char *detail, int64_t t0, int64_t t1, int64_t arg)
 {
     if (!tr->enabled || i < 0 || i >= tr->ntracks) return;
     reel_trace_track *t = &tr->tracks[i];
@@ -77,14 +81,17 @@ int reel__trace_write(reel_trace *tr, const char *path, reel_error *err)
     reel_buf b;
     reel__buf_init(&b);
     reel__buf_puts(&b, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-    reel__buf_puts(&b, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"reel loader\"}}");
+    reel__buf_puts(&b,
+                   "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"reel loader\"}}");
     int failed = 0;
     for (int i = 0; i < tr->ntracks && !failed; i++) {
         reel_trace_track *t = &tr->tracks[i];
-        reel__buf_printf(&b, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":", i + 1);
+        reel__buf_printf(&b,
+                         ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":", i + 1);
         reel__buf_json_string(&b, t->name);
-        reel__buf_printf(&b, "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
-                         i + 1, i);
+        reel__buf_printf(
+            &b, "}},\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"sort_index\":%d}}",
+            i + 1, i);
         pthread_mutex_lock(&t->mu);
         for (size_t k = 0; k < t->count; k++) {
             const reel_trace_event *e = &t->ev[(t->head + k) % tr->cap];
@@ -112,8 +119,10 @@ int reel__trace_write(reel_trace *tr, const char *path, reel_error *err)
         pthread_mutex_unlock(&t->mu);
     }
     reel__buf_puts(&b, "\n]}\n");
-    if (b.oom) failed = 2;
-    else if (fwrite(b.data, 1, b.len, f) != b.len) failed = 1;
+    if (b.oom)
+        failed = 2;
+    else if (fwrite(b.data, 1, b.len, f) != b.len)
+        failed = 1;
     reel__buf_free(&b);
     if (fclose(f) != 0 && !failed) failed = 1;
     if (failed == 2) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory writing the trace", path);

@@ -12,10 +12,10 @@
 #include "reel/common.h"
 
 typedef struct reel_trace_event {
-    const char *name;    /* static string */
-    const char *detail;  /* string that outlives the trace (a dataset path), or NULL */
-    int64_t t0, t1;      /* ns, monotonic */
-    int64_t arg;         /* a sample or batch number; -1: none */
+    const char *name;   /* static string */
+    const char *detail; /* string that outlives the trace (a dataset path), or NULL */
+    int64_t t0, t1;     /* ns, monotonic */
+    int64_t arg;        /* a sample or batch number; -1: none */
 } reel_trace_event;
 
 typedef struct reel_trace_track {
@@ -28,10 +28,10 @@ typedef struct reel_trace_track {
 
 typedef struct reel_trace {
     int enabled;
-    size_t cap;          /* events per track */
+    size_t cap; /* events per track */
     int ntracks;
     reel_trace_track *tracks;
-    int64_t t0;          /* time origin */
+    int64_t t0; /* time origin */
 } reel_trace;
 
 /* Creates `ntracks` tracks of `cap` events each (no event storage when not
@@ -43,8 +43,7 @@ void reel__trace_free(reel_trace *tr);
 void reel__trace_name(reel_trace *tr, int i, const char *name, int num);
 
 /* Records an event on track i (no-op when disabled). */
-void reel__trace_add(reel_trace *tr, int i, const char *name, const char *detail,
-                     int64_t t0, int64_t t1, int64_t arg);
+void reel__trace_add(reel_trace *tr, int i, const char *name, const char *detail, int64_t t0, int64_t t1, int64_t arg);
 
 /* Writes {"traceEvents": [...]} to path. */
 int reel__trace_write(reel_trace *tr, const char *path, reel_error *err);

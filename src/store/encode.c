@@ -43,7 +43,7 @@ struct reel__encoder {
     struct SwsContext *sws;
     AVFrame *yuv;
     AVPacket *pkt;
-    uint8_t **pkts;     /* encoded packets of the record, in decode order */
+    uint8_t **pkts; /* encoded packets of the record, in decode order */
     size_t *pkt_len;
     int64_t *pkt_pts, *pkt_dts;
     int *pkt_key;
@@ -104,8 +104,7 @@ void reel__encoder_destroy(reel__encoder **pe)
 static int h264_begin(reel__encoder *e, const char *name, reel_error *err)
 {
     const AVCodec *codec = avcodec_find_encoder_by_name("libx264");
-    if (!codec)
-        return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC, "%s: this FFmpeg has no libx264 encoder", name);
+    if (!codec) return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC, "%s: this FFmpeg has no libx264 encoder", name);
     e->cc = avcodec_alloc_context3(codec);
     e->yuv = av_frame_alloc();
     e->pkt = av_packet_alloc();
@@ -205,8 +204,8 @@ int reel__encoder_add(reel__encoder *e, const uint8_t *rgb, size_t stride, int64
             unsigned long jlen = 0;
             if (tjCompress2(e->tj, img, e->w, e->w * 3, e->h, TJPF_RGB, &jpg, &jlen, TJSAMP_420,
                             e->p.quality > 0 ? e->p.quality : 90, 0) != 0) {
-                int st = reel__error_set(err, REEL_E_INTERNAL, "%s: JPEG encoding failed: %s", name,
-                                         tjGetErrorStr2(e->tj));
+                int st =
+                    reel__error_set(err, REEL_E_INTERNAL, "%s: JPEG encoding failed: %s", name, tjGetErrorStr2(e->tj));
                 tjFree(jpg);
                 return st;
             }
@@ -241,7 +240,8 @@ int reel__encoder_add(reel__encoder *e, const uint8_t *rgb, size_t stride, int64
         } else {
             const uint8_t *src[1] = { img };
             int ls[1] = { (int)(e->w * 3) };
-            if (av_frame_make_writable(e->yuv) < 0) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+            if (av_frame_make_writable(e->yuv) < 0)
+                return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
             sws_scale(e->sws, src, ls, 0, e->h, e->yuv->data, e->yuv->linesize);
             e->yuv->pts = e->sent++;
             int r = avcodec_send_frame(e->cc, e->yuv);
@@ -293,7 +293,8 @@ static int h264_mux(reel__encoder *e, reel__bytes *out, const char *name, reel_e
         if (av_write_frame(fc, p) < 0) st = reel__error_set(err, REEL_E_INTERNAL, "%s: Matroska packet", name);
         av_packet_unref(p);
     }
-    if (st == REEL_OK && av_write_trailer(fc) < 0) st = reel__error_set(err, REEL_E_INTERNAL, "%s: Matroska trailer", name);
+    if (st == REEL_OK && av_write_trailer(fc) < 0)
+        st = reel__error_set(err, REEL_E_INTERNAL, "%s: Matroska trailer", name);
 done:
     if (fc && fc->pb) {
         int len = avio_close_dyn_buf(fc->pb, &buf);
@@ -312,8 +313,8 @@ done:
     return st;
 }
 
-int reel__encoder_end(reel__encoder *e, reel__store_frame *frames, int64_t nframes, reel__bytes *out,
-                      const char *name, reel_error *err)
+int reel__encoder_end(reel__encoder *e, reel__store_frame *frames, int64_t nframes, reel__bytes *out, const char *name,
+                      reel_error *err)
 {
     (void)frames;
     (void)nframes;

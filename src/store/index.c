@@ -100,8 +100,8 @@ void reel__store_header_write(uint8_t *out, const char *magic, const reel__store
     /* the rest is reserved (zero) */
 }
 
-int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, const char *name,
-                             reel__store_params *p, uint64_t *num_records, reel_error *err)
+int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, const char *name, reel__store_params *p,
+                             uint64_t *num_records, reel_error *err)
 {
     if (n < REEL_STORE_HEADER_BYTES || memcmp(in, magic, 8) != 0)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: not a reel store file (bad magic or too short)", name);
@@ -136,7 +136,10 @@ int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, con
 
 enum { REC_FIXED = 4 + 4 + 8 + 4 + 4 + 8 + 8 + 4 + 4 + 8 + 8 + 4 + 4 + 4 + 16 + 8 + 8 + 8 + 8 + 16 };
 
-static size_t slen(const char *s) { return s ? strlen(s) : 0; }
+static size_t slen(const char *s)
+{
+    return s ? strlen(s) : 0;
+}
 
 size_t reel__store_rec_size(const reel__store_rec *r)
 {
@@ -223,8 +226,8 @@ int reel__store_rec_parse(const uint8_t *in, size_t n, const char *name, reel__s
     if (magic != REEL_STORE_REC_MAGIC)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: bad record entry (no marker)", name);
     if (total < REC_FIXED + 4 || total > n)
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: record entry of %u bytes does not fit (%zu left)", name,
-                               total, n);
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: record entry of %u bytes does not fit (%zu left)", name, total,
+                               n);
     const uint8_t *end = in + total - 4;
     const uint8_t *cq = end;
     uint32_t crc = get32(&cq);
@@ -299,16 +302,14 @@ int reel__store_index_parse(const uint8_t *in, size_t n, const char *name, reel_
     uint64_t count = 0;
     int st = reel__store_header_parse(in, n, REEL_STORE_MAGIC, name, p, &count, err);
     if (st != REEL_OK) return st;
-    if (n < REEL_STORE_HEADER_BYTES + 4)
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: truncated index", name);
+    if (n < REEL_STORE_HEADER_BYTES + 4) return reel__error_set(err, REEL_E_CORRUPT, "%s: truncated index", name);
     const uint8_t *tail = in + n - 4;
     uint32_t crc = get32(&tail);
     if (crc != reel__crc32(0, in, n - 4))
         return reel__error_set(err, REEL_E_CORRUPT, "%s: index checksum mismatch (damaged or truncated)", name);
     /* every entry takes at least REC_FIXED + 4 bytes: bounds the count */
     if (count > (n - REEL_STORE_HEADER_BYTES) / (REC_FIXED + 4))
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: %" PRIu64 " records cannot fit in %zu bytes", name, count,
-                               n);
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: %" PRIu64 " records cannot fit in %zu bytes", name, count, n);
     reel__store_rec *r = calloc(count ? (size_t)count : 1, sizeof *r);
     if (!r) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
     size_t off = REEL_STORE_HEADER_BYTES;
@@ -330,8 +331,7 @@ int reel__store_index_parse(const uint8_t *in, size_t n, const char *name, reel_
     if (off != n - 4) {
         for (uint64_t k = 0; k < count; k++) reel__store_rec_free(&r[k]);
         free(r);
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: %zu unexpected bytes after the records", name,
-                               n - 4 - off);
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: %zu unexpected bytes after the records", name, n - 4 - off);
     }
     *recs = r;
     *nrec = (int64_t)count;

@@ -46,7 +46,8 @@ static int check_settings(const reel_pack_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: fps must be in [0, 1000]");
     if (s->fps > 0 && s->every > 1)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: give fps or every, not both");
-    if (s->every < 0 || s->every > 1000000) return reel__error_set(err, REEL_E_INVALID_ARG, "pack: bad every %d", s->every);
+    if (s->every < 0 || s->every > 1000000)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: bad every %d", s->every);
     if (s->format == REEL_STORE_FORMAT_JPEG && (s->quality < 1 || s->quality > 100))
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: quality %d not in [1, 100]", s->quality);
     if (s->format == REEL_STORE_FORMAT_RAW && (s->zstd_level < 0 || s->zstd_level > 19))
@@ -178,8 +179,8 @@ static int select_frames(const pack_ctx *c, const reel_video_info *info, const r
 
 /* Decodes and encodes dataset sample `sample` into rec + bytes. Failures of
  * the video become the record's status; only internal errors return != OK. */
-static int make_record(const pack_ctx *c, int64_t sample, reel__encoder *enc, reel__store_rec *rec,
-                       reel__bytes *bytes, reel_error *err)
+static int make_record(const pack_ctx *c, int64_t sample, reel__encoder *enc, reel__store_rec *rec, reel__bytes *bytes,
+                       reel_error *err)
 {
     const reel_dataset_entry *it = &c->ds->items[sample];
     memset(rec, 0, sizeof *rec);
@@ -222,14 +223,18 @@ static int make_record(const pack_ctx *c, int64_t sample, reel__encoder *enc, re
         int dw = info->width, dh = info->height;
         int rot = ((info->rotation % 360) + 360) % 360;
         if (rot == 90 || rot == 270) {
-            int t = dw; dw = dh; dh = t;
+            int t = dw;
+            dw = dh;
+            dh = t;
         }
         stored_size(c->s, dw, dh, &w, &h);
         rec->width = (uint32_t)w;
         rec->height = (uint32_t)h;
         int sst = select_frames(c, info, tab, n, it->start, it->end, &sel, &nsel);
-        if (sst != REEL_OK) vst = reel__error_set(&verr, sst, "%s: out of memory", it->path);
-        else if (nsel == 0) vst = reel__error_set(&verr, REEL_E_OUT_OF_RANGE, "%s: no frame in the segment", it->path);
+        if (sst != REEL_OK)
+            vst = reel__error_set(&verr, sst, "%s: out of memory", it->path);
+        else if (nsel == 0)
+            vst = reel__error_set(&verr, REEL_E_OUT_OF_RANGE, "%s: no frame in the segment", it->path);
     }
     if (vst == REEL_OK) {
         rec->num_frames = (uint32_t)nsel;
@@ -250,7 +255,8 @@ static int make_record(const pack_ctx *c, int64_t sample, reel__encoder *enc, re
     t.apply_rotation = 1;
     const size_t fb = (size_t)w * (size_t)h * 3;
     /* + padding: swscale's SIMD reads a little past the last row it converts */
-    if (vst == REEL_OK && !(rgb = malloc(fb * CHUNK + 256))) vst = reel__error_set(&verr, REEL_E_NOMEM, "%s: out of memory", it->path);
+    if (vst == REEL_OK && !(rgb = malloc(fb * CHUNK + 256)))
+        vst = reel__error_set(&verr, REEL_E_NOMEM, "%s: out of memory", it->path);
     for (int64_t i = 0; vst == REEL_OK && i < nsel; i += CHUNK) {
         int k = (int)(nsel - i < CHUNK ? nsel - i : CHUNK);
         if (c->s->interrupt && c->s->interrupt(c->s->interrupt_opaque)) {
@@ -299,13 +305,13 @@ typedef struct result {
 
 typedef struct workers {
     pack_ctx *c;
-    int64_t begin;         /* first list position to build */
-    int64_t window;        /* results in flight */
-    result *res;           /* window slots, position % window */
+    int64_t begin;  /* first list position to build */
+    int64_t window; /* results in flight */
+    result *res;    /* window slots, position % window */
     pthread_mutex_t mu;
     pthread_cond_t cond;
-    int64_t next;          /* next position to claim */
-    int64_t written;       /* positions < written are consumed */
+    int64_t next;    /* next position to claim */
+    int64_t written; /* positions < written are consumed */
     int stop;
 } workers;
 
@@ -342,11 +348,11 @@ static void *worker_main(void *arg)
 typedef struct part_out {
     const char *dir;
     int part, count;
-    int jfd;               /* journal */
+    int jfd; /* journal */
     int64_t jlen;
-    int sfd;               /* current shard */
+    int sfd; /* current shard */
     uint32_t seq;
-    int64_t off;           /* end of the current shard's data */
+    int64_t off; /* end of the current shard's data */
 } part_out;
 
 static int open_shard(part_out *o, int truncate_to, int64_t len, reel_error *err)
@@ -373,8 +379,7 @@ static void remove_shards_after(const part_out *o, int64_t keep)
     while ((de = readdir(d))) {
         unsigned p, s;
         char tail[8];
-        if (sscanf(de->d_name, "shard-%5u-%5u.bi%1s", &p, &s, tail) == 3 && (int)p == o->part &&
-            (int64_t)s > keep) {
+        if (sscanf(de->d_name, "shard-%5u-%5u.bi%1s", &p, &s, tail) == 3 && (int)p == o->part && (int64_t)s > keep) {
             char path[4200];
             if (reel__store_join(path, sizeof path, o->dir, de->d_name) == 0) unlink(path);
         }
@@ -563,8 +568,7 @@ static int mkdir_p(const char *dir, reel_error *err)
     if (mkdir(tmp, 0755) != 0 && errno != EEXIST)
         return reel__error_set(err, REEL_E_IO, "%s: cannot create: %s", tmp, strerror(errno));
     struct stat st;
-    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        return reel__error_set(err, REEL_E_IO, "%s: not a directory", dir);
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return reel__error_set(err, REEL_E_IO, "%s: not a directory", dir);
     return REEL_OK;
 }
 
@@ -732,7 +736,8 @@ int reel_pack_merge(const char *out_dir, reel_error *err)
     closedir(d);
     if (mixed)
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: journals of builds with different part counts", out_dir);
-    if (count < 1) return reel__error_set(err, REEL_E_NOT_FOUND, "%s: no build journal (nothing was packed here)", out_dir);
+    if (count < 1)
+        return reel__error_set(err, REEL_E_NOT_FOUND, "%s: no build journal (nothing was packed here)", out_dir);
     char missing[512] = "";
     reel__store_rec *all = NULL;
     int64_t nall = 0, alloc = 0;
@@ -760,7 +765,8 @@ int reel_pack_merge(const char *out_dir, reel_error *err)
         int64_t nrec = 0, valid = 0;
         st = read_journal(path, &params, &recs, &nrec, &valid, 0, err);
         if (st != REEL_OK) break;
-        if (p == 0) first = params;
+        if (p == 0)
+            first = params;
         else if (!params_equal(&first, &params))
             st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: parts were built with different settings", out_dir);
         if (st == REEL_OK && nrec != expect)
@@ -769,12 +775,16 @@ int reel_pack_merge(const char *out_dir, reel_error *err)
         if (st == REEL_OK && nall + nrec > alloc) {
             alloc = (nall + nrec) * 2;
             reel__store_rec *na = realloc(all, (size_t)alloc * sizeof *na);
-            if (!na) st = reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
-            else all = na;
+            if (!na)
+                st = reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
+            else
+                all = na;
         }
         for (int64_t i = 0; i < nrec; i++) {
-            if (st == REEL_OK) all[nall++] = recs[i];
-            else reel__store_rec_free(&recs[i]);
+            if (st == REEL_OK)
+                all[nall++] = recs[i];
+            else
+                reel__store_rec_free(&recs[i]);
         }
         free(recs);
     }

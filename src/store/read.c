@@ -19,12 +19,12 @@
 struct reel_store_reader {
     reel_store *store;
     reel_store_reader_settings s;
-    reel__io *io;                /* the open shard */
+    reel__io *io; /* the open shard */
     char io_shard[32];
     tjhandle tj;
     ZSTD_DCtx *zd;
-    AVFrame *rgb;               /* RGB24 picture handed to visitors */
-    reel__store_blob blob;      /* bytes of the current read */
+    AVFrame *rgb;          /* RGB24 picture handed to visitors */
+    reel__store_blob blob; /* bytes of the current read */
 };
 
 void reel_store_reader_default_settings(reel_store_reader_settings *s)
@@ -43,8 +43,10 @@ int reel_store_reader_create(reel_store_reader **out, reel_store *store, const r
     reel_store_reader *r = calloc(1, sizeof *r);
     if (!r) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", store->dir);
     r->store = store;
-    if (settings) r->s = *settings;
-    else reel_store_reader_default_settings(&r->s);
+    if (settings)
+        r->s = *settings;
+    else
+        reel_store_reader_default_settings(&r->s);
     r->rgb = av_frame_alloc();
     if (!r->rgb) {
         free(r);
@@ -120,7 +122,8 @@ static int read_bytes(reel_store_reader *r, int64_t record, uint64_t off, size_t
     const reel__store_rec *rec = &r->store->recs[record];
     int st = open_shard(r, record, err);
     if (st != REEL_OK) return st;
-    if (grow(&b->data, &b->cap, at + len) != 0) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
+    if (grow(&b->data, &b->cap, at + len) != 0)
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
     int64_t t0 = reel__clock_ns();
     reel_error e;
     st = reel__io_read_exact(r->io, (int64_t)(rec->offset + off), b->data + at, len, &e);
@@ -176,7 +179,8 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
     const size_t raw = (size_t)w * (size_t)h * 3;
     const uint8_t *pix = src;
     if (r->store->params.zstd_level > 0) {
-        if (!r->zd && !(r->zd = ZSTD_createDCtx())) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
+        if (!r->zd && !(r->zd = ZSTD_createDCtx()))
+            return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
         /* decompress straight into the picture when its rows are dense */
         if (r->rgb->linesize[0] == w * 3) {
             size_t z = ZSTD_decompressDCtx(r->zd, r->rgb->data[0], raw, src, f->length);
@@ -191,7 +195,8 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
     if (f->length != raw)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld has %u bytes, not %zu",
                                r->store->dir, r->store->shard_names[record], rec->path, (long long)pos, f->length, raw);
-    for (int y = 0; y < h; y++) memcpy(r->rgb->data[0] + (size_t)y * (size_t)r->rgb->linesize[0], pix + (size_t)y * w * 3, (size_t)w * 3);
+    for (int y = 0; y < h; y++)
+        memcpy(r->rgb->data[0] + (size_t)y * (size_t)r->rgb->linesize[0], pix + (size_t)y * w * 3, (size_t)w * 3);
     return REEL_OK;
 }
 
@@ -319,9 +324,9 @@ static int decode_h264(reel_store_reader *r, int64_t record, const reel__store_b
     if (st == REEL_OK) {
         const reel_video_info *info = reel_decoder_get_info(dec);
         if (info->num_frames != (int64_t)rec->num_frames)
-            st = reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: the stored stream has %lld frames, the index %u",
-                                 r->store->dir, r->store->shard_names[record], rec->path, (long long)info->num_frames,
-                                 rec->num_frames);
+            st = reel__error_set(
+                err, REEL_E_CORRUPT, "%s: shard %s: %s: the stored stream has %lld frames, the index %u", r->store->dir,
+                r->store->shard_names[record], rec->path, (long long)info->num_frames, rec->num_frames);
     }
     if (st == REEL_OK) {
         h264_visit v = { rec, fn, opaque };
@@ -338,7 +343,10 @@ static int decode_h264(reel_store_reader *r, int64_t record, const reel__store_b
     return st;
 }
 
-typedef struct req { int64_t pos; size_t i; } req;
+typedef struct req {
+    int64_t pos;
+    size_t i;
+} req;
 
 static int cmp_req(const void *a, const void *b)
 {
@@ -350,7 +358,8 @@ static int cmp_req(const void *a, const void *b)
 int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const int64_t *positions, size_t n,
                        reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err)
 {
-    if (!r || !b || !fn || (!positions && n)) return reel__error_set(err, REEL_E_INVALID_ARG, "store decode: NULL argument");
+    if (!r || !b || !fn || (!positions && n))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "store decode: NULL argument");
     const int64_t record = b->record;
     int st = check_request(r, record, positions, n, err);
     if (st != REEL_OK || n == 0) return st;
@@ -395,8 +404,8 @@ int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const in
     return st;
 }
 
-int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n,
-                           reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err)
+int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n, reel_frame_fn fn,
+                           void *opaque, reel_store_read_stats *stats, reel_error *err)
 {
     if (!r || (!positions && n) || !fn)
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_reader_read: NULL argument");
@@ -423,8 +432,10 @@ int reel_store_reader_read_source(reel_store_reader *r, int64_t record, const in
         int64_t lo = 0, hi = rec->num_frames;
         while (lo < hi) {
             int64_t mid = lo + (hi - lo) / 2;
-            if (rec->frames[mid].source_index < source_indices[i]) lo = mid + 1;
-            else hi = mid;
+            if (rec->frames[mid].source_index < source_indices[i])
+                lo = mid + 1;
+            else
+                hi = mid;
         }
         if (lo >= (int64_t)rec->num_frames || rec->frames[lo].source_index != source_indices[i]) {
             free(pos);

@@ -10,14 +10,14 @@
 #include "reel/store.h"
 #include "core/error.h"
 
-#define REEL_STORE_INDEX_NAME   "store.idx"
-#define REEL_STORE_MAGIC        "REELSTOR"
+#define REEL_STORE_INDEX_NAME    "store.idx"
+#define REEL_STORE_MAGIC         "REELSTOR"
 #define REEL_STORE_JOURNAL_MAGIC "REELJRNL"
-#define REEL_STORE_VERSION      1
-#define REEL_STORE_HEADER_BYTES 128
-#define REEL_STORE_ALIGN        4096
-#define REEL_STORE_REC_MAGIC    0x43455252u /* "RREC" little-endian */
-#define REEL_STORE_FRAME_BYTES  40
+#define REEL_STORE_VERSION       1
+#define REEL_STORE_HEADER_BYTES  128
+#define REEL_STORE_ALIGN         4096
+#define REEL_STORE_REC_MAGIC     0x43455252u /* "RREC" little-endian */
+#define REEL_STORE_FRAME_BYTES   40
 
 /* One stored frame inside its record. */
 typedef struct reel__store_frame {
@@ -30,7 +30,7 @@ typedef struct reel__store_frame {
 
 /* One record: a video (or segment) and where its bytes are. */
 typedef struct reel__store_rec {
-    int64_t sample;          /* dataset index of the source */
+    int64_t sample; /* dataset index of the source */
     uint32_t part, shard_seq;
     uint64_t offset, length; /* in the shard */
     uint32_t crc;            /* CRC-32 of the record's bytes */
@@ -62,8 +62,8 @@ void reel__store_params_from(reel__store_params *p, const reel_pack_settings *s)
 /* Header block (REEL_STORE_HEADER_BYTES) with `magic` and the params. */
 void reel__store_header_write(uint8_t *out, const char *magic, const reel__store_params *p, uint64_t num_records);
 /* Parses a header; REEL_E_CORRUPT (message names `name`) when it is not one. */
-int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, const char *name,
-                             reel__store_params *p, uint64_t *num_records, reel_error *err);
+int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, const char *name, reel__store_params *p,
+                             uint64_t *num_records, reel_error *err);
 
 /* Serialized size of a record entry (with its trailing CRC). */
 size_t reel__store_rec_size(const reel__store_rec *r);
@@ -106,8 +106,8 @@ int reel__encoder_begin(reel__encoder *e, int w, int h, const char *name, reel_e
 int reel__encoder_add(reel__encoder *e, const uint8_t *rgb, size_t stride, int64_t first, int n,
                       reel__store_frame *frames, reel__bytes *out, const char *name, reel_error *err);
 /* Ends the record (H264: flushes the encoder and writes the stream). */
-int reel__encoder_end(reel__encoder *e, reel__store_frame *frames, int64_t nframes, reel__bytes *out,
-                      const char *name, reel_error *err);
+int reel__encoder_end(reel__encoder *e, reel__store_frame *frames, int64_t nframes, reel__bytes *out, const char *name,
+                      reel_error *err);
 
 /* Bytes of some frames of one record, fetched by a reader (stage 1 of the
  * loader) and decoded later (stage 2), possibly by another reader. */
@@ -115,9 +115,9 @@ typedef struct reel__store_blob {
     int64_t record;
     uint8_t *data;
     size_t len, cap;
-    int whole;          /* H264: the whole record */
-    int64_t *u;         /* the distinct fetched positions, ascending */
-    uint64_t *at;       /* offset of each in data */
+    int whole;    /* H264: the whole record */
+    int64_t *u;   /* the distinct fetched positions, ascending */
+    uint64_t *at; /* offset of each in data */
     size_t m, ucap;
 } reel__store_blob;
 

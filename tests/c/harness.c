@@ -70,7 +70,10 @@ void harness_register(const char *name, harness_test_fn fn, const char *file, in
     g_ntests++;
 }
 
-size_t harness_test_count(void) { return g_ntests; }
+size_t harness_test_count(void)
+{
+    return g_ntests;
+}
 
 /* Source order: by file, then line (constructor order is not guaranteed). */
 static int cmp_tests(const void *pa, const void *pb)
@@ -88,8 +91,7 @@ static HARNESS_NORETURN void leave_test(int result)
     g_result = result;
     if (g_in_test) longjmp(g_jmp, 1);
     /* A check outside any test (e.g. in a constructor): report and stop. */
-    fprintf(stdout, "%s outside a test: %s\n",
-            result == HARNESS_SKIP ? "skip" : "check failed", g_msg);
+    fprintf(stdout, "%s outside a test: %s\n", result == HARNESS_SKIP ? "skip" : "check failed", g_msg);
     fflush(stdout);
     exit(result == HARNESS_SKIP ? 0 : 1);
 }
@@ -107,14 +109,12 @@ void harness_fail(const char *file, int line, const char *fmt, ...)
     leave_test(HARNESS_FAIL);
 }
 
-void harness_fail_status(const char *file, int line, const char *expr, int status,
-                         int expected)
+void harness_fail_status(const char *file, int line, const char *expr, int status, int expected)
 {
     if (expected == 0)
-        harness_fail(file, line, "%s returned %d (%s), expected REEL_OK", expr, status,
-                     reel_strerror(status));
-    harness_fail(file, line, "%s returned %d (%s), expected %d (%s)", expr, status,
-                 reel_strerror(status), expected, reel_strerror(expected));
+        harness_fail(file, line, "%s returned %d (%s), expected REEL_OK", expr, status, reel_strerror(status));
+    harness_fail(file, line, "%s returned %d (%s), expected %d (%s)", expr, status, reel_strerror(status), expected,
+                 reel_strerror(expected));
 }
 
 int harness_str_eq(const char *a, const char *b)
@@ -233,8 +233,7 @@ const char *harness_tmpdir(void)
         }
     }
     g_tmpdir[0] = '\0';
-    harness_fail(__FILE__, __LINE__, "cannot create a temporary directory: %s",
-                 strerror(errno));
+    harness_fail(__FILE__, __LINE__, "cannot create a temporary directory: %s", strerror(errno));
 }
 
 int harness_have_ffmpeg(void)
@@ -251,19 +250,25 @@ int harness_have_ffmpeg(void)
 
 /* On a fatal signal, name the test that was running, then hand the signal to
  * whoever handled it before us (a sanitizer, or the default action). */
-static const int k_fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+static const int k_fatal[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
 static struct sigaction g_old_action[sizeof k_fatal / sizeof k_fatal[0]];
 
-static void write_str(const char *s) { ssize_t r = write(1, s, strlen(s)); (void)r; }
+static void write_str(const char *s)
+{
+    ssize_t r = write(1, s, strlen(s));
+    (void)r;
+}
 
 static void crash_handler(int sig)
 {
     const char *name = g_current;
     write_str("\nCRASH ");
     write_str(name ? name : "(between tests)");
-    write_str(sig == SIGSEGV ? " (SIGSEGV)\n" : sig == SIGBUS ? " (SIGBUS)\n"
-              : sig == SIGFPE ? " (SIGFPE)\n" : sig == SIGILL ? " (SIGILL)\n"
-              : " (SIGABRT)\n");
+    write_str(sig == SIGSEGV  ? " (SIGSEGV)\n"
+              : sig == SIGBUS ? " (SIGBUS)\n"
+              : sig == SIGFPE ? " (SIGFPE)\n"
+              : sig == SIGILL ? " (SIGILL)\n"
+                              : " (SIGABRT)\n");
     for (size_t i = 0; i < sizeof k_fatal / sizeof k_fatal[0]; i++)
         if (k_fatal[i] == sig) sigaction(sig, &g_old_action[i], NULL);
     /* Returning re-executes the faulting instruction (or abort() re-raises),
@@ -301,8 +306,7 @@ static void write_summary_file(size_t passed, size_t failed, size_t skipped)
     const char *path = harness_env("REEL_TEST_SUMMARY_FILE", NULL);
     if (!path) return;
     char line[512];
-    int n = snprintf(line, sizeof line, "%s\t%zu\t%zu\t%zu\n", g_progname, passed, failed,
-                     skipped);
+    int n = snprintf(line, sizeof line, "%s\t%zu\t%zu\t%zu\n", g_progname, passed, failed, skipped);
     int fd = open(path, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd < 0) return;
     if (n > 0) {
@@ -361,8 +365,7 @@ int main(int argc, char **argv)
             printf("FAIL  %s (%.3f s)\n      %s\n", t->name, dt, g_msg);
         }
     }
-    if (filter && matched == 0)
-        fprintf(stderr, "%s: no test name contains \"%s\"\n", g_progname, filter);
+    if (filter && matched == 0) fprintf(stderr, "%s: no test name contains \"%s\"\n", g_progname, filter);
 
     write_summary_file(passed, failed, skipped);
     if (skipped)

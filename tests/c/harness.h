@@ -46,11 +46,11 @@ extern "C" {
 #endif
 
 #if defined(__GNUC__)
-#  define HARNESS_NORETURN __attribute__((noreturn))
-#  define HARNESS_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#define HARNESS_NORETURN     __attribute__((noreturn))
+#define HARNESS_PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
-#  define HARNESS_NORETURN
-#  define HARNESS_PRINTF(f, a)
+#define HARNESS_NORETURN
+#define HARNESS_PRINTF(f, a)
 #endif
 
 typedef void (*harness_test_fn)(void);
@@ -58,81 +58,72 @@ typedef void (*harness_test_fn)(void);
 /* ---------------------------------------------------------------- defining tests */
 
 /** Defines and registers test `name` (a C identifier, unique per binary). */
-#define TEST(name)                                                              \
-    static void harness_test_##name(void);                                      \
-    __attribute__((constructor)) static void harness_register_##name(void) {    \
-        harness_register(#name, harness_test_##name, __FILE__, __LINE__);       \
-    }                                                                           \
+#define TEST(name)                                                         \
+    static void harness_test_##name(void);                                 \
+    __attribute__((constructor)) static void harness_register_##name(void) \
+    {                                                                      \
+        harness_register(#name, harness_test_##name, __FILE__, __LINE__);  \
+    }                                                                      \
     static void harness_test_##name(void)
 
 /* ---------------------------------------------------------------- checks */
 
 /** Fails unless cond is true. */
-#define CHECK(cond)                                                             \
-    do {                                                                        \
-        if (!(cond))                                                            \
-            harness_fail(__FILE__, __LINE__, "CHECK(%s) failed", #cond);        \
+#define CHECK(cond)                                                               \
+    do {                                                                          \
+        if (!(cond)) harness_fail(__FILE__, __LINE__, "CHECK(%s) failed", #cond); \
     } while (0)
 
 /** Fails unless cond is true, with a printf-style message. */
-#define CHECK_MSG(cond, ...)                                                    \
-    do {                                                                        \
-        if (!(cond)) harness_fail(__FILE__, __LINE__, __VA_ARGS__);             \
+#define CHECK_MSG(cond, ...)                                        \
+    do {                                                            \
+        if (!(cond)) harness_fail(__FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 
 /** Fails now with a printf-style message. */
 #define FAIL(...) harness_fail(__FILE__, __LINE__, __VA_ARGS__)
 
 /** Integers compared as int64_t; both values printed on failure. */
-#define CHECK_EQ_INT(a, b)                                                      \
-    do {                                                                        \
-        int64_t harness_a_ = (int64_t)(a), harness_b_ = (int64_t)(b);           \
-        if (harness_a_ != harness_b_)                                           \
-            harness_fail(__FILE__, __LINE__,                                    \
-                         "CHECK_EQ_INT(%s, %s) failed: %lld != %lld", #a, #b,   \
-                         (long long)harness_a_, (long long)harness_b_);         \
+#define CHECK_EQ_INT(a, b)                                                                        \
+    do {                                                                                          \
+        int64_t harness_a_ = (int64_t)(a), harness_b_ = (int64_t)(b);                             \
+        if (harness_a_ != harness_b_)                                                             \
+            harness_fail(__FILE__, __LINE__, "CHECK_EQ_INT(%s, %s) failed: %lld != %lld", #a, #b, \
+                         (long long)harness_a_, (long long)harness_b_);                           \
     } while (0)
 
 /** Strings compared with strcmp (two NULLs are equal); both printed. */
-#define CHECK_EQ_STR(a, b)                                                      \
-    do {                                                                        \
-        const char *harness_a_ = (a), *harness_b_ = (b);                        \
-        if (!harness_str_eq(harness_a_, harness_b_))                            \
-            harness_fail(__FILE__, __LINE__,                                    \
-                         "CHECK_EQ_STR(%s, %s) failed: %s%s%s != %s%s%s",       \
-                         #a, #b,                                                \
-                         harness_a_ ? "\"" : "", harness_a_ ? harness_a_ : "NULL", \
-                         harness_a_ ? "\"" : "",                                \
-                         harness_b_ ? "\"" : "", harness_b_ ? harness_b_ : "NULL", \
-                         harness_b_ ? "\"" : "");                               \
+#define CHECK_EQ_STR(a, b)                                                                                  \
+    do {                                                                                                    \
+        const char *harness_a_ = (a), *harness_b_ = (b);                                                    \
+        if (!harness_str_eq(harness_a_, harness_b_))                                                        \
+            harness_fail(__FILE__, __LINE__, "CHECK_EQ_STR(%s, %s) failed: %s%s%s != %s%s%s", #a, #b,       \
+                         harness_a_ ? "\"" : "", harness_a_ ? harness_a_ : "NULL", harness_a_ ? "\"" : "",  \
+                         harness_b_ ? "\"" : "", harness_b_ ? harness_b_ : "NULL", harness_b_ ? "\"" : ""); \
     } while (0)
 
 /** Doubles within an absolute tolerance. */
-#define CHECK_NEAR(a, b, tol)                                                   \
-    do {                                                                        \
-        double harness_a_ = (double)(a), harness_b_ = (double)(b);              \
-        double harness_d_ = harness_a_ - harness_b_;                            \
-        if (!(harness_d_ <= (tol) && -harness_d_ <= (tol)))                     \
-            harness_fail(__FILE__, __LINE__,                                    \
-                         "CHECK_NEAR(%s, %s, %s) failed: %.17g vs %.17g",       \
-                         #a, #b, #tol, harness_a_, harness_b_);                 \
+#define CHECK_NEAR(a, b, tol)                                                                               \
+    do {                                                                                                    \
+        double harness_a_ = (double)(a), harness_b_ = (double)(b);                                          \
+        double harness_d_ = harness_a_ - harness_b_;                                                        \
+        if (!(harness_d_ <= (tol) && -harness_d_ <= (tol)))                                                 \
+            harness_fail(__FILE__, __LINE__, "CHECK_NEAR(%s, %s, %s) failed: %.17g vs %.17g", #a, #b, #tol, \
+                         harness_a_, harness_b_);                                                           \
     } while (0)
 
 /** expr is a reel status; fails unless it is REEL_OK, printing reel_strerror. */
-#define CHECK_OK(expr)                                                          \
-    do {                                                                        \
-        int harness_s_ = (int)(expr);                                           \
-        if (harness_s_ != 0)                                                    \
-            harness_fail_status(__FILE__, __LINE__, #expr, harness_s_, 0);      \
+#define CHECK_OK(expr)                                                                      \
+    do {                                                                                    \
+        int harness_s_ = (int)(expr);                                                       \
+        if (harness_s_ != 0) harness_fail_status(__FILE__, __LINE__, #expr, harness_s_, 0); \
     } while (0)
 
 /** expr is a reel status; fails unless it equals `expected`. */
-#define CHECK_STATUS(expr, expected)                                            \
-    do {                                                                        \
-        int harness_s_ = (int)(expr), harness_e_ = (int)(expected);             \
-        if (harness_s_ != harness_e_)                                           \
-            harness_fail_status(__FILE__, __LINE__, #expr, harness_s_,          \
-                                harness_e_);                                    \
+#define CHECK_STATUS(expr, expected)                                                                          \
+    do {                                                                                                      \
+        int harness_s_ = (int)(expr), harness_e_ = (int)(expected);                                           \
+        if (harness_s_ != harness_e_) harness_fail_status(__FILE__, __LINE__, #expr, harness_s_, harness_e_); \
     } while (0)
 
 /* ---------------------------------------------------------------- helpers */
@@ -165,11 +156,9 @@ size_t harness_test_count(void);
 /* ---------------------------------------------------------------- internals */
 
 void harness_register(const char *name, harness_test_fn fn, const char *file, int line);
-HARNESS_NORETURN HARNESS_PRINTF(3, 4)
-void harness_fail(const char *file, int line, const char *fmt, ...);
+HARNESS_NORETURN HARNESS_PRINTF(3, 4) void harness_fail(const char *file, int line, const char *fmt, ...);
 HARNESS_NORETURN
-void harness_fail_status(const char *file, int line, const char *expr, int status,
-                         int expected);
+void harness_fail_status(const char *file, int line, const char *expr, int status, int expected);
 int harness_str_eq(const char *a, const char *b);
 
 /** Results of harness_run_nested(). */

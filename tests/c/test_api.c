@@ -65,7 +65,7 @@ static void check_same_table(reel_decoder *a, reel_decoder *b)
 }
 
 /* A fixed awkward request. */
-static const int64_t k_req[] = {0, -1, 45, 17, 17, 3, 88, 60, 31, 0, 72, 16, 15};
+static const int64_t k_req[] = { 0, -1, 45, 17, 17, 3, 88, 60, 31, 0, 72, 16, 15 };
 #define K_REQ_N (sizeof k_req / sizeof k_req[0])
 
 /* Both decoders give byte-identical frames for k_req, embedding the right indices. */
@@ -89,7 +89,7 @@ static void check_same_frames(reel_decoder *a, reel_decoder *b)
 
 TEST(open_memory_matches_path)
 {
-    static const char *names[] = {"api.mp4", "api.mkv", "api.avi"};
+    static const char *names[] = { "api.mp4", "api.mkv", "api.avi" };
     for (int k = 0; k < 3; k++) {
         const char *path = video(names[k], "h264", k == 2 ? 0 : 2);
         size_t size;
@@ -135,7 +135,7 @@ TEST(open_memory_matches_path)
 typedef struct file_io {
     FILE *fp;
     int64_t size;
-    int report_size;   /* 0: REEL_SEEK_SIZE answers -1 (unknown) */
+    int report_size; /* 0: REEL_SEEK_SIZE answers -1 (unknown) */
     int size_calls, seek_calls, read_calls;
 } file_io;
 
@@ -163,13 +163,13 @@ static int64_t fio_seek(void *opaque, int64_t offset, int whence)
 
 TEST(open_io_matches_path)
 {
-    static const char *names[] = {"api.mp4", "api.mkv", "api.avi"};
+    static const char *names[] = { "api.mp4", "api.mkv", "api.avi" };
     for (int k = 0; k < 3; k++) {
         const char *path = video(names[k], "h264", k == 2 ? 0 : 2);
         for (int report = 1; report >= 0; report--) {
-            file_io f = {fopen(path, "rb"), tg_file_size(path), report, 0, 0, 0};
+            file_io f = { fopen(path, "rb"), tg_file_size(path), report, 0, 0, 0 };
             CHECK(f.fp != NULL);
-            reel_io io = {&f, fio_read, fio_seek};
+            reel_io io = { &f, fio_read, fio_seek };
             reel_decoder *fdec = tg_open(path, NULL), *idec = NULL;
             reel_error err;
             reel_error_clear(&err);
@@ -194,28 +194,30 @@ TEST(open_io_matches_path)
 
 static int64_t fio_seek_fails(void *opaque, int64_t offset, int whence)
 {
-    (void)opaque; (void)offset; (void)whence;
+    (void)opaque;
+    (void)offset;
+    (void)whence;
     return -1;
 }
 
 TEST(open_io_requires_seek_and_read)
 {
     const char *path = video("api.mp4", "h264", 2);
-    file_io f = {fopen(path, "rb"), tg_file_size(path), 1, 0, 0, 0};
+    file_io f = { fopen(path, "rb"), tg_file_size(path), 1, 0, 0, 0 };
     CHECK(f.fp != NULL);
     reel_decoder *dec = NULL;
     reel_error err;
-    reel_io no_seek = {&f, fio_read, NULL};
+    reel_io no_seek = { &f, fio_read, NULL };
     CHECK_STATUS(reel_decoder_open_io(&dec, &no_seek, "no-seek", NULL, &err), REEL_E_INVALID_ARG);
     CHECK(dec == NULL);
     TG_CHECK_MSG_HAS(err, "no-seek");
-    reel_io no_read = {&f, NULL, fio_seek};
+    reel_io no_read = { &f, NULL, fio_seek };
     CHECK_STATUS(reel_decoder_open_io(&dec, &no_read, "no-read", NULL, &err), REEL_E_INVALID_ARG);
     CHECK(dec == NULL);
     TG_CHECK_MSG_HAS(err, "no-read");
     /* a seek callback that always fails: opening an mp4 with moov at the end
      * needs seeking; whatever happens it is a reel status and no crash */
-    reel_io bad_seek = {&f, fio_read, fio_seek_fails};
+    reel_io bad_seek = { &f, fio_read, fio_seek_fails };
     rewind(f.fp);
     int r = reel_decoder_open_io(&dec, &bad_seek, "bad-seek", NULL, &err);
     CHECK(tg_is_reel_status(r));
@@ -238,8 +240,10 @@ TEST(open_io_requires_seek_and_read)
 static void set_mtime(const char *path, time_t sec, long nsec)
 {
     struct timespec ts[2];
-    ts[0].tv_sec = sec; ts[0].tv_nsec = nsec;
-    ts[1].tv_sec = sec; ts[1].tv_nsec = nsec;
+    ts[0].tv_sec = sec;
+    ts[0].tv_nsec = nsec;
+    ts[1].tv_sec = sec;
+    ts[1].tv_nsec = nsec;
     CHECK_MSG(utimensat(AT_FDCWD, path, ts, 0) == 0, "utimensat(%s): %s", path, strerror(errno));
 }
 
@@ -252,7 +256,10 @@ static reel_decoder *open_idx(const char *path, int mode, const char *index_path
     return tg_open(path, &s);
 }
 
-static int source_of(reel_decoder *d) { return reel_decoder_get_info(d)->index_source; }
+static int source_of(reel_decoder *d)
+{
+    return reel_decoder_get_info(d)->index_source;
+}
 
 /* Flips one byte of a file in place. */
 static void flip_byte(const char *path, int64_t at)
@@ -295,8 +302,8 @@ static void sidecar_roundtrip(const char *src_name, const char *codec, int bfram
     /* reopening uses it: same table, same frames */
     for (int mode = REEL_INDEX_READ; mode <= REEL_INDEX_READ_WRITE; mode++) {
         d = open_idx(path, mode, NULL);
-        CHECK_MSG(source_of(d) == REEL_INDEX_FROM_SIDECAR, "%s: reopened with a fresh sidecar, index_source %d",
-                  path, source_of(d));
+        CHECK_MSG(source_of(d) == REEL_INDEX_FROM_SIDECAR, "%s: reopened with a fresh sidecar, index_source %d", path,
+                  source_of(d));
         check_same_table(ref, d);
         check_same_frames(ref, d);
         reel_decoder_close(&d);
@@ -356,7 +363,7 @@ static void sidecar_roundtrip(const char *src_name, const char *codec, int bfram
 
     /* corrupted sidecars are rejected (and rebuilt) */
     int64_t side_size = tg_file_size(side);
-    const int64_t spots[] = {0, 9, 20, 60, 72, side_size / 2, -1};
+    const int64_t spots[] = { 0, 9, 20, 60, 72, side_size / 2, -1 };
     for (size_t k = 0; k < sizeof spots / sizeof spots[0]; k++) {
         flip_byte(side, spots[k]);
         d = open_idx(path, REEL_INDEX_READ, NULL);
@@ -499,7 +506,7 @@ TEST(strerror_and_version)
             CHECK_MSG(strcmp(seen[t], m) != 0, "reel_strerror(%d) == reel_strerror(%d) == \"%s\"", s, -t, m);
         seen[-s] = m;
     }
-    const int others[] = {1, 2, -19, -20, 100, -1000, INT_MAX, INT_MIN};
+    const int others[] = { 1, 2, -19, -20, 100, -1000, INT_MAX, INT_MIN };
     for (size_t k = 0; k < sizeof others / sizeof others[0]; k++)
         CHECK_EQ_STR(reel_strerror(others[k]), "unknown error");
     const char *v = reel_version();
@@ -659,7 +666,7 @@ typedef struct visit_log {
     const int64_t *req;
     size_t n;
     int64_t num_frames;
-    int *visits;         /* per request position */
+    int *visits; /* per request position */
     size_t calls, stop_after;
     int stop_with;
     int bad;
@@ -701,7 +708,11 @@ TEST(decode_visitor_positions_and_stop)
     /* every position exactly once, with the right frame */
     memset(&v, 0, sizeof v);
     memset(visits, 0, sizeof visits);
-    v.dec = d; v.req = k_req; v.n = K_REQ_N; v.num_frames = N; v.visits = visits;
+    v.dec = d;
+    v.req = k_req;
+    v.n = K_REQ_N;
+    v.num_frames = N;
+    v.visits = visits;
     CHECK_OK(reel_decoder_decode(d, k_req, K_REQ_N, visitor, &v, &st, &err));
     CHECK_MSG(!v.bad, "%s", v.why);
     for (size_t i = 0; i < K_REQ_N; i++) CHECK_MSG(visits[i] == 1, "position %zu visited %d times", i, visits[i]);
@@ -709,21 +720,25 @@ TEST(decode_visitor_positions_and_stop)
     CHECK_EQ_INT(st.frames_requested, (int64_t)K_REQ_N);
 
     /* a visitor returning a status stops the call with it, at once */
-    const int stops[] = {REEL_E_TIMEOUT, REEL_E_CANCELLED, -1};
+    const int stops[] = { REEL_E_TIMEOUT, REEL_E_CANCELLED, -1 };
     for (size_t k = 0; k < sizeof stops / sizeof stops[0]; k++) {
         for (size_t after = 1; after <= 5; after += 4) {
             memset(&v, 0, sizeof v);
             memset(visits, 0, sizeof visits);
-            v.dec = d; v.req = k_req; v.n = K_REQ_N; v.num_frames = N; v.visits = visits;
+            v.dec = d;
+            v.req = k_req;
+            v.n = K_REQ_N;
+            v.num_frames = N;
+            v.visits = visits;
             v.stop_after = after;
             v.stop_with = stops[k];
             reel_error_clear(&err);
             int r = reel_decoder_decode(d, k_req, K_REQ_N, visitor, &v, &st, &err);
-            CHECK_MSG(r == stops[k], "visitor returned %d after %zu calls; decode returned %d (%s)", stops[k], after,
-                      r, reel_strerror(r));
+            CHECK_MSG(r == stops[k], "visitor returned %d after %zu calls; decode returned %d (%s)", stops[k], after, r,
+                      reel_strerror(r));
             CHECK_EQ_INT(err.status, stops[k]);
-            CHECK_MSG(v.calls == after, "the visitor returned %d on call %zu but was called %zu times in all",
-                      stops[k], after, v.calls);
+            CHECK_MSG(v.calls == after, "the visitor returned %d on call %zu but was called %zu times in all", stops[k],
+                      after, v.calls);
             CHECK_MSG(!v.bad, "%s", v.why);
             /* the decoder still works for the next call */
             uint8_t *b = tg_get(d, k_req, K_REQ_N, NULL, NULL);
@@ -735,7 +750,11 @@ TEST(decode_visitor_positions_and_stop)
     /* an error record still holding an earlier failure gets the new one */
     memset(&v, 0, sizeof v);
     memset(visits, 0, sizeof visits);
-    v.dec = d; v.req = k_req; v.n = K_REQ_N; v.num_frames = N; v.visits = visits;
+    v.dec = d;
+    v.req = k_req;
+    v.n = K_REQ_N;
+    v.num_frames = N;
+    v.visits = visits;
     v.stop_after = 3;
     v.stop_with = REEL_E_TIMEOUT;
     {
@@ -743,15 +762,21 @@ TEST(decode_visitor_positions_and_stop)
         uint8_t one[W * H * 3];
         CHECK_STATUS(reel_decoder_get_frames(d, &far, 1, NULL, one, sizeof one, NULL, &err), REEL_E_OUT_OF_RANGE);
         CHECK_STATUS(reel_decoder_decode(d, k_req, K_REQ_N, visitor, &v, &st, &err), REEL_E_TIMEOUT);
-        CHECK_MSG(err.status == REEL_E_TIMEOUT, "err.status %d after the visitor stopped the call with %d "
-                  "(err held an earlier failure: \"%s\")", err.status, REEL_E_TIMEOUT, err.message);
+        CHECK_MSG(err.status == REEL_E_TIMEOUT,
+                  "err.status %d after the visitor stopped the call with %d "
+                  "(err held an earlier failure: \"%s\")",
+                  err.status, REEL_E_TIMEOUT, err.message);
         CHECK_MSG(!tg_contains(err.message, "out of range"), "stale message kept: %s", err.message);
     }
     /* a positive return also stops the call (the header: "non-zero to stop the
      * call with that status"); the status comes back non-OK */
     memset(&v, 0, sizeof v);
     memset(visits, 0, sizeof visits);
-    v.dec = d; v.req = k_req; v.n = K_REQ_N; v.num_frames = N; v.visits = visits;
+    v.dec = d;
+    v.req = k_req;
+    v.n = K_REQ_N;
+    v.num_frames = N;
+    v.visits = visits;
     v.stop_after = 2;
     v.stop_with = 1;
     int r = reel_decoder_decode(d, k_req, K_REQ_N, visitor, &v, &st, &err);
@@ -769,8 +794,8 @@ TEST(decode_visitor_positions_and_stop)
 typedef struct strided {
     reel_converter *conv;
     reel_transform t;
-    uint8_t *base;       /* element 0 of the [C,T,H,W] tensor */
-    size_t elem;         /* bytes per element */
+    uint8_t *base; /* element 0 of the [C,T,H,W] tensor */
+    size_t elem;   /* bytes per element */
     int64_t T, Hh, Ww, pad;
     int status;
     char msg[REEL_ERROR_MSG_SIZE];
@@ -794,10 +819,10 @@ static int write_strided(void *opaque, const reel_frame *f, size_t pos)
 TEST(converter_explicit_strides_cthw)
 {
     reel_decoder *d = tg_open(video("api.mp4", "h264", 2), NULL);
-    const int64_t clip[] = {10, 11, 12, 40, 0, 89};
+    const int64_t clip[] = { 10, 11, 12, 40, 0, 89 };
     const int64_t T = sizeof clip / sizeof clip[0];
     const int ow = 48, oh = 36, pad = 5;
-    static const int dtypes[] = {REEL_DTYPE_UINT8, REEL_DTYPE_FLOAT32, REEL_DTYPE_FLOAT16};
+    static const int dtypes[] = { REEL_DTYPE_UINT8, REEL_DTYPE_FLOAT32, REEL_DTYPE_FLOAT16 };
     for (int di = 0; di < 3; di++) {
         for (int flip = 0; flip <= 1; flip++) {
             strided s;
@@ -812,7 +837,10 @@ TEST(converter_explicit_strides_cthw)
             s.t.mean[1] = 0.5f;
             s.t.std[2] = 0.25f;
             s.elem = dtypes[di] == REEL_DTYPE_UINT8 ? 1 : dtypes[di] == REEL_DTYPE_FLOAT32 ? 4 : 2;
-            s.T = T; s.Hh = oh; s.Ww = ow; s.pad = pad;
+            s.T = T;
+            s.Hh = oh;
+            s.Ww = ow;
+            s.pad = pad;
             /* [C, T, H, W + pad]: rows padded, padding must stay untouched */
             const int64_t row = ow + pad, plane = (int64_t)oh * row;
             s.t.stride_x = 1;
@@ -875,7 +903,9 @@ static int convert_small(void *opaque, const reel_frame *f, size_t pos)
     status[0] = reel_converter_run(c, f, NULL, small, sizeof small, &err);
     reel_transform t;
     reel_transform_default_settings(&t);
-    t.crop_x = 150; t.crop_w = 20; t.crop_h = 20;
+    t.crop_x = 150;
+    t.crop_w = 20;
+    t.crop_h = 20;
     status[1] = reel_converter_run(c, f, &t, small, sizeof small, &err);
     reel_converter_destroy(&c);
     return 0;
@@ -884,7 +914,7 @@ static int convert_small(void *opaque, const reel_frame *f, size_t pos)
 TEST(converter_checks_dst_size_and_crop)
 {
     reel_decoder *d = tg_open(video("api.mp4", "h264", 2), NULL);
-    int status[2] = {1, 1};
+    int status[2] = { 1, 1 };
     int64_t i = 5;
     reel_error err;
     CHECK_OK(reel_decoder_decode(d, &i, 1, convert_small, status, NULL, &err));
@@ -899,7 +929,7 @@ TEST(converter_checks_dst_size_and_crop)
  * frame threads and without. Random access afterwards is still exact. */
 TEST(frame_by_frame_calls_decode_each_frame_once)
 {
-    const char *cases[][2] = {{"seq.mp4", "h264"}, {"seq.mkv", "h264"}, {"seq_hevc.mp4", "hevc"}};
+    const char *cases[][2] = { { "seq.mp4", "h264" }, { "seq.mkv", "h264" }, { "seq_hevc.mp4", "hevc" } };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char path[4096];
         reel_synth_params p;
@@ -925,11 +955,12 @@ TEST(frame_by_frame_calls_decode_each_frame_once)
                 decoded += st.frames_decoded;
                 seeks += st.seeks;
             }
-            CHECK_MSG(decoded == n && seeks == 1, "%s, %d threads: %lld frames read one by one decoded %lld frames "
-                      "with %lld seeks (want %lld and 1)", path, threads, (long long)n, (long long)decoded,
-                      (long long)seeks, (long long)n);
+            CHECK_MSG(decoded == n && seeks == 1,
+                      "%s, %d threads: %lld frames read one by one decoded %lld frames "
+                      "with %lld seeks (want %lld and 1)",
+                      path, threads, (long long)n, (long long)decoded, (long long)seeks, (long long)n);
             /* backwards and random after a warm run */
-            int64_t back[] = {40, 3, 89, 41, 0};
+            int64_t back[] = { 40, 3, 89, 41, 0 };
             for (size_t k = 0; k < sizeof back / sizeof back[0]; k++) {
                 CHECK_OK(reel_decoder_get_frames(dec, &back[k], 1, NULL, buf, fb, NULL, &err));
                 CHECK_EQ_INT(tg_read_idx(buf, 96, 64), back[k]);
@@ -961,7 +992,7 @@ TEST(interrupt_cancels_open_scan_and_decode_and_the_decoder_recovers)
     tg_path(path, sizeof path, "interrupt.mkv"); /* matroska: the table comes from a packet scan */
     tg_params(&p, path, "h264", 96, 64, 120, 250, 2);
     tg_synth(&p);
-    stopper sp = {0, 0};
+    stopper sp = { 0, 0 };
     reel_decoder_settings s;
     reel_decoder_default_settings(&s);
     s.threads = 2;
@@ -978,29 +1009,29 @@ TEST(interrupt_cancels_open_scan_and_decode_and_the_decoder_recovers)
 
     /* a full open polls some number of times; stopping a few polls before the
      * end cuts the packet scan (or the probing before it) short */
-    sp = (stopper){0, -1};
+    sp = (stopper){ 0, -1 };
     CHECK_OK(reel_decoder_open(&dec, path, &s, &err));
     int64_t open_polls = sp.calls;
     CHECK_MSG(open_polls > 120, "the scan of 120 packets polled only %lld times", (long long)open_polls);
     reel_decoder_close(&dec);
-    sp = (stopper){0, open_polls - 5};
+    sp = (stopper){ 0, open_polls - 5 };
     CHECK_STATUS(reel_decoder_open(&dec, path, &s, &err), REEL_E_CANCELLED);
     CHECK(dec == NULL);
     TG_CHECK_MSG_HAS(err, path);
 
     /* decoding: frame 100 lies 100 packets past the only keyframe */
-    sp = (stopper){0, -1};
+    sp = (stopper){ 0, -1 };
     CHECK_OK(reel_decoder_open(&dec, path, &s, &err));
     size_t fb = 96 * 64 * 3;
     uint8_t *buf = malloc(2 * fb);
     CHECK(buf != NULL);
-    int64_t want[] = {100, 7};
-    sp = (stopper){0, 20};
+    int64_t want[] = { 100, 7 };
+    sp = (stopper){ 0, 20 };
     CHECK_STATUS(reel_decoder_get_frames(dec, want, 2, NULL, buf, 2 * fb, NULL, &err), REEL_E_CANCELLED);
     TG_CHECK_MSG_HAS(err, path);
     CHECK_MSG(sp.calls < 40, "the decoder went on for %lld polls after being told to stop at 20", (long long)sp.calls);
     /* no longer told to stop: the same call succeeds, exactly */
-    sp = (stopper){0, -1};
+    sp = (stopper){ 0, -1 };
     reel_decode_stats st;
     CHECK_OK(reel_decoder_get_frames(dec, want, 2, NULL, buf, 2 * fb, &st, &err));
     CHECK_EQ_INT(tg_read_idx(buf, 96, 64), 100);
@@ -1009,10 +1040,10 @@ TEST(interrupt_cancels_open_scan_and_decode_and_the_decoder_recovers)
 
     /* caller callbacks: the read callback is not even called once stopped */
     const char *mp4 = video("api.mp4", "h264", 2);
-    file_io f = {fopen(mp4, "rb"), tg_file_size(mp4), 1, 0, 0, 0};
+    file_io f = { fopen(mp4, "rb"), tg_file_size(mp4), 1, 0, 0, 0 };
     CHECK(f.fp != NULL);
-    reel_io io = {&f, fio_read, fio_seek};
-    sp = (stopper){0, -1};
+    reel_io io = { &f, fio_read, fio_seek };
+    sp = (stopper){ 0, -1 };
     CHECK_OK(reel_decoder_open_io(&dec, &io, "io-interrupt", &s, &err));
     sp.stop_after = sp.calls;
     int64_t reads = f.read_calls, last = -1;

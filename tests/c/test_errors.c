@@ -42,7 +42,7 @@ static void watchdog(unsigned seconds)
 static const char *source_video(const char *ext)
 {
     static char paths[4][4096];
-    static const char *exts[4] = {"mkv", "avi", "mp4", "fs.mp4"};
+    static const char *exts[4] = { "mkv", "avi", "mp4", "fs.mp4" };
     int k = -1;
     for (int i = 0; i < 4; i++)
         if (!strcmp(ext, exts[i])) k = i;
@@ -137,8 +137,8 @@ static void check_damaged(const char *path, int64_t dmg, int64_t dmg_end, int tr
 
     g_step = path;
     int r = reel_decoder_open(&dec, path, &s, &err);
-    CHECK_MSG(r == REEL_OK, "open(%s) of a damaged file that still holds frames failed: %d (%s) %s",
-              path, r, reel_strerror(r), err.message);
+    CHECK_MSG(r == REEL_OK, "open(%s) of a damaged file that still holds frames failed: %d (%s) %s", path, r,
+              reel_strerror(r), err.message);
     int64_t n = reel_decoder_get_info(dec)->num_frames;
     if (truncated)
         CHECK_MSG(n > 0 && n < SRC_N, "%s: truncated at byte %lld, table has %lld frames", path, (long long)dmg,
@@ -149,8 +149,8 @@ static void check_damaged(const char *path, int64_t dmg, int64_t dmg_end, int tr
     int64_t clean = clean_again_at(dec, dmg_end);
     CHECK_MSG(safe > 0, "%s: no complete GOP before the damage at byte %lld", path, (long long)dmg);
     for (int64_t i = 0; i < safe; i++)
-        CHECK_MSG(expected_at(dec, i) == i, "%s: table row %lld (before the damage) has the pts of frame %lld",
-                  path, (long long)i, (long long)expected_at(dec, i));
+        CHECK_MSG(expected_at(dec, i) == i, "%s: table row %lld (before the damage) has the pts of frame %lld", path,
+                  (long long)i, (long long)expected_at(dec, i));
 
     size_t fb = (size_t)SRC_W * SRC_H * 3;
     uint8_t *buf = malloc(fb * (size_t)n);
@@ -168,8 +168,8 @@ static void check_damaged(const char *path, int64_t dmg, int64_t dmg_end, int tr
                           (long long)got);
             else if (i >= clean)
                 CHECK_MSG(got == expected_at(dec, i) || got == -1,
-                          "%s: frame %lld (pts of frame %lld) returned REEL_OK with a frame embedding %lld",
-                          path, (long long)i, (long long)expected_at(dec, i), (long long)got);
+                          "%s: frame %lld (pts of frame %lld) returned REEL_OK with a frame embedding %lld", path,
+                          (long long)i, (long long)expected_at(dec, i), (long long)got);
         } else {
             CHECK_MSG(r == REEL_E_CORRUPT, "%s: frame %lld: status %d (%s) %s, expected REEL_OK or REEL_E_CORRUPT",
                       path, (long long)i, r, reel_strerror(r), err.message);
@@ -199,7 +199,8 @@ static void check_damaged(const char *path, int64_t dmg, int64_t dmg_end, int tr
             for (int64_t i = 0; i < n; i++) {
                 int64_t got = tg_read_idx(buf + (size_t)i * fb, SRC_W, SRC_H);
                 if (i < safe)
-                    CHECK_MSG(got == i, "%s: all-frames call: frame %lld embeds %lld", path, (long long)i, (long long)got);
+                    CHECK_MSG(got == i, "%s: all-frames call: frame %lld embeds %lld", path, (long long)i,
+                              (long long)got);
                 else if (i >= clean)
                     CHECK_MSG(got == expected_at(d2, i) || got == -1,
                               "%s: all-frames call returned REEL_OK, frame %lld (pts of %lld) embeds %lld", path,
@@ -211,8 +212,7 @@ static void check_damaged(const char *path, int64_t dmg, int64_t dmg_end, int tr
             r = reel_decoder_get_frames(d2, all, (size_t)safe, NULL, buf, fb * (size_t)safe, NULL, &err);
             CHECK_MSG(r == REEL_OK, "%s policy %d: frames 0..%lld before the damage: %d %s", path, pol,
                       (long long)safe - 1, r, err.message);
-            for (int64_t i = 0; i < safe; i++)
-                CHECK_EQ_INT(tg_read_idx(buf + (size_t)i * fb, SRC_W, SRC_H), i);
+            for (int64_t i = 0; i < safe; i++) CHECK_EQ_INT(tg_read_idx(buf + (size_t)i * fb, SRC_W, SRC_H), i);
         }
         reel_decoder_close(&d2);
     }
@@ -277,7 +277,7 @@ TEST(text_file_named_mp4_is_not_video)
 TEST(random_bytes_are_not_video)
 {
     char path[4096];
-    static const char *names[] = {"random.mp4", "random.mkv", "random.avi", "random.bin"};
+    static const char *names[] = { "random.mp4", "random.mkv", "random.avi", "random.bin" };
     uint64_t rng = 12345;
     for (int k = 0; k < 4; k++) {
         size_t n = 1000 + (size_t)k * 20000;
@@ -366,17 +366,17 @@ TEST(out_of_range_indices)
     size_t fb = (size_t)SRC_W * SRC_H * 3;
     uint8_t *buf = malloc(fb * 3);
     CHECK(buf != NULL);
-    const int64_t bad[] = {n, -n - 1, n + 1, 1000000, INT64_MAX, INT64_MIN, -INT64_MAX, INT64_MAX / 2};
+    const int64_t bad[] = { n, -n - 1, n + 1, 1000000, INT64_MAX, INT64_MIN, -INT64_MAX, INT64_MAX / 2 };
     reel_error err;
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        int64_t req[3] = {3, bad[k], 5};
+        int64_t req[3] = { 3, bad[k], 5 };
         reel_error_clear(&err);
         int r = reel_decoder_get_frames(dec, req, 3, NULL, buf, fb * 3, NULL, &err);
         CHECK_MSG(r == REEL_E_OUT_OF_RANGE, "index %lld: %d (%s) %s", (long long)bad[k], r, reel_strerror(r),
                   err.message);
         TG_CHECK_MSG_HAS(err, src);
         /* the decoder still works */
-        int64_t ok[2] = {bad[k] == n ? 9 : 2, -1};
+        int64_t ok[2] = { bad[k] == n ? 9 : 2, -1 };
         CHECK_OK(reel_decoder_get_frames(dec, ok, 2, NULL, buf, fb * 2, NULL, &err));
         CHECK_EQ_INT(tg_read_idx(buf, SRC_W, SRC_H), ok[0]);
         CHECK_EQ_INT(tg_read_idx(buf + fb, SRC_W, SRC_H), n - 1);
@@ -389,7 +389,7 @@ TEST(out_of_range_indices)
     CHECK(out == NULL);
     reel_frame_fn never = NULL;
     (void)never;
-    double t_bad[] = {-1.0, 1e9, (double)n / 25.0, NAN, INFINITY, -INFINITY};
+    double t_bad[] = { -1.0, 1e9, (double)n / 25.0, NAN, INFINITY, -INFINITY };
     for (size_t k = 0; k < sizeof t_bad / sizeof t_bad[0]; k++) {
         int64_t ix = -7;
         reel_error_clear(&err);
@@ -417,23 +417,45 @@ TEST(bad_transforms_are_invalid_arg)
     uint8_t *buf = malloc(fb * 4 * 2);
     CHECK(buf != NULL);
     reel_error err;
-    int64_t idx[2] = {1, 50};
+    int64_t idx[2] = { 1, 50 };
     reel_transform bads[12];
     const char *what[12];
     int nb = 0;
     for (int k = 0; k < 12; k++) reel_transform_default_settings(&bads[k]);
-    bads[nb].crop_x = 150; bads[nb].crop_w = 20; bads[nb].crop_h = 10; what[nb++] = "crop past the right edge";
-    bads[nb].crop_y = 115; bads[nb].crop_w = 20; bads[nb].crop_h = 10; what[nb++] = "crop past the bottom";
-    bads[nb].crop_x = -1; bads[nb].crop_w = 20; bads[nb].crop_h = 10; what[nb++] = "negative crop x";
-    bads[nb].crop_w = -20; bads[nb].crop_h = 10; what[nb++] = "negative crop width";
-    bads[nb].crop_w = 20; bads[nb].crop_h = 0; what[nb++] = "crop height 0 with width set";
-    bads[nb].crop_w = 161; bads[nb].crop_h = 120; what[nb++] = "crop wider than the frame";
-    bads[nb].width = -5; what[nb++] = "negative width";
-    bads[nb].height = -1; bads[nb].width = 10; what[nb++] = "negative height";
-    bads[nb].dtype = 9; what[nb++] = "unknown dtype";
-    bads[nb].layout = 5; what[nb++] = "unknown layout";
-    bads[nb].filter = -1; what[nb++] = "unknown filter";
-    bads[nb].width = 100000; what[nb++] = "absurd width";
+    bads[nb].crop_x = 150;
+    bads[nb].crop_w = 20;
+    bads[nb].crop_h = 10;
+    what[nb++] = "crop past the right edge";
+    bads[nb].crop_y = 115;
+    bads[nb].crop_w = 20;
+    bads[nb].crop_h = 10;
+    what[nb++] = "crop past the bottom";
+    bads[nb].crop_x = -1;
+    bads[nb].crop_w = 20;
+    bads[nb].crop_h = 10;
+    what[nb++] = "negative crop x";
+    bads[nb].crop_w = -20;
+    bads[nb].crop_h = 10;
+    what[nb++] = "negative crop width";
+    bads[nb].crop_w = 20;
+    bads[nb].crop_h = 0;
+    what[nb++] = "crop height 0 with width set";
+    bads[nb].crop_w = 161;
+    bads[nb].crop_h = 120;
+    what[nb++] = "crop wider than the frame";
+    bads[nb].width = -5;
+    what[nb++] = "negative width";
+    bads[nb].height = -1;
+    bads[nb].width = 10;
+    what[nb++] = "negative height";
+    bads[nb].dtype = 9;
+    what[nb++] = "unknown dtype";
+    bads[nb].layout = 5;
+    what[nb++] = "unknown layout";
+    bads[nb].filter = -1;
+    what[nb++] = "unknown filter";
+    bads[nb].width = 100000;
+    what[nb++] = "absurd width";
     for (int k = 0; k < nb; k++) {
         reel_error_clear(&err);
         int r = reel_decoder_get_frames(dec, idx, 2, &bads[k], buf, fb * 8, NULL, &err);
@@ -452,11 +474,16 @@ TEST(bad_transforms_are_invalid_arg)
     /* a crop touching the edges exactly is fine */
     reel_transform t;
     reel_transform_default_settings(&t);
-    t.crop_x = 140; t.crop_y = 100; t.crop_w = 20; t.crop_h = 20;
+    t.crop_x = 140;
+    t.crop_y = 100;
+    t.crop_w = 20;
+    t.crop_h = 20;
     CHECK_OK(reel_decoder_get_frames(dec, idx, 2, &t, buf, fb * 2, NULL, &err));
     /* explicit strides are for reel_converter_run */
     reel_transform_default_settings(&t);
-    t.stride_c = 1; t.stride_x = 3; t.stride_y = SRC_W * 3;
+    t.stride_c = 1;
+    t.stride_x = 3;
+    t.stride_y = SRC_W * 3;
     CHECK_STATUS(reel_decoder_get_frames(dec, idx, 2, &t, buf, fb * 2, NULL, &err), REEL_E_INVALID_ARG);
     free(buf);
     reel_decoder_close(&dec);
@@ -471,8 +498,8 @@ TEST(too_small_buffer)
     CHECK(buf != NULL);
     memset(buf, 0xAB, fb * 3);
     reel_error err;
-    int64_t idx[3] = {0, 10, 20};
-    size_t sizes[] = {0, 1, fb - 1, fb, 3 * fb - 1};
+    int64_t idx[3] = { 0, 10, 20 };
+    size_t sizes[] = { 0, 1, fb - 1, fb, 3 * fb - 1 };
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         reel_error_clear(&err);
         int r = reel_decoder_get_frames(dec, idx, 3, NULL, buf, sizes[k], NULL, &err);
@@ -486,7 +513,7 @@ TEST(too_small_buffer)
     reel_transform_default_settings(&t);
     t.dtype = REEL_DTYPE_FLOAT32;
     CHECK_STATUS(reel_decoder_get_frames(dec, idx, 1, &t, buf, fb * 3, NULL, &err), REEL_E_BUFFER_TOO_SMALL);
-    double times[2] = {0.0, 1.0};
+    double times[2] = { 0.0, 1.0 };
     CHECK_STATUS(reel_decoder_get_frames_at_times(dec, times, 2, NULL, buf, fb, NULL, NULL, &err),
                  REEL_E_BUFFER_TOO_SMALL);
     size_t got = 0;
@@ -499,7 +526,9 @@ TEST(too_small_buffer)
 
 static int visit_nothing(void *o, const reel_frame *f, size_t pos)
 {
-    (void)o; (void)f; (void)pos;
+    (void)o;
+    (void)f;
+    (void)pos;
     return 0;
 }
 
@@ -511,7 +540,7 @@ TEST(null_arguments_are_invalid_arg)
     size_t fb = (size_t)SRC_W * SRC_H * 3;
     uint8_t *buf = malloc(fb * 2);
     CHECK(buf != NULL);
-    int64_t idx[2] = {0, 1};
+    int64_t idx[2] = { 0, 1 };
     int64_t ix = 0;
     void *out = NULL;
     size_t out_size = 0, got = 0;
@@ -520,16 +549,16 @@ TEST(null_arguments_are_invalid_arg)
     /* every case runs; the failures are listed together at the end */
     char fails[4096] = "";
     int nfail = 0;
-#define EXPECT_INVALID(call)                                                                  \
-    do {                                                                                      \
-        reel_error_clear(&err);                                                               \
-        int r_ = (call);                                                                      \
-        if (r_ != REEL_E_INVALID_ARG || err.status != REEL_E_INVALID_ARG || !err.message[0]) { \
-            size_t l_ = strlen(fails);                                                        \
-            snprintf(fails + l_, sizeof fails - l_, "\n        %s -> %d (%s) \"%s\"", #call, r_,  \
-                     reel_strerror(r_), err.message);                                         \
-            nfail++;                                                                          \
-        }                                                                                     \
+#define EXPECT_INVALID(call)                                                                                        \
+    do {                                                                                                            \
+        reel_error_clear(&err);                                                                                     \
+        int r_ = (call);                                                                                            \
+        if (r_ != REEL_E_INVALID_ARG || err.status != REEL_E_INVALID_ARG || !err.message[0]) {                      \
+            size_t l_ = strlen(fails);                                                                              \
+            snprintf(fails + l_, sizeof fails - l_, "\n        %s -> %d (%s) \"%s\"", #call, r_, reel_strerror(r_), \
+                     err.message);                                                                                  \
+            nfail++;                                                                                                \
+        }                                                                                                           \
     } while (0)
 
     reel_decoder *d2 = NULL;
@@ -620,8 +649,8 @@ TEST(null_arguments_are_invalid_arg)
 TEST(truncated_files_open_and_never_return_a_wrong_frame)
 {
     watchdog(120);
-    static const char *exts[] = {"mkv", "avi", "fs.mp4"};
-    static const double fracs[] = {0.5, 0.75};
+    static const char *exts[] = { "mkv", "avi", "fs.mp4" };
+    static const double fracs[] = { 0.5, 0.75 };
     for (int e = 0; e < 3; e++) {
         if (e == 2 && !harness_have_ffmpeg()) {
             printf("      note: no ffmpeg CLI, the faststart mp4 case is not run\n");
@@ -644,7 +673,7 @@ TEST(truncated_files_open_and_never_return_a_wrong_frame)
 TEST(garbage_in_the_middle)
 {
     watchdog(120);
-    static const char *exts[] = {"mkv", "avi", "fs.mp4"};
+    static const char *exts[] = { "mkv", "avi", "fs.mp4" };
     for (int e = 0; e < 3; e++) {
         if (e == 2 && !harness_have_ffmpeg()) {
             printf("      note: no ffmpeg CLI, the faststart mp4 case is not run\n");
@@ -680,7 +709,7 @@ TEST(truncated_mp4_without_moov_fails_to_open)
     CHECK_MSG(moov && mdat && mdat < moov, "%s: expected mdat before moov", src);
     int64_t moov_at = moov - b - 4;
     free(b);
-    const int64_t cuts[] = {size / 2, size * 3 / 4, moov_at, moov_at + 40};
+    const int64_t cuts[] = { size / 2, size * 3 / 4, moov_at, moov_at + 40 };
     for (int k = 0; k < 4; k++) {
         char name[64], path[4096];
         snprintf(name, sizeof name, "nomoov%d.mp4", k);
@@ -732,8 +761,10 @@ TEST(mp4_with_truncated_trailing_metadata)
             continue;
         }
         int64_t n = reel_decoder_get_info(dec)->num_frames;
-        CHECK_MSG(n == nf, "%s (sample tables intact, ffprobe reads %lld packets): opened with %lld frames, "
-                  "index_source %d", path, (long long)nf, (long long)n, reel_decoder_get_info(dec)->index_source);
+        CHECK_MSG(n == nf,
+                  "%s (sample tables intact, ffprobe reads %lld packets): opened with %lld frames, "
+                  "index_source %d",
+                  path, (long long)nf, (long long)n, reel_decoder_get_info(dec)->index_source);
         size_t fb = (size_t)SRC_W * SRC_H * 3, got = 0;
         uint8_t *buf = malloc(fb * (size_t)n);
         CHECK(buf != NULL);
@@ -753,7 +784,8 @@ static int mdat_range(const uint8_t *b, size_t n, size_t *start, size_t *end)
 {
     size_t off = 0;
     while (off + 8 <= n) {
-        uint64_t sz = ((uint64_t)b[off] << 24) | ((uint64_t)b[off + 1] << 16) | ((uint64_t)b[off + 2] << 8) | b[off + 3];
+        uint64_t sz =
+            ((uint64_t)b[off] << 24) | ((uint64_t)b[off + 1] << 16) | ((uint64_t)b[off + 2] << 8) | b[off + 3];
         size_t hdr = 8;
         if (sz == 1 && off + 16 <= n) {
             sz = 0;
@@ -774,11 +806,11 @@ static int mdat_range(const uint8_t *b, size_t n, size_t *start, size_t *end)
 
 /* Outcome of decoding one damaged copy. */
 typedef struct fuzz_result {
-    int opened, ok;          /* open succeeded; get_range returned REEL_OK */
-    int wrong;               /* REEL_OK frames embedding another frame's index */
+    int opened, ok; /* open succeeded; get_range returned REEL_OK */
+    int wrong;      /* REEL_OK frames embedding another frame's index */
     int64_t first_frame, first_embeds;
     int64_t corrupt_packets;
-    int64_t num_frames;      /* rows in the frame table */
+    int64_t num_frames; /* rows in the frame table */
 } fuzz_result;
 
 /* Opens a damaged copy under `policy` and decodes every frame in one call.
@@ -806,7 +838,10 @@ static int frame_in_damaged_gop(const reel_frame_entry *ft, int64_t n, int64_t i
     for (int k = 0; k < nflips && !hit; k++) {
         int64_t holder = -1, best = -1;
         for (int64_t x = 0; x < n; x++)
-            if (pos[x] <= (int64_t)flips[k] && pos[x] > best) { best = pos[x]; holder = x; }
+            if (pos[x] <= (int64_t)flips[k] && pos[x] > best) {
+                best = pos[x];
+                holder = x;
+            }
         hit = holder >= g0 && holder <= g1;
     }
     free(pos);
@@ -827,7 +862,7 @@ static fuzz_result fuzz_one(const char *path, int policy, int strict, int64_t no
  * neighbour's pixels without noticing, which no decoder can rule out). */
 static fuzz_result fuzz_one_at(const char *path, int policy, int strict, const size_t *flips, int nflips, int iter)
 {
-    fuzz_result fr = {0, 0, 0, -1, -1, 0, -1};
+    fuzz_result fr = { 0, 0, 0, -1, -1, 0, -1 };
     reel_decoder *dec = NULL;
     reel_decoder_settings s;
     reel_error err;
@@ -837,8 +872,8 @@ static fuzz_result fuzz_one_at(const char *path, int policy, int strict, const s
     int r = reel_decoder_open(&dec, path, &s, &err);
     CHECK_MSG(tg_is_reel_status(r), "iteration %d policy %d: open returned %d, not a reel status", iter, policy, r);
     if (r != REEL_OK) {
-        CHECK_MSG(!strict, "iteration %d policy %d: open failed (%d %s) although only sample data was damaged",
-                  iter, policy, r, err.message);
+        CHECK_MSG(!strict, "iteration %d policy %d: open failed (%d %s) although only sample data was damaged", iter,
+                  policy, r, err.message);
         CHECK(dec == NULL);
         TG_CHECK_MSG_HAS(err, path);
         return fr;
@@ -877,7 +912,10 @@ static fuzz_result fuzz_one_at(const char *path, int policy, int strict, const s
             } else if (e == -1) {
                 continue;
             }
-            if (!fr.wrong++) { fr.first_frame = i; fr.first_embeds = e; }
+            if (!fr.wrong++) {
+                fr.first_frame = i;
+                fr.first_embeds = e;
+            }
         }
     } else {
         TG_CHECK_MSG_HAS(err, path);
@@ -906,8 +944,9 @@ static void tally(fuzz_tally *t, const fuzz_result *fr, int iter, const char *wh
         if (t->bad_iters < 3)
             snprintf(t->first[t->bad_iters], sizeof t->first[0],
                      "iteration %d%s: frame %lld embeds %lld (%d wrong frames, corrupt_packets %lld, "
-                     "table rows %lld)", iter, what, (long long)fr->first_frame, (long long)fr->first_embeds,
-                     fr->wrong, (long long)fr->corrupt_packets, (long long)fr->num_frames);
+                     "table rows %lld)",
+                     iter, what, (long long)fr->first_frame, (long long)fr->first_embeds, fr->wrong,
+                     (long long)fr->corrupt_packets, (long long)fr->num_frames);
         t->bad_iters++;
         t->bad_frames += fr->wrong;
     }
@@ -915,8 +954,8 @@ static void tally(fuzz_tally *t, const fuzz_result *fr, int iter, const char *wh
 
 static void tally_print(const fuzz_tally *t, const char *policy)
 {
-    printf("      %s: %d runs, %d opened, %d REEL_OK, %d with a wrong frame (%d frames)\n", policy, t->runs,
-           t->opened, t->ok, t->bad_iters, t->bad_frames);
+    printf("      %s: %d runs, %d opened, %d REEL_OK, %d with a wrong frame (%d frames)\n", policy, t->runs, t->opened,
+           t->ok, t->bad_iters, t->bad_frames);
     for (int k = 0; k < t->bad_iters && k < 3; k++) printf("        %s\n", t->first[k]);
 }
 
@@ -976,10 +1015,14 @@ TEST(fuzz_flipped_bytes)
         tally_print(&tf, "REEL_CORRUPT_FAIL");
         tally_print(&ts, "REEL_CORRUPT_SKIP");
     }
-    CHECK_MSG(tf.bad_iters == 0, "REEL_CORRUPT_FAIL: %d of 200 damaged copies returned REEL_OK with a frame "
-              "outside the damaged GOPs that is not itself; first: %s", tf.bad_iters, tf.first[0]);
-    CHECK_MSG(ts.bad_iters == 0, "REEL_CORRUPT_SKIP: %d of 200 damaged copies returned REEL_OK with a frame "
-              "outside the damaged GOPs that is not itself; first: %s", ts.bad_iters, ts.first[0]);
+    CHECK_MSG(tf.bad_iters == 0,
+              "REEL_CORRUPT_FAIL: %d of 200 damaged copies returned REEL_OK with a frame "
+              "outside the damaged GOPs that is not itself; first: %s",
+              tf.bad_iters, tf.first[0]);
+    CHECK_MSG(ts.bad_iters == 0,
+              "REEL_CORRUPT_SKIP: %d of 200 damaged copies returned REEL_OK with a frame "
+              "outside the damaged GOPs that is not itself; first: %s",
+              ts.bad_iters, ts.first[0]);
 }
 
 /* Flips anywhere (headers, indexes, timestamps too) in mkv, avi and mp4:
@@ -988,7 +1031,7 @@ TEST(fuzz_flipped_bytes)
  * reorder the table. */
 TEST(fuzz_flipped_bytes_anywhere)
 {
-    static const char *exts[] = {"mkv", "avi", "mp4"};
+    static const char *exts[] = { "mkv", "avi", "mp4" };
     char src[3][4096], path[4096];
     uint8_t *orig[3];
     size_t n[3];
@@ -1115,8 +1158,8 @@ TEST(cli_exit_statuses_and_info_json)
 
     /* bad usage: exit 2 */
     const char *src = source_video("mkv");
-    static const char *bad[] = {"frames", "frames --no-such-option", "frames SRC --no-such-option", "info",
-                                "no-such-command"};
+    static const char *bad[] = { "frames", "frames --no-such-option", "frames SRC --no-such-option", "info",
+                                 "no-such-command" };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
         args[0] = 0;
         const char *s = strstr(bad[k], "SRC");
@@ -1142,8 +1185,8 @@ TEST(cli_exit_statuses_and_info_json)
     char *j = slurp(out);
     e = slurp(errf);
     CHECK_MSG(rc == 0, "reel %s: exit %d; stderr: %s", args, rc, e);
-    static const char *fields[] = {"path", "codec", "width", "height", "fps", "duration", "num_frames",
-                                   "keyframes", "rotation", "pix_fmt"};
+    static const char *fields[] = { "path",     "codec",      "width",     "height",   "fps",
+                                    "duration", "num_frames", "keyframes", "rotation", "pix_fmt" };
     for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
         char pat[64];
         snprintf(pat, sizeof pat, "\"%s\"", fields[k]);
@@ -1177,7 +1220,7 @@ TEST(cli_exit_statuses_and_info_json)
         size_t fb = (size_t)SRC_W * SRC_H * 3, n;
         uint8_t *b = tg_read_file(raw, &n);
         CHECK_EQ_INT(n, 4 * fb);
-        const int64_t want[4] = {3, SRC_N - 1, 3, 77};
+        const int64_t want[4] = { 3, SRC_N - 1, 3, 77 };
         for (int k = 0; k < 4; k++) CHECK_EQ_INT(tg_read_idx(b + k * fb, SRC_W, SRC_H), want[k]);
         free(b);
     }

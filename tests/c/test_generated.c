@@ -11,12 +11,12 @@
 /* ---------------------------------------------------------------- the cases */
 
 typedef struct gen_case {
-    const char *file;      /* name in harness_tmpdir(); the extension picks the container */
+    const char *file; /* name in harness_tmpdir(); the extension picks the container */
     const char *codec;
     int w, h, n, gop, bframes;
     int vfr, bit10, yuv444;
     double start;
-    int exact_gop;         /* keyframes exactly at 0, gop, 2*gop, ... */
+    int exact_gop;          /* keyframes exactly at 0, gop, 2*gop, ... */
     const char *codec_name; /* expected reel_video_info.codec */
 } gen_case;
 
@@ -50,17 +50,26 @@ static uint16_t ref_round_to(double x, int mbits, int ebits)
     (void)frexp(a, &k); /* a = f * 2^k, f in [0.5, 1) */
     int e = k - 1;      /* a in [2^e, 2^(e+1)) */
     if (e < emin) e = emin;
-    double q = ldexp(1.0, e - mbits);      /* spacing of representable values */
-    double r = nearbyint(a / q);           /* exact division; ties to even */
-    if (r >= ldexp(1.0, mbits + 1)) { r /= 2; e++; }
+    double q = ldexp(1.0, e - mbits); /* spacing of representable values */
+    double r = nearbyint(a / q);      /* exact division; ties to even */
+    if (r >= ldexp(1.0, mbits + 1)) {
+        r /= 2;
+        e++;
+    }
     if (e > emax) return (uint16_t)(sign | inf);
     uint32_t ri = (uint32_t)r;
     if (ri < (1u << mbits)) return (uint16_t)(sign | ri); /* subnormal (e == emin) */
     return (uint16_t)(sign | ((uint32_t)(e + bias) << mbits) | (ri - (1u << mbits)));
 }
 
-static uint16_t ref_f16(float f) { return ref_round_to((double)f, 10, 5); }
-static uint16_t ref_bf16(float f) { return ref_round_to((double)f, 7, 8); }
+static uint16_t ref_f16(float f)
+{
+    return ref_round_to((double)f, 10, 5);
+}
+static uint16_t ref_bf16(float f)
+{
+    return ref_round_to((double)f, 7, 8);
+}
 
 /* The reference for the converters, spot-checked against known encodings. */
 TEST(reference_half_converters)
@@ -68,13 +77,13 @@ TEST(reference_half_converters)
     CHECK_EQ_INT(ref_f16(1.0f), 0x3C00);
     CHECK_EQ_INT(ref_f16(-2.0f), 0xC000);
     CHECK_EQ_INT(ref_f16(65504.0f), 0x7BFF);
-    CHECK_EQ_INT(ref_f16(65520.0f), 0x7C00);          /* rounds up to inf */
+    CHECK_EQ_INT(ref_f16(65520.0f), 0x7C00); /* rounds up to inf */
     CHECK_EQ_INT(ref_f16(65519.0f), 0x7BFF);
     CHECK_EQ_INT(ref_f16(0.1f), 0x2E66);
-    CHECK_EQ_INT(ref_f16(ldexpf(1.0f, -24)), 0x0001);   /* smallest subnormal */
-    CHECK_EQ_INT(ref_f16(ldexpf(1.0f, -25)), 0x0000);   /* tie -> even (0) */
-    CHECK_EQ_INT(ref_f16(ldexpf(3.0f, -25)), 0x0002);   /* tie -> even (2) */
-    CHECK_EQ_INT(ref_f16(ldexpf(1.0f, -14)), 0x0400);   /* smallest normal */
+    CHECK_EQ_INT(ref_f16(ldexpf(1.0f, -24)), 0x0001);        /* smallest subnormal */
+    CHECK_EQ_INT(ref_f16(ldexpf(1.0f, -25)), 0x0000);        /* tie -> even (0) */
+    CHECK_EQ_INT(ref_f16(ldexpf(3.0f, -25)), 0x0002);        /* tie -> even (2) */
+    CHECK_EQ_INT(ref_f16(ldexpf(1.0f, -14)), 0x0400);        /* smallest normal */
     CHECK_EQ_INT(ref_f16(1.0f + ldexpf(1.0f, -11)), 0x3C00); /* tie -> even */
     CHECK_EQ_INT(ref_f16(1.0f + 3 * ldexpf(1.0f, -11)), 0x3C02);
     CHECK_EQ_INT(ref_bf16(1.0f), 0x3F80);
@@ -82,21 +91,21 @@ TEST(reference_half_converters)
     CHECK_EQ_INT(ref_bf16(1.0f + ldexpf(1.0f, -8)), 0x3F80);     /* tie -> even */
     CHECK_EQ_INT(ref_bf16(1.0f + 3 * ldexpf(1.0f, -8)), 0x3F82); /* tie -> even (up) */
     CHECK_EQ_INT(ref_bf16(3.14159274f), 0x4049);
-    CHECK_EQ_INT(ref_bf16(ldexpf(1.0f, -130)), 0x0008);          /* subnormal passes through */
+    CHECK_EQ_INT(ref_bf16(ldexpf(1.0f, -130)), 0x0008); /* subnormal passes through */
 }
 
 /* ---------------------------------------------------------------- checks */
 
 /* Each of the n frames in buf (RGB24 HWC, w x h) embeds want[i] (normalised). */
-static void check_indices(const uint8_t *buf, int w, int h, const int64_t *want, size_t n,
-                          int64_t num_frames, const char *what)
+static void check_indices(const uint8_t *buf, int w, int h, const int64_t *want, size_t n, int64_t num_frames,
+                          const char *what)
 {
     size_t fb = (size_t)w * h * 3;
     for (size_t i = 0; i < n; i++) {
         int64_t expect = want[i] < 0 ? want[i] + num_frames : want[i];
         int64_t got = tg_read_idx(buf + i * fb, w, h);
-        CHECK_MSG(got == expect, "%s: position %zu asked for frame %lld (%lld), the frame embeds %lld",
-                  what, i, (long long)want[i], (long long)expect, (long long)got);
+        CHECK_MSG(got == expect, "%s: position %zu asked for frame %lld (%lld), the frame embeds %lld", what, i,
+                  (long long)want[i], (long long)expect, (long long)got);
     }
 }
 
@@ -107,7 +116,10 @@ static size_t count_distinct(const int64_t *idx, size_t n, int64_t num_frames)
     CHECK(seen != NULL);
     for (size_t i = 0; i < n; i++) {
         int64_t f = idx[i] < 0 ? idx[i] + num_frames : idx[i];
-        if (!seen[f]) { seen[f] = 1; d++; }
+        if (!seen[f]) {
+            seen[f] = 1;
+            d++;
+        }
     }
     free(seen);
     return d;
@@ -122,12 +134,17 @@ static float ref_norm(uint8_t v, float scale, float mean, float std)
     return x;
 }
 
-typedef struct norm { float scale, mean[3], std[3]; } norm;
+typedef struct norm {
+    float scale, mean[3], std[3];
+} norm;
 
 static void set_norm(reel_transform *t, const norm *nm)
 {
     t->scale = nm->scale;
-    for (int c = 0; c < 3; c++) { t->mean[c] = nm->mean[c]; t->std[c] = nm->std[c]; }
+    for (int c = 0; c < 3; c++) {
+        t->mean[c] = nm->mean[c];
+        t->std[c] = nm->std[c];
+    }
 }
 
 /* Output element (frame f, channel c, row y, column x) of a dense layout. */
@@ -150,15 +167,15 @@ static void check_transforms(reel_decoder *dec, const int64_t *idx, size_t n)
     (void)fb;
 
     static const norm norms[] = {
-        {255.0f, {0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}},                    /* [0, 1] */
-        {255.0f, {0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}},      /* ImageNet */
+        { 255.0f, { 0.0f, 0.0f, 0.0f }, { 1.0f, 1.0f, 1.0f } },             /* [0, 1] */
+        { 255.0f, { 0.485f, 0.456f, 0.406f }, { 0.229f, 0.224f, 0.225f } }, /* ImageNet */
         /* extremes for the 16-bit types: overflow to inf (std 1e-5 -> up to 1e5),
          * subnormal halves (std 1e3), odd scale */
-        {255.0f, {0.25f, 0.0f, 0.5f}, {1e-5f, 1e3f, 0.3f}},
-        {1.0f, {128.0f, 0.0f, -7.0f}, {64.0f, 3.0f, 0.001f}},
+        { 255.0f, { 0.25f, 0.0f, 0.5f }, { 1e-5f, 1e3f, 0.3f } },
+        { 1.0f, { 128.0f, 0.0f, -7.0f }, { 64.0f, 3.0f, 0.001f } },
     };
-    static const int dtypes[] = {REEL_DTYPE_UINT8, REEL_DTYPE_FLOAT32, REEL_DTYPE_FLOAT16, REEL_DTYPE_BFLOAT16};
-    static const char *dtype_names[] = {"uint8", "float32", "float16", "bfloat16"};
+    static const int dtypes[] = { REEL_DTYPE_UINT8, REEL_DTYPE_FLOAT32, REEL_DTYPE_FLOAT16, REEL_DTYPE_BFLOAT16 };
+    static const char *dtype_names[] = { "uint8", "float32", "float16", "bfloat16" };
 
     for (int di = 0; di < 4; di++) {
         for (int layout = REEL_LAYOUT_HWC; layout <= REEL_LAYOUT_CHW; layout++) {
@@ -185,20 +202,31 @@ static void check_transforms(reel_decoder *dec, const int64_t *idx, size_t n)
                                     uint32_t got_bits = 0, want_bits = 0;
                                     switch (dtypes[di]) {
                                     case REEL_DTYPE_UINT8:
-                                        got_bits = out[o]; want_bits = v; break;
+                                        got_bits = out[o];
+                                        want_bits = v;
+                                        break;
                                     case REEL_DTYPE_FLOAT32:
-                                        memcpy(&got_bits, out + o * 4, 4); memcpy(&want_bits, &ref, 4); break;
+                                        memcpy(&got_bits, out + o * 4, 4);
+                                        memcpy(&want_bits, &ref, 4);
+                                        break;
                                     case REEL_DTYPE_FLOAT16: {
-                                        uint16_t g; memcpy(&g, out + o * 2, 2);
-                                        got_bits = g; want_bits = ref_f16(ref); break;
+                                        uint16_t g;
+                                        memcpy(&g, out + o * 2, 2);
+                                        got_bits = g;
+                                        want_bits = ref_f16(ref);
+                                        break;
                                     }
                                     default: {
-                                        uint16_t g; memcpy(&g, out + o * 2, 2);
-                                        got_bits = g; want_bits = ref_bf16(ref); break;
+                                        uint16_t g;
+                                        memcpy(&g, out + o * 2, 2);
+                                        got_bits = g;
+                                        want_bits = ref_bf16(ref);
+                                        break;
                                     }
                                     }
                                     ok = got_bits == want_bits;
-                                    CHECK_MSG(ok, "%s %s flip=%d norm#%zu: frame %lld (c=%d, y=%d, x=%d), byte %u: "
+                                    CHECK_MSG(ok,
+                                              "%s %s flip=%d norm#%zu: frame %lld (c=%d, y=%d, x=%d), byte %u: "
                                               "got bits 0x%08x, want 0x%08x (float %.9g)",
                                               dtype_names[di], layout == REEL_LAYOUT_CHW ? "CHW" : "HWC", flip, ni,
                                               (long long)idx[f], c, y, x, v, got_bits, want_bits, (double)ref);
@@ -212,8 +240,7 @@ static void check_transforms(reel_decoder *dec, const int64_t *idx, size_t n)
 }
 
 /* Frames displayed at time t (seconds) for every t, one call. */
-static void check_times(reel_decoder *dec, const double *times, const int64_t *want, size_t n,
-                        const char *what)
+static void check_times(reel_decoder *dec, const double *times, const int64_t *want, size_t n, const char *what)
 {
     int w, h;
     size_t fb = tg_frame_bytes(dec, NULL, &w, &h);
@@ -224,11 +251,11 @@ static void check_times(reel_decoder *dec, const double *times, const int64_t *w
     int r = reel_decoder_get_frames_at_times(dec, times, n, NULL, buf, fb * n, got_idx, NULL, &err);
     CHECK_MSG(r == REEL_OK, "%s: get_frames_at_times: %d %s", what, r, err.message);
     for (size_t i = 0; i < n; i++) {
-        CHECK_MSG(got_idx[i] == want[i], "%s: time %.9f s resolved to frame %lld, expected %lld", what,
-                  times[i], (long long)got_idx[i], (long long)want[i]);
+        CHECK_MSG(got_idx[i] == want[i], "%s: time %.9f s resolved to frame %lld, expected %lld", what, times[i],
+                  (long long)got_idx[i], (long long)want[i]);
         int64_t e = tg_read_idx(buf + i * fb, w, h);
-        CHECK_MSG(e == want[i], "%s: time %.9f s (frame %lld) returned a frame embedding %lld", what,
-                  times[i], (long long)want[i], (long long)e);
+        CHECK_MSG(e == want[i], "%s: time %.9f s (frame %lld) returned a frame embedding %lld", what, times[i],
+                  (long long)want[i], (long long)e);
     }
     free(buf);
     free(got_idx);
@@ -276,9 +303,9 @@ static void run_case(const gen_case *c)
     for (int64_t i = 0; i + 1 < n; i++)
         CHECK_MSG(ft[i].duration == ft[i + 1].pts - ft[i].pts,
                   "frame %lld: table duration %lld ticks, but the next frame starts %lld ticks later "
-                  "(pts %lld, decode_order %d, time base %d/%d)", (long long)i, (long long)ft[i].duration,
-                  (long long)(ft[i + 1].pts - ft[i].pts), (long long)ft[i].pts, ft[i].decode_order,
-                  in->time_base_num, in->time_base_den);
+                  "(pts %lld, decode_order %d, time base %d/%d)",
+                  (long long)i, (long long)ft[i].duration, (long long)(ft[i + 1].pts - ft[i].pts), (long long)ft[i].pts,
+                  ft[i].decode_order, in->time_base_num, in->time_base_den);
     if (!c->vfr)
         CHECK_MSG(fabs((double)ft[n - 1].duration * tb - 1.0 / 25) <= 0.0011,
                   "last frame lasts %.6f s, expected 0.04 s", (double)ft[n - 1].duration * tb);
@@ -303,9 +330,9 @@ static void run_case(const gen_case *c)
     for (int k = 0; k < 24; k++) req[nr++] = tg_rand_below(&rng, n);
     req[nr++] = n / 2;
     req[nr++] = n - 1;
-    req[nr++] = req[5];          /* repeats, not adjacent */
+    req[nr++] = req[5]; /* repeats, not adjacent */
     req[nr++] = n / 2;
-    req[nr++] = -n;              /* == 0 */
+    req[nr++] = -n; /* == 0 */
     req[nr++] = 1 % n;
     req[nr++] = req[2];
     req[nr++] = n / 2;
@@ -394,9 +421,12 @@ static void run_case(const gen_case *c)
         size_t nt = 0;
         for (size_t k = 0; k < np; k++) {
             int64_t i = picks[k];
-            times[nt] = (double)ft[i].pts * tb;                              want[nt++] = i;
-            times[nt] = ((double)ft[i].pts + (double)ft[i].duration / 2) * tb; want[nt++] = i;
-            times[nt] = reel_synth_frame_time(&p, i) + 0.25 / 25.0;          want[nt++] = i;
+            times[nt] = (double)ft[i].pts * tb;
+            want[nt++] = i;
+            times[nt] = ((double)ft[i].pts + (double)ft[i].duration / 2) * tb;
+            want[nt++] = i;
+            times[nt] = reel_synth_frame_time(&p, i) + 0.25 / 25.0;
+            want[nt++] = i;
         }
         check_times(dec, times, want, nt, "get_frames_at_times");
         /* the end of the video is out of range; the last instant before it is not */
@@ -409,7 +439,7 @@ static void run_case(const gen_case *c)
 
     /* ---- resized output still carries the index: 224x224 fused and after-RGB */
     {
-        int64_t picks[5] = {0, n - 1, n / 2, tg_rand_below(&rng, n), 1 % n};
+        int64_t picks[5] = { 0, n - 1, n / 2, tg_rand_below(&rng, n), 1 % n };
         for (int mode = REEL_RESIZE_MODE_FUSED; mode <= REEL_RESIZE_MODE_AFTER_RGB; mode++) {
             for (int filt = REEL_FILTER_BILINEAR; filt <= REEL_FILTER_NEAREST; filt++) {
                 reel_transform t;
@@ -442,7 +472,7 @@ static void run_case(const gen_case *c)
 
     /* ---- conversions against hand-made references */
     {
-        int64_t picks[3] = {2 % n, 0, n - 1};
+        int64_t picks[3] = { 2 % n, 0, n - 1 };
         check_transforms(dec, picks, 3);
     }
 
@@ -484,32 +514,33 @@ static void run_case(const gen_case *c)
 
 /* ---------------------------------------------------------------- the tests */
 
-#define CASE(name, ...)                                         \
-    TEST(name) {                                                \
-        static const gen_case c = __VA_ARGS__;                  \
-        run_case(&c);                                           \
+#define CASE(name, ...)                        \
+    TEST(name)                                 \
+    {                                          \
+        static const gen_case c = __VA_ARGS__; \
+        run_case(&c);                          \
     }
 
 /*            file                codec    w    h    n   gop  B  vfr 10b 444 start exact  name */
-CASE(h264_mp4_bframes_gop250, {"h264_g250.mp4", "h264", 160, 120, 300, 250, 3, 0, 0, 0, 0.0, 1, "h264"})
-CASE(h264_mp4_gop16,          {"h264_g16.mp4", "h264", 160, 120, 300, 16, 3, 0, 0, 0, 0.0, 1, "h264"})
-CASE(h264_mkv,                {"h264.mkv", "h264", 160, 120, 120, 16, 3, 0, 0, 0, 0.0, 1, "h264"})
-CASE(h264_avi_count_matching, {"h264.avi", "h264", 160, 120, 120, 16, 3, 0, 0, 0, 0.0, 1, "h264"})
-CASE(hevc_mp4,                {"hevc.mp4", "hevc", 160, 120, 120, 16, 3, 0, 0, 0, 0.0, 1, "hevc"})
-CASE(vp9_webm,                {"vp9.webm", "vp9", 160, 120, 120, 16, 0, 0, 0, 0, 0.0, 0, "vp9"})
-CASE(av1_mkv,                 {"av1.mkv", "av1", 160, 120, 64, 16, 0, 0, 0, 0, 0.0, 0, "av1"})
-CASE(mpeg4_avi_bframes,       {"mpeg4.avi", "mpeg4", 160, 120, 120, 12, 2, 0, 0, 0, 0.0, 1, "mpeg4"})
-CASE(mjpeg_avi,               {"mjpeg.avi", "mjpeg", 160, 120, 60, 1, 0, 0, 0, 0, 0.0, 1, "mjpeg"})
-CASE(h264_mp4_vfr,            {"h264_vfr.mp4", "h264", 160, 120, 120, 16, 3, 1, 0, 0, 0.0, 1, "h264"})
-CASE(h264_mkv_vfr,            {"h264_vfr.mkv", "h264", 160, 120, 90, 16, 3, 1, 0, 0, 0.0, 1, "h264"})
-CASE(h264_mp4_start_1_5s,     {"h264_start.mp4", "h264", 160, 120, 90, 16, 3, 0, 0, 0, 1.5, 1, "h264"})
-CASE(h264_mkv_start_2_25s,    {"h264_start.mkv", "h264", 160, 120, 90, 16, 3, 0, 0, 0, 2.25, 1, "h264"})
-CASE(h264_odd_322x182,        {"h264_322x182.mp4", "h264", 322, 182, 60, 16, 3, 0, 0, 0, 0.0, 1, "h264"})
-CASE(h264_odd_98x66,          {"h264_98x66.mp4", "h264", 98, 66, 60, 16, 3, 0, 0, 0, 0.0, 1, "h264"})
-CASE(mjpeg_odd_99x67,         {"mjpeg_99x67.avi", "mjpeg", 99, 67, 40, 1, 0, 0, 0, 0, 0.0, 1, "mjpeg"})
-CASE(hevc_10bit_mp4,          {"hevc10.mp4", "hevc", 160, 120, 60, 16, 3, 0, 1, 0, 0.0, 1, "hevc"})
-CASE(h264_444_mp4,            {"h264_444.mp4", "h264", 160, 120, 60, 16, 3, 0, 0, 1, 0.0, 1, "h264"})
-CASE(h264_444_odd_mkv,        {"h264_444_odd.mkv", "h264", 97, 75, 40, 16, 2, 0, 0, 1, 0.0, 1, "h264"})
+CASE(h264_mp4_bframes_gop250, { "h264_g250.mp4", "h264", 160, 120, 300, 250, 3, 0, 0, 0, 0.0, 1, "h264" })
+CASE(h264_mp4_gop16, { "h264_g16.mp4", "h264", 160, 120, 300, 16, 3, 0, 0, 0, 0.0, 1, "h264" })
+CASE(h264_mkv, { "h264.mkv", "h264", 160, 120, 120, 16, 3, 0, 0, 0, 0.0, 1, "h264" })
+CASE(h264_avi_count_matching, { "h264.avi", "h264", 160, 120, 120, 16, 3, 0, 0, 0, 0.0, 1, "h264" })
+CASE(hevc_mp4, { "hevc.mp4", "hevc", 160, 120, 120, 16, 3, 0, 0, 0, 0.0, 1, "hevc" })
+CASE(vp9_webm, { "vp9.webm", "vp9", 160, 120, 120, 16, 0, 0, 0, 0, 0.0, 0, "vp9" })
+CASE(av1_mkv, { "av1.mkv", "av1", 160, 120, 64, 16, 0, 0, 0, 0, 0.0, 0, "av1" })
+CASE(mpeg4_avi_bframes, { "mpeg4.avi", "mpeg4", 160, 120, 120, 12, 2, 0, 0, 0, 0.0, 1, "mpeg4" })
+CASE(mjpeg_avi, { "mjpeg.avi", "mjpeg", 160, 120, 60, 1, 0, 0, 0, 0, 0.0, 1, "mjpeg" })
+CASE(h264_mp4_vfr, { "h264_vfr.mp4", "h264", 160, 120, 120, 16, 3, 1, 0, 0, 0.0, 1, "h264" })
+CASE(h264_mkv_vfr, { "h264_vfr.mkv", "h264", 160, 120, 90, 16, 3, 1, 0, 0, 0.0, 1, "h264" })
+CASE(h264_mp4_start_1_5s, { "h264_start.mp4", "h264", 160, 120, 90, 16, 3, 0, 0, 0, 1.5, 1, "h264" })
+CASE(h264_mkv_start_2_25s, { "h264_start.mkv", "h264", 160, 120, 90, 16, 3, 0, 0, 0, 2.25, 1, "h264" })
+CASE(h264_odd_322x182, { "h264_322x182.mp4", "h264", 322, 182, 60, 16, 3, 0, 0, 0, 0.0, 1, "h264" })
+CASE(h264_odd_98x66, { "h264_98x66.mp4", "h264", 98, 66, 60, 16, 3, 0, 0, 0, 0.0, 1, "h264" })
+CASE(mjpeg_odd_99x67, { "mjpeg_99x67.avi", "mjpeg", 99, 67, 40, 1, 0, 0, 0, 0, 0.0, 1, "mjpeg" })
+CASE(hevc_10bit_mp4, { "hevc10.mp4", "hevc", 160, 120, 60, 16, 3, 0, 1, 0, 0.0, 1, "hevc" })
+CASE(h264_444_mp4, { "h264_444.mp4", "h264", 160, 120, 60, 16, 3, 0, 0, 1, 0.0, 1, "h264" })
+CASE(h264_444_odd_mkv, { "h264_444_odd.mkv", "h264", 97, 75, 40, 16, 2, 0, 0, 1, 0.0, 1, "h264" })
 
 /* The planner: frames far apart in a short-GOP file are reached by seeking,
  * not by decoding everything in between; in a long GOP the one run is shared;
@@ -524,7 +555,7 @@ TEST(planner_seeks_instead_of_decoding_everything)
     tg_synth(&p);
     reel_decoder *dec = tg_open(path, NULL);
 
-    int64_t two[2] = {0, 200};
+    int64_t two[2] = { 0, 200 };
     uint8_t *buf = tg_get(dec, two, 2, NULL, &st);
     check_indices(buf, 160, 120, two, 2, 300, "{0, 200}");
     free(buf);
@@ -536,7 +567,7 @@ TEST(planner_seeks_instead_of_decoding_everything)
     CHECK_MSG(st.amplification <= 17.0, "amplification %.2f", st.amplification);
 
     /* same set, reversed and repeated */
-    int64_t rev[4] = {200, 0, 200, 0};
+    int64_t rev[4] = { 200, 0, 200, 0 };
     buf = tg_get(dec, rev, 4, NULL, &st);
     check_indices(buf, 160, 120, rev, 4, 300, "{200, 0, 200, 0}");
     free(buf);
@@ -572,9 +603,10 @@ TEST(planner_seeks_instead_of_decoding_everything)
     int64_t one = 200;
     uint8_t *b1 = tg_get(dec, &one, 1, NULL, &st);
     CHECK(memcmp(b1, buf + fb, fb) == 0);
-    CHECK_MSG(st.frames_skipped > 0, "frame 200 of a GOP-250 H.264 file with B-frames: no packet skipped "
-              "(decoded %lld of %lld packets) although skip_nonref is on", (long long)st.frames_decoded,
-              (long long)st.packets_read);
+    CHECK_MSG(st.frames_skipped > 0,
+              "frame 200 of a GOP-250 H.264 file with B-frames: no packet skipped "
+              "(decoded %lld of %lld packets) although skip_nonref is on",
+              (long long)st.frames_decoded, (long long)st.packets_read);
     free(b1);
     free(buf);
     reel_decoder_close(&dec);

@@ -16,8 +16,10 @@ static const char *reliability_dir(void)
 {
     static char dir[1200];
     const char *v = harness_env("REEL_SHARED_VIDEOS", NULL);
-    if (v) snprintf(dir, sizeof dir, "%s/../reliability", v);
-    else snprintf(dir, sizeof dir, "%s/../../../shared/reliability", harness_tmpdir());
+    if (v)
+        snprintf(dir, sizeof dir, "%s/../reliability", v);
+    else
+        snprintf(dir, sizeof dir, "%s/../../../shared/reliability", harness_tmpdir());
     return dir;
 }
 
@@ -85,7 +87,10 @@ static reel_decoder *open_with_sidecar(const char *video)
 static uint64_t fnv1a(const uint8_t *p, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ULL; }
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 0x100000001b3ULL;
+    }
     return h;
 }
 
@@ -239,15 +244,20 @@ TEST(damaged_keyframes_never_give_silently_different_frames)
                 for (int i = 0; i < 10; i++)
                     if (memcmp(got + (size_t)i * fb, ref + (size_t)(key + i) * fb, fb) != 0) same = 0;
                 if (threads == 1)
-                    CHECK_MSG(same, "%s (1 thread): a frame of the damaged GOP came back different from a decode "
-                              "from the start, with no error", path);
-                if (same) checked++;
-                else silent2++;
+                    CHECK_MSG(same,
+                              "%s (1 thread): a frame of the damaged GOP came back different from a decode "
+                              "from the start, with no error",
+                              path);
+                if (same)
+                    checked++;
+                else
+                    silent2++;
             }
         }
     }
     printf("      %d cold entries equal to the decode from the start, %d failed loudly, %d differed silently with 2 "
-           "frame threads\n", checked, failed_loudly, silent2);
+           "frame threads\n",
+           checked, failed_loudly, silent2);
     CHECK(checked + failed_loudly > 0);
     free(orig);
     free(ref);
@@ -275,7 +285,8 @@ TEST(a_last_packet_cut_by_truncation_is_not_counted)
     free(b);
     /* what ffmpeg decodes */
     snprintf(cmd, sizeof cmd,
-             "ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 '%s' 2>/dev/null",
+             "ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 '%s' "
+             "2>/dev/null",
              cut);
     FILE *pp = popen(cmd, "r");
     CHECK(pp != NULL);
@@ -310,7 +321,7 @@ TEST(a_sparse_10_gb_file_fails_clearly)
 typedef struct mutator {
     char (*paths)[1200];
     int n;
-    const char *spare;      /* a valid video to copy in */
+    const char *spare; /* a valid video to copy in */
     volatile int stop;
     int ops;
 } mutator;
@@ -324,9 +335,12 @@ static void *mutate(void *arg)
     while (!m->stop && m->ops < 400) {
         int i = (int)tg_rand_below(&rng, m->n);
         int what = (int)tg_rand_below(&rng, 3);
-        if (what == 0) unlink(m->paths[i]);
-        else if (what == 1) { if (truncate(m->paths[i], 1000) != 0) {} }
-        else tg_copy_file(m->spare, m->paths[i]);
+        if (what == 0)
+            unlink(m->paths[i]);
+        else if (what == 1) {
+            if (truncate(m->paths[i], 1000) != 0) {}
+        } else
+            tg_copy_file(m->spare, m->paths[i]);
         m->ops++;
         struct timespec ts = { 0, 3 * 1000 * 1000 };
         nanosleep(&ts, NULL);
@@ -374,9 +388,15 @@ TEST(files_changing_under_the_loader_are_accounted_exactly)
         reel_error err;
         reel_error_clear(&err);
         int st = reel_loader_next(l, &b, &err);
-        if (st == REEL_E_NO_DATA) { epochs++; continue; } /* an epoch in which nothing loaded: loud, and counted */
+        if (st == REEL_E_NO_DATA) {
+            epochs++;
+            continue;
+        } /* an epoch in which nothing loaded: loud, and counted */
         CHECK_MSG(st == REEL_OK, "status %d: %s", st, err.message);
-        if (!b) { epochs++; continue; }
+        if (!b) {
+            epochs++;
+            continue;
+        }
         samples += b->num_samples;
         failed += b->num_failed;
         loaded += b->num_clips; /* one clip per sample */

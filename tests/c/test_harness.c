@@ -12,14 +12,38 @@
 static char g_msg[4096];
 
 /* ---- bodies that are expected to fail or skip */
-static void body_int_mismatch(void) { CHECK_EQ_INT(1 + 1, 3); }
-static void body_int_wide(void) { CHECK_EQ_INT(INT64_C(5000000000), INT64_C(-5000000000)); }
-static void body_str_mismatch(void) { CHECK_EQ_STR("abc", "abd"); }
-static void body_str_null(void) { CHECK_EQ_STR(NULL, "x"); }
-static void body_check_false(void) { CHECK(2 < 1); }
-static void body_status_fail(void) { CHECK_OK(REEL_E_IO); }
-static void body_status_wrong(void) { CHECK_STATUS(REEL_OK, REEL_E_NOT_FOUND); }
-static void body_skip(void) { harness_skip("no such codec here"); }
+static void body_int_mismatch(void)
+{
+    CHECK_EQ_INT(1 + 1, 3);
+}
+static void body_int_wide(void)
+{
+    CHECK_EQ_INT(INT64_C(5000000000), INT64_C(-5000000000));
+}
+static void body_str_mismatch(void)
+{
+    CHECK_EQ_STR("abc", "abd");
+}
+static void body_str_null(void)
+{
+    CHECK_EQ_STR(NULL, "x");
+}
+static void body_check_false(void)
+{
+    CHECK(2 < 1);
+}
+static void body_status_fail(void)
+{
+    CHECK_OK(REEL_E_IO);
+}
+static void body_status_wrong(void)
+{
+    CHECK_STATUS(REEL_OK, REEL_E_NOT_FOUND);
+}
+static void body_skip(void)
+{
+    harness_skip("no such codec here");
+}
 
 static int g_after_failure;
 static void body_stops_at_failure(void)

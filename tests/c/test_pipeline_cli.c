@@ -49,8 +49,8 @@ typedef struct fields {
 static int grab(void *op, const char *key, const reel_json_value *v)
 {
     fields *f = op;
-    static const char *names[8] = { "frames", "clips", "seconds", "frames_per_second", "coverage", "data_time_s",
-                                    "peak_rss_bytes", "failed" };
+    static const char *names[8] = { "frames",   "clips",       "seconds",        "frames_per_second",
+                                    "coverage", "data_time_s", "peak_rss_bytes", "failed" };
     for (int i = 0; i < 8; i++)
         if (strcmp(key, names[i]) == 0) f->have[i] = 1;
     if (strcmp(key, "frames") == 0) f->frames = v->number;
@@ -113,8 +113,9 @@ TEST(bench_json_report_with_a_bad_file)
     /* a trace file opens as JSON */
     char trace[1200];
     snprintf(trace, sizeof trace, "%s/bench-trace.json", harness_tmpdir());
-    snprintf(cmd, sizeof cmd, "'%s' bench '%s' --frames-per-clip 2 --size 32 --batch 3 --json --trace '%s' >/dev/null 2>&1",
-             cli, root, trace);
+    snprintf(cmd, sizeof cmd,
+             "'%s' bench '%s' --frames-per-clip 2 --size 32 --batch 3 --json --trace '%s' >/dev/null 2>&1", cli, root,
+             trace);
     CHECK_EQ_INT(run(cmd, NULL, 0), 0);
     struct stat sb;
     CHECK(stat(trace, &sb) == 0 && sb.st_size > 100);

@@ -22,8 +22,8 @@
 /* ------------------------------------------------------------ fixtures */
 
 #define NVID 8
-#define VW 160
-#define VH 120
+#define VW   160
+#define VH   120
 
 static char g_paths[NVID][1024];
 static int g_frames[NVID];
@@ -87,7 +87,10 @@ static reel_loader_settings readable_settings(void)
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
     const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ull; }
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
     return h;
 }
 
@@ -119,8 +122,7 @@ static int64_t read_frame_index(const reel_batch *b, int64_t row, int t, int fli
     if (!flipped) return reel_synth_read_index(f, W, H, (int64_t)W * 3);
     uint8_t *tmp = malloc((size_t)W * H * 3);
     for (int y = 0; y < H; y++)
-        for (int x = 0; x < W; x++)
-            memcpy(tmp + ((size_t)y * W + x) * 3, f + ((size_t)y * W + (W - 1 - x)) * 3, 3);
+        for (int x = 0; x < W; x++) memcpy(tmp + ((size_t)y * W + x) * 3, f + ((size_t)y * W + (W - 1 - x)) * 3, 3);
     int64_t v = reel_synth_read_index(tmp, W, H, (int64_t)W * 3);
     free(tmp);
     return v;
@@ -185,8 +187,9 @@ TEST(every_frame_in_every_batch_is_the_frame_the_sampler_chose)
             CHECK_OK(reel_decoder_open(&dec, c->path, NULL, &err));
             const reel_video_info *info = reel_decoder_get_info(dec);
             int64_t n;
-            reel_sampler_input in = { reel_decoder_get_frame_table(dec, &n), 0, info->time_base_num,
-                                      info->time_base_den, 0, 0, -1 };
+            reel_sampler_input in = {
+                reel_decoder_get_frame_table(dec, &n), 0, info->time_base_num, info->time_base_den, 0, 0, -1
+            };
             in.n = n;
             reel_rng_key k = { s.seed, 0, (uint64_t)c->sample, REEL_RNG_SAMPLER, 0 };
             int64_t want[8];
@@ -228,7 +231,7 @@ TEST(layouts_and_dtypes_hold_the_same_pixels)
     reel_dataset *ds = dataset_of_videos(1);
     reel_loader_settings s = readable_settings();
     s.batch_size = 4;
-    s.transform.crop = REEL_CROP_RANDOM;  /* shared random choices, same seed */
+    s.transform.crop = REEL_CROP_RANDOM; /* shared random choices, same seed */
     s.transform.crop_width = 64;
     s.transform.crop_height = 48;
     s.transform.flip = REEL_FLIP_RANDOM;
@@ -246,7 +249,10 @@ TEST(layouts_and_dtypes_hold_the_same_pixels)
             reel_loader_settings s2 = s;
             s2.transform.layout = layout;
             s2.transform.dtype = dtypes[di];
-            for (int c = 0; c < 3; c++) { s2.transform.mean[c] = mean[c]; s2.transform.std[c] = stdv[c]; }
+            for (int c = 0; c < 3; c++) {
+                s2.transform.mean[c] = mean[c];
+                s2.transform.std[c] = stdv[c];
+            }
             s2.decode_threads = 1 + layout;
             reel_loader *l = NULL;
             CHECK_OK(reel_loader_create(&l, ds, &s2, &err));
@@ -270,14 +276,32 @@ TEST(layouts_and_dtypes_hold_the_same_pixels)
                                              x * rb->strides[3] + c;
                                 double want = ((const uint8_t *)rb->data)[ri];
                                 int64_t idx[5];
-                                if (layout == REEL_BATCH_BTCHW) { idx[0] = r; idx[1] = t; idx[2] = c; idx[3] = y; idx[4] = x; }
-                                else if (layout == REEL_BATCH_BCTHW) { idx[0] = r; idx[1] = c; idx[2] = t; idx[3] = y; idx[4] = x; }
-                                else { idx[0] = r; idx[1] = t; idx[2] = y; idx[3] = x; idx[4] = c; }
+                                if (layout == REEL_BATCH_BTCHW) {
+                                    idx[0] = r;
+                                    idx[1] = t;
+                                    idx[2] = c;
+                                    idx[3] = y;
+                                    idx[4] = x;
+                                } else if (layout == REEL_BATCH_BCTHW) {
+                                    idx[0] = r;
+                                    idx[1] = c;
+                                    idx[2] = t;
+                                    idx[3] = y;
+                                    idx[4] = x;
+                                } else {
+                                    idx[0] = r;
+                                    idx[1] = t;
+                                    idx[2] = y;
+                                    idx[3] = x;
+                                    idx[4] = c;
+                                }
                                 int64_t e = 0;
                                 for (int d = 0; d < 5; d++) e += idx[d] * b->strides[d];
                                 double got;
-                                if (dtypes[di] == REEL_DTYPE_UINT8) got = ((const uint8_t *)b->data)[e];
-                                else if (dtypes[di] == REEL_DTYPE_FLOAT32) got = ((const float *)b->data)[e];
+                                if (dtypes[di] == REEL_DTYPE_UINT8)
+                                    got = ((const uint8_t *)b->data)[e];
+                                else if (dtypes[di] == REEL_DTYPE_FLOAT32)
+                                    got = ((const float *)b->data)[e];
                                 else {
                                     uint16_t hv = ((const uint16_t *)b->data)[e];
                                     if (dtypes[di] == REEL_DTYPE_BFLOAT16) {
@@ -338,9 +362,12 @@ TEST(batches_are_identical_whatever_the_thread_count)
         memcpy(all + 5, e1, 5 * sizeof *all);
         free(e0);
         free(e1);
-        if (!ref) { ref = all; nref = 10; }
-        else {
-            for (int i = 0; i < nref; i++) CHECK_MSG(all[i] == ref[i], "threads %d/%d: batch %d differs", threads[k][0], threads[k][1], i);
+        if (!ref) {
+            ref = all;
+            nref = 10;
+        } else {
+            for (int i = 0; i < nref; i++)
+                CHECK_MSG(all[i] == ref[i], "threads %d/%d: batch %d differs", threads[k][0], threads[k][1], i);
             free(all);
         }
         reel_loader_destroy(&l);
@@ -437,8 +464,10 @@ TEST(shards_are_disjoint_cover_the_dataset_and_have_equal_batch_counts)
             nb++;
             rows += b->num_clips;
             for (int64_t r = 0; r < b->num_clips; r++) {
-                if (b->clips[r].padded) padded++;
-                else count[b->clips[r].sample]++;
+                if (b->clips[r].padded)
+                    padded++;
+                else
+                    count[b->clips[r].sample]++;
                 CHECK_EQ_INT(read_frame_index(b, r, 0, 0), b->clips[r].frame_indices[0]);
             }
             CHECK_OK(reel_loader_release(l, b));
@@ -671,8 +700,8 @@ TEST(time_limit_fails_slow_samples_without_stalling)
     CHECK_EQ_INT(nb, 3);
     /* an epoch in which nothing loaded ends loudly, naming the cause */
     CHECK_EQ_INT(st, REEL_E_NO_DATA);
-    CHECK_MSG(strstr(err.message, "no sample of epoch 0 could be loaded") && strstr(err.message, "time limit"),
-              "%s", err.message);
+    CHECK_MSG(strstr(err.message, "no sample of epoch 0 could be loaded") && strstr(err.message, "time limit"), "%s",
+              err.message);
     CHECK_EQ_INT(reel_loader_get_num_failures(l), NVID);
     CHECK_EQ_INT(reel_loader_failures_by_cause(l, REEL_E_TIMEOUT), NVID);
     reel_failure f;
@@ -765,7 +794,7 @@ TEST(shutdown_mid_epoch_joins_and_frees)
         }
         if (round == 2) CHECK_OK(reel_loader_release(l, b));
         if (round == 3) usleep(20000); /* threads deep in their work */
-        reel_loader_destroy(&l);   /* with a batch still held in rounds 1, 3, 4 */
+        reel_loader_destroy(&l);       /* with a batch still held in rounds 1, 3, 4 */
         CHECK(l == NULL);
     }
     reel_loader_destroy(NULL);
@@ -838,9 +867,17 @@ TEST(metrics_json_and_chrome_trace)
     CHECK(m.bottleneck != NULL);
     char *json = NULL;
     CHECK_OK(reel_loader_get_metrics_json(l, &json, &err));
-    const char *fields[] = { "\"frames\":", "\"clips\":", "\"seconds\":", "\"frames_per_second\":", "\"coverage\":",
-                             "\"data_time_s\":", "\"peak_rss_bytes\":", "\"failed\":[]", "\"stages\":[",
-                             "\"bottleneck\":", "\"decode_amplification\":" };
+    const char *fields[] = { "\"frames\":",
+                             "\"clips\":",
+                             "\"seconds\":",
+                             "\"frames_per_second\":",
+                             "\"coverage\":",
+                             "\"data_time_s\":",
+                             "\"peak_rss_bytes\":",
+                             "\"failed\":[]",
+                             "\"stages\":[",
+                             "\"bottleneck\":",
+                             "\"decode_amplification\":" };
     for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
         CHECK_MSG(strstr(json, fields[i]) != NULL, "no %s in %s", fields[i], json);
     CHECK_EQ_INT(reel__json_object_each(json, strlen(json), count_member, NULL, NULL), 0); /* valid JSON */
@@ -921,9 +958,9 @@ TEST(release_from_another_thread)
 TEST(no_leak_under_valgrind_after_a_shutdown_mid_epoch)
 {
 #if defined(__has_feature)
-#  if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#    define REEL_TEST_SANITIZED 1
-#  endif
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define REEL_TEST_SANITIZED 1
+#endif
 #endif
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(REEL_TEST_SANITIZED)
     harness_skip("valgrind does not run sanitized binaries");
@@ -945,8 +982,8 @@ TEST(no_leak_under_valgrind_after_a_shutdown_mid_epoch)
              ">/dev/null 2>&1",
              dir, self);
     int st = system(cmd);
-    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-              "valgrind found leaks or errors (exit %d); rerun: %s", WIFEXITED(st) ? WEXITSTATUS(st) : -1, cmd);
+    CHECK_MSG(WIFEXITED(st) && WEXITSTATUS(st) == 0, "valgrind found leaks or errors (exit %d); rerun: %s",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1, cmd);
 }
 
 TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
@@ -1051,13 +1088,15 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
     for (int tries = 0; tries < 3000; tries++) {
         CHECK_OK(reel_loader_get_metrics(l, &m));
         if (m.stages[REEL_STAGE_DECODE].items >= 3) break;
-        struct timespec nap = {0, 10000000};
+        struct timespec nap = { 0, 10000000 };
         nanosleep(&nap, NULL);
     }
     CHECK_EQ_INT(m.stages[REEL_STAGE_DECODE].items, 3);
     double busy = m.stages[REEL_STAGE_DECODE].busy_seconds;
-    CHECK_MSG(busy < 0.8 * long_s, "decode stage busy %.3f s: the abandoned decode ran on (limit %.3f s, whole "
-              "decode %.3f s)", busy, limit, long_s);
+    CHECK_MSG(busy < 0.8 * long_s,
+              "decode stage busy %.3f s: the abandoned decode ran on (limit %.3f s, whole "
+              "decode %.3f s)",
+              busy, limit, long_s);
     reel_loader_destroy(&l);
     reel_dataset_destroy(&ds);
 }

@@ -127,8 +127,7 @@ TEST(rss_is_flat_over_2400_samples)
         for (int i = w; i < ns; i++) hi = samples[i] > hi ? samples[i] : hi;
         const int64_t slack = 12 << 20;
         CHECK_MSG(late <= base + slack, "RSS grew from %lld to %lld bytes", (long long)base, (long long)late);
-        CHECK_MSG(hi <= base + 3 * slack, "RSS peaked at %lld after settling at %lld", (long long)hi,
-                  (long long)base);
+        CHECK_MSG(hi <= base + 3 * slack, "RSS peaked at %lld after settling at %lld", (long long)hi, (long long)base);
         /* the ring plus per-thread decoder state: a few tens of MB here */
         CHECK_MSG(m.peak_rss_bytes < m.ring_bytes + (int64_t)(200 << 20), "peak RSS %lld, ring %lld",
                   (long long)m.peak_rss_bytes, (long long)m.ring_bytes);

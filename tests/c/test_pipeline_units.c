@@ -53,12 +53,24 @@ TEST(rng_is_a_pure_function_of_its_address)
     CHECK(reel__rng_u64(&a, 7) == reel__rng_u64(&b, 7));
     /* every field of the address changes the value */
     uint64_t base = reel__rng_u64(&a, 7);
-    b.seed = 43;        CHECK(reel__rng_u64(&b, 7) != base); b = a;
-    b.epoch = 4;        CHECK(reel__rng_u64(&b, 7) != base); b = a;
-    b.sample = 1001;    CHECK(reel__rng_u64(&b, 7) != base); b = a;
-    b.sample = 1000 + (1ull << 32); CHECK(reel__rng_u64(&b, 7) != base); b = a;
-    b.purpose = REEL_RNG_SAMPLER; CHECK(reel__rng_u64(&b, 7) != base); b = a;
-    b.attempt = 1;      CHECK(reel__rng_u64(&b, 7) != base); b = a;
+    b.seed = 43;
+    CHECK(reel__rng_u64(&b, 7) != base);
+    b = a;
+    b.epoch = 4;
+    CHECK(reel__rng_u64(&b, 7) != base);
+    b = a;
+    b.sample = 1001;
+    CHECK(reel__rng_u64(&b, 7) != base);
+    b = a;
+    b.sample = 1000 + (1ull << 32);
+    CHECK(reel__rng_u64(&b, 7) != base);
+    b = a;
+    b.purpose = REEL_RNG_SAMPLER;
+    CHECK(reel__rng_u64(&b, 7) != base);
+    b = a;
+    b.attempt = 1;
+    CHECK(reel__rng_u64(&b, 7) != base);
+    b = a;
     CHECK(reel__rng_u64(&a, 8) != base);
 }
 
@@ -130,11 +142,11 @@ TEST(windowed_permutation_reads_blocks_in_a_shuffled_order)
     }
     CHECK(moved_blocks > 0 && moved_within > 0); /* shuffled at both levels */
     reel__rng_permutation_windowed(5, 0, W, q, N, blocks);
-    CHECK(memcmp(p, q, sizeof p) == 0);            /* deterministic */
+    CHECK(memcmp(p, q, sizeof p) == 0); /* deterministic */
     reel__rng_permutation_windowed(5, 1, W, q, N, blocks);
-    CHECK(memcmp(p, q, sizeof p) != 0);            /* another epoch */
+    CHECK(memcmp(p, q, sizeof p) != 0); /* another epoch */
     reel__rng_permutation_windowed(6, 0, W, q, N, blocks);
-    CHECK(memcmp(p, q, sizeof p) != 0);            /* another seed */
+    CHECK(memcmp(p, q, sizeof p) != 0); /* another seed */
     /* A window of the whole dataset (or 0) is the full shuffle. */
     reel__rng_permutation(5, 3, 1, p, N);
     reel__rng_permutation_windowed(5, 3, N, q, N, blocks);
@@ -191,8 +203,7 @@ typedef struct qctx {
 static void *producer(void *arg)
 {
     qctx *c = arg;
-    for (int i = 0; i < c->count; i++)
-        reel__queue_push(c->q, (void *)(intptr_t)(c->base + i + 1));
+    for (int i = 0; i < c->count; i++) reel__queue_push(c->q, (void *)(intptr_t)(c->base + i + 1));
     return NULL;
 }
 
@@ -211,12 +222,21 @@ TEST(queue_moves_every_item_once_between_threads)
     enum { P = 4, C = 3, PER = 5000 };
     pthread_t pt[P], ct[C];
     qctx pc[P], cc[C];
-    for (int i = 0; i < C; i++) { cc[i] = (qctx){ &q, 0, 0, 0 }; pthread_create(&ct[i], NULL, consumer, &cc[i]); }
-    for (int i = 0; i < P; i++) { pc[i] = (qctx){ &q, i * PER, PER, 0 }; pthread_create(&pt[i], NULL, producer, &pc[i]); }
+    for (int i = 0; i < C; i++) {
+        cc[i] = (qctx){ &q, 0, 0, 0 };
+        pthread_create(&ct[i], NULL, consumer, &cc[i]);
+    }
+    for (int i = 0; i < P; i++) {
+        pc[i] = (qctx){ &q, i * PER, PER, 0 };
+        pthread_create(&pt[i], NULL, producer, &pc[i]);
+    }
     for (int i = 0; i < P; i++) pthread_join(pt[i], NULL);
     reel__queue_close(&q);
     int64_t sum = 0;
-    for (int i = 0; i < C; i++) { pthread_join(ct[i], NULL); sum += cc[i].sum; }
+    for (int i = 0; i < C; i++) {
+        pthread_join(ct[i], NULL);
+        sum += cc[i].sum;
+    }
     int64_t n = (int64_t)P * PER;
     CHECK_EQ_INT(sum, n * (n + 1) / 2);
     CHECK_EQ_INT(q.pushed, n);
@@ -407,7 +427,9 @@ TEST(sampler_time_kinds)
     s.seconds_between_frames = 0;
     s.clips_per_video = 1;
     CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
-    CHECK_EQ_INT(o[0], 0); CHECK_EQ_INT(o[1], 1); CHECK_EQ_INT(o[2], 2);
+    CHECK_EQ_INT(o[0], 0);
+    CHECK_EQ_INT(o[1], 1);
+    CHECK_EQ_INT(o[2], 2);
     /* random times: inside the range, frames one second apart */
     s.kind = REEL_SAMPLE_RANDOM_TIMES;
     s.seconds_between_frames = 1.0;
@@ -428,8 +450,8 @@ TEST(sampler_segments_restrict_the_frames)
 {
     reel_frame_entry *tab = cfr_table(250, 0, 1); /* 25 fps, tb 1/25 */
     reel_sampler_input in = input_for(tab, 250, 1, 25);
-    in.seg_start = 2.0;  /* frame 50 */
-    in.seg_end = 4.0;    /* up to frame 99 */
+    in.seg_start = 2.0; /* frame 50 */
+    in.seg_end = 4.0;   /* up to frame 99 */
     int64_t first, count;
     reel__sampler_segment(&in, &first, &count);
     CHECK_EQ_INT(first, 50);
@@ -485,8 +507,11 @@ TEST(plan_shards_are_disjoint_cover_everything_and_even)
                 reel_plan p;
                 CHECK_OK(reel__plan_init(&p, N, world, rank, mode, 8, 0, 1, 77, NULL));
                 reel__plan_epoch(&p, 2);
-                if (per_rank < 0) { per_rank = p.per_rank; batches = reel__plan_batches(&p, 0); }
-                CHECK_EQ_INT(p.per_rank, per_rank);              /* same count on every rank */
+                if (per_rank < 0) {
+                    per_rank = p.per_rank;
+                    batches = reel__plan_batches(&p, 0);
+                }
+                CHECK_EQ_INT(p.per_rank, per_rank);               /* same count on every rank */
                 CHECK_EQ_INT(reel__plan_batches(&p, 0), batches); /* same batch count */
                 for (int64_t pos = 0; pos < p.per_rank; pos++) {
                     int padded;
@@ -502,7 +527,7 @@ TEST(plan_shards_are_disjoint_cover_everything_and_even)
                 covered += counts[i];
             }
             if (mode == REEL_SHARD_PAD) {
-                CHECK_EQ_INT(covered, N);                          /* everything */
+                CHECK_EQ_INT(covered, N); /* everything */
                 CHECK_EQ_INT(per_rank, (N + world - 1) / world);
             } else {
                 CHECK_EQ_INT(covered, (N / world) * world);
@@ -521,7 +546,7 @@ TEST(plan_batches_drop_last_and_resume_offsets)
     reel__plan_batch(&p, 0, 2, &pos, &count);
     CHECK_EQ_INT(pos, 64);
     CHECK_EQ_INT(count, 6);
-    CHECK_EQ_INT(reel__plan_batches(&p, 40), 1);  /* resumed at 40: [40, 70) */
+    CHECK_EQ_INT(reel__plan_batches(&p, 40), 1); /* resumed at 40: [40, 70) */
     reel__plan_batch(&p, 40, 0, &pos, &count);
     CHECK_EQ_INT(pos, 40);
     CHECK_EQ_INT(count, 30);
@@ -753,13 +778,13 @@ TEST(dataset_from_csv_with_header_quotes_and_names)
     mkdir(dir, 0755);
     char path[1100];
     snprintf(path, sizeof path, "%s/train.csv", dir);
-    write_text(path,
-               "\xEF\xBB\xBF" "label,video,time_start,time_end,split\n"
-               "zebra,a.mp4,1.5,11.5,train\n"
-               "# a comment\n"
-               "\n"
-               "\"apple, red\",\"/abs/b \"\"q\"\".mp4\",,,train\r\n"
-               "zebra,sub/c.mp4,0,2\n");
+    write_text(path, "\xEF\xBB\xBF"
+                     "label,video,time_start,time_end,split\n"
+                     "zebra,a.mp4,1.5,11.5,train\n"
+                     "# a comment\n"
+                     "\n"
+                     "\"apple, red\",\"/abs/b \"\"q\"\".mp4\",,,train\r\n"
+                     "zebra,sub/c.mp4,0,2\n");
     reel_dataset *ds = NULL;
     reel_error err;
     CHECK_OK(reel_dataset_create_from_manifest(&ds, path, &err));

@@ -135,8 +135,10 @@ static size_t find_pos(const int64_t *u, size_t n, int64_t v)
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (u[mid] < v) lo = mid + 1;
-        else hi = mid;
+        if (u[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     CHECK_MSG(lo < n && u[lo] == v, "internal: index %lld not in the set", (long long)v);
     return lo;
@@ -155,8 +157,7 @@ static const char *videos_dir(void)
         /* Unset (a hand build): <repo>/../shared/videos, found from this file. */
         const char *slash = strrchr(__FILE__, '/');
         if (slash && __FILE__[0] == '/')
-            snprintf(dir, sizeof dir, "%.*s/../../../shared/videos", (int)(slash - __FILE__),
-                     __FILE__);
+            snprintf(dir, sizeof dir, "%.*s/../../../shared/videos", (int)(slash - __FILE__), __FILE__);
         else
             snprintf(dir, sizeof dir, "../shared/videos");
     }
@@ -165,7 +166,8 @@ static const char *videos_dir(void)
     if (access(manifest, R_OK) != 0) {
         snprintf(why, sizeof why,
                  "shared videos not found (no %s); set REEL_SHARED_VIDEOS to the "
-                 "shared/videos directory", manifest);
+                 "shared/videos directory",
+                 manifest);
         harness_skip_needed(why);
     }
     return dir;
@@ -194,7 +196,10 @@ typedef struct mf_row {
 
 static mf_row g_rows[128];
 
-static int norm_rotation(int r) { return ((r % 360) + 360) % 360; }
+static int norm_rotation(int r)
+{
+    return ((r % 360) + 360) % 360;
+}
 static int g_nrows = -1;
 
 /* Splits one TSV line in place; returns the number of fields. */
@@ -228,12 +233,18 @@ static void load_manifest(void)
     for (int i = 0; i < nf; i++) {
         char *s = f[i];
         s[strcspn(s, "\r")] = 0;
-        if (!strcmp(s, "file")) c_file = i;
-        else if (!strcmp(s, "codec")) c_codec = i;
-        else if (!strcmp(s, "width")) c_w = i;
-        else if (!strcmp(s, "height")) c_h = i;
-        else if (!strcmp(s, "nb_frames")) c_nb = i;
-        else if (!strcmp(s, "rotation")) c_rot = i;
+        if (!strcmp(s, "file"))
+            c_file = i;
+        else if (!strcmp(s, "codec"))
+            c_codec = i;
+        else if (!strcmp(s, "width"))
+            c_w = i;
+        else if (!strcmp(s, "height"))
+            c_h = i;
+        else if (!strcmp(s, "nb_frames"))
+            c_nb = i;
+        else if (!strcmp(s, "rotation"))
+            c_rot = i;
     }
     CHECK_MSG(c_file >= 0 && c_codec >= 0 && c_w >= 0 && c_h >= 0 && c_nb >= 0 && c_rot >= 0,
               "%s: missing one of the columns file/codec/width/height/nb_frames/rotation", path);
@@ -251,8 +262,8 @@ static void load_manifest(void)
         r->height = atoi(f[c_h]);
         r->nb_frames = atoll(f[c_nb]);
         r->rotation = norm_rotation(atoi(f[c_rot]));
-        CHECK_MSG(r->width > 0 && r->height > 0 && r->nb_frames > 0,
-                  "%s: bad width/height/nb_frames for %s", path, r->file);
+        CHECK_MSG(r->width > 0 && r->height > 0 && r->nb_frames > 0, "%s: bad width/height/nb_frames for %s", path,
+                  r->file);
     }
     free(text);
     CHECK_MSG(n > 0, "%s lists no videos", path);
@@ -281,24 +292,23 @@ static reel_decoder *open_video(const char *file, int stream, int threads)
     reel_error err;
     reel_error_clear(&err);
     int r = reel_decoder_open(&dec, path, &s, &err);
-    CHECK_MSG(r == REEL_OK && dec != NULL, "open %s (stream %d, threads %d): %d %s", file,
-              stream, threads, r, err.message);
+    CHECK_MSG(r == REEL_OK && dec != NULL, "open %s (stream %d, threads %d): %d %s", file, stream, threads, r,
+              err.message);
     return dec;
 }
 
 /* reel_decoder_get_frames into a fresh buffer; also reports the geometry. */
-static uint8_t *reel_frames(reel_decoder *dec, const int64_t *idx, size_t n,
-                            const reel_transform *t, int *w, int *h, size_t *fb)
+static uint8_t *reel_frames(reel_decoder *dec, const int64_t *idx, size_t n, const reel_transform *t, int *w, int *h,
+                            size_t *fb)
 {
     reel_error err;
     reel_error_clear(&err);
     int r = reel_decoder_get_output_size(dec, t, w, h, fb, &err);
-    CHECK_MSG(r == REEL_OK, "%s: reel_decoder_get_output_size: %s", reel_decoder_get_name(dec),
-              err.message);
+    CHECK_MSG(r == REEL_OK, "%s: reel_decoder_get_output_size: %s", reel_decoder_get_name(dec), err.message);
     uint8_t *buf = xmalloc(n * *fb);
     r = reel_decoder_get_frames(dec, idx, n, t, buf, n * *fb, NULL, &err);
-    CHECK_MSG(r == REEL_OK, "%s: reel_decoder_get_frames (%zu frames): %d %s",
-              reel_decoder_get_name(dec), n, r, err.message);
+    CHECK_MSG(r == REEL_OK, "%s: reel_decoder_get_frames (%zu frames): %d %s", reel_decoder_get_name(dec), n, r,
+              err.message);
     return buf;
 }
 
@@ -311,8 +321,8 @@ typedef struct cmp_state {
     sbuf bad;
 } cmp_state;
 
-static void check_frame(cmp_state *cs, const char *what, const char *file, int64_t index,
-                        size_t pos, const uint8_t *got, const uint8_t *want, int w, int h)
+static void check_frame(cmp_state *cs, const char *what, const char *file, int64_t index, size_t pos,
+                        const uint8_t *got, const uint8_t *want, int w, int h)
 {
     size_t n = (size_t)w * (size_t)h * 3;
     cs->checked++;
@@ -332,16 +342,15 @@ static void check_frame(cmp_state *cs, const char *what, const char *file, int64
         snprintf(cs->first, sizeof cs->first,
                  "%s: %s frame %lld (request position %zu, %dx%d): %zu of %zu bytes differ, "
                  "first at byte %zu (y=%zu x=%zu c=%zu): reel %u, ffmpeg/ref %u; max |diff| %d",
-                 file, what, (long long)index, pos, w, h, ndiff, n, first, px / (size_t)w,
-                 px % (size_t)w, first % 3, got[first], want[first], maxd);
+                 file, what, (long long)index, pos, w, h, ndiff, n, first, px / (size_t)w, px % (size_t)w, first % 3,
+                 got[first], want[first], maxd);
     sb_printf(&cs->bad, "%s%lld", cs->nbad > 1 ? "," : "", (long long)index);
 }
 
 static void cmp_finish(cmp_state *cs)
 {
     if (cs->nbad)
-        FAIL("%zu of %zu frames differ (frames %.300s). First: %s", cs->nbad, cs->checked,
-             cs->bad.s, cs->first);
+        FAIL("%zu of %zu frames differ (frames %.300s). First: %s", cs->nbad, cs->checked, cs->bad.s, cs->first);
     free(cs->bad.s);
     memset(cs, 0, sizeof *cs);
 }
@@ -349,24 +358,26 @@ static void cmp_finish(cmp_state *cs)
 /* ================================================================ ffmpeg side */
 
 typedef struct ff_job {
-    const char *file;      /* inside the videos dir */
-    int stream;            /* absolute stream index for -map 0:S */
-    int autorotate;        /* 0: -noautorotate */
-    int threads;           /* ffmpeg decoder threads */
-    const int64_t *idx;    /* sorted unique frame indices; NULL: use `select` */
+    const char *file;   /* inside the videos dir */
+    int stream;         /* absolute stream index for -map 0:S */
+    int autorotate;     /* 0: -noautorotate */
+    int threads;        /* ffmpeg decoder threads */
+    const int64_t *idx; /* sorted unique frame indices; NULL: use `select` */
     size_t n_idx;
-    const char *select;    /* a select expression when idx is NULL (NULL: all) */
-    size_t n_frames;       /* frames expected on stdout */
-    const char *filters;   /* after select, NULL for none */
-    int out_w, out_h;      /* rgb24 output size */
+    const char *select;  /* a select expression when idx is NULL (NULL: all) */
+    size_t n_frames;     /* frames expected on stdout */
+    const char *filters; /* after select, NULL for none */
+    int out_w, out_h;    /* rgb24 output size */
 } ff_job;
 
 static void shell_quote(sbuf *b, const char *s)
 {
     sb_printf(b, "'");
     for (const char *p = s; *p; p++) {
-        if (*p == '\'') sb_printf(b, "'\\''");
-        else sb_printf(b, "%c", *p);
+        if (*p == '\'')
+            sb_printf(b, "'\\''");
+        else
+            sb_printf(b, "%c", *p);
     }
     sb_printf(b, "'");
 }
@@ -378,20 +389,19 @@ static uint8_t *ffmpeg_frames(const ff_job *j)
     vpath(path, sizeof path, j->file);
     snprintf(errpath, sizeof errpath, "%s/ffmpeg_stderr.txt", harness_tmpdir());
 
-    sbuf vf = {0};
+    sbuf vf = { 0 };
     if (j->idx) {
         sb_printf(&vf, "select='");
-        for (size_t i = 0; i < j->n_idx; i++)
-            sb_printf(&vf, "%seq(n\\,%lld)", i ? "+" : "", (long long)j->idx[i]);
+        for (size_t i = 0; i < j->n_idx; i++) sb_printf(&vf, "%seq(n\\,%lld)", i ? "+" : "", (long long)j->idx[i]);
         sb_printf(&vf, "'");
     } else if (j->select) {
         sb_printf(&vf, "select='%s'", j->select);
     }
     if (j->filters) sb_printf(&vf, "%s%s", vf.len ? "," : "", j->filters);
 
-    sbuf cmd = {0};
-    sb_printf(&cmd, "ffmpeg -nostdin -hide_banner -v error %s-threads %d -i ",
-              j->autorotate ? "" : "-noautorotate ", j->threads > 0 ? j->threads : 2);
+    sbuf cmd = { 0 };
+    sb_printf(&cmd, "ffmpeg -nostdin -hide_banner -v error %s-threads %d -i ", j->autorotate ? "" : "-noautorotate ",
+              j->threads > 0 ? j->threads : 2);
     shell_quote(&cmd, path);
     sb_printf(&cmd, " -map 0:%d -fps_mode passthrough", j->stream);
     if (vf.len) sb_printf(&cmd, " -vf \"%s\"", vf.s);
@@ -409,8 +419,10 @@ static uint8_t *ffmpeg_frames(const ff_job *j)
     uint8_t sink[65536];
     for (;;) {
         size_t got;
-        if (total < want) got = fread(buf + total, 1, want - total, p);
-        else got = fread(sink, 1, sizeof sink, p);
+        if (total < want)
+            got = fread(buf + total, 1, want - total, p);
+        else
+            got = fread(sink, 1, sizeof sink, p);
         if (got == 0) break;
         total += got;
     }
@@ -437,10 +449,9 @@ static const char *g_cur_file;
 static int g_cur_threads = 2;
 
 /* Runs body once per name; fails at the end listing every failing name. */
-static void for_each_video(const char *const *names, size_t n, void (*body)(void),
-                           const char *what)
+static void for_each_video(const char *const *names, size_t n, void (*body)(void), const char *what)
 {
-    sbuf fails = {0};
+    sbuf fails = { 0 };
     size_t nfail = 0, nskip = 0;
     char skipmsg[512] = "";
     int verbose = harness_env("REEL_TEST_VERBOSE", NULL) != NULL;
@@ -453,7 +464,9 @@ static void for_each_video(const char *const *names, size_t n, void (*body)(void
         clock_gettime(CLOCK_MONOTONIC, &t1);
         if (verbose)
             fprintf(stderr, "  [%s] %-34s %s %.3f s\n", what, names[i],
-                    r == HARNESS_PASS ? "pass" : r == HARNESS_SKIP ? "skip" : "FAIL",
+                    r == HARNESS_PASS   ? "pass"
+                    : r == HARNESS_SKIP ? "skip"
+                                        : "FAIL",
                     (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
         if (r == HARNESS_FAIL) {
             fprintf(stderr, "  [%s] %s FAILED: %s\n", what, names[i], msg);
@@ -483,20 +496,19 @@ static void body_metadata(void)
     const mf_row *m = manifest_row(g_cur_file);
     reel_decoder *dec = open_video(m->file, -1, 2);
     const reel_video_info *info = reel_decoder_get_info(dec);
-    CHECK_MSG(info->num_frames == m->nb_frames, "num_frames %lld, manifest nb_frames %lld",
-              (long long)info->num_frames, (long long)m->nb_frames);
-    CHECK_MSG(!strcmp(info->codec, m->codec), "codec \"%s\", manifest \"%s\"", info->codec,
-              m->codec);
-    CHECK_MSG(info->width == m->width && info->height == m->height,
-              "size %dx%d, manifest %dx%d", info->width, info->height, m->width, m->height);
+    CHECK_MSG(info->num_frames == m->nb_frames, "num_frames %lld, manifest nb_frames %lld", (long long)info->num_frames,
+              (long long)m->nb_frames);
+    CHECK_MSG(!strcmp(info->codec, m->codec), "codec \"%s\", manifest \"%s\"", info->codec, m->codec);
+    CHECK_MSG(info->width == m->width && info->height == m->height, "size %dx%d, manifest %dx%d", info->width,
+              info->height, m->width, m->height);
     /* Same angle modulo 360: the manifest has ffprobe's value (e.g. -90);
      * decoder.h documents 0/90/180/270. Either spelling passes here. */
-    CHECK_MSG(norm_rotation(info->rotation) == m->rotation,
-              "rotation %d, manifest %d (as 0..359)", info->rotation, m->rotation);
+    CHECK_MSG(norm_rotation(info->rotation) == m->rotation, "rotation %d, manifest %d (as 0..359)", info->rotation,
+              m->rotation);
     int64_t count = 0;
     const reel_frame_entry *tab = reel_decoder_get_frame_table(dec, &count);
-    CHECK_MSG(tab != NULL && count == info->num_frames, "frame table has %lld rows, want %lld",
-              (long long)count, (long long)info->num_frames);
+    CHECK_MSG(tab != NULL && count == info->num_frames, "frame table has %lld rows, want %lld", (long long)count,
+              (long long)info->num_frames);
     reel_decoder_close(&dec);
 }
 
@@ -524,23 +536,23 @@ static void body_frames_by_index(void)
     reel_decoder *dec = open_video(m->file, -1, g_cur_threads);
     const reel_video_info *info = reel_decoder_get_info(dec);
     int64_t n = info->num_frames;
-    CHECK_MSG(n == m->nb_frames, "num_frames %lld, manifest %lld", (long long)n,
-              (long long)m->nb_frames);
+    CHECK_MSG(n == m->nb_frames, "num_frames %lld, manifest %lld", (long long)n, (long long)m->nb_frames);
 
     int64_t req[64];
     size_t nreq = 0;
     if (sizeup) {
         /* every frame (the size changes at 10), shuffled, with repeats */
-        static const int64_t order[] = {19, 0, 10, 9, 3, 11, -1, 5, 1, 2, 4, 6, 7, 8,
-                                        12, 13, 14, 15, 16, 17, 18, 10, 9, -20};
+        static const int64_t order[] = { 19, 0, 10, 9,  3,  11, -1, 5,  1,  2,  4, 6,
+                                         7,  8, 12, 13, 14, 15, 16, 17, 18, 10, 9, -20 };
         CHECK_EQ_INT(n, 20);
         for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) req[nreq++] = order[i];
     } else {
         uint64_t s = seed_for(m->file, (uint64_t)g_cur_threads);
         int64_t r[8];
         for (int i = 0; i < 8; i++) r[i] = (int64_t)(rng_next(&s) % (uint64_t)n);
-        int64_t pat[] = {r[3], 0, r[1], r[3], -1, r[2], r[1], r[0], r[4], r[5],
-                         r[7], -1, r[6], 0, r[2], n >= 2 ? -2 : 0, -n};
+        int64_t pat[] = { r[3], 0,    r[1], r[3], -1,   r[2], r[1], r[0],
+                          r[4], r[5], r[7], -1,   r[6], 0,    r[2], n >= 2 ? -2 : 0,
+                          -n };
         for (size_t i = 0; i < sizeof pat / sizeof pat[0]; i++) req[nreq++] = pat[i];
     }
     int64_t resolved[64];
@@ -558,16 +570,21 @@ static void body_frames_by_index(void)
     int64_t *u = sorted_unique(resolved, nreq, &nu);
     /* all frames wanted: no select (its frame counter restarts when ffmpeg
      * rebuilds the filter graph at a mid-stream size change) */
-    ff_job j = {.file = m->file, .stream = info->stream_index, .threads = g_cur_threads,
-                .idx = (int64_t)nu == n ? NULL : u, .n_idx = nu, .n_frames = nu,
-                .filters = NULL, .out_w = w, .out_h = h};
+    ff_job j = { .file = m->file,
+                 .stream = info->stream_index,
+                 .threads = g_cur_threads,
+                 .idx = (int64_t)nu == n ? NULL : u,
+                 .n_idx = nu,
+                 .n_frames = nu,
+                 .filters = NULL,
+                 .out_w = w,
+                 .out_h = h };
     uint8_t *want = ffmpeg_frames(&j);
     char what[64];
     snprintf(what, sizeof what, "by-index (threads %d)", g_cur_threads);
-    cmp_state cs = {0};
+    cmp_state cs = { 0 };
     for (size_t i = 0; i < nreq; i++)
-        check_frame(&cs, what, m->file, resolved[i], i, got + i * fb,
-                    want + find_pos(u, nu, resolved[i]) * fb, w, h);
+        check_frame(&cs, what, m->file, resolved[i], i, got + i * fb, want + find_pos(u, nu, resolved[i]) * fb, w, h);
     cmp_finish(&cs);
     free(want);
     free(u);
@@ -587,7 +604,7 @@ TEST(frames_by_index_match_ffmpeg)
 
 TEST(frames_by_index_match_ffmpeg_one_thread)
 {
-    static const char *const names[] = {"interlaced_crop.mp4"}; /* open GOP, B-frames */
+    static const char *const names[] = { "interlaced_crop.mp4" }; /* open GOP, B-frames */
     (void)videos_dir();
     need_ffmpeg();
     reel_set_ffmpeg_log_level(0);
@@ -635,12 +652,18 @@ static void body_keyframe_starts(void)
 
     size_t nu = 0;
     int64_t *u = sorted_unique(req, nreq, &nu);
-    ff_job j = {.file = m->file, .stream = stream, .threads = 2, .idx = u, .n_idx = nu,
-                .n_frames = nu, .out_w = width, .out_h = height};
+    ff_job j = { .file = m->file,
+                 .stream = stream,
+                 .threads = 2,
+                 .idx = u,
+                 .n_idx = nu,
+                 .n_frames = nu,
+                 .out_w = width,
+                 .out_h = height };
     uint8_t *want = ffmpeg_frames(&j);
     char what[64];
     snprintf(what, sizeof what, "cold GOP entry (threads %d)", g_cur_threads);
-    cmp_state cs = {0};
+    cmp_state cs = { 0 };
     int64_t restarts = 0;
     for (size_t g = 0; g < ngop; g++) {
         reel_decoder *d = open_video(m->file, -1, g_cur_threads);
@@ -678,8 +701,8 @@ TEST(cold_gop_entry_matches_ffmpeg_from_the_start)
     reel_set_ffmpeg_log_level(0);
     for (int threads = 1; threads <= 2; threads++) {
         g_cur_threads = threads;
-        for_each_video(names, n, body_keyframe_starts, threads == 1 ? "cold GOP entry, 1 thread"
-                                                                     : "cold GOP entry, 2 threads");
+        for_each_video(names, n, body_keyframe_starts,
+                       threads == 1 ? "cold GOP entry, 1 thread" : "cold GOP entry, 2 threads");
     }
     g_cur_threads = 2;
 }
@@ -702,13 +725,17 @@ static void body_range(void)
     int r = reel_decoder_get_range(dec, 0, n, 3, NULL, got, expect * fb, &nout, NULL, &err);
     CHECK_MSG(r == REEL_OK, "get_range(0, %lld, 3): %d %s", (long long)n, r, err.message);
     CHECK_EQ_INT(nout, expect);
-    ff_job j = {.file = m->file, .stream = info->stream_index, .threads = 2,
-                .select = "not(mod(n\\,3))", .n_frames = expect, .out_w = w, .out_h = h};
+    ff_job j = { .file = m->file,
+                 .stream = info->stream_index,
+                 .threads = 2,
+                 .select = "not(mod(n\\,3))",
+                 .n_frames = expect,
+                 .out_w = w,
+                 .out_h = h };
     uint8_t *want = ffmpeg_frames(&j);
-    cmp_state cs = {0};
+    cmp_state cs = { 0 };
     for (size_t i = 0; i < expect; i++)
-        check_frame(&cs, "get_range(0,n,3)", m->file, (int64_t)(3 * i), i, got + i * fb,
-                    want + i * fb, w, h);
+        check_frame(&cs, "get_range(0,n,3)", m->file, (int64_t)(3 * i), i, got + i * fb, want + i * fb, w, h);
     cmp_finish(&cs);
     free(want);
     free(got);
@@ -717,8 +744,8 @@ static void body_range(void)
 
 TEST(range_step3_matches_ffmpeg)
 {
-    static const char *const names[] = {"carphone_pristine.mp4", "foreman_hevc.mp4",
-                                        "xmp480qt.mov", "interlaced_crop.mp4"};
+    static const char *const names[] = { "carphone_pristine.mp4", "foreman_hevc.mp4", "xmp480qt.mov",
+                                         "interlaced_crop.mp4" };
     (void)videos_dir();
     need_ffmpeg();
     reel_set_ffmpeg_log_level(0);
@@ -748,8 +775,7 @@ static void body_times(void)
     for (int tries = 0; np < 8 && tries < 1000; tries++) {
         int64_t i = tries == 0 ? 0 : tries == 1 ? n - 1 : (int64_t)(rng_next(&s) % (uint64_t)n);
         /* a positive duration whose middle lies before the next frame */
-        if (tab[i].duration > 0 &&
-            (i + 1 == n || 2 * tab[i].pts + tab[i].duration < 2 * tab[i + 1].pts))
+        if (tab[i].duration > 0 && (i + 1 == n || 2 * tab[i].pts + tab[i].duration < 2 * tab[i + 1].pts))
             pick[np++] = i;
     }
     double times[16];
@@ -757,8 +783,7 @@ static void body_times(void)
     size_t nt = 0;
     for (size_t k = 0; k < np; k++) {
         int64_t i = pick[k];
-        CHECK_MSG(tab[i].duration > 0, "frame %lld has duration %lld", (long long)i,
-                  (long long)tab[i].duration);
+        CHECK_MSG(tab[i].duration > 0, "frame %lld has duration %lld", (long long)i, (long long)tab[i].duration);
         times[nt] = tb_seconds(info, (double)tab[i].pts + 0.5 * (double)tab[i].duration);
         want_idx[nt++] = i;
         times[nt] = tb_seconds(info, (double)tab[i].pts);
@@ -771,38 +796,34 @@ static void body_times(void)
     CHECK_OK(reel_decoder_get_output_size(dec, NULL, &w, &h, &fb, &err));
     uint8_t *got = xmalloc(nt * fb);
     for (size_t k = 0; k < nt; k++) got_idx[k] = -12345;
-    int r = reel_decoder_get_frames_at_times(dec, times, nt, NULL, got, nt * fb, got_idx,
-                                             NULL, &err);
+    int r = reel_decoder_get_frames_at_times(dec, times, nt, NULL, got, nt * fb, got_idx, NULL, &err);
     CHECK_MSG(r == REEL_OK, "get_frames_at_times: %d %s", r, err.message);
     for (size_t k = 0; k < nt; k++)
         CHECK_MSG(got_idx[k] == want_idx[k],
-                  "t=%.9f s (%s of frame %lld: pts %lld dur %lld, tb %d/%d) resolved to frame %lld",
-                  times[k], k % 2 ? "start" : "middle", (long long)want_idx[k],
-                  (long long)tab[want_idx[k]].pts, (long long)tab[want_idx[k]].duration,
-                  info->time_base_num, info->time_base_den, (long long)got_idx[k]);
+                  "t=%.9f s (%s of frame %lld: pts %lld dur %lld, tb %d/%d) resolved to frame %lld", times[k],
+                  k % 2 ? "start" : "middle", (long long)want_idx[k], (long long)tab[want_idx[k]].pts,
+                  (long long)tab[want_idx[k]].duration, info->time_base_num, info->time_base_den,
+                  (long long)got_idx[k]);
     uint8_t *byidx = reel_frames(dec, want_idx, nt, NULL, &w, &h, &fb);
-    cmp_state cs = {0};
+    cmp_state cs = { 0 };
     for (size_t k = 0; k < nt; k++)
-        check_frame(&cs, "at-time vs by-index", m->file, want_idx[k], k, got + k * fb,
-                    byidx + k * fb, w, h);
+        check_frame(&cs, "at-time vs by-index", m->file, want_idx[k], k, got + k * fb, byidx + k * fb, w, h);
     cmp_finish(&cs);
     free(byidx);
 
     /* out of range: before frame 0, exactly at the end, after the end */
     double before = tb_seconds(info, (double)tab[0].pts) - 0.25;
     double end = tb_seconds(info, (double)(tab[n - 1].pts + tab[n - 1].duration));
-    double bad[3] = {before, end, end + 1.0};
+    double bad[3] = { before, end, end + 1.0 };
     for (int k = 0; k < 3; k++) {
         int64_t idx = -1;
         reel_error_clear(&err);
         r = reel_decoder_get_frames_at_times(dec, &bad[k], 1, NULL, got, fb, &idx, NULL, &err);
         CHECK_MSG(r == REEL_E_OUT_OF_RANGE,
-                  "get_frames_at_times(%.9f s) (%s) returned %d (%s), want REEL_E_OUT_OF_RANGE",
-                  bad[k], k == 0 ? "before the first frame" : "at/after the end", r,
-                  reel_strerror(r));
+                  "get_frames_at_times(%.9f s) (%s) returned %d (%s), want REEL_E_OUT_OF_RANGE", bad[k],
+                  k == 0 ? "before the first frame" : "at/after the end", r, reel_strerror(r));
         r = reel_decoder_index_at_time(dec, bad[k], &idx, &err);
-        CHECK_MSG(r == REEL_E_OUT_OF_RANGE, "index_at_time(%.9f s) returned %d, index %lld",
-                  bad[k], r, (long long)idx);
+        CHECK_MSG(r == REEL_E_OUT_OF_RANGE, "index_at_time(%.9f s) returned %d, index %lld", bad[k], r, (long long)idx);
     }
     free(got);
     reel_decoder_close(&dec);
@@ -811,9 +832,9 @@ static void body_times(void)
 TEST(times_resolve_to_containing_frame)
 {
     static const char *const names[] = {
-        "nasa_13013.mp4", "test_non_zero_start.mp4", "fire2.mp4", "no_duration.webm",
-        "big_buck_bunny_0_30.webm", "karma.mp4", "vp8_video_with_alpha.webm", "MVI_4823.AVI",
-        "interlaced_crop.mp4"};
+        "nasa_13013.mp4", "test_non_zero_start.mp4",   "fire2.mp4",    "no_duration.webm",   "big_buck_bunny_0_30.webm",
+        "karma.mp4",      "vp8_video_with_alpha.webm", "MVI_4823.AVI", "interlaced_crop.mp4"
+    };
     (void)videos_dir();
     reel_set_ffmpeg_log_level(0);
     for_each_video(names, sizeof names / sizeof names[0], body_times, "timestamps");
@@ -832,16 +853,14 @@ static void body_every_time(void)
     reel_error err;
     for (int64_t i = 0; i < n; i++) {
         if (i + 1 < n)
-            CHECK_MSG(tab[i].pts < tab[i + 1].pts,
-                      "frame table not strictly increasing at %lld: pts %lld then %lld",
+            CHECK_MSG(tab[i].pts < tab[i + 1].pts, "frame table not strictly increasing at %lld: pts %lld then %lld",
                       (long long)i, (long long)tab[i].pts, (long long)tab[i + 1].pts);
-        CHECK_MSG(tab[i].duration > 0, "frame %lld has duration %lld", (long long)i,
-                  (long long)tab[i].duration);
+        CHECK_MSG(tab[i].duration > 0, "frame %lld has duration %lld", (long long)i, (long long)tab[i].duration);
         /* Container durations may overlap the next frame (Matroska rounds
          * them); the middle is only unambiguous before the next pts. */
         double mid = (double)tab[i].pts + 0.5 * (double)tab[i].duration;
         int mid_ok = i + 1 == n || mid < (double)tab[i + 1].pts;
-        double ts[2] = {tb_seconds(info, (double)tab[i].pts), tb_seconds(info, mid)};
+        double ts[2] = { tb_seconds(info, (double)tab[i].pts), tb_seconds(info, mid) };
         for (int k = 0; k < 1 + mid_ok; k++) {
             int64_t idx = -1;
             reel_error_clear(&err);
@@ -849,9 +868,8 @@ static void body_every_time(void)
             CHECK_MSG(r == REEL_OK && idx == i,
                       "index_at_time(%.9f s = %s of frame %lld, pts %lld dur %lld tb %d/%d) "
                       "gave status %d index %lld %s",
-                      ts[k], k ? "middle" : "start", (long long)i, (long long)tab[i].pts,
-                      (long long)tab[i].duration, info->time_base_num, info->time_base_den,
-                      r, (long long)idx, err.message);
+                      ts[k], k ? "middle" : "start", (long long)i, (long long)tab[i].pts, (long long)tab[i].duration,
+                      info->time_base_num, info->time_base_den, r, (long long)idx, err.message);
         }
     }
     reel_decoder_close(&dec);
@@ -867,17 +885,18 @@ TEST(index_at_time_every_frame)
 
 /* ================================================================ 3. torchcodec refs */
 
-static uint32_t rd16(const uint8_t *p) { return (uint32_t)p[0] | ((uint32_t)p[1] << 8); }
+static uint32_t rd16(const uint8_t *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8);
+}
 static uint32_t rd32(const uint8_t *p)
 {
-    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
-           ((uint32_t)p[3] << 24);
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
 
 /* The bytes of the member "<name>/data/0" of a torch.save zip archive
  * (stored, not compressed). Returns a pointer into `zip`. */
-static const uint8_t *pt_tensor_data(const char *path, const uint8_t *zip, size_t size,
-                                     size_t *len)
+static const uint8_t *pt_tensor_data(const char *path, const uint8_t *zip, size_t size, size_t *len)
 {
     CHECK_MSG(size >= 22, "%s: too small for a zip archive", path);
     size_t eocd = (size_t)-1;
@@ -890,13 +909,11 @@ static const uint8_t *pt_tensor_data(const char *path, const uint8_t *zip, size_
     CHECK_MSG(eocd != (size_t)-1, "%s: no zip end-of-central-directory record", path);
     uint32_t entries = rd16(zip + eocd + 10);
     uint32_t cd_size = rd32(zip + eocd + 12), cd_off = rd32(zip + eocd + 16);
-    CHECK_MSG(cd_off != 0xFFFFFFFFu && entries != 0xFFFF, "%s: zip64 archives not supported",
-              path);
+    CHECK_MSG(cd_off != 0xFFFFFFFFu && entries != 0xFFFF, "%s: zip64 archives not supported", path);
     CHECK_MSG((size_t)cd_off + cd_size <= size, "%s: central directory out of bounds", path);
     size_t p = cd_off;
     for (uint32_t e = 0; e < entries; e++) {
-        CHECK_MSG(p + 46 <= size && rd32(zip + p) == 0x02014b50u,
-                  "%s: bad central directory entry %u", path, e);
+        CHECK_MSG(p + 46 <= size && rd32(zip + p) == 0x02014b50u, "%s: bad central directory entry %u", path, e);
         uint32_t method = rd16(zip + p + 10);
         uint32_t csize = rd32(zip + p + 20), usize = rd32(zip + p + 24);
         uint32_t nlen = rd16(zip + p + 28), xlen = rd16(zip + p + 30), clen = rd16(zip + p + 32);
@@ -908,13 +925,12 @@ static const uint8_t *pt_tensor_data(const char *path, const uint8_t *zip, size_
         if (nlen >= sl && memcmp(name + nlen - sl, suffix, sl) == 0) {
             CHECK_MSG(method == 0,
                       "%s: member %.*s uses zip compression method %u; only stored (0) "
-                      "members are supported", path, (int)nlen, name, method);
-            CHECK_MSG(csize == usize, "%s: stored member with csize %u != usize %u", path,
-                      csize, usize);
-            CHECK_MSG((size_t)loff + 30 <= size && rd32(zip + loff) == 0x04034b50u,
-                      "%s: bad local header for %.*s", path, (int)nlen, name);
-            CHECK_MSG(rd16(zip + loff + 8) == 0, "%s: local header says method %u", path,
-                      rd16(zip + loff + 8));
+                      "members are supported",
+                      path, (int)nlen, name, method);
+            CHECK_MSG(csize == usize, "%s: stored member with csize %u != usize %u", path, csize, usize);
+            CHECK_MSG((size_t)loff + 30 <= size && rd32(zip + loff) == 0x04034b50u, "%s: bad local header for %.*s",
+                      path, (int)nlen, name);
+            CHECK_MSG(rd16(zip + loff + 8) == 0, "%s: local header says method %u", path, rd16(zip + loff + 8));
             size_t data = (size_t)loff + 30 + rd16(zip + loff + 26) + rd16(zip + loff + 28);
             CHECK_MSG(data + usize <= size, "%s: member data out of bounds", path);
             *len = usize;
@@ -930,8 +946,8 @@ enum { REF_PLAIN, REF_CROP, REF_SCALE };
 typedef struct ref_item {
     char name[256];
     const char *video;
-    int stream;  /* -1: default */
-    int kind;    /* REF_* */
+    int stream; /* -1: default */
+    int kind;   /* REF_* */
     int64_t index;
 } ref_item;
 
@@ -962,16 +978,18 @@ static int classify_ref(const char *video, const char *name, ref_item *it)
         it->index = idx;
         return 1;
     }
-    if (sscanf(rest, "scale_240_135_flags_bilinear.stream%d.frame%6lld%15s", &s, &idx, tail) ==
-            3 && !strcmp(tail, ".pt")) {
+    if (sscanf(rest, "scale_240_135_flags_bilinear.stream%d.frame%6lld%15s", &s, &idx, tail) == 3 &&
+        !strcmp(tail, ".pt")) {
         it->stream = s;
         it->kind = REF_SCALE;
         it->index = idx;
         return 1;
     }
     if (!strncmp(rest, "time", 4)) {
-        static const struct { const char *t; int64_t idx; } times[] = {
-            {"6.000000", 180}, {"6.100000", 183}, {"10.000000", 300}, {"12.979633", 389}};
+        static const struct {
+            const char *t;
+            int64_t idx;
+        } times[] = { { "6.000000", 180 }, { "6.100000", 183 }, { "10.000000", 300 }, { "12.979633", 389 } };
         for (size_t k = 0; k < sizeof times / sizeof times[0]; k++) {
             char want[64];
             snprintf(want, sizeof want, "time%s.pt", times[k].t);
@@ -988,7 +1006,7 @@ static int classify_ref(const char *video, const char *name, ref_item *it)
 
 TEST(torchcodec_reference_frames_bit_exact)
 {
-    static const char *const videos[] = {"nasa_13013.mp4", "nasa_13013_hdr.mp4"};
+    static const char *const videos[] = { "nasa_13013.mp4", "nasa_13013_hdr.mp4" };
     const char *dir = videos_dir();
     reel_set_ffmpeg_log_level(0);
     ref_item items[128];
@@ -1013,23 +1031,21 @@ TEST(torchcodec_reference_frames_bit_exact)
     CHECK_MSG(nitems == 50, "found %zu pixel references, REFS.md lists 50", nitems);
 
     /* One batched request per (video, stream, transform). */
-    int done[128] = {0};
+    int done[128] = { 0 };
     size_t checked = 0;
     for (size_t a = 0; a < nitems; a++) {
         if (done[a]) continue;
         const ref_item *g = &items[a];
         size_t member[128], nm = 0;
         for (size_t b = a; b < nitems; b++)
-            if (!done[b] && items[b].video == g->video && items[b].stream == g->stream &&
-                items[b].kind == g->kind) {
+            if (!done[b] && items[b].video == g->video && items[b].stream == g->stream && items[b].kind == g->kind) {
                 member[nm++] = b;
                 done[b] = 1;
             }
         reel_decoder *dec = open_video(g->video, g->stream, 2);
         const reel_video_info *info = reel_decoder_get_info(dec);
         if (g->stream < 0 && !strcmp(g->video, "nasa_13013.mp4"))
-            CHECK_MSG(info->stream_index == 3, "nasa_13013.mp4 default stream is %d, want 3",
-                      info->stream_index);
+            CHECK_MSG(info->stream_index == 3, "nasa_13013.mp4 default stream is %d, want 3", info->stream_index);
         reel_transform t;
         reel_transform_default_settings(&t);
         if (g->kind == REF_CROP) {
@@ -1048,7 +1064,7 @@ TEST(torchcodec_reference_frames_bit_exact)
         int w, h;
         size_t fb;
         uint8_t *got = reel_frames(dec, idx, nm, &t, &w, &h, &fb);
-        cmp_state cs = {0};
+        cmp_state cs = { 0 };
         for (size_t k = 0; k < nm; k++) {
             const ref_item *it = &items[member[k]];
             char path[4400];
@@ -1056,8 +1072,8 @@ TEST(torchcodec_reference_frames_bit_exact)
             size_t zsize, len;
             uint8_t *zip = read_file(path, &zsize);
             const uint8_t *data = pt_tensor_data(path, zip, zsize, &len);
-            CHECK_MSG(len == fb, "%s: %zu bytes of pixels, reel's output is %dx%d (%zu bytes)",
-                      it->name, len, w, h, fb);
+            CHECK_MSG(len == fb, "%s: %zu bytes of pixels, reel's output is %dx%d (%zu bytes)", it->name, len, w, h,
+                      fb);
             check_frame(&cs, it->name, it->video, it->index, k, got + k * fb, data, w, h);
             free(zip);
             checked++;
@@ -1072,8 +1088,7 @@ TEST(torchcodec_reference_frames_bit_exact)
 /* ================================================================ 4. frame tables */
 
 /* Minimal reader for ffprobe's [{"pts_time": "..", "duration_time": ".."}, ...]. */
-static double json_num_after(const char *obj, const char *end, const char *key, const char *path,
-                             size_t i)
+static double json_num_after(const char *obj, const char *end, const char *key, const char *path, size_t i)
 {
     char pat[64];
     snprintf(pat, sizeof pat, "\"%s\"", key);
@@ -1102,7 +1117,7 @@ static json_frames read_frames_json(const char *path)
 {
     size_t size;
     char *text = (char *)read_file(path, &size);
-    json_frames jf = {0};
+    json_frames jf = { 0 };
     size_t cap = 0;
     const char *p = text, *end = text + size;
     while ((p = strchr(p, '{')) != NULL) {
@@ -1127,15 +1142,19 @@ static json_frames read_frames_json(const char *path)
 
 TEST(frame_tables_match_ffprobe_json)
 {
-    static const struct { const char *video; int stream; } cases[] = {
-        {"nasa_13013.mp4", 0}, {"nasa_13013.mp4", 3},
-        {"nasa_13013_rotated.mp4", 0}, {"test_non_zero_start.mp4", 0}};
+    static const struct {
+        const char *video;
+        int stream;
+    } cases[] = { { "nasa_13013.mp4", 0 },
+                  { "nasa_13013.mp4", 3 },
+                  { "nasa_13013_rotated.mp4", 0 },
+                  { "test_non_zero_start.mp4", 0 } };
     const char *dir = videos_dir();
     reel_set_ffmpeg_log_level(0);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         char path[4400];
-        snprintf(path, sizeof path, "%s/%s.refs/%s.stream%d.all_frames_info.json", dir,
-                 cases[c].video, cases[c].video, cases[c].stream);
+        snprintf(path, sizeof path, "%s/%s.refs/%s.stream%d.all_frames_info.json", dir, cases[c].video, cases[c].video,
+                 cases[c].stream);
         json_frames jf = read_frames_json(path);
         reel_decoder *dec = open_video(cases[c].video, cases[c].stream, 2);
         const reel_video_info *info = reel_decoder_get_info(dec);
@@ -1143,18 +1162,16 @@ TEST(frame_tables_match_ffprobe_json)
         int64_t n = 0;
         const reel_frame_entry *tab = reel_decoder_get_frame_table(dec, &n);
         CHECK_MSG(n == (int64_t)jf.n && info->num_frames == n,
-                  "%s stream %d: reel has %lld frames (num_frames %lld), ffprobe %zu",
-                  cases[c].video, cases[c].stream, (long long)n, (long long)info->num_frames,
-                  jf.n);
+                  "%s stream %d: reel has %lld frames (num_frames %lld), ffprobe %zu", cases[c].video, cases[c].stream,
+                  (long long)n, (long long)info->num_frames, jf.n);
         for (int64_t i = 0; i < n; i++) {
             double pts = tb_seconds(info, (double)tab[i].pts);
             double dur = tb_seconds(info, (double)tab[i].duration);
             CHECK_MSG(fabs(pts - jf.pts[i]) < 1e-6 && fabs(dur - jf.dur[i]) < 1e-6,
                       "%s stream %d frame %lld: reel pts %.9f dur %.9f (ticks %lld/%lld, tb "
                       "%d/%d), ffprobe pts %.6f dur %.6f",
-                      cases[c].video, cases[c].stream, (long long)i, pts, dur,
-                      (long long)tab[i].pts, (long long)tab[i].duration, info->time_base_num,
-                      info->time_base_den, jf.pts[i], jf.dur[i]);
+                      cases[c].video, cases[c].stream, (long long)i, pts, dur, (long long)tab[i].pts,
+                      (long long)tab[i].duration, info->time_base_num, info->time_base_den, jf.pts[i], jf.dur[i]);
         }
         free(jf.pts);
         free(jf.dur);
@@ -1171,10 +1188,10 @@ typedef struct crop_case {
 } crop_case;
 
 static const crop_case k_crops[] = {
-    {"nasa_13013.mp4", 3, 51, 33, 301, 155},          /* 8-bit 4:2:0 */
-    {"karma.mp4", -1, 101, 57, 503, 301},             /* yuvj420p (full range) */
-    {"cockatoo.mp4", -1, 333, 111, 641, 401},         /* 4:4:4 */
-    {"vp8_video_with_alpha.webm", -1, 17, 41, 251, 172}, /* odd height, crop to the bottom */
+    { "nasa_13013.mp4", 3, 51, 33, 301, 155 },             /* 8-bit 4:2:0 */
+    { "karma.mp4", -1, 101, 57, 503, 301 },                /* yuvj420p (full range) */
+    { "cockatoo.mp4", -1, 333, 111, 641, 401 },            /* 4:4:4 */
+    { "vp8_video_with_alpha.webm", -1, 17, 41, 251, 172 }, /* odd height, crop to the bottom */
 };
 
 static const char *ff_flags(int filter)
@@ -1190,13 +1207,12 @@ static const char *ff_flags(int filter)
 
 /* Frames 0, 5, 13, 22 (requested unsorted with a repeat) under `t`, against
  * ffmpeg with `filters`. */
-static void compare_transform(const crop_case *c, const reel_transform *t, const char *filters,
-                              const char *what)
+static void compare_transform(const crop_case *c, const reel_transform *t, const char *filters, const char *what)
 {
     reel_decoder *dec = open_video(c->file, c->stream, 2);
     const reel_video_info *info = reel_decoder_get_info(dec);
-    static const int64_t req[] = {13, 0, 22, 5, 13};
-    static const int64_t u[] = {0, 5, 13, 22};
+    static const int64_t req[] = { 13, 0, 22, 5, 13 };
+    static const int64_t u[] = { 0, 5, 13, 22 };
     size_t nreq = sizeof req / sizeof req[0], nu = sizeof u / sizeof u[0];
     CHECK(info->num_frames > 22);
     int w, h;
@@ -1204,15 +1220,21 @@ static void compare_transform(const crop_case *c, const reel_transform *t, const
     uint8_t *got = reel_frames(dec, req, nreq, t, &w, &h, &fb);
     int ew = t->width ? t->width : t->crop_w, eh = t->height ? t->height : t->crop_h;
     CHECK_MSG(w == ew && h == eh, "%s: output %dx%d, want %dx%d", what, w, h, ew, eh);
-    ff_job j = {.file = c->file, .stream = info->stream_index, .threads = 2, .idx = u,
-                .n_idx = nu, .n_frames = nu, .filters = filters, .out_w = w, .out_h = h};
+    ff_job j = { .file = c->file,
+                 .stream = info->stream_index,
+                 .threads = 2,
+                 .idx = u,
+                 .n_idx = nu,
+                 .n_frames = nu,
+                 .filters = filters,
+                 .out_w = w,
+                 .out_h = h };
     uint8_t *want = ffmpeg_frames(&j);
     char label[512];
     snprintf(label, sizeof label, "%s [-vf %s]", what, filters);
-    cmp_state cs = {0};
+    cmp_state cs = { 0 };
     for (size_t i = 0; i < nreq; i++)
-        check_frame(&cs, label, c->file, req[i], i, got + i * fb,
-                    want + find_pos(u, nu, req[i]) * fb, w, h);
+        check_frame(&cs, label, c->file, req[i], i, got + i * fb, want + find_pos(u, nu, req[i]) * fb, w, h);
     cmp_finish(&cs);
     free(want);
     free(got);
@@ -1236,24 +1258,25 @@ static void body_crop_resize(void)
     t.crop_h = c->h;
     /* crop without resize is a crop of the full RGB frame (not of the YUV
      * planes, which differs for subsampled chroma at odd offsets) */
-    snprintf(filters, sizeof filters, "format=rgb24,crop=%d:%d:%d:%d:exact=1", c->w, c->h, c->x,
-             c->y);
+    snprintf(filters, sizeof filters, "format=rgb24,crop=%d:%d:%d:%d:exact=1", c->w, c->h, c->x, c->y);
     compare_transform(c, &t, filters, "crop only");
 
     /* fused crop + resize, every filter, down- and up-scaling */
-    static const struct { int filter, wn, wd, hn, hd; } sizes[] = {
-        {REEL_FILTER_BILINEAR, 1, 2, 1, 2},
-        {REEL_FILTER_AREA, 1, 3, 2, 7},
-        {REEL_FILTER_BICUBIC, 3, 2, 3, 2},
-        {REEL_FILTER_NEAREST, 2, 3, 5, 4},
+    static const struct {
+        int filter, wn, wd, hn, hd;
+    } sizes[] = {
+        { REEL_FILTER_BILINEAR, 1, 2, 1, 2 },
+        { REEL_FILTER_AREA, 1, 3, 2, 7 },
+        { REEL_FILTER_BICUBIC, 3, 2, 3, 2 },
+        { REEL_FILTER_NEAREST, 2, 3, 5, 4 },
     };
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         t.width = c->w * sizes[k].wn / sizes[k].wd;
         t.height = c->h * sizes[k].hn / sizes[k].hd;
         t.filter = sizes[k].filter;
         t.resize_mode = REEL_RESIZE_MODE_FUSED;
-        snprintf(filters, sizeof filters, "crop=%d:%d:%d:%d:exact=1,scale=%d:%d:flags=%s", c->w,
-                 c->h, c->x, c->y, t.width, t.height, ff_flags(t.filter));
+        snprintf(filters, sizeof filters, "crop=%d:%d:%d:%d:exact=1,scale=%d:%d:flags=%s", c->w, c->h, c->x, c->y,
+                 t.width, t.height, ff_flags(t.filter));
         snprintf(what, sizeof what, "fused crop+resize %s", ff_flags(t.filter));
         compare_transform(c, &t, filters, what);
     }
@@ -1275,11 +1298,13 @@ static void body_after_rgb(void)
     for (size_t i = 0; i < sizeof k_crops / sizeof k_crops[0]; i++)
         if (!strcmp(k_crops[i].file, g_cur_file)) c = &k_crops[i];
     CHECK(c != NULL);
-    static const struct { int filter, wn, wd, hn, hd; } sizes[] = {
-        {REEL_FILTER_BILINEAR, 2, 3, 2, 3},
-        {REEL_FILTER_AREA, 1, 4, 1, 3},
-        {REEL_FILTER_BICUBIC, 5, 4, 4, 3},
-        {REEL_FILTER_NEAREST, 1, 2, 3, 2},
+    static const struct {
+        int filter, wn, wd, hn, hd;
+    } sizes[] = {
+        { REEL_FILTER_BILINEAR, 2, 3, 2, 3 },
+        { REEL_FILTER_AREA, 1, 4, 1, 3 },
+        { REEL_FILTER_BICUBIC, 5, 4, 4, 3 },
+        { REEL_FILTER_NEAREST, 1, 2, 3, 2 },
     };
     char filters[256], what[128];
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
@@ -1293,9 +1318,8 @@ static void body_after_rgb(void)
         t.height = c->h * sizes[k].hn / sizes[k].hd;
         t.filter = sizes[k].filter;
         t.resize_mode = REEL_RESIZE_MODE_AFTER_RGB;
-        snprintf(filters, sizeof filters,
-                 "format=rgb24,crop=%d:%d:%d:%d:exact=1,scale=%d:%d:flags=%s", c->w, c->h, c->x,
-                 c->y, t.width, t.height, ff_flags(t.filter));
+        snprintf(filters, sizeof filters, "format=rgb24,crop=%d:%d:%d:%d:exact=1,scale=%d:%d:flags=%s", c->w, c->h,
+                 c->x, c->y, t.width, t.height, ff_flags(t.filter));
         snprintf(what, sizeof what, "after-RGB crop+resize %s", ff_flags(t.filter));
         compare_transform(c, &t, filters, what);
     }
@@ -1303,7 +1327,7 @@ static void body_after_rgb(void)
 
 TEST(resize_after_rgb_matches_ffmpeg_filters)
 {
-    static const char *const names[] = {"nasa_13013.mp4", "karma.mp4"};
+    static const char *const names[] = { "nasa_13013.mp4", "karma.mp4" };
     (void)videos_dir();
     need_ffmpeg();
     reel_set_ffmpeg_log_level(0);
@@ -1317,11 +1341,11 @@ static void body_rotation(void)
     const mf_row *m = manifest_row(g_cur_file);
     reel_decoder *dec = open_video(m->file, -1, 2);
     const reel_video_info *info = reel_decoder_get_info(dec);
-    CHECK_MSG(norm_rotation(info->rotation) == m->rotation,
-              "rotation %d, manifest %d (as 0..359)", info->rotation, m->rotation);
+    CHECK_MSG(norm_rotation(info->rotation) == m->rotation, "rotation %d, manifest %d (as 0..359)", info->rotation,
+              m->rotation);
     int64_t n = info->num_frames;
-    int64_t req[] = {n - 1, 0, n / 2, 0};
-    int64_t u[] = {0, n / 2, n - 1};
+    int64_t req[] = { n - 1, 0, n / 2, 0 };
+    int64_t u[] = { 0, n / 2, n - 1 };
     size_t nreq = 4, nu = 3;
     CHECK(n >= 3);
     reel_transform t;
@@ -1332,15 +1356,21 @@ static void body_rotation(void)
     uint8_t *got = reel_frames(dec, req, nreq, &t, &w, &h, &fb);
     int swap = m->rotation == 90 || m->rotation == 270;
     int ew = swap ? m->height : m->width, eh = swap ? m->width : m->height;
-    CHECK_MSG(w == ew && h == eh, "rotated output %dx%d, want %dx%d (rotation %d)", w, h, ew, eh,
-              m->rotation);
-    ff_job j = {.file = m->file, .stream = info->stream_index, .autorotate = 1, .threads = 2,
-                .idx = u, .n_idx = nu, .n_frames = nu, .out_w = w, .out_h = h};
+    CHECK_MSG(w == ew && h == eh, "rotated output %dx%d, want %dx%d (rotation %d)", w, h, ew, eh, m->rotation);
+    ff_job j = { .file = m->file,
+                 .stream = info->stream_index,
+                 .autorotate = 1,
+                 .threads = 2,
+                 .idx = u,
+                 .n_idx = nu,
+                 .n_frames = nu,
+                 .out_w = w,
+                 .out_h = h };
     uint8_t *want = ffmpeg_frames(&j);
-    cmp_state cs = {0};
+    cmp_state cs = { 0 };
     for (size_t i = 0; i < nreq; i++)
-        check_frame(&cs, "apply_rotation vs ffmpeg autorotate", m->file, req[i], i,
-                    got + i * fb, want + find_pos(u, nu, req[i]) * fb, w, h);
+        check_frame(&cs, "apply_rotation vs ffmpeg autorotate", m->file, req[i], i, got + i * fb,
+                    want + find_pos(u, nu, req[i]) * fb, w, h);
     cmp_finish(&cs);
     free(want);
     free(got);
@@ -1349,7 +1379,7 @@ static void body_rotation(void)
 
 TEST(rotation_matches_ffmpeg_autorotate)
 {
-    static const char *const names[] = {"nasa_13013_rotated.mp4", "video_90.mov", "fire2.mp4"};
+    static const char *const names[] = { "nasa_13013_rotated.mp4", "video_90.mov", "fire2.mp4" };
     (void)videos_dir();
     need_ffmpeg();
     reel_set_ffmpeg_log_level(0);

@@ -103,8 +103,8 @@ static uint8_t *read_record(reel_store *s, int64_t i, reel_store_record *rec, in
 {
     CHECK_OK(reel_store_get_record(s, i, rec, NULL));
     size_t n = (size_t)rec->num_frames;
-    sink k = { malloc(n * (size_t)rec->width * rec->height * 3), (size_t)rec->width * rec->height * 3,
-               malloc(n * 8), malloc(n * 8), n };
+    sink k = { malloc(n * (size_t)rec->width * rec->height * 3), (size_t)rec->width * rec->height * 3, malloc(n * 8),
+               malloc(n * 8), n };
     int64_t *pos = malloc(n * 8);
     CHECK(k.buf && k.index && k.pts && pos);
     for (size_t j = 0; j < n; j++) pos[j] = (int64_t)(n - 1 - j); /* any order */
@@ -192,8 +192,8 @@ static void check_store(const char *dir, reel_store_format fmt)
                       rec.source_path, j, (long long)tg_read_idx(g, SW, SH), (long long)idx[j]);
             CHECK_EQ_INT(pts[j], tab[j].pts);
             if (fmt == REEL_STORE_FORMAT_RAW) {
-                CHECK_MSG(memcmp(g, w, fb) == 0, "%s frame %zu: raw store differs from the video path",
-                          rec.source_path, j);
+                CHECK_MSG(memcmp(g, w, fb) == 0, "%s frame %zu: raw store differs from the video path", rec.source_path,
+                          j);
             } else if (fmt == REEL_STORE_FORMAT_JPEG) {
                 /* the generator's pattern is sharp-edged and saturated, JPEG's
                  * worst case; real video is held to 38 dB below */
@@ -207,10 +207,10 @@ static void check_store(const char *dir, reel_store_format fmt)
                 uint8_t *bytes = tg_read_file(shard, &sz);
                 CHECK(bytes && r->offset + r->frames[j].offset + r->frames[j].length <= sz);
                 uint8_t *dec = malloc(fb);
-                CHECK(tjDecompress2(tj, bytes + r->offset + r->frames[j].offset, r->frames[j].length, dec, SW,
-                                    SW * 3, SH, TJPF_RGB, 0) == 0);
-                CHECK_MSG(memcmp(dec, g, fb) == 0, "%s frame %zu: differs from libjpeg-turbo's decode",
-                          rec.source_path, j);
+                CHECK(tjDecompress2(tj, bytes + r->offset + r->frames[j].offset, r->frames[j].length, dec, SW, SW * 3,
+                                    SH, TJPF_RGB, 0) == 0);
+                CHECK_MSG(memcmp(dec, g, fb) == 0, "%s frame %zu: differs from libjpeg-turbo's decode", rec.source_path,
+                          j);
                 free(dec);
                 free(bytes);
             }
@@ -227,8 +227,8 @@ static void check_store(const char *dir, reel_store_format fmt)
             CHECK(bytes && r->offset + r->length <= sz);
             tg_write_file(rec_path, bytes + r->offset, (size_t)r->length);
             free(bytes);
-            snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -v error -i '%s' -fps_mode passthrough -pix_fmt rgb24 -f rawvideo -",
-                     rec_path);
+            snprintf(cmd, sizeof cmd,
+                     "ffmpeg -nostdin -v error -i '%s' -fps_mode passthrough -pix_fmt rgb24 -f rawvideo -", rec_path);
             FILE *p = popen(cmd, "r");
             CHECK(p != NULL);
             uint8_t *ff = malloc(n * fb + 1);
@@ -284,7 +284,10 @@ TEST(h264_store_equals_ffmpeg_decoding_the_record)
     check_store(tmp("h264"), REEL_STORE_FORMAT_H264);
 }
 
-typedef struct one { uint8_t *buf; int64_t idx; } one;
+typedef struct one {
+    uint8_t *buf;
+    int64_t idx;
+} one;
 
 static int one_fn(void *opaque, const reel_frame *f, size_t pos)
 {
@@ -612,8 +615,7 @@ static uint8_t *epoch_bytes(const char *path, size_t *n, int64_t *frames_out)
         for (int64_t c = 0; c < b->num_clips; c++)
             for (int t = 0; t < 5; t++) {
                 const uint8_t *img = (const uint8_t *)b->data + ((size_t)c * 5 + (size_t)t) * SW * SH * 3;
-                if (!b->clips[c].flipped)
-                    CHECK_EQ_INT(tg_read_idx(img, SW, SH), b->clips[c].frame_indices[t]);
+                if (!b->clips[c].flipped) CHECK_EQ_INT(tg_read_idx(img, SW, SH), b->clips[c].frame_indices[t]);
                 frames++;
             }
         reel_loader_release(l, b);
@@ -692,8 +694,10 @@ TEST(jpeg_store_of_real_videos_is_within_38_db)
 {
     const char *shared = harness_env("REEL_SHARED_VIDEOS", NULL);
     char dir[1200];
-    if (shared) snprintf(dir, sizeof dir, "%s", shared);
-    else snprintf(dir, sizeof dir, "%s/../../../shared/videos", harness_tmpdir());
+    if (shared)
+        snprintf(dir, sizeof dir, "%s", shared);
+    else
+        snprintf(dir, sizeof dir, "%s/../../../shared/videos", harness_tmpdir());
     static const char *const files[] = { "carphone_pristine.mp4", "nasa_13013.mp4", "karma.mp4", "fire2.mp4" };
     char manifest[1300], line[2600];
     snprintf(manifest, sizeof manifest, "%s/real.csv", harness_tmpdir());

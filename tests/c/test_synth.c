@@ -26,7 +26,7 @@ static uint64_t rng_next(uint64_t *s)
 static void quiet(void)
 {
     reel_set_ffmpeg_log_level(0);
-    setenv("SVT_LOG", "1", 0);   /* SVT-AV1 logs on its own otherwise */
+    setenv("SVT_LOG", "1", 0); /* SVT-AV1 logs on its own otherwise */
 }
 
 static const char *tmp_path(char *buf, size_t size, const char *name)
@@ -102,7 +102,8 @@ static void check_decoded(const char *path, int w, int h, int64_t n, int out_w, 
     shell_quote(q, sizeof q, path);
     snprintf(cmd, sizeof cmd,
              "ffmpeg -nostdin -v error -i %s -map 0:v:0 -vsync passthrough -enc_time_base:v -1 %s"
-             "-f rawvideo -pix_fmt rgb24 -", q, vf);
+             "-f rawvideo -pix_fmt rgb24 -",
+             q, vf);
     FILE *fp = popen(cmd, "r");
     CHECK_MSG(fp != NULL, "cannot run: %s", cmd);
     size_t fb = (size_t)W * (size_t)H * 3;
@@ -123,10 +124,9 @@ static void check_decoded(const char *path, int w, int h, int64_t n, int out_w, 
     int st = pclose(fp);
     free(buf);
     CHECK_MSG(st == 0, "ffmpeg failed (status %d): %s", st, cmd);
-    CHECK_MSG(bad == 0, "%s at %dx%d: %lld of %lld frames misread, first: frame %lld read as %lld",
-              path, W, H, (long long)bad, (long long)i, (long long)first_bad, (long long)bad_read);
-    CHECK_MSG(i == n, "%s at %dx%d: decoded %lld frames, wrote %lld", path, W, H, (long long)i,
-              (long long)n);
+    CHECK_MSG(bad == 0, "%s at %dx%d: %lld of %lld frames misread, first: frame %lld read as %lld", path, W, H,
+              (long long)bad, (long long)i, (long long)first_bad, (long long)bad_read);
+    CHECK_MSG(i == n, "%s at %dx%d: decoded %lld frames, wrote %lld", path, W, H, (long long)i, (long long)n);
 }
 
 /* Full size and a third of it (about 112x84 from 340x256). */
@@ -142,8 +142,7 @@ static char *probe_frames(const char *path, const char *entries)
 {
     char q[4200], cmd[4600];
     shell_quote(q, sizeof q, path);
-    snprintf(cmd, sizeof cmd,
-             "ffprobe -v error -select_streams v:0 -show_entries frame=%s -of compact %s", entries, q);
+    snprintf(cmd, sizeof cmd, "ffprobe -v error -select_streams v:0 -show_entries frame=%s -of compact %s", entries, q);
     FILE *fp = popen(cmd, "r");
     CHECK(fp != NULL);
     size_t cap = 1 << 16, len = 0;
@@ -151,8 +150,7 @@ static char *probe_frames(const char *path, const char *entries)
     CHECK(out != NULL);
     char line[1024];
     while (fgets(line, sizeof line, fp)) {
-        if (strncmp(line, "frame|", 6) != 0)
-            continue;   /* side data lines */
+        if (strncmp(line, "frame|", 6) != 0) continue; /* side data lines */
         size_t l = strlen(line);
         if (len + l + 1 > cap) {
             cap *= 2;
@@ -178,8 +176,8 @@ static void check_gop(const char *path, int64_t n, int gop, int64_t *nb)
         if (end) *end = '\0';
         int key = strstr(line, "key_frame=1") != NULL;
         b += strstr(line, "pict_type=B") != NULL;
-        CHECK_MSG(key == (i % gop == 0), "%s: frame %lld is %sa keyframe (gop %d)", path,
-                  (long long)i, key ? "" : "not ", gop);
+        CHECK_MSG(key == (i % gop == 0), "%s: frame %lld is %sa keyframe (gop %d)", path, (long long)i,
+                  key ? "" : "not ", gop);
         line = end ? end + 1 : line + strlen(line);
     }
     free(s);
@@ -199,8 +197,8 @@ static void check_times(const reel_synth_params *p, double tol)
         CHECK_MSG(v != NULL, "no pts_time in '%s'", line);
         double t = atof(v + 9);
         double want = reel_synth_frame_time(p, i);
-        CHECK_MSG(t - want <= tol && want - t <= tol, "%s: frame %lld at %.6f s, generated at %.6f s",
-                  p->path, (long long)i, t, want);
+        CHECK_MSG(t - want <= tol && want - t <= tol, "%s: frame %lld at %.6f s, generated at %.6f s", p->path,
+                  (long long)i, t, want);
         line = end ? end + 1 : line + strlen(line);
     }
     free(s);
@@ -211,8 +209,8 @@ static char *probe_stream(const char *path, const char *entries)
 {
     char q[4200], cmd[4600];
     shell_quote(q, sizeof q, path);
-    snprintf(cmd, sizeof cmd, "ffprobe -v error -select_streams v:0 -show_entries stream=%s -of csv=p=0 %s",
-             entries, q);
+    snprintf(cmd, sizeof cmd, "ffprobe -v error -select_streams v:0 -show_entries stream=%s -of csv=p=0 %s", entries,
+             q);
     FILE *fp = popen(cmd, "r");
     CHECK(fp != NULL);
     static char line[256];
@@ -233,20 +231,21 @@ static void need_ffmpeg(void)
 
 TEST(synth_pattern_round_trip)
 {
-    static const int sizes[][2] = {{320, 240}, {340, 256}, {112, 84}, {98, 66}, {33, 22}, {28, 16},
-                                   {1920, 1080}, {64, 480}};
+    static const int sizes[][2] = { { 320, 240 }, { 340, 256 }, { 112, 84 },    { 98, 66 },
+                                    { 33, 22 },   { 28, 16 },   { 1920, 1080 }, { 64, 480 } };
     uint64_t rng = 42;
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         int w = sizes[s][0], h = sizes[s][1];
-        int64_t stride = (int64_t)w * 3 + 7;   /* rows need not be packed */
+        int64_t stride = (int64_t)w * 3 + 7; /* rows need not be packed */
         uint8_t *img = malloc((size_t)stride * (size_t)h);
         CHECK(img != NULL);
         for (int k = 0; k < 300; k++) {
-            int64_t idx = k < 100 ? k : k < 102 ? REEL_SYNTH_MAX_INDEX - (k - 100)
-                                               : (int64_t)(rng_next(&rng) % (REEL_SYNTH_MAX_INDEX + 1));
+            int64_t idx = k < 100   ? k
+                          : k < 102 ? REEL_SYNTH_MAX_INDEX - (k - 100)
+                                    : (int64_t)(rng_next(&rng) % (REEL_SYNTH_MAX_INDEX + 1));
             reel_synth_draw_pattern(img, w, h, stride, idx);
-            CHECK_MSG(reel_synth_read_index(img, w, h, stride) == idx, "%dx%d: index %lld misread as %lld",
-                      w, h, (long long)idx, (long long)reel_synth_read_index(img, w, h, stride));
+            CHECK_MSG(reel_synth_read_index(img, w, h, stride) == idx, "%dx%d: index %lld misread as %lld", w, h,
+                      (long long)idx, (long long)reel_synth_read_index(img, w, h, stride));
         }
         free(img);
     }
@@ -261,7 +260,7 @@ TEST(synth_pattern_rejects_blank_and_garbage)
     enum { W = 320, H = 240 };
     static uint8_t img[W * H * 3];
     /* uniform images, the all-black and all-white cell patterns among them */
-    static const int levels[] = {0, 16, 64, 128, 200, 235, 255};
+    static const int levels[] = { 0, 16, 64, 128, 200, 235, 255 };
     for (size_t l = 0; l < sizeof levels / sizeof levels[0]; l++) {
         memset(img, levels[l], sizeof img);
         CHECK_MSG(reel_synth_read_index(img, W, H, W * 3) == -1, "uniform %d read as an index", levels[l]);
@@ -296,8 +295,8 @@ TEST(synth_pattern_detects_wrong_cells)
     enum { W = 140, H = 80, ROWS = REEL_SYNTH_PATTERN_ROWS, COLS = REEL_SYNTH_PATTERN_COLS };
     enum { CELLS = ROWS * COLS };
     static uint8_t img[W * H * 3];
-    const int cw = W / COLS, ch = H / 8;   /* 10 x 10 cells */
-    static const int64_t idxs[] = {0, 1, 2, 77, 1000, 65535, 65536, 524287, REEL_SYNTH_MAX_INDEX};
+    const int cw = W / COLS, ch = H / 8; /* 10 x 10 cells */
+    static const int64_t idxs[] = { 0, 1, 2, 77, 1000, 65535, 65536, 524287, REEL_SYNTH_MAX_INDEX };
     uint64_t rng = 3;
     for (size_t t = 0; t < sizeof idxs / sizeof idxs[0]; t++) {
         for (int a = 0; a < CELLS; a++) {
@@ -308,7 +307,7 @@ TEST(synth_pattern_detects_wrong_cells)
                     if (nflip == 3 && (c == a || c == b)) continue;
                     if (nflip == 1 && b != a) continue;
                     reel_synth_draw_pattern(img, W, H, W * 3, idxs[t]);
-                    int cells[3] = {a, b, c};
+                    int cells[3] = { a, b, c };
                     for (int f = 0; f < nflip; f++) {
                         int r = cells[f] / COLS, col = cells[f] % COLS;
                         for (int y = r * ch; y < (r + 1) * ch; y++)
@@ -316,8 +315,8 @@ TEST(synth_pattern_detects_wrong_cells)
                                 for (int k = 0; k < 3; k++) img[((size_t)y * W + x) * 3 + k] ^= 0xFF;
                     }
                     int64_t got = reel_synth_read_index(img, W, H, W * 3);
-                    CHECK_MSG(got == -1, "index %lld with cells %d,%d,%d (%d flipped) read as %lld",
-                              (long long)idxs[t], a, b, c, nflip, (long long)got);
+                    CHECK_MSG(got == -1, "index %lld with cells %d,%d,%d (%d flipped) read as %lld", (long long)idxs[t],
+                              a, b, c, nflip, (long long)got);
                 }
             }
         }
@@ -332,7 +331,7 @@ TEST(synth_frame_times)
     params(&p, "x.mp4", "h264", 320, 240, 100);
     CHECK_NEAR(reel_synth_frame_time(&p, 0), 0.0, 1e-12);
     CHECK_NEAR(reel_synth_frame_time(&p, 10), 0.4, 1e-12);
-    CHECK_NEAR(reel_synth_frame_time(&p, 100), 4.0, 1e-12);   /* the end */
+    CHECK_NEAR(reel_synth_frame_time(&p, 100), 4.0, 1e-12); /* the end */
     CHECK(reel_synth_frame_time(&p, 101) < 0);
     CHECK(reel_synth_frame_time(&p, -1) < 0);
     CHECK(reel_synth_frame_time(NULL, 0) < 0);
@@ -366,7 +365,7 @@ TEST(synth_frame_times)
     p.seed--;
     CHECK_NEAR(reel_synth_frame_time(&p, 50), t50, 0.0);
     p.path = "x.avi";
-    CHECK(reel_synth_frame_time(&p, 0) < 0);   /* no VFR in AVI */
+    CHECK(reel_synth_frame_time(&p, 0) < 0); /* no VFR in AVI */
 }
 
 TEST(synth_rejects_bad_params)
@@ -384,24 +383,29 @@ TEST(synth_rejects_bad_params)
     CHECK_EQ_INT(err.status, REEL_E_INVALID_ARG);
     CHECK_STATUS(reel_synth_write(NULL, NULL), REEL_E_INVALID_ARG);
 
-    struct { const char *file, *codec; int w, h, n, vfr, bit10, y444; double start; int status; } cases[] = {
-        {"bad.xyz", "h264", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_INVALID_ARG},
-        {"bad", "h264", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_INVALID_ARG},
-        {"bad.mp4", "h263x", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_UNSUPPORTED_CODEC},
-        {"bad.mp4", "h264", 16, 240, 10, 0, 0, 0, 0.0, REEL_E_INVALID_ARG},
-        {"bad.mp4", "h264", 320, 240, 0, 0, 0, 0, 0.0, REEL_E_INVALID_ARG},
-        {"bad.mp4", "h264", 320, 240, 10, 0, 0, 0, -1.0, REEL_E_INVALID_ARG},
-        {"bad.avi", "mpeg4", 320, 240, 10, 1, 0, 0, 0.0, REEL_E_INVALID_ARG},
-        {"bad.avi", "mpeg4", 320, 240, 10, 0, 0, 0, 2.0, REEL_E_INVALID_ARG},
-        {"bad.mp4", "h264", 99, 67, 10, 0, 0, 0, 0.0, REEL_E_INVALID_ARG},     /* odd 4:2:0 */
-        {"bad.mkv", "hevc", 320, 241, 10, 0, 0, 0, 0.0, REEL_E_INVALID_ARG},
-        {"bad.avi", "mjpeg", 320, 240, 10, 0, 1, 0, 0.0, REEL_E_UNSUPPORTED_CODEC},
-        {"bad.avi", "mpeg4", 320, 240, 10, 0, 0, 1, 0.0, REEL_E_UNSUPPORTED_CODEC},
-        {"bad.webm", "vp8", 320, 240, 10, 0, 1, 0, 0.0, REEL_E_UNSUPPORTED_CODEC},
-        {"bad.webm", "h264", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_UNSUPPORTED_CODEC},
-        {"bad.mp4", "vp8", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_UNSUPPORTED_CODEC},
-        {"bad.mov", "vp9", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_UNSUPPORTED_CODEC},
-        {"bad.avi", "hevc", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_UNSUPPORTED_CODEC},
+    struct {
+        const char *file, *codec;
+        int w, h, n, vfr, bit10, y444;
+        double start;
+        int status;
+    } cases[] = {
+        { "bad.xyz", "h264", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_INVALID_ARG },
+        { "bad", "h264", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_INVALID_ARG },
+        { "bad.mp4", "h263x", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_UNSUPPORTED_CODEC },
+        { "bad.mp4", "h264", 16, 240, 10, 0, 0, 0, 0.0, REEL_E_INVALID_ARG },
+        { "bad.mp4", "h264", 320, 240, 0, 0, 0, 0, 0.0, REEL_E_INVALID_ARG },
+        { "bad.mp4", "h264", 320, 240, 10, 0, 0, 0, -1.0, REEL_E_INVALID_ARG },
+        { "bad.avi", "mpeg4", 320, 240, 10, 1, 0, 0, 0.0, REEL_E_INVALID_ARG },
+        { "bad.avi", "mpeg4", 320, 240, 10, 0, 0, 0, 2.0, REEL_E_INVALID_ARG },
+        { "bad.mp4", "h264", 99, 67, 10, 0, 0, 0, 0.0, REEL_E_INVALID_ARG }, /* odd 4:2:0 */
+        { "bad.mkv", "hevc", 320, 241, 10, 0, 0, 0, 0.0, REEL_E_INVALID_ARG },
+        { "bad.avi", "mjpeg", 320, 240, 10, 0, 1, 0, 0.0, REEL_E_UNSUPPORTED_CODEC },
+        { "bad.avi", "mpeg4", 320, 240, 10, 0, 0, 1, 0.0, REEL_E_UNSUPPORTED_CODEC },
+        { "bad.webm", "vp8", 320, 240, 10, 0, 1, 0, 0.0, REEL_E_UNSUPPORTED_CODEC },
+        { "bad.webm", "h264", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_UNSUPPORTED_CODEC },
+        { "bad.mp4", "vp8", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_UNSUPPORTED_CODEC },
+        { "bad.mov", "vp9", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_UNSUPPORTED_CODEC },
+        { "bad.avi", "hevc", 320, 240, 10, 0, 0, 0, 0.0, REEL_E_UNSUPPORTED_CODEC },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         tmp_path(path, sizeof path, cases[i].file);
@@ -413,9 +417,9 @@ TEST(synth_rejects_bad_params)
         reel_error_clear(&err);
         int r = reel_synth_write(&p, &err);
         if (r == REEL_E_UNSUPPORTED_CODEC && strstr(err.message, "encoder in this FFmpeg build"))
-            continue;   /* an FFmpeg build without this encoder cannot get further */
-        CHECK_MSG(r == cases[i].status, "case %zu (%s %s): status %d, want %d (%s)", i, cases[i].file,
-                  cases[i].codec, r, cases[i].status, err.message);
+            continue; /* an FFmpeg build without this encoder cannot get further */
+        CHECK_MSG(r == cases[i].status, "case %zu (%s %s): status %d, want %d (%s)", i, cases[i].file, cases[i].codec,
+                  r, cases[i].status, err.message);
         CHECK_EQ_INT(err.status, r);
         CHECK_MSG(strncmp(err.message, path, strlen(path)) == 0 && strstr(err.message, ": "),
                   "case %zu: message \"%s\" does not start with the path", i, err.message);
@@ -464,7 +468,7 @@ TEST(synth_cli_single_dataset_and_exit_codes)
     tmp_path(log, sizeof log, "cli.log");
 
     /* one video */
-    tmp_path(path, sizeof path, "cli one.mkv");   /* a space in the name */
+    tmp_path(path, sizeof path, "cli one.mkv"); /* a space in the name */
     shell_quote(qd, sizeof qd, path);
     snprintf(args, sizeof args, "%s --codec mpeg4 --size 96x64 --frames 12 --fps 30000/1001 --start 1", qd);
     CHECK_EQ_INT(run_cli(args, log), 0);
@@ -499,8 +503,10 @@ TEST(synth_cli_single_dataset_and_exit_codes)
         rel[strcspn(rel, ",")] = '\0';
         snprintf(path, sizeof path, "%s/%s", dir, rel);
         CHECK_MSG(stat(path, &st) == 0, "%s missing", path);
-        if (strstr(rel, "empty")) CHECK_EQ_INT(st.st_size, 0);
-        else CHECK(st.st_size > 0);
+        if (strstr(rel, "empty"))
+            CHECK_EQ_INT(st.st_size, 0);
+        else
+            CHECK(st.st_size > 0);
     }
     /* the intact videos decode to their frames */
     if (harness_have_ffmpeg()) {
@@ -564,7 +570,7 @@ TEST(synth_mjpeg_avi)
     params(&p, tmp_path(path, sizeof path, "mjpeg.avi"), "mjpeg", 322, 182, 40);
     write_or_skip(&p);
     check_video(&p);
-    check_gop(path, p.num_frames, 1, NULL);   /* every frame a keyframe */
+    check_gop(path, p.num_frames, 1, NULL); /* every frame a keyframe */
 }
 
 TEST(synth_vp9_webm)
@@ -615,7 +621,7 @@ TEST(synth_vfr_mp4_and_mkv)
     p.start_time = 0.75;
     write_or_skip(&p);
     check_video(&p);
-    check_times(&p, 2e-5);   /* 1/90000 s ticks */
+    check_times(&p, 2e-5); /* 1/90000 s ticks */
     check_gop(path, p.num_frames, p.gop, NULL);
 
     params(&p, tmp_path(path, sizeof path, "vfr.mkv"), "h264", 160, 120, 60);
@@ -623,7 +629,7 @@ TEST(synth_vfr_mp4_and_mkv)
     p.bframes = 3;
     write_or_skip(&p);
     check_video(&p);
-    check_times(&p, 0.0011);   /* Matroska: milliseconds */
+    check_times(&p, 0.0011); /* Matroska: milliseconds */
 }
 
 TEST(synth_start_time_ntsc_rate)

@@ -25,9 +25,9 @@
 #include "synth/synth.h"
 
 #if defined(__GNUC__)
-#  define TG_UNUSED __attribute__((unused))
+#define TG_UNUSED __attribute__((unused))
 #else
-#  define TG_UNUSED
+#define TG_UNUSED
 #endif
 
 /* FFmpeg's log (and the encoders' banners) would bury the test output.
@@ -53,9 +53,8 @@ static TG_UNUSED int tg_contains(const char *s, const char *sub)
 }
 
 /* The error record names the file. */
-#define TG_CHECK_MSG_HAS(err, text)                                                   \
-    CHECK_MSG(tg_contains((err).message, (text)), "error message \"%s\" does not contain \"%s\"", \
-              (err).message, (text))
+#define TG_CHECK_MSG_HAS(err, text) \
+    CHECK_MSG(tg_contains((err).message, (text)), "error message \"%s\" does not contain \"%s\"", (err).message, (text))
 
 /* A reel status code (OK or one of the closed set of negatives). */
 static TG_UNUSED int tg_is_reel_status(int s)
@@ -137,8 +136,11 @@ static TG_UNUSED void tg_shell_append_quoted(char *buf, size_t size, const char 
     size_t n = strlen(buf);
     if (n + 1 < size) buf[n++] = '\'';
     for (; *s && n + 5 < size; s++) {
-        if (*s == '\'') { memcpy(buf + n, "'\\''", 4); n += 4; }
-        else buf[n++] = *s;
+        if (*s == '\'') {
+            memcpy(buf + n, "'\\''", 4);
+            n += 4;
+        } else
+            buf[n++] = *s;
     }
     if (n + 1 < size) buf[n++] = '\'';
     buf[n < size ? n : size - 1] = '\0';
@@ -158,8 +160,8 @@ static TG_UNUSED int tg_system(const char *cmd)
 /* ---------------------------------------------------------------- synth */
 
 /* Default synth parameters with the common fields set. */
-static TG_UNUSED void tg_params(reel_synth_params *p, const char *path, const char *codec,
-                                int w, int h, int n, int gop, int bframes)
+static TG_UNUSED void tg_params(reel_synth_params *p, const char *path, const char *codec, int w, int h, int n, int gop,
+                                int bframes)
 {
     reel_synth_default_params(p);
     p->path = path;
@@ -232,16 +234,16 @@ static TG_UNUSED uint8_t *tg_get(reel_decoder *dec, const int64_t *idx, size_t n
     reel_error err;
     reel_error_clear(&err);
     int r = reel_decoder_get_frames(dec, idx, n, t, buf, fb * n, stats, &err);
-    CHECK_MSG(r == REEL_OK, "reel_decoder_get_frames(%s, %zu frames) failed: %d (%s) %s",
-              reel_decoder_get_name(dec), n, r, reel_strerror(r), err.message);
+    CHECK_MSG(r == REEL_OK, "reel_decoder_get_frames(%s, %zu frames) failed: %d (%s) %s", reel_decoder_get_name(dec), n,
+              r, reel_strerror(r), err.message);
     return buf;
 }
 
 /* Index a CFR synthetic video embeds in the frame whose table pts is `pts`:
  * (time - start) * fps, rounded. Independent of the frame's table position,
  * so it stays right where damage removed frames from the table. */
-static TG_UNUSED int64_t tg_index_of_pts(const reel_decoder *dec, int64_t pts, double start_time,
-                                         int fps_num, int fps_den)
+static TG_UNUSED int64_t tg_index_of_pts(const reel_decoder *dec, int64_t pts, double start_time, int fps_num,
+                                         int fps_den)
 {
     const reel_video_info *in = reel_decoder_get_info(dec);
     double t = (double)pts * in->time_base_num / in->time_base_den;

@@ -20,30 +20,30 @@
 #define REEL_SYNTH_MAX_INDEX    ((1 << REEL_SYNTH_INDEX_BITS) - 1) /* 1048575 */
 
 typedef struct reel_synth_params {
-    const char *path;      /* output file; container from the extension (.mp4 .mov .mkv .webm .avi) */
-    const char *codec;     /* "h264", "hevc", "vp9", "av1", "mpeg4", "mjpeg", "vp8" */
-    int width, height;     /* 32..16384 each. Odd sizes: vp9, vp8, av1 (via libaom), mpeg4,
+    const char *path;     /* output file; container from the extension (.mp4 .mov .mkv .webm .avi) */
+    const char *codec;    /* "h264", "hevc", "vp9", "av1", "mpeg4", "mjpeg", "vp8" */
+    int width, height;    /* 32..16384 each. Odd sizes: vp9, vp8, av1 (via libaom), mpeg4,
                               mjpeg, and h264/hevc in 4:4:4; h264/hevc 4:2:0 need even sizes
                               (else REEL_E_INVALID_ARG) */
-    int num_frames;        /* 1 .. REEL_SYNTH_MAX_INDEX + 1 */
-    int fps_num, fps_den;  /* nominal rate, e.g. 25/1 or 30000/1001 */
-    int gop;               /* keyframe interval in frames: keyframes (IDR, closed GOPs) exactly at
+    int num_frames;       /* 1 .. REEL_SYNTH_MAX_INDEX + 1 */
+    int fps_num, fps_den; /* nominal rate, e.g. 25/1 or 30000/1001 */
+    int gop;              /* keyframe interval in frames: keyframes (IDR, closed GOPs) exactly at
                               0, gop, 2*gop, ... (mjpeg: every frame is one) */
-    int bframes;           /* consecutive B-frames for h264, hevc (fixed pattern, b-adapt off)
+    int bframes;          /* consecutive B-frames for h264, hevc (fixed pattern, b-adapt off)
                               and mpeg4; 0..16; the other codecs ignore it */
-    int vfr;               /* 1: variable frame durations, pseudo-random in [0.5, 1.5] x the
+    int vfr;              /* 1: variable frame durations, pseudo-random in [0.5, 1.5] x the
                               nominal one, from seed (not in .avi). Note .mp4/.mov store
                               decode-order durations (dts deltas): with B-frames a packet's
                               duration there is not its frame's display duration */
-    int pix_fmt_10bit;     /* 1: 10-bit (yuv420p10le / yuv444p10le): h264, hevc, vp9, av1 */
-    int yuv444;            /* 1: 4:4:4 chroma: h264, hevc, vp9, av1 (libaom), mjpeg */
-    double start_time;     /* presentation time of the first frame, in seconds (>= 0); .avi
+    int pix_fmt_10bit;    /* 1: 10-bit (yuv420p10le / yuv444p10le): h264, hevc, vp9, av1 */
+    int yuv444;           /* 1: 4:4:4 chroma: h264, hevc, vp9, av1 (libaom), mjpeg */
+    double start_time;    /* presentation time of the first frame, in seconds (>= 0); .avi
                               needs 0. The encoder always starts at 0 (its timing info says
                               the nominal rate); the offset is added at muxing in a stream time
                               base that holds it exactly where possible (CFR: 1/(fps*k) for a
                               small k; VFR: 1/90000 in .mp4/.mov, 1/1000 in .mkv/.webm).
                               Matroska stores milliseconds: times there round to 1 ms. */
-    unsigned seed;         /* content and VFR seed */
+    unsigned seed;        /* content and VFR seed */
 } reel_synth_params;
 
 /* Defaults: .path NULL, h264, 320x240, 64 frames, 25/1, gop 16, bframes 2, cfr, 8-bit 4:2:0,
@@ -64,8 +64,7 @@ double reel_synth_frame_time(const reel_synth_params *p, int64_t i);
 
 /* Draws the index pattern alone for `index` into an RGB24 image (band black/white, the rest
  * mid grey); the same cells reel_synth_write draws. For tests of the reader. */
-void reel_synth_draw_pattern(uint8_t *rgb, int width, int height, int64_t row_stride,
-                             int64_t index);
+void reel_synth_draw_pattern(uint8_t *rgb, int width, int height, int64_t row_stride, int64_t index);
 
 /* Reads the embedded index back from an RGB24 HWC image of the whole frame
  * (any size the frame was scaled to, same layout; needs about 2 pixels per cell, e.g. >= 28x16).

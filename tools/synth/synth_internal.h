@@ -10,12 +10,12 @@
 uint64_t reel__synth_mix64(uint64_t x);
 
 /* Ints of scratch space reel__synth_render needs for a width x height frame. */
-#define REEL__SYNTH_SCRATCH(width, height) ((size_t)(width) * 2 + (size_t)(height))
+#define REEL__SYNTH_SCRATCH(width, height) ((size_t)(width)*2 + (size_t)(height))
 
 /* Renders frame `index` of a video with seed `seed` into an RGB24 image:
  * the index pattern in the top band, moving textured content below it.
  * scratch: REEL__SYNTH_SCRATCH(width, height) ints, contents irrelevant. */
-void reel__synth_render(uint8_t *rgb, int width, int height, int64_t row_stride,
-                        int64_t index, unsigned seed, int *scratch);
+void reel__synth_render(uint8_t *rgb, int width, int height, int64_t row_stride, int64_t index, unsigned seed,
+                        int *scratch);
 
 #endif
