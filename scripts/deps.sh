@@ -16,11 +16,11 @@
 set -euo pipefail
 
 CMAKE_MIN=3.18
-APT_PKGS="pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg libturbojpeg0-dev libzstd-dev libcurl4-openssl-dev"
+APT_PKGS="pkg-config libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg libturbojpeg0-dev libjpeg62-turbo-dev libzstd-dev libcurl4-openssl-dev"
 FOR_TESTS=0
 [ "${1:-}" = "--test" ] && FOR_TESTS=1
 FFMPEG_MODULES="libavformat libavcodec libavutil libswscale"
-LIB_MODULES="$FFMPEG_MODULES libturbojpeg libzstd libcurl"
+LIB_MODULES="$FFMPEG_MODULES libturbojpeg libjpeg libzstd libcurl"
 
 # pip --user installs its scripts here; the Makefile puts it on PATH too.
 export PATH="${HOME:-/root}/.local/bin:$PATH"

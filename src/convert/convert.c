@@ -164,8 +164,8 @@ int64_t reel_frame_get_pts(const reel_frame *f)
 }
 void reel_frame_get_size(const reel_frame *f, int *w, int *h)
 {
-    if (w) *w = f ? f->av->width : 0;
-    if (h) *h = f ? f->av->height : 0;
+    if (w) *w = !f ? 0 : f->full_w ? f->full_w : f->av->width;
+    if (h) *h = !f ? 0 : f->full_w ? f->full_h : f->av->height;
 }
 
 static uint8_t *scratch_get(scratch *s, size_t size)
@@ -332,6 +332,48 @@ static void build_luts(reel_converter *c, const reel_transform *t)
     c->lut_dtype = t->dtype;
 }
 
+/* One RGB24 row into three planes (flipped or not). */
+static void planar_row_u8(const uint8_t *restrict s, uint8_t *restrict r, uint8_t *restrict g, uint8_t *restrict b,
+                          int w, int flip)
+{
+    if (!flip) {
+        for (int x = 0; x < w; x++) {
+            r[x] = s[3 * x];
+            g[x] = s[3 * x + 1];
+            b[x] = s[3 * x + 2];
+        }
+        return;
+    }
+    for (int x = 0; x < w; x++) {
+        const uint8_t *p = s + 3 * (w - 1 - x);
+        r[x] = p[0];
+        g[x] = p[1];
+        b[x] = p[2];
+    }
+}
+
+static void planar_row_f32(const uint8_t *restrict s, float *restrict r, float *restrict g, float *restrict b, int w,
+                           int flip, const float lut[3][256])
+{
+    for (int x = 0; x < w; x++) {
+        const uint8_t *p = s + 3 * (flip ? w - 1 - x : x);
+        r[x] = lut[0][p[0]];
+        g[x] = lut[1][p[1]];
+        b[x] = lut[2][p[2]];
+    }
+}
+
+static void planar_row_u16(const uint8_t *restrict s, uint16_t *restrict r, uint16_t *restrict g,
+                           uint16_t *restrict b, int w, int flip, const uint16_t lut[3][256])
+{
+    for (int x = 0; x < w; x++) {
+        const uint8_t *p = s + 3 * (flip ? w - 1 - x : x);
+        r[x] = lut[0][p[0]];
+        g[x] = lut[1][p[1]];
+        b[x] = lut[2][p[2]];
+    }
+}
+
 /* The one pass from the small RGB24 result into the caller's tensor slot:
  * flip, dtype, normalisation and layout together, so the output is written
  * once. Normalisation is a table lookup per byte (3 x 256 entries). */
@@ -353,6 +395,25 @@ static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int 
     }
     int flip = t->flip_horizontal;
 
+    if (sx == 1) {
+        /* planar rows (CHW): contiguous per plane, so each row is one tight
+         * de-interleaving loop the compiler vectorises, not a strided walk */
+        if (t->dtype != REEL_DTYPE_UINT8) build_luts(c, t);
+        for (int y = 0; y < h; y++) {
+            const uint8_t *s = src + (ptrdiff_t)y * sstride;
+            if (t->dtype == REEL_DTYPE_UINT8) {
+                uint8_t *r = (uint8_t *)dst + y * sy;
+                planar_row_u8(s, r, r + sc, r + 2 * sc, w, flip);
+            } else if (t->dtype == REEL_DTYPE_FLOAT32) {
+                float *r = (float *)dst + y * sy;
+                planar_row_f32(s, r, r + sc, r + 2 * sc, w, flip, c->lut_f32);
+            } else {
+                uint16_t *r = (uint16_t *)dst + y * sy;
+                planar_row_u16(s, r, r + sc, r + 2 * sc, w, flip, c->lut_u16);
+            }
+        }
+        return;
+    }
     if (t->dtype == REEL_DTYPE_UINT8) {
         uint8_t *o = dst;
         if (!flip && sx == 3 && sc == 1) {
@@ -418,6 +479,17 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
     int rot = t->apply_rotation ? frame->rotation : 0;
     int dw = (rot == 90 || rot == 270) ? f->height : f->width;
     int dh = (rot == 90 || rot == 270) ? f->width : f->height;
+    if (frame->full_w) {
+        /* a window of a larger picture: the crop, in the picture's
+         * coordinates, must lie inside it */
+        if (rot || !t->crop_w || t->crop_x < frame->win_x || t->crop_y < frame->win_y ||
+            t->crop_x + t->crop_w > frame->win_x + f->width || t->crop_y + t->crop_h > frame->win_y + f->height)
+            return reel__error_set(err, REEL_E_INVALID_ARG,
+                                   "crop %d,%d,%dx%d is not inside the decoded window %d,%d,%dx%d", t->crop_x,
+                                   t->crop_y, t->crop_w, t->crop_h, frame->win_x, frame->win_y, f->width, f->height);
+        dw = frame->full_w;
+        dh = frame->full_h;
+    }
     int ow, oh;
     size_t bytes;
     int r = reel_transform_output_size(t, dw, dh, &ow, &oh, &bytes, err);
@@ -427,8 +499,8 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
                                "output buffer of %zu bytes is smaller than the %zu-byte frame", dst_size, bytes);
     int cx = 0, cy = 0, cw = dw, ch = dh;
     if (t->crop_w) {
-        cx = t->crop_x;
-        cy = t->crop_y;
+        cx = t->crop_x - frame->win_x;
+        cy = t->crop_y - frame->win_y;
         cw = t->crop_w;
         ch = t->crop_h;
     }

@@ -3,6 +3,7 @@
 #ifndef REEL_CORE_FRAME_H
 #define REEL_CORE_FRAME_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <libavutil/frame.h>
@@ -14,7 +15,16 @@ struct reel_frame {
     int64_t index;
     int64_t pts;
     int rotation; /* clockwise degrees for display */
+    /* A window: `av` holds only the part of a full_w x full_h picture
+     * whose top-left corner is (win_x, win_y). full_w == 0: the whole. */
+    int win_x, win_y, full_w, full_h;
 };
+
+/* Asks the consumer of a frame which part of a w x h picture request
+ * position `pos` needs: fills win = {x, y, w, h} and returns 1, or returns 0
+ * when it needs the whole picture. A producer that can decode part of a
+ * picture (the store's JPEG reader) then decodes only that window. */
+typedef int (*reel__window_fn)(void *opaque, size_t pos, int w, int h, int win[4]);
 
 /* Fills *f; `av` must outlive every use of f. */
 static inline void reel__frame_wrap(reel_frame *f, const AVFrame *av, int64_t index, int64_t pts, int rotation)
@@ -23,6 +33,7 @@ static inline void reel__frame_wrap(reel_frame *f, const AVFrame *av, int64_t in
     f->index = index;
     f->pts = pts;
     f->rotation = rotation;
+    f->win_x = f->win_y = f->full_w = f->full_h = 0;
 }
 
 #endif

@@ -276,6 +276,36 @@ typedef struct visit_ctx {
 
 static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos);
 
+/* c->t for clip `clip` of pictures of fw x fh (display size), cached. */
+static int clip_geometry(visit_ctx *c, int clip, int fw, int fh)
+{
+    if (clip == c->last_clip && fw == c->last_w && fh == c->last_h) return REEL_OK;
+    reel_loader *l = c->l;
+    reel_slot *s = c->s;
+    reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP, (uint32_t)s->attempt };
+    int st = reel__geometry_frame(&l->s.transform, fw, fh, &key, clip, &c->t, &c->err);
+    c->last_clip = st == REEL_OK ? clip : -1;
+    c->last_w = fw;
+    c->last_h = fh;
+    return st;
+}
+
+/* The source asks which part of a w x h picture position `pos` needs: the
+ * crop its clip's geometry takes (the resize reads only inside it). */
+static int window(void *opaque, size_t pos, int w, int h, int win[4])
+{
+    visit_ctx *c = opaque;
+    reel_loader *l = c->l;
+    if (pos >= (size_t)l->K * (size_t)l->T) return 0;
+    if (l->s.transform.apply_rotation && c->s->rotation) return 0;
+    if (clip_geometry(c, (int)(pos / (size_t)l->T), w, h) != REEL_OK || c->t.crop_w <= 0) return 0;
+    win[0] = c->t.crop_x;
+    win[1] = c->t.crop_y;
+    win[2] = c->t.crop_w;
+    win[3] = c->t.crop_h;
+    return 1;
+}
+
 static int visit(void *opaque, const reel_frame *frame, size_t pos)
 {
     visit_ctx *c = opaque;
@@ -315,14 +345,8 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
         fw = fh;
         fh = tmp;
     }
-    if (clip != c->last_clip || fw != c->last_w || fh != c->last_h) {
-        reel_rng_key key = { l->s.seed, (uint64_t)bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP, (uint32_t)s->attempt };
-        st = reel__geometry_frame(&l->s.transform, fw, fh, &key, clip, &c->t, &c->err);
-        if (st != REEL_OK) return st;
-        c->last_clip = clip;
-        c->last_w = fw;
-        c->last_h = fh;
-    }
+    st = clip_geometry(c, clip, fw, fh);
+    if (st != REEL_OK) return st;
     int64_t row = (int64_t)s->index * l->K + clip;
     int64_t off, sc, sy, sx;
     reel__layout_frame(l->s.transform.layout, T, l->out_h, l->out_w, row, t, &off, &sc, &sy, &sx);
@@ -392,7 +416,7 @@ void *reel__loader_decode_main(void *arg)
         memset(&stats, 0, sizeof stats);
         reel_error e;
         reel_error_clear(&e);
-        int st = l->src->decode(l->src_ctx, w->tls, s->handle, s->indices, n, visit, &c, &stats, &e);
+        int st = l->src->decode(l->src_ctx, w->tls, s->handle, s->indices, n, visit, window, &c, &stats, &e);
         if (st != REEL_OK && c.err.status != REEL_OK) e = c.err; /* our visitor's reason wins */
         if (st == REEL_OK && c.visited != (int64_t)n)
             st = reel__error_set(&e, REEL_E_INTERNAL, "%s: %lld of %zu requested frames were delivered", path,

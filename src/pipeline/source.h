@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/frame.h"
 #include "reel/pipeline.h"
 
 /* What stage 1 learns about a sample, for the samplers and the converter. */
@@ -53,9 +54,11 @@ typedef struct reel_source_ops {
     /* Stage 1, after sampling: fetch what decoding `indices` needs (may be NULL). */
     int (*prepare)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_source_stats *st,
                    reel_error *err);
-    /* Stage 2: each requested position to fn, in any order. */
-    int (*decode)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
-                  reel_source_stats *st, reel_error *err);
+    /* Stage 2: each requested position to fn, in any order. `window` (same
+     * opaque) tells which part of each picture is needed; a source may
+     * decode only that part and hand fn a windowed frame. */
+    int (*decode)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_frame_fn fn,
+                  reel__window_fn window, void *opaque, reel_source_stats *st, reel_error *err);
     void (*close)(void *ctx, void *handle);
 } reel_source_ops;
 

@@ -74,13 +74,13 @@ static int store_prepare(void *ctx, void *tls, void *handle, const int64_t *indi
 }
 
 static int store_decode(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_frame_fn fn,
-                        void *opaque, reel_source_stats *st, reel_error *err)
+                        reel__window_fn window, void *opaque, reel_source_stats *st, reel_error *err)
 {
     (void)ctx;
     store_sample *h = handle;
     reel_store_read_stats rs = { 0 };
     reel__store_reader_set_interrupt(tls, h->interrupt, h->interrupt_opaque);
-    int r = reel__store_decode(tls, &h->blob, indices, n, fn, opaque, &rs, err);
+    int r = reel__store_decode(tls, &h->blob, indices, n, fn, window, opaque, &rs, err);
     st->frames_decoded += rs.frames_decoded;
     st->frames_returned += rs.frames_returned;
     return r;

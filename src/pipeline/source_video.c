@@ -34,10 +34,11 @@ static int video_open(void *ctx, void *tls, const reel_dataset *ds, int64_t samp
 }
 
 static int video_decode(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_frame_fn fn,
-                        void *opaque, reel_source_stats *st, reel_error *err)
+                        reel__window_fn window, void *opaque, reel_source_stats *st, reel_error *err)
 {
     (void)ctx;
     (void)tls;
+    (void)window; /* the decoder makes whole pictures; the converter crops them */
     reel_decode_stats ds;
     int r = reel_decoder_decode(handle, indices, n, fn, opaque, &ds, err);
     st->frames_decoded += ds.frames_decoded;

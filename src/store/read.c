@@ -22,6 +22,8 @@ struct reel_store_reader {
     reel__io *io; /* the open shard */
     char io_shard[32];
     tjhandle tj;
+    reel__jpeg *jw;        /* window decodes */
+    AVFrame *view;         /* a window or a raw frame in place, not owned */
     ZSTD_DCtx *zd;
     AVFrame *rgb;          /* RGB24 picture handed to visitors */
     reel__store_blob blob; /* bytes of the current read */
@@ -48,7 +50,10 @@ int reel_store_reader_create(reel_store_reader **out, reel_store *store, const r
     else
         reel_store_reader_default_settings(&r->s);
     r->rgb = av_frame_alloc();
-    if (!r->rgb) {
+    r->view = av_frame_alloc();
+    if (!r->rgb || !r->view) {
+        av_frame_free(&r->rgb);
+        av_frame_free(&r->view);
         free(r);
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", store->dir);
     }
@@ -62,6 +67,8 @@ void reel_store_reader_destroy(reel_store_reader **pr)
     reel_store_reader *r = *pr;
     reel__io_close(&r->io);
     if (r->tj) tjDestroy(r->tj);
+    reel__jpeg_destroy(&r->jw);
+    av_frame_free(&r->view);
     ZSTD_freeDCtx(r->zd);
     av_frame_free(&r->rgb);
     reel__store_blob_free(&r->blob);
@@ -122,7 +129,7 @@ static int read_bytes(reel_store_reader *r, int64_t record, uint64_t off, size_t
     const reel__store_rec *rec = &r->store->recs[record];
     int st = open_shard(r, record, err);
     if (st != REEL_OK) return st;
-    if (grow(&b->data, &b->cap, at + len) != 0)
+    if (grow(&b->data, &b->cap, at + len + 64) != 0) /* padding: swscale may read a little past a raw frame */
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
     int64_t t0 = reel__clock_ns();
     reel_error e;
@@ -151,18 +158,61 @@ static int picture(reel_store_reader *r, int w, int h, const char *name, reel_er
     return REEL_OK;
 }
 
-/* Decodes stored frame `pos` (its bytes at src) into r->rgb. */
-static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const uint8_t *src, reel_error *err)
+/* Decodes stored frame `pos` (its bytes at src) into *out: the whole
+ * picture (r->rgb), or with `want` = {x, y, w, h} a window that holds that
+ * part (JPEG: decoded only there; raw: only those bytes copied). */
+static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const uint8_t *src, const int *want,
+                        reel_frame *out, reel_error *err)
 {
     const reel__store_rec *rec = &r->store->recs[record];
     const reel__store_frame *f = &rec->frames[pos];
     const int w = (int)rec->width, h = (int)rec->height;
+    const int format = r->store->params.format;
     if (r->s.verify && reel__crc32(0, src, f->length) != f->crc)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: checksum mismatch in stored frame %lld",
                                r->store->dir, r->store->shard_names[record], rec->path, (long long)pos);
+    const size_t raw = (size_t)w * (size_t)h * 3;
+    if (format != REEL_STORE_FORMAT_JPEG && r->store->params.zstd_level == 0 && f->length != raw)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld has %u bytes, not %zu",
+                               r->store->dir, r->store->shard_names[record], rec->path, (long long)pos, f->length, raw);
+    if (want && (format == REEL_STORE_FORMAT_JPEG || r->store->params.zstd_level == 0)) {
+        int win[4] = { want[0], want[1], want[2], want[3] };
+        const uint8_t *pix;
+        int stride;
+        if (format == REEL_STORE_FORMAT_JPEG) {
+            char why[256];
+            if (!r->jw && reel__jpeg_create(&r->jw) != 0)
+                return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
+            if (reel__jpeg_decode_window(r->jw, src, f->length, w, h, win, &pix, &stride, why, sizeof why) != 0)
+                return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld: %s", r->store->dir,
+                                       r->store->shard_names[record], rec->path, (long long)pos, why);
+            av_frame_unref(r->view);
+            r->view->data[0] = (uint8_t *)pix;
+            r->view->linesize[0] = stride;
+        } else {
+            int st = picture(r, win[2], win[3], rec->path, err);
+            if (st != REEL_OK) return st;
+            for (int y = 0; y < win[3]; y++)
+                memcpy(r->rgb->data[0] + (size_t)y * (size_t)r->rgb->linesize[0],
+                       src + ((size_t)(win[1] + y) * (size_t)w + (size_t)win[0]) * 3, (size_t)win[2] * 3);
+            av_frame_unref(r->view);
+            r->view->data[0] = r->rgb->data[0];
+            r->view->linesize[0] = r->rgb->linesize[0];
+        }
+        r->view->format = AV_PIX_FMT_RGB24;
+        r->view->width = win[2];
+        r->view->height = win[3];
+        reel__frame_wrap(out, r->view, pos, f->pts, 0);
+        out->win_x = win[0];
+        out->win_y = win[1];
+        out->full_w = w;
+        out->full_h = h;
+        return REEL_OK;
+    }
     int st = picture(r, w, h, rec->path, err);
     if (st != REEL_OK) return st;
-    if (r->store->params.format == REEL_STORE_FORMAT_JPEG) {
+    reel__frame_wrap(out, r->rgb, pos, f->pts, 0);
+    if (format == REEL_STORE_FORMAT_JPEG) {
         if (!r->tj && !(r->tj = tjInitDecompress()))
             return reel__error_set(err, REEL_E_INTERNAL, "%s: libjpeg-turbo: %s", rec->path, tjGetErrorStr());
         int jw = 0, jh = 0, sub = 0, cs = 0;
@@ -176,8 +226,6 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
                                    r->store->shard_names[record], rec->path, (long long)pos, tjGetErrorStr2(r->tj));
         return REEL_OK;
     }
-    const size_t raw = (size_t)w * (size_t)h * 3;
-    const uint8_t *pix = src;
     if (r->store->params.zstd_level > 0) {
         if (!r->zd && !(r->zd = ZSTD_createDCtx()))
             return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
@@ -192,11 +240,8 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
         }
         return reel__error_set(err, REEL_E_INTERNAL, "%s: unexpected picture layout", rec->path);
     }
-    if (f->length != raw)
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld has %u bytes, not %zu",
-                               r->store->dir, r->store->shard_names[record], rec->path, (long long)pos, f->length, raw);
     for (int y = 0; y < h; y++)
-        memcpy(r->rgb->data[0] + (size_t)y * (size_t)r->rgb->linesize[0], pix + (size_t)y * w * 3, (size_t)w * 3);
+        memcpy(r->rgb->data[0] + (size_t)y * (size_t)r->rgb->linesize[0], src + (size_t)y * w * 3, (size_t)w * 3);
     return REEL_OK;
 }
 
@@ -356,7 +401,8 @@ static int cmp_req(const void *a, const void *b)
 }
 
 int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const int64_t *positions, size_t n,
-                       reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err)
+                       reel_frame_fn fn, reel__window_fn window, void *opaque, reel_store_read_stats *stats,
+                       reel_error *err)
 {
     if (!r || !b || !fn || (!positions && n))
         return reel__error_set(err, REEL_E_INVALID_ARG, "store decode: NULL argument");
@@ -381,16 +427,36 @@ int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const in
                                  (long long)pos);
             break;
         }
+        /* the union of the windows this frame's requests need */
+        int want[4], whole = !window || rec->width == 0;
+        for (size_t j = i; !whole && j < n && q[j].pos == pos; j++) {
+            int v[4];
+            if (!window(opaque, q[j].i, (int)rec->width, (int)rec->height, v)) {
+                whole = 1;
+            } else if (j == i) {
+                memcpy(want, v, sizeof want);
+            } else {
+                int x1 = want[0] + want[2] > v[0] + v[2] ? want[0] + want[2] : v[0] + v[2];
+                int y1 = want[1] + want[3] > v[1] + v[3] ? want[1] + want[3] : v[1] + v[3];
+                want[0] = want[0] < v[0] ? want[0] : v[0];
+                want[1] = want[1] < v[1] ? want[1] : v[1];
+                want[2] = x1 - want[0];
+                want[3] = y1 - want[1];
+            }
+        }
+        if (!whole && (want[0] < 0 || want[1] < 0 || want[2] <= 0 || want[3] <= 0 ||
+                       want[0] + want[2] > (int)rec->width || want[1] + want[3] > (int)rec->height))
+            whole = 1; /* not a window of this picture: let the converter report it */
+        if (!whole && want[2] == (int)rec->width && want[3] == (int)rec->height) whole = 1;
+        reel_frame f;
         int64_t t0 = reel__clock_ns();
-        st = decode_image(r, record, pos, b->data + b->at[k], err);
+        st = decode_image(r, record, pos, b->data + b->at[k], whole ? NULL : want, &f, err);
         if (stats) {
             stats->decode_seconds += (double)(reel__clock_ns() - t0) / 1e9;
             stats->frames_decoded++;
             stats->frames_returned++;
         }
         if (st != REEL_OK) break;
-        reel_frame f;
-        reel__frame_wrap(&f, r->rgb, pos, rec->frames[pos].pts, 0);
         for (; i < n && q[i].pos == pos; i++) {
             int v = fn(opaque, &f, q[i].i);
             if (v != 0) {
@@ -410,7 +476,7 @@ int reel_store_reader_read(reel_store_reader *r, int64_t record, const int64_t *
     if (!r || (!positions && n) || !fn)
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_reader_read: NULL argument");
     int st = reel__store_fetch(r, record, positions, n, &r->blob, stats, err);
-    if (st == REEL_OK) st = reel__store_decode(r, &r->blob, positions, n, fn, opaque, stats, err);
+    if (st == REEL_OK) st = reel__store_decode(r, &r->blob, positions, n, fn, NULL, opaque, stats, err);
     return st;
 }
 

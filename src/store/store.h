@@ -9,6 +9,7 @@
 
 #include "reel/store.h"
 #include "core/error.h"
+#include "core/frame.h"
 
 #define REEL_STORE_INDEX_NAME    "store.idx"
 #define REEL_STORE_MAGIC         "REELSTOR"
@@ -123,8 +124,21 @@ typedef struct reel__store_blob {
 
 int reel__store_fetch(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n, reel__store_blob *b,
                       reel_store_read_stats *stats, reel_error *err);
+/* A window of a stored JPEG (jpeg.c); one per reader thread. */
+typedef struct reel__jpeg reel__jpeg;
+int reel__jpeg_create(reel__jpeg **out);
+void reel__jpeg_destroy(reel__jpeg **pj);
+/* Decodes the part win = {x, y, w, h} of a w x h JPEG, widened to whole
+ * iMCU columns (win is updated to what was decoded), into RGB24 rows owned
+ * by j (*pix, *stride; valid until the next call). 0, or -1 with why. */
+int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w, int h, int win[4],
+                             const uint8_t **pix, int *stride, char *why, size_t why_size);
+
+/* Decodes the fetched frames to fn. With `window` (may be NULL), a JPEG
+ * frame is decoded only over the union of the windows its requests need. */
 int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const int64_t *positions, size_t n,
-                       reel_frame_fn fn, void *opaque, reel_store_read_stats *stats, reel_error *err);
+                       reel_frame_fn fn, reel__window_fn window, void *opaque, reel_store_read_stats *stats,
+                       reel_error *err);
 void reel__store_blob_free(reel__store_blob *b);
 /* The interrupt callback for the reader's next calls (the loader's per-sample one). */
 void reel__store_reader_set_interrupt(reel_store_reader *r, int (*fn)(void *), void *opaque);

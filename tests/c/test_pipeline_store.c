@@ -252,6 +252,128 @@ TEST(loader_over_an_h264_store_equals_the_decoder_over_the_stored_record)
     check_format(REEL_STORE_FORMAT_H264, "h264");
 }
 
+/* ------------------------------------------------ cropped (window) decode */
+
+typedef struct xsink {
+    const reel_transform *t;
+    uint8_t *out;
+    size_t bytes;
+} xsink;
+
+static int xsink_fn(void *opaque, const reel_frame *f, size_t pos)
+{
+    (void)pos;
+    xsink *k = opaque;
+    reel_converter *c = NULL;
+    reel_error err;
+    if (reel_converter_create(&c, &err) != REEL_OK) return REEL_E_NOMEM;
+    int r = reel_converter_run(c, f, k->t, k->out, k->bytes, &err);
+    reel_converter_destroy(&c);
+    return r;
+}
+
+/* With a crop, the loader decodes a JPEG only over the crop's iMCU columns
+ * and rows (raw: copies only the crop's bytes). Every delivered frame must
+ * equal the whole decode (the reader, no window) put through the converter
+ * with the clip's own crop, flip and output: random crops with flips to
+ * uint8, and random-resized crops (a resize inside the window) to
+ * normalised float32. */
+static void check_window(reel_store_format fmt, const char *name, int resized)
+{
+    const char *dir = tmp(name);
+    pack(dataset(), dir, fmt, 0);
+    reel_store *s = NULL;
+    CHECK_OK(reel_store_open(&s, dir, NULL));
+    reel_store_reader *rd = NULL;
+    CHECK_OK(reel_store_reader_create(&rd, s, NULL, NULL));
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_create_from_path(&ds, dir, NULL));
+    reel_loader_settings ls;
+    settings(&ls);
+    ls.transform.resize = REEL_RESIZE_SHORT_SIDE;
+    ls.transform.short_side = SS; /* the stored size: no resize but the crop's */
+    ls.transform.crop = resized ? REEL_CROP_RANDOM_RESIZED : REEL_CROP_RANDOM;
+    ls.transform.crop_width = resized ? 32 : 40;
+    ls.transform.crop_height = resized ? 32 : 26;
+    ls.transform.flip = REEL_FLIP_RANDOM;
+    ls.transform.layout = REEL_BATCH_BTCHW;
+    if (resized) {
+        ls.transform.dtype = REEL_DTYPE_FLOAT32;
+        for (int c = 0; c < 3; c++) {
+            ls.transform.mean[c] = 0.45f;
+            ls.transform.std[c] = 0.225f;
+        }
+    }
+    ls.epochs = 2;
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &ls, NULL));
+    const int ow = ls.transform.crop_width, oh = ls.transform.crop_height;
+    const size_t fb = (size_t)ow * oh * 3 * (resized ? 4 : 1);
+    uint8_t *want = malloc(fb);
+    reel_batch *b = NULL;
+    reel_error err;
+    int st;
+    int64_t frames = 0, narrow = 0, flipped = 0;
+    for (int epoch = 0; epoch < 2; epoch++) {
+        while ((st = reel_loader_next(l, &b, &err)) == REEL_OK && b) {
+            for (int64_t c = 0; c < b->num_clips; c++) {
+                const reel_clip_info *ci = &b->clips[c];
+                reel_transform t;
+                reel_transform_default_settings(&t);
+                t.crop_x = ci->crop_x;
+                t.crop_y = ci->crop_y;
+                t.crop_w = ci->crop_w;
+                t.crop_h = ci->crop_h;
+                t.width = ow;
+                t.height = oh;
+                t.flip_horizontal = ci->flipped;
+                t.dtype = ls.transform.dtype;
+                t.layout = REEL_LAYOUT_CHW;
+                memcpy(t.mean, ls.transform.mean, sizeof t.mean);
+                memcpy(t.std, ls.transform.std, sizeof t.std);
+                narrow += ci->crop_w + 16 < SW;
+                flipped += ci->flipped;
+                for (int k = 0; k < T; k++) {
+                    const uint8_t *img = (const uint8_t *)b->data + ((size_t)c * T + (size_t)k) * fb;
+                    int64_t idx = ci->frame_indices[k];
+                    xsink x = { &t, want, fb };
+                    CHECK_OK(reel_store_reader_read(rd, ci->sample, &idx, 1, xsink_fn, &x, NULL, NULL));
+                    CHECK_MSG(memcmp(img, want, fb) == 0,
+                              "%s store, %s frame %lld, crop %d,%d %dx%d%s: differs from the whole decode", name,
+                              ci->path, (long long)idx, ci->crop_x, ci->crop_y, ci->crop_w, ci->crop_h,
+                              ci->flipped ? " flipped" : "");
+                    frames++;
+                }
+            }
+            reel_loader_release(l, b);
+        }
+        CHECK_MSG(st == REEL_OK, "%s", err.message);
+    }
+    CHECK_EQ_INT(frames, 2 * NV * 2 * T);
+    CHECK(narrow > 0);  /* some windows skipped whole iMCU columns */
+    CHECK(flipped > 0); /* and some clips were mirrored */
+    free(want);
+    reel_loader_destroy(&l);
+    reel_dataset_destroy(&ds);
+    reel_store_reader_destroy(&rd);
+    reel_store_close(&s);
+}
+
+TEST(jpeg_store_random_crops_decode_a_window_equal_to_the_whole_decode)
+{
+    check_window(REEL_STORE_FORMAT_JPEG, "jpeg-crop", 0);
+}
+
+TEST(jpeg_store_random_resized_crops_to_float_equal_the_whole_decode)
+{
+    check_window(REEL_STORE_FORMAT_JPEG, "jpeg-rrc", 1);
+}
+
+TEST(raw_store_random_crops_copy_a_window_equal_to_the_whole_frame)
+{
+    check_window(REEL_STORE_FORMAT_RAW, "raw-crop", 0);
+}
+
 /* ------------------------------------------------ order, shards, resume */
 
 typedef struct epoch_run {

@@ -1,0 +1,123 @@
+/* jpeg.c: decoding a window of a stored JPEG with libjpeg-turbo's scanline
+ * API: only the iMCU columns that hold the window (jpeg_crop_scanline) and
+ * only the rows down to its bottom, so a 224 crop of a 340x256 frame does
+ * about 60% of a whole decode. The pixels equal the whole decode's. */
+#include "store/store.h"
+
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jpeglib.h>
+
+typedef struct jpeg_err {
+    struct jpeg_error_mgr pub;
+    jmp_buf jb;
+} jpeg_err;
+
+struct reel__jpeg {
+    struct jpeg_decompress_struct c;
+    jpeg_err e;
+    uint8_t *pix; /* the window, RGB24 rows of `stride` bytes, padded */
+    size_t cap;
+};
+
+static void on_error(j_common_ptr c)
+{
+    jpeg_err *e = (jpeg_err *)c->err;
+    longjmp(e->jb, 1);
+}
+
+/* Warnings (corrupt data libjpeg can decode past) are not printed: a stored
+ * frame's checksum has already been checked, and the whole decode
+ * (TurboJPEG) ignores them in the same way. */
+static void no_output(j_common_ptr c)
+{
+    (void)c;
+}
+
+int reel__jpeg_create(reel__jpeg **out)
+{
+    reel__jpeg *j = calloc(1, sizeof *j);
+    if (!j) return -1;
+    j->c.err = jpeg_std_error(&j->e.pub);
+    j->e.pub.error_exit = on_error;
+    j->e.pub.output_message = no_output;
+    if (setjmp(j->e.jb)) {
+        free(j);
+        return -1;
+    }
+    jpeg_create_decompress(&j->c);
+    *out = j;
+    return 0;
+}
+
+void reel__jpeg_destroy(reel__jpeg **pj)
+{
+    if (!pj || !*pj) return;
+    jpeg_destroy_decompress(&(*pj)->c);
+    free((*pj)->pix);
+    free(*pj);
+    *pj = NULL;
+}
+
+int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w, int h, int win[4],
+                             const uint8_t **pix, int *stride, char *why, size_t why_size)
+{
+    struct jpeg_decompress_struct *c = &j->c;
+    if (setjmp(j->e.jb)) {
+        char msg[JMSG_LENGTH_MAX];
+        j->e.pub.format_message((j_common_ptr)c, msg);
+        snprintf(why, why_size, "%s", msg);
+        jpeg_abort_decompress(c);
+        return -1;
+    }
+    jpeg_mem_src(c, src, (unsigned long)n);
+    jpeg_read_header(c, TRUE);
+    c->out_color_space = JCS_RGB; /* the defaults otherwise: islow DCT, fancy upsampling, as TurboJPEG */
+    jpeg_start_decompress(c);
+    if ((int)c->output_width != w || (int)c->output_height != h || c->output_components != 3) {
+        snprintf(why, why_size, "not a %dx%d colour JPEG", w, h);
+        jpeg_abort_decompress(c);
+        return -1;
+    }
+    /* One column more on each side: the fancy upsampler treats the edges of
+     * a cropped decode as picture edges, so the window's own edge columns
+     * would differ from the whole decode; with the margin they are inside. */
+    int l = win[0] > 0 ? win[0] - 1 : 0, r = win[0] + win[2] < w ? win[0] + win[2] + 1 : w;
+    JDIMENSION x0 = (JDIMENSION)l, cw = (JDIMENSION)(r - l);
+    if (cw < (JDIMENSION)w) jpeg_crop_scanline(c, &x0, &cw); /* widened to whole iMCU columns */
+    const size_t st = ((size_t)cw * 3 + 63) & ~(size_t)63;
+    const size_t need = st * ((size_t)win[3] + 1) + 64; /* a spare row: swscale may read past the last */
+    if (need > j->cap) {
+        uint8_t *p = realloc(j->pix, need);
+        if (!p) {
+            snprintf(why, why_size, "out of memory");
+            jpeg_abort_decompress(c);
+            return -1;
+        }
+        j->pix = p;
+        j->cap = need;
+    }
+    /* rows above the window: decoded into the first row and dropped (exact
+     * with fancy upsampling, which needs its neighbours anyway) */
+    while ((int)c->output_scanline < win[1]) {
+        JSAMPROW row = j->pix;
+        jpeg_read_scanlines(c, &row, 1);
+    }
+    for (int y = 0; y < win[3]; y++) {
+        JSAMPROW row = j->pix + (size_t)y * st;
+        if (jpeg_read_scanlines(c, &row, 1) != 1) {
+            snprintf(why, why_size, "the JPEG ended at row %d", win[1] + y);
+            jpeg_abort_decompress(c);
+            return -1;
+        }
+    }
+    jpeg_abort_decompress(c); /* the rows below are not needed */
+    win[0] = (int)x0;
+    win[2] = (int)cw;
+    *pix = j->pix;
+    *stride = (int)st;
+    return 0;
+}
