@@ -363,8 +363,8 @@ static void planar_row_f32(const uint8_t *restrict s, float *restrict r, float *
     }
 }
 
-static void planar_row_u16(const uint8_t *restrict s, uint16_t *restrict r, uint16_t *restrict g,
-                           uint16_t *restrict b, int w, int flip, const uint16_t lut[3][256])
+static void planar_row_u16(const uint8_t *restrict s, uint16_t *restrict r, uint16_t *restrict g, uint16_t *restrict b,
+                           int w, int flip, const uint16_t lut[3][256])
 {
     for (int x = 0; x < w; x++) {
         const uint8_t *p = s + 3 * (flip ? w - 1 - x : x);

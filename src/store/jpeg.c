@@ -62,8 +62,8 @@ void reel__jpeg_destroy(reel__jpeg **pj)
     *pj = NULL;
 }
 
-int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w, int h, int win[4],
-                             const uint8_t **pix, int *stride, char *why, size_t why_size)
+int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w, int h, int win[4], const uint8_t **pix,
+                             int *stride, char *why, size_t why_size)
 {
     struct jpeg_decompress_struct *c = &j->c;
     if (setjmp(j->e.jb)) {

@@ -22,8 +22,8 @@ struct reel_store_reader {
     reel__io *io; /* the open shard */
     char io_shard[32];
     tjhandle tj;
-    reel__jpeg *jw;        /* window decodes */
-    AVFrame *view;         /* a window or a raw frame in place, not owned */
+    reel__jpeg *jw; /* window decodes */
+    AVFrame *view;  /* a window or a raw frame in place, not owned */
     ZSTD_DCtx *zd;
     AVFrame *rgb;          /* RGB24 picture handed to visitors */
     reel__store_blob blob; /* bytes of the current read */

@@ -131,8 +131,8 @@ void reel__jpeg_destroy(reel__jpeg **pj);
 /* Decodes the part win = {x, y, w, h} of a w x h JPEG, widened to whole
  * iMCU columns (win is updated to what was decoded), into RGB24 rows owned
  * by j (*pix, *stride; valid until the next call). 0, or -1 with why. */
-int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w, int h, int win[4],
-                             const uint8_t **pix, int *stride, char *why, size_t why_size);
+int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w, int h, int win[4], const uint8_t **pix,
+                             int *stride, char *why, size_t why_size);
 
 /* Decodes the fetched frames to fn. With `window` (may be NULL), a JPEG
  * frame is decoded only over the union of the windows its requests need. */
