@@ -21,6 +21,8 @@ struct reel__jpeg {
     jpeg_err e;
     uint8_t *pix; /* the window, RGB24 rows of `stride` bytes, padded */
     size_t cap;
+    JSAMPROW *rows; /* pointers to its rows */
+    size_t nrows;
 };
 
 static void on_error(j_common_ptr c)
@@ -58,6 +60,7 @@ void reel__jpeg_destroy(reel__jpeg **pj)
     if (!pj || !*pj) return;
     jpeg_destroy_decompress(&(*pj)->c);
     free((*pj)->pix);
+    free((*pj)->rows);
     free(*pj);
     *pj = NULL;
 }
@@ -100,19 +103,33 @@ int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w,
         j->pix = p;
         j->cap = need;
     }
-    /* rows above the window: decoded into the first row and dropped (exact
-     * with fancy upsampling, which needs its neighbours anyway) */
-    while ((int)c->output_scanline < win[1]) {
-        JSAMPROW row = j->pix;
-        jpeg_read_scanlines(c, &row, 1);
+    if ((size_t)win[3] > j->nrows) {
+        JSAMPROW *rows = realloc(j->rows, (size_t)win[3] * sizeof *rows);
+        if (!rows) {
+            snprintf(why, why_size, "out of memory");
+            jpeg_abort_decompress(c);
+            return -1;
+        }
+        j->rows = rows;
+        j->nrows = (size_t)win[3];
     }
-    for (int y = 0; y < win[3]; y++) {
-        JSAMPROW row = j->pix + (size_t)y * st;
-        if (jpeg_read_scanlines(c, &row, 1) != 1) {
+    for (int y = 0; y < win[3]; y++) j->rows[y] = j->pix + (size_t)y * st;
+    /* rows above the window: decoded into the window's rows and dropped
+     * (exact with fancy upsampling, which needs its neighbours anyway);
+     * several rows a call, as libjpeg then upsamples in place */
+    while ((int)c->output_scanline < win[1]) {
+        JDIMENSION left = (JDIMENSION)win[1] - c->output_scanline;
+        if (jpeg_read_scanlines(c, j->rows, left < (JDIMENSION)win[3] ? left : (JDIMENSION)win[3]) == 0) break;
+    }
+    for (int y = 0; y < win[3];) {
+        JDIMENSION got =
+            (int)c->output_scanline == win[1] + y ? jpeg_read_scanlines(c, j->rows + y, (JDIMENSION)(win[3] - y)) : 0;
+        if (got == 0) {
             snprintf(why, why_size, "the JPEG ended at row %d", win[1] + y);
             jpeg_abort_decompress(c);
             return -1;
         }
+        y += (int)got;
     }
     jpeg_abort_decompress(c); /* the rows below are not needed */
     win[0] = (int)x0;
