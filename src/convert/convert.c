@@ -533,14 +533,24 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
     int rot = t->apply_rotation ? frame->rotation : 0;
     int dw = (rot == 90 || rot == 270) ? f->height : f->width;
     int dh = (rot == 90 || rot == 270) ? f->width : f->height;
+    /* a window of a larger picture (maybe scaled by 1/d): the crop, in the
+     * picture's coordinates, mapped into it, must lie inside it */
+    int wx = 0, wy = 0, wcw = 0, wch = 0;
     if (frame->full_w) {
-        /* a window of a larger picture: the crop, in the picture's
-         * coordinates, must lie inside it */
-        if (rot || !t->crop_w || t->crop_x < frame->win_x || t->crop_y < frame->win_y ||
-            t->crop_x + t->crop_w > frame->win_x + f->width || t->crop_y + t->crop_h > frame->win_y + f->height)
-            return reel__error_set(err, REEL_E_INVALID_ARG,
-                                   "crop %d,%d,%dx%d is not inside the decoded window %d,%d,%dx%d", t->crop_x,
-                                   t->crop_y, t->crop_w, t->crop_h, frame->win_x, frame->win_y, f->width, f->height);
+        int d = frame->scale > 1 ? frame->scale : 1;
+        if (!rot && t->crop_w) {
+            wx = (int)lrint((double)t->crop_x / d);
+            wy = (int)lrint((double)t->crop_y / d);
+            wcw = (int)lrint((double)(t->crop_x + t->crop_w) / d) - wx;
+            wch = (int)lrint((double)(t->crop_y + t->crop_h) / d) - wy;
+            if (wcw < 1) wcw = 1;
+            if (wch < 1) wch = 1;
+        }
+        if (rot || !t->crop_w || wx < frame->win_x || wy < frame->win_y || wx + wcw > frame->win_x + f->width ||
+            wy + wch > frame->win_y + f->height)
+            return reel__error_set(
+                err, REEL_E_INVALID_ARG, "crop %d,%d,%dx%d is not inside the decoded window %d,%d,%dx%d (scale 1/%d)",
+                t->crop_x, t->crop_y, t->crop_w, t->crop_h, frame->win_x, frame->win_y, f->width, f->height, d);
         dw = frame->full_w;
         dh = frame->full_h;
     }
@@ -552,9 +562,14 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
         return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL,
                                "output buffer of %zu bytes is smaller than the %zu-byte frame", dst_size, bytes);
     int cx = 0, cy = 0, cw = dw, ch = dh;
-    if (t->crop_w) {
-        cx = t->crop_x - frame->win_x;
-        cy = t->crop_y - frame->win_y;
+    if (frame->full_w) {
+        cx = wx - frame->win_x;
+        cy = wy - frame->win_y;
+        cw = wcw;
+        ch = wch;
+    } else if (t->crop_w) {
+        cx = t->crop_x;
+        cy = t->crop_y;
         cw = t->crop_w;
         ch = t->crop_h;
     }

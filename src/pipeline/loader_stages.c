@@ -292,7 +292,7 @@ static int clip_geometry(visit_ctx *c, int clip, int fw, int fh)
 
 /* The source asks which part of a w x h picture position `pos` needs: the
  * crop its clip's geometry takes (the resize reads only inside it). */
-static int window(void *opaque, size_t pos, int w, int h, int win[4])
+static int window(void *opaque, size_t pos, int w, int h, int win[6])
 {
     visit_ctx *c = opaque;
     reel_loader *l = c->l;
@@ -303,6 +303,8 @@ static int window(void *opaque, size_t pos, int w, int h, int win[4])
     win[1] = c->t.crop_y;
     win[2] = c->t.crop_w;
     win[3] = c->t.crop_h;
+    win[4] = c->t.width > 0 ? c->t.width : c->t.crop_w;
+    win[5] = c->t.height > 0 ? c->t.height : c->t.crop_h;
     return 1;
 }
 

@@ -65,8 +65,8 @@ void reel__jpeg_destroy(reel__jpeg **pj)
     *pj = NULL;
 }
 
-int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w, int h, int win[4], const uint8_t **pix,
-                             int *stride, char *why, size_t why_size)
+int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w, int h, int d, int win[4],
+                             const uint8_t **pix, int *stride, char *why, size_t why_size)
 {
     struct jpeg_decompress_struct *c = &j->c;
     if (setjmp(j->e.jb)) {
@@ -78,13 +78,26 @@ int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w,
     }
     jpeg_mem_src(c, src, (unsigned long)n);
     jpeg_read_header(c, TRUE);
-    c->out_color_space = JCS_RGB; /* the defaults otherwise: islow DCT, fancy upsampling, as TurboJPEG */
-    jpeg_start_decompress(c);
-    if ((int)c->output_width != w || (int)c->output_height != h || c->output_components != 3) {
+    if ((int)c->image_width != w || (int)c->image_height != h || c->num_components != 3) {
         snprintf(why, why_size, "not a %dx%d colour JPEG", w, h);
         jpeg_abort_decompress(c);
         return -1;
     }
+    c->out_color_space = JCS_RGB; /* the defaults otherwise: islow DCT, fancy upsampling, as TurboJPEG */
+    c->scale_num = 1;
+    c->scale_denom = (unsigned)d; /* 1, 2, 4, 8: the IDCT itself scales (SIMD for 1/2 and 1/4) */
+    jpeg_start_decompress(c);
+    /* the window in the scaled picture's coordinates, outward */
+    const int sw = (int)c->output_width, sh = (int)c->output_height;
+    {
+        int x0 = win[0] / d, y0 = win[1] / d;
+        int x1 = (win[0] + win[2] + d - 1) / d, y1 = (win[1] + win[3] + d - 1) / d;
+        win[0] = x0;
+        win[1] = y0;
+        win[2] = (x1 < sw ? x1 : sw) - x0;
+        win[3] = (y1 < sh ? y1 : sh) - y0;
+    }
+    w = sw;
     /* One column more on each side: the fancy upsampler treats the edges of
      * a cropped decode as picture edges, so the window's own edge columns
      * would differ from the whole decode; with the margin they are inside. */

@@ -159,8 +159,9 @@ static int picture(reel_store_reader *r, int w, int h, const char *name, reel_er
 }
 
 /* Decodes stored frame `pos` (its bytes at src) into *out: the whole
- * picture (r->rgb), or with `want` = {x, y, w, h} a window that holds that
- * part (JPEG: decoded only there; raw: only those bytes copied). */
+ * picture (r->rgb), or with `want` = {x, y, w, h, d} a window that holds
+ * that part (JPEG: decoded only there, scaled by 1/d; raw: only those bytes
+ * copied, d ignored). */
 static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const uint8_t *src, const int *want,
                         reel_frame *out, reel_error *err)
 {
@@ -183,7 +184,8 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
             char why[256];
             if (!r->jw && reel__jpeg_create(&r->jw) != 0)
                 return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
-            if (reel__jpeg_decode_window(r->jw, src, f->length, w, h, win, &pix, &stride, why, sizeof why) != 0)
+            if (reel__jpeg_decode_window(r->jw, src, f->length, w, h, want[4], win, &pix, &stride, why, sizeof why) !=
+                0)
                 return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld: %s", r->store->dir,
                                        r->store->shard_names[record], rec->path, (long long)pos, why);
             av_frame_unref(r->view);
@@ -203,6 +205,7 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
         r->view->width = win[2];
         r->view->height = win[3];
         reel__frame_wrap(out, r->view, pos, f->pts, 0);
+        out->scale = format == REEL_STORE_FORMAT_JPEG ? want[4] : 1;
         out->win_x = win[0];
         out->win_y = win[1];
         out->full_w = w;
@@ -427,14 +430,20 @@ int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const in
                                  (long long)pos);
             break;
         }
-        /* the union of the windows this frame's requests need */
-        int want[4], whole = !window || rec->width == 0;
+        /* the union of the windows this frame's requests need, and the
+         * largest JPEG DCT scaling 1/d that keeps every crop at least as
+         * large as its output (so the resize after it only shrinks) */
+        int want[5], whole = !window || rec->width == 0;
+        want[4] = 8;
         for (size_t j = i; !whole && j < n && q[j].pos == pos; j++) {
-            int v[4];
+            int v[6];
             if (!window(opaque, q[j].i, (int)rec->width, (int)rec->height, v)) {
                 whole = 1;
-            } else if (j == i) {
-                memcpy(want, v, sizeof want);
+                continue;
+            }
+            while (want[4] > 1 && (v[2] / want[4] < v[4] || v[3] / want[4] < v[5])) want[4] /= 2;
+            if (j == i) {
+                memcpy(want, v, 4 * sizeof *want);
             } else {
                 int x1 = want[0] + want[2] > v[0] + v[2] ? want[0] + want[2] : v[0] + v[2];
                 int y1 = want[1] + want[3] > v[1] + v[3] ? want[1] + want[3] : v[1] + v[3];
@@ -447,7 +456,7 @@ int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const in
         if (!whole && (want[0] < 0 || want[1] < 0 || want[2] <= 0 || want[3] <= 0 ||
                        want[0] + want[2] > (int)rec->width || want[1] + want[3] > (int)rec->height))
             whole = 1; /* not a window of this picture: let the converter report it */
-        if (!whole && want[2] == (int)rec->width && want[3] == (int)rec->height) whole = 1;
+        if (!whole && want[2] == (int)rec->width && want[3] == (int)rec->height && want[4] == 1) whole = 1;
         reel_frame f;
         int64_t t0 = reel__clock_ns();
         st = decode_image(r, record, pos, b->data + b->at[k], whole ? NULL : want, &f, err);

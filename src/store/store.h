@@ -128,11 +128,12 @@ int reel__store_fetch(reel_store_reader *r, int64_t record, const int64_t *posit
 typedef struct reel__jpeg reel__jpeg;
 int reel__jpeg_create(reel__jpeg **out);
 void reel__jpeg_destroy(reel__jpeg **pj);
-/* Decodes the part win = {x, y, w, h} of a w x h JPEG, widened to whole
- * iMCU columns (win is updated to what was decoded), into RGB24 rows owned
- * by j (*pix, *stride; valid until the next call). 0, or -1 with why. */
-int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w, int h, int win[4], const uint8_t **pix,
-                             int *stride, char *why, size_t why_size);
+/* Decodes the part win = {x, y, w, h} of a w x h JPEG, scaled by 1/d (1, 2,
+ * 4 or 8) and widened to whole iMCU columns (win is updated to what was
+ * decoded, in scaled coordinates), into RGB24 rows owned by j (*pix,
+ * *stride; valid until the next call). 0, or -1 with why. */
+int reel__jpeg_decode_window(reel__jpeg *j, const uint8_t *src, size_t n, int w, int h, int d, int win[4],
+                             const uint8_t **pix, int *stride, char *why, size_t why_size);
 
 /* Decodes the fetched frames to fn. With `window` (may be NULL), a JPEG
  * frame is decoded only over the union of the windows its requests need. */

@@ -374,6 +374,95 @@ TEST(raw_store_random_crops_copy_a_window_equal_to_the_whole_frame)
     check_window(REEL_STORE_FORMAT_RAW, "raw-crop", 0);
 }
 
+/* Where a crop is at least twice its output, the JPEG is decoded scaled by
+ * 1/2 (1/4, 1/8) in the IDCT. Here a center crop of 48x48 stored pixels to
+ * 24x24 is exactly libjpeg-turbo's own 1/2-scaled decode of the stored JPEG
+ * (tjDecompress2 at half size), cropped, with no resize after it; and it
+ * is not what a whole decode plus a bilinear resize gives (so the scaled
+ * path ran), though close to it. */
+TEST(jpeg_store_halves_in_the_idct_when_the_crop_is_twice_the_output)
+{
+    const char *dir = tmp("jpeg-dct");
+    pack(dataset(), dir, REEL_STORE_FORMAT_JPEG, 0);
+    reel_store *s = NULL;
+    CHECK_OK(reel_store_open(&s, dir, NULL));
+    reel_store_reader *rd = NULL;
+    CHECK_OK(reel_store_reader_create(&rd, s, NULL, NULL));
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_create_from_path(&ds, dir, NULL));
+    reel_loader_settings ls;
+    settings(&ls);
+    enum { O = 24 };
+    ls.transform.resize = REEL_RESIZE_SHORT_SIDE;
+    ls.transform.short_side = O; /* half the stored 48 */
+    ls.transform.crop = REEL_CROP_CENTER;
+    ls.transform.crop_width = ls.transform.crop_height = O;
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &ls, NULL));
+    tjhandle tj = tjInitDecompress();
+    const size_t fb = (size_t)O * O * 3;
+    const int HW = (SW + 1) / 2, HH = (SH + 1) / 2;
+    uint8_t *half = malloc((size_t)HW * HH * 3), *resized = malloc(fb);
+    reel_batch *b = NULL;
+    reel_error err;
+    int st;
+    int64_t frames = 0, differ = 0;
+    double worst = 99;
+    while ((st = reel_loader_next(l, &b, &err)) == REEL_OK && b) {
+        for (int64_t c = 0; c < b->num_clips; c++) {
+            const reel_clip_info *ci = &b->clips[c];
+            CHECK_EQ_INT(ci->crop_w, 2 * O);
+            CHECK_EQ_INT(ci->crop_h, 2 * O);
+            reel_store_record rec;
+            CHECK_OK(reel_store_get_record(s, ci->sample, &rec, NULL));
+            char shard[1300];
+            snprintf(shard, sizeof shard, "%s/%s", dir, rec.shard);
+            size_t sz = 0;
+            uint8_t *bytes = tg_read_file(shard, &sz);
+            CHECK(bytes != NULL);
+            for (int k = 0; k < T; k++) {
+                const uint8_t *img = (const uint8_t *)b->data + ((size_t)c * T + (size_t)k) * fb;
+                int64_t idx = ci->frame_indices[k], off = 0, len = 0;
+                CHECK_OK(reel_store_get_frame_bytes(s, ci->sample, idx, &off, &len, NULL));
+                CHECK(tjDecompress2(tj, bytes + off, (unsigned long)len, half, HW, HW * 3, HH, TJPF_RGB, 0) == 0);
+                for (int y = 0; y < O; y++)
+                    CHECK_MSG(memcmp(img + (size_t)y * O * 3,
+                                     half + ((size_t)(ci->crop_y / 2 + y) * HW + (size_t)(ci->crop_x / 2)) * 3,
+                                     (size_t)O * 3) == 0,
+                              "%s frame %lld row %d differs from libjpeg-turbo's 1/2-scaled decode", ci->path,
+                              (long long)idx, y);
+                reel_transform t;
+                reel_transform_default_settings(&t);
+                t.crop_x = ci->crop_x;
+                t.crop_y = ci->crop_y;
+                t.crop_w = ci->crop_w;
+                t.crop_h = ci->crop_h;
+                t.width = t.height = O;
+                xsink x = { &t, resized, fb };
+                CHECK_OK(reel_store_reader_read(rd, ci->sample, &idx, 1, xsink_fn, &x, NULL, NULL));
+                differ += memcmp(img, resized, fb) != 0;
+                double p = psnr(img, resized, fb);
+                if (p < worst) worst = p;
+                frames++;
+            }
+            free(bytes);
+        }
+        reel_loader_release(l, b);
+    }
+    CHECK_MSG(st == REEL_OK, "%s", err.message);
+    CHECK_EQ_INT(frames, NV * 2 * T);
+    CHECK(differ > 0);
+    CHECK_MSG(worst >= 25.0, "1/2-scaled decode against whole decode + bilinear: worst %.2f dB", worst);
+    printf("      1/2 IDCT scaling against whole decode + bilinear resize: worst PSNR %.2f dB\n", worst);
+    free(half);
+    free(resized);
+    tjDestroy(tj);
+    reel_loader_destroy(&l);
+    reel_dataset_destroy(&ds);
+    reel_store_reader_destroy(&rd);
+    reel_store_close(&s);
+}
+
 /* ------------------------------------------------ order, shards, resume */
 
 typedef struct epoch_run {
