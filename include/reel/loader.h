@@ -390,6 +390,13 @@ REEL_API int64_t reel_loader_get_num_failures(reel_loader *l);
  *  the metrics JSON, "failures_by_cause"). */
 REEL_API int64_t reel_loader_failures_by_cause(reel_loader *l, int status);
 
+/** The failure that the last reel_loader_next() (or _next_timed()) call
+ *  returned under REEL_ON_ERROR_RAISE: the sample's path, reason, status,
+ *  epoch, position and dataset index. REEL_E_NO_DATA when that call raised
+ *  no sample's failure (it succeeded, or failed for another reason: a stop,
+ *  a timeout, coverage). Call it from the thread that calls next. */
+REEL_API int reel_loader_get_raised_failure(reel_loader *l, reel_failure *out, reel_error *err);
+
 /** Copies failure record i into *out. */
 REEL_API int reel_loader_get_failure(reel_loader *l, int64_t i, reel_failure *out, reel_error *err);
 

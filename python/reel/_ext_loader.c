@@ -456,18 +456,6 @@ fail:
     return NULL;
 }
 
-/* The path of the failure whose reason is `message`, or NULL. */
-static const char *failure_path(reel_loader *l, const char *message, reel_failure *f)
-{
-    int64_t n = reel_loader_get_num_failures(l);
-    for (int64_t i = n - 1; i >= 0; i--) {
-        if (reel_loader_get_failure(l, i, f, NULL) != REEL_OK) continue;
-        if (!strcmp(f->reason, message)) return f->path;
-    }
-    return NULL;
-}
-
-
 static PyObject *loader_next(LoaderObject *self, PyObject *args)
 {
     double timeout = -1.0;
@@ -546,8 +534,9 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
             PyErr_SetString(PyExc_ValueError, "reel.Loader is closed");
             return NULL;
         }
-        reel_failure f;
-        const char *path = self->loader ? failure_path(self->loader, err.message, &f) : NULL;
+        reel_failure f; /* under on_error="raise": the sample that failed */
+        const char *path =
+            self->loader && reel_loader_get_raised_failure(self->loader, &f, NULL) == REEL_OK ? f.path : NULL;
         return raise_err(st, r, &err, path);
     }
     if (!b) Py_RETURN_NONE;

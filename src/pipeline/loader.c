@@ -360,6 +360,7 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
     if (!l || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
     *out = NULL;
     if (timeout_s != timeout_s) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: timeout is NaN");
+    l->has_raised = 0;
     int64_t t_in = reel__clock_ns();
     struct timespec deadline;
     if (timeout_s >= 0) reel__deadline_in(&deadline, (int64_t)((timeout_s > 1e9 ? 1e9 : timeout_s) * 1e9));
@@ -423,6 +424,17 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
     if (bb->status != REEL_OK && l->s.on_error == REEL_ON_ERROR_RAISE) {
         if (err) *err = bb->err;
         st = bb->status;
+        if (bb->err_sample >= 0) {
+            reel_failure *f = &l->raised;
+            memset(f, 0, sizeof *f);
+            snprintf(f->path, sizeof f->path, "%s", sample_path(l, bb->err_sample));
+            snprintf(f->reason, sizeof f->reason, "%s", bb->err.message);
+            f->status = bb->status;
+            f->epoch = bb->epoch;
+            f->position = bb->err_position;
+            f->sample = bb->err_sample;
+            l->has_raised = 1;
+        }
         reel_loader_release(l, &bb->batch);
     } else {
         atomic_fetch_add(&l->batches, 1);
@@ -566,6 +578,14 @@ int64_t reel_loader_get_num_failures(reel_loader *l)
     int64_t kept = 0;
     if (l) reel__failures_count(&l->failures_log, &kept, NULL);
     return kept;
+}
+
+int reel_loader_get_raised_failure(reel_loader *l, reel_failure *out, reel_error *err)
+{
+    if (!l || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
+    if (!l->has_raised) return reel__error_set(err, REEL_E_NO_DATA, "loader: the last call raised no sample's failure");
+    *out = l->raised;
+    return REEL_OK;
 }
 
 int reel_loader_get_failure(reel_loader *l, int64_t i, reel_failure *out, reel_error *err)

@@ -73,6 +73,8 @@ struct reel_loader {
     int64_t prefix;                 /* batches [0, prefix) of cur_epoch all delivered */
     int done;                       /* all epochs handed out */
     int64_t epoch_ok, epoch_failed; /* samples of cur_epoch loaded / failed (for min_coverage) */
+    int has_raised;                 /* the last reel_loader_next() raised `raised` */
+    reel_failure raised;
     int64_t restore_epoch, restore_pos;
 
     /* metrics */

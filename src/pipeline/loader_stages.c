@@ -457,6 +457,7 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
     const size_t row_bytes = (size_t)bb->batch.strides[0] * l->esize;
     int64_t out = 0;
     bb->status = REEL_OK;
+    bb->err_sample = bb->err_position = -1;
     int64_t failed = 0;
     for (int64_t j = 0; j < bb->nsamples; j++) {
         reel_slot *s = &bb->slots[j];
@@ -465,6 +466,8 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
             if (bb->status == REEL_OK && s->status != REEL_E_CANCELLED) {
                 bb->status = s->status;
                 bb->err = s->err;
+                bb->err_sample = s->sample;
+                bb->err_position = s->position;
             }
             if (s->status == REEL_E_CANCELLED && bb->status == REEL_OK) {
                 bb->status = REEL_E_CANCELLED;

@@ -62,7 +62,8 @@ typedef struct reel_batchbuf {
     int64_t *labels;
     int status; /* first failure in the batch (for RAISE) */
     reel_error err;
-    reel_batch batch; /* what the consumer sees */
+    int64_t err_sample, err_position; /* whose failure it is (-1: none, or cancelled) */
+    reel_batch batch;                 /* what the consumer sees */
 } reel_batchbuf;
 
 typedef struct reel_ring_config {

@@ -672,9 +672,19 @@ TEST(bad_files_raise_when_asked)
     CHECK_STATUS(reel_loader_next(l, &b, &err), REEL_E_NOT_FOUND);
     CHECK(b == NULL);
     CHECK(strstr(err.message, "missing.mp4") != NULL);
-    /* and it goes on with the next batch */
+    /* the raised failure names its sample without parsing the message */
+    reel_failure f;
+    CHECK_OK(reel_loader_get_raised_failure(l, &f, NULL));
+    CHECK_EQ_STR(f.path, bad[0]);
+    CHECK_EQ_STR(f.reason, err.message);
+    CHECK_EQ_INT(f.status, REEL_E_NOT_FOUND);
+    CHECK_EQ_INT(f.sample, 2);
+    CHECK_EQ_INT(f.position, 2);
+    CHECK_EQ_INT(f.epoch, 0);
+    /* and it goes on with the next batch; that call raised nothing */
     CHECK_OK(reel_loader_next(l, &b, &err));
     CHECK(b && b->index == 2);
+    CHECK_STATUS(reel_loader_get_raised_failure(l, &f, NULL), REEL_E_NO_DATA);
     CHECK_OK(reel_loader_release(l, b));
     reel_loader_destroy(&l);
     reel_dataset_destroy(&ds);
