@@ -1,20 +1,10 @@
 /* geometry.c: per-clip crop/resize/flip decisions (torchvision semantics)
  * mapped onto a single fused conversion, and the batch layouts. */
 #include "pipeline/geometry.h"
+#include "convert/convert_internal.h"
 #include "core/error.h"
 
 #include <math.h>
-
-size_t reel__elem_size(int dtype)
-{
-    switch (dtype) {
-    case REEL_DTYPE_UINT8: return 1;
-    case REEL_DTYPE_FLOAT32: return 4;
-    case REEL_DTYPE_FLOAT16: return 2;
-    case REEL_DTYPE_BFLOAT16: return 2;
-    default: return 0;
-    }
-}
 
 int reel__geometry_check(const reel_clip_transform *ct, int *out_w, int *out_h, reel_error *err)
 {
@@ -26,7 +16,7 @@ int reel__geometry_check(const reel_clip_transform *ct, int *out_w, int *out_h, 
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown flip kind %d", ct->flip);
     if (ct->layout < REEL_BATCH_BTCHW || ct->layout > REEL_BATCH_BTHWC)
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown layout %d", ct->layout);
-    if (reel__elem_size(ct->dtype) == 0)
+    if (reel__dtype_size(ct->dtype) == 0)
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown dtype %d", ct->dtype);
     if (ct->filter < REEL_FILTER_BILINEAR || ct->filter > REEL_FILTER_NEAREST)
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown filter %d", ct->filter);

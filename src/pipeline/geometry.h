@@ -11,9 +11,6 @@
 /* Validates the clip transform and gives the fixed output size. */
 int reel__geometry_check(const reel_clip_transform *ct, int *out_w, int *out_h, reel_error *err);
 
-/* Bytes per element of a dtype (0 if unknown). */
-size_t reel__elem_size(int dtype);
-
 /* Fills `t` for a frame of display size src_w x src_h in clip `clip`, with
  * draws from `key` (purpose REEL_RNG_CROP). Sets crop, size, flip, filter,
  * dtype and normalisation; strides are left to the caller. */

@@ -4,6 +4,7 @@
  * are in loader_stages.c (stages, error policy, watchdog) and
  * loader_feed.c (feeder, start and stop); loader_internal.h has the state. */
 #define _POSIX_C_SOURCE 200809L
+#include "convert/convert_internal.h"
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "core/clock.h"
@@ -261,7 +262,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->out_h = oh;
     l->T = s.sampler.frames_per_clip;
     l->K = s.sampler.clips_per_video;
-    l->esize = reel__elem_size(s.transform.dtype);
+    l->esize = reel__dtype_size(s.transform.dtype);
     reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);
     pthread_mutex_init(&l->wd_mu, NULL);
     pthread_cond_init(&l->wd_cond, NULL);

@@ -1,6 +1,7 @@
 /* ring.c: allocation of the batch buffers (aligned, pre-faulted; optionally
  * page-locked, pinned.c) with their slots and metadata arrays, and the
  * buffer state machine. */
+#include "convert/convert_internal.h"
 #include "pipeline/ring.h"
 #include "pipeline/geometry.h"
 #include "core/error.h"
@@ -23,7 +24,7 @@ int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err)
     const size_t rows = (size_t)B * K, frames = rows * T;
     int64_t shape[5], strides[5];
     reel__layout_shape(c->layout, (int64_t)rows, T, c->height, c->width, shape, strides);
-    size_t esize = reel__elem_size(c->dtype);
+    size_t esize = reel__dtype_size(c->dtype);
     double dbytes = (double)rows * (double)strides[0] * (double)esize;
     if (dbytes > 1e15)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: a batch of %.0f bytes is too large", dbytes);
