@@ -2,26 +2,14 @@
  * wanted frames (sort, dedupe, merge keyframe runs, seek only across gaps),
  * runs the plan, and hands each wanted frame to a visitor exactly once per
  * request position. */
+#include "decoder/decode_plan.h"
 #include "decoder/internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct req {
-    int64_t frame; /* presentation index */
-    size_t pos;    /* position in the caller's request */
-} req;
-
-typedef struct wanted {
-    int64_t frame;
-    size_t first; /* index into the sorted req array */
-    size_t count;
-    int done;
-} wanted;
-
-typedef struct interval {
-    int64_t s, e;
-} interval;
+typedef reel__req req;
+typedef reel__wanted wanted;
 
 typedef struct run {
     reel_decoder *dec;
@@ -48,31 +36,9 @@ typedef struct run {
  * earlier one. Never returned to the caller. */
 #define REEL__E_UNCLEAN_KEY (-1000)
 
-static int cmp_req(const void *a, const void *b)
-{
-    const req *x = a, *y = b;
-    if (x->frame != y->frame) return x->frame < y->frame ? -1 : 1;
-    return x->pos < y->pos ? -1 : (x->pos > y->pos);
-}
-
-static int cmp_interval(const void *a, const void *b)
-{
-    const interval *x = a, *y = b;
-    if (x->s != y->s) return x->s < y->s ? -1 : 1;
-    return x->e < y->e ? -1 : (x->e > y->e);
-}
-
 static wanted *find_wanted(const run *r, int64_t frame)
 {
-    size_t lo = 0, hi = r->nw;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (r->w[mid].frame < frame)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (lo < r->nw && r->w[lo].frame == frame) ? &r->w[lo] : NULL;
+    return reel__plan_find(r->w, r->nw, frame);
 }
 
 /* Presentation index of a table pts, or -1. */
@@ -416,6 +382,31 @@ static int all_done(const run *r)
     return r->st.frames_returned >= (int64_t)r->nw;
 }
 
+/* Ends what the codec is doing and seeks to keyframe s (the stream's start
+ * with force_start); notes the keyframe and the end of its GOP. */
+static int reseek(run *r, int64_t s, int force_start)
+{
+    reel_decoder *dec = r->dec;
+    const reel_table *t = &dec->table;
+    int st;
+    /* a warm run that cannot serve this span is dropped, not drained:
+     * what it holds gets decoded again from the keyframe, so the work
+     * reported is the same as from a cold start */
+    if (dec->warm && r->sent == 0)
+        reset_decoder(dec);
+    else if ((st = drain(r)) != REEL_OK)
+        return st;
+    if ((st = seek_to(r, s, force_start)) != REEL_OK) return st;
+    r->seek_key = force_start ? -1 : s;
+    r->seek_key_end = t->n;
+    for (int64_t d = s + 1; d < t->n; d++)
+        if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) {
+            r->seek_key_end = d;
+            break;
+        }
+    return REEL_OK;
+}
+
 /* Runs decode positions [s, e], starting at keyframe s. The last run of a
  * call (`last`) is not drained when timestamps identify frames: it feeds
  * only the few packets reordering needs to push the wanted frames out and
@@ -438,22 +429,8 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
     int pump = cont && dec->next_decode > e;
 
     if (!cont && (force_seek_start || dec->next_decode != s || dec->warm)) {
-        /* a warm run that cannot serve this span is dropped, not drained:
-         * what it holds gets decoded again from the keyframe, so the work
-         * reported is the same as from a cold start */
-        if (dec->warm && r->sent == 0)
-            reset_decoder(dec);
-        else if ((st = drain(r)) != REEL_OK)
-            return st;
-        if ((st = seek_to(r, s, force_seek_start)) != REEL_OK) return st;
+        if ((st = reseek(r, s, force_seek_start)) != REEL_OK) return st;
         landed = 0;
-        r->seek_key = force_seek_start ? -1 : s;
-        r->seek_key_end = t->n;
-        for (int64_t d = s + 1; d < t->n; d++)
-            if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) {
-                r->seek_key_end = d;
-                break;
-            }
     }
     if (!cont) {
         dec->warm_from = s;
@@ -583,65 +560,12 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
     return drain(r);
 }
 
-static int is_unclean(const reel_decoder *dec, int64_t d)
-{
-    return d > 0 && dec->key_state && (dec->key_state[d] & REEL_KEY_UNCLEAN);
-}
-
-/* The last keyframe before decode position d that is not known unclean (0 at worst). */
-static int64_t clean_key_before(const reel_decoder *dec, int64_t d)
-{
-    const reel_table *t = &dec->table;
-    do {
-        int64_t k = d - 1;
-        while (k > 0 && !(t->frames[t->frame_of_decode[k]].flags & REEL_FRAME_KEY)) k--;
-        d = k < 0 ? 0 : k;
-    } while (is_unclean(dec, d));
-    return d;
-}
-
 static int run_plan(run *r, int retry)
 {
     reel_decoder *dec = r->dec;
-    const reel_table *t = &dec->table;
-    size_t ni = 0;
-    interval *iv = malloc((r->nw ? r->nw : 1) * sizeof *iv);
+    reel__interval *iv = malloc((r->nw ? r->nw : 1) * sizeof *iv);
     if (!iv) return reel__error_set(r->err, REEL_E_NOMEM, "%s: out of memory", dec->name);
-    for (size_t i = 0; i < r->nw; i++) {
-        if (r->w[i].done) continue;
-        int64_t f = r->w[i].frame;
-        int64_t s = t->seek_from[f];
-        if (is_unclean(dec, s)) s = clean_key_before(dec, s);
-        /* second chance for a frame the decoder did not produce: start one
-         * keyframe earlier (damaged or unmarked open GOPs) */
-        if (retry) s = clean_key_before(dec, s);
-        iv[ni].s = s;
-        iv[ni].e = t->frames[f].decode_order;
-        if (t->match_mode == REEL_MATCH_COUNT) {
-            /* Without timestamps frames are identified by counting outputs,
-             * so every frame shown before the wanted one must be decoded:
-             * go on past it by the codec's reorder depth, within its GOP. */
-            int64_t e = iv[ni].e + dec->reorder_depth;
-            for (int64_t d = iv[ni].e + 1; d <= e && d < t->n; d++)
-                if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) {
-                    e = d - 1;
-                    break;
-                }
-            iv[ni].e = e < t->n ? e : t->n - 1;
-        }
-        ni++;
-    }
-    qsort(iv, ni, sizeof *iv, cmp_interval);
-    /* merge: a run that starts at or before the end of the previous one (plus
-     * one) needs no seek; decoding simply continues */
-    size_t m = 0;
-    for (size_t i = 0; i < ni; i++) {
-        if (m > 0 && iv[i].s <= iv[m - 1].e + 1) {
-            if (iv[i].e > iv[m - 1].e) iv[m - 1].e = iv[i].e;
-        } else {
-            iv[m++] = iv[i];
-        }
-    }
+    size_t m = reel__plan_runs(&dec->table, dec->key_state, dec->reorder_depth, r->w, r->nw, retry, iv);
     int st = REEL_OK;
     for (size_t i = 0; i < m && st == REEL_OK; i++) st = run_interval(r, iv[i].s, iv[i].e, 0, i + 1 == m);
     free(iv);
@@ -688,19 +612,7 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, ree
         reqs[i].frame = f;
         reqs[i].pos = i;
     }
-    qsort(reqs, n, sizeof *reqs, cmp_req);
-    size_t nw = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (nw && w[nw - 1].frame == reqs[i].frame) {
-            w[nw - 1].count++;
-            continue;
-        }
-        w[nw].frame = reqs[i].frame;
-        w[nw].first = i;
-        w[nw].count = 1;
-        w[nw].done = 0;
-        nw++;
-    }
+    size_t nw = reel__plan_requests(reqs, n, w);
     r.reqs = reqs;
     r.w = w;
     r.nw = nw;
