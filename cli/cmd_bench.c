@@ -161,13 +161,22 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
     if (nf > 20) printf("  failed       ... and %lld more (see --json)\n", (long long)(nf - 20));
 }
 
-int reel_cli_bench(int argc, char **argv)
+static const char *const dtypes[] = { "uint8", "float32", "float16", "bfloat16" };
+static const char *const layouts[] = { "btchw", "bcthw", "bthwc" };
+
+/* What the command line asks for. */
+typedef struct bench_opts {
+    reel_loader_settings s;
+    const char *path, *trace;
+    int json, show_progress;
+    long long limit;
+} bench_opts;
+
+/* Parses the command line into *o: -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, bench_opts *o)
 {
     reel_loader_settings s;
     reel_loader_default_settings(&s);
-    /* failures are reported by the loader's own records; FFmpeg's log would
-     * only scramble the progress bar (REEL_FFMPEG_LOG=1..3 brings it back) */
-    reel_set_ffmpeg_log_level(getenv("REEL_FFMPEG_LOG") ? atoi(getenv("REEL_FFMPEG_LOG")) : 0);
     s.transform.crop = REEL_CROP_RANDOM;
     s.transform.flip = REEL_FLIP_RANDOM;
     const char *path = NULL, *trace = NULL;
@@ -176,8 +185,6 @@ int reel_cli_bench(int argc, char **argv)
     static const char *const samplers[] = { "random", "regular", "random-time", "regular-time" };
     static const char *const crops[] = { "none", "center", "random", "resized" };
     static const char *const flips[] = { "none", "always", "random" };
-    static const char *const dtypes[] = { "uint8", "float32", "float16", "bfloat16" };
-    static const char *const layouts[] = { "btchw", "bcthw", "bthwc" };
     static const char *const policies[] = { "skip", "replace", "raise" };
 
     for (int i = 1; i < argc; i++) {
@@ -334,11 +341,24 @@ int reel_cli_bench(int argc, char **argv)
     if (trace) s.trace = 1;
     if (s.open_threads == 0 && s.decode_threads > 0)
         s.open_threads = s.decode_threads / 4 > 1 ? s.decode_threads / 4 : 1;
+    o->s = s;
+    o->path = path;
+    o->trace = trace;
+    o->json = json;
+    o->show_progress = show_progress < 0 ? isatty(2) : show_progress;
+    o->limit = limit;
+    return -1;
+}
 
+/* The dataset at o->path, cut to its first o->limit entries: 0, or 1 after
+ * saying why. */
+static int open_dataset(const bench_opts *o, reel_dataset **out, size_t *nvideos)
+{
+    const long long limit = o->limit;
     reel_error err;
     reel_error_clear(&err);
     reel_dataset *full = NULL, *ds = NULL;
-    int st = reel_dataset_create_from_path(&full, path, &err);
+    int st = reel_dataset_create_from_path(&full, o->path, &err);
     if (st != REEL_OK) {
         fprintf(stderr, "reel bench: %s\n", err.message);
         return 1;
@@ -363,16 +383,20 @@ int reel_cli_bench(int argc, char **argv)
         ds = full;
         full = NULL;
     }
+    reel_dataset_destroy(&full);
+    *out = ds;
+    *nvideos = videos;
+    return 0;
+}
 
-    reel_loader *l = NULL;
-    st = reel_loader_create(&l, ds, &s, &err);
-    if (st != REEL_OK) {
-        fprintf(stderr, "reel bench: %s\n", err.message);
-        reel_dataset_destroy(&ds);
-        reel_dataset_destroy(&full);
-        return st == REEL_E_INVALID_ARG ? 2 : 1;
-    }
-    if (show_progress < 0) show_progress = isatty(2);
+/* Runs the epochs (stopping at Ctrl-C) with a progress line: 0, or 1. */
+static int run_epochs(reel_loader *l, const bench_opts *o)
+{
+    const reel_loader_settings s = o->s;
+    const int show_progress = o->show_progress;
+    reel_error err;
+    reel_error_clear(&err);
+    int st;
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
@@ -407,7 +431,18 @@ int reel_cli_bench(int argc, char **argv)
     }
     if (show_progress) progress(l, done, total, t0, 1);
     sigaction(SIGINT, &old, NULL);
+    return rc;
+}
 
+/* The trace file, and the report (text or JSON): 0, or 1. */
+static int print_results(reel_loader *l, const bench_opts *o, size_t videos)
+{
+    const reel_loader_settings s = o->s;
+    const char *path = o->path, *trace = o->trace;
+    const int json = o->json;
+    int rc = 0;
+    reel_error err;
+    reel_error_clear(&err);
     reel_loader_metrics m;
     reel_loader_get_metrics(l, &m);
     if (trace) {
@@ -440,9 +475,33 @@ int reel_cli_bench(int argc, char **argv)
     } else {
         report(&m, l, path, videos, &s, g_interrupted);
     }
+    return rc;
+}
+
+int reel_cli_bench(int argc, char **argv)
+{
+    /* failures are reported by the loader's own records; FFmpeg's log would
+     * only scramble the progress bar (REEL_FFMPEG_LOG=1..3 brings it back) */
+    reel_set_ffmpeg_log_level(getenv("REEL_FFMPEG_LOG") ? atoi(getenv("REEL_FFMPEG_LOG")) : 0);
+    bench_opts o;
+    int rc = parse_args(argc, argv, &o);
+    if (rc >= 0) return rc;
+    reel_dataset *ds = NULL;
+    size_t videos = 0;
+    if (open_dataset(&o, &ds, &videos) != 0) return 1;
+    reel_loader *l = NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    int st = reel_loader_create(&l, ds, &o.s, &err);
+    if (st != REEL_OK) {
+        fprintf(stderr, "reel bench: %s\n", err.message);
+        reel_dataset_destroy(&ds);
+        return st == REEL_E_INVALID_ARG ? 2 : 1;
+    }
+    rc = run_epochs(l, &o);
+    if (print_results(l, &o, videos) != 0) rc = 1;
     reel_loader_destroy(&l);
     reel_dataset_destroy(&ds);
-    reel_dataset_destroy(&full);
     if (g_interrupted && rc == 0) rc = 1; /* interrupted: the report covers what ran */
     return rc;
 }
