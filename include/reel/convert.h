@@ -51,12 +51,12 @@ typedef enum reel_resize_mode {
 typedef struct reel_transform {
     int crop_x, crop_y, crop_w, crop_h; /**< crop_w/crop_h 0: no crop */
     int width, height;                  /**< output size; 0: the crop size */
-    int filter;                         /**< reel_filter */
-    int resize_mode;                    /**< reel_resize_mode */
+    reel_filter filter;                 /**< reel_filter */
+    reel_resize_mode resize_mode;       /**< reel_resize_mode */
     int apply_rotation;                 /**< 1: honour the display matrix */
     int flip_horizontal;                /**< 1: mirror left-right */
-    int dtype;                          /**< reel_dtype */
-    int layout;                         /**< reel_layout (ignored if strides set) */
+    reel_dtype dtype;                   /**< reel_dtype */
+    reel_layout layout;                 /**< reel_layout (ignored if strides set) */
     /** Per-channel normalisation, out = (v/scale - mean) / std, applied only
      *  for float dtypes. Defaults: scale 255, mean 0, std 1 -> [0,1]. */
     float scale;

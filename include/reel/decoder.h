@@ -38,16 +38,16 @@ typedef enum reel_index_mode {
 
 /** Open-time settings. Initialise with reel_decoder_default_settings(). */
 typedef struct reel_decoder_settings {
-    int stream_index;       /**< absolute stream index; -1 (default): best video stream */
-    int threads;            /**< decoder threads; 0 (default): chosen from the core count */
-    int corrupt_policy;     /**< reel_corrupt_policy */
-    int index_mode;         /**< reel_index_mode; default REEL_INDEX_OFF */
-    const char *index_path; /**< sidecar path; NULL: "<video path>.reelidx" */
-    int skip_nonref;        /**< 1 (default): skip decoding of non-reference frames
+    int stream_index;                   /**< absolute stream index; -1 (default): best video stream */
+    int threads;                        /**< decoder threads; 0 (default): chosen from the core count */
+    reel_corrupt_policy corrupt_policy; /**< reel_corrupt_policy */
+    reel_index_mode index_mode;         /**< reel_index_mode; default REEL_INDEX_OFF */
+    const char *index_path;             /**< sidecar path; NULL: "<video path>.reelidx" */
+    int skip_nonref;                    /**< 1 (default): skip decoding of non-reference frames
                                  that no requested frame needs, where the codec allows */
-    int force_scan;         /**< 1: build the frame table by a packet scan even when
+    int force_scan;                     /**< 1: build the frame table by a packet scan even when
                                  the container's index could be used (default 0) */
-    int check_keyframes;    /**< 1 (default): before decoding from a keyframe for the
+    int check_keyframes;                /**< 1 (default): before decoding from a keyframe for the
                                  first time, a frame-threaded decoder decodes it alone
                                  on one thread to make sure it is a clean starting
                                  point (FFmpeg does not flag errors reliably under
@@ -99,6 +99,13 @@ typedef struct reel_frame_entry {
 
 #define REEL_FRAME_KEY 1
 
+/** Where the frame table came from. */
+typedef enum reel_index_source {
+    REEL_INDEX_FROM_CONTAINER = 0, /**< mp4/mov sample tables */
+    REEL_INDEX_FROM_SCAN = 1,      /**< a packet scan (no decoding) */
+    REEL_INDEX_FROM_SIDECAR = 2    /**< a valid sidecar file */
+} reel_index_source;
+
 /** Stream metadata. Strings are NUL-terminated and owned by the struct. */
 typedef struct reel_video_info {
     char codec[32];       /**< FFmpeg codec name, e.g. "h264" */
@@ -125,17 +132,10 @@ typedef struct reel_video_info {
     double duration;    /**< seconds, from the frame table: end of last frame - start */
     int64_t num_frames; /**< exact */
     int64_t num_keyframes;
-    int64_t bit_rate;  /**< bits/s, 0 if unknown */
-    int64_t file_size; /**< bytes, -1 if unknown */
-    int index_source;  /**< reel_index_source */
+    int64_t bit_rate;               /**< bits/s, 0 if unknown */
+    int64_t file_size;              /**< bytes, -1 if unknown */
+    reel_index_source index_source; /**< reel_index_source */
 } reel_video_info;
-
-/** Where the frame table came from. */
-typedef enum reel_index_source {
-    REEL_INDEX_FROM_CONTAINER = 0, /**< mp4/mov sample tables */
-    REEL_INDEX_FROM_SCAN = 1,      /**< a packet scan (no decoding) */
-    REEL_INDEX_FROM_SIDECAR = 2    /**< a valid sidecar file */
-} reel_index_source;
 
 /** Per-call decode statistics. */
 typedef struct reel_decode_stats {

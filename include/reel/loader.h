@@ -57,7 +57,7 @@ typedef enum reel_clip_policy {
 /** Sampler parameters. Ranges are relative to the video (or the sample's
  *  segment): 0 is its first frame / its begin time. */
 typedef struct reel_sampler_settings {
-    int kind;                      /**< reel_sampler_kind; default RANDOM_INDICES */
+    reel_sampler_kind kind;        /**< reel_sampler_kind; default RANDOM_INDICES */
     int clips_per_video;           /**< default 1 */
     int frames_per_clip;           /**< default 8 */
     int frame_stride;              /**< index kinds: frames between clip frames; default 1 */
@@ -67,7 +67,7 @@ typedef struct reel_sampler_settings {
      *  range_end 0 (default): the largest start whose clip still fits (at
      *  least one start). range_start default 0. */
     double range_start, range_end;
-    int policy; /**< reel_clip_policy; default REPEAT_LAST */
+    reel_clip_policy policy; /**< reel_clip_policy; default REPEAT_LAST */
 } reel_sampler_settings;
 
 /* ======================================================================
@@ -104,20 +104,20 @@ typedef enum reel_batch_layout { REEL_BATCH_BTCHW = 0, REEL_BATCH_BCTHW = 1, REE
  *  (crop position, scale, ratio, flip) are made once per clip. The output
  *  size must be fixed: a crop, or an exact resize. */
 typedef struct reel_clip_transform {
-    int resize;                      /**< reel_resize_kind; default SHORT_SIDE */
+    reel_resize_kind resize;         /**< reel_resize_kind; default SHORT_SIDE */
     int short_side;                  /**< default 256 */
     int resize_width, resize_height; /**< for REEL_RESIZE_EXACT */
-    int crop;                        /**< reel_crop_kind; default CENTER */
+    reel_crop_kind crop;             /**< reel_crop_kind; default CENTER */
     int crop_width, crop_height;     /**< default 224 x 224 */
     double scale_min, scale_max;     /**< RANDOM_RESIZED area fraction; default 0.08, 1 */
     double ratio_min, ratio_max;     /**< RANDOM_RESIZED aspect range; default 3/4, 4/3 */
-    int flip;                        /**< reel_flip_kind; default NONE */
+    reel_flip_kind flip;             /**< reel_flip_kind; default NONE */
     double flip_probability;         /**< default 0.5 */
-    int filter;                      /**< reel_filter; default BILINEAR */
-    int resize_mode;                 /**< reel_resize_mode; default FUSED */
+    reel_filter filter;              /**< reel_filter; default BILINEAR */
+    reel_resize_mode resize_mode;    /**< reel_resize_mode; default FUSED */
     int apply_rotation;              /**< honour the display matrix; default 1 */
-    int dtype;                       /**< reel_dtype; default UINT8 */
-    int layout;                      /**< reel_batch_layout; default BTCHW */
+    reel_dtype dtype;                /**< reel_dtype; default UINT8 */
+    reel_batch_layout layout;        /**< reel_batch_layout; default BTCHW */
     float scale;                     /**< float dtypes: out = (v/scale - mean) / std; default 255 */
     float mean[3];                   /**< default 0 */
     float std[3];                    /**< default 1 */
@@ -153,18 +153,18 @@ typedef struct reel_loader_settings {
     reel_sampler_settings sampler;
     reel_clip_transform transform;
 
-    int batch_size;       /**< videos per batch; default 32. A batch holds
+    int batch_size;             /**< videos per batch; default 32. A batch holds
                                      batch_size * clips_per_video clips */
-    int drop_last;        /**< drop a last, partial batch; default 0 */
-    int shuffle;          /**< shuffle every epoch; default 1 */
-    uint64_t seed;        /**< drives shuffle, samplers, crops, flips, replacement; default 0 */
-    int64_t epochs;       /**< epochs to run; 0: no limit; default 1 */
-    int rank, world_size; /**< sharding; default 0, 1 */
-    int shard_mode;       /**< reel_shard_mode; default PAD */
-    int ordered;          /**< 1 (default): batches in sampler order,
+    int drop_last;              /**< drop a last, partial batch; default 0 */
+    int shuffle;                /**< shuffle every epoch; default 1 */
+    uint64_t seed;              /**< drives shuffle, samplers, crops, flips, replacement; default 0 */
+    int64_t epochs;             /**< epochs to run; 0: no limit; default 1 */
+    int rank, world_size;       /**< sharding; default 0, 1 */
+    reel_shard_mode shard_mode; /**< reel_shard_mode; default PAD */
+    int ordered;                /**< 1 (default): batches in sampler order,
                                      deterministic; 0: as they are ready */
-    int on_error;         /**< reel_error_policy; default SKIP */
-    int max_replacements; /**< REPLACE: tries per sample before it is skipped; default 16 */
+    reel_error_policy on_error; /**< reel_error_policy; default SKIP */
+    int max_replacements;       /**< REPLACE: tries per sample before it is skipped; default 16 */
     /** Seconds of work per sample (open + decode); 0: none (default). Past
      *  it, a sample fails with REEL_E_TIMEOUT at its next frame; one still
      *  inside the decoder a grace later (limit/4, at least 20 ms) is
@@ -181,8 +181,8 @@ typedef struct reel_loader_settings {
     int queue_capacity;   /**< bound of each stage's input queue; 0: auto */
     size_t alignment;     /**< batch buffer alignment in bytes (power of two); default 4096 */
 
-    int index_mode;     /**< reel_index_mode for opening videos; default REEL_INDEX_READ */
-    int corrupt_policy; /**< reel_corrupt_policy; default REEL_CORRUPT_FAIL */
+    reel_index_mode index_mode;         /**< reel_index_mode for opening videos; default REEL_INDEX_READ */
+    reel_corrupt_policy corrupt_policy; /**< reel_corrupt_policy; default REEL_CORRUPT_FAIL */
 
     int trace;          /**< record per-thread events for reel_loader_write_trace; default 0 */
     int trace_capacity; /**< events kept per thread (newest win); default 16384 */
@@ -251,10 +251,10 @@ typedef struct reel_clip_info {
  *  when samples were skipped. */
 typedef struct reel_batch {
     void *data;
-    size_t bytes; /**< bytes of valid data: shape[0] * strides[0] * element size */
-    int dtype;    /**< reel_dtype */
-    int layout;   /**< reel_batch_layout */
-    int ndim;     /**< 5 */
+    size_t bytes;             /**< bytes of valid data: shape[0] * strides[0] * element size */
+    reel_dtype dtype;         /**< reel_dtype */
+    reel_batch_layout layout; /**< reel_batch_layout */
+    int ndim;                 /**< 5 */
     int64_t shape[5];
     int64_t strides[5];
     int64_t num_clips;           /**< == shape[0] */

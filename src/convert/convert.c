@@ -321,7 +321,7 @@ static void rotate_rgb(const uint8_t *src, int sstride, int w, int h, int rot, u
 static void build_luts(reel_converter *c, const reel_transform *t)
 {
     float key[7] = { t->scale, t->mean[0], t->mean[1], t->mean[2], t->std[0], t->std[1], t->std[2] };
-    if (c->lut_dtype == t->dtype && !memcmp(key, c->lut_key, sizeof key)) return;
+    if (c->lut_dtype == (int)t->dtype && !memcmp(key, c->lut_key, sizeof key)) return;
     float scale = t->scale > 0 ? t->scale : 255.0f;
     for (int ch = 0; ch < 3; ch++) {
         float sd = t->std[ch] != 0.0f ? t->std[ch] : 1.0f;
