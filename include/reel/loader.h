@@ -28,47 +28,11 @@
 #include "convert.h"
 #include "decoder.h"
 #include "dataset.h"
+#include "sampler.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ======================================================================
- * Sampler: which frames of each video
- * ====================================================================== */
-
-/** The four per-video clip samplers (torchcodec's semantics). */
-typedef enum reel_sampler_kind {
-    REEL_SAMPLE_RANDOM_INDICES = 0,  /**< clip starts uniform in [range_start, range_end) frames */
-    REEL_SAMPLE_REGULAR_INDICES = 1, /**< clip starts evenly spaced (linspace) over the range */
-    REEL_SAMPLE_RANDOM_TIMES = 2,    /**< clip starts uniform in [range_start, range_end) seconds */
-    REEL_SAMPLE_REGULAR_TIMES = 3    /**< clip starts range_start + k*(width/clips) seconds */
-} reel_sampler_kind;
-
-/** What happens to a clip that runs past the end of the video (or segment). */
-typedef enum reel_clip_policy {
-    REEL_CLIP_REPEAT_LAST = 0, /**< repeat the clip's last frame that exists */
-    REEL_CLIP_WRAP = 1,        /**< cycle through the clip's frames that exist */
-    REEL_CLIP_DROP = 2         /**< drop the clip; a video that then lacks clips
-                                    fails with REEL_E_OUT_OF_RANGE and the error
-                                    policy applies */
-} reel_clip_policy;
-
-/** Sampler parameters. Ranges are relative to the video (or the sample's
- *  segment): 0 is its first frame / its begin time. */
-typedef struct reel_sampler_settings {
-    reel_sampler_kind kind;        /**< reel_sampler_kind; default RANDOM_INDICES */
-    int clips_per_video;           /**< default 1 */
-    int frames_per_clip;           /**< default 8 */
-    int frame_stride;              /**< index kinds: frames between clip frames; default 1 */
-    double seconds_between_frames; /**< time kinds: 0 (default) = 1 / average fps */
-    /** Clip starts are drawn from [range_start, range_end): frames for index
-     *  kinds, seconds for time kinds. Negative values count from the end.
-     *  range_end 0 (default): the largest start whose clip still fits (at
-     *  least one start). range_start default 0. */
-    double range_start, range_end;
-    reel_clip_policy policy; /**< reel_clip_policy; default REPEAT_LAST */
-} reel_sampler_settings;
 
 /* ======================================================================
  * Transforms, fused into the conversion

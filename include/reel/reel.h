@@ -7,6 +7,7 @@
 #include "convert.h"
 #include "decoder.h"
 #include "dataset.h"
+#include "sampler.h"
 #include "loader.h"
 #include "store.h"
 #include "io.h"

@@ -591,6 +591,73 @@ static PyObject *decoder_frame_table(DecoderObject *self, PyObject *unused)
     return r;
 }
 
+/* The C sampler (reel_sampler_run) over this video: the flat frame indices
+ * of the clips, clip after clip. */
+static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kw[] = { "kind",
+                          "num_clips",
+                          "frames_per_clip",
+                          "stride",
+                          "seconds_between_frames",
+                          "range_start",
+                          "range_end",
+                          "policy",
+                          "seconds_between_clip_starts",
+                          "seed",
+                          NULL };
+    reel_sampler_settings s;
+    reel_sampler_default_settings(&s);
+    int kind = 0, policy = 0;
+    unsigned long long seed = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiiidddidK:sample_clips", kw, &kind, &s.clips_per_video,
+                                     &s.frames_per_clip, &s.frame_stride, &s.seconds_between_frames, &s.range_start,
+                                     &s.range_end, &policy, &s.seconds_between_clip_starts, &seed))
+        return NULL;
+    s.kind = (reel_sampler_kind)kind;
+    s.policy = (reel_clip_policy)policy;
+    if (s.clips_per_video < 1 || s.frames_per_clip < 1 || s.clips_per_video > 4096 || s.frames_per_clip > 65536) {
+        PyErr_SetString(PyExc_ValueError, "sample_clips: num_clips and frames_per_clip must be in range");
+        return NULL;
+    }
+    if (decoder_acquire(self) < 0) return NULL;
+    reel_sampler_video v;
+    memset(&v, 0, sizeof v);
+    const reel_video_info *info = reel_decoder_get_info(self->dec);
+    v.table = reel_decoder_get_frame_table(self->dec, &v.num_frames);
+    v.time_base_num = info->time_base_num;
+    v.time_base_den = info->time_base_den;
+    v.average_fps = info->avg_fps_den > 0 ? (double)info->avg_fps_num / info->avg_fps_den : 0;
+    v.segment_end = -1;
+    v.name = dec_name(self);
+    size_t n = (size_t)s.clips_per_video * (size_t)s.frames_per_clip;
+    int64_t *out = PyMem_Malloc(n * sizeof *out);
+    if (!out) {
+        decoder_release(self);
+        return PyErr_NoMemory();
+    }
+    reel_error err;
+    reel_error_clear(&err);
+    int st = reel_sampler_run(&s, &v, (uint64_t)seed, 0, 0, out, n, &err);
+    decoder_release(self);
+    PyObject *r = NULL;
+    if (st != REEL_OK) {
+        /* the caller's arguments do not fit this video: a ValueError, as torchcodec */
+        PyErr_SetString(PyExc_ValueError, err.message);
+    } else if ((r = PyTuple_New((Py_ssize_t)n))) {
+        for (size_t i = 0; i < n; i++) {
+            PyObject *x = PyLong_FromLongLong(out[i]);
+            if (!x) {
+                Py_CLEAR(r);
+                break;
+            }
+            PyTuple_SET_ITEM(r, (Py_ssize_t)i, x);
+        }
+    }
+    PyMem_Free(out);
+    return r;
+}
+
 static PyObject *decoder_keyframes(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
@@ -790,6 +857,10 @@ static PyMethodDef decoder_methods[] = {
     { "info", (PyCFunction)decoder_info, METH_NOARGS, "info($self)\n--\n\nStream metadata as a dict." },
     { "frame_table", (PyCFunction)decoder_frame_table, METH_NOARGS,
       "frame_table($self)\n--\n\n(pts, duration, pos, key, decode_order): five lists, one entry per frame." },
+    { "sample_clips", (PyCFunction)(void (*)(void))decoder_sample_clips, METH_VARARGS | METH_KEYWORDS,
+      "sample_clips($self, kind, num_clips, frames_per_clip, stride, seconds_between_frames, range_start, range_end, "
+      "policy, seconds_between_clip_starts, seed)\n--\n\nThe C sampler's frame indices for this video, clip after "
+      "clip." },
     { "keyframes", (PyCFunction)decoder_keyframes, METH_NOARGS,
       "keyframes($self)\n--\n\nFrame indices of the keyframes." },
     { "index_at_time", (PyCFunction)decoder_index_at_time, METH_O,

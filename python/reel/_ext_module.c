@@ -271,6 +271,7 @@ static const struct {
     E(CLIP_REPEAT_LAST),
     E(CLIP_WRAP),
     E(CLIP_DROP),
+    E(CLIP_ERROR),
     E(RESIZE_KEEP),
     E(RESIZE_SHORT_SIDE),
     E(RESIZE_EXACT),

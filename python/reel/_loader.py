@@ -20,7 +20,8 @@ SAMPLERS = {"random": _reel.SAMPLE_RANDOM_INDICES, "random_indices": _reel.SAMPL
             "regular": _reel.SAMPLE_REGULAR_INDICES, "regular_indices": _reel.SAMPLE_REGULAR_INDICES,
             "random_time": _reel.SAMPLE_RANDOM_TIMES, "random_timestamps": _reel.SAMPLE_RANDOM_TIMES,
             "regular_time": _reel.SAMPLE_REGULAR_TIMES, "regular_timestamps": _reel.SAMPLE_REGULAR_TIMES}
-POLICIES = {"repeat_last": _reel.CLIP_REPEAT_LAST, "wrap": _reel.CLIP_WRAP, "drop": _reel.CLIP_DROP}
+POLICIES = {"repeat_last": _reel.CLIP_REPEAT_LAST, "wrap": _reel.CLIP_WRAP, "drop": _reel.CLIP_DROP,
+            "error": _reel.CLIP_ERROR}
 CROPS = {"none": _reel.CROP_NONE, "center": _reel.CROP_CENTER, "random": _reel.CROP_RANDOM,
          "random_resized": _reel.CROP_RANDOM_RESIZED}
 BATCH_LAYOUTS = {"BTCHW": _reel.BATCH_BTCHW, "BCTHW": _reel.BATCH_BCTHW, "BTHWC": _reel.BATCH_BTHWC}
@@ -269,7 +270,9 @@ class Loader:
     frames apart) | "random_time" | "regular_time" (``seconds_between_frames``
     apart), clip starts within [``sampling_range_start``, ``sampling_range_end``)
     (None: the last start whose clip fits), ``policy`` "repeat_last" | "wrap" |
-    "drop" for clips running past the end.
+    "drop" | "error" for clips running past the end ("drop" and "error" fail a
+    video that then lacks clips, and ``on_error`` applies). The samplers are
+    those of ``reel.clips_at_*``: the same seed gives the same clips.
 
     Order and resume: ``shuffle`` each epoch from ``seed``; every random choice
     is a function of (seed, epoch, sample), so batches do not depend on thread

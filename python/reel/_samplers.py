@@ -1,12 +1,15 @@
 # reel/_samplers.py: the per-video clip samplers (random and regular clips, by
-# index or by time) with torchcodec's names and semantics, built on one batched
-# VideoDecoder call per video; each returns a Frames batch [N, T, ...].
+# index or by time) with torchcodec's names and semantics: thin wrappers over
+# the C sampler (reel_sampler_run, the loader's own), so both agree on ranges,
+# policies and random draws; one batched VideoDecoder call per video; each
+# returns a Frames batch [N, T, ...].
 from __future__ import annotations
 
 import math
 import random
-from typing import Any, Callable, List, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
+from . import _reel
 from ._decoder import VideoDecoder
 from ._reel import Frames
 
@@ -21,29 +24,27 @@ Seed = Union[int, random.Random, None]
 POLICIES = ("repeat_last", "wrap", "error")
 
 
-def _rng(seed: Seed) -> Any:
-    """A generator with randrange() and random(): seed's own, or the random module's."""
+_POLICY = {"repeat_last": _reel.CLIP_REPEAT_LAST, "wrap": _reel.CLIP_WRAP, "error": _reel.CLIP_ERROR}
+
+
+def _seed(seed: Seed) -> int:
+    """The C sampler's 64-bit seed: an int as it is; a random.Random or the
+    random module (None) gives one draw of 64 bits."""
     if isinstance(seed, random.Random):
-        return seed
+        return seed.getrandbits(64)
     if seed is None:
-        return random
-    return random.Random(seed)
+        return random.getrandbits(64)
+    return int(seed) & 0xFFFFFFFFFFFFFFFF
 
 
-def _policy(policy: str) -> Callable[[list, int], list]:
-    if policy == "repeat_last":
-        return lambda values, n: values + [values[-1]] * (n - len(values))
-    if policy == "wrap":
-        return lambda values, n: [values[i % len(values)] for i in range(n)]
-    if policy == "error":
-        def fail(values: list, n: int) -> list:
-            raise ValueError("policy='error' and a clip runs past the end of the video; "
-                             "use policy='repeat_last' or 'wrap', or change the sampling parameters")
-        return fail
-    raise ValueError(f"policy={policy!r}: expected one of {', '.join(map(repr, POLICIES))}")
+def _policy(policy: str) -> int:
+    try:
+        return _POLICY[policy]
+    except (KeyError, TypeError):
+        raise ValueError(f"policy={policy!r}: expected one of {', '.join(map(repr, POLICIES))}") from None
 
 
-def _check_common(decoder: VideoDecoder, num_frames_per_clip: int, policy: str) -> Callable[[list, int], list]:
+def _check_common(decoder: VideoDecoder, num_frames_per_clip: int, policy: str) -> int:
     if len(decoder) < 1:
         raise ValueError(f"the video has no frames ({decoder.metadata.path})")
     if num_frames_per_clip <= 0:
@@ -59,15 +60,6 @@ def _clips(decoder: VideoDecoder, frames: Frames, num_clips: int, t: int) -> Fra
     layout = "NT" + frames.layout[1:] if frames.layout else None
     return frames._view((num_clips, t) + tuple(frames.shape[1:]), nest(frames.indices),
                         nest(frames.pts_seconds), nest(frames.duration_seconds), layout)
-
-
-def _linspace_int(start: int, end: int, steps: int) -> List[int]:
-    """torch.linspace(start, end, steps, dtype=torch.int), computed the same way."""
-    if steps == 1:
-        return [start]
-    step = (end - start) / (steps - 1)
-    half = steps // 2
-    return [int(start + step * i) if i < half else int(end - step * (steps - i - 1)) for i in range(steps)]
 
 
 def _index_range(n: int, span: int, start: int, end: Optional[int]) -> "tuple[int, int]":
@@ -102,18 +94,10 @@ def _index_sampler(kind: str, decoder: VideoDecoder, num_clips: int, num_frames_
     n = len(decoder)
     span = num_indices_between_frames * (num_frames_per_clip - 1) + 1
     start, end = _index_range(n, span, sampling_range_start, sampling_range_end)
-    if kind == "random":
-        rng = _rng(seed)
-        starts = [rng.randrange(start, end) for _ in range(num_clips)]
-    else:
-        starts = _linspace_int(start, end - 1, num_clips)
-    flat: List[int] = []
-    for s in starts:
-        clip = [s + i * num_indices_between_frames for i in range(num_frames_per_clip)]
-        if clip[-1] >= n:
-            clip = fill([i for i in clip if i < n], num_frames_per_clip)
-        flat += clip
-    return _clips(decoder, decoder.get_frames_at(flat), num_clips, num_frames_per_clip)
+    c_kind = _reel.SAMPLE_RANDOM_INDICES if kind == "random" else _reel.SAMPLE_REGULAR_INDICES
+    flat = decoder._dec.sample_clips(c_kind, num_clips, num_frames_per_clip, num_indices_between_frames, 0.0,
+                                     float(start), float(end), fill, 0.0, _seed(seed) if kind == "random" else 0)
+    return _clips(decoder, decoder.get_frames_at(list(flat)), num_clips, num_frames_per_clip)
 
 
 def clips_at_random_indices(
@@ -189,25 +173,22 @@ def _time_sampler(kind: str, decoder: VideoDecoder, num_clips: Optional[int], nu
                          f"sampling_range_end ({sampling_range_end})")
     sampling_range_end = min(sampling_range_end, end_stream)
 
+    clips = num_clips or 1
+    between = 0.0
     if kind == "random":
-        rng = _rng(seed)
-        width = sampling_range_end - sampling_range_start
-        starts = [sampling_range_start + rng.random() * width for _ in range(num_clips or 1)]
-    elif seconds_between_clip_starts is not None:
-        count = max(0, math.ceil((sampling_range_end - sampling_range_start) / seconds_between_clip_starts))
-        starts = [sampling_range_start + k * seconds_between_clip_starts for k in range(count)]
-        starts = [s for s in starts if s < sampling_range_end]
+        c_kind = _reel.SAMPLE_RANDOM_TIMES
     else:
-        assert num_clips is not None
-        step = (sampling_range_end - sampling_range_start) / num_clips
-        starts = [sampling_range_start + k * step for k in range(num_clips)]
-    flat: List[float] = []
-    for s in starts:
-        clip = [s + i * seconds_between_frames for i in range(num_frames_per_clip)]
-        if clip[-1] >= end_stream:
-            clip = fill([t for t in clip if t < end_stream], num_frames_per_clip)
-        flat += clip
-    return _clips(decoder, decoder.get_frames_played_at(flat), len(starts), num_frames_per_clip)
+        c_kind = _reel.SAMPLE_REGULAR_TIMES
+        if seconds_between_clip_starts is not None:
+            between = seconds_between_clip_starts
+            starts = [sampling_range_start + k * between for k in
+                      range(max(0, math.ceil((sampling_range_end - sampling_range_start) / between)))]
+            clips = len([x for x in starts if x < sampling_range_end])
+    # the C sampler's range is relative to the video's first frame
+    flat = decoder._dec.sample_clips(c_kind, clips, num_frames_per_clip, 1, seconds_between_frames,
+                                     sampling_range_start - begin, sampling_range_end - begin, fill, between,
+                                     _seed(seed) if kind == "random" else 0)
+    return _clips(decoder, decoder.get_frames_at(list(flat)), clips, num_frames_per_clip)
 
 
 def clips_at_random_timestamps(

@@ -24,14 +24,7 @@
 void reel_loader_default_settings(reel_loader_settings *s)
 {
     memset(s, 0, sizeof *s);
-    s->sampler.kind = REEL_SAMPLE_RANDOM_INDICES;
-    s->sampler.clips_per_video = 1;
-    s->sampler.frames_per_clip = 8;
-    s->sampler.frame_stride = 1;
-    s->sampler.seconds_between_frames = 0;
-    s->sampler.range_start = 0;
-    s->sampler.range_end = 0;
-    s->sampler.policy = REEL_CLIP_REPEAT_LAST;
+    reel_sampler_default_settings(&s->sampler);
 
     reel_clip_transform *t = &s->transform;
     t->resize = REEL_RESIZE_SHORT_SIDE;

@@ -1,9 +1,11 @@
 /* sampler.c: the four clip samplers and the past-the-end policies
- * (repeat_last, wrap, drop), following torchcodec's definitions. */
+ * (repeat_last, wrap, drop, error), following torchcodec's definitions;
+ * the public reel_sampler_run and the loader's reel__sampler_run. */
 #include "pipeline/sampler.h"
 #include "core/error.h"
 
 #include <math.h>
+#include <string.h>
 
 int reel__sampler_check(const reel_sampler_settings *s, reel_error *err)
 {
@@ -21,9 +23,31 @@ int reel__sampler_check(const reel_sampler_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: seconds_between_frames must be >= 0");
     if (!isfinite(s->range_start) || !isfinite(s->range_end))
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: range must be finite");
-    if (s->policy < REEL_CLIP_REPEAT_LAST || s->policy > REEL_CLIP_DROP)
+    if (s->policy < REEL_CLIP_REPEAT_LAST || s->policy > REEL_CLIP_ERROR)
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: unknown policy %d", s->policy);
+    if (!(s->seconds_between_clip_starts >= 0) || !isfinite(s->seconds_between_clip_starts))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: seconds_between_clip_starts must be >= 0");
     return REEL_OK;
+}
+
+void reel_sampler_default_settings(reel_sampler_settings *s)
+{
+    if (!s) return;
+    memset(s, 0, sizeof *s);
+    s->kind = REEL_SAMPLE_RANDOM_INDICES;
+    s->clips_per_video = 1;
+    s->frames_per_clip = 8;
+    s->frame_stride = 1;
+    s->policy = REEL_CLIP_REPEAT_LAST;
+}
+
+/* torch.linspace(start, end, steps, dtype=torch.int), computed as torch does:
+ * the first half forward from start, the second half back from end. */
+static int64_t linspace_at(int64_t start, int64_t end, int steps, int i)
+{
+    if (steps == 1) return start;
+    double step = (double)(end - start) / (double)(steps - 1);
+    return i < steps / 2 ? (int64_t)((double)start + step * i) : (int64_t)((double)end - step * (steps - i - 1));
 }
 
 static int64_t to_pts(const reel_sampler_input *in, double seconds)
@@ -79,10 +103,11 @@ int64_t reel__sampler_frame_at(const reel_sampler_input *in, double seconds, int
 }
 
 /* Completes a clip of `have` valid entries to `want` per the policy.
- * Returns 0, or -1 when the clip is dropped. */
+ * Returns 0, -1 when the clip is dropped, -2 when it is an error. */
 static int apply_policy(int policy, int64_t *clip, int have, int want)
 {
     if (have >= want) return 0;
+    if (policy == REEL_CLIP_ERROR) return -2;
     if (policy == REEL_CLIP_DROP || have == 0) return -1;
     for (int j = have; j < want; j++) clip[j] = policy == REEL_CLIP_WRAP ? clip[j % have] : clip[have - 1];
     return 0;
@@ -122,7 +147,7 @@ static int run_index(const reel_sampler_settings *s, const reel_sampler_input *i
         if (s->kind == REEL_SAMPLE_RANDOM_INDICES)
             start = rs + (int64_t)reel__rng_below(key, (uint64_t)k, (uint64_t)(re - rs));
         else
-            start = K == 1 ? rs : rs + (re - 1 - rs) * k / (K - 1);
+            start = linspace_at(rs, re - 1, K, k);
         int64_t *clip = out + (size_t)kept * T;
         int have = 0;
         for (int j = 0; j < T; j++) {
@@ -130,7 +155,13 @@ static int run_index(const reel_sampler_settings *s, const reel_sampler_input *i
             if (f >= n) break;
             clip[have++] = first + f;
         }
-        if (apply_policy(s->policy, clip, have, T) == 0) kept++;
+        int p = apply_policy(s->policy, clip, have, T);
+        if (p == -2)
+            return reel__error_set(
+                err, REEL_E_OUT_OF_RANGE,
+                "%s: the clip starting at frame %lld runs past the video's %lld frames (policy error)", name,
+                (long long)start, (long long)n);
+        if (p == 0) kept++;
     }
     if (kept < K)
         return reel__error_set(err, REEL_E_OUT_OF_RANGE,
@@ -184,6 +215,8 @@ static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in
         double start;
         if (s->kind == REEL_SAMPLE_RANDOM_TIMES)
             start = a + reel__rng_double(key, (uint64_t)k) * (b - a);
+        else if (s->seconds_between_clip_starts > 0)
+            start = a + k * s->seconds_between_clip_starts;
         else
             start = a + (b - a) * k / K;
         int64_t *clip = out + (size_t)kept * T;
@@ -193,7 +226,12 @@ static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in
             if (t >= end) break;
             clip[have++] = reel__sampler_frame_at(in, t, first, last);
         }
-        if (apply_policy(s->policy, clip, have, T) == 0) kept++;
+        int p = apply_policy(s->policy, clip, have, T);
+        if (p == -2)
+            return reel__error_set(err, REEL_E_OUT_OF_RANGE,
+                                   "%s: the clip starting at %g s runs past the video's end at %g s (policy error)",
+                                   name, start, end);
+        if (p == 0) kept++;
     }
     if (kept < K)
         return reel__error_set(err, REEL_E_OUT_OF_RANGE,
@@ -210,4 +248,23 @@ int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_input *
     if (s->kind == REEL_SAMPLE_RANDOM_INDICES || s->kind == REEL_SAMPLE_REGULAR_INDICES)
         return run_index(s, in, key, name, out, err);
     return run_time(s, in, key, name, out, err);
+}
+
+int reel_sampler_run(const reel_sampler_settings *s, const reel_sampler_video *v, uint64_t seed, uint64_t epoch,
+                     uint64_t sample, int64_t *out, size_t out_len, reel_error *err)
+{
+    if (!s || !v || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_sampler_run: NULL argument");
+    int st = reel__sampler_check(s, err);
+    if (st != REEL_OK) return st;
+    if (out_len < (size_t)s->clips_per_video * (size_t)s->frames_per_clip)
+        return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "reel_sampler_run: room for %zu indices, %d needed",
+                               out_len, s->clips_per_video * s->frames_per_clip);
+    const char *name = v->name ? v->name : "video";
+    if (v->time_base_num <= 0 || v->time_base_den <= 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: invalid time base %d/%d", name, v->time_base_num,
+                               v->time_base_den);
+    reel_sampler_input in = { v->table,       v->num_frames,    v->time_base_num, v->time_base_den,
+                              v->average_fps, v->segment_start, v->segment_end };
+    reel_rng_key key = { seed, epoch, sample, REEL_RNG_SAMPLER, 0 };
+    return reel__sampler_run(s, &in, &key, name, out, err);
 }

@@ -408,6 +408,63 @@ TEST(sampler_policies_past_the_end)
     free(tab);
 }
 
+/* The public face (reel/sampler.h) is the loader's sampler: the policy
+ * "error", clip starts every N seconds, torch.linspace's arithmetic, the
+ * random draws of (seed, epoch, sample), and a short buffer refused. */
+TEST(public_sampler_is_the_loaders)
+{
+    reel_frame_entry *tab = cfr_table(60, 0, 512); /* 60 frames, 25 fps at 1/12800 */
+    reel_sampler_video v = { tab, 60, 1, 12800, 0, 0, -1, "clip.mp4" };
+    reel_sampler_settings s;
+    reel_sampler_default_settings(&s);
+    CHECK_EQ_INT(s.kind, REEL_SAMPLE_RANDOM_INDICES);
+    CHECK_EQ_INT(s.frames_per_clip, 8);
+    int64_t o[64], p[64];
+    reel_error err;
+    /* the same draws as the loader's reel__sampler_run for (seed, epoch, sample) */
+    s.clips_per_video = 5;
+    s.frames_per_clip = 3;
+    CHECK_OK(reel_sampler_run(&s, &v, 77, 2, 9, o, 64, NULL));
+    reel_sampler_input in = input_for(tab, 60, 1, 12800);
+    reel_rng_key k = { 77, 2, 9, REEL_RNG_SAMPLER, 0 };
+    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", p, NULL));
+    CHECK(memcmp(o, p, 15 * sizeof *o) == 0);
+    CHECK_STATUS(reel_sampler_run(&s, &v, 77, 2, 9, o, 14, NULL), REEL_E_BUFFER_TOO_SMALL);
+    /* torch.linspace(0, 59 - 2, 7, dtype=int): 0 9 19 28 38 47 57 */
+    s.kind = REEL_SAMPLE_REGULAR_INDICES;
+    s.clips_per_video = 7;
+    s.frames_per_clip = 3;
+    CHECK_OK(reel_sampler_run(&s, &v, 0, 0, 0, o, 64, NULL));
+    const int64_t lin[7] = { 0, 9, 19, 28, 38, 47, 57 };
+    for (int c = 0; c < 7; c++) CHECK_EQ_INT(o[c * 3], lin[c]);
+    /* policy error: a clip running past the end fails, naming the video */
+    s.clips_per_video = 1;
+    s.frames_per_clip = 4;
+    s.frame_stride = 4;
+    s.range_start = 50;
+    s.range_end = 51;
+    s.policy = REEL_CLIP_ERROR;
+    reel_error_clear(&err);
+    CHECK_STATUS(reel_sampler_run(&s, &v, 0, 0, 0, o, 64, &err), REEL_E_OUT_OF_RANGE);
+    CHECK(strstr(err.message, "clip.mp4: ") == err.message && strstr(err.message, "policy error"));
+    s.policy = REEL_CLIP_REPEAT_LAST;
+    CHECK_OK(reel_sampler_run(&s, &v, 0, 0, 0, o, 64, NULL));
+    CHECK_EQ_INT(o[2], 58);
+    CHECK_EQ_INT(o[3], 58);
+    /* regular times every 0.5 s: starts 0, .5, 1.0, 1.5 -> frames 0, 12, 25, 37 */
+    reel_sampler_default_settings(&s);
+    s.kind = REEL_SAMPLE_REGULAR_TIMES;
+    s.clips_per_video = 4;
+    s.frames_per_clip = 1;
+    s.seconds_between_clip_starts = 0.5;
+    CHECK_OK(reel_sampler_run(&s, &v, 0, 0, 0, o, 64, NULL));
+    const int64_t every[4] = { 0, 12, 25, 37 };
+    for (int c = 0; c < 4; c++) CHECK_EQ_INT(o[c], every[c]);
+    s.seconds_between_clip_starts = -1;
+    CHECK_STATUS(reel_sampler_run(&s, &v, 0, 0, 0, o, 64, NULL), REEL_E_INVALID_ARG);
+    free(tab);
+}
+
 TEST(sampler_time_kinds)
 {
     /* 10 s at 25 fps, time base 1/12800, stream starting at 0.5 s */

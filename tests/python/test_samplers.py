@@ -35,11 +35,20 @@ def test_random_indices(dec):
     assert dec.stats.frames_requested == 20  # one call for all clips
     again = reel.clips_at_random_indices(dec, num_clips=5, num_frames_per_clip=4, num_indices_between_frames=3, seed=7)
     assert again.indices == c.indices
+    # a random.Random gives each call one 64-bit seed: the same generator
+    # state gives the same clips, and successive calls differ
     rng = random.Random(3)
     a = reel.clips_at_random_indices(dec, num_clips=3, seed=rng)
     b = reel.clips_at_random_indices(dec, num_clips=3, seed=rng)
-    both = reel.clips_at_random_indices(dec, num_clips=6, seed=random.Random(3))
-    assert a.shape == (3, 1, 120, 160, 3) and a.indices + b.indices == both.indices
+    rng2 = random.Random(3)
+    assert reel.clips_at_random_indices(dec, num_clips=3, seed=rng2).indices == a.indices
+    assert reel.clips_at_random_indices(dec, num_clips=3, seed=rng2).indices == b.indices
+    assert a.shape == (3, 1, 120, 160, 3) and a.indices != b.indices
+    # the draws are the C sampler's: seed s gives what seed=random.Random(x)
+    # gives when x's first 64 bits are s
+    s64 = random.Random(5).getrandbits(64)
+    assert reel.clips_at_random_indices(dec, num_clips=4, seed=s64).indices == \
+        reel.clips_at_random_indices(dec, num_clips=4, seed=random.Random(5)).indices
     random.seed(11)
     g1 = reel.clips_at_random_indices(dec, num_clips=4).indices
     random.seed(11)
@@ -142,3 +151,22 @@ def test_samplers_chw_and_float(video, torch):
     assert c.layout == "NTCHW" and c.shape == (2, 8, 3, 56, 56)
     t = c.torch()
     assert t.dtype == torch.float16 and t.shape == (2, 8, 3, 56, 56) and t.data_ptr() == c.data_ptr
+
+
+@pytest.mark.parametrize("kind", ["indices", "timestamps"])
+def test_samplers_agree_with_the_loader(video, kind):
+    """One C sampler: clips_at_random_* with seed S give the clips the Loader
+    with seed S gives its first sample in epoch 0, for the same parameters."""
+    dec = reel.VideoDecoder(video, layout="HWC")
+    if kind == "indices":
+        c = reel.clips_at_random_indices(dec, num_clips=3, num_frames_per_clip=4, num_indices_between_frames=2,
+                                         seed=1234)
+        sampler = dict(sampler="random", frame_stride=2)
+    else:
+        c = reel.clips_at_random_timestamps(dec, num_clips=3, num_frames_per_clip=4, seed=1234)
+        sampler = dict(sampler="random_time")
+    loader = reel.Loader([(video, 0)], batch_size=1, clips_per_video=3, frames_per_clip=4, seed=1234,
+                         size=32, **sampler)
+    batch = next(iter(loader))
+    got = tuple(clip.frame_indices for clip in batch.info)
+    assert got == tuple(c.indices)
