@@ -69,10 +69,10 @@ typedef struct reel_sampler_video {
     const reel_frame_entry *table;
     int64_t num_frames;
     int time_base_num, time_base_den;
-    double average_fps;          /**< 0: derived from the table */
-    double segment_start;        /**< seconds; 0: the video's start */
-    double segment_end;          /**< seconds; < 0: to the video's end */
-    const char *name;            /**< for messages (may be NULL) */
+    double average_fps;   /**< 0: derived from the table */
+    double segment_start; /**< seconds; 0: the video's start */
+    double segment_end;   /**< seconds; < 0: to the video's end */
+    const char *name;     /**< for messages (may be NULL) */
 } reel_sampler_video;
 
 /** Samples the clips of one video into out[clips_per_video *

@@ -35,6 +35,9 @@ int reel__dataset_freeze(reel_dataset *ds, reel_error *err);
 /* The dataset of a packed store in `dir` (its index exists). */
 int reel__dataset_open_store(reel_dataset **out, const char *dir, reel_error *err);
 
+/* Sorts the class names and maps ids to sorted labels (after additions). */
+int reel__dataset_update_ranks(reel_dataset *ds);
+
 /* Label of entry i (dataset frozen or ranks fresh). */
 int64_t reel__dataset_label(const reel_dataset *ds, size_t i);
 

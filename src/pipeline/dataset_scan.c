@@ -1,0 +1,161 @@
+/* dataset_scan.c: a dataset from a folder in the Kinetics layout (the first
+ * folder level names the class; videos found by extension, sorted). */
+#define _POSIX_C_SOURCE 200809L
+#include "pipeline/dataset.h"
+#include "core/error.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+typedef struct scan_item {
+    char *path;
+    char *cls; /* first folder below the root, or NULL */
+} scan_item;
+
+typedef struct scan {
+    scan_item *items;
+    size_t n, alloc;
+    char exts[64][16];
+    int next;
+} scan;
+
+static int ext_wanted(const scan *sc, const char *name)
+{
+    const char *dot = strrchr(name, '.');
+    if (!dot || dot == name) return 0;
+    for (int i = 0; i < sc->next; i++)
+        if (strcasecmp(dot + 1, sc->exts[i]) == 0) return 1;
+    return 0;
+}
+
+static int scan_dir(scan *sc, const char *dir, const char *cls, int depth, reel_error *err)
+{
+    if (depth > 32) return REEL_OK; /* symlink loops */
+    DIR *d = opendir(dir);
+    if (!d) {
+        int e = errno;
+        return reel__error_set(err, e == ENOENT ? REEL_E_NOT_FOUND : REEL_E_IO, "%s: %s", dir, strerror(e));
+    }
+    int st = REEL_OK;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        size_t need = strlen(dir) + strlen(de->d_name) + 2;
+        char *p = malloc(need);
+        if (!p) {
+            st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir);
+            break;
+        }
+        snprintf(p, need, "%s/%s", dir, de->d_name);
+        struct stat sb;
+        if (stat(p, &sb) != 0) {
+            free(p);
+            continue;
+        }
+        if (S_ISDIR(sb.st_mode)) {
+            st = scan_dir(sc, p, cls ? cls : de->d_name, depth + 1, err);
+            free(p);
+            if (st < 0) break;
+            continue;
+        }
+        if (!S_ISREG(sb.st_mode) || !ext_wanted(sc, de->d_name)) {
+            free(p);
+            continue;
+        }
+        if (sc->n == sc->alloc) {
+            size_t na = sc->alloc ? sc->alloc * 2 : 1024;
+            scan_item *ni = realloc(sc->items, na * sizeof *ni);
+            if (!ni) {
+                free(p);
+                st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir);
+                break;
+            }
+            sc->items = ni;
+            sc->alloc = na;
+        }
+        char *c = cls ? strdup(cls) : NULL;
+        if (cls && !c) {
+            free(p);
+            st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir);
+            break;
+        }
+        sc->items[sc->n].path = p;
+        sc->items[sc->n].cls = c;
+        sc->n++;
+    }
+    closedir(d);
+    return st;
+}
+
+static int cmp_scan(const void *a, const void *b)
+{
+    return strcmp(((const scan_item *)a)->path, ((const scan_item *)b)->path);
+}
+
+int reel_dataset_create_from_dir(reel_dataset **out, const char *dir, const char *extensions, reel_error *err)
+{
+    if (!out || !dir || !*dir) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: no directory");
+    *out = NULL;
+    scan sc;
+    memset(&sc, 0, sizeof sc);
+    const char *list = extensions ? extensions : "mp4,mkv,webm,avi,mov,m4v,ivf,mpg,mpeg,ts,flv,wmv";
+    for (const char *p = list; *p && sc.next < 64;) {
+        while (*p == ',' || *p == ' ' || *p == '.') p++;
+        size_t n = strcspn(p, ", ");
+        if (n == 0) break;
+        if (n >= sizeof sc.exts[0])
+            return reel__error_set(err, REEL_E_INVALID_ARG, "%s: extension too long in \"%s\"", dir, list);
+        memcpy(sc.exts[sc.next], p, n);
+        sc.exts[sc.next][n] = '\0';
+        sc.next++;
+        p += n;
+    }
+    if (sc.next == 0) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: no extensions given", dir);
+
+    /* strip trailing slashes so paths read "dir/class/file" */
+    size_t dl = strlen(dir);
+    char *root = strdup(dir);
+    if (!root) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir);
+    while (dl > 1 && root[dl - 1] == '/') root[--dl] = '\0';
+
+    struct stat sb;
+    int st;
+    if (stat(root, &sb) != 0) {
+        st = reel__error_set(err, errno == ENOENT ? REEL_E_NOT_FOUND : REEL_E_IO, "%s: %s", dir, strerror(errno));
+        free(root);
+        return st;
+    }
+    if (!S_ISDIR(sb.st_mode)) {
+        free(root);
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: not a directory", dir);
+    }
+    st = scan_dir(&sc, root, NULL, 0, err);
+    reel_dataset *ds = NULL;
+    if (st == REEL_OK && sc.n == 0) st = reel__error_set(err, REEL_E_EMPTY, "%s: no video files (%s) found", dir, list);
+    if (st == REEL_OK) {
+        qsort(sc.items, sc.n, sizeof *sc.items, cmp_scan);
+        st = reel_dataset_create(&ds, err);
+        /* If every file sits in a class folder, label by class; files at the root get -1. */
+        for (size_t i = 0; st == REEL_OK && i < sc.n; i++)
+            st = reel_dataset_add_named(ds, sc.items[i].path, sc.items[i].cls, 0, -1, err);
+    }
+    for (size_t i = 0; i < sc.n; i++) {
+        free(sc.items[i].path);
+        free(sc.items[i].cls);
+    }
+    free(sc.items);
+    free(root);
+    if (st != REEL_OK) {
+        reel_dataset_destroy(&ds);
+        return st;
+    }
+    reel__dataset_update_ranks(ds);
+    *out = ds;
+    return REEL_OK;
+}
+
