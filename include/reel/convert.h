@@ -65,6 +65,7 @@ typedef struct reel_transform {
     /** Optional explicit strides in elements (not bytes) for writing into a
      *  larger tensor, e.g. [B,C,T,H,W]. All three 0: derived from layout. */
     int64_t stride_c, stride_y, stride_x;
+    uint8_t reserved[32]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_transform;
 
 /** Fills `t` with defaults: no crop, source size, bilinear, fused,

@@ -56,6 +56,7 @@ typedef struct reel_sampler_settings {
      *  this many seconds (torchcodec's seconds_between_clip_starts) instead
      *  of k times the range width / clips_per_video. Default 0. */
     double seconds_between_clip_starts;
+    uint8_t reserved[32]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_sampler_settings;
 
 /** Fills `s` with the defaults: random indices, 1 clip of 8 consecutive
