@@ -131,13 +131,16 @@ static void redacted_cause(char *out, size_t size, long code, CURLcode cc)
         snprintf(out, size, "HTTP %ld", code);
 }
 
-/* GETs [off, off + len) (len 0: from off to the end) into k, with retries.
- * The answer may be the whole object (a server that ignores Range). */
+/* GETs [off, off + len) (len 0: from off to the end; off < 0: the whole
+ * object, no Range) into k, with retries. The answer may be the whole
+ * object (a server that ignores Range). */
 static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *err)
 {
     const int64_t t0 = reel__clock_ns();
     char range[64];
-    if (len > 0)
+    if (off < 0)
+        snprintf(range, sizeof range, "all");
+    else if (len > 0)
         snprintf(range, sizeof range, "%lld-%lld", (long long)off, (long long)(off + len - 1));
     else
         snprintf(range, sizeof range, "%lld-", (long long)off);
@@ -145,7 +148,7 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
     for (int attempt = 0;; attempt++) {
         k->len = 0;
         k->total = -1;
-        curl_easy_setopt(h->curl, CURLOPT_RANGE, range);
+        curl_easy_setopt(h->curl, CURLOPT_RANGE, off < 0 ? NULL : range);
         curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, k);
         curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, k);
         int64_t r0 = reel__clock_ns();
@@ -334,7 +337,7 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
     if (!h->rng) h->rng = 1;
     int st = REEL_OK;
     if (!strncasecmp(uri, "s3://", 5))
-        st = reel__s3_resolve(uri, &h->url, &h->userpwd, h->sigv4, sizeof h->sigv4, &h->headers, h->base.name, err);
+        st = reel__s3_resolve(uri, 0, &h->url, &h->userpwd, h->sigv4, sizeof h->sigv4, &h->headers, h->base.name, err);
     else if (!(h->url = strdup(uri)))
         st = reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
     if (st == REEL_OK) st = setup(h, err);
@@ -380,4 +383,62 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
     }
     *out = &h->base;
     return REEL_OK;
+}
+
+int reel__http_get(const char *uri, const char *query, const reel__io_options *opt, uint8_t **body, size_t *len,
+                   reel_error *err)
+{
+    *body = NULL;
+    *len = 0;
+    reel__io_options o;
+    if (!opt) {
+        reel__io_default_options(&o);
+        opt = &o;
+    }
+    http_io *h = calloc(1, sizeof *h);
+    if (!h) return reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
+    h->base.ops = &http_ops;
+    h->base.opt = *opt;
+    reel__io_redact(uri, h->base.name, sizeof h->base.name);
+    if (opt->remote)
+        h->s = *(const reel_remote_settings *)opt->remote;
+    else
+        reel_remote_default_settings(&h->s);
+    if (h->s.readahead_min == 0) reel_remote_default_settings(&h->s);
+    h->rng = (uint64_t)(uintptr_t)h ^ (uint64_t)reel__clock_ns() ^ 0x9e3779b97f4a7c15ULL;
+    int st = REEL_OK;
+    char *base = NULL;
+    if (!strncasecmp(uri, "s3://", 5))
+        st = reel__s3_resolve(uri, query != NULL, &base, &h->userpwd, h->sigv4, sizeof h->sigv4, &h->headers,
+                              h->base.name, err);
+    else if (!(base = strdup(uri)))
+        st = reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
+    if (st == REEL_OK && query) {
+        size_t n = strlen(base) + strlen(query) + 2;
+        if (!(h->url = malloc(n)))
+            st = reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
+        else
+            snprintf(h->url, n, "%s?%s", base, query);
+    } else if (st == REEL_OK) {
+        h->url = base;
+        base = NULL;
+    }
+    free(base);
+    if (st == REEL_OK) st = setup(h, err);
+    sink k = { NULL, 0, 0, -1, 0 };
+    if (st == REEL_OK) st = get_range(h, -1, 0, &k, err);
+    if (st == REEL_OK) {
+        uint8_t *b = realloc(k.buf, k.len + 1); /* room for the NUL */
+        if (!b) {
+            st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", h->base.name);
+        } else {
+            b[k.len] = 0;
+            *body = b;
+            *len = k.len;
+            k.buf = NULL;
+        }
+    }
+    free(k.buf);
+    http_close(&h->base);
+    return st;
 }

@@ -6,6 +6,7 @@
 #include "io/remote.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -121,4 +122,45 @@ void reel__io_close(reel__io **io)
     if (!io || !*io) return;
     (*io)->ops->close(*io);
     *io = NULL;
+}
+
+int reel__io_list(const char *uri, const reel__io_options *opt, char ***names, size_t *count, reel_error *err)
+{
+    if (!uri || !names || !count) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_io_list: NULL argument");
+    *names = NULL;
+    *count = 0;
+    char name[512];
+    reel__io_redact(uri, name, sizeof name);
+    if (strncasecmp(uri, "s3://", 5) == 0) return reel__s3_list(uri, opt, names, count, err);
+    return reel__error_set(err, REEL_E_INVALID_ARG,
+                           "%s: cannot list a folder over http(s) (HTTP has no listing): use s3:// or a manifest",
+                           name);
+}
+
+int reel__io_read_all(const char *uri, const reel__io_options *opt, size_t max_bytes, char **data, size_t *len,
+                      reel_error *err)
+{
+    *data = NULL;
+    *len = 0;
+    reel__io *io = NULL;
+    int st = reel__io_open(&io, uri, opt, err);
+    if (st != REEL_OK) return st;
+    int64_t size = reel__io_size(io);
+    if (size < 0 || (uint64_t)size > (uint64_t)max_bytes) {
+        st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: %lld bytes, more than the %zu this reads whole",
+                             reel__io_name(io), (long long)size, max_bytes);
+    } else {
+        char *b = malloc((size_t)size + 1);
+        if (!b)
+            st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", reel__io_name(io));
+        else if ((st = reel__io_read_exact(io, 0, b, (size_t)size, err)) != REEL_OK)
+            free(b);
+        else {
+            b[size] = '\0';
+            *data = b;
+            *len = (size_t)size;
+        }
+    }
+    reel__io_close(&io);
+    return st;
 }

@@ -67,6 +67,16 @@ int reel__io_read_exact(reel__io *io, int64_t off, void *buf, size_t len, reel_e
 /* Reads up to len bytes at off (fewer only at the end of the object). */
 int reel__io_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err);
 
+/* The objects under a remote folder (s3://bucket/prefix/: ListObjectsV2),
+ * relative to it; REEL_E_INVALID_ARG for http(s) (no listing there).
+ * *names: free() each, then the array. */
+int reel__io_list(const char *uri, const reel__io_options *opt, char ***names, size_t *count, reel_error *err);
+
+/* Reads a whole object (local or remote, up to max_bytes) into *data
+ * (free(), NUL-terminated). */
+int reel__io_read_all(const char *uri, const reel__io_options *opt, size_t max_bytes, char **data, size_t *len,
+                      reel_error *err);
+
 /* Hints the ranges that will be read next (see reel__io_ops.will_read). */
 int reel__io_will_read(reel__io *io, const reel__io_range *ranges, size_t n, reel_error *err);
 

@@ -10,11 +10,24 @@
 
 int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err);
 
-/* s3://bucket/key -> the https URL to GET, "key:secret" for CURLOPT_USERPWD
+/* s3://bucket/key -> the https URL to GET (with bucket_only: the bucket's
+ * URL, ending in '/', the key ignored), "key:secret" for CURLOPT_USERPWD
  * (NULL: anonymous), the CURLOPT_AWS_SIGV4 string, and headers (a session
  * token). `name` (redacted) is for messages. */
-int reel__s3_resolve(const char *uri, char **url, char **userpwd, char *sigv4, size_t sigv4_size,
+int reel__s3_resolve(const char *uri, int bucket_only, char **url, char **userpwd, char *sigv4, size_t sigv4_size,
                      struct curl_slist **headers, const char *name, reel_error *err);
+
+/* GETs a whole remote object (an http(s) URL, an s3:// object, or with
+ * `query` an s3:// bucket's URL plus "?query", for listings), with the
+ * retries and timeouts of reel_remote_settings. *body (free()) gets the
+ * bytes, NUL-terminated. */
+int reel__http_get(const char *uri, const char *query, const reel__io_options *opt, uint8_t **body, size_t *len,
+                   reel_error *err);
+
+/* The objects under s3://bucket/prefix/ (ListObjectsV2, every page): their
+ * keys relative to the prefix, in the server's (lexicographic) order.
+ * *names: free() each, then the array. */
+int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, size_t *count, reel_error *err);
 
 /* The statistics of a remote source (zeros for a local one). */
 void reel__remote_stats(const reel__io *io, reel_remote_stats *out);

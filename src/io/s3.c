@@ -76,21 +76,22 @@ static int read_profile(char *key, char *secret, char *token, size_t size)
     return key[0] && secret[0] ? 0 : -1;
 }
 
-int reel__s3_resolve(const char *uri, char **url, char **userpwd, char *sigv4, size_t sigv4_size,
+int reel__s3_resolve(const char *uri, int bucket_only, char **url, char **userpwd, char *sigv4, size_t sigv4_size,
                      struct curl_slist **headers, const char *name, reel_error *err)
 {
     *url = NULL;
     *userpwd = NULL;
     const char *b = uri + 5;
     const char *slash = strchr(b, '/');
-    if (!slash || slash == b || !slash[1])
+    if (bucket_only && !slash) slash = b + strlen(b);
+    if (!slash || slash == b || (!bucket_only && !slash[1]))
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: want s3://bucket/key", name);
     char bucket[256];
     size_t bl = (size_t)(slash - b);
     if (bl >= sizeof bucket) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: bucket name too long", name);
     memcpy(bucket, b, bl);
     bucket[bl] = '\0';
-    const char *key = slash + 1;
+    const char *key = bucket_only ? "" : slash + 1;
     const char *region = env("AWS_REGION")           ? env("AWS_REGION")
                          : env("AWS_DEFAULT_REGION") ? env("AWS_DEFAULT_REGION")
                                                      : "us-east-1";
@@ -144,4 +145,173 @@ int reel__s3_resolve(const char *uri, char **url, char **userpwd, char *sigv4, s
     memset(secret, 0, sizeof secret);
     memset(token, 0, sizeof token);
     return st;
+}
+
+/* ---------------------------------------------------------------- listing */
+
+/* Appends s %-encoded for a query value: A-Z a-z 0-9 - _ . ~ and '/' kept.
+ * '/' stays literal because libcurl 7.88's SigV4 signing (Debian 12) signs
+ * a %2F in a query differently from what S3 servers compute (checked
+ * against moto), while a literal '/' is signed as S3 canonicalises it. */
+static int put_query_value(char *out, size_t size, const char *s)
+{
+    size_t o = strlen(out);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (o + 4 >= size) return -1;
+        if (isalnum(*p) || strchr("-_.~/", *p))
+            out[o++] = (char)*p;
+        else
+            o += (size_t)snprintf(out + o, size - o, "%%%02X", *p);
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/* The text of the next <tag>...</tag> at or after *at (before `end`), XML
+ * entities decoded, into out; advances *at past it. 0, or -1 when none. */
+static int next_element(const char **at, const char *end, const char *tag, char *out, size_t size)
+{
+    char open[64], close[64];
+    snprintf(open, sizeof open, "<%s>", tag);
+    snprintf(close, sizeof close, "</%s>", tag);
+    const char *a = strstr(*at, open);
+    if (!a || a >= end) return -1;
+    a += strlen(open);
+    const char *b = strstr(a, close);
+    if (!b || b > end) return -1;
+    size_t o = 0;
+    for (const char *p = a; p < b && o + 1 < size;) {
+        static const struct {
+            const char *ent;
+            char c;
+        } ents[] = { { "&amp;", '&' }, { "&lt;", '<' }, { "&gt;", '>' }, { "&quot;", '"' }, { "&apos;", '\'' } };
+        int done = 0;
+        if (*p == '&') {
+            for (size_t e = 0; e < sizeof ents / sizeof ents[0]; e++) {
+                size_t l = strlen(ents[e].ent);
+                if ((size_t)(b - p) >= l && !strncmp(p, ents[e].ent, l)) {
+                    out[o++] = ents[e].c;
+                    p += l;
+                    done = 1;
+                    break;
+                }
+            }
+            if (!done && p[1] == '#') { /* &#NN; or &#xHH; (ASCII only) */
+                char *q;
+                long v = p[2] == 'x' ? strtol(p + 3, &q, 16) : strtol(p + 2, &q, 10);
+                if (q < b && *q == ';' && v > 0 && v < 128) {
+                    out[o++] = (char)v;
+                    p = q + 1;
+                    done = 1;
+                }
+            }
+        }
+        if (!done) out[o++] = *p++;
+    }
+    out[o] = '\0';
+    *at = b + strlen(close);
+    return 0;
+}
+
+int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, size_t *count, reel_error *err)
+{
+    *names = NULL;
+    *count = 0;
+    char name[512];
+    reel__io_redact(uri, name, sizeof name);
+    const char *b = uri + 5;
+    const char *slash = strchr(b, '/');
+    size_t bl = slash ? (size_t)(slash - b) : strlen(b);
+    if (bl == 0 || bl >= 256) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: want s3://bucket/prefix/", name);
+    char bucket_uri[300];
+    snprintf(bucket_uri, sizeof bucket_uri, "s3://%.*s/", (int)bl, b);
+    /* the prefix, ending in '/' unless empty: a folder, as a local path is */
+    char prefix[2048];
+    snprintf(prefix, sizeof prefix, "%s", slash ? slash + 1 : "");
+    size_t pl = strlen(prefix);
+    if (pl && prefix[pl - 1] != '/') {
+        if (pl + 1 >= sizeof prefix) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: prefix too long", name);
+        prefix[pl++] = '/';
+        prefix[pl] = '\0';
+    }
+    char **v = NULL;
+    size_t n = 0, cap = 0;
+    char token[2048] = "";
+    int st = REEL_OK;
+    /* bounded: at most this many pages (1,000 keys each by default) */
+    for (int page = 0; st == REEL_OK && page < 100000; page++) {
+        char query[8192] = "";
+        if (token[0]) {
+            strcat(query, "continuation-token=");
+            if (put_query_value(query, sizeof query, token) != 0) {
+                st = reel__error_set(err, REEL_E_IO, "%s: continuation token too long", name);
+                break;
+            }
+            strcat(query, "&");
+        }
+        strcat(query, "list-type=2&prefix=");
+        if (put_query_value(query, sizeof query, prefix) != 0) {
+            st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: prefix too long", name);
+            break;
+        }
+        uint8_t *body = NULL;
+        size_t len = 0;
+        reel_error e;
+        st = reel__http_get(bucket_uri, query, opt, &body, &len, &e);
+        if (st != REEL_OK) {
+            reel__error_set(err, st, "%s: listing: %s", name, e.message);
+            break;
+        }
+        const char *at = (const char *)body, *end = at + len;
+        if (!strstr(at, "<ListBucketResult")) {
+            st = reel__error_set(err, REEL_E_IO, "%s: listing: not a ListObjectsV2 answer", name);
+            free(body);
+            break;
+        }
+        char key[2048];
+        const char *c = at;
+        while ((c = strstr(c, "<Contents>")) != NULL && c < end) {
+            const char *ce = strstr(c, "</Contents>");
+            if (!ce) break;
+            const char *k = c;
+            if (next_element(&k, ce, "Key", key, sizeof key) == 0 && !strncmp(key, prefix, pl) && key[pl]) {
+                if (n == cap) {
+                    size_t nc = cap ? cap * 2 : 1024;
+                    char **nv = realloc(v, nc * sizeof *nv);
+                    if (!nv) {
+                        st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+                        break;
+                    }
+                    v = nv;
+                    cap = nc;
+                }
+                if (!(v[n] = strdup(key + pl))) {
+                    st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+                    break;
+                }
+                n++;
+            }
+            c = ce + 11;
+        }
+        char trunc[16] = "";
+        const char *t = at;
+        next_element(&t, end, "IsTruncated", trunc, sizeof trunc);
+        token[0] = '\0';
+        if (!strcmp(trunc, "true")) {
+            t = at;
+            if (next_element(&t, end, "NextContinuationToken", token, sizeof token) != 0 || !token[0])
+                st = reel__error_set(err, REEL_E_IO, "%s: listing: truncated without a continuation token", name);
+        }
+        free(body);
+        if (st != REEL_OK || !token[0]) break;
+    }
+    if (st == REEL_OK && token[0]) st = reel__error_set(err, REEL_E_IO, "%s: listing: more than 100000 pages", name);
+    if (st != REEL_OK) {
+        for (size_t i = 0; i < n; i++) free(v[i]);
+        free(v);
+        return st;
+    }
+    *names = v;
+    *count = n;
+    return REEL_OK;
 }

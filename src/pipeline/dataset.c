@@ -257,17 +257,30 @@ int reel_dataset_create_from_path(reel_dataset **out, const char *path, reel_err
 {
     if (!out || !path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: no path");
     if (reel__io_is_remote(path)) {
-        /* a packed store on a server or in a bucket: its index is
-         * URL/store.idx, its shards are read with range requests */
-        int st = reel__dataset_open_store(out, path, err);
-        if (st == REEL_E_NOT_FOUND) {
-            char name[512];
-            reel__io_redact(path, name, sizeof name);
-            return reel__error_set(err, st,
-                                   "%s: no packed store there (no store.idx); remote datasets are packed "
-                                   "stores for now (remote folders and manifests are not supported yet)",
-                                   name);
+        /* a manifest by URL; else a packed store on a server or in a bucket
+         * (its index is URL/store.idx, its shards read with range
+         * requests); else an s3:// prefix, listed, as a local folder */
+        if (reel__manifest_kind(path) >= 0) return reel_dataset_create_from_manifest(out, path, err);
+        reel_error e;
+        int st = reel__dataset_open_store(out, path, &e);
+        if (st != REEL_E_NOT_FOUND) {
+            if (st != REEL_OK && err) *err = e;
+            return st;
         }
+        char name[512];
+        reel__io_redact(path, name, sizeof name);
+        if (strncasecmp(path, "s3://", 5) != 0)
+            return reel__error_set(err, st,
+                                   "%s: no packed store there (no store.idx); an http(s) dataset is a store or a "
+                                   "manifest (.csv, .tsv, .jsonl): HTTP cannot list a folder",
+                                   name);
+        char **names = NULL;
+        size_t n = 0;
+        st = reel__io_list(path, NULL, &names, &n, err);
+        if (st != REEL_OK) return st;
+        st = reel__dataset_from_names(out, path, name, names, n, err);
+        for (size_t i = 0; i < n; i++) free(names[i]);
+        free(names);
         return st;
     }
     struct stat sb;

@@ -38,6 +38,17 @@ int reel__dataset_open_store(reel_dataset **out, const char *dir, reel_error *er
 /* Sorts the class names and maps ids to sorted labels (after additions). */
 int reel__dataset_update_ranks(reel_dataset *ds);
 
+/* A dataset from the names of a remote folder's objects (relative to
+ * `root`, as a listing gives them): the rules of a local scan (video
+ * extensions, hidden names skipped, the first folder is the class, sorted
+ * by path). `name` (redacted) is for messages. */
+int reel__dataset_from_names(reel_dataset **out, const char *root, const char *name, char *const *rel, size_t n,
+                             reel_error *err);
+
+/* The manifest kind a path names by its extension (a URL's query ignored):
+ * 0 csv, 1 tsv/txt, 2 jsonl/ndjson/json, -1 none. */
+int reel__manifest_kind(const char *path);
+
 /* Label of entry i (dataset frozen or ranks fresh). */
 int64_t reel__dataset_label(const reel_dataset *ds, size_t i);
 

@@ -5,6 +5,7 @@
 #include "pipeline/dataset.h"
 #include "core/error.h"
 #include "core/json.h"
+#include "io/io.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -334,23 +335,45 @@ static int has_ext(const char *path, const char *ext)
     return dot && (!slash || dot > slash) && strcasecmp(dot + 1, ext) == 0;
 }
 
-int reel_dataset_create_from_manifest(reel_dataset **out, const char *path, reel_error *err)
+int reel__manifest_kind(const char *path)
 {
-    if (!out || !path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: no manifest path");
+    /* a URL's query string and fragment are not part of its name */
+    char clean[4096];
+    snprintf(clean, sizeof clean, "%s", path);
+    if (reel__io_is_remote(path)) clean[strcspn(clean, "?#")] = '\0';
+    if (has_ext(clean, "csv")) return 0;
+    if (has_ext(clean, "tsv") || has_ext(clean, "txt")) return 1;
+    if (has_ext(clean, "jsonl") || has_ext(clean, "ndjson") || has_ext(clean, "json")) return 2;
+    return -1;
+}
+
+int reel_dataset_create_from_manifest(reel_dataset **out, const char *path_in, reel_error *err)
+{
+    if (!out || !path_in || !*path_in) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: no manifest path");
     *out = NULL;
-    int kind; /* 0 csv, 1 tsv, 2 jsonl */
-    if (has_ext(path, "csv"))
-        kind = 0;
-    else if (has_ext(path, "tsv") || has_ext(path, "txt"))
-        kind = 1;
-    else if (has_ext(path, "jsonl") || has_ext(path, "ndjson") || has_ext(path, "json"))
-        kind = 2;
-    else
+    const int remote = reel__io_is_remote(path_in);
+    /* `path`: what messages show (a URL redacted); `base`: what relative
+     * entries resolve against (a URL without its query string) */
+    char shown[1024], base[4096];
+    const char *path = path_in;
+    if (remote) {
+        reel__io_redact(path_in, shown, sizeof shown);
+        path = shown;
+    }
+    snprintf(base, sizeof base, "%s", path_in);
+    if (remote) base[strcspn(base, "?#")] = '\0';
+    int kind = reel__manifest_kind(path_in); /* 0 csv, 1 tsv, 2 jsonl */
+    if (kind < 0)
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                "%s: unknown manifest type (expected .csv, .tsv, .txt, .jsonl or .ndjson)", path);
     size_t len = 0;
-    char *text = read_file(path, &len, err);
-    if (!text) return err ? err->status : REEL_E_IO;
+    char *text = NULL;
+    if (remote) {
+        int rs = reel__io_read_all(path_in, NULL, (size_t)1 << 30, &text, &len, err);
+        if (rs != REEL_OK) return rs;
+    } else if (!(text = read_file(path, &len, err))) {
+        return err ? err->status : REEL_E_IO;
+    }
     /* skip a UTF-8 byte order mark */
     const char *s = text;
     if (len >= 3 && (unsigned char)s[0] == 0xEF && (unsigned char)s[1] == 0xBB && (unsigned char)s[2] == 0xBF) {
@@ -376,8 +399,9 @@ int reel_dataset_create_from_manifest(reel_dataset **out, const char *path, reel
         if (r.v[i].label && (!parse_int_label(r.v[i].label, &v) || v < 0)) all_int = 0;
     }
     /* folder of the manifest, for relative paths */
-    const char *slash = strrchr(path, '/');
-    size_t dirlen = slash ? (size_t)(slash - path) : 0;
+    const char *slash = strrchr(base, '/');
+    if (remote && slash && slash - base < (ptrdiff_t)(strstr(base, "://") - base) + 3) slash = NULL;
+    size_t dirlen = slash ? (size_t)(slash - base) : 0;
 
     reel_dataset *ds = NULL;
     st = reel_dataset_create(&ds, err);
@@ -386,9 +410,9 @@ int reel_dataset_create_from_manifest(reel_dataset **out, const char *path, reel
     for (size_t i = 0; st == REEL_OK && i < r.n; i++) {
         const row *x = &r.v[i];
         const char *p = x->path;
-        if (p[0] != '/' && slash) {
+        if (p[0] != '/' && slash && !reel__io_is_remote(p)) {
             full.len = 0;
-            reel__buf_put(&full, path, dirlen + 1);
+            reel__buf_put(&full, base, dirlen + 1);
             reel__buf_puts(&full, p);
             if (full.oom) {
                 st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
@@ -417,4 +441,3 @@ int reel_dataset_create_from_manifest(reel_dataset **out, const char *path, reel
     *out = ds;
     return REEL_OK;
 }
-

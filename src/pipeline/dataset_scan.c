@@ -97,25 +97,62 @@ static int cmp_scan(const void *a, const void *b)
     return strcmp(((const scan_item *)a)->path, ((const scan_item *)b)->path);
 }
 
+/* Reads the comma-separated extension list into sc. */
+static int parse_exts(scan *sc, const char *list, const char *name, reel_error *err)
+{
+    for (const char *p = list; *p && sc->next < 64;) {
+        while (*p == ',' || *p == ' ' || *p == '.') p++;
+        size_t n = strcspn(p, ", ");
+        if (n == 0) break;
+        if (n >= sizeof sc->exts[0])
+            return reel__error_set(err, REEL_E_INVALID_ARG, "%s: extension too long in \"%s\"", name, list);
+        memcpy(sc->exts[sc->next], p, n);
+        sc->exts[sc->next][n] = '\0';
+        sc->next++;
+        p += n;
+    }
+    if (sc->next == 0) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: no extensions given", name);
+    return REEL_OK;
+}
+
+/* Sorts the items found into a dataset (labelled by class folder; files at
+ * the root get -1), and frees them. */
+static int finish(scan *sc, int st, const char *name, const char *list, reel_dataset **out, reel_error *err)
+{
+    reel_dataset *ds = NULL;
+    if (st == REEL_OK && sc->n == 0)
+        st = reel__error_set(err, REEL_E_EMPTY, "%s: no video files (%s) found", name, list);
+    if (st == REEL_OK) {
+        qsort(sc->items, sc->n, sizeof *sc->items, cmp_scan);
+        st = reel_dataset_create(&ds, err);
+        for (size_t i = 0; st == REEL_OK && i < sc->n; i++)
+            st = reel_dataset_add_named(ds, sc->items[i].path, sc->items[i].cls, 0, -1, err);
+    }
+    for (size_t i = 0; i < sc->n; i++) {
+        free(sc->items[i].path);
+        free(sc->items[i].cls);
+    }
+    free(sc->items);
+    if (st != REEL_OK) {
+        reel_dataset_destroy(&ds);
+        return st;
+    }
+    reel__dataset_update_ranks(ds);
+    *out = ds;
+    return REEL_OK;
+}
+
+static const char *const k_default_exts = "mp4,mkv,webm,avi,mov,m4v,ivf,mpg,mpeg,ts,flv,wmv";
+
 int reel_dataset_create_from_dir(reel_dataset **out, const char *dir, const char *extensions, reel_error *err)
 {
     if (!out || !dir || !*dir) return reel__error_set(err, REEL_E_INVALID_ARG, "dataset: no directory");
     *out = NULL;
     scan sc;
     memset(&sc, 0, sizeof sc);
-    const char *list = extensions ? extensions : "mp4,mkv,webm,avi,mov,m4v,ivf,mpg,mpeg,ts,flv,wmv";
-    for (const char *p = list; *p && sc.next < 64;) {
-        while (*p == ',' || *p == ' ' || *p == '.') p++;
-        size_t n = strcspn(p, ", ");
-        if (n == 0) break;
-        if (n >= sizeof sc.exts[0])
-            return reel__error_set(err, REEL_E_INVALID_ARG, "%s: extension too long in \"%s\"", dir, list);
-        memcpy(sc.exts[sc.next], p, n);
-        sc.exts[sc.next][n] = '\0';
-        sc.next++;
-        p += n;
-    }
-    if (sc.next == 0) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: no extensions given", dir);
+    const char *list = extensions ? extensions : k_default_exts;
+    int st = parse_exts(&sc, list, dir, err);
+    if (st != REEL_OK) return st;
 
     /* strip trailing slashes so paths read "dir/class/file" */
     size_t dl = strlen(dir);
@@ -124,7 +161,6 @@ int reel_dataset_create_from_dir(reel_dataset **out, const char *dir, const char
     while (dl > 1 && root[dl - 1] == '/') root[--dl] = '\0';
 
     struct stat sb;
-    int st;
     if (stat(root, &sb) != 0) {
         st = reel__error_set(err, errno == ENOENT ? REEL_E_NOT_FOUND : REEL_E_IO, "%s: %s", dir, strerror(errno));
         free(root);
@@ -135,27 +171,50 @@ int reel_dataset_create_from_dir(reel_dataset **out, const char *dir, const char
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: not a directory", dir);
     }
     st = scan_dir(&sc, root, NULL, 0, err);
-    reel_dataset *ds = NULL;
-    if (st == REEL_OK && sc.n == 0) st = reel__error_set(err, REEL_E_EMPTY, "%s: no video files (%s) found", dir, list);
-    if (st == REEL_OK) {
-        qsort(sc.items, sc.n, sizeof *sc.items, cmp_scan);
-        st = reel_dataset_create(&ds, err);
-        /* If every file sits in a class folder, label by class; files at the root get -1. */
-        for (size_t i = 0; st == REEL_OK && i < sc.n; i++)
-            st = reel_dataset_add_named(ds, sc.items[i].path, sc.items[i].cls, 0, -1, err);
-    }
-    for (size_t i = 0; i < sc.n; i++) {
-        free(sc.items[i].path);
-        free(sc.items[i].cls);
-    }
-    free(sc.items);
     free(root);
-    if (st != REEL_OK) {
-        reel_dataset_destroy(&ds);
-        return st;
-    }
-    reel__dataset_update_ranks(ds);
-    *out = ds;
-    return REEL_OK;
+    return finish(&sc, st, dir, list, out, err);
 }
 
+int reel__dataset_from_names(reel_dataset **out, const char *root, const char *name, char *const *rel, size_t n,
+                             reel_error *err)
+{
+    *out = NULL;
+    scan sc;
+    memset(&sc, 0, sizeof sc);
+    int st = parse_exts(&sc, k_default_exts, name, err);
+    if (st != REEL_OK) return st;
+    size_t rl = strlen(root);
+    while (rl > 0 && root[rl - 1] == '/') rl--;
+    for (size_t i = 0; st == REEL_OK && i < n; i++) {
+        const char *r = rel[i];
+        /* hidden files and folders are skipped, as in a local scan */
+        int hidden = r[0] == '.' || strstr(r, "/.") != NULL;
+        const char *base = strrchr(r, '/');
+        if (hidden || !ext_wanted(&sc, base ? base + 1 : r)) continue;
+        if (sc.n == sc.alloc) {
+            size_t na = sc.alloc ? sc.alloc * 2 : 1024;
+            scan_item *ni = realloc(sc.items, na * sizeof *ni);
+            if (!ni) {
+                st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+                break;
+            }
+            sc.items = ni;
+            sc.alloc = na;
+        }
+        size_t need = rl + strlen(r) + 2;
+        char *p = malloc(need);
+        const char *cs = strchr(r, '/');
+        char *c = cs ? strndup(r, (size_t)(cs - r)) : NULL;
+        if (!p || (cs && !c)) {
+            free(p);
+            free(c);
+            st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+            break;
+        }
+        snprintf(p, need, "%.*s/%s", (int)rl, root, r);
+        sc.items[sc.n].path = p;
+        sc.items[sc.n].cls = c;
+        sc.n++;
+    }
+    return finish(&sc, st, name, k_default_exts, out, err);
+}

@@ -3,7 +3,9 @@
 # path, byte for byte) and a packed store (the loader over its URL equals the
 # loader over the local store), moto's S3 with SigV4-signed reads, a wrong
 # secret (PermissionDeniedError), a missing object, and no credential in any
-# message.
+# message; remote datasets: a manifest by URL (relative entries resolve
+# against it) and an S3 prefix listed with ListObjectsV2 over several pages,
+# each giving the batches of the same local dataset byte for byte.
 from __future__ import annotations
 
 import os
@@ -137,3 +139,68 @@ def test_s3_wrong_secret_is_permission_denied_and_never_printed(s3):
     assert "wrong-secret" not in msg and keys["AWS_SECRET_ACCESS_KEY"] not in msg
     with pytest.raises(reel.NotFoundError):
         _with_env(keys, lambda: reel.VideoDecoder("s3://videos/train/cat/missing.mp4"))
+
+
+def _kinetics(root, classes=("archery", "bowling"), per_class=2):
+    for ci, c in enumerate(classes):
+        (root / c).mkdir(parents=True)
+        for v in range(per_class):
+            reel._testing.write_video(str(root / c / f"v{v}.mp4"), width=96, height=64, frames=24, gop=8,
+                                      seed=10 * ci + v + 1)
+    return root
+
+
+def _epoch(source):
+    with reel.Loader(source, frames_per_clip=4, size=48, batch_size=2, seed=3, num_threads=2) as L:
+        return [(bytes(memoryview(b.frames)), list(memoryview(b.labels)), [c.frame_indices for c in b.info])
+                for b in L]
+
+
+def test_loader_over_a_manifest_by_url_equals_the_local_run(tmp_path):
+    root = _kinetics(tmp_path / "www" / "ds")
+    lines = ["path,label"] + [f"{c}/v{v}.mp4,{c}" for c in ("archery", "bowling") for v in range(2)]
+    (root / "train.csv").write_text("\n".join(lines) + "\n")
+    local = _epoch(root / "train.csv")
+    with nginx(tmp_path / "www") as base:
+        url = f"{base}/ds/train.csv"
+        assert reel.dataset_info(url) == {"size": 4, "class_names": ["archery", "bowling"]}
+        assert _epoch(url) == local
+        # a query string is not part of the manifest's name, nor of its folder
+        assert _epoch(url + "?version=2") == local
+        with pytest.raises(reel.NotFoundError) as e:
+            reel.dataset_info(f"{base}/ds/missing.csv?X-Amz-Signature=topsecret")
+        assert "missing.csv" in str(e.value) and "topsecret" not in str(e.value)
+        # an http folder is not a dataset: HTTP has no listing
+        with pytest.raises(reel.NotFoundError) as e:
+            reel.dataset_info(f"{base}/ds/")
+        assert "manifest" in str(e.value)
+
+
+def test_s3_prefix_is_a_dataset_listed_over_pages(s3, tmp_path):
+    boto3 = pytest.importorskip("boto3")
+    keys, _ = s3
+    client = boto3.client("s3", endpoint_url=keys["AWS_ENDPOINT_URL"], region_name="us-east-1",
+                          aws_access_key_id=keys["AWS_ACCESS_KEY_ID"],
+                          aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"])
+    root = _kinetics(tmp_path / "kin")
+    for f in sorted(root.rglob("*.mp4")):
+        client.upload_file(str(f), "videos", f"kinetics/train/{f.relative_to(root)}")
+    # more than one page of keys (1,000 a page): sidecars, hidden and
+    # non-video objects the listing walks past, as a local scan would
+    for i in range(1010):
+        client.put_object(Bucket="videos", Key=f"kinetics/train/archery/notes/{i:05d}.txt", Body=b"x")
+    client.put_object(Bucket="videos", Key="kinetics/train/bowling/.hidden.mp4", Body=b"x")
+    client.put_object(Bucket="videos", Key="kinetics/trainee/other.mp4", Body=b"x")  # not under the prefix
+    local_info = reel.dataset_info(root)
+    local = _epoch(root)
+    for prefix in ("s3://videos/kinetics/train/", "s3://videos/kinetics/train"):
+        info = _with_env(keys, lambda: reel.dataset_info(prefix))
+        assert info == local_info == {"size": 4, "class_names": ["archery", "bowling"]}
+    assert _with_env(keys, lambda: _epoch("s3://videos/kinetics/train/")) == local
+    with pytest.raises(reel.ReelError) as e:
+        _with_env(keys, lambda: reel.dataset_info("s3://videos/nothing-here/"))
+    assert "nothing-here" in str(e.value)
+    bad = dict(keys, AWS_SECRET_ACCESS_KEY="wrong-secret-never-print")
+    with pytest.raises(reel.PermissionDeniedError) as e:
+        _with_env(bad, lambda: reel.dataset_info("s3://videos/kinetics/train/"))
+    assert "wrong-secret" not in str(e.value) and keys["AWS_SECRET_ACCESS_KEY"] not in str(e.value)
