@@ -6,6 +6,7 @@
 
 #include "common.h"
 #include "convert.h"
+#include "io.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -68,6 +69,11 @@ typedef struct reel_decoder_settings {
     /** http(s):// and s3:// paths: how the object is fetched (reel/io.h);
      *  NULL (default): reel_remote_default_settings(). */
     const struct reel_remote_settings *remote;
+    /** A video at a URL adds every request made for it here (requests,
+     *  retries, failures, bytes, durations) when it is closed, or when
+     *  opening it failed; NULL (default): not kept. Not thread-safe: one
+     *  tally per decoder at a time. */
+    struct reel_remote_stats *remote_stats;
     uint8_t reserved[64]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_decoder_settings;
 
@@ -178,6 +184,11 @@ REEL_API int reel_decoder_open_io(reel_decoder **out, const reel_io *io, const c
 
 /** Closes and frees; sets *dec to NULL. NULL or *dec NULL is a no-op. */
 REEL_API void reel_decoder_close(reel_decoder **dec);
+
+/** What reading a video at an http(s)/s3 URL has cost so far (requests,
+ *  retries, failures, bytes fetched, durations), since it was opened;
+ *  zeros for a local file or memory. */
+REEL_API int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_stats *out);
 
 /** The stream's metadata. The pointer lives as long as the decoder. */
 REEL_API const reel_video_info *reel_decoder_get_info(const reel_decoder *dec);

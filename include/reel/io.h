@@ -34,12 +34,24 @@ typedef struct reel_remote_settings {
     uint8_t reserved[64];
 } reel_remote_settings;
 
+/** Buckets of reel_remote_stats.latency: bucket i counts requests that took
+ *  [2^(i/4), 2^((i+1)/4)) microseconds (four per octave, about 19% wide). */
+#define REEL_LATENCY_BUCKETS 112
+
 /** What the remote input did, for metrics. */
 typedef struct reel_remote_stats {
     int64_t requests, retries, failures;
     int64_t bytes_fetched;
     double request_seconds;
+    int64_t latency[REEL_LATENCY_BUCKETS]; /**< requests by duration (see REEL_LATENCY_BUCKETS) */
 } reel_remote_stats;
+
+/** The q-quantile (0..1) of the request durations in `s`, in seconds (the
+ *  middle of its bucket); 0 when there were no requests. */
+REEL_API double reel_remote_stats_quantile(const reel_remote_stats *s, double q);
+
+/** Adds b's counts into a. */
+REEL_API void reel_remote_stats_add(reel_remote_stats *a, const reel_remote_stats *b);
 
 /** Fills `s` with the defaults documented on each field. */
 REEL_API void reel_remote_default_settings(reel_remote_settings *s);

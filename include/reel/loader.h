@@ -29,6 +29,7 @@
 #include "decoder.h"
 #include "dataset.h"
 #include "sampler.h"
+#include "io.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -184,6 +185,10 @@ typedef struct reel_loader_settings {
      *  Deterministic from (seed, epoch) like every shuffle; sharding, resume
      *  and drop_last/padding apply to it unchanged. Ignored without shuffle. */
     int64_t shuffle_window;
+    /** Videos and shards at http(s)/s3 URLs: timeouts, retries, readahead,
+     *  TLS (copied by reel_loader_create; its strings must outlive the
+     *  loader). NULL (default): reel_remote_default_settings(). */
+    const struct reel_remote_settings *remote;
     uint8_t reserved[64]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;
 
@@ -274,7 +279,10 @@ typedef struct reel_loader_metrics {
     double data_time_s;      /**< consumer time blocked in reel_loader_next */
     double model_time_s;     /**< consumer time between a batch and the next request */
     reel_stage_metrics stages[REEL_STAGE_COUNT];
-    const char *bottleneck; /**< "open", "decode", "collate" or "consumer" */
+    const char *bottleneck;   /**< "open", "decode", "collate" or "consumer" (stores: "read", "image decode");
+                                 "network" when stage 1 waits on remote requests most of its time */
+    reel_remote_stats remote; /**< requests to http(s)/s3 objects (zeros for local input) */
+    double request_p50_s, request_p99_s; /**< their durations' median and 99th percentile */
 } reel_loader_metrics;
 
 /** The loader. Thread-safety: reel_loader_next, _get_state, _restore and

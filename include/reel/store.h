@@ -20,6 +20,7 @@
 #include "common.h"
 #include "convert.h"
 #include "decoder.h"
+#include "io.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -197,6 +198,9 @@ typedef struct reel_store_reader_settings {
     void *interrupt_opaque;
     int decoder_threads; /**< H264 records; default 1 */
     int verify;          /**< check each frame's checksum on read; default 1 */
+    /** Shards at http(s)/s3 URLs: timeouts, retries, TLS (must outlive the
+     *  reader); NULL (default): reel_remote_default_settings(). */
+    const struct reel_remote_settings *remote;
     uint8_t reserved[64];
 } reel_store_reader_settings;
 
@@ -206,6 +210,7 @@ typedef struct reel_store_read_stats {
     int64_t frames_decoded;
     int64_t frames_returned;
     double read_seconds, decode_seconds;
+    reel_remote_stats remote; /**< requests of shards at URLs (zeros for local ones) */
 } reel_store_read_stats;
 
 REEL_API void reel_store_reader_default_settings(reel_store_reader_settings *s);

@@ -17,11 +17,12 @@ typedef struct LoaderObject {
     int64_t ring_size;      /* batch buffers in the ring; 0: unknown */
     /* Mirror of the consumer's position, to tell a next() that would wait
      * forever (every buffer held) from one that ends the epoch. */
-    int64_t epochs;      /* settings.epochs; 0: no limit */
-    int64_t epoch;       /* current epoch */
-    int64_t delivered;   /* next() results this epoch (batches and raised failures) */
-    int64_t cur_batches; /* batches in this epoch; -1: unknown (after a mid-epoch restore) */
-    int closing;         /* close() called: destroy when outstanding hits 0 */
+    int64_t epochs;                 /* settings.epochs; 0: no limit */
+    int64_t epoch;                  /* current epoch */
+    int64_t delivered;              /* next() results this epoch (batches and raised failures) */
+    int64_t cur_batches;            /* batches in this epoch; -1: unknown (after a mid-epoch restore) */
+    int closing;                    /* close() called: destroy when outstanding hits 0 */
+    char *ca_bundle, *bearer_token; /* strings of the remote settings (the loader keeps pointers) */
     PyObject *weakreflist;
 } LoaderObject;
 
@@ -104,9 +105,23 @@ static const setting_field loader_fields[] = {
 #undef SF
 #define N_LOADER_FIELDS (sizeof loader_fields / sizeof loader_fields[0])
 
-static int setting_store(reel_loader_settings *s, const setting_field *f, PyObject *v)
+/* "remote.*": reel_remote_settings (ca_bundle and bearer_token apart) */
+#define RF(n, m, t)                             \
+    {                                           \
+        n, offsetof(reel_remote_settings, m), t \
+    }
+static const setting_field remote_fields[] = {
+    RF("remote.request_timeout", request_timeout, 'd'),   RF("remote.connect_timeout", connect_timeout, 'd'),
+    RF("remote.max_retries", max_retries, 'i'),           RF("remote.retry_budget", retry_budget, 'd'),
+    RF("remote.readahead_min", readahead_min, 'z'),       RF("remote.readahead_max", readahead_max, 'z'),
+    RF("remote.whole_object_max", whole_object_max, 'z'), RF("remote.verify_tls", verify_tls, 'i'),
+};
+#undef RF
+#define N_REMOTE_FIELDS (sizeof remote_fields / sizeof remote_fields[0])
+
+static int setting_store(void *base, const setting_field *f, PyObject *v)
 {
-    char *p = (char *)s + f->offset;
+    char *p = (char *)base + f->offset;
     switch (f->type) {
     case 'i': {
         long x = PyLong_AsLong(v);
@@ -264,6 +279,8 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
     if (!st) return -1;
     reel_loader_settings s;
     reel_loader_default_settings(&s);
+    reel_remote_settings remote;
+    reel_remote_default_settings(&remote);
     if (settings != Py_None) {
         if (!PyDict_Check(settings)) {
             PyErr_SetString(PyExc_TypeError, "settings must be a dict");
@@ -277,6 +294,29 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
                 if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "settings keys must be str");
                 return -1;
             }
+            if (!strncmp(k, "remote.", 7)) {
+                s.remote = &remote;
+                if (!strcmp(k, "remote.ca_bundle") || !strcmp(k, "remote.bearer_token")) {
+                    const char *v = value == Py_None ? NULL : PyUnicode_AsUTF8(value);
+                    if (value != Py_None && !v) return -1;
+                    char **slot = k[7] == 'c' ? &self->ca_bundle : &self->bearer_token;
+                    free(*slot);
+                    *slot = v ? strdup(v) : NULL;
+                    if (v && !*slot) {
+                        PyErr_NoMemory();
+                        return -1;
+                    }
+                    continue;
+                }
+                size_t i = 0;
+                while (i < N_REMOTE_FIELDS && strcmp(remote_fields[i].name, k)) i++;
+                if (i == N_REMOTE_FIELDS) {
+                    PyErr_Format(PyExc_ValueError, "unknown loader setting '%s'", k);
+                    return -1;
+                }
+                if (setting_store(&remote, &remote_fields[i], value) < 0) return -1;
+                continue;
+            }
             size_t i = 0;
             while (i < N_LOADER_FIELDS && strcmp(loader_fields[i].name, k)) i++;
             if (i == N_LOADER_FIELDS) {
@@ -286,6 +326,8 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
             if (setting_store(&s, &loader_fields[i], value) < 0) return -1;
         }
     }
+    remote.ca_bundle = self->ca_bundle;
+    remote.bearer_token = self->bearer_token;
     self->lock = PyThread_allocate_lock();
     if (!self->lock) {
         PyErr_NoMemory();
@@ -356,6 +398,9 @@ static void loader_dealloc(LoaderObject *self)
         if (self->pid == getpid()) PyThread_free_lock(self->lock);
         self->lock = NULL;
     }
+    free(self->ca_bundle); /* after the loader: it held pointers to them */
+    if (self->bearer_token) memset(self->bearer_token, 0, strlen(self->bearer_token));
+    free(self->bearer_token);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -688,6 +733,15 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
     }
     if (!causes || PyDict_SetItemString(d, "failures_by_cause", causes) < 0) Py_CLEAR(d);
     Py_XDECREF(causes);
+    /* remote input (zeros for local files) */
+    PyObject *remote =
+        d ? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d}", "requests", (long long)m.remote.requests, "retries",
+                          (long long)m.remote.retries, "failures", (long long)m.remote.failures, "bytes_fetched",
+                          (long long)m.remote.bytes_fetched, "request_seconds", m.remote.request_seconds,
+                          "request_p50_s", m.request_p50_s, "request_p99_s", m.request_p99_s)
+          : NULL;
+    if (d && (!remote || PyDict_SetItemString(d, "remote", remote) < 0)) Py_CLEAR(d);
+    Py_XDECREF(remote);
     return d;
 }
 

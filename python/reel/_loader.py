@@ -22,6 +22,12 @@ SAMPLERS = {"random": _reel.SAMPLE_RANDOM_INDICES, "random_indices": _reel.SAMPL
             "regular_time": _reel.SAMPLE_REGULAR_TIMES, "regular_timestamps": _reel.SAMPLE_REGULAR_TIMES}
 POLICIES = {"repeat_last": _reel.CLIP_REPEAT_LAST, "wrap": _reel.CLIP_WRAP, "drop": _reel.CLIP_DROP,
             "error": _reel.CLIP_ERROR}
+# remote={...} keys -> their converters (reel_remote_settings fields)
+REMOTE_OPTIONS: Dict[str, Any] = {
+    "request_timeout": float, "connect_timeout": float, "max_retries": int, "retry_budget": float,
+    "readahead_min": int, "readahead_max": int, "whole_object_max": int, "verify_tls": lambda v: int(bool(v)),
+    "ca_bundle": str, "bearer_token": str,
+}
 CROPS = {"none": _reel.CROP_NONE, "center": _reel.CROP_CENTER, "random": _reel.CROP_RANDOM,
          "random_resized": _reel.CROP_RANDOM_RESIZED}
 BATCH_LAYOUTS = {"BTCHW": _reel.BATCH_BTCHW, "BCTHW": _reel.BATCH_BCTHW, "BTHWC": _reel.BATCH_BTHWC}
@@ -154,7 +160,7 @@ def _settings(
     prefetch_batches: Optional[int], queue_capacity: Optional[int], alignment: Optional[int], index: Any,
     corrupt: str, trace: bool, trace_capacity: Optional[int], pin_memory: bool = False,
     min_coverage: float = 0.0, failure_log_size: Optional[int] = None,
-    shuffle_window: Optional[int] = None,
+    shuffle_window: Optional[int] = None, remote: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults."""
     h, w = opt.size_hw("size", size)
@@ -204,6 +210,10 @@ def _settings(
                 "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity,
                 "failure_log_size": failure_log_size}
     s.update({k: v for k, v in optional.items() if v is not None})
+    for k, v in (remote or {}).items():
+        if k not in REMOTE_OPTIONS:
+            raise ValueError(f"remote={{{k!r}: ...}}: expected keys among {', '.join(REMOTE_OPTIONS)}")
+        s["remote." + k] = REMOTE_OPTIONS[k](v) if v is not None else None
     if scale is not None:
         s["transform.scale_min"], s["transform.scale_max"] = (float(v) for v in scale)
     if ratio is not None:
@@ -289,6 +299,15 @@ class Loader:
     count), ``open_threads``, ``collate_threads``, ``decoder_threads`` (FFmpeg
     threads per video, default 1), ``prefetch_batches``.
 
+    Remote input (http(s):// and s3:// videos, manifests, prefixes and
+    stores): ``remote={"request_timeout": s, "connect_timeout": s,
+    "max_retries": n, "retry_budget": s, "readahead_min": bytes,
+    "readahead_max": bytes, "whole_object_max": bytes, "verify_tls": bool,
+    "ca_bundle": path, "bearer_token": str}`` (omitted keys keep the
+    defaults: 30 s, 10 s, 5 retries, 60 s, 256 KiB, 8 MiB, 16 MiB, verify);
+    ``metrics()["remote"]`` counts requests, retries, failures, bytes and
+    request latency (p50/p99).
+
     Memory: ``pin_memory=True`` allocates the ring page-locked (cudaHostAlloc
     from the CUDA runtime found at run time, for asynchronous copies to a
     GPU), or plain memory where there is no runtime, driver or device;
@@ -352,6 +371,7 @@ class Loader:
         min_coverage: float = 0.0,
         failure_log_size: Optional[int] = None,
         shuffle_window: Optional[int] = None,
+        remote: Optional[Dict[str, Any]] = None,
     ) -> None:
         config = dict(locals())
         del config["self"], config["source"]

@@ -454,6 +454,10 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
         if (rd < 0) {
             /* end of file or damage before e: what was decoded stands; the
              * caller reports frames that never arrived */
+            if (rd != AVERROR_EOF && reel__remote_failure(dec, r->err)) {
+                abort_run(r);
+                return r->err ? r->err->status : REEL_E_IO;
+            }
             if (rd != AVERROR_EOF && dec->settings.corrupt_policy == REEL_CORRUPT_FAIL) {
                 char eb[128];
                 abort_run(r);
@@ -577,6 +581,7 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, ree
 {
     if (!dec || !fn || (n && !indices))
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_decode: NULL argument");
+    reel_error_clear(&dec->remote_err); /* a failure of an earlier call is not this one's */
     const reel_table *t = &dec->table;
     run r = { .dec = dec, .fn = fn, .opaque = opaque, .err = err };
     r.st.frames_requested = (int64_t)n;

@@ -151,4 +151,14 @@ int reel__sidecar_load(reel_decoder *dec, const char *path);
 int reel__sidecar_save(const reel_decoder *dec, const char *path, reel_error *err);
 
 
+/* A read of the remote object failed (after its retries): the reason to
+ * report instead of FFmpeg's generic "I/O error", and never to be taken for
+ * damage in the file. Copies it into err and returns its status, else 0. */
+static inline int reel__remote_failure(const reel_decoder *dec, reel_error *err)
+{
+    if (!dec->remote || dec->remote_err.status == 0) return 0;
+    if (err) *err = dec->remote_err;
+    return dec->remote_err.status;
+}
+
 #endif

@@ -3,6 +3,7 @@
  * (sidecar, container index, packet scan). */
 #include "decoder/internal.h"
 #include "io/io.h"
+#include "io/remote.h"
 
 #include <errno.h>
 #include <math.h>
@@ -325,6 +326,8 @@ static int open_common(reel_decoder *dec, reel_error *err)
         int st = reel__status_from_av(r);
         if (st == REEL_E_CANCELLED || reel__interrupted(dec))
             return reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while opening", dec->name);
+        if ((st = reel__remote_failure(dec, err)) != 0) return st;
+        st = reel__status_from_av(r);
         if (st == REEL_E_CORRUPT) st = REEL_E_NOT_VIDEO;
         if (st == REEL_E_NOT_VIDEO && looks_like_mp4(dec))
             return reel__error_set(err, st, "%s: truncated or incomplete MP4/MOV: the index (moov) is missing",
@@ -336,6 +339,7 @@ static int open_common(reel_decoder *dec, reel_error *err)
     r = avformat_find_stream_info(dec->fmt, NULL);
     if (r < 0 && (r == AVERROR_EXIT || reel__interrupted(dec)))
         return reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while opening", dec->name);
+    if (r < 0 && reel__remote_failure(dec, err)) return err ? err->status : REEL_E_IO;
     if (r < 0)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: cannot read stream information: %s", dec->name,
                                reel__av_err(r, eb, sizeof eb));
@@ -410,6 +414,7 @@ static int open_remote(reel_decoder **out, const char *url, const reel_decoder_s
     o.interrupt = s->interrupt;
     o.interrupt_opaque = s->interrupt_opaque;
     o.remote = s->remote;
+    o.tally = s->remote_stats;
     reel__io *io = NULL;
     int st = reel__io_open(&io, url, &o, err);
     if (st != REEL_OK) return st;
@@ -592,4 +597,13 @@ int reel_decoder_save_index(const reel_decoder *dec, const char *path, reel_erro
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: no index path (decoder not opened from a file)",
                                dec->name);
     return reel__sidecar_save(dec, path, err);
+}
+
+int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_stats *out)
+{
+    if (!out) return REEL_E_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    if (!dec) return REEL_E_INVALID_ARG;
+    reel__remote_stats(dec->remote, out);
+    return REEL_OK;
 }

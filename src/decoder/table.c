@@ -204,6 +204,12 @@ int reel__table_scan(reel_decoder *dec, reel_error *err)
         }
         if (e < 0) {
             if (e == AVERROR(EAGAIN)) continue;
+            /* a remote read that failed after its retries is not damage:
+             * the video is not shorter than it is */
+            if (reel__remote_failure(dec, err)) {
+                r = err ? err->status : REEL_E_IO;
+                break;
+            }
             /* Damage: keep every frame before it. Decoding them stays exact;
              * the decoder reports the damage when asked for later frames. */
             dec->table.damaged = 1;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +104,50 @@ static int on_progress(void *opaque, curl_off_t a, curl_off_t b, curl_off_t c, c
     return h->base.opt.interrupt && h->base.opt.interrupt(h->base.opt.interrupt_opaque);
 }
 
+/* The latency bucket of a request of `ns` nanoseconds (see REEL_LATENCY_BUCKETS). */
+static int latency_bucket(int64_t ns)
+{
+    double us = (double)ns / 1e3;
+    int b = us <= 1 ? 0 : (int)(4.0 * log2(us));
+    return b < 0 ? 0 : b >= REEL_LATENCY_BUCKETS ? REEL_LATENCY_BUCKETS - 1 : b;
+}
+
+double reel_remote_stats_quantile(const reel_remote_stats *s, double q)
+{
+    if (!s || s->requests <= 0) return 0;
+    int64_t total = 0;
+    for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) total += s->latency[i];
+    if (total <= 0) return 0;
+    double want = q <= 0 ? 1 : q >= 1 ? (double)total : q * (double)total;
+    int64_t seen = 0;
+    for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) {
+        seen += s->latency[i];
+        if ((double)seen >= want) return pow(2.0, (i + 0.5) / 4.0) / 1e6;
+    }
+    return pow(2.0, (REEL_LATENCY_BUCKETS - 0.5) / 4.0) / 1e6;
+}
+
+void reel_remote_stats_add(reel_remote_stats *a, const reel_remote_stats *b)
+{
+    if (!a || !b) return;
+    a->requests += b->requests;
+    a->retries += b->retries;
+    a->failures += b->failures;
+    a->bytes_fetched += b->bytes_fetched;
+    a->request_seconds += b->request_seconds;
+    for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) a->latency[i] += b->latency[i];
+}
+
+void reel__remote_stats_delta(reel_remote_stats *acc, const reel_remote_stats *after, const reel_remote_stats *before)
+{
+    acc->requests += after->requests - before->requests;
+    acc->retries += after->retries - before->retries;
+    acc->failures += after->failures - before->failures;
+    acc->bytes_fetched += after->bytes_fetched - before->bytes_fetched;
+    acc->request_seconds += after->request_seconds - before->request_seconds;
+    for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) acc->latency[i] += after->latency[i] - before->latency[i];
+}
+
 static double jitter(http_io *h)
 {
     h->rng ^= h->rng << 13;
@@ -156,7 +201,9 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
         long code = 0;
         curl_easy_getinfo(h->curl, CURLINFO_RESPONSE_CODE, &code);
         h->stats.requests++;
-        h->stats.request_seconds += (double)(reel__clock_ns() - r0) / 1e9;
+        const int64_t took = reel__clock_ns() - r0;
+        h->stats.request_seconds += (double)took / 1e9;
+        h->stats.latency[latency_bucket(took)]++;
         h->stats.bytes_fetched += (int64_t)k->len;
         if (cc == CURLE_ABORTED_BY_CALLBACK)
             return reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", h->base.name);
@@ -259,6 +306,7 @@ static int http_will_read(reel__io *io, const reel__io_range *r, size_t n, reel_
 static void http_close(reel__io *io)
 {
     http_io *h = (http_io *)io;
+    if (h->base.opt.tally) reel_remote_stats_add(h->base.opt.tally, &h->stats);
     if (h->curl) curl_easy_cleanup(h->curl);
     curl_slist_free_all(h->headers);
     if (h->userpwd) {

@@ -20,6 +20,9 @@ typedef struct reel__io_options {
     int (*interrupt)(void *opaque);
     void *interrupt_opaque;
     const void *remote; /* a reel_remote_settings (reel/io.h) for remote objects; NULL: defaults */
+    /* A reel_remote_stats that a remote object adds its requests to when it
+     * is closed, also when its open failed (NULL: none). */
+    void *tally;
 } reel__io_options;
 
 /* One byte range [offset, offset + length). */

@@ -32,4 +32,7 @@ int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, s
 /* The statistics of a remote source (zeros for a local one). */
 void reel__remote_stats(const reel__io *io, reel_remote_stats *out);
 
+/* acc += after - before. */
+void reel__remote_stats_delta(reel_remote_stats *acc, const reel_remote_stats *after, const reel_remote_stats *before);
+
 #endif

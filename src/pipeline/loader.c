@@ -249,6 +249,10 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     reel_loader *l = calloc(1, sizeof *l);
     if (!l) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
     l->s = s;
+    if (s.remote) {
+        l->remote_settings = *s.remote;
+        l->s.remote = &l->remote_settings;
+    }
     l->ds = ds;
     l->src = reel__source_of(ds, &l->src_ctx);
     l->out_w = ow;
@@ -258,6 +262,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->esize = reel__dtype_size(s.transform.dtype);
     reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);
     pthread_mutex_init(&l->wd_mu, NULL);
+    pthread_mutex_init(&l->remote_mu, NULL);
     pthread_cond_init(&l->wd_cond, NULL);
 
     st = init_plan(l, err);
@@ -289,6 +294,7 @@ void reel_loader_destroy(reel_loader **pl)
     reel__trace_free(&l->trace);
     reel__failures_free(&l->failures_log);
     pthread_mutex_destroy(&l->wd_mu);
+    pthread_mutex_destroy(&l->remote_mu);
     pthread_cond_destroy(&l->wd_cond);
     free(l->workers);
     free(l->seen);
@@ -533,10 +539,17 @@ int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m)
             best_i = i;
         }
     }
+    pthread_mutex_lock(&l->remote_mu);
+    m->remote = l->remote;
+    pthread_mutex_unlock(&l->remote_mu);
+    m->request_p50_s = reel_remote_stats_quantile(&m->remote, 0.5);
+    m->request_p99_s = reel_remote_stats_quantile(&m->remote, 0.99);
     /* The consumer is the bottleneck when it rarely waits for data. */
     double total = m->data_time_s + m->model_time_s;
     if (total > 0 && m->data_time_s < 0.1 * total)
         m->bottleneck = "consumer";
+    else if (best_i == REEL_STAGE_OPEN && m->remote.request_seconds > 0.5 * m->stages[REEL_STAGE_OPEN].busy_seconds)
+        m->bottleneck = "network"; /* stage 1 spends most of its time waiting on requests */
     else
         m->bottleneck = m->stages[best_i].name;
     return REEL_OK;

@@ -84,12 +84,24 @@ struct reel_loader {
     _Atomic int64_t frames, clips, batches;
     _Atomic int64_t successes, failures, replacements;
     _Atomic int64_t frames_decoded, frames_returned;
-    _Atomic int64_t bytes_read; /* by the source's stage 1 (store records) */
+    _Atomic int64_t bytes_read;           /* by the source's stage 1 (store records) */
+    pthread_mutex_t remote_mu;            /* guards remote */
+    reel_remote_stats remote;             /* requests to objects at URLs, all stages */
+    reel_remote_settings remote_settings; /* a copy of *s.remote */
     reel_failure_log failures_log;
     reel_trace trace;
 };
 
 /* ------------------------------------------------------------- helpers */
+
+/* Adds a sample's remote requests to the loader's. */
+static inline void reel__loader_add_remote(reel_loader *l, const reel_remote_stats *r)
+{
+    if (r->requests == 0 && r->failures == 0) return;
+    pthread_mutex_lock(&l->remote_mu);
+    reel_remote_stats_add(&l->remote, r);
+    pthread_mutex_unlock(&l->remote_mu);
+}
 
 static inline int stopping(const reel_loader *l)
 {

@@ -45,6 +45,9 @@ void reel__loader_slot_close(reel_loader *l, reel_slot *s)
 {
     if (s->handle) l->src->close(l->src_ctx, s->handle);
     s->handle = NULL;
+    /* what its remote objects cost, failed opens included */
+    reel__loader_add_remote(l, &s->tally);
+    memset(&s->tally, 0, sizeof s->tally);
 }
 
 /* Records a failed attempt and applies the error policy. */
@@ -159,6 +162,8 @@ static void source_options(const reel_loader *l, reel_slot *s, reel_source_open 
     o->corrupt_policy = l->s.corrupt_policy;
     o->interrupt = sample_interrupt;
     o->interrupt_opaque = s;
+    o->remote = l->s.remote;
+    o->tally = &s->tally;
 }
 
 /* Stage 1: the source opens the sample, the sampler picks its frames, and
@@ -190,6 +195,7 @@ static int open_sample(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
         reel_source_stats ss = { 0 };
         st = l->src->prepare(l->src_ctx, w->tls, s->handle, s->indices, (size_t)l->K * (size_t)l->T, &ss, e);
         atomic_fetch_add(&l->bytes_read, ss.bytes_read);
+        reel__loader_add_remote(l, &ss.remote);
     }
     return st;
 }
@@ -430,6 +436,7 @@ void *reel__loader_decode_main(void *arg)
         atomic_fetch_add(&sg->items, 1);
         atomic_fetch_add(&l->frames_decoded, stats.frames_decoded);
         atomic_fetch_add(&l->frames_returned, stats.frames_returned);
+        reel__loader_add_remote(l, &stats.remote);
         reel__trace_add(&l->trace, w->track, abandoned ? sg->abandoned_label : sg->name, path, t0, t1, sample);
         if (abandoned) {
             work_release(l, bb);

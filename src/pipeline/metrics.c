@@ -163,6 +163,16 @@ void reel__metrics_json(reel_buf *b, const reel_loader_metrics *m, reel_failure_
     reel__buf_json_string(b, m->ring_memory ? m->ring_memory : "plain");
     reel__buf_puts(b, ",\"bottleneck\":");
     reel__buf_json_string(b, m->bottleneck);
+    /* remote input: requests, retries, bytes and latency (zeros for local) */
+    reel__buf_puts(b, ",\"remote\":{");
+    kv_i(b, "requests", m->remote.requests, 0);
+    kv_i(b, "retries", m->remote.retries, 1);
+    kv_i(b, "failures", m->remote.failures, 1);
+    kv_i(b, "bytes_fetched", m->remote.bytes_fetched, 1);
+    kv_d(b, "request_seconds", m->remote.request_seconds);
+    kv_d(b, "request_p50_s", m->request_p50_s);
+    kv_d(b, "request_p99_s", m->request_p99_s);
+    reel__buf_puts(b, "}");
     reel__buf_puts(b, ",\"stages\":[");
     for (int i = 0; i < REEL_STAGE_COUNT; i++) {
         const reel_stage_metrics *s = &m->stages[i];

@@ -27,10 +27,11 @@ typedef struct reel_slot {
     int padded;
     int status; /* REEL_OK once decoded, else the final failure */
     reel_error err;
-    void *handle;     /* the source's per-sample state, open between stage 1 and stage 2 */
-    int64_t *indices; /* clips_per_video * frames_per_clip requested frames */
-    int64_t *pts;     /* same count, filled while decoding */
-    uint8_t *visited; /* same count: 1 once the position was written */
+    reel_remote_stats tally; /* requests for the sample's objects at URLs, until the loader takes them */
+    void *handle;            /* the source's per-sample state, open between stage 1 and stage 2 */
+    int64_t *indices;        /* clips_per_video * frames_per_clip requested frames */
+    int64_t *pts;            /* same count, filled while decoding */
+    uint8_t *visited;        /* same count: 1 once the position was written */
     /* Time limit bookkeeping, under mu: the watchdog may abandon a slot
      * whose worker is stuck; the worker then drops it without touching the
      * batch again (the converter writes under mu too). */

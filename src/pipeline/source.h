@@ -34,12 +34,15 @@ typedef struct reel_source_open {
     int corrupt_policy;
     int (*interrupt)(void *opaque); /* shutdown or the watchdog: stop at the next packet or read */
     void *interrupt_opaque;
+    const reel_remote_settings *remote; /* for objects at URLs; NULL: defaults */
+    reel_remote_stats *tally;           /* the sample's requests, added when its objects close */
 } reel_source_open;
 
 /* Work counted by a source for the metrics. */
 typedef struct reel_source_stats {
     int64_t frames_decoded, frames_returned;
     int64_t bytes_read;
+    reel_remote_stats remote; /* requests made for the sample (URLs only) */
 } reel_source_stats;
 
 typedef struct reel_source_ops {

@@ -21,6 +21,7 @@ static int store_thread_init(void *ctx, const reel_source_open *o, void **tls, r
     reel_store_reader_settings s;
     reel_store_reader_default_settings(&s);
     s.decoder_threads = o->decoder_threads > 0 ? o->decoder_threads : 1;
+    s.remote = o->remote;
     reel_store_reader *r = NULL;
     int st = reel_store_reader_create(&r, ctx, &s, err);
     *tls = r;
@@ -70,6 +71,7 @@ static int store_prepare(void *ctx, void *tls, void *handle, const int64_t *indi
     reel__store_reader_set_interrupt(tls, h->interrupt, h->interrupt_opaque);
     int r = reel__store_fetch(tls, h->record, indices, n, &h->blob, &rs, err);
     st->bytes_read += rs.bytes_read;
+    reel_remote_stats_add(&st->remote, &rs.remote);
     return r;
 }
 

@@ -18,6 +18,8 @@ static int video_open(void *ctx, void *tls, const reel_dataset *ds, int64_t samp
     s.corrupt_policy = o->corrupt_policy;
     s.interrupt = o->interrupt;
     s.interrupt_opaque = o->interrupt_opaque;
+    s.remote = o->remote;
+    s.remote_stats = o->tally;
     reel_decoder *dec = NULL;
     int st = reel_decoder_open(&dec, it->path, &s, err);
     if (st != REEL_OK) return st;
@@ -43,6 +45,7 @@ static int video_decode(void *ctx, void *tls, void *handle, const int64_t *indic
     int r = reel_decoder_decode(handle, indices, n, fn, opaque, &ds, err);
     st->frames_decoded += ds.frames_decoded;
     st->frames_returned += ds.frames_returned;
+    /* a video at a URL reports its requests into the sample's tally when closed */
     return r;
 }
 

@@ -6,6 +6,7 @@
 #include "core/clock.h"
 #include "core/frame.h"
 #include "io/io.h"
+#include "io/remote.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,6 +113,7 @@ static int open_shard(reel_store_reader *r, int64_t record, reel_error *err)
     reel__io_default_options(&o);
     o.interrupt = r->s.interrupt;
     o.interrupt_opaque = r->s.interrupt_opaque;
+    o.remote = r->s.remote;
     reel_error e;
     int st = reel__io_open(&r->io, path, &o, &e);
     if (st != REEL_OK)
@@ -133,10 +135,14 @@ static int read_bytes(reel_store_reader *r, int64_t record, uint64_t off, size_t
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
     int64_t t0 = reel__clock_ns();
     reel_error e;
+    reel_remote_stats before, after;
+    reel__remote_stats(r->io, &before);
     st = reel__io_read_exact(r->io, (int64_t)(rec->offset + off), b->data + at, len, &e);
     if (stats) {
         stats->bytes_read += (int64_t)len;
         stats->read_seconds += (double)(reel__clock_ns() - t0) / 1e9;
+        reel__remote_stats(r->io, &after); /* what this read asked of the server */
+        reel__remote_stats_delta(&stats->remote, &after, &before);
     }
     if (st == REEL_E_CORRUPT)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: record of %s: the shard is truncated", r->store->dir,

@@ -5,7 +5,10 @@
 # secret (PermissionDeniedError), a missing object, and no credential in any
 # message; remote datasets: a manifest by URL (relative entries resolve
 # against it) and an S3 prefix listed with ListObjectsV2 over several pages,
-# each giving the batches of the same local dataset byte for byte.
+# each giving the batches of the same local dataset byte for byte; faults
+# through a proxy (latency, resets, 503 bursts, bodies cut short, a server
+# that stops answering): with retries every clip arrives and the retries are
+# counted, without them the failures are named, and nothing hangs.
 from __future__ import annotations
 
 import os
@@ -14,6 +17,7 @@ import pytest
 
 import reel
 import reel._testing
+from faultproxy import fault_proxy
 from servers import moto_s3, nginx
 
 VIDEOS = ["nasa_13013.mp4", "carphone_pristine.mp4", "big_buck_bunny_0_30.webm", "test.avi", "video_90.mov"]
@@ -194,7 +198,7 @@ def test_s3_prefix_is_a_dataset_listed_over_pages(s3, tmp_path):
     local_info = reel.dataset_info(root)
     local = _epoch(root)
     for prefix in ("s3://videos/kinetics/train/", "s3://videos/kinetics/train"):
-        info = _with_env(keys, lambda: reel.dataset_info(prefix))
+        info = _with_env(keys, lambda p=prefix: reel.dataset_info(p))
         assert info == local_info == {"size": 4, "class_names": ["archery", "bowling"]}
     assert _with_env(keys, lambda: _epoch("s3://videos/kinetics/train/")) == local
     with pytest.raises(reel.ReelError) as e:
@@ -204,3 +208,109 @@ def test_s3_prefix_is_a_dataset_listed_over_pages(s3, tmp_path):
     with pytest.raises(reel.PermissionDeniedError) as e:
         _with_env(bad, lambda: reel.dataset_info("s3://videos/kinetics/train/"))
     assert "wrong-secret" not in str(e.value) and keys["AWS_SECRET_ACCESS_KEY"] not in str(e.value)
+
+
+# many small range requests per video, so the faults below hit every video
+SMALL_READS = {"whole_object_max": 0, "readahead_min": 4096, "readahead_max": 8192}
+
+
+def _faulty_set(tmp_path):
+    root = _kinetics(tmp_path / "www" / "ds", per_class=3)
+    lines = ["path,label"] + [f"{c}/v{v}.mp4,{c}" for c in ("archery", "bowling") for v in range(3)]
+    (root / "train.csv").write_text("\n".join(lines) + "\n")
+    return root
+
+
+def _run(source, **kw):
+    with reel.Loader(source, frames_per_clip=4, size=48, batch_size=2, seed=3, num_threads=2, epochs=1, **kw) as L:
+        batches = [(bytes(memoryview(b.frames)), list(memoryview(b.labels))) for b in L]
+        return batches, L.metrics()
+
+
+def test_faults_with_retries_deliver_every_clip_and_count_the_retries(tmp_path):
+    root = _faulty_set(tmp_path)
+    local, _ = _run(root / "train.csv")
+    with nginx(tmp_path / "www") as base, fault_proxy(base) as proxy:
+        proxy.latency = 0.02
+        proxy.reset_every = 7
+        proxy.burst_every = 11
+        proxy.cut_every = 13
+        got, m = _run(f"{proxy.base}/ds/train.csv",
+                      remote=dict(SMALL_READS, max_retries=6, request_timeout=10))
+        assert proxy.faults["reset"] > 0 and proxy.faults["503"] > 0 and proxy.faults["cut"] > 0
+    assert m["coverage"] == 1.0 and m["failure_count"] == 0
+    assert got == local
+    r = m["remote"]
+    assert r["requests"] >= 6 and r["retries"] > 0 and r["failures"] == 0
+    assert r["bytes_fetched"] > 0 and 0 < r["request_p50_s"] <= r["request_p99_s"]
+
+
+def test_faults_without_retries_are_named_failures(tmp_path):
+    _faulty_set(tmp_path)
+    with nginx(tmp_path / "www") as base, fault_proxy(base) as proxy:
+        # the manifest itself is fetched before the faults begin
+        info = reel.dataset_info(f"{proxy.base}/ds/train.csv")
+        assert info["size"] == 6
+        proxy.reset_every = 9
+        proxy.burst_every = 7
+        proxy.burst_length = 1
+        proxy.cut_every = 11
+        with reel.Loader(f"{base}/ds/train.csv".replace(base, proxy.base), frames_per_clip=4, size=48,
+                         batch_size=2, seed=3, num_threads=2, on_error="skip", epochs=1,
+                         remote=dict(SMALL_READS, max_retries=0, request_timeout=10)) as L:
+            n = sum(len(b) for b in L)
+            m = L.metrics()
+    assert m["failure_count"] > 0 and n == 6 - m["failure_count"]
+    assert m["coverage"] < 1.0 and m["remote"]["failures"] > 0
+    reasons = " | ".join(f["reason"] for f in m["failures"])
+    assert f"{proxy.base}/ds/" in reasons  # each failure names its video's URL
+    assert any(w in reasons for w in ("HTTP 503", "cut short", "partial file", "reset", "receiving data",
+                                      "Empty reply")), reasons
+
+
+def test_a_server_that_stops_answering_hits_the_time_limits(tmp_path):
+    import time
+    _faulty_set(tmp_path)
+    with nginx(tmp_path / "www") as base, fault_proxy(base) as proxy:
+        assert reel.dataset_info(f"{proxy.base}/ds/train.csv")["size"] == 6
+        proxy.stall = True
+        # the request timeout: a named failure (here the epoch's only sample,
+        # so the epoch ends with it), not a hang
+        t0 = time.monotonic()
+        with reel.Loader([(f"{proxy.base}/ds/archery/v0.mp4", 0)], frames_per_clip=2, size=32, batch_size=1,
+                         num_threads=1, epochs=1, remote=dict(request_timeout=0.5, max_retries=0)) as L:
+            with pytest.raises(reel.ReelError) as e:
+                list(L)
+            m = L.metrics()
+        assert time.monotonic() - t0 < 10
+        assert "archery/v0.mp4" in str(e.value) and "timeout" in str(e.value).lower()
+        assert m["failure_count"] == 1 and m["remote"]["failures"] == 1
+        # the per-sample time limit interrupts a transfer that would wait 30 s
+        t0 = time.monotonic()
+        with reel.Loader([(f"{proxy.base}/ds/bowling/v1.mp4", 0)], frames_per_clip=2, size=32, batch_size=1,
+                         num_threads=1, epochs=1, sample_time_limit=0.5,
+                         remote=dict(request_timeout=30, max_retries=0)) as L:
+            with pytest.raises(reel.ReelError) as e:
+                list(L)
+            m = L.metrics()
+        assert time.monotonic() - t0 < 5
+        assert "bowling/v1.mp4" in str(e.value) and m["failure_count"] == 1
+        assert "time limit" in str(e.value) or "timed out" in str(e.value).lower(), str(e.value)
+
+
+def test_no_secret_in_messages_metrics_or_trace(s3, tmp_path):
+    keys, _ = s3
+    secret = keys["AWS_SECRET_ACCESS_KEY"]
+
+    def run():
+        with reel.Loader("s3://videos/train/", frames_per_clip=2, size=32, batch_size=1, epochs=1, trace=True,
+                         num_threads=1) as L:
+            n = sum(len(b) for b in L)
+            L.write_trace(tmp_path / "trace.json")
+            return n, L.metrics()
+
+    n, m = _with_env(keys, run)
+    assert n == 1 and m["remote"]["requests"] > 0 and m["remote"]["bytes_fetched"] > 0
+    assert secret not in repr(m) and keys["AWS_ACCESS_KEY_ID"] not in repr(m)
+    text = (tmp_path / "trace.json").read_text()
+    assert "clip one.mp4" in text and secret not in text
