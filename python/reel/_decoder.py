@@ -8,7 +8,7 @@ import operator
 import os
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _options as opt
 from . import _reel
@@ -186,6 +186,11 @@ class VideoDecoder:
       (default True; costs one keyframe decode per keyframe visited).
     - ``force_scan``: build the frame table by a packet scan.
     - ``name``: the name used in messages for bytes and file-like sources.
+    - ``remote``: for http(s):// and s3:// URLs, ``{"request_timeout": s,
+      "connect_timeout": s, "max_retries": n, "retry_budget": s,
+      "readahead_min": bytes, "readahead_max": bytes, "whole_object_max":
+      bytes, "verify_tls": bool, "ca_bundle": path, "bearer_token": str}``;
+      ``remote_stats`` tells what reading the URL cost.
 
     Errors raise :class:`reel.ReelError` subclasses whose message is the C
     message ``"<file>: <reason>"``. A decoder is safe to share between threads
@@ -217,6 +222,7 @@ class VideoDecoder:
         force_scan: bool = False,
         check_keyframes: bool = True,
         name: Optional[str] = None,
+        remote: Optional[Dict[str, Any]] = None,
     ) -> None:
         self._options = dict(
             stream=stream, threads=threads, crop=None if crop is None else tuple(crop),
@@ -225,6 +231,7 @@ class VideoDecoder:
             resize_mode=resize_mode, rotate=rotate, flip=flip, index=index,
             index_path=opt.fspath_or_none(index_path), corrupt=corrupt,
             skip_nonref=skip_nonref, force_scan=force_scan, check_keyframes=check_keyframes, name=name,
+            remote=None if remote is None else dict(remote),
         )
         height, width = opt.size_hw("size", size)
         layout_code = opt.choice("layout", layout, opt.FRAME_LAYOUTS)
@@ -242,6 +249,7 @@ class VideoDecoder:
             skip_nonref=bool(skip_nonref),
             force_scan=bool(force_scan),
             check_keyframes=bool(check_keyframes),
+            remote=None if remote is None else opt.remote_settings(remote),
             crop=opt.crop_xywh(crop),
             width=width, height=height,
             filter=opt.choice("filter", filter, opt.FILTERS),
@@ -282,6 +290,13 @@ class VideoDecoder:
     def stats(self) -> DecodeStats:
         """Decoding statistics of the last call (frames decoded vs returned, seeks...)."""
         return DecodeStats(**self._dec.stats())
+
+    @property
+    def remote_stats(self) -> Dict[str, Any]:
+        """For a video at an http(s)/s3 URL, what reading it has cost since it
+        was opened: requests, retries, failures, bytes_fetched,
+        request_seconds, request_p50_s, request_p99_s (zeros for a local one)."""
+        return dict(self._dec.remote_stats())
 
     def close(self) -> None:
         """Closes the video. Frames already returned stay valid."""

@@ -170,6 +170,9 @@ extern PyType_Spec frames_spec;
 /* _ext_decoder.c */
 int parse_floats3(PyObject *obj, float out[3], const char *what);
 PyObject *reduce_forbidden(PyObject *self, PyObject *unused);
+/* reel_remote_settings from a dict of its fields (None: defaults); the
+ * strings are strdup'd into *ca_bundle / *bearer_token (the caller frees). */
+int rx_remote_from_dict(PyObject *d, reel_remote_settings *s, char **ca_bundle, char **bearer_token);
 extern PyType_Spec decoder_spec;
 /* _ext_loader.c */
 PyObject *mod_loader_defaults(PyObject *m, PyObject *u);

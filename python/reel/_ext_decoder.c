@@ -27,6 +27,8 @@ typedef struct DecoderObject {
     int64_t next_signal_check; /* rx_clock_ns() of dec_interrupt's next look */
     int use_readinto;          /* the file-like object has readinto() */
     reel_decoder_settings settings;
+    reel_remote_settings remote;    /* settings.remote points here when given */
+    char *ca_bundle, *bearer_token; /* its strings */
     reel_transform transform;
     int out_w, out_h;
     size_t frame_bytes;
@@ -331,9 +333,10 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     static char *kwlist[] = {
         "source",      "kind",       "name",   "stream",  "threads", "corrupt", "index_mode",      "index_path",
         "skip_nonref", "force_scan", "crop",   "width",   "height",  "filter",  "resize_mode",     "rotate",
-        "flip",        "dtype",      "layout", "divisor", "mean",    "std",     "check_keyframes", NULL
+        "flip",        "dtype",      "layout", "divisor", "mean",    "std",     "check_keyframes", "remote",
+        NULL
     };
-    PyObject *source, *name = Py_None, *index_path = Py_None, *mean = Py_None, *std = Py_None;
+    PyObject *source, *name = Py_None, *index_path = Py_None, *mean = Py_None, *std = Py_None, *remote = Py_None;
     int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
     int skip_nonref = 1, force_scan = 0, check_keyframes = 1;
     int cx = 0, cy = 0, cw = 0, ch = 0, width = 0, height = 0, filter = REEL_FILTER_BILINEAR;
@@ -345,11 +348,11 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     }
     if (!PyArg_ParseTupleAndKeywords(args, kwargs,
                                      "Oi|$OiiiiOpp(iiii)iiiipp"
-                                     "iidOOp:Decoder",
+                                     "iidOOpO:Decoder",
                                      kwlist, &source, &kind, &name, &stream, &threads, &corrupt, &index_mode,
                                      &index_path, &skip_nonref, &force_scan, &cx, &cy, &cw, &ch, &width, &height,
                                      &filter, &resize_mode, &rotate, &flip, &dtype, &layout, &divisor, &mean, &std,
-                                     &check_keyframes))
+                                     &check_keyframes, &remote))
         return -1;
     if (kind < SRC_PATH || kind > SRC_FILE) {
         PyErr_SetString(PyExc_ValueError, "reel decoder: bad source kind");
@@ -360,6 +363,10 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     reel_decoder_default_settings(&self->settings);
+    if (remote != Py_None) {
+        if (rx_remote_from_dict(remote, &self->remote, &self->ca_bundle, &self->bearer_token) < 0) return -1;
+        self->settings.remote = &self->remote;
+    }
     self->settings.interrupt = dec_interrupt;
     self->settings.interrupt_opaque = self;
     self->settings.stream_index = stream;
@@ -473,6 +480,9 @@ static void decoder_dealloc(DecoderObject *self)
     Py_CLEAR(self->index_path);
     if (self->lock && self->pid == getpid()) PyThread_free_lock(self->lock);
     self->lock = NULL;
+    free(self->ca_bundle);
+    if (self->bearer_token) memset(self->bearer_token, 0, strlen(self->bearer_token));
+    free(self->bearer_token);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -656,6 +666,19 @@ static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObj
     }
     PyMem_Free(out);
     return r;
+}
+
+static PyObject *decoder_remote_stats(DecoderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (decoder_acquire(self) < 0) return NULL;
+    reel_remote_stats s;
+    reel_decoder_get_remote_stats(self->dec, &s);
+    decoder_release(self);
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d}", "requests", (long long)s.requests, "retries",
+                         (long long)s.retries, "failures", (long long)s.failures, "bytes_fetched",
+                         (long long)s.bytes_fetched, "request_seconds", s.request_seconds, "request_p50_s",
+                         reel_remote_stats_quantile(&s, 0.5), "request_p99_s", reel_remote_stats_quantile(&s, 0.99));
 }
 
 static PyObject *decoder_keyframes(DecoderObject *self, PyObject *unused)
@@ -861,6 +884,8 @@ static PyMethodDef decoder_methods[] = {
       "sample_clips($self, kind, num_clips, frames_per_clip, stride, seconds_between_frames, range_start, range_end, "
       "policy, seconds_between_clip_starts, seed)\n--\n\nThe C sampler's frame indices for this video, clip after "
       "clip." },
+    { "remote_stats", (PyCFunction)decoder_remote_stats, METH_NOARGS,
+      "remote_stats($self)\n--\n\nRequests made for a video at a URL (zeros for a local one)." },
     { "keyframes", (PyCFunction)decoder_keyframes, METH_NOARGS,
       "keyframes($self)\n--\n\nFrame indices of the keyframes." },
     { "index_at_time", (PyCFunction)decoder_index_at_time, METH_O,

@@ -105,19 +105,6 @@ static const setting_field loader_fields[] = {
 #undef SF
 #define N_LOADER_FIELDS (sizeof loader_fields / sizeof loader_fields[0])
 
-/* "remote.*": reel_remote_settings (ca_bundle and bearer_token apart) */
-#define RF(n, m, t)                             \
-    {                                           \
-        n, offsetof(reel_remote_settings, m), t \
-    }
-static const setting_field remote_fields[] = {
-    RF("remote.request_timeout", request_timeout, 'd'),   RF("remote.connect_timeout", connect_timeout, 'd'),
-    RF("remote.max_retries", max_retries, 'i'),           RF("remote.retry_budget", retry_budget, 'd'),
-    RF("remote.readahead_min", readahead_min, 'z'),       RF("remote.readahead_max", readahead_max, 'z'),
-    RF("remote.whole_object_max", whole_object_max, 'z'), RF("remote.verify_tls", verify_tls, 'i'),
-};
-#undef RF
-#define N_REMOTE_FIELDS (sizeof remote_fields / sizeof remote_fields[0])
 
 static int setting_store(void *base, const setting_field *f, PyObject *v)
 {
@@ -294,27 +281,9 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
                 if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "settings keys must be str");
                 return -1;
             }
-            if (!strncmp(k, "remote.", 7)) {
+            if (!strcmp(k, "remote")) {
+                if (rx_remote_from_dict(value, &remote, &self->ca_bundle, &self->bearer_token) < 0) return -1;
                 s.remote = &remote;
-                if (!strcmp(k, "remote.ca_bundle") || !strcmp(k, "remote.bearer_token")) {
-                    const char *v = value == Py_None ? NULL : PyUnicode_AsUTF8(value);
-                    if (value != Py_None && !v) return -1;
-                    char **slot = k[7] == 'c' ? &self->ca_bundle : &self->bearer_token;
-                    free(*slot);
-                    *slot = v ? strdup(v) : NULL;
-                    if (v && !*slot) {
-                        PyErr_NoMemory();
-                        return -1;
-                    }
-                    continue;
-                }
-                size_t i = 0;
-                while (i < N_REMOTE_FIELDS && strcmp(remote_fields[i].name, k)) i++;
-                if (i == N_REMOTE_FIELDS) {
-                    PyErr_Format(PyExc_ValueError, "unknown loader setting '%s'", k);
-                    return -1;
-                }
-                if (setting_store(&remote, &remote_fields[i], value) < 0) return -1;
                 continue;
             }
             size_t i = 0;
@@ -326,8 +295,6 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
             if (setting_store(&s, &loader_fields[i], value) < 0) return -1;
         }
     }
-    remote.ca_bundle = self->ca_bundle;
-    remote.bearer_token = self->bearer_token;
     self->lock = PyThread_allocate_lock();
     if (!self->lock) {
         PyErr_NoMemory();

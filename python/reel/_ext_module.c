@@ -438,3 +438,65 @@ PyMODINIT_FUNC PyInit__reel(void)
 {
     return PyModuleDef_Init(&reel_module);
 }
+
+/* ---------------------------------------------------------------- remote settings */
+
+int rx_remote_from_dict(PyObject *d, reel_remote_settings *s, char **ca_bundle, char **bearer_token)
+{
+    reel_remote_default_settings(s);
+    if (d == Py_None) return 0;
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "remote settings must be a dict");
+        return -1;
+    }
+    PyObject *key, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(d, &pos, &key, &v)) {
+        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        if (!k) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "remote settings keys must be str");
+            return -1;
+        }
+        if (v == Py_None) continue; /* the default */
+        if (!strcmp(k, "ca_bundle") || !strcmp(k, "bearer_token")) {
+            const char *str = PyUnicode_AsUTF8(v);
+            if (!str) return -1;
+            char **slot = k[0] == 'c' ? ca_bundle : bearer_token;
+            free(*slot);
+            if (!(*slot = strdup(str))) {
+                PyErr_NoMemory();
+                return -1;
+            }
+            continue;
+        }
+        double x = PyFloat_AsDouble(v);
+        if (x == -1.0 && PyErr_Occurred()) return -1;
+        if (!(x >= 0) || x > 1e15) {
+            PyErr_Format(PyExc_ValueError, "remote setting '%s' must be a number >= 0", k);
+            return -1;
+        }
+        if (!strcmp(k, "request_timeout"))
+            s->request_timeout = x;
+        else if (!strcmp(k, "connect_timeout"))
+            s->connect_timeout = x;
+        else if (!strcmp(k, "retry_budget"))
+            s->retry_budget = x;
+        else if (!strcmp(k, "max_retries"))
+            s->max_retries = (int)x;
+        else if (!strcmp(k, "readahead_min"))
+            s->readahead_min = (size_t)x;
+        else if (!strcmp(k, "readahead_max"))
+            s->readahead_max = (size_t)x;
+        else if (!strcmp(k, "whole_object_max"))
+            s->whole_object_max = (size_t)x;
+        else if (!strcmp(k, "verify_tls"))
+            s->verify_tls = x != 0;
+        else {
+            PyErr_Format(PyExc_ValueError, "unknown remote setting '%s'", k);
+            return -1;
+        }
+    }
+    s->ca_bundle = *ca_bundle;
+    s->bearer_token = *bearer_token;
+    return 0;
+}

@@ -22,12 +22,6 @@ SAMPLERS = {"random": _reel.SAMPLE_RANDOM_INDICES, "random_indices": _reel.SAMPL
             "regular_time": _reel.SAMPLE_REGULAR_TIMES, "regular_timestamps": _reel.SAMPLE_REGULAR_TIMES}
 POLICIES = {"repeat_last": _reel.CLIP_REPEAT_LAST, "wrap": _reel.CLIP_WRAP, "drop": _reel.CLIP_DROP,
             "error": _reel.CLIP_ERROR}
-# remote={...} keys -> their converters (reel_remote_settings fields)
-REMOTE_OPTIONS: Dict[str, Any] = {
-    "request_timeout": float, "connect_timeout": float, "max_retries": int, "retry_budget": float,
-    "readahead_min": int, "readahead_max": int, "whole_object_max": int, "verify_tls": lambda v: int(bool(v)),
-    "ca_bundle": str, "bearer_token": str,
-}
 CROPS = {"none": _reel.CROP_NONE, "center": _reel.CROP_CENTER, "random": _reel.CROP_RANDOM,
          "random_resized": _reel.CROP_RANDOM_RESIZED}
 BATCH_LAYOUTS = {"BTCHW": _reel.BATCH_BTCHW, "BCTHW": _reel.BATCH_BCTHW, "BTHWC": _reel.BATCH_BTHWC}
@@ -210,10 +204,8 @@ def _settings(
                 "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity,
                 "failure_log_size": failure_log_size}
     s.update({k: v for k, v in optional.items() if v is not None})
-    for k, v in (remote or {}).items():
-        if k not in REMOTE_OPTIONS:
-            raise ValueError(f"remote={{{k!r}: ...}}: expected keys among {', '.join(REMOTE_OPTIONS)}")
-        s["remote." + k] = REMOTE_OPTIONS[k](v) if v is not None else None
+    if remote:
+        s["remote"] = opt.remote_settings(remote)
     if scale is not None:
         s["transform.scale_min"], s["transform.scale_max"] = (float(v) for v in scale)
     if ratio is not None:

@@ -99,3 +99,23 @@ def index_mode(index: Any) -> int:
 
 def fspath_or_none(p: Any) -> Optional[str]:
     return None if p is None else os.fspath(p)
+
+
+# remote={...} keys -> their converters (reel_remote_settings fields)
+REMOTE_OPTIONS: Dict[str, Any] = {
+    "request_timeout": float, "connect_timeout": float, "max_retries": int, "retry_budget": float,
+    "readahead_min": int, "readahead_max": int, "whole_object_max": int, "verify_tls": lambda v: int(bool(v)),
+    "ca_bundle": str, "bearer_token": str,
+}
+
+
+def remote_settings(remote: Any) -> Dict[str, Any]:
+    """The remote={...} option checked and converted (keys of REMOTE_OPTIONS)."""
+    if not isinstance(remote, dict):
+        raise TypeError(f"remote={remote!r}: expected a dict")
+    out: Dict[str, Any] = {}
+    for k, v in remote.items():
+        if k not in REMOTE_OPTIONS:
+            raise ValueError(f"remote={{{k!r}: ...}}: expected keys among {', '.join(REMOTE_OPTIONS)}")
+        out[k] = None if v is None else REMOTE_OPTIONS[k](v)
+    return out

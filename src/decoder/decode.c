@@ -4,6 +4,7 @@
  * request position. */
 #include "decoder/decode_plan.h"
 #include "decoder/internal.h"
+#include "io/io.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -113,8 +114,15 @@ static int seek_to(run *r, int64_t d, int from_start)
     } else {
         /* dts is never after pts, and index timestamps are dts (mov, avi) or
          * pts (matroska): seeking backward to the dts lands on the keyframe
-         * or before it; packets before it are then skipped unread by the codec. */
-        ts = t->dts[d] != AV_NOPTS_VALUE ? t->dts[d] : t->frames[t->frame_of_decode[d]].pts;
+         * or before it; packets before it are then skipped unread by the codec.
+         * A remote object seeks to the keyframe's pts instead: mov's index
+         * timestamps can sit a little after the packets' dts, and the dts then
+         * lands a whole GOP early, whose bytes would be fetched for nothing;
+         * the pts lands on the keyframe unless a later keyframe's index time
+         * is before it, which run_interval detects and recovers from. */
+        int64_t pts = t->frames[t->frame_of_decode[d]].pts;
+        ts = t->dts[d] != AV_NOPTS_VALUE ? t->dts[d] : pts;
+        if (dec->remote && pts != AV_NOPTS_VALUE) ts = pts;
     }
     int e = av_seek_frame(dec->fmt, dec->stream_index, ts, AVSEEK_FLAG_BACKWARD);
     if (e < 0) e = avformat_seek_file(dec->fmt, dec->stream_index, INT64_MIN, ts, ts, 0);
@@ -564,6 +572,22 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
     return drain(r);
 }
 
+/* A video at a URL: fetch the bytes of the run [s, e] in one request
+ * before the demuxer asks for them piece by piece (fetch by GOP). A failure
+ * here is not final: the reads that follow retry and report it. */
+static void prefetch_run(reel_decoder *dec, int64_t s, int64_t e)
+{
+    int64_t lo, hi;
+    if (!dec->remote) return;
+    /* and the few packets after e that push reordered frames out */
+    int64_t tail = dec->reorder_depth + dec->avctx->thread_count + 2;
+    e = e + tail < dec->table.n ? e + tail : dec->table.n - 1;
+    if (reel__plan_byte_range(&dec->table, s, e, reel__io_size(dec->remote), &lo, &hi) != 0) return;
+    reel__io_range rg = { lo, hi - lo };
+    reel_error ignored;
+    (void)reel__io_will_read(dec->remote, &rg, 1, &ignored);
+}
+
 static int run_plan(run *r, int retry)
 {
     reel_decoder *dec = r->dec;
@@ -571,7 +595,10 @@ static int run_plan(run *r, int retry)
     if (!iv) return reel__error_set(r->err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     size_t m = reel__plan_runs(&dec->table, dec->key_state, dec->reorder_depth, r->w, r->nw, retry, iv);
     int st = REEL_OK;
-    for (size_t i = 0; i < m && st == REEL_OK; i++) st = run_interval(r, iv[i].s, iv[i].e, 0, i + 1 == m);
+    for (size_t i = 0; i < m && st == REEL_OK; i++) {
+        prefetch_run(dec, iv[i].s, iv[i].e);
+        st = run_interval(r, iv[i].s, iv[i].e, 0, i + 1 == m);
+    }
     free(iv);
     return st;
 }

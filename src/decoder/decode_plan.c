@@ -102,3 +102,25 @@ size_t reel__plan_runs(const reel_table *t, const uint8_t *key_state, int reorde
     }
     return m;
 }
+
+int reel__plan_byte_range(const reel_table *t, int64_t s, int64_t e, int64_t file_size, int64_t *lo, int64_t *hi)
+{
+    if (s < 0 || e < s || e >= t->n) return -1;
+    int64_t a = INT64_MAX, b = -1;
+    for (int64_t d = s; d <= e; d++) {
+        int64_t p = t->frames[t->frame_of_decode[d]].pos;
+        if (p < 0) return -1;
+        if (p < a) a = p;
+        if (p > b) b = p;
+    }
+    /* the run's last packet ends where the next packet of the stream begins */
+    int64_t end = file_size;
+    for (int64_t f = 0; f < t->n; f++) {
+        int64_t p = t->frames[f].pos;
+        if (p > b && p < end) end = p;
+    }
+    if (end <= b) return -1;
+    *lo = a;
+    *hi = end;
+    return 0;
+}

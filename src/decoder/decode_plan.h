@@ -50,4 +50,11 @@ int64_t reel__plan_clean_key_before(const reel_table *t, const uint8_t *key_stat
 size_t reel__plan_runs(const reel_table *t, const uint8_t *key_state, int reorder_depth, const reel__wanted *w,
                        size_t nw, int retry, reel__interval *iv);
 
+/* The bytes of the file a run over decode positions [s, e] reads: from the
+ * first of its packets to where the next video packet in the file begins
+ * (the file's end after the last), so that a remote object can be fetched
+ * by GOP in one request. 0 and [*lo, *hi), or -1 when the table has no byte
+ * positions for them. */
+int reel__plan_byte_range(const reel_table *t, int64_t s, int64_t e, int64_t file_size, int64_t *lo, int64_t *hi);
+
 #endif

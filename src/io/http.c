@@ -51,6 +51,14 @@ typedef struct http_io {
     uint8_t *cache; /* bytes [cache_off, cache_off + cache_len) of the object */
     int64_t cache_off;
     size_t cache_len, cache_cap;
+    /* a few earlier, small spans (a container's head and its index at the
+     * end are read again and again while opening): at most SAVED of them,
+     * each at most 4 x readahead_min bytes; 0 length: empty */
+    struct {
+        uint8_t *buf;
+        size_t len, cap;
+        int64_t off;
+    } saved[3];
     size_t readahead;
     int64_t last_end;
     uint64_t rng; /* jitter */
@@ -243,8 +251,50 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
 
 /* ---------------------------------------------------------------- reads */
 
+enum { SAVED = 3 };
+
+/* Keeps the current span among the saved ones (when small), evicting the
+ * oldest, and leaves the current one empty, with a buffer to fill. */
+static void save_current(http_io *h)
+{
+    if (h->cache_len == 0 || h->cache_len > 4 * h->s.readahead_min) {
+        h->cache_len = 0;
+        return;
+    }
+    free(h->saved[SAVED - 1].buf);
+    memmove(&h->saved[1], &h->saved[0], (SAVED - 1) * sizeof h->saved[0]);
+    h->saved[0].buf = h->cache;
+    h->saved[0].len = h->cache_len;
+    h->saved[0].cap = h->cache_cap;
+    h->saved[0].off = h->cache_off;
+    h->cache = NULL;
+    h->cache_cap = h->cache_len = 0;
+}
+
+/* A saved span holding `off` becomes the current one (swapped): 1, else 0. */
+static int restore_span(http_io *h, int64_t off)
+{
+    for (int i = 0; i < SAVED; i++) {
+        if (!h->saved[i].len || off < h->saved[i].off || off >= h->saved[i].off + (int64_t)h->saved[i].len) continue;
+        uint8_t *b = h->cache;
+        size_t l = h->cache_len, c = h->cache_cap;
+        int64_t o = h->cache_off;
+        h->cache = h->saved[i].buf;
+        h->cache_len = h->saved[i].len;
+        h->cache_cap = h->saved[i].cap;
+        h->cache_off = h->saved[i].off;
+        h->saved[i].buf = b;
+        h->saved[i].len = l;
+        h->saved[i].cap = c;
+        h->saved[i].off = o;
+        return 1;
+    }
+    return 0;
+}
+
 static int fill_cache(http_io *h, int64_t off, size_t want, reel_error *err)
 {
+    save_current(h);
     size_t len = want > h->readahead ? want : h->readahead;
     if (off + (int64_t)len > h->base.size) len = (size_t)(h->base.size - off);
     sink k = { h->cache, h->cache_cap, 0, -1, 0 };
@@ -270,7 +320,10 @@ static int fill_cache(http_io *h, int64_t off, size_t want, reel_error *err)
 static int http_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
 {
     http_io *h = (http_io *)io;
-    if (!(off >= h->cache_off && off + (int64_t)len <= h->cache_off + (int64_t)h->cache_len)) {
+    /* a read that starts inside the cache is served from it, short if it
+     * runs past its end (the caller reads on): fetched bytes are not fetched
+     * again, and a hinted range is not widened by the caller's buffer size */
+    if (!(off >= h->cache_off && off < h->cache_off + (int64_t)h->cache_len) && !restore_span(h, off)) {
         /* adaptive readahead: grows while reads are sequential */
         if (off == h->last_end) {
             h->readahead = h->readahead * 2 < h->s.readahead_max ? h->readahead * 2 : h->s.readahead_max;
@@ -299,8 +352,16 @@ static int http_will_read(reel__io *io, const reel__io_range *r, size_t n, reel_
         if (r[i].offset + r[i].length > hi) hi = r[i].offset + r[i].length;
     }
     if (lo >= h->cache_off && hi <= h->cache_off + (int64_t)h->cache_len) return REEL_OK;
+    if (restore_span(h, lo) && hi <= h->cache_off + (int64_t)h->cache_len) return REEL_OK;
     if (hi > h->base.size) hi = h->base.size;
-    return lo < hi ? fill_cache(h, lo, (size_t)(hi - lo), err) : REEL_OK;
+    if (lo >= hi) return REEL_OK;
+    /* exactly the hinted bytes (no readahead on top); reads past them start
+     * small again */
+    h->readahead = 0;
+    int st = fill_cache(h, lo, (size_t)(hi - lo), err);
+    h->readahead = h->s.readahead_min;
+    h->last_end = -1;
+    return st;
 }
 
 static void http_close(reel__io *io)
@@ -315,6 +376,7 @@ static void http_close(reel__io *io)
     }
     free(h->url);
     free(h->cache);
+    for (int i = 0; i < SAVED; i++) free(h->saved[i].buf);
     free(h);
 }
 

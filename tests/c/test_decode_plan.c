@@ -26,6 +26,7 @@ static void make(table *x, int match_mode)
         x->frames[i].flags = i % 8 == 0 ? REEL_FRAME_KEY : 0;
         x->frame_of_decode[i] = i;
         x->seek_from[i] = i / 8 * 8;
+        x->frames[i].pos = 1000 + 100 * i; /* packets 100 bytes apart in the file */
     }
     x->t.n = N;
     x->t.frames = x->frames;
@@ -131,4 +132,26 @@ TEST(count_mode_runs_go_on_by_the_reorder_depth_within_the_gop)
     const int64_t c[] = { 22 }; /* and at the end of the table */
     CHECK_EQ_INT(runs(&x, c, 1, 0, 5, iv), 1);
     CHECK_EQ_INT(iv[0].e, N - 1);
+}
+
+TEST(byte_ranges_cover_a_run_to_the_next_packet)
+{
+    table x;
+    make(&x, REEL_MATCH_PTS);
+    int64_t lo = 0, hi = 0;
+    CHECK_EQ_INT(reel__plan_byte_range(&x.t, 8, 10, 5000, &lo, &hi), 0);
+    CHECK_EQ_INT(lo, 1800);
+    CHECK_EQ_INT(hi, 2100); /* where packet 11 begins */
+    CHECK_EQ_INT(reel__plan_byte_range(&x.t, 16, N - 1, 5000, &lo, &hi), 0);
+    CHECK_EQ_INT(lo, 2600);
+    CHECK_EQ_INT(hi, 5000); /* the last packet runs to the end of the file */
+    /* packets out of file order: the run ends where the next packet in the
+     * file begins, wherever it sits in decode order */
+    x.frames[9].pos = 3000;
+    CHECK_EQ_INT(reel__plan_byte_range(&x.t, 8, 9, 5000, &lo, &hi), 0);
+    CHECK_EQ_INT(lo, 1800);
+    CHECK_EQ_INT(hi, 3100);
+    x.frames[9].pos = -1; /* no byte positions: no range */
+    CHECK_EQ_INT(reel__plan_byte_range(&x.t, 8, 10, 5000, &lo, &hi), -1);
+    CHECK_EQ_INT(reel__plan_byte_range(&x.t, 5, 3, 5000, &lo, &hi), -1);
 }

@@ -314,3 +314,27 @@ def test_no_secret_in_messages_metrics_or_trace(s3, tmp_path):
     assert secret not in repr(m) and keys["AWS_ACCESS_KEY_ID"] not in repr(m)
     text = (tmp_path / "trace.json").read_text()
     assert "clip one.mp4" in text and secret not in text
+
+
+def test_fetch_by_gop_reads_only_the_packets_a_clip_needs(tmp_path):
+    """An 8-frame clip from the middle of a 60 s video costs the container's
+    head and index plus one request for its GOP's packets: not the file, and
+    not the readahead's megabytes."""
+    reel._testing.write_video(str(tmp_path / "long.mp4"), width=320, height=240, frames=1500, gop=25, seed=3)
+    size = (tmp_path / "long.mp4").stat().st_size
+    want = list(range(750, 758))
+    with reel.VideoDecoder(str(tmp_path / "long.mp4")) as v:
+        local = bytes(memoryview(v.get_frames_at(want)))
+        pos = v._dec.frame_table()[2]
+    gop_bytes = pos[775] - pos[750]  # keyframes every 25 frames
+    with nginx(tmp_path) as base:
+        # whole_object_max=0: not fetched whole, as a large file would not be
+        with reel.VideoDecoder(f"{base}/long.mp4", remote={"whole_object_max": 0}) as v:
+            opened = v.remote_stats
+            got = bytes(memoryview(v.get_frames_at(want)))
+            after = v.remote_stats
+    assert got == local
+    clip_bytes = after["bytes_fetched"] - opened["bytes_fetched"]
+    assert after["requests"] - opened["requests"] == 1  # one GET for the run
+    assert 0 < clip_bytes <= gop_bytes
+    assert after["bytes_fetched"] < 0.15 * size, (after, size)
