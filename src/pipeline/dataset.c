@@ -329,3 +329,11 @@ int reel__dataset_open_store(reel_dataset **out, const char *dir, reel_error *er
     *out = ds;
     return REEL_OK;
 }
+
+int reel__dataset_is_remote(const reel_dataset *ds)
+{
+    if (ds->store) return reel__io_is_remote(ds->store->dir);
+    for (size_t i = 0; i < ds->n; i++)
+        if (reel__io_is_remote(ds->items[i].path)) return 1;
+    return 0;
+}

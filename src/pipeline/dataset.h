@@ -49,6 +49,9 @@ int reel__dataset_from_names(reel_dataset **out, const char *root, const char *n
  * 0 csv, 1 tsv/txt, 2 jsonl/ndjson/json, -1 none. */
 int reel__manifest_kind(const char *path);
 
+/* 1 when some entry (or the store) is at an http(s)/s3 URL. */
+int reel__dataset_is_remote(const reel_dataset *ds);
+
 /* Label of entry i (dataset frozen or ranks fresh). */
 int64_t reel__dataset_label(const reel_dataset *ds, size_t i);
 

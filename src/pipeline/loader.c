@@ -135,11 +135,14 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
 
 /* Fills the automatic (0) thread counts, prefetch depth, alignment and
  * trace size. Returns whether the prefetch depth was automatic. */
-static int resolve_settings(reel_loader_settings *s)
+static int resolve_settings(reel_loader_settings *s, int remote)
 {
     int cores = reel__cpu_count();
     if (s->decode_threads == 0) s->decode_threads = cores;
-    if (s->open_threads == 0) s->open_threads = cores / 4 > 1 ? cores / 4 : 1;
+    /* stage 1 over URLs waits on the network, not the CPU: a larger pool
+     * keeps requests in flight so decoding does not wait for them */
+    if (s->open_threads == 0)
+        s->open_threads = remote ? (2 * cores > 8 ? 2 * cores : 8) : cores / 4 > 1 ? cores / 4 : 1;
     if (s->collate_threads == 0) s->collate_threads = 1;
     if (s->decoder_threads == 0) s->decoder_threads = 1;
     const int auto_prefetch = s->prefetch_batches == 0;
@@ -244,7 +247,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     st = reel__geometry_check(&s.transform, &ow, &oh, err);
     if (st != REEL_OK) return st;
     if (ds->n == 0) return reel__error_set(err, REEL_E_EMPTY, "loader: the dataset is empty");
-    const int auto_prefetch = resolve_settings(&s);
+    const int auto_prefetch = resolve_settings(&s, reel__dataset_is_remote(ds));
 
     reel_loader *l = calloc(1, sizeof *l);
     if (!l) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
