@@ -29,6 +29,12 @@ int reel__http_get(const char *uri, const char *query, const reel__io_options *o
  * *names: free() each, then the array. */
 int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, size_t *count, reel_error *err);
 
+/* Parses one ListObjectsV2 answer (body, len): appends the keys under
+ * `prefix` (relative to it) to *names (*count of *cap), and sets token to the
+ * continuation token ("" on the last page). `name` is for messages. */
+int reel__s3_parse_listing(const char *body, size_t len, const char *prefix, char ***names, size_t *count, size_t *cap,
+                           char *token, size_t token_size, const char *name, reel_error *err);
+
 /* The statistics of a remote source (zeros for a local one). */
 void reel__remote_stats(const reel__io *io, reel_remote_stats *out);
 

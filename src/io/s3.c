@@ -174,11 +174,12 @@ static int next_element(const char **at, const char *end, const char *tag, char 
     char open[64], close[64];
     snprintf(open, sizeof open, "<%s>", tag);
     snprintf(close, sizeof close, "</%s>", tag);
-    const char *a = strstr(*at, open);
-    if (!a || a >= end) return -1;
+    if (*at >= end) return -1;
+    const char *a = memmem(*at, (size_t)(end - *at), open, strlen(open));
+    if (!a) return -1;
     a += strlen(open);
-    const char *b = strstr(a, close);
-    if (!b || b > end) return -1;
+    const char *b = memmem(a, (size_t)(end - a), close, strlen(close));
+    if (!b) return -1;
     size_t o = 0;
     for (const char *p = a; p < b && o + 1 < size;) {
         static const struct {
@@ -211,6 +212,46 @@ static int next_element(const char **at, const char *end, const char *tag, char 
     out[o] = '\0';
     *at = b + strlen(close);
     return 0;
+}
+
+int reel__s3_parse_listing(const char *body, size_t len, const char *prefix, char ***names, size_t *count, size_t *cap,
+                           char *token, size_t token_size, const char *name, reel_error *err)
+{
+    const size_t pl = strlen(prefix);
+    const char *at = body, *end = body + len;
+    int st = REEL_OK;
+    if (!memmem(body, len, "<ListBucketResult", 17))
+        return reel__error_set(err, REEL_E_IO, "%s: listing: not a ListObjectsV2 answer", name);
+    char key[2048];
+    const char *c = at;
+    while ((c = memmem(c, (size_t)(end - c), "<Contents>", 10)) != NULL) {
+        const char *ce = memmem(c, (size_t)(end - c), "</Contents>", 11);
+        if (!ce) break;
+        const char *k = c;
+        if (next_element(&k, ce, "Key", key, sizeof key) == 0 && !strncmp(key, prefix, pl) && key[pl]) {
+            if (*count == *cap) {
+                size_t nc = *cap ? *cap * 2 : 1024;
+                char **nv = realloc(*names, nc * sizeof *nv);
+                if (!nv) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+                *names = nv;
+                *cap = nc;
+            }
+            if (!((*names)[*count] = strdup(key + pl)))
+                return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+            (*count)++;
+        }
+        c = ce + 11;
+    }
+    char trunc[16] = "";
+    const char *t = at;
+    next_element(&t, end, "IsTruncated", trunc, sizeof trunc);
+    token[0] = '\0';
+    if (!strcmp(trunc, "true")) {
+        t = at;
+        if (next_element(&t, end, "NextContinuationToken", token, token_size) != 0 || !token[0])
+            st = reel__error_set(err, REEL_E_IO, "%s: listing: truncated without a continuation token", name);
+    }
+    return st;
 }
 
 int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, size_t *count, reel_error *err)
@@ -262,46 +303,7 @@ int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, s
             reel__error_set(err, st, "%s: listing: %s", name, e.message);
             break;
         }
-        const char *at = (const char *)body, *end = at + len;
-        if (!strstr(at, "<ListBucketResult")) {
-            st = reel__error_set(err, REEL_E_IO, "%s: listing: not a ListObjectsV2 answer", name);
-            free(body);
-            break;
-        }
-        char key[2048];
-        const char *c = at;
-        while ((c = strstr(c, "<Contents>")) != NULL && c < end) {
-            const char *ce = strstr(c, "</Contents>");
-            if (!ce) break;
-            const char *k = c;
-            if (next_element(&k, ce, "Key", key, sizeof key) == 0 && !strncmp(key, prefix, pl) && key[pl]) {
-                if (n == cap) {
-                    size_t nc = cap ? cap * 2 : 1024;
-                    char **nv = realloc(v, nc * sizeof *nv);
-                    if (!nv) {
-                        st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
-                        break;
-                    }
-                    v = nv;
-                    cap = nc;
-                }
-                if (!(v[n] = strdup(key + pl))) {
-                    st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
-                    break;
-                }
-                n++;
-            }
-            c = ce + 11;
-        }
-        char trunc[16] = "";
-        const char *t = at;
-        next_element(&t, end, "IsTruncated", trunc, sizeof trunc);
-        token[0] = '\0';
-        if (!strcmp(trunc, "true")) {
-            t = at;
-            if (next_element(&t, end, "NextContinuationToken", token, sizeof token) != 0 || !token[0])
-                st = reel__error_set(err, REEL_E_IO, "%s: listing: truncated without a continuation token", name);
-        }
+        st = reel__s3_parse_listing((const char *)body, len, prefix, &v, &n, &cap, token, sizeof token, name, err);
         free(body);
         if (st != REEL_OK || !token[0]) break;
     }
