@@ -151,15 +151,19 @@ typedef struct reel_decode_stats {
     int64_t frames_skipped;   /**< packets not decoded at all (AVDISCARD_NONREF) */
     int64_t packets_read;
     int64_t seeks;
-    int64_t corrupt_packets; /**< packets dropped under REEL_CORRUPT_SKIP */
-    int64_t key_restarts;    /**< keyframes found not to be clean starting points
+    int64_t corrupt_packets;  /**< packets dropped under REEL_CORRUPT_SKIP */
+    int64_t key_restarts;     /**< keyframes found not to be clean starting points
                                    (their GOP decoded with errors after a seek) and
                                    decoded through from an earlier one instead;
                                    remembered for the decoder's lifetime */
-    int64_t keys_probed;     /**< keyframes first decoded alone on one thread to check
+    int64_t keys_probed;      /**< keyframes first decoded alone on one thread to check
                                    them (frame-threaded decoders only, whose error flags
                                    FFmpeg does not set reliably; once per keyframe) */
-    double amplification;    /**< frames_decoded / frames_returned */
+    int64_t thread_fallbacks; /**< 1 when, in this call, a keyframe came out of the frame
+                                   threads unlike its decode alone (damage FFmpeg
+                                   concealed in silence): the decoder reopened on one
+                                   thread and decoded again; 0 otherwise */
+    double amplification;     /**< frames_decoded / frames_returned */
 } reel_decode_stats;
 
 /** An open video. Not thread-safe: one thread at a time per decoder.

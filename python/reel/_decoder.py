@@ -115,6 +115,7 @@ class DecodeStats(NamedTuple):
     corrupt_packets: int
     key_restarts: int
     keys_probed: int
+    thread_fallbacks: int
     amplification: float
 
 

@@ -861,12 +861,13 @@ static PyObject *decoder_stats(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
     const reel_decode_stats *s = &self->stats;
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d}", "frames_requested",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d}", "frames_requested",
                          (long long)s->frames_requested, "frames_returned", (long long)s->frames_returned,
                          "frames_decoded", (long long)s->frames_decoded, "frames_skipped", (long long)s->frames_skipped,
                          "packets_read", (long long)s->packets_read, "seeks", (long long)s->seeks, "corrupt_packets",
                          (long long)s->corrupt_packets, "key_restarts", (long long)s->key_restarts, "keys_probed",
-                         (long long)s->keys_probed, "amplification", s->amplification);
+                         (long long)s->keys_probed, "thread_fallbacks", (long long)s->thread_fallbacks, "amplification",
+                         s->amplification);
 }
 
 PyObject *reduce_forbidden(PyObject *self, PyObject *unused)

@@ -7,6 +7,9 @@
 #include "io/io.h"
 
 #include <stdlib.h>
+
+#include <libavutil/imgutils.h>
+#include <libavutil/pixdesc.h>
 #include <string.h>
 
 typedef reel__req req;
@@ -36,6 +39,9 @@ typedef struct run {
  * point (see reel_decoder.key_state); the plan is run again from an
  * earlier one. Never returned to the caller. */
 #define REEL__E_UNCLEAN_KEY (-1000)
+/* Internal status: under frame threads a keyframe came out unlike its decode
+ * alone (see reel_decoder.key_hash); the plan runs again single-threaded. */
+#define REEL__E_THREADS_DIVERGED (-1001)
 
 static wanted *find_wanted(const run *r, int64_t frame)
 {
@@ -156,7 +162,32 @@ static int frame_is_corrupt(const AVFrame *f)
 /* Decodes keyframe packet `pkt` alone on a single-threaded codec. Returns 1
  * if it comes out without errors, 0 if not; 1 too if no probe codec can be
  * had (decoding then goes on as without the check). */
-static int key_decodes_alone(reel_decoder *dec, const AVPacket *pkt)
+/* A hash of a decoded picture's visible bytes, plane by plane (FNV-1a over
+ * 64-bit words, then the row tail byte by byte). */
+static uint64_t picture_hash(const AVFrame *f)
+{
+    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
+    uint64_t h = 1469598103934665603ULL;
+    if (!d) return h;
+    for (int p = 0; p < 4 && f->data[p]; p++) {
+        int w = av_image_get_linesize(f->format, f->width, p);
+        int rows = (p == 1 || p == 2) ? AV_CEIL_RSHIFT(f->height, d->log2_chroma_h) : f->height;
+        if (w <= 0) continue;
+        for (int y = 0; y < rows; y++) {
+            const uint8_t *row = f->data[p] + (ptrdiff_t)y * f->linesize[p];
+            int x = 0;
+            for (; x + 8 <= w; x += 8) {
+                uint64_t v;
+                memcpy(&v, row + x, 8);
+                h = (h ^ v) * 1099511628211ULL;
+            }
+            for (; x < w; x++) h = (h ^ row[x]) * 1099511628211ULL;
+        }
+    }
+    return h ? h : 1;
+}
+
+static int key_decodes_alone(reel_decoder *dec, const AVPacket *pkt, uint64_t *hash)
 {
     int opening;
     if (!dec->probe && reel__codec_context(dec, 1, (void *)&dec->probe_log_errors, &dec->probe, &opening) < 0) return 1;
@@ -173,6 +204,7 @@ static int key_decodes_alone(reel_decoder *dec, const AVPacket *pkt)
             break;
         }
         if (frame_is_corrupt(dec->frame)) clean = 0;
+        if (!got && hash) *hash = picture_hash(dec->frame);
         got++;
         av_frame_unref(dec->frame);
     }
@@ -240,6 +272,13 @@ static int deliver(run *r, AVFrame *f)
         dec->count_next++;
     }
     if (idx < 0) return REEL_OK;
+    if (dec->key_hash && r->seek_key >= 0 && t->frames[idx].decode_order == r->seek_key && dec->key_hash[r->seek_key] &&
+        (dec->avctx->active_thread_type & FF_THREAD_FRAME) && picture_hash(f) != dec->key_hash[r->seek_key]) {
+        /* the frame threads put out the keyframe we started from unlike its
+         * decode alone: damage they concealed in silence; nothing of this
+         * run is used, and the decoder goes on single-threaded */
+        return REEL__E_THREADS_DIVERGED;
+    }
     if (r->seek_key > 0 && bad) {
         /* Errors inside the GOP we seeked into, wanted frame or not: the
          * keyframe may depend on state from before it (seen in real files:
@@ -543,7 +582,10 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
         st = send_packet(r, pkt, d);
         av_packet_unref(pkt);
         if (probe_pkt) {
-            int clean = st != REEL_OK || key_decodes_alone(dec, probe_pkt);
+            uint64_t hash = 0;
+            int clean = st != REEL_OK || key_decodes_alone(dec, probe_pkt, &hash);
+            if (clean && hash && (dec->key_hash || (dec->key_hash = calloc((size_t)t->n, sizeof *dec->key_hash))))
+                dec->key_hash[s] = hash;
             av_packet_free(&probe_pkt);
             if (!clean) {
                 abort_run(r);
@@ -603,6 +645,31 @@ static int run_plan(run *r, int retry)
     return st;
 }
 
+/* After a divergence of the frame threads: the codec reopened on one thread
+ * for the rest of this decoder's life (once; a second divergence would be a
+ * bug, reported as such). */
+static int drop_threads(run *r)
+{
+    reel_decoder *dec = r->dec;
+    abort_run(r);
+    r->seek_key = -1;
+    if (dec->threads_dropped)
+        return reel__error_set(r->err, REEL_E_INTERNAL, "%s: a keyframe decodes differently even on one thread",
+                               dec->name);
+    AVCodecContext *one = NULL;
+    int opening = 0;
+    if (reel__codec_context(dec, 1, dec, &one, &opening) < 0)
+        return reel__error_set(r->err, REEL_E_NOMEM, "%s: cannot reopen the decoder on one thread", dec->name);
+    avcodec_free_context(&dec->avctx);
+    dec->avctx = one;
+    dec->threads_dropped = 1;
+    r->st.thread_fallbacks++;
+    dec->warm = 0;
+    dec->next_decode = -1;
+    reel__log_mark(dec);
+    return REEL_OK;
+}
+
 int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
                         reel_decode_stats *stats, reel_error *err)
 {
@@ -654,7 +721,12 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, ree
     /* pass 1 starts one keyframe earlier for frames pass 0 did not produce */
     for (int pass = 0; pass < 2 && st == REEL_OK && r.st.frames_returned < (int64_t)nw; pass++) {
         st = run_plan(&r, pass);
-        while (st == REEL__E_UNCLEAN_KEY) {
+        while (st == REEL__E_THREADS_DIVERGED || st == REEL__E_UNCLEAN_KEY) {
+            if (st == REEL__E_THREADS_DIVERGED) {
+                st = drop_threads(&r);
+                if (st == REEL_OK) st = run_plan(&r, pass);
+                continue;
+            }
             /* give up on that keyframe for good, and plan what is left again;
              * each round marks another keyframe, so this ends */
             abort_run(&r);

@@ -100,6 +100,12 @@ struct reel_decoder {
 #define REEL_KEY_PROBED  1
 #define REEL_KEY_UNCLEAN 2
     uint8_t *key_state;
+    /* By decode position: a hash of the keyframe's picture as the probe
+     * decoded it alone (0: not probed). Frame threads that put out a
+     * different picture for it (FFmpeg 5.1 conceals some damage there in
+     * silence) are caught by it, and the decoder goes on single-threaded. */
+    uint64_t *key_hash;
+    int threads_dropped; /* the codec was reopened single-threaded after such a divergence */
     AVCodecContext *probe;
     reel_converter *conv; /* for get_frames */
 };

@@ -551,6 +551,7 @@ void reel_decoder_close(reel_decoder **pdec)
     av_packet_free(&dec->pkt);
     av_frame_free(&dec->frame);
     free(dec->key_state);
+    free(dec->key_hash);
     avcodec_free_context(&dec->probe);
     avcodec_free_context(&dec->avctx);
     avformat_close_input(&dec->fmt);

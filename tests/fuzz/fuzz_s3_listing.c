@@ -21,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = 0, cap = 0;
     char token[2048];
     reel_error err;
-    (void)reel__s3_parse_listing(body, size, size && data[0] & 1 ? "train/" : "", &names, &n, &cap, token,
-                                 sizeof token, "s3://fuzz/", &err);
+    (void)reel__s3_parse_listing(body, size, size && data[0] & 1 ? "train/" : "", &names, &n, &cap, token, sizeof token,
+                                 "s3://fuzz/", &err);
     for (size_t i = 0; i < n; i++) {
         if (!names[i]) abort(); /* every counted key is a string */
         free(names[i]);

@@ -27,6 +27,7 @@ class FaultProxy:
         self.cut_every = 0        # every k-th request: the body is cut in half, then the connection closed
         self.stall = False        # read requests, never answer
         self.requests = 0
+        self.bytes_out = 0        # response bytes sent to clients (headers included)
         self.faults = {"reset": 0, "503": 0, "cut": 0, "stall": 0}
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -142,6 +143,8 @@ class FaultProxy:
                     h, _, body = resp.partition(b"\r\n\r\n")
                     c.sendall(h + b"\r\n\r\n" + body[: len(body) // 2])
                     return
+                with self._lock:
+                    self.bytes_out += len(resp)
                 c.sendall(resp)
                 if b"connection: close" in resp.partition(b"\r\n\r\n")[0].lower():
                     return

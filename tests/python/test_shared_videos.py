@@ -155,3 +155,21 @@ def test_loader_over_every_video_gives_the_decoders_frames(shared_videos, np):
         m = loader.metrics()
     assert m["coverage"] == 1.0, m["failures"]
     assert seen == 2 * len(rows)
+
+
+def test_frame_threads_never_fall_back_on_sound_videos(shared_videos):
+    """The keyframe check (a keyframe out of the frame threads equals its
+    decode alone, else the decoder goes on single-threaded) never fires on
+    the shared videos, damaged-looking ones included: every codec keeps its
+    threads on sound data."""
+    rows = [r for r in manifest(shared_videos) if (shared_videos / r["file"]).exists()]
+    assert rows
+    for r in rows:
+        with reel.VideoDecoder(shared_videos / r["file"], threads=2, size=64) as d:
+            n = len(d)
+            for i in sorted({n // 3, n // 2, (2 * n) // 3, n - 1}):
+                try:
+                    d.get_frames_at([i])
+                except reel.ReelError:
+                    continue  # damage reported loudly is another test's business
+                assert d.stats.thread_fallbacks == 0, (r["file"], i, d.stats)
