@@ -159,10 +159,11 @@ typedef struct reel_decode_stats {
     int64_t keys_probed;      /**< keyframes first decoded alone on one thread to check
                                    them (frame-threaded decoders only, whose error flags
                                    FFmpeg does not set reliably; once per keyframe) */
-    int64_t thread_fallbacks; /**< 1 when, in this call, a keyframe came out of the frame
-                                   threads unlike its decode alone (damage FFmpeg
-                                   concealed in silence): the decoder reopened on one
-                                   thread and decoded again; 0 otherwise */
+    int64_t thread_fallbacks; /**< 1 when, in this call, the decoder reopened on one thread
+                                   for good: a keyframe came out of the frame threads
+                                   unlike its decode alone, or a damaged keyframe had to
+                                   be decoded through (FFmpeg's frame threads may conceal
+                                   such damage in silence); 0 otherwise */
     double amplification;     /**< frames_decoded / frames_returned */
 } reel_decode_stats;
 

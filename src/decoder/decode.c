@@ -743,6 +743,13 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, ree
             }
             ks[r.unclean] |= REEL_KEY_UNCLEAN;
             r.st.key_restarts++;
+            /* the plan now decodes through that keyframe from an earlier one;
+             * frame threads may conceal its damage in silence there, so the
+             * decoder goes on single-threaded */
+            if (!dec->threads_dropped && (dec->avctx->active_thread_type & FF_THREAD_FRAME)) {
+                st = drop_threads(&r);
+                if (st != REEL_OK) break;
+            }
             st = run_plan(&r, pass);
         }
     }
