@@ -33,7 +33,7 @@ fi
 seeds="$out/seeds"
 if [ ! -f "$seeds/.made" ]; then
     rm -rf "$seeds"
-    mkdir -p "$seeds"/{fuzz_open_memory,fuzz_sidecar,fuzz_manifest,fuzz_store_index,fuzz_s3_listing,work}
+    mkdir -p "$seeds"/{fuzz_open_memory,fuzz_sidecar,fuzz_manifest,fuzz_store_index,fuzz_remote_responses,work}
     w="$seeds/work"
     "$reel" synth "$seeds/fuzz_open_memory/h264.mp4" --size 64x48 --frames 10 --gop 4 >/dev/null 2>&1
     "$reel" synth "$seeds/fuzz_open_memory/vp9.webm" --codec vp9 --size 64x48 --frames 8 --gop 4 >/dev/null 2>&1
@@ -52,7 +52,8 @@ if [ ! -f "$seeds/.made" ]; then
     "$reel" pack "$w/ds" "$w/store" --size 32 --no-progress >/dev/null 2>&1
     cp "$w/store/store.idx" "$seeds/fuzz_store_index/store.idx"
     printf '<?xml version="1.0"?><ListBucketResult><IsTruncated>true</IsTruncated><Contents><Key>train/cat/a&amp;b.mp4</Key></Contents><Contents><Key>train/dog/&#x41;.mp4</Key></Contents><NextContinuationToken>1/abc=</NextContinuationToken></ListBucketResult>' \
-        >"$seeds/fuzz_s3_listing/page.xml"
+        >"$seeds/fuzz_remote_responses/page.xml"
+    printf 'Content-Range: bytes 0-262143/2570956\r\n' >"$seeds/fuzz_remote_responses/range.txt"
     touch "$seeds/.made"
 fi
 export REEL_FUZZ_VIDEO="$(cd "$seeds" && pwd)/work/sidecar.mp4"

@@ -91,14 +91,30 @@ static size_t on_body(char *p, size_t sz, size_t n, void *opaque)
     return b;
 }
 
+int reel__http_content_range(const char *line, size_t n, int64_t *total)
+{
+    /* "Content-Range: bytes A-B/TOTAL" (TOTAL may be '*'); the line is not
+     * NUL-terminated, so every step stays within n */
+    if (n <= 14 || strncasecmp(line, "Content-Range:", 14) != 0) return 0;
+    const char *slash = memchr(line, '/', n);
+    if (!slash) return 0;
+    int64_t v = 0;
+    size_t i = (size_t)(slash - line) + 1, digits = 0;
+    for (; i < n && line[i] >= '0' && line[i] <= '9'; i++, digits++) {
+        if (v > (INT64_MAX - 9) / 10) return 0; /* not a size */
+        v = v * 10 + (line[i] - '0');
+    }
+    if (!digits) return 0;
+    *total = v;
+    return 1;
+}
+
 static size_t on_header(char *p, size_t sz, size_t n, void *opaque)
 {
     sink *k = opaque;
     size_t b = sz * n;
-    if (b > 14 && !strncasecmp(p, "Content-Range:", 14)) {
-        const char *slash = memchr(p, '/', b);
-        if (slash && slash[1] != '*') k->total = strtoll(slash + 1, NULL, 10);
-    }
+    int64_t total;
+    if (reel__http_content_range(p, b, &total)) k->total = total;
     return b;
 }
 

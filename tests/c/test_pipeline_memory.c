@@ -135,3 +135,75 @@ TEST(rss_is_flat_over_2400_samples)
     reel_loader_destroy(&l);
     reel_dataset_destroy(&ds);
 }
+
+/* The soak of issue 10: 200 epochs of a small set with two files that always
+ * fail. Every epoch's accounting is exact (loaded + failed = planned, the
+ * failures the bad files), the failure list stays bounded while the counts
+ * cover the whole run, and RSS is flat from the 20th epoch to the 200th. */
+TEST(a_200_epoch_soak_keeps_exact_accounts_and_flat_memory)
+{
+    if (rss_now() < 0) harness_skip("no /proc/self/status");
+    enum { NV = 6, NB = 2, EPOCHS = 200 };
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_OK(reel_dataset_create(&ds, &err));
+    for (int i = 0; i < NV; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/soak%d.mp4", harness_tmpdir(), i);
+        reel_synth_params p;
+        reel_synth_default_params(&p);
+        p.path = path;
+        p.width = 48;
+        p.height = 32;
+        p.num_frames = 12;
+        p.gop = 4;
+        p.seed = (unsigned)i + 3;
+        tg_synth(&p);
+        CHECK_OK(reel_dataset_add(ds, path, i, 0, -1, &err));
+    }
+    for (int i = 0; i < NB; i++) {
+        char bad[1024];
+        snprintf(bad, sizeof bad, "%s/soak-missing%d.mp4", harness_tmpdir(), i);
+        CHECK_OK(reel_dataset_add(ds, bad, 0, 0, -1, &err));
+    }
+    reel_loader_settings s;
+    reel_loader_default_settings(&s);
+    s.sampler.frames_per_clip = 2;
+    s.transform.short_side = 32;
+    s.transform.crop_width = s.transform.crop_height = 32;
+    s.batch_size = 4;
+    s.epochs = EPOCHS;
+    s.decode_threads = 2;
+    s.failure_log_size = 50;
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    int64_t rss_early = 0, rss_late_max = 0;
+    for (int e = 0; e < EPOCHS; e++) {
+        int64_t loaded = 0, failed = 0;
+        reel_batch *b;
+        int st;
+        while ((st = reel_loader_next(l, &b, &err)) == REEL_OK && b) {
+            loaded += b->num_clips;
+            failed += b->num_failed;
+            CHECK_EQ_INT(b->num_samples, b->num_clips + b->num_failed);
+            reel_loader_release(l, b);
+        }
+        CHECK_MSG(st == REEL_OK, "epoch %d: %s", e, err.message);
+        CHECK_EQ_INT(loaded, NV);
+        CHECK_EQ_INT(failed, NB);
+        int64_t r = rss_now();
+        if (e == 19) rss_early = r;
+        if (e >= 20 && r > rss_late_max) rss_late_max = r;
+    }
+    reel_loader_metrics m;
+    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_EQ_INT(m.successes, (int64_t)NV * EPOCHS);
+    CHECK_EQ_INT(m.failures, (int64_t)NB * EPOCHS);
+    CHECK_EQ_INT(reel_loader_failures_by_cause(l, REEL_E_NOT_FOUND), (int64_t)NB * EPOCHS);
+    CHECK_EQ_INT(reel_loader_get_num_failures(l), 50); /* the most recent, bounded */
+    if (!UNDER_SANITIZER)
+        CHECK_MSG(rss_late_max <= rss_early + (8 << 20), "RSS grew from %lld (epoch 20) to %lld", (long long)rss_early,
+                  (long long)rss_late_max);
+    reel_loader_destroy(&l);
+    reel_dataset_destroy(&ds);
+}

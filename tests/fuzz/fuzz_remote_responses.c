@@ -1,6 +1,7 @@
-/* fuzz_s3_listing.c: libFuzzer target: the ListObjectsV2 answer parser
- * (keys, XML entities, truncation and continuation tokens) that an S3
- * server, or anything pretending to be one, feeds reel. */
+/* fuzz_remote_responses.c: libFuzzer target: what a server, or anything
+ * pretending to be one, feeds reel's own parsers: an S3 ListObjectsV2 answer
+ * (keys, XML entities, truncation, continuation tokens), and the same bytes
+ * as an HTTP Content-Range header line. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     reel_error err;
     (void)reel__s3_parse_listing(body, size, size && data[0] & 1 ? "train/" : "", &names, &n, &cap, token, sizeof token,
                                  "s3://fuzz/", &err);
+    int64_t total = -1;
+    if (reel__http_content_range((const char *)data, size, &total) && total < 0) abort();
     for (size_t i = 0; i < n; i++) {
         if (!names[i]) abort(); /* every counted key is a string */
         free(names[i]);
