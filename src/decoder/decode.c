@@ -466,7 +466,9 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
     AVPacket *pkt = dec->pkt;
     int landed = 1, st;
     int nonref_ok = dec->settings.skip_nonref && t->match_mode == REEL_MATCH_PTS;
-    int keep_warm = last && t->match_mode == REEL_MATCH_PTS;
+    /* not for a remote object: the packets after e would be fetched for a
+     * next call that a loader never makes; draining gives the same frames */
+    int keep_warm = last && t->match_mode == REEL_MATCH_PTS && !dec->remote;
     /* continue a warm run: it passed keyframe s and has not sent e yet */
     /* A warm run puts frames out in increasing order, so it can serve this
      * span only if it has not yet put out any frame the span still wants. */
@@ -620,10 +622,7 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
 static void prefetch_run(reel_decoder *dec, int64_t s, int64_t e)
 {
     int64_t lo, hi;
-    if (!dec->remote) return;
-    /* and the few packets after e that push reordered frames out */
-    int64_t tail = dec->reorder_depth + dec->avctx->thread_count + 2;
-    e = e + tail < dec->table.n ? e + tail : dec->table.n - 1;
+    if (!dec->remote) return; /* remote runs end at e and drain (no warm tail to fetch) */
     if (reel__plan_byte_range(&dec->table, s, e, reel__io_size(dec->remote), &lo, &hi) != 0) return;
     reel__io_range rg = { lo, hi - lo };
     reel_error ignored;
