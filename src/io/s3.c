@@ -314,6 +314,8 @@ int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, s
             st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: prefix too long", name);
             break;
         }
+        char last[sizeof token];
+        memcpy(last, token, sizeof token);
         uint8_t *body = NULL;
         size_t len = 0;
         reel_error e;
@@ -325,6 +327,11 @@ int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, s
         st = reel__s3_parse_listing((const char *)body, len, prefix, &v, &n, &cap, token, sizeof token, name, err);
         free(body);
         if (st != REEL_OK || !token[0]) break;
+        if (!strcmp(token, last)) {
+            st =
+                reel__error_set(err, REEL_E_IO, "%s: listing: the server gave the same continuation token twice", name);
+            break;
+        }
     }
     if (st == REEL_OK && token[0]) st = reel__error_set(err, REEL_E_IO, "%s: listing: more than 100000 pages", name);
     if (st != REEL_OK) {
