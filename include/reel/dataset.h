@@ -68,8 +68,17 @@ REEL_API int reel_dataset_create_from_dir(reel_dataset **out, const char *dir, c
  *  starting with '#' are skipped. Errors name the manifest and line. */
 REEL_API int reel_dataset_create_from_manifest(reel_dataset **out, const char *path, reel_error *err);
 
-/** reel_dataset_create_from_dir() if `path` is a directory, else
- *  reel_dataset_create_from_manifest(). */
+/** reel_dataset_create_from_dir() if `path` is a directory (a packed store
+ *  if it holds store.idx), else reel_dataset_create_from_manifest().
+ *  Remote paths (reel/io.h): a URL ending in a manifest extension is fetched
+ *  and parsed like a local manifest (relative entries resolve against the
+ *  URL's folder, absolute URLs are kept); else URL/store.idx opens a packed
+ *  store; else an s3://bucket/prefix/ is listed (ListObjectsV2, every page,
+ *  at most 100,000) and read as a local folder would be (same extensions,
+ *  hidden names skipped, first folder = class, sorted). An http(s) folder
+ *  without a store is REEL_E_NOT_FOUND (HTTP cannot list); a prefix without
+ *  videos REEL_E_EMPTY; a refused request REEL_E_PERMISSION. Messages name
+ *  the URL redacted, never a credential. */
 REEL_API int reel_dataset_create_from_path(reel_dataset **out, const char *path, reel_error *err);
 
 /** Frees the dataset; sets *ds to NULL. NULL is fine. */

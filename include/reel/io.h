@@ -16,8 +16,12 @@ extern "C" {
  *  credentials from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN,
  *  else the AWS_PROFILE (or default) profile of ~/.aws/credentials
  *  (AWS_SHARED_CREDENTIALS_FILE); requests are signed with SigV4 by libcurl, or
- *  anonymous without credentials. Messages show URLs with user info and query
- *  strings redacted; credentials never appear in any message. */
+ *  anonymous without credentials. An s3://bucket/prefix/ dataset is listed with
+ *  ListObjectsV2 (REEL_S3_LIST_PAGE=N asks for N keys a page, 1-1000, for
+ *  tests; default the server's 1,000). http(s) URLs are sent with spaces,
+ *  non-ASCII and other bytes no URL may hold %-encoded ('%' is kept).
+ *  Messages show URLs with user info and query strings redacted; credentials
+ *  never appear in any message. */
 typedef struct reel_remote_settings {
     double request_timeout;     /**< seconds per request; default 30 */
     double connect_timeout;     /**< seconds to connect; default 10 */

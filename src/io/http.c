@@ -200,6 +200,33 @@ static void redacted_cause(char *out, size_t size, long code, CURLcode cc)
         snprintf(out, size, "HTTP %ld", code);
 }
 
+/* A copy of an http(s) URL with the bytes no URL may hold (controls, space,
+ * non-ASCII, " < > \\ ^ ` { | }) %-encoded, as a browser sends them: a
+ * manifest's "air drumming/x.mp4" resolves to ".../air%20drumming/x.mp4".
+ * Everything else, '%' included, is kept, so an encoded URL stays as it is.
+ * NULL: out of memory. */
+static char *url_escape_illegal(const char *uri)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)uri; *p; p++)
+        n += (*p <= 0x20 || *p >= 0x7f || strchr("\"<>\\^`{|}", *p)) ? 3 : 1;
+    char *out = malloc(n + 1);
+    if (!out) return NULL;
+    char *o = out;
+    for (const unsigned char *p = (const unsigned char *)uri; *p; p++) {
+        if (*p <= 0x20 || *p >= 0x7f || strchr("\"<>\\^`{|}", *p)) {
+            static const char hex[] = "0123456789ABCDEF";
+            *o++ = '%';
+            *o++ = hex[*p >> 4];
+            *o++ = hex[*p & 15];
+        } else {
+            *o++ = (char)*p;
+        }
+    }
+    *o = '\0';
+    return out;
+}
+
 /* GETs [off, off + len) (len 0: from off to the end; off < 0: the whole
  * object, no Range) into k, with retries. The answer may be the whole
  * object (a server that ignores Range). */
@@ -248,6 +275,9 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
                                    range);
         } else if (cc == CURLE_OK && code != 429 && code < 500) {
             return reel__error_set(err, REEL_E_IO, "%s: HTTP %ld", h->base.name, code);
+        } else if (cc == CURLE_URL_MALFORMAT || cc == CURLE_UNSUPPORTED_PROTOCOL) {
+            /* no retry makes a bad URL good */
+            return reel__error_set(err, REEL_E_INVALID_ARG, "%s: %s", h->base.name, curl_easy_strerror(cc));
         } else {
             redacted_cause(why, sizeof why, code, cc);
         }
@@ -464,7 +494,7 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
     int st = REEL_OK;
     if (!strncasecmp(uri, "s3://", 5))
         st = reel__s3_resolve(uri, 0, &h->url, &h->userpwd, h->sigv4, sizeof h->sigv4, &h->headers, h->base.name, err);
-    else if (!(h->url = strdup(uri)))
+    else if (!(h->url = url_escape_illegal(uri)))
         st = reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
     if (st == REEL_OK) st = setup(h, err);
     /* the first GET learns the size; a small object comes whole */
@@ -537,7 +567,7 @@ int reel__http_get(const char *uri, const char *query, const reel__io_options *o
     if (!strncasecmp(uri, "s3://", 5))
         st = reel__s3_resolve(uri, query != NULL, &base, &h->userpwd, h->sigv4, sizeof h->sigv4, &h->headers,
                               h->base.name, err);
-    else if (!(base = strdup(uri)))
+    else if (!(base = url_escape_illegal(uri)))
         st = reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
     if (st == REEL_OK && query) {
         size_t n = strlen(base) + strlen(query) + 2;

@@ -25,8 +25,9 @@ int reel__http_get(const char *uri, const char *query, const reel__io_options *o
                    reel_error *err);
 
 /* The objects under s3://bucket/prefix/ (ListObjectsV2, every page): their
- * keys relative to the prefix, in the server's (lexicographic) order.
- * *names: free() each, then the array. */
+ * keys relative to the prefix, in the server's (lexicographic) order; at
+ * most 100,000 pages, of REEL_S3_LIST_PAGE keys (1-1000) when set, else the
+ * server's default (1,000). *names: free() each, then the array. */
 int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, size_t *count, reel_error *err);
 
 /* Parses one ListObjectsV2 answer (body, len): appends the keys under

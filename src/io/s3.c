@@ -275,12 +275,29 @@ int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, s
         prefix[pl++] = '/';
         prefix[pl] = '\0';
     }
+    /* keys per page: the server's default (1,000) unless REEL_S3_LIST_PAGE
+     * asks for fewer (for tests: several pages from a few objects) */
+    long page_keys = 0;
+    const char *pk = env("REEL_S3_LIST_PAGE");
+    if (pk) {
+        char *e;
+        page_keys = strtol(pk, &e, 10);
+        if (*e || page_keys < 1 || page_keys > 1000)
+            return reel__error_set(err, REEL_E_INVALID_ARG, "%s: REEL_S3_LIST_PAGE=\"%s\": want 1 to 1000 keys", name,
+                                   pk);
+    }
     char **v = NULL;
     size_t n = 0, cap = 0;
     char token[2048] = "";
     int st = REEL_OK;
-    /* bounded: at most this many pages (1,000 keys each by default) */
+    /* bounded: at most this many pages (1,000 keys each by default), each
+     * request by the remote settings' timeouts and retries */
     for (int page = 0; st == REEL_OK && page < 100000; page++) {
+        if (page > 0 && opt && opt->interrupt && opt->interrupt(opt->interrupt_opaque)) {
+            st = reel__error_set(err, REEL_E_CANCELLED, "%s: listing: stopped after %d pages", name, page);
+            break;
+        }
+        /* parameters in sorted order: the SigV4 canonical query wants them so */
         char query[8192] = "";
         if (token[0]) {
             strcat(query, "continuation-token=");
@@ -290,11 +307,15 @@ int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, s
             }
             strcat(query, "&");
         }
-        strcat(query, "list-type=2&prefix=");
+        strcat(query, "list-type=2&");
+        if (page_keys) snprintf(query + strlen(query), sizeof query - strlen(query), "max-keys=%ld&", page_keys);
+        strcat(query, "prefix=");
         if (put_query_value(query, sizeof query, prefix) != 0) {
             st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: prefix too long", name);
             break;
         }
+        char last[sizeof token];
+        memcpy(last, token, sizeof token);
         uint8_t *body = NULL;
         size_t len = 0;
         reel_error e;
@@ -306,6 +327,11 @@ int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, s
         st = reel__s3_parse_listing((const char *)body, len, prefix, &v, &n, &cap, token, sizeof token, name, err);
         free(body);
         if (st != REEL_OK || !token[0]) break;
+        if (!strcmp(token, last)) {
+            st =
+                reel__error_set(err, REEL_E_IO, "%s: listing: the server gave the same continuation token twice", name);
+            break;
+        }
     }
     if (st == REEL_OK && token[0]) st = reel__error_set(err, REEL_E_IO, "%s: listing: more than 100000 pages", name);
     if (st != REEL_OK) {
