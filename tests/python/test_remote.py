@@ -455,3 +455,26 @@ def test_fetch_by_gop_reads_only_the_packets_a_clip_needs(tmp_path):
     assert after["requests"] - opened["requests"] == 1  # one GET for the run
     assert 0 < clip_bytes <= gop_bytes
     assert after["bytes_fetched"] < 0.15 * size, (after, size)
+
+
+def test_shutdown_stops_a_stalled_transfer_at_once(tmp_path):
+    """The interrupt reaches a transfer that receives nothing within its 50 ms
+    poll (libcurl's own progress callback would wait about a second): closing
+    a loader whose only request is stalled, and the worker freed after a
+    per-sample time limit, both take well under half a second."""
+    import time
+    reel._testing.write_video(str(tmp_path / "v.mp4"), width=96, height=64, frames=24, gop=8)
+    with nginx(tmp_path) as base, fault_proxy(base) as proxy:
+        proxy.stall = True
+        L = reel.Loader([(f"{proxy.base}/v.mp4", 0)], frames_per_clip=2, size=32, batch_size=1, num_threads=1,
+                        epochs=1, remote=dict(request_timeout=30, max_retries=0))
+        time.sleep(0.3)  # the open request is in flight, stalled
+        t0 = time.monotonic()
+        L.close()
+        assert time.monotonic() - t0 < 0.5
+        with reel.Loader([(f"{proxy.base}/v.mp4", 0)], frames_per_clip=2, size=32, batch_size=1, num_threads=1,
+                         epochs=1, sample_time_limit=0.3, remote=dict(request_timeout=30, max_retries=0)) as L:
+            with pytest.raises(reel.ReelError):
+                list(L)
+            t0 = time.monotonic()
+        assert time.monotonic() - t0 < 0.5  # the close waits for the interrupted worker
