@@ -1,5 +1,7 @@
-/* cmd_index.c: `reel index FILE... [-o PATH] [--check]`: builds the exact
- * frame table and saves it as a sidecar index next to each video. */
+/* cmd_index.c: `reel index FILE... [-o PATH] [--check] [--cache DIR]`: builds
+ * the exact frame table and saves it as a sidecar index next to each video,
+ * or, for videos at URLs (an s3:// prefix expands to its videos), in a local
+ * index cache that later opens (REEL_INDEX_CACHE=DIR) use. */
 #include "cli.h"
 #include "util.h"
 #include "reel/reel.h"
@@ -10,15 +12,17 @@
 
 static void usage(FILE *fp)
 {
-    fprintf(fp, "usage: reel index FILE... [-o PATH] [--check]\n"
+    fprintf(fp, "usage: reel index FILE|URL|s3://BUCKET/PREFIX/... [-o PATH] [--check] [--cache DIR]\n"
                 "  writes FILE.reelidx (the exact frame table) so later opens skip the scan\n"
-                "  -o PATH   index path (one FILE only)\n"
-                "  --check   only report whether each existing index is valid (exit 1 if any is not)\n");
+                "  -o PATH      index path (one FILE only)\n"
+                "  --check      only report whether each existing index is valid (exit 1 if any is not)\n"
+                "  --cache DIR  videos at URLs: keep their indexes in DIR (an s3 prefix: every video\n"
+                "               under it); opens with REEL_INDEX_CACHE=DIR then use them\n");
 }
 
 int reel_cli_index(int argc, char **argv)
 {
-    const char *out = NULL;
+    const char *out = NULL, *cache = NULL;
     int check = 0, nfiles = 0, failed = 0;
     char **files = calloc((size_t)argc, sizeof *files);
     if (!files) return 1;
@@ -31,6 +35,8 @@ int reel_cli_index(int argc, char **argv)
             out = argv[++i];
         else if (!strcmp(argv[i], "--check"))
             check = 1;
+        else if (!strcmp(argv[i], "--cache") && i + 1 < argc)
+            cache = argv[++i];
         else if (argv[i][0] == '-' && argv[i][1]) {
             fprintf(stderr, "reel index: unknown option '%s'\n", argv[i]);
             usage(stderr);
@@ -45,12 +51,46 @@ int reel_cli_index(int argc, char **argv)
         return 2;
     }
     reel_set_ffmpeg_log_level(getenv("REEL_FFMPEG_LOG") ? atoi(getenv("REEL_FFMPEG_LOG")) : 0);
+    /* a remote folder (an s3 prefix) stands for the videos under it */
+    reel_dataset *listed[64] = { NULL };
+    int nlisted = 0;
+    char **all = NULL;
+    int nall = 0;
+    for (int i = 0; i < nfiles; i++) {
+        size_t l = strlen(files[i]);
+        if (strstr(files[i], "://") && l && files[i][l - 1] == '/' && nlisted < 64) {
+            reel_error e;
+            if (reel_dataset_create_from_path(&listed[nlisted], files[i], &e) != REEL_OK) {
+                fprintf(stderr, "reel index: %s\n", e.message);
+                failed++;
+                continue;
+            }
+            size_t n = reel_dataset_get_size(listed[nlisted]);
+            char **grown = realloc(all, (size_t)(nall + (int)n + nfiles) * sizeof *all);
+            if (!grown) break;
+            all = grown;
+            for (size_t k = 0; k < n; k++) {
+                reel_sample smp;
+                if (reel_dataset_get(listed[nlisted], k, &smp, NULL) == REEL_OK) all[nall++] = (char *)smp.path;
+            }
+            nlisted++;
+        } else {
+            char **grown = realloc(all, (size_t)(nall + nfiles + 1) * sizeof *all);
+            if (!grown) break;
+            all = grown;
+            all[nall++] = files[i];
+        }
+    }
+    free(files);
+    files = all;
+    nfiles = nall;
     for (int i = 0; i < nfiles; i++) {
         reel_decoder_settings s;
         reel_decoder_default_settings(&s);
         s.threads = 1;
         s.index_path = out;
-        s.index_mode = check ? REEL_INDEX_READ : REEL_INDEX_OFF;
+        s.index_cache_dir = cache;
+        s.index_mode = check || (cache && strstr(files[i], "://")) ? REEL_INDEX_READ : REEL_INDEX_OFF;
         reel_decoder *dec = NULL;
         reel_error err;
         reel_error_clear(&err);
@@ -62,17 +102,22 @@ int reel_cli_index(int argc, char **argv)
         const reel_video_info *in = reel_decoder_get_info(dec);
         if (check) {
             int valid = in->index_source == REEL_INDEX_FROM_SIDECAR;
-            printf("%s: index %s\n", files[i], valid ? "valid" : "missing or stale");
+            printf("%s: index %s\n", reel_decoder_get_name(dec), valid ? "valid" : "missing or stale");
             if (!valid) failed++;
         } else if (reel_decoder_save_index(dec, out, &err) != REEL_OK) {
             fprintf(stderr, "reel index: %s\n", err.message);
             failed++;
         } else {
-            printf("%s: %lld frames, %lld keyframes -> %s%s\n", files[i], (long long)in->num_frames,
-                   (long long)in->num_keyframes, out ? out : files[i], out ? "" : ".reelidx");
+            if (cache && strstr(files[i], "://"))
+                printf("%s: %lld frames, %lld keyframes -> %s/\n", reel_decoder_get_name(dec),
+                       (long long)in->num_frames, (long long)in->num_keyframes, cache); /* the URL redacted */
+            else
+                printf("%s: %lld frames, %lld keyframes -> %s%s\n", files[i], (long long)in->num_frames,
+                       (long long)in->num_keyframes, out ? out : files[i], out ? "" : ".reelidx");
         }
         reel_decoder_close(&dec);
     }
     free(files);
+    for (int i = 0; i < nlisted; i++) reel_dataset_destroy(&listed[i]);
     return failed ? 1 : 0;
 }

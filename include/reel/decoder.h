@@ -44,11 +44,17 @@ typedef struct reel_decoder_settings {
     reel_corrupt_policy corrupt_policy; /**< reel_corrupt_policy */
     reel_index_mode index_mode;         /**< reel_index_mode; default REEL_INDEX_OFF */
     const char *index_path;             /**< sidecar path; NULL: "<video path>.reelidx" */
-    int skip_nonref;                    /**< 1 (default): skip decoding of non-reference frames
+    /** Videos at http(s)/s3 URLs: their sidecars live in this local folder
+     *  (created if missing), named by a hash of the URL without its query
+     *  string, and are valid only for the object's size and ETag (or
+     *  Last-Modified); index_mode applies as for files. NULL (default): the
+     *  REEL_INDEX_CACHE environment variable, else no sidecar for URLs. */
+    const char *index_cache_dir;
+    int skip_nonref;     /**< 1 (default): skip decoding of non-reference frames
                                  that no requested frame needs, where the codec allows */
-    int force_scan;                     /**< 1: build the frame table by a packet scan even when
+    int force_scan;      /**< 1: build the frame table by a packet scan even when
                                  the container's index could be used (default 0) */
-    int check_keyframes;                /**< 1 (default): before decoding from a keyframe for the
+    int check_keyframes; /**< 1 (default): before decoding from a keyframe for the
                                  first time, a frame-threaded decoder decodes it alone
                                  on one thread to make sure it is a clean starting
                                  point (FFmpeg does not flag errors reliably under

@@ -59,6 +59,7 @@ struct reel_decoder {
     int64_t remote_pos;
     reel_error remote_err; /* the last failed read of the remote object */
     int is_file;
+    int remote_sidecar; /* a remote object whose sidecar lives in the index cache (index_path) */
     int64_t file_size;
     int64_t file_mtime_ns;
 

@@ -284,7 +284,7 @@ static int open_codec(reel_decoder *dec, reel_error *err)
 static int build_table(reel_decoder *dec, reel_error *err)
 {
     int mode = dec->settings.index_mode;
-    if (dec->is_file && mode != REEL_INDEX_OFF) {
+    if ((dec->is_file || dec->remote_sidecar) && mode != REEL_INDEX_OFF) {
         if (reel__sidecar_load(dec, dec->index_path) == REEL_OK) return REEL_OK;
     }
     int r = dec->settings.force_scan ? REEL_E_INDEX_STALE : reel__table_from_container(dec);
@@ -294,7 +294,7 @@ static int build_table(reel_decoder *dec, reel_error *err)
     }
     r = reel__table_finish(dec, err);
     if (r != REEL_OK) return r;
-    if (dec->is_file && mode == REEL_INDEX_READ_WRITE && !dec->table.damaged) {
+    if ((dec->is_file || dec->remote_sidecar) && mode == REEL_INDEX_READ_WRITE && !dec->table.damaged) {
         reel_error werr;
         /* A sidecar that cannot be written (read-only dataset) is not an
          * error for decoding: the table in memory is exact either way. */
@@ -421,11 +421,37 @@ static int open_remote(reel_decoder **out, const char *url, const reel_decoder_s
     char name[512];
     snprintf(name, sizeof name, "%s", reel__io_name(io));
     reel_decoder_settings rs = *s;
-    rs.index_mode = REEL_INDEX_OFF; /* no sidecar next to a remote object */
+    /* no sidecar next to a remote object; one in the index cache when there
+     * is a cache and the object has a version (ETag or Last-Modified) to
+     * tell a changed object from the indexed one */
+    char sidecar[4200] = "";
+    const char *cache = s->index_cache_dir ? s->index_cache_dir : getenv("REEL_INDEX_CACHE");
+    if (s->index_mode != REEL_INDEX_OFF && s->index_path && io->version) {
+        snprintf(sidecar, sizeof sidecar, "%s", s->index_path); /* the caller's own path */
+    } else if (s->index_mode != REEL_INDEX_OFF && cache && *cache && io->version) {
+        uint64_t h = 1469598103934665603ULL;
+        for (const char *p = url; *p && *p != '?' && *p != '#'; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+        if (snprintf(sidecar, sizeof sidecar, "%s/%016llx.reelidx", cache, (unsigned long long)h) >=
+            (int)sizeof sidecar)
+            sidecar[0] = '\0';
+        if (sidecar[0] && mkdir(cache, 0755) != 0 && errno != EEXIST) sidecar[0] = '\0';
+    }
+    if (!sidecar[0]) rs.index_mode = REEL_INDEX_OFF;
+    rs.index_path = NULL;
     reel_decoder *dec = alloc_decoder(name, &rs);
     if (!dec) {
         reel__io_close(&io);
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+    }
+    if (sidecar[0]) {
+        if (!(dec->index_path = strdup(sidecar))) {
+            reel__io_close(&io);
+            reel_decoder_close(&dec);
+            return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+        }
+        dec->settings.index_path = dec->index_path;
+        dec->remote_sidecar = 1;
+        dec->file_mtime_ns = (int64_t)io->version; /* the sidecar's check: size and this */
     }
     dec->remote = io;
     dec->io.opaque = dec;

@@ -118,8 +118,11 @@ int reel__sidecar_load(reel_decoder *dec, const char *path)
 int reel__sidecar_save(const reel_decoder *dec, const char *path, reel_error *err)
 {
     const reel_table *t = &dec->table;
-    if (!dec->is_file)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: sidecar indexes are for files only", dec->name);
+    if (!dec->is_file && !dec->remote_sidecar)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: sidecar indexes are for files, and for URLs with an index cache "
+                               "(REEL_INDEX_CACHE) whose server gives an ETag or Last-Modified",
+                               dec->name);
     sidecar_row *rows = malloc((size_t)(t->n ? t->n : 1) * sizeof *rows);
     if (!rows) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
     for (int64_t i = 0; i < t->n; i++) {

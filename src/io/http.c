@@ -71,8 +71,9 @@ typedef struct http_io {
 typedef struct sink {
     uint8_t *buf;
     size_t cap, len;
-    int64_t total; /* from Content-Range / Content-Length; -1 unknown */
-    int ranged;    /* the answer was 206 */
+    int64_t total;           /* from Content-Range / Content-Length; -1 unknown */
+    uint64_t etag, modified; /* hashes of the ETag and Last-Modified headers (0: none) */
+    int ranged;              /* the answer was 206 */
 } sink;
 
 static size_t on_body(char *p, size_t sz, size_t n, void *opaque)
@@ -110,12 +111,25 @@ int reel__http_content_range(const char *line, size_t n, int64_t *total)
     return 1;
 }
 
+/* FNV-1a of a header's value (from after the colon, trimmed). */
+static uint64_t header_hash(const char *p, size_t b, size_t name_len)
+{
+    size_t i = name_len, e = b;
+    while (i < e && (p[i] == ' ' || p[i] == '\t')) i++;
+    while (e > i && (p[e - 1] == '\r' || p[e - 1] == '\n' || p[e - 1] == ' ')) e--;
+    uint64_t h = 1469598103934665603ULL;
+    for (; i < e; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    return h ? h : 1;
+}
+
 static size_t on_header(char *p, size_t sz, size_t n, void *opaque)
 {
     sink *k = opaque;
     size_t b = sz * n;
     int64_t total;
     if (reel__http_content_range(p, b, &total)) k->total = total;
+    if (b > 5 && !strncasecmp(p, "ETag:", 5)) k->etag = header_hash(p, b, 5);
+    if (b > 14 && !strncasecmp(p, "Last-Modified:", 14)) k->modified = header_hash(p, b, 14);
     return b;
 }
 
@@ -379,7 +393,7 @@ static int fill_cache(http_io *h, int64_t off, size_t want, reel_error *err)
     save_current(h);
     size_t len = want > h->readahead ? want : h->readahead;
     if (off + (int64_t)len > h->base.size) len = (size_t)(h->base.size - off);
-    sink k = { h->cache, h->cache_cap, 0, -1, 0 };
+    sink k = { h->cache, h->cache_cap, 0, -1, 0, 0, 0 };
     int st = get_range(h, off, (int64_t)len, &k, err);
     h->cache = k.buf;
     h->cache_cap = k.cap;
@@ -537,9 +551,10 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
     if (st == REEL_OK) st = setup(h, err);
     /* the first GET learns the size; a small object comes whole */
     if (st == REEL_OK) {
-        sink k = { NULL, 0, 0, -1, 0 };
+        sink k = { NULL, 0, 0, -1, 0, 0, 0 };
         st = get_range(h, 0, (int64_t)h->s.readahead_min, &k, err);
         if (st == REEL_OK) {
+            h->base.version = k.etag ? k.etag : k.modified;
             h->base.size = k.ranged ? k.total : (int64_t)k.len;
             if (h->base.size < 0)
                 st =
@@ -558,7 +573,7 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
         if (st == REEL_OK && k.ranged && h->base.size > (int64_t)k.len &&
             h->base.size <= (int64_t)h->s.whole_object_max) {
             /* small: the rest in one GET, then every read is local */
-            sink r = { NULL, 0, 0, -1, 0 };
+            sink r = { NULL, 0, 0, -1, 0, 0, 0 };
             st = get_range(h, (int64_t)k.len, h->base.size - (int64_t)k.len, &r, err);
             if (st == REEL_OK && k.len + r.len == (size_t)h->base.size) {
                 uint8_t *all = realloc(h->cache, (size_t)h->base.size);
@@ -619,7 +634,7 @@ int reel__http_get(const char *uri, const char *query, const reel__io_options *o
     }
     free(base);
     if (st == REEL_OK) st = setup(h, err);
-    sink k = { NULL, 0, 0, -1, 0 };
+    sink k = { NULL, 0, 0, -1, 0, 0, 0 };
     if (st == REEL_OK) st = get_range(h, -1, 0, &k, err);
     if (st == REEL_OK) {
         uint8_t *b = realloc(k.buf, k.len + 1); /* room for the NUL */

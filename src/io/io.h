@@ -46,8 +46,10 @@ typedef struct reel__io_ops {
 /* The common head of every source; backends embed it first. */
 struct reel__io {
     const reel__io_ops *ops;
-    int64_t size;   /* object size in bytes, known after open */
-    char name[512]; /* display name for messages: the path, or the URL
+    int64_t size;     /* object size in bytes, known after open */
+    uint64_t version; /* remote: a hash of the object's ETag (or Last-Modified) from the
+                         first answer, 0 when the server gave neither */
+    char name[512];   /* display name for messages: the path, or the URL
                               with credentials and query strings redacted */
     reel__io_options opt;
 };
