@@ -167,7 +167,6 @@ def main():
                 with reel.VideoDecoder(str(p)) as d:
                     n = d.metadata.num_frames
                     pos = d._dec.frame_table()[2]
-                    keys = d.keyframes if hasattr(d, "keyframes") else None
                 start = n // 2
                 want = list(range(start, start + 8))
                 k = max(i for i in range(0, start + 1) if i % 250 == 0)
@@ -185,7 +184,6 @@ def main():
                                       reel_clip_bytes=rs["bytes_fetched"] - opened["bytes_fetched"],
                                       reel_clip_requests=rs["requests"] - opened["requests"],
                                       pyav_bytes=proxy.bytes_out - s0))
-                del keys
 
     lines = ["## Remote", "",
              f"`python3 bench/run_remote.py --videos {a.videos} --epochs {a.epochs} --threads {a.threads} "

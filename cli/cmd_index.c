@@ -20,10 +20,48 @@ static void usage(FILE *fp)
                 "               under it); opens with REEL_INDEX_CACHE=DIR then use them\n");
 }
 
+/* Indexes (or with check, checks the index of) one video: 0, or 1 after
+ * saying why on stderr. */
+static int index_one(const char *file, const char *out, const char *cache, int check)
+{
+    const int remote = strstr(file, "://") != NULL;
+    reel_decoder_settings s;
+    reel_decoder_default_settings(&s);
+    s.threads = 1;
+    s.index_path = out;
+    s.index_cache_dir = cache;
+    s.index_mode = check || (cache && remote) ? REEL_INDEX_READ : REEL_INDEX_OFF;
+    reel_decoder *dec = NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    if (reel_decoder_open(&dec, file, &s, &err) != REEL_OK) {
+        fprintf(stderr, "reel index: %s\n", err.message);
+        return 1;
+    }
+    const reel_video_info *in = reel_decoder_get_info(dec);
+    int failed = 0;
+    if (check) {
+        int valid = in->index_source == REEL_INDEX_FROM_SIDECAR;
+        printf("%s: index %s\n", reel_decoder_get_name(dec), valid ? "valid" : "missing or stale");
+        failed = !valid;
+    } else if (reel_decoder_save_index(dec, out, &err) != REEL_OK) {
+        fprintf(stderr, "reel index: %s\n", err.message);
+        failed = 1;
+    } else if (cache && remote) {
+        printf("%s: %lld frames, %lld keyframes -> %s/\n", reel_decoder_get_name(dec), /* the URL redacted */
+               (long long)in->num_frames, (long long)in->num_keyframes, cache);
+    } else {
+        printf("%s: %lld frames, %lld keyframes -> %s%s\n", file, (long long)in->num_frames,
+               (long long)in->num_keyframes, out ? out : file, out ? "" : ".reelidx");
+    }
+    reel_decoder_close(&dec);
+    return failed;
+}
+
 int reel_cli_index(int argc, char **argv)
 {
     const char *out = NULL, *cache = NULL;
-    int check = 0, nfiles = 0, failed = 0;
+    int check = 0, nfiles = 0;
     char **files = calloc((size_t)argc, sizeof *files);
     if (!files) return 1;
     for (int i = 1; i < argc; i++) {
@@ -51,73 +89,27 @@ int reel_cli_index(int argc, char **argv)
         return 2;
     }
     reel_set_ffmpeg_log_level(getenv("REEL_FFMPEG_LOG") ? atoi(getenv("REEL_FFMPEG_LOG")) : 0);
-    /* a remote folder (an s3 prefix) stands for the videos under it */
-    reel_dataset *listed[64] = { NULL };
-    int nlisted = 0;
-    char **all = NULL;
-    int nall = 0;
+    int failed = 0;
     for (int i = 0; i < nfiles; i++) {
         size_t l = strlen(files[i]);
-        if (strstr(files[i], "://") && l && files[i][l - 1] == '/' && nlisted < 64) {
-            reel_error e;
-            if (reel_dataset_create_from_path(&listed[nlisted], files[i], &e) != REEL_OK) {
-                fprintf(stderr, "reel index: %s\n", e.message);
-                failed++;
-                continue;
-            }
-            size_t n = reel_dataset_get_size(listed[nlisted]);
-            char **grown = realloc(all, (size_t)(nall + (int)n + nfiles) * sizeof *all);
-            if (!grown) break;
-            all = grown;
-            for (size_t k = 0; k < n; k++) {
-                reel_sample smp;
-                if (reel_dataset_get(listed[nlisted], k, &smp, NULL) == REEL_OK) all[nall++] = (char *)smp.path;
-            }
-            nlisted++;
-        } else {
-            char **grown = realloc(all, (size_t)(nall + nfiles + 1) * sizeof *all);
-            if (!grown) break;
-            all = grown;
-            all[nall++] = files[i];
+        if (!strstr(files[i], "://") || !l || files[i][l - 1] != '/') {
+            failed += index_one(files[i], out, cache, check);
+            continue;
         }
-    }
-    free(files);
-    files = all;
-    nfiles = nall;
-    for (int i = 0; i < nfiles; i++) {
-        reel_decoder_settings s;
-        reel_decoder_default_settings(&s);
-        s.threads = 1;
-        s.index_path = out;
-        s.index_cache_dir = cache;
-        s.index_mode = check || (cache && strstr(files[i], "://")) ? REEL_INDEX_READ : REEL_INDEX_OFF;
-        reel_decoder *dec = NULL;
-        reel_error err;
-        reel_error_clear(&err);
-        if (reel_decoder_open(&dec, files[i], &s, &err) != REEL_OK) {
-            fprintf(stderr, "reel index: %s\n", err.message);
+        /* a remote folder (an s3 prefix) stands for the videos under it */
+        reel_dataset *ds = NULL;
+        reel_error e;
+        if (reel_dataset_create_from_path(&ds, files[i], &e) != REEL_OK) {
+            fprintf(stderr, "reel index: %s\n", e.message);
             failed++;
             continue;
         }
-        const reel_video_info *in = reel_decoder_get_info(dec);
-        if (check) {
-            int valid = in->index_source == REEL_INDEX_FROM_SIDECAR;
-            printf("%s: index %s\n", reel_decoder_get_name(dec), valid ? "valid" : "missing or stale");
-            if (!valid) failed++;
-        } else if (reel_decoder_save_index(dec, out, &err) != REEL_OK) {
-            fprintf(stderr, "reel index: %s\n", err.message);
-            failed++;
-        } else {
-            if (cache && strstr(files[i], "://"))
-                printf("%s: %lld frames, %lld keyframes -> %s/\n", reel_decoder_get_name(dec),
-                       (long long)in->num_frames, (long long)in->num_keyframes, cache); /* the URL redacted */
-            else
-                printf("%s: %lld frames, %lld keyframes -> %s%s\n", files[i], (long long)in->num_frames,
-                       (long long)in->num_keyframes, out ? out : files[i], out ? "" : ".reelidx");
+        for (size_t k = 0; k < reel_dataset_get_size(ds); k++) {
+            reel_sample smp;
+            if (reel_dataset_get(ds, k, &smp, NULL) == REEL_OK) failed += index_one(smp.path, out, cache, check);
         }
-        reel_decoder_close(&dec);
+        reel_dataset_destroy(&ds);
     }
     free(files);
-    for (int i = 0; i < nlisted; i++) reel_dataset_destroy(&listed[i]);
     return failed ? 1 : 0;
 }

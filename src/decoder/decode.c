@@ -4,6 +4,7 @@
  * request position. */
 #include "decoder/decode_plan.h"
 #include "decoder/internal.h"
+#include "core/hash.h"
 #include "io/io.h"
 
 #include <stdlib.h>
@@ -159,15 +160,13 @@ static int frame_is_corrupt(const AVFrame *f)
     return (f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags;
 }
 
-/* Decodes keyframe packet `pkt` alone on a single-threaded codec. Returns 1
- * if it comes out without errors, 0 if not; 1 too if no probe codec can be
- * had (decoding then goes on as without the check). */
 /* A hash of a decoded picture's visible bytes, plane by plane (FNV-1a over
- * 64-bit words, then the row tail byte by byte). */
+ * 64-bit words, eight times fewer steps than bytewise for a keyframe, then
+ * the row tail byte by byte). */
 static uint64_t picture_hash(const AVFrame *f)
 {
     const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
-    uint64_t h = 1469598103934665603ULL;
+    uint64_t h = REEL_FNV_OFFSET;
     if (!d) return h;
     for (int p = 0; p < 4 && f->data[p]; p++) {
         int w = av_image_get_linesize(f->format, f->width, p);
@@ -179,14 +178,17 @@ static uint64_t picture_hash(const AVFrame *f)
             for (; x + 8 <= w; x += 8) {
                 uint64_t v;
                 memcpy(&v, row + x, 8);
-                h = (h ^ v) * 1099511628211ULL;
+                h = (h ^ v) * 0x100000001b3ULL;
             }
-            for (; x < w; x++) h = (h ^ row[x]) * 1099511628211ULL;
+            h = reel__fnv1a(h, row + x, (size_t)(w - x));
         }
     }
     return h ? h : 1;
 }
 
+/* Decodes keyframe packet `pkt` alone on a single-threaded codec. Returns 1
+ * if it comes out without errors, 0 if not; 1 too if no probe codec can be
+ * had (decoding then goes on as without the check). *hash: the picture's. */
 static int key_decodes_alone(reel_decoder *dec, const AVPacket *pkt, uint64_t *hash)
 {
     int opening;

@@ -2,6 +2,7 @@
  * codec selection; metadata; choosing where the frame table comes from
  * (sidecar, container index, packet scan). */
 #include "decoder/internal.h"
+#include "core/hash.h"
 #include "io/io.h"
 #include "io/remote.h"
 
@@ -429,8 +430,7 @@ static int open_remote(reel_decoder **out, const char *url, const reel_decoder_s
     if (s->index_mode != REEL_INDEX_OFF && s->index_path && io->version) {
         snprintf(sidecar, sizeof sidecar, "%s", s->index_path); /* the caller's own path */
     } else if (s->index_mode != REEL_INDEX_OFF && cache && *cache && io->version) {
-        uint64_t h = 1469598103934665603ULL;
-        for (const char *p = url; *p && *p != '?' && *p != '#'; p++) h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+        uint64_t h = reel__fnv1a(REEL_FNV_OFFSET, url, strcspn(url, "?#"));
         if (snprintf(sidecar, sizeof sidecar, "%s/%016llx.reelidx", cache, (unsigned long long)h) >=
             (int)sizeof sidecar)
             sidecar[0] = '\0';

@@ -2,6 +2,7 @@
  * large dataset costs no scan. Validated against the video's size, mtime,
  * stream and codec, and a checksum; written atomically (temp + rename). */
 #include "decoder/internal.h"
+#include "core/hash.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,15 +32,6 @@ typedef struct sidecar_row {
     int32_t flags, decode_order;
 } sidecar_row;
 
-static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
-{
-    const uint8_t *p = data;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
 
 int reel__sidecar_load(reel_decoder *dec, const char *path)
 {
@@ -64,7 +56,7 @@ int reel__sidecar_load(reel_decoder *dec, const char *path)
     if (ok) {
         rows = malloc((size_t)h.n * sizeof *rows);
         ok = rows && fread(rows, sizeof *rows, (size_t)h.n, fp) == (size_t)h.n &&
-             fnv1a(0xcbf29ce484222325ULL, rows, (size_t)h.n * sizeof *rows) == h.checksum;
+             reel__fnv1a(REEL_FNV_OFFSET, rows, (size_t)h.n * sizeof *rows) == h.checksum;
         /* nothing may follow */
         ok = ok && fgetc(fp) == EOF;
     }
@@ -146,7 +138,7 @@ int reel__sidecar_save(const reel_decoder *dec, const char *path, reel_error *er
     h.codec_id = (int32_t)dec->st->codecpar->codec_id;
     h.match_mode = t->match_mode;
     h.n = t->n;
-    h.checksum = fnv1a(0xcbf29ce484222325ULL, rows, (size_t)t->n * sizeof *rows);
+    h.checksum = reel__fnv1a(REEL_FNV_OFFSET, rows, (size_t)t->n * sizeof *rows);
 
     size_t tl = strlen(path) + 32;
     char *tmp = malloc(tl);

@@ -7,6 +7,7 @@
 #include "io/remote.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/hash.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -111,14 +112,13 @@ int reel__http_content_range(const char *line, size_t n, int64_t *total)
     return 1;
 }
 
-/* FNV-1a of a header's value (from after the colon, trimmed). */
+/* A hash of a header's value (from after the colon, trimmed); never 0. */
 static uint64_t header_hash(const char *p, size_t b, size_t name_len)
 {
     size_t i = name_len, e = b;
     while (i < e && (p[i] == ' ' || p[i] == '\t')) i++;
     while (e > i && (p[e - 1] == '\r' || p[e - 1] == '\n' || p[e - 1] == ' ')) e--;
-    uint64_t h = 1469598103934665603ULL;
-    for (; i < e; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    uint64_t h = reel__fnv1a(REEL_FNV_OFFSET, p + i, e - i);
     return h ? h : 1;
 }
 
@@ -527,7 +527,10 @@ static int setup(http_io *h, reel_error *err)
     return REEL_OK;
 }
 
-int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err)
+/* A remote source for `uri` with its settings, URL (an s3 object's signed
+ * one; with `query`, an s3 bucket's URL plus "?query") and libcurl handle,
+ * before any request: 0, or a status with *out NULL. */
+static int http_new(http_io **out, const char *uri, const char *query, const reel__io_options *opt, reel_error *err)
 {
     *out = NULL;
     http_io *h = calloc(1, sizeof *h);
@@ -543,78 +546,6 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
     h->readahead = h->s.readahead_min;
     h->rng = (uint64_t)(uintptr_t)h ^ (uint64_t)reel__clock_ns() ^ 0x9e3779b97f4a7c15ULL;
     if (!h->rng) h->rng = 1;
-    int st = REEL_OK;
-    if (!strncasecmp(uri, "s3://", 5))
-        st = reel__s3_resolve(uri, 0, &h->url, &h->userpwd, h->sigv4, sizeof h->sigv4, &h->headers, h->base.name, err);
-    else if (!(h->url = url_escape_illegal(uri)))
-        st = reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
-    if (st == REEL_OK) st = setup(h, err);
-    /* the first GET learns the size; a small object comes whole */
-    if (st == REEL_OK) {
-        sink k = { NULL, 0, 0, -1, 0, 0, 0 };
-        st = get_range(h, 0, (int64_t)h->s.readahead_min, &k, err);
-        if (st == REEL_OK) {
-            h->base.version = k.etag ? k.etag : k.modified;
-            h->base.size = k.ranged ? k.total : (int64_t)k.len;
-            if (h->base.size < 0)
-                st =
-                    reel__error_set(err, REEL_E_IO, "%s: the server gave no object size (Content-Range)", h->base.name);
-            else if (!k.ranged && h->base.size > (int64_t)h->s.whole_object_max)
-                st = reel__error_set(err, REEL_E_IO,
-                                     "%s: the server ignores Range requests and the object (%lld bytes) is larger "
-                                     "than the whole-object limit (%zu)",
-                                     h->base.name, (long long)h->base.size, h->s.whole_object_max);
-        }
-        h->cache = k.buf;
-        h->cache_cap = k.cap;
-        h->cache_off = 0;
-        h->cache_len = k.len;
-        h->last_end = (int64_t)k.len;
-        if (st == REEL_OK && k.ranged && h->base.size > (int64_t)k.len &&
-            h->base.size <= (int64_t)h->s.whole_object_max) {
-            /* small: the rest in one GET, then every read is local */
-            sink r = { NULL, 0, 0, -1, 0, 0, 0 };
-            st = get_range(h, (int64_t)k.len, h->base.size - (int64_t)k.len, &r, err);
-            if (st == REEL_OK && k.len + r.len == (size_t)h->base.size) {
-                uint8_t *all = realloc(h->cache, (size_t)h->base.size);
-                if (all) {
-                    memcpy(all + k.len, r.buf, r.len);
-                    h->cache = all;
-                    h->cache_cap = h->cache_len = (size_t)h->base.size;
-                }
-            }
-            free(r.buf);
-        }
-    }
-    if (st != REEL_OK) {
-        http_close(&h->base);
-        return st;
-    }
-    *out = &h->base;
-    return REEL_OK;
-}
-
-int reel__http_get(const char *uri, const char *query, const reel__io_options *opt, uint8_t **body, size_t *len,
-                   reel_error *err)
-{
-    *body = NULL;
-    *len = 0;
-    reel__io_options o;
-    if (!opt) {
-        reel__io_default_options(&o);
-        opt = &o;
-    }
-    http_io *h = calloc(1, sizeof *h);
-    if (!h) return reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
-    h->base.ops = &http_ops;
-    h->base.opt = *opt;
-    reel__io_redact(uri, h->base.name, sizeof h->base.name);
-    if (opt->remote)
-        h->s = *(const reel_remote_settings *)opt->remote;
-    else
-        reel_remote_default_settings(&h->s);
-    if (h->s.readahead_min == 0) reel_remote_default_settings(&h->s);
-    h->rng = (uint64_t)(uintptr_t)h ^ (uint64_t)reel__clock_ns() ^ 0x9e3779b97f4a7c15ULL;
     int st = REEL_OK;
     char *base = NULL;
     if (!strncasecmp(uri, "s3://", 5))
@@ -634,6 +565,74 @@ int reel__http_get(const char *uri, const char *query, const reel__io_options *o
     }
     free(base);
     if (st == REEL_OK) st = setup(h, err);
+    if (st != REEL_OK) {
+        http_close(&h->base);
+        return st;
+    }
+    *out = h;
+    return REEL_OK;
+}
+
+int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err)
+{
+    *out = NULL;
+    http_io *h = NULL;
+    int st = http_new(&h, uri, NULL, opt, err);
+    if (st != REEL_OK) return st;
+    /* the first GET learns the size; a small object comes whole */
+    sink k = { NULL, 0, 0, -1, 0, 0, 0 };
+    st = get_range(h, 0, (int64_t)h->s.readahead_min, &k, err);
+    if (st == REEL_OK) {
+        h->base.version = k.etag ? k.etag : k.modified;
+        h->base.size = k.ranged ? k.total : (int64_t)k.len;
+        if (h->base.size < 0)
+            st = reel__error_set(err, REEL_E_IO, "%s: the server gave no object size (Content-Range)", h->base.name);
+        else if (!k.ranged && h->base.size > (int64_t)h->s.whole_object_max)
+            st = reel__error_set(err, REEL_E_IO,
+                                 "%s: the server ignores Range requests and the object (%lld bytes) is larger "
+                                 "than the whole-object limit (%zu)",
+                                 h->base.name, (long long)h->base.size, h->s.whole_object_max);
+    }
+    h->cache = k.buf;
+    h->cache_cap = k.cap;
+    h->cache_off = 0;
+    h->cache_len = k.len;
+    h->last_end = (int64_t)k.len;
+    if (st == REEL_OK && k.ranged && h->base.size > (int64_t)k.len && h->base.size <= (int64_t)h->s.whole_object_max) {
+        /* small: the rest in one GET, then every read is local */
+        sink r = { NULL, 0, 0, -1, 0, 0, 0 };
+        st = get_range(h, (int64_t)k.len, h->base.size - (int64_t)k.len, &r, err);
+        if (st == REEL_OK && k.len + r.len == (size_t)h->base.size) {
+            uint8_t *all = realloc(h->cache, (size_t)h->base.size);
+            if (all) {
+                memcpy(all + k.len, r.buf, r.len);
+                h->cache = all;
+                h->cache_cap = h->cache_len = (size_t)h->base.size;
+            }
+        }
+        free(r.buf);
+    }
+    if (st != REEL_OK) {
+        http_close(&h->base);
+        return st;
+    }
+    *out = &h->base;
+    return REEL_OK;
+}
+
+int reel__http_get(const char *uri, const char *query, const reel__io_options *opt, uint8_t **body, size_t *len,
+                   reel_error *err)
+{
+    *body = NULL;
+    *len = 0;
+    reel__io_options o;
+    if (!opt) {
+        reel__io_default_options(&o);
+        opt = &o;
+    }
+    http_io *h = NULL;
+    int st = http_new(&h, uri, query, opt, err);
+    if (st != REEL_OK) return st;
     sink k = { NULL, 0, 0, -1, 0, 0, 0 };
     if (st == REEL_OK) st = get_range(h, -1, 0, &k, err);
     if (st == REEL_OK) {

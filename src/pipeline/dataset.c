@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline/dataset.h"
 #include "core/error.h"
+#include "core/hash.h"
 #include "store/store.h"
 #include "io/io.h"
 
@@ -46,12 +47,7 @@ size_t reel_dataset_get_size(const reel_dataset *ds)
 
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    return reel__fnv1a(REEL_FNV_OFFSET, s, strlen(s));
 }
 
 static int rehash(reel_dataset *ds, size_t size)

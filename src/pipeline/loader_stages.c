@@ -436,7 +436,6 @@ void *reel__loader_decode_main(void *arg)
         atomic_fetch_add(&sg->items, 1);
         atomic_fetch_add(&l->frames_decoded, stats.frames_decoded);
         atomic_fetch_add(&l->frames_returned, stats.frames_returned);
-        reel__loader_add_remote(l, &stats.remote);
         reel__trace_add(&l->trace, w->track, abandoned ? sg->abandoned_label : sg->name, path, t0, t1, sample);
         if (abandoned) {
             work_release(l, bb);

@@ -42,7 +42,7 @@ typedef struct reel_source_open {
 typedef struct reel_source_stats {
     int64_t frames_decoded, frames_returned;
     int64_t bytes_read;
-    reel_remote_stats remote; /* requests made for the sample (URLs only) */
+    reel_remote_stats remote; /* stage 1 (prepare): requests of objects that stay open across samples (store shards) */
 } reel_source_stats;
 
 typedef struct reel_source_ops {

@@ -151,12 +151,7 @@ TEST(a_200_epoch_soak_keeps_exact_accounts_and_flat_memory)
         char path[1024];
         snprintf(path, sizeof path, "%s/soak%d.mp4", harness_tmpdir(), i);
         reel_synth_params p;
-        reel_synth_default_params(&p);
-        p.path = path;
-        p.width = 48;
-        p.height = 32;
-        p.num_frames = 12;
-        p.gop = 4;
+        tg_params(&p, path, "h264", 48, 32, 12, 4, 2);
         p.seed = (unsigned)i + 3;
         tg_synth(&p);
         CHECK_OK(reel_dataset_add(ds, path, i, 0, -1, &err));

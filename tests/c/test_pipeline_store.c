@@ -84,10 +84,12 @@ static void settings(reel_loader_settings *ls)
     ls->decode_threads = 2;
 }
 
-/* Collects visited frames (RGB24 at their own size) by request position. */
+/* Collects visited frames by request position, converted with t (NULL:
+ * RGB24 at their own size). */
 typedef struct sink {
     uint8_t *buf;
     size_t fb;
+    const reel_transform *t;
 } sink;
 
 static int sink_fn(void *opaque, const reel_frame *f, size_t pos)
@@ -96,11 +98,38 @@ static int sink_fn(void *opaque, const reel_frame *f, size_t pos)
     reel_converter *c = NULL;
     reel_error err;
     if (reel_converter_create(&c, &err) != REEL_OK) return REEL_E_NOMEM;
-    reel_transform t;
-    reel_transform_default_settings(&t);
-    int r = reel_converter_run(c, f, &t, k->buf + pos * k->fb, k->fb, &err);
+    reel_transform def;
+    reel_transform_default_settings(&def);
+    int r = reel_converter_run(c, f, k->t ? k->t : &def, k->buf + pos * k->fb, k->fb, &err);
     reel_converter_destroy(&c);
     return r;
+}
+
+/* A store of the test set packed as `fmt` under `name`, opened with a reader
+ * and as a dataset. */
+static const char *open_packed(const char *name, reel_store_format fmt, reel_store **s, reel_store_reader **rd,
+                               reel_dataset **ds)
+{
+    const char *dir = tmp(name);
+    pack(dataset(), dir, fmt, 0);
+    CHECK_OK(reel_store_open(s, dir, NULL));
+    CHECK_OK(reel_store_reader_create(rd, *s, NULL, NULL));
+    CHECK_OK(reel_dataset_create_from_path(ds, dir, NULL));
+    return dir;
+}
+
+/* The converter transform a clip's frames got: its crop (source
+ * coordinates), flip and output size; defaults otherwise. */
+static void clip_transform(const reel_clip_info *ci, int ow, int oh, reel_transform *t)
+{
+    reel_transform_default_settings(t);
+    t->crop_x = ci->crop_x;
+    t->crop_y = ci->crop_y;
+    t->crop_w = ci->crop_w;
+    t->crop_h = ci->crop_h;
+    t->width = ow;
+    t->height = oh;
+    t->flip_horizontal = ci->flipped;
 }
 
 /* The reference for stored frame `pos` of `record`, RGB24 SW x SH. */
@@ -134,7 +163,7 @@ static void reference(reel_store *s, reel_store_reader *rd, tjhandle tj, reel_st
         CHECK(tjDecompress2(tj, bytes + off, (unsigned long)len, out, SW, SW * 3, SH, TJPF_RGB, 0) == 0);
         free(bytes);
     } else {
-        sink k = { out, fb };
+        sink k = { out, fb, NULL };
         reel_error err;
         reel_error_clear(&err);
         int st = reel_store_reader_read(rd, record, &pos, 1, sink_fn, &k, NULL, &err);
@@ -154,15 +183,11 @@ static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
 
 static void check_format(reel_store_format fmt, const char *name)
 {
-    const char *dir = tmp(name);
-    pack(dataset(), dir, fmt, 0);
     reel_store *s = NULL;
-    CHECK_OK(reel_store_open(&s, dir, NULL));
     reel_store_reader *rd = NULL;
-    CHECK_OK(reel_store_reader_create(&rd, s, NULL, NULL));
-    tjhandle tj = tjInitDecompress();
     reel_dataset *ds = NULL;
-    CHECK_OK(reel_dataset_create_from_path(&ds, dir, NULL));
+    const char *dir = open_packed(name, fmt, &s, &rd, &ds);
+    tjhandle tj = tjInitDecompress();
     CHECK_EQ_INT(reel_dataset_get_size(ds), NV);
     reel_loader_settings ls;
     settings(&ls);
@@ -254,24 +279,6 @@ TEST(loader_over_an_h264_store_equals_the_decoder_over_the_stored_record)
 
 /* ------------------------------------------------ cropped (window) decode */
 
-typedef struct xsink {
-    const reel_transform *t;
-    uint8_t *out;
-    size_t bytes;
-} xsink;
-
-static int xsink_fn(void *opaque, const reel_frame *f, size_t pos)
-{
-    (void)pos;
-    xsink *k = opaque;
-    reel_converter *c = NULL;
-    reel_error err;
-    if (reel_converter_create(&c, &err) != REEL_OK) return REEL_E_NOMEM;
-    int r = reel_converter_run(c, f, k->t, k->out, k->bytes, &err);
-    reel_converter_destroy(&c);
-    return r;
-}
-
 /* With a crop, the loader decodes a JPEG only over the crop's iMCU columns
  * and rows (raw: copies only the crop's bytes). Every delivered frame must
  * equal the whole decode (the reader, no window) put through the converter
@@ -280,14 +287,10 @@ static int xsink_fn(void *opaque, const reel_frame *f, size_t pos)
  * normalised float32. */
 static void check_window(reel_store_format fmt, const char *name, int resized)
 {
-    const char *dir = tmp(name);
-    pack(dataset(), dir, fmt, 0);
     reel_store *s = NULL;
-    CHECK_OK(reel_store_open(&s, dir, NULL));
     reel_store_reader *rd = NULL;
-    CHECK_OK(reel_store_reader_create(&rd, s, NULL, NULL));
     reel_dataset *ds = NULL;
-    CHECK_OK(reel_dataset_create_from_path(&ds, dir, NULL));
+    open_packed(name, fmt, &s, &rd, &ds);
     reel_loader_settings ls;
     settings(&ls);
     ls.transform.resize = REEL_RESIZE_SHORT_SIDE;
@@ -319,14 +322,7 @@ static void check_window(reel_store_format fmt, const char *name, int resized)
             for (int64_t c = 0; c < b->num_clips; c++) {
                 const reel_clip_info *ci = &b->clips[c];
                 reel_transform t;
-                reel_transform_default_settings(&t);
-                t.crop_x = ci->crop_x;
-                t.crop_y = ci->crop_y;
-                t.crop_w = ci->crop_w;
-                t.crop_h = ci->crop_h;
-                t.width = ow;
-                t.height = oh;
-                t.flip_horizontal = ci->flipped;
+                clip_transform(ci, ow, oh, &t);
                 t.dtype = ls.transform.dtype;
                 t.layout = REEL_LAYOUT_CHW;
                 memcpy(t.mean, ls.transform.mean, sizeof t.mean);
@@ -336,8 +332,8 @@ static void check_window(reel_store_format fmt, const char *name, int resized)
                 for (int k = 0; k < T; k++) {
                     const uint8_t *img = (const uint8_t *)b->data + ((size_t)c * T + (size_t)k) * fb;
                     int64_t idx = ci->frame_indices[k];
-                    xsink x = { &t, want, fb };
-                    CHECK_OK(reel_store_reader_read(rd, ci->sample, &idx, 1, xsink_fn, &x, NULL, NULL));
+                    sink x = { want, fb, &t };
+                    CHECK_OK(reel_store_reader_read(rd, ci->sample, &idx, 1, sink_fn, &x, NULL, NULL));
                     CHECK_MSG(memcmp(img, want, fb) == 0,
                               "%s store, %s frame %lld, crop %d,%d %dx%d%s: differs from the whole decode", name,
                               ci->path, (long long)idx, ci->crop_x, ci->crop_y, ci->crop_w, ci->crop_h,
@@ -382,14 +378,10 @@ TEST(raw_store_random_crops_copy_a_window_equal_to_the_whole_frame)
  * path ran), though close to it. */
 TEST(jpeg_store_halves_in_the_idct_when_the_crop_is_twice_the_output)
 {
-    const char *dir = tmp("jpeg-dct");
-    pack(dataset(), dir, REEL_STORE_FORMAT_JPEG, 0);
     reel_store *s = NULL;
-    CHECK_OK(reel_store_open(&s, dir, NULL));
     reel_store_reader *rd = NULL;
-    CHECK_OK(reel_store_reader_create(&rd, s, NULL, NULL));
     reel_dataset *ds = NULL;
-    CHECK_OK(reel_dataset_create_from_path(&ds, dir, NULL));
+    const char *dir = open_packed("jpeg-dct", REEL_STORE_FORMAT_JPEG, &s, &rd, &ds);
     reel_loader_settings ls;
     settings(&ls);
     enum { O = 24 };
@@ -432,14 +424,9 @@ TEST(jpeg_store_halves_in_the_idct_when_the_crop_is_twice_the_output)
                               "%s frame %lld row %d differs from libjpeg-turbo's 1/2-scaled decode", ci->path,
                               (long long)idx, y);
                 reel_transform t;
-                reel_transform_default_settings(&t);
-                t.crop_x = ci->crop_x;
-                t.crop_y = ci->crop_y;
-                t.crop_w = ci->crop_w;
-                t.crop_h = ci->crop_h;
-                t.width = t.height = O;
-                xsink x = { &t, resized, fb };
-                CHECK_OK(reel_store_reader_read(rd, ci->sample, &idx, 1, xsink_fn, &x, NULL, NULL));
+                clip_transform(ci, O, O, &t); /* center crops are never flipped here */
+                sink x = { resized, fb, &t };
+                CHECK_OK(reel_store_reader_read(rd, ci->sample, &idx, 1, sink_fn, &x, NULL, NULL));
                 differ += memcmp(img, resized, fb) != 0;
                 double p = psnr(img, resized, fb);
                 if (p < worst) worst = p;
