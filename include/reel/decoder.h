@@ -221,6 +221,15 @@ REEL_API int reel_decoder_index_at_time(const reel_decoder *dec, double seconds,
  *  default "<video>.reelidx"). */
 REEL_API int reel_decoder_save_index(const reel_decoder *dec, const char *path, reel_error *err);
 
+/** For a video at a URL: fetches now, ahead of reel_decoder_decode, the bytes
+ *  that decoding exactly `indices` will read (the packets of each decode run,
+ *  from its keyframe; runs close together in one request), so that the
+ *  decode does not wait on the network. The bytes are kept by the decoder
+ *  until the decode reads them, within the budget of its remote pool
+ *  (reel_remote_settings.pool). A local video: nothing to do, REEL_OK. A
+ *  failed fetch is returned, and the decode tries again on demand. */
+REEL_API int reel_decoder_prefetch(reel_decoder *dec, const int64_t *indices, size_t n, reel_error *err);
+
 /** Visitor called once per requested position. Frames arrive in decode
  *  order, not request order; a frame requested k times is visited k times
  *  (with its k positions). Return 0 to go on; non-zero stops the call at

@@ -35,8 +35,41 @@ typedef struct reel_remote_settings {
     const char *ca_bundle;      /**< a CA bundle file; NULL: the system's */
     const char *bearer_token;   /**< http(s): "Authorization: Bearer ..."; NULL: none */
     const char *const *headers; /**< extra "Name: value" headers, NULL-terminated; NULL: none */
-    uint8_t reserved[64];
+    /** Objects opened with the same pool share kept-alive connections, one DNS
+     *  cache and one TLS session cache, and one budget of bytes fetched ahead
+     *  (see reel_remote_pool_create). NULL: each object has its own connection
+     *  (kept alive between its requests) and no budget; a loader then makes a
+     *  pool of its own for its objects. The pool must outlive the objects. */
+    struct reel_remote_pool *pool;
+    /** The budget of the pool a loader makes for itself (pool NULL): bytes
+     *  fetched ahead of decoding, in flight or waiting, across all of its
+     *  samples; default 256 MiB. */
+    size_t max_bytes_in_flight;
+    uint8_t reserved[48];
 } reel_remote_settings;
+
+/** Connections, DNS and TLS sessions shared by remote objects, and a budget of
+ *  bytes fetched ahead. Thread-safe: objects on any number of threads may use
+ *  one pool at once. A connection serves one transfer at a time: it is lent
+ *  to a transfer and comes back to the pool when the transfer ends, so a
+ *  loader's threads keep as many connections open as they have transfers at
+ *  once, not one per object; a new connection to a host already seen
+ *  resumes its TLS session rather than making a full handshake. */
+typedef struct reel_remote_pool reel_remote_pool;
+
+/** Creates a pool whose fetch-ahead (reel_decoder_prefetch, the loader's
+ *  stage 1) holds at most max_bytes_in_flight bytes at once (0: 256 MiB); a
+ *  fetch-ahead that does not fit waits for bytes to be consumed, up to the
+ *  object's request_timeout, and is then skipped (the reads fetch on demand).
+ *  One fetch larger than the budget runs alone. */
+REEL_API int reel_remote_pool_create(reel_remote_pool **out, size_t max_bytes_in_flight, reel_error *err);
+
+/** Closes the pool's idle connections and frees it; sets *pool to NULL.
+ *  Every object using it must be closed first. NULL is fine. */
+REEL_API void reel_remote_pool_destroy(reel_remote_pool **pool);
+
+/** The most bytes the pool's fetch-ahead held at once since it was created. */
+REEL_API int64_t reel_remote_pool_get_peak_bytes(const reel_remote_pool *pool);
 
 /** Buckets of reel_remote_stats.latency: bucket i counts requests that took
  *  [2^(i/4), 2^((i+1)/4)) microseconds (four per octave, about 19% wide). */
@@ -47,6 +80,10 @@ typedef struct reel_remote_stats {
     int64_t requests, retries, failures;
     int64_t bytes_fetched;
     double request_seconds;
+    int64_t connections;        /**< new connections made (a request on a kept-alive one makes none) */
+    int64_t budget_waits;       /**< fetch-aheads that waited for the pool's bytes-in-flight budget */
+    int64_t budget_skips;       /**< fetch-aheads skipped after waiting request_timeout for it */
+    double budget_wait_seconds; /**< time those waits took */
     int64_t latency[REEL_LATENCY_BUCKETS]; /**< requests by duration (see REEL_LATENCY_BUCKETS) */
 } reel_remote_stats;
 

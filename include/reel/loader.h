@@ -283,6 +283,8 @@ typedef struct reel_loader_metrics {
                                  "network" when stage 1 waits on remote requests most of its time */
     reel_remote_stats remote; /**< requests to http(s)/s3 objects (zeros for local input) */
     double request_p50_s, request_p99_s; /**< their durations' median and 99th percentile */
+    int64_t bytes_in_flight_peak;        /**< the most bytes fetched ahead at once (see
+                                              reel_remote_settings.max_bytes_in_flight) */
 } reel_loader_metrics;
 
 /** The loader. Thread-safety: reel_loader_next, _get_state, _restore and

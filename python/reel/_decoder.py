@@ -296,8 +296,18 @@ class VideoDecoder:
     def remote_stats(self) -> Dict[str, Any]:
         """For a video at an http(s)/s3 URL, what reading it has cost since it
         was opened: requests, retries, failures, bytes_fetched,
-        request_seconds, request_p50_s, request_p99_s (zeros for a local one)."""
+        request_seconds, request_p50_s, request_p99_s, connections (made),
+        budget_waits, budget_skips, budget_wait_seconds (zeros for a local
+        one)."""
         return dict(self._dec.remote_stats())
+
+    def prefetch(self, indices: Sequence[int]) -> None:
+        """For a video at a URL, fetches now the bytes that decoding exactly
+        these frames will read (each decode run's packets, from its
+        keyframe), so that a later :meth:`get_frames` of them makes no
+        request; for example from another thread while this one computes.
+        Nothing to do for a local video."""
+        self._dec.prefetch(list(indices))
 
     def close(self) -> None:
         """Closes the video. Frames already returned stay valid."""

@@ -173,6 +173,9 @@ PyObject *reduce_forbidden(PyObject *self, PyObject *unused);
 /* reel_remote_settings from a dict of its fields (None: defaults); the
  * strings are strdup'd into *ca_bundle / *bearer_token (the caller frees). */
 int rx_remote_from_dict(PyObject *d, reel_remote_settings *s, char **ca_bundle, char **bearer_token);
+
+/* A reel_remote_stats as the dict of metrics()["remote"] and remote_stats(). */
+PyObject *rx_remote_stats_dict(const reel_remote_stats *s);
 extern PyType_Spec decoder_spec;
 /* _ext_loader.c */
 PyObject *mod_loader_defaults(PyObject *m, PyObject *u);

@@ -675,10 +675,7 @@ static PyObject *decoder_remote_stats(DecoderObject *self, PyObject *unused)
     reel_remote_stats s;
     reel_decoder_get_remote_stats(self->dec, &s);
     decoder_release(self);
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d}", "requests", (long long)s.requests, "retries",
-                         (long long)s.retries, "failures", (long long)s.failures, "bytes_fetched",
-                         (long long)s.bytes_fetched, "request_seconds", s.request_seconds, "request_p50_s",
-                         reel_remote_stats_quantile(&s, 0.5), "request_p99_s", reel_remote_stats_quantile(&s, 0.99));
+    return rx_remote_stats_dict(&s);
 }
 
 static PyObject *decoder_keyframes(DecoderObject *self, PyObject *unused)
@@ -848,6 +845,25 @@ static PyObject *decoder_get_common(DecoderObject *self, PyObject *arg, int by_t
     return (PyObject *)f;
 }
 
+static PyObject *decoder_prefetch(DecoderObject *self, PyObject *arg)
+{
+    Py_ssize_t n = 0;
+    int64_t *idx = parse_int64_seq(arg, &n, "indices must be a sequence of ints");
+    if (!idx) return NULL;
+    if (decoder_acquire(self) < 0) {
+        PyMem_Free(idx);
+        return NULL;
+    }
+    reel_error err;
+    reel_error_clear(&err);
+    int r;
+    Py_BEGIN_ALLOW_THREADS r = reel_decoder_prefetch(self->dec, idx, (size_t)n, &err);
+    Py_END_ALLOW_THREADS decoder_release(self);
+    PyMem_Free(idx);
+    if (r != REEL_OK) return raise_decoder(self, r, &err);
+    Py_RETURN_NONE;
+}
+
 static PyObject *decoder_get_frames(DecoderObject *self, PyObject *arg)
 {
     return decoder_get_common(self, arg, 0);
@@ -893,6 +909,8 @@ static PyMethodDef decoder_methods[] = {
       "index_at_time($self, seconds)\n--\n\nThe frame displayed at `seconds`." },
     { "save_index", (PyCFunction)(void (*)(void))decoder_save_index, METH_VARARGS | METH_KEYWORDS,
       "save_index($self, path=None)\n--\n\nWrites the sidecar index (default '<video>.reelidx')." },
+    { "prefetch", (PyCFunction)decoder_prefetch, METH_O,
+      "prefetch($self, indices)\n--\n\nFetches ahead the bytes that decoding indices needs (URLs)." },
     { "get_frames", (PyCFunction)decoder_get_frames, METH_O,
       "get_frames($self, indices)\n--\n\nFrames at indices, in request order." },
     { "get_frames_at_times", (PyCFunction)decoder_get_frames_at_times, METH_O,

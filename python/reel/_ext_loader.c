@@ -701,12 +701,9 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
     if (!causes || PyDict_SetItemString(d, "failures_by_cause", causes) < 0) Py_CLEAR(d);
     Py_XDECREF(causes);
     /* remote input (zeros for local files) */
-    PyObject *remote =
-        d ? Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d}", "requests", (long long)m.remote.requests, "retries",
-                          (long long)m.remote.retries, "failures", (long long)m.remote.failures, "bytes_fetched",
-                          (long long)m.remote.bytes_fetched, "request_seconds", m.remote.request_seconds,
-                          "request_p50_s", m.request_p50_s, "request_p99_s", m.request_p99_s)
-          : NULL;
+    PyObject *remote = d ? rx_remote_stats_dict(&m.remote) : NULL;
+    if (remote && dict_set(remote, "bytes_in_flight_peak", PyLong_FromLongLong(m.bytes_in_flight_peak)) < 0)
+        Py_CLEAR(remote);
     if (d && (!remote || PyDict_SetItemString(d, "remote", remote) < 0)) Py_CLEAR(d);
     Py_XDECREF(remote);
     return d;

@@ -441,6 +441,16 @@ PyMODINIT_FUNC PyInit__reel(void)
 
 /* ---------------------------------------------------------------- remote settings */
 
+PyObject *rx_remote_stats_dict(const reel_remote_stats *s)
+{
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:L,s:L,s:L,s:d}", "requests", (long long)s->requests,
+                         "retries", (long long)s->retries, "failures", (long long)s->failures, "bytes_fetched",
+                         (long long)s->bytes_fetched, "request_seconds", s->request_seconds, "request_p50_s",
+                         reel_remote_stats_quantile(s, 0.5), "request_p99_s", reel_remote_stats_quantile(s, 0.99),
+                         "connections", (long long)s->connections, "budget_waits", (long long)s->budget_waits,
+                         "budget_skips", (long long)s->budget_skips, "budget_wait_seconds", s->budget_wait_seconds);
+}
+
 int rx_remote_from_dict(PyObject *d, reel_remote_settings *s, char **ca_bundle, char **bearer_token)
 {
     reel_remote_default_settings(s);
@@ -491,6 +501,8 @@ int rx_remote_from_dict(PyObject *d, reel_remote_settings *s, char **ca_bundle, 
             s->whole_object_max = (size_t)x;
         else if (!strcmp(k, "verify_tls"))
             s->verify_tls = x != 0;
+        else if (!strcmp(k, "max_bytes_in_flight"))
+            s->max_bytes_in_flight = (size_t)x;
         else {
             PyErr_Format(PyExc_ValueError, "unknown remote setting '%s'", k);
             return -1;

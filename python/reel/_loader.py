@@ -295,10 +295,14 @@ class Loader:
     stores): ``remote={"request_timeout": s, "connect_timeout": s,
     "max_retries": n, "retry_budget": s, "readahead_min": bytes,
     "readahead_max": bytes, "whole_object_max": bytes, "verify_tls": bool,
-    "ca_bundle": path, "bearer_token": str}`` (omitted keys keep the
-    defaults: 30 s, 10 s, 5 retries, 60 s, 256 KiB, 8 MiB, 16 MiB, verify);
-    ``metrics()["remote"]`` counts requests, retries, failures, bytes and
-    request latency (p50/p99).
+    "ca_bundle": path, "bearer_token": str, "max_bytes_in_flight": bytes}``
+    (omitted keys keep the defaults: 30 s, 10 s, 5 retries, 60 s, 256 KiB,
+    8 MiB, 16 MiB, verify, 256 MiB). Stage 1 fetches each clip's packets
+    ahead of decoding, up to ``max_bytes_in_flight`` across the loader; the
+    loader's objects share kept-alive connections, DNS and TLS sessions.
+    ``metrics()["remote"]`` counts requests, retries, failures, bytes,
+    connections made, request latency (p50/p99), waits for the budget and
+    ``bytes_in_flight_peak``.
 
     Memory: ``pin_memory=True`` allocates the ring page-locked (cudaHostAlloc
     from the CUDA runtime found at run time, for asynchronous copies to a

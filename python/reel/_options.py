@@ -105,7 +105,7 @@ def fspath_or_none(p: Any) -> Optional[str]:
 REMOTE_OPTIONS: Dict[str, Any] = {
     "request_timeout": float, "connect_timeout": float, "max_retries": int, "retry_budget": float,
     "readahead_min": int, "readahead_max": int, "whole_object_max": int, "verify_tls": lambda v: int(bool(v)),
-    "ca_bundle": str, "bearer_token": str,
+    "ca_bundle": str, "bearer_token": str, "max_bytes_in_flight": int,
 }
 
 

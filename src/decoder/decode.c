@@ -631,6 +631,45 @@ static void prefetch_run(reel_decoder *dec, int64_t s, int64_t e)
     (void)reel__io_will_read(dec->remote, &rg, 1, &ignored);
 }
 
+int reel_decoder_prefetch(reel_decoder *dec, const int64_t *indices, size_t n, reel_error *err)
+{
+    if (!dec || (n && !indices)) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_prefetch: NULL argument");
+    const reel_table *t = &dec->table;
+    if (!dec->remote || n == 0) return REEL_OK;
+    reel__req *reqs = malloc(n * sizeof *reqs);
+    reel__wanted *w = malloc(n * sizeof *w);
+    reel__interval *iv = malloc(n * sizeof *iv);
+    reel__io_range *rg = malloc(n * sizeof *rg);
+    int st = REEL_OK;
+    if (!reqs || !w || !iv || !rg) st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
+    for (size_t i = 0; i < n && st == REEL_OK; i++) {
+        int64_t f = indices[i] < 0 ? indices[i] + t->n : indices[i];
+        if (f < 0 || f >= t->n)
+            st = reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: frame index %lld out of range (video has %lld frames)",
+                                 dec->name, (long long)indices[i], (long long)t->n);
+        reqs[i].frame = f;
+        reqs[i].pos = i;
+    }
+    if (st == REEL_OK) {
+        /* the runs the decode will make (pass 0), and their bytes */
+        size_t nw = reel__plan_requests(reqs, n, w);
+        size_t m = reel__plan_runs(t, dec->key_state, dec->reorder_depth, w, nw, 0, iv), k = 0;
+        for (size_t i = 0; i < m; i++) {
+            int64_t lo, hi;
+            if (reel__plan_byte_range(t, iv[i].s, iv[i].e, reel__io_size(dec->remote), &lo, &hi) != 0) continue;
+            rg[k].offset = lo;
+            rg[k].length = hi - lo;
+            k++;
+        }
+        st = reel__io_will_read(dec->remote, rg, k, err);
+    }
+    free(reqs);
+    free(w);
+    free(iv);
+    free(rg);
+    return st;
+}
+
 static int run_plan(run *r, int retry)
 {
     reel_decoder *dec = r->dec;

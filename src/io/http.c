@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "io/io.h"
 #include "io/remote.h"
+#include "io/pool.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -21,11 +22,16 @@
 #include <curl/curl.h>
 
 /* curl_global_init is process-wide and not thread-safe: done once here
- * (pthread_once), the only process-wide state of this file. */
+ * (pthread_once), the only process-wide state of src/io. */
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void reel__curl_init(void)
+{
+    pthread_once(&curl_once, curl_init_once);
 }
 
 void reel_remote_default_settings(reel_remote_settings *s)
@@ -39,13 +45,25 @@ void reel_remote_default_settings(reel_remote_settings *s)
     s->readahead_max = 8 << 20;
     s->whole_object_max = 16 << 20;
     s->verify_tls = 1;
+    s->max_bytes_in_flight = (size_t)256 << 20;
 }
+
+/* A span of the object fetched ahead (will_read) and not read yet; its bytes
+ * hold `reserved` of the pool's budget until it is read or dropped. */
+typedef struct ahead_span {
+    uint8_t *buf;
+    size_t len, cap, reserved;
+    int64_t off;
+} ahead_span;
+
+enum { AHEAD = 8 };
 
 typedef struct http_io {
     reel__io base;
     reel_remote_settings s;
+    reel_remote_pool *pool; /* s.pool: lends the multi handle of each transfer; NULL: own one */
     CURL *curl;
-    CURLM *multi; /* drives curl so the interrupt is polled every 50 ms (see perform) */
+    CURLM *multi; /* without a pool: drives curl so the interrupt is polled every 50 ms (see perform) */
     char *url;    /* the real URL (may hold credentials: never printed) */
     struct curl_slist *headers;
     char *userpwd; /* s3 "key:secret" */
@@ -61,6 +79,7 @@ typedef struct http_io {
         size_t len, cap;
         int64_t off;
     } saved[3];
+    ahead_span ahead[AHEAD]; /* fetched ahead, in the order hinted; len 0: free */
     size_t readahead;
     int64_t last_end;
     uint64_t rng; /* jitter */
@@ -174,6 +193,10 @@ void reel_remote_stats_add(reel_remote_stats *a, const reel_remote_stats *b)
     a->failures += b->failures;
     a->bytes_fetched += b->bytes_fetched;
     a->request_seconds += b->request_seconds;
+    a->connections += b->connections;
+    a->budget_waits += b->budget_waits;
+    a->budget_skips += b->budget_skips;
+    a->budget_wait_seconds += b->budget_wait_seconds;
     for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) a->latency[i] += b->latency[i];
 }
 
@@ -184,6 +207,10 @@ void reel__remote_stats_delta(reel_remote_stats *acc, const reel_remote_stats *a
     acc->failures += after->failures - before->failures;
     acc->bytes_fetched += after->bytes_fetched - before->bytes_fetched;
     acc->request_seconds += after->request_seconds - before->request_seconds;
+    acc->connections += after->connections - before->connections;
+    acc->budget_waits += after->budget_waits - before->budget_waits;
+    acc->budget_skips += after->budget_skips - before->budget_skips;
+    acc->budget_wait_seconds += after->budget_wait_seconds - before->budget_wait_seconds;
     for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) acc->latency[i] += after->latency[i] - before->latency[i];
 }
 
@@ -199,15 +226,21 @@ static double jitter(http_io *h)
  * curl_easy_perform: libcurl calls the progress callback only about once a
  * second while a server sends nothing, so an interrupt (the loader's
  * shutdown or time limit) would wait that long; here it is polled every
- * 50 ms. The multi handle keeps the connection for the next request. */
+ * 50 ms. The multi handle keeps the connection for the next request: the
+ * object's own, or one lent by the pool for this transfer (so the
+ * connection serves the next object too). */
 static CURLcode perform(http_io *h)
 {
-    if (!h->multi && !(h->multi = curl_multi_init())) return CURLE_OUT_OF_MEMORY;
-    if (curl_multi_add_handle(h->multi, h->curl) != CURLM_OK) return CURLE_FAILED_INIT;
+    CURLM *multi = h->pool ? reel__pool_take(h->pool) : h->multi ? h->multi : (h->multi = curl_multi_init());
+    if (!multi) return CURLE_OUT_OF_MEMORY;
+    if (curl_multi_add_handle(multi, h->curl) != CURLM_OK) {
+        if (h->pool) reel__pool_give(h->pool, multi);
+        return CURLE_FAILED_INIT;
+    }
     CURLcode res = CURLE_OK;
     int running = 1, done = 0;
     while (running) {
-        if (curl_multi_perform(h->multi, &running) != CURLM_OK) {
+        if (curl_multi_perform(multi, &running) != CURLM_OK) {
             res = CURLE_FAILED_INIT;
             break;
         }
@@ -217,16 +250,19 @@ static CURLcode perform(http_io *h)
             done = 1;
             break;
         }
-        if (curl_multi_poll(h->multi, NULL, 0, 50, NULL) != CURLM_OK) {
+        if (curl_multi_poll(multi, NULL, 0, 50, NULL) != CURLM_OK) {
             res = CURLE_FAILED_INIT;
             break;
         }
     }
     CURLMsg *m;
     int left;
-    while (!done && (m = curl_multi_info_read(h->multi, &left)) != NULL)
+    while (!done && (m = curl_multi_info_read(multi, &left)) != NULL)
         if (m->msg == CURLMSG_DONE && m->easy_handle == h->curl) res = m->data.result;
-    curl_multi_remove_handle(h->multi, h->curl);
+    curl_multi_remove_handle(multi, h->curl);
+    if (h->pool) reel__pool_give(h->pool, multi);
+    long made = 0;
+    if (curl_easy_getinfo(h->curl, CURLINFO_NUM_CONNECTS, &made) == CURLE_OK && made > 0) h->stats.connections += made;
     return res;
 }
 
@@ -328,6 +364,11 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
         } else if (cc == CURLE_URL_MALFORMAT || cc == CURLE_UNSUPPORTED_PROTOCOL) {
             /* no retry makes a bad URL good */
             return reel__error_set(err, REEL_E_INVALID_ARG, "%s: %s", h->base.name, curl_easy_strerror(cc));
+        } else if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE ||
+                   cc == CURLE_SSL_CERTPROBLEM) {
+            /* nor an untrusted certificate a trusted one */
+            return reel__error_set(err, REEL_E_IO, "%s: TLS: %s (a private CA: remote ca_bundle)", h->base.name,
+                                   curl_easy_strerror(cc));
         } else {
             redacted_cause(why, sizeof why, code, cc);
         }
@@ -413,13 +454,48 @@ static int fill_cache(http_io *h, int64_t off, size_t want, reel_error *err)
     return REEL_OK;
 }
 
+/* Drops a span fetched ahead, giving back its share of the budget. */
+static void ahead_drop(http_io *h, ahead_span *a)
+{
+    if (h->pool) reel__pool_release(h->pool, a->reserved);
+    free(a->buf);
+    memset(a, 0, sizeof *a);
+}
+
+/* The span fetched ahead that holds `off`, or NULL. */
+static ahead_span *ahead_find(http_io *h, int64_t off)
+{
+    for (int i = 0; i < AHEAD; i++)
+        if (h->ahead[i].len && off >= h->ahead[i].off && off < h->ahead[i].off + (int64_t)h->ahead[i].len)
+            return &h->ahead[i];
+    return NULL;
+}
+
+/* A span fetched ahead holding `off` becomes the current one: it is being
+ * read now, so its bytes no longer count as fetched ahead. 1, else 0. */
+static int take_ahead(http_io *h, int64_t off)
+{
+    ahead_span *a = ahead_find(h, off);
+    if (!a) return 0;
+    save_current(h);
+    free(h->cache);
+    h->cache = a->buf;
+    h->cache_len = a->len;
+    h->cache_cap = a->cap;
+    h->cache_off = a->off;
+    a->buf = NULL;
+    ahead_drop(h, a);
+    return 1;
+}
+
 static int http_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
 {
     http_io *h = (http_io *)io;
     /* a read that starts inside the cache is served from it, short if it
      * runs past its end (the caller reads on): fetched bytes are not fetched
      * again, and a hinted range is not widened by the caller's buffer size */
-    if (!(off >= h->cache_off && off < h->cache_off + (int64_t)h->cache_len) && !restore_span(h, off)) {
+    if (!(off >= h->cache_off && off < h->cache_off + (int64_t)h->cache_len) && !take_ahead(h, off) &&
+        !restore_span(h, off)) {
         /* adaptive readahead: grows while reads are sequential */
         if (off == h->last_end) {
             h->readahead = h->readahead * 2 < h->s.readahead_max ? h->readahead * 2 : h->s.readahead_max;
@@ -437,27 +513,73 @@ static int http_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t
     return REEL_OK;
 }
 
+/* 1 when [lo, hi) is already held: the current span, one fetched ahead, or
+ * a saved one. */
+static int held(const http_io *h, int64_t lo, int64_t hi)
+{
+    if (lo >= h->cache_off && hi <= h->cache_off + (int64_t)h->cache_len) return 1;
+    for (int i = 0; i < AHEAD; i++)
+        if (h->ahead[i].len && lo >= h->ahead[i].off && hi <= h->ahead[i].off + (int64_t)h->ahead[i].len) return 1;
+    for (int i = 0; i < SAVED; i++)
+        if (h->saved[i].len && lo >= h->saved[i].off && hi <= h->saved[i].off + (int64_t)h->saved[i].len) return 1;
+    return 0;
+}
+
+/* Fetches exactly [lo, hi) into a free span ahead (none free: nothing is
+ * fetched, the reads will), within the pool's budget. */
+static int fetch_ahead(http_io *h, int64_t lo, int64_t hi, reel_error *err)
+{
+    if (hi > h->base.size) hi = h->base.size;
+    if (lo >= hi || held(h, lo, hi)) return REEL_OK;
+    ahead_span *a = NULL;
+    for (int i = 0; i < AHEAD && !a; i++)
+        if (!h->ahead[i].len) a = &h->ahead[i];
+    if (!a) return REEL_OK;
+    const size_t want = (size_t)(hi - lo);
+    size_t reserved = 0;
+    if (h->pool) {
+        int r = reel__pool_reserve(h->pool, want, h->s.request_timeout, h->base.opt.interrupt,
+                                   h->base.opt.interrupt_opaque, &h->stats);
+        if (r == 2) return reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", h->base.name);
+        if (r == 1) return REEL_OK; /* over budget for too long: the reads fetch on demand */
+        reserved = want;
+    }
+    sink k = { NULL, 0, 0, -1, 0, 0, 0 };
+    int st = get_range(h, lo, (int64_t)want, &k, err);
+    if (st == REEL_OK && !k.ranged) /* cannot happen past open (checked there); never keep a wrong span */
+        st = reel__error_set(err, REEL_E_IO, "%s: the server ignored a Range request", h->base.name);
+    if (st != REEL_OK) {
+        free(k.buf);
+        if (h->pool) reel__pool_release(h->pool, reserved);
+        return st;
+    }
+    a->buf = k.buf;
+    a->cap = k.cap;
+    a->len = k.len;
+    a->off = lo;
+    a->reserved = reserved;
+    if (!a->len) ahead_drop(h, a);
+    return REEL_OK;
+}
+
 static int http_will_read(reel__io *io, const reel__io_range *r, size_t n, reel_error *err)
 {
-    /* one GET covering the hinted ranges when they are close together */
+    /* ranges closer than readahead_min are fetched in one GET; the rest one
+     * GET each, ahead of the reads (fetch by GOP). */
     http_io *h = (http_io *)io;
-    if (n == 0) return REEL_OK;
-    int64_t lo = r[0].offset, hi = r[0].offset + r[0].length;
-    for (size_t i = 1; i < n; i++) {
-        if (r[i].offset < lo) lo = r[i].offset;
-        if (r[i].offset + r[i].length > hi) hi = r[i].offset + r[i].length;
+    size_t i = 0;
+    while (i < n) {
+        int64_t lo = r[i].offset, hi = r[i].offset + r[i].length;
+        size_t j = i + 1;
+        while (j < n && r[j].offset >= lo && r[j].offset <= hi + (int64_t)h->s.readahead_min) {
+            if (r[j].offset + r[j].length > hi) hi = r[j].offset + r[j].length;
+            j++;
+        }
+        int st = fetch_ahead(h, lo, hi, err);
+        if (st != REEL_OK) return st;
+        i = j;
     }
-    if (lo >= h->cache_off && hi <= h->cache_off + (int64_t)h->cache_len) return REEL_OK;
-    if (restore_span(h, lo) && hi <= h->cache_off + (int64_t)h->cache_len) return REEL_OK;
-    if (hi > h->base.size) hi = h->base.size;
-    if (lo >= hi) return REEL_OK;
-    /* exactly the hinted bytes (no readahead on top); reads past them start
-     * small again */
-    h->readahead = 0;
-    int st = fill_cache(h, lo, (size_t)(hi - lo), err);
-    h->readahead = h->s.readahead_min;
-    h->last_end = -1;
-    return st;
+    return REEL_OK;
 }
 
 static void http_close(reel__io *io)
@@ -475,6 +597,7 @@ static void http_close(reel__io *io)
     free(h->url);
     free(h->cache);
     for (int i = 0; i < SAVED; i++) free(h->saved[i].buf);
+    for (int i = 0; i < AHEAD; i++) ahead_drop(h, &h->ahead[i]);
     free(h);
 }
 
@@ -490,7 +613,7 @@ void reel__remote_stats(const reel__io *io, reel_remote_stats *out)
 
 static int setup(http_io *h, reel_error *err)
 {
-    pthread_once(&curl_once, curl_init_once);
+    reel__curl_init();
     h->curl = curl_easy_init();
     if (!h->curl) return reel__error_set(err, REEL_E_NOMEM, "%s: cannot start libcurl", h->base.name);
     CURL *c = h->curl;
@@ -506,6 +629,7 @@ static int setup(http_io *h, reel_error *err)
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(h->s.request_timeout * 1000));
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->s.connect_timeout * 1000));
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (h->pool) curl_easy_setopt(c, CURLOPT_SHARE, reel__pool_share(h->pool));
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, h->s.verify_tls ? 1L : 0L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, h->s.verify_tls ? 2L : 0L);
     if (h->s.ca_bundle && *h->s.ca_bundle) curl_easy_setopt(c, CURLOPT_CAINFO, h->s.ca_bundle);
@@ -542,6 +666,7 @@ static int http_new(http_io **out, const char *uri, const char *query, const ree
         h->s = *(const reel_remote_settings *)opt->remote;
     else
         reel_remote_default_settings(&h->s);
+    h->pool = h->s.pool;
     if (h->s.readahead_min == 0) reel_remote_default_settings(&h->s);
     h->readahead = h->s.readahead_min;
     h->rng = (uint64_t)(uintptr_t)h ^ (uint64_t)reel__clock_ns() ^ 0x9e3779b97f4a7c15ULL;

@@ -252,9 +252,20 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     reel_loader *l = calloc(1, sizeof *l);
     if (!l) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
     l->s = s;
-    if (s.remote) {
+    if (s.remote)
         l->remote_settings = *s.remote;
-        l->s.remote = &l->remote_settings;
+    else
+        reel_remote_default_settings(&l->remote_settings);
+    l->s.remote = &l->remote_settings;
+    if (reel__dataset_is_remote(ds) && !l->remote_settings.pool) {
+        /* connections, DNS and TLS sessions shared by every sample, and the
+         * budget of bytes fetched ahead */
+        st = reel_remote_pool_create(&l->own_pool, l->remote_settings.max_bytes_in_flight, err);
+        if (st != REEL_OK) {
+            free(l);
+            return st;
+        }
+        l->remote_settings.pool = l->own_pool;
     }
     l->ds = ds;
     l->src = reel__source_of(ds, &l->src_ctx);
@@ -296,6 +307,7 @@ void reel_loader_destroy(reel_loader **pl)
     reel__plan_free(&l->plan);
     reel__trace_free(&l->trace);
     reel__failures_free(&l->failures_log);
+    reel_remote_pool_destroy(&l->own_pool); /* after the threads: every object is closed */
     pthread_mutex_destroy(&l->wd_mu);
     pthread_mutex_destroy(&l->remote_mu);
     pthread_cond_destroy(&l->wd_cond);
@@ -547,6 +559,7 @@ int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m)
     pthread_mutex_unlock(&l->remote_mu);
     m->request_p50_s = reel_remote_stats_quantile(&m->remote, 0.5);
     m->request_p99_s = reel_remote_stats_quantile(&m->remote, 0.99);
+    m->bytes_in_flight_peak = reel_remote_pool_get_peak_bytes(l->remote_settings.pool);
     /* The consumer is the bottleneck when it rarely waits for data. */
     double total = m->data_time_s + m->model_time_s;
     if (total > 0 && m->data_time_s < 0.1 * total)

@@ -49,6 +49,18 @@ static int video_decode(void *ctx, void *tls, void *handle, const int64_t *indic
     return r;
 }
 
+/* Stage 1, after sampling: a video at a URL fetches the packets of the
+ * clip's decode runs now, so stage 2 decodes without waiting on the
+ * network (within the loader's bytes-in-flight budget). */
+static int video_prepare(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_source_stats *st,
+                         reel_error *err)
+{
+    (void)ctx;
+    (void)tls;
+    (void)st; /* its requests reach the sample's tally when the video closes */
+    return reel_decoder_prefetch(handle, indices, n, err);
+}
+
 static void video_close(void *ctx, void *handle)
 {
     (void)ctx;
@@ -57,7 +69,7 @@ static void video_close(void *ctx, void *handle)
 }
 
 const reel_source_ops reel__source_video = {
-    "video", { "open", "decode" }, NULL, NULL, video_open, NULL, video_decode, video_close,
+    "video", { "open", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close,
 };
 
 const reel_source_ops *reel__source_of(const reel_dataset *ds, void **ctx)

@@ -11,10 +11,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import ssl
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional, Tuple
 
 
 def free_port() -> int:
@@ -25,9 +26,11 @@ def free_port() -> int:
 
 def _wait_http(url: str, timeout: float = 20.0) -> None:
     deadline = time.monotonic() + timeout
+    # the test's own self-signed certificate: only "is it up?" is asked here
+    ctx = ssl._create_unverified_context() if url.startswith("https:") else None
     while True:
         try:
-            urllib.request.urlopen(url, timeout=1.0).close()
+            urllib.request.urlopen(url, timeout=1.0, context=ctx).close()
             return
         except Exception as e:  # noqa: BLE001 - any answer short of success means "not yet"
             if getattr(e, "code", None) is not None:
@@ -44,9 +47,24 @@ def nginx_path() -> str:
     return ""
 
 
+def self_signed_cert(folder: Path) -> Tuple[Path, Path]:
+    """A certificate and key for 127.0.0.1 made with the openssl CLI (the
+    certificate is its own CA, so it is also the CA bundle to trust)."""
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out",
+                    str(cert)], check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
 @contextmanager
-def nginx(root: Path) -> Iterator[str]:
-    """Serves `root` at http://127.0.0.1:PORT (Range requests supported)."""
+def nginx(root: Path, tls: Optional[Tuple[Path, Path]] = None, log: Optional[Path] = None,
+          keepalive_requests: int = 1000) -> Iterator[str]:
+    """Serves `root` at http://127.0.0.1:PORT (Range requests supported); with
+    tls=(cert, key) at https:// instead; with `log`, each request is written
+    there as "connection-serial requests-on-it tls-session-reused status
+    bytes" (nginx's $connection, $connection_requests, $ssl_session_reused);
+    keepalive_requests: nginx closes a connection after that many requests."""
     exe = nginx_path()
     if not exe:
         raise RuntimeError("nginx is not installed (make test installs it: apt-get install -y nginx-light)")
@@ -65,17 +83,21 @@ error_log {work}/logs/error.log;
 pid {work}/nginx.pid;
 events {{ worker_connections 256; }}
 http {{
-  access_log off;
+  log_format reel '$connection $connection_requests $ssl_session_reused $status $bytes_sent';
+  {f"access_log {log} reel;" if log else "access_log off;"}
+  keepalive_requests {keepalive_requests};
   client_body_temp_path {work}/body; proxy_temp_path {work}/proxy; fastcgi_temp_path {work}/fcgi;
   uwsgi_temp_path {work}/uwsgi; scgi_temp_path {work}/scgi;
-  server {{ listen 127.0.0.1:{port}; root {root}; }}
+  server {{ listen 127.0.0.1:{port}{" ssl" if tls else ""}; root {root};
+    {f"ssl_certificate {tls[0]}; ssl_certificate_key {tls[1]}; ssl_session_cache shared:reel:1m;" if tls else ""} }}
 }}
 """)
     proc = subprocess.Popen([exe, "-c", str(conf), "-p", str(work)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     try:
-        _wait_http(f"http://127.0.0.1:{port}/")
-        yield f"http://127.0.0.1:{port}"
+        scheme = "https" if tls else "http"
+        _wait_http(f"{scheme}://127.0.0.1:{port}/")
+        yield f"{scheme}://127.0.0.1:{port}"
     finally:
         proc.terminate()
         try:

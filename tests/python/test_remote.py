@@ -520,3 +520,98 @@ def test_index_cache_for_urls(tmp_path, monkeypatch):
         with reel.VideoDecoder(url, index="read_write") as d:
             assert d.metadata.index_source != "sidecar"
         assert not (www / "v.mkv.reelidx").exists()
+
+
+def _small_videos(folder, n, width=96, height=64, frames=32):
+    folder.mkdir()
+    for i in range(n):
+        reel._testing.write_video(str(folder / f"v{i:02d}.mp4"), width=width, height=height, frames=frames, gop=8,
+                                  seed=i)
+    return [(str(folder / f"v{i:02d}.mp4"), i % 3) for i in range(n)]
+
+
+def _loader_run(items, **kw):
+    with reel.Loader(items, frames_per_clip=4, size=32, batch_size=4, seed=5, epochs=1, **kw) as L:
+        return [bytes(memoryview(b.frames)) for b in L], L.metrics()
+
+
+def test_https_verifies_by_default_and_the_loader_shares_connections_and_tls_sessions(tmp_path):
+    """Over https with the test's own certificate: refused by default (named,
+    no retries), accepted with it as ca_bundle; the loader's videos share
+    kept-alive connections (far fewer than videos, as many as transfers ran
+    at once) and a new connection resumes the TLS session. nginx's log is
+    the witness: its connection serials and $ssl_session_reused."""
+    import time
+    from servers import self_signed_cert
+    n = 12
+    local_items = _small_videos(tmp_path / "www", n)
+    local, _ = _loader_run(local_items, num_threads=2)
+    cert, key = self_signed_cert(tmp_path)
+    log = tmp_path / "access.log"
+    # nginx closes a connection after 4 requests, so that later ones are new
+    with nginx(tmp_path / "www", tls=(cert, key), log=log, keepalive_requests=4) as base:
+        t0 = time.monotonic()
+        with pytest.raises(reel.ReelError) as e:
+            reel.VideoDecoder(f"{base}/v00.mp4")
+        assert time.monotonic() - t0 < 2  # not retried
+        assert "v00.mp4" in str(e.value) and "certificate" in str(e.value).lower(), str(e.value)
+        log.write_text("")
+        items = [(f"{base}/v{i:02d}.mp4", lab) for i, (_, lab) in enumerate(local_items)]
+        got, m = _loader_run(items, num_threads=2, open_threads=3,
+                             remote=dict(SMALL_READS, ca_bundle=str(cert)))
+        time.sleep(0.2)  # nginx writes its log line after the answer
+        rows = [line.split() for line in log.read_text().splitlines() if line.strip()]
+    assert got == local
+    r = m["remote"]
+    assert r["requests"] == len(rows) and r["requests"] >= 2 * n  # open + the clip's fetch ahead
+    serials = {row[0] for row in rows}
+    assert r["connections"] == len(serials)
+    # kept alive across videos: a connection per transfer at once (3 open + 2
+    # decode threads), and one more each time nginx closed one after 4 requests
+    assert len(serials) <= 5 + len(rows) // 4 < len(rows)
+    assert max(int(row[1]) for row in rows) == 4
+    firsts = [row for row in rows if row[1] == "1"]  # each connection's first request: its handshake
+    assert len(firsts) == len(serials)
+    assert sum(row[2] == "r" for row in firsts) >= len(firsts) - 5, rows  # later handshakes resumed a session
+
+
+def test_prefetch_fetches_a_clip_ahead_so_decoding_makes_no_request(tmp_path):
+    reel._testing.write_video(str(tmp_path / "long.mp4"), width=160, height=120, frames=600, gop=25, seed=4)
+    want = [300, 302, 310, 451]  # two GOPs far apart: two runs, two requests
+    with reel.VideoDecoder(str(tmp_path / "long.mp4")) as v:
+        local = bytes(memoryview(v.get_frames_at(want)))
+        v.prefetch(want)  # local: nothing to do
+    with nginx(tmp_path) as base:
+        # small reads: the two runs are further apart than readahead_min
+        with reel.VideoDecoder(f"{base}/long.mp4", remote=SMALL_READS) as v:
+            a = v.remote_stats
+            v.prefetch(want)
+            b = v.remote_stats
+            got = bytes(memoryview(v.get_frames_at(want)))
+            c = v.remote_stats
+            with pytest.raises(IndexError):
+                v.prefetch([10**6])
+    assert got == local
+    assert b["requests"] - a["requests"] == 2
+    assert c["requests"] == b["requests"] and c["bytes_fetched"] == b["bytes_fetched"]
+
+
+def test_bytes_in_flight_budget_bounds_the_fetch_ahead(tmp_path):
+    """Stage 1 fetches each clip's packets ahead of decoding; with a budget of
+    1 byte each fetch-ahead runs alone (the others wait, counted), so the
+    peak is one clip's bytes; the default budget lets them overlap. Batches
+    are the same either way."""
+    n = 12
+    local_items = _small_videos(tmp_path / "www", n, width=320, height=240, frames=96)
+    local, _ = _loader_run(local_items, num_threads=1)
+    biggest = max(os.path.getsize(p) for p, _ in local_items)
+    with nginx(tmp_path / "www") as base, fault_proxy(base) as proxy:
+        proxy.latency = 0.03  # so that the fetches of 6 open threads overlap
+        items = [(f"{proxy.base}/v{i:02d}.mp4", lab) for i, (_, lab) in enumerate(local_items)]
+        tight, mt = _loader_run(items, num_threads=1, open_threads=6, remote=dict(SMALL_READS, max_bytes_in_flight=1))
+        loose, ml = _loader_run(items, num_threads=1, open_threads=6, remote=SMALL_READS)
+    assert tight == local and loose == local
+    rt, rl = mt["remote"], ml["remote"]
+    assert 0 < rt["bytes_in_flight_peak"] <= biggest
+    assert rt["budget_waits"] > 0 and rt["budget_wait_seconds"] > 0 and rt["budget_skips"] == 0
+    assert rl["budget_waits"] == 0 and rl["bytes_in_flight_peak"] > rt["bytes_in_flight_peak"]
