@@ -195,19 +195,22 @@ def main():
              "fsspec + PyAV: fsspec's HTTP file (default block cache) opened by PyAV, seek, decode 8 frames, "
              f"reformat to 224x224 RGB, {a.threads} threads.", "",
              "| source | latency ms | frames/s | x local | bytes fetched / file bytes | requests per video | "
-             "request p50 / p99 ms |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "connections | request p50 / p99 ms |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         rem = r.get("remote") or {}
         fetched = rem.get("bytes_fetched")
         ratio = f"{fetched / (file_bytes * a.epochs):.2f}" if fetched else ""
         reqs = f"{rem['requests'] / (a.videos * a.epochs):.1f}" if rem.get("requests") else ""
         lat = f"{rem['request_p50_s'] * 1e3:.1f} / {rem['request_p99_s'] * 1e3:.1f}" if rem.get("request_p50_s") else ""
+        conns = str(rem["connections"]) if rem.get("connections") else ""
         lines.append(f"| {r['source']} | {r['latency'] if r['latency'] == '' else int(r['latency'])} | "
-                     f"{r['fps']:.0f} | {r['fps'] / local['fps']:.2f} | {ratio} | {reqs} | {lat} |")
+                     f"{r['fps']:.0f} | {r['fps'] / local['fps']:.2f} | {ratio} | {reqs} | {conns} | {lat} |")
     lines += ["", "x local: against the faster of the two local runs. Bytes fetched / file bytes: 1.00 here because "
               "these videos (about 0.4 MB) are under the whole-object limit (16 MiB) and come in one or two "
-              "requests; readahead waste shows on the long videos below.", "",
+              "requests; readahead waste shows on the long videos below. Connections: the TCP connections "
+              "reel made (the proxy closes each after one answer, so here one per request; against nginx "
+              "directly the loader's pool keeps them alive across videos: see tests/python/test_remote.py).", "",
               f"Long videos: 1280x720, {a.long_seconds} s, GOP 250; one 8-frame clip from the middle of each, "
               "by URL with no added latency. Packet bytes: the clip's GOP from its keyframe to the clip's last "
               "frame. reel: open = the container's head and index (moov) and the packets FFmpeg probes; the clip "

@@ -1,0 +1,297 @@
+/* test_remote_faults.c: the loader over videos at URLs through a
+ * fault-injecting proxy (latency, connection resets, 503 bursts, bodies cut
+ * short, a server that stops answering), in C so that the sanitizer trees
+ * (ASan+UBSan, TSan) run the remote paths under faults too. The servers
+ * (nginx and tests/python/faultproxy.py) come from tests/python/serve_faults.py,
+ * started on 127.0.0.1 by the test and stopped when it ends. */
+#define _GNU_SOURCE
+#include "harness.h"
+#include "testgen.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define NVID 6
+
+static char g_paths[NVID][1024];
+static int g_made;
+
+static void make_videos(void)
+{
+    if (g_made) return;
+    for (int i = 0; i < NVID; i++) {
+        snprintf(g_paths[i], sizeof g_paths[i], "%s/v%02d.mp4", harness_tmpdir(), i);
+        reel_synth_params p;
+        reel_synth_default_params(&p);
+        p.path = g_paths[i];
+        p.width = 160;
+        p.height = 120;
+        p.num_frames = 40 + 5 * i;
+        p.gop = 10;
+        p.seed = (unsigned)i + 7;
+        tg_synth(&p);
+    }
+    g_made = 1;
+}
+
+/* ------------------------------------------------------------ the servers */
+
+typedef struct servers {
+    pid_t pid;
+    int to_fd, from_fd; /* the helper's stdin and stdout */
+    char base[256];
+} servers;
+
+/* One line from the helper within `secs`, into buf (no newline): 0, or -1. */
+static int read_line(servers *s, char *buf, size_t size, double secs)
+{
+    size_t n = 0;
+    const int64_t end = (int64_t)(secs * 1000);
+    int64_t waited = 0;
+    while (n + 1 < size) {
+        struct pollfd pf = { s->from_fd, POLLIN, 0 };
+        int r = poll(&pf, 1, 100);
+        if (r == 0) {
+            if ((waited += 100) >= end) return -1;
+            continue;
+        }
+        if (r < 0) return -1;
+        char c;
+        if (read(s->from_fd, &c, 1) != 1) return -1;
+        if (c == '\n') break;
+        buf[n++] = c;
+    }
+    buf[n] = '\0';
+    return 0;
+}
+
+static void servers_stop(servers *s)
+{
+    if (s->to_fd >= 0) close(s->to_fd); /* the helper stops at the end of its stdin */
+    if (s->from_fd >= 0) close(s->from_fd);
+    s->to_fd = s->from_fd = -1;
+    if (s->pid > 0) {
+        int status;
+        for (int i = 0; i < 100 && waitpid(s->pid, &status, WNOHANG) == 0; i++) usleep(50000);
+        if (waitpid(s->pid, &status, WNOHANG) == 0) {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, &status, 0);
+        }
+    }
+    s->pid = 0;
+}
+
+/* Starts nginx over the test's folder and the proxy in front of it; skips
+ * when python3 or nginx is missing (make test installs both). */
+static void servers_start(servers *s)
+{
+    memset(s, 0, sizeof *s);
+    s->to_fd = s->from_fd = -1;
+    if (system("command -v python3 >/dev/null 2>&1 && { command -v nginx || test -x /usr/sbin/nginx; } "
+               ">/dev/null 2>&1") != 0)
+        harness_skip_needed("python3 and nginx are needed (make test installs nginx)");
+    int in[2], out[2];
+    CHECK(pipe(in) == 0 && pipe(out) == 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addclose(&fa, in[1]);
+    posix_spawn_file_actions_addclose(&fa, out[0]);
+    char script[1200];
+    snprintf(script, sizeof script, "%s/tests/python/serve_faults.py", REEL_SOURCE_DIR);
+    char *argv[] = { "python3", script, (char *)harness_tmpdir(), NULL };
+    int r = posix_spawnp(&s->pid, "python3", &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(in[0]);
+    close(out[1]);
+    s->to_fd = in[1];
+    s->from_fd = out[0];
+    CHECK_MSG(r == 0, "cannot start %s", script);
+    char line[512];
+    if (read_line(s, line, sizeof line, 60) != 0 || strncmp(line, "READY ", 6) != 0) {
+        servers_stop(s);
+        CHECK_MSG(0, "the servers did not start: '%s'", line);
+    }
+    snprintf(s->base, sizeof s->base, "%.200s", line + 6);
+}
+
+/* Sends one command and checks its "ok"; the answer goes to reply. */
+static void ctl(servers *s, const char *cmd, char *reply, size_t size)
+{
+    char line[512], own[512];
+    if (!reply) {
+        reply = own;
+        size = sizeof own;
+    }
+    snprintf(line, sizeof line, "%s\n", cmd);
+    CHECK(write(s->to_fd, line, strlen(line)) == (ssize_t)strlen(line));
+    CHECK(read_line(s, reply, size, 10) == 0);
+    CHECK_MSG(strncmp(reply, "ok", 2) == 0, "%s: %s", cmd, reply);
+}
+
+/* ------------------------------------------------------------ the loader */
+
+typedef struct run_result {
+    uint64_t digest;
+    int batches;
+    int64_t clips;
+    reel_loader_metrics m;
+    int64_t failures;
+    char first_failure[512];
+    double seconds;
+} run_result;
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+/* One epoch over the videos (local paths, or URLs under base), with the
+ * remote settings given: the digest of every delivered batch. */
+static void run_loader(const char *base, const reel_remote_settings *rs, double time_limit, run_result *out)
+{
+    make_videos();
+    memset(out, 0, sizeof *out);
+    reel_error err;
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_create(&ds, &err));
+    for (int i = 0; i < NVID; i++) {
+        char url[1400];
+        if (base)
+            snprintf(url, sizeof url, "%s/v%02d.mp4", base, i);
+        else
+            snprintf(url, sizeof url, "%s", g_paths[i]);
+        CHECK_OK(reel_dataset_add(ds, url, i, 0, -1, &err));
+    }
+    reel_loader_settings s;
+    reel_loader_default_settings(&s);
+    s.transform.resize = REEL_RESIZE_EXACT;
+    s.transform.resize_width = 64;
+    s.transform.resize_height = 48;
+    s.transform.crop = REEL_CROP_NONE;
+    s.sampler.frames_per_clip = 4;
+    s.batch_size = 2;
+    s.seed = 9;
+    s.decode_threads = 2;
+    s.open_threads = base ? 4 : 1;
+    s.on_error = REEL_ON_ERROR_SKIP;
+    s.sample_time_limit = time_limit;
+    s.remote = rs;
+    reel_loader *l = NULL;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    uint64_t h = 1469598103934665603ull;
+    for (;;) {
+        reel_batch *bt = NULL;
+        int st = reel_loader_next(l, &bt, &err);
+        if (st != REEL_OK || !bt) break;
+        h = fnv(h, bt->data, bt->bytes);
+        for (int64_t r = 0; r < bt->num_clips; r++) {
+            h = fnv(h, &bt->clips[r].sample, sizeof bt->clips[r].sample);
+            h = fnv(h, bt->clips[r].frame_indices, 4 * sizeof *bt->clips[r].frame_indices);
+        }
+        out->batches++;
+        out->clips += bt->num_clips;
+        CHECK_OK(reel_loader_release(l, bt));
+    }
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    out->seconds = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+    out->digest = h;
+    reel_loader_get_metrics(l, &out->m);
+    out->failures = reel_loader_get_num_failures(l);
+    reel_failure f;
+    if (out->failures > 0 && reel_loader_get_failure(l, 0, &f, &err) == REEL_OK)
+        snprintf(out->first_failure, sizeof out->first_failure, "%s", f.reason);
+    reel_loader_destroy(&l);
+    reel_dataset_destroy(&ds);
+}
+
+/* ------------------------------------------------------------ tests */
+
+TEST(faults_with_retries_deliver_every_clip_exactly)
+{
+    run_result local, remote;
+    run_loader(NULL, NULL, 0, &local);
+    CHECK_EQ_INT(local.failures, 0);
+    servers sv;
+    servers_start(&sv);
+    ctl(&sv, "set latency 0.02", NULL, 0);
+    ctl(&sv, "set reset_every 7", NULL, 0);
+    ctl(&sv, "set burst_every 11", NULL, 0);
+    ctl(&sv, "set cut_every 13", NULL, 0);
+    reel_remote_settings rs;
+    reel_remote_default_settings(&rs);
+    rs.whole_object_max = 0; /* range requests, as for large objects */
+    rs.readahead_min = 4096;
+    rs.readahead_max = 16384;
+    rs.max_retries = 8;
+    rs.request_timeout = 10;
+    run_loader(sv.base, &rs, 0, &remote);
+    char counts[512];
+    ctl(&sv, "counts", counts, sizeof counts);
+    servers_stop(&sv);
+    CHECK_MSG(remote.failures == 0, "%lld failures, first: %s", (long long)remote.failures, remote.first_failure);
+    CHECK_EQ_INT(remote.batches, local.batches);
+    CHECK_EQ_INT(remote.clips, NVID);
+    CHECK_MSG(remote.digest == local.digest, "the batches over URLs differ from the local ones");
+    CHECK(remote.m.remote.retries > 0);
+    CHECK_EQ_INT(remote.m.remote.failures, 0);
+    CHECK(remote.m.remote.requests >= NVID * 2);
+    CHECK_MSG(!strstr(counts, "reset=0") && !strstr(counts, "503=0") && !strstr(counts, "cut=0"),
+              "not every fault happened: %s", counts);
+}
+
+TEST(faults_without_retries_are_named_failures)
+{
+    servers sv;
+    servers_start(&sv);
+    ctl(&sv, "set reset_every 2", NULL, 0);
+    reel_remote_settings rs;
+    reel_remote_default_settings(&rs);
+    rs.whole_object_max = 0;
+    rs.readahead_min = 4096;
+    rs.readahead_max = 16384;
+    rs.max_retries = 0;
+    run_result r;
+    run_loader(sv.base, &rs, 0, &r);
+    servers_stop(&sv);
+    CHECK(r.failures > 0);
+    CHECK_EQ_INT(r.m.remote.retries, 0);
+    CHECK(r.m.remote.failures > 0);
+    /* "<url>: <cause> (after 1 try)" */
+    CHECK_MSG(strstr(r.first_failure, "http://127.0.0.1:") && strstr(r.first_failure, ".mp4") &&
+                  strstr(r.first_failure, "after 1 try"),
+              "failure: %s", r.first_failure);
+}
+
+TEST(a_server_that_stops_answering_ends_in_the_time_limit)
+{
+    servers sv;
+    servers_start(&sv);
+    ctl(&sv, "set stall 1", NULL, 0);
+    reel_remote_settings rs;
+    reel_remote_default_settings(&rs);
+    rs.request_timeout = 30; /* the per-sample limit ends it first */
+    rs.max_retries = 0;
+    run_result r;
+    run_loader(sv.base, &rs, 0.5, &r);
+    servers_stop(&sv);
+    CHECK_EQ_INT(r.failures, NVID);
+    CHECK_EQ_INT(r.clips, 0);
+    CHECK_MSG(strstr(r.first_failure, "time limit"), "failure: %s", r.first_failure);
+    /* 6 samples, 4 at once, 0.5 s each: about 1 s; never the request timeout */
+    CHECK_MSG(r.seconds < 10, "took %.1f s", r.seconds);
+}
