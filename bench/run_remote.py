@@ -104,6 +104,13 @@ def main():
     ap.add_argument("--data", default=str(ROOT / "build" / "bench-remote"))
     ap.add_argument("--write-doc", action="store_true")
     a = ap.parse_args()
+    try:
+        import av  # noqa: F401
+        import fsspec  # noqa: F401
+        import aiohttp  # noqa: F401
+    except ImportError as e:
+        sys.exit(f"run_remote.py: the baseline needs PyAV and fsspec's HTTP file ({e}); "
+                 "python3 -m pip install av fsspec aiohttp")
     reel_cli = find_built(ROOT / "build", "reel")
     data = Path(a.data)
     data.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,7 @@
  * from the track's boxes here, matched by byte position, and the result is
  * checked against the first real packets before it is trusted. */
 #include "decoder/internal.h"
+#include "io/io.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -220,12 +221,16 @@ int reel__table_from_container(reel_decoder *dec)
     if (ne <= 0 || dec->file_size <= 0) return REEL_E_INDEX_STALE;
 
     /* 1. The first packets, as the demuxer really returns them (the demuxer
-     *    is still at the start here). */
+     *    is still at the start here). A remote object: only those among the
+     *    bytes fetched already (the head; at least one packet), so checking
+     *    the index costs no request for the first GOP's packets. */
     reel_packet_info probe[VALIDATE_PACKETS];
     int nprobe = 0;
     AVPacket *pkt = av_packet_alloc();
     if (!pkt) return REEL_E_NOMEM;
     while (nprobe < VALIDATE_PACKETS && nprobe < ne) {
+        const AVIndexEntry *next = avformat_index_get_entry(st, nprobe);
+        if (dec->remote && nprobe > 0 && (!next || !reel__io_is_held(dec->remote, next->pos, next->size))) break;
         int e = av_read_frame(dec->fmt, pkt);
         if (e < 0) break;
         if (pkt->stream_index == dec->stream_index) {

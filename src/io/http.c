@@ -601,7 +601,12 @@ static void http_close(reel__io *io)
     free(h);
 }
 
-static const reel__io_ops http_ops = { "http", http_read_at, http_will_read, http_close };
+static int http_held(const reel__io *io, int64_t off, int64_t len)
+{
+    return held((const http_io *)io, off, off + len);
+}
+
+static const reel__io_ops http_ops = { "http", http_read_at, http_will_read, http_close, http_held };
 
 void reel__remote_stats(const reel__io *io, reel_remote_stats *out)
 {

@@ -107,6 +107,12 @@ int reel__io_will_read(reel__io *io, const reel__io_range *ranges, size_t n, ree
     return io->ops->will_read(io, ranges, n, err);
 }
 
+int reel__io_is_held(const reel__io *io, int64_t off, int64_t len)
+{
+    if (!io) return 0;
+    return io->ops->held ? io->ops->held(io, off, len) : 1;
+}
+
 int64_t reel__io_size(const reel__io *io)
 {
     return io ? io->size : -1;

@@ -41,6 +41,9 @@ typedef struct reel__io_ops {
      * this order; a remote source fetches them ahead, coalesced. */
     int (*will_read)(reel__io *io, const reel__io_range *ranges, size_t n, reel_error *err);
     void (*close)(reel__io *io);
+    /* Optional (NULL: always 1, a local file): 1 when [off, off + len) is
+     * in memory already, so reading it makes no request. */
+    int (*held)(const reel__io *io, int64_t off, int64_t len);
 } reel__io_ops;
 
 /* The common head of every source; backends embed it first. */
@@ -84,6 +87,10 @@ int reel__io_read_all(const char *uri, const reel__io_options *opt, size_t max_b
 
 /* Hints the ranges that will be read next (see reel__io_ops.will_read). */
 int reel__io_will_read(reel__io *io, const reel__io_range *ranges, size_t n, reel_error *err);
+
+/* 1 when reading [off, off + len) makes no request (a local file, or bytes
+ * a remote source holds already), else 0. */
+int reel__io_is_held(const reel__io *io, int64_t off, int64_t len);
 
 /* Object size in bytes. */
 int64_t reel__io_size(const reel__io *io);

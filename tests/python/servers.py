@@ -83,7 +83,7 @@ error_log {work}/logs/error.log;
 pid {work}/nginx.pid;
 events {{ worker_connections 256; }}
 http {{
-  log_format reel '$connection $connection_requests $ssl_session_reused $status $bytes_sent';
+  log_format reel '$connection $connection_requests $ssl_session_reused $status $bytes_sent $http_range';
   {f"access_log {log} reel;" if log else "access_log off;"}
   keepalive_requests {keepalive_requests};
   client_body_temp_path {work}/body; proxy_temp_path {work}/proxy; fastcgi_temp_path {work}/fcgi;
