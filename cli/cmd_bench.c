@@ -120,6 +120,8 @@ static const char *advice(const char *bottleneck)
     if (strcmp(bottleneck, "open") == 0) return "opening and indexing: add --open-threads, or use --index sidecars";
     if (strcmp(bottleneck, "network") == 0)
         return "waiting on remote requests: add --open-threads (I/O-bound), or pack a store next to the trainers";
+    if (strcmp(bottleneck, "fetch") == 0)
+        return "fetching from remote storage: add --open-threads (I/O-bound), or pack a store next to the trainers";
     if (strcmp(bottleneck, "collate") == 0) return "collation (moving rows after failures)";
     if (strcmp(bottleneck, "read") == 0)
         return "reading the store's shards: faster disk, page cache, or --open-threads";
@@ -148,11 +150,26 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
            (long long)m->frames_returned, m->amplification);
     printf("  memory       peak RSS %.1f MB, batch ring %.1f MB\n", m->peak_rss_bytes / 1048576.0,
            m->ring_bytes / 1048576.0);
-    if (m->remote.requests > 0)
-        printf("  network      %lld requests (%lld retried, %lld failed), %.1f MB fetched, latency p50 %.1f ms, "
-               "p99 %.1f ms\n",
+    if (m->remote.requests > 0) {
+        printf("  network      %lld requests (%lld retried, %lld failed) on %lld connections, %.1f MB fetched "
+               "(%.2f of the objects' %.1f MB), latency p50 %.1f ms, p99 %.1f ms, fetch-ahead peak %.1f MB\n",
                (long long)m->remote.requests, (long long)m->remote.retries, (long long)m->remote.failures,
-               m->remote.bytes_fetched / 1048576.0, m->request_p50_s * 1e3, m->request_p99_s * 1e3);
+               (long long)m->remote.connections, m->remote.bytes_fetched / 1048576.0,
+               m->remote.object_bytes > 0 ? (double)m->remote.bytes_fetched / (double)m->remote.object_bytes : 0.0,
+               m->remote.object_bytes / 1048576.0, m->request_p50_s * 1e3, m->request_p99_s * 1e3,
+               m->bytes_in_flight_peak / 1048576.0);
+        for (int k = 0; k < 2; k++) {
+            const int64_t *v = k ? m->remote.failures_by_cause : m->remote.retries_by_cause;
+            int any = 0;
+            for (int c = 0; c < REEL_REMOTE_CAUSE_COUNT; c++) {
+                if (!v[c]) continue;
+                if (!any) printf("  %-12s", k ? "failed" : "retried");
+                printf("%s %s %lld", any ? "," : "", reel_remote_cause_name(c), (long long)v[c]);
+                any = 1;
+            }
+            if (any) printf("\n");
+        }
+    }
     printf("  stages       %-12s %7s %6s %10s %6s\n", "", "threads", "busy", "queue avg", "cap");
     for (int i = 0; i < REEL_STAGE_COUNT; i++) {
         const reel_stage_metrics *st = &m->stages[i];

@@ -75,9 +75,31 @@ REEL_API int64_t reel_remote_pool_get_peak_bytes(const reel_remote_pool *pool);
  *  [2^(i/4), 2^((i+1)/4)) microseconds (four per octave, about 19% wide). */
 #define REEL_LATENCY_BUCKETS 112
 
+/** Why a remote request was retried or failed (reel_remote_stats by cause). */
+typedef enum reel_remote_cause {
+    REEL_REMOTE_CAUSE_CONNECTION = 0, /**< could not connect, or the connection was reset or lost */
+    REEL_REMOTE_CAUSE_TIMEOUT,        /**< the request or connect timeout */
+    REEL_REMOTE_CAUSE_THROTTLED,      /**< HTTP 429 */
+    REEL_REMOTE_CAUSE_SERVER,         /**< HTTP 5xx */
+    REEL_REMOTE_CAUSE_SHORT_BODY,     /**< a body cut short */
+    REEL_REMOTE_CAUSE_CLIENT,         /**< HTTP 4xx but 429 (403, 404, 416, ...) or a malformed URL: not retried */
+    REEL_REMOTE_CAUSE_TLS,            /**< the certificate was not trusted: not retried */
+    REEL_REMOTE_CAUSE_COUNT
+} reel_remote_cause;
+
+/** A short name for a cause ("connection", "timeout", "throttled", "server",
+ *  "short_body", "client", "tls"); "unknown" out of range. */
+REEL_API const char *reel_remote_cause_name(reel_remote_cause cause);
+
 /** What the remote input did, for metrics. */
 typedef struct reel_remote_stats {
-    int64_t requests, retries, failures;
+    int64_t requests, retries, failures; /**< failures: requests that failed for good (not cancelled) */
+    int64_t retries_by_cause[REEL_REMOTE_CAUSE_COUNT];
+    int64_t failures_by_cause[REEL_REMOTE_CAUSE_COUNT];
+    int64_t object_bytes; /**< the sizes of the objects opened: bytes_fetched / object_bytes is
+                               the share of the objects fetched (readahead and whole-object
+                               fetches above the bytes used show here; fetch by GOP keeps it
+                               well below 1 on long videos) */
     int64_t bytes_fetched;
     double request_seconds;
     int64_t connections;        /**< new connections made (a request on a kept-alive one makes none) */

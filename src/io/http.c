@@ -194,6 +194,11 @@ void reel_remote_stats_add(reel_remote_stats *a, const reel_remote_stats *b)
     a->bytes_fetched += b->bytes_fetched;
     a->request_seconds += b->request_seconds;
     a->connections += b->connections;
+    a->object_bytes += b->object_bytes;
+    for (int i = 0; i < REEL_REMOTE_CAUSE_COUNT; i++) {
+        a->retries_by_cause[i] += b->retries_by_cause[i];
+        a->failures_by_cause[i] += b->failures_by_cause[i];
+    }
     a->budget_waits += b->budget_waits;
     a->budget_skips += b->budget_skips;
     a->budget_wait_seconds += b->budget_wait_seconds;
@@ -208,10 +213,45 @@ void reel__remote_stats_delta(reel_remote_stats *acc, const reel_remote_stats *a
     acc->bytes_fetched += after->bytes_fetched - before->bytes_fetched;
     acc->request_seconds += after->request_seconds - before->request_seconds;
     acc->connections += after->connections - before->connections;
+    acc->object_bytes += after->object_bytes - before->object_bytes;
+    for (int i = 0; i < REEL_REMOTE_CAUSE_COUNT; i++) {
+        acc->retries_by_cause[i] += after->retries_by_cause[i] - before->retries_by_cause[i];
+        acc->failures_by_cause[i] += after->failures_by_cause[i] - before->failures_by_cause[i];
+    }
     acc->budget_waits += after->budget_waits - before->budget_waits;
     acc->budget_skips += after->budget_skips - before->budget_skips;
     acc->budget_wait_seconds += after->budget_wait_seconds - before->budget_wait_seconds;
     for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) acc->latency[i] += after->latency[i] - before->latency[i];
+}
+
+const char *reel_remote_cause_name(reel_remote_cause c)
+{
+    static const char *const names[REEL_REMOTE_CAUSE_COUNT] = { "connection", "timeout",    "throttled", "server",
+                                                                "short_body", "client",     "tls" };
+    return (unsigned)c < REEL_REMOTE_CAUSE_COUNT ? names[c] : "unknown";
+}
+
+/* The cause of a failed try: libcurl's code (not OK), else the HTTP status,
+ * else a short body. */
+static reel_remote_cause cause_of(CURLcode cc, long code, int short_body)
+{
+    if (cc == CURLE_OPERATION_TIMEDOUT) return REEL_REMOTE_CAUSE_TIMEOUT;
+    if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE || cc == CURLE_SSL_CERTPROBLEM)
+        return REEL_REMOTE_CAUSE_TLS;
+    if (cc == CURLE_URL_MALFORMAT || cc == CURLE_UNSUPPORTED_PROTOCOL) return REEL_REMOTE_CAUSE_CLIENT;
+    if (cc == CURLE_PARTIAL_FILE || (cc == CURLE_OK && short_body)) return REEL_REMOTE_CAUSE_SHORT_BODY;
+    if (cc != CURLE_OK) return REEL_REMOTE_CAUSE_CONNECTION;
+    if (code == 429) return REEL_REMOTE_CAUSE_THROTTLED;
+    if (code >= 500) return REEL_REMOTE_CAUSE_SERVER;
+    return REEL_REMOTE_CAUSE_CLIENT;
+}
+
+/* A request that failed for good (counted by cause), returning `st`. */
+static int failed(http_io *h, reel_remote_cause c, int st)
+{
+    h->stats.failures++;
+    h->stats.failures_by_cause[c]++;
+    return st;
 }
 
 static double jitter(http_io *h)
@@ -328,6 +368,7 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
         snprintf(range, sizeof range, "%lld-", (long long)off);
     char why[160] = "";
     for (int attempt = 0;; attempt++) {
+        int short_body = 0;
         k->len = 0;
         k->total = -1;
         curl_easy_setopt(h->curl, CURLOPT_RANGE, off < 0 ? NULL : range);
@@ -349,39 +390,48 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
             if (code == 200) k->total = (int64_t)k->len; /* the whole object */
             if (code == 206 && len > 0 && (int64_t)k->len < len && (k->total < 0 || off + (int64_t)k->len < k->total)) {
                 snprintf(why, sizeof why, "body cut short (%zu of %lld bytes)", k->len, (long long)len);
+                short_body = 1;
             } else {
                 return REEL_OK;
             }
         } else if (cc == CURLE_OK && code == 404) {
-            return reel__error_set(err, REEL_E_NOT_FOUND, "%s: not found (HTTP 404)", h->base.name);
+            return failed(h, REEL_REMOTE_CAUSE_CLIENT,
+                          reel__error_set(err, REEL_E_NOT_FOUND, "%s: not found (HTTP 404)", h->base.name));
         } else if (cc == CURLE_OK && (code == 401 || code == 403)) {
-            return reel__error_set(err, REEL_E_PERMISSION, "%s: permission denied (HTTP %ld)", h->base.name, code);
+            return failed(h, REEL_REMOTE_CAUSE_CLIENT,
+                          reel__error_set(err, REEL_E_PERMISSION, "%s: permission denied (HTTP %ld)", h->base.name,
+                                          code));
         } else if (cc == CURLE_OK && code == 416) {
-            return reel__error_set(err, REEL_E_CORRUPT, "%s: range %s is past the end of the object", h->base.name,
-                                   range);
+            return failed(h, REEL_REMOTE_CAUSE_CLIENT,
+                          reel__error_set(err, REEL_E_CORRUPT, "%s: range %s is past the end of the object",
+                                          h->base.name, range));
         } else if (cc == CURLE_OK && code != 429 && code < 500) {
-            return reel__error_set(err, REEL_E_IO, "%s: HTTP %ld", h->base.name, code);
+            return failed(h, REEL_REMOTE_CAUSE_CLIENT,
+                          reel__error_set(err, REEL_E_IO, "%s: HTTP %ld", h->base.name, code));
         } else if (cc == CURLE_URL_MALFORMAT || cc == CURLE_UNSUPPORTED_PROTOCOL) {
             /* no retry makes a bad URL good */
-            return reel__error_set(err, REEL_E_INVALID_ARG, "%s: %s", h->base.name, curl_easy_strerror(cc));
-        } else if (cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CACERT_BADFILE ||
-                   cc == CURLE_SSL_CERTPROBLEM) {
+            return failed(h, REEL_REMOTE_CAUSE_CLIENT,
+                          reel__error_set(err, REEL_E_INVALID_ARG, "%s: %s", h->base.name, curl_easy_strerror(cc)));
+        } else if (cause_of(cc, code, 0) == REEL_REMOTE_CAUSE_TLS) {
             /* nor an untrusted certificate a trusted one */
-            return reel__error_set(err, REEL_E_IO, "%s: TLS: %s (a private CA: remote ca_bundle)", h->base.name,
-                                   curl_easy_strerror(cc));
+            return failed(h, REEL_REMOTE_CAUSE_TLS,
+                          reel__error_set(err, REEL_E_IO, "%s: TLS: %s (a private CA: remote ca_bundle)",
+                                          h->base.name, curl_easy_strerror(cc)));
         } else {
             redacted_cause(why, sizeof why, code, cc);
         }
         /* retryable: connection errors, timeouts, 429, 5xx, short bodies */
         double spent = (double)(reel__clock_ns() - t0) / 1e9;
         double wait = 0.1 * (double)(1 << (attempt < 10 ? attempt : 10)) * (0.5 + jitter(h));
+        const reel_remote_cause cause = cause_of(cc, code, short_body);
         if (attempt >= h->s.max_retries || spent + wait > h->s.retry_budget) {
-            h->stats.failures++;
             int st = cc == CURLE_OPERATION_TIMEDOUT ? REEL_E_TIMEOUT : REEL_E_IO;
-            return reel__error_set(err, st, "%s: %s (after %d %s)", h->base.name, why, attempt + 1,
-                                   attempt ? "tries" : "try");
+            return failed(h, cause,
+                          reel__error_set(err, st, "%s: %s (after %d %s)", h->base.name, why, attempt + 1,
+                                          attempt ? "tries" : "try"));
         }
         h->stats.retries++;
+        h->stats.retries_by_cause[cause]++;
         if (backoff_sleep(h, wait)) return reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", h->base.name);
     }
 }
@@ -715,6 +765,7 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
     if (st == REEL_OK) {
         h->base.version = k.etag ? k.etag : k.modified;
         h->base.size = k.ranged ? k.total : (int64_t)k.len;
+        if (h->base.size > 0) h->stats.object_bytes = h->base.size;
         if (h->base.size < 0)
             st = reel__error_set(err, REEL_E_IO, "%s: the server gave no object size (Content-Range)", h->base.name);
         else if (!k.ranged && h->base.size > (int64_t)h->s.whole_object_max)

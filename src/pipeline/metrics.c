@@ -172,6 +172,18 @@ void reel__metrics_json(reel_buf *b, const reel_loader_metrics *m, reel_failure_
     kv_d(b, "request_seconds", m->remote.request_seconds);
     kv_d(b, "request_p50_s", m->request_p50_s);
     kv_d(b, "request_p99_s", m->request_p99_s);
+    kv_i(b, "object_bytes", m->remote.object_bytes, 1);
+    kv_i(b, "connections", m->remote.connections, 1);
+    kv_i(b, "budget_waits", m->remote.budget_waits, 1);
+    kv_i(b, "budget_skips", m->remote.budget_skips, 1);
+    kv_d(b, "budget_wait_seconds", m->remote.budget_wait_seconds);
+    kv_i(b, "bytes_in_flight_peak", m->bytes_in_flight_peak, 1);
+    for (int k = 0; k < 2; k++) {
+        const int64_t *v = k ? m->remote.failures_by_cause : m->remote.retries_by_cause;
+        reel__buf_puts(b, k ? ",\"failures_by_cause\":{" : ",\"retries_by_cause\":{");
+        for (int c = 0; c < REEL_REMOTE_CAUSE_COUNT; c++) kv_i(b, reel_remote_cause_name(c), v[c], c > 0);
+        reel__buf_puts(b, "}");
+    }
     reel__buf_puts(b, "}");
     reel__buf_puts(b, ",\"stages\":[");
     for (int i = 0; i < REEL_STAGE_COUNT; i++) {

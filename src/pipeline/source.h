@@ -67,6 +67,9 @@ typedef struct reel_source_ops {
 
 extern const reel_source_ops reel__source_video;
 extern const reel_source_ops reel__source_store;
+/* The same over http(s)/s3, with stage 1 named "fetch" in the metrics and trace. */
+extern const reel_source_ops reel__source_video_remote;
+extern const reel_source_ops reel__source_store_remote;
 
 /* The source of a dataset, and its context. */
 const reel_source_ops *reel__source_of(const reel_dataset *ds, void **ctx);

@@ -103,3 +103,11 @@ const reel_source_ops reel__source_store = {
     store_open,        store_prepare,
     store_decode,      store_close,
 };
+
+/* A store at a URL: the same, with stage 1 named for what it does there. */
+const reel_source_ops reel__source_store_remote = {
+    "store",           { "fetch", "image decode" },
+    store_thread_init, store_thread_free,
+    store_open,        store_prepare,
+    store_decode,      store_close,
+};

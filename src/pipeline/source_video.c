@@ -72,12 +72,18 @@ const reel_source_ops reel__source_video = {
     "video", { "open", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close,
 };
 
+/* Videos at URLs: the same, with stage 1 named for what it mostly does. */
+const reel_source_ops reel__source_video_remote = {
+    "video", { "fetch", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close,
+};
+
 const reel_source_ops *reel__source_of(const reel_dataset *ds, void **ctx)
 {
+    const int remote = reel__dataset_is_remote(ds);
     if (ds->store) {
         *ctx = ds->store;
-        return &reel__source_store;
+        return remote ? &reel__source_store_remote : &reel__source_store;
     }
     *ctx = NULL;
-    return &reel__source_video;
+    return remote ? &reel__source_video_remote : &reel__source_video;
 }

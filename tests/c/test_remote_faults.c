@@ -249,9 +249,34 @@ TEST(faults_with_retries_deliver_every_clip_exactly)
     CHECK_MSG(remote.digest == local.digest, "the batches over URLs differ from the local ones");
     CHECK(remote.m.remote.retries > 0);
     CHECK_EQ_INT(remote.m.remote.failures, 0);
+    CHECK(remote.m.remote.retries_by_cause[REEL_REMOTE_CAUSE_CONNECTION] > 0);
+    CHECK(remote.m.remote.retries_by_cause[REEL_REMOTE_CAUSE_SERVER] > 0);
+    CHECK(remote.m.remote.retries_by_cause[REEL_REMOTE_CAUSE_SHORT_BODY] > 0);
     CHECK(remote.m.remote.requests >= NVID * 2);
     CHECK_MSG(!strstr(counts, "reset=0") && !strstr(counts, "503=0") && !strstr(counts, "cut=0"),
               "not every fault happened: %s", counts);
+}
+
+TEST(a_100_ms_latency_delivers_every_clip_exactly)
+{
+    run_result local, remote;
+    run_loader(NULL, NULL, 0, &local);
+    servers sv;
+    servers_start(&sv);
+    ctl(&sv, "set latency 0.1", NULL, 0);
+    reel_remote_settings rs;
+    reel_remote_default_settings(&rs);
+    rs.whole_object_max = 0;
+    rs.readahead_min = 4096;
+    rs.readahead_max = 16384;
+    run_loader(sv.base, &rs, 0, &remote);
+    servers_stop(&sv);
+    CHECK_MSG(remote.failures == 0, "%lld failures, first: %s", (long long)remote.failures, remote.first_failure);
+    CHECK_MSG(remote.digest == local.digest, "the batches over URLs differ from the local ones");
+    CHECK_EQ_INT(remote.m.remote.retries, 0);
+    /* every request waited the 100 ms: the median says so */
+    CHECK_MSG(remote.m.request_p50_s >= 0.09, "p50 %.3f s", remote.m.request_p50_s);
+    CHECK_MSG(strcmp(remote.m.stages[0].name, "fetch") == 0, "stage 1 is '%s'", remote.m.stages[0].name);
 }
 
 TEST(faults_without_retries_are_named_failures)

@@ -358,8 +358,12 @@ def test_faults_with_retries_deliver_every_clip_and_count_the_retries(tmp_path):
     r = m["remote"]
     assert r["requests"] >= 6 and r["retries"] > 0 and r["failures"] == 0
     assert r["bytes_fetched"] > 0 and 0 < r["request_p50_s"] <= r["request_p99_s"]
-    # stage 1 over URLs is I/O-bound: a larger pool by default
-    assert m["stages"][0]["threads"] >= 8
+    # retries by cause: resets, 503 bursts and bodies cut short, each seen
+    by = r["retries_by_cause"]
+    assert sum(by.values()) == r["retries"] and sum(r["failures_by_cause"].values()) == 0
+    assert by["connection"] > 0 and by["server"] > 0 and by["short_body"] > 0, by
+    # stage 1 over URLs is I/O-bound: a larger pool by default, named "fetch"
+    assert m["stages"][0]["threads"] >= 8 and m["stages"][0]["name"] == "fetch"
 
 
 def test_faults_without_retries_are_named_failures(tmp_path):
@@ -379,6 +383,8 @@ def test_faults_without_retries_are_named_failures(tmp_path):
             m = L.metrics()
     assert m["failure_count"] > 0 and n == 6 - m["failure_count"]
     assert m["coverage"] < 1.0 and m["remote"]["failures"] > 0
+    assert sum(m["remote"]["failures_by_cause"].values()) == m["remote"]["failures"]
+    assert m["remote"]["retries"] == 0 and sum(m["remote"]["retries_by_cause"].values()) == 0
     reasons = " | ".join(f["reason"] for f in m["failures"])
     assert f"{proxy.base}/ds/" in reasons  # each failure names its video's URL
     assert any(w in reasons for w in ("HTTP 503", "cut short", "partial file", "reset", "receiving data",
@@ -454,6 +460,7 @@ def test_fetch_by_gop_reads_only_the_packets_a_clip_needs(tmp_path):
     # opening: the head and the index (moov), two requests; the index check
     # reads only packets the head holds already
     assert opened["requests"] <= 2, opened
+    assert opened["object_bytes"] == size and after["object_bytes"] == size
     clip_bytes = after["bytes_fetched"] - opened["bytes_fetched"]
     assert after["requests"] - opened["requests"] == 1  # one GET for the run
     assert 0 < clip_bytes <= gop_bytes
