@@ -43,8 +43,11 @@ static void usage(FILE *fp)
                 "  --limit N             use only the first N videos of the dataset\n"
                 "  --seed N              shuffle/sampling seed (0)\n"
                 "  --no-shuffle          keep the dataset order\n"
+                "  --shuffle MODE        shards (default): a store is read shard by shard, shards\n"
+                "                        in a shuffled order, records shuffled within each (videos:\n"
+                "                        full); full: a full shuffle; none: = --no-shuffle\n"
                 "  --shuffle-window W    quasi-random order for stores: blocks of W records in a\n"
-                "                        shuffled order, shuffled within each block (0: full)\n"
+                "                        shuffled order, shuffled within each block\n"
                 "  --unordered           hand out batches as they are ready\n"
                 "  --drop-last           drop a last, partial batch\n"
                 "  --rank R --world W    run shard R of W\n"
@@ -284,6 +287,22 @@ static int parse_args(int argc, char **argv, bench_opts *o)
                 limit = x;
             else
                 s.seed = (uint64_t)x;
+            continue;
+        }
+        if (strcmp(a, "--shuffle") == 0) {
+            NEED_VALUE();
+            if (strcmp(v, "full") == 0) {
+                s.shuffle = 1;
+                s.shuffle_window = REEL_SHUFFLE_WINDOW_FULL;
+            } else if (strcmp(v, "shards") == 0) {
+                s.shuffle = 1;
+                s.shuffle_window = 0;
+            } else if (strcmp(v, "none") == 0) {
+                s.shuffle = 0;
+            } else {
+                fprintf(stderr, "reel bench: --shuffle takes shards, full or none, not '%s'\n", v);
+                return 2;
+            }
             continue;
         }
         if (strcmp(a, "--time-limit") == 0) {

@@ -114,6 +114,9 @@ typedef struct reel_failure {
 } reel_failure;
 
 /** Loader settings. Initialise with reel_loader_default_settings(). */
+/** reel_loader_settings.shuffle_window: a full shuffle, also over a store. */
+#define REEL_SHUFFLE_WINDOW_FULL (-1)
+
 typedef struct reel_loader_settings {
     reel_sampler_settings sampler;
     reel_clip_transform transform;
@@ -175,11 +178,14 @@ typedef struct reel_loader_settings {
      *  caller who wants them all. NULL: none. */
     void (*on_failure)(void *opaque, const reel_failure *failure);
     void *on_failure_opaque;
-    /** Shuffle order suited to sequential reads (a packed store's records,
-     *  FFCV's quasi-random order). 0 (default): a full shuffle. W > 0: the
-     *  dataset order (a store's record order) is cut into blocks of W
-     *  consecutive samples, the blocks are taken in a shuffled order and
-     *  the samples within each block are shuffled, so the reads of an
+    /** Shuffle order suited to sequential reads (FFCV's quasi-random order).
+     *  0 (default): a packed store is read shard by shard: its shards in a
+     *  shuffled order, the records of each shuffled within it, so an epoch
+     *  reads each shard once, as one window; videos get a full shuffle.
+     *  REEL_SHUFFLE_WINDOW_FULL (-1): a full shuffle, stores included.
+     *  W > 0: the dataset order (a store's record order) is cut into blocks
+     *  of W consecutive samples, the blocks are taken in a shuffled order
+     *  and the samples within each block are shuffled, so the reads of an
      *  epoch move through the store W records at a time. Larger W: more
      *  random, less sequential; W >= the dataset size is a full shuffle.
      *  Deterministic from (seed, epoch) like every shuffle; sharding, resume

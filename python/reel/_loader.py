@@ -140,6 +140,16 @@ def dataset_info(source: Any) -> Dict[str, Any]:
     return dict(_reel.dataset_info(_dataset_entries(src)))
 
 
+def _shuffle_window(w: Union[int, str, None]) -> int:
+    if w is None:
+        return 0
+    if w == "full":
+        return -1
+    if isinstance(w, str) or isinstance(w, bool) or int(w) < 0:
+        raise ValueError(f"shuffle_window must be None, 'full' or a number of records >= 1, not {w!r}")
+    return int(w)
+
+
 def _settings(
     *, frames_per_clip: int, clips_per_video: int, size: Union[int, Sequence[int]], batch_size: int,
     num_threads: Optional[int], shuffle: bool, seed: int, sampler: str, frame_stride: int,
@@ -154,7 +164,7 @@ def _settings(
     prefetch_batches: Optional[int], queue_capacity: Optional[int], alignment: Optional[int], index: Any,
     corrupt: str, trace: bool, trace_capacity: Optional[int], pin_memory: bool = False,
     min_coverage: float = 0.0, failure_log_size: Optional[int] = None,
-    shuffle_window: Optional[int] = None, remote: Optional[Dict[str, Any]] = None,
+    shuffle_window: Union[int, str, None] = None, remote: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults."""
     h, w = opt.size_hw("size", size)
@@ -198,7 +208,7 @@ def _settings(
         "trace": int(bool(trace)),
         "pin_memory": int(bool(pin_memory)),
         "min_coverage": float(min_coverage),
-        "shuffle_window": int(shuffle_window or 0),
+        "shuffle_window": _shuffle_window(shuffle_window),
     }
     optional = {"transform.flip_probability": flip_probability, "max_replacements": max_replacements,
                 "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity,
@@ -281,9 +291,11 @@ class Loader:
     counts and ``state_dict()`` / ``load_state_dict()`` resume exactly.
     ``epochs=None`` runs until closed; each ``for batch in loader`` runs to the
     end of the current epoch. ``rank``/``world_size`` shard the dataset.
-    ``shuffle_window=W`` (for a packed store, FFCV's quasi-random order): blocks
-    of W consecutive records in a shuffled order, shuffled within each block,
-    so reads move through the store W records at a time (None: full shuffle).
+    A packed store is shuffled shard by shard by default (FFCV's quasi-random
+    order: its shards in a shuffled order, the records of each shuffled within
+    it, so reads stay sequential); ``shuffle_window="full"`` shuffles it fully,
+    ``shuffle_window=W`` takes blocks of W consecutive records in a shuffled
+    order, shuffled within each block. Videos get a full shuffle.
 
     Errors: ``on_error`` "skip" (a shorter batch), "replace" (another sample)
     or "raise" (a ReelError from iteration); ``metrics()`` reports coverage and
@@ -366,7 +378,7 @@ class Loader:
         pin_memory: bool = False,
         min_coverage: float = 0.0,
         failure_log_size: Optional[int] = None,
-        shuffle_window: Optional[int] = None,
+        shuffle_window: Union[int, str, None] = None,
         remote: Optional[Dict[str, Any]] = None,
     ) -> None:
         config = dict(locals())

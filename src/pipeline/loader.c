@@ -123,7 +123,9 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
     if (s->alignment && (s->alignment & (s->alignment - 1)))
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: alignment %zu is not a power of two", s->alignment);
     if (s->trace_capacity < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: trace_capacity must be >= 0");
-    if (s->shuffle_window < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: shuffle_window must be >= 0");
+    if (s->shuffle_window < REEL_SHUFFLE_WINDOW_FULL)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "loader: shuffle_window must be >= 0, or REEL_SHUFFLE_WINDOW_FULL (-1)");
     if (s->pin_memory != 0 && s->pin_memory != 1)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: pin_memory must be 0 or 1");
     if (!(s->min_coverage >= 0 && s->min_coverage <= 1))
@@ -162,7 +164,15 @@ static int init_plan(reel_loader *l, reel_error *err)
     if (st == REEL_OK)
         st = reel__plan_init(&l->plan, (int64_t)l->ds->n, s->world_size, s->rank, s->shard_mode, s->batch_size,
                              s->drop_last, s->shuffle, s->seed, err);
-    if (st == REEL_OK) st = reel__plan_set_window(&l->plan, s->shuffle_window, err);
+    if (st == REEL_OK && s->shuffle_window > 0) st = reel__plan_set_window(&l->plan, s->shuffle_window, err);
+    if (st == REEL_OK && s->shuffle_window == 0 && s->shuffle && l->src->blocks) {
+        /* the source's read blocks (a store's shards), one window each */
+        int64_t *starts = NULL;
+        size_t nb = 0;
+        st = l->src->blocks(l->src_ctx, l->ds, &starts, &nb, err);
+        if (st == REEL_OK && nb > 1) st = reel__plan_set_blocks(&l->plan, starts, nb, err);
+        free(starts);
+    }
     if (st != REEL_OK) return st;
     l->seen = calloc((size_t)reel__plan_batches(&l->plan, 0) + 1, 1);
     if (!l->seen) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");

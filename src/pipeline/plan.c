@@ -25,6 +25,8 @@ int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode
 {
     p->perm = NULL;
     p->blocks = NULL;
+    p->starts = NULL;
+    p->nstarts = 0;
     p->window = 0;
     if (n <= 0) return reel__error_set(err, REEL_E_EMPTY, "loader: the dataset is empty");
     if (world < 1 || rank < 0 || rank >= world)
@@ -58,8 +60,10 @@ void reel__plan_free(reel_plan *p)
 {
     free(p->perm);
     free(p->blocks);
+    free(p->starts);
     p->perm = NULL;
     p->blocks = NULL;
+    p->starts = NULL;
 }
 
 int reel__plan_set_window(reel_plan *p, int64_t window, reel_error *err)
@@ -72,6 +76,24 @@ int reel__plan_set_window(reel_plan *p, int64_t window, reel_error *err)
     p->blocks = malloc((size_t)((p->n + window - 1) / window) * sizeof *p->blocks);
     if (!p->blocks) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for the shuffle blocks");
     p->window = window;
+    p->perm_epoch = -1;
+    return REEL_OK;
+}
+
+int reel__plan_set_blocks(reel_plan *p, const int64_t *starts, size_t nblocks, reel_error *err)
+{
+    if (nblocks < 1 || starts[0] != 0 || starts[nblocks] != p->n)
+        return reel__error_set(err, REEL_E_INTERNAL, "loader: read blocks do not cover the dataset");
+    for (size_t b = 0; b < nblocks; b++)
+        if (starts[b + 1] <= starts[b]) return reel__error_set(err, REEL_E_INTERNAL, "loader: an empty read block");
+    free(p->starts);
+    free(p->blocks);
+    p->starts = malloc((nblocks + 1) * sizeof *p->starts);
+    p->blocks = malloc(nblocks * sizeof *p->blocks);
+    if (!p->starts || !p->blocks) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for the read blocks");
+    for (size_t b = 0; b <= nblocks; b++) p->starts[b] = starts[b];
+    p->nstarts = nblocks + 1;
+    p->window = 0;
     p->perm_epoch = -1;
     return REEL_OK;
 }
@@ -94,7 +116,10 @@ void reel__plan_batch(const reel_plan *p, int64_t start, int64_t k, int64_t *pos
 void reel__plan_epoch(reel_plan *p, int64_t epoch)
 {
     if (p->perm_epoch == epoch) return;
-    if (p->shuffle && p->window > 0)
+    if (p->shuffle && p->starts)
+        reel__rng_permutation_blocks(p->seed, (uint64_t)epoch, p->starts, p->nstarts - 1, 0, p->perm, (size_t)p->n,
+                                     p->blocks);
+    else if (p->shuffle && p->window > 0)
         reel__rng_permutation_windowed(p->seed, (uint64_t)epoch, p->window, p->perm, (size_t)p->n, p->blocks);
     else
         reel__rng_permutation(p->seed, (uint64_t)epoch, p->shuffle, p->perm, (size_t)p->n);

@@ -18,6 +18,8 @@ typedef struct reel_plan {
     uint64_t seed;
     int64_t *perm;      /* permutation of the epoch below */
     int64_t *blocks;    /* windowed shuffle: the block order (scratch) */
+    int64_t *starts;    /* blocks of any size (a store's shards): nstarts - 1 blocks, or NULL */
+    size_t nstarts;
     int64_t perm_epoch; /* -1: none yet */
 } reel_plan;
 
@@ -29,6 +31,12 @@ void reel__plan_free(reel_plan *p);
  * window <= 0 or >= n keeps the full shuffle. Call after init, before the
  * first reel__plan_epoch. */
 int reel__plan_set_window(reel_plan *p, int64_t window, reel_error *err);
+
+/* Makes the shuffle go block by block over blocks of any size: block b is
+ * [starts[b], starts[b+1]) (nblocks + 1 entries, 0 to n, copied); blocks in
+ * a shuffled order, each shuffled within. Call after init, before the first
+ * reel__plan_epoch. */
+int reel__plan_set_blocks(reel_plan *p, const int64_t *starts, size_t nblocks, reel_error *err);
 
 /* The shape of an epoch without a plan: samples per rank (pad or drop) and
  * batches of `batch` (drop_last or not). Arguments as reel__plan_init's,

@@ -93,19 +93,17 @@ void reel__rng_permutation(uint64_t seed, uint64_t epoch, int shuffle, int64_t *
     }
 }
 
-void reel__rng_permutation_windowed(uint64_t seed, uint64_t epoch, int64_t window, int64_t *perm, size_t n,
-                                    int64_t *blocks_scratch)
+void reel__rng_permutation_blocks(uint64_t seed, uint64_t epoch, const int64_t *starts, size_t nblocks, size_t w,
+                                  int64_t *perm, size_t n, int64_t *blocks_scratch)
 {
-    if (window <= 0 || (uint64_t)window >= (uint64_t)n) {
+    if (nblocks < 1 || n < 2) {
         reel__rng_permutation(seed, epoch, 1, perm, n);
         return;
     }
-    const size_t w = (size_t)window;
-    const size_t blocks = (n + w - 1) / w;
     int64_t *order = blocks_scratch;
     reel_rng_key k = { seed, epoch, 0, REEL_RNG_SHUFFLE, 1 };
-    for (size_t b = 0; b < blocks; b++) order[b] = (int64_t)b;
-    for (size_t i = blocks - 1; i > 0; i--) {
+    for (size_t b = 0; b < nblocks; b++) order[b] = (int64_t)b;
+    for (size_t i = nblocks - 1; i > 0; i--) {
         k.sample = i;
         size_t j = (size_t)reel__rng_below(&k, 0, (uint64_t)i + 1);
         int64_t t = order[i];
@@ -114,12 +112,14 @@ void reel__rng_permutation_windowed(uint64_t seed, uint64_t epoch, int64_t windo
     }
     k.attempt = 2;
     size_t out = 0;
-    for (size_t b = 0; b < blocks; b++) {
-        size_t lo = (size_t)order[b] * w, hi = lo + w < n ? lo + w : n;
+    for (size_t b = 0; b < nblocks; b++) {
+        const size_t ob = (size_t)order[b];
+        size_t lo = starts ? (size_t)starts[ob] : ob * w;
+        size_t hi = starts ? (size_t)starts[ob + 1] : (lo + w < n ? lo + w : n);
         int64_t *p = perm + out;
-        size_t len = hi - lo;
+        size_t len = hi > lo ? hi - lo : 0;
         for (size_t i = 0; i < len; i++) p[i] = (int64_t)(lo + i);
-        for (size_t i = len - 1; i > 0; i--) {
+        for (size_t i = len ? len - 1 : 0; i > 0; i--) {
             k.sample = out + i; /* a position of the epoch: each draw its own */
             size_t j = (size_t)reel__rng_below(&k, 0, (uint64_t)i + 1);
             int64_t t = p[i];
@@ -128,4 +128,15 @@ void reel__rng_permutation_windowed(uint64_t seed, uint64_t epoch, int64_t windo
         }
         out += len;
     }
+}
+
+void reel__rng_permutation_windowed(uint64_t seed, uint64_t epoch, int64_t window, int64_t *perm, size_t n,
+                                    int64_t *blocks_scratch)
+{
+    if (window <= 0 || (uint64_t)window >= (uint64_t)n) {
+        reel__rng_permutation(seed, epoch, 1, perm, n);
+        return;
+    }
+    const size_t w = (size_t)window;
+    reel__rng_permutation_blocks(seed, epoch, NULL, (n + w - 1) / w, w, perm, n, blocks_scratch);
 }

@@ -63,6 +63,12 @@ typedef struct reel_source_ops {
     int (*decode)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_frame_fn fn,
                   reel__window_fn window, void *opaque, reel_source_stats *st, reel_error *err);
     void (*close)(void *ctx, void *handle);
+    /* Optional (NULL: none): the dataset's read blocks, runs of samples
+     * stored together (a store's shards), for the default shuffle, which
+     * then goes block by block (blocks in a shuffled order, each shuffled
+     * within) so reads stay sequential. *starts (free()) gets nblocks + 1
+     * entries, from 0 to the dataset size; *nblocks 0: no blocks. */
+    int (*blocks)(void *ctx, const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err);
 } reel_source_ops;
 
 extern const reel_source_ops reel__source_video;

@@ -97,11 +97,33 @@ static void store_close(void *ctx, void *handle)
     free(h);
 }
 
+/* Runs of dataset samples whose records lie in one shard. */
+static int store_blocks(void *ctx, const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err)
+{
+    const reel_store *s = ctx;
+    *starts = NULL;
+    *nblocks = 0;
+    if (ds->n == 0) return REEL_OK;
+    int64_t *b = malloc((ds->n + 1) * sizeof *b);
+    if (!b) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", s->dir);
+    size_t k = 0;
+    for (size_t i = 0; i < ds->n; i++) {
+        const reel__store_rec *r = &s->recs[ds->items[i].record];
+        const reel__store_rec *prev = i ? &s->recs[ds->items[i - 1].record] : NULL;
+        if (!prev || prev->part != r->part || prev->shard_seq != r->shard_seq) b[k++] = (int64_t)i;
+    }
+    b[k] = (int64_t)ds->n;
+    *starts = b;
+    *nblocks = k;
+    return REEL_OK;
+}
+
 const reel_source_ops reel__source_store = {
     "store",           { "read", "image decode" },
     store_thread_init, store_thread_free,
     store_open,        store_prepare,
     store_decode,      store_close,
+    store_blocks,
 };
 
 /* A store at a URL: the same, with stage 1 named for what it does there. */
@@ -110,4 +132,5 @@ const reel_source_ops reel__source_store_remote = {
     store_thread_init, store_thread_free,
     store_open,        store_prepare,
     store_decode,      store_close,
+    store_blocks,
 };

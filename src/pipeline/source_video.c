@@ -69,12 +69,12 @@ static void video_close(void *ctx, void *handle)
 }
 
 const reel_source_ops reel__source_video = {
-    "video", { "open", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close,
+    "video", { "open", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close, NULL,
 };
 
 /* Videos at URLs: the same, with stage 1 named for what it mostly does. */
 const reel_source_ops reel__source_video_remote = {
-    "video", { "fetch", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close,
+    "video", { "fetch", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close, NULL,
 };
 
 const reel_source_ops *reel__source_of(const reel_dataset *ds, void **ctx)

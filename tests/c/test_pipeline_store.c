@@ -540,6 +540,71 @@ TEST(a_store_shards_resumes_exactly_and_reads_in_shuffle_windows)
     reel_dataset_destroy(&ds);
 }
 
+/* Changes of shard along an epoch's samples (store records = dataset order). */
+static int shard_changes(const reel_store *st, const epoch_run *e)
+{
+    int changes = 0;
+    char prev[64] = "";
+    for (int64_t i = 0; i < e->nsamples; i++) {
+        reel_store_record r;
+        CHECK_OK(reel_store_get_record(st, e->samples[i], &r, NULL));
+        if (i && strcmp(prev, r.shard) != 0) changes++;
+        snprintf(prev, sizeof prev, "%s", r.shard);
+    }
+    return changes;
+}
+
+TEST(a_store_is_shuffled_shard_by_shard_by_default)
+{
+    /* shards of about 3 records: the largest record decides */
+    const char *probe = tmp("order-probe");
+    pack(dataset(), probe, REEL_STORE_FORMAT_JPEG, 0);
+    reel_store *st = NULL;
+    CHECK_OK(reel_store_open(&st, probe, NULL));
+    int64_t biggest = 0;
+    for (int64_t i = 0; i < NV; i++) {
+        reel_store_record r;
+        CHECK_OK(reel_store_get_record(st, i, &r, NULL));
+        if (r.length > biggest) biggest = r.length;
+    }
+    reel_store_close(&st);
+    const char *dir = tmp("order-shards");
+    pack(dataset(), dir, REEL_STORE_FORMAT_JPEG, (3 * biggest + 4095) / 4096 * 4096);
+    CHECK_OK(reel_store_open(&st, dir, NULL));
+    reel_store_info info;
+    reel_store_get_info(st, &info);
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_create_from_path(&ds, dir, NULL));
+    reel_loader_settings ls;
+    settings(&ls);
+    ls.batch_size = 2;
+    int fuller = 0;
+    for (uint64_t seed = 1; seed <= 4; seed++) {
+        ls.seed = seed;
+        ls.shuffle_window = 0; /* the default: shard by shard */
+        epoch_run e;
+        run(ds, &ls, NULL, -1, &e, NULL);
+        CHECK_EQ_INT(e.nsamples, NV);
+        int seen[NV] = { 0 };
+        for (int64_t i = 0; i < NV; i++) seen[e.samples[i]]++;
+        for (int i = 0; i < NV; i++) CHECK_EQ_INT(seen[i], 1);
+        /* each shard is read once, as one run of its records */
+        CHECK_EQ_INT(shard_changes(st, &e), info.num_shards - 1);
+        free(e.bytes);
+        ls.shuffle_window = REEL_SHUFFLE_WINDOW_FULL;
+        run(ds, &ls, NULL, -1, &e, NULL);
+        fuller += shard_changes(st, &e) > info.num_shards - 1;
+        free(e.bytes);
+    }
+    CHECK(info.num_shards >= 3);
+    CHECK(fuller > 0); /* the full shuffle does jump between shards */
+    ls.shuffle_window = -2;
+    reel_loader *l = NULL;
+    CHECK_STATUS(reel_loader_create(&l, ds, &ls, NULL), REEL_E_INVALID_ARG);
+    reel_store_close(&st);
+    reel_dataset_destroy(&ds);
+}
+
 /* ---------------------------------------------------------- error policy */
 
 /* A store of the NV videos plus one that failed to pack, one record per

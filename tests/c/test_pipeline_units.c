@@ -192,6 +192,42 @@ TEST(plan_with_a_shuffle_window_shards_and_resumes_like_a_full_shuffle)
     reel__plan_free(&p);
 }
 
+TEST(plan_over_blocks_of_any_size_reads_each_block_as_one_run)
+{
+    enum { N = 23 };
+    const int64_t starts[] = { 0, 5, 6, 13, 20, 23 }; /* 5 blocks: 5, 1, 7, 7, 3 */
+    int64_t prev_first = -1, differ = 0;
+    for (int64_t epoch = 0; epoch < 4; epoch++) {
+        reel_plan p;
+        CHECK_OK(reel__plan_init(&p, N, 1, 0, REEL_SHARD_PAD, 4, 0, 1, 31, NULL));
+        CHECK_OK(reel__plan_set_blocks(&p, starts, 5, NULL));
+        reel__plan_epoch(&p, epoch);
+        int seen[N] = { 0 }, changes = 0, prev_block = -1;
+        for (int64_t pos = 0; pos < N; pos++) {
+            int64_t d = reel__plan_sample(&p, pos, NULL);
+            CHECK(d >= 0 && d < N);
+            seen[d]++;
+            int b = 0;
+            while (d >= starts[b + 1]) b++;
+            if (pos && b != prev_block) changes++;
+            prev_block = b;
+        }
+        for (int i = 0; i < N; i++) CHECK_EQ_INT(seen[i], 1);
+        CHECK_EQ_INT(changes, 4); /* each block once, in one run */
+        int64_t first = reel__plan_sample(&p, 0, NULL);
+        differ += epoch && first != prev_first;
+        prev_first = first;
+        reel__plan_free(&p);
+    }
+    CHECK(differ > 0); /* another order each epoch */
+    /* blocks that do not cover the dataset are refused */
+    reel_plan p;
+    CHECK_OK(reel__plan_init(&p, N, 1, 0, REEL_SHARD_PAD, 4, 0, 1, 31, NULL));
+    const int64_t bad[] = { 0, 5, 22 };
+    CHECK_STATUS(reel__plan_set_blocks(&p, bad, 2, NULL), REEL_E_INTERNAL);
+    reel__plan_free(&p);
+}
+
 /* ---------------------------------------------------------------- queue */
 
 typedef struct qctx {

@@ -46,9 +46,10 @@ def test_pack_info_verify(videos, tmp_path):
 
 
 def _epoch(source):
+    # a full shuffle: the same order over videos and over stores of any shard layout
     out = []
     with reel.Loader(source, frames_per_clip=4, size=(96, 128), crop=None, batch_size=4, num_threads=2, seed=3,
-                     layout="BTHWC", flip="random") as L:
+                     layout="BTHWC", flip="random", shuffle_window="full") as L:
         for b in L:
             out.append((bytes(memoryview(b.frames)), list(memoryview(b.labels)),
                         [list(i.frame_indices) for i in b.info], [i.flipped for i in b.info]))
@@ -101,7 +102,7 @@ def test_loader_over_a_store_shuffle_window_state_dict_and_failures(videos, tmp_
     a = order(shuffle_window=3)
     assert sorted(a) == list(range(6)) and a == order(shuffle_window=3)
     assert {a[0] // 3, a[1] // 3, a[2] // 3} == {a[0] // 3} and {a[3] // 3, a[4] // 3, a[5] // 3} == {a[3] // 3}
-    assert order(shuffle_window=6) == order()  # a window of the whole store is the full shuffle
+    assert order(shuffle_window=6) == order(shuffle_window="full")  # a window of the whole store: a full shuffle
     with pytest.raises(ValueError):
         order(shuffle_window=-1)
     # exact resume on a store through state_dict
