@@ -10,13 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <libavutil/crc.h>
-
-uint32_t reel__crc32(uint32_t crc, const void *data, size_t n)
-{
-    /* av_crc's tables are static and initialised once (thread-safe) */
-    return av_crc(av_crc_get_table(AV_CRC_32_IEEE_LE), crc, data, n);
-}
 
 /* ---------------------------------------------------------------- little-endian */
 

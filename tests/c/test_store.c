@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <turbojpeg.h>
+
+#include <libavutil/crc.h>
 #include <unistd.h>
 
 enum { NV = 4, VW = 160, VH = 120, SS = 96, SW = 128, SH = 96 };
@@ -249,6 +251,30 @@ static void check_store(const char *dir, reel_store_format fmt)
     }
     tjDestroy(tj);
     reel_store_close(&s);
+}
+
+TEST(store_crc32_equals_av_crc_at_every_length_and_alignment)
+{
+    /* the folded (PCLMULQDQ) CRC against FFmpeg's table CRC, which the
+     * store format names: lengths around every fold boundary, odd
+     * alignments, carried-in values, and a frame-sized buffer */
+    enum { MAX = 1 << 20 };
+    uint8_t *buf = malloc(MAX + 64);
+    CHECK(buf != NULL);
+    uint64_t rs = 12345;
+    for (size_t i = 0; i < MAX + 64; i++) buf[i] = (uint8_t)tg_rand(&rs);
+    const AVCRC *t = av_crc_get_table(AV_CRC_32_IEEE_LE);
+    for (size_t n = 0; n <= 300; n++)
+        for (size_t al = 0; al < 3; al++) {
+            uint32_t seed = n % 3 == 0 ? 0 : (uint32_t)tg_rand(&rs);
+            CHECK_MSG(reel__crc32(seed, buf + al, n) == av_crc(t, seed, buf + al, n), "n %zu align %zu", n, al);
+        }
+    for (size_t n = 4096; n <= MAX; n = n * 2 + 7)
+        CHECK_MSG(reel__crc32(0, buf + 1, n) == av_crc(t, 0, buf + 1, n), "n %zu", n);
+    /* chained: the CRC of a whole is the CRC of its parts carried on */
+    uint32_t c = reel__crc32(0, buf, 1000);
+    CHECK(reel__crc32(c, buf + 1000, 5000) == av_crc(t, 0, buf, 6000));
+    free(buf);
 }
 
 TEST(raw_store_is_bit_exact_with_the_video_path)
