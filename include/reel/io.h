@@ -102,10 +102,10 @@ typedef struct reel_remote_stats {
                                well below 1 on long videos) */
     int64_t bytes_fetched;
     double request_seconds;
-    int64_t connections;        /**< new connections made (a request on a kept-alive one makes none) */
-    int64_t budget_waits;       /**< fetch-aheads that waited for the pool's bytes-in-flight budget */
-    int64_t budget_skips;       /**< fetch-aheads skipped after waiting request_timeout for it */
-    double budget_wait_seconds; /**< time those waits took */
+    int64_t connections;                   /**< new connections made (a request on a kept-alive one makes none) */
+    int64_t budget_waits;                  /**< fetch-aheads that waited for the pool's bytes-in-flight budget */
+    int64_t budget_skips;                  /**< fetch-aheads skipped after waiting request_timeout for it */
+    double budget_wait_seconds;            /**< time those waits took */
     int64_t latency[REEL_LATENCY_BUCKETS]; /**< requests by duration (see REEL_LATENCY_BUCKETS) */
 } reel_remote_stats;
 

@@ -254,7 +254,9 @@ typedef struct reel_loader_state {
 enum { REEL_STAGE_OPEN = 0, REEL_STAGE_DECODE = 1, REEL_STAGE_COLLATE = 2, REEL_STAGE_COUNT = 3 };
 
 typedef struct reel_stage_metrics {
-    const char *name; /**< the source's: "open" (videos), "read" (stores), "fetch" (either at URLs); "decode" or "image decode"; "collate" */
+    /** The source's stage names: "open" (videos), "read" (stores) or
+     *  "fetch" (either at URLs); "decode" or "image decode"; "collate". */
+    const char *name;
     int threads;
     double busy_fraction; /**< busy thread-seconds / (threads x seconds) */
     double busy_seconds;

@@ -452,12 +452,13 @@ static PyObject *by_cause(const int64_t *v)
 
 PyObject *rx_remote_stats_dict(const reel_remote_stats *s)
 {
-    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:L,s:L,s:L,s:d}", "requests", (long long)s->requests,
-                         "retries", (long long)s->retries, "failures", (long long)s->failures, "bytes_fetched",
-                         (long long)s->bytes_fetched, "request_seconds", s->request_seconds, "request_p50_s",
-                         reel_remote_stats_quantile(s, 0.5), "request_p99_s", reel_remote_stats_quantile(s, 0.99),
-                         "connections", (long long)s->connections, "budget_waits", (long long)s->budget_waits,
-                         "budget_skips", (long long)s->budget_skips, "budget_wait_seconds", s->budget_wait_seconds);
+    PyObject *d =
+        Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:L,s:L,s:L,s:d}", "requests", (long long)s->requests, "retries",
+                      (long long)s->retries, "failures", (long long)s->failures, "bytes_fetched",
+                      (long long)s->bytes_fetched, "request_seconds", s->request_seconds, "request_p50_s",
+                      reel_remote_stats_quantile(s, 0.5), "request_p99_s", reel_remote_stats_quantile(s, 0.99),
+                      "connections", (long long)s->connections, "budget_waits", (long long)s->budget_waits,
+                      "budget_skips", (long long)s->budget_skips, "budget_wait_seconds", s->budget_wait_seconds);
     if (d && (dict_set(d, "object_bytes", PyLong_FromLongLong(s->object_bytes)) < 0 ||
               dict_set(d, "retries_by_cause", by_cause(s->retries_by_cause)) < 0 ||
               dict_set(d, "failures_by_cause", by_cause(s->failures_by_cause)) < 0))

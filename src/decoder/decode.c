@@ -633,7 +633,8 @@ static void prefetch_run(reel_decoder *dec, int64_t s, int64_t e)
 
 int reel_decoder_prefetch(reel_decoder *dec, const int64_t *indices, size_t n, reel_error *err)
 {
-    if (!dec || (n && !indices)) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_prefetch: NULL argument");
+    if (!dec || (n && !indices))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_prefetch: NULL argument");
     const reel_table *t = &dec->table;
     if (!dec->remote || n == 0) return REEL_OK;
     reel__req *reqs = malloc(n * sizeof *reqs);

@@ -226,8 +226,8 @@ void reel__remote_stats_delta(reel_remote_stats *acc, const reel_remote_stats *a
 
 const char *reel_remote_cause_name(reel_remote_cause c)
 {
-    static const char *const names[REEL_REMOTE_CAUSE_COUNT] = { "connection", "timeout",    "throttled", "server",
-                                                                "short_body", "client",     "tls" };
+    static const char *const names[REEL_REMOTE_CAUSE_COUNT] = { "connection", "timeout", "throttled", "server",
+                                                                "short_body", "client",  "tls" };
     return (unsigned)c < REEL_REMOTE_CAUSE_COUNT ? names[c] : "unknown";
 }
 
@@ -398,9 +398,9 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
             return failed(h, REEL_REMOTE_CAUSE_CLIENT,
                           reel__error_set(err, REEL_E_NOT_FOUND, "%s: not found (HTTP 404)", h->base.name));
         } else if (cc == CURLE_OK && (code == 401 || code == 403)) {
-            return failed(h, REEL_REMOTE_CAUSE_CLIENT,
-                          reel__error_set(err, REEL_E_PERMISSION, "%s: permission denied (HTTP %ld)", h->base.name,
-                                          code));
+            return failed(
+                h, REEL_REMOTE_CAUSE_CLIENT,
+                reel__error_set(err, REEL_E_PERMISSION, "%s: permission denied (HTTP %ld)", h->base.name, code));
         } else if (cc == CURLE_OK && code == 416) {
             return failed(h, REEL_REMOTE_CAUSE_CLIENT,
                           reel__error_set(err, REEL_E_CORRUPT, "%s: range %s is past the end of the object",
@@ -415,8 +415,8 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
         } else if (cause_of(cc, code, 0) == REEL_REMOTE_CAUSE_TLS) {
             /* nor an untrusted certificate a trusted one */
             return failed(h, REEL_REMOTE_CAUSE_TLS,
-                          reel__error_set(err, REEL_E_IO, "%s: TLS: %s (a private CA: remote ca_bundle)",
-                                          h->base.name, curl_easy_strerror(cc)));
+                          reel__error_set(err, REEL_E_IO, "%s: TLS: %s (a private CA: remote ca_bundle)", h->base.name,
+                                          curl_easy_strerror(cc)));
         } else {
             redacted_cause(why, sizeof why, code, cc);
         }

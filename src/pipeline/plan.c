@@ -90,7 +90,8 @@ int reel__plan_set_blocks(reel_plan *p, const int64_t *starts, size_t nblocks, r
     free(p->blocks);
     p->starts = malloc((nblocks + 1) * sizeof *p->starts);
     p->blocks = malloc(nblocks * sizeof *p->blocks);
-    if (!p->starts || !p->blocks) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for the read blocks");
+    if (!p->starts || !p->blocks)
+        return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for the read blocks");
     for (size_t b = 0; b <= nblocks; b++) p->starts[b] = starts[b];
     p->nstarts = nblocks + 1;
     p->window = 0;

@@ -16,9 +16,9 @@ typedef struct reel_plan {
     int shuffle;
     int64_t window; /* shuffle window (0: full shuffle) */
     uint64_t seed;
-    int64_t *perm;      /* permutation of the epoch below */
-    int64_t *blocks;    /* windowed shuffle: the block order (scratch) */
-    int64_t *starts;    /* blocks of any size (a store's shards): nstarts - 1 blocks, or NULL */
+    int64_t *perm;   /* permutation of the epoch below */
+    int64_t *blocks; /* windowed shuffle: the block order (scratch) */
+    int64_t *starts; /* blocks of any size (a store's shards): nstarts - 1 blocks, or NULL */
     size_t nstarts;
     int64_t perm_epoch; /* -1: none yet */
 } reel_plan;
