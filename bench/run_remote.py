@@ -220,8 +220,9 @@ def main():
               "directly the loader's pool keeps them alive across videos: see tests/python/test_remote.py).", "",
               f"Long videos: 1280x720, {a.long_seconds} s, GOP 250; one 8-frame clip from the middle of each, "
               "by URL with no added latency. Packet bytes: the clip's GOP from its keyframe to the clip's last "
-              "frame. reel: open = the container's head and index (moov) and the packets FFmpeg probes; the clip "
-              "= what decoding it fetched (fetch by GOP).", "",
+              "frame. reel: open = the container's head and its index (moov), two requests (the index is checked "
+              "against the packets the head holds, so no more); the clip = what decoding it fetched (fetch by "
+              "GOP, one request).", "",
               "| video | file MB | packet bytes KB | reel: open KB | reel: the clip KB (x packets, requests) | "
               "reel: all KB (x file) | fsspec + PyAV KB (x packets, x file) |",
               "|---|---:|---:|---:|---:|---:|---:|"]
