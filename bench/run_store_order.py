@@ -8,10 +8,13 @@ every shard right before the run) and warm. Reported per row: frames/s (best
 of --repeat), the ratio to the full shuffle in the same cache state, and the
 busy seconds of the "read" stage (stage 1: the record's frame bytes).
 
-The store defaults to build/demo/kinetics.store (`make demo` packs it: 64
-videos of 10 s at 340x256, short side 256, jpeg).
+The store: build/bench-store-order/store, packed on first use from the
+Kinetics-like set (`reel synth --dataset`: 64 videos of 10 s at 340x256) at
+short side 256, jpeg, in shards of --shard-size bytes (default 32 MiB, so the
+store has several shards for the shard-by-shard order), or --store DIR.
 
-  python3 bench/run_store_order.py [--store DIR] [--threads 2] [--epochs 3] [--repeat 3] [--write-doc]
+  python3 bench/run_store_order.py [--store DIR] [--shard-size BYTES] [--threads 2] [--epochs 3]
+                                   [--repeat 3] [--windows 4,16,64] [--write-doc]
 """
 import argparse
 import json
@@ -57,7 +60,8 @@ def bench(reel, store, threads, epochs, order, cold):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--store", default=str(ROOT / "build" / "demo" / "kinetics.store"))
+    ap.add_argument("--store", default=str(ROOT / "build" / "bench-store-order" / "store"))
+    ap.add_argument("--shard-size", type=int, default=32 << 20)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3)
@@ -67,8 +71,18 @@ def main():
     reel = find_built(ROOT / "build", "reel")
     store = Path(a.store)
     if not (store / "store.idx").exists():
-        sys.exit(f"{store}: no store here (run `make demo`, or pass --store DIR)")
+        if a.store != ap.get_default("store"):
+            sys.exit(f"{store}: no store here")
+        videos = store.parent / "videos"
+        if not (videos / "manifest.csv").exists():
+            log("generating 64 videos of 10 s at 340x256 ...")
+            subprocess.run([str(reel), "synth", "--dataset", str(videos), "--videos", "64", "--seconds", "10",
+                            "--size", "340x256", "--fps", "25"], check=True, capture_output=True)
+        log(f"packing {store} (jpeg, short side 256, shards of {a.shard_size} bytes) ...")
+        subprocess.run([str(reel), "pack", str(videos), str(store), "--size", "256", "--format", "jpeg",
+                        "--shard-size", str(a.shard_size), "--no-progress"], check=True, capture_output=True)
     size = sum(f.stat().st_size for f in store.iterdir() if f.is_file())
+    shards = sum(1 for f in store.iterdir() if f.suffix == ".bin")
     orders = ["full", "shards"] + [int(w) for w in a.windows.split(",") if w] + ["none"]
     rows = []
     for cache in ("cold", "warm"):
@@ -93,7 +107,8 @@ def main():
     lines = ["## Store read order", "",
              f"`python3 bench/run_store_order.py --threads {a.threads} --epochs {a.epochs} --repeat {a.repeat} "
              f"--windows {a.windows} --write-doc` on {cpu_model()}, reel {reel_version()}, load {load_summary()}. "
-             f"Store: `{store.name}` ({size / 1e6:.0f} MB, the `make demo` set packed as jpeg, short side 256). "
+             f"Store: `{store}` ({size / 1e6:.0f} MB in {shards} shards; 64 videos of 10 s at 340x256 packed as "
+             "jpeg, short side 256). "
              f"Loader: `reel bench STORE --frames-per-clip 8 --size 224 --batch 32 --threads {a.threads} "
              f"--epochs {a.epochs} [--shuffle full | --shuffle-window W | --no-shuffle]`, best of {a.repeat} interleaved runs. "
              "Cold: posix_fadvise(DONTNEED) on every shard before each run.", "",
