@@ -10,7 +10,11 @@
 # pages of 2 keys), an empty prefix (EMPTY) and a wrong secret; faults
 # through a proxy (latency, resets, 503 bursts, bodies cut short, a server
 # that stops answering): with retries every clip arrives and the retries are
-# counted, without them the failures are named, and nothing hangs.
+# counted, without them the failures are named, and nothing hangs; https with
+# the test's own certificate (refused by default, trusted as ca_bundle;
+# connections and TLS sessions reused, per nginx's log); fetch-ahead and its
+# byte budget; a server that ignores Range (read whole, or refused by name);
+# bearer tokens; S3 credentials from a profile file; virtual-hosted addressing.
 from __future__ import annotations
 
 import os
@@ -625,3 +629,106 @@ def test_bytes_in_flight_budget_bounds_the_fetch_ahead(tmp_path):
     assert 0 < rt["bytes_in_flight_peak"] <= biggest
     assert rt["budget_waits"] > 0 and rt["budget_wait_seconds"] > 0 and rt["budget_skips"] == 0
     assert rl["budget_waits"] == 0 and rl["bytes_in_flight_peak"] > rt["bytes_in_flight_peak"]
+
+
+class _PlainServer:
+    """http.server on 127.0.0.1 serving a folder: it ignores Range (always 200
+    and the whole file), and with `token` answers 401 unless the request
+    carries "Authorization: Bearer <token>"."""
+
+    def __init__(self, root, token=None):
+        import functools
+        import http.server
+        import threading
+        outer = self
+        self.auths = []
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 - http.server's name
+                outer.auths.append(self.headers.get("Authorization"))
+                if token and self.headers.get("Authorization") != f"Bearer {token}":
+                    self.send_error(401)
+                    return
+                super().do_GET()
+
+            def log_message(self, *a):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                                     functools.partial(Handler, directory=str(root)))
+        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+def test_a_server_that_ignores_range_is_read_whole_or_refused_by_name(tmp_path):
+    reel._testing.write_video(str(tmp_path / "v.mp4"), width=160, height=120, frames=300, gop=25, seed=2)
+    size = (tmp_path / "v.mp4").stat().st_size
+    want = [0, 149, 299]
+    with reel.VideoDecoder(str(tmp_path / "v.mp4")) as d:
+        local = bytes(memoryview(d.get_frames_at(want)))
+    with _PlainServer(tmp_path) as srv:
+        # small enough: the one whole answer is kept, every read is local
+        with reel.VideoDecoder(f"{srv.base}/v.mp4", remote={"readahead_min": 4096}) as d:
+            assert bytes(memoryview(d.get_frames_at(want))) == local
+            s = d.remote_stats
+        assert s["requests"] == 1 and s["bytes_fetched"] == size
+        # larger than the whole-object limit: refused, and the message says why
+        with pytest.raises(reel.ReelError) as e:
+            reel.VideoDecoder(f"{srv.base}/v.mp4", remote={"readahead_min": 4096, "whole_object_max": size // 2})
+        assert "ignores Range" in str(e.value) and "v.mp4" in str(e.value)
+
+
+def test_bearer_token_is_sent_and_never_printed(tmp_path):
+    reel._testing.write_video(str(tmp_path / "v.mp4"), width=96, height=64, frames=20, gop=8, seed=3)
+    with reel.VideoDecoder(str(tmp_path / "v.mp4")) as d:
+        local = bytes(memoryview(d.get_frames_at([0, 19])))
+    token = "tok-SECRET-123"
+    with _PlainServer(tmp_path, token=token) as srv:
+        with pytest.raises(reel.PermissionDeniedError) as e:
+            reel.VideoDecoder(f"{srv.base}/v.mp4")
+        assert "401" in str(e.value) and token not in str(e.value)
+        with reel.VideoDecoder(f"{srv.base}/v.mp4", remote={"bearer_token": token}) as d:
+            assert bytes(memoryview(d.get_frames_at([0, 19]))) == local
+        # the loader sends it too; nothing it reports carries it
+        with reel.Loader([(f"{srv.base}/v.mp4", 0)], frames_per_clip=2, size=32, batch_size=1, epochs=1,
+                         remote={"bearer_token": token}) as L:
+            assert sum(len(b) for b in L) == 1
+            assert token not in repr(L.metrics())
+    assert f"Bearer {token}" in srv.auths
+
+
+def test_s3_credentials_from_a_profile_file_and_virtual_hosted_addressing(s3, tmp_path):
+    keys, local = s3
+    idx = [0, 10, 39]
+    want = _frames(str(local), idx)
+    creds = tmp_path / "credentials"
+    creds.write_text(f"[default]\naws_access_key_id = nope\naws_secret_access_key = nope\n\n"
+                     f"[reel-test]\naws_access_key_id = {keys['AWS_ACCESS_KEY_ID']}\n"
+                     f"aws_secret_access_key = {keys['AWS_SECRET_ACCESS_KEY']}\n")
+    env = {"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SHARED_CREDENTIALS_FILE": str(creds),
+           "AWS_PROFILE": "reel-test", "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": keys["AWS_ENDPOINT_URL"]}
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        env.pop(k)
+    saved = {k: os.environ.pop(k, None) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")}
+    try:
+        assert _with_env(env, lambda: _frames("s3://videos/train/cat/clip one.mp4", idx)) == want
+        # the default profile's wrong key: refused
+        with pytest.raises(reel.PermissionDeniedError):
+            _with_env(dict(env, AWS_PROFILE="default"), lambda: reel.VideoDecoder("s3://videos/train/cat/clip one.mp4"))
+        # virtual-hosted addressing: videos.localhost:PORT (curl resolves *.localhost to loopback)
+        virt = dict(env, REEL_S3_ADDRESSING="virtual",
+                    AWS_ENDPOINT_URL=keys["AWS_ENDPOINT_URL"].replace("127.0.0.1", "localhost"))
+        assert _with_env(virt, lambda: _frames("s3://videos/train/cat/clip one.mp4", idx)) == want
+    finally:
+        for k, v in saved.items():
+            if v is not None:
+                os.environ[k] = v
