@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 #include "testgen.h"
+#include "core/hash.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -148,16 +149,6 @@ typedef struct run_result {
     double seconds;
 } run_result;
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 /* One epoch over the videos (local paths, or URLs under base), with the
  * remote settings given: the digest of every delivered batch. */
 static void run_loader(const char *base, const reel_remote_settings *rs, double time_limit, run_result *out)
@@ -193,15 +184,15 @@ static void run_loader(const char *base, const reel_remote_settings *rs, double 
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);
     CHECK_OK(reel_loader_create(&l, ds, &s, &err));
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = REEL_FNV_OFFSET;
     for (;;) {
         reel_batch *bt = NULL;
         int st = reel_loader_next(l, &bt, &err);
         if (st != REEL_OK || !bt) break;
-        h = fnv(h, bt->data, bt->bytes);
+        h = reel__fnv1a(h, bt->data, bt->bytes);
         for (int64_t r = 0; r < bt->num_clips; r++) {
-            h = fnv(h, &bt->clips[r].sample, sizeof bt->clips[r].sample);
-            h = fnv(h, bt->clips[r].frame_indices, 4 * sizeof *bt->clips[r].frame_indices);
+            h = reel__fnv1a(h, &bt->clips[r].sample, sizeof bt->clips[r].sample);
+            h = reel__fnv1a(h, bt->clips[r].frame_indices, 4 * sizeof *bt->clips[r].frame_indices);
         }
         out->batches++;
         out->clips += bt->num_clips;
@@ -221,6 +212,19 @@ static void run_loader(const char *base, const reel_remote_settings *rs, double 
 
 /* ------------------------------------------------------------ tests */
 
+/* Range requests in small pieces, as for large objects: many requests per
+ * video, so that every kind of fault meets some. */
+static reel_remote_settings small_reads(int max_retries)
+{
+    reel_remote_settings rs;
+    reel_remote_default_settings(&rs);
+    rs.whole_object_max = 0;
+    rs.readahead_min = 4096;
+    rs.readahead_max = 16384;
+    rs.max_retries = max_retries;
+    return rs;
+}
+
 TEST(faults_with_retries_deliver_every_clip_exactly)
 {
     run_result local, remote;
@@ -232,12 +236,7 @@ TEST(faults_with_retries_deliver_every_clip_exactly)
     ctl(&sv, "set reset_every 7", NULL, 0);
     ctl(&sv, "set burst_every 11", NULL, 0);
     ctl(&sv, "set cut_every 13", NULL, 0);
-    reel_remote_settings rs;
-    reel_remote_default_settings(&rs);
-    rs.whole_object_max = 0; /* range requests, as for large objects */
-    rs.readahead_min = 4096;
-    rs.readahead_max = 16384;
-    rs.max_retries = 8;
+    reel_remote_settings rs = small_reads(8);
     rs.request_timeout = 10;
     run_loader(sv.base, &rs, 0, &remote);
     char counts[512];
@@ -264,11 +263,7 @@ TEST(a_100_ms_latency_delivers_every_clip_exactly)
     servers sv;
     servers_start(&sv);
     ctl(&sv, "set latency 0.1", NULL, 0);
-    reel_remote_settings rs;
-    reel_remote_default_settings(&rs);
-    rs.whole_object_max = 0;
-    rs.readahead_min = 4096;
-    rs.readahead_max = 16384;
+    reel_remote_settings rs = small_reads(5);
     run_loader(sv.base, &rs, 0, &remote);
     servers_stop(&sv);
     CHECK_MSG(remote.failures == 0, "%lld failures, first: %s", (long long)remote.failures, remote.first_failure);
@@ -284,12 +279,7 @@ TEST(faults_without_retries_are_named_failures)
     servers sv;
     servers_start(&sv);
     ctl(&sv, "set reset_every 2", NULL, 0);
-    reel_remote_settings rs;
-    reel_remote_default_settings(&rs);
-    rs.whole_object_max = 0;
-    rs.readahead_min = 4096;
-    rs.readahead_max = 16384;
-    rs.max_retries = 0;
+    reel_remote_settings rs = small_reads(0);
     run_result r;
     run_loader(sv.base, &rs, 0, &r);
     servers_stop(&sv);
