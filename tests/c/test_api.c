@@ -524,6 +524,45 @@ TEST(strerror_and_version)
     CHECK_EQ_STR(e.message, "");
 }
 
+TEST(remote_pool_and_prefetch_api_edges)
+{
+    reel_error err;
+    CHECK_STATUS(reel_remote_pool_create(NULL, 0, &err), REEL_E_INVALID_ARG);
+    reel_remote_pool *pool = NULL;
+    CHECK_OK(reel_remote_pool_create(&pool, 0, &err));
+    CHECK(pool != NULL);
+    CHECK_EQ_INT(reel_remote_pool_get_peak_bytes(pool), 0);
+    CHECK_EQ_INT(reel_remote_pool_get_peak_bytes(NULL), 0);
+    /* a local video ignores the pool; prefetch has nothing to do */
+    reel_remote_settings rs;
+    reel_remote_default_settings(&rs);
+    CHECK_EQ_INT((int64_t)rs.max_bytes_in_flight, (int64_t)256 << 20);
+    CHECK(rs.pool == NULL);
+    rs.pool = pool;
+    reel_decoder_settings ds;
+    reel_decoder_default_settings(&ds);
+    ds.remote = &rs;
+    reel_decoder *d = NULL;
+    CHECK_OK(reel_decoder_open(&d, video("api_pool.mp4", "h264", 0), &ds, &err));
+    const int64_t idx[] = { 0, 5, -1 };
+    CHECK_OK(reel_decoder_prefetch(d, idx, 3, &err));
+    CHECK_OK(reel_decoder_prefetch(d, NULL, 0, &err));
+    CHECK_STATUS(reel_decoder_prefetch(d, NULL, 2, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_decoder_prefetch(NULL, idx, 3, &err), REEL_E_INVALID_ARG);
+    reel_decoder_close(&d);
+    reel_remote_pool_destroy(&pool);
+    CHECK(pool == NULL);
+    reel_remote_pool_destroy(&pool);
+    reel_remote_pool_destroy(NULL);
+    /* every cause has its own name */
+    for (int c = 0; c < REEL_REMOTE_CAUSE_COUNT; c++) {
+        CHECK(strcmp(reel_remote_cause_name((reel_remote_cause)c), "unknown") != 0);
+        for (int o = 0; o < c; o++)
+            CHECK(strcmp(reel_remote_cause_name((reel_remote_cause)c), reel_remote_cause_name((reel_remote_cause)o)));
+    }
+    CHECK_EQ_STR(reel_remote_cause_name(REEL_REMOTE_CAUSE_COUNT), "unknown");
+}
+
 /* ---------------------------------------------------------------- index_at_time */
 
 static int64_t at_time(reel_decoder *d, double t, int *status)
