@@ -180,12 +180,29 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
                st->queue_depth_avg, (long long)st->queue_capacity);
     }
     printf("  bottleneck   %s: %s\n", m->bottleneck, advice(m->bottleneck));
-    int64_t nf = reel_loader_get_num_failures(l);
-    for (int64_t i = 0; i < nf && i < 20; i++) {
-        reel_failure f;
-        if (reel_loader_get_failure(l, i, &f, NULL) == REEL_OK) printf("  failed       %s\n", f.reason);
+    /* each distinct failure once, with how often it happened (epochs repeat them) */
+    int64_t nf = reel_loader_get_num_failures(l), shown = 0;
+    for (int64_t i = 0; i < nf; i++) {
+        reel_failure f, g;
+        if (reel_loader_get_failure(l, i, &f, NULL) != REEL_OK) continue;
+        int64_t times = 1, seen_before = 0;
+        for (int64_t j = 0; j < nf && !seen_before; j++) {
+            if (j == i || reel_loader_get_failure(l, j, &g, NULL) != REEL_OK || strcmp(f.reason, g.reason)) continue;
+            if (j < i)
+                seen_before = 1;
+            else
+                times++;
+        }
+        if (seen_before) continue;
+        if (shown++ < 20) {
+            if (times > 1)
+                printf("  failed       %s (%lld times)\n", f.reason, (long long)times);
+            else
+                printf("  failed       %s\n", f.reason);
+        }
     }
-    if (nf > 20) printf("  failed       ... and %lld more (see --json)\n", (long long)(nf - 20));
+    if (shown > 20)
+        printf("  failed       ... and %lld more distinct failures (see --json)\n", (long long)(shown - 20));
 }
 
 static const char *const dtypes[] = { "uint8", "float32", "float16", "bfloat16" };

@@ -8,6 +8,7 @@
 #include "core/error.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct store_sample {
     int64_t record;
@@ -44,8 +45,14 @@ static int store_open(void *ctx, void *tls, const reel_dataset *ds, int64_t samp
     reel_store_record rec;
     int st = reel_store_get_record(s, record, &rec, err);
     if (st != REEL_OK) return st;
-    if (rec.status != REEL_OK)
-        return reel__error_set(err, rec.status, "%s: not in the store %s: %s", rec.source_path, s->dir, rec.reason);
+    if (rec.status != REEL_OK) {
+        /* the recorded reason names the video already ("<path>: why") */
+        const char *why = rec.reason ? rec.reason : "";
+        size_t pl = strlen(rec.source_path);
+        if (!strncmp(why, rec.source_path, pl) && !strncmp(why + pl, ": ", 2)) why += pl + 2;
+        return reel__error_set(err, rec.status, "%s: not in the store %s (it failed to pack): %s", rec.source_path,
+                               s->dir, why);
+    }
     store_sample *h = calloc(1, sizeof *h);
     if (!h) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec.source_path);
     h->record = record;
