@@ -662,7 +662,7 @@ int reel_decoder_prefetch(reel_decoder *dec, const int64_t *indices, size_t n, r
             rg[k].length = hi - lo;
             k++;
         }
-        st = reel__io_will_read(dec->remote, rg, k, err);
+        st = reel__io_prefetch(dec->remote, rg, k, err);
     }
     free(reqs);
     free(w);

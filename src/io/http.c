@@ -612,10 +612,24 @@ static int fetch_ahead(http_io *h, int64_t lo, int64_t hi, reel_error *err)
     return REEL_OK;
 }
 
-static int http_will_read(reel__io *io, const reel__io_range *r, size_t n, reel_error *err)
+/* Fetches exactly [lo, hi) into the current cache, for a read that follows
+ * at once (no readahead on top; reads past it start small again). */
+static int fetch_now(http_io *h, int64_t lo, int64_t hi, reel_error *err)
+{
+    if (hi > h->base.size) hi = h->base.size;
+    if (lo >= hi || held(h, lo, hi)) return REEL_OK;
+    h->readahead = 0;
+    int st = fill_cache(h, lo, (size_t)(hi - lo), err);
+    h->readahead = h->s.readahead_min;
+    h->last_end = -1;
+    return st;
+}
+
+static int http_will_read(reel__io *io, const reel__io_range *r, size_t n, int ahead, reel_error *err)
 {
     /* ranges closer than readahead_min are fetched in one GET; the rest one
-     * GET each, ahead of the reads (fetch by GOP). */
+     * GET each (fetch by GOP): ahead, into spans kept aside within the
+     * pool's budget, or now, into the current cache */
     http_io *h = (http_io *)io;
     size_t i = 0;
     while (i < n) {
@@ -625,7 +639,7 @@ static int http_will_read(reel__io *io, const reel__io_range *r, size_t n, reel_
             if (r[j].offset + r[j].length > hi) hi = r[j].offset + r[j].length;
             j++;
         }
-        int st = fetch_ahead(h, lo, hi, err);
+        int st = ahead ? fetch_ahead(h, lo, hi, err) : fetch_now(h, lo, hi, err);
         if (st != REEL_OK) return st;
         i = j;
     }

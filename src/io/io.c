@@ -104,7 +104,13 @@ int reel__io_read_exact(reel__io *io, int64_t off, void *buf, size_t len, reel_e
 int reel__io_will_read(reel__io *io, const reel__io_range *ranges, size_t n, reel_error *err)
 {
     if (!io || !io->ops->will_read || n == 0) return REEL_OK;
-    return io->ops->will_read(io, ranges, n, err);
+    return io->ops->will_read(io, ranges, n, 0, err);
+}
+
+int reel__io_prefetch(reel__io *io, const reel__io_range *ranges, size_t n, reel_error *err)
+{
+    if (!io || !io->ops->will_read || n == 0) return REEL_OK;
+    return io->ops->will_read(io, ranges, n, 1, err);
 }
 
 int reel__io_is_held(const reel__io *io, int64_t off, int64_t len)

@@ -37,9 +37,11 @@ typedef struct reel__io_ops {
     /* Reads up to len bytes at off into buf; *got = bytes read (0 at the end).
      * A short read is not an error; failures fill err and return a status. */
     int (*read_at)(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err);
-    /* Optional (NULL: ignored): the caller will read these ranges soon, in
-     * this order; a remote source fetches them ahead, coalesced. */
-    int (*will_read)(reel__io *io, const reel__io_range *ranges, size_t n, reel_error *err);
+    /* Optional (NULL: ignored): the caller will read these ranges, in this
+     * order; a remote source fetches them, coalesced. `ahead`: soon, on
+     * another thread's time (kept aside within the pool's byte budget);
+     * 0: now (into the current cache, no budget: the reader waits for it). */
+    int (*will_read)(reel__io *io, const reel__io_range *ranges, size_t n, int ahead, reel_error *err);
     void (*close)(reel__io *io);
     /* Optional (NULL: always 1, a local file): 1 when [off, off + len) is
      * in memory already, so reading it makes no request. */
@@ -87,6 +89,10 @@ int reel__io_read_all(const char *uri, const reel__io_options *opt, size_t max_b
 
 /* Hints the ranges that will be read next (see reel__io_ops.will_read). */
 int reel__io_will_read(reel__io *io, const reel__io_range *ranges, size_t n, reel_error *err);
+
+/* Fetches ranges ahead of their reads, within the remote pool's budget
+ * (see reel__io_ops.will_read, ahead). */
+int reel__io_prefetch(reel__io *io, const reel__io_range *ranges, size_t n, reel_error *err);
 
 /* 1 when reading [off, off + len) makes no request (a local file, or bytes
  * a remote source holds already), else 0. */

@@ -293,8 +293,8 @@ static HARNESS_UNUSED_FN reel_decoder *open_video(const char *file, int stream, 
 }
 
 /* reel_decoder_get_frames into a fresh buffer; also reports the geometry. */
-static HARNESS_UNUSED_FN uint8_t *reel_frames(reel_decoder *dec, const int64_t *idx, size_t n, const reel_transform *t, int *w, int *h,
-                            size_t *fb)
+static HARNESS_UNUSED_FN uint8_t *reel_frames(reel_decoder *dec, const int64_t *idx, size_t n, const reel_transform *t,
+                                              int *w, int *h, size_t *fb)
 {
     reel_error err;
     reel_error_clear(&err);
@@ -317,7 +317,7 @@ typedef struct cmp_state {
 } cmp_state;
 
 static HARNESS_UNUSED_FN void check_frame(cmp_state *cs, const char *what, const char *file, int64_t index, size_t pos,
-                        const uint8_t *got, const uint8_t *want, int w, int h)
+                                          const uint8_t *got, const uint8_t *want, int w, int h)
 {
     size_t n = (size_t)w * (size_t)h * 3;
     cs->checked++;
