@@ -180,14 +180,17 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
                st->queue_depth_avg, (long long)st->queue_capacity);
     }
     printf("  bottleneck   %s: %s\n", m->bottleneck, advice(m->bottleneck));
-    /* each distinct failure once, with how often it happened (epochs repeat them) */
+    /* each distinct failure once, with how often it happened (epochs repeat
+     * them); the log (at most failure_log_size records) is read once */
     int64_t nf = reel_loader_get_num_failures(l), shown = 0;
-    for (int64_t i = 0; i < nf; i++) {
-        reel_failure f, g;
-        if (reel_loader_get_failure(l, i, &f, NULL) != REEL_OK) continue;
+    reel_failure *fs = nf > 0 ? malloc((size_t)nf * sizeof *fs) : NULL;
+    int64_t got = 0;
+    for (int64_t i = 0; fs && i < nf; i++)
+        if (reel_loader_get_failure(l, i, &fs[got], NULL) == REEL_OK) got++;
+    for (int64_t i = 0; i < got; i++) {
         int64_t times = 1, seen_before = 0;
-        for (int64_t j = 0; j < nf && !seen_before; j++) {
-            if (j == i || reel_loader_get_failure(l, j, &g, NULL) != REEL_OK || strcmp(f.reason, g.reason)) continue;
+        for (int64_t j = 0; j < got && !seen_before; j++) {
+            if (j == i || strcmp(fs[i].reason, fs[j].reason)) continue;
             if (j < i)
                 seen_before = 1;
             else
@@ -196,11 +199,12 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
         if (seen_before) continue;
         if (shown++ < 20) {
             if (times > 1)
-                printf("  failed       %s (%lld times)\n", f.reason, (long long)times);
+                printf("  failed       %s (%lld times)\n", fs[i].reason, (long long)times);
             else
-                printf("  failed       %s\n", f.reason);
+                printf("  failed       %s\n", fs[i].reason);
         }
     }
+    free(fs);
     if (shown > 20)
         printf("  failed       ... and %lld more distinct failures (see --json)\n", (long long)(shown - 20));
 }

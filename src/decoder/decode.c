@@ -631,6 +631,19 @@ static void prefetch_run(reel_decoder *dec, int64_t s, int64_t e)
     (void)reel__io_will_read(dec->remote, &rg, 1, &ignored);
 }
 
+/* A caller's frame index (negative: from the end) as a presentation index
+ * of the table, or REEL_E_OUT_OF_RANGE naming it. */
+static int resolve_index(const reel_decoder *dec, int64_t index, int64_t *frame, reel_error *err)
+{
+    const int64_t n = dec->table.n;
+    const int64_t f = index < 0 ? index + n : index;
+    if (f < 0 || f >= n)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: frame index %lld out of range (video has %lld frames)",
+                               dec->name, (long long)index, (long long)n);
+    *frame = f;
+    return REEL_OK;
+}
+
 int reel_decoder_prefetch(reel_decoder *dec, const int64_t *indices, size_t n, reel_error *err)
 {
     if (!dec || (n && !indices))
@@ -644,11 +657,7 @@ int reel_decoder_prefetch(reel_decoder *dec, const int64_t *indices, size_t n, r
     int st = REEL_OK;
     if (!reqs || !w || !iv || !rg) st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     for (size_t i = 0; i < n && st == REEL_OK; i++) {
-        int64_t f = indices[i] < 0 ? indices[i] + t->n : indices[i];
-        if (f < 0 || f >= t->n)
-            st = reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: frame index %lld out of range (video has %lld frames)",
-                                 dec->name, (long long)indices[i], (long long)t->n);
-        reqs[i].frame = f;
+        st = resolve_index(dec, indices[i], &reqs[i].frame, err);
         reqs[i].pos = i;
     }
     if (st == REEL_OK) {
@@ -732,14 +741,11 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, ree
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     }
     for (size_t i = 0; i < n; i++) {
-        int64_t f = indices[i];
-        if (f < 0) f += t->n;
-        if (f < 0 || f >= t->n) {
+        int64_t f = 0;
+        if (resolve_index(dec, indices[i], &f, err) != REEL_OK) {
             free(reqs);
             free(w);
-            return reel__error_set(err, REEL_E_OUT_OF_RANGE,
-                                   "%s: frame index %lld out of range (video has %lld frames)", dec->name,
-                                   (long long)indices[i], (long long)t->n);
+            return REEL_E_OUT_OF_RANGE;
         }
         if (t->lost_at > 0 && f >= t->lost_at && dec->settings.corrupt_policy == REEL_CORRUPT_FAIL) {
             free(reqs);

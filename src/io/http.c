@@ -48,15 +48,22 @@ void reel_remote_default_settings(reel_remote_settings *s)
     s->max_bytes_in_flight = (size_t)256 << 20;
 }
 
-/* A span of the object fetched ahead (will_read) and not read yet; its bytes
- * hold `reserved` of the pool's budget until it is read or dropped. */
-typedef struct ahead_span {
+/* Bytes [off, off + len) of the object in buf (cap allocated); len 0: empty.
+ * A span fetched ahead holds `reserved` bytes of the pool's budget until it
+ * is read or dropped (saved spans hold none). */
+typedef struct span {
     uint8_t *buf;
     size_t len, cap, reserved;
     int64_t off;
-} ahead_span;
+} span;
 
-enum { AHEAD = 8 };
+/* 1 when the span holds [lo, hi) whole. */
+static int span_has(const span *s, int64_t lo, int64_t hi)
+{
+    return s->len && lo >= s->off && hi <= s->off + (int64_t)s->len;
+}
+
+enum { AHEAD = 8, SAVED = 3 };
 
 typedef struct http_io {
     reel__io base;
@@ -74,12 +81,8 @@ typedef struct http_io {
     /* a few earlier, small spans (a container's head and its index at the
      * end are read again and again while opening): at most SAVED of them,
      * each at most 4 x readahead_min bytes; 0 length: empty */
-    struct {
-        uint8_t *buf;
-        size_t len, cap;
-        int64_t off;
-    } saved[3];
-    ahead_span ahead[AHEAD]; /* fetched ahead, in the order hinted; len 0: free */
+    span saved[SAVED];
+    span ahead[AHEAD]; /* fetched ahead, in the order hinted; len 0: free */
     size_t readahead;
     int64_t last_end;
     uint64_t rng; /* jitter */
@@ -185,43 +188,36 @@ double reel_remote_stats_quantile(const reel_remote_stats *s, double q)
     return pow(2.0, (REEL_LATENCY_BUCKETS - 0.5) / 4.0) / 1e6;
 }
 
+/* a += k * b, field by field: the one list of the counters (add: k = 1;
+ * a delta: after, then before with k = -1). */
+static void stats_scaled_add(reel_remote_stats *a, const reel_remote_stats *b, int k)
+{
+    a->requests += k * b->requests;
+    a->retries += k * b->retries;
+    a->failures += k * b->failures;
+    a->bytes_fetched += k * b->bytes_fetched;
+    a->request_seconds += k * b->request_seconds;
+    a->connections += k * b->connections;
+    a->object_bytes += k * b->object_bytes;
+    for (int i = 0; i < REEL_REMOTE_CAUSE_COUNT; i++) {
+        a->retries_by_cause[i] += k * b->retries_by_cause[i];
+        a->failures_by_cause[i] += k * b->failures_by_cause[i];
+    }
+    a->budget_waits += k * b->budget_waits;
+    a->budget_skips += k * b->budget_skips;
+    a->budget_wait_seconds += k * b->budget_wait_seconds;
+    for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) a->latency[i] += k * b->latency[i];
+}
+
 void reel_remote_stats_add(reel_remote_stats *a, const reel_remote_stats *b)
 {
-    if (!a || !b) return;
-    a->requests += b->requests;
-    a->retries += b->retries;
-    a->failures += b->failures;
-    a->bytes_fetched += b->bytes_fetched;
-    a->request_seconds += b->request_seconds;
-    a->connections += b->connections;
-    a->object_bytes += b->object_bytes;
-    for (int i = 0; i < REEL_REMOTE_CAUSE_COUNT; i++) {
-        a->retries_by_cause[i] += b->retries_by_cause[i];
-        a->failures_by_cause[i] += b->failures_by_cause[i];
-    }
-    a->budget_waits += b->budget_waits;
-    a->budget_skips += b->budget_skips;
-    a->budget_wait_seconds += b->budget_wait_seconds;
-    for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) a->latency[i] += b->latency[i];
+    if (a && b) stats_scaled_add(a, b, 1);
 }
 
 void reel__remote_stats_delta(reel_remote_stats *acc, const reel_remote_stats *after, const reel_remote_stats *before)
 {
-    acc->requests += after->requests - before->requests;
-    acc->retries += after->retries - before->retries;
-    acc->failures += after->failures - before->failures;
-    acc->bytes_fetched += after->bytes_fetched - before->bytes_fetched;
-    acc->request_seconds += after->request_seconds - before->request_seconds;
-    acc->connections += after->connections - before->connections;
-    acc->object_bytes += after->object_bytes - before->object_bytes;
-    for (int i = 0; i < REEL_REMOTE_CAUSE_COUNT; i++) {
-        acc->retries_by_cause[i] += after->retries_by_cause[i] - before->retries_by_cause[i];
-        acc->failures_by_cause[i] += after->failures_by_cause[i] - before->failures_by_cause[i];
-    }
-    acc->budget_waits += after->budget_waits - before->budget_waits;
-    acc->budget_skips += after->budget_skips - before->budget_skips;
-    acc->budget_wait_seconds += after->budget_wait_seconds - before->budget_wait_seconds;
-    for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) acc->latency[i] += after->latency[i] - before->latency[i];
+    stats_scaled_add(acc, after, 1);
+    stats_scaled_add(acc, before, -1);
 }
 
 const char *reel_remote_cause_name(reel_remote_cause c)
@@ -438,8 +434,6 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
 
 /* ---------------------------------------------------------------- reads */
 
-enum { SAVED = 3 };
-
 /* Keeps the current span among the saved ones (when small), evicting the
  * oldest, and leaves the current one empty, with a buffer to fill. */
 static void save_current(http_io *h)
@@ -462,7 +456,7 @@ static void save_current(http_io *h)
 static int restore_span(http_io *h, int64_t off)
 {
     for (int i = 0; i < SAVED; i++) {
-        if (!h->saved[i].len || off < h->saved[i].off || off >= h->saved[i].off + (int64_t)h->saved[i].len) continue;
+        if (!span_has(&h->saved[i], off, off + 1)) continue;
         uint8_t *b = h->cache;
         size_t l = h->cache_len, c = h->cache_cap;
         int64_t o = h->cache_off;
@@ -505,7 +499,7 @@ static int fill_cache(http_io *h, int64_t off, size_t want, reel_error *err)
 }
 
 /* Drops a span fetched ahead, giving back its share of the budget. */
-static void ahead_drop(http_io *h, ahead_span *a)
+static void ahead_drop(http_io *h, span *a)
 {
     if (h->pool) reel__pool_release(h->pool, a->reserved);
     free(a->buf);
@@ -513,11 +507,10 @@ static void ahead_drop(http_io *h, ahead_span *a)
 }
 
 /* The span fetched ahead that holds `off`, or NULL. */
-static ahead_span *ahead_find(http_io *h, int64_t off)
+static span *ahead_find(http_io *h, int64_t off)
 {
     for (int i = 0; i < AHEAD; i++)
-        if (h->ahead[i].len && off >= h->ahead[i].off && off < h->ahead[i].off + (int64_t)h->ahead[i].len)
-            return &h->ahead[i];
+        if (span_has(&h->ahead[i], off, off + 1)) return &h->ahead[i];
     return NULL;
 }
 
@@ -525,7 +518,7 @@ static ahead_span *ahead_find(http_io *h, int64_t off)
  * read now, so its bytes no longer count as fetched ahead. 1, else 0. */
 static int take_ahead(http_io *h, int64_t off)
 {
-    ahead_span *a = ahead_find(h, off);
+    span *a = ahead_find(h, off);
     if (!a) return 0;
     save_current(h);
     free(h->cache);
@@ -569,9 +562,9 @@ static int held(const http_io *h, int64_t lo, int64_t hi)
 {
     if (lo >= h->cache_off && hi <= h->cache_off + (int64_t)h->cache_len) return 1;
     for (int i = 0; i < AHEAD; i++)
-        if (h->ahead[i].len && lo >= h->ahead[i].off && hi <= h->ahead[i].off + (int64_t)h->ahead[i].len) return 1;
+        if (span_has(&h->ahead[i], lo, hi)) return 1;
     for (int i = 0; i < SAVED; i++)
-        if (h->saved[i].len && lo >= h->saved[i].off && hi <= h->saved[i].off + (int64_t)h->saved[i].len) return 1;
+        if (span_has(&h->saved[i], lo, hi)) return 1;
     return 0;
 }
 
@@ -581,7 +574,7 @@ static int fetch_ahead(http_io *h, int64_t lo, int64_t hi, reel_error *err)
 {
     if (hi > h->base.size) hi = h->base.size;
     if (lo >= hi || held(h, lo, hi)) return REEL_OK;
-    ahead_span *a = NULL;
+    span *a = NULL;
     for (int i = 0; i < AHEAD && !a; i++)
         if (!h->ahead[i].len) a = &h->ahead[i];
     if (!a) return REEL_OK;

@@ -123,8 +123,12 @@ int reel__pool_reserve(reel_remote_pool *p, size_t bytes, double max_wait, int (
     pthread_mutex_lock(&p->mu);
     while (p->in_flight > 0 && p->in_flight + bytes > p->budget) {
         waited = 1;
-        if ((interrupt && interrupt(opaque)) || (double)(reel__clock_ns() - t0) / 1e9 >= max_wait) {
-            r = interrupt && interrupt(opaque) ? 2 : 1;
+        if (interrupt && interrupt(opaque)) {
+            r = 2;
+            break;
+        }
+        if ((double)(reel__clock_ns() - t0) / 1e9 >= max_wait) {
+            r = 1;
             break;
         }
         /* woken by a release, or every 10 ms to poll the interrupt */

@@ -47,13 +47,13 @@ void reel__rng_permutation(uint64_t seed, uint64_t epoch, int shuffle, int64_t *
  * (the same permutation). Driven by (seed, epoch, REEL_RNG_SHUFFLE) with
  * attempt 1 for the block order and 2 for the within-block draws.
  * blocks_scratch holds ceil(n / window) entries (unused for a full shuffle). */
-/* The same over blocks of any size: block b is [starts[b], starts[b+1])
- * (starts has nblocks + 1 entries, from 0 to n; NULL: blocks of w, the last
- * shorter). */
-void reel__rng_permutation_blocks(uint64_t seed, uint64_t epoch, const int64_t *starts, size_t nblocks, size_t w,
-                                  int64_t *perm, size_t n, int64_t *blocks_scratch);
-
 void reel__rng_permutation_windowed(uint64_t seed, uint64_t epoch, int64_t window, int64_t *perm, size_t n,
                                     int64_t *blocks_scratch);
+
+/* The same over blocks of any size: block b is [starts[b], starts[b+1])
+ * (starts has nblocks + 1 entries, from 0 to n; NULL: blocks of w, the last
+ * shorter); blocks_scratch holds nblocks entries. */
+void reel__rng_permutation_blocks(uint64_t seed, uint64_t epoch, const int64_t *starts, size_t nblocks, size_t w,
+                                  int64_t *perm, size_t n, int64_t *blocks_scratch);
 
 #endif
