@@ -74,8 +74,8 @@ REEL_API void reel_transform_default_settings(reel_transform *t);
 
 /** How a video's output size is chosen. */
 typedef enum reel_size_kind {
-    REEL_SIZE_FIXED = 0,        /**< width x height as given */
-    REEL_SIZE_PIXEL_BUDGET = 1  /**< qwen-vl-utils 0.0.14's video sizing: sides multiples of `factor`,
+    REEL_SIZE_FIXED = 0,       /**< width x height as given */
+    REEL_SIZE_PIXEL_BUDGET = 1 /**< qwen-vl-utils 0.0.14's video sizing: sides multiples of `factor`,
                                      the area within [min_pixels, max_pixels], the frames sharing
                                      total_pixels; see reel_size_policy_apply */
 } reel_size_kind;
@@ -88,11 +88,11 @@ typedef struct reel_size_policy {
      *  which is only rounded to the factor within [4, 16384] * factor^2
      *  (qwen's resized_width / resized_height). Default 0. */
     int width, height;
-    int factor;          /**< PIXEL_BUDGET: sides are multiples of this; default 28 (patch 14 x merge 2) */
-    int frame_factor;    /**< PIXEL_BUDGET: frames per temporal patch; default 2 */
-    double min_pixels;   /**< PIXEL_BUDGET: least area; 0 (default): 128 * factor^2 */
-    double max_pixels;   /**< PIXEL_BUDGET: a cap under the budget's; 0 (default): none */
-    double total_pixels; /**< PIXEL_BUDGET: pixels shared by all frames; 0 (default):
+    int factor;           /**< PIXEL_BUDGET: sides are multiples of this; default 28 (patch 14 x merge 2) */
+    int frame_factor;     /**< PIXEL_BUDGET: frames per temporal patch; default 2 */
+    double min_pixels;    /**< PIXEL_BUDGET: least area; 0 (default): 128 * factor^2 */
+    double max_pixels;    /**< PIXEL_BUDGET: a cap under the budget's; 0 (default): none */
+    double total_pixels;  /**< PIXEL_BUDGET: pixels shared by all frames; 0 (default):
                               128000 * factor^2 * 0.9 (qwen's MODEL_SEQ_LEN default) */
     uint8_t reserved[32]; /**< zero (the defaults function clears it) */
 } reel_size_policy;
@@ -106,8 +106,8 @@ REEL_API void reel_size_policy_default_settings(reel_size_policy *p);
  *  (int)(min_pixels * 1.05)), lowered to max_pixels if given; then
  *  reel_smart_resize(src_h, src_w, factor, min_pixels, max). Fails with
  *  REEL_E_INVALID_ARG (aspect ratio over 200, max below min, bad values). */
-REEL_API int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int64_t num_frames,
-                                    int *out_w, int *out_h, reel_error *err);
+REEL_API int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int64_t num_frames, int *out_w,
+                                    int *out_h, reel_error *err);
 
 /** qwen-vl-utils' smart_resize: each side rounded (half to even) to a
  *  multiple of `factor`, at least `factor`; an area over max_pixels scaled

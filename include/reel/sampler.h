@@ -75,10 +75,10 @@ typedef struct reel_sampler_settings {
      * ceil(min(range_start, N / F) * F); range_end > 0 ends at frame
      * min(floor(min(range_end, N / F) * F), N - 1); 0: the first / last
      * frame. A range whose start is not before its end fails. */
-    double fps;       /**< REEL_SAMPLE_FPS: frames per second of video; default 2 */
-    int min_frames;   /**< REEL_SAMPLE_FPS: at least this many (rounded up to frame_factor); default 4 */
-    int max_frames;   /**< REEL_SAMPLE_FPS: at most this many (rounded down); default 768 */
-    int frame_factor; /**< both: the frame count is a multiple of this; default 2 */
+    double fps;           /**< REEL_SAMPLE_FPS: frames per second of video; default 2 */
+    int min_frames;       /**< REEL_SAMPLE_FPS: at least this many (rounded up to frame_factor); default 4 */
+    int max_frames;       /**< REEL_SAMPLE_FPS: at most this many (rounded down); default 768 */
+    int frame_factor;     /**< both: the frame count is a multiple of this; default 2 */
     uint8_t reserved[12]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_sampler_settings;
 

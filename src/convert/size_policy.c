@@ -16,13 +16,13 @@ void reel_size_policy_default_settings(reel_size_policy *p)
     p->frame_factor = 2;
 }
 
-int reel_smart_resize(int height, int width, int factor, double min_pixels, double max_pixels, int *out_h,
-                      int *out_w, reel_error *err)
+int reel_smart_resize(int height, int width, int factor, double min_pixels, double max_pixels, int *out_h, int *out_w,
+                      reel_error *err)
 {
     if (!out_h || !out_w) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_smart_resize: NULL argument");
     if (height < 1 || width < 1 || factor < 1 || factor > 65536)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "smart_resize: invalid size %dx%d or factor %d", width,
-                               height, factor);
+        return reel__error_set(err, REEL_E_INVALID_ARG, "smart_resize: invalid size %dx%d or factor %d", width, height,
+                               factor);
     if (!(max_pixels >= min_pixels) || !isfinite(max_pixels) || !(min_pixels >= 0))
         return reel__error_set(err, REEL_E_INVALID_ARG, "smart_resize: max_pixels %g must be >= min_pixels %g",
                                max_pixels, min_pixels);
@@ -45,17 +45,18 @@ int reel_smart_resize(int height, int width, int factor, double min_pixels, doub
         wb = ceil(w * beta / f) * f;
     }
     if (hb < 1 || wb < 1 || hb > 1 << 20 || wb > 1 << 20)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "smart_resize: %dx%d within [%g, %g] pixels gives %gx%g",
-                               width, height, min_pixels, max_pixels, wb, hb);
+        return reel__error_set(err, REEL_E_INVALID_ARG, "smart_resize: %dx%d within [%g, %g] pixels gives %gx%g", width,
+                               height, min_pixels, max_pixels, wb, hb);
     *out_h = (int)hb;
     *out_w = (int)wb;
     return REEL_OK;
 }
 
-int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int64_t num_frames, int *out_w,
-                           int *out_h, reel_error *err)
+int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int64_t num_frames, int *out_w, int *out_h,
+                           reel_error *err)
 {
-    if (!p || !out_w || !out_h) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_size_policy_apply: NULL argument");
+    if (!p || !out_w || !out_h)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_size_policy_apply: NULL argument");
     if (p->kind == REEL_SIZE_FIXED) {
         if (p->width < 1 || p->height < 1)
             return reel__error_set(err, REEL_E_INVALID_ARG, "size policy: fixed size %dx%d is not positive", p->width,

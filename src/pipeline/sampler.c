@@ -36,8 +36,9 @@ int reel__sampler_check(const reel_sampler_settings *s, reel_error *err)
             return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: frame_factor %d not in [1, 4096]",
                                    s->frame_factor);
         if (s->range_start < 0 || s->range_end < 0)
-            return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: the fps and count samplers take a range in "
-                                                            "seconds >= 0");
+            return reel__error_set(err, REEL_E_INVALID_ARG,
+                                   "sampler: the fps and count samplers take a range in "
+                                   "seconds >= 0");
     }
     if (s->kind == REEL_SAMPLE_FPS) {
         if (!(s->fps > 0) || !isfinite(s->fps))
@@ -358,15 +359,14 @@ int reel__sampler_describe(const reel_sampler_settings *s, const reel_sampler_in
 /* linspace(first, first + N - 1, n) rounded half to even: torch.linspace in
  * float32 then .round(), which equals the exact quotient rounded half to
  * even (checked against torch over 26,000 (start, N, n) triples). */
-static int run_whole_video(const reel_sampler_settings *s, const reel_sampler_input *in, const char *name,
-                           int64_t *out, reel_error *err)
+static int run_whole_video(const reel_sampler_settings *s, const reel_sampler_input *in, const char *name, int64_t *out,
+                           reel_error *err)
 {
     reel_sampler_result r;
     int st = whole_video(s, in, name, &r, err);
     if (st != REEL_OK) return st;
     const int64_t n = r.num_frames, span = r.range_frames - 1;
-    for (int64_t i = 0; i < n; i++)
-        out[i] = r.range_first + (n == 1 ? 0 : div_round_half_even(span * i, n - 1));
+    for (int64_t i = 0; i < n; i++) out[i] = r.range_first + (n == 1 ? 0 : div_round_half_even(span * i, n - 1));
     return REEL_OK;
 }
 

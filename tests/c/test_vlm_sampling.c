@@ -47,7 +47,9 @@ TEST(fps_sampler_is_qwen_smart_nframes)
     CHECK_EQ_INT(s.frame_factor, 2);
     s.kind = REEL_SAMPLE_FPS;
     /* {} -> 20 frames over 0..299, sample fps 2 */
-    const int64_t d[20] = { 0, 16, 31, 47, 63, 79, 94, 110, 126, 142, 157, 173, 189, 205, 220, 236, 252, 268, 283, 299 };
+    const int64_t d[20] = {
+        0, 16, 31, 47, 63, 79, 94, 110, 126, 142, 157, 173, 189, 205, 220, 236, 252, 268, 283, 299
+    };
     check_run(&s, &v, d, 20, 2.0);
     /* fps 1, video_start 1.5, video_end 7.2 */
     s.fps = 1.0;
