@@ -117,9 +117,8 @@ REEL_API int reel_size_policy_apply(const reel_size_policy *p, int src_w, int sr
 REEL_API int reel_smart_resize(int height, int width, int factor, double min_pixels, double max_pixels, int *out_h,
                                int *out_w, reel_error *err);
 
-/** An opaque decoded frame, as handed to a reel_frame_fn visitor. Valid
- *  only during the callback. */
-typedef struct reel_frame reel_frame;
+/* reel_frame, the opaque decoded frame a visitor is handed, is declared in
+ * reel/common.h. */
 
 /** Frame index (presentation order) of a visited frame. */
 REEL_API int64_t reel_frame_get_index(const reel_frame *f);

@@ -2,7 +2,7 @@
  * (repeat_last, wrap, drop, error), following torchcodec's definitions; the
  * whole-video fps and count samplers, following qwen-vl-utils 0.0.14; the
  * public reel_sampler_run / _describe and the loader's reel__sampler_run. */
-#include "pipeline/sampler.h"
+#include "pipeline/sampler_internal.h"
 #include "core/error.h"
 
 #include <math.h>
