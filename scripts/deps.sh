@@ -116,6 +116,21 @@ if [ $FOR_TESTS -eq 1 ]; then
             python3 -m pip install -q --user --break-system-packages 'moto[server]' ||
             { say "could not install moto[server]; run: python3 -m pip install 'moto[server]'"; exit 1; }
     fi
+    # The reference the VLM tests compare reel.vlm with: qwen-vl-utils 0.0.14
+    # reading through decord, resizing with torchvision's transforms. Kept in
+    # its own folder (tests/python/test_vlm.py appends it to sys.path), not in
+    # site-packages: PyPI's torchvision 0.28 is a CUDA build whose _C.so does
+    # not load beside CPU torch 2.13, so a plain `import torchvision` fails for
+    # everyone else; the test imports it with missing operators tolerated.
+    vlm_ref="${REEL_VLM_REF:-$(cd "$(dirname "$0")/.." && pwd)/.deps/vlm-ref}"
+    if [ ! -f "$vlm_ref/.complete-1" ]; then
+        say "installing the VLM reference (qwen-vl-utils 0.0.14, torchvision 0.28.0, decord 0.6.0) into $vlm_ref"
+        rm -rf "$vlm_ref"
+        python3 -m pip install -q --no-deps --target "$vlm_ref" qwen-vl-utils==0.0.14 torchvision==0.28.0 \
+            decord==0.6.0 pillow >/dev/null &&
+            touch "$vlm_ref/.complete-1" ||
+            say "could not install the VLM reference; run: python3 -m pip install --no-deps --target $vlm_ref qwen-vl-utils==0.0.14 torchvision==0.28.0 decord==0.6.0 pillow"
+    fi
 fi
 
 need_cc=0

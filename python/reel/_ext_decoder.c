@@ -668,6 +668,97 @@ static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObj
     return r;
 }
 
+/* The whole-video samplers (REEL_SAMPLE_FPS / _COUNT): the indices and
+ * what reel_sampler_describe says of them, as (indices, info dict). */
+static PyObject *decoder_sample_video(DecoderObject *self, PyObject *args, PyObject *kwds)
+{
+    static char *kw[] = { "kind",       "fps", "min_frames", "max_frames", "frame_factor", "num_frames",
+                          "range_start", "range_end", NULL };
+    reel_sampler_settings s;
+    reel_sampler_default_settings(&s);
+    int kind = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "idiiiidd:sample_video", kw, &kind, &s.fps, &s.min_frames,
+                                     &s.max_frames, &s.frame_factor, &s.frames_per_clip, &s.range_start,
+                                     &s.range_end))
+        return NULL;
+    if (kind != REEL_SAMPLE_FPS && kind != REEL_SAMPLE_COUNT) {
+        PyErr_SetString(PyExc_ValueError, "sample_video: kind must be the fps or the count sampler");
+        return NULL;
+    }
+    s.kind = (reel_sampler_kind)kind;
+    if (decoder_acquire(self) < 0) return NULL;
+    reel_sampler_video v;
+    memset(&v, 0, sizeof v);
+    const reel_video_info *info = reel_decoder_get_info(self->dec);
+    v.table = reel_decoder_get_frame_table(self->dec, &v.num_frames);
+    v.time_base_num = info->time_base_num;
+    v.time_base_den = info->time_base_den;
+    v.average_fps = info->avg_fps_den > 0 ? (double)info->avg_fps_num / info->avg_fps_den : 0;
+    v.segment_end = -1;
+    v.name = dec_name(self);
+    reel_error err;
+    reel_error_clear(&err);
+    reel_sampler_result res;
+    int64_t *out = NULL;
+    int st = reel_sampler_describe(&s, &v, &res, &err);
+    if (st == REEL_OK) {
+        out = PyMem_Malloc((size_t)res.num_frames * sizeof *out + 1);
+        if (!out) {
+            decoder_release(self);
+            return PyErr_NoMemory();
+        }
+        st = reel_sampler_run(&s, &v, 0, 0, 0, out, (size_t)res.num_frames, &err);
+    }
+    decoder_release(self);
+    if (st != REEL_OK) {
+        PyMem_Free(out);
+        PyErr_SetString(PyExc_ValueError, err.message); /* as qwen-vl-utils raises */
+        return NULL;
+    }
+    PyObject *idx = PyList_New((Py_ssize_t)res.num_frames);
+    for (int64_t i = 0; idx && i < res.num_frames; i++) {
+        PyObject *x = PyLong_FromLongLong(out[i]);
+        if (!x) {
+            Py_CLEAR(idx);
+            break;
+        }
+        PyList_SET_ITEM(idx, (Py_ssize_t)i, x);
+    }
+    PyMem_Free(out);
+    if (!idx) return NULL;
+    return Py_BuildValue("(N{s:L,s:L,s:d,s:d})", idx, "range_first", (long long)res.range_first, "range_frames",
+                         (long long)res.range_frames, "video_fps", res.video_fps, "sample_fps", res.sample_fps);
+}
+
+/* Changes the output size of later calls (the rest of the transform stays). */
+static PyObject *decoder_set_size(DecoderObject *self, PyObject *args)
+{
+    int w = 0, h = 0;
+    if (!PyArg_ParseTuple(args, "ii:set_size", &w, &h)) return NULL;
+    if (w < 1 || h < 1) {
+        PyErr_SetString(PyExc_ValueError, "set_size: width and height must be positive");
+        return NULL;
+    }
+    if (decoder_acquire(self) < 0) return NULL;
+    reel_transform t = self->transform;
+    t.width = w;
+    t.height = h;
+    reel_error err;
+    reel_error_clear(&err);
+    int ow, oh;
+    size_t fb;
+    int r = reel_decoder_get_output_size(self->dec, &t, &ow, &oh, &fb, &err);
+    if (r == REEL_OK) {
+        self->transform = t;
+        self->out_w = ow;
+        self->out_h = oh;
+        self->frame_bytes = fb;
+    }
+    decoder_release(self);
+    if (r != REEL_OK) return raise_decoder(self, r, &err);
+    Py_RETURN_NONE;
+}
+
 static PyObject *decoder_remote_stats(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
@@ -901,6 +992,11 @@ static PyMethodDef decoder_methods[] = {
       "sample_clips($self, kind, num_clips, frames_per_clip, stride, seconds_between_frames, range_start, range_end, "
       "policy, seconds_between_clip_starts, seed)\n--\n\nThe C sampler's frame indices for this video, clip after "
       "clip." },
+    { "sample_video", (PyCFunction)(void (*)(void))decoder_sample_video, METH_VARARGS | METH_KEYWORDS,
+      "sample_video($self, kind, fps, min_frames, max_frames, frame_factor, num_frames, range_start, range_end)\n--\n\n"
+      "The whole-video samplers (fps, count): (indices, {range_first, range_frames, video_fps, sample_fps})." },
+    { "set_size", (PyCFunction)decoder_set_size, METH_VARARGS,
+      "set_size($self, width, height)\n--\n\nThe output size of later calls." },
     { "remote_stats", (PyCFunction)decoder_remote_stats, METH_NOARGS,
       "remote_stats($self)\n--\n\nRequests made for a video at a URL (zeros for a local one)." },
     { "keyframes", (PyCFunction)decoder_keyframes, METH_NOARGS,

@@ -220,11 +220,57 @@ static PyObject *mod_strerror(PyObject *m, PyObject *arg)
     return PyUnicode_FromString(reel_strerror((int)s));
 }
 
+/* reel_size_policy_apply with the pixel budget: (height, width). */
+static PyObject *mod_size_policy(PyObject *m, PyObject *args, PyObject *kwds)
+{
+    static char *kw[] = { "width",      "height",     "num_frames",   "factor",         "frame_factor",
+                          "min_pixels", "max_pixels", "total_pixels", "resized_width", "resized_height", NULL };
+    reel_size_policy p;
+    reel_size_policy_default_settings(&p);
+    int w, h;
+    long long n;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiLiidddii:size_policy", kw, &w, &h, &n, &p.factor,
+                                     &p.frame_factor, &p.min_pixels, &p.max_pixels, &p.total_pixels, &p.width,
+                                     &p.height))
+        return NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    int ow = 0, oh = 0;
+    if (reel_size_policy_apply(&p, w, h, (int64_t)n, &ow, &oh, &err) != REEL_OK) {
+        PyErr_SetString(PyExc_ValueError, err.message);
+        return NULL;
+    }
+    (void)m;
+    return Py_BuildValue("(ii)", oh, ow);
+}
+
+/* reel_smart_resize: (height, width). */
+static PyObject *mod_smart_resize(PyObject *m, PyObject *args)
+{
+    int h, w, factor;
+    double min_px, max_px;
+    if (!PyArg_ParseTuple(args, "iiidd:smart_resize", &h, &w, &factor, &min_px, &max_px)) return NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    int oh = 0, ow = 0;
+    if (reel_smart_resize(h, w, factor, min_px, max_px, &oh, &ow, &err) != REEL_OK) {
+        PyErr_SetString(PyExc_ValueError, err.message);
+        return NULL;
+    }
+    (void)m;
+    return Py_BuildValue("(ii)", oh, ow);
+}
+
 static PyMethodDef module_methods[] = {
     { "version", mod_version, METH_NOARGS, "version()\n--\n\nlibreel's version." },
     { "ffmpeg_versions", mod_ffmpeg_versions, METH_NOARGS, "ffmpeg_versions()\n--\n\nFFmpeg library versions in use." },
     { "set_ffmpeg_log_level", mod_set_log_level, METH_O,
       "set_ffmpeg_log_level(level)\n--\n\n0 quiet, 1 errors, 2 warnings, 3 info (process-wide)." },
+    { "size_policy", (PyCFunction)(void (*)(void))mod_size_policy, METH_VARARGS | METH_KEYWORDS,
+      "size_policy(width, height, num_frames, factor, frame_factor, min_pixels, max_pixels, total_pixels, "
+      "resized_width, resized_height)\n--\n\nThe pixel-budget size policy: (height, width)." },
+    { "smart_resize", mod_smart_resize, METH_VARARGS,
+      "smart_resize(height, width, factor, min_pixels, max_pixels)\n--\n\nqwen-vl-utils' smart_resize, in C." },
     { "strerror", mod_strerror, METH_O, "strerror(status)\n--\n\nDescription of a status code." },
     { "loader_defaults", mod_loader_defaults, METH_NOARGS,
       "loader_defaults()\n--\n\nThe C loader's default settings." },

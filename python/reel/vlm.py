@@ -1,0 +1,257 @@
+# reel/vlm.py: a drop-in for qwen-vl-utils 0.0.14's fetch_video,
+# fetch_image and process_vision_info, over reel's C samplers and size policy.
+"""Video-language model inputs, the Qwen-VL way, decoded by reel.
+
+Switch a training script from qwen-vl-utils with one import::
+
+    from reel.vlm import process_vision_info   # was: from qwen_vl_utils import process_vision_info
+
+The functions keep qwen-vl-utils 0.0.14's signatures, return types and
+metadata keys. Frame choice (``fps``/``nframes``/``min_frames``/``max_frames``/
+``video_start``/``video_end``) and output size (``min_pixels``/``max_pixels``/
+``total_pixels``/``resized_height``/``resized_width``) are computed in C by the
+sampler kinds REEL_SAMPLE_FPS / REEL_SAMPLE_COUNT and the size policy
+REEL_SIZE_PIXEL_BUDGET, with the same indices, sizes and sample fps as
+qwen-vl-utils. Frames are decoded straight to the output size (bicubic, in
+RGB) into a float32 TCHW tensor holding 0-255, or uint8 with ``dtype="uint8"``.
+
+qwen-vl-utils is not needed at run time. Pillow is needed only for images.
+"""
+from __future__ import annotations
+
+import base64
+import copy
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from io import BytesIO
+from typing import Any, Dict, List, Optional, Tuple, Union
+
+from . import _reel
+from ._decoder import VideoDecoder
+
+__all__ = ["fetch_video", "fetch_image", "process_vision_info", "extract_vision_info", "smart_resize"]
+
+SPATIAL_MERGE_SIZE = 2
+IMAGE_MIN_TOKEN_NUM = 4
+IMAGE_MAX_TOKEN_NUM = 16384
+FRAME_FACTOR = 2
+FPS = 2.0
+FPS_MIN_FRAMES = 4
+FPS_MAX_FRAMES = 768
+MAX_NUM_WORKERS_FETCH_VIDEO = 8
+
+_SAMPLE_FPS, _SAMPLE_COUNT = 4, 5  # reel_sampler_kind
+
+
+def _model_seq_len() -> int:
+    return int(float(os.environ.get("MODEL_SEQ_LEN", 128000)))
+
+
+def smart_resize(height: int, width: int, factor: int, min_pixels: Optional[float] = None,
+                 max_pixels: Optional[float] = None) -> Tuple[int, int]:
+    """qwen-vl-utils' smart_resize (reel_smart_resize in C): (height, width)."""
+    max_pixels = max_pixels if max_pixels is not None else IMAGE_MAX_TOKEN_NUM * factor ** 2
+    min_pixels = min_pixels if min_pixels is not None else IMAGE_MIN_TOKEN_NUM * factor ** 2
+    return _reel.smart_resize(int(height), int(width), int(factor), float(min_pixels), float(max_pixels))
+
+
+def _as_int(name: str, v: Any) -> int:
+    if isinstance(v, bool) or float(v) != int(v):
+        raise ValueError(f"{name} must be a whole number, got {v!r}")
+    return int(v)
+
+
+def _video_path(video: str) -> str:
+    return video[7:] if video.startswith("file://") else video
+
+
+def _torch_dtype(dtype: Any) -> str:
+    name = str(dtype).replace("torch.", "")
+    if name not in ("float32", "uint8"):
+        raise ValueError(f"dtype must be 'float32' or 'uint8', got {dtype!r}")
+    return name
+
+
+def _read_video(ele: Dict[str, Any], factor: int, dtype: str, threads: int) -> Tuple[Any, Dict[str, Any], float]:
+    if "fps" in ele and "nframes" in ele:
+        raise ValueError("Only accept either `fps` or `nframes`")
+    if "nframes" in ele:
+        kind, fps, count = _SAMPLE_COUNT, FPS, _as_int("nframes", ele["nframes"])
+        min_frames, max_frames = FPS_MIN_FRAMES, FPS_MAX_FRAMES
+    else:
+        kind, fps, count = _SAMPLE_FPS, float(ele.get("fps", FPS)), 1
+        min_frames = _as_int("min_frames", ele.get("min_frames", FPS_MIN_FRAMES))
+        max_frames = _as_int("max_frames", ele.get("max_frames", FPS_MAX_FRAMES))
+    start = ele.get("video_start")
+    end = ele.get("video_end")
+    if end is not None and end <= 0:
+        raise ValueError(f"Invalid time range: video_end {end} s leaves no frames")
+    dec = VideoDecoder(_video_path(ele["video"]), dtype=dtype, divisor=1.0, filter="bicubic",
+                       resize_mode="after_rgb", threads=threads, remote=ele.get("remote"))
+    try:
+        idx, info = dec._dec.sample_video(kind, fps, min_frames, max_frames, FRAME_FACTOR, count,
+                                          float(start or 0.0), float(end or 0.0))
+        _, h, w = dec.frame_shape
+        rh, rw = _resize_target(ele, factor, w, h, len(idx))
+        dec._dec.set_size(rw, rh)
+        video = dec.get_frames_at(idx).torch()
+    finally:
+        dec.close()
+    metadata = dict(fps=info["video_fps"], frames_indices=idx, total_num_frames=info["range_frames"],
+                    video_backend="reel")
+    return video, metadata, info["sample_fps"]
+
+
+def _resize_target(ele: Dict[str, Any], factor: int, width: int, height: int, nframes: int) -> Tuple[int, int]:
+    """fetch_video's sizing: the pixel budget (reel_size_policy_apply)."""
+    rw = rh = 0
+    if "resized_height" in ele and "resized_width" in ele:
+        rh, rw = int(ele["resized_height"]), int(ele["resized_width"])
+    total = ele.get("total_pixels", _model_seq_len() * factor * factor * 0.9)
+    return _reel.size_policy(width, height, nframes, factor, FRAME_FACTOR, float(ele.get("min_pixels", 0)),
+                             float(ele.get("max_pixels", 0)), float(total), rw, rh)
+
+
+def _open_image(image: Any) -> Any:
+    from PIL import Image  # only images need Pillow
+
+    if isinstance(image, Image.Image):
+        return image
+    if image.startswith(("http://", "https://")):
+        import urllib.request
+
+        with urllib.request.urlopen(image, timeout=60) as r:
+            return copy.deepcopy(Image.open(BytesIO(r.read())))
+    if image.startswith("file://"):
+        return Image.open(image[7:])
+    if image.startswith("data:image"):
+        if "base64," in image:
+            return copy.deepcopy(Image.open(BytesIO(base64.b64decode(image.split("base64,", 1)[1]))))
+        raise ValueError(f"Unrecognized image input: {image[:40]}")
+    return Image.open(image)
+
+
+def _to_rgb(img: Any) -> Any:
+    from PIL import Image
+
+    if img.mode == "RGBA":
+        white = Image.new("RGB", img.size, (255, 255, 255))
+        white.paste(img, mask=img.split()[3])
+        return white
+    return img.convert("RGB")
+
+
+def fetch_image(ele: Dict[str, Any], image_patch_size: int = 14) -> Any:
+    """An image (path, file://, http(s), data:image base64 or PIL.Image) as an
+    RGB PIL.Image resized by smart_resize, as qwen-vl-utils' fetch_image."""
+    image = ele["image"] if "image" in ele else ele["image_url"]
+    factor = int(image_patch_size * SPATIAL_MERGE_SIZE)
+    img = _to_rgb(_open_image(image))
+    if "resized_height" in ele and "resized_width" in ele:
+        h, w = smart_resize(ele["resized_height"], ele["resized_width"], factor)
+    else:
+        width, height = img.size
+        h, w = smart_resize(height, width, factor, ele.get("min_pixels", IMAGE_MIN_TOKEN_NUM * factor ** 2),
+                            ele.get("max_pixels", IMAGE_MAX_TOKEN_NUM * factor ** 2))
+    return img.resize((w, h))
+
+
+def _image_list_video(ele: Dict[str, Any], factor: int, dtype: str) -> Tuple[Any, Dict[str, Any], float]:
+    """A list of images as a video: each image as fetch_image gives it (with
+    qwen-vl-utils 0.0.14's factor for this path, twice the video's), padded to
+    an even count, then the video's pixel budget."""
+    import numpy as np
+    import torch
+
+    info = {k: v for k, v in ele.items() if k not in ("type", "video")}
+    items = list(ele["video"])
+    with ThreadPoolExecutor(max_workers=max(1, min(MAX_NUM_WORKERS_FETCH_VIDEO, len(items)))) as ex:
+        images = list(ex.map(lambda x: fetch_image({"image": x, **info}, factor), items))
+    nframes = math.ceil(len(images) / FRAME_FACTOR) * FRAME_FACTOR
+    images += [images[-1]] * (nframes - len(images))
+    width, height = images[0].size
+    rh, rw = _resize_target(ele, factor, width, height, nframes)
+    # Pillow's default filter for RGB is bicubic, as fetch_image uses it
+    frames = np.stack([np.asarray(im.resize((rw, rh)) if im.size != (rw, rh) else im) for im in images])
+    video = torch.from_numpy(frames).permute(0, 3, 1, 2).contiguous()
+    if dtype == "float32":
+        video = video.float()
+    sample_fps = ele.get("sample_fps", 2.0)
+    raw_fps = info.pop("raw_fps", sample_fps)
+    metadata = dict(fps=raw_fps, frames_indices=list(range(len(video))),
+                    total_num_frames=(nframes / sample_fps) * raw_fps)
+    return video, metadata, sample_fps
+
+
+def fetch_video(ele: Dict[str, Any], image_patch_size: int = 14, return_video_sample_fps: bool = False,
+                return_video_metadata: bool = False, *, dtype: Any = "float32", threads: int = 1) -> Any:
+    """qwen-vl-utils 0.0.14's fetch_video, decoded by reel.
+
+    ``ele["video"]`` is a path, ``file://`` path, http(s):// or s3:// URL
+    (only the sampled frames' bytes are fetched; ``ele["remote"]`` takes
+    reel's remote settings), or a list of images. Returns a TCHW tensor
+    (float32 holding 0-255, or uint8 with ``dtype="uint8"``), with
+    ``(video, metadata)`` and/or ``sample_fps`` as qwen-vl-utils does;
+    metadata has ``fps``, ``frames_indices``, ``total_num_frames`` and
+    ``video_backend="reel"``. ``threads``: decoding threads for the video
+    (0: FFmpeg's choice from the core count).
+    """
+    factor = int(image_patch_size * SPATIAL_MERGE_SIZE)
+    dt = _torch_dtype(dtype)
+    if isinstance(ele["video"], str):
+        video, metadata, sample_fps = _read_video(ele, factor, dt, int(threads))
+    else:
+        video, metadata, sample_fps = _image_list_video(ele, factor, dt)
+    out = (video, metadata) if return_video_metadata else video
+    if return_video_sample_fps:
+        return out, sample_fps
+    return out
+
+
+def extract_vision_info(conversations: Union[List[Dict[str, Any]], List[List[Dict[str, Any]]]]) -> List[Dict[str, Any]]:
+    """The image and video elements of one conversation or a list of them."""
+    infos = []
+    if isinstance(conversations[0], dict):
+        conversations = [conversations]
+    for conversation in conversations:
+        for message in conversation:
+            if isinstance(message["content"], list):
+                for ele in message["content"]:
+                    if ("image" in ele or "image_url" in ele or "video" in ele
+                            or ele.get("type", "text") in ("image", "image_url", "video")):
+                        infos.append(ele)
+    return infos
+
+
+def process_vision_info(
+    conversations: Union[List[Dict[str, Any]], List[List[Dict[str, Any]]]],
+    return_video_kwargs: bool = False,
+    return_video_metadata: bool = False,
+    image_patch_size: int = 14,
+    *,
+    dtype: Any = "float32",
+    threads: int = 1,
+) -> Any:
+    """qwen-vl-utils 0.0.14's process_vision_info: (images, videos[, video_kwargs])."""
+    image_inputs: List[Any] = []
+    video_inputs: List[Any] = []
+    fps_list = []
+    for info in extract_vision_info(conversations):
+        if "image" in info or "image_url" in info:
+            image_inputs.append(fetch_image(info, image_patch_size=image_patch_size))
+        elif "video" in info:
+            v, fps = fetch_video(info, return_video_sample_fps=True, image_patch_size=image_patch_size,
+                                 return_video_metadata=return_video_metadata, dtype=dtype, threads=threads)
+            fps_list.append(fps)
+            video_inputs.append(v)
+        else:
+            raise ValueError("image, image_url or video should in content.")
+    images = image_inputs or None
+    videos = video_inputs or None
+    video_kwargs: Dict[str, Any] = {"do_sample_frames": False}
+    if not return_video_metadata:
+        video_kwargs["fps"] = fps_list
+    if return_video_kwargs:
+        return images, videos, video_kwargs
+    return images, videos

@@ -1,0 +1,278 @@
+# tests/python/test_vlm.py: reel.vlm against qwen-vl-utils 0.0.14 itself
+# (decord backend, torchvision's antialiased bicubic): on 30+ element variants
+# the frame indices, metadata, sample fps and output size are equal and the
+# pixels within 35 dB PSNR; uint8 output, process_vision_info, image lists,
+# URLs and the errors qwen raises.
+#
+# The reference lives in its own folder (scripts/deps.sh --test installs it
+# into .deps/vlm-ref; REEL_VLM_REF overrides), appended to sys.path. PyPI's
+# torchvision 0.28 is a CUDA build whose _C.so does not load beside CPU torch
+# 2.13; its pure-Python transforms (all qwen-vl-utils uses) import when
+# torch.library.register_fake tolerates the operators _C would have defined.
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from servers import nginx
+
+ROOT = Path(__file__).resolve().parents[2]
+torch = pytest.importorskip("torch")
+
+import reel  # noqa: E402
+import reel.vlm  # noqa: E402
+
+
+def _import_reference():
+    ref = os.environ.get("REEL_VLM_REF") or str(ROOT / ".deps" / "vlm-ref")
+    if os.path.isdir(ref) and ref not in sys.path:
+        sys.path.append(ref)  # after site-packages: the system's numpy and torch win
+    os.environ["FORCE_QWENVL_VIDEO_READER"] = "decord"  # torchcodec's PyPI wheel is CUDA-only too
+    orig = torch.library.register_fake
+
+    def tolerant(op, *args, **kwargs):
+        try:
+            dec = orig(op, *args, **kwargs)
+        except RuntimeError:  # "operator torchvision::nms does not exist"
+            return args[0] if args else (lambda f: f)
+        if args:
+            return dec
+
+        def wrap(f):
+            try:
+                return dec(f)
+            except RuntimeError:
+                return f
+
+        return wrap
+
+    torch.library.register_fake = tolerant
+    try:
+        from qwen_vl_utils import vision_process
+    except ImportError as exc:
+        pytest.skip(f"qwen-vl-utils reference not installed ({exc}); run scripts/deps.sh --test")
+    finally:
+        torch.library.register_fake = orig
+    return vision_process
+
+
+@pytest.fixture(scope="module")
+def qwen():
+    return _import_reference()
+
+
+@pytest.fixture(scope="module")
+def videos(synth, shared_videos):
+    s = shared_videos
+    return {
+        "base": synth(width=320, height=240, frames=300, fps_num=30, gop=30),
+        "odd": synth(width=161, height=97, frames=50, gop=12, yuv444=True),
+        "portrait": synth(width=180, height=320, frames=90, fps_num=30, gop=30),
+        "vfr": synth(width=192, height=144, frames=120, gop=24, vfr=True),
+        "ntsc": synth(width=256, height=144, frames=200, fps_num=30000, fps_den=1001, gop=250, bframes=0),
+        "karma": str(s / "karma.mp4"),
+        "fire2_rot180_vfr": str(s / "fire2.mp4"),
+        "rot90": str(s / "nasa_13013_rotated.mp4"),
+        "rot-90": str(s / "video_90.mov"),
+        "hevc": str(s / "foreman_hevc.mp4"),
+        "1080p60": str(s / "video-1080p-60fps-2s.mp4"),
+        "nasa": str(s / "nasa_13013.mp4"),
+        "pancake_mkv": str(s / "flipping_a_pancake.mkv"),
+        "nonzero_start": str(s / "test_non_zero_start.mp4"),
+    }
+
+
+VARIANTS = [
+    ("base", {}),
+    ("base", {"fps": 1.0}),
+    ("base", {"fps": 0.5}),
+    ("base", {"fps": 7.3}),
+    ("base", {"fps": 30.0}),
+    ("base", {"fps": 0.1, "min_frames": 5}),
+    ("base", {"fps": 4.0, "max_frames": 11}),
+    ("base", {"fps": 2.0, "min_frames": 16, "max_frames": 16}),
+    ("base", {"nframes": 2}),
+    ("base", {"nframes": 7}),
+    ("base", {"nframes": 9}),
+    ("base", {"nframes": 64}),
+    ("base", {"nframes": 300}),
+    ("base", {"video_start": 1.5, "video_end": 7.2}),
+    ("base", {"video_start": 2.0}),
+    ("base", {"video_end": 3.33, "fps": 3.0}),
+    ("base", {"video_start": 0.51, "video_end": 9.99, "nframes": 12}),
+    ("base", {"video_start": 8.0, "video_end": 50.0}),
+    ("base", {"max_pixels": 150000}),
+    ("base", {"min_pixels": 300000}),
+    ("base", {"total_pixels": 1000000}),
+    ("base", {"total_pixels": 20000, "min_pixels": 50000}),
+    ("base", {"resized_height": 100, "resized_width": 130}),
+    ("base", {"resized_height": 224, "resized_width": 224, "nframes": 4}),
+    ("base", {"max_pixels": 30000, "min_pixels": 4 * 784}),
+    ("odd", {}),
+    ("odd", {"nframes": 10, "min_pixels": 20000}),
+    ("portrait", {}),
+    ("portrait", {"fps": 3.0, "max_pixels": 110000}),
+    ("vfr", {}),
+    ("vfr", {"fps": 5.0, "video_start": 0.7, "video_end": 3.9}),
+    ("ntsc", {"fps": 2.0}),
+    ("ntsc", {"video_start": 1.1, "video_end": 5.5}),
+    ("karma", {}),
+    ("karma", {"fps": 1.0, "video_start": 3.0, "video_end": 9.0, "max_pixels": 200000}),
+    ("fire2_rot180_vfr", {}),
+    ("rot90", {}),
+    ("rot90", {"nframes": 6}),
+    ("rot-90", {}),
+    ("hevc", {"fps": 4.0}),
+    ("1080p60", {"fps": 4.0, "total_pixels": 4000000}),
+    ("nasa", {"video_start": 1.0, "video_end": 3.3}),
+    ("pancake_mkv", {"fps": 1.0}),
+    ("nonzero_start", {"nframes": 4}),
+]
+
+
+def psnr(a, b) -> float:
+    mse = ((a.double() - b.double()) ** 2).mean().item()
+    return math.inf if mse == 0 else 10 * math.log10(255.0 ** 2 / mse)
+
+
+@pytest.mark.parametrize("name,ele", VARIANTS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(VARIANTS)])
+def test_fetch_video_equals_qwen(qwen, videos, name, ele):
+    e = dict(ele, video=videos[name])
+    (q, qmeta), qfps = qwen.fetch_video(dict(e), return_video_sample_fps=True, return_video_metadata=True)
+    (r, rmeta), rfps = reel.vlm.fetch_video(dict(e), return_video_sample_fps=True, return_video_metadata=True)
+    assert qmeta["video_backend"] == "decord" and rmeta["video_backend"] == "reel"
+    assert list(rmeta["frames_indices"]) == list(qmeta["frames_indices"])
+    assert rmeta["total_num_frames"] == qmeta["total_num_frames"]
+    assert rmeta["fps"] == qmeta["fps"]
+    assert rfps == qfps
+    assert set(rmeta) == set(qmeta)
+    assert r.dtype == q.dtype == torch.float32
+    assert tuple(r.shape) == tuple(q.shape)
+    assert float(r.min()) >= 0 and float(r.max()) <= 255
+    assert psnr(r, q) >= 35.0, f"{name} {ele}: {psnr(r, q):.1f} dB"
+
+
+def test_uint8_is_the_float_output_rounded(videos):
+    e = {"video": videos["karma"], "fps": 1.0}
+    f = reel.vlm.fetch_video(dict(e))
+    u = reel.vlm.fetch_video(dict(e), dtype="uint8")
+    assert u.dtype == torch.uint8 and u.shape == f.shape
+    assert torch.equal(u.float(), f)  # the same RGB samples: 4x smaller, nothing lost
+
+
+def test_defaults_and_file_urls(qwen, videos):
+    r = reel.vlm.fetch_video({"video": "file://" + videos["base"]})
+    q = qwen.fetch_video({"video": videos["base"]})
+    assert r.shape == q.shape and psnr(r, q) >= 35.0
+    # the return shapes of every flag combination
+    v, fps = reel.vlm.fetch_video({"video": videos["base"]}, return_video_sample_fps=True)
+    assert isinstance(fps, float) and v.shape == r.shape
+    v, meta = reel.vlm.fetch_video({"video": videos["base"]}, return_video_metadata=True)
+    assert meta["frames_indices"] == qwen.fetch_video({"video": videos["base"]}, return_video_metadata=True)[1][
+        "frames_indices"]
+
+
+def test_model_seq_len_sets_the_total_pixels(qwen, videos, monkeypatch):
+    default = reel.vlm.fetch_video({"video": videos["karma"], "fps": 1.0})
+    monkeypatch.setenv("MODEL_SEQ_LEN", "1000")
+    r = reel.vlm.fetch_video({"video": videos["karma"], "fps": 1.0})
+    # qwen-vl-utils read MODEL_SEQ_LEN at import; give it the same total
+    q = qwen.fetch_video({"video": videos["karma"], "fps": 1.0, "total_pixels": 1000 * 28 * 28 * 0.9})
+    assert r.shape == q.shape
+    assert r.shape[-1] * r.shape[-2] < default.shape[-1] * default.shape[-2]
+
+
+@pytest.mark.parametrize("ele", [
+    {"video_start": 5.0, "video_end": 5.0},
+    {"video_start": 20.0},
+    {"nframes": 302},
+    {"nframes": 1},
+    {"fps": 2.0, "nframes": 4},
+    {"max_pixels": 1000},
+])
+def test_errors_are_qwens(qwen, videos, ele):
+    """Where qwen-vl-utils refuses an element, reel.vlm raises ValueError
+    (qwen: ValueError, or AssertionError for its asserts)."""
+    e = dict(ele, video=videos["base"])
+    with pytest.raises((ValueError, AssertionError)):
+        # the decord reader's own error (fetch_video would retry with
+        # torchvision.io.read_video, which this torchvision lacks)
+        _, _, _ = qwen._read_video_decord(dict(e))
+        qwen.smart_resize(240, 320, 28, 128 * 784, e.get("max_pixels", 768 * 784))
+    with pytest.raises(ValueError):
+        reel.vlm.fetch_video(dict(e))
+
+
+def _write_images(tmp_path, sizes):
+    from PIL import Image
+    import numpy as np
+
+    paths = []
+    rng = np.random.default_rng(0)
+    for i, (w, h) in enumerate(sizes):
+        yy, xx = np.mgrid[0:h, 0:w]
+        img = np.stack([(xx * 255 // w), (yy * 255 // h), (xx + yy + 40 * i) % 256], -1).astype("uint8")
+        img = (img.astype(int) + rng.integers(-3, 4, img.shape)).clip(0, 255).astype("uint8")
+        p = tmp_path / f"img{i}.png"
+        Image.fromarray(img).save(p)
+        paths.append(str(p))
+    return paths
+
+
+def test_image_list_as_video_and_images(qwen, tmp_path):
+    paths = _write_images(tmp_path, [(300, 200)] * 5)
+    e = {"video": paths, "min_pixels": 10000}
+    (q, qm), qf = qwen.fetch_video(dict(e), return_video_sample_fps=True, return_video_metadata=True)
+    (r, rm), rf = reel.vlm.fetch_video(dict(e), return_video_sample_fps=True, return_video_metadata=True)
+    assert r.shape == q.shape and r.dtype == q.dtype and qf == rf and rm == qm
+    assert psnr(r, q) >= 30.0  # qwen resizes twice (PIL, then torchvision); reel once
+    # images: fetch_image is qwen's (the same PIL resize to the same smart_resize size)
+    for ele in ({"image": paths[0]}, {"image": "file://" + paths[1], "max_pixels": 20000},
+                {"image": paths[2], "resized_height": 90, "resized_width": 150}):
+        qi, ri = qwen.fetch_image(dict(ele)), reel.vlm.fetch_image(dict(ele))
+        assert qi.size == ri.size and list(qi.getdata()) == list(ri.getdata())
+
+
+def test_process_vision_info_is_a_drop_in(qwen, videos, tmp_path):
+    img = _write_images(tmp_path, [(400, 300)])[0]
+    conv = [{"role": "user", "content": [
+        {"type": "video", "video": videos["base"], "fps": 1.0, "max_pixels": 120000},
+        {"type": "image", "image": img},
+        {"type": "video", "video": videos["odd"], "nframes": 6},
+        {"type": "text", "text": "What happens?"}]}]
+    for flags in ({"return_video_kwargs": True}, {"return_video_kwargs": True, "return_video_metadata": True}):
+        q = qwen.process_vision_info(conv, **flags)
+        r = reel.vlm.process_vision_info(conv, **flags)
+        assert len(q) == len(r)
+        assert [i.size for i in q[0]] == [i.size for i in r[0]]
+        qv = [v[0] if isinstance(v, tuple) else v for v in q[1]]
+        rv = [v[0] if isinstance(v, tuple) else v for v in r[1]]
+        assert [tuple(v.shape) for v in qv] == [tuple(v.shape) for v in rv]
+        assert all(psnr(a, b) >= 35.0 for a, b in zip(qv, rv))
+        if flags.get("return_video_kwargs"):
+            assert q[2] == r[2]
+        if flags.get("return_video_metadata"):
+            for a, b in zip(q[1], r[1]):
+                assert list(a[1]["frames_indices"]) == list(b[1]["frames_indices"])
+
+
+def test_http_url_fetches_the_sampled_frames(shared_videos, videos):
+    local = reel.vlm.fetch_video({"video": videos["karma"], "fps": 1.0})
+    with nginx(shared_videos) as base:
+        r, meta = reel.vlm.fetch_video({"video": f"{base}/karma.mp4", "fps": 1.0}, return_video_metadata=True)
+    assert meta["video_backend"] == "reel"
+    assert torch.equal(r, local)
+
+
+def test_reference_not_needed_at_run_time():
+    code = ("import sys; sys.modules['qwen_vl_utils'] = None; sys.modules['torchvision'] = None; "
+            "import reel.vlm; print(reel.vlm.smart_resize(720, 1280, 28, 128 * 784, 768 * 784))")
+    from conftest import run_python
+
+    out = run_python(code)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "(560, 1008)"
