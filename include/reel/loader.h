@@ -392,7 +392,8 @@ REEL_API int reel_loader_get_state(const reel_loader *l, reel_loader_state *stat
 REEL_API int reel_loader_restore(reel_loader *l, const reel_loader_state *state, reel_error *err);
 
 /** The elastic checkpoint after the last batch handed out (in unordered
- *  mode: after the first gap). */
+ *  mode: after the first gap). Once an epoch's last batch is out, it is the
+ *  next epoch with samples_seen 0. */
 REEL_API int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *out);
 
 /** Cancels work in flight and continues the checkpoint's epoch from its

@@ -8,7 +8,6 @@
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "core/clock.h"
-#include "core/hash.h"
 #include "pipeline/dataset.h"
 #include "pipeline/geometry.h"
 #include "pipeline/sampler.h"
@@ -166,27 +165,13 @@ static int resolve_settings(reel_loader_settings *s, int remote)
     return auto_prefetch;
 }
 
-/* What a checkpoint knows the dataset by: FNV-1a of its entries' paths
- * and segments, in order. */
-static uint64_t dataset_hash(const reel_dataset *ds)
-{
-    uint64_t h = REEL_FNV_OFFSET;
-    for (size_t i = 0; i < ds->n; i++) {
-        const reel_dataset_entry *e = &ds->items[i];
-        h = reel__fnv1a(h, e->path, strlen(e->path) + 1);
-        h = reel__fnv1a(h, &e->start, sizeof e->start);
-        h = reel__fnv1a(h, &e->end, sizeof e->end);
-    }
-    return h;
-}
-
 /* The dataset frozen and the epoch plan (order, stripe, batches). */
 static int init_plan(reel_loader *l, reel_error *err)
 {
     const reel_loader_settings *s = &l->s;
     int st = reel__dataset_freeze(l->ds, err);
     if (st != REEL_OK) return st;
-    l->dataset_hash = dataset_hash(l->ds);
+    l->dataset_hash = reel_dataset_get_fingerprint(l->ds);
     reel_order_settings os;
     reel_order_default_settings(&os);
     os.num_samples = (int64_t)l->ds->n;
@@ -529,7 +514,8 @@ int reel_loader_release(reel_loader *l, reel_batch *batch)
 }
 
 /* The epoch and its samples seen after the last batch handed out (in
- * unordered mode, after the first gap). */
+ * unordered mode, after the first gap); a whole epoch is the next one's
+ * start. */
 static void consumed(const reel_loader *l, int64_t *epoch, int64_t *seen)
 {
     reel_loader *ml = (reel_loader *)l;
@@ -542,6 +528,10 @@ static void consumed(const reel_loader *l, int64_t *epoch, int64_t *seen)
         *seen = b.samples_seen_after;
     }
     pthread_mutex_unlock(&ml->ring.mu);
+    if (*seen >= l->plan.order.n) { /* a whole epoch: the next one from its start */
+        ++*epoch;
+        *seen = 0;
+    }
 }
 
 /* Rank-local positions of a whole epoch of this topology <-> global samples
