@@ -296,7 +296,7 @@ TEST(canonical_spans_are_read_front_to_back_by_their_rank)
     CHECK_OK(reel_order_create(&o, &os, NULL));
     int seen[103] = { 0 };
     for (int64_t g = 0; g < 103; g++) seen[reel_order_get_sample(o, g)]++;
-    for (int i = 0; i < 103; i++) CHECK_EQ_INT(seen[i], 1); /* a permutation */
+    for (int i = 0; i < 103; i++) CHECK_EQ_INT(seen[i], 1);                   /* a permutation */
     CHECK_EQ_INT(reel_order_get_sample(o, 103), reel_order_get_sample(o, 0)); /* padding wraps */
     /* four ranks of batch 5: rank c reads span c (26, 26, 26, 25 samples) in order */
     for (int r = 0; r < 4; r++) {
