@@ -579,7 +579,7 @@ def check_state(state: Dict[str, Any], num_videos: int, fingerprint: int, config
     if version > _STATE_VERSION:
         raise ValueError(f"loader state version {version} was written by a newer reel; "
                          f"this one reads versions 1 to {_STATE_VERSION}")
-    checks = [("num_videos", num_videos), ("fingerprint", fingerprint),
+    checks: List[Tuple[str, Any]] = [("num_videos", num_videos), ("fingerprint", fingerprint),
               ("seed", int(config.get("seed", 0)) & 0xFFFFFFFFFFFFFFFF),
               ("shuffle", bool(config.get("shuffle", True))),
               ("shuffle_window", config.get("shuffle_window"))]
@@ -587,7 +587,7 @@ def check_state(state: Dict[str, Any], num_videos: int, fingerprint: int, config
         checks += [("batch_size", config.get("batch_size", 32)), ("world_size", config.get("world_size", 1)),
                    ("rank", config.get("rank", 0))]
     for key, mine in checks:
-        theirs = state.get(key, mine)
+        theirs: Any = state.get(key, mine)
         if key == "seed":
             theirs = int(theirs) & 0xFFFFFFFFFFFFFFFF
         elif key == "shuffle":

@@ -5,7 +5,6 @@
 import json
 import sys
 
-import torch
 import torch.distributed as dist
 
 import reel.torch as rt

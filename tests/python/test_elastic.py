@@ -163,7 +163,7 @@ def test_the_same_dataset_elsewhere_keeps_its_fingerprint(folder, tmp_path):
 
 # ---------------------------------------------------------------- VideoDataset and StatefulDataLoader
 def test_video_dataset_with_two_workers_resumed_with_three(folder):
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     import reel.torch as rt
 
     kw = {k: v for k, v in KW.items() if k != "num_threads"}
