@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "reel/reel.h"
-#include "store/store.h"
+#include "store/store_internal.h"
 #include "synth/synth.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
