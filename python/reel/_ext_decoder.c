@@ -672,14 +672,13 @@ static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObj
  * what reel_sampler_describe says of them, as (indices, info dict). */
 static PyObject *decoder_sample_video(DecoderObject *self, PyObject *args, PyObject *kwds)
 {
-    static char *kw[] = { "kind",       "fps", "min_frames", "max_frames", "frame_factor", "num_frames",
-                          "range_start", "range_end", NULL };
+    static char *kw[] = { "kind",       "fps",         "min_frames", "max_frames", "frame_factor",
+                          "num_frames", "range_start", "range_end",  NULL };
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
     int kind = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "idiiiidd:sample_video", kw, &kind, &s.fps, &s.min_frames,
-                                     &s.max_frames, &s.frame_factor, &s.frames_per_clip, &s.range_start,
-                                     &s.range_end))
+                                     &s.max_frames, &s.frame_factor, &s.frames_per_clip, &s.range_start, &s.range_end))
         return NULL;
     if (kind != REEL_SAMPLE_FPS && kind != REEL_SAMPLE_COUNT) {
         PyErr_SetString(PyExc_ValueError, "sample_video: kind must be the fps or the count sampler");

@@ -223,15 +223,15 @@ static PyObject *mod_strerror(PyObject *m, PyObject *arg)
 /* reel_size_policy_apply with the pixel budget: (height, width). */
 static PyObject *mod_size_policy(PyObject *m, PyObject *args, PyObject *kwds)
 {
-    static char *kw[] = { "width",      "height",     "num_frames",   "factor",         "frame_factor",
-                          "min_pixels", "max_pixels", "total_pixels", "resized_width", "resized_height", NULL };
+    static char *kw[] = { "width",         "height",         "num_frames", "factor",
+                          "frame_factor",  "min_pixels",     "max_pixels", "total_pixels",
+                          "resized_width", "resized_height", NULL };
     reel_size_policy p;
     reel_size_policy_default_settings(&p);
     int w, h;
     long long n;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiLiidddii:size_policy", kw, &w, &h, &n, &p.factor,
-                                     &p.frame_factor, &p.min_pixels, &p.max_pixels, &p.total_pixels, &p.width,
-                                     &p.height))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiLiidddii:size_policy", kw, &w, &h, &n, &p.factor, &p.frame_factor,
+                                     &p.min_pixels, &p.max_pixels, &p.total_pixels, &p.width, &p.height))
         return NULL;
     reel_error err;
     reel_error_clear(&err);
