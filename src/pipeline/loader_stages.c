@@ -176,20 +176,13 @@ static int open_sample(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
     memset(&info, 0, sizeof info);
     int st = l->src->open(l->src_ctx, w->tls, l->ds, s->sample, &o, &s->handle, &info, e);
     if (st != REEL_OK) return st;
-    reel_sampler_input in;
-    in.table = info.table;
-    in.n = info.n;
-    in.tb_num = info.tb_num;
-    in.tb_den = info.tb_den;
-    in.avg_fps = info.avg_fps;
-    in.seg_start = info.seg_start;
-    in.seg_end = info.seg_end;
+    info.video.name = sample_path(l, s->sample);
     reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_SAMPLER,
                          (uint32_t)s->attempt };
-    st = reel__sampler_run(&l->s.sampler, &in, &key, sample_path(l, s->sample), s->indices, e);
+    st = reel__sampler_run(&l->s.sampler, &info.video, &key, s->indices, e);
     if (st != REEL_OK) return st;
-    s->tb_num = info.tb_num;
-    s->tb_den = info.tb_den;
+    s->tb_num = info.video.time_base_num;
+    s->tb_den = info.video.time_base_den;
     s->rotation = info.rotation;
     if (l->src->prepare) {
         reel_source_stats ss = { 0 };

@@ -50,20 +50,20 @@ static int64_t linspace_at(int64_t start, int64_t end, int steps, int i)
     return i < steps / 2 ? (int64_t)((double)start + step * i) : (int64_t)((double)end - step * (steps - i - 1));
 }
 
-static int64_t to_pts(const reel_sampler_input *in, double seconds)
+static int64_t to_pts(const reel_sampler_video *in, double seconds)
 {
-    return llround(seconds * (double)in->tb_den / (double)in->tb_num);
+    return llround(seconds * (double)in->time_base_den / (double)in->time_base_num);
 }
 
-static double to_seconds(const reel_sampler_input *in, int64_t pts)
+static double to_seconds(const reel_sampler_video *in, int64_t pts)
 {
-    return (double)pts * (double)in->tb_num / (double)in->tb_den;
+    return (double)pts * (double)in->time_base_num / (double)in->time_base_den;
 }
 
 /* First row with pts >= p. */
-static int64_t lower_bound(const reel_sampler_input *in, int64_t p)
+static int64_t lower_bound(const reel_sampler_video *in, int64_t p)
 {
-    int64_t lo = 0, hi = in->n;
+    int64_t lo = 0, hi = in->num_frames;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (in->table[mid].pts < p)
@@ -74,21 +74,21 @@ static int64_t lower_bound(const reel_sampler_input *in, int64_t p)
     return lo;
 }
 
-void reel__sampler_segment(const reel_sampler_input *in, int64_t *first, int64_t *count)
+void reel__sampler_segment(const reel_sampler_video *in, int64_t *first, int64_t *count)
 {
-    int64_t a = 0, b = in->n;
-    if (in->seg_start > 0) a = lower_bound(in, to_pts(in, in->seg_start));
-    if (in->seg_end >= 0) b = lower_bound(in, to_pts(in, in->seg_end));
+    int64_t a = 0, b = in->num_frames;
+    if (in->segment_start > 0) a = lower_bound(in, to_pts(in, in->segment_start));
+    if (in->segment_end >= 0) b = lower_bound(in, to_pts(in, in->segment_end));
     if (b < a) b = a;
     *first = a;
     *count = b - a;
 }
 
-int64_t reel__sampler_frame_at(const reel_sampler_input *in, double seconds, int64_t lo, int64_t hi)
+int64_t reel__sampler_frame_at(const reel_sampler_video *in, double seconds, int64_t lo, int64_t hi)
 {
     int64_t p = to_pts(in, seconds);
     /* last row with pts <= p = first row with pts > p, minus one */
-    int64_t l = 0, h = in->n;
+    int64_t l = 0, h = in->num_frames;
     while (l < h) {
         int64_t mid = l + (h - l) / 2;
         if (in->table[mid].pts <= p)
@@ -113,7 +113,7 @@ static int apply_policy(int policy, int64_t *clip, int have, int want)
     return 0;
 }
 
-static int run_index(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
+static int run_index(const reel_sampler_settings *s, const reel_sampler_video *in, const reel_rng_key *key,
                      const char *name, int64_t *out, reel_error *err)
 {
     int64_t first, n;
@@ -170,7 +170,7 @@ static int run_index(const reel_sampler_settings *s, const reel_sampler_input *i
     return REEL_OK;
 }
 
-static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
+static int run_time(const reel_sampler_settings *s, const reel_sampler_video *in, const reel_rng_key *key,
                     const char *name, int64_t *out, reel_error *err)
 {
     int64_t first, n;
@@ -178,18 +178,18 @@ static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in
     if (n <= 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: no frames in the sampled segment", name);
     const int K = s->clips_per_video, T = s->frames_per_clip;
     const int64_t last = first + n - 1;
-    const reel_frame_entry *lf = &in->table[in->n - 1];
+    const reel_frame_entry *lf = &in->table[in->num_frames - 1];
     double stream_begin = to_seconds(in, in->table[0].pts);
     double stream_end = to_seconds(in, lf->pts + (lf->duration > 0 ? lf->duration : 0));
     double begin = stream_begin, end = stream_end;
-    if (in->seg_start > begin) begin = in->seg_start;
-    if (in->seg_end >= 0 && in->seg_end < end) end = in->seg_end;
+    if (in->segment_start > begin) begin = in->segment_start;
+    if (in->segment_end >= 0 && in->segment_end < end) end = in->segment_end;
     if (!(end > begin)) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: empty time segment", name);
 
     double step = s->seconds_between_frames;
     if (step <= 0) {
-        double fps = in->avg_fps;
-        if (!(fps > 0)) fps = (stream_end > stream_begin) ? (double)in->n / (stream_end - stream_begin) : 0;
+        double fps = in->average_fps;
+        if (!(fps > 0)) fps = (stream_end > stream_begin) ? (double)in->num_frames / (stream_end - stream_begin) : 0;
         if (!(fps > 0)) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: cannot infer the frame rate", name);
         step = 1.0 / fps;
     }
@@ -240,11 +240,14 @@ static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in
     return REEL_OK;
 }
 
-int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
-                      const char *name, int64_t *out, reel_error *err)
+int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_video *in, const reel_rng_key *key,
+                      int64_t *out, reel_error *err)
 {
-    if (!in->table || in->n <= 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", name);
-    if (in->tb_num <= 0 || in->tb_den <= 0) return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
+    const char *name = in->name ? in->name : "video";
+    if (!in->table || in->num_frames <= 0)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", name);
+    if (in->time_base_num <= 0 || in->time_base_den <= 0)
+        return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
     if (s->kind == REEL_SAMPLE_RANDOM_INDICES || s->kind == REEL_SAMPLE_REGULAR_INDICES)
         return run_index(s, in, key, name, out, err);
     return run_time(s, in, key, name, out, err);
@@ -259,12 +262,9 @@ int reel_sampler_run(const reel_sampler_settings *s, const reel_sampler_video *v
     if (out_len < (size_t)s->clips_per_video * (size_t)s->frames_per_clip)
         return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "reel_sampler_run: room for %zu indices, %d needed",
                                out_len, s->clips_per_video * s->frames_per_clip);
-    const char *name = v->name ? v->name : "video";
     if (v->time_base_num <= 0 || v->time_base_den <= 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: invalid time base %d/%d", name, v->time_base_num,
-                               v->time_base_den);
-    reel_sampler_input in = { v->table,       v->num_frames,    v->time_base_num, v->time_base_den,
-                              v->average_fps, v->segment_start, v->segment_end };
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: invalid time base %d/%d", v->name ? v->name : "video",
+                               v->time_base_num, v->time_base_den);
     reel_rng_key key = { seed, epoch, sample, REEL_RNG_SAMPLER, 0 };
-    return reel__sampler_run(s, &in, &key, name, out, err);
+    return reel__sampler_run(s, v, &key, out, err);
 }

@@ -17,14 +17,12 @@
 #include "core/frame.h"
 #include "reel/pipeline.h"
 
-/* What stage 1 learns about a sample, for the samplers and the converter. */
+/* What stage 1 learns about a sample, for the samplers and the converter:
+ * the frame-table view (its table owned by the sample handle, its segment
+ * the part to sample, end < 0: to the end) and the rotation. */
 typedef struct reel_source_info {
-    const reel_frame_entry *table; /* owned by the sample handle */
-    int64_t n;
-    int tb_num, tb_den;
-    double avg_fps;
-    int rotation;              /* clockwise degrees still to apply (0..359) */
-    double seg_start, seg_end; /* the segment within the table (end < 0: to the end) */
+    reel_sampler_video video;
+    int rotation; /* clockwise degrees still to apply (0..359) */
 } reel_source_info;
 
 /* Per-sample options from the loader. */

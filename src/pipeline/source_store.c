@@ -58,13 +58,14 @@ static int store_open(void *ctx, void *tls, const reel_dataset *ds, int64_t samp
     h->record = record;
     h->interrupt = o->interrupt;
     h->interrupt_opaque = o->interrupt_opaque;
-    info->table = reel_store_get_frame_table(s, record, &info->n);
-    info->tb_num = rec.time_base_num;
-    info->tb_den = rec.time_base_den;
-    info->avg_fps = rec.avg_fps_den > 0 ? (double)rec.avg_fps_num / rec.avg_fps_den : 0;
-    info->rotation = 0;  /* stored upright */
-    info->seg_start = 0; /* the segment was applied when packing */
-    info->seg_end = -1;
+    reel_sampler_video *v = &info->video;
+    v->table = reel_store_get_frame_table(s, record, &v->num_frames);
+    v->time_base_num = rec.time_base_num;
+    v->time_base_den = rec.time_base_den;
+    v->average_fps = rec.avg_fps_den > 0 ? (double)rec.avg_fps_num / rec.avg_fps_den : 0;
+    v->segment_start = 0; /* the segment was applied when packing */
+    v->segment_end = -1;
+    info->rotation = 0; /* stored upright */
     *handle = h;
     return REEL_OK;
 }

@@ -24,13 +24,14 @@ static int video_open(void *ctx, void *tls, const reel_dataset *ds, int64_t samp
     int st = reel_decoder_open(&dec, it->path, &s, err);
     if (st != REEL_OK) return st;
     const reel_video_info *vi = reel_decoder_get_info(dec);
-    info->table = reel_decoder_get_frame_table(dec, &info->n);
-    info->tb_num = vi->time_base_num;
-    info->tb_den = vi->time_base_den;
-    info->avg_fps = vi->avg_fps_den > 0 ? (double)vi->avg_fps_num / vi->avg_fps_den : 0;
+    reel_sampler_video *v = &info->video;
+    v->table = reel_decoder_get_frame_table(dec, &v->num_frames);
+    v->time_base_num = vi->time_base_num;
+    v->time_base_den = vi->time_base_den;
+    v->average_fps = vi->avg_fps_den > 0 ? (double)vi->avg_fps_num / vi->avg_fps_den : 0;
+    v->segment_start = it->start;
+    v->segment_end = it->end;
     info->rotation = ((vi->rotation % 360) + 360) % 360; /* -90 and 270 alike */
-    info->seg_start = it->start;
-    info->seg_end = it->end;
     *handle = dec;
     return REEL_OK;
 }
