@@ -7,8 +7,8 @@
 #include <stdint.h>
 
 typedef struct reel_dataset_entry {
-    char *path;  /* as given: a path, or a URL with whatever it needs to open */
-    char *shown; /* NULL: show `path`; else the URL redacted (credentials and query) */
+    char *path;    /* as given: a path, or a URL with whatever it needs to open */
+    char *shown;   /* NULL: show `path`; else the URL redacted (credentials and query) */
     int64_t label; /* integer label, or class id (insertion order) when named */
     double start, end;
     int64_t record; /* a store's record number (the dataset of a store), else -1 */

@@ -9,15 +9,24 @@
 
 /* The part of a video a sampler works on is the public reel_sampler_video
  * (reel/sampler.h): the one frame-table view, filled by the loader's sources
- * and by callers of reel_sampler_run alike. */
+ * and by callers of reel_sampler_run alike; its name is used in messages. */
 
 /* Validates settings that do not depend on a video. */
 int reel__sampler_check(const reel_sampler_settings *s, reel_error *err);
 
-/* Fills out[clips_per_video * frames_per_clip] with absolute frame indices,
- * clip after clip (settings already checked). v->name is used in messages.
- * Returns REEL_E_OUT_OF_RANGE (with a message) when the video cannot give
- * the clips. */
+/* Frames a sample gets under `s` when that does not depend on the video
+ * (clips_per_video * frames_per_clip; the count sampler's rounded count);
+ * -1 for REEL_SAMPLE_FPS. */
+int64_t reel__sampler_fixed_count(const reel_sampler_settings *s);
+
+/* reel_sampler_describe without the argument checks. */
+int reel__sampler_describe(const reel_sampler_settings *s, const reel_sampler_video *v, reel_sampler_result *r,
+                           reel_error *err);
+
+/* Fills out[clips_per_video * frames_per_clip] (whole-video kinds: the
+ * describe count) with absolute frame indices, clip after clip (settings
+ * already checked). Returns REEL_E_OUT_OF_RANGE (with a message naming
+ * v->name) when the video cannot give the clips. */
 int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_video *v, const reel_rng_key *key,
                       int64_t *out, reel_error *err);
 
