@@ -186,6 +186,10 @@ class VideoDecoder:
       starting point is found and decoded through from an earlier keyframe
       (default True; costs one keyframe decode per keyframe visited).
     - ``force_scan``: build the frame table by a packet scan.
+    - ``gop_threads``: GOP-parallel decoding: a call whose frames lie in two or
+      more keyframe runs splits the runs over up to this many decoder contexts
+      of the same file or URL, on threads of their own, each writing straight
+      into the output (default 1: off; bytes and file-like sources: off).
     - ``name``: the name used in messages for bytes and file-like sources.
     - ``remote``: for http(s):// and s3:// URLs, ``{"request_timeout": s,
       "connect_timeout": s, "max_retries": n, "retry_budget": s,
@@ -224,6 +228,7 @@ class VideoDecoder:
         check_keyframes: bool = True,
         name: Optional[str] = None,
         remote: Optional[Dict[str, Any]] = None,
+        gop_threads: int = 1,
     ) -> None:
         self._options = dict(
             stream=stream, threads=threads, crop=None if crop is None else tuple(crop),
@@ -232,7 +237,7 @@ class VideoDecoder:
             resize_mode=resize_mode, rotate=rotate, flip=flip, index=index,
             index_path=opt.fspath_or_none(index_path), corrupt=corrupt,
             skip_nonref=skip_nonref, force_scan=force_scan, check_keyframes=check_keyframes, name=name,
-            remote=None if remote is None else dict(remote),
+            remote=None if remote is None else dict(remote), gop_threads=gop_threads,
         )
         height, width = opt.size_hw("size", size)
         layout_code = opt.choice("layout", layout, opt.FRAME_LAYOUTS)
@@ -250,6 +255,7 @@ class VideoDecoder:
             skip_nonref=bool(skip_nonref),
             force_scan=bool(force_scan),
             check_keyframes=bool(check_keyframes),
+            gop_contexts=int(gop_threads),
             remote=None if remote is None else opt.remote_settings(remote),
             crop=opt.crop_xywh(crop),
             width=width, height=height,

@@ -20,12 +20,13 @@ typedef struct DecoderObject {
     PyObject *source; /* bytes path, buffer owner or file object */
     Py_buffer view;   /* SRC_MEMORY */
     int have_view;
-    PyObject *name;            /* bytes: name used in messages */
-    PyObject *index_path;      /* bytes or NULL */
-    PyObject *io_error;        /* first exception raised by a file-like callback */
-    int64_t io_size;           /* cached size of a file-like source; -2 unknown */
-    int64_t next_signal_check; /* rx_clock_ns() of dec_interrupt's next look */
-    int use_readinto;          /* the file-like object has readinto() */
+    PyObject *name;                    /* bytes: name used in messages */
+    PyObject *index_path;              /* bytes or NULL */
+    PyObject *io_error;                /* first exception raised by a file-like callback */
+    int64_t io_size;                   /* cached size of a file-like source; -2 unknown */
+    _Atomic int64_t next_signal_check; /* rx_clock_ns() of dec_interrupt's next look (GOP-parallel
+                                          contexts call it from their threads too) */
+    int use_readinto;                  /* the file-like object has readinto() */
     reel_decoder_settings settings;
     reel_remote_settings remote;    /* settings.remote points here when given */
     char *ca_bundle, *bearer_token; /* its strings */
@@ -331,14 +332,14 @@ int parse_floats3(PyObject *obj, float out[3], const char *what)
 static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {
-        "source",      "kind",       "name",   "stream",  "threads", "corrupt", "index_mode",      "index_path",
-        "skip_nonref", "force_scan", "crop",   "width",   "height",  "filter",  "resize_mode",     "rotate",
-        "flip",        "dtype",      "layout", "divisor", "mean",    "std",     "check_keyframes", "remote",
-        NULL
+        "source",       "kind",       "name",   "stream",  "threads", "corrupt", "index_mode",      "index_path",
+        "skip_nonref",  "force_scan", "crop",   "width",   "height",  "filter",  "resize_mode",     "rotate",
+        "flip",         "dtype",      "layout", "divisor", "mean",    "std",     "check_keyframes", "remote",
+        "gop_contexts", NULL
     };
     PyObject *source, *name = Py_None, *index_path = Py_None, *mean = Py_None, *std = Py_None, *remote = Py_None;
     int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
-    int skip_nonref = 1, force_scan = 0, check_keyframes = 1;
+    int skip_nonref = 1, force_scan = 0, check_keyframes = 1, gop_contexts = 0;
     int cx = 0, cy = 0, cw = 0, ch = 0, width = 0, height = 0, filter = REEL_FILTER_BILINEAR;
     int resize_mode = REEL_RESIZE_MODE_FUSED, rotate = 0, flip = 0, dtype = REEL_DTYPE_UINT8, layout = REEL_LAYOUT_HWC;
     double divisor = 255.0;
@@ -348,11 +349,11 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     }
     if (!PyArg_ParseTupleAndKeywords(args, kwargs,
                                      "Oi|$OiiiiOpp(iiii)iiiipp"
-                                     "iidOOpO:Decoder",
+                                     "iidOOpOi:Decoder",
                                      kwlist, &source, &kind, &name, &stream, &threads, &corrupt, &index_mode,
                                      &index_path, &skip_nonref, &force_scan, &cx, &cy, &cw, &ch, &width, &height,
                                      &filter, &resize_mode, &rotate, &flip, &dtype, &layout, &divisor, &mean, &std,
-                                     &check_keyframes, &remote))
+                                     &check_keyframes, &remote, &gop_contexts))
         return -1;
     if (kind < SRC_PATH || kind > SRC_FILE) {
         PyErr_SetString(PyExc_ValueError, "reel decoder: bad source kind");
@@ -376,6 +377,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     self->settings.skip_nonref = skip_nonref;
     self->settings.force_scan = force_scan;
     self->settings.check_keyframes = check_keyframes;
+    self->settings.gop_contexts = gop_contexts;
     if (index_path != Py_None) {
         if (!PyUnicode_FSConverter(index_path, &self->index_path)) return -1;
         self->settings.index_path = PyBytes_AS_STRING(self->index_path);

@@ -103,6 +103,7 @@ class Decoder:
         std: Optional[Sequence[float]] = None,
         check_keyframes: bool = True,
         remote: Optional[Dict[str, Any]] = None,
+        gop_contexts: int = 0,
     ) -> None: ...
     @property
     def closed(self) -> bool: ...

@@ -87,8 +87,11 @@ def _read_video(ele: Dict[str, Any], factor: int, dtype: str, threads: int) -> T
     end = ele.get("video_end")
     if end is not None and end <= 0:
         raise ValueError(f"Invalid time range: video_end {end} s leaves no frames")
+    # threads >= 1: that many GOP-parallel decoder contexts, one codec thread
+    # each; 0: one context with FFmpeg's frame threads
     dec = VideoDecoder(_video_path(ele["video"]), dtype=dtype, divisor=1.0, filter="bicubic",
-                       resize_mode="after_rgb", threads=threads, remote=ele.get("remote"))
+                       resize_mode="after_rgb", threads=1 if threads >= 1 else 0,
+                       gop_threads=max(1, threads), remote=ele.get("remote"))
     try:
         idx, info = dec._dec.sample_video(kind, fps, min_frames, max_frames, FRAME_FACTOR, count,
                                           float(start or 0.0), float(end or 0.0))
@@ -194,8 +197,9 @@ def fetch_video(ele: Dict[str, Any], image_patch_size: int = 14, return_video_sa
     (float32 holding 0-255, or uint8 with ``dtype="uint8"``), with
     ``(video, metadata)`` and/or ``sample_fps`` as qwen-vl-utils does;
     metadata has ``fps``, ``frames_indices``, ``total_num_frames`` and
-    ``video_backend="reel"``. ``threads``: decoding threads for the video
-    (0: FFmpeg's choice from the core count).
+    ``video_backend="reel"``. ``threads``: decoding threads for the video:
+    N >= 1 decodes its keyframe runs on N decoder contexts at once (GOP-parallel,
+    one codec thread each); 0 uses FFmpeg's frame threading on one context.
     """
     factor = int(image_patch_size * SPATIAL_MERGE_SIZE)
     dt = _torch_dtype(dtype)

@@ -1,9 +1,12 @@
 /* frames.c: the convenience calls on top of reel_decoder_decode: frames at
  * indices, at timestamps, over a range, into a caller's or a library
- * buffer, converted in request order. */
+ * buffer, converted in request order; GOP-parallel decoding of one call
+ * over several decoder contexts of the same input (gop_contexts). */
+#include "decoder/decode_plan.h"
 #include "decoder/internal.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,12 +72,14 @@ typedef struct sink {
     int sized;          /* the caller asked for an output size */
     int64_t last_index; /* frame converted last, for repeated requests */
     size_t last_pos;
+    const size_t *pos_map; /* request position -> output slot (GOP-parallel); NULL: the same */
     reel_error *err;
 } sink;
 
 static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
 {
     sink *s = opaque;
+    if (s->pos_map) pos = s->pos_map[pos];
     uint8_t *out = s->dst + pos * s->frame_bytes;
     if (s->last_index == f->index) {
         /* the same frame asked for again: copy the converted bytes */
@@ -98,6 +103,180 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
     s->last_index = f->index;
     s->last_pos = pos;
     return 0;
+}
+
+/* ---- GOP-parallel decoding ----------------------------------------------
+ * The call's decode plan (the same reel__plan_* the decoder runs) gives its
+ * keyframe runs in decode order; they are cut into up to gop_contexts
+ * contiguous groups of about equal frames to decode. Group 0 decodes on
+ * `dec` in the calling thread, each other group on a decoder context of its
+ * own (the same path or URL, opened for the call, one codec thread) on a
+ * thread of its own. Every group's sink writes straight into the caller's
+ * output through a map from its request positions to the caller's. */
+
+typedef struct par_group {
+    reel_decoder *dec; /* dec itself for group 0, else a context opened for the call */
+    int64_t *idx;      /* the group's requests (frame indices) */
+    size_t *map;       /* their positions in the caller's list */
+    size_t n;
+    sink s;
+    reel_decode_stats st;
+    reel_error err;
+    int status;
+} par_group;
+
+static void *par_run(void *arg)
+{
+    par_group *g = arg;
+    g->s.dec = g->dec;
+    g->s.pos_map = g->map;
+    g->s.err = &g->err;
+    g->status = reel_decoder_decode(g->dec, g->idx, g->n, sink_frame, &g->s, &g->st, &g->err);
+    return NULL;
+}
+
+static void stats_add(reel_decode_stats *a, const reel_decode_stats *b)
+{
+    a->frames_requested += b->frames_requested;
+    a->frames_returned += b->frames_returned;
+    a->frames_decoded += b->frames_decoded;
+    a->frames_skipped += b->frames_skipped;
+    a->packets_read += b->packets_read;
+    a->seeks += b->seeks;
+    a->corrupt_packets += b->corrupt_packets;
+    a->key_restarts += b->key_restarts;
+    a->keys_probed += b->keys_probed;
+    a->thread_fallbacks |= b->thread_fallbacks;
+}
+
+/* The group of each wanted frame: runs (decode order) cut into k groups of
+ * about equal decode length. Returns the number of groups used. */
+static int par_assign(const reel_table *t, const reel__interval *iv, size_t nr, const reel__wanted *w, size_t nw, int k,
+                      int *group_of)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < nr; i++) total += iv[i].e - iv[i].s + 1;
+    int *run_group = malloc(nr * sizeof *run_group);
+    if (!run_group) return -1;
+    int64_t acc = 0;
+    int used = 1;
+    for (size_t i = 0; i < nr; i++) {
+        int g = (int)((acc * k) / (total > 0 ? total : 1)); /* the group where this run starts */
+        if (g >= k) g = k - 1;
+        run_group[i] = g;
+        if (g + 1 > used) used = g + 1;
+        acc += iv[i].e - iv[i].s + 1;
+    }
+    for (size_t j = 0; j < nw; j++) {
+        int64_t d = t->frames[w[j].frame].decode_order;
+        size_t lo = 0, hi = nr; /* the run whose [s, e] holds d: the last with s <= d */
+        while (hi - lo > 1) {
+            size_t mid = (lo + hi) / 2;
+            if (iv[mid].s <= d)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        group_of[j] = run_group[lo];
+    }
+    free(run_group);
+    return used;
+}
+
+static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t n, const sink *proto,
+                               reel_decode_stats *stats, int *handled, reel_error *err)
+{
+    const reel_table *t = &dec->table;
+    int k = dec->settings.gop_contexts > 64 ? 64 : dec->settings.gop_contexts;
+    *handled = 0;
+    reel__req *reqs = malloc(n * sizeof *reqs);
+    reel__wanted *w = malloc(n * sizeof *w);
+    reel__interval *iv = malloc(n * sizeof *iv);
+    int *group_of = malloc(n * sizeof *group_of);
+    par_group *g = calloc((size_t)k, sizeof *g);
+    int st = REEL_OK;
+    if (!reqs || !w || !iv || !group_of || !g) goto out; /* not handled: the serial path reports it */
+    for (size_t i = 0; i < n; i++) {
+        int64_t f = indices[i] < 0 ? indices[i] + t->n : indices[i];
+        if (f < 0 || f >= t->n || (t->lost_at > 0 && f >= t->lost_at)) goto out; /* the serial path says why */
+        reqs[i].frame = f;
+        reqs[i].pos = i;
+    }
+    size_t nw = reel__plan_requests(reqs, n, w);
+    size_t nr = reel__plan_runs(t, dec->key_state, dec->reorder_depth, w, nw, 0, iv);
+    if (nr < 2) goto out;
+    int used = par_assign(t, iv, nr, w, nw, k, group_of);
+    if (used < 2) goto out;
+    size_t *counts = calloc((size_t)used, sizeof *counts);
+    if (!counts) goto out;
+    for (size_t j = 0; j < nw; j++) counts[group_of[j]] += w[j].count;
+    int ok = 1;
+    for (int q = 0; q < used && ok; q++) {
+        g[q].idx = malloc((counts[q] ? counts[q] : 1) * sizeof *g[q].idx);
+        g[q].map = malloc((counts[q] ? counts[q] : 1) * sizeof *g[q].map);
+        ok = g[q].idx && g[q].map;
+    }
+    free(counts);
+    if (!ok) goto out;
+    for (size_t j = 0; j < nw; j++) {
+        par_group *q = &g[group_of[j]];
+        for (size_t r = w[j].first; r < w[j].first + w[j].count; r++) {
+            q->idx[q->n] = w[j].frame;
+            q->map[q->n] = reqs[r].pos;
+            q->n++;
+        }
+    }
+    /* the other contexts: the same input, one codec thread each */
+    reel_decoder_settings ss = dec->settings;
+    ss.threads = 1;
+    ss.gop_contexts = 0;
+    ss.remote_stats = NULL;
+    if (ss.index_mode == REEL_INDEX_READ_WRITE) ss.index_mode = REEL_INDEX_READ;
+    g[0].dec = dec;
+    for (int q = 1; q < used; q++) {
+        reel_error e;
+        reel_error_clear(&e);
+        if (reel_decoder_open(&g[q].dec, dec->name, &ss, &e) != REEL_OK || g[q].dec->table.n != t->n) goto out;
+    }
+    *handled = 1;
+    pthread_t th[64];
+    int started[64] = { 0 };
+    for (int q = 0; q < used; q++) {
+        g[q].s = *proto;
+        reel_error_clear(&g[q].err);
+    }
+    for (int q = 1; q < used; q++) started[q] = pthread_create(&th[q], NULL, par_run, &g[q]) == 0;
+    par_run(&g[0]);
+    for (int q = 1; q < used; q++) {
+        if (started[q])
+            pthread_join(th[q], NULL);
+        else
+            par_run(&g[q]); /* no thread to be had: decode it here */
+    }
+    reel_decode_stats sum;
+    memset(&sum, 0, sizeof sum);
+    for (int q = 0; q < used; q++) {
+        stats_add(&sum, &g[q].st);
+        if (st == REEL_OK && g[q].status != REEL_OK) {
+            st = g[q].status;
+            if (err) *err = g[q].err;
+        }
+    }
+    sum.amplification = sum.frames_returned ? (double)sum.frames_decoded / (double)sum.frames_returned : 0;
+    if (stats) *stats = sum;
+out:
+    if (g)
+        for (int q = 0; q < k; q++) {
+            if (q > 0 && g[q].dec) reel_decoder_close(&g[q].dec);
+            free(g[q].idx);
+            free(g[q].map);
+        }
+    free(g);
+    free(reqs);
+    free(w);
+    free(iv);
+    free(group_of);
+    return st;
 }
 
 static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t, void *dst,
@@ -131,6 +310,11 @@ static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const
     s.frame_bytes = fb;
     s.last_index = -1;
     s.err = err;
+    if (dec->settings.gop_contexts > 1 && n > 1 && (dec->is_file || dec->remote)) {
+        int handled = 0;
+        r = get_frames_parallel(dec, indices, n, &s, stats, &handled, err);
+        if (handled) return r;
+    }
     return reel_decoder_decode(dec, indices, n, sink_frame, &s, stats, err);
 }
 

@@ -4,6 +4,7 @@
  * smart_resize); the Python tests compare with the package itself. */
 #include "harness.h"
 #include "loader_common.h"
+#include "testgen.h"
 
 #include "reel/pipeline.h"
 
@@ -206,4 +207,65 @@ TEST(size_policy_is_qwen_smart_resize)
     CHECK_OK(reel_size_policy_apply(&p, 1920, 1080, 20, &w, &h, NULL));
     CHECK_EQ_INT(w, 64);
     CHECK_EQ_INT(h, 48);
+}
+
+/* GOP-parallel decoding (gop_contexts): the frames of a call spread over
+ * several keyframe runs come out equal to the serial decode, with repeats,
+ * negative indices and any order, on 2, 3 and 64 contexts; a call inside
+ * one run and a memory input decode as usual. */
+TEST(gop_parallel_get_frames_equals_serial)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/gop.mp4", harness_tmpdir());
+    reel_synth_params p;
+    reel_synth_default_params(&p);
+    p.path = path;
+    p.width = 96;
+    p.height = 64;
+    p.num_frames = 150;
+    p.gop = 12;
+    tg_synth(&p);
+    const int64_t idx[] = { 140, 5, 5, 61, -1, 0, 33, 100, 99, 61, 12, 13 };
+    const size_t n = sizeof idx / sizeof *idx;
+    reel_transform t;
+    reel_transform_default_settings(&t);
+    reel_error err;
+    reel_decoder_settings two;
+    reel_decoder_default_settings(&two);
+    two.threads = 2; /* frame threads: each keyframe is probed once per context that seeks to it */
+    reel_decoder *serial = NULL;
+    CHECK_OK(reel_decoder_open(&serial, path, &two, &err));
+    size_t fb;
+    CHECK_OK(reel_decoder_get_output_size(serial, &t, NULL, NULL, &fb, &err));
+    uint8_t *want = malloc(fb * n), *got = malloc(fb * n);
+    reel_decode_stats ss, ps;
+    CHECK_OK(reel_decoder_get_frames(serial, idx, n, &t, want, fb * n, &ss, &err));
+    const int contexts[] = { 2, 3, 64 };
+    for (int c = 0; c < 3; c++) {
+        reel_decoder_settings s = two;
+        s.gop_contexts = contexts[c];
+        reel_decoder *par = NULL;
+        CHECK_OK(reel_decoder_open(&par, path, &s, &err));
+        memset(got, 0, fb * n);
+        CHECK_OK(reel_decoder_get_frames(par, idx, n, &t, got, fb * n, &ps, &err));
+        CHECK(memcmp(got, want, fb * n) == 0);
+        for (size_t i = 0; i < n; i++)
+            CHECK_EQ_INT(reel_synth_read_index(got + i * fb, 96, 64, 96 * 3), idx[i] < 0 ? 150 + idx[i] : idx[i]);
+        CHECK_EQ_INT(ps.frames_requested, (int64_t)n);
+        CHECK_EQ_INT(ps.frames_returned, ss.frames_returned);
+        /* the other contexts decode on one codec thread, without probes: the
+         * parallel path ran */
+        CHECK(ps.keys_probed < ss.keys_probed);
+        /* one run: decoded as usual */
+        const int64_t near[] = { 24, 26, 25 };
+        CHECK_OK(reel_decoder_get_frames(par, near, 3, &t, got, fb * 3, &ps, &err));
+        CHECK_EQ_INT(reel_synth_read_index(got + 2 * fb, 96, 64, 96 * 3), 25);
+        /* out of range: the serial path's error */
+        const int64_t bad[] = { 3, 150 };
+        CHECK_STATUS(reel_decoder_get_frames(par, bad, 2, &t, got, fb * 2, NULL, &err), REEL_E_OUT_OF_RANGE);
+        reel_decoder_close(&par);
+    }
+    free(want);
+    free(got);
+    reel_decoder_close(&serial);
 }
