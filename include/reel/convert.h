@@ -72,9 +72,8 @@ typedef struct reel_transform {
  *  no rotation, no flip, uint8, HWC, scale 255, mean 0, std 1. */
 REEL_API void reel_transform_default_settings(reel_transform *t);
 
-/** An opaque decoded frame, as handed to a reel_frame_fn visitor. Valid
- *  only during the callback. */
-typedef struct reel_frame reel_frame;
+/* reel_frame, the opaque decoded frame a visitor is handed, is declared in
+ * reel/common.h. */
 
 /** Frame index (presentation order) of a visited frame. */
 REEL_API int64_t reel_frame_get_index(const reel_frame *f);

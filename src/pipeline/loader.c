@@ -8,9 +8,9 @@
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "core/clock.h"
-#include "pipeline/dataset.h"
+#include "pipeline/dataset_internal.h"
 #include "pipeline/geometry.h"
-#include "pipeline/sampler.h"
+#include "pipeline/sampler_internal.h"
 
 #include <errno.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
 /* sampler.c: the four clip samplers and the past-the-end policies
  * (repeat_last, wrap, drop, error), following torchcodec's definitions;
  * the public reel_sampler_run and the loader's reel__sampler_run. */
-#include "pipeline/sampler.h"
+#include "pipeline/sampler_internal.h"
 #include "core/error.h"
 
 #include <math.h>

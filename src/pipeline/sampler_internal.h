@@ -1,8 +1,8 @@
-/* sampler.h: per-video clip samplers (random/regular, by index/by time) as
+/* sampler_internal.h: per-video clip samplers (random/regular, by index/by time) as
  * pure functions of the frame table and a counter-based random key, so the
  * frames a sample gets never depend on threads or scheduling. */
-#ifndef REEL_PIPELINE_SAMPLER_H
-#define REEL_PIPELINE_SAMPLER_H
+#ifndef REEL_PIPELINE_SAMPLER_INTERNAL_H
+#define REEL_PIPELINE_SAMPLER_INTERNAL_H
 
 #include "reel/pipeline.h"
 #include "pipeline/rng.h"
