@@ -3,7 +3,8 @@
 # clang, address and undefined sanitizers in build-fuzz/, makes each one's
 # seed corpus from reel's own generator (and ../shared/reliability's
 # reproducers) plus the seeds kept in tests/fuzz/seeds/<target>/, replays
-# every regression input in tests/fuzz/regressions/, then fuzzes each target SECONDS (default $FUZZ_SECONDS or 300).
+# every regression input in tests/fuzz/regressions/, then fuzzes each target
+# SECONDS (default $FUZZ_SECONDS or 300).
 # Prints one line per target and ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
