@@ -276,3 +276,19 @@ def test_reference_not_needed_at_run_time():
     out = run_python(code)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "(560, 1008)"
+
+
+def test_gop_parallel_threads_give_the_same_tensor(synth, videos):
+    """threads=2 (two decoder contexts, GOP-parallel) and threads=0 (FFmpeg's
+    frame threads) give threads=1's tensor; VideoDecoder(gop_threads=3) gives
+    the serial frames, repeats and negatives included."""
+    e = {"video": videos["base"], "fps": 3.0}
+    one = reel.vlm.fetch_video(dict(e), threads=1)
+    assert torch.equal(reel.vlm.fetch_video(dict(e), threads=2), one)
+    assert torch.equal(reel.vlm.fetch_video(dict(e), threads=0), one)
+    path = synth(frames=150, gop=12)
+    idx = [140, 5, 5, 61, -1, 0, 33, 100, 99, 61]
+    par = reel.VideoDecoder(path, gop_threads=3, layout="HWC").get_frames_at(idx)
+    ser = reel.VideoDecoder(path, layout="HWC").get_frames_at(idx)
+    assert par.numpy().tobytes() == ser.numpy().tobytes()
+    assert reel._testing.read_indices(par) == [i % 150 for i in idx]
