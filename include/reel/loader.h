@@ -195,7 +195,23 @@ typedef struct reel_loader_settings {
      *  TLS (copied by reel_loader_create; its strings must outlive the
      *  loader). NULL (default): reel_remote_default_settings(). */
     const struct reel_remote_settings *remote;
-    uint8_t reserved[64]; /**< zero (the defaults function clears it); room to grow without an ABI break */
+    /** Decode exactly these dataset indices, in this order, as each epoch
+     *  (duplicates allowed), instead of the whole dataset: for a caller that
+     *  plans the work itself, e.g. a Ray read task given a run of entries.
+     *  shuffle and shuffle_window do not apply to the list; rank/world_size
+     *  shard it as they would the dataset. Every random choice stays a
+     *  function of (seed, epoch, sample), so a sample's clips, crops and
+     *  flips equal those a whole-dataset loader gives it in the same epoch
+     *  (a replacement under REEL_ON_ERROR_REPLACE is drawn from the whole
+     *  dataset by position, so it may differ). Copied by reel_loader_create;
+     *  each index must be in [0, dataset size). NULL (default): the dataset. */
+    const int64_t *samples;
+    int64_t num_samples; /**< entries in `samples` (>= 1 when it is set) */
+    /** The number of the first epoch (default 0): the loader runs epochs
+     *  first_epoch, first_epoch + 1, ... (`epochs` of them), as a loader
+     *  restored to (first_epoch, 0) would, without starting on epoch 0. */
+    int64_t first_epoch;
+    uint8_t reserved[40]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;
 
 /** Fills `s` with the defaults documented on each field (Kinetics-like:
@@ -340,6 +356,13 @@ REEL_API int64_t reel_loader_get_batches_per_epoch(const reel_loader *l);
 REEL_API int reel_loader_epoch_shape(int64_t num_samples, int world_size, reel_shard_mode shard_mode,
                                      int64_t batch_size, int drop_last, int64_t *per_rank, int64_t *batches,
                                      reel_error *err);
+
+/** The runs of consecutive samples of `ds` that its source reads best
+ *  together, for a caller that splits the work itself (a Ray read task per
+ *  run): a packed store's shards, one run each; videos: one run, the whole
+ *  dataset. *starts gets *nblocks + 1 entries, from 0 to the dataset size
+ *  (free it with reel_free). REEL_E_EMPTY for an empty dataset. */
+REEL_API int reel_loader_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err);
 
 /** The position to resume from: the epoch and the rank-local sample after
  *  the last batch handed out. In unordered mode, batches handed out beyond

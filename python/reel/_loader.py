@@ -131,10 +131,13 @@ def _dataset_entries(source: Any) -> Any:
 
 
 def dataset_info(source: Any) -> Dict[str, Any]:
-    """``{"size": N, "class_names": [...]}`` of a dataset source as Loader takes
-    it (a folder scanned recursively, a CSV/TSV/JSONL manifest, or a list of
-    paths / (path, label[, start, end]) / dicts), without starting a loader.
-    class_names is empty when labels are integers. Raises NotFoundError for a
+    """``{"size": N, "class_names": [...], "read_blocks": [0, ..., N]}`` of a
+    dataset source as Loader takes it (a folder scanned recursively, a
+    CSV/TSV/JSONL manifest, a store, or a list of paths / (path, label[,
+    start, end]) / dicts), without starting a loader. class_names is empty
+    when labels are integers. read_blocks: the starts of the runs of samples
+    the source reads best together (a store's shards; one run for videos),
+    then N. Raises NotFoundError for a
     missing folder or manifest, ReelError for an empty or unreadable one."""
     src = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
     return dict(_reel.dataset_info(_dataset_entries(src)))
@@ -165,6 +168,7 @@ def _settings(
     corrupt: str, trace: bool, trace_capacity: Optional[int], pin_memory: bool = False,
     min_coverage: float = 0.0, failure_log_size: Optional[int] = None,
     shuffle_window: Union[int, str, None] = None, remote: Optional[Dict[str, Any]] = None,
+    samples: Optional[Sequence[int]] = None, first_epoch: int = 0,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults."""
     h, w = opt.size_hw("size", size)
@@ -209,7 +213,10 @@ def _settings(
         "pin_memory": int(bool(pin_memory)),
         "min_coverage": float(min_coverage),
         "shuffle_window": _shuffle_window(shuffle_window),
+        "first_epoch": int(first_epoch),
     }
+    if samples is not None:
+        s["samples"] = [int(i) for i in samples]
     optional = {"transform.flip_probability": flip_probability, "max_replacements": max_replacements,
                 "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity,
                 "failure_log_size": failure_log_size}
@@ -291,6 +298,11 @@ class Loader:
     counts and ``state_dict()`` / ``load_state_dict()`` resume exactly.
     ``epochs=None`` runs until closed; each ``for batch in loader`` runs to the
     end of the current epoch. ``rank``/``world_size`` shard the dataset.
+    ``first_epoch``: the number of the first epoch (default 0). ``samples``:
+    decode exactly these dataset indices, in this order, as each epoch
+    (shuffle does not apply to the list); every sample keeps the clips, crops
+    and flips a whole-dataset loader gives it in that epoch (how
+    ``reel.ray.read_clips`` splits an epoch into read tasks).
     A packed store is shuffled shard by shard by default (FFCV's quasi-random
     order: its shards in a shuffled order, the records of each shuffled within
     it, so reads stay sequential); ``shuffle_window="full"`` shuffles it fully,
@@ -380,6 +392,8 @@ class Loader:
         failure_log_size: Optional[int] = None,
         shuffle_window: Union[int, str, None] = None,
         remote: Optional[Dict[str, Any]] = None,
+        samples: Optional[Sequence[int]] = None,
+        first_epoch: int = 0,
     ) -> None:
         config = dict(locals())
         del config["self"], config["source"]

@@ -132,6 +132,9 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: min_coverage must be in [0, 1]");
     if (s->failure_log_size < 0)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: failure_log_size must be >= 0");
+    if (s->first_epoch < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: first_epoch must be >= 0");
+    if (s->samples ? s->num_samples < 1 : s->num_samples != 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: samples needs num_samples >= 1 (and none without it)");
     return REEL_OK;
 }
 
@@ -161,11 +164,18 @@ static int init_plan(reel_loader *l, reel_error *err)
 {
     const reel_loader_settings *s = &l->s;
     int st = reel__dataset_freeze(l->ds, err);
+    const int64_t n = s->samples ? s->num_samples : (int64_t)l->ds->n;
     if (st == REEL_OK)
-        st = reel__plan_init(&l->plan, (int64_t)l->ds->n, s->world_size, s->rank, s->shard_mode, s->batch_size,
-                             s->drop_last, s->shuffle, s->seed, err);
-    if (st == REEL_OK && s->shuffle_window > 0) st = reel__plan_set_window(&l->plan, s->shuffle_window, err);
-    if (st == REEL_OK && s->shuffle_window == 0 && s->shuffle && l->src->blocks) {
+        st = reel__plan_init(&l->plan, n, s->world_size, s->rank, s->shard_mode, s->batch_size, s->drop_last,
+                             s->shuffle, s->seed, err);
+    if (st == REEL_OK && s->samples) {
+        /* a caller's list: its order is the epoch's, every epoch */
+        st = reel__plan_set_order(&l->plan, s->samples, (int64_t)l->ds->n, err);
+        l->s.samples = NULL; /* copied: the caller's array may go */
+    }
+    if (st == REEL_OK && s->shuffle_window > 0 && !l->plan.fixed)
+        st = reel__plan_set_window(&l->plan, s->shuffle_window, err);
+    if (st == REEL_OK && s->shuffle_window == 0 && s->shuffle && !l->plan.fixed && l->src->blocks) {
         /* the source's read blocks (a store's shards), one window each */
         int64_t *starts = NULL;
         size_t nb = 0;
@@ -293,7 +303,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     if (st == REEL_OK) st = init_ring(l, auto_prefetch, err);
     if (st == REEL_OK) st = init_stages(l, err);
     if (st == REEL_OK) {
-        set_position(l, 0, 0);
+        set_position(l, s.first_epoch, 0);
         st = reel__loader_start_threads(l, err);
     }
     if (st != REEL_OK) {
@@ -325,6 +335,29 @@ void reel_loader_destroy(reel_loader **pl)
     free(l->seen);
     free(l);
     *pl = NULL;
+}
+
+int reel_loader_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err)
+{
+    if (!ds || !starts || !nblocks) return reel__error_set(err, REEL_E_INVALID_ARG, "read blocks: NULL argument");
+    *starts = NULL;
+    *nblocks = 0;
+    if (ds->n == 0) return reel__error_set(err, REEL_E_EMPTY, "read blocks: the dataset is empty");
+    void *ctx = NULL;
+    const reel_source_ops *src = reel__source_of(ds, &ctx);
+    if (src->blocks) {
+        int st = src->blocks(ctx, ds, starts, nblocks, err);
+        if (st != REEL_OK || *nblocks > 0) return st;
+        free(*starts);
+        *starts = NULL;
+    }
+    int64_t *b = malloc(2 * sizeof *b); /* one run: the whole dataset */
+    if (!b) return reel__error_set(err, REEL_E_NOMEM, "read blocks: out of memory");
+    b[0] = 0;
+    b[1] = (int64_t)ds->n;
+    *starts = b;
+    *nblocks = 1;
+    return REEL_OK;
 }
 
 /* ----------------------------------------------------------- consumer */

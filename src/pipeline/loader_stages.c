@@ -24,7 +24,7 @@
 /* Replacement for the sample at `position` after `attempt` failures. */
 static int64_t pick_replacement(const reel_loader *l, int64_t epoch, int64_t position, int attempt, int64_t failed)
 {
-    int64_t n = l->plan.n;
+    int64_t n = (int64_t)l->ds->n; /* the dataset, even when the epoch is a list of samples */
     if (n <= 1) return 0;
     reel_rng_key k = { l->s.seed, (uint64_t)epoch, (uint64_t)position, REEL_RNG_REPLACE, (uint32_t)attempt };
     int64_t r = (int64_t)reel__rng_below(&k, 0, (uint64_t)n);

@@ -28,6 +28,7 @@ int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode
     p->starts = NULL;
     p->nstarts = 0;
     p->window = 0;
+    p->fixed = 0;
     if (n <= 0) return reel__error_set(err, REEL_E_EMPTY, "loader: the dataset is empty");
     if (world < 1 || rank < 0 || rank >= world)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: rank %d not in [0, world_size %d)", rank, world);
@@ -99,6 +100,18 @@ int reel__plan_set_blocks(reel_plan *p, const int64_t *starts, size_t nblocks, r
     return REEL_OK;
 }
 
+int reel__plan_set_order(reel_plan *p, const int64_t *order, int64_t dataset_size, reel_error *err)
+{
+    for (int64_t i = 0; i < p->n; i++)
+        if (order[i] < 0 || order[i] >= dataset_size)
+            return reel__error_set(err, REEL_E_INVALID_ARG, "loader: samples[%lld] = %lld is not in [0, %lld)",
+                                   (long long)i, (long long)order[i], (long long)dataset_size);
+    for (int64_t i = 0; i < p->n; i++) p->perm[i] = order[i];
+    p->fixed = 1;
+    p->perm_epoch = -1;
+    return REEL_OK;
+}
+
 int64_t reel__plan_batches(const reel_plan *p, int64_t start)
 {
     if (start < 0) start = 0;
@@ -116,7 +129,7 @@ void reel__plan_batch(const reel_plan *p, int64_t start, int64_t k, int64_t *pos
 
 void reel__plan_epoch(reel_plan *p, int64_t epoch)
 {
-    if (p->perm_epoch == epoch) return;
+    if (p->perm_epoch == epoch || p->fixed) return;
     if (p->shuffle && p->starts)
         reel__rng_permutation_blocks(p->seed, (uint64_t)epoch, p->starts, p->nstarts - 1, 0, p->perm, (size_t)p->n,
                                      p->blocks);

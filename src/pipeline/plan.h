@@ -21,6 +21,7 @@ typedef struct reel_plan {
     int64_t *starts; /* blocks of any size (a store's shards): nstarts - 1 blocks, or NULL */
     size_t nstarts;
     int64_t perm_epoch; /* -1: none yet */
+    int fixed;          /* 1: perm is a caller's list, the same every epoch */
 } reel_plan;
 
 int reel__plan_init(reel_plan *p, int64_t n, int world, int rank, int shard_mode, int64_t batch, int drop_last,
@@ -37,6 +38,11 @@ int reel__plan_set_window(reel_plan *p, int64_t window, reel_error *err);
  * a shuffled order, each shuffled within. Call after init, before the first
  * reel__plan_epoch. */
 int reel__plan_set_blocks(reel_plan *p, const int64_t *starts, size_t nblocks, reel_error *err);
+
+/* Makes the epoch the caller's list `order` (p->n dataset indices, each in
+ * [0, dataset_size), copied), the same every epoch, unshuffled. Call after
+ * init, before the first reel__plan_epoch. */
+int reel__plan_set_order(reel_plan *p, const int64_t *order, int64_t dataset_size, reel_error *err);
 
 /* The shape of an epoch without a plan: samples per rank (pad or drop) and
  * batches of `batch` (drop_last or not). Arguments as reel__plan_init's,
