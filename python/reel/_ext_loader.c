@@ -815,33 +815,7 @@ static PyObject *dataset_info_dict(const reel_dataset *ds)
         PyList_SET_ITEM(names, (Py_ssize_t)i, v);
     }
     if (!names) return NULL;
-    /* the source's read blocks (a store's shards; one for videos) */
-    int64_t *starts = NULL;
-    size_t nb = 0;
-    reel_error err;
-    reel_error_clear(&err);
-    PyObject *blocks = NULL;
-    if (n == 0) {
-        blocks = PyList_New(0);
-    } else if (reel_loader_read_blocks(ds, &starts, &nb, &err) == REEL_OK) {
-        blocks = PyList_New((Py_ssize_t)nb + 1);
-        for (size_t i = 0; blocks && i <= nb; i++) {
-            PyObject *v = PyLong_FromLongLong(starts[i]);
-            if (!v) {
-                Py_CLEAR(blocks);
-                break;
-            }
-            PyList_SET_ITEM(blocks, (Py_ssize_t)i, v);
-        }
-        reel_free(starts);
-    } else {
-        PyErr_SetString(PyExc_RuntimeError, err.message);
-    }
-    if (!blocks) {
-        Py_DECREF(names);
-        return NULL;
-    }
-    return Py_BuildValue("{s:n,s:N,s:N}", "size", (Py_ssize_t)n, "class_names", names, "read_blocks", blocks);
+    return Py_BuildValue("{s:n,s:N}", "size", (Py_ssize_t)n, "class_names", names);
 }
 
 /* (samples per rank, batches) of one epoch: the loader's own arithmetic,
@@ -861,6 +835,33 @@ PyObject *mod_epoch_shape(PyObject *module, PyObject *args)
         return NULL;
     }
     return Py_BuildValue("(LL)", (long long)per_rank, (long long)batches);
+}
+
+/* [0, ..., N]: the starts of the runs of samples a source reads best
+ * together (reel_loader_read_blocks: a store's shards; one run for videos). */
+PyObject *mod_read_blocks(PyObject *module, PyObject *source)
+{
+    reel_state *st = PyModule_GetState(module);
+    reel_dataset *ds = NULL;
+    if (loader_build_dataset(st, source, &ds) < 0) return NULL;
+    int64_t *starts = NULL;
+    size_t nb = 0;
+    reel_error err;
+    reel_error_clear(&err);
+    int r = reel_loader_read_blocks(ds, &starts, &nb, &err);
+    reel_dataset_destroy(&ds);
+    if (r != REEL_OK) return raise_err(st, r, &err, NULL);
+    PyObject *blocks = PyList_New((Py_ssize_t)nb + 1);
+    for (size_t i = 0; blocks && i <= nb; i++) {
+        PyObject *v = PyLong_FromLongLong(starts[i]);
+        if (!v) {
+            Py_CLEAR(blocks);
+            break;
+        }
+        PyList_SET_ITEM(blocks, (Py_ssize_t)i, v);
+    }
+    reel_free(starts);
+    return blocks;
 }
 
 PyObject *mod_dataset_info(PyObject *module, PyObject *source)

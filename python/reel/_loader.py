@@ -131,13 +131,10 @@ def _dataset_entries(source: Any) -> Any:
 
 
 def dataset_info(source: Any) -> Dict[str, Any]:
-    """``{"size": N, "class_names": [...], "read_blocks": [0, ..., N]}`` of a
-    dataset source as Loader takes it (a folder scanned recursively, a
-    CSV/TSV/JSONL manifest, a store, or a list of paths / (path, label[,
-    start, end]) / dicts), without starting a loader. class_names is empty
-    when labels are integers. read_blocks: the starts of the runs of samples
-    the source reads best together (a store's shards; one run for videos),
-    then N. Raises NotFoundError for a
+    """``{"size": N, "class_names": [...]}`` of a dataset source as Loader takes
+    it (a folder scanned recursively, a CSV/TSV/JSONL manifest, or a list of
+    paths / (path, label[, start, end]) / dicts), without starting a loader.
+    class_names is empty when labels are integers. Raises NotFoundError for a
     missing folder or manifest, ReelError for an empty or unreadable one."""
     src = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
     return dict(_reel.dataset_info(_dataset_entries(src)))

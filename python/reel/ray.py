@@ -1,0 +1,362 @@
+# reel/ray.py: reel on a Ray cluster: read_clips (a Ray Data datasource of
+# clips planned by the loader), ClipDecoder (clips of rows in map_batches) and
+# pack (a store built by Ray tasks). Needs `pip install reel[ray]`; `import
+# reel` never imports this module or Ray.
+"""reel on Ray: clips as a Ray Data dataset, and stores built by Ray tasks.
+
+    import reel.ray
+    ds = reel.ray.read_clips("kinetics/train", frames_per_clip=8, frame_stride=4, size=224, seed=0, epoch=0)
+    clips, failures = reel.ray.split_failures(ds)
+    for batch in clips.iter_torch_batches(batch_size=32):
+        x, y = batch["frames"], batch["label"]         # [32, 8, 3, 224, 224] uint8, [32]
+
+Rows are clips, decoded by reel's C loader inside each read task (the GIL
+released, decoders and converters reused across the task's videos). For a
+given ``seed`` and ``epoch`` the rows are the clips ``reel.Loader`` delivers
+for that epoch: the same samples, clip starts, crops and flips.
+"""
+from __future__ import annotations
+
+import os
+import random
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+try:
+    import numpy as np
+    import ray
+    import ray.data
+    from ray.data.block import BlockAccessor, BlockMetadata
+    from ray.data.datasource import Datasource, ReadTask
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(f"reel.ray needs Ray Data and numpy: pip install 'reel[ray]' ({exc})") from exc
+
+from . import _reel
+from ._decoder import VideoDecoder
+from ._loader import Loader, _dataset_entries, dataset_info
+
+__all__ = ["read_clips", "ClipDatasource", "split_failures", "ClipDecoder", "COLUMNS"]
+
+#: The columns of a read_clips row, in order.
+COLUMNS = ("frames", "label", "path", "sample", "clip", "frame_indices", "pts_seconds", "crop", "flipped",
+           "epoch", "failure")
+
+# Loader options that make no sense per read task: Ray shards, batches, orders
+# and counts epochs; read_clips sets these itself.
+_NOT_OPTIONS = frozenset({"batch_size", "rank", "world_size", "shard", "drop_last", "epochs", "ordered", "samples",
+                          "first_epoch", "prefetch_batches", "pin_memory", "trace", "trace_capacity",
+                          "shuffle_window", "min_coverage", "failure_log_size"})
+_LAYOUT_ROW = {"BTCHW": "TCHW", "BCTHW": "CTHW", "BTHWC": "THWC"}
+_ITEMSIZE = {"uint8": 1, "float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def _loader_options() -> Dict[str, Any]:
+    import inspect
+    return {k: p.default for k, p in inspect.signature(Loader.__init__).parameters.items()
+            if k not in ("self", "source")}
+
+
+def _dtype_name(dtype: Any) -> str:
+    name = str(dtype).replace("torch.", "").replace("numpy.", "")
+    return name if name in _ITEMSIZE else "float32" if "float32" in name else name
+
+
+def redact(path: str) -> str:
+    """A path as rows and messages show it: URLs without user info or query."""
+    return _reel.redact_url(path) if "://" in path else path
+
+
+class ClipDatasource(Datasource):
+    """The Ray Data datasource behind :func:`read_clips` (for
+    ``ray.data.read_datasource``). Read tasks are planned from the dataset:
+    contiguous runs of entries for videos, whole shards for a store."""
+
+    def __init__(self, source: Any, *, epoch: int = 0, videos_per_task: Optional[int] = None, **options: Any) -> None:
+        super().__init__()
+        known = _loader_options()
+        bad = sorted(set(options) - set(known))
+        if bad:
+            raise TypeError(f"read_clips: unknown option(s) {bad}; it takes reel.Loader's options except "
+                            f"{sorted(_NOT_OPTIONS & set(known))}")
+        fixed = sorted(set(options) & _NOT_OPTIONS)
+        if fixed:
+            raise TypeError(f"read_clips: {fixed} are set by read_clips (Ray batches, shards and orders the rows)")
+        if int(epoch) < 0:
+            raise ValueError(f"epoch must be >= 0, not {epoch}")
+        self._source = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
+        if isinstance(self._source, os.PathLike):
+            self._source = os.fspath(self._source)
+        self._epoch = int(epoch)
+        self._options = {k: v for k, v in options.items()}
+        self._options.setdefault("num_threads", 1)
+        info = dataset_info(self._source)
+        self._n: int = info["size"]
+        self.class_names: List[str] = info["class_names"]
+        self._blocks: List[int] = _reel.read_blocks(_dataset_entries(self._source))
+        if self._n == 0:
+            raise ValueError(f"read_clips: the dataset {redact(str(source))} is empty")
+        self._videos_per_task = videos_per_task
+        # the geometry of one clip, for block sizes and estimates
+        cfg = dict(known)
+        cfg.update(self._options)
+        h, w = _hw(cfg["size"])
+        t = int(cfg["frames_per_clip"])
+        self._clips_per_video = int(cfg["clips_per_video"])
+        self._clip_shape = _row_shape(cfg["layout"], t, h, w)
+        self._clip_bytes = int(np.prod(self._clip_shape)) * _ITEMSIZE.get(_dtype_name(cfg["dtype"]), 4)
+        # the loader itself checks every option; a bad one fails here, on the driver
+        Loader(self._source, **self._loader_config([0], 1)).close()
+
+    # ------------------------------------------------------------------ planning
+    def get_name(self) -> str:
+        return "ReelClips"
+
+    def estimate_inmemory_data_size(self) -> Optional[int]:
+        return self._n * self._clips_per_video * self._clip_bytes
+
+    def _runs(self, parallelism: int) -> List[Tuple[int, int]]:
+        """Contiguous runs of samples, each inside one read block (a store's shard)."""
+        blocks = list(zip(self._blocks[:-1], self._blocks[1:]))
+        if len(blocks) > 1:  # a store: whole shards, one task each
+            return blocks
+        per = self._videos_per_task or max(1, -(-self._n // max(1, parallelism)))
+        return [(a, min(a + per, self._n)) for a in range(0, self._n, per)]
+
+    def _order(self, runs: List[Tuple[int, int]]) -> List[List[int]]:
+        """The samples of each task, tasks in order: shuffled from (seed, epoch)
+        run by run and within each run (reads stay sequential), or in dataset
+        order. Which clip each sample gives does not depend on this order."""
+        tasks = [list(range(a, b)) for a, b in runs]
+        if self._options.get("shuffle", True):
+            rng = random.Random(f"reel.ray:{int(self._options.get('seed', 0))}:{self._epoch}")
+            rng.shuffle(tasks)
+            for t in tasks:
+                rng.shuffle(t)
+        return tasks
+
+    def _loader_config(self, samples: Sequence[int], videos_per_batch: int) -> Dict[str, Any]:
+        cfg = dict(self._options)
+        cfg.update(samples=list(samples), first_epoch=self._epoch, epochs=1, shuffle=False,
+                   batch_size=int(videos_per_batch), prefetch_batches=2,
+                   failure_log_size=len(samples) * (int(cfg.get("max_replacements") or 16) + 1) + 16)
+        return cfg
+
+    def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
+                       data_context: Any = None) -> List[ReadTask]:
+        target = getattr(data_context, "target_max_block_size", None) or (128 << 20)
+        rows_per_block = max(1, int(target) // self._clip_bytes)
+        videos_per_batch = max(1, rows_per_block // self._clips_per_video)
+        tasks = []
+        for samples in self._order(self._runs(parallelism)):
+            rows = len(samples) * self._clips_per_video
+            meta = BlockMetadata(num_rows=rows, size_bytes=rows * self._clip_bytes, input_files=None,
+                                 exec_stats=None)
+            fn = _ReadFn(self._source, self._loader_config(samples, videos_per_batch), self._clip_shape)
+            try:
+                tasks.append(ReadTask(fn, meta, per_task_row_limit=per_task_row_limit))
+            except TypeError:  # older Ray without per-task row limits
+                tasks.append(ReadTask(fn, meta))
+        return tasks
+
+
+class _ReadFn:
+    """One read task: a reel loader over the task's samples, one Arrow block
+    per loader batch (copied out of the ring), then the failures."""
+
+    def __init__(self, source: Any, config: Dict[str, Any], clip_shape: Tuple[int, ...]) -> None:
+        self.source, self.config, self.clip_shape = source, config, clip_shape
+
+    def __call__(self) -> Iterator[Any]:
+        on_error = self.config.get("on_error", "skip")
+        with Loader(self.source, **self.config) as loader:
+            try:
+                for batch in loader:
+                    yield _block(batch.frames.numpy(), batch.info, self.config["first_epoch"])
+                    del batch
+            except _reel.ReelError as exc:
+                # every sample of this task failed: their failure rows follow
+                if on_error == "raise" or exc.status != _reel.STATUS["NO_DATA"]:
+                    raise
+            failures = loader.metrics()["failures"] if on_error != "raise" else []
+        if failures:
+            yield _failure_block(failures, self.clip_shape, self.config)
+
+
+def _hw(size: Any) -> Tuple[int, int]:
+    if isinstance(size, int):
+        return size, size
+    h, w = (int(v) for v in size)
+    return h, w
+
+
+def _row_shape(layout: str, t: int, h: int, w: int) -> Tuple[int, ...]:
+    row = _LAYOUT_ROW.get(layout)
+    if row is None:
+        raise ValueError(f"layout {layout!r}: expected one of {sorted(_LAYOUT_ROW)}")
+    dims = {"T": t, "C": 3, "H": h, "W": w}
+    return tuple(dims[c] for c in row)
+
+
+def _block(frames: Any, info: Sequence[Any], epoch: int) -> Any:
+    n = len(info)
+    t = len(info[0].frame_indices) if n else 0
+    return BlockAccessor.batch_to_block({
+        "frames": np.array(frames, copy=True),  # out of the ring, which goes back to the loader
+        "label": np.fromiter((c.label for c in info), dtype=np.int64, count=n),
+        "path": np.array([redact(c.path) for c in info], dtype=object),
+        "sample": np.fromiter((c.sample for c in info), dtype=np.int64, count=n),
+        "clip": np.fromiter((c.clip for c in info), dtype=np.int32, count=n),
+        "frame_indices": np.array([c.frame_indices for c in info], dtype=np.int64).reshape(n, t),
+        "pts_seconds": np.array([c.pts_seconds for c in info], dtype=np.float64).reshape(n, t),
+        "crop": np.array([c.crop for c in info], dtype=np.int32).reshape(n, 4),
+        "flipped": np.fromiter((c.flipped for c in info), dtype=bool, count=n),
+        "epoch": np.full(n, epoch, dtype=np.int64),
+        "failure": np.array([""] * n, dtype=object),
+    })
+
+
+def _failure_block(failures: Sequence[Dict[str, Any]], clip_shape: Tuple[int, ...], config: Dict[str, Any]) -> Any:
+    n, t = len(failures), clip_shape[_LAYOUT_ROW[config.get("layout", "BTCHW")].index("T")]
+    dtype = {"uint8": np.uint8, "float16": np.float16}.get(_dtype_name(config.get("dtype", "uint8")), np.float32)
+    return BlockAccessor.batch_to_block({
+        "frames": np.zeros((n,) + tuple(clip_shape), dtype=dtype),
+        "label": np.full(n, -1, dtype=np.int64),
+        "path": np.array([redact(f["path"]) for f in failures], dtype=object),
+        "sample": np.array([f["sample"] for f in failures], dtype=np.int64),
+        "clip": np.full(n, -1, dtype=np.int32),
+        "frame_indices": np.full((n, t), -1, dtype=np.int64),
+        "pts_seconds": np.full((n, t), np.nan, dtype=np.float64),
+        "crop": np.zeros((n, 4), dtype=np.int32),
+        "flipped": np.zeros(n, dtype=bool),
+        "epoch": np.array([f["epoch"] for f in failures], dtype=np.int64),
+        "failure": np.array([f["reason"] or f"{redact(f['path'])}: failed" for f in failures], dtype=object),
+    })
+
+
+def read_clips(source: Any, *, epoch: int = 0, videos_per_task: Optional[int] = None,
+               override_num_blocks: Optional[int] = None, ray_remote_args: Optional[Dict[str, Any]] = None,
+               **options: Any) -> "ray.data.Dataset":
+    """A Ray Data dataset of clips: one row per clip, decoded by reel.
+
+    ``source``: anything ``reel.Loader`` takes (a folder, a manifest, a
+    store, a list of paths or URLs, an ``s3://`` prefix). ``options``:
+    ``reel.Loader``'s sampling, transform, error and remote options with the
+    same names and meanings (``frames_per_clip``, ``clips_per_video``,
+    ``frame_stride``, ``sampler``, ``size``, ``crop``, ``flip``, ``dtype``,
+    ``layout``, ``seed``, ``shuffle``, ``on_error``, ``remote``, ...);
+    ``num_threads`` is the decode threads per read task (default 1, and each
+    task asks Ray for that many CPUs). Ray does the batching, sharding and
+    epochs, so ``batch_size``, ``rank``, ``world_size``, ``epochs`` and the
+    like are not taken. ``epoch``: which epoch of the Loader's to give: for
+    the same ``seed`` and ``epoch``, the rows are the clips ``reel.Loader``
+    delivers in that epoch (samples, clip starts, crops, flips).
+
+    Read tasks: videos in contiguous runs of ``videos_per_task`` entries
+    (default: the dataset split into Ray's requested parallelism); a store
+    one shard per task. With ``shuffle`` (default) the tasks and the samples
+    within each come in an order drawn from (seed, epoch).
+
+    Columns: ``frames`` (a tensor column, [T, C, H, W] per clip, or as
+    ``layout`` says), ``label``, ``path`` (URLs redacted), ``sample``,
+    ``clip``, ``frame_indices``, ``pts_seconds``, ``crop`` (x, y, w, h),
+    ``flipped``, ``epoch``, ``failure``. Blocks hold at most
+    ``DataContext.target_max_block_size`` bytes of frames.
+
+    Errors: with ``on_error`` "skip" (default) or "replace", each failed
+    video is a row whose ``failure`` names the path and the reason, with
+    zero frames, ``clip`` -1 and ``frame_indices`` -1;
+    :func:`split_failures` gives the clips and the failures apart.
+    ``on_error="raise"`` fails the dataset with the path and reason. A read
+    task that dies is retried by Ray and gives the same rows."""
+    src = ClipDatasource(source, epoch=epoch, videos_per_task=videos_per_task, **options)
+    kwargs: Dict[str, Any] = {"num_cpus": float(options.get("num_threads") or 1)}
+    if ray_remote_args:
+        kwargs["ray_remote_args"] = dict(ray_remote_args)
+    if override_num_blocks is not None:
+        kwargs["override_num_blocks"] = int(override_num_blocks)
+    return ray.data.read_datasource(src, **kwargs)
+
+
+def split_failures(ds: "ray.data.Dataset") -> Tuple["ray.data.Dataset", "ray.data.Dataset"]:
+    """(clips, failures) of a read_clips dataset: the rows without a failure,
+    and the failed videos as rows of (path, sample, epoch, failure). Both lazy."""
+    from ray.data.expressions import col
+    clips = ds.filter(expr=col("failure") == "")
+    failures = ds.filter(expr=col("failure") != "").select_columns(["path", "sample", "epoch", "failure"])
+    return clips, failures
+
+
+# ---------------------------------------------------------------------- map_batches
+
+
+class ClipDecoder:
+    """Decodes clips of rows with reel, for ``Dataset.map_batches`` (a
+    callable class: each Ray actor keeps its decoders open across batches).
+
+        ds = ray.data.from_items([{"path": p, "frame_indices": [0, 4, 8, 12]}, ...])
+        ds = ds.map_batches(reel.ray.ClipDecoder, fn_constructor_kwargs={"size": 224},
+                            batch_size=16, concurrency=2)
+
+    Each row gives ``path`` (a file or URL) and either ``frame_indices`` or
+    ``timestamps`` (seconds: the frames shown then). The output adds
+    ``frames`` ([T, C, H, W] uint8, or ``layout="HWC"``: [T, H, W, C]) and
+    ``failure`` ("" or "<path>: <reason>", frames zero) and keeps the other
+    columns. Options: ``size`` (int or (h, w); None: the video's, so all
+    rows' videos must then share a size), ``dtype``, ``layout``, ``remote``,
+    ``on_error`` ("skip": a failure row, or "raise"), ``max_open`` decoders
+    kept open (least recently used closed first)."""
+
+    def __init__(self, *, size: Union[int, Sequence[int], None] = 224, dtype: str = "uint8", layout: str = "CHW",
+                 remote: Optional[Dict[str, Any]] = None, on_error: str = "skip", max_open: int = 16,
+                 index: Union[bool, str] = False) -> None:
+        if on_error not in ("skip", "raise"):
+            raise ValueError(f"on_error must be 'skip' or 'raise', not {on_error!r}")
+        self._opts: Dict[str, Any] = {"size": size, "dtype": dtype, "layout": layout, "threads": 1, "index": index}
+        if remote:
+            self._opts["remote"] = remote
+        self._on_error = on_error
+        self._max_open = max(1, int(max_open))
+        self._open: Dict[str, VideoDecoder] = {}
+
+    def _decoder(self, path: str) -> VideoDecoder:
+        d = self._open.pop(path, None)
+        if d is None:
+            while len(self._open) >= self._max_open:
+                self._open.pop(next(iter(self._open))).close()
+            d = VideoDecoder(path, **self._opts)
+        self._open[path] = d  # most recently used last
+        return d
+
+    def __call__(self, batch: Dict[str, Any]) -> Dict[str, Any]:
+        paths = [str(p) for p in batch["path"]]
+        by_index = "frame_indices" in batch
+        wanted = batch["frame_indices"] if by_index else batch["timestamps"]
+        out: List[Any] = []
+        failures: List[str] = []
+        for path, want in zip(paths, wanted):
+            want = [float(v) for v in want] if not by_index else [int(v) for v in want]
+            try:
+                dec = self._decoder(path)
+                f = dec.get_frames_at(want) if by_index else dec.get_frames_played_at(want)
+                out.append(np.array(f.numpy(), copy=True))
+                failures.append("")
+            except _reel.ReelError as exc:
+                if self._on_error == "raise":
+                    raise
+                out.append(None)
+                failures.append(str(exc))
+        shape = next((a.shape for a in out if a is not None), None)
+        if shape is None:
+            shape = (len(wanted[0]) if len(wanted) else 0, 1, 1, 1)
+        dtype = next((a.dtype for a in out if a is not None), np.uint8)
+        result = dict(batch)
+        result["frames"] = np.stack([a if a is not None else np.zeros(shape, dtype=dtype) for a in out]) \
+            if out else np.zeros((0,) + tuple(shape), dtype=dtype)
+        result["failure"] = np.array(failures, dtype=object)
+        return result
+
+    def __del__(self) -> None:
+        for d in self._open.values():
+            try:
+                d.close()
+            except Exception:
+                pass
