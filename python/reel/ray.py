@@ -34,7 +34,7 @@ from . import _reel
 from ._decoder import VideoDecoder
 from ._loader import Loader, _dataset_entries, dataset_info
 
-__all__ = ["read_clips", "ClipDatasource", "split_failures", "ClipDecoder", "COLUMNS"]
+__all__ = ["read_clips", "ClipDatasource", "split_failures", "ClipDecoder", "pack", "COLUMNS"]
 
 #: The columns of a read_clips row, in order.
 COLUMNS = ("frames", "label", "path", "sample", "clip", "frame_indices", "pts_seconds", "crop", "flipped",
@@ -360,3 +360,216 @@ class ClipDecoder:
                 d.close()
             except Exception:
                 pass
+
+
+# ---------------------------------------------------------------------- pack
+
+
+def _pack_part(source: str, out_dir: str, index: int, count: int, options: Dict[str, Any]) -> Dict[str, Any]:
+    """One part of a build (a Ray task): shards and journal into out_dir. A
+    retried task resumes from the part's journal; progress goes to a small
+    file the driver reads."""
+    import json
+    import socket
+
+    from ._store import pack as _pack
+
+    progress_path = os.path.join(out_dir, f".ray-progress-{index:05d}-of-{count:05d}.json")
+
+    node = ray.get_runtime_context().get_node_id()
+
+    def report(p: Dict[str, Any]) -> None:
+        p = dict(p, node=node, part=index)
+        tmp = f"{progress_path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(p, f)
+        os.replace(tmp, progress_path)
+
+    rep = _pack(source, out_dir, part=(index, count), progress=report, **options)
+    rep.update(part=index, node=node, host=socket.gethostname())
+    return rep
+
+
+def read_progress(out_dir: str, count: int) -> List[Dict[str, Any]]:
+    """The last progress each part of a running reel.ray.pack reported:
+    reel.pack's progress dict plus ``part`` and ``node`` (Ray node id)."""
+    import json
+    out = []
+    for i in range(count):
+        try:
+            with open(os.path.join(out_dir, f".ray-progress-{i:05d}-of-{count:05d}.json")) as f:
+                out.append(json.load(f))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def pack(source: Any, out_dir: Any, *, num_parts: Optional[int] = None, threads: int = 1,
+         progress: Union[None, bool, Any] = None, max_retries: int = 8, poll_seconds: float = 0.5,
+         **pack_options: Any) -> Dict[str, Any]:
+    """Builds a packed store of `source` with Ray tasks, one per part.
+
+    Takes ``reel.pack``'s options (``size``, ``fps``, ``every``, ``format``,
+    ``quality``, ``zstd_level``, ``gop``, ``crf``, ``shard_size``) with their
+    meanings. ``num_parts``: parts (tasks); None: the cluster's CPUs divided
+    by ``threads``, at most one per video. ``threads``: encoder threads per
+    task, and the CPUs each task asks Ray for.
+
+    Every task writes its part's shards and journal into ``out_dir``, which
+    every node must see at the same path (a shared folder); the driver
+    merges the parts into the store's index when all are done. An
+    ``s3://`` or ``http(s)://`` out_dir is refused: reel cannot write to
+    object storage yet. A task that dies (a killed worker or node) is retried
+    by Ray (``max_retries``) and resumes from its journal, so it costs only
+    its unfinished record; the records are byte-identical to a one-machine
+    ``reel pack`` of the same input and options (the shard layout follows
+    the parts, as with ``--part``).
+
+    ``progress``: True for a bar on stderr (videos done, videos/s, failures),
+    or a callable given {videos_total, videos_done, videos_failed, elapsed}.
+    Returns the report: videos, packed and failed (records in the store),
+    resumed (finished by an earlier attempt: a retried part, or an earlier
+    build), frames, bytes, seconds, parts, and ``failures`` ([{path,
+    reason}] of the videos that could not be packed, as the store records
+    them)."""
+    import sys
+    import time
+
+    out = os.fspath(out_dir)
+    if "://" in out:
+        raise ValueError(f"reel.ray.pack: out_dir {redact(out)} is object storage, which reel cannot write yet; "
+                         "pack into a folder every node shares (NFS, a mounted bucket), then upload it")
+    src = os.fspath(source) if isinstance(source, (str, os.PathLike)) else source
+    if not isinstance(src, str):
+        raise TypeError("reel.ray.pack: source must be a folder or a manifest (a path or URL)")
+    for key in ("part", "wait_for_parts"):
+        if key in pack_options:
+            raise TypeError(f"reel.ray.pack: {key} is set by reel.ray.pack")
+    n = dataset_info(src)["size"]
+    if n == 0:
+        raise ValueError(f"reel.ray.pack: the dataset {redact(src)} is empty")
+    if not ray.is_initialized():
+        ray.init()
+    if num_parts is None:
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        num_parts = max(1, cpus // max(1, int(threads)))
+    count = max(1, min(int(num_parts), n))
+    os.makedirs(out, exist_ok=True)
+    opts = dict(pack_options, threads=int(threads))
+    task = ray.remote(_pack_part).options(num_cpus=max(1, int(threads)), max_retries=int(max_retries),
+                                          retry_exceptions=False)
+    t0 = time.monotonic()
+    refs = [task.remote(src, out, i, count, opts) for i in range(count)]
+    cb = _pack_bar if progress is True else (progress or None)
+    pending = list(refs)
+    while pending:
+        _, pending = ray.wait(pending, num_returns=len(pending), timeout=poll_seconds)
+        if cb:
+            ps = read_progress(out, count)
+            cb({"videos_total": n, "videos_done": sum(p["videos_done"] for p in ps),
+                "videos_failed": sum(p["videos_failed"] for p in ps),
+                "videos_resumed": sum(p["videos_resumed"] for p in ps), "elapsed": time.monotonic() - t0})
+    if progress is True:
+        sys.stderr.write("\n")
+    reports = ray.get(refs)
+    _reel.pack_merge(out)
+    for i in range(count):
+        try:
+            os.remove(os.path.join(out, f".ray-progress-{i:05d}-of-{count:05d}.json"))
+        except OSError:
+            pass
+    records = _reel.store_records(out)
+    failures = [{"path": redact(r["path"]), "reason": r["reason"]} for r in records if r["status"]]
+    total = {k: sum(r[k] for r in reports) for k in ("videos", "resumed")}
+    # what the store holds (a retried part's first attempt included)
+    info = _reel.store_info(out)
+    total.update(packed=len(records) - len(failures), failed=len(failures), frames=info["frames"],
+                 bytes=info["bytes"], seconds=time.monotonic() - t0, parts=count, merged=True, failures=failures)
+    return total
+
+
+def _pack_bar(p: Dict[str, Any]) -> None:
+    import sys
+    total, done = p["videos_total"], p["videos_done"]
+    rate = (done - p["videos_resumed"]) / p["elapsed"] if p["elapsed"] > 0 else 0.0
+    frac = done / total if total else 1.0
+    fill = int(frac * 30)
+    sys.stderr.write(f"\r[{'#' * fill}{'.' * (30 - fill)}] {frac * 100:3.0f}% {done}/{total} videos  "
+                     f"{rate:.1f} videos/s  {p['videos_failed']} failed ")
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------- command line
+
+
+def _bytes(v: str) -> int:
+    m = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(v[-1:].lower(), 1)
+    return int(float(v[:-1] if m > 1 else v) * m)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m reel.ray pack SOURCE OUT_DIR [options]`` (what ``reel pack
+    --ray [ADDRESS]`` runs): reel pack's options, ``--address``, ``--parts``."""
+    import argparse
+    import json
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m reel.ray", description="reel on a Ray cluster.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("pack", help="build a packed store with Ray tasks")
+    p.add_argument("source")
+    p.add_argument("out_dir")
+    p.add_argument("--address", default=None, help="a Ray cluster (default: RAY_ADDRESS, or a local one)")
+    p.add_argument("--parts", type=int, default=None, help="Ray tasks (default: cluster CPUs / threads)")
+    p.add_argument("--size", default="256", help="short side S, or WxH")
+    p.add_argument("--fps", type=float, default=0.0)
+    p.add_argument("--every", type=int, default=1)
+    p.add_argument("--format", choices=["jpeg", "raw", "h264"], default="jpeg")
+    p.add_argument("--quality", type=int, default=90)
+    p.add_argument("--zstd", type=int, nargs="?", const=3, default=0, metavar="LEVEL")
+    p.add_argument("--gop", type=int, default=8)
+    p.add_argument("--crf", type=int, default=18)
+    p.add_argument("--shard-size", type=_bytes, default=1 << 30)
+    p.add_argument("--threads", type=int, default=1, help="encoder threads (and CPUs) per task")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None)
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    a = ap.parse_args(argv)
+    size: Union[int, Tuple[int, int]]
+    if "x" in a.size.lower():
+        w, h = (int(v) for v in a.size.lower().split("x"))
+        size = (h, w)
+    else:
+        size = int(a.size)
+    if a.address:
+        ray.init(address=a.address, log_to_driver=False)
+    elif not os.environ.get("RAY_ADDRESS"):
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        ray.init(include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(log_to_driver=False)
+    try:
+        rep = pack(a.source, a.out_dir, num_parts=a.parts, threads=a.threads,
+                   progress=sys.stderr.isatty() if a.progress is None else a.progress, size=size, fps=a.fps,
+                   every=a.every, format=a.format, quality=a.quality, zstd_level=a.zstd, gop=a.gop, crf=a.crf,
+                   shard_size=a.shard_size)
+    except (ValueError, TypeError, _reel.ReelError) as exc:
+        print(f"reel pack --ray: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        ray.shutdown()
+    if a.json:
+        print(json.dumps(dict(rep, store=a.out_dir, format=a.format)))
+    else:
+        print(f"{a.out_dir}: {rep['videos']} videos ({rep['packed']} packed, {rep['failed']} failed, "
+              f"{rep['resumed']} already done) in {rep['parts']} Ray tasks, {rep['frames']} frames, "
+              f"{rep['bytes'] / 1e6:.1f} MB in {rep['seconds']:.1f} s")
+        for f in rep["failures"]:
+            print(f"  failed: {f['reason'] or f['path']}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
