@@ -35,12 +35,24 @@ def _ray_processes() -> list:
     return [l for l in out if ("raylet" in l or "gcs_server" in l) and mine in l.split()[1:2]]
 
 
+def _init(**kw):
+    """ray.init, tried once more when the node timed out starting (Ray waits 30 s, fixed, on a loaded machine)."""
+    for attempt in range(2):
+        try:
+            return ray.init(**kw)
+        except Exception as exc:
+            ray.shutdown()
+            if attempt or "timed out during startup" not in str(exc):
+                raise
+
+
 @pytest.fixture(scope="module")
 def cluster():
     """A one-node Ray cluster on 127.0.0.1 (4 logical CPUs on this 2-core machine), no dashboard."""
     assert not ray._private.ray_constants.ENABLE_RAY_CLUSTER  # loopback only
-    ray.init(address="local", num_cpus=4, include_dashboard=False, object_store_memory=256 << 20,
-             log_to_driver=False, configure_logging=False)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # Ray replaces them
+    _init(address="local", num_cpus=4, include_dashboard=False, object_store_memory=256 << 20,
+          log_to_driver=False, configure_logging=False)
     try:
         assert ray.util.get_node_ip_address() == "127.0.0.1"
         assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
@@ -49,6 +61,8 @@ def cluster():
         yield ray
     finally:
         ray.shutdown()
+        for s, h in handlers.items():
+            signal.signal(s, h)
     assert not _ray_processes(), "Ray processes left behind"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -43,8 +44,14 @@ def videos(tmp_path_factory) -> Path:
 def cluster():
     """A head node and one worker node, 1 CPU each, on 127.0.0.1."""
     assert not ray._private.ray_constants.ENABLE_RAY_CLUSTER
-    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False,
-                                                      "object_store_memory": 128 << 20})
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # Ray replaces them
+    head = {"num_cpus": 1, "include_dashboard": False, "object_store_memory": 128 << 20}
+    try:
+        c = Cluster(initialize_head=True, head_node_args=head)
+    except Exception as exc:  # Ray waits 30 s, fixed, for a node to start: once more on a loaded machine
+        if "timed out during startup" not in str(exc):
+            raise
+        c = Cluster(initialize_head=True, head_node_args=head)
     try:
         c.add_node(num_cpus=1, object_store_memory=128 << 20)
         ray.init(address=c.address, log_to_driver=False, configure_logging=False)
@@ -54,6 +61,8 @@ def cluster():
     finally:
         ray.shutdown()
         c.shutdown()
+        for s, h in handlers.items():
+            signal.signal(s, h)
 
 
 def _records(store):
