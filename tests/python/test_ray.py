@@ -36,13 +36,13 @@ def _ray_processes() -> list:
 
 
 def _init(**kw):
-    """ray.init, tried once more when the node timed out starting (Ray waits 30 s, fixed, on a loaded machine)."""
-    for attempt in range(2):
+    """ray.init, tried again when the node timed out starting (Ray waits 30 s, fixed, on a loaded machine)."""
+    for attempt in range(3):
         try:
             return ray.init(**kw)
         except Exception as exc:
             ray.shutdown()
-            if attempt or "timed out during startup" not in str(exc):
+            if attempt == 2 or "timed out during startup" not in str(exc):
                 raise
 
 
