@@ -226,3 +226,18 @@ def test_torchrun_resumes_on_another_number_of_ranks(folder, tmp_path, before, a
     ids = [s for s, padded in a["samples"] + b["samples"] if not padded]
     assert sorted(ids) == list(range(N_VIDEOS))  # each sample exactly once over both runs
     assert a["state"]["samples_seen"] == before * 2 and a["state"]["topology"]["world_size"] == before
+
+
+# ---------------------------------------------------------------- the example and the docs
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_example_and_the_docs_run():
+    p = subprocess.run([sys.executable, str(ROOT / "examples" / "elastic_resume.py"), "--before", "4", "--after", "3"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "each exactly once" in p.stdout
+    doc = (ROOT / "docs" / "python.md").read_text()
+    section = doc[doc.index("## Resuming on another cluster size"):]
+    code = section.split("```python\n")[2].split("```")[0]  # the runnable one
+    exec(compile(code, "docs/python.md", "exec"), {})
