@@ -146,8 +146,8 @@ int main(int argc, char **argv)
             }
             free(perm);
             printf("| %lld | %d | %.1f | %lld | %.2f | %.1f | %.2f | %.2f | %.1f |\n", (long long)n, w, order_ms,
-                   (long long)reel_stripe_get_num_batches(&st), fresh * 1e6, fresh * 1e9 / (double)batch,
-                   resumed * 1e6, floor_b * 1e6, floor_b > 0 ? fresh / floor_b : 0);
+                   (long long)reel_stripe_get_num_batches(&st), fresh * 1e6, fresh * 1e9 / (double)batch, resumed * 1e6,
+                   floor_b * 1e6, floor_b > 0 ? fresh / floor_b : 0);
             fflush(stdout);
             reel_order_destroy(&o);
         }

@@ -410,6 +410,14 @@ REEL_API int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_ch
  *  (Ray, a custom sampler) can make the same reel_order and plan with it. */
 REEL_API int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out);
 
+/** An order over a dataset as a loader with these order settings makes it:
+ *  `s->num_samples` and the read blocks are taken from the dataset (a
+ *  store's shards, for the default shuffle), the rest from `s` (see
+ *  reel_order_default_settings). The dataset becomes frozen. For consumers
+ *  that plan epochs without a loader (Ray tasks, a custom sampler). */
+REEL_API int reel_order_create_for_dataset(reel_order **out, reel_dataset *ds, const reel_order_settings *s,
+                                           reel_error *err);
+
 /** A snapshot of the metrics. */
 REEL_API int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m);
 

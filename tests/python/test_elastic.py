@@ -161,6 +161,23 @@ def test_the_same_dataset_elsewhere_keeps_its_fingerprint(folder, tmp_path):
         assert L.state_dict()["samples_seen"] == 4
 
 
+def test_epoch_order_and_stripe_plan_what_the_loader_reads(folder, tmp_path):
+    reel.pack(folder, tmp_path / "st", size=64, shard_size=1 << 16)
+    for source in (folder, tmp_path / "st"):
+        _, state = run(source, stop=1, world_size=4, rank=0)
+        order = reel.epoch_order(source, 0, seed=KW["seed"], canonical_ranks=state["canonical_ranks"],
+                                 canonical_batch=state["canonical_batch"])
+        assert sorted(order) == list(range(N_VIDEOS))
+        for r in range(3):
+            plan = reel.stripe(N_VIDEOS, KW["batch_size"], world_size=3, rank=r, samples_seen=state["samples_seen"])
+            want = [(order[g % N_VIDEOS], g >= N_VIDEOS) for first, count, _ in plan for g in range(first, first + count)]
+            got = [(key[0], padded) for key, _, padded in run(source, state=state, world_size=3, rank=r)[0]]
+            assert got == want
+            assert plan[-1][2] == N_VIDEOS  # the last batch ends the epoch
+    with pytest.raises(ValueError):
+        reel.stripe(10, 2, world_size=2, rank=2)
+
+
 # ---------------------------------------------------------------- VideoDataset and StatefulDataLoader
 def test_video_dataset_with_two_workers_resumed_with_three(folder):
     pytest.importorskip("torch")
