@@ -142,14 +142,14 @@ static int stored_size(const reel_pack_settings *s, int w, int h, int *ow, int *
 static int select_frames(const pack_ctx *c, const reel_video_info *info, const reel_frame_entry *tab, int64_t n,
                          double seg_start, double seg_end, int64_t **out, int64_t *count)
 {
-    reel_sampler_input in;
+    reel_sampler_video in;
     memset(&in, 0, sizeof in);
     in.table = tab;
-    in.n = n;
-    in.tb_num = info->time_base_num;
-    in.tb_den = info->time_base_den;
-    in.seg_start = seg_start;
-    in.seg_end = seg_end;
+    in.num_frames = n;
+    in.time_base_num = info->time_base_num;
+    in.time_base_den = info->time_base_den;
+    in.segment_start = seg_start;
+    in.segment_end = seg_end;
     int64_t first = 0, len = 0;
     reel__sampler_segment(&in, &first, &len);
     int64_t *sel = malloc((size_t)(len > 0 ? len : 1) * sizeof *sel);
