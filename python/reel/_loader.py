@@ -38,7 +38,7 @@ class ClipInfo(NamedTuple):
     label: int                 #: -1 when the sample has none
     sample: int                #: dataset index that was decoded
     requested: int             #: dataset index the sampler chose (differs after a replacement)
-    position: int              #: rank-local position of the sample in the epoch
+    position: int              #: position of the sample in the epoch's global order (padding: >= its size)
     clip: int                  #: clip number within its video
     attempt: int               #: 0, or the replacement try that succeeded
     padded: bool               #: a repeated sample that evens out the shards

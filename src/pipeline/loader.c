@@ -663,11 +663,15 @@ int reel_order_create_for_dataset(reel_order **out, reel_dataset *ds, const reel
     os.num_samples = (int64_t)ds->n;
     os.block_starts = NULL;
     os.num_blocks = 0;
-    void *ctx = NULL;
-    const reel_source_ops *src = reel__source_of(ds, &ctx);
     int64_t *starts = NULL;
-    if (os.shuffle && os.shuffle_window == 0 && src->blocks) {
-        st = src->blocks(ctx, ds, &starts, &os.num_blocks, err);
+    if (os.shuffle && os.shuffle_window == 0) {
+        reel_remote_settings remote;
+        reel_remote_default_settings(&remote);
+        reel_source src;
+        st = reel__source_init(&src, ds, &remote, err);
+        if (st == REEL_OK && src.ops->blocks)
+            st = src.ops->blocks(src.ctx, ds->items, ds->n, &starts, &os.num_blocks, err);
+        reel__source_free(&src);
         if (st != REEL_OK) return st;
         os.block_starts = starts;
     }
