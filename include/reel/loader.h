@@ -206,7 +206,22 @@ typedef struct reel_loader_settings {
      *  round-robin over the workers gives the batches of a run without
      *  them); default 0 (one), 0. */
     int num_workers, worker;
-    uint8_t reserved[48]; /**< zero (the defaults function clears it); room to grow without an ABI break */
+    /** Decode exactly these dataset indices, in this order, as each epoch
+     *  (duplicates allowed), instead of the whole dataset: for a caller that
+     *  plans the work itself, e.g. a Ray read task given a run of entries.
+     *  shuffle and shuffle_window do not apply to the list; rank/world_size
+     *  stripe it as they would the dataset. Every random choice stays a
+     *  function of (seed, epoch, sample), so a sample's clips, crops and
+     *  flips equal those a whole-dataset loader gives it in the same epoch.
+     *  Copied by reel_loader_create; each index must be in [0, dataset
+     *  size). NULL (default): the dataset. */
+    const int64_t *samples;
+    int64_t num_samples; /**< entries in `samples` (>= 1 when it is set) */
+    /** The number of the first epoch (default 0): the loader runs epochs
+     *  first_epoch, first_epoch + 1, ... (`epochs` of them), as a loader
+     *  restored to the start of first_epoch would, without starting on epoch 0. */
+    int64_t first_epoch;
+    uint8_t reserved[24]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;
 
 /** Fills `s` with the defaults documented on each field (Kinetics-like:
@@ -218,7 +233,8 @@ REEL_API void reel_loader_default_settings(reel_loader_settings *s);
 typedef struct reel_clip_info {
     int64_t sample;    /**< dataset index that was decoded */
     int64_t requested; /**< dataset index the sampler chose (differs after a replacement) */
-    int64_t position;  /**< rank-local position of the sample in the epoch */
+    int64_t position;  /**< position of the sample in the epoch's global order (reel/order.h; >= the
+                            dataset size for a padded repeat) */
     const char *path;  /**< the decoded video's path */
     int64_t label;
     int32_t clip;                           /**< clip number within its video, 0..clips_per_video-1 */
@@ -247,8 +263,8 @@ typedef struct reel_batch {
     const int64_t *labels;       /**< num_clips labels */
     const reel_clip_info *clips; /**< num_clips rows */
     int64_t epoch;
-    int64_t index;       /**< batch number within the epoch (rank-local) */
-    int64_t position;    /**< rank-local epoch position of its first sample */
+    int64_t index;       /**< batch number within the epoch (rank-local, from where this run began it) */
+    int64_t position;    /**< position of its first sample in the epoch's global order */
     int64_t num_samples; /**< samples the batch was planned with */
     int64_t num_failed;  /**< of those, samples skipped after failing */
     /** Global samples of the epoch's order consumed once every rank has
@@ -379,6 +395,13 @@ REEL_API int reel_loader_epoch_shape(int64_t num_samples, int world_size, reel_s
                                      int64_t batch_size, int drop_last, int64_t *per_rank, int64_t *batches,
                                      reel_error *err);
 
+/** The runs of consecutive samples of `ds` that its source reads best
+ *  together, for a caller that splits the work itself (a Ray read task per
+ *  run): a packed store's shards, one run each; videos: one run, the whole
+ *  dataset. *starts gets *nblocks + 1 entries, from 0 to the dataset size
+ *  (free it with reel_free). REEL_E_EMPTY for an empty dataset. */
+REEL_API int reel_loader_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err);
+
 /** The position to resume from on the same topology: the epoch and the
  *  rank-local sample after the last batch handed out. In unordered mode,
  *  batches handed out beyond the first gap are not counted, so a restore
@@ -409,6 +432,14 @@ REEL_API int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_ch
  *  loader lives; the canonical layout as now), so that another consumer
  *  (Ray, a custom sampler) can make the same reel_order and plan with it. */
 REEL_API int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out);
+
+/** An order over a dataset as a loader with these order settings makes it:
+ *  `s->num_samples` and the read blocks are taken from the dataset (a
+ *  store's shards, for the default shuffle), the rest from `s` (see
+ *  reel_order_default_settings). The dataset becomes frozen. For consumers
+ *  that plan epochs without a loader (Ray tasks, a custom sampler). */
+REEL_API int reel_order_create_for_dataset(reel_order **out, reel_dataset *ds, const reel_order_settings *s,
+                                           reel_error *err);
 
 /** A snapshot of the metrics. */
 REEL_API int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m);

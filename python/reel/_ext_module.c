@@ -261,6 +261,20 @@ static PyObject *mod_smart_resize(PyObject *m, PyObject *args)
     return Py_BuildValue("(ii)", oh, ow);
 }
 
+static PyObject *mod_redact_url(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    const char *u = PyUnicode_AsUTF8(arg);
+    if (!u) return NULL;
+    size_t n = strlen(u) + 8;
+    char *out = PyMem_Malloc(n);
+    if (!out) return PyErr_NoMemory();
+    reel_url_redact(u, out, n);
+    PyObject *r = PyUnicode_FromString(out);
+    PyMem_Free(out);
+    return r;
+}
+
 static PyMethodDef module_methods[] = {
     { "version", mod_version, METH_NOARGS, "version()\n--\n\nlibreel's version." },
     { "ffmpeg_versions", mod_ffmpeg_versions, METH_NOARGS, "ffmpeg_versions()\n--\n\nFFmpeg library versions in use." },
@@ -272,11 +286,21 @@ static PyMethodDef module_methods[] = {
     { "smart_resize", mod_smart_resize, METH_VARARGS,
       "smart_resize(height, width, factor, min_pixels, max_pixels)\n--\n\nqwen-vl-utils' smart_resize, in C." },
     { "strerror", mod_strerror, METH_O, "strerror(status)\n--\n\nDescription of a status code." },
+    { "redact_url", mod_redact_url, METH_O,
+      "redact_url(url)\n--\n\nThe URL as reel's messages show it: user info and query string replaced by ***." },
     { "loader_defaults", mod_loader_defaults, METH_NOARGS,
       "loader_defaults()\n--\n\nThe C loader's default settings." },
     { "epoch_shape", mod_epoch_shape, METH_VARARGS,
       "epoch_shape(num_videos, world_size, shard_mode, batch_size, drop_last)\n--\n\n(samples per rank, batches) of an "
       "epoch." },
+    { "read_blocks", mod_read_blocks, METH_O,
+      "read_blocks(source)\n--\n\n[0, ..., N]: starts of the runs of samples read best together (a store's shards)." },
+    { "epoch_order", mod_epoch_order, METH_VARARGS,
+      "epoch_order(source, epoch, seed, shuffle, shuffle_window, canonical_ranks, canonical_batch)\n--\n\n"
+      "The dataset indices of an epoch's global order." },
+    { "stripe", mod_stripe, METH_VARARGS,
+      "stripe(num_samples, samples_seen, world_size, rank, batch_size, shard_mode, drop_last, num_workers, worker)"
+      "\n--\n\nA rank's batches: (first position, count, samples_seen after)." },
     { "dataset_info", mod_dataset_info, METH_O,
       "dataset_info(source)\n--\n\n{'size', 'class_names'} of a folder, a manifest or a list of entries." },
     { "_frames_from_bytes", mod_frames_from_bytes, METH_VARARGS, NULL },

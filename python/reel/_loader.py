@@ -38,7 +38,7 @@ class ClipInfo(NamedTuple):
     label: int                 #: -1 when the sample has none
     sample: int                #: dataset index that was decoded
     requested: int             #: dataset index the sampler chose (differs after a replacement)
-    position: int              #: rank-local position of the sample in the epoch
+    position: int              #: position of the sample in the epoch's global order (padding: >= its size)
     clip: int                  #: clip number within its video
     attempt: int               #: 0, or the replacement try that succeeded
     padded: bool               #: a repeated sample that evens out the shards
@@ -182,6 +182,7 @@ def _settings(
     shuffle_window: Union[int, str, None] = None, remote: Optional[Dict[str, Any]] = None,
     canonical_ranks: Optional[int] = None, canonical_batch: Optional[int] = None, num_workers: int = 1,
     worker: int = 0,
+    samples: Optional[Sequence[int]] = None, first_epoch: int = 0,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults."""
     h, w = opt.size_hw("size", size)
@@ -230,7 +231,10 @@ def _settings(
         "canonical_batch": int(canonical_batch or 0),
         "num_workers": int(num_workers),
         "worker": int(worker),
+        "first_epoch": int(first_epoch),
     }
+    if samples is not None:
+        s["samples"] = [int(i) for i in samples]
     optional = {"transform.flip_probability": flip_probability, "max_replacements": max_replacements,
                 "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity,
                 "failure_log_size": failure_log_size}
@@ -322,6 +326,11 @@ class Loader:
     spans taken ``canonical_batch`` samples at a time, so each rank of the
     first run reads its own span. ``num_workers``/``worker``: this loader is
     DataLoader worker ``worker`` of its rank (reel.torch.VideoDataset sets them).
+    ``first_epoch``: the number of the first epoch (default 0). ``samples``:
+    decode exactly these dataset indices, in this order, as each epoch
+    (shuffle does not apply to the list); every sample keeps the clips, crops
+    and flips a whole-dataset loader gives it in that epoch (how
+    ``reel.ray.read_clips`` splits an epoch into read tasks).
     A packed store is shuffled shard by shard by default (FFCV's quasi-random
     order: its shards in a shuffled order, the records of each shuffled within
     it, so reads stay sequential); ``shuffle_window="full"`` shuffles it fully,
@@ -415,6 +424,8 @@ class Loader:
         canonical_batch: Optional[int] = None,
         num_workers: int = 1,
         worker: int = 0,
+        samples: Optional[Sequence[int]] = None,
+        first_epoch: int = 0,
     ) -> None:
         config = dict(locals())
         del config["self"], config["source"]
@@ -567,6 +578,31 @@ class _EpochIterator:
             self._done = True
             raise StopIteration
         return batch
+
+
+def epoch_order(source: Any, epoch: int = 0, *, seed: int = 0, shuffle: bool = True,
+                shuffle_window: Union[int, str, None] = None, canonical_ranks: int = 1,
+                canonical_batch: int = 1) -> List[int]:
+    """The dataset indices of one epoch's global order, as a Loader with these
+    settings reads it (a store shard by shard by default). The order depends
+    on nothing else: with a state's ``seed``, ``canonical_ranks`` and
+    ``canonical_batch``, ``epoch_order(...)[samples_seen:]`` is what is left of
+    its epoch. For consumers that plan epochs without a Loader (reel/order.h)."""
+    src = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
+    return _reel.epoch_order(_dataset_entries(src), int(epoch), int(seed) & 0xFFFFFFFFFFFFFFFF, bool(shuffle),
+                             _shuffle_window(shuffle_window), int(canonical_ranks), int(canonical_batch))
+
+
+def stripe(num_samples: int, batch_size: int, *, world_size: int = 1, rank: int = 0, samples_seen: int = 0,
+           shard: str = "pad", drop_last: bool = False, num_workers: int = 1,
+           worker: int = 0) -> List[Tuple[int, int, int]]:
+    """A rank's batches of an epoch from ``samples_seen`` on, as the Loader
+    cuts them: ``(first, count, samples_seen_after)`` per batch, positions
+    ``first .. first + count - 1`` of the epoch's order (:func:`epoch_order`;
+    positions past its end are padding, the order again from its start) and
+    the state's samples_seen once every rank has consumed the batch."""
+    return _reel.stripe(int(num_samples), int(samples_seen), int(world_size), int(rank), int(batch_size),
+                        opt.choice("shard", shard, SHARD), bool(drop_last), int(num_workers), int(worker))
 
 
 def check_state(state: Dict[str, Any], num_videos: int, fingerprint: int, config: Dict[str, Any]) -> int:
