@@ -11,12 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *env(const char *a)
-{
-    const char *v = getenv(a);
-    return v && *v ? v : NULL;
-}
-
 /* Appends s %-encoded for a query value: A-Z a-z 0-9 - _ . ~ and '/' kept.
  * '/' stays literal because libcurl 7.88's SigV4 signing (Debian 12) signs
  * a %2F in a query differently from what S3 servers compute (checked
@@ -146,8 +140,8 @@ int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, s
     /* keys per page: the server's default (1,000) unless REEL_S3_LIST_PAGE
      * asks for fewer (for tests: several pages from a few objects) */
     long page_keys = 0;
-    const char *pk = env("REEL_S3_LIST_PAGE");
-    if (pk) {
+    const char *pk = getenv("REEL_S3_LIST_PAGE");
+    if (pk && *pk) {
         char *e;
         page_keys = strtol(pk, &e, 10);
         if (*e || page_keys < 1 || page_keys > 1000)
