@@ -1,7 +1,8 @@
 /* io_common.c: the pieces every byte source shares: default options, "is
  * it remote?", and URLs redacted for messages (user info, query strings and
- * fragments replaced by "***"). */
+ * fragments replaced by "***"; public as reel_url_redact). */
 #include "io/io_common.h"
+#include "reel/io.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -51,4 +52,9 @@ void reel__io_redact(const char *uri, char *out, size_t size)
         while (*r && o + 1 < size) out[o++] = *r++;
     }
     out[o] = '\0';
+}
+
+void reel_url_redact(const char *url, char *out, size_t size)
+{
+    reel__io_redact(url, out, size);
 }
