@@ -434,6 +434,7 @@ struct PyModuleDef reel_module = {
     .m_free = module_free,
 };
 
+PyMODINIT_FUNC PyInit__reel(void); /* the module's one export (a prototype for -Wmissing-prototypes) */
 PyMODINIT_FUNC PyInit__reel(void)
 {
     return PyModuleDef_Init(&reel_module);
