@@ -56,6 +56,10 @@ typedef enum reel_status {
     REEL_E_NO_DATA = -18           /**< an epoch ended with no sample loaded, or under min_coverage */
 } reel_status;
 
+/** The lowest status code: REEL_E_LAST <= status <= REEL_OK for every
+ *  status (moves with each new code; for tables indexed by -status). */
+#define REEL_E_LAST REEL_E_NO_DATA
+
 /** Size of the message buffer inside reel_error. */
 #define REEL_ERROR_MSG_SIZE 512
 
@@ -67,6 +71,32 @@ typedef struct reel_error {
     int status;
     char message[REEL_ERROR_MSG_SIZE];
 } reel_error;
+
+/** How a field of a public struct is stored (reel_field). */
+typedef enum reel_field_type {
+    REEL_FIELD_INT = 0,     /**< int, or a C enum */
+    REEL_FIELD_INT64 = 1,   /**< int64_t */
+    REEL_FIELD_UINT64 = 2,  /**< uint64_t */
+    REEL_FIELD_SIZE = 3,    /**< size_t */
+    REEL_FIELD_DOUBLE = 4,  /**< double */
+    REEL_FIELD_FLOAT = 5,   /**< float */
+    REEL_FIELD_FLOAT3 = 6,  /**< float[3] */
+    REEL_FIELD_STRING = 7,  /**< const char * (NULL: "") */
+    REEL_FIELD_BY_CAUSE = 8 /**< int64_t[REEL_REMOTE_CAUSE_COUNT], keyed by reel_remote_cause_name() */
+} reel_field_type;
+
+/** One field of a public struct, by name. The settings and metrics structs
+ *  publish one table each (reel_loader_settings_fields(),
+ *  reel_loader_metrics_fields(), reel_remote_settings_fields(), ...): the
+ *  JSON writers, the Python binding and the docs read these tables, so a
+ *  field list is written once. Names with a dot ("sampler.frames_per_clip",
+ *  "remote.requests") are nested: one object per prefix. The tables are
+ *  static: never freed, valid for the life of the process. */
+typedef struct reel_field {
+    const char *name;     /**< the key in JSON, Python and the docs */
+    reel_field_type type; /**< how it is stored */
+    size_t offset;        /**< offsetof(struct, field) */
+} reel_field;
 
 /** Short, static, English description of a status code. Never NULL. */
 REEL_API const char *reel_strerror(int status);

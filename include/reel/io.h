@@ -119,6 +119,14 @@ REEL_API void reel_remote_stats_add(reel_remote_stats *a, const reel_remote_stat
 /** Fills `s` with the defaults documented on each field. */
 REEL_API void reel_remote_default_settings(reel_remote_settings *s);
 
+/** The fields of reel_remote_settings that are set by name (the Python
+ *  binding's remote={...} keys), *count of them. Static (see reel_field). */
+REEL_API const reel_field *reel_remote_settings_fields(size_t *count);
+
+/** The counters of reel_remote_stats by name, as the metrics report them
+ *  (the latency histogram is summed up as quantiles instead). Static. */
+REEL_API const reel_field *reel_remote_stats_fields(size_t *count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -147,7 +147,7 @@ typedef struct reel_loader_settings {
     int decoder_threads;  /**< FFmpeg threads inside each decoder; default 1 */
     int prefetch_batches; /**< batch buffers in the ring; 0: 2 + ceil(decode_threads / batch_size) */
     int queue_capacity;   /**< bound of each stage's input queue; 0: auto */
-    size_t alignment;     /**< batch buffer alignment in bytes (power of two); default 4096 */
+    size_t alignment;     /**< batch buffer alignment in bytes (power of two); default 4096 (0: the default) */
 
     reel_index_mode index_mode;         /**< reel_index_mode for opening videos; default REEL_INDEX_READ */
     reel_corrupt_policy corrupt_policy; /**< reel_corrupt_policy; default REEL_CORRUPT_FAIL */
@@ -350,6 +350,24 @@ REEL_API int reel_loader_get_state(const reel_loader *l, reel_loader_state *stat
  *  valid until released. The batches that follow are exactly those an
  *  uninterrupted run would have produced (ordered mode). */
 REEL_API int reel_loader_restore(reel_loader *l, const reel_loader_state *state, reel_error *err);
+
+/** The settings by name ("sampler.frames_per_clip", "batch_size", ...):
+ *  every field of reel_loader_settings but the callback, its opaque
+ *  pointer and `remote` (see reel_remote_settings_fields). Static (see
+ *  reel_field); *count gets the number of entries. */
+REEL_API const reel_field *reel_loader_settings_fields(size_t *count);
+
+/** The metrics by name, as reel_loader_get_metrics_json() writes them and
+ *  the Python binding returns them: the scalars of reel_loader_metrics
+ *  ("decode_amplification" for .amplification, "failure_count" for
+ *  .failures) and the remote counters as "remote.<name>". The stages are
+ *  the list "stages" (reel_stage_metrics_fields); the failure records
+ *  "failures", their counts "failures_by_cause" and "failed_not_listed"
+ *  come from the failure log. Static. */
+REEL_API const reel_field *reel_loader_metrics_fields(size_t *count);
+
+/** The fields of one entry of "stages" (reel_stage_metrics). Static. */
+REEL_API const reel_field *reel_stage_metrics_fields(size_t *count);
 
 /** A snapshot of the metrics. */
 REEL_API int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m);

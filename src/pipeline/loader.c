@@ -150,7 +150,7 @@ static int resolve_settings(reel_loader_settings *s, int remote)
     const int auto_prefetch = s->prefetch_batches == 0;
     if (auto_prefetch) s->prefetch_batches = 2 + (s->decode_threads + s->batch_size - 1) / s->batch_size;
     if (s->prefetch_batches > 64) s->prefetch_batches = 64;
-    if (s->alignment == 0) s->alignment = 64;
+    if (s->alignment == 0) s->alignment = 4096; /* the documented default */
     if (s->alignment < sizeof(void *)) s->alignment = sizeof(void *);
     if (s->trace_capacity == 0) s->trace_capacity = 16384;
     return auto_prefetch;

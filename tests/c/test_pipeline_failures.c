@@ -108,7 +108,7 @@ TEST(bad_files_are_skipped_and_recorded)
     CHECK_NEAR(m.coverage, 16.0 / 22.0, 1e-12);
     char *json = NULL;
     CHECK_OK(reel_loader_get_metrics_json(l, &json, &err));
-    CHECK(strstr(json, "\"failed\":[{\"path\":") != NULL);
+    CHECK(strstr(json, "\"failures\":[{\"path\":") != NULL);
     CHECK(strstr(json, "garbage.mp4") != NULL);
     CHECK(strstr(json, "truncated.mp4") != NULL);
     reel_free(json);
