@@ -56,6 +56,22 @@ typedef enum reel_status {
     REEL_E_NO_DATA = -18           /**< an epoch ended with no sample loaded, or under min_coverage */
 } reel_status;
 
+/* Ownership (one rule for every public header):
+ *
+ *  - Borrowed: a pointer the caller hands in (a settings struct, a string,
+ *    an array, a pool, a callback's opaque pointer) stays the caller's.
+ *    reel never frees it, and it must stay valid until the object created
+ *    with it is closed or destroyed (reel may copy it sooner, but does not
+ *    promise to). Fields that follow this rule say "borrowed (common.h)".
+ *  - Returned: a pointer reel hands out (a getter's result, a string in an
+ *    output struct) is reel's; do not free it. It lives as long as the
+ *    object it came from, unless its comment names a shorter life (e.g. a
+ *    batch's, until reel_loader_release). Names and descriptions
+ *    (reel_strerror, reel_version, *_cause_name, the field tables, the
+ *    metrics' stage and bottleneck names) are static: valid forever.
+ *  - Allocated for the caller: memory a call allocates and hands over
+ *    (a char ** output) is freed with reel_free. */
+
 /** The lowest status code: REEL_E_LAST <= status <= REEL_OK for every
  *  status (moves with each new code; for tables indexed by -status). */
 #define REEL_E_LAST REEL_E_NO_DATA

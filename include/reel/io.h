@@ -32,9 +32,9 @@ typedef struct reel_remote_settings {
     size_t readahead_max;       /**< readahead grows to this on sequential reads; default 8 MiB */
     size_t whole_object_max;    /**< objects up to this size are fetched whole; default 16 MiB */
     int verify_tls;             /**< verify certificates; default 1 */
-    const char *ca_bundle;      /**< a CA bundle file; NULL: the system's */
-    const char *bearer_token;   /**< http(s): "Authorization: Bearer ..."; NULL: none */
-    const char *const *headers; /**< extra "Name: value" headers, NULL-terminated; NULL: none */
+    const char *ca_bundle;      /**< a CA bundle file, borrowed (common.h); NULL: the system's */
+    const char *bearer_token;   /**< http(s): "Authorization: Bearer ...", borrowed; NULL: none */
+    const char *const *headers; /**< extra "Name: value" headers, NULL-terminated, borrowed; NULL: none */
     /** Objects opened with the same pool share kept-alive connections, one DNS
      *  cache and one TLS session cache, and one budget of bytes fetched ahead
      *  (see reel_remote_pool_create). NULL: each object has its own connection

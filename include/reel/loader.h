@@ -192,8 +192,8 @@ typedef struct reel_loader_settings {
      *  and drop_last/padding apply to it unchanged. Ignored without shuffle. */
     int64_t shuffle_window;
     /** Videos and shards at http(s)/s3 URLs: timeouts, retries, readahead,
-     *  TLS (copied by reel_loader_create; its strings must outlive the
-     *  loader). NULL (default): reel_remote_default_settings(). */
+     *  TLS; borrowed (common.h), its strings and pool too. NULL (default):
+     *  reel_remote_default_settings(). */
     const struct reel_remote_settings *remote;
     uint8_t reserved[64]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;
@@ -203,7 +203,8 @@ typedef struct reel_loader_settings {
  *  uint8 [B,T,C,H,W], batches of 32). */
 REEL_API void reel_loader_default_settings(reel_loader_settings *s);
 
-/** Per-clip description of a batch row. Pointers live until release. */
+/** Per-clip description of a batch row. Its pointers (path, frame_indices,
+ *  pts) are the loader's and live until the batch is released. */
 typedef struct reel_clip_info {
     int64_t sample;    /**< dataset index that was decoded */
     int64_t requested; /**< dataset index the sampler chose (differs after a replacement) */
@@ -283,7 +284,7 @@ typedef struct reel_loader_metrics {
     int64_t rss_bytes;       /**< now */
     int64_t peak_rss_bytes;  /**< process peak (VmHWM) */
     int64_t ring_bytes;      /**< batch buffers */
-    const char *ring_memory; /**< "pinned" (every batch buffer page-locked), "plain" or "mixed" */
+    const char *ring_memory; /**< "pinned" (every batch buffer page-locked), "plain" or "mixed"; static */
     double data_time_s;      /**< consumer time blocked in reel_loader_next */
     double model_time_s;     /**< consumer time between a batch and the next request */
     reel_stage_metrics stages[REEL_STAGE_COUNT];

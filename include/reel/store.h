@@ -198,8 +198,9 @@ typedef struct reel_store_reader_settings {
     void *interrupt_opaque;
     int decoder_threads; /**< H264 records; default 1 */
     int verify;          /**< check each frame's checksum on read; default 1 */
-    /** Shards at http(s)/s3 URLs: timeouts, retries, TLS (must outlive the
-     *  reader); NULL (default): reel_remote_default_settings(). */
+    /** Shards at http(s)/s3 URLs: timeouts, retries, TLS; borrowed
+     *  (common.h), its strings and pool too. NULL (default):
+     *  reel_remote_default_settings(). */
     const struct reel_remote_settings *remote;
     uint8_t reserved[64];
 } reel_store_reader_settings;

@@ -144,8 +144,10 @@ PyObject *mod_fields(PyObject *module, PyObject *arg)
     PyObject *l = PyList_New((Py_ssize_t)n);
     for (size_t i = 0; l && i < n; i++) {
         PyObject *e = Py_BuildValue("(si)", t[i].name, (int)t[i].type);
-        if (!e) Py_CLEAR(l);
-        else PyList_SET_ITEM(l, (Py_ssize_t)i, e);
+        if (!e)
+            Py_CLEAR(l);
+        else
+            PyList_SET_ITEM(l, (Py_ssize_t)i, e);
     }
     return l;
 }

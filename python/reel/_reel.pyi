@@ -1,4 +1,4 @@
-# reel/_reel.pyi: type stubs for the C extension reel._reel (python/reel/_reel.c).
+# reel/_reel.pyi: type stubs for the C extension reel._reel (python/reel/_ext_*.c).
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union, final
 import os
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import warnings
 from fractions import Fraction
 from pathlib import Path
 
