@@ -84,7 +84,7 @@ typedef enum reel_status {
  *  "<file>: <reason>". On success it is left untouched. Plain data: copy,
  *  stack-allocate, share freely. */
 typedef struct reel_error {
-    int status;
+    reel_status status;
     char message[REEL_ERROR_MSG_SIZE];
 } reel_error;
 

@@ -125,9 +125,12 @@ static inline void reel_transform_default(reel_transform *t)
 }
 
 /* enum values: REEL_RESIZE_MODE_* (where the resize happens) is apart from
- * REEL_RESIZE_* of reel_resize_kind (what the resize is) */
-#define REEL_RESIZE_FUSED     REEL_RESIZE_MODE_FUSED
-#define REEL_RESIZE_AFTER_RGB REEL_RESIZE_MODE_AFTER_RGB
+ * REEL_RESIZE_* of reel_resize_kind (what the resize is). Deprecated
+ * enumerators (not macros), so that using one warns like the functions. */
+enum reel_deprecated_enum_values {
+    REEL_RESIZE_FUSED REEL_DEPRECATED("use REEL_RESIZE_MODE_FUSED") = REEL_RESIZE_MODE_FUSED,
+    REEL_RESIZE_AFTER_RGB REEL_DEPRECATED("use REEL_RESIZE_MODE_AFTER_RGB") = REEL_RESIZE_MODE_AFTER_RGB
+};
 
 #ifdef __cplusplus
 }

@@ -107,7 +107,7 @@ typedef enum reel_shard_mode {
 typedef struct reel_failure {
     char path[1024];
     char reason[REEL_ERROR_MSG_SIZE]; /**< "<path>: <reason>" */
-    int status;
+    reel_status status;
     int64_t epoch;
     int64_t position;
     int64_t sample;
@@ -251,8 +251,13 @@ typedef struct reel_loader_state {
 } reel_loader_state;
 
 
-/** Pipeline stages, for metrics. */
-enum { REEL_STAGE_OPEN = 0, REEL_STAGE_DECODE = 1, REEL_STAGE_COLLATE = 2, REEL_STAGE_COUNT = 3 };
+/** Pipeline stages, for metrics (reel_loader_metrics.stages[stage]). */
+typedef enum reel_stage {
+    REEL_STAGE_OPEN = 0,
+    REEL_STAGE_DECODE = 1,
+    REEL_STAGE_COLLATE = 2,
+    REEL_STAGE_COUNT = 3
+} reel_stage;
 
 typedef struct reel_stage_metrics {
     /** The source's stage names: "open" (videos), "read" (stores) or

@@ -140,7 +140,7 @@ typedef struct reel_store_record {
     int64_t label;                    /**< class index (sorted class names), or the
                                     manifest's integer label; -1: none */
     const char *class_name;           /**< "" when labels are integers or absent */
-    int status;                       /**< REEL_OK, or why the video could not be packed */
+    reel_status status;               /**< REEL_OK, or why the video could not be packed */
     const char *reason;               /**< "" or the failure message */
     int64_t num_frames;               /**< stored frames */
     int width, height;                /**< stored size */
