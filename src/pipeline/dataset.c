@@ -45,6 +45,22 @@ size_t reel_dataset_get_size(const reel_dataset *ds)
     return ds ? ds->n : 0;
 }
 
+uint64_t reel_dataset_get_fingerprint(const reel_dataset *ds)
+{
+    if (!ds) return 0;
+    uint64_t h = REEL_FNV_OFFSET;
+    for (size_t i = 0; i < ds->n; i++) {
+        const reel_dataset_entry *e = &ds->items[i];
+        size_t end = strcspn(e->path, "?"), start = end, slashes = 0;
+        while (start > 0 && !(e->path[start - 1] == '/' && ++slashes == 2)) start--;
+        h = reel__fnv1a(h, e->path + start, end - start);
+        h = reel__fnv1a(h, "", 1);
+        h = reel__fnv1a(h, &e->start, sizeof e->start);
+        h = reel__fnv1a(h, &e->end, sizeof e->end);
+    }
+    return h;
+}
+
 static uint64_t hash_str(const char *s)
 {
     return reel__fnv1a(REEL_FNV_OFFSET, s, strlen(s));

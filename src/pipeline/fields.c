@@ -72,6 +72,10 @@ static const reel_field k_settings[] = {
     S("min_coverage", REEL_FIELD_DOUBLE, min_coverage),
     S("failure_log_size", REEL_FIELD_INT, failure_log_size),
     S("shuffle_window", REEL_FIELD_INT64, shuffle_window),
+    S("canonical_ranks", REEL_FIELD_INT, canonical_ranks),
+    S("canonical_batch", REEL_FIELD_INT, canonical_batch),
+    S("num_workers", REEL_FIELD_INT, num_workers),
+    S("worker", REEL_FIELD_INT, worker),
 };
 #undef S
 

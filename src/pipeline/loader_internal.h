@@ -61,11 +61,11 @@ struct reel_loader {
 
     /* feeder position (guarded by ring.mu) */
     int64_t feed_epoch, feed_index, feed_seq;
-    int64_t feed_start; /* start position of feed_epoch */
+    int64_t feed_seen; /* samples of feed_epoch's order seen before this run's first batch of it */
 
     /* consumer position (consumer thread only, except restore) */
     int64_t cur_epoch;
-    int64_t cur_start;              /* start position of cur_epoch */
+    int64_t cur_seen;               /* samples of cur_epoch seen before its first batch here */
     int64_t cur_batches;            /* batches in cur_epoch */
     int64_t delivered;              /* batches handed out in cur_epoch */
     int64_t next_seq;               /* ordered: next sequence number */
@@ -75,7 +75,8 @@ struct reel_loader {
     int64_t epoch_ok, epoch_failed; /* samples of cur_epoch loaded / failed (for min_coverage) */
     int has_raised;                 /* the last reel_loader_next() raised `raised` */
     reel_failure raised;
-    int64_t restore_epoch, restore_pos;
+    int64_t restore_epoch, restore_seen; /* the epoch restored mid-way, and its samples seen */
+    uint64_t dataset_hash;               /* of the dataset's entries, for checkpoints */
 
     /* metrics */
     int64_t t_start, t_end;
@@ -121,7 +122,7 @@ static inline const char *sample_path(const reel_loader *l, int64_t sample)
 
 static inline int64_t batches_in_epoch(const reel_loader *l, int64_t epoch)
 {
-    return reel__plan_batches(&l->plan, epoch == l->restore_epoch ? l->restore_pos : 0);
+    return reel__plan_batches(&l->plan, epoch == l->restore_epoch ? l->restore_seen : 0);
 }
 
 /* loader_stages.c */

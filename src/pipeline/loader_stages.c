@@ -21,12 +21,14 @@
 
 /* -------------------------------------------------------- error policy */
 
-/* Replacement for the sample at `position` after `attempt` failures. */
-static int64_t pick_replacement(const reel_loader *l, int64_t epoch, int64_t position, int attempt, int64_t failed)
+/* Replacement for the sample the plan chose (`requested`) after `attempt`
+ * failures: a function of (seed, epoch, sample, attempt), so a run resumed on
+ * any topology replaces the same way. */
+static int64_t pick_replacement(const reel_loader *l, int64_t epoch, int64_t requested, int attempt, int64_t failed)
 {
-    int64_t n = l->plan.n;
+    int64_t n = l->plan.order.n;
     if (n <= 1) return 0;
-    reel_rng_key k = { l->s.seed, (uint64_t)epoch, (uint64_t)position, REEL_RNG_REPLACE, (uint32_t)attempt };
+    reel_rng_key k = { l->s.seed, (uint64_t)epoch, (uint64_t)requested, REEL_RNG_REPLACE, (uint32_t)attempt };
     int64_t r = (int64_t)reel__rng_below(&k, 0, (uint64_t)n);
     if (r == failed) r = (r + 1) % n;
     return r;
@@ -70,7 +72,7 @@ static void slot_failed(reel_loader *l, reel_slot *s, int status, const reel_err
     reel__failures_add(&l->failures_log, path, status, e->message, s->bb->epoch, s->position, s->sample);
     if (l->s.on_error == REEL_ON_ERROR_REPLACE && s->attempt < l->s.max_replacements) {
         s->attempt++;
-        s->sample = pick_replacement(l, s->bb->epoch, s->position, s->attempt, s->sample);
+        s->sample = pick_replacement(l, s->bb->epoch, s->requested, s->attempt, s->sample);
         pthread_mutex_lock(&s->mu);
         s->work_ns = 0;
         pthread_mutex_unlock(&s->mu);
@@ -515,6 +517,7 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
     b->position = bb->position;
     b->num_samples = bb->nsamples;
     b->num_failed = failed;
+    b->samples_seen = bb->samples_seen;
 }
 
 void *reel__loader_collate_main(void *arg)

@@ -154,6 +154,33 @@ TEST(windowed_permutation_reads_blocks_in_a_shuffled_order)
     CHECK(memcmp(p, q, sizeof p) == 0);
 }
 
+/* A plan as the loader makes one: N samples, `world` ranks, batches of
+ * `batch`; window > 0 a windowed shuffle, starts/nblocks read blocks. */
+static int plan_make(reel_plan *p, int64_t n, int world, int rank, int mode, int64_t batch, int drop_last, int shuffle,
+                     uint64_t seed, int64_t window, const int64_t *starts, size_t nblocks)
+{
+    reel_order_settings os;
+    reel_order_default_settings(&os);
+    os.num_samples = n;
+    os.seed = seed;
+    os.shuffle = shuffle;
+    os.shuffle_window = window;
+    os.block_starts = starts;
+    os.num_blocks = nblocks;
+    reel_stripe st = reel_stripe_make(n, batch);
+    st.world_size = world;
+    st.rank = rank;
+    st.shard_mode = (reel_shard_mode)mode;
+    st.drop_last = drop_last;
+    return reel__plan_init(p, &os, &st, NULL);
+}
+
+/* Calls fn on every order position of a rank's whole epoch. */
+#define FOR_EACH_POSITION(p, g)                                                                        \
+    for (int64_t k_ = 0, nb_ = reel__plan_batches((p), 0); k_ < nb_; k_++)                             \
+        for (reel_stripe_batch b_ = { 0, 0, 0 }; !b_.count && (reel__plan_batch((p), 0, k_, &b_), 1);) \
+            for (int64_t g = b_.first; g < b_.first + b_.count; g++)
+
 TEST(plan_with_a_shuffle_window_shards_and_resumes_like_a_full_shuffle)
 {
     enum { N = 103 };
@@ -162,12 +189,12 @@ TEST(plan_with_a_shuffle_window_shards_and_resumes_like_a_full_shuffle)
             int counts[N] = { 0 };
             for (int rank = 0; rank < world; rank++) {
                 reel_plan p;
-                CHECK_OK(reel__plan_init(&p, N, world, rank, mode, 8, 0, 1, 77, NULL));
-                CHECK_OK(reel__plan_set_window(&p, 16, NULL));
+                CHECK_OK(plan_make(&p, N, world, rank, mode, 8, 0, 1, 77, 16, NULL, 0));
                 reel__plan_epoch(&p, 2);
-                for (int64_t pos = 0; pos < p.per_rank; pos++) {
+                FOR_EACH_POSITION(&p, g)
+                {
                     int padded;
-                    int64_t d = reel__plan_sample(&p, pos, &padded);
+                    int64_t d = reel__plan_sample(&p, g, &padded);
                     CHECK(d >= 0 && d < N);
                     if (!padded) counts[d]++;
                 }
@@ -186,8 +213,7 @@ TEST(plan_with_a_shuffle_window_shards_and_resumes_like_a_full_shuffle)
             CHECK_EQ_INT(covered, mode == REEL_SHARD_PAD ? N : (N / world) * world);
         }
     reel_plan p;
-    CHECK_OK(reel__plan_init(&p, N, 1, 0, REEL_SHARD_PAD, 8, 0, 1, 77, NULL));
-    CHECK_STATUS(reel__plan_set_window(&p, -1, NULL), REEL_E_INVALID_ARG);
+    CHECK_STATUS(plan_make(&p, N, 1, 0, REEL_SHARD_PAD, 8, 0, 1, 77, -2, NULL, 0), REEL_E_INVALID_ARG);
     reel__plan_free(&p);
 }
 
@@ -198,8 +224,7 @@ TEST(plan_over_blocks_of_any_size_reads_each_block_as_one_run)
     int64_t prev_first = -1, differ = 0;
     for (int64_t epoch = 0; epoch < 4; epoch++) {
         reel_plan p;
-        CHECK_OK(reel__plan_init(&p, N, 1, 0, REEL_SHARD_PAD, 4, 0, 1, 31, NULL));
-        CHECK_OK(reel__plan_set_blocks(&p, starts, 5, NULL));
+        CHECK_OK(plan_make(&p, N, 1, 0, REEL_SHARD_PAD, 4, 0, 1, 31, 0, starts, 5));
         reel__plan_epoch(&p, epoch);
         int seen[N] = { 0 }, changes = 0, prev_block = -1;
         for (int64_t pos = 0; pos < N; pos++) {
@@ -221,9 +246,8 @@ TEST(plan_over_blocks_of_any_size_reads_each_block_as_one_run)
     CHECK(differ > 0); /* another order each epoch */
     /* blocks that do not cover the dataset are refused */
     reel_plan p;
-    CHECK_OK(reel__plan_init(&p, N, 1, 0, REEL_SHARD_PAD, 4, 0, 1, 31, NULL));
     const int64_t bad[] = { 0, 5, 22 };
-    CHECK_STATUS(reel__plan_set_blocks(&p, bad, 2, NULL), REEL_E_INTERNAL);
+    CHECK_STATUS(plan_make(&p, N, 1, 0, REEL_SHARD_PAD, 4, 0, 1, 31, 0, bad, 2), REEL_E_INVALID_ARG);
     reel__plan_free(&p);
 }
 
@@ -597,7 +621,7 @@ TEST(plan_shards_are_disjoint_cover_everything_and_even)
             int64_t per_rank = -1, batches = -1;
             for (int rank = 0; rank < world; rank++) {
                 reel_plan p;
-                CHECK_OK(reel__plan_init(&p, N, world, rank, mode, 8, 0, 1, 77, NULL));
+                CHECK_OK(plan_make(&p, N, world, rank, mode, 8, 0, 1, 77, 0, NULL, 0));
                 reel__plan_epoch(&p, 2);
                 if (per_rank < 0) {
                     per_rank = p.per_rank;
@@ -605,12 +629,16 @@ TEST(plan_shards_are_disjoint_cover_everything_and_even)
                 }
                 CHECK_EQ_INT(p.per_rank, per_rank);               /* same count on every rank */
                 CHECK_EQ_INT(reel__plan_batches(&p, 0), batches); /* same batch count */
-                for (int64_t pos = 0; pos < p.per_rank; pos++) {
+                int64_t rows = 0;
+                FOR_EACH_POSITION(&p, g)
+                {
                     int padded;
-                    int64_t d = reel__plan_sample(&p, pos, &padded);
+                    int64_t d = reel__plan_sample(&p, g, &padded);
                     CHECK(d >= 0 && d < N);
                     if (!padded) counts[d]++;
+                    rows++;
                 }
+                CHECK_EQ_INT(rows, per_rank);
                 reel__plan_free(&p);
             }
             int64_t covered = 0;
@@ -632,24 +660,27 @@ TEST(plan_shards_are_disjoint_cover_everything_and_even)
 TEST(plan_batches_drop_last_and_resume_offsets)
 {
     reel_plan p;
-    CHECK_OK(reel__plan_init(&p, 70, 1, 0, REEL_SHARD_PAD, 32, 0, 0, 0, NULL));
+    CHECK_OK(plan_make(&p, 70, 1, 0, REEL_SHARD_PAD, 32, 0, 0, 0, 0, NULL, 0));
     CHECK_EQ_INT(reel__plan_batches(&p, 0), 3);
-    int64_t pos, count;
-    reel__plan_batch(&p, 0, 2, &pos, &count);
-    CHECK_EQ_INT(pos, 64);
-    CHECK_EQ_INT(count, 6);
+    reel_stripe_batch b;
+    reel__plan_batch(&p, 0, 2, &b);
+    CHECK_EQ_INT(b.first, 64);
+    CHECK_EQ_INT(b.count, 6);
+    CHECK_EQ_INT(b.samples_seen_after, 70);
     CHECK_EQ_INT(reel__plan_batches(&p, 40), 1); /* resumed at 40: [40, 70) */
-    reel__plan_batch(&p, 40, 0, &pos, &count);
-    CHECK_EQ_INT(pos, 40);
-    CHECK_EQ_INT(count, 30);
+    reel__plan_batch(&p, 40, 0, &b);
+    CHECK_EQ_INT(b.first, 40);
+    CHECK_EQ_INT(b.count, 30);
     reel__plan_free(&p);
-    CHECK_OK(reel__plan_init(&p, 70, 1, 0, REEL_SHARD_PAD, 32, 1, 0, 0, NULL));
+    CHECK_OK(plan_make(&p, 70, 1, 0, REEL_SHARD_PAD, 32, 1, 0, 0, 0, NULL, 0));
     CHECK_EQ_INT(reel__plan_batches(&p, 0), 2);
+    reel__plan_batch(&p, 0, 1, &b);
+    CHECK_EQ_INT(b.samples_seen_after, 70); /* the dropped rest ends the epoch too */
     reel__plan_free(&p);
     /* fewer samples than one batch with drop_last: empty */
-    CHECK_STATUS(reel__plan_init(&p, 10, 1, 0, REEL_SHARD_PAD, 32, 1, 0, 0, NULL), REEL_E_EMPTY);
-    CHECK_STATUS(reel__plan_init(&p, 3, 4, 0, REEL_SHARD_DROP, 1, 0, 0, 0, NULL), REEL_E_EMPTY);
-    CHECK_STATUS(reel__plan_init(&p, 3, 2, 2, REEL_SHARD_PAD, 1, 0, 0, 0, NULL), REEL_E_INVALID_ARG);
+    CHECK_STATUS(plan_make(&p, 10, 1, 0, REEL_SHARD_PAD, 32, 1, 0, 0, 0, NULL, 0), REEL_E_EMPTY);
+    CHECK_STATUS(plan_make(&p, 3, 4, 0, REEL_SHARD_DROP, 1, 0, 0, 0, 0, NULL, 0), REEL_E_EMPTY);
+    CHECK_STATUS(plan_make(&p, 3, 2, 2, REEL_SHARD_PAD, 1, 0, 0, 0, 0, NULL, 0), REEL_E_INVALID_ARG);
 }
 
 /* ------------------------------------------------------------- geometry */
