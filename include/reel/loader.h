@@ -435,11 +435,11 @@ REEL_API int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_ch
 REEL_API int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out);
 
 /** A snapshot of the metrics. */
-REEL_API int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m);
+REEL_API int reel_loader_get_metrics(const reel_loader *l, reel_loader_metrics *m);
 
 /** Metrics plus the failure list as one JSON object in *json (free with
  *  reel_free). */
-REEL_API int reel_loader_get_metrics_json(reel_loader *l, char **json, reel_error *err);
+REEL_API int reel_loader_get_metrics_json(const reel_loader *l, char **json, reel_error *err);
 
 /** Writes the recorded events as a Chrome trace (JSON object format) with
  *  one track per thread, for Perfetto or chrome://tracing. Needs
@@ -449,11 +449,11 @@ REEL_API int reel_loader_write_trace(reel_loader *l, const char *path, reel_erro
 /** Number of failure records kept: the most recent failed attempts (at most
  *  settings.failure_log_size), oldest first; reel_loader_metrics.failures
  *  counts them all. */
-REEL_API int64_t reel_loader_get_num_failures(reel_loader *l);
+REEL_API int64_t reel_loader_get_num_failures(const reel_loader *l);
 
 /** Failures with this status seen in the whole run (all causes are also in
  *  the metrics JSON, "failures_by_cause"). */
-REEL_API int64_t reel_loader_failures_by_cause(reel_loader *l, int status);
+REEL_API int64_t reel_loader_get_failures_by_cause(const reel_loader *l, int status);
 
 /** The failure that the last reel_loader_next() (or _next_timed()) call
  *  returned under REEL_ON_ERROR_RAISE: the sample's path, reason, status,
@@ -463,7 +463,7 @@ REEL_API int64_t reel_loader_failures_by_cause(reel_loader *l, int status);
 REEL_API int reel_loader_get_raised_failure(reel_loader *l, reel_failure *out, reel_error *err);
 
 /** Copies failure record i into *out. */
-REEL_API int reel_loader_get_failure(reel_loader *l, int64_t i, reel_failure *out, reel_error *err);
+REEL_API int reel_loader_get_failure(const reel_loader *l, int64_t i, reel_failure *out, reel_error *err);
 
 /** Stops every thread (mid-epoch is fine), joins them and frees everything,
  *  batch buffers included: release or stop using held batches first.

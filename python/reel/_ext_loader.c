@@ -649,7 +649,7 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
     /* counts per cause for the whole run (the failure list is bounded) */
     PyObject *causes = PyDict_New();
     for (int status = -1; causes && status >= REEL_E_LAST; status--) {
-        int64_t c = reel_loader_failures_by_cause(self->loader, status);
+        int64_t c = reel_loader_get_failures_by_cause(self->loader, status);
         if (c && dict_set(causes, reel_strerror(status), PyLong_FromLongLong(c)) < 0) Py_CLEAR(causes);
     }
     if (!causes || dict_set(d, "failures_by_cause", causes) < 0) Py_CLEAR(d);

@@ -216,7 +216,7 @@ TEST(time_limit_fails_slow_samples_without_stalling)
     CHECK_MSG(strstr(err.message, "no sample of epoch 0 could be loaded") && strstr(err.message, "time limit"), "%s",
               err.message);
     CHECK_EQ_INT(reel_loader_get_num_failures(l), NVID);
-    CHECK_EQ_INT(reel_loader_failures_by_cause(l, REEL_E_TIMEOUT), NVID);
+    CHECK_EQ_INT(reel_loader_get_failures_by_cause(l, REEL_E_TIMEOUT), NVID);
     reel_failure f;
     CHECK_OK(reel_loader_get_failure(l, 0, &f, &err));
     CHECK_EQ_INT(f.status, REEL_E_TIMEOUT);
@@ -475,7 +475,7 @@ TEST(min_coverage_and_a_bounded_failure_log)
     const int failed = 3 * (NVID / 2);
     CHECK_EQ_INT(seen, failed);
     CHECK_EQ_INT(reel_loader_get_num_failures(l), 2);
-    CHECK_EQ_INT(reel_loader_failures_by_cause(l, REEL_E_NOT_FOUND), failed);
+    CHECK_EQ_INT(reel_loader_get_failures_by_cause(l, REEL_E_NOT_FOUND), failed);
     reel_failure f;
     CHECK_OK(reel_loader_get_failure(l, 1, &f, NULL));
     CHECK_EQ_INT(f.epoch, 2); /* the most recent */
