@@ -14,7 +14,8 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: reel pack SOURCE OUT_DIR [options]   build a store (SOURCE: a folder or a manifest)\n"
                  "       reel pack --merge OUT_DIR            write the index of a store built in parts\n"
-                 "       reel pack --verify OUT_DIR           read every record, check every checksum\n"
+                 "       reel pack --verify OUT_DIR           read every record, check every checksum and that\n"
+                 "                                            no shard holds bytes past its last record\n"
                  "\n"
                  "options:\n"
                  "  --size S | --size WxH   stored size: short side S (aspect kept; default 256) or exactly WxH\n"

@@ -2,7 +2,7 @@
 """scripts/check_layers.py [BUILD_DIR]: reads the tree and checks that
 dependencies point one way, down the layers of docs/ARCHITECTURE.md:
 
-    pipeline -> store -> decoder -> io -> convert -> core
+    pack -> pipeline -> store -> decoder -> io -> convert -> core
 
 (a module may use any module below it, never one above), and that the files
 of src/io do not call each other in a circle. Includes are read from the
@@ -23,7 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["core", "convert", "io", "decoder", "store", "pipeline"]  # bottom to top
+LAYERS = ["core", "convert", "io", "decoder", "store", "pipeline", "pack"]  # bottom to top
 RANK = {m: i for i, m in enumerate(LAYERS)}
 # Public headers by the module that implements them (reel.h, pipeline.h and
 # deprecated.h gather others: they belong to the top).

@@ -147,14 +147,11 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
 
 /* Fills the automatic (0) thread counts, prefetch depth, alignment and
  * trace size. Returns whether the prefetch depth was automatic. */
-static int resolve_settings(reel_loader_settings *s, int remote)
+static int resolve_settings(reel_loader_settings *s, const reel_source *src)
 {
     int cores = reel__cpu_count();
     if (s->decode_threads == 0) s->decode_threads = cores;
-    /* stage 1 over URLs waits on the network, not the CPU: a larger pool
-     * keeps requests in flight so decoding does not wait for them */
-    if (s->open_threads == 0)
-        s->open_threads = remote ? (2 * cores > 8 ? 2 * cores : 8) : cores / 4 > 1 ? cores / 4 : 1;
+    if (s->open_threads == 0) s->open_threads = reel__source_open_threads(src, cores);
     if (s->collate_threads == 0) s->collate_threads = 1;
     if (s->decoder_threads == 0) s->decoder_threads = 1;
     const int auto_prefetch = s->prefetch_batches == 0;
@@ -186,9 +183,9 @@ static int init_plan(reel_loader *l, reel_error *err)
     os.canonical_batch = s->canonical_batch;
     int64_t *starts = NULL;
     size_t nb = 0;
-    if (s->shuffle_window == 0 && s->shuffle && l->src->blocks) {
+    if (s->shuffle_window == 0 && s->shuffle && l->src.ops->blocks) {
         /* the source's read blocks (a store's shards), one window each */
-        st = l->src->blocks(l->src_ctx, l->ds, &starts, &nb, err);
+        st = l->src.ops->blocks(l->src.ctx, l->ds->items, l->ds->n, &starts, &nb, err);
         if (st != REEL_OK) return st;
         os.block_starts = starts;
         os.num_blocks = nb;
@@ -235,7 +232,7 @@ static int init_stages(reel_loader *l, reel_error *err)
 {
     const reel_loader_settings *s = &l->s;
     const int threads[REEL_STAGE_COUNT] = { s->open_threads, s->decode_threads, s->collate_threads };
-    const char *const names[REEL_STAGE_COUNT] = { l->src->stage_names[0], l->src->stage_names[1], "collate" };
+    const char *const names[REEL_STAGE_COUNT] = { l->src.stage_names[0], l->src.stage_names[1], "collate" };
     size_t caps[REEL_STAGE_COUNT];
     caps[REEL_STAGE_OPEN] = s->queue_capacity ? (size_t)s->queue_capacity : (size_t)(2 * s->open_threads + 2);
     caps[REEL_STAGE_DECODE] = s->queue_capacity ? (size_t)s->queue_capacity : (size_t)(2 * s->decode_threads);
@@ -286,28 +283,22 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     st = reel__geometry_check(&s.transform, &ow, &oh, err);
     if (st != REEL_OK) return st;
     if (ds->n == 0) return reel__error_set(err, REEL_E_EMPTY, "loader: the dataset is empty");
-    const int auto_prefetch = resolve_settings(&s, reel__dataset_is_remote(ds));
 
     reel_loader *l = calloc(1, sizeof *l);
     if (!l) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
-    l->s = s;
     if (s.remote)
         l->remote_settings = *s.remote;
     else
         reel_remote_default_settings(&l->remote_settings);
-    l->s.remote = &l->remote_settings;
-    if (reel__dataset_is_remote(ds) && !l->remote_settings.pool) {
-        /* connections, DNS and TLS sessions shared by every sample, and the
-         * budget of bytes fetched ahead */
-        st = reel_remote_pool_create(&l->own_pool, l->remote_settings.max_bytes_in_flight, err);
-        if (st != REEL_OK) {
-            free(l);
-            return st;
-        }
-        l->remote_settings.pool = l->own_pool;
+    s.remote = &l->remote_settings;
+    st = reel__source_init(&l->src, ds, &l->remote_settings, err);
+    if (st != REEL_OK) {
+        free(l);
+        return st;
     }
+    const int auto_prefetch = resolve_settings(&s, &l->src);
+    l->s = s;
     l->ds = ds;
-    l->src = reel__source_of(ds, &l->src_ctx);
     l->out_w = ow;
     l->out_h = oh;
     /* the count sampler rounds its count to the frame factor */
@@ -347,7 +338,7 @@ void reel_loader_destroy(reel_loader **pl)
     reel__plan_free(&l->plan);
     reel__trace_free(&l->trace);
     reel__failures_free(&l->failures_log);
-    reel_remote_pool_destroy(&l->own_pool); /* after the threads: every object is closed */
+    reel__source_free(&l->src); /* after the threads: every object is closed */
     pthread_mutex_destroy(&l->wd_mu);
     pthread_mutex_destroy(&l->remote_mu);
     pthread_cond_destroy(&l->wd_cond);
@@ -482,7 +473,7 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
         if (bb->err_sample >= 0) {
             reel_failure *f = &l->raised;
             memset(f, 0, sizeof *f);
-            snprintf(f->path, sizeof f->path, "%s", sample_path(l, bb->err_sample));
+            snprintf(f->path, sizeof f->path, "%s", sample_name(l, bb->err_sample));
             snprintf(f->reason, sizeof f->reason, "%s", bb->err.message);
             f->status = bb->status;
             f->epoch = bb->epoch;

@@ -40,8 +40,7 @@ typedef struct worker {
 struct reel_loader {
     reel_loader_settings s;
     reel_dataset *ds;
-    const reel_source_ops *src; /* videos or store records: chosen once, never branched on */
-    void *src_ctx;
+    reel_source src; /* videos or store records, local or at URLs: chosen once, never branched on */
     int out_w, out_h, T, K;
     size_t esize;
 
@@ -88,8 +87,8 @@ struct reel_loader {
     _Atomic int64_t bytes_read;           /* by the source's stage 1 (store records) */
     pthread_mutex_t remote_mu;            /* guards remote */
     reel_remote_stats remote;             /* requests to objects at URLs, all stages */
-    reel_remote_settings remote_settings; /* a copy of *s.remote (or the defaults), with its pool */
-    reel_remote_pool *own_pool;           /* made for remote input when the settings name none */
+    reel_remote_settings remote_settings; /* a copy of *s.remote (or the defaults), with its pool
+                                             (the source's own for input at URLs when it names none) */
     reel_failure_log failures_log;
     reel_trace trace;
 };
@@ -115,9 +114,16 @@ static inline int epoch_in_range(const reel_loader *l, int64_t epoch)
     return l->s.epochs <= 0 || epoch < l->s.epochs;
 }
 
-static inline const char *sample_path(const reel_loader *l, int64_t sample)
+static inline const reel_dataset_entry *sample_entry(const reel_loader *l, int64_t sample)
 {
-    return l->ds->items[sample].path;
+    return &l->ds->items[sample];
+}
+
+/* The sample's name in messages, failure records and the trace (a URL
+ * redacted, once, when its entry was made). */
+static inline const char *sample_name(const reel_loader *l, int64_t sample)
+{
+    return reel__entry_name(sample_entry(l, sample));
 }
 
 static inline int64_t batches_in_epoch(const reel_loader *l, int64_t epoch)

@@ -144,8 +144,8 @@ static TG_UNUSED double sc_psnr(const uint8_t *a, const uint8_t *b, size_t n)
     return se == 0 ? 99 : 10 * log10(255.0 * 255.0 / (se / (double)n));
 }
 
-/* Replaces `to` with a copy of the store folder `from`. */
-static TG_UNUSED void sc_copy_store(const char *from, const char *to)
+/* Replaces the folder `to` with a copy of `from` (a store, or videos). */
+static TG_UNUSED void sc_copy_dir(const char *from, const char *to)
 {
     char cmd[2600];
     snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", to, from, to);

@@ -379,24 +379,25 @@ static reel_sampler_settings sampler_defaults(int kind)
     return s.sampler;
 }
 
-static reel_sampler_input input_for(const reel_frame_entry *t, int64_t n, int num, int den)
+static reel_sampler_video input_for(const reel_frame_entry *t, int64_t n, int num, int den)
 {
-    reel_sampler_input in;
+    reel_sampler_video in;
     memset(&in, 0, sizeof in);
     in.table = t;
-    in.n = n;
-    in.tb_num = num;
-    in.tb_den = den;
-    in.avg_fps = 0;
-    in.seg_start = 0;
-    in.seg_end = -1;
+    in.num_frames = n;
+    in.time_base_num = num;
+    in.time_base_den = den;
+    in.average_fps = 0;
+    in.segment_start = 0;
+    in.segment_end = -1;
+    in.name = "v";
     return in;
 }
 
 TEST(sampler_random_indices_fit_and_are_deterministic)
 {
     reel_frame_entry *tab = cfr_table(250, 0, 512); /* 25 fps at 1/12800 */
-    reel_sampler_input in = input_for(tab, 250, 1, 12800);
+    reel_sampler_video in = input_for(tab, 250, 1, 12800);
     reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
     s.clips_per_video = 4;
     s.frames_per_clip = 8;
@@ -404,15 +405,15 @@ TEST(sampler_random_indices_fit_and_are_deterministic)
     int64_t a[32], b[32];
     reel_rng_key k = { 9, 0, 17, REEL_RNG_SAMPLER, 0 };
     reel_error err;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", a, &err));
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", b, &err));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, a, &err));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, b, &err));
     CHECK(memcmp(a, b, sizeof a) == 0);
     for (int c = 0; c < 4; c++) {
         CHECK(a[c * 8] >= 0 && a[c * 8] <= 250 - 22);
         for (int j = 1; j < 8; j++) CHECK_EQ_INT(a[c * 8 + j], a[c * 8] + 3 * j);
     }
     k.epoch = 1;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", b, &err));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, b, &err));
     CHECK(memcmp(a, b, sizeof a) != 0);
     free(tab);
 }
@@ -420,13 +421,13 @@ TEST(sampler_random_indices_fit_and_are_deterministic)
 TEST(sampler_regular_indices_are_linspace)
 {
     reel_frame_entry *tab = cfr_table(100, 0, 1);
-    reel_sampler_input in = input_for(tab, 100, 1, 25);
+    reel_sampler_video in = input_for(tab, 100, 1, 25);
     reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_INDICES);
     s.clips_per_video = 3;
     s.frames_per_clip = 4;
     int64_t o[12];
     reel_rng_key k = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     /* starts linspace(0, 96, 3) = 0, 48, 96 */
     const int64_t want[12] = { 0, 1, 2, 3, 48, 49, 50, 51, 96, 97, 98, 99 };
     for (int i = 0; i < 12; i++) CHECK_EQ_INT(o[i], want[i]);
@@ -435,7 +436,7 @@ TEST(sampler_regular_indices_are_linspace)
     s.range_end = -50; /* 50 */
     s.clips_per_video = 2;
     s.frames_per_clip = 1;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     CHECK_EQ_INT(o[0], 10);
     CHECK_EQ_INT(o[1], 49);
     free(tab);
@@ -444,26 +445,27 @@ TEST(sampler_regular_indices_are_linspace)
 TEST(sampler_policies_past_the_end)
 {
     reel_frame_entry *tab = cfr_table(5, 0, 1);
-    reel_sampler_input in = input_for(tab, 5, 1, 25);
+    reel_sampler_video in = input_for(tab, 5, 1, 25);
     reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_INDICES);
     s.frames_per_clip = 8;
     int64_t o[8];
     reel_rng_key k = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     const int64_t rep[8] = { 0, 1, 2, 3, 4, 4, 4, 4 };
     for (int i = 0; i < 8; i++) CHECK_EQ_INT(o[i], rep[i]);
     s.policy = REEL_CLIP_WRAP;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     const int64_t wrap[8] = { 0, 1, 2, 3, 4, 0, 1, 2 };
     for (int i = 0; i < 8; i++) CHECK_EQ_INT(o[i], wrap[i]);
     s.policy = REEL_CLIP_DROP;
     reel_error err;
     reel_error_clear(&err);
-    CHECK_STATUS(reel__sampler_run(&s, &in, &k, "short.mp4", o, &err), REEL_E_OUT_OF_RANGE);
+    in.name = "short.mp4";
+    CHECK_STATUS(reel__sampler_run(&s, &in, &k, o, &err), REEL_E_OUT_OF_RANGE);
     CHECK(strncmp(err.message, "short.mp4: ", 11) == 0);
     /* a clip that fits is not dropped */
     s.frames_per_clip = 5;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     free(tab);
 }
 
@@ -484,9 +486,9 @@ TEST(public_sampler_is_the_loaders)
     s.clips_per_video = 5;
     s.frames_per_clip = 3;
     CHECK_OK(reel_sampler_run(&s, &v, 77, 2, 9, o, 64, NULL));
-    reel_sampler_input in = input_for(tab, 60, 1, 12800);
+    reel_sampler_video in = input_for(tab, 60, 1, 12800);
     reel_rng_key k = { 77, 2, 9, REEL_RNG_SAMPLER, 0 };
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", p, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, p, NULL));
     CHECK(memcmp(o, p, 15 * sizeof *o) == 0);
     CHECK_STATUS(reel_sampler_run(&s, &v, 77, 2, 9, o, 14, NULL), REEL_E_BUFFER_TOO_SMALL);
     /* torch.linspace(0, 59 - 2, 7, dtype=int): 0 9 19 28 38 47 57 */
@@ -528,21 +530,21 @@ TEST(sampler_time_kinds)
 {
     /* 10 s at 25 fps, time base 1/12800, stream starting at 0.5 s */
     reel_frame_entry *tab = cfr_table(250, 6400, 512);
-    reel_sampler_input in = input_for(tab, 250, 1, 12800);
+    reel_sampler_video in = input_for(tab, 250, 1, 12800);
     reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_TIMES);
     s.clips_per_video = 2;
     s.frames_per_clip = 3;
     s.seconds_between_frames = 1.0;
     int64_t o[6];
     reel_rng_key k = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     /* range [0.5, 10.5 - 2) -> starts 0.5 and 4.5 s: frames 0,25,50 and 100,125,150 */
     const int64_t want[6] = { 0, 25, 50, 100, 125, 150 };
     for (int i = 0; i < 6; i++) CHECK_EQ_INT(o[i], want[i]);
     /* default step is 1 / fps: consecutive frames */
     s.seconds_between_frames = 0;
     s.clips_per_video = 1;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     CHECK_EQ_INT(o[0], 0);
     CHECK_EQ_INT(o[1], 1);
     CHECK_EQ_INT(o[2], 2);
@@ -552,7 +554,7 @@ TEST(sampler_time_kinds)
     s.clips_per_video = 2;
     for (int e = 0; e < 20; e++) {
         k.epoch = (uint64_t)e;
-        CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+        CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
         for (int c = 0; c < 2; c++) {
             CHECK(o[c * 3] >= 0 && o[c * 3] < 200);
             CHECK_EQ_INT(o[c * 3 + 1], o[c * 3] + 25);
@@ -565,9 +567,9 @@ TEST(sampler_time_kinds)
 TEST(sampler_segments_restrict_the_frames)
 {
     reel_frame_entry *tab = cfr_table(250, 0, 1); /* 25 fps, tb 1/25 */
-    reel_sampler_input in = input_for(tab, 250, 1, 25);
-    in.seg_start = 2.0; /* frame 50 */
-    in.seg_end = 4.0;   /* up to frame 99 */
+    reel_sampler_video in = input_for(tab, 250, 1, 25);
+    in.segment_start = 2.0; /* frame 50 */
+    in.segment_end = 4.0;   /* up to frame 99 */
     int64_t first, count;
     reel__sampler_segment(&in, &first, &count);
     CHECK_EQ_INT(first, 50);
@@ -577,20 +579,20 @@ TEST(sampler_segments_restrict_the_frames)
     int64_t o[8];
     for (int e = 0; e < 50; e++) {
         reel_rng_key k = { 3, (uint64_t)e, 0, REEL_RNG_SAMPLER, 0 };
-        CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+        CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
         for (int j = 0; j < 8; j++) CHECK(o[j] >= 50 && o[j] < 100);
     }
     s.kind = REEL_SAMPLE_REGULAR_TIMES;
     s.clips_per_video = 2;
     s.frames_per_clip = 1;
     reel_rng_key k0 = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
-    CHECK_OK(reel__sampler_run(&s, &in, &k0, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k0, o, NULL));
     CHECK_EQ_INT(o[0], 50); /* 2.0 s */
     CHECK_EQ_INT(o[1], 75); /* 2.0 + (4.0 - 2.0) / 2 */
     /* a segment with no frames fails */
-    in.seg_start = 20.0;
-    in.seg_end = 30.0;
-    CHECK_STATUS(reel__sampler_run(&s, &in, &k0, "v", o, NULL), REEL_E_OUT_OF_RANGE);
+    in.segment_start = 20.0;
+    in.segment_end = 30.0;
+    CHECK_STATUS(reel__sampler_run(&s, &in, &k0, o, NULL), REEL_E_OUT_OF_RANGE);
     free(tab);
 }
 

@@ -226,7 +226,7 @@ static void idx_save(idx *x)
 static const char *patched(const char *from, const char *name, void (*fn)(idx *))
 {
     const char *dir = sc_tmp(name);
-    sc_copy_store(from, dir);
+    sc_copy_dir(from, dir);
     idx x;
     idx_load(&x, dir);
     CHECK_EQ_INT(x.ne, NV);
@@ -404,7 +404,7 @@ TEST(bytes_after_a_shards_last_record_are_damage_to_verify)
     CHECK_EQ_INT(v.shards, 1);
     for (int k = 0; k < 3; k++) {
         const char *dir = sc_tmp(k == 0 ? "garbage" : k == 1 ? "zeros" : "garbage1");
-        sc_copy_store(k < 2 ? per : one, dir);
+        sc_copy_dir(k < 2 ? per : one, dir);
         char shard[1200];
         snprintf(shard, sizeof shard, "%s/shard-00000-0000%d.bin", dir, k < 2 ? 1 : 0);
         size_t extra = k == 1 ? 4096 : 10000;
