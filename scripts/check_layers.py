@@ -33,8 +33,6 @@ PUBLIC = {"common.h": "core", "convert.h": "convert", "io.h": "io", "decoder.h":
 
 # "kind from -> to": why it is still here and who removes it.
 KNOWN_PENDING = {
-    "include store -> pipeline": "store/pack.c reaches into the pipeline's internals (store-hard, issue 17 §1)",
-    "call store -> pipeline": "store/pack.c reaches into the pipeline's internals (store-hard, issue 17 §1)",
     "io-circle": "http.c, io.c, s3.c and pool.c call each other (http-hard, issue 17 §1)",
 }
 
