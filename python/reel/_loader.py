@@ -186,7 +186,8 @@ def _settings(
     crop: Optional[str], flip: Any, scale: Optional[Sequence[float]], ratio: Optional[Sequence[float]],
     filter: str, resize_mode: str, rotate: bool, dtype: Any, layout: str, mean: Any, std: Any, divisor: float,
     epochs: Optional[int], shard: str, on_error: str, index: Any, corrupt: str,
-    shuffle_window: Union[int, str, None] = None, remote: Optional[Dict[str, Any]] = None, **same_name: Any,
+    shuffle_window: Union[int, str, None] = None, remote: Optional[Dict[str, Any]] = None, samples: Optional[Sequence[int]] = None,
+    **same_name: Any,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults. The
     arguments named here are converted (another name, a string choice, a
@@ -221,6 +222,8 @@ def _settings(
         if value is not None:
             key, kind = _C_SETTINGS[arg]
             s[key] = _c_value(kind, value)
+    if samples is not None:
+        s["samples"] = [int(i) for i in samples]
     if remote:
         s["remote"] = opt.remote_settings(remote)
     if scale is not None:
@@ -322,6 +325,11 @@ class Loader:
     spans taken ``canonical_batch`` samples at a time, so each rank of the
     first run reads its own span. ``num_workers``/``worker``: this loader is
     DataLoader worker ``worker`` of its rank (reel.torch.VideoDataset sets them).
+    ``first_epoch``: the number of the first epoch (default 0). ``samples``:
+    decode exactly these dataset indices, in this order, as each epoch
+    (shuffle does not apply to the list); every sample keeps the clips, crops
+    and flips a whole-dataset loader gives it in that epoch (how
+    ``reel.ray.read_clips`` splits an epoch into read tasks).
     A packed store is shuffled shard by shard by default (FFCV's quasi-random
     order: its shards in a shuffled order, the records of each shuffled within
     it, so reads stay sequential); ``shuffle_window="full"`` shuffles it fully,
@@ -415,6 +423,8 @@ class Loader:
         canonical_batch: Optional[int] = None,
         num_workers: int = 1,
         worker: int = 0,
+        samples: Optional[Sequence[int]] = None,
+        first_epoch: int = 0,
     ) -> None:
         config = dict(locals())
         del config["self"], config["source"]

@@ -76,6 +76,7 @@ static const reel_field k_settings[] = {
     S("canonical_batch", REEL_FIELD_INT, canonical_batch),
     S("num_workers", REEL_FIELD_INT, num_workers),
     S("worker", REEL_FIELD_INT, worker),
+    S("first_epoch", REEL_FIELD_INT64, first_epoch),
 };
 #undef S
 
