@@ -175,6 +175,13 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
                 s.remote = &remote;
                 continue;
             }
+            if (!strcmp(k, "samples")) {
+                PyMem_Free(samples);
+                samples = NULL;
+                if (value != Py_None && samples_from_seq(value, &samples, &s.num_samples) < 0) return -1;
+                s.samples = samples;
+                continue;
+            }
             size_t n = 0;
             const reel_field *table = reel_loader_settings_fields(&n);
             const reel_field *f = rx_field_find(table, n, k);
@@ -183,11 +190,10 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
                 PyMem_Free(samples);
                 return -1;
             }
-            if (setting_store(&s, &loader_fields[i], value) < 0) {
+            if (rx_field_store(&s, f, value) < 0) {
                 PyMem_Free(samples);
                 return -1;
             }
-            if (rx_field_store(&s, f, value) < 0) return -1;
         }
     }
     self->lock = PyThread_allocate_lock();

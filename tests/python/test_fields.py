@@ -135,6 +135,9 @@ def _struct_fields(header: Path, struct: str) -> list:
 
 
 def _documented(doc: str) -> str:
+    m = re.search(r"\(default\s+([^()]+)\)", doc, re.I)  # "... (default 0): ..."
+    if m:
+        return m.group(1).strip()
     m = re.search(r"\bdefault\s+(.+?)(?:;|\.\s|\.$|$)", doc, re.I)
     if m:
         return m.group(1).strip()
