@@ -33,7 +33,6 @@ PUBLIC = {"common.h": "core", "convert.h": "convert", "io.h": "io", "decoder.h":
 
 # "kind from -> to": why it is still here and who removes it.
 KNOWN_PENDING = {
-    "io-circle": "http.c, io.c, s3.c and pool.c call each other (http-hard, issue 17 §1)",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([\w/]+\.h)"', re.M)
