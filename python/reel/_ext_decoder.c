@@ -462,7 +462,7 @@ static PyObject *decoder_sample_video(DecoderObject *self, PyObject *args, PyObj
     v.time_base_den = info->time_base_den;
     v.average_fps = info->avg_fps_den > 0 ? (double)info->avg_fps_num / info->avg_fps_den : 0;
     v.segment_end = -1;
-    v.name = dec_name(self);
+    v.name = rx_dec_name(self);
     reel_error err;
     reel_error_clear(&err);
     reel_sampler_result res;
