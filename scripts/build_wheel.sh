@@ -189,8 +189,8 @@ resolved=$(find "$unp" -type f \( -name '*.so' -o -path '*/_bin/reel' \) -print0
 bundled_json="["
 sep=""
 while IFS=$'\t' read -r soname path; do
-    base=${soname%%.so*}
-    [ -n "$libs_dir" ] && ls "$libs_dir/$base"-*.so* >/dev/null 2>&1 || continue
+    # auditwheel's name for it: the soname's first dot-part, -<8 hex>, the rest
+    [ -n "$libs_dir" ] && ls "$libs_dir/${soname%%.*}"-????????."${soname#*.}"* >/dev/null 2>&1 || continue
     real=$(readlink -f "$path")
     if [[ $real == "$prefix"/* ]]; then
         pkg="ffmpeg (built here from Debian's source $deb_version, LGPL-2.1-or-later)"

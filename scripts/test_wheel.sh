@@ -92,17 +92,23 @@ if show=$("$tools/bin/auditwheel" show "$wheel" 2>&1); then
 else
     bad "auditwheel show failed: $show"
 fi
-# every DT_NEEDED of every ELF in the wheel is in reel.libs/ or a policy library
+# every DT_NEEDED of every ELF in the wheel is in reel.libs/ or in the
+# whitelist of the manylinux policy named by the wheel's tag (auditwheel's own table)
 mkdir -p "$tmp/unpacked" && (cd "$tmp/unpacked" && "$PY" -m zipfile -e "$wheel" . >/dev/null)
-policy='^(libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|librt\.so\.1|libgcc_s\.so\.1|libstdc\+\+\.so\.6|libz\.so\.1|ld-linux-x86-64\.so\.2|libutil\.so\.1)$'
+tag=$(basename "$wheel" | grep -oE 'manylinux_[0-9]+_[0-9]+' | head -n1)
+policy_libs=$("$tools/bin/python" -c '
+import json, sys, auditwheel, pathlib
+p = pathlib.Path(auditwheel.__file__).parent / "policy" / "manylinux-policy.json"
+print(" ".join(next(x for x in json.loads(p.read_text()) if x["name"] == sys.argv[1])["lib_whitelist"]))' "$tag" 2>/dev/null)
+[ -n "$policy_libs" ] || bad "no manylinux policy for the tag '$tag'"
 outside=""
 while IFS= read -r f; do
     for n in $(readelf -d "$f" 2>/dev/null | awk '/NEEDED/ {gsub(/[\[\]]/, "", $5); print $5}'); do
         [ -e "$tmp/unpacked/reel.libs/$n" ] && continue
-        grep -qE "$policy" <<<"$n" || outside+=" $(basename "$f")->$n"
+        [[ " $policy_libs " == *" $n "* ]] || outside+=" $(basename "$f")->$n"
     done
 done < <(find "$tmp/unpacked" -type f \( -name '*.so*' -o -path '*/_bin/*' \))
-[ -z "$outside" ] && ok "DT_NEEDED: only reel.libs/ and policy libraries" || bad "DT_NEEDED outside the policy:$outside"
+[ -z "$outside" ] && ok "DT_NEEDED: only reel.libs/ and $tag policy libraries" || bad "DT_NEEDED outside the $tag policy:$outside"
 
 # ------------------------------------------------------------ 2. fresh venv
 echo "==> fresh venv: the wheel, numpy, torch==2.13.0" >&2
