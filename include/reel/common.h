@@ -1,5 +1,5 @@
-/* reel/common.h: status codes, the error record every call can fill, version.
- * Shared by every other public header. */
+/* reel/common.h: status codes, the error record every call can fill, version and
+ * the opaque decoded frame. Shared by every other public header. */
 #ifndef REEL_COMMON_H
 #define REEL_COMMON_H
 
@@ -67,6 +67,12 @@ typedef struct reel_error {
     int status;
     char message[REEL_ERROR_MSG_SIZE];
 } reel_error;
+
+/** An opaque decoded frame, as handed to a reel_frame_fn visitor (see
+ *  reel/decoder.h); its getters are in reel/convert.h. Valid only during the
+ *  callback. Declared here because the decoder, the store and convert all
+ *  hand it on, and none of them owns the others. */
+typedef struct reel_frame reel_frame;
 
 /** Short, static, English description of a status code. Never NULL. */
 REEL_API const char *reel_strerror(int status);

@@ -72,9 +72,53 @@ typedef struct reel_transform {
  *  no rotation, no flip, uint8, HWC, scale 255, mean 0, std 1. */
 REEL_API void reel_transform_default_settings(reel_transform *t);
 
-/** An opaque decoded frame, as handed to a reel_frame_fn visitor. Valid
- *  only during the callback. */
-typedef struct reel_frame reel_frame;
+/** How a video's output size is chosen. */
+typedef enum reel_size_kind {
+    REEL_SIZE_FIXED = 0,       /**< width x height as given */
+    REEL_SIZE_PIXEL_BUDGET = 1 /**< qwen-vl-utils 0.0.14's video sizing: sides multiples of `factor`,
+                                     the area within [min_pixels, max_pixels], the frames sharing
+                                     total_pixels; see reel_size_policy_apply */
+} reel_size_kind;
+
+/** A size policy: each video gets its own output size from its display
+ *  size and frame count. Initialise with reel_size_policy_default_settings. */
+typedef struct reel_size_policy {
+    reel_size_kind kind; /**< default REEL_SIZE_PIXEL_BUDGET */
+    /** FIXED: the output size. PIXEL_BUDGET: both > 0 ask for this size,
+     *  which is only rounded to the factor within [4, 16384] * factor^2
+     *  (qwen's resized_width / resized_height). Default 0. */
+    int width, height;
+    int factor;           /**< PIXEL_BUDGET: sides are multiples of this; default 28 (patch 14 x merge 2) */
+    int frame_factor;     /**< PIXEL_BUDGET: frames per temporal patch; default 2 */
+    double min_pixels;    /**< PIXEL_BUDGET: least area; 0 (default): 128 * factor^2 */
+    double max_pixels;    /**< PIXEL_BUDGET: a cap under the budget's; 0 (default): none */
+    double total_pixels;  /**< PIXEL_BUDGET: pixels shared by all frames; 0 (default):
+                              128000 * factor^2 * 0.9 (qwen's MODEL_SEQ_LEN default) */
+    uint8_t reserved[32]; /**< zero (the defaults function clears it) */
+} reel_size_policy;
+
+/** Fills `p` with the defaults: PIXEL_BUDGET with qwen-vl-utils' defaults. */
+REEL_API void reel_size_policy_default_settings(reel_size_policy *p);
+
+/** Output size of a video of display size src_w x src_h sampled to
+ *  num_frames frames. PIXEL_BUDGET, as qwen-vl-utils 0.0.14's fetch_video:
+ *  max = max(min(768 * factor^2, total_pixels / num_frames * frame_factor),
+ *  (int)(min_pixels * 1.05)), lowered to max_pixels if given; then
+ *  reel_smart_resize(src_h, src_w, factor, min_pixels, max). Fails with
+ *  REEL_E_INVALID_ARG (aspect ratio over 200, max below min, bad values). */
+REEL_API int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int64_t num_frames, int *out_w,
+                                    int *out_h, reel_error *err);
+
+/** qwen-vl-utils' smart_resize: each side rounded (half to even) to a
+ *  multiple of `factor`, at least `factor`; an area over max_pixels scaled
+ *  down by sqrt(h * w / max_pixels) and floored to the factor, one under
+ *  min_pixels scaled up and ceiled. Refuses an aspect ratio over 200 and
+ *  max_pixels < min_pixels (REEL_E_INVALID_ARG). */
+REEL_API int reel_smart_resize(int height, int width, int factor, double min_pixels, double max_pixels, int *out_h,
+                               int *out_w, reel_error *err);
+
+/* reel_frame, the opaque decoded frame a visitor is handed, is declared in
+ * reel/common.h. */
 
 /** Frame index (presentation order) of a visited frame. */
 REEL_API int64_t reel_frame_get_index(const reel_frame *f);

@@ -8,7 +8,7 @@
 
 #include <libavutil/frame.h>
 
-#include "reel/convert.h"
+#include "reel/common.h"
 
 struct reel_frame {
     const AVFrame *av;

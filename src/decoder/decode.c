@@ -5,7 +5,7 @@
 #include "decoder/decode_plan.h"
 #include "decoder/internal.h"
 #include "core/hash.h"
-#include "io/io.h"
+#include "io/io_internal.h"
 
 #include <stdlib.h>
 

@@ -3,7 +3,7 @@
  * (sidecar, container index, packet scan). */
 #include "decoder/internal.h"
 #include "core/hash.h"
-#include "io/io.h"
+#include "io/io_internal.h"
 #include "io/remote.h"
 
 #include <errno.h>

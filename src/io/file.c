@@ -1,7 +1,7 @@
 /* file.c: the local-file byte source: open checks (missing, directory, FIFO),
  * size from fstat, positioned reads with pread so readers share no offset. */
 #define _POSIX_C_SOURCE 200809L
-#include "io/io.h"
+#include "io/io_internal.h"
 #include "core/error.h"
 
 #include <errno.h>

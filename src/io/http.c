@@ -3,7 +3,7 @@
  * cache with adaptive readahead, whole-object fetch for small objects,
  * retries with backoff and jitter, per-request timeouts, the interrupt. */
 #define _GNU_SOURCE
-#include "io/io.h"
+#include "io/io_internal.h"
 #include "io/remote.h"
 #include "io/pool.h"
 #include "core/clock.h"

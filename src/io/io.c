@@ -1,7 +1,7 @@
 /* io.c: the byte-source front end: dispatch by URI scheme, exact reads,
  * redaction of URLs for messages. Backends: file.c (local), http.c (http(s),
  * and s3 through s3.c). */
-#include "io/io.h"
+#include "io/io_internal.h"
 #include "core/error.h"
 #include "io/remote.h"
 

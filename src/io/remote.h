@@ -5,7 +5,7 @@
 
 #include <curl/curl.h>
 
-#include "io/io.h"
+#include "io/io_internal.h"
 #include "reel/io.h"
 
 int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err);

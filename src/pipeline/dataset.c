@@ -3,11 +3,11 @@
  * reel_dataset_create_from_path choosing among folder, manifest and store.
  * The folder scan is dataset_scan.c, the manifest parsers dataset_manifest.c. */
 #define _POSIX_C_SOURCE 200809L
-#include "pipeline/dataset.h"
+#include "pipeline/dataset_internal.h"
 #include "core/error.h"
 #include "core/hash.h"
-#include "store/store.h"
-#include "io/io.h"
+#include "store/store_internal.h"
+#include "io/io_internal.h"
 
 #include <errno.h>
 #include <stdio.h>

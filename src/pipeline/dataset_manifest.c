@@ -2,10 +2,10 @@
  * label or class name, optional segment), parsed with line numbers in every
  * error; relative paths resolve against the manifest's folder. */
 #define _POSIX_C_SOURCE 200809L
-#include "pipeline/dataset.h"
+#include "pipeline/dataset_internal.h"
 #include "core/error.h"
 #include "core/json.h"
-#include "io/io.h"
+#include "io/io_internal.h"
 
 #include <ctype.h>
 #include <errno.h>

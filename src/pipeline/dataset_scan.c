@@ -1,7 +1,7 @@
 /* dataset_scan.c: a dataset from a folder in the Kinetics layout (the first
  * folder level names the class; videos found by extension, sorted). */
 #define _POSIX_C_SOURCE 200809L
-#include "pipeline/dataset.h"
+#include "pipeline/dataset_internal.h"
 #include "core/error.h"
 
 #include <dirent.h>

@@ -8,9 +8,9 @@
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "core/clock.h"
-#include "pipeline/dataset.h"
+#include "pipeline/dataset_internal.h"
 #include "pipeline/geometry.h"
-#include "pipeline/sampler.h"
+#include "pipeline/sampler_internal.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -105,6 +105,10 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
 {
     int st = reel__sampler_check(&s->sampler, err);
     if (st != REEL_OK) return st;
+    if (reel__sampler_fixed_count(&s->sampler) < 1)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "loader: the fps sampler gives each video its own frame count; the loader's batches "
+                               "are fixed-shape (use the count sampler, or reel.vlm per video)");
     if (s->batch_size < 1 || s->batch_size > (1 << 20))
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: batch_size %d not in [1, 2^20]", s->batch_size);
     if (s->on_error < REEL_ON_ERROR_SKIP || s->on_error > REEL_ON_ERROR_RAISE)
@@ -281,7 +285,8 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->src = reel__source_of(ds, &l->src_ctx);
     l->out_w = ow;
     l->out_h = oh;
-    l->T = s.sampler.frames_per_clip;
+    /* the count sampler rounds its count to the frame factor */
+    l->T = (int)(reel__sampler_fixed_count(&s.sampler) / s.sampler.clips_per_video);
     l->K = s.sampler.clips_per_video;
     l->esize = reel__dtype_size(s.transform.dtype);
     reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);

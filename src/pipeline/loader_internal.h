@@ -6,7 +6,7 @@
 #define REEL_PIPELINE_LOADER_INTERNAL_H
 
 #include "reel/pipeline.h"
-#include "pipeline/dataset.h"
+#include "pipeline/dataset_internal.h"
 #include "pipeline/metrics.h"
 #include "pipeline/plan.h"
 #include "pipeline/queue.h"

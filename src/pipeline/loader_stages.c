@@ -6,10 +6,10 @@
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "core/clock.h"
-#include "pipeline/dataset.h"
+#include "pipeline/dataset_internal.h"
 #include "pipeline/geometry.h"
 #include "pipeline/rng.h"
-#include "pipeline/sampler.h"
+#include "pipeline/sampler_internal.h"
 
 #ifdef __linux__
 #include <sys/prctl.h>

@@ -1,7 +1,8 @@
 /* sampler.c: the four clip samplers and the past-the-end policies
- * (repeat_last, wrap, drop, error), following torchcodec's definitions;
- * the public reel_sampler_run and the loader's reel__sampler_run. */
-#include "pipeline/sampler.h"
+ * (repeat_last, wrap, drop, error), following torchcodec's definitions; the
+ * whole-video fps and count samplers, following qwen-vl-utils 0.0.14; the
+ * public reel_sampler_run / _describe and the loader's reel__sampler_run. */
+#include "pipeline/sampler_internal.h"
 #include "core/error.h"
 
 #include <math.h>
@@ -9,7 +10,7 @@
 
 int reel__sampler_check(const reel_sampler_settings *s, reel_error *err)
 {
-    if (s->kind < REEL_SAMPLE_RANDOM_INDICES || s->kind > REEL_SAMPLE_REGULAR_TIMES)
+    if (s->kind < REEL_SAMPLE_RANDOM_INDICES || s->kind > REEL_SAMPLE_COUNT)
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: unknown kind %d", s->kind);
     if (s->clips_per_video < 1 || s->clips_per_video > 4096)
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: clips_per_video %d not in [1, 4096]",
@@ -27,7 +28,34 @@ int reel__sampler_check(const reel_sampler_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: unknown policy %d", s->policy);
     if (!(s->seconds_between_clip_starts >= 0) || !isfinite(s->seconds_between_clip_starts))
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: seconds_between_clip_starts must be >= 0");
+    if (s->kind == REEL_SAMPLE_FPS || s->kind == REEL_SAMPLE_COUNT) {
+        if (s->clips_per_video != 1)
+            return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: the fps and count samplers give one clip, not %d",
+                                   s->clips_per_video);
+        if (s->frame_factor < 1 || s->frame_factor > 4096)
+            return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: frame_factor %d not in [1, 4096]",
+                                   s->frame_factor);
+        if (s->range_start < 0 || s->range_end < 0)
+            return reel__error_set(err, REEL_E_INVALID_ARG,
+                                   "sampler: the fps and count samplers take a range in "
+                                   "seconds >= 0");
+    }
+    if (s->kind == REEL_SAMPLE_FPS) {
+        if (!(s->fps > 0) || !isfinite(s->fps))
+            return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: fps must be > 0");
+        if (s->min_frames < 0 || s->max_frames < 0 || s->max_frames > (1 << 24))
+            return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: min_frames %d / max_frames %d out of range",
+                                   s->min_frames, s->max_frames);
+    }
     return REEL_OK;
+}
+
+int64_t reel__sampler_fixed_count(const reel_sampler_settings *s)
+{
+    if (s->kind == REEL_SAMPLE_FPS) return -1;
+    if (s->kind == REEL_SAMPLE_COUNT)
+        return (int64_t)nearbyint((double)s->frames_per_clip / s->frame_factor) * s->frame_factor;
+    return (int64_t)s->clips_per_video * s->frames_per_clip;
 }
 
 void reel_sampler_default_settings(reel_sampler_settings *s)
@@ -39,6 +67,10 @@ void reel_sampler_default_settings(reel_sampler_settings *s)
     s->frames_per_clip = 8;
     s->frame_stride = 1;
     s->policy = REEL_CLIP_REPEAT_LAST;
+    s->fps = 2.0;
+    s->min_frames = 4;
+    s->max_frames = 768;
+    s->frame_factor = 2;
 }
 
 /* torch.linspace(start, end, steps, dtype=torch.int), computed as torch does:
@@ -240,6 +272,104 @@ static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in
     return REEL_OK;
 }
 
+/* round(num / den) half to even, den > 0 (Python's round, exactly) */
+static int64_t div_round_half_even(int64_t num, int64_t den)
+{
+    int64_t q = num / den, r = num % den;
+    if (r < 0) {
+        q -= 1;
+        r += den;
+    }
+    if (2 * r > den || (2 * r == den && (q & 1))) q += 1;
+    return q;
+}
+
+/* The range and count of the whole-video kinds, as qwen-vl-utils 0.0.14's
+ * calculate_video_frame_range and smart_nframes compute them (the same
+ * double operations in the same order, so the same roundings). */
+static int whole_video(const reel_sampler_settings *s, const reel_sampler_input *in, const char *name,
+                       reel_sampler_result *r, reel_error *err)
+{
+    int64_t first, total;
+    reel__sampler_segment(in, &first, &total);
+    if (total <= 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: no frames in the sampled segment", name);
+    double fps = in->avg_fps;
+    if (!(fps > 0)) {
+        double span = to_seconds(in, in->table[first + total - 1].pts + in->table[first + total - 1].duration -
+                                         in->table[first].pts);
+        fps = span > 0 ? (double)total / span : 0;
+    }
+    if (!(fps > 0) || !isfinite(fps))
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: cannot infer the frame rate", name);
+    int64_t start = 0, end = total - 1;
+    if (s->range_start > 0 || s->range_end > 0) {
+        double max_duration = (double)total / fps;
+        if (s->range_start > 0) start = (int64_t)ceil(fmin(s->range_start, max_duration) * fps);
+        if (s->range_end > 0) {
+            end = (int64_t)floor(fmin(s->range_end, max_duration) * fps);
+            if (end > total - 1) end = total - 1;
+        }
+        if (start >= end)
+            return reel__error_set(err, REEL_E_OUT_OF_RANGE,
+                                   "%s: empty time range: start frame %lld (at %g s) is not before end frame %lld "
+                                   "(at %g s) of %lld frames at %g fps",
+                                   name, (long long)start, s->range_start, (long long)end,
+                                   s->range_end > 0 ? s->range_end : max_duration, (long long)total, fps);
+    }
+    const int64_t N = end - start + 1, ff = s->frame_factor;
+    double n;
+    if (s->kind == REEL_SAMPLE_COUNT) {
+        n = (double)reel__sampler_fixed_count(s);
+    } else {
+        double min_f = ceil((double)s->min_frames / (double)ff) * (double)ff;
+        double max_f = floor((double)s->max_frames / (double)ff) * (double)ff;
+        double x = (double)N / fps * s->fps;
+        if (x < min_f) x = min_f;
+        if (x > max_f) x = max_f;
+        if (x > (double)N) x = (double)N;
+        n = floor(x / (double)ff) * (double)ff;
+    }
+    if (!(n >= (double)ff && n <= (double)N))
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: %g frames not in [%lld, %lld], the frames in its range",
+                               name, n, (long long)ff, (long long)N);
+    r->num_frames = (int64_t)n;
+    r->range_first = first + start;
+    r->range_frames = N;
+    r->video_fps = fps;
+    r->sample_fps = n / (double)N * fps;
+    return REEL_OK;
+}
+
+int reel__sampler_describe(const reel_sampler_settings *s, const reel_sampler_input *in, const char *name,
+                           reel_sampler_result *r, reel_error *err)
+{
+    memset(r, 0, sizeof *r);
+    if (!in->table || in->n <= 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", name);
+    if (in->tb_num <= 0 || in->tb_den <= 0) return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
+    if (s->kind == REEL_SAMPLE_FPS || s->kind == REEL_SAMPLE_COUNT) return whole_video(s, in, name, r, err);
+    int64_t first, count;
+    reel__sampler_segment(in, &first, &count);
+    r->num_frames = reel__sampler_fixed_count(s);
+    r->range_first = first;
+    r->range_frames = count;
+    r->video_fps = in->avg_fps;
+    return REEL_OK;
+}
+
+/* linspace(first, first + N - 1, n) rounded half to even: torch.linspace in
+ * float32 then .round(), which equals the exact quotient rounded half to
+ * even (checked against torch over 26,000 (start, N, n) triples). */
+static int run_whole_video(const reel_sampler_settings *s, const reel_sampler_input *in, const char *name, int64_t *out,
+                           reel_error *err)
+{
+    reel_sampler_result r;
+    int st = whole_video(s, in, name, &r, err);
+    if (st != REEL_OK) return st;
+    const int64_t n = r.num_frames, span = r.range_frames - 1;
+    for (int64_t i = 0; i < n; i++) out[i] = r.range_first + (n == 1 ? 0 : div_round_half_even(span * i, n - 1));
+    return REEL_OK;
+}
+
 int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
                       const char *name, int64_t *out, reel_error *err)
 {
@@ -247,24 +377,55 @@ int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_input *
     if (in->tb_num <= 0 || in->tb_den <= 0) return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
     if (s->kind == REEL_SAMPLE_RANDOM_INDICES || s->kind == REEL_SAMPLE_REGULAR_INDICES)
         return run_index(s, in, key, name, out, err);
+    if (s->kind == REEL_SAMPLE_FPS || s->kind == REEL_SAMPLE_COUNT) return run_whole_video(s, in, name, out, err);
     return run_time(s, in, key, name, out, err);
+}
+
+/* The checks the public calls share; fills the internal input. */
+static int public_input(const char *what, const reel_sampler_settings *s, const reel_sampler_video *v,
+                        reel_sampler_input *in, reel_error *err)
+{
+    if (!s || !v) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: NULL argument", what);
+    int st = reel__sampler_check(s, err);
+    if (st != REEL_OK) return st;
+    const char *name = v->name ? v->name : "video";
+    if (v->time_base_num <= 0 || v->time_base_den <= 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: invalid time base %d/%d", name, v->time_base_num,
+                               v->time_base_den);
+    reel_sampler_input i = { v->table,       v->num_frames,    v->time_base_num, v->time_base_den,
+                             v->average_fps, v->segment_start, v->segment_end };
+    *in = i;
+    return REEL_OK;
+}
+
+int reel_sampler_describe(const reel_sampler_settings *s, const reel_sampler_video *v, reel_sampler_result *out,
+                          reel_error *err)
+{
+    if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_sampler_describe: NULL argument");
+    reel_sampler_input in;
+    int st = public_input("reel_sampler_describe", s, v, &in, err);
+    if (st != REEL_OK) return st;
+    return reel__sampler_describe(s, &in, v->name ? v->name : "video", out, err);
 }
 
 int reel_sampler_run(const reel_sampler_settings *s, const reel_sampler_video *v, uint64_t seed, uint64_t epoch,
                      uint64_t sample, int64_t *out, size_t out_len, reel_error *err)
 {
-    if (!s || !v || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_sampler_run: NULL argument");
-    int st = reel__sampler_check(s, err);
+    if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_sampler_run: NULL argument");
+    reel_sampler_input in;
+    int st = public_input("reel_sampler_run", s, v, &in, err);
     if (st != REEL_OK) return st;
-    if (out_len < (size_t)s->clips_per_video * (size_t)s->frames_per_clip)
-        return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "reel_sampler_run: room for %zu indices, %d needed",
-                               out_len, s->clips_per_video * s->frames_per_clip);
     const char *name = v->name ? v->name : "video";
-    if (v->time_base_num <= 0 || v->time_base_den <= 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: invalid time base %d/%d", name, v->time_base_num,
-                               v->time_base_den);
-    reel_sampler_input in = { v->table,       v->num_frames,    v->time_base_num, v->time_base_den,
-                              v->average_fps, v->segment_start, v->segment_end };
+    int64_t need = reel__sampler_fixed_count(s);
+    if (need < 0) {
+        reel_sampler_result r;
+        st = reel__sampler_describe(s, &in, name, &r, err);
+        if (st != REEL_OK) return st;
+        need = r.num_frames;
+    }
+    if (out_len < (size_t)need)
+        return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "reel_sampler_run: room for %zu indices, %lld needed",
+                               out_len, (long long)need);
     reel_rng_key key = { seed, epoch, sample, REEL_RNG_SAMPLER, 0 };
     return reel__sampler_run(s, &in, &key, name, out, err);
 }

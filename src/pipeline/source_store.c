@@ -3,8 +3,8 @@
  * decodes them ("decode jpeg", "decode raw", "decode h264"). One store
  * reader per worker thread; the store itself is shared. */
 #include "pipeline/source.h"
-#include "pipeline/dataset.h"
-#include "store/store.h"
+#include "pipeline/dataset_internal.h"
+#include "store/store_internal.h"
 #include "core/error.h"
 
 #include <stdlib.h>

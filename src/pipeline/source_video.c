@@ -2,7 +2,7 @@
  * stage 1 opens and indexes with reel_decoder, stage 2 decodes the sampled
  * frames with one planned call. */
 #include "pipeline/source.h"
-#include "pipeline/dataset.h"
+#include "pipeline/dataset_internal.h"
 #include "core/error.h"
 
 static int video_open(void *ctx, void *tls, const reel_dataset *ds, int64_t sample, const reel_source_open *o,

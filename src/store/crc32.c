@@ -4,7 +4,7 @@
  * on x86-64 with PCLMULQDQ it folds 64 bytes per step with carry-less
  * multiplies (about 10x av_crc's table walk); elsewhere, and for the last
  * bytes, av_crc. */
-#include "store/store.h"
+#include "store/store_internal.h"
 
 #include <libavutil/crc.h>
 

@@ -1,7 +1,7 @@
 /* encode.c: the store's frame encoders: JPEG (libjpeg-turbo), raw RGB24
  * (optionally zstd per frame), and short-GOP H.264 (libx264 through
  * libavcodec, in Matroska written to memory). All deterministic. */
-#include "store/store.h"
+#include "store/store_internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* index.c: the store's byte formats (header, record entries, index file),
  * bounds-checked parsing of untrusted bytes, and the open store: the index
  * read into memory with per-record frame tables and class names. */
-#include "store/store.h"
-#include "io/io.h"
+#include "store/store_internal.h"
+#include "io/io_internal.h"
 
 #include <inttypes.h>
 #include <math.h>

@@ -2,7 +2,7 @@
  * API: only the iMCU columns that hold the window (jpeg_crop_scanline) and
  * only the rows down to its bottom, so a 224 crop of a 340x256 frame does
  * about 60% of a whole decode. The pixels equal the whole decode's. */
-#include "store/store.h"
+#include "store/store_internal.h"
 
 #include <setjmp.h>
 #include <stdio.h>

@@ -3,10 +3,10 @@
  * aligned records of shard files with a journal that makes a killed build
  * resumable; and the merge of the parts' journals into the index. */
 #define _GNU_SOURCE
-#include "store/store.h"
+#include "store/store_internal.h"
 #include "core/clock.h"
-#include "pipeline/dataset.h"
-#include "pipeline/sampler.h"
+#include "pipeline/dataset_internal.h"
+#include "pipeline/sampler_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,10 +2,10 @@
  * of the wanted frames (through src/io, so shards may be remote), checks
  * their checksums, and decodes them (libjpeg-turbo, zstd, or reel's own
  * decoder for H.264 records) into RGB24 frames for a visitor; and verify. */
-#include "store/store.h"
+#include "store/store_internal.h"
 #include "core/clock.h"
 #include "core/frame.h"
-#include "io/io.h"
+#include "io/io_internal.h"
 #include "io/remote.h"
 
 #include <stdio.h>

@@ -8,7 +8,7 @@
 #include "reel/pipeline.h"
 #include "core/json.h"
 #include "pipeline/rng.h"
-#include "pipeline/sampler.h"
+#include "pipeline/sampler_internal.h"
 #include "loader_common.h"
 
 #include <math.h>

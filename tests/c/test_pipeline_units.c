@@ -10,7 +10,7 @@
 #include "pipeline/plan.h"
 #include "pipeline/queue.h"
 #include "pipeline/rng.h"
-#include "pipeline/sampler.h"
+#include "pipeline/sampler_internal.h"
 
 #include <math.h>
 #include <pthread.h>

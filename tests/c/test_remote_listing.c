@@ -5,7 +5,7 @@
 #include "harness.h"
 
 #include "io/remote.h"
-#include "pipeline/dataset.h"
+#include "pipeline/dataset_internal.h"
 
 #include <stdlib.h>
 #include <string.h>

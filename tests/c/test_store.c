@@ -11,7 +11,7 @@
 #include "testgen.h"
 
 #include "reel/store.h"
-#include "store/store.h"
+#include "store/store_internal.h"
 
 #include <math.h>
 #include <signal.h>

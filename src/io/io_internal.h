@@ -1,8 +1,8 @@
-/* io.h: random-access byte sources named by a URI: local files (file.c),
+/* io_internal.h: random-access byte sources named by a URI: local files (file.c),
  * http(s):// and s3:// objects (http.c, s3.c) behind one table of operations,
  * so the decoder (through an AVIOContext) and the packed store read either. */
-#ifndef REEL_IO_IO_H
-#define REEL_IO_IO_H
+#ifndef REEL_IO_IO_INTERNAL_H
+#define REEL_IO_IO_INTERNAL_H
 
 #include "reel/common.h"
 

@@ -1,6 +1,6 @@
-/* dataset.h: the dataset's private layout, read by the loader. */
-#ifndef REEL_PIPELINE_DATASET_H
-#define REEL_PIPELINE_DATASET_H
+/* dataset_internal.h: the dataset's private layout, read by the loader. */
+#ifndef REEL_PIPELINE_DATASET_INTERNAL_H
+#define REEL_PIPELINE_DATASET_INTERNAL_H
 
 #include "reel/pipeline.h"
 

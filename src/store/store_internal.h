@@ -1,8 +1,8 @@
-/* store.h: the packed store's internals: the in-memory record, the index and
+/* store_internal.h: the packed store's internals: the in-memory record, the index and
  * journal byte formats (docs/STORE.md), checksums, and the pieces that the
  * builder (pack.c), the encoders (encode.c) and the reader (read.c) share. */
-#ifndef REEL_STORE_STORE_H
-#define REEL_STORE_STORE_H
+#ifndef REEL_STORE_STORE_INTERNAL_H
+#define REEL_STORE_STORE_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>

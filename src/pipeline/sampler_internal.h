@@ -1,8 +1,8 @@
-/* sampler.h: per-video clip samplers (random/regular, by index/by time) as
+/* sampler_internal.h: per-video clip samplers (random/regular, by index/by time) as
  * pure functions of the frame table and a counter-based random key, so the
  * frames a sample gets never depend on threads or scheduling. */
-#ifndef REEL_PIPELINE_SAMPLER_H
-#define REEL_PIPELINE_SAMPLER_H
+#ifndef REEL_PIPELINE_SAMPLER_INTERNAL_H
+#define REEL_PIPELINE_SAMPLER_INTERNAL_H
 
 #include "reel/pipeline.h"
 #include "pipeline/rng.h"
@@ -20,8 +20,17 @@ typedef struct reel_sampler_input {
 /* Validates settings that do not depend on a video. */
 int reel__sampler_check(const reel_sampler_settings *s, reel_error *err);
 
-/* Fills out[clips_per_video * frames_per_clip] with absolute frame indices,
- * clip after clip. `name` is used in messages. Returns REEL_E_OUT_OF_RANGE
+/* Frames a sample gets under `s` when that does not depend on the video
+ * (clips_per_video * frames_per_clip; the count sampler's rounded count);
+ * -1 for REEL_SAMPLE_FPS. */
+int64_t reel__sampler_fixed_count(const reel_sampler_settings *s);
+
+/* reel_sampler_describe on the internal input. */
+int reel__sampler_describe(const reel_sampler_settings *s, const reel_sampler_input *in, const char *name,
+                           reel_sampler_result *r, reel_error *err);
+
+/* Fills out[clips_per_video * frames_per_clip] (whole-video kinds: the
+ * describe count) with absolute frame indices, clip after clip. `name` is used in messages. Returns REEL_E_OUT_OF_RANGE
  * (with a message) when the video cannot give the clips. */
 int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
                       const char *name, int64_t *out, reel_error *err);

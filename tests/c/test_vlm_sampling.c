@@ -1,0 +1,209 @@
+/* test_vlm_sampling.c: the whole-video samplers (REEL_SAMPLE_FPS, _COUNT)
+ * and the pixel-budget size policy, against values qwen-vl-utils 0.0.14
+ * computes (smart_nframes, calculate_video_frame_range, torch.linspace,
+ * smart_resize); the Python tests compare with the package itself. */
+#include "harness.h"
+#include "loader_common.h"
+
+#include "reel/pipeline.h"
+
+#include <math.h>
+
+/* 300 frames at 30 fps, time base 1/15360 */
+static reel_frame_entry *table_30fps(int64_t n)
+{
+    reel_frame_entry *t = calloc((size_t)n, sizeof *t);
+    for (int64_t i = 0; i < n; i++) {
+        t[i].pts = i * 512;
+        t[i].duration = 512;
+        t[i].pos = -1;
+        t[i].decode_order = (int32_t)i;
+    }
+    return t;
+}
+
+static void check_run(const reel_sampler_settings *s, const reel_sampler_video *v, const int64_t *want, int64_t n,
+                      double sample_fps)
+{
+    reel_sampler_result r;
+    CHECK_OK(reel_sampler_describe(s, v, &r, NULL));
+    CHECK_EQ_INT(r.num_frames, n);
+    CHECK_NEAR(r.sample_fps, sample_fps, 1e-12);
+    int64_t o[64];
+    CHECK_OK(reel_sampler_run(s, v, 0, 0, 0, o, 64, NULL));
+    for (int64_t i = 0; i < n; i++) CHECK_EQ_INT(o[i], want[i]);
+    if (n > 1) CHECK_STATUS(reel_sampler_run(s, v, 0, 0, 0, o, (size_t)n - 1, NULL), REEL_E_BUFFER_TOO_SMALL);
+}
+
+TEST(fps_sampler_is_qwen_smart_nframes)
+{
+    reel_frame_entry *tab = table_30fps(300);
+    reel_sampler_video v = { tab, 300, 1, 15360, 30.0, 0, -1, "long.mp4" };
+    reel_sampler_settings s;
+    reel_sampler_default_settings(&s);
+    CHECK_NEAR(s.fps, 2.0, 0);
+    CHECK_EQ_INT(s.min_frames, 4);
+    CHECK_EQ_INT(s.max_frames, 768);
+    CHECK_EQ_INT(s.frame_factor, 2);
+    s.kind = REEL_SAMPLE_FPS;
+    /* {} -> 20 frames over 0..299, sample fps 2 */
+    const int64_t d[20] = {
+        0, 16, 31, 47, 63, 79, 94, 110, 126, 142, 157, 173, 189, 205, 220, 236, 252, 268, 283, 299
+    };
+    check_run(&s, &v, d, 20, 2.0);
+    /* fps 1, video_start 1.5, video_end 7.2 */
+    s.fps = 1.0;
+    s.range_start = 1.5;
+    s.range_end = 7.2;
+    const int64_t r[4] = { 45, 102, 159, 216 };
+    check_run(&s, &v, r, 4, 0.6976744186046512);
+    /* fps 0.1 with min_frames 5 (ceil to 6) */
+    s.range_start = s.range_end = 0;
+    s.fps = 0.1;
+    s.min_frames = 5;
+    const int64_t m[6] = { 0, 60, 120, 179, 239, 299 };
+    check_run(&s, &v, m, 6, 0.6);
+    /* fps 4 with max_frames 11 (floor to 10) */
+    s.fps = 4;
+    s.min_frames = 4;
+    s.max_frames = 11;
+    const int64_t x[10] = { 0, 33, 66, 100, 133, 166, 199, 233, 266, 299 };
+    check_run(&s, &v, x, 10, 1.0);
+    /* the range is relative to the sample's segment */
+    s.max_frames = 768;
+    s.fps = 2;
+    v.segment_start = 2.0; /* frame 60 on */
+    reel_sampler_result res;
+    CHECK_OK(reel_sampler_describe(&s, &v, &res, NULL));
+    CHECK_EQ_INT(res.range_first, 60);
+    CHECK_EQ_INT(res.range_frames, 240);
+    CHECK_EQ_INT(res.num_frames, 16);
+    v.segment_start = 0;
+    /* errors: an empty range, too few frames, bad settings */
+    reel_error err;
+    reel_error_clear(&err);
+    s.range_start = 5;
+    s.range_end = 5;
+    CHECK_STATUS(reel_sampler_describe(&s, &v, &res, &err), REEL_E_OUT_OF_RANGE);
+    CHECK(strstr(err.message, "long.mp4: ") == err.message && strstr(err.message, "range"));
+    s.range_start = s.range_end = 0;
+    v.num_frames = 3; /* max(min_frames 4) > 3 frames -> floor(3) = 2 frames */
+    const int64_t tiny[2] = { 0, 2 };
+    check_run(&s, &v, tiny, 2, 2.0 / 3.0 * 30.0);
+    v.num_frames = 1;
+    CHECK_STATUS(reel_sampler_describe(&s, &v, &res, NULL), REEL_E_OUT_OF_RANGE);
+    v.num_frames = 300;
+    s.clips_per_video = 2;
+    CHECK_STATUS(reel_sampler_describe(&s, &v, &res, NULL), REEL_E_INVALID_ARG);
+    s.clips_per_video = 1;
+    s.fps = 0;
+    CHECK_STATUS(reel_sampler_describe(&s, &v, &res, NULL), REEL_E_INVALID_ARG);
+    free(tab);
+}
+
+TEST(count_sampler_rounds_half_to_even)
+{
+    reel_frame_entry *tab = table_30fps(300);
+    reel_sampler_video v = { tab, 300, 1, 15360, 30.0, 0, -1, "long.mp4" };
+    reel_sampler_settings s;
+    reel_sampler_default_settings(&s);
+    s.kind = REEL_SAMPLE_COUNT;
+    s.frames_per_clip = 7; /* round(3.5) = 4 -> 8 frames */
+    const int64_t e[8] = { 0, 43, 85, 128, 171, 214, 256, 299 };
+    check_run(&s, &v, e, 8, 0.8);
+    s.frames_per_clip = 5; /* round(2.5) = 2 -> 4 frames: half to even */
+    reel_sampler_result r;
+    CHECK_OK(reel_sampler_describe(&s, &v, &r, NULL));
+    CHECK_EQ_INT(r.num_frames, 4);
+    s.frames_per_clip = 302; /* more than the video has */
+    CHECK_STATUS(reel_sampler_describe(&s, &v, &r, NULL), REEL_E_OUT_OF_RANGE);
+    free(tab);
+}
+
+/* The loader takes the count sampler (one fixed-shape clip per video, its
+ * frames those of reel_sampler_run, read back from the pixels) and refuses
+ * the fps one, whose length differs per video. */
+TEST(loader_runs_the_count_sampler_and_refuses_fps)
+{
+    reel_dataset *ds = dataset_of_videos(1);
+    reel_loader_settings ls = readable_settings();
+    ls.sampler.kind = REEL_SAMPLE_COUNT;
+    ls.sampler.frame_stride = 1;
+    ls.sampler.frames_per_clip = 5; /* round(2.5) = 2 -> 4 frames */
+    ls.shuffle = 0;
+    reel_loader *l = NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    CHECK_OK(reel_loader_create(&l, ds, &ls, &err));
+    int seen = 0;
+    for (;;) {
+        reel_batch *b = NULL;
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        if (!b) break;
+        CHECK_EQ_INT(b->shape[1], 4);
+        for (int64_t r = 0; r < b->num_clips; r++) {
+            int64_t n = g_frames[b->clips[r].sample];
+            for (int t = 0; t < 4; t++) {
+                /* linspace(0, n - 1, 4) rounded half to even */
+                double x = (double)(n - 1) * t / 3.0;
+                int64_t want = (int64_t)nearbyint(x);
+                CHECK_EQ_INT(b->clips[r].frame_indices[t], want);
+                CHECK_EQ_INT(read_frame_index(b, r, t, b->clips[r].flipped), want);
+            }
+            seen++;
+        }
+        CHECK_OK(reel_loader_release(l, b));
+    }
+    CHECK_EQ_INT(seen, NVID);
+    reel_loader_destroy(&l);
+    ls.sampler.kind = REEL_SAMPLE_FPS;
+    reel_error_clear(&err);
+    CHECK_STATUS(reel_loader_create(&l, ds, &ls, &err), REEL_E_INVALID_ARG);
+    CHECK(l == NULL && strstr(err.message, "fps sampler") != NULL);
+    reel_dataset_destroy(&ds);
+}
+
+TEST(size_policy_is_qwen_smart_resize)
+{
+    reel_size_policy p;
+    reel_size_policy_default_settings(&p);
+    CHECK_EQ_INT(p.kind, REEL_SIZE_PIXEL_BUDGET);
+    CHECK_EQ_INT(p.factor, 28);
+    int w = 0, h = 0;
+    CHECK_OK(reel_size_policy_apply(&p, 1280, 720, 20, &w, &h, NULL));
+    CHECK_EQ_INT(h, 560);
+    CHECK_EQ_INT(w, 1008);
+    p.total_pixels = 200000; /* 20 frames share it: the floor int(min * 1.05) wins */
+    CHECK_OK(reel_size_policy_apply(&p, 1280, 720, 20, &w, &h, NULL));
+    CHECK_EQ_INT(h, 224);
+    CHECK_EQ_INT(w, 420);
+    p.total_pixels = 0;
+    p.min_pixels = 1000000; /* scaled up and ceiled */
+    CHECK_OK(reel_size_policy_apply(&p, 320, 240, 20, &w, &h, NULL));
+    CHECK_EQ_INT(h, 868);
+    CHECK_EQ_INT(w, 1176);
+    p.min_pixels = 0;
+    p.max_pixels = 50000; /* below min_pixels: refused as qwen asserts */
+    reel_error err;
+    reel_error_clear(&err);
+    CHECK_STATUS(reel_size_policy_apply(&p, 1920, 1080, 20, &w, &h, &err), REEL_E_INVALID_ARG);
+    CHECK(strstr(err.message, "max_pixels") != NULL);
+    p.max_pixels = 0;
+    p.width = 99; /* resized_width / resized_height: the image bounds */
+    p.height = 101;
+    CHECK_OK(reel_size_policy_apply(&p, 1920, 1080, 20, &w, &h, NULL));
+    CHECK_EQ_INT(h, 112);
+    CHECK_EQ_INT(w, 112);
+    /* smart_resize itself: an extreme ratio and the 200 limit */
+    CHECK_OK(reel_smart_resize(15, 3000, 28, 128 * 784, 768 * 784, &h, &w, NULL));
+    CHECK_EQ_INT(h, 28);
+    CHECK_EQ_INT(w, 4480);
+    CHECK_STATUS(reel_smart_resize(10, 3000, 28, 0, 1e9, &h, &w, NULL), REEL_E_INVALID_ARG);
+    /* fixed */
+    p.kind = REEL_SIZE_FIXED;
+    p.width = 64;
+    p.height = 48;
+    CHECK_OK(reel_size_policy_apply(&p, 1920, 1080, 20, &w, &h, NULL));
+    CHECK_EQ_INT(w, 64);
+    CHECK_EQ_INT(h, 48);
+}
