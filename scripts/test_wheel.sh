@@ -105,7 +105,8 @@ outside=""
 while IFS= read -r f; do
     for n in $(readelf -d "$f" 2>/dev/null | awk '/NEEDED/ {gsub(/[\[\]]/, "", $5); print $5}'); do
         [ -e "$tmp/unpacked/reel.libs/$n" ] && continue
-        [[ " $policy_libs " == *" $n "* ]] || outside+=" $(basename "$f")->$n"
+        # ld-linux: glibc's dynamic loader itself, always the system's
+        [[ " $policy_libs ld-linux-x86-64.so.2 " == *" $n "* ]] || outside+=" $(basename "$f")->$n"
     done
 done < <(find "$tmp/unpacked" -type f \( -name '*.so*' -o -path '*/_bin/*' \))
 [ -z "$outside" ] && ok "DT_NEEDED: only reel.libs/ and $tag policy libraries" || bad "DT_NEEDED outside the $tag policy:$outside"
