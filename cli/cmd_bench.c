@@ -147,6 +147,9 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
            m->clips_per_second);
     printf("  coverage     %.2f%% (%lld of %lld attempts), %lld failed, %lld replaced\n", m->coverage * 100,
            (long long)m->successes, (long long)m->attempts, (long long)m->failures, (long long)m->replacements);
+    if (!strcmp(m->stages[REEL_STAGE_DECODE].name, "image decode")) /* a packed store's source */
+        printf("               of the sampled frames only: `reel pack --verify %s` checks every record of the store\n",
+               path);
     printf("  data time    %.3f s waiting for batches, %.3f s between them (model time)\n", m->data_time_s,
            m->model_time_s);
     printf("  decoding     %lld frames decoded for %lld delivered: amplification %.2f\n", (long long)m->frames_decoded,

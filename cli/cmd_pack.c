@@ -14,7 +14,8 @@ static void usage(FILE *out)
 {
     fprintf(out, "usage: reel pack SOURCE OUT_DIR [options]   build a store (SOURCE: a folder or a manifest)\n"
                  "       reel pack --merge OUT_DIR            write the index of a store built in parts\n"
-                 "       reel pack --verify OUT_DIR           read every record, check every checksum\n"
+                 "       reel pack --verify OUT_DIR           read every record, check every checksum and that\n"
+                 "                                            no shard holds bytes past its last record\n"
                  "\n"
                  "options:\n"
                  "  --size S | --size WxH   stored size: short side S (aspect kept; default 256) or exactly WxH\n"
@@ -89,14 +90,17 @@ static int run_verify(const char *dir, int json)
         printf("{\"store\": ");
         cli_json_str(stdout, dir);
         printf(", \"ok\": %s, \"records\": %lld, \"frames\": %lld, \"bytes\": %lld, \"bad\": %lld, "
-               "\"failed_to_pack\": %lld, \"first_problem\": ",
+               "\"failed_to_pack\": %lld, \"shards\": %lld, \"bad_shards\": %lld, \"bytes_past_records\": %lld, "
+               "\"first_problem\": ",
                st == REEL_OK ? "true" : "false", (long long)rep.records, (long long)rep.frames, (long long)rep.bytes,
-               (long long)rep.bad, (long long)rep.failed_to_pack);
+               (long long)rep.bad, (long long)rep.failed_to_pack, (long long)rep.shards, (long long)rep.bad_shards,
+               (long long)rep.bytes_past_records);
         cli_json_str(stdout, st == REEL_OK ? "" : err.message);
         printf("}\n");
     } else if (st == REEL_OK) {
-        printf("%s: ok: %lld records (%lld failed to pack), %lld frames, %lld bytes checked\n", dir,
-               (long long)rep.records, (long long)rep.failed_to_pack, (long long)rep.frames, (long long)rep.bytes);
+        printf("%s: ok: %lld records (%lld failed to pack), %lld frames, %lld bytes in %lld shards checked\n", dir,
+               (long long)rep.records, (long long)rep.failed_to_pack, (long long)rep.frames, (long long)rep.bytes,
+               (long long)rep.shards);
     }
     if (st != REEL_OK) fprintf(stderr, "reel pack --verify: %s\n", err.message);
     return st == REEL_OK ? 0 : 1;

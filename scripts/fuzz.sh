@@ -47,15 +47,31 @@ if [ ! -f "$seeds/.made" ]; then
     printf '\001path\tlabel\na.mp4\tcat\nb.mp4\tdog\n' >"$seeds/fuzz_manifest/b.tsv"
     printf '\002{"path": "a.mp4", "label": "cat", "start": 0.5}\n{"path": "b\\u00e9.mp4", "label": 3}\n' \
         >"$seeds/fuzz_manifest/c.jsonl"
-    mkdir -p "$w/ds/cat"
-    "$reel" synth "$w/ds/cat/v.mp4" --size 64x48 --frames 6 >/dev/null 2>&1
-    "$reel" pack "$w/ds" "$w/store" --size 32 --no-progress >/dev/null 2>&1
-    cp "$w/store/store.idx" "$seeds/fuzz_store_index/store.idx"
     printf '<?xml version="1.0"?><ListBucketResult><IsTruncated>true</IsTruncated><Contents><Key>train/cat/a&amp;b.mp4</Key></Contents><Contents><Key>train/dog/&#x41;.mp4</Key></Contents><NextContinuationToken>1/abc=</NextContinuationToken></ListBucketResult>' \
         >"$seeds/fuzz_remote_responses/page.xml"
     printf 'Content-Range: bytes 0-262143/2570956\r\n' >"$seeds/fuzz_remote_responses/range.txt"
     touch "$seeds/.made"
 fi
+# fuzz_store_index's stores (its own folder marker: older seed folders lack them):
+# two small videos packed as jpeg, raw, raw+zstd (42x32: rows of 126 bytes) and
+# h264; the target reads each fuzzed index against the shards of the store of
+# its header's format, and every index is a seed
+if [ ! -f "$seeds/fuzz_store_index/.stores" ]; then
+    w="$seeds/work"
+    rm -rf "$w/stores" "$w/sds"
+    mkdir -p "$w/sds/cat" "$w/sds/dog" "$seeds/fuzz_store_index"
+    "$reel" synth "$w/sds/cat/v.mp4" --size 64x48 --frames 6 --gop 3 >/dev/null 2>&1
+    "$reel" synth "$w/sds/dog/v.mp4" --size 48x36 --frames 6 --gop 3 >/dev/null 2>&1
+    for f in "jpeg --format jpeg" "raw --format raw" "rawz --format raw --zstd 3" "h264 --format h264"; do
+        set -- $f
+        name=$1
+        shift
+        "$reel" pack "$w/sds" "$w/stores/$name" --size 32 --threads 1 --no-progress "$@" >/dev/null 2>&1
+        cp "$w/stores/$name/store.idx" "$seeds/fuzz_store_index/$name.idx"
+    done
+    touch "$seeds/fuzz_store_index/.stores"
+fi
+export REEL_FUZZ_STORES="$(cd "$seeds" && pwd)/work/stores"
 export REEL_FUZZ_VIDEO="$(cd "$seeds" && pwd)/work/sidecar.mp4"
 shared_rel="$root/../shared/reliability"
 

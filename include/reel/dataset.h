@@ -87,6 +87,13 @@ REEL_API void reel_dataset_destroy(reel_dataset **ds);
 /** Number of entries. */
 REEL_API size_t reel_dataset_get_size(const reel_dataset *ds);
 
+/** What a checkpoint knows the dataset by: a 64-bit hash (FNV-1a) of its
+ *  entries in order: the last two parts of each path ("class/video.mp4",
+ *  without a URL's query) and its segment. The same dataset mounted or
+ *  served elsewhere keeps it; another list, order or segment changes it.
+ *  0 for NULL. */
+REEL_API uint64_t reel_dataset_get_fingerprint(const reel_dataset *ds);
+
 /** Entry i. The path pointer lives as long as the dataset. */
 REEL_API int reel_dataset_get(const reel_dataset *ds, size_t i, reel_sample *out, reel_error *err);
 

@@ -20,7 +20,13 @@
  * Determinism: every random choice (shuffle, clip starts, crops, flips,
  * replacements) is a counter-based function of (seed, epoch, sample, draw),
  * so in ordered mode the batches do not depend on thread counts, timing or
- * where a run was resumed. */
+ * where a run was resumed.
+ *
+ * Elastic resume: the epoch's order and each rank's stripe of it are those
+ * of reel/order.h. reel_loader_get_checkpoint() saves the global number of
+ * samples consumed (the same on every rank of a synchronous job);
+ * reel_loader_restore_checkpoint() continues the epoch on any rank, world
+ * size, batch size, thread count or worker count. */
 #ifndef REEL_LOADER_H
 #define REEL_LOADER_H
 
@@ -30,6 +36,7 @@
 #include "dataset.h"
 #include "sampler.h"
 #include "io.h"
+#include "order.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -98,11 +105,6 @@ typedef enum reel_error_policy {
     REEL_ON_ERROR_RAISE = 2    /**< reel_loader_next() returns the sample's error for its batch */
 } reel_error_policy;
 
-typedef enum reel_shard_mode {
-    REEL_SHARD_PAD = 0, /**< repeat samples from the start so every rank has ceil(N/world) */
-    REEL_SHARD_DROP = 1 /**< drop the tail so every rank has floor(N/world) */
-} reel_shard_mode;
-
 /** A failure record: the video, why, and where it was in the epoch. */
 typedef struct reel_failure {
     char path[1024];
@@ -127,8 +129,8 @@ typedef struct reel_loader_settings {
     int shuffle;                /**< shuffle every epoch; default 1 */
     uint64_t seed;              /**< drives shuffle, samplers, crops, flips, replacement; default 0 */
     int64_t epochs;             /**< epochs to run; 0: no limit; default 1 */
-    int rank, world_size;       /**< sharding; default 0, 1 */
-    reel_shard_mode shard_mode; /**< reel_shard_mode; default PAD */
+    int rank, world_size;       /**< sharding: batches are stripes of one global order (reel/order.h); default 0, 1 */
+    reel_shard_mode shard_mode; /**< reel_shard_mode, on the epoch's remainder; default PAD */
     int ordered;                /**< 1 (default): batches in sampler order,
                                      deterministic; 0: as they are ready */
     reel_error_policy on_error; /**< reel_error_policy; default SKIP */
@@ -195,7 +197,16 @@ typedef struct reel_loader_settings {
      *  TLS (copied by reel_loader_create; its strings must outlive the
      *  loader). NULL (default): reel_remote_default_settings(). */
     const struct reel_remote_settings *remote;
-    uint8_t reserved[64]; /**< zero (the defaults function clears it); room to grow without an ABI break */
+    /** The canonical layout of the order (reel/order.h): spans and the
+     *  samples taken from each in turn. 0 (default): this run's world_size
+     *  and batch_size. A restored checkpoint brings its own. */
+    int canonical_ranks, canonical_batch;
+    /** DataLoader workers of this rank and this one (the stripe of worker w
+     *  is that of rank w * world_size + rank of world_size * num_workers, so
+     *  round-robin over the workers gives the batches of a run without
+     *  them); default 0 (one), 0. */
+    int num_workers, worker;
+    uint8_t reserved[48]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;
 
 /** Fills `s` with the defaults documented on each field (Kinetics-like:
@@ -240,14 +251,41 @@ typedef struct reel_batch {
     int64_t position;    /**< rank-local epoch position of its first sample */
     int64_t num_samples; /**< samples the batch was planned with */
     int64_t num_failed;  /**< of those, samples skipped after failing */
+    /** Global samples of the epoch's order consumed once every rank has
+     *  consumed this batch (and those before it): the checkpoint's
+     *  samples_seen right after it (reel_stripe_batch.samples_seen_after). */
+    int64_t samples_seen;
 } reel_batch;
 
-/** Resumable position: the next batch starts at sample `position` (rank-local)
- *  of `epoch`. */
+/** Resumable position (same topology only; see reel_loader_checkpoint):
+ *  the next batch starts at sample `position` (rank-local, as counted by an
+ *  uninterrupted run of this topology) of `epoch`. */
 typedef struct reel_loader_state {
     int64_t epoch;
     int64_t position;
 } reel_loader_state;
+
+/** Version of reel_loader_checkpoint this library writes (and the newest it reads). */
+#define REEL_CHECKPOINT_VERSION 2
+
+/** An elastic checkpoint: where the epoch is, as a global count, and what
+ *  fixes its order. Every rank of a synchronous job (every rank having
+ *  consumed as many batches) saves the same one. Plain data. */
+typedef struct reel_loader_checkpoint {
+    int32_t version; /**< REEL_CHECKPOINT_VERSION */
+    int64_t epoch;
+    int64_t samples_seen; /**< global samples of the epoch's order consumed, 0..num_samples */
+    uint64_t seed;
+    int32_t canonical_ranks; /**< the order's canonical layout */
+    int32_t canonical_batch;
+    int32_t shuffle; /**< the order's shuffle settings */
+    int64_t shuffle_window;
+    int64_t num_samples; /**< the dataset: its size and a hash of its entries */
+    uint64_t dataset_hash;
+    int32_t world_size; /**< the topology it was saved under (informative) */
+    int32_t batch_size;
+    int32_t num_workers;
+} reel_loader_checkpoint;
 
 
 /** Pipeline stages, for metrics. */
@@ -341,15 +379,36 @@ REEL_API int reel_loader_epoch_shape(int64_t num_samples, int world_size, reel_s
                                      int64_t batch_size, int drop_last, int64_t *per_rank, int64_t *batches,
                                      reel_error *err);
 
-/** The position to resume from: the epoch and the rank-local sample after
- *  the last batch handed out. In unordered mode, batches handed out beyond
- *  the first gap are not counted, so a restore repeats them. */
+/** The position to resume from on the same topology: the epoch and the
+ *  rank-local sample after the last batch handed out. In unordered mode,
+ *  batches handed out beyond the first gap are not counted, so a restore
+ *  repeats them. reel_loader_get_checkpoint() is the elastic successor. */
 REEL_API int reel_loader_get_state(const reel_loader *l, reel_loader_state *state);
 
-/** Cancels work in flight and restarts at `state`. Batches still held stay
- *  valid until released. The batches that follow are exactly those an
- *  uninterrupted run would have produced (ordered mode). */
+/** Cancels work in flight and restarts at `state` (of this topology).
+ *  Batches still held stay valid until released. The batches that follow
+ *  are exactly those an uninterrupted run would have produced (ordered
+ *  mode). reel_loader_restore_checkpoint() is the elastic successor. */
 REEL_API int reel_loader_restore(reel_loader *l, const reel_loader_state *state, reel_error *err);
+
+/** The elastic checkpoint after the last batch handed out (in unordered
+ *  mode: after the first gap). Once an epoch's last batch is out, it is the
+ *  next epoch with samples_seen 0. */
+REEL_API int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *out);
+
+/** Cancels work in flight and continues the checkpoint's epoch from its
+ *  samples_seen on this loader's rank, world size, batch size, workers and
+ *  threads, with the checkpoint's canonical layout: exactly the samples not
+ *  yet consumed, each with the frames, crop and flip it would have had.
+ *  Refused (REEL_E_INVALID_ARG, the message names the field) for a newer
+ *  version, another dataset (size or entries), seed or shuffle settings, or
+ *  values out of range; the loader is then unchanged. */
+REEL_API int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_checkpoint *cp, reel_error *err);
+
+/** The settings of the loader's order (its read blocks valid while the
+ *  loader lives; the canonical layout as now), so that another consumer
+ *  (Ray, a custom sampler) can make the same reel_order and plan with it. */
+REEL_API int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out);
 
 /** A snapshot of the metrics. */
 REEL_API int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m);

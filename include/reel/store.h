@@ -107,9 +107,14 @@ typedef struct reel_store_verify_report {
     int64_t bad;                             /**< records that failed a check */
     int64_t failed_to_pack;                  /**< records stored as failures */
     char first_problem[REEL_ERROR_MSG_SIZE]; /**< "" when all is well */
+    int64_t shards;             /**< shard files that hold records, checked for bytes past their last record */
+    int64_t bad_shards;         /**< of those, shards with bytes after their last record (damage: the shard
+                                     was appended to or replaced, though its records may all read) */
+    int64_t bytes_past_records; /**< those bytes, all shards */
 } reel_store_verify_report;
 
-/** Reads every record and checks every checksum. REEL_OK with bad == 0
+/** Reads every record and checks every checksum, and that every shard ends
+ *  where its last record does. REEL_OK with bad == 0 and bad_shards == 0
  *  when the store is sound; REEL_E_CORRUPT (first problem in err) if not. */
 REEL_API int reel_store_verify(const char *dir, reel_store_verify_report *report, reel_error *err);
 

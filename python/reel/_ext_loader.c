@@ -101,6 +101,10 @@ static const setting_field loader_fields[] = {
     SF("trace_capacity", trace_capacity, 'i'),
     SF("pin_memory", pin_memory, 'i'),
     SF("shuffle_window", shuffle_window, 'I'),
+    SF("canonical_ranks", canonical_ranks, 'i'),
+    SF("canonical_batch", canonical_batch, 'i'),
+    SF("num_workers", num_workers, 'i'),
+    SF("worker", worker, 'i'),
 };
 #undef SF
 #define N_LOADER_FIELDS (sizeof loader_fields / sizeof loader_fields[0])
@@ -583,9 +587,9 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
         if (!c) goto done;
         PyList_SET_ITEM(clips, (Py_ssize_t)i, c);
     }
-    meta = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L}", "epoch", (long long)b->epoch, "index", (long long)b->index,
+    meta = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}", "epoch", (long long)b->epoch, "index", (long long)b->index,
                          "position", (long long)b->position, "num_samples", (long long)b->num_samples, "num_failed",
-                         (long long)b->num_failed);
+                         (long long)b->num_failed, "samples_seen", (long long)b->samples_seen);
     if (!meta) goto done;
     result = PyTuple_Pack(4, (PyObject *)frames, (PyObject *)labels, clips, meta);
 done:
@@ -640,6 +644,106 @@ static PyObject *loader_restore(LoaderObject *self, PyObject *args)
         self->epoch = epoch;
         self->delivered = 0;
         self->cur_batches = position == 0 ? reel_loader_get_batches_per_epoch(self->loader) : -1;
+    }
+    PyThread_release_lock(self->lock);
+    if (r != REEL_OK) {
+        reel_state *st = state_of((PyObject *)self);
+        return st ? raise_err(st, r, &err, NULL) : NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* The elastic checkpoint as a dict (reel_loader_checkpoint's fields). */
+static PyObject *loader_get_checkpoint(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (loader_check(self) < 0) return NULL;
+    reel_loader_checkpoint c;
+    memset(&c, 0, sizeof c);
+    int r;
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    r = self->loader ? reel_loader_get_checkpoint(self->loader, &c) : REEL_E_CANCELLED;
+    PyThread_release_lock(self->lock);
+    Py_END_ALLOW_THREADS if (r != REEL_OK)
+    {
+        reel_state *st = state_of((PyObject *)self);
+        return st ? raise_reel(st, r, NULL, NULL, NULL) : NULL;
+    }
+    return Py_BuildValue("{s:i,s:L,s:L,s:K,s:i,s:i,s:O,s:L,s:L,s:K,s:i,s:i,s:i}", "version", (int)c.version, "epoch",
+                         (long long)c.epoch, "samples_seen", (long long)c.samples_seen, "seed",
+                         (unsigned long long)c.seed, "canonical_ranks", (int)c.canonical_ranks, "canonical_batch",
+                         (int)c.canonical_batch, "shuffle", c.shuffle ? Py_True : Py_False, "shuffle_window",
+                         (long long)c.shuffle_window, "num_samples", (long long)c.num_samples, "dataset_hash",
+                         (unsigned long long)c.dataset_hash, "world_size", (int)c.world_size, "batch_size",
+                         (int)c.batch_size, "num_workers", (int)c.num_workers);
+}
+
+static int dict_ll(PyObject *d, const char *key, long long *out)
+{
+    PyObject *v = PyDict_GetItemString(d, key); /* borrowed */
+    if (!v) {
+        PyErr_Format(PyExc_KeyError, "checkpoint has no %s", key);
+        return -1;
+    }
+    *out = PyLong_AsLongLong(v);
+    return *out == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static int dict_ull(PyObject *d, const char *key, unsigned long long *out)
+{
+    PyObject *v = PyDict_GetItemString(d, key);
+    if (!v) {
+        PyErr_Format(PyExc_KeyError, "checkpoint has no %s", key);
+        return -1;
+    }
+    *out = PyLong_AsUnsignedLongLongMask(v);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+/* Continues the dict's epoch from its samples_seen on this loader. */
+static PyObject *loader_restore_checkpoint(LoaderObject *self, PyObject *d)
+{
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "restore_checkpoint takes the dict get_checkpoint() gives");
+        return NULL;
+    }
+    if (loader_check(self) < 0) return NULL;
+    reel_loader_checkpoint c;
+    memset(&c, 0, sizeof c);
+    long long version, ranks, batch, shuffle, window, world, bsize, workers;
+    unsigned long long seed, hash;
+    long long epoch, seen, n;
+    if (dict_ll(d, "version", &version) < 0 || dict_ll(d, "epoch", &epoch) < 0 ||
+        dict_ll(d, "samples_seen", &seen) < 0 || dict_ull(d, "seed", &seed) < 0 ||
+        dict_ll(d, "canonical_ranks", &ranks) < 0 || dict_ll(d, "canonical_batch", &batch) < 0 ||
+        dict_ll(d, "shuffle", &shuffle) < 0 || dict_ll(d, "shuffle_window", &window) < 0 ||
+        dict_ll(d, "num_samples", &n) < 0 || dict_ull(d, "dataset_hash", &hash) < 0 ||
+        dict_ll(d, "world_size", &world) < 0 || dict_ll(d, "batch_size", &bsize) < 0 ||
+        dict_ll(d, "num_workers", &workers) < 0)
+        return NULL;
+    c.version = (int32_t)version;
+    c.epoch = epoch;
+    c.samples_seen = seen;
+    c.seed = seed;
+    c.canonical_ranks = (int32_t)ranks;
+    c.canonical_batch = (int32_t)batch;
+    c.shuffle = (int32_t)shuffle;
+    c.shuffle_window = window;
+    c.num_samples = n;
+    c.dataset_hash = hash;
+    c.world_size = (int32_t)world;
+    c.batch_size = (int32_t)bsize;
+    c.num_workers = (int32_t)workers;
+    reel_error err;
+    reel_error_clear(&err);
+    int r;
+    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    r = self->loader ? reel_loader_restore_checkpoint(self->loader, &c, &err) : REEL_E_CANCELLED;
+    Py_END_ALLOW_THREADS if (r == REEL_OK)
+    {
+        self->epoch = epoch;
+        self->delivered = 0;
+        self->cur_batches = seen == 0 ? reel_loader_get_batches_per_epoch(self->loader) : -1;
     }
     PyThread_release_lock(self->lock);
     if (r != REEL_OK) {
@@ -770,7 +874,8 @@ static PyObject *dataset_info_dict(const reel_dataset *ds)
         PyList_SET_ITEM(names, (Py_ssize_t)i, v);
     }
     if (!names) return NULL;
-    return Py_BuildValue("{s:n,s:N}", "size", (Py_ssize_t)n, "class_names", names);
+    return Py_BuildValue("{s:n,s:N,s:K}", "size", (Py_ssize_t)n, "class_names", names, "fingerprint",
+                         (unsigned long long)reel_dataset_get_fingerprint(ds));
 }
 
 /* (samples per rank, batches) of one epoch: the loader's own arithmetic,
@@ -835,6 +940,10 @@ static PyMethodDef loader_methods[] = {
     { "get_state", (PyCFunction)loader_get_state, METH_NOARGS, "get_state($self)\n--\n\n(epoch, position)." },
     { "restore", (PyCFunction)loader_restore, METH_VARARGS,
       "restore($self, epoch, position)\n--\n\nRestarts at a saved state." },
+    { "get_checkpoint", (PyCFunction)loader_get_checkpoint, METH_NOARGS,
+      "get_checkpoint($self)\n--\n\nThe elastic checkpoint (reel_loader_checkpoint) as a dict." },
+    { "restore_checkpoint", (PyCFunction)loader_restore_checkpoint, METH_O,
+      "restore_checkpoint($self, checkpoint)\n--\n\nContinues a checkpoint's epoch on this loader." },
     { "batches_per_epoch", (PyCFunction)loader_batches_per_epoch, METH_NOARGS, "batches_per_epoch($self)\n--\n\n" },
     { "metrics", (PyCFunction)loader_metrics, METH_NOARGS,
       "metrics($self)\n--\n\nA snapshot of the metrics as a dict." },

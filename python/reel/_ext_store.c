@@ -156,10 +156,12 @@ static PyObject *mod_store_verify(PyObject *module, PyObject *arg)
     if (r != REEL_OK && r != REEL_E_CORRUPT)
         res = raise_err(st, r, &err, PyBytes_AS_STRING(b));
     else
-        res = Py_BuildValue("{s:O,s:L,s:L,s:L,s:L,s:L,s:s}", "ok", r == REEL_OK ? Py_True : Py_False, "records",
-                            (long long)rep.records, "frames", (long long)rep.frames, "bytes", (long long)rep.bytes,
-                            "bad", (long long)rep.bad, "failed_to_pack", (long long)rep.failed_to_pack, "first_problem",
-                            rep.first_problem);
+        res = Py_BuildValue("{s:O,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s}", "ok", r == REEL_OK ? Py_True : Py_False,
+                            "records", (long long)rep.records, "frames", (long long)rep.frames, "bytes",
+                            (long long)rep.bytes, "bad", (long long)rep.bad, "failed_to_pack",
+                            (long long)rep.failed_to_pack, "shards", (long long)rep.shards, "bad_shards",
+                            (long long)rep.bad_shards, "bytes_past_records", (long long)rep.bytes_past_records,
+                            "first_problem", rep.first_problem);
     Py_DECREF(b);
     return res;
 }

@@ -28,7 +28,7 @@ BATCH_LAYOUTS = {"BTCHW": _reel.BATCH_BTCHW, "BCTHW": _reel.BATCH_BCTHW, "BTHWC"
 ON_ERROR = {"skip": _reel.ON_ERROR_SKIP, "replace": _reel.ON_ERROR_REPLACE, "raise": _reel.ON_ERROR_RAISE}
 SHARD = {"pad": _reel.SHARD_PAD, "drop": _reel.SHARD_DROP}
 
-_STATE_VERSION = 1
+_STATE_VERSION = 2  # 1: {epoch, position} of one topology; 2: elastic (samples_seen)
 
 
 class ClipInfo(NamedTuple):
@@ -48,18 +48,24 @@ class ClipInfo(NamedTuple):
     pts: Tuple[int, ...]       #: presentation timestamps in time_base units
     pts_seconds: Tuple[float, ...]
     time_base: Fraction
+    epoch: int = 0             #: the batch's epoch
+    samples_seen: int = 0      #: the batch's samples_seen (see Batch.samples_seen)
 
 
 class Batch:
     """One batch: ``frames`` (reel.Frames, [B, T, C, H, W] by default, a view
     of a ring buffer), ``labels`` (reel.Frames of int64, [B]) and ``info`` (one
     ClipInfo per clip), plus ``epoch``, ``index`` (batch number in the epoch),
-    ``position``, ``num_samples`` and ``num_failed``.
+    ``position`` (of its first sample in the epoch's global order),
+    ``num_samples``, ``num_failed`` and ``samples_seen`` (the global count of
+    the epoch's samples consumed once every rank has consumed this batch: the
+    state's ``samples_seen`` right after it).
 
     The ring buffer goes back to the loader when the batch and every array
     viewing it (torch tensors, numpy arrays) are freed."""
 
-    __slots__ = ("frames", "labels", "info", "epoch", "index", "position", "num_samples", "num_failed")
+    __slots__ = ("frames", "labels", "info", "epoch", "index", "position", "num_samples", "num_failed",
+                 "samples_seen")
 
     def __init__(self, frames: Frames, labels: Frames, info: List[ClipInfo], meta: Dict[str, int]) -> None:
         self.frames = frames
@@ -70,6 +76,7 @@ class Batch:
         self.position: int = meta["position"]
         self.num_samples: int = meta["num_samples"]
         self.num_failed: int = meta["num_failed"]
+        self.samples_seen: int = meta["samples_seen"]
 
     def __len__(self) -> int:
         return self.frames.shape[0]
@@ -87,13 +94,13 @@ class Batch:
                 f"clips={len(self.info)})")
 
 
-def _clip_info(d: Dict[str, Any]) -> ClipInfo:
+def _clip_info(d: Dict[str, Any], meta: Dict[str, int]) -> ClipInfo:
     tb = Fraction(*d["time_base"]) if d["time_base"][1] else Fraction(0)
     f = float(tb)
     pts = tuple(d["pts"])
     return ClipInfo(d["path"], d["label"], d["sample"], d["requested"], d["position"], d["clip"],
                     d["attempt"], d["padded"], d["flipped"], d["crop"], tuple(d["frame_indices"]),
-                    pts, tuple(p * f for p in pts), tb)
+                    pts, tuple(p * f for p in pts), tb, meta["epoch"], meta["samples_seen"])
 
 
 def _dataset_entries(source: Any) -> Any:
@@ -136,6 +143,14 @@ def dataset_info(source: Any) -> Dict[str, Any]:
     paths / (path, label[, start, end]) / dicts), without starting a loader.
     class_names is empty when labels are integers. Raises NotFoundError for a
     missing folder or manifest, ReelError for an empty or unreadable one."""
+    info = dataset_identity(source)
+    del info["fingerprint"]
+    return info
+
+
+def dataset_identity(source: Any) -> Dict[str, Any]:
+    """dataset_info() plus ``fingerprint``: the hash of the entries a loader
+    state names its dataset by."""
     src = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
     return dict(_reel.dataset_info(_dataset_entries(src)))
 
@@ -165,6 +180,8 @@ def _settings(
     corrupt: str, trace: bool, trace_capacity: Optional[int], pin_memory: bool = False,
     min_coverage: float = 0.0, failure_log_size: Optional[int] = None,
     shuffle_window: Union[int, str, None] = None, remote: Optional[Dict[str, Any]] = None,
+    canonical_ranks: Optional[int] = None, canonical_batch: Optional[int] = None, num_workers: int = 1,
+    worker: int = 0,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults."""
     h, w = opt.size_hw("size", size)
@@ -209,6 +226,10 @@ def _settings(
         "pin_memory": int(bool(pin_memory)),
         "min_coverage": float(min_coverage),
         "shuffle_window": _shuffle_window(shuffle_window),
+        "canonical_ranks": int(canonical_ranks or 0),
+        "canonical_batch": int(canonical_batch or 0),
+        "num_workers": int(num_workers),
+        "worker": int(worker),
     }
     optional = {"transform.flip_probability": flip_probability, "max_replacements": max_replacements,
                 "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity,
@@ -288,9 +309,19 @@ class Loader:
 
     Order and resume: ``shuffle`` each epoch from ``seed``; every random choice
     is a function of (seed, epoch, sample), so batches do not depend on thread
-    counts and ``state_dict()`` / ``load_state_dict()`` resume exactly.
+    counts and ``state_dict()`` / ``load_state_dict()`` resume exactly, also on
+    another ``rank``/``world_size``/``batch_size``/thread count (elastic resume:
+    the state holds the global ``samples_seen`` of the epoch's one order).
     ``epochs=None`` runs until closed; each ``for batch in loader`` runs to the
-    end of the current epoch. ``rank``/``world_size`` shard the dataset.
+    end of the current epoch. ``rank``/``world_size`` shard the dataset: each
+    epoch has one global order, and rank r's k-th batch is the r-th run of
+    ``batch_size`` samples in the k-th global batch of ``world_size *
+    batch_size``. ``canonical_ranks``/``canonical_batch`` (default: this run's
+    world_size and batch_size; a loaded state brings its own) fix how that
+    order is laid out: the shuffled order is cut into ``canonical_ranks``
+    spans taken ``canonical_batch`` samples at a time, so each rank of the
+    first run reads its own span. ``num_workers``/``worker``: this loader is
+    DataLoader worker ``worker`` of its rank (reel.torch.VideoDataset sets them).
     A packed store is shuffled shard by shard by default (FFCV's quasi-random
     order: its shards in a shuffled order, the records of each shuffled within
     it, so reads stay sequential); ``shuffle_window="full"`` shuffles it fully,
@@ -380,6 +411,10 @@ class Loader:
         failure_log_size: Optional[int] = None,
         shuffle_window: Union[int, str, None] = None,
         remote: Optional[Dict[str, Any]] = None,
+        canonical_ranks: Optional[int] = None,
+        canonical_batch: Optional[int] = None,
+        num_workers: int = 1,
+        worker: int = 0,
     ) -> None:
         config = dict(locals())
         del config["self"], config["source"]
@@ -391,6 +426,7 @@ class Loader:
         self._loader = _reel.Loader(_dataset_entries(self._source), settings)
         info = self._loader.dataset_info()
         self.num_videos: int = info["size"]
+        self.fingerprint: int = info["fingerprint"]
         self.class_names: List[str] = info["class_names"]
         _live.add(self)
 
@@ -411,7 +447,7 @@ class Loader:
         if item is None:
             return None
         frames, labels, clips, meta = item
-        return Batch(frames, labels, [_clip_info(c) for c in clips], meta)
+        return Batch(frames, labels, [_clip_info(c, meta) for c in clips], meta)
 
     def __len__(self) -> int:
         """Batches per epoch for this rank."""
@@ -419,25 +455,43 @@ class Loader:
 
     # ---------------------------------------------------------------- state
     def state_dict(self) -> Dict[str, Any]:
-        """Where the next batch starts: restore it with load_state_dict() on a loader
-        built with the same dataset, seed and batch settings (any thread counts)."""
-        epoch, position = self._loader.get_state()
-        return {"version": _STATE_VERSION, "epoch": epoch, "position": position,
-                "seed": self._config["seed"], "batch_size": self._config["batch_size"],
-                "num_videos": self.num_videos, "rank": self._config["rank"],
-                "world_size": self._config["world_size"], "shuffle_window": self._config["shuffle_window"]}
+        """Where the epoch is, as a plain dict (picklable, JSON-able):
+
+        ``version``, ``epoch``, ``samples_seen`` (the global number of the
+        epoch's samples consumed: after k batches on every rank, k *
+        world_size * batch_size, so every rank of a synchronous job saves the
+        same state), ``seed``, ``canonical_ranks``, ``canonical_batch``,
+        ``shuffle``, ``shuffle_window``, ``num_videos``, ``fingerprint`` (of the
+        dataset's entries) and ``topology`` (the world_size, batch_size and
+        num_workers it was saved under). Load it with load_state_dict() on any
+        rank, world size, batch size or thread count."""
+        c = self._loader.get_checkpoint()
+        return {"version": _STATE_VERSION, "epoch": c["epoch"], "samples_seen": c["samples_seen"],
+                "seed": c["seed"], "canonical_ranks": c["canonical_ranks"],
+                "canonical_batch": c["canonical_batch"], "shuffle": c["shuffle"],
+                "shuffle_window": self._config["shuffle_window"], "num_videos": c["num_samples"],
+                "fingerprint": c["dataset_hash"],
+                "topology": {"world_size": c["world_size"], "batch_size": c["batch_size"],
+                             "num_workers": c["num_workers"]}}
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Restarts at a saved position; batches still held stay valid."""
-        if state.get("version") != _STATE_VERSION:
-            raise ValueError(f"unsupported loader state version {state.get('version')!r}")
-        for key, mine in (("num_videos", self.num_videos), ("seed", self._config["seed"]),
-                          ("batch_size", self._config["batch_size"]),
-                          ("world_size", self._config["world_size"]), ("rank", self._config["rank"]),
-                          ("shuffle_window", self._config["shuffle_window"])):
-            if key in state and state[key] != mine:
-                raise ValueError(f"loader state is for {key}={state[key]!r}, this loader has {mine!r}")
-        self._loader.restore(int(state["epoch"]), int(state["position"]))
+        """Continues a saved epoch on this loader: exactly the samples not yet
+        consumed (split over this loader's ranks and batches), each with the
+        frames, crop and flip it would have had. Batches still held stay
+        valid. Raises ValueError for a state of another dataset, seed or
+        shuffle, and for one written by a newer reel."""
+        version = check_state(state, self.num_videos, self.fingerprint, self._config)
+        if version == 1:
+            self._loader.restore(int(state["epoch"]), int(state["position"]))
+            return
+        topo = state.get("topology", {})
+        self._loader.restore_checkpoint({
+            "version": 2, "epoch": int(state["epoch"]), "samples_seen": int(state["samples_seen"]),
+            "seed": int(state["seed"]) & 0xFFFFFFFFFFFFFFFF, "canonical_ranks": int(state["canonical_ranks"]),
+            "canonical_batch": int(state["canonical_batch"]), "shuffle": int(bool(state["shuffle"])),
+            "shuffle_window": _shuffle_window(state["shuffle_window"]), "num_samples": int(state["num_videos"]),
+            "dataset_hash": int(state["fingerprint"]), "world_size": int(topo.get("world_size", 1)),
+            "batch_size": int(topo.get("batch_size", 1)), "num_workers": int(topo.get("num_workers", 1))})
 
     # ---------------------------------------------------------------- reporting
     def metrics(self) -> Dict[str, Any]:
@@ -513,6 +567,35 @@ class _EpochIterator:
             self._done = True
             raise StopIteration
         return batch
+
+
+def check_state(state: Dict[str, Any], num_videos: int, fingerprint: int, config: Dict[str, Any]) -> int:
+    """Raises ValueError unless `state` (a Loader/VideoDataset state) fits a
+    loader of this dataset and these options (Loader arguments; missing ones
+    at their defaults); returns its version."""
+    version = state.get("version")
+    if not isinstance(version, int) or version < 1:
+        raise ValueError(f"not a reel loader state (version {version!r})")
+    if version > _STATE_VERSION:
+        raise ValueError(f"loader state version {version} was written by a newer reel; "
+                         f"this one reads versions 1 to {_STATE_VERSION}")
+    checks: List[Tuple[str, Any]] = [("num_videos", num_videos), ("fingerprint", fingerprint),
+              ("seed", int(config.get("seed", 0)) & 0xFFFFFFFFFFFFFFFF),
+              ("shuffle", bool(config.get("shuffle", True))),
+              ("shuffle_window", config.get("shuffle_window"))]
+    if version == 1:  # {epoch, position}: rank-local, for one topology only
+        checks += [("batch_size", config.get("batch_size", 32)), ("world_size", config.get("world_size", 1)),
+                   ("rank", config.get("rank", 0))]
+    for key, mine in checks:
+        theirs: Any = state.get(key, mine)
+        if key == "seed":
+            theirs = int(theirs) & 0xFFFFFFFFFFFFFFFF
+        elif key == "shuffle":
+            theirs = bool(theirs)
+        if theirs != mine:
+            what = "another dataset" if key in ("num_videos", "fingerprint") else f"{key}={theirs!r}"
+            raise ValueError(f"loader state is for {what}; this loader has {key}={mine!r}")
+    return version
 
 
 def _rebuild_loader(source: Any, config: Dict[str, Any], state: Optional[Dict[str, Any]]) -> Loader:

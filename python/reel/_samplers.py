@@ -62,25 +62,14 @@ def _clips(decoder: VideoDecoder, frames: Frames, num_clips: int, t: int) -> Fra
                         nest(frames.pts_seconds), nest(frames.duration_seconds), layout)
 
 
-def _index_range(n: int, span: int, start: int, end: Optional[int]) -> "tuple[int, int]":
-    if start < 0:
-        start += n
-    if not 0 <= start < n:
-        raise ValueError(f"sampling_range_start ({start}) must be within the video's {n} frames")
+def _index_range(n: int, start: int, end: Optional[int]) -> "tuple[float, float]":
+    """torchcodec's index range as the C sampler's settings, unvalidated (the
+    C sampler alone validates ranges, so Python and the loader agree): None
+    is the automatic end (0 in C); an explicit end of 0 is frame 0, which C
+    spells -n (negatives count from the end)."""
     if end is None:
-        end = max(n - span + 1, 1)
-        if start >= end:
-            raise ValueError(
-                f"sampling_range_end was computed as {end} (the last start whose clip fits), which is "
-                f"<= sampling_range_start ({start}); pass a smaller sampling_range_start or "
-                f"sampling_range_end explicitly")
-    else:
-        if end < 0:
-            end += n
-        end = min(end, n)
-        if start >= end:
-            raise ValueError(f"sampling_range_start ({start}) must be < sampling_range_end ({end})")
-    return start, end
+        return float(start), 0.0
+    return float(start), float(end if end != 0 else -n)
 
 
 def _index_sampler(kind: str, decoder: VideoDecoder, num_clips: int, num_frames_per_clip: int,
@@ -91,12 +80,10 @@ def _index_sampler(kind: str, decoder: VideoDecoder, num_clips: int, num_frames_
         raise ValueError(f"num_clips must be > 0, got {num_clips}")
     if num_indices_between_frames <= 0:
         raise ValueError(f"num_indices_between_frames must be > 0, got {num_indices_between_frames}")
-    n = len(decoder)
-    span = num_indices_between_frames * (num_frames_per_clip - 1) + 1
-    start, end = _index_range(n, span, sampling_range_start, sampling_range_end)
+    start, end = _index_range(len(decoder), sampling_range_start, sampling_range_end)
     c_kind = _reel.SAMPLE_RANDOM_INDICES if kind == "random" else _reel.SAMPLE_REGULAR_INDICES
     flat = decoder._dec.sample_clips(c_kind, num_clips, num_frames_per_clip, num_indices_between_frames, 0.0,
-                                     float(start), float(end), fill, 0.0, _seed(seed) if kind == "random" else 0)
+                                     start, end, fill, 0.0, _seed(seed) if kind == "random" else 0)
     return _clips(decoder, decoder.get_frames_at(list(flat)), num_clips, num_frames_per_clip)
 
 
@@ -158,20 +145,19 @@ def _time_sampler(kind: str, decoder: VideoDecoder, num_clips: Optional[int], nu
     elif not seconds_between_frames > 0:
         raise ValueError(f"seconds_between_frames must be > 0, got {seconds_between_frames}")
 
-    if sampling_range_start is None:
-        sampling_range_start = begin
-    elif sampling_range_start < begin:
+    # torchcodec's times are absolute; the C sampler's range is relative to
+    # the first frame, with 0 as the automatic end and negatives counting from
+    # the end. Only what that cannot express is refused here; every other
+    # range check is the C sampler's, so Python and the loader agree.
+    rel_start = 0.0 if sampling_range_start is None else sampling_range_start - begin
+    if rel_start < 0:
         raise ValueError(f"sampling_range_start ({sampling_range_start}) is before the first frame ({begin})")
-    if sampling_range_end is None:
-        sampling_range_end = end_stream - (num_frames_per_clip - 1) * seconds_between_frames
-        if sampling_range_start >= sampling_range_end:
-            raise ValueError(
-                f"sampling_range_end was computed as {sampling_range_end} (the last start whose clip fits), "
-                f"which is <= sampling_range_start ({sampling_range_start}); pass sampling_range_end explicitly")
-    if sampling_range_start >= sampling_range_end:
-        raise ValueError(f"sampling_range_start ({sampling_range_start}) must be < "
-                         f"sampling_range_end ({sampling_range_end})")
-    sampling_range_end = min(sampling_range_end, end_stream)
+    rel_end = 0.0
+    if sampling_range_end is not None:
+        rel_end = sampling_range_end - begin
+        if rel_end <= 0:
+            raise ValueError(f"empty sampling range [{sampling_range_start}, {sampling_range_end}): its end is at "
+                             f"or before the first frame ({begin})")
 
     clips = num_clips or 1
     between = 0.0
@@ -180,14 +166,17 @@ def _time_sampler(kind: str, decoder: VideoDecoder, num_clips: Optional[int], nu
     else:
         c_kind = _reel.SAMPLE_REGULAR_TIMES
         if seconds_between_clip_starts is not None:
+            # as many clips as start inside the range the C sampler uses (its
+            # automatic end: the last start whose clip fits, at least the start)
             between = seconds_between_clip_starts
-            starts = [sampling_range_start + k * between for k in
-                      range(max(0, math.ceil((sampling_range_end - sampling_range_start) / between)))]
-            clips = len([x for x in starts if x < sampling_range_end])
-    # the C sampler's range is relative to the video's first frame
+            a = begin + rel_start
+            b = (sampling_range_end if sampling_range_end is not None else
+                 end_stream - (num_frames_per_clip - 1) * seconds_between_frames)
+            b = min(b, end_stream)
+            starts = [a + k * between for k in range(max(0, math.ceil((b - a) / between)))]
+            clips = max(1, len([x for x in starts if x < b]))
     flat = decoder._dec.sample_clips(c_kind, clips, num_frames_per_clip, 1, seconds_between_frames,
-                                     sampling_range_start - begin, sampling_range_end - begin, fill, between,
-                                     _seed(seed) if kind == "random" else 0)
+                                     rel_start, rel_end, fill, between, _seed(seed) if kind == "random" else 0)
     return _clips(decoder, decoder.get_frames_at(list(flat)), clips, num_frames_per_clip)
 
 

@@ -12,6 +12,12 @@
   reel.Loader, yielding whole batches (``DataLoader(ds, batch_size=None)``)
   or single clips; shards itself over DataLoader workers and
   torch.distributed ranks.
+- :class:`StatefulDataLoader`: a ``torch.utils.data.DataLoader`` over a
+  VideoDataset whose main process saves and loads the epoch's position, with
+  any number of workers (elastic resume: another world size, batch size or
+  worker count continues the epoch).
+- :func:`check_state_across_ranks`: checks with torch.distributed that every
+  rank saves the same state.
 - :class:`ClipDataset`: a ``torch.utils.data.Dataset`` of videos that returns
   clips sampled by the reel samplers; safe with DataLoader workers (fork or
   spawn).
@@ -29,7 +35,7 @@ from . import _options as _opt
 from . import _reel
 from ._decoder import VideoDecoder
 from ._loader import SHARD as _SHARD
-from ._loader import ClipInfo, Loader, dataset_info
+from ._loader import _STATE_VERSION, ClipInfo, Loader, check_state, dataset_identity, dataset_info
 from ._samplers import (
     clips_at_random_indices,
     clips_at_random_timestamps,
@@ -37,7 +43,8 @@ from ._samplers import (
     clips_at_regular_timestamps,
 )
 
-__all__ = ["as_tensor", "TorchBatch", "TorchClip", "TorchLoader", "VideoDataset", "ClipDataset"]
+__all__ = ["as_tensor", "TorchBatch", "TorchClip", "TorchLoader", "VideoDataset", "StatefulDataLoader",
+           "check_state_across_ranks", "ClipDataset"]
 
 
 def as_tensor(x: Any) -> torch.Tensor:
@@ -60,6 +67,8 @@ class TorchClip(NamedTuple):
     sample: int           #: dataset index that was decoded
     clip: int             #: clip number within its video
     padded: bool          #: a repeated sample that evens out the shards
+    epoch: int = 0        #: its batch's epoch
+    samples_seen: int = 0  #: its batch's samples_seen (the state right after the batch)
 
 
 class TorchLoader:
@@ -147,16 +156,25 @@ class VideoDataset(torch.utils.data.IterableDataset):
     ``num_workers=0`` is the recommended DataLoader setting: reel decodes on
     its own C threads, and batches reach the loop without a copy. With
     ``num_workers > 0`` it is still correct: each worker runs its own
-    loader over a disjoint share (shard ``rank * num_workers + worker_id``
-    of ``world_size * num_workers``; ``num_threads`` defaults to the cores
+    loader over a disjoint share (``num_threads`` defaults to the cores
     divided among the workers and the local ranks), and batches cross to the
-    main process through shared memory (one copy).
+    main process through shared memory (one copy). Worker w of rank r takes
+    the batches that DataLoader's round robin over the workers puts in the
+    places of a run without workers, so the batches a rank receives are the
+    same with any number of workers.
 
     Distributed: ``rank`` and ``world_size`` default to torch.distributed's
-    when it is initialised (else 0 and 1). Shares are strided over one
-    shuffled order, so the ranks' samples are disjoint and together cover
-    the dataset; ``shard="pad"`` (default) repeats a few samples (``padded``
-    in their info) so every rank gets as many batches, as DDP needs.
+    when it is initialised (else 0 and 1). Each epoch has one global order
+    and the ranks' batches are stripes of it (rank r's k-th batch is the r-th
+    ``batch_size`` samples of the k-th global batch), so the ranks' samples
+    are disjoint and together cover the dataset; ``shard="pad"`` (default)
+    repeats a few samples at the end (``padded`` in their info) so every rank
+    gets as many batches, as DDP needs.
+
+    Resume: :meth:`state_dict` / :meth:`load_state_dict` here (with
+    ``num_workers=0``), or :class:`StatefulDataLoader` (any number of
+    workers), continue an epoch on any world size, batch size or worker
+    count.
 
     Epochs: the shuffle, crops and flips depend on (seed, epoch). The epoch
     advances by itself in the process that iterates (``num_workers=0``, or
@@ -199,6 +217,9 @@ class VideoDataset(torch.utils.data.IterableDataset):
         self._key: Optional[Tuple[int, int, int]] = None
         self._resume: Optional[Dict[str, Any]] = None  # from load_state_dict, for the next iter()
         self._num_videos: Optional[int] = None
+        self._fingerprint: Optional[int] = None
+        self._canonical: Optional[Tuple[int, int]] = None  # a loaded state's layout, kept for later epochs
+        self._fresh = False  # the loader was just made (at epoch 0's start)
 
     def __len__(self) -> int:
         """Items one ``iter()`` yields in this process: batches (``clips=False``)
@@ -231,12 +252,21 @@ class VideoDataset(torch.utils.data.IterableDataset):
 
     def shard(self) -> Tuple[int, int]:
         """(shard, num_shards) for the calling process: the rank combined with
-        the DataLoader worker, when called inside one."""
+        the DataLoader worker, when called inside one (worker w of rank r of
+        W ranks is shard w * W + r of W * num_workers: its stripe of the order,
+        see reel/order.h)."""
         rank, world = self.distributed()
         info = torch.utils.data.get_worker_info()
         if info is None:
             return rank, world
-        return rank * info.num_workers + info.id, world * info.num_workers
+        return info.id * world + rank, world * info.num_workers
+
+    def dataset_identity(self) -> Tuple[int, int]:
+        """(number of videos, fingerprint of the entries) of the source."""
+        if self._num_videos is None or self._fingerprint is None:
+            info = dataset_identity(self.source)
+            self._num_videos, self._fingerprint = int(info["size"]), int(info["fingerprint"])
+        return self._num_videos, self._fingerprint
 
     def set_epoch(self, epoch: int) -> None:
         """Makes every following ``iter()`` run this epoch (call it before each
@@ -261,35 +291,70 @@ class VideoDataset(torch.utils.data.IterableDataset):
             local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
             if workers > 1 or local > 1:
                 args["num_threads"] = max(1, _cpu_count() // (workers * local))
+        if self._canonical is not None:
+            args.setdefault("canonical_ranks", self._canonical[0])
+            args.setdefault("canonical_batch", self._canonical[1])
+        rank, world = self.distributed()
         # In a worker the batches are copied into shared memory: pinning its ring would buy nothing.
-        self._loader = Loader(self.source, rank=shard, world_size=num_shards, epochs=None,
+        self._loader = Loader(self.source, rank=rank, world_size=world, epochs=None,
+                              num_workers=info.num_workers if info is not None else 1,
+                              worker=info.id if info is not None else 0,
                               pin_memory=self.pin_memory and info is None, **args)
         self._key = key
+        self._fresh = True  # at epoch 0's start, prefetching it
         return self._loader
 
     def state_dict(self) -> Dict[str, Any]:
         """Where the next ``iter()`` would resume: this process's loader state
-        (epoch and position after the last item handed out), as
-        :meth:`reel.Loader.state_dict`. Mid-epoch resume is for
-        ``num_workers=0`` (the recommended setting), where the loader lives in
-        this process. Before any iteration here (and so with DataLoader
-        workers, whose loaders live in the workers) it is the short form
-        ``{"epoch": e, "position": 0}``; with workers, resume at an epoch
-        boundary with ``set_epoch(e)``."""
+        (:meth:`reel.Loader.state_dict`: the epoch and the global
+        ``samples_seen``, the same on every rank). For ``num_workers=0``, where
+        the loader lives in this process; with workers use
+        :class:`StatefulDataLoader`. Before any iteration here it is the short
+        form ``{"epoch": e, "samples_seen": 0}``."""
         if self._resume is not None:
             return dict(self._resume)
         loader = self.loader
         if loader is None:
-            return {"epoch": self._epoch if self._epoch is not None else 0, "position": 0}
+            return {"epoch": self._epoch if self._epoch is not None else 0, "samples_seen": 0}
         return loader.state_dict()
 
+    def full_state(self, epoch: int, samples_seen: int) -> Dict[str, Any]:
+        """The whole state (as reel.Loader.state_dict) at (epoch, samples_seen)
+        of this dataset, built from its configuration without a loader."""
+        num_videos, fingerprint = self.dataset_identity()
+        params = _loader_parameters()
+
+        def arg(k: str) -> Any:
+            return self.loader_args.get(k, params[k].default)
+
+        world = self.distributed()[1]
+        ranks, batch = self._canonical or (arg("canonical_ranks") or world, arg("canonical_batch") or arg("batch_size"))
+        info = torch.utils.data.get_worker_info()
+        return {"version": _STATE_VERSION, "epoch": int(epoch), "samples_seen": int(samples_seen),
+                "seed": int(arg("seed")) & 0xFFFFFFFFFFFFFFFF, "canonical_ranks": int(ranks),
+                "canonical_batch": int(batch), "shuffle": bool(arg("shuffle")),
+                "shuffle_window": arg("shuffle_window"), "num_videos": num_videos, "fingerprint": fingerprint,
+                "topology": {"world_size": world, "batch_size": int(arg("batch_size")),
+                             "num_workers": info.num_workers if info is not None else 1}}
+
     def load_state_dict(self, state: Dict[str, Any]) -> None:
-        """Makes the next ``iter()`` resume at ``state`` (from :meth:`state_dict`
-        of a dataset with the same source, seed, batch and shard settings):
-        the rest of that epoch, exactly the items an uninterrupted run would
-        have yielded. Later epochs follow as usual."""
-        if "epoch" not in state or "position" not in state:
+        """Makes the next ``iter()`` continue ``state`` (from :meth:`state_dict`,
+        :meth:`reel.Loader.state_dict` or :meth:`StatefulDataLoader.state_dict`
+        of a dataset with the same source, seed and shuffle settings; any
+        world size, batch size or worker count): the rest of that epoch,
+        exactly the samples not yet consumed. Later epochs follow as usual.
+        Raises ValueError for another dataset, seed or shuffle, or a state
+        from a newer reel."""
+        if "epoch" not in state or ("samples_seen" not in state and "position" not in state):
             raise ValueError("state must come from VideoDataset.state_dict() or Loader.state_dict()")
+        if "version" in state:
+            params = _loader_parameters()
+            config = {k: self.loader_args.get(k, params[k].default) for k in params}
+            config.update(zip(("rank", "world_size"), self.distributed()))
+            num_videos, fingerprint = self.dataset_identity()
+            check_state(state, num_videos, fingerprint, config)
+            if "canonical_ranks" in state:
+                self._canonical = (int(state["canonical_ranks"]), int(state["canonical_batch"]))
         self._resume = dict(state)
         self._epoch = None
 
@@ -297,20 +362,21 @@ class VideoDataset(torch.utils.data.IterableDataset):
         """One epoch of this process's share."""
         loader = self._get_loader()
         state = loader.state_dict()
+        fresh, self._fresh = self._fresh, False
         if self._resume is not None:
             resume, self._resume = self._resume, None
             if "version" in resume:
                 loader.load_state_dict(resume)
             else:  # the short form state_dict() gives before any loader exists
-                state.update(epoch=int(resume["epoch"]), position=int(resume["position"]))
+                state.update(epoch=int(resume["epoch"]), samples_seen=int(resume.get("samples_seen", 0)))
                 loader.load_state_dict(state)
             return _DatasetIterator(loader, self.clips, torch.utils.data.get_worker_info() is not None)
         if self._epoch is not None:
             epoch = self._epoch
         else:  # the next epoch; one left unfinished is not resumed
-            epoch = state["epoch"] if state["position"] == 0 else state["epoch"] + 1
-        if (state["epoch"], state["position"]) != (epoch, 0):
-            state.update(epoch=epoch, position=0)
+            epoch = state["epoch"] if state["samples_seen"] == 0 else state["epoch"] + 1
+        if not (fresh and epoch == 0):
+            state.update(epoch=epoch, samples_seen=0)
             loader.load_state_dict(state)
         return _DatasetIterator(loader, self.clips, torch.utils.data.get_worker_info() is not None)
 
@@ -341,7 +407,7 @@ class VideoDataset(torch.utils.data.IterableDataset):
         state = self.__dict__.copy()
         state["_loader"] = None
         state["_key"] = None
-        state["_resume"] = None  # mid-epoch resume is for num_workers=0 (state_dict's doc)
+        # a pending resume goes along: DataLoader workers continue it
         if self.rank is None:  # a spawned worker has no process group: take it along
             dist = torch.distributed
             if dist.is_available() and dist.is_initialized():
@@ -402,10 +468,141 @@ class _DatasetIterator:
             # one copy; the ring buffer goes back now
             frames = _shared_copy(frames) if self._shared else frames.clone()
             ys = labels.tolist()
-            self._pending = [TorchClip(frames[i], ys[i], c.sample, c.clip, c.padded)
-                             for i, c in enumerate(batch.info)]
+            self._pending = [TorchClip(frames[i], ys[i], c.sample, c.clip, c.padded, batch.epoch,
+                                       batch.samples_seen) for i, c in enumerate(batch.info)]
             self._pending.reverse()
         return self._pending.pop()
+
+
+class StatefulDataLoader(torch.utils.data.DataLoader):
+    """A ``torch.utils.data.DataLoader`` over a :class:`VideoDataset` whose
+    main process saves where the epoch is, with any ``num_workers`` (as
+    torchdata's StatefulDataLoader does for its datasets).
+
+    ``batch_size`` defaults to None (reel makes the batches); other arguments
+    are DataLoader's. Each ``iter()`` is one epoch, and the epoch advances by
+    itself (an epoch left unfinished is not resumed by the next ``iter()``).
+    :meth:`state_dict` is taken from the batches the main process has
+    received (each carries the global ``samples_seen`` after it), so it is
+    exact however far the workers have read ahead, and the same on every
+    rank of a synchronous job. :meth:`load_state_dict` before an ``iter()``
+    makes it continue that epoch: with another number of ranks, workers, or
+    another batch size, exactly the samples not yet consumed are delivered.
+
+    With ``clips=True`` the state is exact when the DataLoader's batch_size is
+    the loader's ``batch_size * clips_per_video`` (each DataLoader batch one
+    reel batch); otherwise it counts the last reel batch that ended in a
+    DataLoader batch, and a resume may repeat a few clips.
+
+    ``persistent_workers=True``: load a state before the first ``iter()``."""
+
+    def __init__(self, dataset: VideoDataset, batch_size: Optional[int] = None, **kwargs: Any) -> None:
+        if not isinstance(dataset, VideoDataset):
+            raise TypeError(f"StatefulDataLoader takes a reel.torch.VideoDataset, not {type(dataset).__name__}")
+        super().__init__(dataset, batch_size=batch_size, **kwargs)
+        self._epoch = 0          # the epoch of the next or current iter()
+        self._seen = 0           # its samples consumed (global)
+        self._pending: Optional[Dict[str, Any]] = None
+        self._started = False    # an iter() was made (persistent workers exist)
+        self._running = False    # the current epoch is not finished
+
+    def __iter__(self) -> Iterator[Any]:  # type: ignore[override]
+        ds: VideoDataset = self.dataset  # type: ignore[assignment]
+        if self._running:  # the last epoch was left unfinished: go on with the next one
+            self._epoch, self._seen = self._epoch + 1, 0
+        if self._pending is not None:
+            ds.load_state_dict(self._pending)
+            self._epoch, self._seen = int(self._pending["epoch"]), int(self._pending.get("samples_seen", 0))
+            self._pending = None
+        elif not (self.persistent_workers and self._started):
+            ds.set_epoch(self._epoch)
+        it = super().__iter__()
+        ds._resume = None  # the workers (or, without workers, the dataset's iterator) have it now
+        self._started = self._running = True
+        return _StatefulIterator(self, it)
+
+    def _note(self, item: Any) -> None:
+        if isinstance(item, TorchBatch):
+            if item.info:
+                self._epoch, self._seen = item.info[0].epoch, item.info[0].samples_seen
+        elif isinstance(item, TorchClip):
+            seen = item.samples_seen
+            epoch = item.epoch
+            if isinstance(seen, torch.Tensor):
+                if seen.numel() == 0:
+                    return
+                seen, epoch = seen.reshape(-1)[-1], epoch.reshape(-1)[-1]
+            self._epoch, self._seen = int(epoch), int(seen)
+
+    def state_dict(self) -> Dict[str, Any]:
+        """The state after the last item handed out (reel.Loader.state_dict's
+        keys, ``topology`` as seen here: this world size, the loader's batch
+        size and ``num_workers``)."""
+        if self._pending is not None:
+            return dict(self._pending)
+        ds: VideoDataset = self.dataset  # type: ignore[assignment]
+        epoch, seen = self._epoch, self._seen
+        if seen >= ds.dataset_identity()[0]:
+            epoch, seen = epoch + 1, 0
+        state = ds.full_state(epoch, seen)
+        state["topology"]["num_workers"] = max(1, self.num_workers)
+        return state
+
+    def load_state_dict(self, state: Dict[str, Any]) -> None:
+        """Continues ``state`` at the next ``iter()``. Raises ValueError for a
+        state of another dataset, seed or shuffle, or a newer reel."""
+        if self.persistent_workers and self._started:
+            raise RuntimeError("load_state_dict with persistent_workers=True must come before the first iter()")
+        self.dataset.load_state_dict(state)  # type: ignore[attr-defined]  # checks it
+        self.dataset._resume = None  # type: ignore[attr-defined]  # until the next iter()
+        self._pending = dict(state)
+        self._running = False
+
+
+class _StatefulIterator:
+    """Passes a DataLoader iterator's items through, noting each one's state."""
+
+    __slots__ = ("_dl", "_it")
+
+    def __init__(self, dl: StatefulDataLoader, it: Iterator[Any]) -> None:
+        self._dl = dl
+        self._it = it
+
+    def __iter__(self) -> "_StatefulIterator":
+        return self
+
+    def __len__(self) -> int:
+        return len(self._it)  # type: ignore[arg-type]
+
+    def __next__(self) -> Any:
+        try:
+            item = next(self._it)
+        except StopIteration:
+            if self._dl._running:
+                self._dl._epoch, self._dl._seen, self._dl._running = self._dl._epoch + 1, 0, False
+            raise
+        self._dl._note(item)
+        return item
+
+
+def check_state_across_ranks(state: Dict[str, Any]) -> Dict[str, Any]:
+    """Checks that every rank holds the same loader state (as a synchronous
+    job's ranks must: ``samples_seen`` is global), with an all-gather through
+    torch.distributed when it is initialised; returns ``state``. Raises
+    RuntimeError naming the ranks that differ. Without torch.distributed it
+    only returns the state. Collective: call it on every rank."""
+    dist = torch.distributed
+    if not (dist.is_available() and dist.is_initialized()):
+        return state
+    states: List[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(states, state)
+    differ = [r for r, s in enumerate(states) if s != states[0]]
+    if differ:
+        keys = sorted(k for r in differ for k in set(states[r]) | set(states[0])
+                      if states[r].get(k) != states[0].get(k))
+        raise RuntimeError(f"loader states differ between ranks: ranks {differ} against rank 0 "
+                           f"(keys {sorted(set(keys))}); every rank must have consumed as many batches")
+    return state
 
 
 _SAMPLERS: Dict[str, Callable[..., Any]] = {

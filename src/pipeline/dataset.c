@@ -28,7 +28,10 @@ void reel_dataset_destroy(reel_dataset **pds)
 {
     if (!pds || !*pds) return;
     reel_dataset *ds = *pds;
-    for (size_t i = 0; i < ds->n; i++) free(ds->items[i].path);
+    for (size_t i = 0; i < ds->n; i++) {
+        free(ds->items[i].path);
+        free(ds->items[i].shown);
+    }
     for (size_t i = 0; i < ds->nclasses; i++) free(ds->classes[i]);
     free(ds->items);
     free(ds->classes);
@@ -36,6 +39,7 @@ void reel_dataset_destroy(reel_dataset **pds)
     free(ds->rank_of_id);
     free(ds->id_of_rank);
     reel_store_close(&ds->store);
+    free(ds->store_shown);
     free(ds);
     *pds = NULL;
 }
@@ -43,6 +47,22 @@ void reel_dataset_destroy(reel_dataset **pds)
 size_t reel_dataset_get_size(const reel_dataset *ds)
 {
     return ds ? ds->n : 0;
+}
+
+uint64_t reel_dataset_get_fingerprint(const reel_dataset *ds)
+{
+    if (!ds) return 0;
+    uint64_t h = REEL_FNV_OFFSET;
+    for (size_t i = 0; i < ds->n; i++) {
+        const reel_dataset_entry *e = &ds->items[i];
+        size_t end = strcspn(e->path, "?"), start = end, slashes = 0;
+        while (start > 0 && !(e->path[start - 1] == '/' && ++slashes == 2)) start--;
+        h = reel__fnv1a(h, e->path + start, end - start);
+        h = reel__fnv1a(h, "", 1);
+        h = reel__fnv1a(h, &e->start, sizeof e->start);
+        h = reel__fnv1a(h, &e->end, sizeof e->end);
+    }
+    return h;
 }
 
 static uint64_t hash_str(const char *s)
@@ -181,14 +201,27 @@ static int add_entry(reel_dataset *ds, const char *path, int64_t label, double s
         ds->items = ni;
         ds->alloc = na;
     }
-    char *copy = strdup(path);
+    const int remote = reel__io_is_remote(path);
+    char *copy = strdup(path), *shown = NULL;
+    if (copy && remote) {
+        /* decided here, once: the name the entry shows in messages */
+        char name[1024];
+        reel__io_redact(path, name, sizeof name);
+        if (strcmp(name, path) != 0 && !(shown = strdup(name))) {
+            free(copy);
+            copy = NULL;
+        }
+    }
     if (!copy) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
     reel_dataset_entry *e = &ds->items[ds->n++];
     e->path = copy;
+    e->shown = shown;
     e->label = label;
     e->start = start;
     e->end = end < 0 ? -1 : end;
     e->record = -1;
+    e->remote = remote;
+    ds->nremote += (size_t)remote;
     return REEL_OK;
 }
 
@@ -321,15 +354,20 @@ int reel__dataset_open_store(reel_dataset **out, const char *dir, reel_error *er
         reel_store_close(&store);
         return st;
     }
+    char shown[1024];
+    reel__io_redact(dir, shown, sizeof shown);
+    if (!(ds->store_shown = strdup(shown))) {
+        reel_dataset_destroy(&ds);
+        reel_store_close(&store);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", shown);
+    }
     ds->store = store;
+    ds->store_remote = reel__io_is_remote(dir);
     *out = ds;
     return REEL_OK;
 }
 
 int reel__dataset_is_remote(const reel_dataset *ds)
 {
-    if (ds->store) return reel__io_is_remote(ds->store->dir);
-    for (size_t i = 0; i < ds->n; i++)
-        if (reel__io_is_remote(ds->items[i].path)) return 1;
-    return 0;
+    return ds->store ? ds->store_remote : ds->nremote > 0;
 }

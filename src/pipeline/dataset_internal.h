@@ -3,13 +3,7 @@
 #define REEL_PIPELINE_DATASET_INTERNAL_H
 
 #include "reel/pipeline.h"
-
-typedef struct reel_dataset_entry {
-    char *path;
-    int64_t label; /* integer label, or class id (insertion order) when named */
-    double start, end;
-    int64_t record; /* a store's record number (the dataset of a store), else -1 */
-} reel_dataset_entry;
+#include "pipeline/entry.h"
 
 enum { REEL_LABELS_NONE = 0, REEL_LABELS_INT = 1, REEL_LABELS_NAMED = 2 };
 
@@ -27,6 +21,9 @@ struct reel_dataset {
     int ranks_dirty;
     int frozen;
     struct reel_store *store; /* owned: the dataset is a packed store's records */
+    char *store_shown;        /* the store's folder for messages (a URL redacted) */
+    int store_remote;         /* the store is at a URL */
+    size_t nremote;           /* entries at URLs */
 };
 
 /* Sorts class names (if needed) and forbids further additions. */
@@ -49,7 +46,8 @@ int reel__dataset_from_names(reel_dataset **out, const char *root, const char *n
  * 0 csv, 1 tsv/txt, 2 jsonl/ndjson/json, -1 none. */
 int reel__manifest_kind(const char *path);
 
-/* 1 when some entry (or the store) is at an http(s)/s3 URL. */
+/* 1 when some entry (or the store) is at an http(s)/s3 URL: counted as
+ * entries are made, never asked again. */
 int reel__dataset_is_remote(const reel_dataset *ds);
 
 /* Label of entry i (dataset frozen or ranks fresh). */

@@ -74,18 +74,19 @@ void reel_loader_default_settings(reel_loader_settings *s)
     s->shuffle_window = 0;
 }
 
-/* Positions feeder and consumer at (epoch, position). Threads stopped. */
-static void set_position(reel_loader *l, int64_t epoch, int64_t position)
+/* Positions feeder and consumer at `epoch` with `seen` samples of its order
+ * consumed. Threads stopped. */
+static void set_position(reel_loader *l, int64_t epoch, int64_t seen)
 {
-    if (position < 0) position = 0;
-    if (position > l->plan.per_rank) position = l->plan.per_rank;
+    if (seen < 0) seen = 0;
+    if (seen > l->plan.order.n) seen = l->plan.order.n;
     l->restore_epoch = epoch;
-    l->restore_pos = position;
+    l->restore_seen = seen;
     l->feed_epoch = epoch;
-    l->feed_start = position;
+    l->feed_seen = seen;
     l->feed_index = 0;
     l->cur_epoch = epoch;
-    l->cur_start = position;
+    l->cur_seen = seen;
     l->cur_batches = batches_in_epoch(l, epoch);
     l->delivered = 0;
     l->next_seq = l->feed_seq;
@@ -136,19 +137,21 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: min_coverage must be in [0, 1]");
     if (s->failure_log_size < 0)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: failure_log_size must be >= 0");
+    if (s->canonical_ranks < 0 || s->canonical_batch < 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: canonical_ranks and canonical_batch must be >= 0");
+    if (s->num_workers < 0 || s->worker < 0 || s->worker >= (s->num_workers ? s->num_workers : 1))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: worker %d not in [0, num_workers %d)", s->worker,
+                               s->num_workers ? s->num_workers : 1);
     return REEL_OK;
 }
 
 /* Fills the automatic (0) thread counts, prefetch depth, alignment and
  * trace size. Returns whether the prefetch depth was automatic. */
-static int resolve_settings(reel_loader_settings *s, int remote)
+static int resolve_settings(reel_loader_settings *s, const reel_source *src)
 {
     int cores = reel__cpu_count();
     if (s->decode_threads == 0) s->decode_threads = cores;
-    /* stage 1 over URLs waits on the network, not the CPU: a larger pool
-     * keeps requests in flight so decoding does not wait for them */
-    if (s->open_threads == 0)
-        s->open_threads = remote ? (2 * cores > 8 ? 2 * cores : 8) : cores / 4 > 1 ? cores / 4 : 1;
+    if (s->open_threads == 0) s->open_threads = reel__source_open_threads(src, cores);
     if (s->collate_threads == 0) s->collate_threads = 1;
     if (s->decoder_threads == 0) s->decoder_threads = 1;
     const int auto_prefetch = s->prefetch_batches == 0;
@@ -157,26 +160,45 @@ static int resolve_settings(reel_loader_settings *s, int remote)
     if (s->alignment == 0) s->alignment = 64;
     if (s->alignment < sizeof(void *)) s->alignment = sizeof(void *);
     if (s->trace_capacity == 0) s->trace_capacity = 16384;
+    if (s->num_workers == 0) s->num_workers = 1;
+    if (s->canonical_ranks == 0) s->canonical_ranks = s->world_size > 0 ? s->world_size : 1;
+    if (s->canonical_batch == 0) s->canonical_batch = s->batch_size;
     return auto_prefetch;
 }
 
-/* The dataset frozen and the epoch plan (shuffle, sharding, batches). */
+/* The dataset frozen and the epoch plan (order, stripe, batches). */
 static int init_plan(reel_loader *l, reel_error *err)
 {
     const reel_loader_settings *s = &l->s;
     int st = reel__dataset_freeze(l->ds, err);
-    if (st == REEL_OK)
-        st = reel__plan_init(&l->plan, (int64_t)l->ds->n, s->world_size, s->rank, s->shard_mode, s->batch_size,
-                             s->drop_last, s->shuffle, s->seed, err);
-    if (st == REEL_OK && s->shuffle_window > 0) st = reel__plan_set_window(&l->plan, s->shuffle_window, err);
-    if (st == REEL_OK && s->shuffle_window == 0 && s->shuffle && l->src->blocks) {
+    if (st != REEL_OK) return st;
+    l->dataset_hash = reel_dataset_get_fingerprint(l->ds);
+    reel_order_settings os;
+    reel_order_default_settings(&os);
+    os.num_samples = (int64_t)l->ds->n;
+    os.seed = s->seed;
+    os.shuffle = s->shuffle;
+    os.shuffle_window = s->shuffle_window;
+    os.canonical_ranks = s->canonical_ranks;
+    os.canonical_batch = s->canonical_batch;
+    int64_t *starts = NULL;
+    size_t nb = 0;
+    if (s->shuffle_window == 0 && s->shuffle && l->src.ops->blocks) {
         /* the source's read blocks (a store's shards), one window each */
-        int64_t *starts = NULL;
-        size_t nb = 0;
-        st = l->src->blocks(l->src_ctx, l->ds, &starts, &nb, err);
-        if (st == REEL_OK && nb > 1) st = reel__plan_set_blocks(&l->plan, starts, nb, err);
-        free(starts);
+        st = l->src.ops->blocks(l->src.ctx, l->ds->items, l->ds->n, &starts, &nb, err);
+        if (st != REEL_OK) return st;
+        os.block_starts = starts;
+        os.num_blocks = nb;
     }
+    reel_stripe sp = reel_stripe_make(os.num_samples, s->batch_size);
+    sp.world_size = s->world_size;
+    sp.rank = s->rank;
+    sp.num_workers = s->num_workers;
+    sp.worker = s->worker;
+    sp.shard_mode = s->shard_mode;
+    sp.drop_last = s->drop_last ? 1 : 0;
+    st = reel__plan_init(&l->plan, &os, &sp, err);
+    free(starts);
     if (st != REEL_OK) return st;
     l->seen = calloc((size_t)reel__plan_batches(&l->plan, 0) + 1, 1);
     if (!l->seen) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
@@ -210,7 +232,7 @@ static int init_stages(reel_loader *l, reel_error *err)
 {
     const reel_loader_settings *s = &l->s;
     const int threads[REEL_STAGE_COUNT] = { s->open_threads, s->decode_threads, s->collate_threads };
-    const char *const names[REEL_STAGE_COUNT] = { l->src->stage_names[0], l->src->stage_names[1], "collate" };
+    const char *const names[REEL_STAGE_COUNT] = { l->src.stage_names[0], l->src.stage_names[1], "collate" };
     size_t caps[REEL_STAGE_COUNT];
     caps[REEL_STAGE_OPEN] = s->queue_capacity ? (size_t)s->queue_capacity : (size_t)(2 * s->open_threads + 2);
     caps[REEL_STAGE_DECODE] = s->queue_capacity ? (size_t)s->queue_capacity : (size_t)(2 * s->decode_threads);
@@ -261,28 +283,22 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     st = reel__geometry_check(&s.transform, &ow, &oh, err);
     if (st != REEL_OK) return st;
     if (ds->n == 0) return reel__error_set(err, REEL_E_EMPTY, "loader: the dataset is empty");
-    const int auto_prefetch = resolve_settings(&s, reel__dataset_is_remote(ds));
 
     reel_loader *l = calloc(1, sizeof *l);
     if (!l) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
-    l->s = s;
     if (s.remote)
         l->remote_settings = *s.remote;
     else
         reel_remote_default_settings(&l->remote_settings);
-    l->s.remote = &l->remote_settings;
-    if (reel__dataset_is_remote(ds) && !l->remote_settings.pool) {
-        /* connections, DNS and TLS sessions shared by every sample, and the
-         * budget of bytes fetched ahead */
-        st = reel_remote_pool_create(&l->own_pool, l->remote_settings.max_bytes_in_flight, err);
-        if (st != REEL_OK) {
-            free(l);
-            return st;
-        }
-        l->remote_settings.pool = l->own_pool;
+    s.remote = &l->remote_settings;
+    st = reel__source_init(&l->src, ds, &l->remote_settings, err);
+    if (st != REEL_OK) {
+        free(l);
+        return st;
     }
+    const int auto_prefetch = resolve_settings(&s, &l->src);
+    l->s = s;
     l->ds = ds;
-    l->src = reel__source_of(ds, &l->src_ctx);
     l->out_w = ow;
     l->out_h = oh;
     /* the count sampler rounds its count to the frame factor */
@@ -322,7 +338,7 @@ void reel_loader_destroy(reel_loader **pl)
     reel__plan_free(&l->plan);
     reel__trace_free(&l->trace);
     reel__failures_free(&l->failures_log);
-    reel_remote_pool_destroy(&l->own_pool); /* after the threads: every object is closed */
+    reel__source_free(&l->src); /* after the threads: every object is closed */
     pthread_mutex_destroy(&l->wd_mu);
     pthread_mutex_destroy(&l->remote_mu);
     pthread_cond_destroy(&l->wd_cond);
@@ -342,7 +358,7 @@ int64_t reel_loader_get_batches_per_epoch(const reel_loader *l)
 static void end_epoch(reel_loader *l)
 {
     l->cur_epoch++;
-    l->cur_start = 0;
+    l->cur_seen = 0;
     l->cur_batches = batches_in_epoch(l, l->cur_epoch);
     l->delivered = 0;
     l->prefix = 0;
@@ -457,7 +473,7 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
         if (bb->err_sample >= 0) {
             reel_failure *f = &l->raised;
             memset(f, 0, sizeof *f);
-            snprintf(f->path, sizeof f->path, "%s", sample_path(l, bb->err_sample));
+            snprintf(f->path, sizeof f->path, "%s", sample_name(l, bb->err_sample));
             snprintf(f->reason, sizeof f->reason, "%s", bb->err.message);
             f->status = bb->status;
             f->epoch = bb->epoch;
@@ -493,20 +509,62 @@ int reel_loader_release(reel_loader *l, reel_batch *batch)
     return reel__ring_release(&l->ring, batch);
 }
 
+/* The epoch and its samples seen after the last batch handed out (in
+ * unordered mode, after the first gap); a whole epoch is the next one's
+ * start. */
+static void consumed(const reel_loader *l, int64_t *epoch, int64_t *seen)
+{
+    reel_loader *ml = (reel_loader *)l;
+    pthread_mutex_lock(&ml->ring.mu);
+    *epoch = l->cur_epoch;
+    *seen = l->cur_seen;
+    if (l->prefix > 0) {
+        reel_stripe_batch b;
+        reel__plan_batch(&l->plan, l->cur_seen, l->prefix - 1, &b);
+        *seen = b.samples_seen_after;
+    }
+    pthread_mutex_unlock(&ml->ring.mu);
+    if (*seen >= l->plan.order.n) { /* a whole epoch: the next one from its start */
+        ++*epoch;
+        *seen = 0;
+    }
+}
+
+/* Rank-local positions of a whole epoch of this topology <-> global samples
+ * seen (the deprecated same-topology state). -1: not on this topology's grid. */
+static int64_t local_of_seen(const reel_loader *l, int64_t seen)
+{
+    const reel_stripe *s = &l->plan.stripe;
+    const int64_t n = l->plan.order.n, V = (int64_t)s->world_size * s->num_workers, B = s->batch_size;
+    if (seen >= n) return l->plan.per_rank;
+    const int64_t full = n / (V * B);
+    if (seen <= full * V * B) return (seen / (V * B)) * B + (seen % (V * B)) / V;
+    return full * B + (seen - full * V * B) / V;
+}
+
+static int64_t seen_of_local(const reel_loader *l, int64_t pos)
+{
+    const reel_stripe *s = &l->plan.stripe;
+    const int64_t n = l->plan.order.n, V = (int64_t)s->world_size * s->num_workers, B = s->batch_size;
+    if (pos >= l->plan.per_rank) return n;
+    const int64_t full = n / (V * B);
+    int64_t seen;
+    if (pos <= full * B) {
+        if (V > 1 && pos % B) return -1;
+        seen = (pos / B) * V * B + pos % B;
+    } else {
+        if (V > 1) return -1;
+        seen = pos;
+    }
+    return seen > n ? n : seen;
+}
+
 int reel_loader_get_state(const reel_loader *l, reel_loader_state *state)
 {
     if (!l || !state) return REEL_E_INVALID_ARG;
-    reel_loader *ml = (reel_loader *)l;
-    pthread_mutex_lock(&ml->ring.mu);
-    state->epoch = l->cur_epoch;
-    int64_t pos, count;
-    if (l->prefix >= l->cur_batches) {
-        pos = l->plan.per_rank;
-    } else {
-        reel__plan_batch(&l->plan, l->cur_start, l->prefix, &pos, &count);
-    }
-    state->position = pos;
-    pthread_mutex_unlock(&ml->ring.mu);
+    int64_t seen;
+    consumed(l, &state->epoch, &seen);
+    state->position = local_of_seen(l, seen);
     return REEL_OK;
 }
 
@@ -516,9 +574,99 @@ int reel_loader_restore(reel_loader *l, const reel_loader_state *state, reel_err
     if (state->epoch < 0 || state->position < 0 || state->position > l->plan.per_rank)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: state (%lld, %lld) outside epochs x [0, %lld]",
                                (long long)state->epoch, (long long)state->position, (long long)l->plan.per_rank);
+    const int64_t seen = seen_of_local(l, state->position);
+    if (seen < 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "loader: position %lld is not at a batch of this topology; use a checkpoint "
+                               "(reel_loader_get_checkpoint)",
+                               (long long)state->position);
     reel__loader_stop_threads(l);
-    set_position(l, state->epoch, state->position);
+    set_position(l, state->epoch, seen);
     return reel__loader_start_threads(l, err);
+}
+
+int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *cp)
+{
+    if (!l || !cp) return REEL_E_INVALID_ARG;
+    memset(cp, 0, sizeof *cp);
+    cp->version = REEL_CHECKPOINT_VERSION;
+    consumed(l, &cp->epoch, &cp->samples_seen);
+    cp->seed = l->s.seed;
+    cp->canonical_ranks = l->plan.order.canon_ranks;
+    cp->canonical_batch = l->plan.order.canon_batch;
+    cp->shuffle = l->s.shuffle ? 1 : 0;
+    cp->shuffle_window = l->s.shuffle_window;
+    cp->num_samples = l->plan.order.n;
+    cp->dataset_hash = l->dataset_hash;
+    cp->world_size = l->s.world_size;
+    cp->batch_size = l->s.batch_size;
+    cp->num_workers = l->s.num_workers;
+    return REEL_OK;
+}
+
+/* Why a checkpoint does not fit this loader (REEL_OK: it does). */
+static int checkpoint_check(const reel_loader *l, const reel_loader_checkpoint *cp, reel_error *err)
+{
+    if (cp->version < 1 || cp->version > REEL_CHECKPOINT_VERSION)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "loader: checkpoint version %d is not one this reel reads (1..%d): it was written "
+                               "by a newer reel, or is not a checkpoint",
+                               (int)cp->version, REEL_CHECKPOINT_VERSION);
+    if (cp->num_samples != l->plan.order.n || cp->dataset_hash != l->dataset_hash)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "loader: checkpoint is for another dataset (%lld samples, hash %016llx; this loader "
+                               "has %lld, %016llx)",
+                               (long long)cp->num_samples, (unsigned long long)cp->dataset_hash,
+                               (long long)l->plan.order.n, (unsigned long long)l->dataset_hash);
+    if (cp->seed != l->s.seed)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: checkpoint is for seed %llu, this loader has %llu",
+                               (unsigned long long)cp->seed, (unsigned long long)l->s.seed);
+    if ((cp->shuffle != 0) != (l->s.shuffle != 0) || cp->shuffle_window != l->s.shuffle_window)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "loader: checkpoint is for shuffle=%d, shuffle_window=%lld; this loader has %d, %lld",
+                               (int)cp->shuffle, (long long)cp->shuffle_window, l->s.shuffle ? 1 : 0,
+                               (long long)l->s.shuffle_window);
+    if (cp->epoch < 0 || (l->s.epochs > 0 && cp->epoch > l->s.epochs) || cp->samples_seen < 0 ||
+        cp->samples_seen > cp->num_samples)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "loader: checkpoint at epoch %lld, samples_seen %lld is outside epochs [0, %lld) x "
+                               "[0, %lld]",
+                               (long long)cp->epoch, (long long)cp->samples_seen, (long long)l->s.epochs,
+                               (long long)cp->num_samples);
+    if (cp->canonical_ranks < 1 || cp->canonical_batch < 1)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "loader: checkpoint has canonical_ranks %d, canonical_batch %d (both must be >= 1)",
+                               (int)cp->canonical_ranks, (int)cp->canonical_batch);
+    return REEL_OK;
+}
+
+int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_checkpoint *cp, reel_error *err)
+{
+    if (!l || !cp) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
+    int st = checkpoint_check(l, cp, err);
+    if (st != REEL_OK) return st;
+    reel__loader_stop_threads(l);
+    reel__order_set_canonical(&l->plan.order, cp->canonical_ranks, cp->canonical_batch, NULL);
+    l->s.canonical_ranks = cp->canonical_ranks;
+    l->s.canonical_batch = cp->canonical_batch;
+    set_position(l, cp->epoch, cp->samples_seen);
+    return reel__loader_start_threads(l, err);
+}
+
+int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out)
+{
+    if (!l || !out) return REEL_E_INVALID_ARG;
+    const reel_order *o = &l->plan.order;
+    reel_order_default_settings(out);
+    out->num_samples = o->n;
+    out->seed = o->seed;
+    out->shuffle = o->shuffle;
+    out->shuffle_window = l->s.shuffle_window;
+    out->block_starts = o->starts;
+    out->num_blocks = o->starts ? o->nstarts - 1 : 0;
+    out->canonical_ranks = o->canon_ranks;
+    out->canonical_batch = o->canon_batch;
+    return REEL_OK;
 }
 
 /* ------------------------------------------------------------- metrics */

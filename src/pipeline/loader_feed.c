@@ -26,10 +26,10 @@ static void *feeder_main(void *arg)
         for (;;) {
             if (stopping(l)) break;
             /* advance past finished epochs */
-            while (epoch_in_range(l, l->feed_epoch) && l->feed_index >= reel__plan_batches(&l->plan, l->feed_start)) {
+            while (epoch_in_range(l, l->feed_epoch) && l->feed_index >= reel__plan_batches(&l->plan, l->feed_seen)) {
                 l->feed_epoch++;
                 l->feed_index = 0;
-                l->feed_start = 0;
+                l->feed_seen = 0;
             }
             if (!epoch_in_range(l, l->feed_epoch)) break;
             bb = reel__ring_take_free(r);
@@ -40,20 +40,22 @@ static void *feeder_main(void *arg)
             pthread_mutex_unlock(&r->mu);
             break;
         }
-        int64_t epoch = l->feed_epoch, index = l->feed_index++, start = l->feed_start;
+        int64_t epoch = l->feed_epoch, index = l->feed_index++, seen = l->feed_seen;
         int64_t seq = l->feed_seq++;
         pthread_mutex_unlock(&r->mu);
         int64_t t0 = reel__clock_ns();
         reel__trace_add(&l->trace, l->feeder_track, "wait for buffer", NULL, tw, t0, -1);
 
         reel__plan_epoch(&l->plan, epoch);
-        int64_t pos, count;
-        reel__plan_batch(&l->plan, start, index, &pos, &count);
+        reel_stripe_batch sb;
+        reel__plan_batch(&l->plan, seen, index, &sb);
+        const int64_t pos = sb.first, count = sb.count;
         bb->seq = seq;
         bb->epoch = epoch;
         bb->index = index;
         bb->position = pos;
         bb->nsamples = count;
+        bb->samples_seen = sb.samples_seen_after;
         atomic_store(&bb->pending, (int)count);
         for (int64_t j = 0; j < count; j++) {
             reel_slot *s = &bb->slots[j];

@@ -40,8 +40,7 @@ typedef struct worker {
 struct reel_loader {
     reel_loader_settings s;
     reel_dataset *ds;
-    const reel_source_ops *src; /* videos or store records: chosen once, never branched on */
-    void *src_ctx;
+    reel_source src; /* videos or store records, local or at URLs: chosen once, never branched on */
     int out_w, out_h, T, K;
     size_t esize;
 
@@ -61,11 +60,11 @@ struct reel_loader {
 
     /* feeder position (guarded by ring.mu) */
     int64_t feed_epoch, feed_index, feed_seq;
-    int64_t feed_start; /* start position of feed_epoch */
+    int64_t feed_seen; /* samples of feed_epoch's order seen before this run's first batch of it */
 
     /* consumer position (consumer thread only, except restore) */
     int64_t cur_epoch;
-    int64_t cur_start;              /* start position of cur_epoch */
+    int64_t cur_seen;               /* samples of cur_epoch seen before its first batch here */
     int64_t cur_batches;            /* batches in cur_epoch */
     int64_t delivered;              /* batches handed out in cur_epoch */
     int64_t next_seq;               /* ordered: next sequence number */
@@ -75,7 +74,8 @@ struct reel_loader {
     int64_t epoch_ok, epoch_failed; /* samples of cur_epoch loaded / failed (for min_coverage) */
     int has_raised;                 /* the last reel_loader_next() raised `raised` */
     reel_failure raised;
-    int64_t restore_epoch, restore_pos;
+    int64_t restore_epoch, restore_seen; /* the epoch restored mid-way, and its samples seen */
+    uint64_t dataset_hash;               /* of the dataset's entries, for checkpoints */
 
     /* metrics */
     int64_t t_start, t_end;
@@ -87,8 +87,8 @@ struct reel_loader {
     _Atomic int64_t bytes_read;           /* by the source's stage 1 (store records) */
     pthread_mutex_t remote_mu;            /* guards remote */
     reel_remote_stats remote;             /* requests to objects at URLs, all stages */
-    reel_remote_settings remote_settings; /* a copy of *s.remote (or the defaults), with its pool */
-    reel_remote_pool *own_pool;           /* made for remote input when the settings name none */
+    reel_remote_settings remote_settings; /* a copy of *s.remote (or the defaults), with its pool
+                                             (the source's own for input at URLs when it names none) */
     reel_failure_log failures_log;
     reel_trace trace;
 };
@@ -114,14 +114,21 @@ static inline int epoch_in_range(const reel_loader *l, int64_t epoch)
     return l->s.epochs <= 0 || epoch < l->s.epochs;
 }
 
-static inline const char *sample_path(const reel_loader *l, int64_t sample)
+static inline const reel_dataset_entry *sample_entry(const reel_loader *l, int64_t sample)
 {
-    return l->ds->items[sample].path;
+    return &l->ds->items[sample];
+}
+
+/* The sample's name in messages, failure records and the trace (a URL
+ * redacted, once, when its entry was made). */
+static inline const char *sample_name(const reel_loader *l, int64_t sample)
+{
+    return reel__entry_name(sample_entry(l, sample));
 }
 
 static inline int64_t batches_in_epoch(const reel_loader *l, int64_t epoch)
 {
-    return reel__plan_batches(&l->plan, epoch == l->restore_epoch ? l->restore_pos : 0);
+    return reel__plan_batches(&l->plan, epoch == l->restore_epoch ? l->restore_seen : 0);
 }
 
 /* loader_stages.c */

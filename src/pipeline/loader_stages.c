@@ -21,12 +21,14 @@
 
 /* -------------------------------------------------------- error policy */
 
-/* Replacement for the sample at `position` after `attempt` failures. */
-static int64_t pick_replacement(const reel_loader *l, int64_t epoch, int64_t position, int attempt, int64_t failed)
+/* Replacement for the sample the plan chose (`requested`) after `attempt`
+ * failures: a function of (seed, epoch, sample, attempt), so a run resumed on
+ * any topology replaces the same way. */
+static int64_t pick_replacement(const reel_loader *l, int64_t epoch, int64_t requested, int attempt, int64_t failed)
 {
-    int64_t n = l->plan.n;
+    int64_t n = l->plan.order.n;
     if (n <= 1) return 0;
-    reel_rng_key k = { l->s.seed, (uint64_t)epoch, (uint64_t)position, REEL_RNG_REPLACE, (uint32_t)attempt };
+    reel_rng_key k = { l->s.seed, (uint64_t)epoch, (uint64_t)requested, REEL_RNG_REPLACE, (uint32_t)attempt };
     int64_t r = (int64_t)reel__rng_below(&k, 0, (uint64_t)n);
     if (r == failed) r = (r + 1) % n;
     return r;
@@ -43,7 +45,7 @@ void reel__loader_slot_finish(reel_loader *l, reel_slot *s)
 
 void reel__loader_slot_close(reel_loader *l, reel_slot *s)
 {
-    if (s->handle) l->src->close(l->src_ctx, s->handle);
+    if (s->handle) l->src.ops->close(l->src.ctx, s->handle);
     s->handle = NULL;
     /* what its remote objects cost, failed opens included */
     reel__loader_add_remote(l, &s->tally);
@@ -59,7 +61,7 @@ static void slot_failed(reel_loader *l, reel_slot *s, int status, const reel_err
         reel__loader_slot_finish(l, s);
         return;
     }
-    const char *path = sample_path(l, s->sample);
+    const char *path = sample_name(l, s->sample);
     reel_error named;
     if (!e || strncmp(e->message, path, strlen(path)) != 0) {
         /* every record reads "<path>: <reason>" */
@@ -70,7 +72,7 @@ static void slot_failed(reel_loader *l, reel_slot *s, int status, const reel_err
     reel__failures_add(&l->failures_log, path, status, e->message, s->bb->epoch, s->position, s->sample);
     if (l->s.on_error == REEL_ON_ERROR_REPLACE && s->attempt < l->s.max_replacements) {
         s->attempt++;
-        s->sample = pick_replacement(l, s->bb->epoch, s->position, s->attempt, s->sample);
+        s->sample = pick_replacement(l, s->bb->epoch, s->requested, s->attempt, s->sample);
         pthread_mutex_lock(&s->mu);
         s->work_ns = 0;
         pthread_mutex_unlock(&s->mu);
@@ -92,7 +94,7 @@ static int over_limit(const reel_loader *l, const reel_slot *s, int64_t extra_ns
 
 static int timeout_error(const reel_loader *l, const reel_slot *s, reel_error *e)
 {
-    return reel__error_set(e, REEL_E_TIMEOUT, "%s: over the per-sample time limit of %g s", sample_path(l, s->sample),
+    return reel__error_set(e, REEL_E_TIMEOUT, "%s: over the per-sample time limit of %g s", sample_name(l, s->sample),
                            l->s.sample_time_limit);
 }
 
@@ -143,6 +145,54 @@ void reel__loader_name_thread(const char *stage_name, int id)
 #endif
 }
 
+/* ------------------------------------------------- the stage-worker loop */
+
+/* What a stage does to a slot (timed, traced, watched by the watchdog), and
+ * what follows from its status unless the watchdog abandoned the slot. */
+typedef int (*stage_work_fn)(reel_loader *l, worker *w, reel_slot *s, void *state, int64_t t0, reel_error *e);
+typedef void (*stage_done_fn)(reel_loader *l, reel_slot *s, int st, reel_error *e);
+
+/* The loop of stages 1 and 2: take slots until the queue closes; a slot
+ * taken while stopping is cancelled, and one taken by a worker whose
+ * set-up failed (init_st) fails with that reason. */
+static void stage_loop(worker *w, stage *sg, int init_st, const reel_error *init_err, stage_work_fn work,
+                       stage_done_fn done, void *state)
+{
+    reel_loader *l = w->l;
+    void *item;
+    while (reel__queue_pop(&sg->q, &item)) {
+        reel_slot *s = item;
+        reel_batchbuf *bb = s->bb;
+        if (stopping(l)) {
+            slot_failed(l, s, REEL_E_CANCELLED, NULL);
+            continue;
+        }
+        if (init_st != REEL_OK) {
+            slot_failed(l, s, init_st, init_err);
+            continue;
+        }
+        int64_t t0 = reel__clock_ns();
+        work_begin(s, t0);
+        const char *name = sample_name(l, s->sample);
+        int64_t sample = s->sample;
+        reel_error e;
+        reel_error_clear(&e);
+        int st = work(l, w, s, state, t0, &e);
+        int64_t t1 = reel__clock_ns();
+        int abandoned = work_end(s, t1);
+        atomic_fetch_add(&sg->busy_ns, t1 - t0);
+        atomic_fetch_add(&sg->items, 1);
+        reel__trace_add(&l->trace, w->track, abandoned ? sg->abandoned_label : sg->name, name, t0, t1, sample);
+        if (abandoned) {
+            /* the watchdog finished it as a timeout: only let go */
+            reel__loader_slot_close(l, s);
+        } else {
+            done(l, s, st, &e);
+        }
+        work_release(l, bb);
+    }
+}
+
 /* ---------------------------------------------------------- stage 1: open */
 
 /* The decoder's interrupt callback: shutdown or the watchdog cut the sample
@@ -174,26 +224,19 @@ static int open_sample(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
     source_options(l, s, &o);
     reel_source_info info;
     memset(&info, 0, sizeof info);
-    int st = l->src->open(l->src_ctx, w->tls, l->ds, s->sample, &o, &s->handle, &info, e);
+    int st = l->src.ops->open(l->src.ctx, w->tls, sample_entry(l, s->sample), &o, &s->handle, &info, e);
     if (st != REEL_OK) return st;
-    reel_sampler_input in;
-    in.table = info.table;
-    in.n = info.n;
-    in.tb_num = info.tb_num;
-    in.tb_den = info.tb_den;
-    in.avg_fps = info.avg_fps;
-    in.seg_start = info.seg_start;
-    in.seg_end = info.seg_end;
+    info.video.name = sample_name(l, s->sample);
     reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_SAMPLER,
                          (uint32_t)s->attempt };
-    st = reel__sampler_run(&l->s.sampler, &in, &key, sample_path(l, s->sample), s->indices, e);
+    st = reel__sampler_run(&l->s.sampler, &info.video, &key, s->indices, e);
     if (st != REEL_OK) return st;
-    s->tb_num = info.tb_num;
-    s->tb_den = info.tb_den;
+    s->tb_num = info.video.time_base_num;
+    s->tb_den = info.video.time_base_den;
     s->rotation = info.rotation;
-    if (l->src->prepare) {
+    if (l->src.ops->prepare) {
         reel_source_stats ss = { 0 };
-        st = l->src->prepare(l->src_ctx, w->tls, s->handle, s->indices, (size_t)l->K * (size_t)l->T, &ss, e);
+        st = l->src.ops->prepare(l->src.ctx, w->tls, s->handle, s->indices, (size_t)l->K * (size_t)l->T, &ss, e);
         atomic_fetch_add(&l->bytes_read, ss.bytes_read);
         reel__loader_add_remote(l, &ss.remote);
     }
@@ -204,19 +247,36 @@ static int open_sample(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
  * worker takes fails with the reason (as the converter's does). */
 static int worker_source_init(reel_loader *l, worker *w, reel_error *e)
 {
-    if (!l->src->thread_init) return REEL_OK;
+    if (!l->src.ops->thread_init) return REEL_OK;
     reel_source_open o;
     memset(&o, 0, sizeof o);
     o.decoder_threads = l->s.decoder_threads;
     o.index_mode = l->s.index_mode;
     o.corrupt_policy = l->s.corrupt_policy;
-    return l->src->thread_init(l->src_ctx, &o, &w->tls, e);
+    return l->src.ops->thread_init(l->src.ctx, &o, &w->tls, e);
 }
 
 static void worker_source_free(reel_loader *l, worker *w)
 {
-    if (l->src->thread_free && w->tls) l->src->thread_free(l->src_ctx, w->tls);
+    if (l->src.ops->thread_free && w->tls) l->src.ops->thread_free(l->src.ctx, w->tls);
     w->tls = NULL;
+}
+
+/* Stage 1's outcome: on to stage 2, or the error policy. */
+static void open_done(reel_loader *l, reel_slot *s, int st, reel_error *e)
+{
+    if (st == REEL_OK && over_limit(l, s, 0)) st = timeout_error(l, s, e);
+    if (st != REEL_OK)
+        slot_failed(l, s, st, e);
+    else if (reel__queue_push(&l->st[REEL_STAGE_DECODE].q, s) != 1)
+        slot_failed(l, s, REEL_E_CANCELLED, NULL);
+}
+
+static int open_work(reel_loader *l, worker *w, reel_slot *s, void *state, int64_t t0, reel_error *e)
+{
+    (void)state;
+    (void)t0;
+    return open_sample(l, w, s, e);
 }
 
 void *reel__loader_open_main(void *arg)
@@ -227,42 +287,7 @@ void *reel__loader_open_main(void *arg)
     reel__loader_name_thread(sg->name, w->id);
     reel_error terr;
     int tst = worker_source_init(l, w, &terr);
-    void *item;
-    while (reel__queue_pop(&sg->q, &item)) {
-        reel_slot *s = item;
-        reel_batchbuf *bb = s->bb;
-        if (stopping(l)) {
-            slot_failed(l, s, REEL_E_CANCELLED, NULL);
-            continue;
-        }
-        if (tst != REEL_OK) {
-            slot_failed(l, s, tst, &terr);
-            continue;
-        }
-        int64_t t0 = reel__clock_ns();
-        work_begin(s, t0);
-        const char *path = sample_path(l, s->sample);
-        int64_t sample = s->sample;
-        reel_error e;
-        reel_error_clear(&e);
-        int st = open_sample(l, w, s, &e);
-        int64_t t1 = reel__clock_ns();
-        int abandoned = work_end(s, t1);
-        atomic_fetch_add(&sg->busy_ns, t1 - t0);
-        atomic_fetch_add(&sg->items, 1);
-        reel__trace_add(&l->trace, w->track, abandoned ? sg->abandoned_label : sg->name, path, t0, t1, sample);
-        if (abandoned) {
-            reel__loader_slot_close(l, s);
-            work_release(l, bb);
-            continue;
-        }
-        if (st == REEL_OK && over_limit(l, s, 0)) st = timeout_error(l, s, &e);
-        if (st != REEL_OK)
-            slot_failed(l, s, st, &e);
-        else if (reel__queue_push(&l->st[REEL_STAGE_DECODE].q, s) != 1)
-            slot_failed(l, s, REEL_E_CANCELLED, NULL);
-        work_release(l, bb);
-    }
+    stage_loop(w, sg, tst, &terr, open_work, open_done, NULL);
     worker_source_free(l, w);
     return NULL;
 }
@@ -319,10 +344,10 @@ static int visit(void *opaque, const reel_frame *frame, size_t pos)
     visit_ctx *c = opaque;
     reel_loader *l = c->l;
     reel_slot *s = c->s;
-    if (stopping(l)) return reel__error_set(&c->err, REEL_E_CANCELLED, "%s: cancelled", sample_path(l, s->sample));
+    if (stopping(l)) return reel__error_set(&c->err, REEL_E_CANCELLED, "%s: cancelled", sample_name(l, s->sample));
     if (over_limit(l, s, reel__clock_ns() - c->t_decode)) return timeout_error(l, s, &c->err);
     pthread_mutex_lock(&s->mu); /* the watchdog cannot abandon the slot mid-write */
-    int st = s->abandoned ? reel__error_set(&c->err, REEL_E_CANCELLED, "%s: abandoned", sample_path(l, s->sample))
+    int st = s->abandoned ? reel__error_set(&c->err, REEL_E_CANCELLED, "%s: abandoned", sample_name(l, s->sample))
                           : visit_locked(c, frame, pos);
     pthread_mutex_unlock(&s->mu);
     return st;
@@ -337,15 +362,15 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     int st;
     if (pos >= (size_t)l->K * (size_t)T)
         return reel__error_set(&c->err, REEL_E_INTERNAL, "%s: request position %zu out of range",
-                               sample_path(l, s->sample), pos);
+                               sample_name(l, s->sample), pos);
     if (s->visited[pos])
         return reel__error_set(&c->err, REEL_E_INTERNAL, "%s: request position %zu delivered twice",
-                               sample_path(l, s->sample), pos);
+                               sample_name(l, s->sample), pos);
     int clip = (int)(pos / (size_t)T), t = (int)(pos % (size_t)T);
     int64_t idx = reel_frame_get_index(frame);
     if (idx != s->indices[pos])
         return reel__error_set(&c->err, REEL_E_INTERNAL, "%s: decoder returned frame %lld for frame %lld",
-                               sample_path(l, s->sample), (long long)idx, (long long)s->indices[pos]);
+                               sample_name(l, s->sample), (long long)idx, (long long)s->indices[pos]);
     int fw = 0, fh = 0;
     reel_frame_get_size(frame, &fw, &fh);
     if (l->s.transform.apply_rotation && (s->rotation == 90 || s->rotation == 270)) {
@@ -384,6 +409,45 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     return 0;
 }
 
+/* Stage 2: the source decodes the sampled frames into the batch slot
+ * through the visitor; the sample's source state is closed after. */
+static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int64_t t0, reel_error *e)
+{
+    const size_t n = (size_t)l->K * (size_t)l->T;
+    visit_ctx c;
+    memset(&c, 0, sizeof c);
+    c.l = l;
+    c.s = s;
+    c.conv = state;
+    c.t_decode = t0;
+    c.last_clip = -1;
+    for (int k = 0; k < l->K; k++) s->bb->rows[(int64_t)s->index * l->K + k].crop_w = 0;
+    memset(s->visited, 0, n);
+    reel_source_stats stats;
+    memset(&stats, 0, sizeof stats);
+    int st = l->src.ops->decode(l->src.ctx, w->tls, s->handle, s->indices, n, visit, window, &c, &stats, e);
+    if (st != REEL_OK && c.err.status != REEL_OK) *e = c.err; /* our visitor's reason wins */
+    if (st == REEL_OK && c.visited != (int64_t)n)
+        st = reel__error_set(e, REEL_E_INTERNAL, "%s: %lld of %zu requested frames were delivered",
+                             sample_name(l, s->sample), (long long)c.visited, n);
+    reel__loader_slot_close(l, s);
+    atomic_fetch_add(&l->frames_decoded, stats.frames_decoded);
+    atomic_fetch_add(&l->frames_returned, stats.frames_returned);
+    return st;
+}
+
+/* Stage 2's outcome: a loaded sample, or the error policy. */
+static void decode_done(reel_loader *l, reel_slot *s, int st, reel_error *e)
+{
+    if (st != REEL_OK) {
+        slot_failed(l, s, st, e);
+        return;
+    }
+    atomic_fetch_add(&l->successes, 1);
+    s->status = REEL_OK;
+    reel__loader_slot_finish(l, s);
+}
+
 void *reel__loader_decode_main(void *arg)
 {
     worker *w = arg;
@@ -394,62 +458,7 @@ void *reel__loader_decode_main(void *arg)
     reel_error cerr;
     int conv_st = reel_converter_create(&conv, &cerr);
     if (conv_st == REEL_OK) conv_st = worker_source_init(l, w, &cerr);
-    void *item;
-    while (reel__queue_pop(&sg->q, &item)) {
-        reel_slot *s = item;
-        reel_batchbuf *bb = s->bb;
-        if (stopping(l)) {
-            slot_failed(l, s, REEL_E_CANCELLED, NULL);
-            continue;
-        }
-        if (conv_st != REEL_OK) {
-            slot_failed(l, s, conv_st, &cerr);
-            continue;
-        }
-        int64_t t0 = reel__clock_ns();
-        work_begin(s, t0);
-        const char *path = sample_path(l, s->sample);
-        int64_t sample = s->sample;
-        const size_t n = (size_t)l->K * (size_t)l->T;
-        visit_ctx c;
-        memset(&c, 0, sizeof c);
-        c.l = l;
-        c.s = s;
-        c.conv = conv;
-        c.t_decode = t0;
-        c.last_clip = -1;
-        for (int k = 0; k < l->K; k++) s->bb->rows[(int64_t)s->index * l->K + k].crop_w = 0;
-        memset(s->visited, 0, n);
-        reel_source_stats stats;
-        memset(&stats, 0, sizeof stats);
-        reel_error e;
-        reel_error_clear(&e);
-        int st = l->src->decode(l->src_ctx, w->tls, s->handle, s->indices, n, visit, window, &c, &stats, &e);
-        if (st != REEL_OK && c.err.status != REEL_OK) e = c.err; /* our visitor's reason wins */
-        if (st == REEL_OK && c.visited != (int64_t)n)
-            st = reel__error_set(&e, REEL_E_INTERNAL, "%s: %lld of %zu requested frames were delivered", path,
-                                 (long long)c.visited, n);
-        reel__loader_slot_close(l, s);
-        int64_t t1 = reel__clock_ns();
-        int abandoned = work_end(s, t1);
-        atomic_fetch_add(&sg->busy_ns, t1 - t0);
-        atomic_fetch_add(&sg->items, 1);
-        atomic_fetch_add(&l->frames_decoded, stats.frames_decoded);
-        atomic_fetch_add(&l->frames_returned, stats.frames_returned);
-        reel__trace_add(&l->trace, w->track, abandoned ? sg->abandoned_label : sg->name, path, t0, t1, sample);
-        if (abandoned) {
-            work_release(l, bb);
-            continue;
-        }
-        if (st != REEL_OK) {
-            slot_failed(l, s, st, &e);
-        } else {
-            atomic_fetch_add(&l->successes, 1);
-            s->status = REEL_OK;
-            reel__loader_slot_finish(l, s);
-        }
-        work_release(l, bb);
-    }
+    stage_loop(w, sg, conv_st, &cerr, decode_work, decode_done, conv);
     reel_converter_destroy(&conv);
     worker_source_free(l, w);
     return NULL;
@@ -481,7 +490,7 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
             }
             continue;
         }
-        const char *path = sample_path(l, s->sample);
+        const char *path = sample_entry(l, s->sample)->path;
         int64_t label = reel__dataset_label(l->ds, (size_t)s->sample);
         for (int k = 0; k < K; k++) {
             int64_t src = j * K + k;
@@ -515,6 +524,7 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
     b->position = bb->position;
     b->num_samples = bb->nsamples;
     b->num_failed = failed;
+    b->samples_seen = bb->samples_seen;
 }
 
 void *reel__loader_collate_main(void *arg)
@@ -573,7 +583,7 @@ void *reel__loader_watchdog_main(void *arg)
                 pthread_mutex_unlock(&s->mu);
                 if (!late) continue;
                 /* the worker no longer writes to the slot's results */
-                const char *path = sample_path(l, s->sample);
+                const char *path = sample_name(l, s->sample);
                 reel__error_set(&s->err, REEL_E_TIMEOUT,
                                 "%s: over the per-sample time limit of %g s (abandoned while decoding)", path,
                                 l->s.sample_time_limit);

@@ -20,7 +20,7 @@ struct reel_batchbuf;
 typedef struct reel_slot {
     struct reel_batchbuf *bb;
     int index;         /* slot number in the batch */
-    int64_t position;  /* rank-local epoch position */
+    int64_t position;  /* position in the epoch's global order (>= its size: padding) */
     int64_t requested; /* dataset index the plan chose */
     int64_t sample;    /* dataset index being decoded */
     int attempt;
@@ -52,6 +52,7 @@ typedef struct reel_batchbuf {
     int pinned; /* data came from cudaHostAlloc (free with cudaFreeHost) */
     int state;
     int64_t seq, epoch, index, position, nsamples;
+    int64_t samples_seen;   /* the checkpoint's samples_seen once it is consumed */
     atomic_int pending;     /* slots not finished */
     atomic_int busy;        /* workers holding one of its slots; reused only at 0 */
     int slots_ready;        /* slot mutexes initialised */

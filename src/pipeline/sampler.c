@@ -82,20 +82,20 @@ static int64_t linspace_at(int64_t start, int64_t end, int steps, int i)
     return i < steps / 2 ? (int64_t)((double)start + step * i) : (int64_t)((double)end - step * (steps - i - 1));
 }
 
-static int64_t to_pts(const reel_sampler_input *in, double seconds)
+static int64_t to_pts(const reel_sampler_video *in, double seconds)
 {
-    return llround(seconds * (double)in->tb_den / (double)in->tb_num);
+    return llround(seconds * (double)in->time_base_den / (double)in->time_base_num);
 }
 
-static double to_seconds(const reel_sampler_input *in, int64_t pts)
+static double to_seconds(const reel_sampler_video *in, int64_t pts)
 {
-    return (double)pts * (double)in->tb_num / (double)in->tb_den;
+    return (double)pts * (double)in->time_base_num / (double)in->time_base_den;
 }
 
 /* First row with pts >= p. */
-static int64_t lower_bound(const reel_sampler_input *in, int64_t p)
+static int64_t lower_bound(const reel_sampler_video *in, int64_t p)
 {
-    int64_t lo = 0, hi = in->n;
+    int64_t lo = 0, hi = in->num_frames;
     while (lo < hi) {
         int64_t mid = lo + (hi - lo) / 2;
         if (in->table[mid].pts < p)
@@ -106,21 +106,21 @@ static int64_t lower_bound(const reel_sampler_input *in, int64_t p)
     return lo;
 }
 
-void reel__sampler_segment(const reel_sampler_input *in, int64_t *first, int64_t *count)
+void reel__sampler_segment(const reel_sampler_video *in, int64_t *first, int64_t *count)
 {
-    int64_t a = 0, b = in->n;
-    if (in->seg_start > 0) a = lower_bound(in, to_pts(in, in->seg_start));
-    if (in->seg_end >= 0) b = lower_bound(in, to_pts(in, in->seg_end));
+    int64_t a = 0, b = in->num_frames;
+    if (in->segment_start > 0) a = lower_bound(in, to_pts(in, in->segment_start));
+    if (in->segment_end >= 0) b = lower_bound(in, to_pts(in, in->segment_end));
     if (b < a) b = a;
     *first = a;
     *count = b - a;
 }
 
-int64_t reel__sampler_frame_at(const reel_sampler_input *in, double seconds, int64_t lo, int64_t hi)
+int64_t reel__sampler_frame_at(const reel_sampler_video *in, double seconds, int64_t lo, int64_t hi)
 {
     int64_t p = to_pts(in, seconds);
     /* last row with pts <= p = first row with pts > p, minus one */
-    int64_t l = 0, h = in->n;
+    int64_t l = 0, h = in->num_frames;
     while (l < h) {
         int64_t mid = l + (h - l) / 2;
         if (in->table[mid].pts <= p)
@@ -145,7 +145,7 @@ static int apply_policy(int policy, int64_t *clip, int have, int want)
     return 0;
 }
 
-static int run_index(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
+static int run_index(const reel_sampler_settings *s, const reel_sampler_video *in, const reel_rng_key *key,
                      const char *name, int64_t *out, reel_error *err)
 {
     int64_t first, n;
@@ -202,7 +202,7 @@ static int run_index(const reel_sampler_settings *s, const reel_sampler_input *i
     return REEL_OK;
 }
 
-static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
+static int run_time(const reel_sampler_settings *s, const reel_sampler_video *in, const reel_rng_key *key,
                     const char *name, int64_t *out, reel_error *err)
 {
     int64_t first, n;
@@ -210,18 +210,18 @@ static int run_time(const reel_sampler_settings *s, const reel_sampler_input *in
     if (n <= 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: no frames in the sampled segment", name);
     const int K = s->clips_per_video, T = s->frames_per_clip;
     const int64_t last = first + n - 1;
-    const reel_frame_entry *lf = &in->table[in->n - 1];
+    const reel_frame_entry *lf = &in->table[in->num_frames - 1];
     double stream_begin = to_seconds(in, in->table[0].pts);
     double stream_end = to_seconds(in, lf->pts + (lf->duration > 0 ? lf->duration : 0));
     double begin = stream_begin, end = stream_end;
-    if (in->seg_start > begin) begin = in->seg_start;
-    if (in->seg_end >= 0 && in->seg_end < end) end = in->seg_end;
+    if (in->segment_start > begin) begin = in->segment_start;
+    if (in->segment_end >= 0 && in->segment_end < end) end = in->segment_end;
     if (!(end > begin)) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: empty time segment", name);
 
     double step = s->seconds_between_frames;
     if (step <= 0) {
-        double fps = in->avg_fps;
-        if (!(fps > 0)) fps = (stream_end > stream_begin) ? (double)in->n / (stream_end - stream_begin) : 0;
+        double fps = in->average_fps;
+        if (!(fps > 0)) fps = (stream_end > stream_begin) ? (double)in->num_frames / (stream_end - stream_begin) : 0;
         if (!(fps > 0)) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: cannot infer the frame rate", name);
         step = 1.0 / fps;
     }
@@ -287,13 +287,13 @@ static int64_t div_round_half_even(int64_t num, int64_t den)
 /* The range and count of the whole-video kinds, as qwen-vl-utils 0.0.14's
  * calculate_video_frame_range and smart_nframes compute them (the same
  * double operations in the same order, so the same roundings). */
-static int whole_video(const reel_sampler_settings *s, const reel_sampler_input *in, const char *name,
+static int whole_video(const reel_sampler_settings *s, const reel_sampler_video *in, const char *name,
                        reel_sampler_result *r, reel_error *err)
 {
     int64_t first, total;
     reel__sampler_segment(in, &first, &total);
     if (total <= 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: no frames in the sampled segment", name);
-    double fps = in->avg_fps;
+    double fps = in->average_fps;
     if (!(fps > 0)) {
         double span = to_seconds(in, in->table[first + total - 1].pts + in->table[first + total - 1].duration -
                                          in->table[first].pts);
@@ -340,26 +340,29 @@ static int whole_video(const reel_sampler_settings *s, const reel_sampler_input 
     return REEL_OK;
 }
 
-int reel__sampler_describe(const reel_sampler_settings *s, const reel_sampler_input *in, const char *name,
-                           reel_sampler_result *r, reel_error *err)
+int reel__sampler_describe(const reel_sampler_settings *s, const reel_sampler_video *in, reel_sampler_result *r,
+                           reel_error *err)
 {
+    const char *name = in->name ? in->name : "video";
     memset(r, 0, sizeof *r);
-    if (!in->table || in->n <= 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", name);
-    if (in->tb_num <= 0 || in->tb_den <= 0) return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
+    if (!in->table || in->num_frames <= 0)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", name);
+    if (in->time_base_num <= 0 || in->time_base_den <= 0)
+        return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
     if (s->kind == REEL_SAMPLE_FPS || s->kind == REEL_SAMPLE_COUNT) return whole_video(s, in, name, r, err);
     int64_t first, count;
     reel__sampler_segment(in, &first, &count);
     r->num_frames = reel__sampler_fixed_count(s);
     r->range_first = first;
     r->range_frames = count;
-    r->video_fps = in->avg_fps;
+    r->video_fps = in->average_fps;
     return REEL_OK;
 }
 
 /* linspace(first, first + N - 1, n) rounded half to even: torch.linspace in
  * float32 then .round(), which equals the exact quotient rounded half to
  * even (checked against torch over 26,000 (start, N, n) triples). */
-static int run_whole_video(const reel_sampler_settings *s, const reel_sampler_input *in, const char *name, int64_t *out,
+static int run_whole_video(const reel_sampler_settings *s, const reel_sampler_video *in, const char *name, int64_t *out,
                            reel_error *err)
 {
     reel_sampler_result r;
@@ -370,31 +373,29 @@ static int run_whole_video(const reel_sampler_settings *s, const reel_sampler_in
     return REEL_OK;
 }
 
-int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_input *in, const reel_rng_key *key,
-                      const char *name, int64_t *out, reel_error *err)
+int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_video *in, const reel_rng_key *key,
+                      int64_t *out, reel_error *err)
 {
-    if (!in->table || in->n <= 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", name);
-    if (in->tb_num <= 0 || in->tb_den <= 0) return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
+    const char *name = in->name ? in->name : "video";
+    if (!in->table || in->num_frames <= 0)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", name);
+    if (in->time_base_num <= 0 || in->time_base_den <= 0)
+        return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
     if (s->kind == REEL_SAMPLE_RANDOM_INDICES || s->kind == REEL_SAMPLE_REGULAR_INDICES)
         return run_index(s, in, key, name, out, err);
     if (s->kind == REEL_SAMPLE_FPS || s->kind == REEL_SAMPLE_COUNT) return run_whole_video(s, in, name, out, err);
     return run_time(s, in, key, name, out, err);
 }
 
-/* The checks the public calls share; fills the internal input. */
-static int public_input(const char *what, const reel_sampler_settings *s, const reel_sampler_video *v,
-                        reel_sampler_input *in, reel_error *err)
+/* The checks the public calls share. */
+static int public_check(const char *what, const reel_sampler_settings *s, const reel_sampler_video *v, reel_error *err)
 {
     if (!s || !v) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: NULL argument", what);
     int st = reel__sampler_check(s, err);
     if (st != REEL_OK) return st;
-    const char *name = v->name ? v->name : "video";
     if (v->time_base_num <= 0 || v->time_base_den <= 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: invalid time base %d/%d", name, v->time_base_num,
-                               v->time_base_den);
-    reel_sampler_input i = { v->table,       v->num_frames,    v->time_base_num, v->time_base_den,
-                             v->average_fps, v->segment_start, v->segment_end };
-    *in = i;
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: invalid time base %d/%d", v->name ? v->name : "video",
+                               v->time_base_num, v->time_base_den);
     return REEL_OK;
 }
 
@@ -402,24 +403,21 @@ int reel_sampler_describe(const reel_sampler_settings *s, const reel_sampler_vid
                           reel_error *err)
 {
     if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_sampler_describe: NULL argument");
-    reel_sampler_input in;
-    int st = public_input("reel_sampler_describe", s, v, &in, err);
+    int st = public_check("reel_sampler_describe", s, v, err);
     if (st != REEL_OK) return st;
-    return reel__sampler_describe(s, &in, v->name ? v->name : "video", out, err);
+    return reel__sampler_describe(s, v, out, err);
 }
 
 int reel_sampler_run(const reel_sampler_settings *s, const reel_sampler_video *v, uint64_t seed, uint64_t epoch,
                      uint64_t sample, int64_t *out, size_t out_len, reel_error *err)
 {
     if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_sampler_run: NULL argument");
-    reel_sampler_input in;
-    int st = public_input("reel_sampler_run", s, v, &in, err);
+    int st = public_check("reel_sampler_run", s, v, err);
     if (st != REEL_OK) return st;
-    const char *name = v->name ? v->name : "video";
     int64_t need = reel__sampler_fixed_count(s);
     if (need < 0) {
         reel_sampler_result r;
-        st = reel__sampler_describe(s, &in, name, &r, err);
+        st = reel__sampler_describe(s, v, &r, err);
         if (st != REEL_OK) return st;
         need = r.num_frames;
     }
@@ -427,5 +425,5 @@ int reel_sampler_run(const reel_sampler_settings *s, const reel_sampler_video *v
         return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "reel_sampler_run: room for %zu indices, %lld needed",
                                out_len, (long long)need);
     reel_rng_key key = { seed, epoch, sample, REEL_RNG_SAMPLER, 0 };
-    return reel__sampler_run(s, &in, &key, name, out, err);
+    return reel__sampler_run(s, v, &key, out, err);
 }

@@ -7,7 +7,10 @@
  * Video files (local, or remote through the decoder's I/O) and packed-store
  * records sit behind this one interface, so samplers, transforms, the ring,
  * sharding, resume, the error policy and the metrics never branch on the
- * kind of input. The source is chosen once per dataset. */
+ * kind of input, and never on whether it is remote: a source gets its
+ * entry, which carries that answer and its redacted name, and reel_source
+ * (source.c) is the one place that reads the dataset to pick the source,
+ * name its stages and size stage 1. */
 #ifndef REEL_PIPELINE_SOURCE_H
 #define REEL_PIPELINE_SOURCE_H
 
@@ -15,16 +18,16 @@
 #include <stdint.h>
 
 #include "core/frame.h"
+#include "pipeline/entry.h"
 #include "reel/pipeline.h"
+#include "reel/store.h"
 
-/* What stage 1 learns about a sample, for the samplers and the converter. */
+/* What stage 1 learns about a sample, for the samplers and the converter:
+ * the frame-table view (its table owned by the sample handle, its segment
+ * the part to sample, end < 0: to the end) and the rotation. */
 typedef struct reel_source_info {
-    const reel_frame_entry *table; /* owned by the sample handle */
-    int64_t n;
-    int tb_num, tb_den;
-    double avg_fps;
-    int rotation;              /* clockwise degrees still to apply (0..359) */
-    double seg_start, seg_end; /* the segment within the table (end < 0: to the end) */
+    reel_sampler_video video;
+    int rotation; /* clockwise degrees still to apply (0..359) */
 } reel_source_info;
 
 /* Per-sample options from the loader. */
@@ -47,12 +50,13 @@ typedef struct reel_source_stats {
 
 typedef struct reel_source_ops {
     const char *kind;           /* "video", "store" */
-    const char *stage_names[2]; /* what stages 1 and 2 do, for metrics and the trace */
+    const char *stage_names[2]; /* what stages 1 and 2 do, for metrics and the trace (over
+                                   URLs stage 1 is named "fetch", see reel_source) */
     /* Per worker thread state (either may be NULL). */
     int (*thread_init)(void *ctx, const reel_source_open *o, void **tls, reel_error *err);
     void (*thread_free)(void *ctx, void *tls);
     /* Stage 1: *handle owns what the sample keeps until close. */
-    int (*open)(void *ctx, void *tls, const reel_dataset *ds, int64_t sample, const reel_source_open *o, void **handle,
+    int (*open)(void *ctx, void *tls, const reel_dataset_entry *entry, const reel_source_open *o, void **handle,
                 reel_source_info *info, reel_error *err);
     /* Stage 1, after sampling: fetch what decoding `indices` needs (may be NULL). */
     int (*prepare)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_source_stats *st,
@@ -63,21 +67,47 @@ typedef struct reel_source_ops {
     int (*decode)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_frame_fn fn,
                   reel__window_fn window, void *opaque, reel_source_stats *st, reel_error *err);
     void (*close)(void *ctx, void *handle);
-    /* Optional (NULL: none): the dataset's read blocks, runs of samples
-     * stored together (a store's shards), for the default shuffle, which
-     * then goes block by block (blocks in a shuffled order, each shuffled
-     * within) so reads stay sequential. *starts (free()) gets nblocks + 1
-     * entries, from 0 to the dataset size; *nblocks 0: no blocks. */
-    int (*blocks)(void *ctx, const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err);
+    /* Optional (NULL: none): the read blocks of the dataset's n entries,
+     * runs of samples stored together (a store's shards), for the default
+     * shuffle, which then goes block by block (blocks in a shuffled order,
+     * each shuffled within) so reads stay sequential. *starts (free()) gets
+     * nblocks + 1 entries, from 0 to n; *nblocks 0: no blocks. */
+    int (*blocks)(void *ctx, const reel_dataset_entry *entries, size_t n, int64_t **starts, size_t *nblocks,
+                  reel_error *err);
 } reel_source_ops;
 
 extern const reel_source_ops reel__source_video;
 extern const reel_source_ops reel__source_store;
-/* The same over http(s)/s3, with stage 1 named "fetch" in the metrics and trace. */
-extern const reel_source_ops reel__source_video_remote;
-extern const reel_source_ops reel__source_store_remote;
 
-/* The source of a dataset, and its context. */
-const reel_source_ops *reel__source_of(const reel_dataset *ds, void **ctx);
+/* The store source's context: the store and its name for messages. */
+typedef struct reel_source_store_ctx {
+    reel_store *store;
+    const char *name; /* the folder, or the URL redacted */
+} reel_source_store_ctx;
+
+/* A loader's source: the ops for its dataset, their context, and what
+ * stage 1 is (named "fetch" and given more threads than cores when it
+ * mostly waits on the network). Owns the connection pool it makes for
+ * input at URLs when the remote settings name none. */
+typedef struct reel_source {
+    const reel_source_ops *ops;
+    void *ctx;
+    reel_source_store_ctx store;
+    const char *stage_names[2];
+    reel_remote_pool *own_pool;
+    int network; /* stage 1 waits on requests (input at URLs) */
+} reel_source;
+
+/* Picks the source of `ds`. `remote` is the loader's copy of the remote
+ * settings: for input at URLs without a pool, a shared one (connections,
+ * DNS and TLS sessions, the budget of bytes fetched ahead) is made and set
+ * in it. Free with reel__source_free. */
+int reel__source_init(reel_source *src, const reel_dataset *ds, reel_remote_settings *remote, reel_error *err);
+void reel__source_free(reel_source *src);
+
+/* The automatic stage-1 thread count on `cores` cores: a quarter of them
+ * for local input; over URLs, where it waits on the network, not the CPU,
+ * twice as many as cores (at least 8) keep requests in flight. */
+int reel__source_open_threads(const reel_source *src, int cores);
 
 #endif

@@ -3,7 +3,6 @@
  * decodes them ("decode jpeg", "decode raw", "decode h264"). One store
  * reader per worker thread; the store itself is shared. */
 #include "pipeline/source.h"
-#include "pipeline/dataset_internal.h"
 #include "store/store_internal.h"
 #include "core/error.h"
 
@@ -24,7 +23,7 @@ static int store_thread_init(void *ctx, const reel_source_open *o, void **tls, r
     s.decoder_threads = o->decoder_threads > 0 ? o->decoder_threads : 1;
     s.remote = o->remote;
     reel_store_reader *r = NULL;
-    int st = reel_store_reader_create(&r, ctx, &s, err);
+    int st = reel_store_reader_create(&r, ((const reel_source_store_ctx *)ctx)->store, &s, err);
     *tls = r;
     return st;
 }
@@ -36,12 +35,13 @@ static void store_thread_free(void *ctx, void *tls)
     reel_store_reader_destroy(&r);
 }
 
-static int store_open(void *ctx, void *tls, const reel_dataset *ds, int64_t sample, const reel_source_open *o,
-                      void **handle, reel_source_info *info, reel_error *err)
+static int store_open(void *ctx, void *tls, const reel_dataset_entry *entry, const reel_source_open *o, void **handle,
+                      reel_source_info *info, reel_error *err)
 {
     (void)tls;
-    reel_store *s = ctx;
-    int64_t record = ds->items[sample].record;
+    const reel_source_store_ctx *c = ctx;
+    reel_store *s = c->store;
+    int64_t record = entry->record;
     reel_store_record rec;
     int st = reel_store_get_record(s, record, &rec, err);
     if (st != REEL_OK) return st;
@@ -51,20 +51,21 @@ static int store_open(void *ctx, void *tls, const reel_dataset *ds, int64_t samp
         size_t pl = strlen(rec.source_path);
         if (!strncmp(why, rec.source_path, pl) && !strncmp(why + pl, ": ", 2)) why += pl + 2;
         return reel__error_set(err, rec.status, "%s: not in the store %s (it failed to pack): %s", rec.source_path,
-                               s->dir, why);
+                               c->name, why);
     }
     store_sample *h = calloc(1, sizeof *h);
     if (!h) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec.source_path);
     h->record = record;
     h->interrupt = o->interrupt;
     h->interrupt_opaque = o->interrupt_opaque;
-    info->table = reel_store_get_frame_table(s, record, &info->n);
-    info->tb_num = rec.time_base_num;
-    info->tb_den = rec.time_base_den;
-    info->avg_fps = rec.avg_fps_den > 0 ? (double)rec.avg_fps_num / rec.avg_fps_den : 0;
-    info->rotation = 0;  /* stored upright */
-    info->seg_start = 0; /* the segment was applied when packing */
-    info->seg_end = -1;
+    reel_sampler_video *v = &info->video;
+    v->table = reel_store_get_frame_table(s, record, &v->num_frames);
+    v->time_base_num = rec.time_base_num;
+    v->time_base_den = rec.time_base_den;
+    v->average_fps = rec.avg_fps_den > 0 ? (double)rec.avg_fps_num / rec.avg_fps_den : 0;
+    v->segment_start = 0; /* the segment was applied when packing */
+    v->segment_end = -1;
+    info->rotation = 0; /* stored upright */
     *handle = h;
     return REEL_OK;
 }
@@ -105,37 +106,38 @@ static void store_close(void *ctx, void *handle)
 }
 
 /* Runs of dataset samples whose records lie in one shard. */
-static int store_blocks(void *ctx, const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err)
+static int store_blocks(void *ctx, const reel_dataset_entry *entries, size_t n, int64_t **starts, size_t *nblocks,
+                        reel_error *err)
 {
-    const reel_store *s = ctx;
+    const reel_source_store_ctx *c = ctx;
     *starts = NULL;
     *nblocks = 0;
-    if (ds->n == 0) return REEL_OK;
-    int64_t *b = malloc((ds->n + 1) * sizeof *b);
-    if (!b) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", s->dir);
+    if (n == 0) return REEL_OK;
+    int64_t *b = malloc((n + 1) * sizeof *b);
+    if (!b) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", c->name);
     size_t k = 0;
-    for (size_t i = 0; i < ds->n; i++) {
-        const reel__store_rec *r = &s->recs[ds->items[i].record];
-        const reel__store_rec *prev = i ? &s->recs[ds->items[i - 1].record] : NULL;
-        if (!prev || prev->part != r->part || prev->shard_seq != r->shard_seq) b[k++] = (int64_t)i;
+    const char *prev = NULL;
+    for (size_t i = 0; i < n; i++) {
+        reel_store_record r;
+        int st = reel_store_get_record(c->store, entries[i].record, &r, err);
+        if (st != REEL_OK) {
+            free(b);
+            return st;
+        }
+        /* one name per shard file, shared by its records */
+        if (!prev || strcmp(prev, r.shard) != 0) b[k++] = (int64_t)i;
+        prev = r.shard;
     }
-    b[k] = (int64_t)ds->n;
+    b[k] = (int64_t)n;
     *starts = b;
     *nblocks = k;
     return REEL_OK;
 }
 
+/* At a URL too: the reader's I/O reads what the store names; the loader's
+ * reel_source names stage 1 "fetch" there. */
 const reel_source_ops reel__source_store = {
     "store",           { "read", "image decode" },
-    store_thread_init, store_thread_free,
-    store_open,        store_prepare,
-    store_decode,      store_close,
-    store_blocks,
-};
-
-/* A store at a URL: the same, with stage 1 named for what it does there. */
-const reel_source_ops reel__source_store_remote = {
-    "store",           { "fetch", "image decode" },
     store_thread_init, store_thread_free,
     store_open,        store_prepare,
     store_decode,      store_close,

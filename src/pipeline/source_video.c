@@ -2,15 +2,13 @@
  * stage 1 opens and indexes with reel_decoder, stage 2 decodes the sampled
  * frames with one planned call. */
 #include "pipeline/source.h"
-#include "pipeline/dataset_internal.h"
 #include "core/error.h"
 
-static int video_open(void *ctx, void *tls, const reel_dataset *ds, int64_t sample, const reel_source_open *o,
-                      void **handle, reel_source_info *info, reel_error *err)
+static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const reel_source_open *o, void **handle,
+                      reel_source_info *info, reel_error *err)
 {
     (void)ctx;
     (void)tls;
-    const reel_dataset_entry *it = &ds->items[sample];
     reel_decoder_settings s;
     reel_decoder_default_settings(&s);
     s.threads = o->decoder_threads;
@@ -24,13 +22,14 @@ static int video_open(void *ctx, void *tls, const reel_dataset *ds, int64_t samp
     int st = reel_decoder_open(&dec, it->path, &s, err);
     if (st != REEL_OK) return st;
     const reel_video_info *vi = reel_decoder_get_info(dec);
-    info->table = reel_decoder_get_frame_table(dec, &info->n);
-    info->tb_num = vi->time_base_num;
-    info->tb_den = vi->time_base_den;
-    info->avg_fps = vi->avg_fps_den > 0 ? (double)vi->avg_fps_num / vi->avg_fps_den : 0;
+    reel_sampler_video *v = &info->video;
+    v->table = reel_decoder_get_frame_table(dec, &v->num_frames);
+    v->time_base_num = vi->time_base_num;
+    v->time_base_den = vi->time_base_den;
+    v->average_fps = vi->avg_fps_den > 0 ? (double)vi->avg_fps_num / vi->avg_fps_den : 0;
+    v->segment_start = it->start;
+    v->segment_end = it->end;
     info->rotation = ((vi->rotation % 360) + 360) % 360; /* -90 and 270 alike */
-    info->seg_start = it->start;
-    info->seg_end = it->end;
     *handle = dec;
     return REEL_OK;
 }
@@ -68,22 +67,8 @@ static void video_close(void *ctx, void *handle)
     reel_decoder_close(&dec);
 }
 
+/* Over URLs too: the decoder's I/O opens what the entry names; the loader's
+ * reel_source names stage 1 "fetch" there. */
 const reel_source_ops reel__source_video = {
     "video", { "open", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close, NULL,
 };
-
-/* Videos at URLs: the same, with stage 1 named for what it mostly does. */
-const reel_source_ops reel__source_video_remote = {
-    "video", { "fetch", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close, NULL,
-};
-
-const reel_source_ops *reel__source_of(const reel_dataset *ds, void **ctx)
-{
-    const int remote = reel__dataset_is_remote(ds);
-    if (ds->store) {
-        *ctx = ds->store;
-        return remote ? &reel__source_store_remote : &reel__source_store;
-    }
-    *ctx = NULL;
-    return remote ? &reel__source_video_remote : &reel__source_video;
-}

@@ -13,42 +13,171 @@
 
 /* ---------------------------------------------------------------- little-endian */
 
-static void put32(uint8_t **p, uint32_t v)
+/* One put/get pair per field kind; the layout tables below name a kind per
+ * field, and the writer and the parser both expand the same table. */
+static void put_u(uint8_t **p, uint64_t v, int bytes)
 {
-    for (int i = 0; i < 4; i++) (*p)[i] = (uint8_t)(v >> (8 * i));
-    *p += 4;
+    for (int i = 0; i < bytes; i++) (*p)[i] = (uint8_t)(v >> (8 * i));
+    *p += bytes;
 }
-static void put64(uint8_t **p, uint64_t v)
+static uint64_t get_u(const uint8_t **p, int bytes)
 {
-    for (int i = 0; i < 8; i++) (*p)[i] = (uint8_t)(v >> (8 * i));
-    *p += 8;
+    uint64_t v = 0;
+    for (int i = 0; i < bytes; i++) v |= (uint64_t)(*p)[i] << (8 * i);
+    *p += bytes;
+    return v;
 }
-static void putf64(uint8_t **p, double d)
+static void put_U32(uint8_t **p, uint32_t v)
+{
+    put_u(p, v, 4);
+}
+static void put_I32(uint8_t **p, int32_t v)
+{
+    put_u(p, (uint32_t)v, 4);
+}
+static void put_U64(uint8_t **p, uint64_t v)
+{
+    put_u(p, v, 8);
+}
+static void put_I64(uint8_t **p, int64_t v)
+{
+    put_u(p, (uint64_t)v, 8);
+}
+static void put_F64(uint8_t **p, double d)
 {
     uint64_t v;
     memcpy(&v, &d, sizeof v);
-    put64(p, v);
+    put_u(p, v, 8);
 }
-static uint32_t get32(const uint8_t **p)
+static uint32_t get_U32(const uint8_t **p)
 {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++) v |= (uint32_t)(*p)[i] << (8 * i);
-    *p += 4;
-    return v;
+    return (uint32_t)get_u(p, 4);
 }
-static uint64_t get64(const uint8_t **p)
+static int32_t get_I32(const uint8_t **p)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++) v |= (uint64_t)(*p)[i] << (8 * i);
-    *p += 8;
-    return v;
+    return (int32_t)get_U32(p);
 }
-static double getf64(const uint8_t **p)
+static uint64_t get_U64(const uint8_t **p)
 {
-    uint64_t v = get64(p);
+    return get_u(p, 8);
+}
+static int64_t get_I64(const uint8_t **p)
+{
+    return (int64_t)get_U64(p);
+}
+static double get_F64(const uint8_t **p)
+{
+    uint64_t v = get_U64(p);
     double d;
     memcpy(&d, &v, sizeof d);
     return d;
+}
+enum { SIZE_U32 = 4, SIZE_I32 = 4, SIZE_U64 = 8, SIZE_I64 = 8, SIZE_F64 = 8 };
+
+/* ---------------------------------------------------------------- the layout, defined once */
+
+/* The byte layouts of docs/STORE.md as tables of (kind, field), in file
+ * order. Each is expanded into the writer, the parser and the size, so the
+ * two directions cannot drift apart. */
+
+/* The header's build settings (reel__store_params), from byte 24. */
+#define STORE_PARAMS_FIELDS(F) \
+    F(U32, format)             \
+    F(U32, zstd_level)         \
+    F(I32, short_side)         \
+    F(I32, width)              \
+    F(I32, height)             \
+    F(I32, quality)            \
+    F(I32, gop)                \
+    F(I32, crf)                \
+    F(I32, every)              \
+    F(U32, part_count)         \
+    F(F64, fps)                \
+    F(U64, shard_size)
+
+/* A record entry's fixed fields (reel__store_rec), after the marker and the
+ * entry size and before the three string lengths and a reserved u32. */
+#define STORE_REC_FIELDS(F)   \
+    F(I64, sample)            \
+    F(U32, part)              \
+    F(U32, shard_seq)         \
+    F(U64, offset)            \
+    F(U64, length)            \
+    F(U32, crc)               \
+    F(I32, status)            \
+    F(I64, label)             \
+    F(I64, source_num_frames) \
+    F(U32, num_frames)        \
+    F(U32, width)             \
+    F(U32, height)            \
+    F(I32, tb_num)            \
+    F(I32, tb_den)            \
+    F(I32, fps_num)           \
+    F(I32, fps_den)           \
+    F(I64, source_size)       \
+    F(I64, source_mtime_ns)   \
+    F(F64, seg_start)         \
+    F(F64, seg_end)
+
+/* One stored frame (reel__store_frame). */
+#define STORE_FRAME_FIELDS(F) \
+    F(U32, offset)            \
+    F(U32, length)            \
+    F(U32, crc)               \
+    F(U32, flags)             \
+    F(I64, source_index)      \
+    F(I64, pts)               \
+    F(I64, duration)
+
+#define FIELD_SIZE(kind, name) +SIZE_##kind
+#define FIELD_PUT(kind, name)  put_##kind(&q, from->name);
+#define FIELD_GET(kind, name)  to->name = get_##kind(&q);
+
+enum {
+    HEADER_FIXED = 8 + 4 + 4 + 8 STORE_PARAMS_FIELDS(FIELD_SIZE),   /* magic, version, size, count */
+    REC_FIXED = 4 + 4 STORE_REC_FIELDS(FIELD_SIZE) + 4 + 4 + 4 + 4, /* marker, size ... lengths, reserved */
+    FRAME_FIXED = 0 STORE_FRAME_FIELDS(FIELD_SIZE)
+};
+_Static_assert(HEADER_FIXED == 80, "docs/STORE.md: the header's fields end at byte 80");
+_Static_assert(HEADER_FIXED <= REEL_STORE_HEADER_BYTES, "the header block holds its fields");
+_Static_assert(REC_FIXED == 140, "docs/STORE.md: a record entry's frames start at byte 140");
+_Static_assert(FRAME_FIXED == REEL_STORE_FRAME_BYTES, "docs/STORE.md: a stored frame is 40 bytes");
+
+static void params_put(uint8_t **p, const reel__store_params *from)
+{
+    uint8_t *q = *p;
+    STORE_PARAMS_FIELDS(FIELD_PUT)
+    *p = q;
+}
+static void params_get(const uint8_t **p, reel__store_params *to)
+{
+    const uint8_t *q = *p;
+    STORE_PARAMS_FIELDS(FIELD_GET)
+    *p = q;
+}
+static void rec_put(uint8_t **p, const reel__store_rec *from)
+{
+    uint8_t *q = *p;
+    STORE_REC_FIELDS(FIELD_PUT)
+    *p = q;
+}
+static void rec_get(const uint8_t **p, reel__store_rec *to)
+{
+    const uint8_t *q = *p;
+    STORE_REC_FIELDS(FIELD_GET)
+    *p = q;
+}
+static void frame_put(uint8_t **p, const reel__store_frame *from)
+{
+    uint8_t *q = *p;
+    STORE_FRAME_FIELDS(FIELD_PUT)
+    *p = q;
+}
+static void frame_get(const uint8_t **p, reel__store_frame *to)
+{
+    const uint8_t *q = *p;
+    STORE_FRAME_FIELDS(FIELD_GET)
+    *p = q;
 }
 
 /* ---------------------------------------------------------------- header */
@@ -75,21 +204,10 @@ void reel__store_header_write(uint8_t *out, const char *magic, const reel__store
     memset(out, 0, REEL_STORE_HEADER_BYTES);
     memcpy(out, magic, 8);
     uint8_t *q = out + 8;
-    put32(&q, REEL_STORE_VERSION);
-    put32(&q, REEL_STORE_HEADER_BYTES);
-    put64(&q, num_records);
-    put32(&q, p->format);
-    put32(&q, p->zstd_level);
-    put32(&q, (uint32_t)p->short_side);
-    put32(&q, (uint32_t)p->width);
-    put32(&q, (uint32_t)p->height);
-    put32(&q, (uint32_t)p->quality);
-    put32(&q, (uint32_t)p->gop);
-    put32(&q, (uint32_t)p->crf);
-    put32(&q, (uint32_t)p->every);
-    put32(&q, p->part_count);
-    putf64(&q, p->fps);
-    put64(&q, p->shard_size);
+    put_U32(&q, REEL_STORE_VERSION);
+    put_U32(&q, REEL_STORE_HEADER_BYTES);
+    put_U64(&q, num_records);
+    params_put(&q, p);
     /* the rest is reserved (zero) */
 }
 
@@ -99,35 +217,23 @@ int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, con
     if (n < REEL_STORE_HEADER_BYTES || memcmp(in, magic, 8) != 0)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: not a reel store file (bad magic or too short)", name);
     const uint8_t *q = in + 8;
-    uint32_t version = get32(&q), hbytes = get32(&q);
+    uint32_t version = get_U32(&q), hbytes = get_U32(&q);
     if (version != REEL_STORE_VERSION)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: store format version %u; this reel reads version %d", name,
                                version, REEL_STORE_VERSION);
     if (hbytes != REEL_STORE_HEADER_BYTES)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: bad header size %u", name, hbytes);
-    *num_records = get64(&q);
+    *num_records = get_U64(&q);
     memset(p, 0, sizeof *p);
-    p->format = get32(&q);
-    p->zstd_level = get32(&q);
-    p->short_side = (int32_t)get32(&q);
-    p->width = (int32_t)get32(&q);
-    p->height = (int32_t)get32(&q);
-    p->quality = (int32_t)get32(&q);
-    p->gop = (int32_t)get32(&q);
-    p->crf = (int32_t)get32(&q);
-    p->every = (int32_t)get32(&q);
-    p->part_count = get32(&q);
-    p->fps = getf64(&q);
-    p->shard_size = get64(&q);
+    params_get(&q, p);
     if (p->format < REEL_STORE_FORMAT_JPEG || p->format > REEL_STORE_FORMAT_H264 || p->part_count < 1 ||
-        p->part_count > 1000000 || p->zstd_level > 22 || !(p->fps >= 0 && p->fps < 1e6) || p->every < 0)
+        p->part_count > 1000000 || p->zstd_level > 22 || !(p->fps >= 0 && p->fps < 1e6) || p->every < 0 ||
+        p->shard_size < REEL_STORE_ALIGN)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: impossible build settings in the header", name);
     return REEL_OK;
 }
 
 /* ---------------------------------------------------------------- records */
-
-enum { REC_FIXED = 4 + 4 + 8 + 4 + 4 + 8 + 8 + 4 + 4 + 8 + 8 + 4 + 4 + 4 + 16 + 8 + 8 + 8 + 8 + 16 };
 
 static size_t slen(const char *s)
 {
@@ -144,49 +250,21 @@ void reel__store_rec_write(uint8_t *out, const reel__store_rec *r)
 {
     size_t total = reel__store_rec_size(r);
     uint8_t *q = out;
-    put32(&q, REEL_STORE_REC_MAGIC);
-    put32(&q, (uint32_t)total);
-    put64(&q, (uint64_t)r->sample);
-    put32(&q, r->part);
-    put32(&q, r->shard_seq);
-    put64(&q, r->offset);
-    put64(&q, r->length);
-    put32(&q, r->crc);
-    put32(&q, (uint32_t)r->status);
-    put64(&q, (uint64_t)r->label);
-    put64(&q, (uint64_t)r->source_num_frames);
-    put32(&q, r->num_frames);
-    put32(&q, r->width);
-    put32(&q, r->height);
-    put32(&q, (uint32_t)r->tb_num);
-    put32(&q, (uint32_t)r->tb_den);
-    put32(&q, (uint32_t)r->fps_num);
-    put32(&q, (uint32_t)r->fps_den);
-    put64(&q, (uint64_t)r->source_size);
-    put64(&q, (uint64_t)r->source_mtime_ns);
-    putf64(&q, r->seg_start);
-    putf64(&q, r->seg_end);
-    put32(&q, (uint32_t)slen(r->path));
-    put32(&q, (uint32_t)slen(r->reason));
-    put32(&q, (uint32_t)slen(r->class_name));
-    put32(&q, 0);
-    for (uint32_t i = 0; i < r->num_frames; i++) {
-        const reel__store_frame *f = &r->frames[i];
-        put32(&q, f->offset);
-        put32(&q, f->length);
-        put32(&q, f->crc);
-        put32(&q, f->flags);
-        put64(&q, (uint64_t)f->source_index);
-        put64(&q, (uint64_t)f->pts);
-        put64(&q, (uint64_t)f->duration);
-    }
+    put_U32(&q, REEL_STORE_REC_MAGIC);
+    put_U32(&q, (uint32_t)total);
+    rec_put(&q, r);
+    put_U32(&q, (uint32_t)slen(r->path));
+    put_U32(&q, (uint32_t)slen(r->reason));
+    put_U32(&q, (uint32_t)slen(r->class_name));
+    put_U32(&q, 0);
+    for (uint32_t i = 0; i < r->num_frames; i++) frame_put(&q, &r->frames[i]);
     const char *strs[3] = { r->path, r->reason, r->class_name };
     for (int k = 0; k < 3; k++) {
         size_t l = slen(strs[k]);
         if (l) memcpy(q, strs[k], l);
         q += l;
     }
-    put32(&q, reel__crc32(0, out, (size_t)(q - out)));
+    put_U32(&q, reel__crc32(0, out, (size_t)(q - out)));
 }
 
 void reel__store_rec_free(reel__store_rec *r)
@@ -208,6 +286,36 @@ static char *take_str(const uint8_t *p, uint32_t n)
     return s;
 }
 
+/* The stored frames of a parsed entry lie inside its record, one after
+ * another in stored order (the writer appends them so), with increasing
+ * source indices: the reader computes each frame's place in a fetched span
+ * from these offsets, so an out-of-order or overlapping frame is refused
+ * here rather than read out of bounds there. */
+static int check_frames(const reel__store_rec *r, const char *name, reel_error *err)
+{
+    uint64_t end = 0;
+    for (uint32_t i = 0; i < r->num_frames; i++) {
+        const reel__store_frame *f = &r->frames[i];
+        if ((uint64_t)f->offset + f->length > r->length)
+            return reel__error_set(err, REEL_E_CORRUPT,
+                                   "%s: the entry of %s: stored frame %u (bytes %u to %llu) lies outside its record "
+                                   "of %llu bytes",
+                                   name, r->path, i, f->offset, (unsigned long long)f->offset + f->length,
+                                   (unsigned long long)r->length);
+        if (f->offset < end)
+            return reel__error_set(err, REEL_E_CORRUPT,
+                                   "%s: the entry of %s: stored frame %u starts at byte %u, before the end of frame %u "
+                                   "(%llu): frames out of order or overlapping",
+                                   name, r->path, i, f->offset, i - 1, (unsigned long long)end);
+        if (f->source_index < 0 || (i > 0 && f->source_index <= r->frames[i - 1].source_index))
+            return reel__error_set(err, REEL_E_CORRUPT,
+                                   "%s: the entry of %s: stored frame %u has source index %lld, not after the last",
+                                   name, r->path, i, (long long)f->source_index);
+        end = (uint64_t)f->offset + f->length;
+    }
+    return REEL_OK;
+}
+
 int reel__store_rec_parse(const uint8_t *in, size_t n, const char *name, reel__store_rec *r, size_t *used,
                           reel_error *err)
 {
@@ -215,7 +323,7 @@ int reel__store_rec_parse(const uint8_t *in, size_t n, const char *name, reel__s
     if (n < REC_FIXED + 4)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: truncated record entry (%zu bytes left)", name, n);
     const uint8_t *q = in;
-    uint32_t magic = get32(&q), total = get32(&q);
+    uint32_t magic = get_U32(&q), total = get_U32(&q);
     if (magic != REEL_STORE_REC_MAGIC)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: bad record entry (no marker)", name);
     if (total < REC_FIXED + 4 || total > n)
@@ -223,68 +331,113 @@ int reel__store_rec_parse(const uint8_t *in, size_t n, const char *name, reel__s
                                n);
     const uint8_t *end = in + total - 4;
     const uint8_t *cq = end;
-    uint32_t crc = get32(&cq);
+    uint32_t crc = get_U32(&cq);
     if (crc != reel__crc32(0, in, total - 4))
         return reel__error_set(err, REEL_E_CORRUPT, "%s: record entry checksum mismatch", name);
-    r->sample = (int64_t)get64(&q);
-    r->part = get32(&q);
-    r->shard_seq = get32(&q);
-    r->offset = get64(&q);
-    r->length = get64(&q);
-    r->crc = get32(&q);
-    r->status = (int32_t)get32(&q);
-    r->label = (int64_t)get64(&q);
-    r->source_num_frames = (int64_t)get64(&q);
-    r->num_frames = get32(&q);
-    r->width = get32(&q);
-    r->height = get32(&q);
-    r->tb_num = (int32_t)get32(&q);
-    r->tb_den = (int32_t)get32(&q);
-    r->fps_num = (int32_t)get32(&q);
-    r->fps_den = (int32_t)get32(&q);
-    r->source_size = (int64_t)get64(&q);
-    r->source_mtime_ns = (int64_t)get64(&q);
-    r->seg_start = getf64(&q);
-    r->seg_end = getf64(&q);
-    uint32_t lp = get32(&q), lr = get32(&q), lc = get32(&q);
-    (void)get32(&q);
+    rec_get(&q, r);
+    uint32_t lp = get_U32(&q), lr = get_U32(&q), lc = get_U32(&q);
+    (void)get_U32(&q);
     uint64_t need = (uint64_t)r->num_frames * REEL_STORE_FRAME_BYTES + (uint64_t)lp + lr + lc;
-    if (need != (uint64_t)(end - q))
+    if (need != (uint64_t)(end - q)) {
+        memset(r, 0, sizeof *r);
         return reel__error_set(err, REEL_E_CORRUPT, "%s: record entry lengths do not add up", name);
-    if (r->sample < 0 || r->status > 0 || r->status < -1000 || r->width > 65536 || r->height > 65536 ||
-        r->offset > (UINT64_C(1) << 62) || r->length > (UINT64_C(1) << 40) ||
-        (r->status == REEL_OK && (r->tb_num <= 0 || r->tb_den <= 0 || r->width == 0 || r->height == 0)))
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: impossible values in a record entry", name);
-    if (r->num_frames) {
-        r->frames = malloc((size_t)r->num_frames * sizeof *r->frames);
-        if (!r->frames) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
     }
-    for (uint32_t i = 0; i < r->num_frames; i++) {
-        reel__store_frame *f = &r->frames[i];
-        f->offset = get32(&q);
-        f->length = get32(&q);
-        f->crc = get32(&q);
-        f->flags = get32(&q);
-        f->source_index = (int64_t)get64(&q);
-        f->pts = (int64_t)get64(&q);
-        f->duration = (int64_t)get64(&q);
-        if ((uint64_t)f->offset + f->length > r->length || f->source_index < 0 ||
-            (i > 0 && f->source_index <= r->frames[i - 1].source_index)) {
-            reel__store_rec_free(r);
-            return reel__error_set(err, REEL_E_CORRUPT, "%s: impossible frame %u in a record entry", name, i);
-        }
-    }
-    r->path = take_str(q, lp);
-    q += lp;
-    r->reason = take_str(q, lr);
-    q += lr;
-    r->class_name = take_str(q, lc);
-    if (!r->path || !r->reason || !r->class_name) {
+    const uint8_t *strs = q + (size_t)r->num_frames * REEL_STORE_FRAME_BYTES;
+    r->frames = NULL;
+    r->path = take_str(strs, lp);
+    r->reason = take_str(strs + lp, lr);
+    r->class_name = take_str(strs + lp + lr, lc);
+    if (r->num_frames) r->frames = malloc((size_t)r->num_frames * sizeof *r->frames);
+    if (!r->path || !r->reason || !r->class_name || (r->num_frames && !r->frames)) {
         reel__store_rec_free(r);
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
     }
+    for (uint32_t i = 0; i < r->num_frames; i++) frame_get(&q, &r->frames[i]);
+    int st = REEL_OK;
+    if (r->sample < 0 || r->status > 0 || r->status < -1000 || r->width > 65536 || r->height > 65536 ||
+        r->offset > (UINT64_C(1) << 62) || r->length > (UINT64_C(1) << 40) ||
+        (r->status == REEL_OK && (r->tb_num <= 0 || r->tb_den <= 0 || r->width == 0 || r->height == 0)) ||
+        (r->status != REEL_OK && (r->length != 0 || r->num_frames != 0)))
+        st = reel__error_set(err, REEL_E_CORRUPT, "%s: the entry of %s: impossible values", name, r->path);
+    if (st == REEL_OK) st = check_frames(r, name, err);
+    if (st != REEL_OK) {
+        reel__store_rec_free(r);
+        return st;
+    }
     *used = total;
     return REEL_OK;
+}
+
+/* ---------------------------------------------------------------- the index */
+
+typedef struct part_key {
+    uint32_t part;
+    int64_t i;
+} part_key;
+
+static int cmp_part_key(const void *x, const void *y)
+{
+    const part_key *a = x, *b = y;
+    if (a->part != b->part) return a->part < b->part ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i; /* records are sorted by sample: index order is sample order */
+}
+
+/* What the index says about each record's bytes must be possible before
+ * any read trusts it (the shard's real size is checked by the reader, which
+ * knows it once the shard is open): a raw frame holds exactly one picture;
+ * a record starts on a 4 KiB boundary and, unless it opens its shard, ends
+ * within the build's shard size (the writer starts a new shard otherwise);
+ * and the records of one part lie in its shards in dataset order, one after
+ * another, never overlapping. `order` holds the records sorted by (part,
+ * sample). */
+static int check_record_spans(const reel__store_params *p, const reel__store_rec *r, const part_key *order,
+                              int64_t count, const char *name, reel_error *err)
+{
+    const uint64_t raw = p->format == REEL_STORE_FORMAT_RAW && p->zstd_level == 0 ? 1 : 0;
+    for (int64_t i = 0; i < count; i++) {
+        const reel__store_rec *a = &r[i];
+        if (a->part >= p->part_count)
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: record %lld (%s): part %u of a build of %u parts", name,
+                                   (long long)i, a->path, a->part, p->part_count);
+        if (a->length == 0) continue;
+        if (a->offset % REEL_STORE_ALIGN != 0 || (a->offset > 0 && a->offset + a->length > p->shard_size))
+            return reel__error_set(err, REEL_E_CORRUPT,
+                                   "%s: record %lld (%s): bytes %llu to %llu cannot lie in a shard of this build "
+                                   "(records start at multiples of %d and end within %llu bytes)",
+                                   name, (long long)i, a->path, (unsigned long long)a->offset,
+                                   (unsigned long long)(a->offset + a->length), REEL_STORE_ALIGN,
+                                   (unsigned long long)p->shard_size);
+        for (uint32_t k = 0; raw && k < a->num_frames; k++)
+            if (a->frames[k].length != (uint64_t)a->width * a->height * 3)
+                return reel__error_set(err, REEL_E_CORRUPT,
+                                       "%s: record %lld (%s): raw stored frame %u has %u bytes, not %ux%u RGB", name,
+                                       (long long)i, a->path, k, a->frames[k].length, a->width, a->height);
+    }
+    const reel__store_rec *prev = NULL;
+    int64_t prev_i = -1;
+    for (int64_t k = 0; k < count; k++) {
+        const reel__store_rec *a = &r[order[k].i];
+        if (a->length == 0) continue;
+        if (prev && prev->part == a->part &&
+            (a->shard_seq < prev->shard_seq ||
+             (a->shard_seq == prev->shard_seq && a->offset < prev->offset + prev->length)))
+            return reel__error_set(err, REEL_E_CORRUPT,
+                                   "%s: record %lld (%s): shard %u bytes %llu to %llu overlap or come before record "
+                                   "%lld (%s, shard %u bytes %llu to %llu), which precedes it in its part",
+                                   name, (long long)order[k].i, a->path, a->shard_seq, (unsigned long long)a->offset,
+                                   (unsigned long long)(a->offset + a->length), (long long)prev_i, prev->path,
+                                   prev->shard_seq, (unsigned long long)prev->offset,
+                                   (unsigned long long)(prev->offset + prev->length));
+        prev = a;
+        prev_i = order[k].i;
+    }
+    return REEL_OK;
+}
+
+static void free_recs(reel__store_rec *r, int64_t n)
+{
+    for (int64_t k = 0; k < n; k++) reel__store_rec_free(&r[k]);
+    free(r);
 }
 
 int reel__store_index_parse(const uint8_t *in, size_t n, const char *name, reel__store_params *p,
@@ -297,7 +450,7 @@ int reel__store_index_parse(const uint8_t *in, size_t n, const char *name, reel_
     if (st != REEL_OK) return st;
     if (n < REEL_STORE_HEADER_BYTES + 4) return reel__error_set(err, REEL_E_CORRUPT, "%s: truncated index", name);
     const uint8_t *tail = in + n - 4;
-    uint32_t crc = get32(&tail);
+    uint32_t crc = get_U32(&tail);
     if (crc != reel__crc32(0, in, n - 4))
         return reel__error_set(err, REEL_E_CORRUPT, "%s: index checksum mismatch (damaged or truncated)", name);
     /* every entry takes at least REC_FIXED + 4 bytes: bounds the count */
@@ -310,21 +463,33 @@ int reel__store_index_parse(const uint8_t *in, size_t n, const char *name, reel_
         size_t used = 0;
         st = reel__store_rec_parse(in + off, n - 4 - off, name, &r[i], &used, err);
         if (st != REEL_OK) {
-            for (uint64_t k = 0; k < i; k++) reel__store_rec_free(&r[k]);
-            free(r);
+            free_recs(r, (int64_t)i);
+            if (st == REEL_E_CORRUPT && err) {
+                char why[REEL_ERROR_MSG_SIZE];
+                snprintf(why, sizeof why, "%s", err->message);
+                reel__error_set(err, st, "%s (record %" PRIu64 " of %" PRIu64 ")", why, i, count);
+            }
             return st;
         }
         if (i > 0 && r[i].sample <= r[i - 1].sample) {
-            for (uint64_t k = 0; k <= i; k++) reel__store_rec_free(&r[k]);
-            free(r);
-            return reel__error_set(err, REEL_E_CORRUPT, "%s: records out of order", name);
+            free_recs(r, (int64_t)i + 1);
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: records out of order (record %" PRIu64 ")", name, i);
         }
         off += used;
     }
     if (off != n - 4) {
-        for (uint64_t k = 0; k < count; k++) reel__store_rec_free(&r[k]);
-        free(r);
+        free_recs(r, (int64_t)count);
         return reel__error_set(err, REEL_E_CORRUPT, "%s: %zu unexpected bytes after the records", name, n - 4 - off);
+    }
+    part_key *keys = malloc((count ? (size_t)count : 1) * sizeof *keys);
+    if (!keys) st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+    for (uint64_t i = 0; st == REEL_OK && i < count; i++) keys[i] = (part_key){ r[i].part, (int64_t)i };
+    if (st == REEL_OK) qsort(keys, (size_t)count, sizeof *keys, cmp_part_key);
+    if (st == REEL_OK) st = check_record_spans(p, r, keys, (int64_t)count, name, err);
+    free(keys);
+    if (st != REEL_OK) {
+        free_recs(r, (int64_t)count);
+        return st;
     }
     *recs = r;
     *nrec = (int64_t)count;

@@ -26,7 +26,9 @@ struct reel_store_reader {
     reel__jpeg *jw; /* window decodes */
     AVFrame *view;  /* a window or a raw frame in place, not owned */
     ZSTD_DCtx *zd;
-    AVFrame *rgb;          /* RGB24 picture handed to visitors */
+    AVFrame *rgb;   /* RGB24 picture handed to visitors */
+    uint8_t *dense; /* a zstd frame's picture: dense RGB24 rows (w * 3 bytes), viewed by `view` */
+    size_t dense_cap;
     reel__store_blob blob; /* bytes of the current read */
 };
 
@@ -72,6 +74,7 @@ void reel_store_reader_destroy(reel_store_reader **pr)
     av_frame_free(&r->view);
     ZSTD_freeDCtx(r->zd);
     av_frame_free(&r->rgb);
+    free(r->dense);
     reel__store_blob_free(&r->blob);
     free(r);
     *pr = NULL;
@@ -131,6 +134,16 @@ static int read_bytes(reel_store_reader *r, int64_t record, uint64_t off, size_t
     const reel__store_rec *rec = &r->store->recs[record];
     int st = open_shard(r, record, err);
     if (st != REEL_OK) return st;
+    /* the record's span inside the shard, before any buffer is sized by it
+     * (the index bounds it by the build's shard size; this is the file's) */
+    const int64_t size = reel__io_size(r->io);
+    if (off > rec->length || len > rec->length - off ||
+        (size >= 0 && (rec->offset + off + len > (uint64_t)size || rec->offset + off + len < rec->offset)))
+        return reel__error_set(err, REEL_E_CORRUPT,
+                               "%s: shard %s: record of %s: the shard is truncated (bytes %llu to %llu of a record "
+                               "at %llu wanted, the shard has %lld)",
+                               r->store->dir, r->io_shard, rec->path, (unsigned long long)off,
+                               (unsigned long long)(off + len), (unsigned long long)rec->offset, (long long)size);
     if (grow(&b->data, &b->cap, at + len + 64) != 0) /* padding: swscale may read a little past a raw frame */
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
     int64_t t0 = reel__clock_ns();
@@ -218,9 +231,6 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
         out->full_h = h;
         return REEL_OK;
     }
-    int st = picture(r, w, h, rec->path, err);
-    if (st != REEL_OK) return st;
-    reel__frame_wrap(out, r->rgb, pos, f->pts, 0);
     if (format == REEL_STORE_FORMAT_JPEG) {
         if (!r->tj && !(r->tj = tjInitDecompress()))
             return reel__error_set(err, REEL_E_INTERNAL, "%s: libjpeg-turbo: %s", rec->path, tjGetErrorStr());
@@ -228,6 +238,9 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
         if (tjDecompressHeader3(r->tj, src, f->length, &jw, &jh, &sub, &cs) != 0 || jw != w || jh != h)
             return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld is not a %dx%d JPEG",
                                    r->store->dir, r->store->shard_names[record], rec->path, (long long)pos, w, h);
+        int st = picture(r, w, h, rec->path, err);
+        if (st != REEL_OK) return st;
+        reel__frame_wrap(out, r->rgb, pos, f->pts, 0);
         /* flags 0: libjpeg-turbo's default decode (fancy upsampling, islow DCT) */
         if (tjDecompress2(r->tj, src, f->length, r->rgb->data[0], w, r->rgb->linesize[0], h, TJPF_RGB, 0) != 0 &&
             tjGetErrorCode(r->tj) == TJERR_FATAL)
@@ -236,19 +249,38 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
         return REEL_OK;
     }
     if (r->store->params.zstd_level > 0) {
+        /* A zstd frame holds the picture's rows back to back (w * 3 bytes
+         * each), and an AVFrame's rows are padded to 64 bytes: decompress in
+         * one call into a dense picture of the reader's and hand the
+         * visitor a view of it (the converter takes any row stride). The
+         * frame's own content size must be the picture's before anything
+         * is allocated for it. */
+        unsigned long long cs = ZSTD_getFrameContentSize(src, f->length);
+        if (cs != (unsigned long long)raw)
+            return reel__error_set(err, REEL_E_CORRUPT,
+                                   "%s: shard %s: %s: stored frame %lld: not a zstd frame of a %dx%d picture",
+                                   r->store->dir, r->store->shard_names[record], rec->path, (long long)pos, w, h);
         if (!r->zd && !(r->zd = ZSTD_createDCtx()))
             return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
-        /* decompress straight into the picture when its rows are dense */
-        if (r->rgb->linesize[0] == w * 3) {
-            size_t z = ZSTD_decompressDCtx(r->zd, r->rgb->data[0], raw, src, f->length);
-            if (ZSTD_isError(z) || z != raw)
-                return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld: zstd: %s",
-                                       r->store->dir, r->store->shard_names[record], rec->path, (long long)pos,
-                                       ZSTD_isError(z) ? ZSTD_getErrorName(z) : "wrong size");
-            return REEL_OK;
-        }
-        return reel__error_set(err, REEL_E_INTERNAL, "%s: unexpected picture layout", rec->path);
+        if (grow(&r->dense, &r->dense_cap, raw + 64) != 0) /* padding: swscale may read past the last row */
+            return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->path);
+        size_t z = ZSTD_decompressDCtx(r->zd, r->dense, raw, src, f->length);
+        if (ZSTD_isError(z) || z != raw)
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld: zstd: %s", r->store->dir,
+                                   r->store->shard_names[record], rec->path, (long long)pos,
+                                   ZSTD_isError(z) ? ZSTD_getErrorName(z) : "wrong size");
+        av_frame_unref(r->view);
+        r->view->data[0] = r->dense;
+        r->view->linesize[0] = w * 3;
+        r->view->format = AV_PIX_FMT_RGB24;
+        r->view->width = w;
+        r->view->height = h;
+        reel__frame_wrap(out, r->view, pos, f->pts, 0);
+        return REEL_OK;
     }
+    int st = picture(r, w, h, rec->path, err);
+    if (st != REEL_OK) return st;
+    reel__frame_wrap(out, r->rgb, pos, f->pts, 0);
     for (int y = 0; y < h; y++)
         memcpy(r->rgb->data[0] + (size_t)y * (size_t)r->rgb->linesize[0], src + (size_t)y * w * 3, (size_t)w * 3);
     return REEL_OK;
@@ -326,8 +358,16 @@ int reel__store_fetch(reel_store_reader *r, int64_t record, const int64_t *posit
         if (m == 0 || b->u[i] != b->u[m - 1]) b->u[m++] = b->u[i];
     b->m = m;
     const reel__store_frame *fr = rec->frames;
-    uint64_t lo = fr[b->u[0]].offset, hi = (uint64_t)fr[b->u[m - 1]].offset + fr[b->u[m - 1]].length, want = 0;
-    for (size_t i = 0; i < m; i++) want += fr[b->u[i]].length;
+    /* the span of the wanted frames (the index keeps frames in stored
+     * order, so these are the first's start and the last's end; min and max
+     * hold whatever the order) */
+    uint64_t lo = UINT64_MAX, hi = 0, want = 0;
+    for (size_t i = 0; i < m; i++) {
+        const reel__store_frame *f = &fr[b->u[i]];
+        if (f->offset < lo) lo = f->offset;
+        if ((uint64_t)f->offset + f->length > hi) hi = (uint64_t)f->offset + f->length;
+        want += f->length;
+    }
     if (hi - lo <= 2 * want + (1u << 18)) {
         /* close together: one sequential read of the span */
         st = read_bytes(r, record, lo, (size_t)(hi - lo), 0, b, stats, err);
@@ -540,6 +580,60 @@ static int count_fn(void *opaque, const reel_frame *f, size_t pos)
     return 0;
 }
 
+typedef struct shard_end {
+    uint32_t part, seq;
+    uint64_t end;   /* where its last record ends */
+    int64_t record; /* that record */
+} shard_end;
+
+static int cmp_shard_end(const void *x, const void *y)
+{
+    const shard_end *a = x, *b = y;
+    if (a->part != b->part) return a->part < b->part ? -1 : 1;
+    if (a->seq != b->seq) return a->seq < b->seq ? -1 : 1;
+    return a->end < b->end ? -1 : a->end > b->end;
+}
+
+/* Bytes past the last record of each shard that holds records. A shard is
+ * its records one after another and nothing else (the builder truncates a
+ * resumed shard after its last journaled record), so anything after the
+ * last one was appended, or the shard replaced by another file: damage, even
+ * though every record still reads. Counted in rep, the first one named. */
+static int verify_shard_ends(reel_store_reader *r, reel_store_verify_report *rep, reel_error *err)
+{
+    const reel_store *s = r->store;
+    shard_end *e = malloc((size_t)(s->nrec ? s->nrec : 1) * sizeof *e);
+    if (!e) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", s->dir);
+    size_t n = 0;
+    for (int64_t i = 0; i < s->nrec; i++)
+        if (s->recs[i].status == REEL_OK && s->recs[i].length > 0)
+            e[n++] = (shard_end){ s->recs[i].part, s->recs[i].shard_seq, s->recs[i].offset + s->recs[i].length, i };
+    qsort(e, n, sizeof *e, cmp_shard_end);
+    int st = REEL_OK;
+    for (size_t i = 0; i < n && st == REEL_OK; i++) {
+        if (i + 1 < n && e[i + 1].part == e[i].part && e[i + 1].seq == e[i].seq) continue; /* not the last */
+        rep->shards++;
+        reel_error oe;
+        int os = open_shard(r, e[i].record, &oe);
+        if (os != REEL_OK) {
+            if (os == REEL_E_NOMEM || os == REEL_E_CANCELLED) st = reel__error_set(err, os, "%s", oe.message);
+            continue; /* a missing shard: its records were counted as damaged already */
+        }
+        const int64_t size = reel__io_size(r->io);
+        if (size < 0 || (uint64_t)size <= e[i].end) continue;
+        rep->bad_shards++;
+        rep->bytes_past_records += size - (int64_t)e[i].end;
+        if (!rep->bad && rep->bad_shards == 1)
+            snprintf(rep->first_problem, sizeof rep->first_problem,
+                     "%s: shard %s: %lld bytes past its last record (the record of %s ends at byte %llu of %lld): "
+                     "bytes were appended or the shard replaced",
+                     s->dir, s->shard_names[e[i].record], (long long)(size - (int64_t)e[i].end),
+                     s->recs[e[i].record].path, (unsigned long long)e[i].end, (long long)size);
+    }
+    free(e);
+    return st;
+}
+
 int reel_store_verify(const char *dir, reel_store_verify_report *rep, reel_error *err)
 {
     reel_store_verify_report local;
@@ -596,10 +690,19 @@ int reel_store_verify(const char *dir, reel_store_verify_report *rep, reel_error
         }
     }
     free(pos);
+    if (st == REEL_OK) st = verify_shard_ends(r, rep, err);
     reel_store_reader_destroy(&r);
     reel_store_close(&s);
     if (st == REEL_OK && rep->bad)
-        st = reel__error_set(err, REEL_E_CORRUPT, "%s: %lld of %lld records are damaged; first: %s", dir,
-                             (long long)rep->bad, (long long)rep->records, rep->first_problem);
+        st = reel__error_set(err, REEL_E_CORRUPT, "%s: %lld of %lld records are damaged%s; first: %s", dir,
+                             (long long)rep->bad, (long long)rep->records,
+                             rep->bad_shards ? ", and shards hold bytes past their last record" : "",
+                             rep->first_problem);
+    else if (st == REEL_OK && rep->bad_shards)
+        st = reel__error_set(err, REEL_E_CORRUPT,
+                             "%s: %lld of %lld shards hold bytes past their last record (%lld bytes; every record "
+                             "reads and checks); first: %s",
+                             dir, (long long)rep->bad_shards, (long long)rep->shards,
+                             (long long)rep->bytes_past_records, rep->first_problem);
     return st;
 }

@@ -1,6 +1,8 @@
-/* store_internal.h: the packed store's internals: the in-memory record, the index and
- * journal byte formats (docs/STORE.md), checksums, and the pieces that the
- * builder (pack.c), the encoders (encode.c) and the reader (read.c) share. */
+/* store_internal.h: the packed store's internals: the in-memory record, the
+ * index and journal byte formats (docs/STORE.md), checksums, and the pieces
+ * that the formats (index.c), the encoders (encode.c), a build's files
+ * (build.c), the reader (read.c) and the builder above the store (src/pack)
+ * share. */
 #ifndef REEL_STORE_STORE_INTERNAL_H
 #define REEL_STORE_STORE_INTERNAL_H
 
@@ -112,6 +114,35 @@ int reel__encoder_add(reel__encoder *e, const uint8_t *rgb, size_t stride, int64
 /* Ends the record (H264: flushes the encoder and writes the stream). */
 int reel__encoder_end(reel__encoder *e, reel__store_frame *frames, int64_t nframes, reel__bytes *out, const char *name,
                       reel_error *err);
+
+/* Writing one part of a build (build.c): its journal and shard files. */
+typedef struct reel__store_part {
+    const char *dir;
+    int part, count;
+    int jfd; /* the journal */
+    int64_t jlen;
+    int sfd; /* the current shard */
+    uint32_t seq;
+    int64_t off; /* end of the current shard's data */
+    uint64_t shard_size;
+} reel__store_part;
+
+/* Creates dir (and its parents) and opens part `part` of `count` for
+ * writing records of the dataset indices `list` (n, in order). A journal of
+ * the part from a killed build with the same params is resumed: its torn
+ * last entry dropped, the shard truncated after its last journaled record,
+ * later shards deleted; *done is how many of `list` are already written. A
+ * journal written with other params is REEL_E_INVALID_ARG. */
+int reel__store_part_open(reel__store_part *o, const char *dir, int part, int count, const reel__store_params *p,
+                          const int64_t *list, int64_t n, int64_t *done, reel_error *err);
+/* Appends a record: its bytes (b, may be empty) at the next 4 KiB boundary
+ * of the current shard, or at the start of a new one when they would pass
+ * the shard size, synced; then its entry to the journal, synced. Sets
+ * rec->part, shard_seq and offset. */
+int reel__store_part_write(reel__store_part *o, reel__store_rec *rec, const reel__bytes *b, reel_error *err);
+/* Closes the part's files; with records >= 0 (the part is complete), writes
+ * its done marker holding that count. */
+int reel__store_part_close(reel__store_part *o, int64_t records, reel_error *err);
 
 /* Bytes of some frames of one record, fetched by a reader (stage 1 of the
  * loader) and decoded later (stage 2), possibly by another reader. */

@@ -11,8 +11,11 @@
 #include "pipeline/sampler_internal.h"
 #include "loader_common.h"
 
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -479,6 +482,84 @@ TEST(min_coverage_and_a_bounded_failure_log)
     reel_failure f;
     CHECK_OK(reel_loader_get_failure(l, 1, &f, NULL));
     CHECK_EQ_INT(f.epoch, 2); /* the most recent */
+    reel_loader_destroy(&l);
+    reel_dataset_destroy(&ds);
+}
+
+/* A loopback port nothing listens on: bound, then closed. */
+static int closed_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    CHECK(fd >= 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    CHECK(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    socklen_t len = sizeof a;
+    CHECK(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* A URL's credentials and query string are redacted once, when its dataset
+ * entry is made, and every failure record, message and trace line names the
+ * entry by that: a refused connection to a signed URL leaks no secret. The
+ * seam names stage 1 "fetch" for input at URLs. */
+TEST(failures_of_signed_urls_name_them_redacted)
+{
+    const int port = closed_port();
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_create(&ds, NULL));
+    char url[512];
+    for (int i = 0; i < 2; i++) {
+        snprintf(url, sizeof url, "http://user:pa55word@127.0.0.1:%d/v%d.mp4?X-Amz-Signature=s3cr3t", port, i);
+        CHECK_OK(reel_dataset_add(ds, url, 0, 0, -1, NULL));
+    }
+    reel_loader_settings s = readable_settings();
+    reel_remote_settings rs;
+    reel_remote_default_settings(&rs);
+    rs.max_retries = 0;
+    rs.connect_timeout = 5;
+    s.remote = &rs;
+    s.trace = 1;
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &s, NULL));
+    reel_error err;
+    reel_error_clear(&err);
+    int st = REEL_OK;
+    for (int guard = 0; guard < 10 && st == REEL_OK; guard++) {
+        reel_batch *b = NULL;
+        st = reel_loader_next(l, &b, &err);
+        if (b) {
+            CHECK_EQ_INT(b->num_clips, 0);
+            CHECK_OK(reel_loader_release(l, b));
+        }
+    }
+    CHECK_EQ_INT(st, REEL_E_NO_DATA);
+    CHECK_MSG(!strstr(err.message, "pa55word") && !strstr(err.message, "s3cr3t"), "%s", err.message);
+    CHECK_EQ_INT(reel_loader_get_num_failures(l), 2);
+    for (int i = 0; i < 2; i++) {
+        reel_failure f;
+        CHECK_OK(reel_loader_get_failure(l, i, &f, NULL));
+        CHECK_MSG(strstr(f.path, "127.0.0.1") && !strstr(f.path, "pa55word") && !strstr(f.path, "s3cr3t"), "path %s",
+                  f.path);
+        CHECK_MSG(strstr(f.reason, "127.0.0.1") && !strstr(f.reason, "pa55word") && !strstr(f.reason, "s3cr3t"),
+                  "reason %s", f.reason);
+    }
+    reel_loader_metrics m;
+    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_EQ_STR(m.stages[REEL_STAGE_OPEN].name, "fetch");
+    char trace[1200];
+    snprintf(trace, sizeof trace, "%s/signed_trace.json", harness_tmpdir());
+    CHECK_OK(reel_loader_write_trace(l, trace, NULL));
+    FILE *t = fopen(trace, "rb");
+    CHECK(t != NULL);
+    char buf[65536];
+    size_t got = fread(buf, 1, sizeof buf - 1, t);
+    fclose(t);
+    buf[got] = '\0';
+    CHECK_MSG(strstr(buf, "127.0.0.1") && !strstr(buf, "pa55word") && !strstr(buf, "s3cr3t"), "trace: %.300s", buf);
     reel_loader_destroy(&l);
     reel_dataset_destroy(&ds);
 }

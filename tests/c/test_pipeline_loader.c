@@ -60,13 +60,13 @@ TEST(every_frame_in_every_batch_is_the_frame_the_sampler_chose)
             CHECK_OK(reel_decoder_open(&dec, c->path, NULL, &err));
             const reel_video_info *info = reel_decoder_get_info(dec);
             int64_t n;
-            reel_sampler_input in = {
-                reel_decoder_get_frame_table(dec, &n), 0, info->time_base_num, info->time_base_den, 0, 0, -1
+            reel_sampler_video in = {
+                reel_decoder_get_frame_table(dec, &n), 0, info->time_base_num, info->time_base_den, 0, 0, -1, c->path
             };
-            in.n = n;
+            in.num_frames = n;
             reel_rng_key k = { s.seed, 0, (uint64_t)c->sample, REEL_RNG_SAMPLER, 0 };
             int64_t want[8];
-            CHECK_OK(reel__sampler_run(&s.sampler, &in, &k, c->path, want, &err));
+            CHECK_OK(reel__sampler_run(&s.sampler, &in, &k, want, &err));
             reel_decoder_close(&dec);
             for (int t = 0; t < 4; t++) {
                 CHECK_EQ_INT(c->frame_indices[t], want[c->clip * 4 + t]);

@@ -9,6 +9,7 @@
  * deleted shard, each failure named. */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "store_common.h"
 #include "testgen.h"
 
 #include "reel/store.h"
@@ -23,34 +24,8 @@ enum { NV = 8, VW = 96, VH = 64, SS = 48, SW = 72, SH = 48, T = 4 };
 /* A Kinetics-like folder of NV generated videos (frames carry their index). */
 static const char *dataset(void)
 {
-    static char root[1024];
-    static int made;
-    if (made) return root;
-    reel_set_ffmpeg_log_level(0);
-    snprintf(root, sizeof root, "%s/ds", harness_tmpdir());
-    mkdir(root, 0755);
-    static const char *classes[2] = { "archery", "bowling" };
-    for (int i = 0; i < NV; i++) {
-        char dir[1100], path[1200];
-        snprintf(dir, sizeof dir, "%s/%s", root, classes[i % 2]);
-        mkdir(dir, 0755);
-        snprintf(path, sizeof path, "%s/v%d.mp4", dir, i);
-        reel_synth_params p;
-        tg_params(&p, path, "h264", VW, VH, 16 + 2 * i, 6, 1);
-        p.seed = (unsigned)i + 11;
-        tg_synth(&p);
-    }
-    made = 1;
-    return root;
-}
-
-static const char *tmp(const char *name)
-{
-    static char bufs[8][1100];
-    static int k;
-    char *b = bufs[k++ % 8];
-    snprintf(b, 1100, "%s/%s", harness_tmpdir(), name);
-    return b;
+    static const sc_videos v = { "ds", NV, VW, VH, 16, 2, 6, 1, 11 };
+    return sc_dataset(&v);
 }
 
 static void pack(const char *src, const char *out, reel_store_format fmt, int64_t shard_size)
@@ -61,10 +36,7 @@ static void pack(const char *src, const char *out, reel_store_format fmt, int64_
     s.short_side = SS;
     s.threads = 2;
     if (shard_size) s.shard_size = shard_size;
-    reel_error err;
-    reel_error_clear(&err);
-    int r = reel_pack(src, out, &s, NULL, &err);
-    CHECK_MSG(r == REEL_OK, "reel_pack(%s): %d %s", out, r, err.message);
+    sc_pack(src, out, &s);
 }
 
 /* Loader settings whose transform is the identity on stored frames. */
@@ -84,33 +56,12 @@ static void settings(reel_loader_settings *ls)
     ls->decode_threads = 2;
 }
 
-/* Collects visited frames by request position, converted with t (NULL:
- * RGB24 at their own size). */
-typedef struct sink {
-    uint8_t *buf;
-    size_t fb;
-    const reel_transform *t;
-} sink;
-
-static int sink_fn(void *opaque, const reel_frame *f, size_t pos)
-{
-    sink *k = opaque;
-    reel_converter *c = NULL;
-    reel_error err;
-    if (reel_converter_create(&c, &err) != REEL_OK) return REEL_E_NOMEM;
-    reel_transform def;
-    reel_transform_default_settings(&def);
-    int r = reel_converter_run(c, f, k->t ? k->t : &def, k->buf + pos * k->fb, k->fb, &err);
-    reel_converter_destroy(&c);
-    return r;
-}
-
 /* A store of the test set packed as `fmt` under `name`, opened with a reader
  * and as a dataset. */
 static const char *open_packed(const char *name, reel_store_format fmt, reel_store **s, reel_store_reader **rd,
                                reel_dataset **ds)
 {
-    const char *dir = tmp(name);
+    const char *dir = sc_tmp(name);
     pack(dataset(), dir, fmt, 0);
     CHECK_OK(reel_store_open(s, dir, NULL));
     CHECK_OK(reel_store_reader_create(rd, *s, NULL, NULL));
@@ -163,22 +114,12 @@ static void reference(reel_store *s, reel_store_reader *rd, tjhandle tj, reel_st
         CHECK(tjDecompress2(tj, bytes + off, (unsigned long)len, out, SW, SW * 3, SH, TJPF_RGB, 0) == 0);
         free(bytes);
     } else {
-        sink k = { out, fb, NULL };
+        sc_sink k = { out, fb, NULL, NULL, NULL };
         reel_error err;
         reel_error_clear(&err);
-        int st = reel_store_reader_read(rd, record, &pos, 1, sink_fn, &k, NULL, &err);
+        int st = reel_store_reader_read(rd, record, &pos, 1, sc_sink_fn, &k, NULL, &err);
         CHECK_MSG(st == REEL_OK, "reader: %d %s", st, err.message);
     }
-}
-
-static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
-{
-    double se = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)a[i] - b[i];
-        se += d * d;
-    }
-    return se == 0 ? 99 : 10 * log10(255.0 * 255.0 / (se / (double)n));
 }
 
 static void check_format(reel_store_format fmt, const char *name)
@@ -233,7 +174,7 @@ static void check_format(reel_store_format fmt, const char *name)
                     tr.width = SW;
                     tr.height = SH;
                     uint8_t *v = tg_get(dec, &idx, 1, &tr, NULL);
-                    double p = psnr(img, v, fb);
+                    double p = sc_psnr(img, v, fb);
                     if (p < worst) worst = p;
                     free(v);
                     reel_decoder_close(&dec);
@@ -332,8 +273,8 @@ static void check_window(reel_store_format fmt, const char *name, int resized)
                 for (int k = 0; k < T; k++) {
                     const uint8_t *img = (const uint8_t *)b->data + ((size_t)c * T + (size_t)k) * fb;
                     int64_t idx = ci->frame_indices[k];
-                    sink x = { want, fb, &t };
-                    CHECK_OK(reel_store_reader_read(rd, ci->sample, &idx, 1, sink_fn, &x, NULL, NULL));
+                    sc_sink x = { want, fb, &t, NULL, NULL };
+                    CHECK_OK(reel_store_reader_read(rd, ci->sample, &idx, 1, sc_sink_fn, &x, NULL, NULL));
                     CHECK_MSG(memcmp(img, want, fb) == 0,
                               "%s store, %s frame %lld, crop %d,%d %dx%d%s: differs from the whole decode", name,
                               ci->path, (long long)idx, ci->crop_x, ci->crop_y, ci->crop_w, ci->crop_h,
@@ -425,10 +366,10 @@ TEST(jpeg_store_halves_in_the_idct_when_the_crop_is_twice_the_output)
                               (long long)idx, y);
                 reel_transform t;
                 clip_transform(ci, O, O, &t); /* center crops are never flipped here */
-                sink x = { resized, fb, &t };
-                CHECK_OK(reel_store_reader_read(rd, ci->sample, &idx, 1, sink_fn, &x, NULL, NULL));
+                sc_sink x = { resized, fb, &t, NULL, NULL };
+                CHECK_OK(reel_store_reader_read(rd, ci->sample, &idx, 1, sc_sink_fn, &x, NULL, NULL));
                 differ += memcmp(img, resized, fb) != 0;
-                double p = psnr(img, resized, fb);
+                double p = sc_psnr(img, resized, fb);
                 if (p < worst) worst = p;
                 frames++;
             }
@@ -487,7 +428,7 @@ static void run(reel_dataset *ds, const reel_loader_settings *ls, const reel_loa
 
 TEST(a_store_shards_resumes_exactly_and_reads_in_shuffle_windows)
 {
-    const char *dir = tmp("order");
+    const char *dir = sc_tmp("order");
     pack(dataset(), dir, REEL_STORE_FORMAT_JPEG, 0);
     reel_dataset *ds = NULL;
     CHECK_OK(reel_dataset_create_from_path(&ds, dir, NULL));
@@ -557,7 +498,7 @@ static int shard_changes(const reel_store *st, const epoch_run *e)
 TEST(a_store_is_shuffled_shard_by_shard_by_default)
 {
     /* shards of about 3 records: the largest record decides */
-    const char *probe = tmp("order-probe");
+    const char *probe = sc_tmp("order-probe");
     pack(dataset(), probe, REEL_STORE_FORMAT_JPEG, 0);
     reel_store *st = NULL;
     CHECK_OK(reel_store_open(&st, probe, NULL));
@@ -568,7 +509,7 @@ TEST(a_store_is_shuffled_shard_by_shard_by_default)
         if (r.length > biggest) biggest = r.length;
     }
     reel_store_close(&st);
-    const char *dir = tmp("order-shards");
+    const char *dir = sc_tmp("order-shards");
     pack(dataset(), dir, REEL_STORE_FORMAT_JPEG, (3 * biggest + 4095) / 4096 * 4096);
     CHECK_OK(reel_store_open(&st, dir, NULL));
     reel_store_info info;
@@ -618,13 +559,12 @@ static const char *damaged_store(char *gone_video, size_t size)
         snprintf(gone_video, size, "%s", gone);
         return dir;
     }
-    char cmd[3000], bad[1200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", tmp("dsbad"), dataset(), tmp("dsbad"));
-    CHECK_EQ_INT(tg_system(cmd), 0);
-    snprintf(bad, sizeof bad, "%s/bowling/broken.mp4", tmp("dsbad"));
+    char bad[1200];
+    sc_copy_dir(dataset(), sc_tmp("dsbad"));
+    snprintf(bad, sizeof bad, "%s/bowling/broken.mp4", sc_tmp("dsbad"));
     tg_write_file(bad, "this is not a video", 19);
-    snprintf(dir, sizeof dir, "%s", tmp("damaged"));
-    pack(tmp("dsbad"), dir, REEL_STORE_FORMAT_JPEG, 4096);
+    snprintf(dir, sizeof dir, "%s", sc_tmp("damaged"));
+    pack(sc_tmp("dsbad"), dir, REEL_STORE_FORMAT_JPEG, 4096);
     reel_store *s = NULL;
     CHECK_OK(reel_store_open(&s, dir, NULL));
     reel_store_record rec;
@@ -674,7 +614,7 @@ static int64_t policy_epoch(int policy, reel_loader **lout, reel_dataset **dsout
 static void check_named(const reel_failure *f, const char *gone)
 {
     char dir[1100];
-    snprintf(dir, sizeof dir, "%s", tmp("damaged"));
+    snprintf(dir, sizeof dir, "%s", sc_tmp("damaged"));
     if (strstr(f->path, "broken.mp4")) {
         CHECK_EQ_INT(f->status, REEL_E_NOT_VIDEO);
         CHECK_MSG(strstr(f->reason, "broken.mp4") && strstr(f->reason, dir) && strstr(f->reason, "not in the store"),
@@ -724,7 +664,7 @@ TEST(skip_replace_and_raise_over_a_damaged_store_name_each_failure)
     /* raise: next() returns the named failure; the other batches come */
     clips = policy_epoch(REEL_ON_ERROR_RAISE, &l, &ds, &raised);
     CHECK(raised.status == REEL_E_NOT_VIDEO || raised.status == REEL_E_NOT_FOUND);
-    CHECK_MSG(strstr(raised.message, tmp("damaged")) != NULL, "raised error does not name the store: %s",
+    CHECK_MSG(strstr(raised.message, sc_tmp("damaged")) != NULL, "raised error does not name the store: %s",
               raised.message);
     CHECK(clips < (NV - 1) * 2 + 1);
     CHECK(clips > 0);

@@ -154,6 +154,33 @@ TEST(windowed_permutation_reads_blocks_in_a_shuffled_order)
     CHECK(memcmp(p, q, sizeof p) == 0);
 }
 
+/* A plan as the loader makes one: N samples, `world` ranks, batches of
+ * `batch`; window > 0 a windowed shuffle, starts/nblocks read blocks. */
+static int plan_make(reel_plan *p, int64_t n, int world, int rank, int mode, int64_t batch, int drop_last, int shuffle,
+                     uint64_t seed, int64_t window, const int64_t *starts, size_t nblocks)
+{
+    reel_order_settings os;
+    reel_order_default_settings(&os);
+    os.num_samples = n;
+    os.seed = seed;
+    os.shuffle = shuffle;
+    os.shuffle_window = window;
+    os.block_starts = starts;
+    os.num_blocks = nblocks;
+    reel_stripe st = reel_stripe_make(n, batch);
+    st.world_size = world;
+    st.rank = rank;
+    st.shard_mode = (reel_shard_mode)mode;
+    st.drop_last = drop_last;
+    return reel__plan_init(p, &os, &st, NULL);
+}
+
+/* Calls fn on every order position of a rank's whole epoch. */
+#define FOR_EACH_POSITION(p, g)                                                                        \
+    for (int64_t k_ = 0, nb_ = reel__plan_batches((p), 0); k_ < nb_; k_++)                             \
+        for (reel_stripe_batch b_ = { 0, 0, 0 }; !b_.count && (reel__plan_batch((p), 0, k_, &b_), 1);) \
+            for (int64_t g = b_.first; g < b_.first + b_.count; g++)
+
 TEST(plan_with_a_shuffle_window_shards_and_resumes_like_a_full_shuffle)
 {
     enum { N = 103 };
@@ -162,12 +189,12 @@ TEST(plan_with_a_shuffle_window_shards_and_resumes_like_a_full_shuffle)
             int counts[N] = { 0 };
             for (int rank = 0; rank < world; rank++) {
                 reel_plan p;
-                CHECK_OK(reel__plan_init(&p, N, world, rank, mode, 8, 0, 1, 77, NULL));
-                CHECK_OK(reel__plan_set_window(&p, 16, NULL));
+                CHECK_OK(plan_make(&p, N, world, rank, mode, 8, 0, 1, 77, 16, NULL, 0));
                 reel__plan_epoch(&p, 2);
-                for (int64_t pos = 0; pos < p.per_rank; pos++) {
+                FOR_EACH_POSITION(&p, g)
+                {
                     int padded;
-                    int64_t d = reel__plan_sample(&p, pos, &padded);
+                    int64_t d = reel__plan_sample(&p, g, &padded);
                     CHECK(d >= 0 && d < N);
                     if (!padded) counts[d]++;
                 }
@@ -186,8 +213,7 @@ TEST(plan_with_a_shuffle_window_shards_and_resumes_like_a_full_shuffle)
             CHECK_EQ_INT(covered, mode == REEL_SHARD_PAD ? N : (N / world) * world);
         }
     reel_plan p;
-    CHECK_OK(reel__plan_init(&p, N, 1, 0, REEL_SHARD_PAD, 8, 0, 1, 77, NULL));
-    CHECK_STATUS(reel__plan_set_window(&p, -1, NULL), REEL_E_INVALID_ARG);
+    CHECK_STATUS(plan_make(&p, N, 1, 0, REEL_SHARD_PAD, 8, 0, 1, 77, -2, NULL, 0), REEL_E_INVALID_ARG);
     reel__plan_free(&p);
 }
 
@@ -198,8 +224,7 @@ TEST(plan_over_blocks_of_any_size_reads_each_block_as_one_run)
     int64_t prev_first = -1, differ = 0;
     for (int64_t epoch = 0; epoch < 4; epoch++) {
         reel_plan p;
-        CHECK_OK(reel__plan_init(&p, N, 1, 0, REEL_SHARD_PAD, 4, 0, 1, 31, NULL));
-        CHECK_OK(reel__plan_set_blocks(&p, starts, 5, NULL));
+        CHECK_OK(plan_make(&p, N, 1, 0, REEL_SHARD_PAD, 4, 0, 1, 31, 0, starts, 5));
         reel__plan_epoch(&p, epoch);
         int seen[N] = { 0 }, changes = 0, prev_block = -1;
         for (int64_t pos = 0; pos < N; pos++) {
@@ -221,9 +246,8 @@ TEST(plan_over_blocks_of_any_size_reads_each_block_as_one_run)
     CHECK(differ > 0); /* another order each epoch */
     /* blocks that do not cover the dataset are refused */
     reel_plan p;
-    CHECK_OK(reel__plan_init(&p, N, 1, 0, REEL_SHARD_PAD, 4, 0, 1, 31, NULL));
     const int64_t bad[] = { 0, 5, 22 };
-    CHECK_STATUS(reel__plan_set_blocks(&p, bad, 2, NULL), REEL_E_INTERNAL);
+    CHECK_STATUS(plan_make(&p, N, 1, 0, REEL_SHARD_PAD, 4, 0, 1, 31, 0, bad, 2), REEL_E_INVALID_ARG);
     reel__plan_free(&p);
 }
 
@@ -355,24 +379,25 @@ static reel_sampler_settings sampler_defaults(int kind)
     return s.sampler;
 }
 
-static reel_sampler_input input_for(const reel_frame_entry *t, int64_t n, int num, int den)
+static reel_sampler_video input_for(const reel_frame_entry *t, int64_t n, int num, int den)
 {
-    reel_sampler_input in;
+    reel_sampler_video in;
     memset(&in, 0, sizeof in);
     in.table = t;
-    in.n = n;
-    in.tb_num = num;
-    in.tb_den = den;
-    in.avg_fps = 0;
-    in.seg_start = 0;
-    in.seg_end = -1;
+    in.num_frames = n;
+    in.time_base_num = num;
+    in.time_base_den = den;
+    in.average_fps = 0;
+    in.segment_start = 0;
+    in.segment_end = -1;
+    in.name = "v";
     return in;
 }
 
 TEST(sampler_random_indices_fit_and_are_deterministic)
 {
     reel_frame_entry *tab = cfr_table(250, 0, 512); /* 25 fps at 1/12800 */
-    reel_sampler_input in = input_for(tab, 250, 1, 12800);
+    reel_sampler_video in = input_for(tab, 250, 1, 12800);
     reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
     s.clips_per_video = 4;
     s.frames_per_clip = 8;
@@ -380,15 +405,15 @@ TEST(sampler_random_indices_fit_and_are_deterministic)
     int64_t a[32], b[32];
     reel_rng_key k = { 9, 0, 17, REEL_RNG_SAMPLER, 0 };
     reel_error err;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", a, &err));
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", b, &err));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, a, &err));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, b, &err));
     CHECK(memcmp(a, b, sizeof a) == 0);
     for (int c = 0; c < 4; c++) {
         CHECK(a[c * 8] >= 0 && a[c * 8] <= 250 - 22);
         for (int j = 1; j < 8; j++) CHECK_EQ_INT(a[c * 8 + j], a[c * 8] + 3 * j);
     }
     k.epoch = 1;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", b, &err));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, b, &err));
     CHECK(memcmp(a, b, sizeof a) != 0);
     free(tab);
 }
@@ -396,13 +421,13 @@ TEST(sampler_random_indices_fit_and_are_deterministic)
 TEST(sampler_regular_indices_are_linspace)
 {
     reel_frame_entry *tab = cfr_table(100, 0, 1);
-    reel_sampler_input in = input_for(tab, 100, 1, 25);
+    reel_sampler_video in = input_for(tab, 100, 1, 25);
     reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_INDICES);
     s.clips_per_video = 3;
     s.frames_per_clip = 4;
     int64_t o[12];
     reel_rng_key k = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     /* starts linspace(0, 96, 3) = 0, 48, 96 */
     const int64_t want[12] = { 0, 1, 2, 3, 48, 49, 50, 51, 96, 97, 98, 99 };
     for (int i = 0; i < 12; i++) CHECK_EQ_INT(o[i], want[i]);
@@ -411,7 +436,7 @@ TEST(sampler_regular_indices_are_linspace)
     s.range_end = -50; /* 50 */
     s.clips_per_video = 2;
     s.frames_per_clip = 1;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     CHECK_EQ_INT(o[0], 10);
     CHECK_EQ_INT(o[1], 49);
     free(tab);
@@ -420,26 +445,27 @@ TEST(sampler_regular_indices_are_linspace)
 TEST(sampler_policies_past_the_end)
 {
     reel_frame_entry *tab = cfr_table(5, 0, 1);
-    reel_sampler_input in = input_for(tab, 5, 1, 25);
+    reel_sampler_video in = input_for(tab, 5, 1, 25);
     reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_INDICES);
     s.frames_per_clip = 8;
     int64_t o[8];
     reel_rng_key k = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     const int64_t rep[8] = { 0, 1, 2, 3, 4, 4, 4, 4 };
     for (int i = 0; i < 8; i++) CHECK_EQ_INT(o[i], rep[i]);
     s.policy = REEL_CLIP_WRAP;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     const int64_t wrap[8] = { 0, 1, 2, 3, 4, 0, 1, 2 };
     for (int i = 0; i < 8; i++) CHECK_EQ_INT(o[i], wrap[i]);
     s.policy = REEL_CLIP_DROP;
     reel_error err;
     reel_error_clear(&err);
-    CHECK_STATUS(reel__sampler_run(&s, &in, &k, "short.mp4", o, &err), REEL_E_OUT_OF_RANGE);
+    in.name = "short.mp4";
+    CHECK_STATUS(reel__sampler_run(&s, &in, &k, o, &err), REEL_E_OUT_OF_RANGE);
     CHECK(strncmp(err.message, "short.mp4: ", 11) == 0);
     /* a clip that fits is not dropped */
     s.frames_per_clip = 5;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     free(tab);
 }
 
@@ -460,9 +486,9 @@ TEST(public_sampler_is_the_loaders)
     s.clips_per_video = 5;
     s.frames_per_clip = 3;
     CHECK_OK(reel_sampler_run(&s, &v, 77, 2, 9, o, 64, NULL));
-    reel_sampler_input in = input_for(tab, 60, 1, 12800);
+    reel_sampler_video in = input_for(tab, 60, 1, 12800);
     reel_rng_key k = { 77, 2, 9, REEL_RNG_SAMPLER, 0 };
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", p, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, p, NULL));
     CHECK(memcmp(o, p, 15 * sizeof *o) == 0);
     CHECK_STATUS(reel_sampler_run(&s, &v, 77, 2, 9, o, 14, NULL), REEL_E_BUFFER_TOO_SMALL);
     /* torch.linspace(0, 59 - 2, 7, dtype=int): 0 9 19 28 38 47 57 */
@@ -504,21 +530,21 @@ TEST(sampler_time_kinds)
 {
     /* 10 s at 25 fps, time base 1/12800, stream starting at 0.5 s */
     reel_frame_entry *tab = cfr_table(250, 6400, 512);
-    reel_sampler_input in = input_for(tab, 250, 1, 12800);
+    reel_sampler_video in = input_for(tab, 250, 1, 12800);
     reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_TIMES);
     s.clips_per_video = 2;
     s.frames_per_clip = 3;
     s.seconds_between_frames = 1.0;
     int64_t o[6];
     reel_rng_key k = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     /* range [0.5, 10.5 - 2) -> starts 0.5 and 4.5 s: frames 0,25,50 and 100,125,150 */
     const int64_t want[6] = { 0, 25, 50, 100, 125, 150 };
     for (int i = 0; i < 6; i++) CHECK_EQ_INT(o[i], want[i]);
     /* default step is 1 / fps: consecutive frames */
     s.seconds_between_frames = 0;
     s.clips_per_video = 1;
-    CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
     CHECK_EQ_INT(o[0], 0);
     CHECK_EQ_INT(o[1], 1);
     CHECK_EQ_INT(o[2], 2);
@@ -528,7 +554,7 @@ TEST(sampler_time_kinds)
     s.clips_per_video = 2;
     for (int e = 0; e < 20; e++) {
         k.epoch = (uint64_t)e;
-        CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+        CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
         for (int c = 0; c < 2; c++) {
             CHECK(o[c * 3] >= 0 && o[c * 3] < 200);
             CHECK_EQ_INT(o[c * 3 + 1], o[c * 3] + 25);
@@ -541,9 +567,9 @@ TEST(sampler_time_kinds)
 TEST(sampler_segments_restrict_the_frames)
 {
     reel_frame_entry *tab = cfr_table(250, 0, 1); /* 25 fps, tb 1/25 */
-    reel_sampler_input in = input_for(tab, 250, 1, 25);
-    in.seg_start = 2.0; /* frame 50 */
-    in.seg_end = 4.0;   /* up to frame 99 */
+    reel_sampler_video in = input_for(tab, 250, 1, 25);
+    in.segment_start = 2.0; /* frame 50 */
+    in.segment_end = 4.0;   /* up to frame 99 */
     int64_t first, count;
     reel__sampler_segment(&in, &first, &count);
     CHECK_EQ_INT(first, 50);
@@ -553,20 +579,20 @@ TEST(sampler_segments_restrict_the_frames)
     int64_t o[8];
     for (int e = 0; e < 50; e++) {
         reel_rng_key k = { 3, (uint64_t)e, 0, REEL_RNG_SAMPLER, 0 };
-        CHECK_OK(reel__sampler_run(&s, &in, &k, "v", o, NULL));
+        CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
         for (int j = 0; j < 8; j++) CHECK(o[j] >= 50 && o[j] < 100);
     }
     s.kind = REEL_SAMPLE_REGULAR_TIMES;
     s.clips_per_video = 2;
     s.frames_per_clip = 1;
     reel_rng_key k0 = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
-    CHECK_OK(reel__sampler_run(&s, &in, &k0, "v", o, NULL));
+    CHECK_OK(reel__sampler_run(&s, &in, &k0, o, NULL));
     CHECK_EQ_INT(o[0], 50); /* 2.0 s */
     CHECK_EQ_INT(o[1], 75); /* 2.0 + (4.0 - 2.0) / 2 */
     /* a segment with no frames fails */
-    in.seg_start = 20.0;
-    in.seg_end = 30.0;
-    CHECK_STATUS(reel__sampler_run(&s, &in, &k0, "v", o, NULL), REEL_E_OUT_OF_RANGE);
+    in.segment_start = 20.0;
+    in.segment_end = 30.0;
+    CHECK_STATUS(reel__sampler_run(&s, &in, &k0, o, NULL), REEL_E_OUT_OF_RANGE);
     free(tab);
 }
 
@@ -597,7 +623,7 @@ TEST(plan_shards_are_disjoint_cover_everything_and_even)
             int64_t per_rank = -1, batches = -1;
             for (int rank = 0; rank < world; rank++) {
                 reel_plan p;
-                CHECK_OK(reel__plan_init(&p, N, world, rank, mode, 8, 0, 1, 77, NULL));
+                CHECK_OK(plan_make(&p, N, world, rank, mode, 8, 0, 1, 77, 0, NULL, 0));
                 reel__plan_epoch(&p, 2);
                 if (per_rank < 0) {
                     per_rank = p.per_rank;
@@ -605,12 +631,16 @@ TEST(plan_shards_are_disjoint_cover_everything_and_even)
                 }
                 CHECK_EQ_INT(p.per_rank, per_rank);               /* same count on every rank */
                 CHECK_EQ_INT(reel__plan_batches(&p, 0), batches); /* same batch count */
-                for (int64_t pos = 0; pos < p.per_rank; pos++) {
+                int64_t rows = 0;
+                FOR_EACH_POSITION(&p, g)
+                {
                     int padded;
-                    int64_t d = reel__plan_sample(&p, pos, &padded);
+                    int64_t d = reel__plan_sample(&p, g, &padded);
                     CHECK(d >= 0 && d < N);
                     if (!padded) counts[d]++;
+                    rows++;
                 }
+                CHECK_EQ_INT(rows, per_rank);
                 reel__plan_free(&p);
             }
             int64_t covered = 0;
@@ -632,24 +662,27 @@ TEST(plan_shards_are_disjoint_cover_everything_and_even)
 TEST(plan_batches_drop_last_and_resume_offsets)
 {
     reel_plan p;
-    CHECK_OK(reel__plan_init(&p, 70, 1, 0, REEL_SHARD_PAD, 32, 0, 0, 0, NULL));
+    CHECK_OK(plan_make(&p, 70, 1, 0, REEL_SHARD_PAD, 32, 0, 0, 0, 0, NULL, 0));
     CHECK_EQ_INT(reel__plan_batches(&p, 0), 3);
-    int64_t pos, count;
-    reel__plan_batch(&p, 0, 2, &pos, &count);
-    CHECK_EQ_INT(pos, 64);
-    CHECK_EQ_INT(count, 6);
+    reel_stripe_batch b;
+    reel__plan_batch(&p, 0, 2, &b);
+    CHECK_EQ_INT(b.first, 64);
+    CHECK_EQ_INT(b.count, 6);
+    CHECK_EQ_INT(b.samples_seen_after, 70);
     CHECK_EQ_INT(reel__plan_batches(&p, 40), 1); /* resumed at 40: [40, 70) */
-    reel__plan_batch(&p, 40, 0, &pos, &count);
-    CHECK_EQ_INT(pos, 40);
-    CHECK_EQ_INT(count, 30);
+    reel__plan_batch(&p, 40, 0, &b);
+    CHECK_EQ_INT(b.first, 40);
+    CHECK_EQ_INT(b.count, 30);
     reel__plan_free(&p);
-    CHECK_OK(reel__plan_init(&p, 70, 1, 0, REEL_SHARD_PAD, 32, 1, 0, 0, NULL));
+    CHECK_OK(plan_make(&p, 70, 1, 0, REEL_SHARD_PAD, 32, 1, 0, 0, 0, NULL, 0));
     CHECK_EQ_INT(reel__plan_batches(&p, 0), 2);
+    reel__plan_batch(&p, 0, 1, &b);
+    CHECK_EQ_INT(b.samples_seen_after, 70); /* the dropped rest ends the epoch too */
     reel__plan_free(&p);
     /* fewer samples than one batch with drop_last: empty */
-    CHECK_STATUS(reel__plan_init(&p, 10, 1, 0, REEL_SHARD_PAD, 32, 1, 0, 0, NULL), REEL_E_EMPTY);
-    CHECK_STATUS(reel__plan_init(&p, 3, 4, 0, REEL_SHARD_DROP, 1, 0, 0, 0, NULL), REEL_E_EMPTY);
-    CHECK_STATUS(reel__plan_init(&p, 3, 2, 2, REEL_SHARD_PAD, 1, 0, 0, 0, NULL), REEL_E_INVALID_ARG);
+    CHECK_STATUS(plan_make(&p, 10, 1, 0, REEL_SHARD_PAD, 32, 1, 0, 0, 0, NULL, 0), REEL_E_EMPTY);
+    CHECK_STATUS(plan_make(&p, 3, 4, 0, REEL_SHARD_DROP, 1, 0, 0, 0, 0, NULL, 0), REEL_E_EMPTY);
+    CHECK_STATUS(plan_make(&p, 3, 2, 2, REEL_SHARD_PAD, 1, 0, 0, 0, 0, NULL, 0), REEL_E_INVALID_ARG);
 }
 
 /* ------------------------------------------------------------- geometry */

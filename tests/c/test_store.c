@@ -8,6 +8,7 @@
  * the loader over a store equals the loader over the videos. */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "store_common.h"
 #include "testgen.h"
 
 #include "reel/store.h"
@@ -27,25 +28,8 @@ enum { NV = 4, VW = 160, VH = 120, SS = 96, SW = 128, SH = 96 };
 /* A Kinetics-like folder of NV generated videos (frames carry their index). */
 static const char *dataset(void)
 {
-    static char root[1024];
-    static int made;
-    if (made) return root;
-    reel_set_ffmpeg_log_level(0);
-    snprintf(root, sizeof root, "%s/ds", harness_tmpdir());
-    mkdir(root, 0755);
-    static const char *classes[2] = { "archery", "bowling" };
-    for (int i = 0; i < NV; i++) {
-        char dir[1100], path[1200];
-        snprintf(dir, sizeof dir, "%s/%s", root, classes[i % 2]);
-        mkdir(dir, 0755);
-        snprintf(path, sizeof path, "%s/v%d.mp4", dir, i);
-        reel_synth_params p;
-        tg_params(&p, path, "h264", VW, VH, 30 + 6 * i, 10, 2);
-        p.seed = (unsigned)i + 1;
-        tg_synth(&p);
-    }
-    made = 1;
-    return root;
+    static const sc_videos v = { "ds", NV, VW, VH, 30, 6, 10, 2, 1 };
+    return sc_dataset(&v);
 }
 
 static void pack_to(const char *out, reel_store_format fmt, int every, double fps, int threads, int part, int parts)
@@ -60,77 +44,7 @@ static void pack_to(const char *out, reel_store_format fmt, int every, double fp
     s.part_index = part;
     s.part_count = parts;
     s.zstd_level = 0;
-    reel_error err;
-    reel_error_clear(&err);
-    reel_pack_report rep;
-    int r = reel_pack(dataset(), out, &s, &rep, &err);
-    CHECK_MSG(r == REEL_OK, "reel_pack(%s): %d %s", out, r, err.message);
-    CHECK_EQ_INT(rep.failed, 0);
-}
-
-static const char *tmp(const char *name)
-{
-    static char bufs[8][1100];
-    static int k;
-    char *b = bufs[k++ % 8];
-    snprintf(b, 1100, "%s/%s", harness_tmpdir(), name);
-    return b;
-}
-
-/* Collects visited frames as RGB24 HWC, by request position. */
-typedef struct sink {
-    uint8_t *buf;
-    size_t fb;
-    int64_t *index, *pts;
-    size_t n;
-} sink;
-
-static int sink_fn(void *opaque, const reel_frame *f, size_t pos)
-{
-    sink *k = opaque;
-    reel_converter *c = NULL;
-    reel_error err;
-    if (reel_converter_create(&c, &err) != REEL_OK) return REEL_E_NOMEM;
-    reel_transform t;
-    reel_transform_default_settings(&t);
-    int r = reel_converter_run(c, f, &t, k->buf + pos * k->fb, k->fb, &err);
-    reel_converter_destroy(&c);
-    k->index[pos] = reel_frame_get_index(f);
-    k->pts[pos] = reel_frame_get_pts(f);
-    return r;
-}
-
-/* Every stored frame of record i, through the public reader. */
-static uint8_t *read_record(reel_store *s, int64_t i, reel_store_record *rec, int64_t **pts_out)
-{
-    CHECK_OK(reel_store_get_record(s, i, rec, NULL));
-    size_t n = (size_t)rec->num_frames;
-    sink k = { malloc(n * (size_t)rec->width * rec->height * 3), (size_t)rec->width * rec->height * 3, malloc(n * 8),
-               malloc(n * 8), n };
-    int64_t *pos = malloc(n * 8);
-    CHECK(k.buf && k.index && k.pts && pos);
-    for (size_t j = 0; j < n; j++) pos[j] = (int64_t)(n - 1 - j); /* any order */
-    reel_store_reader *r = NULL;
-    CHECK_OK(reel_store_reader_create(&r, s, NULL, NULL));
-    reel_error err;
-    reel_error_clear(&err);
-    int st = reel_store_reader_read(r, i, pos, n, sink_fn, &k, NULL, &err);
-    CHECK_MSG(st == REEL_OK, "read record %lld: %d %s", (long long)i, st, err.message);
-    reel_store_reader_destroy(&r);
-    /* back into stored order */
-    uint8_t *out = malloc(n * k.fb);
-    int64_t *pts = malloc(n * 8);
-    for (size_t j = 0; j < n; j++) {
-        CHECK_EQ_INT(k.index[j], pos[j]);
-        memcpy(out + (size_t)pos[j] * k.fb, k.buf + j * k.fb, k.fb);
-        pts[pos[j]] = k.pts[j];
-    }
-    free(k.buf);
-    free(k.index);
-    free(k.pts);
-    free(pos);
-    *pts_out = pts;
-    return out;
+    CHECK_EQ_INT(sc_pack(dataset(), out, &s).failed, 0);
 }
 
 /* The video path: the same frames with the decoder's fused resize. */
@@ -145,17 +59,6 @@ static uint8_t *video_frames(const char *path, const int64_t *idx, size_t n, int
     uint8_t *buf = tg_get(dec, idx, n, &t, NULL);
     reel_decoder_close(&dec);
     return buf;
-}
-
-static double psnr(const uint8_t *a, const uint8_t *b, size_t n)
-{
-    double se = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = (double)a[i] - b[i];
-        se += d * d;
-    }
-    if (se == 0) return 99;
-    return 10 * log10(255.0 * 255.0 / (se / (double)n));
 }
 
 /* Checks every record of a store against the video path; per format. */
@@ -175,7 +78,7 @@ static void check_store(const char *dir, reel_store_format fmt)
     for (int64_t i = 0; i < info.num_records; i++) {
         reel_store_record rec;
         int64_t *pts = NULL;
-        uint8_t *got = read_record(s, i, &rec, &pts);
+        uint8_t *got = sc_read_record(s, i, &rec, &pts);
         CHECK_EQ_INT(rec.status, REEL_OK);
         CHECK_EQ_INT(rec.width, SW);
         CHECK_EQ_INT(rec.height, SH);
@@ -199,7 +102,7 @@ static void check_store(const char *dir, reel_store_format fmt)
             } else if (fmt == REEL_STORE_FORMAT_JPEG) {
                 /* the generator's pattern is sharp-edged and saturated, JPEG's
                  * worst case; real video is held to 38 dB below */
-                double p = psnr(g, w, fb);
+                double p = sc_psnr(g, w, fb);
                 CHECK_MSG(p >= 34.0, "%s frame %zu: PSNR %.2f dB < 34 against the video path", rec.source_path, j, p);
                 /* equal to libjpeg-turbo's own decode of the stored bytes */
                 const reel__store_rec *r = &s->recs[i];
@@ -240,7 +143,7 @@ static void check_store(const char *dir, reel_store_format fmt)
             for (size_t j = 0; j < n; j++)
                 CHECK_MSG(memcmp(ff + j * fb, got + j * fb, fb) == 0, "%s frame %zu: differs from ffmpeg's decode",
                           rec.source_path, j);
-            double p0 = psnr(got, want, n * fb);
+            double p0 = sc_psnr(got, want, n * fb);
             CHECK_MSG(p0 >= 30.0, "%s: h264 store PSNR %.2f dB against the video path", rec.source_path, p0);
             free(ff);
         }
@@ -279,10 +182,10 @@ TEST(store_crc32_equals_av_crc_at_every_length_and_alignment)
 
 TEST(raw_store_is_bit_exact_with_the_video_path)
 {
-    pack_to(tmp("raw"), REEL_STORE_FORMAT_RAW, 1, 0, 2, 0, 1);
-    check_store(tmp("raw"), REEL_STORE_FORMAT_RAW);
+    pack_to(sc_tmp("raw"), REEL_STORE_FORMAT_RAW, 1, 0, 2, 0, 1);
+    check_store(sc_tmp("raw"), REEL_STORE_FORMAT_RAW);
     reel_store_verify_report v;
-    CHECK_OK(reel_store_verify(tmp("raw"), &v, NULL));
+    CHECK_OK(reel_store_verify(sc_tmp("raw"), &v, NULL));
     CHECK_EQ_INT(v.records, NV);
     CHECK_EQ_INT(v.bad, 0);
 }
@@ -294,20 +197,20 @@ TEST(raw_zstd_store_is_bit_exact_too)
     s.format = REEL_STORE_FORMAT_RAW;
     s.zstd_level = 3;
     s.short_side = SS;
-    CHECK_OK(reel_pack(dataset(), tmp("rawz"), &s, NULL, NULL));
-    check_store(tmp("rawz"), REEL_STORE_FORMAT_RAW);
+    CHECK_OK(reel_pack(dataset(), sc_tmp("rawz"), &s, NULL, NULL));
+    check_store(sc_tmp("rawz"), REEL_STORE_FORMAT_RAW);
 }
 
 TEST(jpeg_store_equals_turbojpeg_and_is_close_to_the_video_path)
 {
-    pack_to(tmp("jpeg"), REEL_STORE_FORMAT_JPEG, 1, 0, 2, 0, 1);
-    check_store(tmp("jpeg"), REEL_STORE_FORMAT_JPEG);
+    pack_to(sc_tmp("jpeg"), REEL_STORE_FORMAT_JPEG, 1, 0, 2, 0, 1);
+    check_store(sc_tmp("jpeg"), REEL_STORE_FORMAT_JPEG);
 }
 
 TEST(h264_store_equals_ffmpeg_decoding_the_record)
 {
-    pack_to(tmp("h264"), REEL_STORE_FORMAT_H264, 1, 0, 2, 0, 1);
-    check_store(tmp("h264"), REEL_STORE_FORMAT_H264);
+    pack_to(sc_tmp("h264"), REEL_STORE_FORMAT_H264, 1, 0, 2, 0, 1);
+    check_store(sc_tmp("h264"), REEL_STORE_FORMAT_H264);
 }
 
 typedef struct one {
@@ -331,9 +234,9 @@ static int one_fn(void *opaque, const reel_frame *f, size_t pos)
 
 TEST(subsampled_stores_keep_source_indices_and_report_missing_frames)
 {
-    pack_to(tmp("every3"), REEL_STORE_FORMAT_RAW, 3, 0, 2, 0, 1);
-    pack_to(tmp("fps5"), REEL_STORE_FORMAT_RAW, 1, 5.0, 2, 0, 1); /* the videos are 25 fps */
-    const char *dirs[2] = { tmp("every3"), tmp("fps5") };
+    pack_to(sc_tmp("every3"), REEL_STORE_FORMAT_RAW, 3, 0, 2, 0, 1);
+    pack_to(sc_tmp("fps5"), REEL_STORE_FORMAT_RAW, 1, 5.0, 2, 0, 1); /* the videos are 25 fps */
+    const char *dirs[2] = { sc_tmp("every3"), sc_tmp("fps5") };
     const int step[2] = { 3, 5 };
     for (int d = 0; d < 2; d++) {
         reel_store *s = NULL;
@@ -402,28 +305,28 @@ static uint8_t *record_bytes(const char *dir, int64_t i, size_t *n)
 
 TEST(builds_are_deterministic_and_parts_merge_to_the_same_records)
 {
-    pack_to(tmp("det1"), REEL_STORE_FORMAT_JPEG, 1, 0, 1, 0, 1);
-    pack_to(tmp("det3"), REEL_STORE_FORMAT_JPEG, 1, 0, 3, 0, 1);
+    pack_to(sc_tmp("det1"), REEL_STORE_FORMAT_JPEG, 1, 0, 1, 0, 1);
+    pack_to(sc_tmp("det3"), REEL_STORE_FORMAT_JPEG, 1, 0, 3, 0, 1);
     char a[1200], b[1200];
-    snprintf(a, sizeof a, "%s/shard-00000-00000.bin", tmp("det1"));
-    snprintf(b, sizeof b, "%s/shard-00000-00000.bin", tmp("det3"));
+    snprintf(a, sizeof a, "%s/shard-00000-00000.bin", sc_tmp("det1"));
+    snprintf(b, sizeof b, "%s/shard-00000-00000.bin", sc_tmp("det3"));
     CHECK_MSG(files_equal(a, b), "shards differ between 1 and 3 threads");
-    snprintf(a, sizeof a, "%s/store.idx", tmp("det1"));
-    snprintf(b, sizeof b, "%s/store.idx", tmp("det3"));
+    snprintf(a, sizeof a, "%s/store.idx", sc_tmp("det1"));
+    snprintf(b, sizeof b, "%s/store.idx", sc_tmp("det3"));
     CHECK_MSG(files_equal(a, b), "indexes differ between 1 and 3 threads");
 
-    pack_to(tmp("parts"), REEL_STORE_FORMAT_JPEG, 1, 0, 2, 0, 2);
+    pack_to(sc_tmp("parts"), REEL_STORE_FORMAT_JPEG, 1, 0, 2, 0, 2);
     reel_error err;
     reel_error_clear(&err);
     /* one part only: the merge names what is missing */
-    CHECK_STATUS(reel_pack_merge(tmp("parts"), &err), REEL_E_NOT_FOUND);
+    CHECK_STATUS(reel_pack_merge(sc_tmp("parts"), &err), REEL_E_NOT_FOUND);
     CHECK(strstr(err.message, "parts not complete") != NULL);
-    pack_to(tmp("parts"), REEL_STORE_FORMAT_JPEG, 1, 0, 2, 1, 2);
-    CHECK_OK(reel_pack_merge(tmp("parts"), NULL));
-    CHECK_OK(reel_store_verify(tmp("parts"), NULL, NULL));
+    pack_to(sc_tmp("parts"), REEL_STORE_FORMAT_JPEG, 1, 0, 2, 1, 2);
+    CHECK_OK(reel_pack_merge(sc_tmp("parts"), NULL));
+    CHECK_OK(reel_store_verify(sc_tmp("parts"), NULL, NULL));
     for (int64_t i = 0; i < NV; i++) {
         size_t n1 = 0, n2 = 0;
-        uint8_t *r1 = record_bytes(tmp("det1"), i, &n1), *r2 = record_bytes(tmp("parts"), i, &n2);
+        uint8_t *r1 = record_bytes(sc_tmp("det1"), i, &n1), *r2 = record_bytes(sc_tmp("parts"), i, &n2);
         CHECK_MSG(n1 == n2 && memcmp(r1, r2, n1) == 0, "record %lld differs between one build and two parts",
                   (long long)i);
         free(r1);
@@ -448,14 +351,14 @@ TEST(a_build_killed_mid_way_resumes_to_the_same_store)
         s.short_side = SS;
         s.threads = 1;
         s.progress = kill_after_two;
-        reel_pack(dataset(), tmp("killed"), &s, NULL, NULL);
+        reel_pack(dataset(), sc_tmp("killed"), &s, NULL, NULL);
         _exit(3); /* not reached when the kill happened */
     }
     int status = 0;
     waitpid(pid, &status, 0);
     CHECK_MSG(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the build was not killed (status %d)", status);
     char idx[1200];
-    snprintf(idx, sizeof idx, "%s/store.idx", tmp("killed"));
+    snprintf(idx, sizeof idx, "%s/store.idx", sc_tmp("killed"));
     CHECK_MSG(!tg_file_exists(idx), "a killed build left an index");
     reel_pack_settings s;
     reel_pack_default_settings(&s);
@@ -463,14 +366,14 @@ TEST(a_build_killed_mid_way_resumes_to_the_same_store)
     s.short_side = SS;
     s.threads = 2;
     reel_pack_report rep;
-    CHECK_OK(reel_pack(dataset(), tmp("killed"), &s, &rep, NULL));
+    CHECK_OK(reel_pack(dataset(), sc_tmp("killed"), &s, &rep, NULL));
     CHECK_EQ_INT(rep.resumed, 2);
     CHECK_EQ_INT(rep.packed, NV - 2);
-    CHECK_OK(reel_store_verify(tmp("killed"), NULL, NULL));
-    pack_to(tmp("unkilled"), REEL_STORE_FORMAT_JPEG, 1, 0, 2, 0, 1);
+    CHECK_OK(reel_store_verify(sc_tmp("killed"), NULL, NULL));
+    pack_to(sc_tmp("unkilled"), REEL_STORE_FORMAT_JPEG, 1, 0, 2, 0, 1);
     char a[1200], b[1200];
-    snprintf(a, sizeof a, "%s/shard-00000-00000.bin", tmp("killed"));
-    snprintf(b, sizeof b, "%s/shard-00000-00000.bin", tmp("unkilled"));
+    snprintf(a, sizeof a, "%s/shard-00000-00000.bin", sc_tmp("killed"));
+    snprintf(b, sizeof b, "%s/shard-00000-00000.bin", sc_tmp("unkilled"));
     CHECK_MSG(files_equal(a, b), "the resumed build's shard differs from an uninterrupted build's");
 }
 
@@ -506,13 +409,6 @@ static int read_all(const char *dir, char *first, size_t size)
     return bad;
 }
 
-static void copy_store(const char *from, const char *to)
-{
-    char cmd[2600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' && cp -r '%s' '%s'", to, from, to);
-    CHECK_EQ_INT(tg_system(cmd), 0);
-}
-
 TEST(damage_is_named_and_loses_nothing_else)
 {
     reel_pack_settings s;
@@ -520,45 +416,45 @@ TEST(damage_is_named_and_loses_nothing_else)
     s.format = REEL_STORE_FORMAT_JPEG;
     s.short_side = SS;
     s.shard_size = 4096; /* one record per shard */
-    CHECK_OK(reel_pack(dataset(), tmp("dmg"), &s, NULL, NULL));
+    CHECK_OK(reel_pack(dataset(), sc_tmp("dmg"), &s, NULL, NULL));
     char first[REEL_ERROR_MSG_SIZE], path[1200];
 
     /* a flipped byte inside record 1 */
-    copy_store(tmp("dmg"), tmp("flip"));
+    sc_copy_dir(sc_tmp("dmg"), sc_tmp("flip"));
     {
         reel_store *st = NULL;
-        CHECK_OK(reel_store_open(&st, tmp("flip"), NULL));
+        CHECK_OK(reel_store_open(&st, sc_tmp("flip"), NULL));
         reel_store_record rec;
         CHECK_OK(reel_store_get_record(st, 1, &rec, NULL));
-        snprintf(path, sizeof path, "%s/%s", tmp("flip"), rec.shard);
+        snprintf(path, sizeof path, "%s/%s", sc_tmp("flip"), rec.shard);
         size_t n = 0;
         uint8_t *b = tg_read_file(path, &n);
         b[rec.offset + 700] ^= 0x5a;
         tg_write_file(path, b, n);
         free(b);
-        CHECK_EQ_INT(read_all(tmp("flip"), first, sizeof first), 1);
-        CHECK_MSG(strstr(first, tmp("flip")) && strstr(first, rec.shard) && strstr(first, rec.source_path) &&
+        CHECK_EQ_INT(read_all(sc_tmp("flip"), first, sizeof first), 1);
+        CHECK_MSG(strstr(first, sc_tmp("flip")) && strstr(first, rec.shard) && strstr(first, rec.source_path) &&
                       strstr(first, "checksum mismatch"),
                   "message does not name store, shard, video and reason: %s", first);
         reel_store_close(&st);
         reel_store_verify_report v;
-        CHECK_STATUS(reel_store_verify(tmp("flip"), &v, NULL), REEL_E_CORRUPT);
+        CHECK_STATUS(reel_store_verify(sc_tmp("flip"), &v, NULL), REEL_E_CORRUPT);
         CHECK_EQ_INT(v.bad, 1);
     }
     /* a truncated shard, and a deleted one */
-    copy_store(tmp("dmg"), tmp("trunc"));
-    snprintf(path, sizeof path, "%s/shard-00000-00002.bin", tmp("trunc"));
+    sc_copy_dir(sc_tmp("dmg"), sc_tmp("trunc"));
+    snprintf(path, sizeof path, "%s/shard-00000-00002.bin", sc_tmp("trunc"));
     CHECK_EQ_INT(truncate(path, 100), 0);
-    CHECK_EQ_INT(read_all(tmp("trunc"), first, sizeof first), 1);
+    CHECK_EQ_INT(read_all(sc_tmp("trunc"), first, sizeof first), 1);
     CHECK_MSG(strstr(first, "shard-00000-00002.bin") && strstr(first, "truncated"), "%s", first);
-    copy_store(tmp("dmg"), tmp("gone"));
-    snprintf(path, sizeof path, "%s/shard-00000-00003.bin", tmp("gone"));
+    sc_copy_dir(sc_tmp("dmg"), sc_tmp("gone"));
+    snprintf(path, sizeof path, "%s/shard-00000-00003.bin", sc_tmp("gone"));
     CHECK_EQ_INT(unlink(path), 0);
-    CHECK_EQ_INT(read_all(tmp("gone"), first, sizeof first), 1);
+    CHECK_EQ_INT(read_all(sc_tmp("gone"), first, sizeof first), 1);
     CHECK_MSG(strstr(first, "shard-00000-00003.bin") && strstr(first, "missing"), "%s", first);
     /* a damaged index: a clear error naming it */
-    copy_store(tmp("dmg"), tmp("badidx"));
-    snprintf(path, sizeof path, "%s/store.idx", tmp("badidx"));
+    sc_copy_dir(sc_tmp("dmg"), sc_tmp("badidx"));
+    snprintf(path, sizeof path, "%s/store.idx", sc_tmp("badidx"));
     size_t n = 0;
     uint8_t *b = tg_read_file(path, &n);
     b[n / 2] ^= 1;
@@ -567,16 +463,16 @@ TEST(damage_is_named_and_loses_nothing_else)
     reel_store *st = NULL;
     reel_error err;
     reel_error_clear(&err);
-    CHECK_STATUS(reel_store_open(&st, tmp("badidx"), &err), REEL_E_CORRUPT);
+    CHECK_STATUS(reel_store_open(&st, sc_tmp("badidx"), &err), REEL_E_CORRUPT);
     CHECK(strstr(err.message, "store.idx") != NULL);
     CHECK(st == NULL);
     /* truncated index */
     tg_write_file(path, "REELSTOR", 8);
-    CHECK_STATUS(reel_store_open(&st, tmp("badidx"), &err), REEL_E_CORRUPT);
+    CHECK_STATUS(reel_store_open(&st, sc_tmp("badidx"), &err), REEL_E_CORRUPT);
 
     /* the loader over the damaged store: the named failure, the rest delivered */
     reel_dataset *ds = NULL;
-    CHECK_OK(reel_dataset_create_from_path(&ds, tmp("gone"), NULL));
+    CHECK_OK(reel_dataset_create_from_path(&ds, sc_tmp("gone"), NULL));
     reel_loader_settings ls;
     reel_loader_default_settings(&ls);
     ls.batch_size = NV;
@@ -657,22 +553,22 @@ static uint8_t *epoch_bytes(const char *path, size_t *n, int64_t *frames_out)
 
 TEST(the_loader_over_a_raw_store_equals_the_loader_over_the_videos)
 {
-    pack_to(tmp("loader_raw"), REEL_STORE_FORMAT_RAW, 1, 0, 2, 0, 1);
+    pack_to(sc_tmp("loader_raw"), REEL_STORE_FORMAT_RAW, 1, 0, 2, 0, 1);
     size_t nv = 0, ns = 0;
     int64_t fv = 0, fs = 0;
     uint8_t *v = epoch_bytes(dataset(), &nv, &fv);
-    uint8_t *s = epoch_bytes(tmp("loader_raw"), &ns, &fs);
+    uint8_t *s = epoch_bytes(sc_tmp("loader_raw"), &ns, &fs);
     CHECK_EQ_INT(fv, NV * 2 * 5);
     CHECK_EQ_INT(fs, fv);
     CHECK_MSG(nv == ns && memcmp(v, s, nv) == 0, "the store's batches differ from the videos' batches");
     free(v);
     free(s);
     /* and a jpeg store: the same frames, within the JPEG error */
-    pack_to(tmp("loader_jpeg"), REEL_STORE_FORMAT_JPEG, 1, 0, 2, 0, 1);
-    uint8_t *j = epoch_bytes(tmp("loader_jpeg"), &ns, &fs);
+    pack_to(sc_tmp("loader_jpeg"), REEL_STORE_FORMAT_JPEG, 1, 0, 2, 0, 1);
+    uint8_t *j = epoch_bytes(sc_tmp("loader_jpeg"), &ns, &fs);
     CHECK_EQ_INT((int64_t)ns, (int64_t)nv);
     uint8_t *v2 = epoch_bytes(dataset(), &nv, &fv);
-    double p = psnr(j, v2, nv);
+    double p = sc_psnr(j, v2, nv);
     CHECK_MSG(p >= 34.0, "jpeg store loader PSNR %.2f dB", p);
     free(j);
     free(v2);
@@ -693,11 +589,11 @@ TEST(a_video_that_cannot_be_packed_is_recorded_with_its_reason)
     reel_pack_default_settings(&s);
     s.short_side = SS;
     reel_pack_report rep;
-    CHECK_OK(reel_pack(root, tmp("withbad.store"), &s, &rep, NULL));
+    CHECK_OK(reel_pack(root, sc_tmp("withbad.store"), &s, &rep, NULL));
     CHECK_EQ_INT(rep.failed, 1);
     CHECK_EQ_INT(rep.packed, 1);
     reel_store *st = NULL;
-    CHECK_OK(reel_store_open(&st, tmp("withbad.store"), NULL));
+    CHECK_OK(reel_store_open(&st, sc_tmp("withbad.store"), NULL));
     reel_store_record rec;
     CHECK_OK(reel_store_get_record(st, 0, &rec, NULL));
     CHECK(strstr(rec.source_path, "broken.mp4") != NULL);
@@ -745,21 +641,21 @@ TEST(jpeg_store_of_real_videos_is_within_38_db)
     s.every = 15;
     reel_error err;
     reel_error_clear(&err);
-    CHECK_MSG(reel_pack(manifest, tmp("real"), &s, NULL, &err) == REEL_OK, "%s", err.message);
+    CHECK_MSG(reel_pack(manifest, sc_tmp("real"), &s, NULL, &err) == REEL_OK, "%s", err.message);
     reel_store *st = NULL;
-    CHECK_OK(reel_store_open(&st, tmp("real"), NULL));
+    CHECK_OK(reel_store_open(&st, sc_tmp("real"), NULL));
     double worst = 99;
     for (int64_t i = 0; i < found; i++) {
         reel_store_record rec;
         int64_t *pts = NULL;
-        uint8_t *got = read_record(st, i, &rec, &pts);
+        uint8_t *got = sc_read_record(st, i, &rec, &pts);
         CHECK_EQ_INT(rec.status, REEL_OK);
         size_t n = (size_t)rec.num_frames, fb = (size_t)rec.width * rec.height * 3;
         int64_t *idx = malloc(n * 8);
         for (size_t j = 0; j < n; j++) CHECK_OK(reel_store_get_source_index(st, i, (int64_t)j, &idx[j], NULL));
         uint8_t *want = video_frames(rec.source_path, idx, n, rec.width, rec.height);
         for (size_t j = 0; j < n; j++) {
-            double p = psnr(got + j * fb, want + j * fb, fb);
+            double p = sc_psnr(got + j * fb, want + j * fb, fb);
             if (p < worst) worst = p;
             CHECK_MSG(p >= 38.0, "%s frame %lld: PSNR %.2f dB < 38", rec.source_path, (long long)idx[j], p);
         }
@@ -770,4 +666,68 @@ TEST(jpeg_store_of_real_videos_is_within_38_db)
     }
     printf("      worst PSNR over %d real videos: %.2f dB\n", found, worst);
     reel_store_close(&st);
+}
+
+/* A manifest's segments: only the frames whose time lies in [start, end)
+ * are stored (the loader's definition of a segment), with their source
+ * indices; --every steps from the segment's first frame; a segment with no
+ * frame is a named failure of its record. */
+TEST(a_manifests_segments_are_stored_and_nothing_else)
+{
+    const char *root = dataset();
+    char manifest[1200];
+    snprintf(manifest, sizeof manifest, "%s/segments.csv", harness_tmpdir());
+    static const double seg[3][2] = { { 0.5, 1.0 }, { 0.2, -1 }, { 5.0, 6.0 } };
+    static const char *const vids[3] = { "archery/v0.mp4", "bowling/v1.mp4", "archery/v2.mp4" };
+    FILE *f = fopen(manifest, "w");
+    CHECK(f != NULL);
+    fprintf(f, "path,label,start,end\n");
+    for (int i = 0; i < 3; i++) fprintf(f, "%s/%s,%d,%g,%g\n", root, vids[i], i, seg[i][0], seg[i][1]);
+    fclose(f);
+    for (int every = 1; every <= 2; every++) {
+        reel_pack_settings s;
+        reel_pack_default_settings(&s);
+        s.format = REEL_STORE_FORMAT_RAW;
+        s.short_side = SS;
+        s.every = every;
+        const char *dir = sc_tmp(every == 1 ? "segments1" : "segments2");
+        reel_pack_report rep = sc_pack(manifest, dir, &s);
+        CHECK_EQ_INT(rep.failed, 1);
+        reel_store *st = NULL;
+        CHECK_OK(reel_store_open(&st, dir, NULL));
+        for (int i = 0; i < 3; i++) {
+            reel_store_record rec;
+            CHECK_OK(reel_store_get_record(st, i, &rec, NULL));
+            if (i == 2) { /* past the video's end */
+                CHECK_EQ_INT(rec.status, REEL_E_OUT_OF_RANGE);
+                CHECK_MSG(strstr(rec.reason, "v2.mp4") != NULL, "%s", rec.reason);
+                continue;
+            }
+            /* the frames of the source whose time is in [start, end), every K-th from the first */
+            reel_decoder *dec = tg_open(rec.source_path, NULL);
+            const reel_video_info *info = reel_decoder_get_info(dec);
+            int64_t n = 0;
+            const reel_frame_entry *tab = reel_decoder_get_frame_table(dec, &n);
+            const double tb = (double)info->time_base_num / info->time_base_den;
+            int64_t want[64], nw = 0, first = -1;
+            for (int64_t k = 0; k < n; k++) {
+                double t = (double)tab[k].pts * tb;
+                if (t < seg[i][0] - 1e-9 || (seg[i][1] >= 0 && t >= seg[i][1] - 1e-9)) continue;
+                if (first < 0) first = k;
+                if ((k - first) % every == 0 && nw < 64) want[nw++] = k;
+            }
+            reel_decoder_close(&dec);
+            CHECK(nw > 0 && first > 0);
+            CHECK_EQ_INT(rec.num_frames, nw);
+            uint8_t *got = sc_read_record(st, i, &rec, NULL);
+            for (int64_t j = 0; j < nw; j++) {
+                int64_t si = -1;
+                CHECK_OK(reel_store_get_source_index(st, i, j, &si, NULL));
+                CHECK_EQ_INT(si, want[j]);
+                CHECK_EQ_INT(tg_read_idx(got + (size_t)j * SW * SH * 3, SW, SH), want[j]);
+            }
+            free(got);
+        }
+        reel_store_close(&st);
+    }
 }

@@ -130,7 +130,7 @@ def test_determinism_and_resume(dataset):
     with loader(dataset, epochs=2) as a:
         run(a, 2)
         state = a.state_dict()
-        assert state["epoch"] == 0 and state["position"] == 10
+        assert state["epoch"] == 0 and state["samples_seen"] == 10
         with loader(dataset, epochs=2, num_threads=1) as b:
             b.load_state_dict(state)
             assert run(b, 6) == ref[2:]

@@ -91,12 +91,16 @@ def test_index_policies(dec):
 def test_index_validation(dec):
     for bad in (dict(num_clips=0), dict(num_frames_per_clip=0), dict(num_indices_between_frames=0),
                 dict(sampling_range_start=60), dict(sampling_range_start=10, sampling_range_end=10),
-                dict(sampling_range_start=5, num_frames_per_clip=58)):
+                dict(sampling_range_start=0, sampling_range_end=0)):
         with pytest.raises(ValueError):
             reel.clips_at_random_indices(dec, **bad)
     # a clip longer than the video starts at 0 and follows the policy
     c = reel.clips_at_random_indices(dec, num_frames_per_clip=62, seed=0)
     assert c.indices == (tuple(range(60)) + (59, 59),)
+    # so does one whose automatic range is empty: it starts at the range start
+    # (the C sampler's rule, which the loader follows too)
+    c = reel.clips_at_random_indices(dec, sampling_range_start=5, num_frames_per_clip=58, seed=0)
+    assert c.indices == (tuple(range(5, 60)) + (59, 59, 59),)
 
 
 def test_random_timestamps(dec):
@@ -170,3 +174,72 @@ def test_samplers_agree_with_the_loader(video, kind):
     batch = next(iter(loader))
     got = tuple(clip.frame_indices for clip in batch.info)
     assert got == tuple(c.indices)
+
+
+# (sampling_range_start, sampling_range_end, frames_per_clip, stride): the
+# edges of the index range, where Python once validated on its own and
+# disagreed with C (an empty automatic range raised in Python, started at the
+# range start in C)
+INDEX_EDGES = [
+    (5, None, 58, 1),      # automatic end before the start: start there, policy fills
+    (50, None, 4, 4),      # automatic end exactly at the start
+    (59, None, 1, 1),      # the last frame
+    (-1, None, 3, 1),      # negative start: from the end
+    (-10, -5, 2, 1),       # negative end
+    (40, 1000, 2, 1),      # end past the video: clamped
+    (10, 10, 1, 1),        # empty explicit range: an error
+    (20, 10, 1, 1),        # reversed range: an error
+    (60, None, 1, 1),      # start past the last frame: an error
+    (-61, None, 1, 1),     # negative start before the first frame: an error
+    (0, -60, 1, 1),        # end at frame 0 from the end: an error
+]
+
+
+@pytest.mark.parametrize("start,end,frames,stride", INDEX_EDGES)
+def test_index_edges_agree_with_the_loader(video, start, end, frames, stride):
+    """clips_at_random_indices and the Loader run one C sampler with one
+    validation: the same clips, or both refuse the range."""
+    dec = reel.VideoDecoder(video, layout="HWC")
+    kw = dict(num_clips=2, num_frames_per_clip=frames, num_indices_between_frames=stride,
+              sampling_range_start=start, sampling_range_end=end, seed=99)
+    loader = reel.Loader([(video, 0)], batch_size=1, clips_per_video=2, frames_per_clip=frames, seed=99, size=32,
+                         sampler="random", frame_stride=stride, sampling_range_start=start,
+                         sampling_range_end=end, on_error="raise")
+    assert_agree(lambda: reel.clips_at_random_indices(dec, **kw).indices, loader)
+
+
+def assert_agree(python_clips, loader):
+    """The Python sampler's clips are the loader's first sample's, or both
+    refuse, for the same reason (the C sampler's one check)."""
+    try:
+        want = python_clips()
+    except ValueError as e:
+        with pytest.raises(reel.OutOfRangeError) as got:
+            next(iter(loader))
+        assert str(e).split(": ", 1)[1] in str(got.value)
+        return
+    got = tuple(clip.frame_indices for clip in next(iter(loader)).info)
+    assert got == tuple(want)
+
+
+# The same for times (the synthetic video starts at 0 s, so torchcodec's
+# absolute seconds and the loader's relative ones coincide).
+TIME_EDGES = [
+    (2.3, None, 4),   # automatic end before the start: every clip starts there
+    (0.0, 100.0, 2),  # end past the video: clamped
+    (2.38, None, 1),  # inside the last frame
+    (1.0, 1.0, 1),    # empty explicit range: an error
+    (1.5, 1.2, 1),    # reversed range: an error
+    (2.4, None, 1),   # start at the video's end: an error
+]
+
+
+@pytest.mark.parametrize("start,end,frames", TIME_EDGES)
+def test_time_edges_agree_with_the_loader(video, start, end, frames):
+    dec = reel.VideoDecoder(video, layout="HWC")
+    loader = reel.Loader([(video, 0)], batch_size=1, clips_per_video=2, frames_per_clip=frames, seed=5, size=32,
+                         sampler="random_time", sampling_range_start=start, sampling_range_end=end,
+                         on_error="raise")
+    assert_agree(lambda: reel.clips_at_random_timestamps(dec, num_clips=2, num_frames_per_clip=frames, seed=5,
+                                                         sampling_range_start=start,
+                                                         sampling_range_end=end).indices, loader)

@@ -128,3 +128,47 @@ def test_loader_over_a_store_shuffle_window_state_dict_and_failures(videos, tmp_
         fails = L.metrics()["failures"]
     assert clips == 5 and len(fails) == 1
     assert all(str(st) in f["reason"] and shard.name in f["reason"] for f in fails)
+
+
+def test_checksums_are_zlib_crc32_as_store_md_documents(videos, tmp_path):
+    # docs/STORE.md: every checksum is zlib.crc32(x, 0xFFFFFFFF) ^ 0xFFFFFFFF. Checked here with Python's zlib on
+    # one record entry, one stored frame, one record's bytes and the whole index, reading the layout the doc gives.
+    import struct
+    import zlib
+
+    def crc(b: bytes) -> int:
+        return zlib.crc32(b, 0xFFFFFFFF) ^ 0xFFFFFFFF
+
+    st = tmp_path / "crc"
+    reel.pack(videos, st, size=96, format="jpeg")
+    idx = (st / "store.idx").read_bytes()
+    assert idx[:8] == b"REELSTOR" and struct.unpack_from("<I", idx, 12)[0] == 128
+    assert struct.unpack_from("<I", idx, len(idx) - 4)[0] == crc(idx[:-4])
+    e = 128  # the first record entry
+    marker, size = struct.unpack_from("<II", idx, e)
+    assert marker == 0x43455252
+    entry = idx[e:e + size]
+    assert struct.unpack_from("<I", entry, size - 4)[0] == crc(entry[:-4])
+    part, seq, offset, length, rec_crc = struct.unpack_from("<IIQQI", entry, 16)
+    nframes = struct.unpack_from("<I", entry, 64)[0]
+    shard = (st / f"shard-{part:05d}-{seq:05d}.bin").read_bytes()
+    record = shard[offset:offset + length]
+    assert len(record) == length and rec_crc == crc(record)
+    for k in (0, nframes - 1):
+        f_off, f_len, f_crc = struct.unpack_from("<III", entry, 140 + 40 * k)
+        assert f_crc == crc(record[f_off:f_off + f_len])
+    # and not the formula the doc once gave (initial value 0, no final xor: zlib.crc32(x) as is)
+    assert rec_crc != zlib.crc32(record)
+
+
+def test_verify_reports_bytes_after_the_last_record(videos, tmp_path):
+    st = tmp_path / "tail"
+    reel.pack(videos, st, size=96, format="jpeg")
+    v = reel.store_verify(st)
+    assert v["ok"] and v["shards"] == 1 and v["bad_shards"] == 0
+    shard = next(p for p in st.iterdir() if p.suffix == ".bin")
+    with open(shard, "ab") as f:
+        f.write(os.urandom(10000))
+    v = reel.store_verify(st)
+    assert not v["ok"] and v["bad"] == 0 and v["bad_shards"] == 1 and v["bytes_past_records"] == 10000
+    assert shard.name in v["first_problem"] and "past its last record" in v["first_problem"]

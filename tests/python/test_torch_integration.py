@@ -51,7 +51,7 @@ def loader_samples(videos, epoch=0, **kw):
     with reel.Loader(videos, **{**KW, **kw}) as loader:
         if epoch:
             st = loader.state_dict()
-            st.update(epoch=epoch, position=0)
+            st.update(epoch=epoch, samples_seen=0)
             loader.load_state_dict(st)
         return sorted((c.sample, c.clip, c.label, digest(b.frames.torch()[i]))
                       for b in loader for i, c in enumerate(b.info))
@@ -157,14 +157,14 @@ def test_state_dict_resumes_mid_epoch_exactly(videos):
     ref.close()
 
     ds = rt.VideoDataset(videos, **KW)
-    assert ds.state_dict() == {"epoch": 0, "position": 0}
+    assert ds.state_dict() == {"epoch": 0, "samples_seen": 0}
     dl = torch.utils.data.DataLoader(ds, batch_size=None)
     rows(dl)                                # epoch 0
     it = iter(dl)
     head = rows([next(it), next(it)])
     assert head == epoch1[:2]
     state = ds.state_dict()
-    assert (state["epoch"], state["position"]) == (1, 2 * KW["batch_size"])
+    assert (state["epoch"], state["samples_seen"]) == (1, 2 * KW["batch_size"])
     del it
     ds.close()
 
@@ -175,7 +175,7 @@ def test_state_dict_resumes_mid_epoch_exactly(videos):
     assert rows(dl2) == epoch1[2:]
     assert rows(dl2) == epoch2
     with pytest.raises(ValueError):
-        again.load_state_dict({"position": 3})
+        again.load_state_dict({"samples_seen": 3})
     again.close()
 
 

@@ -1,0 +1,229 @@
+/* record.c: one video into one store record: opened with reel's decoder,
+ * its segment's frames chosen (every K-th, or by time at F fps), decoded
+ * with the fused crop+resize at the stored size and display rotation, and
+ * handed to the format's encoder. A video that fails is recorded with its
+ * reason. */
+#define _GNU_SOURCE
+#include "pack/pack.h"
+
+#include "reel/decoder.h"
+#include "reel/sampler.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* The stored size of a w x h (displayed) video. */
+static void stored_size(const reel_pack_settings *s, int w, int h, int *ow, int *oh)
+{
+    if (s->width > 0 && s->height > 0) {
+        *ow = s->width;
+        *oh = s->height;
+    } else if (w <= h) {
+        *ow = s->short_side;
+        *oh = (int)floor((double)s->short_side * h / w);
+    } else {
+        *oh = s->short_side;
+        *ow = (int)floor((double)s->short_side * w / h);
+    }
+    if (*ow < 1) *ow = 1;
+    if (*oh < 1) *oh = 1;
+}
+
+/* The segment's first frame and frame count, as the loader's samplers see
+ * the segment (one definition, reel_sampler_run's): a one-frame regular
+ * clip at the start of the range, and one at its last frame. An empty
+ * segment is REEL_E_OUT_OF_RANGE naming the video. */
+static int segment(const reel_video_info *info, const reel_frame_entry *tab, int64_t n, const reel__pack_entry *it,
+                   int64_t *first, int64_t *count, reel_error *err)
+{
+    reel_sampler_settings s;
+    reel_sampler_default_settings(&s);
+    s.kind = REEL_SAMPLE_REGULAR_INDICES;
+    s.clips_per_video = 1;
+    s.frames_per_clip = 1;
+    reel_sampler_video v;
+    memset(&v, 0, sizeof v);
+    v.table = tab;
+    v.num_frames = n;
+    v.time_base_num = info->time_base_num;
+    v.time_base_den = info->time_base_den;
+    v.segment_start = it->start;
+    v.segment_end = it->end;
+    v.name = it->path;
+    int64_t last = 0;
+    int st = reel_sampler_run(&s, &v, 0, 0, 0, first, 1, err);
+    s.range_start = -1; /* the segment's last frame */
+    if (st == REEL_OK) st = reel_sampler_run(&s, &v, 0, 0, 0, &last, 1, err);
+    if (st == REEL_OK) *count = last - *first + 1;
+    return st;
+}
+
+/* Source frame indices to store: the segment, subsampled by every or fps. */
+static int select_frames(const reel_pack_settings *ps, const reel_video_info *info, const reel_frame_entry *tab,
+                         int64_t n, const reel__pack_entry *it, int64_t **out, int64_t *count, reel_error *err)
+{
+    int64_t first = 0, len = 0;
+    int st = segment(info, tab, n, it, &first, &len, err);
+    if (st != REEL_OK) return st;
+    int64_t *sel = malloc((size_t)(len > 0 ? len : 1) * sizeof *sel);
+    if (!sel) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->path);
+    int64_t k = 0;
+    if (ps->fps > 0) {
+        /* keep the frame shown at t0 + j/fps for j = 0, 1, ... (each once) */
+        const double tb = (double)info->time_base_num / info->time_base_den;
+        const double t0 = (double)tab[first].pts * tb;
+        const int64_t last = first + len - 1;
+        const double t_end = (double)(tab[last].pts + (tab[last].duration > 0 ? tab[last].duration : 1)) * tb;
+        int64_t i = first;
+        for (int64_t j = 0; j < (int64_t)1 << 40; j++) {
+            double t = t0 + (double)j / ps->fps;
+            if (t >= t_end - 1e-9) break;
+            while (i < last && (double)tab[i + 1].pts * tb <= t + 1e-9) i++;
+            if (k == 0 || sel[k - 1] != i) sel[k++] = i;
+        }
+    } else {
+        int every = ps->every > 1 ? ps->every : 1;
+        for (int64_t i = first; i < first + len; i += every) sel[k++] = i;
+    }
+    *out = sel;
+    *count = k;
+    return REEL_OK;
+}
+
+/* The record's identity from its dataset entry, and the source file's size
+ * and time. */
+static int init_record(const reel__pack_entry *it, int64_t sample, reel__store_rec *rec, reel_error *err)
+{
+    memset(rec, 0, sizeof *rec);
+    rec->sample = sample;
+    rec->label = it->label;
+    rec->seg_start = it->start;
+    rec->seg_end = it->end;
+    rec->path = strdup(it->path);
+    rec->class_name = strdup(it->class_name ? it->class_name : "");
+    if (!rec->path || !rec->class_name) return reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
+    struct stat st;
+    if (stat(it->path, &st) == 0) {
+        rec->source_size = (int64_t)st.st_size;
+        rec->source_mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    }
+    return REEL_OK;
+}
+
+/* An open video: its stored size and the frames to keep (rec's frame
+ * table filled but for the payloads). */
+typedef struct source {
+    reel_decoder *dec;
+    int w, h;
+    int64_t *sel, nsel;
+} source;
+
+static int open_source(const reel_pack_settings *ps, const reel__pack_entry *it, reel__store_rec *rec, source *v,
+                       reel_error *err)
+{
+    reel_decoder_settings ds;
+    reel_decoder_default_settings(&ds);
+    ds.threads = 1; /* the build runs videos in parallel instead */
+    int st = reel_decoder_open(&v->dec, it->path, &ds, err);
+    if (st != REEL_OK) return st;
+    const reel_video_info *info = reel_decoder_get_info(v->dec);
+    int64_t n = 0;
+    const reel_frame_entry *tab = reel_decoder_get_frame_table(v->dec, &n);
+    rec->tb_num = info->time_base_num;
+    rec->tb_den = info->time_base_den;
+    rec->fps_num = info->avg_fps_num;
+    rec->fps_den = info->avg_fps_den;
+    rec->source_num_frames = info->num_frames;
+    int dw = info->width, dh = info->height;
+    int rot = ((info->rotation % 360) + 360) % 360;
+    if (rot == 90 || rot == 270) {
+        int t = dw;
+        dw = dh;
+        dh = t;
+    }
+    stored_size(ps, dw, dh, &v->w, &v->h);
+    rec->width = (uint32_t)v->w;
+    rec->height = (uint32_t)v->h;
+    st = select_frames(ps, info, tab, n, it, &v->sel, &v->nsel, err);
+    if (st == REEL_OK && v->nsel == 0)
+        st = reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: no frame in the segment", it->path);
+    if (st != REEL_OK) return st;
+    rec->num_frames = (uint32_t)v->nsel;
+    rec->frames = calloc((size_t)v->nsel, sizeof *rec->frames);
+    if (!rec->frames) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->path);
+    for (int64_t i = 0; i < v->nsel; i++) {
+        rec->frames[i].source_index = v->sel[i];
+        rec->frames[i].pts = tab[v->sel[i]].pts;
+        rec->frames[i].duration = tab[v->sel[i]].duration;
+    }
+    return REEL_OK;
+}
+
+/* Decodes the kept frames, a chunk at a time, and encodes them. */
+static int encode_frames(const reel_pack_settings *ps, const reel__pack_entry *it, source *v, reel__encoder *enc,
+                         reel__store_rec *rec, reel__bytes *bytes, reel_error *err)
+{
+    enum { CHUNK = 16 };
+    int st = reel__encoder_begin(enc, v->w, v->h, it->path, err);
+    if (st != REEL_OK) return st;
+    reel_transform t;
+    reel_transform_default_settings(&t);
+    t.width = v->w;
+    t.height = v->h;
+    t.apply_rotation = 1;
+    const size_t fb = (size_t)v->w * (size_t)v->h * 3;
+    /* + padding: swscale's SIMD reads a little past the last row it converts */
+    uint8_t *rgb = malloc(fb * CHUNK + 256);
+    if (!rgb) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->path);
+    for (int64_t i = 0; st == REEL_OK && i < v->nsel; i += CHUNK) {
+        int k = (int)(v->nsel - i < CHUNK ? v->nsel - i : CHUNK);
+        if (ps->interrupt && ps->interrupt(ps->interrupt_opaque)) {
+            st = reel__error_set(err, REEL_E_CANCELLED, "pack: cancelled");
+            break;
+        }
+        st = reel_decoder_get_frames(v->dec, v->sel + i, (size_t)k, &t, rgb, fb * CHUNK, NULL, err);
+        if (st == REEL_OK) st = reel__encoder_add(enc, rgb, fb, i, k, rec->frames, bytes, it->path, err);
+    }
+    if (st == REEL_OK) st = reel__encoder_end(enc, rec->frames, v->nsel, bytes, it->path, err);
+    free(rgb);
+    return st;
+}
+
+int reel__pack_record(const reel__pack_ctx *c, int64_t sample, reel__encoder *enc, reel__store_rec *rec,
+                      reel__bytes *bytes, reel_error *err)
+{
+    const reel__pack_entry *it = &c->entries[sample];
+    int st = init_record(it, sample, rec, err);
+    if (st != REEL_OK) return st;
+    bytes->len = 0;
+    reel_error verr; /* why this video cannot be packed */
+    reel_error_clear(&verr);
+    source v;
+    memset(&v, 0, sizeof v);
+    int vst = open_source(c->s, it, rec, &v, &verr);
+    if (vst == REEL_OK) vst = encode_frames(c->s, it, &v, enc, rec, bytes, &verr);
+    free(v.sel);
+    reel_decoder_close(&v.dec);
+    if (vst == REEL_E_CANCELLED || vst == REEL_E_NOMEM || vst == REEL_E_INTERNAL) {
+        if (err) *err = verr;
+        return vst;
+    }
+    if (vst != REEL_OK) {
+        /* the video is recorded as a failure, with its reason */
+        rec->status = vst;
+        rec->reason = strdup(verr.message[0] ? verr.message : reel_strerror(vst));
+        free(rec->frames);
+        rec->frames = NULL;
+        rec->num_frames = 0;
+        bytes->len = 0;
+        if (!rec->reason) return reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
+    } else {
+        rec->reason = strdup("");
+        if (!rec->reason) return reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
+        rec->length = bytes->len;
+        rec->crc = reel__crc32(0, bytes->data, bytes->len);
+    }
+    return REEL_OK;
+}
