@@ -2,8 +2,9 @@
 # scripts/fuzz.sh [SECONDS]: builds the libFuzzer targets (tests/fuzz) with
 # clang, address and undefined sanitizers in build-fuzz/, makes each one's
 # seed corpus from reel's own generator (and ../shared/reliability's
-# reproducers), replays every regression input in tests/fuzz/regressions/,
-# then fuzzes each target SECONDS (default $FUZZ_SECONDS or 300).
+# reproducers) plus the seeds kept in tests/fuzz/seeds/<target>/, replays
+# every regression input in tests/fuzz/regressions/, then fuzzes each target
+# SECONDS (default $FUZZ_SECONDS or 300).
 # Prints one line per target and ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -80,6 +81,8 @@ for bin in "$out"/fuzz/fuzz_*; do
     corpus="$out/corpus/$name"
     mkdir -p "$corpus"
     cp -n "$seeds/$name"/* "$corpus"/ 2>/dev/null
+    # seeds kept in the tree (tests/fuzz/seeds/<target>/: e.g. whole HTTP answers)
+    [ -d "tests/fuzz/seeds/$name" ] && cp -n "tests/fuzz/seeds/$name"/* "$corpus"/ 2>/dev/null
     reg="tests/fuzz/regressions/$name"
     # 1. regressions: every input found once must stay fixed
     inputs=()

@@ -21,12 +21,20 @@ extern "C" {
  *  tests; default the server's 1,000). http(s) URLs are sent with spaces,
  *  non-ASCII and other bytes no URL may hold %-encoded ('%' is kept).
  *  Messages show URLs with user info and query strings redacted; credentials
- *  never appear in any message. */
+ *  never appear in any message.
+ *  Every answer is checked against its request before its body is kept:
+ *  reel asks for the identity encoding and decodes nothing, so an encoded
+ *  body is refused ("encoded body refused"); a 206 must hold the range asked
+ *  for, from its start to its end or the object's (else "range mismatch",
+ *  naming both ranges, retried like a short body); no body may grow past the
+ *  range asked for plus 64 KiB ("body longer than the requested range"); a
+ *  200 (a server that ignores Range) is kept only up to whole_object_max,
+ *  refused as soon as its length shows it is larger. */
 typedef struct reel_remote_settings {
     double request_timeout;     /**< seconds per request; default 30 */
     double connect_timeout;     /**< seconds to connect; default 10 */
     int max_retries;            /**< retries of a failed request (connection errors,
-                                     timeouts, 429, 5xx, short bodies); default 5 */
+                                     timeouts, 429, 5xx, short bodies, range mismatches); default 5 */
     double retry_budget;        /**< seconds all tries of one request may take; default 60 */
     size_t readahead_min;       /**< bytes fetched at least per request; default 256 KiB */
     size_t readahead_max;       /**< readahead grows to this on sequential reads; default 8 MiB */

@@ -6,6 +6,7 @@
 #include "io/io_internal.h"
 #include "io/remote.h"
 #include "io/pool.h"
+#include "io/http_answer.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/hash.h"
@@ -65,6 +66,10 @@ static int span_has(const span *s, int64_t lo, int64_t hi)
 
 enum { AHEAD = 8, SAVED = 3 };
 
+/* The most a whole GET without a range (a listing page, a manifest) may
+ * bring when the whole-object limit is lower. */
+#define REEL_WHOLE_GET_MAX ((int64_t)64 << 20)
+
 typedef struct http_io {
     reel__io base;
     reel_remote_settings s;
@@ -94,18 +99,43 @@ typedef struct http_io {
 typedef struct sink {
     uint8_t *buf;
     size_t cap, len;
-    int64_t total;           /* from Content-Range / Content-Length; -1 unknown */
-    uint64_t etag, modified; /* hashes of the ETag and Last-Modified headers (0: none) */
-    int ranged;              /* the answer was 206 */
+    reel__http_ask ask;         /* the request: what the answer is checked against */
+    reel__http_head head;       /* the answer's head */
+    reel__http_verdict refused; /* why the transfer was stopped (REEL_HTTP_OK: it was not) */
 } sink;
+
+/* An empty sink for a GET of [off, off + len) (off < 0: the whole object)
+ * into buf (cap bytes, may be NULL), whole objects up to whole_max. */
+static sink sink_for(uint8_t *buf, size_t cap, int64_t off, int64_t len, int64_t whole_max)
+{
+    sink k = { buf, cap, 0, { off, len, whole_max }, { 0 }, REEL_HTTP_OK };
+    reel__http_head_reset(&k.head);
+    return k;
+}
+
+/* The object's size from the answer: Content-Range's total (a 206), the
+ * body (a 200), or -1. */
+static int64_t sink_total(const sink *k)
+{
+    return k->head.status == 206 ? k->head.total : (int64_t)k->len;
+}
 
 static size_t on_body(char *p, size_t sz, size_t n, void *opaque)
 {
     sink *k = opaque;
     size_t b = sz * n;
+    if (!reel__http_is_data(k->head.status)) return b; /* an error's body: not kept */
+    /* no buffer grows past what the request allows: a body that keeps coming
+     * is stopped here, not after the download */
+    const int64_t max = reel__http_body_max(&k->head, &k->ask);
+    if ((int64_t)(k->len + b) > max) {
+        k->refused = reel__http_overflow(&k->head, &k->ask);
+        return 0; /* aborts the transfer */
+    }
     if (k->len + b > k->cap) {
         size_t nc = k->cap ? k->cap : 65536;
         while (nc < k->len + b) nc *= 2;
+        if ((int64_t)nc > max) nc = (size_t)max;
         uint8_t *nb = realloc(k->buf, nc);
         if (!nb) return 0; /* aborts the transfer */
         k->buf = nb;
@@ -116,42 +146,17 @@ static size_t on_body(char *p, size_t sz, size_t n, void *opaque)
     return b;
 }
 
-int reel__http_content_range(const char *line, size_t n, int64_t *total)
-{
-    /* "Content-Range: bytes A-B/TOTAL" (TOTAL may be '*'); the line is not
-     * NUL-terminated, so every step stays within n */
-    if (n <= 14 || strncasecmp(line, "Content-Range:", 14) != 0) return 0;
-    const char *slash = memchr(line, '/', n);
-    if (!slash) return 0;
-    int64_t v = 0;
-    size_t i = (size_t)(slash - line) + 1, digits = 0;
-    for (; i < n && line[i] >= '0' && line[i] <= '9'; i++, digits++) {
-        if (v > (INT64_MAX - 9) / 10) return 0; /* not a size */
-        v = v * 10 + (line[i] - '0');
-    }
-    if (!digits) return 0;
-    *total = v;
-    return 1;
-}
-
-/* A hash of a header's value (from after the colon, trimmed); never 0. */
-static uint64_t header_hash(const char *p, size_t b, size_t name_len)
-{
-    size_t i = name_len, e = b;
-    while (i < e && (p[i] == ' ' || p[i] == '\t')) i++;
-    while (e > i && (p[e - 1] == '\r' || p[e - 1] == '\n' || p[e - 1] == ' ')) e--;
-    uint64_t h = reel__fnv1a(REEL_FNV_OFFSET, p + i, e - i);
-    return h ? h : 1;
-}
-
 static size_t on_header(char *p, size_t sz, size_t n, void *opaque)
 {
     sink *k = opaque;
     size_t b = sz * n;
-    int64_t total;
-    if (reel__http_content_range(p, b, &total)) k->total = total;
-    if (b > 5 && !strncasecmp(p, "ETag:", 5)) k->etag = header_hash(p, b, 5);
-    if (b > 14 && !strncasecmp(p, "Last-Modified:", 14)) k->modified = header_hash(p, b, 14);
+    reel__http_head_line(&k->head, p, b);
+    if (k->head.complete && reel__http_is_data(k->head.status)) {
+        /* judged before any byte of the body: an encoded body, a 200 for a
+         * large object, a range other than asked are refused here */
+        k->refused = reel__http_check_head(&k->head, &k->ask);
+        if (k->refused != REEL_HTTP_OK) return 0; /* aborts the transfer */
+    }
     return b;
 }
 
@@ -349,12 +354,14 @@ static char *url_escape_illegal(const char *uri)
     return out;
 }
 
-/* GETs [off, off + len) (len 0: from off to the end; off < 0: the whole
- * object, no Range) into k, with retries. The answer may be the whole
- * object (a server that ignores Range). */
-static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *err)
+/* GETs k->ask (its range, or the whole object) into k, with retries. The
+ * answer may be the whole object (a server that ignores Range), within the
+ * whole-object limit. An answer that does not answer the request (see
+ * http_answer.h) is the server's error: a range other than asked is retried
+ * like a short body, an encoded or overlong body fails at once. */
+static int get_range(http_io *h, sink *k, reel_error *err)
 {
-    const int64_t t0 = reel__clock_ns();
+    const int64_t t0 = reel__clock_ns(), off = k->ask.off, len = k->ask.len;
     char range[64];
     if (off < 0)
         snprintf(range, sizeof range, "all");
@@ -362,11 +369,12 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
         snprintf(range, sizeof range, "%lld-%lld", (long long)off, (long long)(off + len - 1));
     else
         snprintf(range, sizeof range, "%lld-", (long long)off);
-    char why[160] = "";
+    char why[224] = "";
     for (int attempt = 0;; attempt++) {
         int short_body = 0;
         k->len = 0;
-        k->total = -1;
+        k->refused = REEL_HTTP_OK;
+        reel__http_head_reset(&k->head);
         curl_easy_setopt(h->curl, CURLOPT_RANGE, off < 0 ? NULL : range);
         curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, k);
         curl_easy_setopt(h->curl, CURLOPT_HEADERDATA, k);
@@ -381,11 +389,16 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
         h->stats.bytes_fetched += (int64_t)k->len;
         if (cc == CURLE_ABORTED_BY_CALLBACK)
             return reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", h->base.name);
-        if (cc == CURLE_OK && (code == 200 || code == 206)) {
-            k->ranged = code == 206;
-            if (code == 200) k->total = (int64_t)k->len; /* the whole object */
-            if (code == 206 && len > 0 && (int64_t)k->len < len && (k->total < 0 || off + (int64_t)k->len < k->total)) {
-                snprintf(why, sizeof why, "body cut short (%zu of %lld bytes)", k->len, (long long)len);
+        if (k->refused == REEL_HTTP_RANGE_MISMATCH) {
+            reel__http_verdict_text(k->refused, &k->head, &k->ask, why, sizeof why);
+            short_body = 1; /* other bytes than asked: retried like a short body */
+        } else if (k->refused != REEL_HTTP_OK) {
+            reel__http_verdict_text(k->refused, &k->head, &k->ask, why, sizeof why);
+            return failed(h, REEL_REMOTE_CAUSE_SERVER, reel__error_set(err, REEL_E_IO, "%s: %s", h->base.name, why));
+        } else if (cc == CURLE_OK && reel__http_is_data(code)) {
+            const int64_t claimed = code == 206 ? k->head.last - k->head.first + 1 : (int64_t)k->len;
+            if ((int64_t)k->len < claimed) {
+                snprintf(why, sizeof why, "body cut short (%zu of %lld bytes)", k->len, (long long)claimed);
                 short_body = 1;
             } else {
                 return REEL_OK;
@@ -419,7 +432,8 @@ static int get_range(http_io *h, int64_t off, int64_t len, sink *k, reel_error *
         /* retryable: connection errors, timeouts, 429, 5xx, short bodies */
         double spent = (double)(reel__clock_ns() - t0) / 1e9;
         double wait = 0.1 * (double)(1 << (attempt < 10 ? attempt : 10)) * (0.5 + jitter(h));
-        const reel_remote_cause cause = cause_of(cc, code, short_body);
+        const reel_remote_cause cause =
+            k->refused == REEL_HTTP_RANGE_MISMATCH ? REEL_REMOTE_CAUSE_SERVER : cause_of(cc, code, short_body);
         if (attempt >= h->s.max_retries || spent + wait > h->s.retry_budget) {
             int st = cc == CURLE_OPERATION_TIMEDOUT ? REEL_E_TIMEOUT : REEL_E_IO;
             return failed(h, cause,
@@ -478,15 +492,15 @@ static int fill_cache(http_io *h, int64_t off, size_t want, reel_error *err)
     save_current(h);
     size_t len = want > h->readahead ? want : h->readahead;
     if (off + (int64_t)len > h->base.size) len = (size_t)(h->base.size - off);
-    sink k = { h->cache, h->cache_cap, 0, -1, 0, 0, 0 };
-    int st = get_range(h, off, (int64_t)len, &k, err);
+    sink k = sink_for(h->cache, h->cache_cap, off, (int64_t)len, (int64_t)h->s.whole_object_max);
+    int st = get_range(h, &k, err);
     h->cache = k.buf;
     h->cache_cap = k.cap;
     if (st != REEL_OK) {
         h->cache_len = 0;
         return st;
     }
-    if (!k.ranged) { /* a server that ignores Range sent everything */
+    if (k.head.status != 206) { /* a server that ignores Range sent everything */
         if ((int64_t)k.len != h->base.size)
             return reel__error_set(err, REEL_E_IO, "%s: the server ignores Range and sent %zu of %lld bytes",
                                    h->base.name, k.len, (long long)h->base.size);
@@ -587,9 +601,9 @@ static int fetch_ahead(http_io *h, int64_t lo, int64_t hi, reel_error *err)
         if (r == 1) return REEL_OK; /* over budget for too long: the reads fetch on demand */
         reserved = want;
     }
-    sink k = { NULL, 0, 0, -1, 0, 0, 0 };
-    int st = get_range(h, lo, (int64_t)want, &k, err);
-    if (st == REEL_OK && !k.ranged) /* cannot happen past open (checked there); never keep a wrong span */
+    sink k = sink_for(NULL, 0, lo, (int64_t)want, (int64_t)h->s.whole_object_max);
+    int st = get_range(h, &k, err);
+    if (st == REEL_OK && k.head.status != 206) /* cannot happen past open (checked there); never keep a wrong span */
         st = reel__error_set(err, REEL_E_IO, "%s: the server ignored a Range request", h->base.name);
     if (st != REEL_OK) {
         free(k.buf);
@@ -686,6 +700,10 @@ static int setup(http_io *h, reel_error *err)
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, h);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    /* identity only: libcurl would inflate a gzip body whatever was asked
+     * (a 4 MB answer can inflate to 4 GiB); an encoded answer is refused */
+    curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "identity");
+    curl_easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L);
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(h->s.request_timeout * 1000));
@@ -767,15 +785,16 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
     int st = http_new(&h, uri, NULL, opt, err);
     if (st != REEL_OK) return st;
     /* the first GET learns the size; a small object comes whole */
-    sink k = { NULL, 0, 0, -1, 0, 0, 0 };
-    st = get_range(h, 0, (int64_t)h->s.readahead_min, &k, err);
+    sink k = sink_for(NULL, 0, 0, (int64_t)h->s.readahead_min, (int64_t)h->s.whole_object_max);
+    st = get_range(h, &k, err);
+    const int ranged = k.head.status == 206;
     if (st == REEL_OK) {
-        h->base.version = k.etag ? k.etag : k.modified;
-        h->base.size = k.ranged ? k.total : (int64_t)k.len;
+        h->base.version = k.head.etag ? k.head.etag : k.head.modified;
+        h->base.size = sink_total(&k);
         if (h->base.size > 0) h->stats.object_bytes = h->base.size;
         if (h->base.size < 0)
             st = reel__error_set(err, REEL_E_IO, "%s: the server gave no object size (Content-Range)", h->base.name);
-        else if (!k.ranged && h->base.size > (int64_t)h->s.whole_object_max)
+        else if (!ranged && h->base.size > (int64_t)h->s.whole_object_max)
             st = reel__error_set(err, REEL_E_IO,
                                  "%s: the server ignores Range requests and the object (%lld bytes) is larger "
                                  "than the whole-object limit (%zu)",
@@ -786,10 +805,10 @@ int reel__io_open_http(reel__io **out, const char *uri, const reel__io_options *
     h->cache_off = 0;
     h->cache_len = k.len;
     h->last_end = (int64_t)k.len;
-    if (st == REEL_OK && k.ranged && h->base.size > (int64_t)k.len && h->base.size <= (int64_t)h->s.whole_object_max) {
+    if (st == REEL_OK && ranged && h->base.size > (int64_t)k.len && h->base.size <= (int64_t)h->s.whole_object_max) {
         /* small: the rest in one GET, then every read is local */
-        sink r = { NULL, 0, 0, -1, 0, 0, 0 };
-        st = get_range(h, (int64_t)k.len, h->base.size - (int64_t)k.len, &r, err);
+        sink r = sink_for(NULL, 0, (int64_t)k.len, h->base.size - (int64_t)k.len, (int64_t)h->s.whole_object_max);
+        st = get_range(h, &r, err);
         if (st == REEL_OK && k.len + r.len == (size_t)h->base.size) {
             uint8_t *all = realloc(h->cache, (size_t)h->base.size);
             if (all) {
@@ -821,8 +840,12 @@ int reel__http_get(const char *uri, const char *query, const reel__io_options *o
     http_io *h = NULL;
     int st = http_new(&h, uri, query, opt, err);
     if (st != REEL_OK) return st;
-    sink k = { NULL, 0, 0, -1, 0, 0, 0 };
-    if (st == REEL_OK) st = get_range(h, -1, 0, &k, err);
+    /* a listing page or a manifest: whole, up to the larger of the
+     * whole-object limit and REEL_WHOLE_GET_MAX */
+    int64_t max =
+        (int64_t)h->s.whole_object_max > REEL_WHOLE_GET_MAX ? (int64_t)h->s.whole_object_max : REEL_WHOLE_GET_MAX;
+    sink k = sink_for(NULL, 0, -1, 0, max);
+    if (st == REEL_OK) st = get_range(h, &k, err);
     if (st == REEL_OK) {
         uint8_t *b = realloc(k.buf, k.len + 1); /* room for the NUL */
         if (!b) {

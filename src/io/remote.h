@@ -36,11 +36,6 @@ int reel__s3_list(const char *uri, const reel__io_options *opt, char ***names, s
 int reel__s3_parse_listing(const char *body, size_t len, const char *prefix, char ***names, size_t *count, size_t *cap,
                            char *token, size_t token_size, const char *name, reel_error *err);
 
-/* The total size from a "Content-Range: bytes A-B/TOTAL" header line of n
- * bytes (not NUL-terminated): 1 and *total, or 0 (another header, '*', or
- * garbage). */
-int reel__http_content_range(const char *line, size_t n, int64_t *total);
-
 /* The statistics of a remote source (zeros for a local one). */
 void reel__remote_stats(const reel__io *io, reel_remote_stats *out);
 
