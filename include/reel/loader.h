@@ -218,7 +218,8 @@ REEL_API void reel_loader_default_settings(reel_loader_settings *s);
 typedef struct reel_clip_info {
     int64_t sample;    /**< dataset index that was decoded */
     int64_t requested; /**< dataset index the sampler chose (differs after a replacement) */
-    int64_t position;  /**< rank-local position of the sample in the epoch */
+    int64_t position;  /**< position of the sample in the epoch's global order (reel/order.h; >= the
+                            dataset size for a padded repeat) */
     const char *path;  /**< the decoded video's path */
     int64_t label;
     int32_t clip;                           /**< clip number within its video, 0..clips_per_video-1 */
@@ -247,8 +248,8 @@ typedef struct reel_batch {
     const int64_t *labels;       /**< num_clips labels */
     const reel_clip_info *clips; /**< num_clips rows */
     int64_t epoch;
-    int64_t index;       /**< batch number within the epoch (rank-local) */
-    int64_t position;    /**< rank-local epoch position of its first sample */
+    int64_t index;       /**< batch number within the epoch (rank-local, from where this run began it) */
+    int64_t position;    /**< position of its first sample in the epoch's global order */
     int64_t num_samples; /**< samples the batch was planned with */
     int64_t num_failed;  /**< of those, samples skipped after failing */
     /** Global samples of the epoch's order consumed once every rank has
@@ -409,6 +410,14 @@ REEL_API int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_ch
  *  loader lives; the canonical layout as now), so that another consumer
  *  (Ray, a custom sampler) can make the same reel_order and plan with it. */
 REEL_API int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out);
+
+/** An order over a dataset as a loader with these order settings makes it:
+ *  `s->num_samples` and the read blocks are taken from the dataset (a
+ *  store's shards, for the default shuffle), the rest from `s` (see
+ *  reel_order_default_settings). The dataset becomes frozen. For consumers
+ *  that plan epochs without a loader (Ray tasks, a custom sampler). */
+REEL_API int reel_order_create_for_dataset(reel_order **out, reel_dataset *ds, const reel_order_settings *s,
+                                           reel_error *err);
 
 /** A snapshot of the metrics. */
 REEL_API int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m);

@@ -20,7 +20,7 @@ import enum as _enum
 from . import _reel
 from ._build import build_info
 from ._decoder import DecodeStats, FrameInfo, VideoDecoder, VideoMetadata
-from ._loader import Batch, ClipInfo, Loader, dataset_info
+from ._loader import Batch, ClipInfo, Loader, dataset_info, epoch_order, stripe
 from ._reel import (
     CorruptError,
     Frames,
@@ -53,7 +53,7 @@ __all__ = [
     "VideoDecoder", "VideoMetadata", "FrameInfo", "DecodeStats", "Frames",
     "clips_at_random_indices", "clips_at_regular_indices",
     "clips_at_random_timestamps", "clips_at_regular_timestamps",
-    "Loader", "Batch", "ClipInfo", "dataset_info",
+    "Loader", "Batch", "ClipInfo", "dataset_info", "epoch_order", "stripe",
     "ReelError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
     "InvalidArgumentError", "NoVideoStreamError", "PermissionDeniedError", "Status",
     "pack", "pack_merge", "store_verify", "store_info",

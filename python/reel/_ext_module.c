@@ -244,6 +244,12 @@ static PyMethodDef module_methods[] = {
     { "epoch_shape", mod_epoch_shape, METH_VARARGS,
       "epoch_shape(num_videos, world_size, shard_mode, batch_size, drop_last)\n--\n\n(samples per rank, batches) of an "
       "epoch." },
+    { "epoch_order", mod_epoch_order, METH_VARARGS,
+      "epoch_order(source, epoch, seed, shuffle, shuffle_window, canonical_ranks, canonical_batch)\n--\n\n"
+      "The dataset indices of an epoch's global order." },
+    { "stripe", mod_stripe, METH_VARARGS,
+      "stripe(num_samples, samples_seen, world_size, rank, batch_size, shard_mode, drop_last, num_workers, worker)"
+      "\n--\n\nA rank's batches: (first position, count, samples_seen after)." },
     { "dataset_info", mod_dataset_info, METH_O,
       "dataset_info(source)\n--\n\n{'size', 'class_names'} of a folder, a manifest or a list of entries." },
     { "_frames_from_bytes", mod_frames_from_bytes, METH_VARARGS, NULL },

@@ -38,7 +38,7 @@ class ClipInfo(NamedTuple):
     label: int                 #: -1 when the sample has none
     sample: int                #: dataset index that was decoded
     requested: int             #: dataset index the sampler chose (differs after a replacement)
-    position: int              #: rank-local position of the sample in the epoch
+    position: int              #: position of the sample in the epoch's global order (padding: >= its size)
     clip: int                  #: clip number within its video
     attempt: int               #: 0, or the replacement try that succeeded
     padded: bool               #: a repeated sample that evens out the shards
@@ -567,6 +567,31 @@ class _EpochIterator:
             self._done = True
             raise StopIteration
         return batch
+
+
+def epoch_order(source: Any, epoch: int = 0, *, seed: int = 0, shuffle: bool = True,
+                shuffle_window: Union[int, str, None] = None, canonical_ranks: int = 1,
+                canonical_batch: int = 1) -> List[int]:
+    """The dataset indices of one epoch's global order, as a Loader with these
+    settings reads it (a store shard by shard by default). The order depends
+    on nothing else: with a state's ``seed``, ``canonical_ranks`` and
+    ``canonical_batch``, ``epoch_order(...)[samples_seen:]`` is what is left of
+    its epoch. For consumers that plan epochs without a Loader (reel/order.h)."""
+    src = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
+    return _reel.epoch_order(_dataset_entries(src), int(epoch), int(seed) & 0xFFFFFFFFFFFFFFFF, bool(shuffle),
+                             _shuffle_window(shuffle_window), int(canonical_ranks), int(canonical_batch))
+
+
+def stripe(num_samples: int, batch_size: int, *, world_size: int = 1, rank: int = 0, samples_seen: int = 0,
+           shard: str = "pad", drop_last: bool = False, num_workers: int = 1,
+           worker: int = 0) -> List[Tuple[int, int, int]]:
+    """A rank's batches of an epoch from ``samples_seen`` on, as the Loader
+    cuts them: ``(first, count, samples_seen_after)`` per batch, positions
+    ``first .. first + count - 1`` of the epoch's order (:func:`epoch_order`;
+    positions past its end are padding, the order again from its start) and
+    the state's samples_seen once every rank has consumed the batch."""
+    return _reel.stripe(int(num_samples), int(samples_seen), int(world_size), int(rank), int(batch_size),
+                        opt.choice("shard", shard, SHARD), bool(drop_last), int(num_workers), int(worker))
 
 
 def check_state(state: Dict[str, Any], num_videos: int, fingerprint: int, config: Dict[str, Any]) -> int:

@@ -519,6 +519,58 @@ static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int 
     }
 }
 
+/* The general path: full-size RGB, then rotate (clockwise degrees), crop
+ * (cx, cy, cw, ch in the rotated picture) and resize to ow x oh in RGB.
+ * *res, *res_stride: the result, in the converter's scratch or a view of
+ * it. Returns a status; *nomem set when scratch memory ran out. */
+static int convert_in_rgb(reel_converter *c, const AVFrame *f, int rot, int cx, int cy, int cw, int ch, int ow, int oh,
+                          reel_filter filter, const uint8_t **res, int *res_stride, int *nomem)
+{
+    const int dw = (rot == 90 || rot == 270) ? f->height : f->width;
+    const int dh = (rot == 90 || rot == 270) ? f->width : f->height;
+    int fs = rgb_stride(f->width);
+    uint8_t *s0 = scratch_get(&c->s[0], (size_t)fs * (f->height + 1));
+    if (!s0) {
+        *nomem = 1;
+        return REEL_E_NOMEM;
+    }
+    int r = yuv_to_rgb(c, f, 0, 0, f->width, f->height, f->width, f->height, SWS_BICUBIC, s0, fs);
+    const uint8_t *img = s0;
+    int istride = fs;
+    if (r == REEL_OK && rot) {
+        int rs = rgb_stride(dw);
+        uint8_t *s1 = scratch_get(&c->s[1], (size_t)rs * (dh + 1));
+        if (!s1) {
+            *nomem = 1;
+            return REEL_E_NOMEM;
+        }
+        rotate_rgb(s0, fs, f->width, f->height, rot, s1, rs);
+        img = s1;
+        istride = rs;
+    }
+    const uint8_t *crop = img + (ptrdiff_t)cy * istride + cx * 3;
+    if (r == REEL_OK && (ow != cw || oh != ch)) {
+        *res_stride = rgb_stride(ow);
+        uint8_t *s2 = scratch_get(&c->s[2], (size_t)*res_stride * (oh + 1));
+        struct SwsContext *sws =
+            get_sws(c, cw, ch, AV_PIX_FMT_RGB24, ow, oh, AV_PIX_FMT_RGB24, sws_flags_of(filter), 0, 0);
+        if (!s2 || !sws) {
+            *nomem = 1;
+            return REEL_E_NOMEM;
+        }
+        const uint8_t *sp[4] = { crop, NULL, NULL, NULL };
+        int ss[4] = { istride, 0, 0, 0 };
+        uint8_t *dp[4] = { s2, NULL, NULL, NULL };
+        int ds[4] = { *res_stride, 0, 0, 0 };
+        r = sws_scale(sws, sp, ss, 0, ch, dp, ds) == oh ? REEL_OK : REEL_E_INTERNAL;
+        *res = s2;
+    } else {
+        *res = crop;
+        *res_stride = istride;
+    }
+    return r;
+}
+
 int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_transform *tin, void *dst,
                        size_t dst_size, reel_error *err)
 {
@@ -605,38 +657,9 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
         r = yuv_to_rgb(c, f, 0, y0, f->width, y1 - y0, f->width, y1 - y0, SWS_BICUBIC, s0, res_stride);
         res = s0 + (ptrdiff_t)(cy - y0) * res_stride + cx * 3;
     } else {
-        /* full RGB, then rotate, crop and resize in RGB */
-        int fs = rgb_stride(f->width);
-        uint8_t *s0 = scratch_get(&c->s[0], (size_t)fs * (f->height + 1));
-        if (!s0) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
-        r = yuv_to_rgb(c, f, 0, 0, f->width, f->height, f->width, f->height, SWS_BICUBIC, s0, fs);
-        const uint8_t *img = s0;
-        int istride = fs;
-        if (r == REEL_OK && rot) {
-            int rs = rgb_stride(dw);
-            uint8_t *s1 = scratch_get(&c->s[1], (size_t)rs * (dh + 1));
-            if (!s1) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
-            rotate_rgb(s0, fs, f->width, f->height, rot, s1, rs);
-            img = s1;
-            istride = rs;
-        }
-        const uint8_t *crop = img + (ptrdiff_t)cy * istride + cx * 3;
-        if (r == REEL_OK && resize) {
-            res_stride = rgb_stride(ow);
-            uint8_t *s2 = scratch_get(&c->s[2], (size_t)res_stride * (oh + 1));
-            struct SwsContext *sws =
-                get_sws(c, cw, ch, AV_PIX_FMT_RGB24, ow, oh, AV_PIX_FMT_RGB24, sws_flags_of(t->filter), 0, 0);
-            if (!s2 || !sws) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
-            const uint8_t *sp[4] = { crop, NULL, NULL, NULL };
-            int ss[4] = { istride, 0, 0, 0 };
-            uint8_t *dp[4] = { s2, NULL, NULL, NULL };
-            int ds[4] = { res_stride, 0, 0, 0 };
-            r = sws_scale(sws, sp, ss, 0, ch, dp, ds) == oh ? REEL_OK : REEL_E_INTERNAL;
-            res = s2;
-        } else {
-            res = crop;
-            res_stride = istride;
-        }
+        int nomem = 0;
+        r = convert_in_rgb(c, f, rot, cx, cy, cw, ch, ow, oh, t->filter, &res, &res_stride, &nomem);
+        if (nomem) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
     }
     if (r != REEL_OK) {
         const char *pf = av_get_pix_fmt_name(f->format);

@@ -212,22 +212,17 @@ static int cmp_pos(const void *a, const void *b)
     return x->pos < y->pos ? -1 : (x->pos > y->pos);
 }
 
-int reel__table_from_container(reel_decoder *dec)
+/* The first packets (up to VALIDATE_PACKETS of the `ne` index entries), as
+ * the demuxer really returns them (the demuxer is still at the start here).
+ * A remote object: only those among the bytes fetched already (the head; at
+ * least one packet), so checking the index costs no request for the first
+ * GOP's packets. Returns how many, or -1 when out of memory. */
+static int probe_packets(reel_decoder *dec, int ne, reel_packet_info probe[VALIDATE_PACKETS])
 {
-    const char *names = dec->fmt->iformat->name;
-    if (!strstr(names, "mov") && !strstr(names, "mp4")) return REEL_E_INDEX_STALE;
     AVStream *st = dec->st;
-    int ne = avformat_index_get_entries_count(st);
-    if (ne <= 0 || dec->file_size <= 0) return REEL_E_INDEX_STALE;
-
-    /* 1. The first packets, as the demuxer really returns them (the demuxer
-     *    is still at the start here). A remote object: only those among the
-     *    bytes fetched already (the head; at least one packet), so checking
-     *    the index costs no request for the first GOP's packets. */
-    reel_packet_info probe[VALIDATE_PACKETS];
     int nprobe = 0;
     AVPacket *pkt = av_packet_alloc();
-    if (!pkt) return REEL_E_NOMEM;
+    if (!pkt) return -1;
     while (nprobe < VALIDATE_PACKETS && nprobe < ne) {
         const AVIndexEntry *next = avformat_index_get_entry(st, nprobe);
         if (dec->remote && nprobe > 0 && (!next || !reel__io_is_held(dec->remote, next->pos, next->size))) break;
@@ -245,6 +240,21 @@ int reel__table_from_container(reel_decoder *dec)
         av_packet_unref(pkt);
     }
     av_packet_free(&pkt);
+    return nprobe;
+}
+
+int reel__table_from_container(reel_decoder *dec)
+{
+    const char *names = dec->fmt->iformat->name;
+    if (!strstr(names, "mov") && !strstr(names, "mp4")) return REEL_E_INDEX_STALE;
+    AVStream *st = dec->st;
+    int ne = avformat_index_get_entries_count(st);
+    if (ne <= 0 || dec->file_size <= 0) return REEL_E_INDEX_STALE;
+
+    /* 1. The first packets, as the demuxer returns them. */
+    reel_packet_info probe[VALIDATE_PACKETS];
+    int nprobe = probe_packets(dec, ne, probe);
+    if (nprobe < 0) return REEL_E_NOMEM;
     if (nprobe == 0) return REEL_E_INDEX_STALE;
 
     /* 2. The track's own sample tables. */

@@ -1,16 +1,12 @@
 /* decode.c: batched random access. Plans the least decoding for a set of
  * wanted frames (sort, dedupe, merge keyframe runs, seek only across gaps),
  * runs the plan, and hands each wanted frame to a visitor exactly once per
- * request position. */
+ * request position. Whether a keyframe is a clean start is keycheck.c's. */
 #include "decoder/decode_plan.h"
 #include "decoder/internal.h"
-#include "core/hash.h"
 #include "io/io_internal.h"
 
 #include <stdlib.h>
-
-#include <libavutil/imgutils.h>
-#include <libavutil/pixdesc.h>
 #include <string.h>
 
 typedef reel__req req;
@@ -148,74 +144,6 @@ static int seek_to(run *r, int64_t d, int from_start)
     return REEL_OK;
 }
 
-/* dec->key_state, allocated on first use; NULL when out of memory. */
-static uint8_t *key_state(reel_decoder *dec)
-{
-    if (!dec->key_state) dec->key_state = calloc((size_t)dec->table.n, 1);
-    return dec->key_state;
-}
-
-static int frame_is_corrupt(const AVFrame *f)
-{
-    return (f->flags & AV_FRAME_FLAG_CORRUPT) || f->decode_error_flags;
-}
-
-/* A hash of a decoded picture's visible bytes, plane by plane (FNV-1a over
- * 64-bit words, eight times fewer steps than bytewise for a keyframe, then
- * the row tail byte by byte). */
-static uint64_t picture_hash(const AVFrame *f)
-{
-    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
-    uint64_t h = REEL_FNV_OFFSET;
-    if (!d) return h;
-    for (int p = 0; p < 4 && f->data[p]; p++) {
-        int w = av_image_get_linesize(f->format, f->width, p);
-        int rows = (p == 1 || p == 2) ? AV_CEIL_RSHIFT(f->height, d->log2_chroma_h) : f->height;
-        if (w <= 0) continue;
-        for (int y = 0; y < rows; y++) {
-            const uint8_t *row = f->data[p] + (ptrdiff_t)y * f->linesize[p];
-            int x = 0;
-            for (; x + 8 <= w; x += 8) {
-                uint64_t v;
-                memcpy(&v, row + x, 8);
-                h = (h ^ v) * 0x100000001b3ULL;
-            }
-            h = reel__fnv1a(h, row + x, (size_t)(w - x));
-        }
-    }
-    return h ? h : 1;
-}
-
-/* Decodes keyframe packet `pkt` alone on a single-threaded codec. Returns 1
- * if it comes out without errors, 0 if not; 1 too if no probe codec can be
- * had (decoding then goes on as without the check). *hash: the picture's. */
-static int key_decodes_alone(reel_decoder *dec, const AVPacket *pkt, uint64_t *hash)
-{
-    int opening;
-    if (!dec->probe && reel__codec_context(dec, 1, (void *)&dec->probe_log_errors, &dec->probe, &opening) < 0) return 1;
-    const int64_t logged = atomic_load(&dec->probe_log_errors);
-    AVCodecContext *c = dec->probe;
-    int clean = 1, got = 0;
-    if (avcodec_send_packet(c, pkt) < 0) clean = 0;
-    avcodec_send_packet(c, NULL); /* drain: the keyframe comes out even behind a reorder delay */
-    for (;;) {
-        int e = avcodec_receive_frame(c, dec->frame);
-        if (e == AVERROR_EOF || e == AVERROR(EAGAIN)) break;
-        if (e < 0) {
-            clean = 0;
-            break;
-        }
-        if (frame_is_corrupt(dec->frame)) clean = 0;
-        if (!got && hash) *hash = picture_hash(dec->frame);
-        got++;
-        av_frame_unref(dec->frame);
-    }
-    avcodec_flush_buffers(c);
-    /* damage FFmpeg only logged counts too (log.c) */
-    if (atomic_load(&dec->probe_log_errors) != logged) clean = 0;
-    return clean && got > 0;
-}
-
 static void cache_put(reel_decoder *dec, const AVFrame *f, int64_t idx)
 {
     for (int i = 0; i < REEL_FRAME_CACHE; i++)
@@ -241,7 +169,7 @@ static int serve_from_cache(run *r)
         if (dec->cache_index[i] < 0) continue;
         wanted *w = find_wanted(r, dec->cache_index[i]);
         if (w && !w->done) {
-            int st = give(r, w, dec->cache[i], dec->cache_index[i], frame_is_corrupt(dec->cache[i]));
+            int st = give(r, w, dec->cache[i], dec->cache_index[i], reel__frame_is_corrupt(dec->cache[i]));
             if (st != REEL_OK) return st;
         }
     }
@@ -257,7 +185,7 @@ static int deliver(run *r, AVFrame *f)
     r->st.frames_decoded++;
     /* damage: flagged on the frame, or only logged by FFmpeg for this
      * decoder's codec since it last started afresh (log.c) */
-    const int bad = frame_is_corrupt(f) || reel__log_errors_since_mark(dec);
+    const int bad = reel__frame_is_corrupt(f) || reel__log_errors_since_mark(dec);
     if (t->match_mode == REEL_MATCH_PTS) {
         int64_t pts = f->pts != AV_NOPTS_VALUE ? f->pts : f->best_effort_timestamp;
         idx = pts == AV_NOPTS_VALUE ? -1 : frame_of_pts(t, pts);
@@ -275,7 +203,7 @@ static int deliver(run *r, AVFrame *f)
     }
     if (idx < 0) return REEL_OK;
     if (dec->key_hash && r->seek_key >= 0 && t->frames[idx].decode_order == r->seek_key && dec->key_hash[r->seek_key] &&
-        (dec->avctx->active_thread_type & FF_THREAD_FRAME) && picture_hash(f) != dec->key_hash[r->seek_key]) {
+        (dec->avctx->active_thread_type & FF_THREAD_FRAME) && reel__picture_hash(f) != dec->key_hash[r->seek_key]) {
         /* the frame threads put out the keyframe we started from unlike its
          * decode alone: damage they concealed in silence; nothing of this
          * run is used, and the decoder goes on single-threaded */
@@ -456,6 +384,117 @@ static int reseek(run *r, int64_t s, int force_start)
     return REEL_OK;
 }
 
+/* Sets a run over decode positions [s, e] going: continues a warm run
+ * that can serve it (*pump: it has sent e already, only the frames are
+ * still inside the codec), else seeks to keyframe s unless the demuxer is
+ * there already (*landed 0: until the packet of s arrives). */
+static int begin_interval(run *r, int64_t s, int64_t e, int force_seek_start, int *landed, int *pump)
+{
+    reel_decoder *dec = r->dec;
+    const reel_table *t = &dec->table;
+    int st;
+    /* A warm run (it passed keyframe s and has not sent e yet) puts frames
+     * out in increasing order, so it can serve this span only if it has not
+     * yet put out any frame the span still wants. */
+    int cont = !force_seek_start && dec->warm && dec->next_decode >= s && s >= dec->warm_from &&
+               span_first_undone(r, s, e) > dec->out_max;
+    *pump = cont && dec->next_decode > e;
+    *landed = 1;
+    if (!cont && (force_seek_start || dec->next_decode != s || dec->warm)) {
+        if ((st = reseek(r, s, force_seek_start)) != REEL_OK) return st;
+        *landed = 0;
+    }
+    if (!cont) {
+        dec->warm_from = s;
+        dec->out_max = -1;
+        dec->count_next = t->frame_of_decode[s];
+        r->count_in = r->count_out = 0;
+        r->count_first_key = t->pts_of_decode[s];
+    }
+    return REEL_OK;
+}
+
+/* Reads the next packet into dec->pkt: 1 when there is one; 0 at the end
+ * of the file, or at damage the corrupt policy lets pass (what was decoded
+ * stands; the caller reports frames that never arrived); else a status,
+ * the run aborted (an interrupt, a failed remote read, damage under
+ * REEL_CORRUPT_FAIL). `e`: the run's last decode position, for messages. */
+static int read_packet(run *r, int64_t e)
+{
+    reel_decoder *dec = r->dec;
+    const reel_table *t = &dec->table;
+    for (;;) {
+        int rd = reel__interrupted(dec) ? AVERROR_EXIT : av_read_frame(dec->fmt, dec->pkt);
+        if (rd == AVERROR(EAGAIN)) continue;
+        if (rd >= 0) return 1;
+        if (rd == AVERROR_EXIT) {
+            abort_run(r);
+            return reel__error_set(r->err, REEL_E_CANCELLED, "%s: interrupted before frame %lld", dec->name,
+                                   (long long)t->frame_of_decode[e]);
+        }
+        if (rd != AVERROR_EOF && reel__remote_failure(dec, r->err)) {
+            abort_run(r);
+            return r->err ? r->err->status : REEL_E_IO;
+        }
+        if (rd != AVERROR_EOF && dec->settings.corrupt_policy == REEL_CORRUPT_FAIL) {
+            char eb[128];
+            abort_run(r);
+            return reel__error_set(r->err, REEL_E_CORRUPT, "%s: read error before frame %lld: %s", dec->name,
+                                   (long long)t->frame_of_decode[e], reel__av_err(rd, eb, sizeof eb));
+        }
+        return 0;
+    }
+}
+
+/* A packet that is not a frame of the table (trimmed by an edit list, or
+ * before the first keyframe). Once decoding has started it may still be a
+ * reference for later frames, so the codec gets it. Unrefs the packet. */
+static int feed_unlisted(run *r, int landed)
+{
+    reel_decoder *dec = r->dec;
+    int st = REEL_OK;
+    if (landed && dec->decoder_dirty) {
+        dec->avctx->skip_frame = AVDISCARD_DEFAULT;
+        st = send_packet(r, dec->pkt, -1);
+    }
+    av_packet_unref(dec->pkt);
+    if (st != REEL_OK) abort_run(r);
+    return st;
+}
+
+/* First visit to keyframe s by a frame-threaded decoder: a copy of its
+ * packet to check once on its own (see reel_decoder.probe) after the main
+ * codec has it: its frame threads decode the keyframe while this thread
+ * probes it, and they put out no frame before a few more packets, so
+ * nothing reaches the visitor before the verdict. NULL: no check. */
+static AVPacket *probe_begin(run *r, int64_t s)
+{
+    reel_decoder *dec = r->dec;
+    if (r->seek_key != s || !dec->settings.check_keyframes || !(dec->avctx->active_thread_type & FF_THREAD_FRAME))
+        return NULL;
+    uint8_t *ks = reel__key_state(dec);
+    if (!ks || (ks[s] & REEL_KEY_PROBED)) return NULL;
+    ks[s] |= REEL_KEY_PROBED;
+    r->st.keys_probed++;
+    return av_packet_clone(dec->pkt);
+}
+
+/* The probe's verdict on keyframe s (sent: the status of sending it to the
+ * main codec): REEL_OK, or REEL__E_UNCLEAN_KEY with the run aborted. */
+static int probe_end(run *r, int64_t s, AVPacket **probe_pkt, int sent)
+{
+    reel_decoder *dec = r->dec;
+    uint64_t hash = 0;
+    int clean = sent != REEL_OK || reel__key_decodes_alone(dec, *probe_pkt, &hash);
+    if (clean && hash && (dec->key_hash || (dec->key_hash = calloc((size_t)dec->table.n, sizeof *dec->key_hash))))
+        dec->key_hash[s] = hash;
+    av_packet_free(probe_pkt);
+    if (clean) return REEL_OK;
+    abort_run(r);
+    r->unclean = s;
+    return REEL__E_UNCLEAN_KEY;
+}
+
 /* Runs decode positions [s, e], starting at keyframe s. The last run of a
  * call (`last`) is not drained when timestamps identify frames: it feeds
  * only the few packets reordering needs to push the wanted frames out and
@@ -466,55 +505,19 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
     reel_decoder *dec = r->dec;
     const reel_table *t = &dec->table;
     AVPacket *pkt = dec->pkt;
-    int landed = 1, st;
+    int landed, pump, st;
     int nonref_ok = dec->settings.skip_nonref && t->match_mode == REEL_MATCH_PTS;
     /* not for a remote object: the packets after e would be fetched for a
      * next call that a loader never makes; draining gives the same frames */
     int keep_warm = last && t->match_mode == REEL_MATCH_PTS && !dec->remote;
-    /* continue a warm run: it passed keyframe s and has not sent e yet */
-    /* A warm run puts frames out in increasing order, so it can serve this
-     * span only if it has not yet put out any frame the span still wants. */
-    int cont = !force_seek_start && dec->warm && dec->next_decode >= s && s >= dec->warm_from &&
-               span_first_undone(r, s, e) > dec->out_max;
-    /* already sent: the frames are inside the codec; feed on to get them */
-    int pump = cont && dec->next_decode > e;
-
-    if (!cont && (force_seek_start || dec->next_decode != s || dec->warm)) {
-        if ((st = reseek(r, s, force_seek_start)) != REEL_OK) return st;
-        landed = 0;
-    }
-    if (!cont) {
-        dec->warm_from = s;
-        dec->out_max = -1;
-        dec->count_next = t->frame_of_decode[s];
-        r->count_in = r->count_out = 0;
-        r->count_first_key = t->pts_of_decode[s];
-    }
+    if ((st = begin_interval(r, s, e, force_seek_start, &landed, &pump)) != REEL_OK) return st;
     int64_t budget = dec->reorder_depth + dec->avctx->thread_count + 2;
     int64_t tail = pump ? budget : -1; /* packets left to feed after e to push wanted frames out */
     if (pump && (keep_warm ? all_done(r) : span_done(r, s, e))) return REEL_OK;
-    for (;;) {
-        if (tail == 0) break;
-        int rd = reel__interrupted(dec) ? AVERROR_EXIT : av_read_frame(dec->fmt, pkt);
-        if (rd == AVERROR(EAGAIN)) continue;
-        if (rd == AVERROR_EXIT) {
-            abort_run(r);
-            return reel__error_set(r->err, REEL_E_CANCELLED, "%s: interrupted before frame %lld", dec->name,
-                                   (long long)t->frame_of_decode[e]);
-        }
-        if (rd < 0) {
-            /* end of file or damage before e: what was decoded stands; the
-             * caller reports frames that never arrived */
-            if (rd != AVERROR_EOF && reel__remote_failure(dec, r->err)) {
-                abort_run(r);
-                return r->err ? r->err->status : REEL_E_IO;
-            }
-            if (rd != AVERROR_EOF && dec->settings.corrupt_policy == REEL_CORRUPT_FAIL) {
-                char eb[128];
-                abort_run(r);
-                return reel__error_set(r->err, REEL_E_CORRUPT, "%s: read error before frame %lld: %s", dec->name,
-                                       (long long)t->frame_of_decode[e], reel__av_err(rd, eb, sizeof eb));
-            }
+    while (tail != 0) {
+        int rd = read_packet(r, e);
+        if (rd < 0) return rd;
+        if (rd == 0) {
             dec->next_decode = -1;
             break;
         }
@@ -524,41 +527,14 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
         }
         int64_t d = packet_decode_pos(dec, pkt);
         if (d < 0) {
-            /* Not a frame of the table (trimmed by an edit list, or before
-             * the first keyframe). Once decoding has started it may still be
-             * a reference for later frames, so the codec gets it. */
-            if (landed && dec->decoder_dirty) {
-                dec->avctx->skip_frame = AVDISCARD_DEFAULT;
-                st = send_packet(r, pkt, -1);
-                av_packet_unref(pkt);
-                if (st != REEL_OK) {
-                    abort_run(r);
-                    return st;
-                }
-            } else {
-                av_packet_unref(pkt);
-            }
+            if ((st = feed_unlisted(r, landed)) != REEL_OK) return st;
             continue;
         }
         if (d < s) {
             av_packet_unref(pkt);
             continue;
         }
-        AVPacket *probe_pkt = NULL;
-        if (!landed && d == s && r->seek_key == s && dec->settings.check_keyframes &&
-            (dec->avctx->active_thread_type & FF_THREAD_FRAME)) {
-            /* first visit to this keyframe by a frame-threaded decoder: check
-             * it once on its own (see reel_decoder.probe), below, once the
-             * main codec has it: its frame threads decode the keyframe while
-             * this thread probes it, and they put out no frame before a few
-             * more packets, so nothing reaches the visitor before the verdict */
-            uint8_t *ks = key_state(dec);
-            if (ks && !(ks[s] & REEL_KEY_PROBED)) {
-                ks[s] |= REEL_KEY_PROBED;
-                r->st.keys_probed++;
-                probe_pkt = av_packet_clone(pkt);
-            }
-        }
+        AVPacket *probe_pkt = !landed && d == s ? probe_begin(r, s) : NULL;
         if (!landed) {
             if (d > s) {
                 /* the demuxer jumped past our keyframe: go back to the start */
@@ -586,16 +562,8 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
         st = send_packet(r, pkt, d);
         av_packet_unref(pkt);
         if (probe_pkt) {
-            uint64_t hash = 0;
-            int clean = st != REEL_OK || key_decodes_alone(dec, probe_pkt, &hash);
-            if (clean && hash && (dec->key_hash || (dec->key_hash = calloc((size_t)t->n, sizeof *dec->key_hash))))
-                dec->key_hash[s] = hash;
-            av_packet_free(&probe_pkt);
-            if (!clean) {
-                abort_run(r);
-                r->unclean = s;
-                return REEL__E_UNCLEAN_KEY;
-            }
+            int verdict = probe_end(r, s, &probe_pkt, st);
+            if (verdict != REEL_OK) return verdict;
         }
         if (st != REEL_OK) {
             abort_run(r);
@@ -778,7 +746,7 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, ree
              * each round marks another keyframe, so this ends */
             abort_run(&r);
             r.seek_key = -1;
-            uint8_t *ks = key_state(dec);
+            uint8_t *ks = reel__key_state(dec);
             if (!ks) {
                 st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
                 break;

@@ -158,6 +158,17 @@ int reel__sidecar_load(reel_decoder *dec, const char *path);
 int reel__sidecar_save(const reel_decoder *dec, const char *path, reel_error *err);
 
 
+/* keycheck.c. dec->key_state, allocated on first use; NULL when out of memory. */
+uint8_t *reel__key_state(reel_decoder *dec);
+/* 1 when FFmpeg flagged the frame as damaged. */
+int reel__frame_is_corrupt(const AVFrame *f);
+/* A hash of a decoded picture's visible bytes (never 0). */
+uint64_t reel__picture_hash(const AVFrame *f);
+/* Decodes keyframe packet `pkt` alone on a single-threaded codec (dec->probe).
+ * Returns 1 if it comes out without errors, 0 if not; 1 too if no probe codec
+ * can be had. *hash (may be NULL): the picture's. */
+int reel__key_decodes_alone(reel_decoder *dec, const AVPacket *pkt, uint64_t *hash);
+
 /* A read of the remote object failed (after its retries): the reason to
  * report instead of FFmpeg's generic "I/O error", and never to be taken for
  * damage in the file. Copies it into err and returns its status, else 0. */

@@ -653,6 +653,33 @@ int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_checkpoint 
     return reel__loader_start_threads(l, err);
 }
 
+int reel_order_create_for_dataset(reel_order **out, reel_dataset *ds, const reel_order_settings *s, reel_error *err)
+{
+    if (!out || !ds || !s) return reel__error_set(err, REEL_E_INVALID_ARG, "order: NULL argument");
+    *out = NULL;
+    int st = reel__dataset_freeze(ds, err);
+    if (st != REEL_OK) return st;
+    reel_order_settings os = *s;
+    os.num_samples = (int64_t)ds->n;
+    os.block_starts = NULL;
+    os.num_blocks = 0;
+    int64_t *starts = NULL;
+    if (os.shuffle && os.shuffle_window == 0) {
+        reel_remote_settings remote;
+        reel_remote_default_settings(&remote);
+        reel_source src;
+        st = reel__source_init(&src, ds, &remote, err);
+        if (st == REEL_OK && src.ops->blocks)
+            st = src.ops->blocks(src.ctx, ds->items, ds->n, &starts, &os.num_blocks, err);
+        reel__source_free(&src);
+        if (st != REEL_OK) return st;
+        os.block_starts = starts;
+    }
+    st = reel_order_create(out, &os, err);
+    free(starts);
+    return st;
+}
+
 int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out)
 {
     if (!l || !out) return REEL_E_INVALID_ARG;

@@ -161,6 +161,23 @@ def test_the_same_dataset_elsewhere_keeps_its_fingerprint(folder, tmp_path):
         assert L.state_dict()["samples_seen"] == 4
 
 
+def test_epoch_order_and_stripe_plan_what_the_loader_reads(folder, tmp_path):
+    reel.pack(folder, tmp_path / "st", size=64, shard_size=1 << 16)
+    for source in (folder, tmp_path / "st"):
+        _, state = run(source, stop=1, world_size=4, rank=0)
+        order = reel.epoch_order(source, 0, seed=KW["seed"], canonical_ranks=state["canonical_ranks"],
+                                 canonical_batch=state["canonical_batch"])
+        assert sorted(order) == list(range(N_VIDEOS))
+        for r in range(3):
+            plan = reel.stripe(N_VIDEOS, KW["batch_size"], world_size=3, rank=r, samples_seen=state["samples_seen"])
+            want = [(order[g % N_VIDEOS], g >= N_VIDEOS) for first, count, _ in plan for g in range(first, first + count)]
+            got = [(key[0], padded) for key, _, padded in run(source, state=state, world_size=3, rank=r)[0]]
+            assert got == want
+            assert plan[-1][2] == N_VIDEOS  # the last batch ends the epoch
+    with pytest.raises(ValueError):
+        reel.stripe(10, 2, world_size=2, rank=2)
+
+
 # ---------------------------------------------------------------- VideoDataset and StatefulDataLoader
 def test_video_dataset_with_two_workers_resumed_with_three(folder):
     pytest.importorskip("torch")
@@ -226,3 +243,18 @@ def test_torchrun_resumes_on_another_number_of_ranks(folder, tmp_path, before, a
     ids = [s for s, padded in a["samples"] + b["samples"] if not padded]
     assert sorted(ids) == list(range(N_VIDEOS))  # each sample exactly once over both runs
     assert a["state"]["samples_seen"] == before * 2 and a["state"]["topology"]["world_size"] == before
+
+
+# ---------------------------------------------------------------- the example and the docs
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_example_and_the_docs_run():
+    p = subprocess.run([sys.executable, str(ROOT / "examples" / "elastic_resume.py"), "--before", "4", "--after", "3"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "each exactly once" in p.stdout
+    doc = (ROOT / "docs" / "python.md").read_text()
+    section = doc[doc.index("## Resuming on another cluster size"):]
+    code = section.split("```python\n")[2].split("```")[0]  # the runnable one
+    exec(compile(code, "docs/python.md", "exec"), {})
