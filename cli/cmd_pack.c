@@ -28,6 +28,9 @@ static void usage(FILE *out)
                  "  --shard-size BYTES      bytes per shard file (default 1073741824; K, M, G suffixes)\n"
                  "  --threads N             decode/encode threads (default: cores)\n"
                  "  --part I/N | auto       build part I of N (auto: RANK and WORLD_SIZE from the environment)\n"
+                 "  --ray [ADDRESS]         build on a Ray cluster (ADDRESS, e.g. 10.0.0.1:6379; default: RAY_ADDRESS\n"
+                 "                          or a local one): parts as Ray tasks writing into OUT_DIR, which every\n"
+                 "                          node must share; --parts N sets their number (python3 -m reel.ray pack)\n"
                  "  --json                  print the report as JSON\n"
                  "  --progress/--no-progress  the live progress bar (default: when stderr is a terminal)\n"
                  "\n"
@@ -106,8 +109,43 @@ static int run_verify(const char *dir, int json)
     return st == REEL_OK ? 0 : 1;
 }
 
+/* `--ray [ADDRESS]`: the build runs as Ray tasks, driven by the Python
+ * package (python3 -m reel.ray pack ...; $REEL_PYTHON names another
+ * interpreter). The other options pass through unchanged. Returns only on
+ * failure. */
+static int run_on_ray(int argc, char **argv)
+{
+    const char *py = getenv("REEL_PYTHON");
+    if (!py || !py[0]) py = "python3";
+    char **args = calloc((size_t)argc + 8, sizeof *args);
+    if (!args) return bad("out of memory for", "--ray");
+    int n = 0;
+    args[n++] = (char *)py;
+    args[n++] = "-m";
+    args[n++] = "reel.ray";
+    args[n++] = "pack";
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--ray") != 0) {
+            args[n++] = argv[i];
+            continue;
+        }
+        if (i + 1 < argc && strncmp(argv[i + 1], "--", 2) != 0 && strstr(argv[i + 1], ":")) {
+            args[n++] = "--address";
+            args[n++] = argv[++i];
+        }
+    }
+    args[n] = NULL;
+    fflush(stdout);
+    execvp(py, args);
+    fprintf(stderr, "reel pack --ray: cannot run %s (set REEL_PYTHON to a Python with reel[ray] installed)\n", py);
+    free(args);
+    return 1;
+}
+
 int reel_cli_pack(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--ray")) return run_on_ray(argc, argv);
     reel_pack_settings s;
     reel_pack_default_settings(&s);
     const char *pos[2] = { NULL, NULL };

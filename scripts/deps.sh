@@ -6,7 +6,7 @@
 #   libswscale), libjpeg-turbo and zstd (the packed store), libcurl (remote
 #   input), the ffmpeg and ffprobe CLIs, a C compiler. With --test it also
 #   installs what the tests need: nginx (HTTP server), moto[server] (S3
-#   server), clang with its sanitizer runtimes (fuzz targets, ThreadSanitizer)
+#   server), ray[data] (reel.ray's local cluster), clang with its sanitizer runtimes (fuzz targets, ThreadSanitizer)
 #   and clang-format (the format check);
 #   and tries valgrind (optional: without it the leak test says it is skipped).
 #
@@ -108,6 +108,15 @@ if [ $FOR_TESTS -eq 1 ]; then
             echo "    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y ${test_apt[*]}" >&2
             exit 1
         fi
+    fi
+    # Ray Data for reel.ray's tests (they start a local cluster on 127.0.0.1); the
+    # range pyproject.toml's `ray` extra pins
+    if ! python3 -c 'import ray.data' >/dev/null 2>&1; then
+        say "installing ray[data] with pip (reel.ray's tests start a local Ray cluster on loopback)"
+        python3 -m pip install -q 'ray[data]>=2.60,<2.61' 2>/dev/null ||
+            python3 -m pip install -q --user 'ray[data]>=2.60,<2.61' 2>/dev/null ||
+            python3 -m pip install -q --user --break-system-packages 'ray[data]>=2.60,<2.61' ||
+            { say "could not install ray[data]; run: python3 -m pip install 'ray[data]>=2.60,<2.61'"; exit 1; }
     fi
     if ! python3 -c 'import moto.server, flask, werkzeug' >/dev/null 2>&1; then
         say "installing moto[server] with pip (the S3 server the remote tests start on loopback)"

@@ -127,6 +127,11 @@ REEL_API void reel_remote_stats_add(reel_remote_stats *a, const reel_remote_stat
 /** Fills `s` with the defaults documented on each field. */
 REEL_API void reel_remote_default_settings(reel_remote_settings *s);
 
+/** Writes `url` as reel's messages show it into out[size]: user info and
+ *  any query string or fragment replaced by "***" (a local path unchanged),
+ *  so it can be logged or stored without a credential. Truncated to fit. */
+REEL_API void reel_url_redact(const char *url, char *out, size_t size);
+
 #ifdef __cplusplus
 }
 #endif

@@ -206,7 +206,22 @@ typedef struct reel_loader_settings {
      *  round-robin over the workers gives the batches of a run without
      *  them); default 0 (one), 0. */
     int num_workers, worker;
-    uint8_t reserved[48]; /**< zero (the defaults function clears it); room to grow without an ABI break */
+    /** Decode exactly these dataset indices, in this order, as each epoch
+     *  (duplicates allowed), instead of the whole dataset: for a caller that
+     *  plans the work itself, e.g. a Ray read task given a run of entries.
+     *  shuffle and shuffle_window do not apply to the list; rank/world_size
+     *  stripe it as they would the dataset. Every random choice stays a
+     *  function of (seed, epoch, sample), so a sample's clips, crops and
+     *  flips equal those a whole-dataset loader gives it in the same epoch.
+     *  Copied by reel_loader_create; each index must be in [0, dataset
+     *  size). NULL (default): the dataset. */
+    const int64_t *samples;
+    int64_t num_samples; /**< entries in `samples` (>= 1 when it is set) */
+    /** The number of the first epoch (default 0): the loader runs epochs
+     *  first_epoch, first_epoch + 1, ... (`epochs` of them), as a loader
+     *  restored to the start of first_epoch would, without starting on epoch 0. */
+    int64_t first_epoch;
+    uint8_t reserved[24]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;
 
 /** Fills `s` with the defaults documented on each field (Kinetics-like:
@@ -379,6 +394,13 @@ REEL_API int64_t reel_loader_get_batches_per_epoch(const reel_loader *l);
 REEL_API int reel_loader_epoch_shape(int64_t num_samples, int world_size, reel_shard_mode shard_mode,
                                      int64_t batch_size, int drop_last, int64_t *per_rank, int64_t *batches,
                                      reel_error *err);
+
+/** The runs of consecutive samples of `ds` that its source reads best
+ *  together, for a caller that splits the work itself (a Ray read task per
+ *  run): a packed store's shards, one run each; videos: one run, the whole
+ *  dataset. *starts gets *nblocks + 1 entries, from 0 to the dataset size
+ *  (free it with reel_free). REEL_E_EMPTY for an empty dataset. */
+REEL_API int reel_loader_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err);
 
 /** The position to resume from on the same topology: the epoch and the
  *  rank-local sample after the last batch handed out. In unordered mode,

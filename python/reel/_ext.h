@@ -181,6 +181,7 @@ extern PyType_Spec decoder_spec;
 PyObject *mod_loader_defaults(PyObject *m, PyObject *u);
 PyObject *mod_epoch_shape(PyObject *module, PyObject *args);
 PyObject *mod_dataset_info(PyObject *module, PyObject *source);
+PyObject *mod_read_blocks(PyObject *module, PyObject *source);
 PyObject *mod_epoch_order(PyObject *module, PyObject *args);
 PyObject *mod_stripe(PyObject *module, PyObject *args);
 extern PyType_Spec loader_spec;

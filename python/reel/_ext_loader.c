@@ -105,6 +105,7 @@ static const setting_field loader_fields[] = {
     SF("canonical_batch", canonical_batch, 'i'),
     SF("num_workers", num_workers, 'i'),
     SF("worker", worker, 'i'),
+    SF("first_epoch", first_epoch, 'I'),
 };
 #undef SF
 #define N_LOADER_FIELDS (sizeof loader_fields / sizeof loader_fields[0])
@@ -257,6 +258,34 @@ fail:
     return -1;
 }
 
+/* settings["samples"]: a sequence of dataset indices into a new int64 array
+ * (PyMem_Free it; reel_loader_create copies it). */
+static int samples_from_seq(PyObject *v, int64_t **out, int64_t *n)
+{
+    PyObject *seq = PySequence_Fast(v, "samples must be a sequence of dataset indices");
+    if (!seq) return -1;
+    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    int64_t *a = PyMem_Malloc((size_t)(len > 0 ? len : 1) * sizeof *a);
+    if (!a) {
+        Py_DECREF(seq);
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < len; i++) {
+        long long x = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        if (x == -1 && PyErr_Occurred()) {
+            PyMem_Free(a);
+            Py_DECREF(seq);
+            return -1;
+        }
+        a[i] = x;
+    }
+    Py_DECREF(seq);
+    *out = a;
+    *n = len;
+    return 0;
+}
+
 static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = { "dataset", "settings", NULL };
@@ -272,6 +301,7 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
     reel_loader_default_settings(&s);
     reel_remote_settings remote;
     reel_remote_default_settings(&remote);
+    int64_t *samples = NULL; /* settings["samples"], until the loader has copied it */
     if (settings != Py_None) {
         if (!PyDict_Check(settings)) {
             PyErr_SetString(PyExc_TypeError, "settings must be a dict");
@@ -290,28 +320,43 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
                 s.remote = &remote;
                 continue;
             }
+            if (!strcmp(k, "samples")) {
+                PyMem_Free(samples);
+                samples = NULL;
+                if (value != Py_None && samples_from_seq(value, &samples, &s.num_samples) < 0) return -1;
+                s.samples = samples;
+                continue;
+            }
             size_t i = 0;
             while (i < N_LOADER_FIELDS && strcmp(loader_fields[i].name, k)) i++;
             if (i == N_LOADER_FIELDS) {
                 PyErr_Format(PyExc_ValueError, "unknown loader setting '%s'", k);
+                PyMem_Free(samples);
                 return -1;
             }
-            if (setting_store(&s, &loader_fields[i], value) < 0) return -1;
+            if (setting_store(&s, &loader_fields[i], value) < 0) {
+                PyMem_Free(samples);
+                return -1;
+            }
         }
     }
     self->lock = PyThread_allocate_lock();
     if (!self->lock) {
+        PyMem_Free(samples);
         PyErr_NoMemory();
         return -1;
     }
     self->pid = getpid();
-    if (loader_build_dataset(st, dataset, &self->ds) < 0) return -1;
+    if (loader_build_dataset(st, dataset, &self->ds) < 0) {
+        PyMem_Free(samples);
+        return -1;
+    }
     reel_error err;
     reel_error_clear(&err);
     int r;
     Py_BEGIN_ALLOW_THREADS r = reel_loader_create(&self->loader, self->ds, &s, &err);
-    Py_END_ALLOW_THREADS if (r != REEL_OK)
-    {
+    Py_END_ALLOW_THREADS PyMem_Free(samples);
+    if (r != REEL_OK) {
         reel_dataset_destroy(&self->ds);
         raise_err(st, r, &err, NULL);
         return -1;
@@ -324,8 +369,8 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
         int64_t n = m.stages[REEL_STAGE_COLLATE].queue_capacity;
         if (n > 0 && m.ring_bytes > 0 && m.ring_bytes % n == 0) self->ring_size = n;
     }
-    self->epochs = s.epochs;
-    self->epoch = 0;
+    self->epochs = s.epochs ? s.first_epoch + s.epochs : 0; /* the end of the epochs run */
+    self->epoch = s.first_epoch;
     self->delivered = 0;
     self->cur_batches = reel_loader_get_batches_per_epoch(self->loader);
     return 0;
@@ -895,6 +940,33 @@ PyObject *mod_epoch_shape(PyObject *module, PyObject *args)
         return NULL;
     }
     return Py_BuildValue("(LL)", (long long)per_rank, (long long)batches);
+}
+
+/* [0, ..., N]: the starts of the runs of samples a source reads best
+ * together (reel_loader_read_blocks: a store's shards; one run for videos). */
+PyObject *mod_read_blocks(PyObject *module, PyObject *source)
+{
+    reel_state *st = PyModule_GetState(module);
+    reel_dataset *ds = NULL;
+    if (loader_build_dataset(st, source, &ds) < 0) return NULL;
+    int64_t *starts = NULL;
+    size_t nb = 0;
+    reel_error err;
+    reel_error_clear(&err);
+    int r = reel_loader_read_blocks(ds, &starts, &nb, &err);
+    reel_dataset_destroy(&ds);
+    if (r != REEL_OK) return raise_err(st, r, &err, NULL);
+    PyObject *blocks = PyList_New((Py_ssize_t)nb + 1);
+    for (size_t i = 0; blocks && i <= nb; i++) {
+        PyObject *v = PyLong_FromLongLong(starts[i]);
+        if (!v) {
+            Py_CLEAR(blocks);
+            break;
+        }
+        PyList_SET_ITEM(blocks, (Py_ssize_t)i, v);
+    }
+    reel_free(starts);
+    return blocks;
 }
 
 /* The global order of one epoch of a dataset (reel_order_create_for_dataset)

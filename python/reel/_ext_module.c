@@ -231,6 +231,20 @@ static PyObject *mod_strerror(PyObject *m, PyObject *arg)
     return PyUnicode_FromString(reel_strerror((int)s));
 }
 
+static PyObject *mod_redact_url(PyObject *m, PyObject *arg)
+{
+    (void)m;
+    const char *u = PyUnicode_AsUTF8(arg);
+    if (!u) return NULL;
+    size_t n = strlen(u) + 8;
+    char *out = PyMem_Malloc(n);
+    if (!out) return PyErr_NoMemory();
+    reel_url_redact(u, out, n);
+    PyObject *r = PyUnicode_FromString(out);
+    PyMem_Free(out);
+    return r;
+}
+
 static PyMethodDef module_methods[] = {
     { "version", mod_version, METH_NOARGS, "version()\n--\n\nlibreel's version." },
     { "ffmpeg_versions", mod_ffmpeg_versions, METH_NOARGS, "ffmpeg_versions()\n--\n\nFFmpeg library versions in use." },
@@ -239,11 +253,15 @@ static PyMethodDef module_methods[] = {
     { "set_ffmpeg_log_level", mod_set_log_level, METH_O,
       "set_ffmpeg_log_level(level)\n--\n\n0 quiet, 1 errors, 2 warnings, 3 info (process-wide)." },
     { "strerror", mod_strerror, METH_O, "strerror(status)\n--\n\nDescription of a status code." },
+    { "redact_url", mod_redact_url, METH_O,
+      "redact_url(url)\n--\n\nThe URL as reel's messages show it: user info and query string replaced by ***." },
     { "loader_defaults", mod_loader_defaults, METH_NOARGS,
       "loader_defaults()\n--\n\nThe C loader's default settings." },
     { "epoch_shape", mod_epoch_shape, METH_VARARGS,
       "epoch_shape(num_videos, world_size, shard_mode, batch_size, drop_last)\n--\n\n(samples per rank, batches) of an "
       "epoch." },
+    { "read_blocks", mod_read_blocks, METH_O,
+      "read_blocks(source)\n--\n\n[0, ..., N]: starts of the runs of samples read best together (a store's shards)." },
     { "epoch_order", mod_epoch_order, METH_VARARGS,
       "epoch_order(source, epoch, seed, shuffle, shuffle_window, canonical_ranks, canonical_batch)\n--\n\n"
       "The dataset indices of an epoch's global order." },

@@ -202,6 +202,48 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
     return res;
 }
 
+/* One dict per record: where it came from, whether it packed (and why not),
+ * and where its bytes lie: {'path', 'label', 'status', 'reason', 'frames',
+ * 'shard', 'offset', 'length'}. */
+static PyObject *mod_store_records(PyObject *module, PyObject *arg)
+{
+    reel_state *st = PyModule_GetState(module);
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(arg, &b)) return NULL;
+    reel_store *s = NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    int r = reel_store_open(&s, PyBytes_AS_STRING(b), &err);
+    if (r != REEL_OK) {
+        PyObject *e = raise_err(st, r, &err, PyBytes_AS_STRING(b));
+        Py_DECREF(b);
+        return e;
+    }
+    Py_DECREF(b);
+    reel_store_info info;
+    reel_store_get_info(s, &info);
+    PyObject *list = PyList_New(0);
+    for (int64_t k = 0; list && k < info.num_records; k++) {
+        reel_store_record rec;
+        if (reel_store_get_record(s, k, &rec, &err) != REEL_OK) {
+            Py_CLEAR(list);
+            raise_err(st, REEL_E_CORRUPT, &err, NULL);
+            break;
+        }
+        PyObject *d = Py_BuildValue(
+            "{s:N,s:L,s:i,s:N,s:L,s:N,s:L,s:L}", "path", PyUnicode_DecodeFSDefault(rec.source_path), "label",
+            (long long)rec.label, "status", rec.status, "reason",
+            PyUnicode_DecodeUTF8(rec.reason ? rec.reason : "", rec.reason ? (Py_ssize_t)strlen(rec.reason) : 0,
+                                 "replace"),
+            "frames", (long long)rec.num_frames, "shard", PyUnicode_DecodeFSDefault(rec.shard ? rec.shard : ""),
+            "offset", (long long)rec.offset, "length", (long long)rec.length);
+        if (!d || PyList_Append(list, d) < 0) Py_CLEAR(list);
+        Py_XDECREF(d);
+    }
+    reel_store_close(&s);
+    return list;
+}
+
 PyMethodDef reel_store_methods[] = {
     { "pack", (PyCFunction)(void (*)(void))mod_pack, METH_VARARGS | METH_KEYWORDS,
       "pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1, format='jpeg', quality=90, "
@@ -211,5 +253,7 @@ PyMethodDef reel_store_methods[] = {
     { "store_verify", mod_store_verify, METH_O,
       "store_verify(store_dir)\n--\n\nReads every record and checks every checksum; a report dict." },
     { "store_info", mod_store_info, METH_O, "store_info(store_dir)\n--\n\nThe store's build settings and counts." },
+    { "store_records", mod_store_records, METH_O,
+      "store_records(store_dir)\n--\n\nEvery record: path, label, status, reason, frames, shard, offset, length." },
     { NULL, NULL, 0, NULL }
 };

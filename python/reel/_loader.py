@@ -182,6 +182,7 @@ def _settings(
     shuffle_window: Union[int, str, None] = None, remote: Optional[Dict[str, Any]] = None,
     canonical_ranks: Optional[int] = None, canonical_batch: Optional[int] = None, num_workers: int = 1,
     worker: int = 0,
+    samples: Optional[Sequence[int]] = None, first_epoch: int = 0,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults."""
     h, w = opt.size_hw("size", size)
@@ -230,7 +231,10 @@ def _settings(
         "canonical_batch": int(canonical_batch or 0),
         "num_workers": int(num_workers),
         "worker": int(worker),
+        "first_epoch": int(first_epoch),
     }
+    if samples is not None:
+        s["samples"] = [int(i) for i in samples]
     optional = {"transform.flip_probability": flip_probability, "max_replacements": max_replacements,
                 "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity,
                 "failure_log_size": failure_log_size}
@@ -322,6 +326,11 @@ class Loader:
     spans taken ``canonical_batch`` samples at a time, so each rank of the
     first run reads its own span. ``num_workers``/``worker``: this loader is
     DataLoader worker ``worker`` of its rank (reel.torch.VideoDataset sets them).
+    ``first_epoch``: the number of the first epoch (default 0). ``samples``:
+    decode exactly these dataset indices, in this order, as each epoch
+    (shuffle does not apply to the list); every sample keeps the clips, crops
+    and flips a whole-dataset loader gives it in that epoch (how
+    ``reel.ray.read_clips`` splits an epoch into read tasks).
     A packed store is shuffled shard by shard by default (FFCV's quasi-random
     order: its shards in a shuffled order, the records of each shuffled within
     it, so reads stay sequential); ``shuffle_window="full"`` shuffles it fully,
@@ -415,6 +424,8 @@ class Loader:
         canonical_batch: Optional[int] = None,
         num_workers: int = 1,
         worker: int = 0,
+        samples: Optional[Sequence[int]] = None,
+        first_epoch: int = 0,
     ) -> None:
         config = dict(locals())
         del config["self"], config["source"]

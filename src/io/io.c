@@ -56,6 +56,11 @@ void reel__io_redact(const char *uri, char *out, size_t size)
     out[o] = '\0';
 }
 
+void reel_url_redact(const char *url, char *out, size_t size)
+{
+    reel__io_redact(url, out, size);
+}
+
 int reel__io_open(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err)
 {
     if (!out || !uri || !uri[0])

@@ -137,6 +137,9 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: min_coverage must be in [0, 1]");
     if (s->failure_log_size < 0)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: failure_log_size must be >= 0");
+    if (s->first_epoch < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: first_epoch must be >= 0");
+    if (s->samples ? s->num_samples < 1 : s->num_samples != 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: samples needs num_samples >= 1 (and none without it)");
     if (s->canonical_ranks < 0 || s->canonical_batch < 0)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: canonical_ranks and canonical_batch must be >= 0");
     if (s->num_workers < 0 || s->worker < 0 || s->worker >= (s->num_workers ? s->num_workers : 1))
@@ -175,15 +178,15 @@ static int init_plan(reel_loader *l, reel_error *err)
     l->dataset_hash = reel_dataset_get_fingerprint(l->ds);
     reel_order_settings os;
     reel_order_default_settings(&os);
-    os.num_samples = (int64_t)l->ds->n;
+    os.num_samples = s->samples ? s->num_samples : (int64_t)l->ds->n; /* a caller's list, or the dataset */
     os.seed = s->seed;
-    os.shuffle = s->shuffle;
+    os.shuffle = s->samples ? 0 : s->shuffle;
     os.shuffle_window = s->shuffle_window;
     os.canonical_ranks = s->canonical_ranks;
     os.canonical_batch = s->canonical_batch;
     int64_t *starts = NULL;
     size_t nb = 0;
-    if (s->shuffle_window == 0 && s->shuffle && l->src.ops->blocks) {
+    if (s->shuffle_window == 0 && s->shuffle && !s->samples && l->src.ops->blocks) {
         /* the source's read blocks (a store's shards), one window each */
         st = l->src.ops->blocks(l->src.ctx, l->ds->items, l->ds->n, &starts, &nb, err);
         if (st != REEL_OK) return st;
@@ -199,6 +202,10 @@ static int init_plan(reel_loader *l, reel_error *err)
     sp.drop_last = s->drop_last ? 1 : 0;
     st = reel__plan_init(&l->plan, &os, &sp, err);
     free(starts);
+    if (st == REEL_OK && s->samples) {
+        st = reel__order_set_fixed(&l->plan.order, s->samples, (int64_t)l->ds->n, err);
+        l->s.samples = NULL; /* copied: the caller's array may go */
+    }
     if (st != REEL_OK) return st;
     l->seen = calloc((size_t)reel__plan_batches(&l->plan, 0) + 1, 1);
     if (!l->seen) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
@@ -314,7 +321,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     if (st == REEL_OK) st = init_ring(l, auto_prefetch, err);
     if (st == REEL_OK) st = init_stages(l, err);
     if (st == REEL_OK) {
-        set_position(l, 0, 0);
+        set_position(l, s.first_epoch, 0);
         st = reel__loader_start_threads(l, err);
     }
     if (st != REEL_OK) {
@@ -346,6 +353,31 @@ void reel_loader_destroy(reel_loader **pl)
     free(l->seen);
     free(l);
     *pl = NULL;
+}
+
+int reel_loader_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err)
+{
+    if (!ds || !starts || !nblocks) return reel__error_set(err, REEL_E_INVALID_ARG, "read blocks: NULL argument");
+    *starts = NULL;
+    *nblocks = 0;
+    if (ds->n == 0) return reel__error_set(err, REEL_E_EMPTY, "read blocks: the dataset is empty");
+    reel_remote_settings remote;
+    reel_remote_default_settings(&remote);
+    reel_source src;
+    int st = reel__source_init(&src, ds, &remote, err);
+    if (st != REEL_OK) return st;
+    if (src.ops->blocks) st = src.ops->blocks(src.ctx, ds->items, ds->n, starts, nblocks, err);
+    reel__source_free(&src);
+    if (st != REEL_OK || *nblocks > 0) return st;
+    free(*starts);
+    *starts = NULL;
+    int64_t *b = malloc(2 * sizeof *b); /* one run: the whole dataset */
+    if (!b) return reel__error_set(err, REEL_E_NOMEM, "read blocks: out of memory");
+    b[0] = 0;
+    b[1] = (int64_t)ds->n;
+    *starts = b;
+    *nblocks = 1;
+    return REEL_OK;
 }
 
 /* ----------------------------------------------------------- consumer */

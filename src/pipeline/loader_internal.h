@@ -111,7 +111,7 @@ static inline int stopping(const reel_loader *l)
 
 static inline int epoch_in_range(const reel_loader *l, int64_t epoch)
 {
-    return l->s.epochs <= 0 || epoch < l->s.epochs;
+    return l->s.epochs <= 0 || epoch < l->s.first_epoch + l->s.epochs;
 }
 
 static inline const reel_dataset_entry *sample_entry(const reel_loader *l, int64_t sample)

@@ -26,7 +26,7 @@
  * any topology replaces the same way. */
 static int64_t pick_replacement(const reel_loader *l, int64_t epoch, int64_t requested, int attempt, int64_t failed)
 {
-    int64_t n = l->plan.order.n;
+    int64_t n = (int64_t)l->ds->n; /* the dataset, even when the epoch is a list of samples */
     if (n <= 1) return 0;
     reel_rng_key k = { l->s.seed, (uint64_t)epoch, (uint64_t)requested, REEL_RNG_REPLACE, (uint32_t)attempt };
     int64_t r = (int64_t)reel__rng_below(&k, 0, (uint64_t)n);

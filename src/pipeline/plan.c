@@ -60,8 +60,23 @@ int reel__order_init(reel_order *o, const reel_order_settings *s, reel_error *er
     return REEL_OK;
 }
 
+int reel__order_set_fixed(reel_order *o, const int64_t *list, int64_t dataset_size, reel_error *err)
+{
+    for (int64_t i = 0; i < o->n; i++)
+        if (list[i] < 0 || list[i] >= dataset_size)
+            return reel__error_set(err, REEL_E_INVALID_ARG, "loader: samples[%lld] = %lld is not in [0, %lld)",
+                                   (long long)i, (long long)list[i], (long long)dataset_size);
+    free(o->fixed);
+    o->fixed = malloc((size_t)o->n * sizeof *o->fixed);
+    if (!o->fixed) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for the samples");
+    memcpy(o->fixed, list, (size_t)o->n * sizeof *list);
+    return REEL_OK;
+}
+
 void reel__order_free(reel_order *o)
 {
+    free(o->fixed);
+    o->fixed = NULL;
     free(o->perm);
     free(o->blocks);
     free(o->starts);
@@ -70,7 +85,7 @@ void reel__order_free(reel_order *o)
 
 void reel__order_epoch(reel_order *o, int64_t epoch)
 {
-    if (o->perm_epoch == epoch) return;
+    if (o->perm_epoch == epoch || o->fixed) return;
     if (o->shuffle && o->starts)
         reel__rng_permutation_blocks(o->seed, (uint64_t)epoch, o->starts, o->nstarts - 1, 0, o->perm, (size_t)o->n,
                                      o->blocks);
@@ -112,6 +127,7 @@ static int64_t span_position(const reel_order *o, int64_t g)
 int64_t reel__order_sample(const reel_order *o, int64_t g)
 {
     if (g >= o->n) g = (g - o->n) % o->n;
+    if (o->fixed) return o->fixed[g];
     return o->perm[span_position(o, g)];
 }
 

@@ -20,6 +20,7 @@ struct reel_order {
     int64_t *perm;                /* permutation of the epoch below */
     int64_t *blocks;              /* windowed or block shuffle: the block order (scratch) */
     int64_t perm_epoch;           /* -1: none yet */
+    int64_t *fixed;               /* a caller's list (n entries): the order of every epoch; NULL: none */
 };
 
 int reel__order_init(reel_order *o, const reel_order_settings *s, reel_error *err);
@@ -28,6 +29,9 @@ void reel__order_free(reel_order *o);
 void reel__order_epoch(reel_order *o, int64_t epoch);
 /* The canonical layout, checked (>= 1 each). */
 int reel__order_set_canonical(reel_order *o, int ranks, int batch, reel_error *err);
+/* Makes the order the caller's list (o->n dataset indices, each in
+ * [0, dataset_size), copied), the same every epoch and unshuffled. */
+int reel__order_set_fixed(reel_order *o, const int64_t *list, int64_t dataset_size, reel_error *err);
 /* Dataset index at order position g >= 0 (past the end: wrapped padding). */
 int64_t reel__order_sample(const reel_order *o, int64_t g);
 

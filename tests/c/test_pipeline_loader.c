@@ -314,6 +314,90 @@ TEST(resume_from_a_saved_state_gives_the_same_batches)
     reel_dataset_destroy(&ds);
 }
 
+/* Digest of one row of a batch: its pixels and what it says. */
+static uint64_t row_digest(const reel_batch *b, int64_t r, int T)
+{
+    const reel_clip_info *c = &b->clips[r];
+    uint64_t h = fnv(1469598103934665603ull, (const uint8_t *)b->data + r * b->strides[0], (size_t)b->strides[0]);
+    h = fnv(h, &c->sample, sizeof c->sample);
+    h = fnv(h, &c->clip, sizeof c->clip);
+    h = fnv(h, &c->flipped, sizeof c->flipped);
+    h = fnv(h, &c->crop_x, 4 * sizeof c->crop_x);
+    return fnv(h, c->frame_indices, (size_t)T * sizeof *c->frame_indices);
+}
+
+TEST(a_list_of_samples_at_a_first_epoch_decodes_what_the_whole_loader_does)
+{
+    reel_dataset *ds = dataset_of_videos(3); /* 24 samples */
+    reel_loader_settings s = readable_settings();
+    s.transform.crop = REEL_CROP_RANDOM;
+    s.transform.crop_width = 64;
+    s.transform.crop_height = 48;
+    s.transform.flip = REEL_FLIP_RANDOM;
+    s.epochs = 2;
+    reel_error err;
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    uint64_t want[24] = { 0 };
+    reel_batch *b = NULL;
+    for (int e = 0; e < 2; e++)
+        for (;;) {
+            CHECK_OK(reel_loader_next(l, &b, &err));
+            if (!b) break;
+            for (int64_t r = 0; r < b->num_clips; r++)
+                if (e == 1) want[b->clips[r].sample] = row_digest(b, r, 4);
+            CHECK_OK(reel_loader_release(l, b));
+        }
+    reel_loader_destroy(&l);
+
+    /* epoch 1 only, five chosen samples (one twice), in the list's order */
+    const int64_t list[5] = { 17, 3, 3, 22, 9 };
+    s.samples = list;
+    s.num_samples = 5;
+    s.first_epoch = 1;
+    s.epochs = 1;
+    s.batch_size = 2;
+    s.decode_threads = 1;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    int got = 0;
+    for (;;) {
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        if (!b) break;
+        CHECK_EQ_INT(b->epoch, 1);
+        for (int64_t r = 0; r < b->num_clips; r++, got++) {
+            CHECK(got < 5);
+            CHECK_EQ_INT(b->clips[r].sample, list[got]);
+            CHECK_MSG(row_digest(b, r, 4) == want[list[got]], "sample %lld differs", (long long)list[got]);
+        }
+        CHECK_OK(reel_loader_release(l, b));
+    }
+    CHECK_EQ_INT(got, 5);
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b == NULL); /* that was the only epoch */
+    reel_loader_destroy(&l);
+
+    /* refusals */
+    const int64_t bad[2] = { 0, 24 };
+    s.samples = bad;
+    s.num_samples = 2;
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
+    CHECK(strstr(err.message, "samples[1] = 24") != NULL);
+    s.num_samples = 0;
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
+    s.samples = NULL;
+    s.first_epoch = -1;
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
+
+    /* videos are read as one block */
+    int64_t *starts = NULL;
+    size_t nb = 0;
+    CHECK_OK(reel_loader_read_blocks(ds, &starts, &nb, &err));
+    CHECK_EQ_INT(nb, 1);
+    CHECK(starts[0] == 0 && starts[1] == 24);
+    reel_free(starts);
+    reel_dataset_destroy(&ds);
+}
+
 TEST(shards_are_disjoint_cover_the_dataset_and_have_equal_batch_counts)
 {
     reel_dataset *ds = dataset_of_videos(2); /* 16 samples over 3 ranks: 6 each, 2 padded */

@@ -539,6 +539,24 @@ TEST(a_store_is_shuffled_shard_by_shard_by_default)
     }
     CHECK(info.num_shards >= 3);
     CHECK(fuller > 0); /* the full shuffle does jump between shards */
+    /* the read blocks are the shards: one run of records each */
+    int64_t *starts = NULL;
+    size_t nb = 0;
+    CHECK_OK(reel_loader_read_blocks(ds, &starts, &nb, NULL));
+    CHECK_EQ_INT(nb, info.num_shards);
+    CHECK(starts[0] == 0 && starts[nb] == NV);
+    for (size_t b = 0; b < nb; b++) {
+        reel_store_record first, last;
+        CHECK_OK(reel_store_get_record(st, starts[b], &first, NULL));
+        CHECK_OK(reel_store_get_record(st, starts[b + 1] - 1, &last, NULL));
+        CHECK(strcmp(first.shard, last.shard) == 0);
+        if (b > 0) {
+            reel_store_record prev;
+            CHECK_OK(reel_store_get_record(st, starts[b] - 1, &prev, NULL));
+            CHECK(strcmp(prev.shard, first.shard) != 0);
+        }
+    }
+    reel_free(starts);
     ls.shuffle_window = -2;
     reel_loader *l = NULL;
     CHECK_STATUS(reel_loader_create(&l, ds, &ls, NULL), REEL_E_INVALID_ARG);

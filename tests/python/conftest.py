@@ -32,7 +32,7 @@ reel.set_ffmpeg_log_level(0)  # the synthetic-video encoder is chatty
 # numpy or torch, a named shared video missing) is a failure instead.
 STRICT = os.environ.get("REEL_STRICT") == "1"
 _NEEDED = ("shared videos", "ffmpeg", "could not import 'numpy'", "could not import 'torch'",
-           "No module named 'numpy'", "No module named 'torch'")
+           "No module named 'numpy'", "No module named 'torch'", "could not import 'ray'", "No module named 'ray'")
 
 
 def _strict_reason(report) -> str:

@@ -1,0 +1,575 @@
+# reel/ray.py: reel on a Ray cluster: read_clips (a Ray Data datasource of
+# clips planned by the loader), ClipDecoder (clips of rows in map_batches) and
+# pack (a store built by Ray tasks). Needs `pip install reel[ray]`; `import
+# reel` never imports this module or Ray.
+"""reel on Ray: clips as a Ray Data dataset, and stores built by Ray tasks.
+
+    import reel.ray
+    ds = reel.ray.read_clips("kinetics/train", frames_per_clip=8, frame_stride=4, size=224, seed=0, epoch=0)
+    clips, failures = reel.ray.split_failures(ds)
+    for batch in clips.iter_torch_batches(batch_size=32):
+        x, y = batch["frames"], batch["label"]         # [32, 8, 3, 224, 224] uint8, [32]
+
+Rows are clips, decoded by reel's C loader inside each read task (the GIL
+released, decoders and converters reused across the task's videos). For a
+given ``seed`` and ``epoch`` the rows are the clips ``reel.Loader`` delivers
+for that epoch: the same samples, clip starts, crops and flips.
+"""
+from __future__ import annotations
+
+import os
+import random
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+try:
+    import numpy as np
+    import ray
+    import ray.data
+    from ray.data.block import BlockAccessor, BlockMetadata
+    from ray.data.datasource import Datasource, ReadTask
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(f"reel.ray needs Ray Data and numpy: pip install 'reel[ray]' ({exc})") from exc
+
+from . import _reel
+from ._decoder import VideoDecoder
+from ._loader import Loader, _dataset_entries, dataset_info
+
+__all__ = ["read_clips", "ClipDatasource", "split_failures", "ClipDecoder", "pack", "COLUMNS"]
+
+#: The columns of a read_clips row, in order.
+COLUMNS = ("frames", "label", "path", "sample", "clip", "frame_indices", "pts_seconds", "crop", "flipped",
+           "epoch", "failure")
+
+# Loader options that make no sense per read task: Ray shards, batches, orders
+# and counts epochs; read_clips sets these itself.
+_NOT_OPTIONS = frozenset({"batch_size", "rank", "world_size", "shard", "drop_last", "epochs", "ordered", "samples",
+                          "first_epoch", "prefetch_batches", "pin_memory", "trace", "trace_capacity",
+                          "shuffle_window", "min_coverage", "failure_log_size"})
+_LAYOUT_ROW = {"BTCHW": "TCHW", "BCTHW": "CTHW", "BTHWC": "THWC"}
+_ITEMSIZE = {"uint8": 1, "float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def _loader_options() -> Dict[str, Any]:
+    import inspect
+    return {k: p.default for k, p in inspect.signature(Loader.__init__).parameters.items()
+            if k not in ("self", "source")}
+
+
+def _dtype_name(dtype: Any) -> str:
+    name = str(dtype).replace("torch.", "").replace("numpy.", "")
+    return name if name in _ITEMSIZE else "float32" if "float32" in name else name
+
+
+def redact(path: str) -> str:
+    """A path as rows and messages show it: URLs without user info or query."""
+    return _reel.redact_url(path) if "://" in path else path
+
+
+class ClipDatasource(Datasource):
+    """The Ray Data datasource behind :func:`read_clips` (for
+    ``ray.data.read_datasource``). Read tasks are planned from the dataset:
+    contiguous runs of entries for videos, whole shards for a store."""
+
+    def __init__(self, source: Any, *, epoch: int = 0, videos_per_task: Optional[int] = None, **options: Any) -> None:
+        super().__init__()
+        known = _loader_options()
+        bad = sorted(set(options) - set(known))
+        if bad:
+            raise TypeError(f"read_clips: unknown option(s) {bad}; it takes reel.Loader's options except "
+                            f"{sorted(_NOT_OPTIONS & set(known))}")
+        fixed = sorted(set(options) & _NOT_OPTIONS)
+        if fixed:
+            raise TypeError(f"read_clips: {fixed} are set by read_clips (Ray batches, shards and orders the rows)")
+        if int(epoch) < 0:
+            raise ValueError(f"epoch must be >= 0, not {epoch}")
+        self._source = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
+        if isinstance(self._source, os.PathLike):
+            self._source = os.fspath(self._source)
+        self._epoch = int(epoch)
+        self._options = {k: v for k, v in options.items()}
+        self._options.setdefault("num_threads", 1)
+        info = dataset_info(self._source)
+        self._n: int = info["size"]
+        self.class_names: List[str] = info["class_names"]
+        self._blocks: List[int] = _reel.read_blocks(_dataset_entries(self._source))
+        if self._n == 0:
+            raise ValueError(f"read_clips: the dataset {redact(str(source))} is empty")
+        self._videos_per_task = videos_per_task
+        # the geometry of one clip, for block sizes and estimates
+        cfg = dict(known)
+        cfg.update(self._options)
+        h, w = _hw(cfg["size"])
+        t = int(cfg["frames_per_clip"])
+        self._clips_per_video = int(cfg["clips_per_video"])
+        self._clip_shape = _row_shape(cfg["layout"], t, h, w)
+        self._clip_bytes = int(np.prod(self._clip_shape)) * _ITEMSIZE.get(_dtype_name(cfg["dtype"]), 4)
+        # the loader itself checks every option; a bad one fails here, on the driver
+        Loader(self._source, **self._loader_config([0], 1)).close()
+
+    # ------------------------------------------------------------------ planning
+    def get_name(self) -> str:
+        return "ReelClips"
+
+    def estimate_inmemory_data_size(self) -> Optional[int]:
+        return self._n * self._clips_per_video * self._clip_bytes
+
+    def _runs(self, parallelism: int) -> List[Tuple[int, int]]:
+        """Contiguous runs of samples, each inside one read block (a store's shard)."""
+        blocks = list(zip(self._blocks[:-1], self._blocks[1:]))
+        if len(blocks) > 1:  # a store: whole shards, one task each
+            return blocks
+        per = self._videos_per_task or max(1, -(-self._n // max(1, parallelism)))
+        return [(a, min(a + per, self._n)) for a in range(0, self._n, per)]
+
+    def _order(self, runs: List[Tuple[int, int]]) -> List[List[int]]:
+        """The samples of each task, tasks in order: shuffled from (seed, epoch)
+        run by run and within each run (reads stay sequential), or in dataset
+        order. Which clip each sample gives does not depend on this order."""
+        tasks = [list(range(a, b)) for a, b in runs]
+        if self._options.get("shuffle", True):
+            rng = random.Random(f"reel.ray:{int(self._options.get('seed', 0))}:{self._epoch}")
+            rng.shuffle(tasks)
+            for t in tasks:
+                rng.shuffle(t)
+        return tasks
+
+    def _loader_config(self, samples: Sequence[int], videos_per_batch: int) -> Dict[str, Any]:
+        cfg = dict(self._options)
+        cfg.update(samples=list(samples), first_epoch=self._epoch, epochs=1, shuffle=False,
+                   batch_size=int(videos_per_batch), prefetch_batches=2,
+                   failure_log_size=len(samples) * (int(cfg.get("max_replacements") or 16) + 1) + 16)
+        return cfg
+
+    def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
+                       data_context: Any = None) -> List[ReadTask]:
+        target = getattr(data_context, "target_max_block_size", None) or (128 << 20)
+        rows_per_block = max(1, int(target) // self._clip_bytes)
+        videos_per_batch = max(1, rows_per_block // self._clips_per_video)
+        tasks = []
+        for samples in self._order(self._runs(parallelism)):
+            rows = len(samples) * self._clips_per_video
+            meta = BlockMetadata(num_rows=rows, size_bytes=rows * self._clip_bytes, input_files=None,
+                                 exec_stats=None)
+            fn = _ReadFn(self._source, self._loader_config(samples, videos_per_batch), self._clip_shape)
+            try:
+                tasks.append(ReadTask(fn, meta, per_task_row_limit=per_task_row_limit))
+            except TypeError:  # older Ray without per-task row limits
+                tasks.append(ReadTask(fn, meta))
+        return tasks
+
+
+class _ReadFn:
+    """One read task: a reel loader over the task's samples, one Arrow block
+    per loader batch (copied out of the ring), then the failures."""
+
+    def __init__(self, source: Any, config: Dict[str, Any], clip_shape: Tuple[int, ...]) -> None:
+        self.source, self.config, self.clip_shape = source, config, clip_shape
+
+    def __call__(self) -> Iterator[Any]:
+        on_error = self.config.get("on_error", "skip")
+        with Loader(self.source, **self.config) as loader:
+            try:
+                for batch in loader:
+                    yield _block(batch.frames.numpy(), batch.info, self.config["first_epoch"])
+                    del batch
+            except _reel.ReelError as exc:
+                # every sample of this task failed: their failure rows follow
+                if on_error == "raise" or exc.status != _reel.STATUS["NO_DATA"]:
+                    raise
+            failures = loader.metrics()["failures"] if on_error != "raise" else []
+        if failures:
+            yield _failure_block(failures, self.clip_shape, self.config)
+
+
+def _hw(size: Any) -> Tuple[int, int]:
+    if isinstance(size, int):
+        return size, size
+    h, w = (int(v) for v in size)
+    return h, w
+
+
+def _row_shape(layout: str, t: int, h: int, w: int) -> Tuple[int, ...]:
+    row = _LAYOUT_ROW.get(layout)
+    if row is None:
+        raise ValueError(f"layout {layout!r}: expected one of {sorted(_LAYOUT_ROW)}")
+    dims = {"T": t, "C": 3, "H": h, "W": w}
+    return tuple(dims[c] for c in row)
+
+
+def _block(frames: Any, info: Sequence[Any], epoch: int) -> Any:
+    n = len(info)
+    t = len(info[0].frame_indices) if n else 0
+    return BlockAccessor.batch_to_block({
+        "frames": np.array(frames, copy=True),  # out of the ring, which goes back to the loader
+        "label": np.fromiter((c.label for c in info), dtype=np.int64, count=n),
+        "path": np.array([redact(c.path) for c in info], dtype=object),
+        "sample": np.fromiter((c.sample for c in info), dtype=np.int64, count=n),
+        "clip": np.fromiter((c.clip for c in info), dtype=np.int32, count=n),
+        "frame_indices": np.array([c.frame_indices for c in info], dtype=np.int64).reshape(n, t),
+        "pts_seconds": np.array([c.pts_seconds for c in info], dtype=np.float64).reshape(n, t),
+        "crop": np.array([c.crop for c in info], dtype=np.int32).reshape(n, 4),
+        "flipped": np.fromiter((c.flipped for c in info), dtype=bool, count=n),
+        "epoch": np.full(n, epoch, dtype=np.int64),
+        "failure": np.array([""] * n, dtype=object),
+    })
+
+
+def _failure_block(failures: Sequence[Dict[str, Any]], clip_shape: Tuple[int, ...], config: Dict[str, Any]) -> Any:
+    n, t = len(failures), clip_shape[_LAYOUT_ROW[config.get("layout", "BTCHW")].index("T")]
+    dtype = {"uint8": np.uint8, "float16": np.float16}.get(_dtype_name(config.get("dtype", "uint8")), np.float32)
+    return BlockAccessor.batch_to_block({
+        "frames": np.zeros((n,) + tuple(clip_shape), dtype=dtype),
+        "label": np.full(n, -1, dtype=np.int64),
+        "path": np.array([redact(f["path"]) for f in failures], dtype=object),
+        "sample": np.array([f["sample"] for f in failures], dtype=np.int64),
+        "clip": np.full(n, -1, dtype=np.int32),
+        "frame_indices": np.full((n, t), -1, dtype=np.int64),
+        "pts_seconds": np.full((n, t), np.nan, dtype=np.float64),
+        "crop": np.zeros((n, 4), dtype=np.int32),
+        "flipped": np.zeros(n, dtype=bool),
+        "epoch": np.array([f["epoch"] for f in failures], dtype=np.int64),
+        "failure": np.array([f["reason"] or f"{redact(f['path'])}: failed" for f in failures], dtype=object),
+    })
+
+
+def read_clips(source: Any, *, epoch: int = 0, videos_per_task: Optional[int] = None,
+               override_num_blocks: Optional[int] = None, ray_remote_args: Optional[Dict[str, Any]] = None,
+               **options: Any) -> "ray.data.Dataset":
+    """A Ray Data dataset of clips: one row per clip, decoded by reel.
+
+    ``source``: anything ``reel.Loader`` takes (a folder, a manifest, a
+    store, a list of paths or URLs, an ``s3://`` prefix). ``options``:
+    ``reel.Loader``'s sampling, transform, error and remote options with the
+    same names and meanings (``frames_per_clip``, ``clips_per_video``,
+    ``frame_stride``, ``sampler``, ``size``, ``crop``, ``flip``, ``dtype``,
+    ``layout``, ``seed``, ``shuffle``, ``on_error``, ``remote``, ...);
+    ``num_threads`` is the decode threads per read task (default 1, and each
+    task asks Ray for that many CPUs). Ray does the batching, sharding and
+    epochs, so ``batch_size``, ``rank``, ``world_size``, ``epochs`` and the
+    like are not taken. ``epoch``: which epoch of the Loader's to give: for
+    the same ``seed`` and ``epoch``, the rows are the clips ``reel.Loader``
+    delivers in that epoch (samples, clip starts, crops, flips).
+
+    Read tasks: videos in contiguous runs of ``videos_per_task`` entries
+    (default: the dataset split into Ray's requested parallelism); a store
+    one shard per task. With ``shuffle`` (default) the tasks and the samples
+    within each come in an order drawn from (seed, epoch).
+
+    Columns: ``frames`` (a tensor column, [T, C, H, W] per clip, or as
+    ``layout`` says), ``label``, ``path`` (URLs redacted), ``sample``,
+    ``clip``, ``frame_indices``, ``pts_seconds``, ``crop`` (x, y, w, h),
+    ``flipped``, ``epoch``, ``failure``. Blocks hold at most
+    ``DataContext.target_max_block_size`` bytes of frames.
+
+    Errors: with ``on_error`` "skip" (default) or "replace", each failed
+    video is a row whose ``failure`` names the path and the reason, with
+    zero frames, ``clip`` -1 and ``frame_indices`` -1;
+    :func:`split_failures` gives the clips and the failures apart.
+    ``on_error="raise"`` fails the dataset with the path and reason. A read
+    task that dies is retried by Ray and gives the same rows."""
+    src = ClipDatasource(source, epoch=epoch, videos_per_task=videos_per_task, **options)
+    kwargs: Dict[str, Any] = {"num_cpus": float(options.get("num_threads") or 1)}
+    if ray_remote_args:
+        kwargs["ray_remote_args"] = dict(ray_remote_args)
+    if override_num_blocks is not None:
+        kwargs["override_num_blocks"] = int(override_num_blocks)
+    return ray.data.read_datasource(src, **kwargs)
+
+
+def split_failures(ds: "ray.data.Dataset") -> Tuple["ray.data.Dataset", "ray.data.Dataset"]:
+    """(clips, failures) of a read_clips dataset: the rows without a failure,
+    and the failed videos as rows of (path, sample, epoch, failure). Both lazy."""
+    from ray.data.expressions import col
+    clips = ds.filter(expr=col("failure") == "")
+    failures = ds.filter(expr=col("failure") != "").select_columns(["path", "sample", "epoch", "failure"])
+    return clips, failures
+
+
+# ---------------------------------------------------------------------- map_batches
+
+
+class ClipDecoder:
+    """Decodes clips of rows with reel, for ``Dataset.map_batches`` (a
+    callable class: each Ray actor keeps its decoders open across batches).
+
+        ds = ray.data.from_items([{"path": p, "frame_indices": [0, 4, 8, 12]}, ...])
+        ds = ds.map_batches(reel.ray.ClipDecoder, fn_constructor_kwargs={"size": 224},
+                            batch_size=16, concurrency=2)
+
+    Each row gives ``path`` (a file or URL) and either ``frame_indices`` or
+    ``timestamps`` (seconds: the frames shown then). The output adds
+    ``frames`` ([T, C, H, W] uint8, or ``layout="HWC"``: [T, H, W, C]) and
+    ``failure`` ("" or "<path>: <reason>", frames zero) and keeps the other
+    columns. Options: ``size`` (int or (h, w); None: the video's, so all
+    rows' videos must then share a size), ``dtype``, ``layout``, ``remote``,
+    ``on_error`` ("skip": a failure row, or "raise"), ``max_open`` decoders
+    kept open (least recently used closed first)."""
+
+    def __init__(self, *, size: Union[int, Sequence[int], None] = 224, dtype: str = "uint8", layout: str = "CHW",
+                 remote: Optional[Dict[str, Any]] = None, on_error: str = "skip", max_open: int = 16,
+                 index: Union[bool, str] = False) -> None:
+        if on_error not in ("skip", "raise"):
+            raise ValueError(f"on_error must be 'skip' or 'raise', not {on_error!r}")
+        self._opts: Dict[str, Any] = {"size": size, "dtype": dtype, "layout": layout, "threads": 1, "index": index}
+        if remote:
+            self._opts["remote"] = remote
+        self._on_error = on_error
+        self._max_open = max(1, int(max_open))
+        self._open: Dict[str, VideoDecoder] = {}
+
+    def _decoder(self, path: str) -> VideoDecoder:
+        d = self._open.pop(path, None)
+        if d is None:
+            while len(self._open) >= self._max_open:
+                self._open.pop(next(iter(self._open))).close()
+            d = VideoDecoder(path, **self._opts)
+        self._open[path] = d  # most recently used last
+        return d
+
+    def __call__(self, batch: Dict[str, Any]) -> Dict[str, Any]:
+        paths = [str(p) for p in batch["path"]]
+        by_index = "frame_indices" in batch
+        wanted = batch["frame_indices"] if by_index else batch["timestamps"]
+        out: List[Any] = []
+        failures: List[str] = []
+        for path, want in zip(paths, wanted):
+            want = [float(v) for v in want] if not by_index else [int(v) for v in want]
+            try:
+                dec = self._decoder(path)
+                f = dec.get_frames_at(want) if by_index else dec.get_frames_played_at(want)
+                out.append(np.array(f.numpy(), copy=True))
+                failures.append("")
+            except _reel.ReelError as exc:
+                if self._on_error == "raise":
+                    raise
+                out.append(None)
+                failures.append(str(exc))
+        shape = next((a.shape for a in out if a is not None), None)
+        if shape is None:
+            shape = (len(wanted[0]) if len(wanted) else 0, 1, 1, 1)
+        dtype = next((a.dtype for a in out if a is not None), np.uint8)
+        result = dict(batch)
+        result["frames"] = np.stack([a if a is not None else np.zeros(shape, dtype=dtype) for a in out]) \
+            if out else np.zeros((0,) + tuple(shape), dtype=dtype)
+        result["failure"] = np.array(failures, dtype=object)
+        return result
+
+    def __del__(self) -> None:
+        for d in self._open.values():
+            try:
+                d.close()
+            except Exception:
+                pass
+
+
+# ---------------------------------------------------------------------- pack
+
+
+def _pack_part(source: str, out_dir: str, index: int, count: int, options: Dict[str, Any]) -> Dict[str, Any]:
+    """One part of a build (a Ray task): shards and journal into out_dir. A
+    retried task resumes from the part's journal; progress goes to a small
+    file the driver reads."""
+    import json
+    import socket
+
+    from ._store import pack as _pack
+
+    progress_path = os.path.join(out_dir, f".ray-progress-{index:05d}-of-{count:05d}.json")
+
+    node = ray.get_runtime_context().get_node_id()
+
+    def report(p: Dict[str, Any]) -> None:
+        p = dict(p, node=node, part=index)
+        tmp = f"{progress_path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(p, f)
+        os.replace(tmp, progress_path)
+
+    rep = _pack(source, out_dir, part=(index, count), progress=report, **options)
+    rep.update(part=index, node=node, host=socket.gethostname())
+    return rep
+
+
+def read_progress(out_dir: str, count: int) -> List[Dict[str, Any]]:
+    """The last progress each part of a running reel.ray.pack reported:
+    reel.pack's progress dict plus ``part`` and ``node`` (Ray node id)."""
+    import json
+    out = []
+    for i in range(count):
+        try:
+            with open(os.path.join(out_dir, f".ray-progress-{i:05d}-of-{count:05d}.json")) as f:
+                out.append(json.load(f))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def pack(source: Any, out_dir: Any, *, num_parts: Optional[int] = None, threads: int = 1,
+         progress: Union[None, bool, Any] = None, max_retries: int = 8, poll_seconds: float = 0.5,
+         **pack_options: Any) -> Dict[str, Any]:
+    """Builds a packed store of `source` with Ray tasks, one per part.
+
+    Takes ``reel.pack``'s options (``size``, ``fps``, ``every``, ``format``,
+    ``quality``, ``zstd_level``, ``gop``, ``crf``, ``shard_size``) with their
+    meanings. ``num_parts``: parts (tasks); None: the cluster's CPUs divided
+    by ``threads``, at most one per video. ``threads``: encoder threads per
+    task, and the CPUs each task asks Ray for.
+
+    Every task writes its part's shards and journal into ``out_dir``, which
+    every node must see at the same path (a shared folder); the driver
+    merges the parts into the store's index when all are done. An
+    ``s3://`` or ``http(s)://`` out_dir is refused: reel cannot write to
+    object storage yet. A task that dies (a killed worker or node) is retried
+    by Ray (``max_retries``) and resumes from its journal, so it costs only
+    its unfinished record; the records are byte-identical to a one-machine
+    ``reel pack`` of the same input and options (the shard layout follows
+    the parts, as with ``--part``).
+
+    ``progress``: True for a bar on stderr (videos done, videos/s, failures),
+    or a callable given {videos_total, videos_done, videos_failed, elapsed}.
+    Returns the report: videos, packed and failed (records in the store),
+    resumed (finished by an earlier attempt: a retried part, or an earlier
+    build), frames, bytes, seconds, parts, and ``failures`` ([{path,
+    reason}] of the videos that could not be packed, as the store records
+    them)."""
+    import sys
+    import time
+
+    out = os.fspath(out_dir)
+    if "://" in out:
+        raise ValueError(f"reel.ray.pack: out_dir {redact(out)} is object storage, which reel cannot write yet; "
+                         "pack into a folder every node shares (NFS, a mounted bucket), then upload it")
+    src = os.fspath(source) if isinstance(source, (str, os.PathLike)) else source
+    if not isinstance(src, str):
+        raise TypeError("reel.ray.pack: source must be a folder or a manifest (a path or URL)")
+    for key in ("part", "wait_for_parts"):
+        if key in pack_options:
+            raise TypeError(f"reel.ray.pack: {key} is set by reel.ray.pack")
+    n = dataset_info(src)["size"]
+    if n == 0:
+        raise ValueError(f"reel.ray.pack: the dataset {redact(src)} is empty")
+    if not ray.is_initialized():
+        ray.init()
+    if num_parts is None:
+        cpus = int(ray.cluster_resources().get("CPU", 1))
+        num_parts = max(1, cpus // max(1, int(threads)))
+    count = max(1, min(int(num_parts), n))
+    os.makedirs(out, exist_ok=True)
+    opts = dict(pack_options, threads=int(threads))
+    task = ray.remote(_pack_part).options(num_cpus=max(1, int(threads)), max_retries=int(max_retries),
+                                          retry_exceptions=False)
+    t0 = time.monotonic()
+    refs = [task.remote(src, out, i, count, opts) for i in range(count)]
+    cb = _pack_bar if progress is True else (progress or None)
+    pending = list(refs)
+    while pending:
+        _, pending = ray.wait(pending, num_returns=len(pending), timeout=poll_seconds)
+        if cb:
+            ps = read_progress(out, count)
+            cb({"videos_total": n, "videos_done": sum(p["videos_done"] for p in ps),
+                "videos_failed": sum(p["videos_failed"] for p in ps),
+                "videos_resumed": sum(p["videos_resumed"] for p in ps), "elapsed": time.monotonic() - t0})
+    if progress is True:
+        sys.stderr.write("\n")
+    reports = ray.get(refs)
+    _reel.pack_merge(out)
+    for i in range(count):
+        try:
+            os.remove(os.path.join(out, f".ray-progress-{i:05d}-of-{count:05d}.json"))
+        except OSError:
+            pass
+    records = _reel.store_records(out)
+    failures = [{"path": redact(r["path"]), "reason": r["reason"]} for r in records if r["status"]]
+    total = {k: sum(r[k] for r in reports) for k in ("videos", "resumed")}
+    # what the store holds (a retried part's first attempt included)
+    info = _reel.store_info(out)
+    total.update(packed=len(records) - len(failures), failed=len(failures), frames=info["frames"],
+                 bytes=info["bytes"], seconds=time.monotonic() - t0, parts=count, merged=True, failures=failures)
+    return total
+
+
+def _pack_bar(p: Dict[str, Any]) -> None:
+    import sys
+    total, done = p["videos_total"], p["videos_done"]
+    rate = (done - p["videos_resumed"]) / p["elapsed"] if p["elapsed"] > 0 else 0.0
+    frac = done / total if total else 1.0
+    fill = int(frac * 30)
+    sys.stderr.write(f"\r[{'#' * fill}{'.' * (30 - fill)}] {frac * 100:3.0f}% {done}/{total} videos  "
+                     f"{rate:.1f} videos/s  {p['videos_failed']} failed ")
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------- command line
+
+
+def _bytes(v: str) -> int:
+    m = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(v[-1:].lower(), 1)
+    return int(float(v[:-1] if m > 1 else v) * m)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m reel.ray pack SOURCE OUT_DIR [options]`` (what ``reel pack
+    --ray [ADDRESS]`` runs): reel pack's options, ``--address``, ``--parts``."""
+    import argparse
+    import json
+    import sys
+
+    ap = argparse.ArgumentParser(prog="python -m reel.ray", description="reel on a Ray cluster.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("pack", help="build a packed store with Ray tasks")
+    p.add_argument("source")
+    p.add_argument("out_dir")
+    p.add_argument("--address", default=None, help="a Ray cluster (default: RAY_ADDRESS, or a local one)")
+    p.add_argument("--parts", type=int, default=None, help="Ray tasks (default: cluster CPUs / threads)")
+    p.add_argument("--size", default="256", help="short side S, or WxH")
+    p.add_argument("--fps", type=float, default=0.0)
+    p.add_argument("--every", type=int, default=1)
+    p.add_argument("--format", choices=["jpeg", "raw", "h264"], default="jpeg")
+    p.add_argument("--quality", type=int, default=90)
+    p.add_argument("--zstd", type=int, nargs="?", const=3, default=0, metavar="LEVEL")
+    p.add_argument("--gop", type=int, default=8)
+    p.add_argument("--crf", type=int, default=18)
+    p.add_argument("--shard-size", type=_bytes, default=1 << 30)
+    p.add_argument("--threads", type=int, default=1, help="encoder threads (and CPUs) per task")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--progress", dest="progress", action="store_true", default=None)
+    p.add_argument("--no-progress", dest="progress", action="store_false")
+    a = ap.parse_args(argv)
+    size: Union[int, Tuple[int, int]]
+    if "x" in a.size.lower():
+        w, h = (int(v) for v in a.size.lower().split("x"))
+        size = (h, w)
+    else:
+        size = int(a.size)
+    if a.address:
+        ray.init(address=a.address, log_to_driver=False)
+    elif not os.environ.get("RAY_ADDRESS"):
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        ray.init(include_dashboard=False, log_to_driver=False)
+    else:
+        ray.init(log_to_driver=False)
+    try:
+        rep = pack(a.source, a.out_dir, num_parts=a.parts, threads=a.threads,
+                   progress=sys.stderr.isatty() if a.progress is None else a.progress, size=size, fps=a.fps,
+                   every=a.every, format=a.format, quality=a.quality, zstd_level=a.zstd, gop=a.gop, crf=a.crf,
+                   shard_size=a.shard_size)
+    except (ValueError, TypeError, _reel.ReelError) as exc:
+        print(f"reel pack --ray: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        ray.shutdown()
+    if a.json:
+        print(json.dumps(dict(rep, store=a.out_dir, format=a.format)))
+    else:
+        print(f"{a.out_dir}: {rep['videos']} videos ({rep['packed']} packed, {rep['failed']} failed, "
+              f"{rep['resumed']} already done) in {rep['parts']} Ray tasks, {rep['frames']} frames, "
+              f"{rep['bytes'] / 1e6:.1f} MB in {rep['seconds']:.1f} s")
+        for f in rep["failures"]:
+            print(f"  failed: {f['reason'] or f['path']}")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())

@@ -1,0 +1,275 @@
+# tests/python/test_ray.py: reel on Ray (issue 15) against a real local Ray
+# cluster on 127.0.0.1, started here and stopped even on failure: read_clips
+# rows equal the Loader's clips for a seed and epoch (videos and a store, the
+# store read shard by shard), block sizes, failures as rows and on_error
+# "raise", a killed read task retried to the same rows, ClipDecoder in
+# map_batches, TorchTrainer workers getting disjoint clips whose union is the
+# epoch. Ray missing: skipped, or failed in strict mode (REEL_STRICT=1).
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import reel
+import reel._testing
+from conftest import ROOT, read_indices
+
+# Ray reads this when it is imported: nodes then bind to 127.0.0.1, not the machine's address
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+ray = pytest.importorskip("ray", reason="could not import 'ray' (pip install 'reel[ray]')")
+np = pytest.importorskip("numpy")
+import reel.ray as rray  # noqa: E402
+
+OPTS = dict(frames_per_clip=4, frame_stride=2, size=48, crop="random", flip="random", seed=11)
+
+
+def _ray_processes() -> list:
+    out = subprocess.run(["ps", "-eo", "pid,ppid,args"], capture_output=True, text=True).stdout.splitlines()
+    mine = str(os.getpid())
+    return [l for l in out if ("raylet" in l or "gcs_server" in l) and mine in l.split()[1:2]]
+
+
+def _init(**kw):
+    """ray.init, tried again when the node timed out starting (Ray waits 30 s, fixed, on a loaded machine)."""
+    for attempt in range(3):
+        try:
+            return ray.init(**kw)
+        except Exception as exc:
+            ray.shutdown()
+            if attempt == 2 or "timed out during startup" not in str(exc):
+                raise
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """A one-node Ray cluster on 127.0.0.1 (4 logical CPUs on this 2-core machine), no dashboard."""
+    assert not ray._private.ray_constants.ENABLE_RAY_CLUSTER  # loopback only
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}  # Ray replaces them
+    _init(address="local", num_cpus=4, include_dashboard=False, object_store_memory=256 << 20,
+          log_to_driver=False, configure_logging=False)
+    try:
+        assert ray.util.get_node_ip_address() == "127.0.0.1"
+        assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        yield ray
+    finally:
+        ray.shutdown()
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    assert not _ray_processes(), "Ray processes left behind"
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory) -> Path:
+    """Kinetics layout: 2 classes x 4 videos whose frames carry their index, and one damaged file."""
+    root = tmp_path_factory.mktemp("rayvideos")
+    for c, cls in enumerate(("archery", "bowling")):
+        (root / cls).mkdir()
+        for v in range(4):
+            reel._testing.write_video(str(root / cls / f"v{v}.mp4"), width=96, height=72, frames=30 + 4 * v, gop=8,
+                                      seed=1 + v + 10 * c)
+    bad = root / "bowling" / "zz_damaged.mp4"
+    bad.write_bytes((root / "archery" / "v0.mp4").read_bytes()[:700])
+    return root
+
+
+@pytest.fixture(scope="module")
+def good_videos(videos, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("raygood")
+    for f in videos.rglob("v*.mp4"):
+        (root / f.parent.name).mkdir(exist_ok=True)
+        shutil.copy(f, root / f.parent.name / f.name)
+    return root
+
+
+def _loader_epoch(source, epoch, **opts):
+    """{(sample, clip): (frame_indices, crop, flipped, frames bytes)} of Loader epoch `epoch`, and its failures."""
+    out = {}
+    with reel.Loader(source, epochs=epoch + 1, batch_size=3, num_threads=2, **opts) as L:
+        for _ in range(epoch):
+            for _b in L:
+                pass
+        for b in L:
+            frames = b.frames.numpy()
+            for i, c in enumerate(b.info):
+                out[(c.sample, c.clip)] = (tuple(c.frame_indices), tuple(c.crop), bool(c.flipped),
+                                           frames[i].tobytes(), c.label)
+        failures = {f["sample"] for f in L.metrics()["failures"] if f["epoch"] == epoch}
+    return out, failures
+
+
+def _rows(rows):
+    clips = {}
+    for r in rows:
+        if r["failure"]:
+            continue
+        key = (int(r["sample"]), int(r["clip"]))
+        assert key not in clips, f"clip {key} twice"
+        clips[key] = (tuple(int(v) for v in r["frame_indices"]), tuple(int(v) for v in r["crop"]), bool(r["flipped"]),
+                      np.asarray(r["frames"]).tobytes(), int(r["label"]))
+    return clips
+
+
+def test_import_reel_does_not_import_ray():
+    code = "import sys, reel; assert 'ray' not in sys.modules, 'reel imported ray'; print('ok')"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_read_clips_rows_are_the_loaders_clips_for_the_seed_and_epoch(cluster, videos):
+    want, failed = _loader_epoch(str(videos), 1, **OPTS)
+    ds = rray.read_clips(videos, epoch=1, videos_per_task=3, **OPTS)
+    rows = ds.take_all()
+    got = _rows(rows)
+    assert set(got) == set(want)
+    for k in want:
+        assert got[k] == want[k], f"clip {k} differs from the Loader's"
+    # one row per clip; the damaged video is one failure row naming it
+    fails = [r for r in rows if r["failure"]]
+    assert {int(r["sample"]) for r in fails} == failed and len(fails) == 1
+    assert "zz_damaged.mp4" in fails[0]["failure"] and fails[0]["path"].endswith("zz_damaged.mp4")
+    assert int(fails[0]["clip"]) == -1 and not np.asarray(fails[0]["frames"]).any()
+    # columns, shapes, pts
+    r = next(r for r in rows if not r["failure"])
+    assert tuple(r.keys()) == rray.COLUMNS
+    assert np.asarray(r["frames"]).shape == (4, 3, 48, 48) and np.asarray(r["frames"]).dtype == np.uint8
+    assert int(r["epoch"]) == 1 and r["path"].endswith(".mp4")
+    fi, pts = [int(v) for v in r["frame_indices"]], [float(v) for v in r["pts_seconds"]]
+    assert fi == list(range(fi[0], fi[0] + 8, 2)) and pts == pytest.approx([i / 25 for i in fi])
+    # another epoch gives other clips; the same epoch again the same rows
+    assert _rows(rray.read_clips(videos, epoch=0, videos_per_task=3, **OPTS).take_all()) != got
+    assert _rows(rray.read_clips(videos, epoch=1, videos_per_task=5, **OPTS).take_all()) == got
+
+
+def test_split_failures_and_on_error_raise(cluster, videos):
+    clips, failures = rray.split_failures(rray.read_clips(videos, videos_per_task=4, **OPTS))
+    f = failures.take_all()
+    assert len(f) == 1 and set(f[0]) == {"path", "sample", "epoch", "failure"}
+    assert "zz_damaged.mp4" in f[0]["failure"]
+    assert clips.count() == 8
+    with pytest.raises(Exception) as e:
+        rray.read_clips(videos, videos_per_task=4, on_error="raise", **OPTS).take_all()
+    assert "zz_damaged.mp4" in str(e.value)
+
+
+def test_read_tasks_of_a_store_are_its_shards(cluster, good_videos, tmp_path):
+    probe = tmp_path / "probe"
+    reel.pack(good_videos, probe, size=64, format="jpeg")
+    biggest = max(reel.store_info(probe)["bytes"] // 8, 1)  # about one record
+    store = tmp_path / "st"
+    reel.pack(good_videos, store, size=64, format="jpeg", shard_size=max(4096, biggest // 3))
+    shards = reel.store_info(store)["shards"]
+    assert shards >= 3
+    src = rray.ClipDatasource(store, **OPTS)
+    blocks = reel._reel.read_blocks(str(store))
+    assert len(blocks) - 1 == shards
+    tasks = src.get_read_tasks(1)
+    assert len(tasks) == shards  # whole shards, one task each
+    runs = sorted(sorted(t.read_fn.config["samples"]) for t in tasks)
+    assert runs == [list(range(a, b)) for a, b in zip(blocks[:-1], blocks[1:])]
+    want, _ = _loader_epoch(str(store), 2, **OPTS)
+    assert _rows(rray.read_clips(store, epoch=2, **OPTS).take_all()) == want
+
+
+def test_blocks_stay_under_the_target_size(good_videos):
+    # the read function runs in-process here; Ray gives get_read_tasks its DataContext
+    ctx = ray.data.DataContext.get_current().copy()
+    clip_bytes = 4 * 3 * 48 * 48 * 4  # float32
+    ctx.target_max_block_size = 3 * clip_bytes + 100
+    src = rray.ClipDatasource(good_videos, dtype="float32", clips_per_video=2, **OPTS)
+    tasks = src.get_read_tasks(1, data_context=ctx)
+    assert len(tasks) == 1
+    sizes = []
+    for block in tasks[0].read_fn():
+        t = block.column("frames")
+        sizes.append(len(t))
+        assert t.nbytes <= ctx.target_max_block_size
+    assert sum(sizes) == 16 and max(sizes) == 2  # one video (2 clips) per block: 3 clips would pass the bound
+
+
+class _KillOnce:
+    """A read function that kills its worker process after its first block, once (a marker file)."""
+
+    def __init__(self, fn, marker):
+        self.fn, self.marker = fn, marker
+
+    def __call__(self):
+        for i, block in enumerate(self.fn()):
+            yield block
+            if i == 0:
+                try:
+                    os.rename(self.marker, self.marker + ".taken")
+                except OSError:
+                    continue
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
+class _KillingSource(rray.ClipDatasource):
+    marker = ""
+
+    def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
+        tasks = super().get_read_tasks(parallelism, per_task_row_limit, data_context)
+        return [ray.data.datasource.ReadTask(_KillOnce(t.read_fn, self.marker), t.metadata) for t in tasks]
+
+
+def test_a_killed_read_task_is_retried_and_gives_the_same_rows(cluster, good_videos, tmp_path):
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    ctx = ray.data.DataContext.get_current()
+    old = ctx.target_max_block_size
+    ctx.target_max_block_size = 2 * 4 * 3 * 48 * 48  # two clips a block: the task dies mid-way
+    try:
+        want = _rows(rray.read_clips(good_videos, videos_per_task=4, **OPTS).take_all())
+        marker = tmp_path / "kill-once"
+        marker.write_text("x")
+        src = _KillingSource(good_videos, videos_per_task=4, **OPTS)
+        src.marker = str(marker)
+        got = ray.data.read_datasource(src).take_all()
+    finally:
+        ctx.target_max_block_size = old
+    assert (tmp_path / "kill-once.taken").exists() and not marker.exists()  # a worker did die
+    assert len(got) == 8 and _rows(got) == want
+
+
+def test_clip_decoder_in_map_batches(cluster, good_videos):
+    paths = sorted(str(p) for p in good_videos.rglob("*.mp4"))
+    items = [{"path": p, "frame_indices": [i, i + 3, i + 6]} for i, p in enumerate(paths)]
+    items.append({"path": str(good_videos / "missing.mp4"), "frame_indices": [0, 1, 2]})
+    ds = ray.data.from_items(items).map_batches(rray.ClipDecoder, fn_constructor_kwargs={"size": None, "layout": "HWC"},
+                                                batch_size=4, concurrency=1)
+    rows = sorted(ds.take_all(), key=lambda r: r["path"])
+    assert len(rows) == len(items)
+    for r in rows:
+        if r["path"].endswith("missing.mp4"):
+            assert "missing.mp4" in r["failure"] and not np.asarray(r["frames"]).any()
+            continue
+        assert r["failure"] == ""
+        assert read_indices(np.ascontiguousarray(r["frames"])) == [int(v) for v in r["frame_indices"]]
+    # timestamps work too, and resize
+    ds = ray.data.from_items([{"path": paths[0], "timestamps": [0.0, 0.4]}])
+    r = ds.map_batches(rray.ClipDecoder, fn_constructor_kwargs={"size": 32}, batch_size=1, concurrency=1).take_all()[0]
+    assert np.asarray(r["frames"]).shape == (2, 3, 32, 32)
+
+
+def test_torch_trainer_workers_get_disjoint_clips_whose_union_is_the_epoch(cluster, good_videos, tmp_path):
+    pytest.importorskip("torch")
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        import ray_train
+    finally:
+        sys.path.pop(0)
+    ray.cloudpickle.register_pickle_by_value(ray_train)  # the workers cannot import examples/
+    out = tmp_path / "seen"
+    out.mkdir()
+    ray_train.train(str(good_videos), storage=str(tmp_path / "runs"), seen_dir=str(out), epochs=1, batch_size=2,
+                    frames_per_clip=4, size=48, seed=5)
+    seen = [[int(v) for v in p.read_text().split()] for p in sorted(out.glob("epoch0-*.txt"))]
+    assert len(seen) == 2 and all(seen)
+    assert not set(seen[0]) & set(seen[1])
+    assert sorted(seen[0] + seen[1]) == list(range(8))
