@@ -32,13 +32,15 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # loopback only
 
 class Sampler:
     """Peak RSS of this process and all its descendants (the raylet, Ray's
-    workers), and peak object-store bytes in use, sampled every 0.2 s."""
+    workers), peak object-store bytes in use and peak bytes in Ray's spill
+    folders, sampled every 0.2 s."""
 
     def __init__(self, ray):
         import psutil
         self.psutil, self.ray = psutil, ray
         self.rss = 0
         self.store = 0
+        self.spilled = 0
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
 
@@ -53,6 +55,7 @@ class Sampler:
                 except self.psutil.Error:
                     pass
             self.rss = max(self.rss, rss)
+            self.spilled = max(self.spilled, spill_dir_bytes())
             try:
                 free = self.ray.available_resources().get("object_store_memory", total)
                 self.store = max(self.store, int(total - free))
@@ -69,13 +72,16 @@ class Sampler:
         self._t.join()
 
 
-def spilled_bytes(ray):
-    """Bytes spilled to disk so far (from Ray's memory summary)."""
-    from ray._private.internal_api import memory_summary
-    import re
-    s = memory_summary(stats_only=True)
-    m = re.search(r"Spilled (\d+) MiB", s)
-    return int(m.group(1)) << 20 if m else 0
+def spill_dir_bytes():
+    """Bytes in Ray's spill folders of the current session (objects spilled to disk and not yet freed)."""
+    total = 0
+    for d in Path("/tmp/ray/session_latest").glob("**/*spill*"):
+        for f in (d.rglob("*") if d.is_dir() else [d]):
+            try:
+                total += f.stat().st_size if f.is_file() else 0
+            except OSError:
+                pass
+    return total
 
 
 def init(ray, cpus):
@@ -104,6 +110,8 @@ def main():
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--data", default=None, help="where the generated set goes (default: a temporary folder)")
     ap.add_argument("--skip-read-videos", action="store_true")
+    ap.add_argument("--read-videos-videos", type=int, default=0,
+                    help="read_videos over only the first N videos (it decodes every frame; 0: all)")
     ap.add_argument("--write-doc", action="store_true")
     a = ap.parse_args()
     import numpy as np
@@ -147,11 +155,12 @@ def main():
         with Sampler(ray) as s:
             t0 = time.perf_counter()
             n = 0
-            for batch in reel.ray.read_clips(src, **opts).iter_torch_batches(batch_size=32):
+            ds = reel.ray.read_clips(src, **opts).drop_columns(["path", "failure"])  # strings are no tensors
+            for batch in ds.iter_torch_batches(batch_size=32):
                 n += int((batch["clip"] >= 0).sum())
             dt = time.perf_counter() - t0
         rows.append(dict(name="reel.ray.read_clips + iter_torch_batches(32)", fps=n * T / dt, decoded_per_frame=m["amplification"],
-                         seconds=dt, rss=s.rss, store=s.store, spilled=spilled_bytes(ray)))
+                         seconds=dt, rss=s.rss, store=s.store, spilled=s.spilled))
         log(f"read_clips: {rows[-1]}")
 
         # 4. ClipDecoder in map_batches over the Loader's planned clips
@@ -160,17 +169,20 @@ def main():
         with Sampler(ray) as s:
             t0 = time.perf_counter()
             ds = ray.data.from_items(items, override_num_blocks=a.cpus * 4).map_batches(
-                reel.ray.ClipDecoder, fn_constructor_kwargs={"size": size}, batch_size=8, concurrency=a.cpus)
+                reel.ray.ClipDecoder, fn_constructor_kwargs={"size": size}, batch_size=8,
+                concurrency=a.cpus).drop_columns(["path", "failure"])
             n = sum(len(b["frames"]) for b in ds.iter_torch_batches(batch_size=32))
             dt = time.perf_counter() - t0
         rows.append(dict(name="reel.ray.ClipDecoder in map_batches", fps=n * T / dt, decoded_per_frame=None,
-                         seconds=dt, rss=s.rss, store=s.store, spilled=spilled_bytes(ray)))
+                         seconds=dt, rss=s.rss, store=s.store, spilled=s.spilled))
         log(f"ClipDecoder: {rows[-1]}")
 
         # 3. read_videos (decord) reduced to the clips' frames
         if not a.skip_read_videos:
-            wanted = {(p, i) for p, fi in planned for i in fi}
             paths = sorted({p for p, _ in planned})
+            if a.read_videos_videos:
+                paths = paths[:a.read_videos_videos]
+            wanted = {(p, i) for p, fi in planned for i in fi if p in set(paths)}
             sample_load()
 
             def keep(batch):
@@ -186,9 +198,9 @@ def main():
                     n += len(b["frame"])
                 dt = time.perf_counter() - t0
             decoded = sum(reel.VideoDecoder(p).__len__() for p in paths)
-            rows.append(dict(name="ray.data.read_videos (decord) -> the same clips' frames", fps=n / dt,
+            rows.append(dict(name=f"ray.data.read_videos (decord) -> the same clips' frames ({len(paths)} videos)", fps=n / dt,
                              decoded_per_frame=decoded / max(1, n), seconds=dt, rss=s.rss, store=s.store,
-                             spilled=spilled_bytes(ray), frames=n))
+                             spilled=s.spilled, frames=n))
             log(f"read_videos: {rows[-1]}")
     finally:
         ray.shutdown()

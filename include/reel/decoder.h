@@ -86,19 +86,8 @@ typedef struct reel_decoder_settings {
 /** Fills `s` with the defaults documented on each field. */
 REEL_API void reel_decoder_default_settings(reel_decoder_settings *s);
 
-/** Caller-supplied input. `read` returns bytes read, 0 at end of file, or
- *  a negative value on error. `seek` takes SEEK_SET/SEEK_CUR/SEEK_END, or
- *  REEL_SEEK_SIZE to ask for the total size (return -1 if unknown), and
- *  returns the new position or a negative value. `seek` may be NULL for
- *  a non-seekable stream (then random access rescans from the start is
- *  impossible, and opening fails unless the data fits a single pass).
- *  The callbacks are called from the thread that calls the decoder. */
-#define REEL_SEEK_SIZE 0x10000
-typedef struct reel_io {
-    void *opaque;
-    int (*read)(void *opaque, uint8_t *buf, int size);
-    int64_t (*seek)(void *opaque, int64_t offset, int whence);
-} reel_io;
+/* reel_io (caller-supplied input: read and seek callbacks) and REEL_SEEK_SIZE
+ * live in reel/io.h, the one home of I/O, included above. */
 
 /** One row of the exact frame table, in presentation order. */
 typedef struct reel_frame_entry {

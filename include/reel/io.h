@@ -1,5 +1,7 @@
-/* reel/io.h: remote input: settings for reading http(s):// and s3:// objects
- * (videos, manifests, packed stores) wherever reel takes a path. */
+/* reel/io.h: all of reel's input I/O: caller-supplied input (reel_io, for
+ * reel_decoder_open_io), and remote input: settings for reading http(s):// and
+ * s3:// objects (videos, manifests, packed stores) wherever reel takes a
+ * path, the remote pool, and the statistics of remote requests. */
 #ifndef REEL_IO_H
 #define REEL_IO_H
 
@@ -8,6 +10,20 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/** Caller-supplied input. `read` returns bytes read, 0 at end of file, or
+ *  a negative value on error. `seek` takes SEEK_SET/SEEK_CUR/SEEK_END, or
+ *  REEL_SEEK_SIZE to ask for the total size (return -1 if unknown), and
+ *  returns the new position or a negative value. `seek` may be NULL for
+ *  a non-seekable stream (then random access rescans from the start is
+ *  impossible, and opening fails unless the data fits a single pass).
+ *  The callbacks are called from the thread that calls the decoder. */
+#define REEL_SEEK_SIZE 0x10000
+typedef struct reel_io {
+    void *opaque;
+    int (*read)(void *opaque, uint8_t *buf, int size);
+    int64_t (*seek)(void *opaque, int64_t offset, int whence);
+} reel_io;
 
 /** How remote objects are fetched. Initialise with reel_remote_default_settings().
  *  S3: the endpoint comes from AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL (path-style

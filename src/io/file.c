@@ -1,7 +1,7 @@
 /* file.c: the local-file byte source: open checks (missing, directory, FIFO),
  * size from fstat, positioned reads with pread so readers share no offset. */
 #define _POSIX_C_SOURCE 200809L
-#include "io/io_internal.h"
+#include "io/file.h"
 #include "core/error.h"
 
 #include <errno.h>
@@ -43,7 +43,7 @@ static void file_close(reel__io *io)
     free(f);
 }
 
-static const reel__io_ops file_ops = { "file", file_read_at, NULL, file_close, NULL };
+static const reel__io_ops file_ops = { "file", file_read_at, NULL, file_close, NULL, NULL };
 
 int reel__io_open_file(reel__io **out, const char *path, const reel__io_options *opt, reel_error *err)
 {

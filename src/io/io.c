@@ -1,65 +1,18 @@
-/* io.c: the byte-source front end: dispatch by URI scheme, exact reads,
- * redaction of URLs for messages. Backends: file.c (local), http.c (http(s),
- * and s3 through s3.c). */
+/* io.c: the byte-source front end, on top of the transports: dispatch by
+ * URI scheme, exact reads, hints, listing, whole reads, a source's remote
+ * statistics. Transports: file.c (local), http.c (http(s), and s3 through
+ * s3.c), s3_list.c (listing). */
 #include "io/io_internal.h"
 #include "core/error.h"
+#include "io/file.h"
+#include "io/http.h"
 #include "io/remote.h"
+#include "io/s3.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-void reel__io_default_options(reel__io_options *o)
-{
-    memset(o, 0, sizeof *o);
-}
-
-int reel__io_is_remote(const char *uri)
-{
-    if (!uri) return 0;
-    return strncasecmp(uri, "http://", 7) == 0 || strncasecmp(uri, "https://", 8) == 0 ||
-           strncasecmp(uri, "s3://", 5) == 0;
-}
-
-void reel__io_redact(const char *uri, char *out, size_t size)
-{
-    if (!out || size == 0) return;
-    out[0] = '\0';
-    if (!uri) return;
-    const char *scheme_end = strstr(uri, "://");
-    if (!scheme_end) {
-        snprintf(out, size, "%s", uri);
-        return;
-    }
-    size_t o = 0;
-    const char *p = uri;
-    const char *host = scheme_end + 3;
-    /* scheme:// */
-    while (p < host && o + 1 < size) out[o++] = *p++;
-    /* user info: everything up to the last '@' before the first '/' */
-    const char *slash = strchr(host, '/');
-    const char *at = NULL;
-    for (const char *q = host; *q && (!slash || q < slash); q++)
-        if (*q == '@') at = q;
-    if (at) {
-        const char *r = "***@";
-        while (*r && o + 1 < size) out[o++] = *r++;
-        p = at + 1;
-    }
-    /* the rest, up to a query string or fragment */
-    while (*p && *p != '?' && *p != '#' && o + 1 < size) out[o++] = *p++;
-    if (*p == '?' || *p == '#') {
-        const char *r = *p == '?' ? "?***" : "#***";
-        while (*r && o + 1 < size) out[o++] = *r++;
-    }
-    out[o] = '\0';
-}
-
-void reel_url_redact(const char *url, char *out, size_t size)
-{
-    reel__io_redact(url, out, size);
-}
 
 int reel__io_open(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err)
 {
@@ -180,4 +133,10 @@ int reel__io_read_all(const char *uri, const reel__io_options *opt, size_t max_b
     }
     reel__io_close(&io);
     return st;
+}
+
+void reel__remote_stats(const reel__io *io, reel_remote_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (io && io->ops->stats) io->ops->stats(io, out);
 }

@@ -1,6 +1,7 @@
-/* pool.c: reel_remote_pool: connections (libcurl multi handles, each with its
- * kept-alive connections) lent to one transfer at a time, a libcurl share of
- * the DNS and TLS-session caches, and the budget of bytes fetched ahead. */
+/* pool.c: libcurl's process-wide set-up (once), and reel_remote_pool:
+ * connections (libcurl multi handles, each with its kept-alive connections)
+ * lent to one transfer at a time, a libcurl share of the DNS and TLS-session
+ * caches, and the budget of bytes fetched ahead. */
 #define _POSIX_C_SOURCE 200809L
 #include "io/pool.h"
 #include "core/clock.h"
@@ -9,6 +10,19 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
+
+/* curl_global_init is process-wide and not thread-safe: done once here
+ * (pthread_once), the only process-wide state of src/io. */
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+void reel__curl_init(void)
+{
+    pthread_once(&curl_once, curl_init_once);
+}
 
 /* Idle multi handles kept; one per transfer that ran at once, so a loader's
  * thread count bounds it in practice. */

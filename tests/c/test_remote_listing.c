@@ -4,7 +4,7 @@
  * listed names (the local scan's rules: extensions, hidden names, classes). */
 #include "harness.h"
 
-#include "io/remote.h"
+#include "io/s3.h"
 #include "pipeline/dataset_internal.h"
 
 #include <stdlib.h>

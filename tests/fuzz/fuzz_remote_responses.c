@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "io/http_answer.h"
-#include "io/remote.h"
+#include "io/s3.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

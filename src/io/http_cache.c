@@ -1,0 +1,231 @@
+/* http_cache.c: the reads of a remote source: the current span (adaptive
+ * readahead), a few small saved spans (a container's head and index), spans
+ * fetched ahead within the pool's byte budget, and the hints that fetch
+ * ranges coalesced, now or ahead. */
+#include "io/http_internal.h"
+#include "io/pool.h"
+#include "core/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Keeps the current span among the saved ones (when small), evicting the
+ * oldest, and leaves the current one empty, with a buffer to fill. */
+static void save_current(http_io *h)
+{
+    if (h->cache_len == 0 || h->cache_len > 4 * h->s.readahead_min) {
+        h->cache_len = 0;
+        return;
+    }
+    free(h->saved[SAVED - 1].buf);
+    memmove(&h->saved[1], &h->saved[0], (SAVED - 1) * sizeof h->saved[0]);
+    h->saved[0].buf = h->cache;
+    h->saved[0].len = h->cache_len;
+    h->saved[0].cap = h->cache_cap;
+    h->saved[0].off = h->cache_off;
+    h->cache = NULL;
+    h->cache_cap = h->cache_len = 0;
+}
+
+/* A saved span holding `off` becomes the current one (swapped): 1, else 0. */
+static int restore_span(http_io *h, int64_t off)
+{
+    for (int i = 0; i < SAVED; i++) {
+        if (!span_has(&h->saved[i], off, off + 1)) continue;
+        uint8_t *b = h->cache;
+        size_t l = h->cache_len, c = h->cache_cap;
+        int64_t o = h->cache_off;
+        h->cache = h->saved[i].buf;
+        h->cache_len = h->saved[i].len;
+        h->cache_cap = h->saved[i].cap;
+        h->cache_off = h->saved[i].off;
+        h->saved[i].buf = b;
+        h->saved[i].len = l;
+        h->saved[i].cap = c;
+        h->saved[i].off = o;
+        return 1;
+    }
+    return 0;
+}
+
+static int fill_cache(http_io *h, int64_t off, size_t want, reel_error *err)
+{
+    save_current(h);
+    size_t len = want > h->readahead ? want : h->readahead;
+    if (off + (int64_t)len > h->base.size) len = (size_t)(h->base.size - off);
+    sink k = reel__http_sink(h->cache, h->cache_cap, off, (int64_t)len, (int64_t)h->s.whole_object_max);
+    int st = reel__http_get_range(h, &k, err);
+    h->cache = k.buf;
+    h->cache_cap = k.cap;
+    if (st != REEL_OK) {
+        h->cache_len = 0;
+        return st;
+    }
+    if (k.head.status != 206) { /* a server that ignores Range sent everything */
+        if ((int64_t)k.len != h->base.size)
+            return reel__error_set(err, REEL_E_IO, "%s: the server ignores Range and sent %zu of %lld bytes",
+                                   h->base.name, k.len, (long long)h->base.size);
+        h->cache_off = 0;
+    } else {
+        h->cache_off = off;
+    }
+    h->cache_len = k.len;
+    return REEL_OK;
+}
+
+/* Drops a span fetched ahead, giving back its share of the budget. */
+static void ahead_drop(http_io *h, span *a)
+{
+    if (h->pool) reel__pool_release(h->pool, a->reserved);
+    free(a->buf);
+    memset(a, 0, sizeof *a);
+}
+
+/* The span fetched ahead that holds `off`, or NULL. */
+static span *ahead_find(http_io *h, int64_t off)
+{
+    for (int i = 0; i < AHEAD; i++)
+        if (span_has(&h->ahead[i], off, off + 1)) return &h->ahead[i];
+    return NULL;
+}
+
+/* A span fetched ahead holding `off` becomes the current one: it is being
+ * read now, so its bytes no longer count as fetched ahead. 1, else 0. */
+static int take_ahead(http_io *h, int64_t off)
+{
+    span *a = ahead_find(h, off);
+    if (!a) return 0;
+    save_current(h);
+    free(h->cache);
+    h->cache = a->buf;
+    h->cache_len = a->len;
+    h->cache_cap = a->cap;
+    h->cache_off = a->off;
+    a->buf = NULL;
+    ahead_drop(h, a);
+    return 1;
+}
+
+int reel__http_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
+{
+    http_io *h = (http_io *)io;
+    /* a read that starts inside the cache is served from it, short if it
+     * runs past its end (the caller reads on): fetched bytes are not fetched
+     * again, and a hinted range is not widened by the caller's buffer size */
+    if (!(off >= h->cache_off && off < h->cache_off + (int64_t)h->cache_len) && !take_ahead(h, off) &&
+        !restore_span(h, off)) {
+        /* adaptive readahead: grows while reads are sequential */
+        if (off == h->last_end) {
+            h->readahead = h->readahead * 2 < h->s.readahead_max ? h->readahead * 2 : h->s.readahead_max;
+        } else {
+            h->readahead = h->s.readahead_min;
+        }
+        int st = fill_cache(h, off, len, err);
+        if (st != REEL_OK) return st;
+    }
+    size_t avail = (size_t)(h->cache_off + (int64_t)h->cache_len - off);
+    size_t n = len < avail ? len : avail;
+    memcpy(buf, h->cache + (off - h->cache_off), n);
+    *got = n;
+    h->last_end = off + (int64_t)n;
+    return REEL_OK;
+}
+
+/* 1 when [lo, hi) is already held: the current span, one fetched ahead, or
+ * a saved one. */
+static int held(const http_io *h, int64_t lo, int64_t hi)
+{
+    if (lo >= h->cache_off && hi <= h->cache_off + (int64_t)h->cache_len) return 1;
+    for (int i = 0; i < AHEAD; i++)
+        if (span_has(&h->ahead[i], lo, hi)) return 1;
+    for (int i = 0; i < SAVED; i++)
+        if (span_has(&h->saved[i], lo, hi)) return 1;
+    return 0;
+}
+
+/* Fetches exactly [lo, hi) into a free span ahead (none free: nothing is
+ * fetched, the reads will), within the pool's budget. */
+static int fetch_ahead(http_io *h, int64_t lo, int64_t hi, reel_error *err)
+{
+    if (hi > h->base.size) hi = h->base.size;
+    if (lo >= hi || held(h, lo, hi)) return REEL_OK;
+    span *a = NULL;
+    for (int i = 0; i < AHEAD && !a; i++)
+        if (!h->ahead[i].len) a = &h->ahead[i];
+    if (!a) return REEL_OK;
+    const size_t want = (size_t)(hi - lo);
+    size_t reserved = 0;
+    if (h->pool) {
+        int r = reel__pool_reserve(h->pool, want, h->s.request_timeout, h->base.opt.interrupt,
+                                   h->base.opt.interrupt_opaque, &h->stats);
+        if (r == 2) return reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", h->base.name);
+        if (r == 1) return REEL_OK; /* over budget for too long: the reads fetch on demand */
+        reserved = want;
+    }
+    sink k = reel__http_sink(NULL, 0, lo, (int64_t)want, (int64_t)h->s.whole_object_max);
+    int st = reel__http_get_range(h, &k, err);
+    if (st == REEL_OK && k.head.status != 206) /* cannot happen past open (checked there); never keep a wrong span */
+        st = reel__error_set(err, REEL_E_IO, "%s: the server ignored a Range request", h->base.name);
+    if (st != REEL_OK) {
+        free(k.buf);
+        if (h->pool) reel__pool_release(h->pool, reserved);
+        return st;
+    }
+    a->buf = k.buf;
+    a->cap = k.cap;
+    a->len = k.len;
+    a->off = lo;
+    a->reserved = reserved;
+    if (!a->len) ahead_drop(h, a);
+    return REEL_OK;
+}
+
+/* Fetches exactly [lo, hi) into the current cache, for a read that follows
+ * at once (no readahead on top; reads past it start small again). */
+static int fetch_now(http_io *h, int64_t lo, int64_t hi, reel_error *err)
+{
+    if (hi > h->base.size) hi = h->base.size;
+    if (lo >= hi || held(h, lo, hi)) return REEL_OK;
+    h->readahead = 0;
+    int st = fill_cache(h, lo, (size_t)(hi - lo), err);
+    h->readahead = h->s.readahead_min;
+    h->last_end = -1;
+    return st;
+}
+
+int reel__http_will_read(reel__io *io, const reel__io_range *r, size_t n, int ahead, reel_error *err)
+{
+    /* ranges closer than readahead_min are fetched in one GET; the rest one
+     * GET each (fetch by GOP): ahead, into spans kept aside within the
+     * pool's budget, or now, into the current cache */
+    http_io *h = (http_io *)io;
+    size_t i = 0;
+    while (i < n) {
+        int64_t lo = r[i].offset, hi = r[i].offset + r[i].length;
+        size_t j = i + 1;
+        while (j < n && r[j].offset >= lo && r[j].offset <= hi + (int64_t)h->s.readahead_min) {
+            if (r[j].offset + r[j].length > hi) hi = r[j].offset + r[j].length;
+            j++;
+        }
+        int st = ahead ? fetch_ahead(h, lo, hi, err) : fetch_now(h, lo, hi, err);
+        if (st != REEL_OK) return st;
+        i = j;
+    }
+    return REEL_OK;
+}
+
+int reel__http_held(const reel__io *io, int64_t off, int64_t len)
+{
+    return held((const http_io *)io, off, off + len);
+}
+
+void reel__http_cache_free(http_io *h)
+{
+    free(h->cache);
+    h->cache = NULL;
+    for (int i = 0; i < SAVED; i++) {
+        free(h->saved[i].buf);
+        h->saved[i].buf = NULL;
+    }
+    for (int i = 0; i < AHEAD; i++) ahead_drop(h, &h->ahead[i]);
+}

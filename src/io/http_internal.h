@@ -1,0 +1,97 @@
+/* http_internal.h: what the files of the http transport share: a remote
+ * source (http_io), its spans, and one GET's sink. http.c sets up libcurl
+ * and opens, http_get.c makes one GET with retries, http_cache.c serves the
+ * reads. Not for use outside src/io. */
+#ifndef REEL_IO_HTTP_INTERNAL_H
+#define REEL_IO_HTTP_INTERNAL_H
+
+#include <curl/curl.h>
+
+#include "io/http_answer.h"
+#include "io/io_common.h"
+#include "reel/io.h"
+
+/* Bytes [off, off + len) of the object in buf (cap allocated); len 0: empty.
+ * A span fetched ahead holds `reserved` bytes of the pool's budget until it
+ * is read or dropped (saved spans hold none). */
+typedef struct span {
+    uint8_t *buf;
+    size_t len, cap, reserved;
+    int64_t off;
+} span;
+
+/* 1 when the span holds [lo, hi) whole. */
+static inline int span_has(const span *s, int64_t lo, int64_t hi)
+{
+    return s->len && lo >= s->off && hi <= s->off + (int64_t)s->len;
+}
+
+enum { AHEAD = 8, SAVED = 3 };
+
+/* The most a whole GET without a range (a listing page, a manifest) may
+ * bring when the whole-object limit is lower. */
+#define REEL_WHOLE_GET_MAX ((int64_t)64 << 20)
+
+typedef struct http_io {
+    reel__io base;
+    reel_remote_settings s;
+    reel_remote_pool *pool; /* s.pool: lends the multi handle of each transfer; NULL: own one */
+    CURL *curl;
+    CURLM *multi; /* without a pool: drives curl so the interrupt is polled every 50 ms (see perform) */
+    char *url;    /* the real URL (may hold credentials: never printed) */
+    struct curl_slist *headers;
+    char *userpwd; /* s3 "key:secret" */
+    char sigv4[96];
+    uint8_t *cache; /* bytes [cache_off, cache_off + cache_len) of the object */
+    int64_t cache_off;
+    size_t cache_len, cache_cap;
+    /* a few earlier, small spans (a container's head and its index at the
+     * end are read again and again while opening): at most SAVED of them,
+     * each at most 4 x readahead_min bytes; 0 length: empty */
+    span saved[SAVED];
+    span ahead[AHEAD]; /* fetched ahead, in the order hinted; len 0: free */
+    size_t readahead;
+    int64_t last_end;
+    uint64_t rng; /* jitter */
+    reel_remote_stats stats;
+} http_io;
+
+typedef struct sink {
+    uint8_t *buf;
+    size_t cap, len;
+    reel__http_ask ask;         /* the request: what the answer is checked against */
+    reel__http_head head;       /* the answer's head */
+    reel__http_verdict refused; /* why the transfer was stopped (REEL_HTTP_OK: it was not) */
+} sink;
+
+/* ---------------------------------------------------------------- http_get.c */
+
+/* An empty sink for a GET of [off, off + len) (off < 0: the whole object)
+ * into buf (cap bytes, may be NULL), whole objects up to whole_max. */
+sink reel__http_sink(uint8_t *buf, size_t cap, int64_t off, int64_t len, int64_t whole_max);
+
+/* The object's size from the answer: Content-Range's total (a 206), the
+ * body (a 200), or -1. */
+int64_t reel__http_sink_total(const sink *k);
+
+/* GETs k->ask (its range, or the whole object) into k, with retries (see
+ * http_get.c). */
+int reel__http_get_range(http_io *h, sink *k, reel_error *err);
+
+/* libcurl's callbacks: the body into the sink, the head judged line by line,
+ * the interrupt. */
+size_t reel__http_on_body(char *p, size_t sz, size_t n, void *opaque);
+size_t reel__http_on_header(char *p, size_t sz, size_t n, void *opaque);
+int reel__http_on_progress(void *opaque, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d);
+
+/* ---------------------------------------------------------------- http_cache.c */
+
+/* The reel__io_ops of a remote source (see io_common.h). */
+int reel__http_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err);
+int reel__http_will_read(reel__io *io, const reel__io_range *r, size_t n, int ahead, reel_error *err);
+int reel__http_held(const reel__io *io, int64_t off, int64_t len);
+
+/* Frees every span (the ones fetched ahead give back their budget). */
+void reel__http_cache_free(http_io *h);
+
+#endif
