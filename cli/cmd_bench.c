@@ -223,45 +223,118 @@ typedef struct bench_opts {
     long long limit;
 } bench_opts;
 
-/* Parses the command line into *o: -1 to go on, else the exit code. */
-static int parse_args(int argc, char **argv, bench_opts *o)
-{
+/* The command line as parsed so far. */
+typedef struct bench_args {
     reel_loader_settings s;
-    reel_loader_default_settings(&s);
-    s.transform.crop = REEL_CROP_RANDOM;
-    s.transform.flip = REEL_FLIP_RANDOM;
-    const char *path = NULL, *trace = NULL;
-    int json = 0, show_progress = -1, size = 224, short_side = 0, index = 0;
-    long long limit = 0;
+    const char *path, *trace;
+    int json, show_progress, size, short_side, index;
+    long long limit;
+} bench_args;
+
+/* Options whose value is a number of their own kind or a word (--epochs,
+ * --limit, --seed, --shuffle, --time-limit, --trace): 1 taken, 0 not one of
+ * them, 2 a bad value (said on stderr). */
+static int value_opt(bench_args *b, const char *a, const char *v)
+{
+    reel_loader_settings *s = &b->s;
+    if (strcmp(a, "--epochs") == 0 || strcmp(a, "--limit") == 0 || strcmp(a, "--seed") == 0) {
+        char *end;
+        long long x = strtoll(v, &end, 10);
+        if (end == v || *end || x < (strcmp(a, "--seed") == 0 ? 0 : 1)) {
+            fprintf(stderr, "reel bench: bad value for %s: '%s'\n", a, v);
+            return 2;
+        }
+        if (a[2] == 'e')
+            s->epochs = x;
+        else if (a[2] == 'l')
+            b->limit = x;
+        else
+            s->seed = (uint64_t)x;
+        return 1;
+    }
+    if (strcmp(a, "--shuffle") == 0) {
+        if (strcmp(v, "full") == 0) {
+            s->shuffle = 1;
+            s->shuffle_window = REEL_SHUFFLE_WINDOW_FULL;
+        } else if (strcmp(v, "shards") == 0) {
+            s->shuffle = 1;
+            s->shuffle_window = 0;
+        } else if (strcmp(v, "none") == 0) {
+            s->shuffle = 0;
+        } else {
+            fprintf(stderr, "reel bench: --shuffle takes shards, full or none, not '%s'\n", v);
+            return 2;
+        }
+        return 1;
+    }
+    if (strcmp(a, "--time-limit") == 0) {
+        char *end;
+        double x = strtod(v, &end);
+        if (end == v || *end || !(x > 0) || !isfinite(x)) {
+            fprintf(stderr, "reel bench: bad value for %s: '%s'\n", a, v);
+            return 2;
+        }
+        s->sample_time_limit = x;
+        return 1;
+    }
+    if (strcmp(a, "--trace") == 0) {
+        b->trace = v;
+        return 1;
+    }
+    return 0;
+}
+
+/* Flags without a value: 1 taken, 0 not a flag. */
+static int flag_opt(bench_args *b, const char *a)
+{
+    if (strcmp(a, "--json") == 0)
+        b->json = 1;
+    else if (strcmp(a, "--no-shuffle") == 0)
+        b->s.shuffle = 0;
+    else if (strcmp(a, "--unordered") == 0)
+        b->s.ordered = 0;
+    else if (strcmp(a, "--drop-last") == 0)
+        b->s.drop_last = 1;
+    else if (strcmp(a, "--index") == 0)
+        b->index = 1;
+    else if (strcmp(a, "--progress") == 0)
+        b->show_progress = 1;
+    else if (strcmp(a, "--no-progress") == 0)
+        b->show_progress = 0;
+    else
+        return 0;
+    return 1;
+}
+
+/* Takes argv[*i] (and its value, moving *i past it): -1 to go on, else the
+ * exit code (0 after --help, 2 on a bad argument). */
+static int parse_one(bench_args *b, int argc, char **argv, int *i)
+{
     static const char *const samplers[] = { "random", "regular", "random-time", "regular-time" };
     static const char *const crops[] = { "none", "center", "random", "resized" };
     static const char *const flips[] = { "none", "always", "random" };
     static const char *const policies[] = { "skip", "replace", "raise" };
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        int iv = 0, bad = 0, k;
+    reel_loader_settings *s = &b->s;
+    const char *a = argv[*i];
+    const char *v = *i + 1 < argc ? argv[*i + 1] : NULL;
+    int iv = 0, k;
 #define NEED_VALUE()                                              \
     do {                                                          \
         if (!v) {                                                 \
             fprintf(stderr, "reel bench: %s needs a value\n", a); \
             return 2;                                             \
         }                                                         \
-        i++;                                                      \
+        (*i)++;                                                   \
     } while (0)
 #define INT_OPT(name, dst, lo)                                             \
     if (strcmp(a, name) == 0) {                                            \
         NEED_VALUE();                                                      \
-        if (cli_parse_int(v, &iv) != 0 || iv < (lo))                       \
-            bad = 1;                                                       \
-        else                                                               \
-            dst = iv;                                                      \
-        if (bad) {                                                         \
+        if (cli_parse_int(v, &iv) != 0 || iv < (lo)) {                     \
             fprintf(stderr, "reel bench: bad value for %s: '%s'\n", a, v); \
             return 2;                                                      \
         }                                                                  \
-        continue;                                                          \
+        dst = iv;                                                          \
+        return -1;                                                         \
     }
 #define ENUM_OPT(name, dst, table)                                         \
     if (strcmp(a, name) == 0) {                                            \
@@ -272,149 +345,102 @@ static int parse_args(int argc, char **argv, bench_opts *o)
             return 2;                                                      \
         }                                                                  \
         dst = k;                                                           \
-        continue;                                                          \
+        return -1;                                                         \
     }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage(stdout);
-            return 0;
-        }
-        INT_OPT("--frames-per-clip", s.sampler.frames_per_clip, 1)
-        INT_OPT("--clips-per-video", s.sampler.clips_per_video, 1)
-        INT_OPT("--stride", s.sampler.frame_stride, 1)
-        INT_OPT("--size", size, 1)
-        INT_OPT("--short-side", short_side, 1)
-        INT_OPT("--batch", s.batch_size, 1)
-        INT_OPT("--threads", s.decode_threads, 1)
-        INT_OPT("--open-threads", s.open_threads, 1)
-        INT_OPT("--decoder-threads", s.decoder_threads, 1)
-        INT_OPT("--prefetch", s.prefetch_batches, 1)
-        INT_OPT("--rank", s.rank, 0)
-        INT_OPT("--world", s.world_size, 1)
-        INT_OPT("--shuffle-window", s.shuffle_window, 0)
-        ENUM_OPT("--sampler", s.sampler.kind, samplers)
-        ENUM_OPT("--crop", s.transform.crop, crops)
-        ENUM_OPT("--flip", s.transform.flip, flips)
-        ENUM_OPT("--dtype", s.transform.dtype, dtypes)
-        ENUM_OPT("--layout", s.transform.layout, layouts)
-        ENUM_OPT("--on-error", s.on_error, policies)
-        if (strcmp(a, "--epochs") == 0 || strcmp(a, "--limit") == 0 || strcmp(a, "--seed") == 0) {
-            NEED_VALUE();
-            char *end;
-            long long x = strtoll(v, &end, 10);
-            if (end == v || *end || x < (strcmp(a, "--seed") == 0 ? 0 : 1)) {
-                fprintf(stderr, "reel bench: bad value for %s: '%s'\n", a, v);
-                return 2;
-            }
-            if (a[2] == 'e')
-                s.epochs = x;
-            else if (a[2] == 'l')
-                limit = x;
-            else
-                s.seed = (uint64_t)x;
-            continue;
-        }
-        if (strcmp(a, "--shuffle") == 0) {
-            NEED_VALUE();
-            if (strcmp(v, "full") == 0) {
-                s.shuffle = 1;
-                s.shuffle_window = REEL_SHUFFLE_WINDOW_FULL;
-            } else if (strcmp(v, "shards") == 0) {
-                s.shuffle = 1;
-                s.shuffle_window = 0;
-            } else if (strcmp(v, "none") == 0) {
-                s.shuffle = 0;
-            } else {
-                fprintf(stderr, "reel bench: --shuffle takes shards, full or none, not '%s'\n", v);
-                return 2;
-            }
-            continue;
-        }
-        if (strcmp(a, "--time-limit") == 0) {
-            NEED_VALUE();
-            char *end;
-            double x = strtod(v, &end);
-            if (end == v || *end || !(x > 0) || !isfinite(x)) {
-                fprintf(stderr, "reel bench: bad value for %s: '%s'\n", a, v);
-                return 2;
-            }
-            s.sample_time_limit = x;
-            continue;
-        }
-        if (strcmp(a, "--trace") == 0) {
-            NEED_VALUE();
-            trace = v;
-            continue;
-        }
-        if (strcmp(a, "--json") == 0) {
-            json = 1;
-            continue;
-        }
-        if (strcmp(a, "--no-shuffle") == 0) {
-            s.shuffle = 0;
-            continue;
-        }
-        if (strcmp(a, "--unordered") == 0) {
-            s.ordered = 0;
-            continue;
-        }
-        if (strcmp(a, "--drop-last") == 0) {
-            s.drop_last = 1;
-            continue;
-        }
-        if (strcmp(a, "--index") == 0) {
-            index = 1;
-            continue;
-        }
-        if (strcmp(a, "--progress") == 0) {
-            show_progress = 1;
-            continue;
-        }
-        if (strcmp(a, "--no-progress") == 0) {
-            show_progress = 0;
-            continue;
-        }
-        if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "reel bench: unknown option '%s'\n", a);
-            usage(stderr);
-            return 2;
-        }
-        if (path) {
-            fprintf(stderr, "reel bench: one dataset only ('%s' and '%s')\n", path, a);
-            return 2;
-        }
-        path = a;
-#undef NEED_VALUE
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    INT_OPT("--frames-per-clip", s->sampler.frames_per_clip, 1)
+    INT_OPT("--clips-per-video", s->sampler.clips_per_video, 1)
+    INT_OPT("--stride", s->sampler.frame_stride, 1)
+    INT_OPT("--size", b->size, 1)
+    INT_OPT("--short-side", b->short_side, 1)
+    INT_OPT("--batch", s->batch_size, 1)
+    INT_OPT("--threads", s->decode_threads, 1)
+    INT_OPT("--open-threads", s->open_threads, 1)
+    INT_OPT("--decoder-threads", s->decoder_threads, 1)
+    INT_OPT("--prefetch", s->prefetch_batches, 1)
+    INT_OPT("--rank", s->rank, 0)
+    INT_OPT("--world", s->world_size, 1)
+    INT_OPT("--shuffle-window", s->shuffle_window, 0)
+    ENUM_OPT("--sampler", s->sampler.kind, samplers)
+    ENUM_OPT("--crop", s->transform.crop, crops)
+    ENUM_OPT("--flip", s->transform.flip, flips)
+    ENUM_OPT("--dtype", s->transform.dtype, dtypes)
+    ENUM_OPT("--layout", s->transform.layout, layouts)
+    ENUM_OPT("--on-error", s->on_error, policies)
 #undef INT_OPT
 #undef ENUM_OPT
+    if (!strcmp(a, "--epochs") || !strcmp(a, "--limit") || !strcmp(a, "--seed") || !strcmp(a, "--shuffle") ||
+        !strcmp(a, "--time-limit") || !strcmp(a, "--trace")) {
+        NEED_VALUE();
+        return value_opt(b, a, v) == 2 ? 2 : -1;
     }
-    if (!path) {
+#undef NEED_VALUE
+    if (flag_opt(b, a)) return -1;
+    if (a[0] == '-' && a[1]) {
+        fprintf(stderr, "reel bench: unknown option '%s'\n", a);
+        usage(stderr);
+        return 2;
+    }
+    if (b->path) {
+        fprintf(stderr, "reel bench: one dataset only ('%s' and '%s')\n", b->path, a);
+        return 2;
+    }
+    b->path = a;
+    return -1;
+}
+
+/* Checks the whole and derives the settings that depend on several options. */
+static int finish_args(bench_args *b, bench_opts *o)
+{
+    reel_loader_settings *s = &b->s;
+    if (!b->path) {
         fprintf(stderr, "reel bench: no dataset given\n");
         usage(stderr);
         return 2;
     }
-    if (s.rank >= s.world_size) {
-        fprintf(stderr, "reel bench: --rank %d must be below --world %d\n", s.rank, s.world_size);
+    if (s->rank >= s->world_size) {
+        fprintf(stderr, "reel bench: --rank %d must be below --world %d\n", s->rank, s->world_size);
         return 2;
     }
-    if (s.transform.crop == REEL_CROP_NONE) {
-        s.transform.resize = REEL_RESIZE_EXACT;
-        s.transform.resize_width = s.transform.resize_height = size;
+    if (s->transform.crop == REEL_CROP_NONE) {
+        s->transform.resize = REEL_RESIZE_EXACT;
+        s->transform.resize_width = s->transform.resize_height = b->size;
     } else {
-        s.transform.resize = REEL_RESIZE_SHORT_SIDE;
-        s.transform.short_side = short_side ? short_side : (size * 8 + 6) / 7;
+        s->transform.resize = REEL_RESIZE_SHORT_SIDE;
+        s->transform.short_side = b->short_side ? b->short_side : (b->size * 8 + 6) / 7;
     }
-    s.transform.crop_width = s.transform.crop_height = size;
-    if (index) s.index_mode = REEL_INDEX_READ_WRITE;
-    if (trace) s.trace = 1;
-    if (s.open_threads == 0 && s.decode_threads > 0)
-        s.open_threads = s.decode_threads / 4 > 1 ? s.decode_threads / 4 : 1;
-    o->s = s;
-    o->path = path;
-    o->trace = trace;
-    o->json = json;
-    o->show_progress = show_progress < 0 ? isatty(2) : show_progress;
-    o->limit = limit;
+    s->transform.crop_width = s->transform.crop_height = b->size;
+    if (b->index) s->index_mode = REEL_INDEX_READ_WRITE;
+    if (b->trace) s->trace = 1;
+    if (s->open_threads == 0 && s->decode_threads > 0)
+        s->open_threads = s->decode_threads / 4 > 1 ? s->decode_threads / 4 : 1;
+    o->s = *s;
+    o->path = b->path;
+    o->trace = b->trace;
+    o->json = b->json;
+    o->show_progress = b->show_progress < 0 ? isatty(2) : b->show_progress;
+    o->limit = b->limit;
     return -1;
+}
+
+/* Parses the command line into *o: -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, bench_opts *o)
+{
+    bench_args b;
+    memset(&b, 0, sizeof b);
+    reel_loader_default_settings(&b.s);
+    b.s.transform.crop = REEL_CROP_RANDOM;
+    b.s.transform.flip = REEL_FLIP_RANDOM;
+    b.show_progress = -1;
+    b.size = 224;
+    for (int i = 1; i < argc; i++) {
+        int r = parse_one(&b, argc, argv, &i);
+        if (r >= 0) return r;
+    }
+    return finish_args(&b, o);
 }
 
 /* The dataset at o->path, cut to its first o->limit entries: 0, or 1 after

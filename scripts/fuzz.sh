@@ -22,7 +22,7 @@ if ! command -v clang >/dev/null 2>&1; then
     exit 1
 fi
 [ -x "$reel" ] || bash scripts/cmake_build.sh build >/dev/null || { echo "0 passed, 1 failed"; exit 1; }
-if ! CC=clang bash scripts/cmake_build.sh "$out" -DREEL_FUZZ=ON -DREEL_SANITIZE=address,undefined \
+if ! CC=clang bash scripts/cmake_build.sh "$out" -DREEL_WERROR=ON -DREEL_FUZZ=ON -DREEL_SANITIZE=address,undefined \
         -DREEL_BUILD_TESTS=OFF -DREEL_BUILD_BENCH=OFF -DREEL_BUILD_CLI=OFF >"$out.log" 2>&1; then
     tail -n 30 "$out.log" >&2
     echo "fuzz: the build of $out failed (log: $out.log)" >&2

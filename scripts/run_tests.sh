@@ -18,8 +18,8 @@
 # those counts and pytest's are summed. A binary that crashed, timed out or
 # failed after its summary (e.g. a leak report) counts as one failure more, as
 # does a stage that could not run (e.g. the sanitizer build failing).
-# The LAST line printed is exactly "N passed, N failed" (+ ", N skipped" when
-# any were skipped). Exit status: 0 iff nothing failed.
+# The LAST line printed is exactly "N passed, N failed, N skipped".
+# Exit status: 0 iff nothing failed.
 #
 # Options: --build DIR (default build), --asan DIR (default build-asan),
 #          --build-first, --no-c, --no-asan, --no-tsan, --no-fuzz, --no-python, --no-wheel,
@@ -111,20 +111,19 @@ run_ctest() {
 }
 
 summary_line() {
-    if [ $total_skip -gt 0 ]; then
-        echo "$total_pass passed, $total_fail failed, $total_skip skipped"
-    else
-        echo "$total_pass passed, $total_fail failed"
-    fi
+    echo "$total_pass passed, $total_fail failed, $total_skip skipped"
 }
 
-# Strict mode: in CI (CI=true) a real-video or ffmpeg comparison that would
-# skip (shared videos or the ffmpeg CLI missing) fails instead. REEL_STRICT=0
-# or 1 in the environment overrides.
+# Strict mode (REEL_STRICT=1, which .ci/run sets; CI=true sets it too): a skip
+# fails unless tests/allowed_skips.txt lists it with a reason, so a required
+# tool, server or data set that is missing cannot pass by skipping. Skips
+# nested in a test that ran (one video of a loop) are counted and checked too.
+# REEL_STRICT=0 or 1 in the environment overrides.
 if [ -z "${REEL_STRICT:-}" ] && [ "${CI:-}" = true ]; then
     export REEL_STRICT=1
 fi
-[ "${REEL_STRICT:-0}" = 1 ] && echo "==> strict mode: skipped comparisons fail (REEL_STRICT=1)" >&2
+[ "${REEL_STRICT:-0}" = 1 ] &&
+    echo "==> strict mode (REEL_STRICT=1): only the skips in tests/allowed_skips.txt are allowed" >&2
 
 # ------------------------------------------------------------ format
 # The C sources match .clang-format (one check; `make format` fixes them).
@@ -176,7 +175,7 @@ fi
 if [ $do_tsan -eq 1 ]; then
     if command -v clang >/dev/null 2>&1; then
         echo "==> ThreadSanitizer tree: building $tsan" >&2
-        if ! CC=clang KEEP_GOING=1 bash scripts/cmake_build.sh "$tsan" -DREEL_SANITIZE=thread \
+        if ! CC=clang KEEP_GOING=1 bash scripts/cmake_build.sh "$tsan" -DREEL_WERROR=ON -DREEL_SANITIZE=thread \
             -DREEL_BUILD_CLI=OFF -DREEL_BUILD_BENCH=OFF "-DREEL_TEST_CLI=$build/reel"; then
             note "the ThreadSanitizer build of $tsan failed; testing what could be built"
             total_fail=$((total_fail + 1))
@@ -231,7 +230,8 @@ if [ $do_py -eq 1 ]; then
         fi
         echo "==> pip install -e . (the reel Python package)" >&2
         mkdir -p "$build"
-        pip_flags=(-q -e "$root")
+        # -Werror for the extension too (REEL_WERROR, as the C trees).
+        pip_flags=(-q --config-settings=cmake.define.REEL_WERROR=ON -e "$root")
         python3 -c 'import scikit_build_core' >/dev/null 2>&1 && pip_flags=(--no-build-isolation "${pip_flags[@]}")
         if ! python3 -m pip install "${pip_flags[@]}" >/dev/null 2>"$build/pip-install.log" &&
            ! python3 -m pip install --user --break-system-packages "${pip_flags[@]}" >/dev/null 2>>"$build/pip-install.log"; then

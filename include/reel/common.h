@@ -56,6 +56,26 @@ typedef enum reel_status {
     REEL_E_NO_DATA = -18           /**< an epoch ended with no sample loaded, or under min_coverage */
 } reel_status;
 
+/* Ownership (one rule for every public header):
+ *
+ *  - Borrowed: a pointer the caller hands in (a settings struct, a string,
+ *    an array, a pool, a callback's opaque pointer) stays the caller's.
+ *    reel never frees it, and it must stay valid until the object created
+ *    with it is closed or destroyed (reel may copy it sooner, but does not
+ *    promise to). Fields that follow this rule say "borrowed (common.h)".
+ *  - Returned: a pointer reel hands out (a getter's result, a string in an
+ *    output struct) is reel's; do not free it. It lives as long as the
+ *    object it came from, unless its comment names a shorter life (e.g. a
+ *    batch's, until reel_loader_release). Names and descriptions
+ *    (reel_strerror, reel_version, *_cause_name, the field tables, the
+ *    metrics' stage and bottleneck names) are static: valid forever.
+ *  - Allocated for the caller: memory a call allocates and hands over
+ *    (a char ** output) is freed with reel_free. */
+
+/** The lowest status code: REEL_E_LAST <= status <= REEL_OK for every
+ *  status (moves with each new code; for tables indexed by -status). */
+#define REEL_E_LAST REEL_E_NO_DATA
+
 /** Size of the message buffer inside reel_error. */
 #define REEL_ERROR_MSG_SIZE 512
 
@@ -64,9 +84,35 @@ typedef enum reel_status {
  *  "<file>: <reason>". On success it is left untouched. Plain data: copy,
  *  stack-allocate, share freely. */
 typedef struct reel_error {
-    int status;
+    reel_status status;
     char message[REEL_ERROR_MSG_SIZE];
 } reel_error;
+
+/** How a field of a public struct is stored (reel_field). */
+typedef enum reel_field_type {
+    REEL_FIELD_INT = 0,     /**< int, or a C enum */
+    REEL_FIELD_INT64 = 1,   /**< int64_t */
+    REEL_FIELD_UINT64 = 2,  /**< uint64_t */
+    REEL_FIELD_SIZE = 3,    /**< size_t */
+    REEL_FIELD_DOUBLE = 4,  /**< double */
+    REEL_FIELD_FLOAT = 5,   /**< float */
+    REEL_FIELD_FLOAT3 = 6,  /**< float[3] */
+    REEL_FIELD_STRING = 7,  /**< const char * (NULL: "") */
+    REEL_FIELD_BY_CAUSE = 8 /**< int64_t[REEL_REMOTE_CAUSE_COUNT], keyed by reel_remote_cause_name() */
+} reel_field_type;
+
+/** One field of a public struct, by name. The settings and metrics structs
+ *  publish one table each (reel_loader_settings_fields(),
+ *  reel_loader_metrics_fields(), reel_remote_settings_fields(), ...): the
+ *  JSON writers, the Python binding and the docs read these tables, so a
+ *  field list is written once. Names with a dot ("sampler.frames_per_clip",
+ *  "remote.requests") are nested: one object per prefix. The tables are
+ *  static: never freed, valid for the life of the process. */
+typedef struct reel_field {
+    const char *name;     /**< the key in JSON, Python and the docs */
+    reel_field_type type; /**< how it is stored */
+    size_t offset;        /**< offsetof(struct, field) */
+} reel_field;
 
 /** An opaque decoded frame, as handed to a reel_frame_fn visitor (see
  *  reel/decoder.h); its getters are in reel/convert.h. Valid only during the

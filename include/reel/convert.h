@@ -138,8 +138,8 @@ REEL_API void reel_converter_destroy(reel_converter **conv);
  *  (after rotation if requested), in pixels and in bytes for one frame
  *  laid out densely. Fails with REEL_E_INVALID_ARG if the crop falls
  *  outside the frame or a size is not positive. */
-REEL_API int reel_transform_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h,
-                                        size_t *bytes, reel_error *err);
+REEL_API int reel_transform_get_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h,
+                                            size_t *bytes, reel_error *err);
 
 /** Converts one visited frame into `dst` per `t`. `dst_size` is the number
  *  of bytes available at dst (checked when strides are derived). */

@@ -73,7 +73,8 @@ typedef struct reel_decoder_settings {
     int (*interrupt)(void *opaque);
     void *interrupt_opaque; /**< passed to interrupt */
     /** http(s):// and s3:// paths: how the object is fetched (reel/io.h);
-     *  NULL (default): reel_remote_default_settings(). */
+     *  borrowed (common.h), its strings and pool too. NULL (default):
+     *  reel_remote_default_settings(). */
     const struct reel_remote_settings *remote;
     /** A video at a URL adds every request made for it here (requests,
      *  retries, failures, bytes, durations) when it is closed, or when
@@ -193,13 +194,14 @@ REEL_API int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_
 /** The stream's metadata. The pointer lives as long as the decoder. */
 REEL_API const reel_video_info *reel_decoder_get_info(const reel_decoder *dec);
 
-/** The name given at open (the path for files). */
+/** The name given at open (the path for files). Lives as long as the decoder. */
 REEL_API const char *reel_decoder_get_name(const reel_decoder *dec);
 
-/** The exact frame table: num_frames rows in presentation order. */
+/** The exact frame table: num_frames rows in presentation order. Lives as
+ *  long as the decoder. */
 REEL_API const reel_frame_entry *reel_decoder_get_frame_table(const reel_decoder *dec, int64_t *count);
 
-/** Frame indices of the keyframes, ascending. */
+/** Frame indices of the keyframes, ascending. Lives as long as the decoder. */
 REEL_API const int64_t *reel_decoder_get_keyframes(const reel_decoder *dec, int64_t *count);
 
 /** Seconds -> frame index: the frame whose [pts, pts+duration) holds t.

@@ -124,10 +124,25 @@ static inline void reel_transform_default(reel_transform *t)
     reel_transform_default_settings(t);
 }
 
+REEL_DEPRECATED("use reel_loader_get_failures_by_cause")
+static inline int64_t reel_loader_failures_by_cause(const reel_loader *l, int status)
+{
+    return reel_loader_get_failures_by_cause(l, status);
+}
+REEL_DEPRECATED("use reel_transform_get_output_size")
+static inline int reel_transform_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h,
+                                             size_t *bytes, reel_error *err)
+{
+    return reel_transform_get_output_size(t, src_w, src_h, out_w, out_h, bytes, err);
+}
+
 /* enum values: REEL_RESIZE_MODE_* (where the resize happens) is apart from
- * REEL_RESIZE_* of reel_resize_kind (what the resize is) */
-#define REEL_RESIZE_FUSED     REEL_RESIZE_MODE_FUSED
-#define REEL_RESIZE_AFTER_RGB REEL_RESIZE_MODE_AFTER_RGB
+ * REEL_RESIZE_* of reel_resize_kind (what the resize is). Deprecated
+ * enumerators (not macros), so that using one warns like the functions. */
+enum reel_deprecated_enum_values {
+    REEL_RESIZE_FUSED REEL_DEPRECATED("use REEL_RESIZE_MODE_FUSED") = REEL_RESIZE_MODE_FUSED,
+    REEL_RESIZE_AFTER_RGB REEL_DEPRECATED("use REEL_RESIZE_MODE_AFTER_RGB") = REEL_RESIZE_MODE_AFTER_RGB
+};
 
 #ifdef __cplusplus
 }

@@ -56,9 +56,9 @@ typedef struct reel_remote_settings {
     size_t readahead_max;       /**< readahead grows to this on sequential reads; default 8 MiB */
     size_t whole_object_max;    /**< objects up to this size are fetched whole; default 16 MiB */
     int verify_tls;             /**< verify certificates; default 1 */
-    const char *ca_bundle;      /**< a CA bundle file; NULL: the system's */
-    const char *bearer_token;   /**< http(s): "Authorization: Bearer ..."; NULL: none */
-    const char *const *headers; /**< extra "Name: value" headers, NULL-terminated; NULL: none */
+    const char *ca_bundle;      /**< a CA bundle file, borrowed (common.h); NULL: the system's */
+    const char *bearer_token;   /**< http(s): "Authorization: Bearer ...", borrowed; NULL: none */
+    const char *const *headers; /**< extra "Name: value" headers, NULL-terminated, borrowed; NULL: none */
     /** Objects opened with the same pool share kept-alive connections, one DNS
      *  cache and one TLS session cache, and one budget of bytes fetched ahead
      *  (see reel_remote_pool_create). NULL: each object has its own connection
@@ -142,6 +142,14 @@ REEL_API void reel_remote_stats_add(reel_remote_stats *a, const reel_remote_stat
 
 /** Fills `s` with the defaults documented on each field. */
 REEL_API void reel_remote_default_settings(reel_remote_settings *s);
+
+/** The fields of reel_remote_settings that are set by name (the Python
+ *  binding's remote={...} keys), *count of them. Static (see reel_field). */
+REEL_API const reel_field *reel_remote_settings_fields(size_t *count);
+
+/** The counters of reel_remote_stats by name, as the metrics report them
+ *  (the latency histogram is summed up as quantiles instead). Static. */
+REEL_API const reel_field *reel_remote_stats_fields(size_t *count);
 
 /** Writes `url` as reel's messages show it into out[size]: user info and
  *  any query string or fragment replaced by "***" (a local path unchanged),

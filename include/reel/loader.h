@@ -109,7 +109,7 @@ typedef enum reel_error_policy {
 typedef struct reel_failure {
     char path[1024];
     char reason[REEL_ERROR_MSG_SIZE]; /**< "<path>: <reason>" */
-    int status;
+    reel_status status;
     int64_t epoch;
     int64_t position;
     int64_t sample;
@@ -149,7 +149,7 @@ typedef struct reel_loader_settings {
     int decoder_threads;  /**< FFmpeg threads inside each decoder; default 1 */
     int prefetch_batches; /**< batch buffers in the ring; 0: 2 + ceil(decode_threads / batch_size) */
     int queue_capacity;   /**< bound of each stage's input queue; 0: auto */
-    size_t alignment;     /**< batch buffer alignment in bytes (power of two); default 4096 */
+    size_t alignment;     /**< batch buffer alignment in bytes (power of two); default 4096 (0: the default) */
 
     reel_index_mode index_mode;         /**< reel_index_mode for opening videos; default REEL_INDEX_READ */
     reel_corrupt_policy corrupt_policy; /**< reel_corrupt_policy; default REEL_CORRUPT_FAIL */
@@ -194,8 +194,8 @@ typedef struct reel_loader_settings {
      *  and drop_last/padding apply to it unchanged. Ignored without shuffle. */
     int64_t shuffle_window;
     /** Videos and shards at http(s)/s3 URLs: timeouts, retries, readahead,
-     *  TLS (copied by reel_loader_create; its strings must outlive the
-     *  loader). NULL (default): reel_remote_default_settings(). */
+     *  TLS; borrowed (common.h), its strings and pool too. NULL (default):
+     *  reel_remote_default_settings(). */
     const struct reel_remote_settings *remote;
     /** The canonical layout of the order (reel/order.h): spans and the
      *  samples taken from each in turn. 0 (default): this run's world_size
@@ -229,7 +229,8 @@ typedef struct reel_loader_settings {
  *  uint8 [B,T,C,H,W], batches of 32). */
 REEL_API void reel_loader_default_settings(reel_loader_settings *s);
 
-/** Per-clip description of a batch row. Pointers live until release. */
+/** Per-clip description of a batch row. Its pointers (path, frame_indices,
+ *  pts) are the loader's and live until the batch is released. */
 typedef struct reel_clip_info {
     int64_t sample;    /**< dataset index that was decoded */
     int64_t requested; /**< dataset index the sampler chose (differs after a replacement) */
@@ -304,8 +305,13 @@ typedef struct reel_loader_checkpoint {
 } reel_loader_checkpoint;
 
 
-/** Pipeline stages, for metrics. */
-enum { REEL_STAGE_OPEN = 0, REEL_STAGE_DECODE = 1, REEL_STAGE_COLLATE = 2, REEL_STAGE_COUNT = 3 };
+/** Pipeline stages, for metrics (reel_loader_metrics.stages[stage]). */
+typedef enum reel_stage {
+    REEL_STAGE_OPEN = 0,
+    REEL_STAGE_DECODE = 1,
+    REEL_STAGE_COLLATE = 2,
+    REEL_STAGE_COUNT = 3
+} reel_stage;
 
 typedef struct reel_stage_metrics {
     /** The source's stage names: "open" (videos), "read" (stores) or
@@ -337,7 +343,7 @@ typedef struct reel_loader_metrics {
     int64_t rss_bytes;       /**< now */
     int64_t peak_rss_bytes;  /**< process peak (VmHWM) */
     int64_t ring_bytes;      /**< batch buffers */
-    const char *ring_memory; /**< "pinned" (every batch buffer page-locked), "plain" or "mixed" */
+    const char *ring_memory; /**< "pinned" (every batch buffer page-locked), "plain" or "mixed"; static */
     double data_time_s;      /**< consumer time blocked in reel_loader_next */
     double model_time_s;     /**< consumer time between a batch and the next request */
     reel_stage_metrics stages[REEL_STAGE_COUNT];
@@ -414,6 +420,24 @@ REEL_API int reel_loader_get_state(const reel_loader *l, reel_loader_state *stat
  *  mode). reel_loader_restore_checkpoint() is the elastic successor. */
 REEL_API int reel_loader_restore(reel_loader *l, const reel_loader_state *state, reel_error *err);
 
+/** The settings by name ("sampler.frames_per_clip", "batch_size", ...):
+ *  every field of reel_loader_settings but the callback, its opaque
+ *  pointer and `remote` (see reel_remote_settings_fields). Static (see
+ *  reel_field); *count gets the number of entries. */
+REEL_API const reel_field *reel_loader_settings_fields(size_t *count);
+
+/** The metrics by name, as reel_loader_get_metrics_json() writes them and
+ *  the Python binding returns them: the scalars of reel_loader_metrics
+ *  ("decode_amplification" for .amplification, "failure_count" for
+ *  .failures) and the remote counters as "remote.<name>". The stages are
+ *  the list "stages" (reel_stage_metrics_fields); the failure records
+ *  "failures", their counts "failures_by_cause" and "failed_not_listed"
+ *  come from the failure log. Static. */
+REEL_API const reel_field *reel_loader_metrics_fields(size_t *count);
+
+/** The fields of one entry of "stages" (reel_stage_metrics). Static. */
+REEL_API const reel_field *reel_stage_metrics_fields(size_t *count);
+
 /** The elastic checkpoint after the last batch handed out (in unordered
  *  mode: after the first gap). Once an epoch's last batch is out, it is the
  *  next epoch with samples_seen 0. */
@@ -442,11 +466,11 @@ REEL_API int reel_order_create_for_dataset(reel_order **out, reel_dataset *ds, c
                                            reel_error *err);
 
 /** A snapshot of the metrics. */
-REEL_API int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m);
+REEL_API int reel_loader_get_metrics(const reel_loader *l, reel_loader_metrics *m);
 
 /** Metrics plus the failure list as one JSON object in *json (free with
  *  reel_free). */
-REEL_API int reel_loader_get_metrics_json(reel_loader *l, char **json, reel_error *err);
+REEL_API int reel_loader_get_metrics_json(const reel_loader *l, char **json, reel_error *err);
 
 /** Writes the recorded events as a Chrome trace (JSON object format) with
  *  one track per thread, for Perfetto or chrome://tracing. Needs
@@ -456,11 +480,11 @@ REEL_API int reel_loader_write_trace(reel_loader *l, const char *path, reel_erro
 /** Number of failure records kept: the most recent failed attempts (at most
  *  settings.failure_log_size), oldest first; reel_loader_metrics.failures
  *  counts them all. */
-REEL_API int64_t reel_loader_get_num_failures(reel_loader *l);
+REEL_API int64_t reel_loader_get_num_failures(const reel_loader *l);
 
 /** Failures with this status seen in the whole run (all causes are also in
  *  the metrics JSON, "failures_by_cause"). */
-REEL_API int64_t reel_loader_failures_by_cause(reel_loader *l, int status);
+REEL_API int64_t reel_loader_get_failures_by_cause(const reel_loader *l, int status);
 
 /** The failure that the last reel_loader_next() (or _next_timed()) call
  *  returned under REEL_ON_ERROR_RAISE: the sample's path, reason, status,
@@ -470,7 +494,7 @@ REEL_API int64_t reel_loader_failures_by_cause(reel_loader *l, int status);
 REEL_API int reel_loader_get_raised_failure(reel_loader *l, reel_failure *out, reel_error *err);
 
 /** Copies failure record i into *out. */
-REEL_API int reel_loader_get_failure(reel_loader *l, int64_t i, reel_failure *out, reel_error *err);
+REEL_API int reel_loader_get_failure(const reel_loader *l, int64_t i, reel_failure *out, reel_error *err);
 
 /** Stops every thread (mid-epoch is fine), joins them and frees everything,
  *  batch buffers included: release or stop using held batches first.

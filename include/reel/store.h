@@ -145,7 +145,7 @@ typedef struct reel_store_record {
     int64_t label;                    /**< class index (sorted class names), or the
                                     manifest's integer label; -1: none */
     const char *class_name;           /**< "" when labels are integers or absent */
-    int status;                       /**< REEL_OK, or why the video could not be packed */
+    reel_status status;               /**< REEL_OK, or why the video could not be packed */
     const char *reason;               /**< "" or the failure message */
     int64_t num_frames;               /**< stored frames */
     int width, height;                /**< stored size */
@@ -203,8 +203,9 @@ typedef struct reel_store_reader_settings {
     void *interrupt_opaque;
     int decoder_threads; /**< H264 records; default 1 */
     int verify;          /**< check each frame's checksum on read; default 1 */
-    /** Shards at http(s)/s3 URLs: timeouts, retries, TLS (must outlive the
-     *  reader); NULL (default): reel_remote_default_settings(). */
+    /** Shards at http(s)/s3 URLs: timeouts, retries, TLS; borrowed
+     *  (common.h), its strings and pool too. NULL (default):
+     *  reel_remote_default_settings(). */
     const struct reel_remote_settings *remote;
     uint8_t reserved[64];
 } reel_store_reader_settings;

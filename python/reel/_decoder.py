@@ -87,7 +87,7 @@ class VideoMetadata:
             num_frames=d["num_frames"], num_keyframes=d["num_keyframes"],
             bit_rate=d["bit_rate"] or None,
             file_size=d["file_size"] if d["file_size"] >= 0 else None,
-            index_source=opt.INDEX_SOURCES[src] if 0 <= src < len(opt.INDEX_SOURCES) else str(src),
+            index_source=opt.INDEX_SOURCES.get(src, str(src)),
         )
 
 

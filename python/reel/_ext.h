@@ -161,6 +161,14 @@ PyObject *raise_err(reel_state *st, int status, const reel_error *err, const cha
 int dict_set(PyObject *d, const char *key, PyObject *v);
 double *parse_double_seq(PyObject *obj, Py_ssize_t *n_out, const char *what); /* PyMem_Free */
 int64_t *parse_int64_seq(PyObject *obj, Py_ssize_t *n_out, const char *what); /* PyMem_Free */
+/* _ext_fields.c: structs by their reel_field tables */
+PyObject *rx_field_load(const void *base, const reel_field *f);
+int rx_field_store(void *base, const reel_field *f, PyObject *v); /* not strings */
+const reel_field *rx_field_find(const reel_field *t, size_t n, const char *name);
+/* {name: value}; nested: "group.key" names go into a dict d["group"] */
+PyObject *rx_fields_dict(const reel_field *t, size_t n, const void *base, int nested);
+PyObject *mod_fields(PyObject *module, PyObject *arg);
+PyObject *mod_remote_defaults(PyObject *module, PyObject *unused);
 /* _ext_frames.c */
 FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *shape);
 FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype, int ndim, const int64_t *shape);

@@ -1,244 +1,11 @@
 /* _ext_decoder.c: reel._reel.Decoder, one open video with a fixed output
  * transform; every decode releases the GIL (file-like sources re-take it). */
-#include "_ext.h"
-
-/* ======================================================================
- * Decoder: one open video, its fixed output transform, a lock (the C
- * decoder is single-threaded; calls release the GIL), and the source kept
- * alive: a path, a buffer (memory) or a seekable file-like object.
- * ====================================================================== */
-
-enum { SRC_PATH = 0, SRC_MEMORY = 1, SRC_FILE = 2 };
-
-typedef struct DecoderObject {
-    PyObject_HEAD reel_decoder *dec;
-    PyThread_type_lock lock;
-    pid_t pid;       /* process that opened dec */
-    int need_reopen; /* forked: reopen in this process before use */
-    int closed;
-    int kind;
-    PyObject *source; /* bytes path, buffer owner or file object */
-    Py_buffer view;   /* SRC_MEMORY */
-    int have_view;
-    PyObject *name;            /* bytes: name used in messages */
-    PyObject *index_path;      /* bytes or NULL */
-    PyObject *io_error;        /* first exception raised by a file-like callback */
-    int64_t io_size;           /* cached size of a file-like source; -2 unknown */
-    int64_t next_signal_check; /* rx_clock_ns() of dec_interrupt's next look */
-    int use_readinto;          /* the file-like object has readinto() */
-    reel_decoder_settings settings;
-    reel_remote_settings remote;    /* settings.remote points here when given */
-    char *ca_bundle, *bearer_token; /* its strings */
-    reel_transform transform;
-    int out_w, out_h;
-    size_t frame_bytes;
-    reel_decode_stats stats;
-    PyObject *weakreflist;
-} DecoderObject;
-
-static const char *dec_name(DecoderObject *self)
-{
-    return self->name ? PyBytes_AS_STRING(self->name) : "<video>";
-}
-
-static void save_io_error(DecoderObject *self)
-{
-    PyObject *t, *v, *tb;
-    PyErr_Fetch(&t, &v, &tb);
-    PyErr_NormalizeException(&t, &v, &tb);
-    if (v && tb) PyException_SetTraceback(v, tb);
-    if (!self->io_error && v) self->io_error = Py_NewRef(v);
-    Py_XDECREF(t);
-    Py_XDECREF(v);
-    Py_XDECREF(tb);
-}
-
-/* The decoder's interrupt callback (reel_decoder_settings.interrupt): at
- * most every 0.1 s of a call, take the GIL back for a moment to run signal
- * handlers, so Ctrl-C stops a long decode with KeyboardInterrupt (kept like
- * a file-like callback's exception and re-raised as is). Runs in the thread
- * that called the decoder; handlers run only in the main thread. */
-static int dec_interrupt(void *opaque)
-{
-    DecoderObject *self = opaque;
-    int64_t now = rx_clock_ns();
-    if (now < self->next_signal_check) return 0;
-    self->next_signal_check = now + 100000000;
-    PyGILState_STATE g = PyGILState_Ensure();
-    int stop = 0;
-    if (PyErr_CheckSignals() < 0) {
-        save_io_error(self);
-        stop = 1;
-    }
-    PyGILState_Release(g);
-    return stop;
-}
-
-/* reel_io callbacks for file-like sources: they run in the thread that
- * called the decoder, which released the GIL; take it back for the call. */
-static int io_read(void *opaque, uint8_t *buf, int size)
-{
-    DecoderObject *self = opaque;
-    PyGILState_STATE g = PyGILState_Ensure();
-    long long n = -1;
-    if (!self->io_error) {
-        PyObject *res = NULL;
-        if (self->use_readinto) {
-            PyObject *mv = PyMemoryView_FromMemory((char *)buf, size, PyBUF_WRITE);
-            if (mv) {
-                res = PyObject_CallMethod(self->source, "readinto", "O", mv);
-                /* Invalidate the view: the buffer is FFmpeg's. A failing
-                 * release means the file object kept an export of it. */
-                PyObject *et, *ev, *etb;
-                PyErr_Fetch(&et, &ev, &etb);
-                PyObject *rel = PyObject_CallMethod(mv, "release", NULL);
-                if (!rel) {
-                    PyErr_Clear();
-                    if (!et) {
-                        Py_CLEAR(res);
-                        PyErr_SetString(PyExc_BufferError, "reel: readinto() kept a reference to the read buffer");
-                        PyErr_Fetch(&et, &ev, &etb);
-                    }
-                }
-                Py_XDECREF(rel);
-                PyErr_Restore(et, ev, etb);
-                Py_DECREF(mv);
-            }
-            if (res) {
-                if (res == Py_None) {
-                    PyErr_SetString(PyExc_BlockingIOError,
-                                    "reel: readinto() returned None (non-blocking file without data)");
-                } else {
-                    n = PyLong_AsLongLong(res);
-                    if (n < 0 || n > size) {
-                        if (!PyErr_Occurred())
-                            PyErr_Format(PyExc_ValueError, "reel: readinto() returned %lld for a %d-byte buffer", n,
-                                         size);
-                        n = -1;
-                    }
-                }
-            }
-        } else {
-            res = PyObject_CallMethod(self->source, "read", "i", size);
-            if (res) {
-                Py_buffer b;
-                if (PyObject_GetBuffer(res, &b, PyBUF_SIMPLE) == 0) {
-                    if (b.len > size) {
-                        PyErr_Format(PyExc_ValueError, "reel: read(%d) returned %zd bytes", size, b.len);
-                    } else {
-                        memcpy(buf, b.buf, (size_t)b.len);
-                        n = b.len;
-                    }
-                    PyBuffer_Release(&b);
-                }
-            }
-        }
-        Py_XDECREF(res);
-        if (PyErr_Occurred()) {
-            save_io_error(self);
-            n = -1;
-        }
-    }
-    PyGILState_Release(g);
-    return (int)n;
-}
-
-static int64_t call_seek(PyObject *f, int64_t off, int whence)
-{
-    PyObject *res = PyObject_CallMethod(f, "seek", "Li", (long long)off, whence);
-    if (!res) return -1;
-    if (res == Py_None) {
-        Py_DECREF(res);
-        res = PyObject_CallMethod(f, "tell", NULL);
-        if (!res) return -1;
-    }
-    long long v = PyLong_AsLongLong(res);
-    Py_DECREF(res);
-    return v;
-}
-
-static int64_t io_seek(void *opaque, int64_t offset, int whence)
-{
-    DecoderObject *self = opaque;
-    PyGILState_STATE g = PyGILState_Ensure();
-    int64_t r = -1;
-    if (!self->io_error) {
-        if (whence == REEL_SEEK_SIZE) {
-            if (self->io_size >= -1) {
-                r = self->io_size;
-            } else {
-                int64_t cur = call_seek(self->source, 0, SEEK_CUR);
-                int64_t end = cur >= 0 ? call_seek(self->source, 0, SEEK_END) : -1;
-                if (end >= 0 && call_seek(self->source, cur, SEEK_SET) >= 0) r = end;
-                if (PyErr_Occurred()) {
-                    PyErr_Clear(); /* size unknown is allowed */
-                    r = -1;
-                }
-                self->io_size = r;
-            }
-        } else {
-            r = call_seek(self->source, offset, whence);
-            if (PyErr_Occurred()) {
-                save_io_error(self);
-                r = -1;
-            }
-        }
-    }
-    PyGILState_Release(g);
-    return r;
-}
-
-/* Fills `err` like the library does for a file object that cannot rewind. */
-static int rewind_failed(reel_error *err, const char *name)
-{
-    err->status = REEL_E_IO;
-    snprintf(err->message, sizeof err->message, "%s: cannot seek to the start of the file object", name);
-    return REEL_E_IO;
-}
-
-/* Opens self->dec from the stored source, with the GIL released. */
-static int decoder_open_source(DecoderObject *self, reel_error *err)
-{
-    int r;
-    reel_decoder *dec = NULL;
-    if (self->kind == SRC_PATH) {
-        const char *path = PyBytes_AS_STRING(self->source);
-        Py_BEGIN_ALLOW_THREADS r = reel_decoder_open(&dec, path, &self->settings, err);
-        Py_END_ALLOW_THREADS
-    } else if (self->kind == SRC_MEMORY) {
-        const void *data = self->view.buf;
-        size_t size = (size_t)self->view.len;
-        const char *name = dec_name(self);
-        Py_BEGIN_ALLOW_THREADS r = reel_decoder_open_memory(&dec, data, size, name, &self->settings, err);
-        Py_END_ALLOW_THREADS
-    } else {
-        reel_io io = { .opaque = self, .read = io_read, .seek = io_seek };
-        const char *name = dec_name(self);
-        self->io_size = -2;
-        /* FFmpeg takes the stream to start where reading starts: rewind (a
-         * reopen after fork finds the file wherever the parent left it). */
-        if (call_seek(self->source, 0, SEEK_SET) < 0) {
-            save_io_error(self);
-            return rewind_failed(err, name);
-        }
-        Py_BEGIN_ALLOW_THREADS r = reel_decoder_open_io(&dec, &io, name, &self->settings, err);
-        Py_END_ALLOW_THREADS
-    }
-    if (r == REEL_OK) self->dec = dec;
-    return r;
-}
-
-static PyObject *take_io_error(DecoderObject *self)
-{
-    PyObject *e = self->io_error;
-    self->io_error = NULL;
-    return e;
-}
+#include "_ext_decoder.h"
 
 static PyObject *raise_decoder(DecoderObject *self, int status, const reel_error *err)
 {
     reel_state *st = state_of((PyObject *)self);
-    PyObject *cause = take_io_error(self);
+    PyObject *cause = rx_dec_take_io_error(self);
     if (!st) {
         Py_XDECREF(cause);
         return NULL;
@@ -249,7 +16,7 @@ static PyObject *raise_decoder(DecoderObject *self, int status, const reel_error
         Py_DECREF(cause);
         return NULL;
     }
-    return raise_reel(st, status, err && err->status != REEL_OK ? err->message : NULL, dec_name(self), cause);
+    return raise_reel(st, status, err && err->status != REEL_OK ? err->message : NULL, rx_dec_name(self), cause);
 }
 
 /* Takes the decoder for one call: checks the process (a forked child gets a
@@ -284,7 +51,7 @@ static int decoder_acquire(DecoderObject *self)
     if (self->need_reopen) {
         reel_error err;
         reel_error_clear(&err);
-        int r = decoder_open_source(self, &err);
+        int r = rx_decoder_open_source(self, &err);
         if (r != REEL_OK) {
             PyThread_release_lock(self->lock);
             raise_decoder(self, r, &err);
@@ -294,7 +61,7 @@ static int decoder_acquire(DecoderObject *self)
     }
     if (!self->dec) {
         PyThread_release_lock(self->lock);
-        PyErr_Format(PyExc_ValueError, "%s: the decoder is closed", dec_name(self));
+        PyErr_Format(PyExc_ValueError, "%s: the decoder is closed", rx_dec_name(self));
         return -1;
     }
     Py_CLEAR(self->io_error);
@@ -367,7 +134,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
         if (rx_remote_from_dict(remote, &self->remote, &self->ca_bundle, &self->bearer_token) < 0) return -1;
         self->settings.remote = &self->remote;
     }
-    self->settings.interrupt = dec_interrupt;
+    self->settings.interrupt = rx_dec_interrupt;
     self->settings.interrupt_opaque = self;
     self->settings.stream_index = stream;
     self->settings.threads = threads;
@@ -426,7 +193,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     reel_error err;
     reel_error_clear(&err);
     PyThread_acquire_lock(self->lock, WAIT_LOCK); /* new: nobody else holds it */
-    int r = decoder_open_source(self, &err);
+    int r = rx_decoder_open_source(self, &err);
     if (r == REEL_OK)
         r = reel_decoder_get_output_size(self->dec, t, &self->out_w, &self->out_h, &self->frame_bytes, &err);
     if (r != REEL_OK) reel_decoder_close(&self->dec);
@@ -511,7 +278,7 @@ static PyObject *decoder_get_closed(DecoderObject *self, void *c)
 static PyObject *decoder_get_name(DecoderObject *self, void *c)
 {
     (void)c;
-    return PyUnicode_DecodeFSDefault(dec_name(self));
+    return PyUnicode_DecodeFSDefault(rx_dec_name(self));
 }
 
 static PyObject *decoder_get_frame_shape(DecoderObject *self, void *c)
@@ -538,7 +305,7 @@ static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
     if (decoder_acquire(self) < 0) return NULL;
     const reel_video_info *i = reel_decoder_get_info(self->dec);
     PyObject *d = PyDict_New();
-    int ok = d && dict_set(d, "name", PyUnicode_DecodeFSDefault(dec_name(self))) == 0 &&
+    int ok = d && dict_set(d, "name", PyUnicode_DecodeFSDefault(rx_dec_name(self))) == 0 &&
              dict_set(d, "codec", str_or_empty(i->codec)) == 0 &&
              dict_set(d, "profile", str_or_empty(i->profile)) == 0 &&
              dict_set(d, "pix_fmt", str_or_empty(i->pix_fmt)) == 0 &&
@@ -639,7 +406,7 @@ static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObj
     v.time_base_den = info->time_base_den;
     v.average_fps = info->avg_fps_den > 0 ? (double)info->avg_fps_num / info->avg_fps_den : 0;
     v.segment_end = -1;
-    v.name = dec_name(self);
+    v.name = rx_dec_name(self);
     size_t n = (size_t)s.clips_per_video * (size_t)s.frames_per_clip;
     int64_t *out = PyMem_Malloc(n * sizeof *out);
     if (!out) {

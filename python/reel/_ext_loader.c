@@ -32,153 +32,9 @@ typedef struct BatchHandleObject {
     PyObject *weakreflist;
 } BatchHandleObject;
 
-/* Settings by name: a static table over reel_loader_settings, so Python
- * passes {"sampler.frames_per_clip": 8, ...} and unknown names are errors. */
-typedef struct setting_field {
-    const char *name;
-    size_t offset;
-    char type; /* i int, I int64, U uint64, d double, f float, 3 float[3], z size_t */
-} setting_field;
-
-#define SF(n, m, t)                             \
-    {                                           \
-        n, offsetof(reel_loader_settings, m), t \
-    }
-static const setting_field loader_fields[] = {
-    SF("sampler.kind", sampler.kind, 'i'),
-    SF("sampler.clips_per_video", sampler.clips_per_video, 'i'),
-    SF("sampler.frames_per_clip", sampler.frames_per_clip, 'i'),
-    SF("sampler.frame_stride", sampler.frame_stride, 'i'),
-    SF("sampler.seconds_between_frames", sampler.seconds_between_frames, 'd'),
-    SF("sampler.range_start", sampler.range_start, 'd'),
-    SF("sampler.range_end", sampler.range_end, 'd'),
-    SF("sampler.policy", sampler.policy, 'i'),
-    SF("transform.resize", transform.resize, 'i'),
-    SF("transform.short_side", transform.short_side, 'i'),
-    SF("transform.resize_width", transform.resize_width, 'i'),
-    SF("transform.resize_height", transform.resize_height, 'i'),
-    SF("transform.crop", transform.crop, 'i'),
-    SF("transform.crop_width", transform.crop_width, 'i'),
-    SF("transform.crop_height", transform.crop_height, 'i'),
-    SF("transform.scale_min", transform.scale_min, 'd'),
-    SF("transform.scale_max", transform.scale_max, 'd'),
-    SF("transform.ratio_min", transform.ratio_min, 'd'),
-    SF("transform.ratio_max", transform.ratio_max, 'd'),
-    SF("transform.flip", transform.flip, 'i'),
-    SF("transform.flip_probability", transform.flip_probability, 'd'),
-    SF("transform.filter", transform.filter, 'i'),
-    SF("transform.resize_mode", transform.resize_mode, 'i'),
-    SF("transform.apply_rotation", transform.apply_rotation, 'i'),
-    SF("transform.dtype", transform.dtype, 'i'),
-    SF("transform.layout", transform.layout, 'i'),
-    SF("transform.scale", transform.scale, 'f'),
-    SF("transform.mean", transform.mean, '3'),
-    SF("transform.std", transform.std, '3'),
-    SF("batch_size", batch_size, 'i'),
-    SF("drop_last", drop_last, 'i'),
-    SF("shuffle", shuffle, 'i'),
-    SF("seed", seed, 'U'),
-    SF("epochs", epochs, 'I'),
-    SF("rank", rank, 'i'),
-    SF("world_size", world_size, 'i'),
-    SF("shard_mode", shard_mode, 'i'),
-    SF("ordered", ordered, 'i'),
-    SF("on_error", on_error, 'i'),
-    SF("max_replacements", max_replacements, 'i'),
-    SF("sample_time_limit", sample_time_limit, 'd'),
-    SF("min_coverage", min_coverage, 'd'),
-    SF("failure_log_size", failure_log_size, 'i'),
-    SF("open_threads", open_threads, 'i'),
-    SF("decode_threads", decode_threads, 'i'),
-    SF("collate_threads", collate_threads, 'i'),
-    SF("decoder_threads", decoder_threads, 'i'),
-    SF("prefetch_batches", prefetch_batches, 'i'),
-    SF("queue_capacity", queue_capacity, 'i'),
-    SF("alignment", alignment, 'z'),
-    SF("index_mode", index_mode, 'i'),
-    SF("corrupt_policy", corrupt_policy, 'i'),
-    SF("trace", trace, 'i'),
-    SF("trace_capacity", trace_capacity, 'i'),
-    SF("pin_memory", pin_memory, 'i'),
-    SF("shuffle_window", shuffle_window, 'I'),
-    SF("canonical_ranks", canonical_ranks, 'i'),
-    SF("canonical_batch", canonical_batch, 'i'),
-    SF("num_workers", num_workers, 'i'),
-    SF("worker", worker, 'i'),
-    SF("first_epoch", first_epoch, 'I'),
-};
-#undef SF
-#define N_LOADER_FIELDS (sizeof loader_fields / sizeof loader_fields[0])
-
-
-static int setting_store(void *base, const setting_field *f, PyObject *v)
-{
-    char *p = (char *)base + f->offset;
-    switch (f->type) {
-    case 'i': {
-        long x = PyLong_AsLong(v);
-        if (x == -1 && PyErr_Occurred()) return -1;
-        if (x < INT32_MIN || x > INT32_MAX) {
-            PyErr_Format(PyExc_OverflowError, "%s out of range", f->name);
-            return -1;
-        }
-        *(int *)p = (int)x;
-        return 0;
-    }
-    case 'I': {
-        long long x = PyLong_AsLongLong(v);
-        if (x == -1 && PyErr_Occurred()) return -1;
-        *(int64_t *)p = x;
-        return 0;
-    }
-    case 'U': {
-        unsigned long long x = PyLong_AsUnsignedLongLongMask(v);
-        if (x == (unsigned long long)-1 && PyErr_Occurred()) return -1;
-        *(uint64_t *)p = x;
-        return 0;
-    }
-    case 'z': {
-        size_t x = PyLong_AsSize_t(v);
-        if (x == (size_t)-1 && PyErr_Occurred()) return -1;
-        *(size_t *)p = x;
-        return 0;
-    }
-    case 'd': {
-        double x = PyFloat_AsDouble(v);
-        if (x == -1.0 && PyErr_Occurred()) return -1;
-        *(double *)p = x;
-        return 0;
-    }
-    case 'f': {
-        double x = PyFloat_AsDouble(v);
-        if (x == -1.0 && PyErr_Occurred()) return -1;
-        *(float *)p = (float)x;
-        return 0;
-    }
-    case '3': return parse_floats3(v, (float *)p, f->name);
-    }
-    PyErr_SetString(PyExc_SystemError, "reel: bad settings table");
-    return -1;
-}
-
-static PyObject *setting_load(const reel_loader_settings *s, const setting_field *f)
-{
-    const char *p = (const char *)s + f->offset;
-    switch (f->type) {
-    case 'i': return PyLong_FromLong(*(const int *)p);
-    case 'I': return PyLong_FromLongLong(*(const int64_t *)p);
-    case 'U': return PyLong_FromUnsignedLongLong(*(const uint64_t *)p);
-    case 'z': return PyLong_FromSize_t(*(const size_t *)p);
-    case 'd': return PyFloat_FromDouble(*(const double *)p);
-    case 'f': return PyFloat_FromDouble(*(const float *)p);
-    case '3': {
-        const float *a = (const float *)p;
-        return Py_BuildValue("(ddd)", (double)a[0], (double)a[1], (double)a[2]);
-    }
-    }
-    PyErr_SetString(PyExc_SystemError, "reel: bad settings table");
-    return NULL;
-}
+/* Settings by name come from the C table (reel_loader_settings_fields), so
+ * Python passes {"sampler.frames_per_clip": 8, ...} and unknown names are
+ * errors; a new setting needs no line here. */
 
 PyObject *mod_loader_defaults(PyObject *module, PyObject *unused)
 {
@@ -186,10 +42,9 @@ PyObject *mod_loader_defaults(PyObject *module, PyObject *unused)
     (void)unused;
     reel_loader_settings s;
     reel_loader_default_settings(&s);
-    PyObject *d = PyDict_New();
-    for (size_t i = 0; d && i < N_LOADER_FIELDS; i++)
-        if (dict_set(d, loader_fields[i].name, setting_load(&s, &loader_fields[i])) < 0) Py_CLEAR(d);
-    return d;
+    size_t n = 0;
+    const reel_field *t = reel_loader_settings_fields(&n);
+    return rx_fields_dict(t, n, &s, 0);
 }
 
 static int loader_build_dataset(reel_state *st, PyObject *dataset, reel_dataset **out)
@@ -327,14 +182,15 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
                 s.samples = samples;
                 continue;
             }
-            size_t i = 0;
-            while (i < N_LOADER_FIELDS && strcmp(loader_fields[i].name, k)) i++;
-            if (i == N_LOADER_FIELDS) {
+            size_t n = 0;
+            const reel_field *table = reel_loader_settings_fields(&n);
+            const reel_field *f = rx_field_find(table, n, k);
+            if (!f) {
                 PyErr_Format(PyExc_ValueError, "unknown loader setting '%s'", k);
                 PyMem_Free(samples);
                 return -1;
             }
-            if (setting_store(&s, &loader_fields[i], value) < 0) {
+            if (rx_field_store(&s, f, value) < 0) {
                 PyMem_Free(samples);
                 return -1;
             }
@@ -816,46 +672,50 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
         reel_state *st = state_of((PyObject *)self);
         return st ? raise_reel(st, r, NULL, NULL, NULL) : NULL;
     }
-    PyObject *stages = PyList_New(REEL_STAGE_COUNT);
+    /* the scalars and "remote" from the metrics table, "stages" from the
+     * stage table: the keys of reel_loader_get_metrics_json */
+    size_t nm = 0, ns = 0;
+    const reel_field *tm = reel_loader_metrics_fields(&nm), *ts = reel_stage_metrics_fields(&ns);
+    PyObject *d = rx_fields_dict(tm, nm, &m, 1);
+    PyObject *stages = d ? PyList_New(REEL_STAGE_COUNT) : NULL;
     for (int i = 0; stages && i < REEL_STAGE_COUNT; i++) {
-        const reel_stage_metrics *s = &m.stages[i];
-        PyObject *d =
-            Py_BuildValue("{s:s,s:i,s:d,s:d,s:L,s:L,s:d,s:L}", "name", s->name ? s->name : "", "threads", s->threads,
-                          "busy_fraction", s->busy_fraction, "busy_seconds", s->busy_seconds, "items",
-                          (long long)s->items, "queue_depth", (long long)s->queue_depth, "queue_depth_avg",
-                          s->queue_depth_avg, "queue_capacity", (long long)s->queue_capacity);
-        if (!d) {
+        PyObject *sd = rx_fields_dict(ts, ns, &m.stages[i], 1);
+        if (!sd) {
             Py_CLEAR(stages);
             break;
         }
-        PyList_SET_ITEM(stages, i, d);
+        PyList_SET_ITEM(stages, i, sd);
     }
-    if (!stages) return NULL;
-    PyObject *d = Py_BuildValue(
-        "{s:d,s:L,s:L,s:L,s:d,s:d,s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:d,s:L,s:L,s:L,s:s,s:d,s:d,s:N,s:s}", "seconds",
-        m.seconds, "frames", (long long)m.frames, "clips", (long long)m.clips, "batches", (long long)m.batches,
-        "frames_per_second", m.frames_per_second, "clips_per_second", m.clips_per_second, "attempts",
-        (long long)m.attempts, "successes", (long long)m.successes, "failures", (long long)m.failures, "replacements",
-        (long long)m.replacements, "coverage", m.coverage, "frames_decoded", (long long)m.frames_decoded,
-        "frames_returned", (long long)m.frames_returned, "amplification", m.amplification, "rss_bytes",
-        (long long)m.rss_bytes, "peak_rss_bytes", (long long)m.peak_rss_bytes, "ring_bytes", (long long)m.ring_bytes,
-        "ring_memory", m.ring_memory ? m.ring_memory : "plain", "data_time_s", m.data_time_s, "model_time_s",
-        m.model_time_s, "stages", stages, "bottleneck", m.bottleneck ? m.bottleneck : "");
+    if (!stages || dict_set(d, "stages", stages) < 0) {
+        Py_XDECREF(d);
+        return NULL;
+    }
     /* counts per cause for the whole run (the failure list is bounded) */
-    PyObject *causes = d ? PyDict_New() : NULL;
-    for (int status = -1; causes && status >= -31; status--) {
-        int64_t c = reel_loader_failures_by_cause(self->loader, status);
+    PyObject *causes = PyDict_New();
+    for (int status = -1; causes && status >= REEL_E_LAST; status--) {
+        int64_t c = reel_loader_get_failures_by_cause(self->loader, status);
         if (c && dict_set(causes, reel_strerror(status), PyLong_FromLongLong(c)) < 0) Py_CLEAR(causes);
     }
-    if (!causes || PyDict_SetItemString(d, "failures_by_cause", causes) < 0) Py_CLEAR(d);
-    Py_XDECREF(causes);
-    /* remote input (zeros for local files) */
-    PyObject *remote = d ? rx_remote_stats_dict(&m.remote) : NULL;
-    if (remote && dict_set(remote, "bytes_in_flight_peak", PyLong_FromLongLong(m.bytes_in_flight_peak)) < 0)
-        Py_CLEAR(remote);
-    if (d && (!remote || PyDict_SetItemString(d, "remote", remote) < 0)) Py_CLEAR(d);
-    Py_XDECREF(remote);
+    if (!causes || dict_set(d, "failures_by_cause", causes) < 0) Py_CLEAR(d);
     return d;
+}
+
+/* reel_loader_get_metrics_json as a str (for tests that compare it with metrics()). */
+static PyObject *loader_metrics_json(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (loader_check(self) < 0) return NULL;
+    char *json = NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    int r = reel_loader_get_metrics_json(self->loader, &json, &err); /* with the GIL, see loader_destroy_now */
+    if (r != REEL_OK) {
+        reel_state *st = state_of((PyObject *)self);
+        return st ? raise_err(st, r, &err, NULL) : NULL;
+    }
+    PyObject *res = PyUnicode_FromString(json);
+    reel_free(json);
+    return res;
 }
 
 static PyObject *loader_failures(LoaderObject *self, PyObject *unused)
@@ -869,9 +729,9 @@ static PyObject *loader_failures(LoaderObject *self, PyObject *unused)
         if (reel_loader_get_failure(self->loader, i, &f, NULL) != REEL_OK) continue;
         PyObject *path = PyUnicode_DecodeFSDefault(f.path);
         PyObject *reason = path ? PyUnicode_DecodeFSDefault(f.reason) : NULL;
-        PyObject *d = reason ? Py_BuildValue("{s:N,s:N,s:i,s:L,s:L,s:L}", "path", path, "reason", reason, "status",
-                                             f.status, "epoch", (long long)f.epoch, "position", (long long)f.position,
-                                             "sample", (long long)f.sample)
+        PyObject *d = reason ? Py_BuildValue("{s:N,s:N,s:i,s:s,s:L,s:L,s:L}", "path", path, "reason", reason, "status",
+                                             f.status, "cause", reel_strerror(f.status), "epoch", (long long)f.epoch,
+                                             "position", (long long)f.position, "sample", (long long)f.sample)
                              : NULL;
         if (!reason) Py_XDECREF(path);
         if (!d || PyList_Append(l, d) < 0) {
@@ -1097,6 +957,8 @@ static PyMethodDef loader_methods[] = {
     { "restore_checkpoint", (PyCFunction)loader_restore_checkpoint, METH_O,
       "restore_checkpoint($self, checkpoint)\n--\n\nContinues a checkpoint's epoch on this loader." },
     { "batches_per_epoch", (PyCFunction)loader_batches_per_epoch, METH_NOARGS, "batches_per_epoch($self)\n--\n\n" },
+    { "metrics_json", (PyCFunction)loader_metrics_json, METH_NOARGS,
+      "metrics_json($self)\n--\n\nThe metrics as the C library writes them (JSON)." },
     { "metrics", (PyCFunction)loader_metrics, METH_NOARGS,
       "metrics($self)\n--\n\nA snapshot of the metrics as a dict." },
     { "failures", (PyCFunction)loader_failures, METH_NOARGS,

@@ -253,6 +253,11 @@ static PyMethodDef module_methods[] = {
     { "set_ffmpeg_log_level", mod_set_log_level, METH_O,
       "set_ffmpeg_log_level(level)\n--\n\n0 quiet, 1 errors, 2 warnings, 3 info (process-wide)." },
     { "strerror", mod_strerror, METH_O, "strerror(status)\n--\n\nDescription of a status code." },
+    { "fields", mod_fields, METH_O,
+      "fields(table)\n--\n\n[(name, type)] of a C field table: 'loader_settings', 'loader_metrics', "
+      "'stage_metrics', 'remote_settings' or 'remote_stats'." },
+    { "remote_defaults", mod_remote_defaults, METH_NOARGS,
+      "remote_defaults()\n--\n\nThe remote settings' defaults, by name (reel_remote_settings_fields)." },
     { "redact_url", mod_redact_url, METH_O,
       "redact_url(url)\n--\n\nThe URL as reel's messages show it: user info and query string replaced by ***." },
     { "loader_defaults", mod_loader_defaults, METH_NOARGS,
@@ -327,6 +332,10 @@ static const struct {
     E(ON_ERROR_RAISE),
     E(SHARD_PAD),
     E(SHARD_DROP),
+    E(INDEX_FROM_CONTAINER),
+    E(INDEX_FROM_SCAN),
+    E(INDEX_FROM_SIDECAR),
+    E(E_LAST),
 #undef E
 };
 
@@ -471,6 +480,7 @@ struct PyModuleDef reel_module = {
     .m_free = module_free,
 };
 
+PyMODINIT_FUNC PyInit__reel(void); /* the module's one export (a prototype for -Wmissing-prototypes) */
 PyMODINIT_FUNC PyInit__reel(void)
 {
     return PyModuleDef_Init(&reel_module);
@@ -478,27 +488,13 @@ PyMODINIT_FUNC PyInit__reel(void)
 
 /* ---------------------------------------------------------------- remote settings */
 
-/* {cause name: count} for the causes counted in v. */
-static PyObject *by_cause(const int64_t *v)
-{
-    PyObject *d = PyDict_New();
-    for (int c = 0; d && c < REEL_REMOTE_CAUSE_COUNT; c++)
-        if (dict_set(d, reel_remote_cause_name((reel_remote_cause)c), PyLong_FromLongLong(v[c])) < 0) Py_CLEAR(d);
-    return d;
-}
-
 PyObject *rx_remote_stats_dict(const reel_remote_stats *s)
 {
-    PyObject *d =
-        Py_BuildValue("{s:L,s:L,s:L,s:L,s:d,s:d,s:d,s:L,s:L,s:L,s:d}", "requests", (long long)s->requests, "retries",
-                      (long long)s->retries, "failures", (long long)s->failures, "bytes_fetched",
-                      (long long)s->bytes_fetched, "request_seconds", s->request_seconds, "request_p50_s",
-                      reel_remote_stats_quantile(s, 0.5), "request_p99_s", reel_remote_stats_quantile(s, 0.99),
-                      "connections", (long long)s->connections, "budget_waits", (long long)s->budget_waits,
-                      "budget_skips", (long long)s->budget_skips, "budget_wait_seconds", s->budget_wait_seconds);
-    if (d && (dict_set(d, "object_bytes", PyLong_FromLongLong(s->object_bytes)) < 0 ||
-              dict_set(d, "retries_by_cause", by_cause(s->retries_by_cause)) < 0 ||
-              dict_set(d, "failures_by_cause", by_cause(s->failures_by_cause)) < 0))
+    size_t n = 0;
+    const reel_field *t = reel_remote_stats_fields(&n);
+    PyObject *d = rx_fields_dict(t, n, s, 0);
+    if (d && (dict_set(d, "request_p50_s", PyFloat_FromDouble(reel_remote_stats_quantile(s, 0.5))) < 0 ||
+              dict_set(d, "request_p99_s", PyFloat_FromDouble(reel_remote_stats_quantile(s, 0.99))) < 0))
         Py_CLEAR(d);
     return d;
 }
@@ -531,34 +527,25 @@ int rx_remote_from_dict(PyObject *d, reel_remote_settings *s, char **ca_bundle, 
             }
             continue;
         }
+        size_t n = 0;
+        const reel_field *t = reel_remote_settings_fields(&n);
+        const reel_field *f = rx_field_find(t, n, k);
+        if (!f) {
+            PyErr_Format(PyExc_ValueError, "unknown remote setting '%s'", k);
+            return -1;
+        }
         double x = PyFloat_AsDouble(v);
         if (x == -1.0 && PyErr_Occurred()) return -1;
         if (!(x >= 0) || x > 1e15) {
             PyErr_Format(PyExc_ValueError, "remote setting '%s' must be a number >= 0", k);
             return -1;
         }
-        if (!strcmp(k, "request_timeout"))
-            s->request_timeout = x;
-        else if (!strcmp(k, "connect_timeout"))
-            s->connect_timeout = x;
-        else if (!strcmp(k, "retry_budget"))
-            s->retry_budget = x;
-        else if (!strcmp(k, "max_retries"))
-            s->max_retries = (int)x;
-        else if (!strcmp(k, "readahead_min"))
-            s->readahead_min = (size_t)x;
-        else if (!strcmp(k, "readahead_max"))
-            s->readahead_max = (size_t)x;
-        else if (!strcmp(k, "whole_object_max"))
-            s->whole_object_max = (size_t)x;
-        else if (!strcmp(k, "verify_tls"))
-            s->verify_tls = x != 0;
-        else if (!strcmp(k, "max_bytes_in_flight"))
-            s->max_bytes_in_flight = (size_t)x;
-        else {
-            PyErr_Format(PyExc_ValueError, "unknown remote setting '%s'", k);
-            return -1;
-        }
+        /* numbers >= 0 of any type: floats truncate to the integer fields */
+        PyObject *num = f->type == REEL_FIELD_DOUBLE ? PyFloat_FromDouble(x) : PyLong_FromDouble(x);
+        int r = num ? rx_field_store(s, f, num) : -1;
+        Py_XDECREF(num);
+        if (r < 0) return -1;
+        if (!strcmp(k, "verify_tls")) s->verify_tls = x != 0;
     }
     s->ca_bundle = *ca_bundle;
     s->bearer_token = *bearer_token;

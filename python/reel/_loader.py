@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import warnings
 import weakref
 from fractions import Fraction
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
@@ -165,33 +166,35 @@ def _shuffle_window(w: Union[int, str, None]) -> int:
     return int(w)
 
 
+# The C settings table (reel_loader_settings_fields) by its last name part:
+# a Loader argument with that name is passed through, converted by its C
+# type, and None keeps the C default. A new setting is then one line in C
+# (src/pipeline/fields.c) and one in Loader's signature.
+_C_SETTINGS: Dict[str, Tuple[str, int]] = {name.rsplit(".", 1)[-1]: (name, kind)
+                                           for name, kind in _reel.fields("loader_settings")}
+
+
+def _c_value(kind: int, value: Any) -> Any:
+    if kind == 2:  # REEL_FIELD_UINT64
+        return int(value) & 0xFFFFFFFFFFFFFFFF
+    return opt.field_value(kind, value)
+
+
 def _settings(
-    *, frames_per_clip: int, clips_per_video: int, size: Union[int, Sequence[int]], batch_size: int,
-    num_threads: Optional[int], shuffle: bool, seed: int, sampler: str, frame_stride: int,
-    seconds_between_frames: Optional[float], sampling_range_start: float,
-    sampling_range_end: Optional[float], policy: str, resize: Any, crop: Optional[str], flip: Any,
-    flip_probability: Optional[float], scale: Optional[Sequence[float]], ratio: Optional[Sequence[float]],
-    filter: str,
-    resize_mode: str, rotate: bool, dtype: Any, layout: str, mean: Any, std: Any, divisor: float,
-    drop_last: bool, epochs: Optional[int], rank: int, world_size: int, shard: str, ordered: bool,
-    on_error: str, max_replacements: Optional[int], sample_time_limit: Optional[float],
-    open_threads: Optional[int], collate_threads: Optional[int], decoder_threads: Optional[int],
-    prefetch_batches: Optional[int], queue_capacity: Optional[int], alignment: Optional[int], index: Any,
-    corrupt: str, trace: bool, trace_capacity: Optional[int], pin_memory: bool = False,
-    min_coverage: float = 0.0, failure_log_size: Optional[int] = None,
-    shuffle_window: Union[int, str, None] = None, remote: Optional[Dict[str, Any]] = None,
-    canonical_ranks: Optional[int] = None, canonical_batch: Optional[int] = None, num_workers: int = 1,
-    worker: int = 0,
-    samples: Optional[Sequence[int]] = None, first_epoch: int = 0,
+    *, size: Union[int, Sequence[int]], num_threads: Optional[int], sampler: str,
+    sampling_range_start: float, sampling_range_end: Optional[float], policy: str, resize: Any,
+    crop: Optional[str], flip: Any, scale: Optional[Sequence[float]], ratio: Optional[Sequence[float]],
+    filter: str, resize_mode: str, rotate: bool, dtype: Any, layout: str, mean: Any, std: Any, divisor: float,
+    epochs: Optional[int], shard: str, on_error: str, index: Any, corrupt: str,
+    shuffle_window: Union[int, str, None] = None, remote: Optional[Dict[str, Any]] = None, samples: Optional[Sequence[int]] = None,
+    **same_name: Any,
 ) -> Dict[str, Any]:
-    """The C settings by name; options left None keep the C defaults."""
+    """The C settings by name; options left None keep the C defaults. The
+    arguments named here are converted (another name, a string choice, a
+    pair); the others (``same_name``) carry a C setting's own name."""
     h, w = opt.size_hw("size", size)
     s: Dict[str, Any] = {
         "sampler.kind": opt.choice("sampler", sampler, SAMPLERS),
-        "sampler.clips_per_video": int(clips_per_video),
-        "sampler.frames_per_clip": int(frames_per_clip),
-        "sampler.frame_stride": int(frame_stride),
-        "sampler.seconds_between_frames": float(seconds_between_frames or 0.0),
         "sampler.range_start": float(sampling_range_start),
         "sampler.range_end": float(sampling_range_end or 0.0),
         "sampler.policy": opt.choice("policy", policy, POLICIES),
@@ -205,40 +208,22 @@ def _settings(
         "transform.scale": float(divisor),
         "transform.mean": opt.rgb3("mean", mean, 0.0),
         "transform.std": opt.rgb3("std", std, 1.0),
-        "batch_size": int(batch_size),
-        "drop_last": int(bool(drop_last)),
-        "shuffle": int(bool(shuffle)),
-        "seed": int(seed) & 0xFFFFFFFFFFFFFFFF,
         "epochs": 0 if epochs is None else int(epochs),
-        "rank": int(rank),
-        "world_size": int(world_size),
         "shard_mode": opt.choice("shard", shard, SHARD),
-        "ordered": int(bool(ordered)),
         "on_error": opt.choice("on_error", on_error, ON_ERROR),
-        "sample_time_limit": float(sample_time_limit or 0.0),
-        "open_threads": int(open_threads or 0),
         "decode_threads": int(num_threads or 0),
-        "collate_threads": int(collate_threads or 0),
-        "prefetch_batches": int(prefetch_batches or 0),
-        "queue_capacity": int(queue_capacity or 0),
         "index_mode": opt.index_mode(index),
         "corrupt_policy": opt.choice("corrupt", corrupt, opt.CORRUPT),
-        "trace": int(bool(trace)),
-        "pin_memory": int(bool(pin_memory)),
-        "min_coverage": float(min_coverage),
         "shuffle_window": _shuffle_window(shuffle_window),
-        "canonical_ranks": int(canonical_ranks or 0),
-        "canonical_batch": int(canonical_batch or 0),
-        "num_workers": int(num_workers),
-        "worker": int(worker),
-        "first_epoch": int(first_epoch),
     }
+    for arg, value in same_name.items():
+        if arg not in _C_SETTINGS:
+            raise TypeError(f"Loader: {arg!r} is no C loader setting (reel_loader_settings_fields)")
+        if value is not None:
+            key, kind = _C_SETTINGS[arg]
+            s[key] = _c_value(kind, value)
     if samples is not None:
         s["samples"] = [int(i) for i in samples]
-    optional = {"transform.flip_probability": flip_probability, "max_replacements": max_replacements,
-                "decoder_threads": decoder_threads, "alignment": alignment, "trace_capacity": trace_capacity,
-                "failure_log_size": failure_log_size}
-    s.update({k: v for k, v in optional.items() if v is not None})
     if remote:
         s["remote"] = opt.remote_settings(remote)
     if scale is not None:
@@ -268,6 +253,20 @@ def _settings(
     else:
         raise ValueError(f"flip={flip!r}: expected False, True or 'random'")
     return s
+
+
+class Metrics(Dict[str, Any]):
+    """Loader.metrics(): a dict whose deprecated keys still answer, with a
+    DeprecationWarning (they are not among its keys)."""
+
+    DEPRECATED = {"amplification": "decode_amplification"}
+
+    def __missing__(self, key: str) -> Any:
+        new = self.DEPRECATED.get(key)
+        if new is None:
+            raise KeyError(key)
+        warnings.warn(f'metrics()["{key}"] is deprecated: use metrics()["{new}"]', DeprecationWarning, stacklevel=2)
+        return self[new]
 
 
 _live: "weakref.WeakSet[Loader]" = weakref.WeakSet()
@@ -508,11 +507,14 @@ class Loader:
     def metrics(self) -> Dict[str, Any]:
         """Throughput, coverage, data/model time, per-stage load, memory;
         ``failures``: the most recent failed attempts (path, reason, status,
-        epoch, position; at most ``failure_log_size``), ``failure_count`` and
-        ``failures_by_cause`` for the whole run."""
-        m = self._loader.metrics()
-        m["failure_count"] = m["failures"]
+        cause, epoch, position, sample; at most ``failure_log_size``),
+        ``failure_count`` and ``failures_by_cause`` for the whole run. The
+        keys are those of the C library's metrics JSON (one table in C,
+        ``reel_loader_metrics_fields``); ``"amplification"`` is a deprecated
+        alias of ``"decode_amplification"``."""
+        m = Metrics(self._loader.metrics())
         m["failures"] = self._loader.failures()
+        m["failed_not_listed"] = max(0, m["failure_count"] - len(m["failures"]))
         return m
 
     def write_trace(self, path: Union[str, "os.PathLike[str]"]) -> None:

@@ -21,7 +21,9 @@ FRAME_LAYOUTS: Dict[str, int] = {"HWC": _reel.LAYOUT_HWC, "NHWC": _reel.LAYOUT_H
                                  "CHW": _reel.LAYOUT_CHW, "NCHW": _reel.LAYOUT_CHW}
 INDEX_MODES: Dict[Any, int] = {"off": _reel.INDEX_OFF, "read": _reel.INDEX_READ, "read_write": _reel.INDEX_READ_WRITE}
 CORRUPT: Dict[str, int] = {"fail": _reel.CORRUPT_FAIL, "skip": _reel.CORRUPT_SKIP}
-INDEX_SOURCES = ("container", "scan", "sidecar")
+# reel_index_source value -> name
+INDEX_SOURCES: Dict[int, str] = {_reel.INDEX_FROM_CONTAINER: "container", _reel.INDEX_FROM_SCAN: "scan",
+                                 _reel.INDEX_FROM_SIDECAR: "sidecar"}
 
 
 def choice(name: str, value: Any, table: Dict[str, int]) -> int:
@@ -91,9 +93,9 @@ def rgb3(name: str, value: Optional[Sequence[float]], default: float) -> Tuple[f
 def index_mode(index: Any) -> int:
     """False/None/'off' -> off, 'read', True/'read_write' -> read and write."""
     if index is None or index is False:
-        return 0
+        return _reel.INDEX_OFF
     if index is True:
-        return 2
+        return _reel.INDEX_READ_WRITE
     return choice("index", index, INDEX_MODES)
 
 
@@ -101,12 +103,19 @@ def fspath_or_none(p: Any) -> Optional[str]:
     return None if p is None else os.fspath(p)
 
 
-# remote={...} keys -> their converters (reel_remote_settings fields)
-REMOTE_OPTIONS: Dict[str, Any] = {
-    "request_timeout": float, "connect_timeout": float, "max_retries": int, "retry_budget": float,
-    "readahead_min": int, "readahead_max": int, "whole_object_max": int, "verify_tls": lambda v: int(bool(v)),
-    "ca_bundle": str, "bearer_token": str, "max_bytes_in_flight": int,
-}
+# reel_field_type codes (reel/common.h) -> Python converters
+_FIELD_CONVERT: Dict[int, Any] = {0: int, 1: int, 2: int, 3: int, 4: float, 5: float, 7: str}
+
+def field_value(kind: int, value: Any) -> Any:
+    """`value` converted for a C field of reel_field_type `kind` (bools become 0/1)."""
+    if kind not in _FIELD_CONVERT:
+        raise TypeError(f"a C field of type {kind} cannot be set from Python")
+    return _FIELD_CONVERT[kind](value)
+
+
+# remote={...} keys -> their converters, from the C table of reel_remote_settings
+REMOTE_OPTIONS: Dict[str, Any] = {name: _FIELD_CONVERT[kind] for name, kind in _reel.fields("remote_settings")}
+REMOTE_OPTIONS["verify_tls"] = lambda v: int(bool(v))
 
 
 def remote_settings(remote: Any) -> Dict[str, Any]:

@@ -104,6 +104,7 @@ static struct PyModuleDef synth_module = { PyModuleDef_HEAD_INIT,
                                            NULL,
                                            NULL };
 
+PyMODINIT_FUNC PyInit__synth(void); /* the module's one export (a prototype for -Wmissing-prototypes) */
 PyMODINIT_FUNC PyInit__synth(void)
 {
     return PyModule_Create(&synth_module);

@@ -96,8 +96,8 @@ uint16_t reel__f32_to_bf16(float f)
     return (uint16_t)(x >> 16);
 }
 
-int reel_transform_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h, size_t *bytes,
-                               reel_error *err)
+int reel_transform_get_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h, size_t *bytes,
+                                   reel_error *err)
 {
     reel_transform def;
     if (!t) {
@@ -608,7 +608,7 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
     }
     int ow, oh;
     size_t bytes;
-    int r = reel_transform_output_size(t, dw, dh, &ow, &oh, &bytes, err);
+    int r = reel_transform_get_output_size(t, dw, dh, &ow, &oh, &bytes, err);
     if (r != REEL_OK) return r;
     if (!(t->stride_c || t->stride_y || t->stride_x) && dst_size < bytes)
         return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL,

@@ -52,7 +52,7 @@ int reel_decoder_get_output_size(const reel_decoder *dec, const reel_transform *
         w = h;
         h = x;
     }
-    int r = reel_transform_output_size(t, w, h, width, height, frame_bytes, err);
+    int r = reel_transform_get_output_size(t, w, h, width, height, frame_bytes, err);
     if (r != REEL_OK && err) {
         char msg[REEL_ERROR_MSG_SIZE];
         memcpy(msg, err->message, sizeof msg);

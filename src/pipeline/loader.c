@@ -160,7 +160,7 @@ static int resolve_settings(reel_loader_settings *s, const reel_source *src)
     const int auto_prefetch = s->prefetch_batches == 0;
     if (auto_prefetch) s->prefetch_batches = 2 + (s->decode_threads + s->batch_size - 1) / s->batch_size;
     if (s->prefetch_batches > 64) s->prefetch_batches = 64;
-    if (s->alignment == 0) s->alignment = 64;
+    if (s->alignment == 0) s->alignment = 4096; /* the documented default */
     if (s->alignment < sizeof(void *)) s->alignment = sizeof(void *);
     if (s->trace_capacity == 0) s->trace_capacity = 16384;
     if (s->num_workers == 0) s->num_workers = 1;
@@ -730,8 +730,9 @@ int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *ou
 
 /* ------------------------------------------------------------- metrics */
 
-int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m)
+int reel_loader_get_metrics(const reel_loader *cl, reel_loader_metrics *m)
 {
+    reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
     if (!l || !m) return REEL_E_INVALID_ARG;
     memset(m, 0, sizeof *m);
     int64_t now = reel__clock_ns();
@@ -793,8 +794,9 @@ int reel_loader_get_metrics(reel_loader *l, reel_loader_metrics *m)
     return REEL_OK;
 }
 
-int reel_loader_get_metrics_json(reel_loader *l, char **json, reel_error *err)
+int reel_loader_get_metrics_json(const reel_loader *cl, char **json, reel_error *err)
 {
+    reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
     if (!l || !json) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
     *json = NULL;
     reel_loader_metrics m;
@@ -813,13 +815,15 @@ int reel_loader_write_trace(reel_loader *l, const char *path, reel_error *err)
     return reel__trace_write(&l->trace, path, err);
 }
 
-int64_t reel_loader_failures_by_cause(reel_loader *l, int status)
+int64_t reel_loader_get_failures_by_cause(const reel_loader *cl, int status)
 {
+    reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
     return l ? reel__failures_by_cause(&l->failures_log, status) : 0;
 }
 
-int64_t reel_loader_get_num_failures(reel_loader *l)
+int64_t reel_loader_get_num_failures(const reel_loader *cl)
 {
+    reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
     int64_t kept = 0;
     if (l) reel__failures_count(&l->failures_log, &kept, NULL);
     return kept;
@@ -833,8 +837,9 @@ int reel_loader_get_raised_failure(reel_loader *l, reel_failure *out, reel_error
     return REEL_OK;
 }
 
-int reel_loader_get_failure(reel_loader *l, int64_t i, reel_failure *out, reel_error *err)
+int reel_loader_get_failure(const reel_loader *cl, int64_t i, reel_failure *out, reel_error *err)
 {
+    reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
     if (!l || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
     if (reel__failures_get(&l->failures_log, i, out) != REEL_OK)
         return reel__error_set(err, REEL_E_OUT_OF_RANGE, "loader: failure %lld does not exist", (long long)i);

@@ -131,75 +131,79 @@ static void kv_i(reel_buf *b, const char *k, int64_t v, int comma)
     reel__buf_printf(b, "%s\"%s\":%lld", comma ? "," : "", k, (long long)v);
 }
 
-static void kv_d(reel_buf *b, const char *k, double v)
+/* One field of `base` as "key":value, from its reel_field entry. */
+static void json_field(reel_buf *b, const reel_field *f, const void *base, const char *key, int comma)
 {
-    reel__buf_printf(b, ",\"%s\":", k);
-    reel__buf_json_double(b, v);
+    const char *p = (const char *)base + f->offset;
+    reel__buf_printf(b, "%s\"%s\":", comma ? "," : "", key);
+    switch (f->type) {
+    case REEL_FIELD_INT: reel__buf_printf(b, "%d", *(const int *)p); break;
+    case REEL_FIELD_INT64: reel__buf_printf(b, "%lld", (long long)*(const int64_t *)p); break;
+    case REEL_FIELD_UINT64: reel__buf_printf(b, "%llu", (unsigned long long)*(const uint64_t *)p); break;
+    case REEL_FIELD_SIZE: reel__buf_printf(b, "%zu", *(const size_t *)p); break;
+    case REEL_FIELD_DOUBLE: reel__buf_json_double(b, *(const double *)p); break;
+    case REEL_FIELD_FLOAT: reel__buf_json_double(b, (double)*(const float *)p); break;
+    case REEL_FIELD_FLOAT3:
+        for (int i = 0; i < 3; i++) {
+            reel__buf_puts(b, i ? "," : "[");
+            reel__buf_json_double(b, (double)((const float *)p)[i]);
+        }
+        reel__buf_puts(b, "]");
+        break;
+    case REEL_FIELD_STRING: {
+        const char *str = *(const char *const *)p;
+        reel__buf_json_string(b, str ? str : "");
+        break;
+    }
+    case REEL_FIELD_BY_CAUSE:
+        reel__buf_puts(b, "{");
+        for (int c = 0; c < REEL_REMOTE_CAUSE_COUNT; c++)
+            kv_i(b, reel_remote_cause_name((reel_remote_cause)c), ((const int64_t *)p)[c], c > 0);
+        reel__buf_puts(b, "}");
+        break;
+    }
+}
+
+/* The fields of a table; names "group.key" become nested objects (a
+ * table keeps each group's entries together). */
+static void json_fields(reel_buf *b, const reel_field *t, size_t n, const void *base, int comma)
+{
+    const char *group = NULL;
+    size_t glen = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *name = t[i].name, *dot = strchr(name, '.');
+        size_t len = dot ? (size_t)(dot - name) : 0;
+        if (group && (len != glen || strncmp(group, name, len) != 0)) {
+            reel__buf_puts(b, "}");
+            group = NULL;
+        }
+        if (dot && !group) {
+            reel__buf_printf(b, "%s\"%.*s\":{", comma ? "," : "", (int)len, name);
+            group = name;
+            glen = len;
+            comma = 0;
+        }
+        json_field(b, &t[i], base, dot ? dot + 1 : name, comma);
+        comma = 1;
+    }
+    if (group) reel__buf_puts(b, "}");
 }
 
 void reel__metrics_json(reel_buf *b, const reel_loader_metrics *m, reel_failure_log *log)
 {
+    size_t n = 0;
+    const reel_field *t = reel_loader_metrics_fields(&n);
     reel__buf_puts(b, "{");
-    kv_i(b, "frames", m->frames, 0);
-    kv_i(b, "clips", m->clips, 1);
-    kv_i(b, "batches", m->batches, 1);
-    kv_d(b, "seconds", m->seconds);
-    kv_d(b, "frames_per_second", m->frames_per_second);
-    kv_d(b, "clips_per_second", m->clips_per_second);
-    kv_d(b, "coverage", m->coverage);
-    kv_i(b, "attempts", m->attempts, 1);
-    kv_i(b, "successes", m->successes, 1);
-    kv_i(b, "failures", m->failures, 1);
-    kv_i(b, "replacements", m->replacements, 1);
-    kv_i(b, "frames_decoded", m->frames_decoded, 1);
-    kv_i(b, "frames_returned", m->frames_returned, 1);
-    kv_d(b, "decode_amplification", m->amplification);
-    kv_d(b, "data_time_s", m->data_time_s);
-    kv_d(b, "model_time_s", m->model_time_s);
-    kv_i(b, "rss_bytes", m->rss_bytes, 1);
-    kv_i(b, "peak_rss_bytes", m->peak_rss_bytes, 1);
-    kv_i(b, "ring_bytes", m->ring_bytes, 1);
-    reel__buf_puts(b, ",\"ring_memory\":");
-    reel__buf_json_string(b, m->ring_memory ? m->ring_memory : "plain");
-    reel__buf_puts(b, ",\"bottleneck\":");
-    reel__buf_json_string(b, m->bottleneck);
-    /* remote input: requests, retries, bytes and latency (zeros for local) */
-    reel__buf_puts(b, ",\"remote\":{");
-    kv_i(b, "requests", m->remote.requests, 0);
-    kv_i(b, "retries", m->remote.retries, 1);
-    kv_i(b, "failures", m->remote.failures, 1);
-    kv_i(b, "bytes_fetched", m->remote.bytes_fetched, 1);
-    kv_d(b, "request_seconds", m->remote.request_seconds);
-    kv_d(b, "request_p50_s", m->request_p50_s);
-    kv_d(b, "request_p99_s", m->request_p99_s);
-    kv_i(b, "object_bytes", m->remote.object_bytes, 1);
-    kv_i(b, "connections", m->remote.connections, 1);
-    kv_i(b, "budget_waits", m->remote.budget_waits, 1);
-    kv_i(b, "budget_skips", m->remote.budget_skips, 1);
-    kv_d(b, "budget_wait_seconds", m->remote.budget_wait_seconds);
-    kv_i(b, "bytes_in_flight_peak", m->bytes_in_flight_peak, 1);
-    for (int k = 0; k < 2; k++) {
-        const int64_t *v = k ? m->remote.failures_by_cause : m->remote.retries_by_cause;
-        reel__buf_puts(b, k ? ",\"failures_by_cause\":{" : ",\"retries_by_cause\":{");
-        for (int c = 0; c < REEL_REMOTE_CAUSE_COUNT; c++) kv_i(b, reel_remote_cause_name(c), v[c], c > 0);
-        reel__buf_puts(b, "}");
-    }
-    reel__buf_puts(b, "}");
+    json_fields(b, t, n, m, 0);
+    t = reel_stage_metrics_fields(&n);
     reel__buf_puts(b, ",\"stages\":[");
     for (int i = 0; i < REEL_STAGE_COUNT; i++) {
-        const reel_stage_metrics *s = &m->stages[i];
-        reel__buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
-        reel__buf_json_string(b, s->name);
-        kv_i(b, "threads", s->threads, 1);
-        kv_d(b, "busy_fraction", s->busy_fraction);
-        kv_d(b, "busy_seconds", s->busy_seconds);
-        kv_i(b, "items", s->items, 1);
-        kv_i(b, "queue_depth", s->queue_depth, 1);
-        kv_d(b, "queue_depth_avg", s->queue_depth_avg);
-        kv_i(b, "queue_capacity", s->queue_capacity, 1);
+        reel__buf_puts(b, i ? ",{" : "{");
+        json_fields(b, t, n, &m->stages[i], 0);
         reel__buf_puts(b, "}");
     }
-    reel__buf_puts(b, "],\"failed\":[");
+    /* the failure log: its records (the most recent), counts for the run */
+    reel__buf_puts(b, "],\"failures\":[");
     pthread_mutex_lock(&log->mu);
     for (size_t i = 0; i < log->n; i++) {
         const reel_failure_rec *f = &log->v[(log->head + i) % log->max];
@@ -207,10 +211,12 @@ void reel__metrics_json(reel_buf *b, const reel_loader_metrics *m, reel_failure_
         reel__buf_json_string(b, f->path);
         reel__buf_puts(b, ",\"reason\":");
         reel__buf_json_string(b, f->reason);
-        reel__buf_puts(b, ",\"status\":");
+        kv_i(b, "status", f->status, 1);
+        reel__buf_puts(b, ",\"cause\":");
         reel__buf_json_string(b, reel_strerror(f->status));
         kv_i(b, "epoch", f->epoch, 1);
         kv_i(b, "position", f->position, 1);
+        kv_i(b, "sample", f->sample, 1);
         reel__buf_puts(b, "}");
     }
     int64_t dropped = log->total - (int64_t)log->n;

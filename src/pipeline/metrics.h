@@ -16,6 +16,7 @@ typedef struct reel_failure_rec {
 } reel_failure_rec;
 
 enum { REEL_FAILURE_CAUSES = 32 }; /* -status, 0..31 */
+_Static_assert(-REEL_E_LAST < REEL_FAILURE_CAUSES, "a failure cause per status");
 
 typedef struct reel_failure_log {
     pthread_mutex_t mu;

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -25,6 +26,9 @@
 #endif
 #ifndef HARNESS_DEFAULT_CLI
 #define HARNESS_DEFAULT_CLI ""
+#endif
+#ifndef HARNESS_ALLOWED_SKIPS
+#define HARNESS_ALLOWED_SKIPS ""
 #endif
 
 #define HARNESS_MSG_SIZE 4096
@@ -48,6 +52,10 @@ static const char *volatile g_current; /* read by the crash handler */
 
 static char g_tmpdir[4096];
 static pid_t g_tmpdir_owner;
+
+/* Skips recorded inside the running test (harness_nested_skip). */
+static size_t g_nested_skips;
+static const char *g_progname = "test";
 
 /* ---------------------------------------------------------------- registry */
 
@@ -135,6 +143,95 @@ int harness_strict(void)
     return v && strcmp(v, "1") == 0;
 }
 
+/* ---------------------------------------------------------------- allowed skips */
+
+/* The strict-mode skip list (tests/allowed_skips.txt, or $REEL_ALLOWED_SKIPS):
+ * lines "WHERE | MESSAGE | WHY", WHERE and MESSAGE fnmatch patterns. Read once;
+ * a missing or malformed file allows nothing (and says so). */
+typedef struct skip_rule {
+    char *where, *message;
+} skip_rule;
+
+static skip_rule *g_rules;
+static size_t g_nrules;
+static int g_rules_loaded;
+static char g_rules_error[512];
+
+static char *trim(char *s)
+{
+    while (*s == ' ' || *s == '\t') s++;
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\n' || s[n - 1] == '\r')) s[--n] = '\0';
+    return s;
+}
+
+static void load_rules(void)
+{
+    if (g_rules_loaded) return;
+    g_rules_loaded = 1;
+    const char *path = harness_env("REEL_ALLOWED_SKIPS", HARNESS_ALLOWED_SKIPS);
+    FILE *f = *path ? fopen(path, "r") : NULL;
+    if (!f) {
+        snprintf(g_rules_error, sizeof g_rules_error, " (the list %s could not be read)", *path ? path : "(unset)");
+        return;
+    }
+    char line[2048];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *l = trim(line);
+        if (!*l || *l == '#') continue;
+        char *bar1 = strstr(l, " | ");
+        char *bar2 = bar1 ? strstr(bar1 + 3, " | ") : NULL;
+        if (!bar2 || !*trim(bar2 + 3)) {
+            snprintf(g_rules_error, sizeof g_rules_error, " (%s:%d is not \"WHERE | MESSAGE | WHY\")", path, lineno);
+            continue;
+        }
+        *bar1 = '\0';
+        *bar2 = '\0';
+        skip_rule *r = realloc(g_rules, (g_nrules + 1) * sizeof *r);
+        if (!r) break;
+        g_rules = r;
+        g_rules[g_nrules].where = strdup(trim(l));
+        g_rules[g_nrules].message = strdup(trim(bar1 + 3));
+        if (g_rules[g_nrules].where && g_rules[g_nrules].message) g_nrules++;
+    }
+    fclose(f);
+}
+
+int harness_skip_allowed(const char *id, const char *message)
+{
+    load_rules();
+    for (size_t i = 0; i < g_nrules; i++)
+        if (fnmatch(g_rules[i].where, id, 0) == 0 && fnmatch(g_rules[i].message, message ? message : "", 0) == 0)
+            return 1;
+    return 0;
+}
+
+/* Strict mode turns a skip that the list does not allow into this failure message. */
+static void strict_skip_message(char *out, size_t size, const char *id, const char *why)
+{
+    snprintf(out, size,
+             "strict mode (REEL_STRICT=1): skip not allowed by tests/allowed_skips.txt%.400s: %.400s: %.3000s",
+             g_rules_error, id, why);
+}
+
+int harness_nested_skip(const char *sub, const char *why)
+{
+    char id[1024];
+    snprintf(id, sizeof id, "c/%s/%s/%s", g_progname, g_current ? g_current : "?", sub ? sub : "?");
+    if (!why) why = "(no reason given)";
+    if (harness_strict() && !harness_skip_allowed(id, why)) {
+        char msg[HARNESS_MSG_SIZE];
+        strict_skip_message(msg, sizeof msg, id, why);
+        printf("FAIL  %s: %s\n", id, msg);
+        return 0;
+    }
+    printf("SKIP  %s: %s\n", id, why);
+    g_nested_skips++;
+    return 1;
+}
+
 void harness_skip_needed(const char *why)
 {
     if (!harness_strict()) harness_skip(why);
@@ -215,8 +312,6 @@ static void mkdir_p(const char *path)
     }
     mkdir(buf, 0777);
 }
-
-static const char *g_progname = "test";
 
 const char *harness_tmpdir(void)
 {
@@ -349,9 +444,21 @@ int main(int argc, char **argv)
         if (filter && !strstr(t->name, filter)) continue;
         matched++;
         g_current = t->name;
+        g_nested_skips = 0;
         double t0 = now_seconds();
         int r = run_body(t->fn);
         double dt = now_seconds() - t0;
+        if (r == HARNESS_SKIP && harness_strict()) {
+            char id[1024], why[HARNESS_MSG_SIZE];
+            snprintf(id, sizeof id, "c/%s/%s", g_progname, t->name);
+            snprintf(why, sizeof why, "%s", g_msg);
+            if (!harness_skip_allowed(id, why)) {
+                strict_skip_message(g_msg, sizeof g_msg, id, why);
+                r = HARNESS_FAIL;
+            }
+        }
+        /* Skips inside a test that ran count too (a skipped test is one skip). */
+        if (r != HARNESS_SKIP) skipped += g_nested_skips;
         g_current = NULL;
         fflush(stderr);
         if (r == HARNESS_PASS) {
@@ -368,10 +475,7 @@ int main(int argc, char **argv)
     if (filter && matched == 0) fprintf(stderr, "%s: no test name contains \"%s\"\n", g_progname, filter);
 
     write_summary_file(passed, failed, skipped);
-    if (skipped)
-        printf("%zu passed, %zu failed, %zu skipped\n", passed, failed, skipped);
-    else
-        printf("%zu passed, %zu failed\n", passed, failed);
+    printf("%zu passed, %zu failed, %zu skipped\n", passed, failed, skipped);
     fflush(stdout);
     return failed ? 1 : 0;
 }

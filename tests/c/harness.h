@@ -23,8 +23,13 @@
  *   FAIL  name (0.003 s)
  *         tests/c/test_foo.c:42: CHECK_EQ_INT(n, 3) failed: 2 != 3
  *   SKIP  name (0.000 s): no ffmpeg CLI
- * and, as its last line, "N passed, N failed" (", N skipped" when any were).
- * Exit status 0 iff nothing failed.
+ * and, as its last line, "N passed, N failed, N skipped" (skips nested inside
+ * a test that ran, harness_nested_skip(), count too). Exit status 0 iff
+ * nothing failed.
+ *
+ * Strict mode (REEL_STRICT=1, which .ci/run sets): a skip fails the test
+ * unless tests/allowed_skips.txt (or $REEL_ALLOWED_SKIPS) lists it with a
+ * reason; ids are "c/<binary>/<test>" and, nested, "c/<binary>/<test>/<sub>".
  *
  * Environment: REEL_SHARED_VIDEOS, REEL_TESTDATA and REEL_CLI get the build's
  * defaults when unset; REEL_KEEP_TMP=1 keeps harness_tmpdir();
@@ -149,6 +154,15 @@ HARNESS_NORETURN void harness_skip_needed(const char *why);
 
 /** 1 in strict mode (REEL_STRICT=1). */
 int harness_strict(void);
+
+/** Records that part `sub` of the running test (e.g. one video of a loop run
+ *  with harness_run_nested) was skipped for `why`, so that it is counted and
+ *  printed. Returns 1 when the skip is accepted; 0 in strict mode when
+ *  tests/allowed_skips.txt does not allow it (the caller then fails). */
+int harness_nested_skip(const char *sub, const char *why);
+
+/** 1 if the strict-mode skip list allows a skip of test `id` with `message`. */
+int harness_skip_allowed(const char *id, const char *message);
 
 /** Number of registered tests. */
 size_t harness_test_count(void);

@@ -249,7 +249,8 @@ TEST(bad_transforms_are_invalid_arg)
         r = reel_decoder_get_output_size(dec, &bads[k], NULL, NULL, &bytes, &err);
         CHECK_MSG(r == REEL_E_INVALID_ARG, "%s: output_size %d", what[k], r);
         TG_CHECK_MSG_HAS(err, src);
-        CHECK_STATUS(reel_transform_output_size(&bads[k], SRC_W, SRC_H, NULL, NULL, &bytes, NULL), REEL_E_INVALID_ARG);
+        CHECK_STATUS(reel_transform_get_output_size(&bads[k], SRC_W, SRC_H, NULL, NULL, &bytes, NULL),
+                     REEL_E_INVALID_ARG);
         /* the decoder still works */
         CHECK_OK(reel_decoder_get_frames(dec, idx, 2, NULL, buf, fb * 2, NULL, &err));
         CHECK_EQ_INT(tg_read_idx(buf + fb, SRC_W, SRC_H), 50);

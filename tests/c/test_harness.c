@@ -123,6 +123,32 @@ TEST(skip_is_reported_with_reason)
     CHECK_EQ_STR(g_msg, "no such codec here");
 }
 
+/* tests/allowed_skips.txt: a listed skip with its message is allowed; the
+ * same test skipping for another reason, or an unlisted test, is not. */
+TEST(strict_mode_allows_only_the_listed_skips)
+{
+    const char *valgrind = "c/test_pipeline_loader/no_leak_under_valgrind_after_a_shutdown_mid_epoch";
+    CHECK(harness_skip_allowed(valgrind, "valgrind does not run sanitized binaries"));
+    CHECK(!harness_skip_allowed(valgrind, "no valgrind"));
+    CHECK(harness_skip_allowed("c/test_real_videos/cold_gop_entry_matches_ffmpeg_from_the_start/fire2.mp4",
+                               "one keyframe: no GOP to enter cold"));
+    CHECK(!harness_skip_allowed("c/test_pipeline_cli/cli_runs", "REEL_CLI is not set"));
+    CHECK(!harness_skip_allowed("c/test_real_videos/decodes_every_frame", "shared videos not found"));
+
+    /* A nested skip that the list does not allow is refused in strict mode
+     * (and not counted); the caller fails the test. */
+    const char *old = getenv("REEL_STRICT");
+    char saved[16] = "";
+    if (old) snprintf(saved, sizeof saved, "%s", old);
+    setenv("REEL_STRICT", "1", 1);
+    int accepted = harness_nested_skip("some_video.mp4", "not a listed reason");
+    if (old)
+        setenv("REEL_STRICT", saved, 1);
+    else
+        unsetenv("REEL_STRICT");
+    CHECK_EQ_INT(accepted, 0);
+}
+
 TEST(tmpdir_is_a_writable_directory)
 {
     const char *dir = harness_tmpdir();

@@ -50,13 +50,13 @@ static int grab(void *op, const char *key, const reel_json_value *v)
 {
     fields *f = op;
     static const char *names[8] = { "frames",   "clips",       "seconds",        "frames_per_second",
-                                    "coverage", "data_time_s", "peak_rss_bytes", "failed" };
+                                    "coverage", "data_time_s", "peak_rss_bytes", "failures" };
     for (int i = 0; i < 8; i++)
         if (strcmp(key, names[i]) == 0) f->have[i] = 1;
     if (strcmp(key, "frames") == 0) f->frames = v->number;
     if (strcmp(key, "clips") == 0) f->clips = v->number;
     if (strcmp(key, "coverage") == 0) f->coverage = v->number;
-    if (strcmp(key, "failed") == 0) f->failed_is_list = v->type == REEL_JSON_OTHER;
+    if (strcmp(key, "failures") == 0) f->failed_is_list = v->type == REEL_JSON_OTHER;
     return 0;
 }
 

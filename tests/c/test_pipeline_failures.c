@@ -111,7 +111,7 @@ TEST(bad_files_are_skipped_and_recorded)
     CHECK_NEAR(m.coverage, 16.0 / 22.0, 1e-12);
     char *json = NULL;
     CHECK_OK(reel_loader_get_metrics_json(l, &json, &err));
-    CHECK(strstr(json, "\"failed\":[{\"path\":") != NULL);
+    CHECK(strstr(json, "\"failures\":[{\"path\":") != NULL);
     CHECK(strstr(json, "garbage.mp4") != NULL);
     CHECK(strstr(json, "truncated.mp4") != NULL);
     reel_free(json);
@@ -219,7 +219,7 @@ TEST(time_limit_fails_slow_samples_without_stalling)
     CHECK_MSG(strstr(err.message, "no sample of epoch 0 could be loaded") && strstr(err.message, "time limit"), "%s",
               err.message);
     CHECK_EQ_INT(reel_loader_get_num_failures(l), NVID);
-    CHECK_EQ_INT(reel_loader_failures_by_cause(l, REEL_E_TIMEOUT), NVID);
+    CHECK_EQ_INT(reel_loader_get_failures_by_cause(l, REEL_E_TIMEOUT), NVID);
     reel_failure f;
     CHECK_OK(reel_loader_get_failure(l, 0, &f, &err));
     CHECK_EQ_INT(f.status, REEL_E_TIMEOUT);
@@ -478,7 +478,7 @@ TEST(min_coverage_and_a_bounded_failure_log)
     const int failed = 3 * (NVID / 2);
     CHECK_EQ_INT(seen, failed);
     CHECK_EQ_INT(reel_loader_get_num_failures(l), 2);
-    CHECK_EQ_INT(reel_loader_failures_by_cause(l, REEL_E_NOT_FOUND), failed);
+    CHECK_EQ_INT(reel_loader_get_failures_by_cause(l, REEL_E_NOT_FOUND), failed);
     reel_failure f;
     CHECK_OK(reel_loader_get_failure(l, 1, &f, NULL));
     CHECK_EQ_INT(f.epoch, 2); /* the most recent */

@@ -604,7 +604,7 @@ TEST(metrics_json_and_chrome_trace)
                              "\"coverage\":",
                              "\"data_time_s\":",
                              "\"peak_rss_bytes\":",
-                             "\"failed\":[]",
+                             "\"failures\":[]",
                              "\"stages\":[",
                              "\"bottleneck\":",
                              "\"decode_amplification\":" };

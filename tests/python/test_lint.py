@@ -43,3 +43,16 @@ def test_stubs_match_the_built_extension():
     _module("mypy")
     _run([sys.executable, "-m", "mypy.stubtest", "reel._reel", "reel._synth",
           "--allowlist", str(ROOT / "tests/python/stubtest_allowlist.txt")], "stubtest")
+
+
+def test_mypy_and_ruff_target_the_oldest_supported_python():
+    """mypy's python_version and ruff's target-version are requires-python's floor."""
+    tomllib = pytest.importorskip("tomllib")
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    floor = cfg["project"]["requires-python"]
+    assert floor.startswith(">="), floor
+    version = floor[2:].strip()
+    assert cfg["tool"]["mypy"]["python_version"] == version
+    assert cfg["tool"]["ruff"]["target-version"] == "py" + version.replace(".", "")
+    cmake = (ROOT / "CMakeLists.txt").read_text()
+    assert f"find_package(Python {version} REQUIRED" in cmake

@@ -264,7 +264,7 @@ def test_metrics_and_trace(dataset, tmp_path):
         list(L)
         m = L.metrics()
         for k in ("frames", "clips", "batches", "frames_per_second", "coverage", "data_time_s", "model_time_s",
-                  "rss_bytes", "ring_bytes", "stages", "bottleneck", "failures", "amplification"):
+                  "rss_bytes", "ring_bytes", "stages", "bottleneck", "failures", "decode_amplification"):
             assert k in m
         assert m["clips"] == 12 and m["frames"] == 48 and m["coverage"] == 1.0
         assert [s["name"] for s in m["stages"]] == ["open", "decode", "collate"]

@@ -1,0 +1,55 @@
+/* _ext_decoder.h: the Decoder object shared by _ext_decoder.c (the type:
+ * open, decode, metadata) and _ext_decoder_source.c (its sources: a path, a
+ * buffer or a file-like object, and the interrupt that lets Ctrl-C in). */
+#ifndef REEL_EXT_DECODER_H
+#define REEL_EXT_DECODER_H
+
+#include "_ext.h"
+
+/* ======================================================================
+ * Decoder: one open video, its fixed output transform, a lock (the C
+ * decoder is single-threaded; calls release the GIL), and the source kept
+ * alive: a path, a buffer (memory) or a seekable file-like object.
+ * ====================================================================== */
+
+enum { SRC_PATH = 0, SRC_MEMORY = 1, SRC_FILE = 2 };
+
+typedef struct DecoderObject {
+    PyObject_HEAD reel_decoder *dec;
+    PyThread_type_lock lock;
+    pid_t pid;       /* process that opened dec */
+    int need_reopen; /* forked: reopen in this process before use */
+    int closed;
+    int kind;
+    PyObject *source; /* bytes path, buffer owner or file object */
+    Py_buffer view;   /* SRC_MEMORY */
+    int have_view;
+    PyObject *name;            /* bytes: name used in messages */
+    PyObject *index_path;      /* bytes or NULL */
+    PyObject *io_error;        /* first exception raised by a file-like callback */
+    int64_t io_size;           /* cached size of a file-like source; -2 unknown */
+    int64_t next_signal_check; /* rx_clock_ns() of dec_interrupt's next look */
+    int use_readinto;          /* the file-like object has readinto() */
+    reel_decoder_settings settings;
+    reel_remote_settings remote;    /* settings.remote points here when given */
+    char *ca_bundle, *bearer_token; /* its strings */
+    reel_transform transform;
+    int out_w, out_h;
+    size_t frame_bytes;
+    reel_decode_stats stats;
+    PyObject *weakreflist;
+} DecoderObject;
+
+/* _ext_decoder_source.c */
+/* The name used in messages. */
+const char *rx_dec_name(DecoderObject *self);
+/* Keeps the pending exception as the first one a file-like callback raised. */
+void rx_dec_save_io_error(DecoderObject *self);
+/* reel_decoder_settings.interrupt: lets signal handlers run during a call. */
+int rx_dec_interrupt(void *opaque);
+/* Opens self->dec from the stored source, with the GIL released. */
+int rx_decoder_open_source(DecoderObject *self, reel_error *err);
+/* The exception a file-like callback raised (a new reference), or NULL. */
+PyObject *rx_dec_take_io_error(DecoderObject *self);
+
+#endif
