@@ -10,8 +10,11 @@
 #   make fuzz             the libFuzzer targets, FUZZ_SECONDS (300) each
 #   make demo             a small end-to-end demo
 #   make bench            decoder benchmark (bench/run_decoder.py)
+#   make wheel            the self-contained wheel dist/reel-*.whl (FFmpeg built
+#                         LGPL from Debian's source, cached in build-wheel/)
+#   make test-wheel       that wheel in a fresh venv, system FFmpeg hidden
 #   make install PREFIX=/usr/local [DESTDIR=...]
-#   make clean
+#   make clean            (keeps build-wheel/, the FFmpeg cache: make clean-wheel)
 #
 # Variables: BUILD_DIR (build), ASAN_DIR (build-asan), PREFIX (/usr/local),
 # CMAKE_ARGS (extra -D options for the configure step), JOBS (parallelism).
@@ -30,7 +33,7 @@ REEL      := $(BUILD_DIR)/reel
 export PATH := $(HOME)/.local/bin:$(PATH)
 export CMAKE_ARGS JOBS
 
-.PHONY: all build deps test asan tsan fuzz format demo bench install clean help
+.PHONY: all build deps test asan tsan fuzz format demo bench install clean help wheel test-wheel clean-wheel
 
 all: build
 
@@ -88,6 +91,17 @@ demo: build
 	@echo "demo: compare the frames/s of the two runs above: the video path, then the store"
 # ============================================================== DEMO (end)
 
+# The wheel: scripts/build_wheel.sh (FFmpeg from `apt-get source ffmpeg`, about
+# 10 minutes the first time, then cached by version and configure line).
+wheel:
+	@bash scripts/build_wheel.sh
+
+test-wheel:
+	@bash scripts/test_wheel.sh
+
+clean-wheel:
+	rm -rf build-wheel dist
+
 bench: build
 	python3 bench/run_decoder.py $(BENCH_ARGS)
 
@@ -98,4 +112,4 @@ clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-tsan build-fuzz
 
 help:
-	@sed -n '3,14p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'

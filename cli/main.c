@@ -2,7 +2,7 @@
  *
  *   reel <command> [args]      runs cli/cmd_<command>.c with argv[0] = command
  *   reel help [command]        lists the commands (or runs `command --help`)
- *   reel --version             library and FFmpeg versions
+ *   reel --version [--build]   library and FFmpeg versions (--build: JSON with the configure line)
  *
  * Exit status: whatever the command returns; 2 for bad usage. */
 #include <stdio.h>
@@ -34,7 +34,7 @@ static void print_usage(FILE *out)
             "\n"
             "usage: reel <command> [args]\n"
             "       reel help [command]\n"
-            "       reel --version\n"
+            "       reel --version [--build]\n"
             "\n"
             "commands:\n",
             reel_version());
@@ -70,6 +70,11 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "-V") == 0 || strcmp(cmd, "version") == 0) {
         printf("reel %s\n", reel_version());
         printf("FFmpeg: %s\n", reel_ffmpeg_versions());
+        if (argc >= 3 && strcmp(argv[2], "--build") == 0) {
+            char *info = reel_build_info(); /* JSON: FFmpeg's configure line, library versions */
+            if (info) printf("%s\n", info);
+            reel_free(info);
+        }
         return 0;
     }
     if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {

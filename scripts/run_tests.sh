@@ -8,7 +8,11 @@
 #      2b. the threaded C tests under ThreadSanitizer (build-tsan/, clang);
 #      2c. the libFuzzer targets (build-fuzz/, scripts/fuzz.sh): regression
 #          inputs, then FUZZ_SECONDS (default 20) of fuzzing each;
-#   3. pytest on tests/python, when it holds tests.
+#   3. pytest on tests/python, when it holds tests;
+#   4. the self-contained wheel (scripts/test_wheel.sh): when FFmpeg's wheel
+#      build is cached in build-wheel/, the wheel is rebuilt from this tree
+#      (reel only, a minute or two) and tested; else a wheel in dist/ is
+#      tested; with neither, the stage counts as one skip, not a failure.
 #
 # Each C test binary (tests/c/harness.c) reports "N passed, N failed[, N skipped]";
 # those counts and pytest's are summed. A binary that crashed, timed out or
@@ -18,7 +22,7 @@
 # Exit status: 0 iff nothing failed.
 #
 # Options: --build DIR (default build), --asan DIR (default build-asan),
-#          --build-first, --no-c, --no-asan, --no-tsan, --no-fuzz, --no-python,
+#          --build-first, --no-c, --no-asan, --no-tsan, --no-fuzz, --no-python, --no-wheel,
 #          --asan-only, --tsan-only, --fuzz-only
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -28,7 +32,7 @@ build=build
 asan=build-asan
 tsan=build-tsan
 fuzz=build-fuzz
-do_c=1 do_asan=1 do_tsan=1 do_fuzz=1 do_py=1 build_first=0
+do_c=1 do_asan=1 do_tsan=1 do_fuzz=1 do_py=1 do_wheel=1 build_first=0
 while [ $# -gt 0 ]; do
     case $1 in
         --build) build=$2; shift ;;
@@ -38,10 +42,11 @@ while [ $# -gt 0 ]; do
         --no-asan) do_asan=0 ;;
         --no-tsan) do_tsan=0 ;;
         --no-fuzz) do_fuzz=0 ;;
-        --tsan-only) do_c=0; do_asan=0; do_fuzz=0; do_py=0 ;;
-        --fuzz-only) do_c=0; do_asan=0; do_tsan=0; do_py=0 ;;
+        --tsan-only) do_c=0; do_asan=0; do_fuzz=0; do_py=0; do_wheel=0 ;;
+        --fuzz-only) do_c=0; do_asan=0; do_tsan=0; do_py=0; do_wheel=0 ;;
         --no-python) do_py=0 ;;
-        --asan-only) do_c=0; do_tsan=0; do_fuzz=0; do_py=0 ;;
+        --no-wheel) do_wheel=0 ;;
+        --asan-only) do_c=0; do_tsan=0; do_fuzz=0; do_py=0; do_wheel=0 ;;
         *) echo "run_tests.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -263,6 +268,35 @@ if [ $do_py -eq 1 ]; then
         total_skip=$((total_skip + s))
     else
         echo "==> pytest: no tests in tests/python, skipped" >&2
+    fi
+fi
+
+# ------------------------------------------------------------ 4. the wheel
+# scripts/test_wheel.sh prints its own "N passed, N failed" last; a machine
+# without the FFmpeg cache and without a wheel skips (make wheel makes both).
+if [ $do_wheel -eq 1 ]; then
+    wheel_rc=0
+    if bash scripts/build_wheel.sh --if-cached >&2; then
+        :
+    else
+        wheel_rc=$?
+        [ $wheel_rc -eq 3 ] || { note "make wheel failed (exit $wheel_rc) with the FFmpeg cache present"; total_fail=$((total_fail + 1)); }
+    fi
+    wlog=$(mktemp)
+    bash scripts/test_wheel.sh --if-present 2>&1 | tee "$wlog" >&2
+    wl=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$wlog" | tail -n1)
+    rm -f "$wlog"
+    if [ -z "$wl" ]; then
+        note "test_wheel.sh printed no summary"
+        total_fail=$((total_fail + 1))
+    else
+        wp=$(grep -oE '^[0-9]+' <<<"$wl")
+        wf=$(grep -oE '[0-9]+ failed' <<<"$wl" | grep -oE '[0-9]+')
+        ws=$(grep -oE '[0-9]+ skipped' <<<"$wl" | grep -oE '[0-9]+' || echo 0)
+        [ "$ws" -gt 0 ] && note "the wheel test skipped: no FFmpeg cache in build-wheel/ and no wheel in dist/ (make wheel)"
+        total_pass=$((total_pass + wp))
+        total_fail=$((total_fail + wf))
+        total_skip=$((total_skip + ws))
     fi
 fi
 

@@ -133,6 +133,13 @@ REEL_API const char *reel_version(void);
  *  "libavcodec 59.37.100, libavformat 59.27.100, ...". */
 REEL_API const char *reel_ffmpeg_versions(void);
 
+/** What this copy of reel was built with, as one JSON object: "reel",
+ *  "ffmpeg" (av_version_info), "ffmpeg_libraries", "ffmpeg_configuration"
+ *  (FFmpeg's exact configure line), "ffmpeg_license", "libjpeg_turbo",
+ *  "zstd", "libcurl" and "tls" (libcurl's TLS library). The caller frees it
+ *  with reel_free(); NULL when out of memory. Thread-safe. */
+REEL_API char *reel_build_info(void);
+
 /** Sets FFmpeg's log verbosity: 0 quiet, 1 errors, 2 warnings, 3 info.
  *  FFmpeg keeps this one setting per process, so this affects every user
  *  of FFmpeg in the process; reel itself reports through reel_error and

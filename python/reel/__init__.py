@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum as _enum
 
 from . import _reel
+from ._build import build_info
 from ._decoder import DecodeStats, FrameInfo, VideoDecoder, VideoMetadata
 from ._loader import Batch, ClipInfo, Loader, dataset_info, epoch_order, stripe
 from ._reel import (
@@ -56,5 +57,5 @@ __all__ = [
     "ReelError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
     "InvalidArgumentError", "NoVideoStreamError", "PermissionDeniedError", "Status",
     "pack", "pack_merge", "store_verify", "store_info",
-    "ffmpeg_versions", "set_ffmpeg_log_level", "__version__",
+    "ffmpeg_versions", "build_info", "set_ffmpeg_log_level", "__version__",
 ]

@@ -203,6 +203,17 @@ static PyObject *mod_ffmpeg_versions(PyObject *m, PyObject *u)
     return PyUnicode_FromString(reel_ffmpeg_versions());
 }
 
+static PyObject *mod_build_info(PyObject *m, PyObject *u)
+{
+    (void)m;
+    (void)u;
+    char *info = reel_build_info();
+    if (!info) return PyErr_NoMemory();
+    PyObject *r = PyUnicode_FromString(info);
+    reel_free(info);
+    return r;
+}
+
 static PyObject *mod_set_log_level(PyObject *m, PyObject *arg)
 {
     (void)m;
@@ -278,6 +289,8 @@ static PyObject *mod_redact_url(PyObject *m, PyObject *arg)
 static PyMethodDef module_methods[] = {
     { "version", mod_version, METH_NOARGS, "version()\n--\n\nlibreel's version." },
     { "ffmpeg_versions", mod_ffmpeg_versions, METH_NOARGS, "ffmpeg_versions()\n--\n\nFFmpeg library versions in use." },
+    { "build_info", mod_build_info, METH_NOARGS,
+      "build_info()\n--\n\nJSON: FFmpeg's version and configure line, library versions." },
     { "set_ffmpeg_log_level", mod_set_log_level, METH_O,
       "set_ffmpeg_log_level(level)\n--\n\n0 quiet, 1 errors, 2 warnings, 3 info (process-wide)." },
     { "size_policy", (PyCFunction)(void (*)(void))mod_size_policy, METH_VARARGS | METH_KEYWORDS,

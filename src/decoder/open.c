@@ -259,9 +259,8 @@ static int open_codec(reel_decoder *dec, reel_error *err)
     char eb[128];
     dec->codec = avcodec_find_decoder(par->codec_id);
     if (!dec->codec)
-        return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC,
-                               "%s: unsupported codec '%s' (no decoder in this FFmpeg build)", dec->name,
-                               avcodec_get_name(par->codec_id));
+        return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC, "%s: decoder for %s not in this build (FFmpeg %s)",
+                               dec->name, avcodec_get_name(par->codec_id), av_version_info());
     int threads = dec->settings.threads;
     if (threads <= 0) {
         /* FFmpeg's own default elsewhere is often one thread, which makes

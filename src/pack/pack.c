@@ -53,6 +53,7 @@ static int check_settings(const reel_pack_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: part %d of %d does not exist", s->part_index,
                                s->part_count);
     if (s->threads < 0 || s->threads > 1024) return reel__error_set(err, REEL_E_INVALID_ARG, "pack: bad thread count");
+    if (s->format == REEL_STORE_FORMAT_H264) return reel__encoder_h264_check("pack", err);
     return REEL_OK;
 }
 

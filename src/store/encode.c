@@ -101,10 +101,23 @@ void reel__encoder_destroy(reel__encoder **pe)
     *pe = NULL;
 }
 
+int reel__encoder_h264_check(const char *name, reel_error *err)
+{
+    if (avcodec_find_encoder_by_name("libx264")) return REEL_OK;
+    /* The wheel's FFmpeg is LGPL: libx264 (GPL) cannot be bundled in it. */
+    return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC,
+                           "%s: the h264 store format needs FFmpeg's libx264 encoder, which this FFmpeg (%s) does "
+                           "not have (the reel wheel's FFmpeg is LGPL-only); use --format jpeg or raw, or build "
+                           "reel from source against a system FFmpeg that has libx264 (Debian/Ubuntu: apt-get "
+                           "install libavcodec-dev, then pip install . in reel's source tree)",
+                           name, av_version_info());
+}
+
 static int h264_begin(reel__encoder *e, const char *name, reel_error *err)
 {
+    int st = reel__encoder_h264_check(name, err);
+    if (st != REEL_OK) return st;
     const AVCodec *codec = avcodec_find_encoder_by_name("libx264");
-    if (!codec) return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC, "%s: this FFmpeg has no libx264 encoder", name);
     e->cc = avcodec_alloc_context3(codec);
     e->yuv = av_frame_alloc();
     e->pkt = av_packet_alloc();

@@ -100,6 +100,9 @@ int reel__bytes_reserve(reel__bytes *b, size_t extra);
 void reel__bytes_free(reel__bytes *b);
 
 typedef struct reel__encoder reel__encoder;
+/* REEL_OK where this FFmpeg has the libx264 encoder the h264 format needs;
+ * else REEL_E_UNSUPPORTED_CODEC with a message that says how to get it. */
+int reel__encoder_h264_check(const char *name, reel_error *err);
 int reel__encoder_create(reel__encoder **out, const reel__store_params *p, reel_error *err);
 void reel__encoder_destroy(reel__encoder **e);
 /* Starts a record of w x h frames (for H264: a new stream). */

@@ -31,7 +31,7 @@ def test_ruff_clean():
         _module("ruff")
         exe = None
     cmd = [exe] if exe else [sys.executable, "-m", "ruff"]
-    _run(cmd + ["check", "python", "tests/python", "bench", "examples"], "ruff")
+    _run(cmd + ["check", "python", "tests/python", "tests/wheel", "bench", "examples"], "ruff")
 
 
 def test_mypy_clean():

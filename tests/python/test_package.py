@@ -77,3 +77,19 @@ def test_extension_links_no_torch_or_numpy():
     if ldd:
         libs = subprocess.run([ldd, str(so)], capture_output=True, text=True).stdout
         assert "torch" not in libs and "numpy" not in libs and "libavcodec" in libs
+
+
+def test_build_info_and_the_bundled_cli():
+    info = reel.build_info()
+    assert info["reel"] == reel.__version__
+    assert info["ffmpeg_libraries"] == reel.ffmpeg_versions()
+    # FFmpeg's own configure line and licence, as the linked libavcodec reports them
+    assert info["ffmpeg_configuration"].strip().startswith("--") and info["ffmpeg_license"]
+    for key in ("libjpeg_turbo", "zstd", "libcurl", "tls"):
+        assert re.match(r"\w", info[key]), (key, info[key])
+    # the package's `reel` command: the CLI binary in reel/_bin, run by reel._build:main
+    exe = info["cli"]
+    assert exe and Path(exe).name == "reel", info
+    r = run_python("import sys, reel._build; sys.argv = ['reel', '--version', '--build']; reel._build.main()")
+    assert r.returncode == 0 and r.stdout.startswith("reel " + reel.__version__), r.stderr
+    assert info["ffmpeg_configuration"] in r.stdout.replace("\\/", "/"), r.stdout
