@@ -429,7 +429,8 @@ def pack(source: Any, out_dir: Any, *, num_parts: Optional[int] = None, threads:
     or a callable given {videos_total, videos_done, videos_failed, elapsed}.
     Returns the report: videos, packed and failed (records in the store),
     resumed (finished by an earlier attempt: a retried part, or an earlier
-    build), frames, bytes, seconds, parts, and ``failures`` ([{path,
+    build), frames, bytes, seconds, parts, ``part_nodes`` (the Ray node id
+    each part's last attempt ran on), and ``failures`` ([{path,
     reason}] of the videos that could not be packed, as the store records
     them)."""
     import sys
@@ -484,7 +485,8 @@ def pack(source: Any, out_dir: Any, *, num_parts: Optional[int] = None, threads:
     # what the store holds (a retried part's first attempt included)
     info = _reel.store_info(out)
     total.update(packed=len(records) - len(failures), failed=len(failures), frames=info["frames"],
-                 bytes=info["bytes"], seconds=time.monotonic() - t0, parts=count, merged=True, failures=failures)
+                 bytes=info["bytes"], seconds=time.monotonic() - t0, parts=count, merged=True, failures=failures,
+                 part_nodes=[r["node"] for r in reports])
     return total
 
 

@@ -112,8 +112,12 @@ def test_a_node_killed_mid_build_and_the_records_equal_a_one_machine_pack(cluste
     assert killed_part is not None, "no part was seen in progress on the worker node"
     rep = result["report"]
     assert rep["parts"] == count and rep["videos"] == 13 and rep["packed"] == 12 and rep["failed"] == 1
-    # the killed part went on from its journal on the other node
-    assert rep["resumed"] >= 1
+    # the killed part went on from its journal on the other node; on a quiet
+    # machine the part may finish before its raylet is gone (then Ray has
+    # nothing to retry, and the part's last attempt ran on the removed node)
+    assert len(rep["part_nodes"]) == count
+    if rep["part_nodes"][killed_part] != worker.node_id:
+        assert rep["resumed"] >= 1, "the retried part did not resume from its journal"
     assert [f["path"] for f in rep["failures"]] == [str(videos / "bowling" / "zz_damaged.mp4")]
     assert rep["failures"][0]["reason"]
     a, b = _records(one), _records(out)
