@@ -166,7 +166,9 @@ static PyObject *mod_store_verify(PyObject *module, PyObject *arg)
     return res;
 }
 
-static PyObject *mod_store_info(PyObject *module, PyObject *arg)
+/* Opens the store at the path `arg` (str or os.PathLike); NULL with the
+ * Python error set (naming the path and the cause) when it cannot. */
+static reel_store *open_store_arg(PyObject *module, PyObject *arg)
 {
     reel_state *st = PyModule_GetState(module);
     PyObject *b = NULL;
@@ -175,12 +177,15 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
     reel_error err;
     reel_error_clear(&err);
     int r = reel_store_open(&s, PyBytes_AS_STRING(b), &err);
-    if (r != REEL_OK) {
-        PyObject *e = raise_err(st, r, &err, PyBytes_AS_STRING(b));
-        Py_DECREF(b);
-        return e;
-    }
+    if (r != REEL_OK) raise_err(st, r, &err, PyBytes_AS_STRING(b));
     Py_DECREF(b);
+    return r == REEL_OK ? s : NULL;
+}
+
+static PyObject *mod_store_info(PyObject *module, PyObject *arg)
+{
+    reel_store *s = open_store_arg(module, arg);
+    if (!s) return NULL;
     reel_store_info i;
     reel_store_get_info(s, &i);
     static const char *const fmts[] = { "", "jpeg", "raw", "h264" };
@@ -208,18 +213,10 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
 static PyObject *mod_store_records(PyObject *module, PyObject *arg)
 {
     reel_state *st = PyModule_GetState(module);
-    PyObject *b = NULL;
-    if (!PyUnicode_FSConverter(arg, &b)) return NULL;
-    reel_store *s = NULL;
     reel_error err;
     reel_error_clear(&err);
-    int r = reel_store_open(&s, PyBytes_AS_STRING(b), &err);
-    if (r != REEL_OK) {
-        PyObject *e = raise_err(st, r, &err, PyBytes_AS_STRING(b));
-        Py_DECREF(b);
-        return e;
-    }
-    Py_DECREF(b);
+    reel_store *s = open_store_arg(module, arg);
+    if (!s) return NULL;
     reel_store_info info;
     reel_store_get_info(s, &info);
     PyObject *list = PyList_New(0);
