@@ -225,7 +225,9 @@ typedef struct reel_loader_settings {
      *  the transform's fixed size, every clip the same shape. PIXEL_BUDGET:
      *  each video gets its own output size from its display size and frame
      *  count (reel_size_policy_apply, qwen-vl-utils' sizing; needs
-     *  transform.crop NONE, the transform's resize sizes are then ignored).
+     *  transform.crop NONE, the transform's resize sizes are then ignored;
+     *  its frame_factor is the sampler's). By name: "size_policy.size_kind",
+     *  "size_policy.factor", ... (reel_loader_settings_fields).
      *  With it, or with the REEL_SAMPLE_FPS sampler (a frame count per
      *  video), batches are variable: see reel_batch.variable. */
     reel_size_policy size_policy;

@@ -317,6 +317,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->out_h = oh;
     /* the count sampler rounds its count to the frame factor */
     l->vsize = vsize;
+    l->s.size_policy.frame_factor = s.sampler.frame_factor; /* one frame factor per sample */
     l->variable = vsize || reel__sampler_fixed_count(&s.sampler) < 1;
     l->T = l->variable ? 0 : (int)(reel__sampler_fixed_count(&s.sampler) / s.sampler.clips_per_video);
     l->K = s.sampler.clips_per_video;

@@ -220,4 +220,3 @@ int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *ou
     out->canonical_batch = o->canon_batch;
     return REEL_OK;
 }
-

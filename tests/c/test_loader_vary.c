@@ -36,8 +36,14 @@ static void expected(const reel_loader_settings *s, int64_t sample, int64_t epoc
     reel_decoder *dec = tg_open(g_paths[sample % NVID], NULL);
     int64_t nf = 0;
     const reel_video_info *vi = reel_decoder_get_info(dec);
-    reel_sampler_video v = { reel_decoder_get_frame_table(dec, &nf), 0, vi->time_base_num, vi->time_base_den,
-                             (double)vi->avg_fps_num / vi->avg_fps_den, 0, -1, "v" };
+    reel_sampler_video v = { reel_decoder_get_frame_table(dec, &nf),
+                             0,
+                             vi->time_base_num,
+                             vi->time_base_den,
+                             (double)vi->avg_fps_num / vi->avg_fps_den,
+                             0,
+                             -1,
+                             "v" };
     v.num_frames = nf;
     reel_sampler_result r;
     CHECK_OK(reel_sampler_describe(&s->sampler, &v, &r, NULL));
@@ -133,11 +139,11 @@ TEST(padded_batches_hold_the_clips_and_zeros)
                         const uint8_t *p = row + t * b->strides[1] + ch * b->strides[2] + y * b->strides[3];
                         for (int64_t x = 0; x < W; x++) {
                             int inside = t < c->num_frames && y < c->height && x < c->width;
-                            uint8_t want = inside ? ((const uint8_t *)c->data)[((t * 3 + ch) * c->height + y) *
-                                                                                   c->width + x]
-                                                  : 0;
-                            if (p[x] != want) CHECK_MSG(0, "clip %lld t %lld c %d y %lld x %lld", (long long)i,
-                                                        (long long)t, ch, (long long)y, (long long)x);
+                            uint8_t want =
+                                inside ? ((const uint8_t *)c->data)[((t * 3 + ch) * c->height + y) * c->width + x] : 0;
+                            if (p[x] != want)
+                                CHECK_MSG(0, "clip %lld t %lld c %d y %lld x %lld", (long long)i, (long long)t, ch,
+                                          (long long)y, (long long)x);
                         }
                     }
         }
