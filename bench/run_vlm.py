@@ -30,7 +30,8 @@ fastest qwen backend per video; peak RSS <= output tensor + 300 MB;
 GOP-parallel (threads=2) >= 1.7x threads=1 on the 720p video; and, when the
 Loader takes sampler="fps" (section 4), the Loader over 16 long videos of
 mixed sizes (the four above, four times each) >= 0.9x the sum of the
-single-video times (reel.vlm threads=2).
+single-video times (reel.vlm uint8 threads=2 against the Loader at uint8 with
+num_threads=2, batch_size=1).
 
 qwen-vl-utils is imported from the test reference folder (.deps/vlm-ref,
 scripts/deps.sh --test) or the environment, with torchvision's CUDA-only
@@ -165,8 +166,7 @@ t0 = time.perf_counter()
 with reel.Loader(paths, sampler="fps", fps=2.0, min_frames=4, max_frames=768, batch_size=1, num_threads=2,
                  size_policy={"factor": factor, "min_pixels": 128 * factor ** 2, "max_pixels": 768 * factor ** 2,
                               "total_pixels": int(128000 * factor ** 2 * 0.9)},
-                 shuffle=False, epochs=1, dtype="float32", divisor=1.0, filter="bicubic", resize_mode="after_rgb",
-                 on_error="raise") as L:
+                 shuffle=False, epochs=1, dtype="uint8", ring_bytes=2 << 30, on_error="raise") as L:
     for b in L:
         n += len(b.frames)
         frames += sum(int(f.shape[0]) for f in b.frames)
@@ -185,9 +185,9 @@ def loader_takes_fps() -> bool:
 
 def run_loader(videos, rows, a) -> dict:
     """The Loader over the four videos four times each (16 long videos of
-    mixed sizes), one epoch, against 4x the sum of reel.vlm threads=2's
-    single-video times in the same run."""
-    single = [r for (v, t, r) in rows if t == "reel 2 float32" and "error" not in r]
+    mixed sizes), one epoch at uint8, against 4x the sum of reel.vlm uint8
+    threads=2's single-video times in the same run."""
+    single = [r for (v, t, r) in rows if t == "reel 2 uint8" and "error" not in r]
     if len(single) != len(videos):
         return {"error": "a single-video run failed"}
     paths = [str(p) for _ in range(4) for _, p in videos]
@@ -234,7 +234,7 @@ def main() -> None:
                     best = r
             rows.append((label, tool, best))
             print(label, "|", LABEL[tool], "|", json.dumps(best), flush=True)
-    loader = run_loader(videos, rows, a) if loader_takes_fps() and "reel 2 float32" in tools else None
+    loader = run_loader(videos, rows, a) if loader_takes_fps() and "reel 2 uint8" in tools else None
     lines = table(rows, videos, tools) + targets(rows, videos, loader)
     print("\n".join(lines))
     if a.write_doc:
