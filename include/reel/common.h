@@ -28,6 +28,30 @@ extern "C" {
 #define REEL_API
 #endif
 
+/* REEL_DEPRECATED marks a name kept for one release after a rename (see
+ * reel/deprecated.h): using it warns with the new name. Define
+ * REEL_NO_DEPRECATED to leave every such name out. */
+#if defined(__GNUC__)
+#define REEL_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define REEL_DEPRECATED(msg)
+#endif
+
+/* REEL_FIELD_RENAMED(type, name, old): a struct field now called `name`
+ * that was called `old`. `old` stays for one release as a deprecated alias
+ * of the same storage (an anonymous union of the two): it reads and writes
+ * the field and warns when used. With REEL_NO_DEPRECATED only `name` is
+ * declared. The struct's layout is the same either way. */
+#if defined(REEL_NO_DEPRECATED)
+#define REEL_FIELD_RENAMED(type, name, old) type name
+#else
+#define REEL_FIELD_RENAMED(type, name, old)      \
+    union {                                      \
+        type name;                               \
+        type old REEL_DEPRECATED("use ." #name); \
+    }
+#endif
+
 #define REEL_VERSION_MAJOR 0
 #define REEL_VERSION_MINOR 1
 #define REEL_VERSION_PATCH 0
@@ -102,8 +126,8 @@ typedef enum reel_field_type {
 } reel_field_type;
 
 /** One field of a public struct, by name. The settings and metrics structs
- *  publish one table each (reel_loader_settings_fields(),
- *  reel_loader_metrics_fields(), reel_remote_settings_fields(), ...): the
+ *  publish one table each (reel_loader_settings_get_fields(),
+ *  reel_loader_metrics_get_fields(), reel_remote_settings_get_fields(), ...): the
  *  JSON writers, the Python binding and the docs read these tables, so a
  *  field list is written once. Names with a dot ("sampler.frames_per_clip",
  *  "remote.requests") are nested: one object per prefix. The tables are

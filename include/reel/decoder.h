@@ -215,7 +215,7 @@ REEL_API const int64_t *reel_decoder_get_keyframes(const reel_decoder *dec, int6
 
 /** Seconds -> frame index: the frame whose [pts, pts+duration) holds t.
  *  t before the first frame or at/after the end is REEL_E_OUT_OF_RANGE. */
-REEL_API int reel_decoder_index_at_time(const reel_decoder *dec, double seconds, int64_t *index, reel_error *err);
+REEL_API int reel_decoder_get_index_at_time(const reel_decoder *dec, double seconds, int64_t *index, reel_error *err);
 
 /** Writes the sidecar index for this decoder's video to `path` (NULL: the
  *  default "<video>.reelidx"). */

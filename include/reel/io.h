@@ -135,7 +135,7 @@ typedef struct reel_remote_stats {
 
 /** The q-quantile (0..1) of the request durations in `s`, in seconds (the
  *  middle of its bucket); 0 when there were no requests. */
-REEL_API double reel_remote_stats_quantile(const reel_remote_stats *s, double q);
+REEL_API double reel_remote_stats_get_quantile(const reel_remote_stats *s, double q);
 
 /** Adds b's counts into a. */
 REEL_API void reel_remote_stats_add(reel_remote_stats *a, const reel_remote_stats *b);
@@ -145,11 +145,11 @@ REEL_API void reel_remote_default_settings(reel_remote_settings *s);
 
 /** The fields of reel_remote_settings that are set by name (the Python
  *  binding's remote={...} keys), *count of them. Static (see reel_field). */
-REEL_API const reel_field *reel_remote_settings_fields(size_t *count);
+REEL_API const reel_field *reel_remote_settings_get_fields(size_t *count);
 
 /** The counters of reel_remote_stats by name, as the metrics report them
  *  (the latency histogram is summed up as quantiles instead). Static. */
-REEL_API const reel_field *reel_remote_stats_fields(size_t *count);
+REEL_API const reel_field *reel_remote_stats_get_fields(size_t *count);
 
 /** Writes `url` as reel's messages show it into out[size]: user info and
  *  any query string or fragment replaced by "***" (a local path unchanged),

@@ -38,7 +38,7 @@ void reel_loader_default_settings(reel_loader_settings *s)
     t->flip = REEL_FLIP_NONE;
     t->flip_probability = 0.5;
     t->filter = REEL_FILTER_BILINEAR;
-    t->resize_mode = REEL_RESIZE_MODE_FUSED;
+    t->convert_path = REEL_CONVERT_PATH_FUSED;
     t->apply_rotation = 1;
     t->dtype = REEL_DTYPE_UINT8;
     t->layout = REEL_BATCH_BTCHW;
@@ -355,7 +355,7 @@ void reel_loader_destroy(reel_loader **pl)
     *pl = NULL;
 }
 
-int reel_loader_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err)
+int reel_dataset_get_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err)
 {
     if (!ds || !starts || !nblocks) return reel__error_set(err, REEL_E_INVALID_ARG, "read blocks: NULL argument");
     *starts = NULL;
@@ -780,8 +780,8 @@ int reel_loader_get_metrics(const reel_loader *cl, reel_loader_metrics *m)
     pthread_mutex_lock(&l->remote_mu);
     m->remote = l->remote;
     pthread_mutex_unlock(&l->remote_mu);
-    m->request_p50_s = reel_remote_stats_quantile(&m->remote, 0.5);
-    m->request_p99_s = reel_remote_stats_quantile(&m->remote, 0.99);
+    m->request_p50_s = reel_remote_stats_get_quantile(&m->remote, 0.5);
+    m->request_p99_s = reel_remote_stats_get_quantile(&m->remote, 0.99);
     m->bytes_in_flight_peak = reel_remote_pool_get_peak_bytes(l->remote_settings.pool);
     /* The consumer is the bottleneck when it rarely waits for data. */
     double total = m->data_time_s + m->model_time_s;
@@ -829,7 +829,7 @@ int64_t reel_loader_get_num_failures(const reel_loader *cl)
     return kept;
 }
 
-int reel_loader_get_raised_failure(reel_loader *l, reel_failure *out, reel_error *err)
+int reel_loader_get_raised_failure(const reel_loader *l, reel_failure *out, reel_error *err)
 {
     if (!l || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
     if (!l->has_raised) return reel__error_set(err, REEL_E_NO_DATA, "loader: the last call raised no sample's failure");

@@ -238,7 +238,7 @@ static int64_t at_time(reel_decoder *d, double t, int *status)
 {
     int64_t ix = -99;
     reel_error err;
-    *status = reel_decoder_index_at_time(d, t, &ix, &err);
+    *status = reel_decoder_get_index_at_time(d, t, &ix, &err);
     return ix;
 }
 
@@ -305,7 +305,7 @@ TEST(index_at_time_edges)
         /* an out-of-range time leaves *index alone */
         int64_t ix = 1234;
         reel_error err;
-        CHECK_STATUS(reel_decoder_index_at_time(d, end + 5, &ix, &err), REEL_E_OUT_OF_RANGE);
+        CHECK_STATUS(reel_decoder_get_index_at_time(d, end + 5, &ix, &err), REEL_E_OUT_OF_RANGE);
         CHECK_EQ_INT(ix, 1234);
         TG_CHECK_MSG_HAS(err, files[k]);
         /* nominal 25 fps: t = start + i/25 (computed the way a user would) is frame i */
@@ -787,8 +787,28 @@ TEST(deprecated_names_still_work)
     CHECK(ds == NULL);
     reel_transform t;
     reel_transform_default(&t);
-    CHECK_EQ_INT(t.resize_mode, REEL_RESIZE_FUSED);
-    CHECK_EQ_INT(REEL_RESIZE_AFTER_RGB, REEL_RESIZE_MODE_AFTER_RGB);
+    CHECK_EQ_INT(t.convert_path, REEL_RESIZE_FUSED);
+    CHECK_EQ_INT(REEL_RESIZE_AFTER_RGB, REEL_CONVERT_PATH_AFTER_RGB);
+    /* the renamed field is the same storage under its old name */
+    reel_resize_mode old = REEL_RESIZE_MODE_AFTER_RGB;
+    t.resize_mode = old;
+    CHECK_EQ_INT(t.convert_path, REEL_CONVERT_PATH_AFTER_RGB);
+    reel_loader_settings ls;
+    reel_loader_default_settings(&ls);
+    ls.transform.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+    CHECK_EQ_INT(ls.transform.resize_mode, REEL_RESIZE_MODE_AFTER_RGB);
+    /* the renamed getters answer as the new ones */
+    size_t n_old = 0, n_new = 0;
+    CHECK(reel_loader_settings_fields(&n_old) == reel_loader_settings_get_fields(&n_new) && n_old == n_new);
+    CHECK(reel_loader_metrics_fields(&n_old) == reel_loader_metrics_get_fields(&n_new) && n_old == n_new);
+    CHECK(reel_stage_metrics_fields(&n_old) == reel_stage_metrics_get_fields(&n_new) && n_old == n_new);
+    CHECK(reel_remote_settings_fields(&n_old) == reel_remote_settings_get_fields(&n_new) && n_old == n_new);
+    CHECK(reel_remote_stats_fields(&n_old) == reel_remote_stats_get_fields(&n_new) && n_old == n_new);
+    reel_remote_stats rs;
+    memset(&rs, 0, sizeof rs);
+    rs.requests = 1;
+    rs.latency[40] = 1;
+    CHECK(reel_remote_stats_quantile(&rs, 0.5) == reel_remote_stats_get_quantile(&rs, 0.5));
 }
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop

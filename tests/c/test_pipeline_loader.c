@@ -391,7 +391,7 @@ TEST(a_list_of_samples_at_a_first_epoch_decodes_what_the_whole_loader_does)
     /* videos are read as one block */
     int64_t *starts = NULL;
     size_t nb = 0;
-    CHECK_OK(reel_loader_read_blocks(ds, &starts, &nb, &err));
+    CHECK_OK(reel_dataset_get_read_blocks(ds, &starts, &nb, &err));
     CHECK_EQ_INT(nb, 1);
     CHECK(starts[0] == 0 && starts[1] == 24);
     reel_free(starts);
