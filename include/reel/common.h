@@ -96,6 +96,26 @@ typedef enum reel_status {
  *  - Allocated for the caller: memory a call allocates and hands over
  *    (a char ** output) is freed with reel_free. */
 
+/* Room to grow (one convention for every public struct; reel 1.0 keeps
+ * each struct's size and offsets, so a binary built against an older header
+ * keeps working):
+ *
+ *  - Every struct that a caller allocates (settings and inputs it fills,
+ *    outputs a call fills: info, stats, metrics, reports, records, state)
+ *    ends with `uint8_t reserved[N]`, which must be zero. The defaults
+ *    function (*_default_settings) clears it, and so does every call that
+ *    fills an output; a caller that fills a struct without the defaults
+ *    function zeroes it first (memset, or `= {0}`). A new field takes its
+ *    bytes from `reserved`: sizeof and every offset stay the same.
+ *  - Structs that reel alone allocates and hands out by pointer, never an
+ *    array the caller indexes (reel_batch, reel_pack_progress), grow at
+ *    their end instead.
+ *  - Fixed, never to grow: reel_error (its message buffer is the record),
+ *    reel_field (rows of static tables) and reel_frame_entry (one row per
+ *    frame of a video: a new per-frame fact gets a table of its own).
+ *  tests/python/test_public_api.py checks the list; tests/c/test_api.c that
+ *  `reserved` ends each struct and that the calls leave it zero. */
+
 /** The lowest status code: REEL_E_LAST <= status <= REEL_OK for every
  *  status (moves with each new code; for tables indexed by -status). */
 #define REEL_E_LAST REEL_E_NO_DATA

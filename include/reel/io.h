@@ -23,6 +23,7 @@ typedef struct reel_io {
     void *opaque;
     int (*read)(void *opaque, uint8_t *buf, int size);
     int64_t (*seek)(void *opaque, int64_t offset, int whence);
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_io;
 
 /** How remote objects are fetched. Initialise with reel_remote_default_settings().
@@ -131,6 +132,7 @@ typedef struct reel_remote_stats {
     int64_t budget_skips;                  /**< fetch-aheads skipped after waiting request_timeout for it */
     double budget_wait_seconds;            /**< time those waits took */
     int64_t latency[REEL_LATENCY_BUCKETS]; /**< requests by duration (see REEL_LATENCY_BUCKETS) */
+    uint8_t reserved[64];                  /**< zero; room to grow (common.h) */
 } reel_remote_stats;
 
 /** The q-quantile (0..1) of the request durations in `s`, in seconds (the

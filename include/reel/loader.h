@@ -95,6 +95,7 @@ typedef struct reel_clip_transform {
     float scale;              /**< float dtypes: out = (v/scale - mean) / std; default 255 */
     float mean[3];            /**< default 0 */
     float std[3];             /**< default 1 */
+    uint8_t reserved[64];     /**< zero; room to grow (common.h) */
 } reel_clip_transform;
 
 /* ======================================================================
@@ -115,6 +116,7 @@ typedef struct reel_failure {
     int64_t epoch;
     int64_t position;
     int64_t sample;
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_failure;
 
 /** Loader settings. Initialise with reel_loader_default_settings(). */
@@ -248,6 +250,7 @@ typedef struct reel_clip_info {
     const int64_t *frame_indices;           /**< frames_per_clip frame indices, in clip order */
     const int64_t *pts;                     /**< their presentation timestamps (time base below) */
     int32_t time_base_num, time_base_den;
+    uint8_t reserved[32]; /**< zero; room to grow (common.h): callers index arrays of these */
 } reel_clip_info;
 
 /** A filled batch, owned by the loader until reel_loader_release(). The data
@@ -282,6 +285,7 @@ typedef struct reel_batch {
 typedef struct reel_loader_state {
     int64_t epoch;
     int64_t position;
+    uint8_t reserved[16]; /**< zero; room to grow (common.h) */
 } reel_loader_state;
 
 /** Version of reel_loader_checkpoint this library writes (and the newest it reads). */
@@ -304,6 +308,7 @@ typedef struct reel_loader_checkpoint {
     int32_t world_size; /**< the topology it was saved under (informative) */
     int32_t batch_size;
     int32_t num_workers;
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_loader_checkpoint;
 
 
@@ -326,6 +331,7 @@ typedef struct reel_stage_metrics {
     int64_t queue_depth;    /**< input queue depth now */
     double queue_depth_avg; /**< time-averaged input queue depth */
     int64_t queue_capacity;
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_stage_metrics;
 
 typedef struct reel_loader_metrics {
@@ -355,6 +361,7 @@ typedef struct reel_loader_metrics {
     double request_p50_s, request_p99_s; /**< their durations' median and 99th percentile */
     int64_t bytes_in_flight_peak;        /**< the most bytes fetched ahead at once (see
                                               reel_remote_settings.max_bytes_in_flight) */
+    uint8_t reserved[64];                /**< zero; room to grow (common.h) */
 } reel_loader_metrics;
 
 /** The loader. Thread-safety: reel_loader_next, _get_state, _restore and

@@ -25,6 +25,7 @@ void reel__failures_free(reel_failure_log *log)
 
 static void fill(reel_failure *out, const reel_failure_rec *f)
 {
+    memset(out, 0, sizeof *out); /* reserved too (common.h) */
     snprintf(out->path, sizeof out->path, "%s", f->path ? f->path : "");
     snprintf(out->reason, sizeof out->reason, "%s", f->reason ? f->reason : "");
     out->status = f->status;

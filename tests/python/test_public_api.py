@@ -5,6 +5,7 @@ new names compile without a warning."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -81,3 +82,38 @@ def test_a_renamed_field_is_the_same_storage(tmp_path):
             "offsetof(reel_clip_transform, resize_mode), \"c\");")
     r = _compile(tmp_path, body, "-Wno-deprecated-declarations", "-Werror")
     assert r.returncode == 0, r.stderr
+
+
+def _public_structs() -> dict:
+    """{struct name: its last member's declaration} of every public struct."""
+    out = {}
+    for header in sorted((ROOT / "include" / "reel").glob("*.h")):
+        for m in re.finditer(r"typedef struct (\w+) \{(.*?)\n\} \1;", header.read_text(), re.S):
+            body = re.sub(r"/\*.*?\*/", "", m.group(2), flags=re.S)
+            out[m.group(1)] = [d.strip() for d in body.split(";") if d.strip()][-1]
+    return out
+
+
+def test_every_public_struct_has_room_to_grow_or_is_named_an_exception():
+    """common.h's convention: `uint8_t reserved[N]` last, or one of the structs
+    it names (reel allocates them and they grow at the end, or they are fixed);
+    test_api.c checks each reserved struct at compile time and its outputs."""
+    common = (ROOT / "include" / "reel" / "common.h").read_text()
+    rule = common[common.index("/* Room to grow"):common.index("*/", common.index("/* Room to grow"))]
+    exceptions = set(re.findall(r"\breel_\w+", rule.split("grow at", 1)[0].split("their end")[0]
+                                .split("hands out by pointer", 1)[-1])) | set(
+        re.findall(r"\breel_\w+", rule.split("Fixed, never to grow:", 1)[1]))
+    structs = _public_structs()
+    assert len(structs) >= 30, structs
+    checked = (ROOT / "tests" / "c" / "test_api.c").read_text()
+    missing = []
+    for name, last in structs.items():
+        if name in exceptions:
+            assert not last.startswith("uint8_t reserved["), f"{name} has reserved: drop it from the exceptions"
+            continue
+        if not re.fullmatch(r"uint8_t reserved\[\d+\]", last):
+            missing.append(f"{name}: last member {last!r}")
+        elif f"ENDS_WITH_RESERVED({name});" not in checked:
+            missing.append(f"{name}: not checked by ENDS_WITH_RESERVED in tests/c/test_api.c")
+    assert not missing, "\n".join(missing)
+    assert exceptions >= {"reel_error", "reel_field", "reel_frame_entry", "reel_batch"}, exceptions
