@@ -21,6 +21,11 @@ static void usage(FILE *out)
                  "  --size S | --size WxH   stored size: short side S (aspect kept; default 256) or exactly WxH\n"
                  "  --fps F                 keep the frames shown at 0, 1/F, 2/F, ... s of each video\n"
                  "  --every K               keep source frames 0, K, 2K, ...\n"
+                 "  --sampler fps|count     keep the frames of qwen-vl-utils' whole-video sampling (reel.vlm's,\n"
+                 "                          the Loader's sampler \"fps\"): fps: F frames per second of video\n"
+                 "                          (--fps, default 2), --min-frames A (default 4) to --max-frames B\n"
+                 "                          (default 768) of them; count: --frames N; a multiple of\n"
+                 "                          --frame-factor (default 2), spread by linspace over the video\n"
                  "  --format jpeg|raw|h264  (default jpeg)\n"
                  "  --quality Q             JPEG quality (default 90)\n"
                  "  --zstd [LEVEL]          raw: compress each frame with zstd (default level 3)\n"
@@ -150,6 +155,7 @@ int reel_cli_pack(int argc, char **argv)
     reel_pack_default_settings(&s);
     const char *pos[2] = { NULL, NULL };
     int npos = 0, json = 0, merge = 0, verify = 0, show = -1;
+    const char *whole_opt = NULL; /* an option only the whole-video samplers take */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -199,6 +205,25 @@ int reel_cli_pack(int argc, char **argv)
                 char *end;
                 s.fps = strtod(v, &end);
                 if (end == v || *end || !(s.fps > 0)) return bad("bad --fps", v);
+            } else if (!strcmp(a, "--sampler")) {
+                if (!strcmp(v, "fps"))
+                    s.sampler = REEL_SAMPLE_FPS;
+                else if (!strcmp(v, "count"))
+                    s.sampler = REEL_SAMPLE_COUNT;
+                else
+                    return bad("bad --sampler (fps or count)", v);
+            } else if (!strcmp(a, "--min-frames")) {
+                if (cli_parse_int(v, &s.min_frames) != 0 || s.min_frames < 0) return bad("bad --min-frames", v);
+                whole_opt = a;
+            } else if (!strcmp(a, "--max-frames")) {
+                if (cli_parse_int(v, &s.max_frames) != 0 || s.max_frames < 1) return bad("bad --max-frames", v);
+                whole_opt = a;
+            } else if (!strcmp(a, "--frames")) {
+                if (cli_parse_int(v, &s.frames) != 0 || s.frames < 1) return bad("bad --frames", v);
+                whole_opt = a;
+            } else if (!strcmp(a, "--frame-factor")) {
+                if (cli_parse_int(v, &s.frame_factor) != 0 || s.frame_factor < 1) return bad("bad --frame-factor", v);
+                whole_opt = a;
             } else if (!strcmp(a, "--every")) {
                 if (cli_parse_int(v, &s.every) != 0 || s.every < 1) return bad("bad --every", v);
             } else if (!strcmp(a, "--format")) {
@@ -260,6 +285,8 @@ int reel_cli_pack(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (whole_opt && !s.sampler) return bad("this option needs --sampler fps or --sampler count:", whole_opt);
+    if (s.sampler == REEL_SAMPLE_COUNT && s.frames < 1) return bad("--sampler count needs", "--frames N");
     if (show < 0) show = isatty(2);
     if (show) s.progress = progress_bar;
     reel_set_ffmpeg_log_level(0);

@@ -65,7 +65,18 @@ typedef struct reel_pack_settings {
      *  resumes where it stopped when run again). */
     int (*interrupt)(void *opaque);
     void *interrupt_opaque;
-    uint8_t reserved[64]; /**< zero; room to grow without an ABI break */
+    /** Whole-video sampling with qwen-vl-utils' frame choice (reel/sampler.h,
+     *  what reel.vlm and the Loader's sampler "fps" take):
+     *  REEL_SAMPLE_FPS keeps the frames that sampler gives each segment at
+     *  `fps` frames per second of video, min_frames to max_frames of them;
+     *  REEL_SAMPLE_COUNT keeps `frames` frames; both a multiple of
+     *  frame_factor, spread by linspace over the segment. 0 (default): all
+     *  frames, or by `every` / `fps` (then fps keeps the frames at k/fps s). */
+    int sampler;
+    int min_frames, max_frames; /**< REEL_SAMPLE_FPS; default 4 and 768 */
+    int frames;                 /**< REEL_SAMPLE_COUNT: the frame count (rounded half to even to frame_factor) */
+    int frame_factor;           /**< default 2 */
+    uint8_t reserved[44];       /**< zero; room to grow without an ABI break */
 } reel_pack_settings;
 
 /** What a build did. */

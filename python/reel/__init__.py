@@ -38,6 +38,8 @@ from ._store import merge as pack_merge
 from ._store import pack, store_info  # `python -m reel.pack` is the command line (reel/pack.py)
 from ._store import verify as store_verify
 from ._samplers import (
+    clips_at_count,
+    clips_at_fps,
     clips_at_random_indices,
     clips_at_random_timestamps,
     clips_at_regular_indices,
@@ -52,7 +54,7 @@ Status = _enum.IntEnum("Status", dict(_reel.STATUS), module=__name__)  # type: i
 __all__ = [
     "VideoDecoder", "VideoMetadata", "FrameInfo", "DecodeStats", "Frames",
     "clips_at_random_indices", "clips_at_regular_indices",
-    "clips_at_random_timestamps", "clips_at_regular_timestamps",
+    "clips_at_random_timestamps", "clips_at_regular_timestamps", "clips_at_fps", "clips_at_count",
     "Loader", "Batch", "ClipInfo", "dataset_info", "epoch_order", "stripe",
     "ReelError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
     "InvalidArgumentError", "NoVideoStreamError", "PermissionDeniedError", "Status",

@@ -161,6 +161,7 @@ PyObject *raise_err(reel_state *st, int status, const reel_error *err, const cha
 int dict_set(PyObject *d, const char *key, PyObject *v);
 double *parse_double_seq(PyObject *obj, Py_ssize_t *n_out, const char *what); /* PyMem_Free */
 int64_t *parse_int64_seq(PyObject *obj, Py_ssize_t *n_out, const char *what); /* PyMem_Free */
+PyObject *int64_list(const int64_t *values, int64_t n); /* a list of ints; NULL with the exception set */
 /* _ext_fields.c: structs by their reel_field tables */
 PyObject *rx_field_load(const void *base, const reel_field *f);
 int rx_field_store(void *base, const reel_field *f, PyObject *v); /* not strings */

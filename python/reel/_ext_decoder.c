@@ -369,6 +369,22 @@ static PyObject *decoder_frame_table(DecoderObject *self, PyObject *unused)
     return r;
 }
 
+/* Takes the decoder (decoder_acquire) and describes its whole video for the
+ * C sampler: frame table, time base, average fps (valid while it is held). */
+static int decoder_acquire_video(DecoderObject *self, reel_sampler_video *v)
+{
+    if (decoder_acquire(self) < 0) return -1;
+    memset(v, 0, sizeof *v);
+    const reel_video_info *info = reel_decoder_get_info(self->dec);
+    v->table = reel_decoder_get_frame_table(self->dec, &v->num_frames);
+    v->time_base_num = info->time_base_num;
+    v->time_base_den = info->time_base_den;
+    v->average_fps = info->avg_fps_den > 0 ? (double)info->avg_fps_num / info->avg_fps_den : 0;
+    v->segment_end = -1;
+    v->name = rx_dec_name(self);
+    return 0;
+}
+
 /* The C sampler (reel_sampler_run) over this video: the flat frame indices
  * of the clips, clip after clip. */
 static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObject *kwds)
@@ -398,16 +414,8 @@ static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObj
         PyErr_SetString(PyExc_ValueError, "sample_clips: num_clips and frames_per_clip must be in range");
         return NULL;
     }
-    if (decoder_acquire(self) < 0) return NULL;
     reel_sampler_video v;
-    memset(&v, 0, sizeof v);
-    const reel_video_info *info = reel_decoder_get_info(self->dec);
-    v.table = reel_decoder_get_frame_table(self->dec, &v.num_frames);
-    v.time_base_num = info->time_base_num;
-    v.time_base_den = info->time_base_den;
-    v.average_fps = info->avg_fps_den > 0 ? (double)info->avg_fps_num / info->avg_fps_den : 0;
-    v.segment_end = -1;
-    v.name = rx_dec_name(self);
+    if (decoder_acquire_video(self, &v) < 0) return NULL;
     size_t n = (size_t)s.clips_per_video * (size_t)s.frames_per_clip;
     int64_t *out = PyMem_Malloc(n * sizeof *out);
     if (!out) {
@@ -422,15 +430,10 @@ static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObj
     if (st != REEL_OK) {
         /* the caller's arguments do not fit this video: a ValueError, as torchcodec */
         PyErr_SetString(PyExc_ValueError, err.message);
-    } else if ((r = PyTuple_New((Py_ssize_t)n))) {
-        for (size_t i = 0; i < n; i++) {
-            PyObject *x = PyLong_FromLongLong(out[i]);
-            if (!x) {
-                Py_CLEAR(r);
-                break;
-            }
-            PyTuple_SET_ITEM(r, (Py_ssize_t)i, x);
-        }
+    } else {
+        PyObject *l = int64_list(out, (int64_t)n);
+        r = l ? PyList_AsTuple(l) : NULL;
+        Py_XDECREF(l);
     }
     PyMem_Free(out);
     return r;
@@ -453,16 +456,8 @@ static PyObject *decoder_sample_video(DecoderObject *self, PyObject *args, PyObj
         return NULL;
     }
     s.kind = (reel_sampler_kind)kind;
-    if (decoder_acquire(self) < 0) return NULL;
     reel_sampler_video v;
-    memset(&v, 0, sizeof v);
-    const reel_video_info *info = reel_decoder_get_info(self->dec);
-    v.table = reel_decoder_get_frame_table(self->dec, &v.num_frames);
-    v.time_base_num = info->time_base_num;
-    v.time_base_den = info->time_base_den;
-    v.average_fps = info->avg_fps_den > 0 ? (double)info->avg_fps_num / info->avg_fps_den : 0;
-    v.segment_end = -1;
-    v.name = rx_dec_name(self);
+    if (decoder_acquire_video(self, &v) < 0) return NULL;
     reel_error err;
     reel_error_clear(&err);
     reel_sampler_result res;
@@ -482,15 +477,7 @@ static PyObject *decoder_sample_video(DecoderObject *self, PyObject *args, PyObj
         PyErr_SetString(PyExc_ValueError, err.message); /* as qwen-vl-utils raises */
         return NULL;
     }
-    PyObject *idx = PyList_New((Py_ssize_t)res.num_frames);
-    for (int64_t i = 0; idx && i < res.num_frames; i++) {
-        PyObject *x = PyLong_FromLongLong(out[i]);
-        if (!x) {
-            Py_CLEAR(idx);
-            break;
-        }
-        PyList_SET_ITEM(idx, (Py_ssize_t)i, x);
-    }
+    PyObject *idx = int64_list(out, res.num_frames);
     PyMem_Free(out);
     if (!idx) return NULL;
     return Py_BuildValue("(N{s:L,s:L,s:d,s:d})", idx, "range_first", (long long)res.range_first, "range_frames",
@@ -542,15 +529,7 @@ static PyObject *decoder_keyframes(DecoderObject *self, PyObject *unused)
     if (decoder_acquire(self) < 0) return NULL;
     int64_t n = 0;
     const int64_t *k = reel_decoder_get_keyframes(self->dec, &n);
-    PyObject *l = PyList_New((Py_ssize_t)n);
-    for (int64_t i = 0; l && i < n; i++) {
-        PyObject *v = PyLong_FromLongLong(k[i]);
-        if (!v) {
-            Py_CLEAR(l);
-            break;
-        }
-        PyList_SET_ITEM(l, (Py_ssize_t)i, v);
-    }
+    PyObject *l = int64_list(k, n);
     decoder_release(self);
     return l;
 }

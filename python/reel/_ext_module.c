@@ -178,6 +178,20 @@ double *parse_double_seq(PyObject *obj, Py_ssize_t *n_out, const char *what)
     return out;
 }
 
+PyObject *int64_list(const int64_t *values, int64_t n)
+{
+    PyObject *l = PyList_New((Py_ssize_t)n);
+    for (int64_t i = 0; l && i < n; i++) {
+        PyObject *x = PyLong_FromLongLong(values[i]);
+        if (!x) {
+            Py_CLEAR(l);
+            break;
+        }
+        PyList_SET_ITEM(l, (Py_ssize_t)i, x);
+    }
+    return l;
+}
+
 int dict_set(PyObject *d, const char *key, PyObject *v)
 {
     if (!v) return -1;
@@ -395,6 +409,8 @@ static const struct {
     E(SAMPLE_REGULAR_INDICES),
     E(SAMPLE_RANDOM_TIMES),
     E(SAMPLE_REGULAR_TIMES),
+    E(SAMPLE_FPS),
+    E(SAMPLE_COUNT),
     E(CLIP_REPEAT_LAST),
     E(CLIP_WRAP),
     E(CLIP_DROP),

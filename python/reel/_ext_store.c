@@ -66,22 +66,25 @@ static int format_code(const char *f)
 
 /* pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1,
  *      format="jpeg", quality=90, zstd_level=0, gop=8, crf=18,
- *      shard_size=1<<30, threads=0, part_index=0, part_count=1, progress=None) -> dict */
+ *      shard_size=1<<30, threads=0, part_index=0, part_count=1, progress=None,
+ *      sampler=0, min_frames=4, max_frames=768, frames=0, frame_factor=2) -> dict */
 static PyObject *mod_pack(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = { "source",     "out_dir", "short_side", "width",      "height",   "fps",
-                              "every",      "format",  "quality",    "zstd_level", "gop",      "crf",
-                              "shard_size", "threads", "part_index", "part_count", "progress", NULL };
+    static char *kwlist[] = { "source",     "out_dir",    "short_side", "width",        "height",   "fps",
+                              "every",      "format",     "quality",    "zstd_level",   "gop",      "crf",
+                              "shard_size", "threads",    "part_index", "part_count",   "progress", "sampler",
+                              "min_frames", "max_frames", "frames",     "frame_factor", NULL };
     reel_state *st = PyModule_GetState(module);
     PyObject *src_obj, *out_obj, *progress = Py_None, *sb = NULL, *ob = NULL;
     const char *format = "jpeg";
     long long shard_size = (long long)1 << 30;
     reel_pack_settings s;
     reel_pack_default_settings(&s);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iiidisiiiiLiiiO:pack", kwlist, &src_obj, &out_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iiidisiiiiLiiiOiiiii:pack", kwlist, &src_obj, &out_obj,
                                      &s.short_side, &s.width, &s.height, &s.fps, &s.every, &format, &s.quality,
                                      &s.zstd_level, &s.gop, &s.crf, &shard_size, &s.threads, &s.part_index,
-                                     &s.part_count, &progress))
+                                     &s.part_count, &progress, &s.sampler, &s.min_frames, &s.max_frames, &s.frames,
+                                     &s.frame_factor))
         return NULL;
     int fc = format_code(format);
     if (fc < 0) {
@@ -244,7 +247,8 @@ static PyObject *mod_store_records(PyObject *module, PyObject *arg)
 PyMethodDef reel_store_methods[] = {
     { "pack", (PyCFunction)(void (*)(void))mod_pack, METH_VARARGS | METH_KEYWORDS,
       "pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1, format='jpeg', quality=90, "
-      "zstd_level=0, gop=8, crf=18, shard_size=1073741824, threads=0, part_index=0, part_count=1, progress=None)\n"
+      "zstd_level=0, gop=8, crf=18, shard_size=1073741824, threads=0, part_index=0, part_count=1, progress=None, "
+      "sampler=0, min_frames=4, max_frames=768, frames=0, frame_factor=2)\n"
       "--\n\nBuilds (a part of) a packed store; returns the report as a dict." },
     { "pack_merge", mod_pack_merge, METH_O, "pack_merge(out_dir)\n--\n\nWrites the index of a store built in parts." },
     { "store_verify", mod_store_verify, METH_O,

@@ -199,6 +199,11 @@ def pack(
     part_index: int = 0,
     part_count: int = 1,
     progress: Any = None,
+    sampler: int = 0,
+    min_frames: int = 4,
+    max_frames: int = 768,
+    frames: int = 0,
+    frame_factor: int = 2,
 ) -> Dict[str, Any]: ...
 def pack_merge(out_dir: Any) -> None: ...
 def store_verify(store_dir: Any) -> Dict[str, Any]: ...
@@ -227,6 +232,8 @@ SAMPLE_RANDOM_INDICES: int
 SAMPLE_REGULAR_INDICES: int
 SAMPLE_RANDOM_TIMES: int
 SAMPLE_REGULAR_TIMES: int
+SAMPLE_FPS: int
+SAMPLE_COUNT: int
 CLIP_REPEAT_LAST: int
 CLIP_WRAP: int
 CLIP_DROP: int

@@ -1,8 +1,9 @@
 # reel/_samplers.py: the per-video clip samplers (random and regular clips, by
-# index or by time) with torchcodec's names and semantics: thin wrappers over
-# the C sampler (reel_sampler_run, the loader's own), so both agree on ranges,
-# policies and random draws; one batched VideoDecoder call per video; each
-# returns a Frames batch [N, T, ...].
+# index or by time, with torchcodec's names and semantics; and the whole-video
+# samplers at a target fps or a frame count, with qwen-vl-utils' names and
+# semantics): thin wrappers over the C sampler (reel_sampler_run, the
+# loader's own), so all agree on ranges, policies and random draws; one
+# batched VideoDecoder call per video; each returns a Frames batch [N, T, ...].
 from __future__ import annotations
 
 import math
@@ -18,6 +19,8 @@ __all__ = [
     "clips_at_regular_indices",
     "clips_at_random_timestamps",
     "clips_at_regular_timestamps",
+    "clips_at_fps",
+    "clips_at_count",
 ]
 
 Seed = Union[int, random.Random, None]
@@ -218,3 +221,69 @@ def clips_at_regular_timestamps(
         raise ValueError("pass exactly one of seconds_between_clip_starts and num_clips")
     return _time_sampler("regular", decoder, num_clips, num_frames_per_clip, seconds_between_frames,
                          seconds_between_clip_starts, sampling_range_start, sampling_range_end, policy, None)
+
+
+# qwen-vl-utils 0.0.14's defaults (reel_sampler_default_settings has the same)
+FPS, MIN_FRAMES, MAX_FRAMES, FRAME_FACTOR = 2.0, 4, 768, 2
+
+
+def _whole_number(name: str, v: object) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or float(v) != int(v):
+        raise ValueError(f"{name} must be a whole number, got {v!r}")
+    return int(v)
+
+
+def _whole_video(decoder: VideoDecoder, kind: int, fps: float, min_frames: int, max_frames: int,
+                 frame_factor: int, count: int, video_start: Optional[float], video_end: Optional[float]) -> Frames:
+    if len(decoder) < 1:
+        raise ValueError(f"the video has no frames ({decoder.metadata.path})")
+    if video_end is not None and video_end <= 0:
+        raise ValueError(f"video_end={video_end}: leaves no frames")
+    if video_start is not None and video_start < 0:
+        raise ValueError(f"video_start={video_start}: must be >= 0")
+    idx, _ = decoder._dec.sample_video(kind, float(fps), min_frames, max_frames, frame_factor, count,
+                                          float(video_start or 0.0), float(video_end or 0.0))
+    return _clips(decoder, decoder.get_frames_at(list(idx)), 1, len(idx))
+
+
+def clips_at_fps(
+    decoder: VideoDecoder,
+    *,
+    fps: float = FPS,
+    min_frames: int = MIN_FRAMES,
+    max_frames: int = MAX_FRAMES,
+    frame_factor: int = FRAME_FACTOR,
+    video_start: Optional[float] = None,
+    video_end: Optional[float] = None,
+) -> Frames:
+    """The whole video (or [video_start, video_end] seconds of it) sampled at
+    `fps` frames per second of video, as qwen-vl-utils 0.0.14 and
+    ``reel.vlm.fetch_video`` choose frames: N frames at the video's average
+    fps F give n = min(max(N / F * fps, min_frames), max_frames, N) rounded
+    to a multiple of `frame_factor` (min up, max and n down), taken by
+    linspace over the range, rounded half to even as torch does. The same
+    C sampler (REEL_SAMPLE_FPS) serves reel.vlm, the Loader's
+    ``sampler="fps"`` and ``reel pack --sampler fps``.
+
+    Returns Frames [1, n, ...] (one clip); its fps (qwen's sample_fps) is
+    n / N * F."""
+    return _whole_video(decoder, _reel.SAMPLE_FPS, fps, _whole_number("min_frames", min_frames),
+                        _whole_number("max_frames", max_frames), _whole_number("frame_factor", frame_factor), 1,
+                        video_start, video_end)
+
+
+def clips_at_count(
+    decoder: VideoDecoder,
+    *,
+    nframes: int,
+    frame_factor: int = FRAME_FACTOR,
+    video_start: Optional[float] = None,
+    video_end: Optional[float] = None,
+) -> Frames:
+    """`nframes` frames (rounded half to even to a multiple of
+    `frame_factor`, qwen-vl-utils' ``nframes``) spread by linspace over the
+    whole video or [video_start, video_end] seconds of it (REEL_SAMPLE_COUNT).
+    Returns Frames [1, n, ...]."""
+    return _whole_video(decoder, _reel.SAMPLE_COUNT, FPS, MIN_FRAMES, MAX_FRAMES,
+                        _whole_number("frame_factor", frame_factor), _whole_number("nframes", nframes),
+                        video_start, video_end)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Any, Callable, Dict, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from . import _reel
 
@@ -39,15 +39,29 @@ def _part(part: Union[None, str, Tuple[int, int]]) -> Tuple[int, int]:
     return (int(part[0]), int(part[1]))
 
 
+_WHOLE_VIDEO = {None: 0, "fps": _reel.SAMPLE_FPS, "count": _reel.SAMPLE_COUNT}
+
+
+def _bad_sampler(sampler: Any) -> int:
+    raise ValueError(f"sampler={sampler!r}: expected None, 'fps' or 'count'")
+
+
 def pack(source: Any, out_dir: Any, *, size: Union[int, Tuple[int, int]] = 256, fps: float = 0.0, every: int = 1,
          format: str = "jpeg", quality: int = 90, zstd_level: int = 0, gop: int = 8, crf: int = 18,
          shard_size: int = 1 << 30, threads: int = 0, part: Union[None, str, Tuple[int, int]] = None,
-         progress: _Progress = None, wait_for_parts: float = 0.0) -> Dict[str, Any]:
+         progress: _Progress = None, wait_for_parts: float = 0.0, sampler: Optional[str] = None,
+         min_frames: int = 4, max_frames: int = 768, frames: int = 0, frame_factor: int = 2) -> Dict[str, Any]:
     """Decodes `source` (a folder in the Kinetics layout or a CSV/TSV/JSONL
     manifest) once into a packed store in `out_dir`, and returns the report.
 
     size: the short side (aspect kept) or an exact (height, width).
     fps / every: keep the frames shown at k/fps seconds, or every k-th frame.
+    sampler: "fps" or "count" stores each video (or segment) as the
+    whole-video sampler takes it, qwen-vl-utils' frame choice (the frames
+    reel.vlm.fetch_video and reel.clips_at_fps / clips_at_count take):
+    "fps" at `fps` (default 2) frames per second of video, `min_frames` to
+    `max_frames` of them; "count" `frames` frames; a multiple of
+    `frame_factor`, spread by linspace.
     format: "jpeg" (quality), "raw" (zstd_level 0 = uncompressed) or "h264" (gop, crf).
     part: "I/N", (I, N) or "auto" (RANK/WORLD_SIZE) builds a disjoint 1/N; with
     N > 1 the index is written by merge() once all parts are done: with
@@ -65,7 +79,10 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, Tuple[int, int]] = 256, 
     report = _reel.pack(os.fspath(source), os.fspath(out_dir), short_side=short_side or 256, width=width,
                         height=height, fps=float(fps), every=int(every), format=format, quality=int(quality),
                         zstd_level=int(zstd_level), gop=int(gop), crf=int(crf), shard_size=int(shard_size),
-                        threads=int(threads), part_index=index, part_count=count, progress=cb)
+                        threads=int(threads), part_index=index, part_count=count, progress=cb,
+                        sampler=_WHOLE_VIDEO[sampler] if sampler in _WHOLE_VIDEO else _bad_sampler(sampler),
+                        min_frames=int(min_frames), max_frames=int(max_frames), frames=int(frames),
+                        frame_factor=int(frame_factor))
     if progress is True:
         sys.stderr.write("\n")
     if count > 1 and wait_for_parts > 0:

@@ -21,6 +21,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--size", default="256", help="short side S, or WxH")
     ap.add_argument("--fps", type=float, default=0.0)
     ap.add_argument("--every", type=int, default=1)
+    ap.add_argument("--sampler", choices=["fps", "count"], default=None,
+                    help="whole-video sampling, qwen-vl-utils' frame choice (see reel pack --help)")
+    ap.add_argument("--min-frames", type=int, default=4)
+    ap.add_argument("--max-frames", type=int, default=768)
+    ap.add_argument("--frames", type=int, default=0)
+    ap.add_argument("--frame-factor", type=int, default=2)
     ap.add_argument("--format", choices=["jpeg", "raw", "h264"], default="jpeg")
     ap.add_argument("--quality", type=int, default=90)
     ap.add_argument("--zstd", type=int, default=0, metavar="LEVEL")
@@ -39,7 +45,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         size = int(a.size)
     rep = pack(a.source, a.out_dir, size=size, fps=a.fps, every=a.every, format=a.format, quality=a.quality,
                zstd_level=a.zstd, gop=a.gop, shard_size=a.shard_size, threads=a.threads, part=a.part,
-               progress=sys.stderr.isatty(), wait_for_parts=a.wait)
+               progress=sys.stderr.isatty(), wait_for_parts=a.wait, sampler=a.sampler, min_frames=a.min_frames,
+               max_frames=a.max_frames, frames=a.frames, frame_factor=a.frame_factor)
     print(json.dumps(rep) if a.json else f"{a.out_dir}: {rep}")
     return 0
 

@@ -37,6 +37,8 @@ from ._decoder import VideoDecoder
 from ._loader import SHARD as _SHARD
 from ._loader import _STATE_VERSION, ClipInfo, Loader, check_state, dataset_identity, dataset_info
 from ._samplers import (
+    clips_at_count,
+    clips_at_fps,
     clips_at_random_indices,
     clips_at_random_timestamps,
     clips_at_regular_indices,
@@ -610,6 +612,8 @@ _SAMPLERS: Dict[str, Callable[..., Any]] = {
     "regular": clips_at_regular_indices,
     "random_time": clips_at_random_timestamps,
     "regular_time": clips_at_regular_timestamps,
+    "fps": clips_at_fps,
+    "count": clips_at_count,
 }
 
 
@@ -617,7 +621,8 @@ class ClipDataset(torch.utils.data.Dataset):
     """``dataset[i]`` -> (clips [N, T, C, H, W] tensor, label) for video i.
 
     ``videos``: paths, or (path, label) pairs. ``sampler``: "random",
-    "regular", "random_time" or "regular_time"; ``sampler_args`` go to the
+    "regular", "random_time", "regular_time", "fps" or "count" (whole-video,
+    reel.clips_at_fps / clips_at_count); ``sampler_args`` go to the
     sampler (e.g. num_clips, num_frames_per_clip); ``decoder_args`` to
     reel.VideoDecoder (size, crop, dtype, threads...). ``transform`` is applied
     to the tensor. Decoders are opened per item, so the dataset pickles and

@@ -41,7 +41,7 @@ FPS_MIN_FRAMES = 4
 FPS_MAX_FRAMES = 768
 MAX_NUM_WORKERS_FETCH_VIDEO = 8
 
-_SAMPLE_FPS, _SAMPLE_COUNT = 4, 5  # reel_sampler_kind
+_SAMPLE_FPS, _SAMPLE_COUNT = _reel.SAMPLE_FPS, _reel.SAMPLE_COUNT
 
 
 def _model_seq_len() -> int:

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 
 #include "reel/dataset.h"
+#include "reel/sampler.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -25,6 +26,9 @@ void reel_pack_default_settings(reel_pack_settings *s)
     s->crf = 18;
     s->shard_size = (int64_t)1 << 30;
     s->part_count = 1;
+    s->min_frames = 4;
+    s->max_frames = 768;
+    s->frame_factor = 2;
 }
 
 static int check_settings(const reel_pack_settings *s, reel_error *err)
@@ -39,6 +43,24 @@ static int check_settings(const reel_pack_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: fps must be in [0, 1000]");
     if (s->fps > 0 && s->every > 1)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: give fps or every, not both");
+    if (s->sampler != 0 && s->sampler != REEL_SAMPLE_FPS && s->sampler != REEL_SAMPLE_COUNT)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "pack: sampler %d: whole-video samplers are the fps (%d) "
+                               "and count (%d) samplers",
+                               s->sampler, REEL_SAMPLE_FPS, REEL_SAMPLE_COUNT);
+    if (s->sampler != 0 && s->every > 1)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: give a whole-video sampler or every, not both");
+    if (s->sampler == REEL_SAMPLE_COUNT && s->fps > 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: the count sampler takes frames, not fps");
+    if (s->sampler == REEL_SAMPLE_COUNT && (s->frames < 1 || s->frames > 1000000))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: the count sampler needs frames in [1, 1000000], got %d",
+                               s->frames);
+    if (s->sampler != 0 &&
+        (s->frame_factor < 1 || s->frame_factor > 1000 || s->min_frames < 0 || s->max_frames < s->min_frames))
+        return reel__error_set(
+            err, REEL_E_INVALID_ARG,
+            "pack: need frame_factor in [1, 1000] and 0 <= min_frames <= max_frames (got %d, %d, %d)", s->frame_factor,
+            s->min_frames, s->max_frames);
     if (s->every < 0 || s->every > 1000000)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: bad every %d", s->every);
     if (s->format == REEL_STORE_FORMAT_JPEG && (s->quality < 1 || s->quality > 100))
@@ -236,6 +258,18 @@ int reel_pack(const char *source, const char *out_dir, const reel_pack_settings 
     }
     int st = check_settings(settings, err);
     if (st != REEL_OK) return st;
+    /* the whole-video sampler's settings as the store records them: its
+     * default fps, and zero for what the chosen sampler does not use */
+    reel_pack_settings norm = *settings;
+    if (norm.sampler == REEL_SAMPLE_FPS) {
+        if (!(norm.fps > 0)) norm.fps = 2.0;
+        norm.frames = 0;
+    } else if (norm.sampler == REEL_SAMPLE_COUNT) {
+        norm.min_frames = norm.max_frames = 0;
+    } else {
+        norm.min_frames = norm.max_frames = norm.frames = norm.frame_factor = 0;
+    }
+    settings = &norm;
     if (report) memset(report, 0, sizeof *report);
     totals t;
     memset(&t, 0, sizeof t);

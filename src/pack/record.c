@@ -1,5 +1,6 @@
 /* record.c: one video into one store record: opened with reel's decoder,
- * its segment's frames chosen (every K-th, or by time at F fps), decoded
+ * its segment's frames chosen (every K-th, by time at F fps, or by the
+ * whole-video fps/count sampler), decoded
  * with the fused crop+resize at the stored size and display rotation, and
  * handed to the format's encoder. A video that fails is recorded with its
  * reason. */
@@ -60,10 +61,50 @@ static int segment(const reel_video_info *info, const reel_frame_entry *tab, int
     return st;
 }
 
-/* Source frame indices to store: the segment, subsampled by every or fps. */
+/* The whole-video sampler's frames of the segment (reel_sampler_run: the
+ * indices reel.vlm and the loader's "fps"/"count" samplers take). */
+static int sample_whole(const reel_pack_settings *ps, const reel_video_info *info, const reel_frame_entry *tab,
+                        int64_t n, const reel__pack_entry *it, int64_t **out, int64_t *count, reel_error *err)
+{
+    reel_sampler_settings s;
+    reel_sampler_default_settings(&s);
+    s.kind = (reel_sampler_kind)ps->sampler;
+    s.fps = ps->fps;
+    s.min_frames = ps->min_frames;
+    s.max_frames = ps->max_frames;
+    if (ps->sampler == REEL_SAMPLE_COUNT) s.frames_per_clip = ps->frames;
+    s.frame_factor = ps->frame_factor;
+    reel_sampler_video v;
+    memset(&v, 0, sizeof v);
+    v.table = tab;
+    v.num_frames = n;
+    v.time_base_num = info->time_base_num;
+    v.time_base_den = info->time_base_den;
+    v.average_fps = info->avg_fps_den > 0 ? (double)info->avg_fps_num / info->avg_fps_den : 0;
+    v.segment_start = it->start;
+    v.segment_end = it->end;
+    v.name = it->path;
+    reel_sampler_result r;
+    int st = reel_sampler_describe(&s, &v, &r, err);
+    if (st != REEL_OK) return st;
+    int64_t *sel = malloc((size_t)(r.num_frames > 0 ? r.num_frames : 1) * sizeof *sel);
+    if (!sel) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->path);
+    st = reel_sampler_run(&s, &v, 0, 0, 0, sel, (size_t)r.num_frames, err);
+    if (st != REEL_OK) {
+        free(sel);
+        return st;
+    }
+    *out = sel;
+    *count = r.num_frames;
+    return REEL_OK;
+}
+
+/* Source frame indices to store: the whole-video sampler's, or the
+ * segment subsampled by every or fps. */
 static int select_frames(const reel_pack_settings *ps, const reel_video_info *info, const reel_frame_entry *tab,
                          int64_t n, const reel__pack_entry *it, int64_t **out, int64_t *count, reel_error *err)
 {
+    if (ps->sampler) return sample_whole(ps, info, tab, n, it, out, count, err);
     int64_t first = 0, len = 0;
     int st = segment(info, tab, n, it, &first, &len, err);
     if (st != REEL_OK) return st;

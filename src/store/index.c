@@ -93,7 +93,12 @@ enum { SIZE_U32 = 4, SIZE_I32 = 4, SIZE_U64 = 8, SIZE_I64 = 8, SIZE_F64 = 8 };
     F(I32, every)              \
     F(U32, part_count)         \
     F(F64, fps)                \
-    F(U64, shard_size)
+    F(U64, shard_size)         \
+    F(I32, sampler)            \
+    F(I32, min_frames)         \
+    F(I32, max_frames)         \
+    F(I32, frames)             \
+    F(I32, frame_factor)
 
 /* A record entry's fixed fields (reel__store_rec), after the marker and the
  * entry size and before the three string lengths and a reserved u32. */
@@ -138,7 +143,7 @@ enum {
     REC_FIXED = 4 + 4 STORE_REC_FIELDS(FIELD_SIZE) + 4 + 4 + 4 + 4, /* marker, size ... lengths, reserved */
     FRAME_FIXED = 0 STORE_FRAME_FIELDS(FIELD_SIZE)
 };
-_Static_assert(HEADER_FIXED == 80, "docs/STORE.md: the header's fields end at byte 80");
+_Static_assert(HEADER_FIXED == 100, "docs/STORE.md: the header's fields end at byte 100");
 _Static_assert(HEADER_FIXED <= REEL_STORE_HEADER_BYTES, "the header block holds its fields");
 _Static_assert(REC_FIXED == 140, "docs/STORE.md: a record entry's frames start at byte 140");
 _Static_assert(FRAME_FIXED == REEL_STORE_FRAME_BYTES, "docs/STORE.md: a stored frame is 40 bytes");
@@ -193,8 +198,15 @@ void reel__store_params_from(reel__store_params *p, const reel_pack_settings *s)
     p->quality = s->format == REEL_STORE_FORMAT_JPEG ? s->quality : 0;
     p->gop = s->format == REEL_STORE_FORMAT_H264 ? s->gop : 0;
     p->crf = s->format == REEL_STORE_FORMAT_H264 ? s->crf : 0;
-    p->every = s->fps > 0 ? 0 : (s->every > 1 ? s->every : 1);
+    p->every = s->fps > 0 || s->sampler ? 0 : (s->every > 1 ? s->every : 1);
     p->fps = s->fps > 0 ? s->fps : 0;
+    if (s->sampler) { /* as the builder normalised them (pack.c: the unused ones 0) */
+        p->sampler = s->sampler;
+        p->min_frames = s->min_frames;
+        p->max_frames = s->max_frames;
+        p->frames = s->frames;
+        p->frame_factor = s->frame_factor;
+    }
     p->part_count = (uint32_t)(s->part_count > 0 ? s->part_count : 1);
     p->shard_size = (uint64_t)s->shard_size;
 }
@@ -228,7 +240,8 @@ int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, con
     params_get(&q, p);
     if (p->format < REEL_STORE_FORMAT_JPEG || p->format > REEL_STORE_FORMAT_H264 || p->part_count < 1 ||
         p->part_count > 1000000 || p->zstd_level > 22 || !(p->fps >= 0 && p->fps < 1e6) || p->every < 0 ||
-        p->shard_size < REEL_STORE_ALIGN)
+        p->shard_size < REEL_STORE_ALIGN || p->sampler < 0 || p->min_frames < 0 || p->max_frames < 0 || p->frames < 0 ||
+        p->frame_factor < 0)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: impossible build settings in the header", name);
     return REEL_OK;
 }

@@ -55,6 +55,9 @@ typedef struct reel__store_params {
     uint32_t part_count;
     double fps;
     uint64_t shard_size;
+    /* whole-video sampling (reel_pack_settings.sampler; 0: none, then the
+     * other three are 0) */
+    int32_t sampler, min_frames, max_frames, frames, frame_factor;
 } reel__store_params;
 
 uint32_t reel__crc32(uint32_t crc, const void *data, size_t n);

@@ -273,6 +273,97 @@ TEST(subsampled_stores_keep_source_indices_and_report_missing_frames)
     }
 }
 
+/* The whole-video samplers' frames of one video (the sampler reel.vlm uses). */
+static int64_t sampled(const char *path, const reel_sampler_settings *ss, int64_t *out, size_t cap)
+{
+    reel_decoder *dec = tg_open(path, NULL);
+    const reel_video_info *info = reel_decoder_get_info(dec);
+    reel_sampler_video v;
+    memset(&v, 0, sizeof v);
+    v.table = reel_decoder_get_frame_table(dec, &v.num_frames);
+    v.time_base_num = info->time_base_num;
+    v.time_base_den = info->time_base_den;
+    v.average_fps = (double)info->avg_fps_num / info->avg_fps_den;
+    v.segment_end = -1;
+    reel_sampler_result r;
+    CHECK_OK(reel_sampler_describe(ss, &v, &r, NULL));
+    CHECK((size_t)r.num_frames <= cap);
+    CHECK_OK(reel_sampler_run(ss, &v, 0, 0, 0, out, (size_t)r.num_frames, NULL));
+    reel_decoder_close(&dec);
+    return r.num_frames;
+}
+
+TEST(whole_video_sampler_stores_keep_the_sampled_frames)
+{
+    /* fps 10 of 25 fps videos of 30, 36, 42, 48 frames: 12, 14.4, 16.8, 19.2
+     * frames, floored to 2 and capped at max_frames 15 -> 14; count 7 -> 8 */
+    const int64_t want_n[2][NV] = { { 12, 14, 14, 14 }, { 8, 8, 8, 8 } };
+    for (int kind = 0; kind < 2; kind++) {
+        reel_pack_settings ps;
+        reel_pack_default_settings(&ps);
+        ps.format = REEL_STORE_FORMAT_RAW;
+        ps.short_side = SS;
+        ps.threads = 2;
+        ps.sampler = kind == 0 ? REEL_SAMPLE_FPS : REEL_SAMPLE_COUNT;
+        ps.fps = kind == 0 ? 10.0 : 0;
+        ps.max_frames = 15;
+        ps.frames = 7;
+        const char *dir = sc_tmp(kind == 0 ? "sample_fps" : "sample_count");
+        CHECK_EQ_INT(sc_pack(dataset(), dir, &ps).failed, 0);
+        reel_sampler_settings ss;
+        reel_sampler_default_settings(&ss);
+        ss.kind = (reel_sampler_kind)ps.sampler;
+        ss.fps = 10.0;
+        ss.max_frames = 15;
+        ss.frames_per_clip = 7;
+        reel_store *s = NULL;
+        CHECK_OK(reel_store_open(&s, dir, NULL));
+        reel_store_reader *r = NULL;
+        CHECK_OK(reel_store_reader_create(&r, s, NULL, NULL));
+        uint8_t *buf = malloc((size_t)SW * SH * 3);
+        for (int64_t i = 0; i < NV; i++) {
+            reel_store_record rec;
+            CHECK_OK(reel_store_get_record(s, i, &rec, NULL));
+            int64_t want[64];
+            int64_t n = sampled(rec.source_path, &ss, want, 64);
+            CHECK_EQ_INT(rec.num_frames, want_n[kind][rec.source_num_frames / 6 - 5]);
+            CHECK_EQ_INT(rec.num_frames, n);
+            CHECK_EQ_INT(want[0], 0);
+            CHECK_EQ_INT(want[n - 1], rec.source_num_frames - 1);
+            for (int64_t j = 0; j < n; j++) {
+                int64_t src = -1;
+                CHECK_OK(reel_store_get_source_index(s, i, j, &src, NULL));
+                CHECK_EQ_INT(src, want[j]);
+                one o = { buf, -1 };
+                CHECK_OK(reel_store_reader_read_source(r, i, &src, 1, one_fn, &o, NULL, NULL));
+                CHECK_EQ_INT(tg_read_idx(buf, SW, SH), want[j]); /* the frame the generator wrote there */
+            }
+        }
+        free(buf);
+        reel_store_reader_destroy(&r);
+        reel_store_close(&s);
+    }
+    /* a resumed build must use the same sampler: another one is refused */
+    reel_pack_settings ps;
+    reel_pack_default_settings(&ps);
+    ps.format = REEL_STORE_FORMAT_RAW;
+    ps.short_side = SS;
+    ps.sampler = REEL_SAMPLE_COUNT;
+    ps.frames = 9;
+    reel_error err;
+    reel_error_clear(&err);
+    CHECK(reel_pack(dataset(), sc_tmp("sample_count"), &ps, NULL, &err) != REEL_OK);
+    /* bad combinations are named before anything is read */
+    ps.frames = 0;
+    CHECK_STATUS(reel_pack(dataset(), sc_tmp("sample_bad"), &ps, NULL, &err), REEL_E_INVALID_ARG);
+    ps.sampler = REEL_SAMPLE_FPS;
+    ps.every = 2;
+    CHECK_STATUS(reel_pack(dataset(), sc_tmp("sample_bad"), &ps, NULL, &err), REEL_E_INVALID_ARG);
+    ps.every = 1;
+    ps.sampler = REEL_SAMPLE_RANDOM_INDICES + 1;
+    CHECK_STATUS(reel_pack(dataset(), sc_tmp("sample_bad"), &ps, NULL, &err), REEL_E_INVALID_ARG);
+}
+
 static int files_equal(const char *a, const char *b)
 {
     size_t na = 0, nb = 0;

@@ -243,3 +243,33 @@ def test_time_edges_agree_with_the_loader(video, start, end, frames):
     assert_agree(lambda: reel.clips_at_random_timestamps(dec, num_clips=2, num_frames_per_clip=frames, seed=5,
                                                          sampling_range_start=start,
                                                          sampling_range_end=end).indices, loader)
+
+
+def test_fps_and_count_samplers(synth):
+    """The whole-video samplers: qwen-vl-utils' count and linspace, checked by
+    the indices embedded in the decoded frames; one clip [1, n, ...]."""
+    path = synth(frames=300, fps_num=30, gop=30)  # 10 s at 30 fps
+    d = reel.VideoDecoder(path, layout="HWC")
+    c = reel.clips_at_fps(d)  # fps 2: 300 / 30 * 2 = 20 frames
+    assert c.shape[:2] == (1, 20) and c.layout == "NTHWC"
+    want = [int(round(i * 299 / 19)) for i in range(20)]  # no .5 ties in this linspace
+    assert read_indices(c) == want and list(c.indices[0]) == want
+    assert clip_indices(reel.clips_at_fps(d, fps=0.1)) == [[0, 100, 199, 299]]  # min_frames 4
+    assert reel.clips_at_fps(d, fps=0.1, min_frames=5).shape[1] == 6  # 5 rounded up to the factor
+    assert reel.clips_at_fps(d, fps=30.0, max_frames=11).shape[1] == 10
+    assert reel.clips_at_fps(d, fps=4.0, frame_factor=3).shape[1] == 39
+    # video_start/video_end: frames 60..180, 121 frames: 121 / 30 * 1.5 -> 6
+    c = reel.clips_at_fps(d, fps=1.5, video_start=2.0, video_end=6.0)
+    assert read_indices(c) == [60, 84, 108, 132, 156, 180]
+    # count: nframes / 2 rounded half to even (7 -> 8, 9 -> 8, 11 -> 12, 5 -> 4)
+    assert clip_indices(reel.clips_at_count(d, nframes=5)) == [[0, 100, 199, 299]]
+    assert [reel.clips_at_count(d, nframes=k).shape[1] for k in (7, 9, 11)] == [8, 8, 12]
+    assert clip_indices(reel.clips_at_count(d, nframes=2, video_start=1.0)) == [[30, 299]]
+    # linspace rounds half to even in float32, as torch: 0..5 in 3 (factor 1) -> 0, 2, 5
+    assert clip_indices(reel.clips_at_count(d, nframes=3, frame_factor=1, video_end=5 / 30)) == [[0, 2, 5]]
+    bad = [{"nframes": 1}, {"nframes": 303}, {"nframes": 2.5}, {"nframes": 4, "video_start": 9.0, "video_end": 3.0}]
+    for kw in bad:
+        with pytest.raises(ValueError):
+            reel.clips_at_count(d, **kw)
+    with pytest.raises(ValueError):
+        reel.clips_at_fps(d, video_end=0)

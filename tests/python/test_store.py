@@ -172,3 +172,42 @@ def test_verify_reports_bytes_after_the_last_record(videos, tmp_path):
     v = reel.store_verify(st)
     assert not v["ok"] and v["bad"] == 0 and v["bad_shards"] == 1 and v["bytes_past_records"] == 10000
     assert shard.name in v["first_problem"] and "past its last record" in v["first_problem"]
+
+
+def test_pack_whole_video_samplers_store_clips_at_fps_frames(videos, tmp_path):
+    """reel.pack(sampler="fps"/"count") and `reel pack --sampler` keep the
+    frames reel.clips_at_fps / clips_at_count choose (qwen-vl-utils'): the
+    loader reads each record whole and the embedded indices are those."""
+    def store_frames(store):
+        n = {r["frames"] for r in reel._reel.store_records(store)}
+        assert len(n) == 1  # the videos here give every record the same length
+        got = {}
+        with reel.Loader(store, frames_per_clip=n.pop(), size=(96, 128), crop=None, batch_size=1, shuffle=False,
+                         sampler="regular", layout="BTHWC", epochs=1) as L:
+            for b in L:  # one clip of the record's whole length
+                got[b.info[0].path] = read_indices(b.frames)
+        return got
+
+    def want(fn, **kw):
+        out = {}
+        for p in sorted(videos.glob("*/*.mp4")):
+            with reel.VideoDecoder(str(p), size=(16, 16)) as d:
+                out[str(p)] = list(fn(d, **kw).indices[0])
+        return out
+
+    rep = reel.pack(videos, tmp_path / "fps", size=96, format="raw", sampler="fps", fps=7.0, max_frames=9)
+    assert rep["failed"] == 0
+    w = want(reel.clips_at_fps, fps=7.0, max_frames=9)
+    assert sorted(len(v) for v in w.values()) == [8] * 6  # 30..40 frames at 25 fps: 8.4..11.2 -> 8 (max 9)
+    assert store_frames(tmp_path / "fps") == w
+    cli = os.environ.get("REEL_CLI")
+    if not cli:
+        pytest.skip("the reel CLI is not built (set REEL_CLI)")
+    out = subprocess.run([cli, "pack", str(videos), str(tmp_path / "count"), "--size", "96", "--format", "raw",
+                          "--sampler", "count", "--frames", "5"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert store_frames(tmp_path / "count") == want(reel.clips_at_count, nframes=5)
+    for bad in (["--min-frames", "3"], ["--sampler", "count"], ["--sampler", "fps", "--every", "2"]):
+        out = subprocess.run([cli, "pack", str(videos), str(tmp_path / "bad"), *bad], capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode != 0 and out.stderr.strip(), bad

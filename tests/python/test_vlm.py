@@ -154,6 +154,21 @@ def test_fetch_video_equals_qwen(qwen, videos, name, ele):
     assert tuple(r.shape) == tuple(q.shape)
     assert float(r.min()) >= 0 and float(r.max()) <= 255
     assert psnr(r, q) >= 35.0, f"{name} {ele}: {psnr(r, q):.1f} dB"
+    # the clips_at_* face of the same samplers gives qwen's indices too
+    assert whole_video_clip_indices(videos[name], ele) == list(qmeta["frames_indices"])
+
+
+def whole_video_clip_indices(path, ele):
+    """reel.clips_at_fps / clips_at_count's indices for a qwen element."""
+    kw = {k: ele[k] for k in ("video_start", "video_end") if k in ele}
+    with reel.VideoDecoder(path, size=(16, 16)) as dec:
+        if "nframes" in ele:
+            c = reel.clips_at_count(dec, nframes=ele["nframes"], **kw)
+        else:
+            kw.update({k: ele[k] for k in ("fps", "min_frames", "max_frames") if k in ele})
+            c = reel.clips_at_fps(dec, **kw)
+    assert c.shape[0] == 1
+    return list(c.indices[0])
 
 
 def test_uint8_is_the_float_output_rounded(videos):
