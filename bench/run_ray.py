@@ -73,27 +73,44 @@ class Sampler:
                 pass
             self._stop.wait(0.2)
 
-    def cpu_seconds(self):
-        """User + system CPU seconds of this process and every Ray process under it so far."""
+    def cpu_by_process(self):
+        """{pid: (kind, user + system CPU seconds)} of this process and every Ray process under it."""
         me = self.psutil.Process()
-        total = 0.0
+        out = {}
         for p in [me] + me.children(recursive=True):
             try:
                 t = p.cpu_times()
-                total += t.user + t.system
+                out[p.pid] = (process_kind(p, me), t.user + t.system)
             except self.psutil.Error:
                 pass
-        return total
+        return out
 
     def __enter__(self):
-        self.cpu = -self.cpu_seconds()
+        self._cpu0 = self.cpu_by_process()
         self._t.start()
         return self
 
     def __exit__(self, *exc):
         self._stop.set()
         self._t.join()
-        self.cpu += self.cpu_seconds()
+        end = self.cpu_by_process()
+        self.cpu_kinds = {}
+        for pid, (kind, c) in end.items():
+            self.cpu_kinds[kind] = self.cpu_kinds.get(kind, 0.0) + c - self._cpu0.get(pid, (kind, 0.0))[1]
+        self.cpu = sum(self.cpu_kinds.values())
+
+
+def process_kind(p, me):
+    """driver, worker (Ray's task and actor processes), raylet, gcs, or other (Ray's agents)."""
+    if p.pid == me.pid:
+        return "driver"
+    cmd = " ".join(p.cmdline())
+    if cmd.startswith("ray::") and "Actor" not in cmd.split()[0][5:] or "default_worker.py" in cmd:
+        return "workers"
+    for k in ("raylet", "gcs_server"):
+        if k in cmd:
+            return k
+    return "other"
 
 
 def spill_dir_bytes():
@@ -238,7 +255,8 @@ def main():
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
     loader_cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
     rows.append(dict(name="reel.Loader alone", fps=clips * T / loader_s, decoded_per_frame=decoded / (clips * T),
-                     seconds=loader_s, cpu_ms_per_frame=1e3 * loader_cpu / (clips * T), rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, store=0,
+                     seconds=loader_s, cpu_ms_per_frame=1e3 * loader_cpu / (clips * T),
+                     rss=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, store=0,
                      spilled=0))
     log(f"loader: {epochs} epochs, {rows[-1]}")
 
@@ -258,6 +276,7 @@ def main():
         frames = (fps_of or (lambda n: n * T))(n)
         row = dict(name=name, fps=frames / dt, seconds=dt, rss=s.rss, store=s.store,
                    cpu_ms_per_frame=1e3 * s.cpu / max(1, frames),
+                   cpu_ms_by_kind={k: round(1e3 * v / max(1, frames), 2) for k, v in s.cpu_kinds.items()},
                    spilled=max(s.spilled, (spilled or 0) - spilled0), **extra)
         rows.append(row)
         log(f"{name}: {row}")
@@ -369,7 +388,8 @@ def main():
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         dpf = f"{r['decoded_per_frame']:.2f}" if r["decoded_per_frame"] else ("0" if r["decoded_per_frame"] == 0 else "")
-        lines.append(f"| {r['name']} | {r['fps']:.0f} | {r['fps'] / loader_fps:.2f} | {dpf} | {r['cpu_ms_per_frame']:.1f} | {r['seconds']:.1f} | "
+        lines.append(f"| {r['name']} | {r['fps']:.0f} | {r['fps'] / loader_fps:.2f} | {dpf} | "
+                     f"{r['cpu_ms_per_frame']:.1f} | {r['seconds']:.1f} | "
                      f"{r['rss'] / 1e6:.0f} | {r['store'] / 1e6:.0f} | {r['spilled'] / 1e6:.0f} |")
     lines += [""]
     if pack_one:
@@ -382,7 +402,10 @@ def main():
               f"{bound / loader_fps:.2f}x the Loader. Measured {rc / loader_fps:.2f}x, "
               f"{rc / bound:.2f} of that bound. In CPU time (all processes, driver and Ray's): the Loader "
               f"{rows[0]['cpu_ms_per_frame']:.1f} ms per frame, read_clips {rows[1]['cpu_ms_per_frame']:.1f}, "
-              f"the floor {rows[2]['cpu_ms_per_frame']:.1f}.", "",
+              f"the floor {rows[2]['cpu_ms_per_frame']:.1f}; by process, read_clips "
+              + ", ".join(f"{k} {v:.1f}" for k, v in sorted(rows[1]["cpu_ms_by_kind"].items()))
+              + ", the floor "
+              + ", ".join(f"{k} {v:.1f}" for k, v in sorted(rows[2]["cpu_ms_by_kind"].items())) + ".", "",
               f"Targets: read_clips {rc / loader_fps:.2f}x the Loader (target 0.8x)"
               + (f"; read_clips {rc / rv:.1f}x read_videos in useful clip frames/s (target 5x)" if rv else "")
               + f"; spilling: {max(r['spilled'] for r in rows) / 1e6:.0f} MB (target none).", ""]

@@ -177,7 +177,9 @@ class ClipDatasource(Datasource):
             rows = len(samples) * self._clips_per_video
             meta = BlockMetadata(num_rows=rows, size_bytes=rows * self._clip_bytes, input_files=None,
                                  exec_stats=None)
-            fn = _ReadFn(self._source, self._loader_config(samples, videos_per_batch), self._clip_shape)
+            # the loader's ring is sized by its batch: no bigger than the task
+            fn = _ReadFn(self._source, self._loader_config(samples, min(videos_per_batch, len(samples))),
+                         self._clip_shape)
             try:
                 tasks.append(ReadTask(fn, meta, per_task_row_limit=per_task_row_limit))
             except TypeError:  # older Ray without per-task row limits
