@@ -221,6 +221,25 @@ typedef struct reel_loader_settings {
      *  first_epoch, first_epoch + 1, ... (`epochs` of them), as a loader
      *  restored to the start of first_epoch would, without starting on epoch 0. */
     int64_t first_epoch;
+    /** Output size. REEL_SIZE_FIXED (the default) with width and height 0:
+     *  the transform's fixed size, every clip the same shape. PIXEL_BUDGET:
+     *  each video gets its own output size from its display size and frame
+     *  count (reel_size_policy_apply, qwen-vl-utils' sizing; needs
+     *  transform.crop NONE, the transform's resize sizes are then ignored;
+     *  its frame_factor is the sampler's). By name: "size_policy.size_kind",
+     *  "size_policy.factor", ... (reel_loader_settings_fields).
+     *  With it, or with the REEL_SAMPLE_FPS sampler (a frame count per
+     *  video), batches are variable: see reel_batch.variable. */
+    reel_size_policy size_policy;
+    /** Variable batches: 1: also collate each batch into one tensor padded
+     *  with zeros to the largest clip (reel_batch.data); 0 (default): each
+     *  clip only in its own buffer (reel_clip_info.data). */
+    int pad;
+    /** Variable batches: the ring's byte budget. A batch is planned while
+     *  the batches in flight hold less, or when none is in flight (a batch
+     *  larger than the budget still runs, alone). 0 (default): 1 GiB.
+     *  Ignored for fixed-shape batches (prefetch_batches buffers). */
+    int64_t ring_bytes;
     uint8_t reserved[24]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;
 
@@ -243,9 +262,17 @@ typedef struct reel_clip_info {
     int32_t padded;                         /**< 1: a repeated sample that evens out the shards */
     int32_t flipped;                        /**< 1: mirrored */
     int32_t crop_x, crop_y, crop_w, crop_h; /**< source crop (display coordinates) actually used */
-    const int64_t *frame_indices;           /**< frames_per_clip frame indices, in clip order */
+    const int64_t *frame_indices;           /**< num_frames frame indices, in clip order */
     const int64_t *pts;                     /**< their presentation timestamps (time base below) */
     int32_t time_base_num, time_base_den;
+    /** The clip's frames (num_frames of them, width x height each, in the
+     *  batch's layout without its first dimension: a C-contiguous
+     *  [T,C,H,W], [C,T,H,W] or [T,H,W,C] of `bytes` bytes), owned by the
+     *  ring until the batch is released. For fixed-shape batches, the row
+     *  of reel_batch.data; for variable ones, the clip's own buffer. */
+    void *data;
+    size_t bytes;
+    int32_t num_frames, width, height;
 } reel_clip_info;
 
 /** A filled batch, owned by the loader until reel_loader_release(). The data
@@ -253,6 +280,11 @@ typedef struct reel_clip_info {
  *  smaller than batch_size * clips_per_video for a last partial batch or
  *  when samples were skipped. */
 typedef struct reel_batch {
+    /** Fixed-shape batches: the clips. Variable batches (samples of their
+     *  own length or size, reel_batch.variable): with settings.pad, the
+     *  clips padded with zeros to shape[1..4] (the largest frame count,
+     *  height and width in the batch); without, NULL (each clip's frames
+     *  are at reel_clip_info.data), shape[1..4] still the largest. */
     void *data;
     size_t bytes;             /**< bytes of valid data: shape[0] * strides[0] * element size */
     reel_dtype dtype;         /**< reel_dtype */
@@ -272,6 +304,7 @@ typedef struct reel_batch {
      *  consumed this batch (and those before it): the checkpoint's
      *  samples_seen right after it (reel_stripe_batch.samples_seen_after). */
     int64_t samples_seen;
+    int variable; /**< 1: clips may differ in frame count and size (see data) */
 } reel_batch;
 
 /** Resumable position (same topology only; see reel_loader_checkpoint):

@@ -188,6 +188,12 @@ PyObject *rx_remote_stats_dict(const reel_remote_stats *s);
 extern PyType_Spec decoder_spec;
 /* _ext_loader.c */
 PyObject *mod_loader_defaults(PyObject *m, PyObject *u);
+/* A reel_dataset from a folder, a manifest, or _loader._dataset_entries' list. */
+int rx_build_dataset(reel_state *st, PyObject *dataset, reel_dataset **out);
+/* _ext_batch.c */
+PyObject *rx_batch_result(reel_state *st, PyObject *owner, const reel_batch *b, int want_pad);
+/* _ext_order.c */
+PyObject *rx_dataset_info_dict(const reel_dataset *ds);
 PyObject *mod_epoch_shape(PyObject *module, PyObject *args);
 PyObject *mod_dataset_info(PyObject *module, PyObject *source);
 PyObject *mod_read_blocks(PyObject *module, PyObject *source);

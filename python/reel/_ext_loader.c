@@ -22,6 +22,7 @@ typedef struct LoaderObject {
     int64_t delivered;              /* next() results this epoch (batches and raised failures) */
     int64_t cur_batches;            /* batches in this epoch; -1: unknown (after a mid-epoch restore) */
     int closing;                    /* close() called: destroy when outstanding hits 0 */
+    int pad;                        /* settings.pad: variable batches come padded */
     char *ca_bundle, *bearer_token; /* strings of the remote settings (the loader keeps pointers) */
     PyObject *weakreflist;
 } LoaderObject;
@@ -47,7 +48,7 @@ PyObject *mod_loader_defaults(PyObject *module, PyObject *unused)
     return rx_fields_dict(t, n, &s, 0);
 }
 
-static int loader_build_dataset(reel_state *st, PyObject *dataset, reel_dataset **out)
+int rx_build_dataset(reel_state *st, PyObject *dataset, reel_dataset **out)
 {
     reel_error err;
     reel_error_clear(&err);
@@ -203,7 +204,7 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     self->pid = getpid();
-    if (loader_build_dataset(st, dataset, &self->ds) < 0) {
+    if (rx_build_dataset(st, dataset, &self->ds) < 0) {
         PyMem_Free(samples);
         return -1;
     }
@@ -223,9 +224,11 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
     memset(&m, 0, sizeof m);
     if (reel_loader_get_metrics(self->loader, &m) == REEL_OK) {
         int64_t n = m.stages[REEL_STAGE_COLLATE].queue_capacity;
-        if (n > 0 && m.ring_bytes > 0 && m.ring_bytes % n == 0) self->ring_size = n;
+        /* (variable batches: buffers of their samples' sizes, the same count) */
+        if (n > 0 && (m.ring_bytes == 0 || m.ring_bytes % n == 0)) self->ring_size = n;
     }
     self->epochs = s.epochs ? s.first_epoch + s.epochs : 0; /* the end of the epochs run */
+    self->pad = s.pad;
     self->epoch = s.first_epoch;
     self->delivered = 0;
     self->cur_batches = reel_loader_get_batches_per_epoch(self->loader);
@@ -335,44 +338,6 @@ PyType_Spec batchhandle_spec = {
     .slots = batchhandle_slots,
 };
 
-static const char *batch_layout_name(int layout)
-{
-    switch (layout) {
-    case REEL_BATCH_BCTHW: return "BCTHW";
-    case REEL_BATCH_BTHWC: return "BTHWC";
-    default: return "BTCHW";
-    }
-}
-
-static PyObject *clip_info_tuple(const reel_clip_info *c, int64_t frames_per_clip)
-{
-    PyObject *fi = PyList_New((Py_ssize_t)frames_per_clip), *pts = PyList_New((Py_ssize_t)frames_per_clip);
-    if (!fi || !pts) goto fail;
-    for (int64_t t = 0; t < frames_per_clip; t++) {
-        PyObject *a = PyLong_FromLongLong(c->frame_indices ? c->frame_indices[t] : -1);
-        PyObject *b = PyLong_FromLongLong(c->pts ? c->pts[t] : 0);
-        if (!a || !b) {
-            Py_XDECREF(a);
-            Py_XDECREF(b);
-            goto fail;
-        }
-        PyList_SET_ITEM(fi, (Py_ssize_t)t, a);
-        PyList_SET_ITEM(pts, (Py_ssize_t)t, b);
-    }
-    PyObject *path = c->path ? PyUnicode_DecodeFSDefault(c->path) : Py_NewRef(Py_None);
-    if (!path) goto fail;
-    return Py_BuildValue("{s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:O,s:(iiii),s:N,s:N,s:(ii)}", "path", path, "label",
-                         (long long)c->label, "sample", (long long)c->sample, "requested", (long long)c->requested,
-                         "position", (long long)c->position, "clip", (int)c->clip, "attempt", (int)c->attempt, "padded",
-                         c->padded ? Py_True : Py_False, "flipped", c->flipped ? Py_True : Py_False, "crop",
-                         (int)c->crop_x, (int)c->crop_y, (int)c->crop_w, (int)c->crop_h, "frame_indices", fi, "pts",
-                         pts, "time_base", (int)c->time_base_num, (int)c->time_base_den);
-fail:
-    Py_XDECREF(fi);
-    Py_XDECREF(pts);
-    return NULL;
-}
-
 static PyObject *loader_next(LoaderObject *self, PyObject *args)
 {
     double timeout = -1.0;
@@ -458,47 +423,8 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
     }
     if (!b) Py_RETURN_NONE;
 
-    PyObject *result = NULL, *clips = NULL, *meta = NULL;
-    FramesObject *frames = NULL, *labels = NULL;
-    int ndim = b->ndim;
-    int64_t expect = 1;
-    for (int i = ndim - 1; i >= 0; i--) {
-        if (b->strides[i] != expect && b->shape[i] > 1) {
-            ndim = -1;
-            break;
-        }
-        expect *= b->shape[i];
-    }
-    if (ndim < 1 || ndim > REEL_PY_MAXDIM || b->dtype < 0 || b->dtype > REEL_DTYPE_BFLOAT16) {
-        PyErr_SetString(PyExc_SystemError, "reel: the loader returned a batch that is not C-contiguous");
-        goto done;
-    }
-    frames = frames_view(st, (PyObject *)h, b->data, b->dtype, ndim, b->shape);
-    if (!frames) goto done;
-    if (!(frames->layout = PyUnicode_FromString(batch_layout_name(b->layout)))) goto done;
-    int64_t nclips = b->num_clips;
-    labels = frames_alloc(st, DT_INT64, 1, &nclips);
-    if (!labels) goto done;
-    if (nclips) memcpy(labels->data, b->labels, (size_t)nclips * sizeof(int64_t));
-    int64_t fpc = b->layout == REEL_BATCH_BCTHW ? b->shape[2] : b->shape[1];
-    clips = PyList_New((Py_ssize_t)nclips);
-    if (!clips) goto done;
-    for (int64_t i = 0; i < nclips; i++) {
-        PyObject *c = clip_info_tuple(&b->clips[i], fpc);
-        if (!c) goto done;
-        PyList_SET_ITEM(clips, (Py_ssize_t)i, c);
-    }
-    meta = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}", "epoch", (long long)b->epoch, "index", (long long)b->index,
-                         "position", (long long)b->position, "num_samples", (long long)b->num_samples, "num_failed",
-                         (long long)b->num_failed, "samples_seen", (long long)b->samples_seen);
-    if (!meta) goto done;
-    result = PyTuple_Pack(4, (PyObject *)frames, (PyObject *)labels, clips, meta);
-done:
-    Py_XDECREF(frames);
-    Py_XDECREF(labels);
-    Py_XDECREF(clips);
-    Py_XDECREF(meta);
-    Py_DECREF(h); /* the frames view holds it now (or the batch goes back) */
+    PyObject *result = rx_batch_result(st, (PyObject *)h, b, self->pad);
+    Py_DECREF(h); /* the frames views hold it now (or the batch goes back) */
     return result;
 }
 
@@ -763,167 +689,11 @@ static PyObject *loader_write_trace(LoaderObject *self, PyObject *arg)
     return res;
 }
 
-/* {'size', 'class_names'} of a dataset (a folder, a manifest, or C entries
- * as _loader._dataset_entries makes them), without starting a loader. */
-static PyObject *dataset_info_dict(const reel_dataset *ds)
-{
-    size_t n = reel_dataset_get_size(ds), nc = reel_dataset_get_num_classes(ds);
-    PyObject *names = PyList_New((Py_ssize_t)nc);
-    for (size_t i = 0; names && i < nc; i++) {
-        const char *s = reel_dataset_get_class_name(ds, (int64_t)i);
-        PyObject *v = PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
-        if (!v) {
-            Py_CLEAR(names);
-            break;
-        }
-        PyList_SET_ITEM(names, (Py_ssize_t)i, v);
-    }
-    if (!names) return NULL;
-    return Py_BuildValue("{s:n,s:N,s:K}", "size", (Py_ssize_t)n, "class_names", names, "fingerprint",
-                         (unsigned long long)reel_dataset_get_fingerprint(ds));
-}
-
-/* (samples per rank, batches) of one epoch: the loader's own arithmetic,
- * for callers that need the count before (or without) a loader. */
-PyObject *mod_epoch_shape(PyObject *module, PyObject *args)
-{
-    (void)module;
-    long long n, batch;
-    int world, shard_mode, drop_last;
-    if (!PyArg_ParseTuple(args, "LiiLp:epoch_shape", &n, &world, &shard_mode, &batch, &drop_last)) return NULL;
-    int64_t per_rank, batches;
-    reel_error err;
-    reel_error_clear(&err);
-    if (reel_loader_epoch_shape(n, world, (reel_shard_mode)shard_mode, batch, drop_last, &per_rank, &batches, &err) !=
-        REEL_OK) {
-        PyErr_SetString(PyExc_ValueError, err.message);
-        return NULL;
-    }
-    return Py_BuildValue("(LL)", (long long)per_rank, (long long)batches);
-}
-
-/* [0, ..., N]: the starts of the runs of samples a source reads best
- * together (reel_loader_read_blocks: a store's shards; one run for videos). */
-PyObject *mod_read_blocks(PyObject *module, PyObject *source)
-{
-    reel_state *st = PyModule_GetState(module);
-    reel_dataset *ds = NULL;
-    if (loader_build_dataset(st, source, &ds) < 0) return NULL;
-    int64_t *starts = NULL;
-    size_t nb = 0;
-    reel_error err;
-    reel_error_clear(&err);
-    int r = reel_loader_read_blocks(ds, &starts, &nb, &err);
-    reel_dataset_destroy(&ds);
-    if (r != REEL_OK) return raise_err(st, r, &err, NULL);
-    PyObject *blocks = PyList_New((Py_ssize_t)nb + 1);
-    for (size_t i = 0; blocks && i <= nb; i++) {
-        PyObject *v = PyLong_FromLongLong(starts[i]);
-        if (!v) {
-            Py_CLEAR(blocks);
-            break;
-        }
-        PyList_SET_ITEM(blocks, (Py_ssize_t)i, v);
-    }
-    reel_free(starts);
-    return blocks;
-}
-
-/* The global order of one epoch of a dataset (reel_order_create_for_dataset)
- * as a list of dataset indices. */
-PyObject *mod_epoch_order(PyObject *module, PyObject *args)
-{
-    PyObject *source;
-    long long epoch, window;
-    unsigned long long seed;
-    int shuffle, ranks, batch;
-    if (!PyArg_ParseTuple(args, "OLKpLii:epoch_order", &source, &epoch, &seed, &shuffle, &window, &ranks, &batch))
-        return NULL;
-    reel_state *st = PyModule_GetState(module);
-    reel_dataset *ds = NULL;
-    if (loader_build_dataset(st, source, &ds) < 0) return NULL;
-    reel_order_settings os;
-    reel_order_default_settings(&os);
-    os.seed = seed;
-    os.shuffle = shuffle;
-    os.shuffle_window = window;
-    os.canonical_ranks = ranks;
-    os.canonical_batch = batch;
-    reel_order *o = NULL;
-    reel_error err;
-    reel_error_clear(&err);
-    int r = reel_order_create_for_dataset(&o, ds, &os, &err);
-    if (r == REEL_OK) r = reel_order_set_epoch(o, epoch, &err);
-    PyObject *out = NULL;
-    if (r != REEL_OK) {
-        raise_err(st, r, &err, NULL);
-    } else {
-        const int64_t n = (int64_t)reel_dataset_get_size(ds);
-        out = PyList_New((Py_ssize_t)n);
-        for (int64_t g = 0; out && g < n; g++) {
-            PyObject *v = PyLong_FromLongLong(reel_order_get_sample(o, g));
-            if (!v) {
-                Py_CLEAR(out);
-                break;
-            }
-            PyList_SET_ITEM(out, (Py_ssize_t)g, v);
-        }
-    }
-    reel_order_destroy(&o);
-    reel_dataset_destroy(&ds);
-    return out;
-}
-
-/* A rank's stripe (reel_stripe) as a list of (first, count, samples_seen_after). */
-PyObject *mod_stripe(PyObject *module, PyObject *args)
-{
-    (void)module;
-    reel_stripe s = reel_stripe_make(0, 1);
-    long long n, seen, batch;
-    int shard_mode;
-    if (!PyArg_ParseTuple(args, "LLiiLipii:stripe", &n, &seen, &s.world_size, &s.rank, &batch, &shard_mode,
-                          &s.drop_last, &s.num_workers, &s.worker))
-        return NULL;
-    s.num_samples = n;
-    s.samples_seen = seen;
-    s.batch_size = batch;
-    s.shard_mode = (reel_shard_mode)shard_mode;
-    reel_error err;
-    reel_error_clear(&err);
-    if (reel_stripe_check(&s, &err) != REEL_OK) {
-        PyErr_SetString(PyExc_ValueError, err.message);
-        return NULL;
-    }
-    const int64_t nb = reel_stripe_get_num_batches(&s);
-    PyObject *out = PyList_New((Py_ssize_t)nb);
-    for (int64_t k = 0; out && k < nb; k++) {
-        reel_stripe_batch b;
-        reel_stripe_get_batch(&s, k, &b, NULL);
-        PyObject *t = Py_BuildValue("(LLL)", (long long)b.first, (long long)b.count, (long long)b.samples_seen_after);
-        if (!t) {
-            Py_CLEAR(out);
-            break;
-        }
-        PyList_SET_ITEM(out, (Py_ssize_t)k, t);
-    }
-    return out;
-}
-
-PyObject *mod_dataset_info(PyObject *module, PyObject *source)
-{
-    reel_state *st = PyModule_GetState(module);
-    reel_dataset *ds = NULL;
-    if (loader_build_dataset(st, source, &ds) < 0) return NULL;
-    PyObject *d = dataset_info_dict(ds);
-    reel_dataset_destroy(&ds);
-    return d;
-}
-
 static PyObject *loader_dataset_info(LoaderObject *self, PyObject *unused)
 {
     (void)unused;
     if (loader_check(self) < 0) return NULL;
-    return dataset_info_dict(self->ds);
+    return rx_dataset_info_dict(self->ds);
 }
 
 static PyObject *loader_get_closed(LoaderObject *self, void *c)

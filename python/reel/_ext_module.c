@@ -411,6 +411,8 @@ static const struct {
     E(SAMPLE_REGULAR_TIMES),
     E(SAMPLE_FPS),
     E(SAMPLE_COUNT),
+    E(SIZE_FIXED),
+    E(SIZE_PIXEL_BUDGET),
     E(CLIP_REPEAT_LAST),
     E(CLIP_WRAP),
     E(CLIP_DROP),

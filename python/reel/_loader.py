@@ -20,7 +20,8 @@ __all__ = ["Loader", "Batch", "ClipInfo"]
 SAMPLERS = {"random": _reel.SAMPLE_RANDOM_INDICES, "random_indices": _reel.SAMPLE_RANDOM_INDICES,
             "regular": _reel.SAMPLE_REGULAR_INDICES, "regular_indices": _reel.SAMPLE_REGULAR_INDICES,
             "random_time": _reel.SAMPLE_RANDOM_TIMES, "random_timestamps": _reel.SAMPLE_RANDOM_TIMES,
-            "regular_time": _reel.SAMPLE_REGULAR_TIMES, "regular_timestamps": _reel.SAMPLE_REGULAR_TIMES}
+            "regular_time": _reel.SAMPLE_REGULAR_TIMES, "regular_timestamps": _reel.SAMPLE_REGULAR_TIMES,
+            "fps": _reel.SAMPLE_FPS, "count": _reel.SAMPLE_COUNT}
 POLICIES = {"repeat_last": _reel.CLIP_REPEAT_LAST, "wrap": _reel.CLIP_WRAP, "drop": _reel.CLIP_DROP,
             "error": _reel.CLIP_ERROR}
 CROPS = {"none": _reel.CROP_NONE, "center": _reel.CROP_CENTER, "random": _reel.CROP_RANDOM,
@@ -51,6 +52,8 @@ class ClipInfo(NamedTuple):
     time_base: Fraction
     epoch: int = 0             #: the batch's epoch
     samples_seen: int = 0      #: the batch's samples_seen (see Batch.samples_seen)
+    num_frames: int = 0        #: frames in the clip
+    size: Tuple[int, int] = (0, 0)  #: the clip's output (height, width)
 
 
 class Batch:
@@ -62,14 +65,24 @@ class Batch:
     the epoch's samples consumed once every rank has consumed this batch: the
     state's ``samples_seen`` right after it).
 
+    Variable batches (``sampler="fps"`` or a ``size_policy``: each sample of
+    its own length and size): ``frames`` is a list of per-sample Frames
+    ([T, C, H, W] in the batch's layout), each a view of the ring; with
+    ``pad=True`` it is instead one Frames padded with zeros to the largest
+    sample. ``lengths`` (frames per sample) and ``sizes`` ((height, width)
+    per sample) say which part of each is real.
+
     The ring buffer goes back to the loader when the batch and every array
     viewing it (torch tensors, numpy arrays) are freed."""
 
     __slots__ = ("frames", "labels", "info", "epoch", "index", "position", "num_samples", "num_failed",
-                 "samples_seen")
+                 "samples_seen", "lengths", "sizes")
 
-    def __init__(self, frames: Frames, labels: Frames, info: List[ClipInfo], meta: Dict[str, int]) -> None:
-        self.frames = frames
+    def __init__(self, frames: Union[Frames, List[Frames]], labels: Frames, info: List[ClipInfo],
+                 meta: Dict[str, int]) -> None:
+        self.frames: Any = frames  # Frames, or a list of them (variable batches)
+        self.lengths: List[int] = [c.num_frames for c in info]
+        self.sizes: List[Tuple[int, int]] = [c.size for c in info]
         self.labels = labels
         self.info = info
         self.epoch: int = meta["epoch"]
@@ -80,18 +93,25 @@ class Batch:
         self.samples_seen: int = meta["samples_seen"]
 
     def __len__(self) -> int:
-        return self.frames.shape[0]
+        return len(self.frames) if isinstance(self.frames, list) else self.frames.shape[0]
 
     def torch(self) -> Tuple[Any, Any]:
-        """(frames, labels) as torch tensors, zero-copy."""
+        """(frames, labels) as torch tensors, zero-copy (frames: a list of them
+        for an unpadded variable batch)."""
+        if isinstance(self.frames, list):
+            return [f.torch() for f in self.frames], self.labels.torch()
         return self.frames.torch(), self.labels.torch()
 
     def numpy(self) -> Tuple[Any, Any]:
-        """(frames, labels) as numpy arrays, zero-copy."""
+        """(frames, labels) as numpy arrays, zero-copy (a list of them for an
+        unpadded variable batch)."""
+        if isinstance(self.frames, list):
+            return [f.numpy() for f in self.frames], self.labels.numpy()
         return self.frames.numpy(), self.labels.numpy()
 
     def __repr__(self) -> str:
-        return (f"reel.Batch(epoch={self.epoch}, index={self.index}, frames={self.frames!r}, "
+        frames = f"[{len(self.frames)} clips]" if isinstance(self.frames, list) else repr(self.frames)
+        return (f"reel.Batch(epoch={self.epoch}, index={self.index}, frames={frames}, "
                 f"clips={len(self.info)})")
 
 
@@ -101,7 +121,8 @@ def _clip_info(d: Dict[str, Any], meta: Dict[str, int]) -> ClipInfo:
     pts = tuple(d["pts"])
     return ClipInfo(d["path"], d["label"], d["sample"], d["requested"], d["position"], d["clip"],
                     d["attempt"], d["padded"], d["flipped"], d["crop"], tuple(d["frame_indices"]),
-                    pts, tuple(p * f for p in pts), tb, meta["epoch"], meta["samples_seen"])
+                    pts, tuple(p * f for p in pts), tb, meta["epoch"], meta["samples_seen"], d["num_frames"],
+                    tuple(d["size"]))
 
 
 def _dataset_entries(source: Any) -> Any:
@@ -184,9 +205,10 @@ def _settings(
     *, size: Union[int, Sequence[int]], num_threads: Optional[int], sampler: str,
     sampling_range_start: float, sampling_range_end: Optional[float], policy: str, resize: Any,
     crop: Optional[str], flip: Any, scale: Optional[Sequence[float]], ratio: Optional[Sequence[float]],
-    filter: str, resize_mode: str, rotate: bool, dtype: Any, layout: str, mean: Any, std: Any, divisor: float,
+    filter: Optional[str], resize_mode: Optional[str], rotate: bool, dtype: Any, layout: str, mean: Any, std: Any, divisor: float,
     epochs: Optional[int], shard: str, on_error: str, index: Any, corrupt: str,
     shuffle_window: Union[int, str, None] = None, remote: Optional[Dict[str, Any]] = None, samples: Optional[Sequence[int]] = None,
+    size_policy: Optional[Dict[str, Any]] = None, pad: bool = False,
     **same_name: Any,
 ) -> Dict[str, Any]:
     """The C settings by name; options left None keep the C defaults. The
@@ -200,8 +222,11 @@ def _settings(
         "sampler.policy": opt.choice("policy", policy, POLICIES),
         "transform.crop_width": w,
         "transform.crop_height": h,
-        "transform.filter": opt.choice("filter", filter, opt.FILTERS),
-        "transform.resize_mode": opt.choice("resize_mode", resize_mode, opt.RESIZE_MODES),
+        # variable sizes resize as reel.vlm does (bicubic, on RGB) unless told
+        "transform.filter": opt.choice("filter", filter or ("bicubic" if size_policy else "bilinear"), opt.FILTERS),
+        "transform.resize_mode": opt.choice("resize_mode", resize_mode or ("after_rgb" if size_policy else "fused"),
+                                            opt.RESIZE_MODES),
+        "pad": int(bool(pad)),
         "transform.apply_rotation": int(bool(rotate)),
         "transform.dtype": opt.dtype_code(dtype),
         "transform.layout": opt.choice("layout", layout, BATCH_LAYOUTS),
@@ -226,6 +251,9 @@ def _settings(
         s["samples"] = [int(i) for i in samples]
     if remote:
         s["remote"] = opt.remote_settings(remote)
+    if size_policy is not None:
+        s.update(_size_policy(size_policy))
+        crop = None  # each sample's size is the policy's
     if scale is not None:
         s["transform.scale_min"], s["transform.scale_max"] = (float(v) for v in scale)
     if ratio is not None:
@@ -253,6 +281,33 @@ def _settings(
     else:
         raise ValueError(f"flip={flip!r}: expected False, True or 'random'")
     return s
+
+
+_SIZE_POLICY_KEYS = {"factor": "size_policy.factor", "min_pixels": "size_policy.min_pixels", "max_pixels": "size_policy.max_pixels",
+                     "total_pixels": "size_policy.total_pixels", "resized_height": "size_policy.height",
+                     "resized_width": "size_policy.width"}
+
+
+def _size_policy(p: Dict[str, Any]) -> Dict[str, Any]:
+    """The pixel-budget size policy (reel_size_policy_apply, qwen-vl-utils'
+    fetch_video sizing) from qwen's element keys; omitted keys keep qwen's
+    defaults (total_pixels from $MODEL_SEQ_LEN, as reel.vlm)."""
+    if not isinstance(p, dict):
+        raise TypeError(f"size_policy must be a dict of {sorted(_SIZE_POLICY_KEYS)}, not {type(p).__name__}")
+    unknown = set(p) - set(_SIZE_POLICY_KEYS)
+    if unknown:
+        raise ValueError(f"size_policy: unknown keys {sorted(unknown)} (known: {sorted(_SIZE_POLICY_KEYS)})")
+    if ("resized_height" in p) != ("resized_width" in p):
+        raise ValueError("size_policy: give resized_height and resized_width together")
+    factor = int(p.get("factor", 28))
+    out: Dict[str, Any] = {"size_policy.size_kind": _reel.SIZE_PIXEL_BUDGET}
+    for k, v in p.items():
+        if v is not None:
+            out[_SIZE_POLICY_KEYS[k]] = int(v) if k in ("factor", "resized_height", "resized_width") else float(v)
+    if p.get("total_pixels") is None:
+        out["size_policy.total_pixels"] = float(int(float(os.environ.get("MODEL_SEQ_LEN", 128000)))
+                                                * factor * factor * 0.9)
+    return out
 
 
 class Metrics(Dict[str, Any]):
@@ -355,6 +410,23 @@ class Loader:
     connections made, request latency (p50/p99), waits for the budget and
     ``bytes_in_flight_peak``.
 
+    Video-language models: ``sampler="fps"`` samples each whole video at
+    ``fps`` frames per second of video, between ``min_frames`` and
+    ``max_frames`` (qwen-vl-utils' defaults 2, 4, 768; ``sampler="count"``:
+    ``frames_per_clip`` frames by linspace), and ``size_policy={"factor": 28,
+    "min_pixels": ..., "max_pixels": ..., "total_pixels": ...,
+    "resized_height": ..., "resized_width": ...}`` gives each video its own
+    size the way qwen-vl-utils' fetch_video does (``size`` and ``crop`` are
+    then ignored; ``filter``/``resize_mode`` default to reel.vlm's "bicubic"
+    on "after_rgb"). The batches are variable: ``batch.frames`` is a list of
+    per-sample Frames, each a view of the ring, or with ``pad=True`` one
+    Frames padded with zeros to the largest (``batch.lengths``,
+    ``batch.sizes``). Each sample's frames and pixels are those of
+    ``reel.vlm.fetch_video`` for the same element. The ring is then a byte
+    budget (``ring_bytes``, default 1 GiB): a batch is planned while those in
+    flight hold less. Sharding, shuffle, resume, ``on_error`` and the
+    metrics work as on clips.
+
     Memory: ``pin_memory=True`` allocates the ring page-locked (cudaHostAlloc
     from the CUDA runtime found at run time, for asynchronous copies to a
     GPU), or plain memory where there is no runtime, driver or device;
@@ -387,8 +459,8 @@ class Loader:
         flip_probability: Optional[float] = None,
         scale: Optional[Sequence[float]] = None,
         ratio: Optional[Sequence[float]] = None,
-        filter: str = "bilinear",
-        resize_mode: str = "fused",
+        filter: Optional[str] = None,
+        resize_mode: Optional[str] = None,
         rotate: bool = True,
         dtype: Any = "uint8",
         layout: str = "BTCHW",
@@ -425,6 +497,12 @@ class Loader:
         worker: int = 0,
         samples: Optional[Sequence[int]] = None,
         first_epoch: int = 0,
+        fps: Optional[float] = None,
+        min_frames: Optional[int] = None,
+        max_frames: Optional[int] = None,
+        size_policy: Optional[Dict[str, Any]] = None,
+        pad: bool = False,
+        ring_bytes: Optional[int] = None,
     ) -> None:
         config = dict(locals())
         del config["self"], config["source"]

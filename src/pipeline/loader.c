@@ -1,7 +1,8 @@
 /* loader.c: the batch loader's public face: settings and their defaults,
- * create/destroy, the consumer side (next/release, ordering, epochs,
- * state and restore) and the metrics. The threads that fill the batches
- * are in loader_stages.c (stages, error policy, watchdog) and
+ * create/destroy and the consumer side (next/release, ordering, epochs).
+ * State, checkpoints and restore are in loader_resume.c, the metrics in
+ * loader_metrics.c; the threads that fill the batches in loader_stages.c
+ * (stages, error policy, watchdog), loader_vary.c (variable batches) and
  * loader_feed.c (feeder, start and stop); loader_internal.h has the state. */
 #define _POSIX_C_SOURCE 200809L
 #include "convert/convert_internal.h"
@@ -72,32 +73,11 @@ void reel_loader_default_settings(reel_loader_settings *s)
     s->on_failure = NULL;
     s->on_failure_opaque = NULL;
     s->shuffle_window = 0;
-}
-
-/* Positions feeder and consumer at `epoch` with `seen` samples of its order
- * consumed. Threads stopped. */
-static void set_position(reel_loader *l, int64_t epoch, int64_t seen)
-{
-    if (seen < 0) seen = 0;
-    if (seen > l->plan.order.n) seen = l->plan.order.n;
-    l->restore_epoch = epoch;
-    l->restore_seen = seen;
-    l->feed_epoch = epoch;
-    l->feed_seen = seen;
-    l->feed_index = 0;
-    l->cur_epoch = epoch;
-    l->cur_seen = seen;
-    l->cur_batches = batches_in_epoch(l, epoch);
-    l->delivered = 0;
-    l->next_seq = l->feed_seq;
-    l->prefix = 0;
-    memset(l->seen, 0, (size_t)reel__plan_batches(&l->plan, 0) + 1);
-    l->last_return = 0;
-    pthread_mutex_lock(&l->ring.mu); /* metrics may be read from another thread */
-    l->done = !epoch_in_range(l, epoch);
-    l->t_start = reel__clock_ns();
-    l->t_end = l->done ? l->t_start : 0;
-    pthread_mutex_unlock(&l->ring.mu);
+    /* qwen-vl-utils' budget, ready to switch on; FIXED: the transform's size */
+    reel_size_policy_default_settings(&s->size_policy);
+    s->size_policy.kind = REEL_SIZE_FIXED;
+    s->pad = 0;
+    s->ring_bytes = 0;
 }
 
 /* ------------------------------------------------------------ create */
@@ -106,10 +86,29 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
 {
     int st = reel__sampler_check(&s->sampler, err);
     if (st != REEL_OK) return st;
-    if (reel__sampler_fixed_count(&s->sampler) < 1)
+    const reel_size_policy *sp = &s->size_policy;
+    if (sp->kind != REEL_SIZE_FIXED && sp->kind != REEL_SIZE_PIXEL_BUDGET)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: unknown size policy kind %d", sp->kind);
+    if (sp->kind == REEL_SIZE_FIXED && (sp->width || sp->height))
         return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "loader: the fps sampler gives each video its own frame count; the loader's batches "
-                               "are fixed-shape (use the count sampler, or reel.vlm per video)");
+                               "loader: a fixed size policy takes the transform's size (width and height must be 0)");
+    if (sp->kind == REEL_SIZE_PIXEL_BUDGET) {
+        if (s->transform.crop != REEL_CROP_NONE)
+            return reel__error_set(err, REEL_E_INVALID_ARG,
+                                   "loader: the pixel-budget size policy gives each video its own size: it needs "
+                                   "transform.crop NONE");
+        int w = 0, h = 0; /* the policy's own checks, on a plausible video */
+        st = reel_size_policy_apply(sp, 640, 480, 16, &w, &h, err);
+        if (st != REEL_OK) return st;
+    }
+    const int variable = sp->kind == REEL_SIZE_PIXEL_BUDGET || reel__sampler_fixed_count(&s->sampler) < 1;
+    if (variable && s->sampler.clips_per_video != 1)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "loader: samples of their own length or size take one clip per video "
+                               "(clips_per_video %d)",
+                               s->sampler.clips_per_video);
+    if (s->pad != 0 && s->pad != 1) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: pad must be 0 or 1");
+    if (s->ring_bytes < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: ring_bytes must be >= 0");
     if (s->batch_size < 1 || s->batch_size > (1 << 20))
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: batch_size %d not in [1, 2^20]", s->batch_size);
     if (s->on_error < REEL_ON_ERROR_SKIP || s->on_error > REEL_ON_ERROR_RAISE)
@@ -230,6 +229,8 @@ static int init_ring(reel_loader *l, int auto_prefetch, reel_error *err)
     rc.dtype = s->transform.dtype;
     rc.alignment = s->alignment;
     rc.pin_memory = s->pin_memory;
+    rc.variable = l->variable;
+    rc.budget = s->ring_bytes > 0 ? s->ring_bytes : (int64_t)1 << 30;
     return reel__ring_init(&l->ring, &rc, err);
 }
 
@@ -287,7 +288,13 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     int st = check_settings(&s, err);
     if (st != REEL_OK) return st;
     int ow, oh;
-    st = reel__geometry_check(&s.transform, &ow, &oh, err);
+    const int vsize = s.size_policy.kind == REEL_SIZE_PIXEL_BUDGET;
+    reel_clip_transform checked = s.transform;
+    if (vsize) { /* each video's size comes from the policy */
+        checked.resize = REEL_RESIZE_EXACT;
+        checked.resize_width = checked.resize_height = 1;
+    }
+    st = reel__geometry_check(&checked, &ow, &oh, err);
     if (st != REEL_OK) return st;
     if (ds->n == 0) return reel__error_set(err, REEL_E_EMPTY, "loader: the dataset is empty");
 
@@ -309,7 +316,10 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->out_w = ow;
     l->out_h = oh;
     /* the count sampler rounds its count to the frame factor */
-    l->T = (int)(reel__sampler_fixed_count(&s.sampler) / s.sampler.clips_per_video);
+    l->vsize = vsize;
+    l->s.size_policy.frame_factor = s.sampler.frame_factor; /* one frame factor per sample */
+    l->variable = vsize || reel__sampler_fixed_count(&s.sampler) < 1;
+    l->T = l->variable ? 0 : (int)(reel__sampler_fixed_count(&s.sampler) / s.sampler.clips_per_video);
     l->K = s.sampler.clips_per_video;
     l->esize = reel__dtype_size(s.transform.dtype);
     reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);
@@ -321,7 +331,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     if (st == REEL_OK) st = init_ring(l, auto_prefetch, err);
     if (st == REEL_OK) st = init_stages(l, err);
     if (st == REEL_OK) {
-        set_position(l, s.first_epoch, 0);
+        reel__loader_set_position(l, s.first_epoch, 0);
         st = reel__loader_start_threads(l, err);
     }
     if (st != REEL_OK) {
@@ -517,7 +527,9 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
     } else {
         atomic_fetch_add(&l->batches, 1);
         atomic_fetch_add(&l->clips, bb->batch.num_clips);
-        atomic_fetch_add(&l->frames, bb->batch.num_clips * l->T);
+        int64_t frames = 0;
+        for (int64_t i = 0; i < bb->batch.num_clips; i++) frames += bb->clips[i].num_frames;
+        atomic_fetch_add(&l->frames, frames);
         *out = &bb->batch;
     }
     end_wait(l, t_in, "wait for batch", seq);
@@ -539,309 +551,4 @@ int reel_loader_release(reel_loader *l, reel_batch *batch)
 {
     if (!l || !batch) return REEL_E_INVALID_ARG;
     return reel__ring_release(&l->ring, batch);
-}
-
-/* The epoch and its samples seen after the last batch handed out (in
- * unordered mode, after the first gap); a whole epoch is the next one's
- * start. */
-static void consumed(const reel_loader *l, int64_t *epoch, int64_t *seen)
-{
-    reel_loader *ml = (reel_loader *)l;
-    pthread_mutex_lock(&ml->ring.mu);
-    *epoch = l->cur_epoch;
-    *seen = l->cur_seen;
-    if (l->prefix > 0) {
-        reel_stripe_batch b;
-        reel__plan_batch(&l->plan, l->cur_seen, l->prefix - 1, &b);
-        *seen = b.samples_seen_after;
-    }
-    pthread_mutex_unlock(&ml->ring.mu);
-    if (*seen >= l->plan.order.n) { /* a whole epoch: the next one from its start */
-        ++*epoch;
-        *seen = 0;
-    }
-}
-
-/* Rank-local positions of a whole epoch of this topology <-> global samples
- * seen (the deprecated same-topology state). -1: not on this topology's grid. */
-static int64_t local_of_seen(const reel_loader *l, int64_t seen)
-{
-    const reel_stripe *s = &l->plan.stripe;
-    const int64_t n = l->plan.order.n, V = (int64_t)s->world_size * s->num_workers, B = s->batch_size;
-    if (seen >= n) return l->plan.per_rank;
-    const int64_t full = n / (V * B);
-    if (seen <= full * V * B) return (seen / (V * B)) * B + (seen % (V * B)) / V;
-    return full * B + (seen - full * V * B) / V;
-}
-
-static int64_t seen_of_local(const reel_loader *l, int64_t pos)
-{
-    const reel_stripe *s = &l->plan.stripe;
-    const int64_t n = l->plan.order.n, V = (int64_t)s->world_size * s->num_workers, B = s->batch_size;
-    if (pos >= l->plan.per_rank) return n;
-    const int64_t full = n / (V * B);
-    int64_t seen;
-    if (pos <= full * B) {
-        if (V > 1 && pos % B) return -1;
-        seen = (pos / B) * V * B + pos % B;
-    } else {
-        if (V > 1) return -1;
-        seen = pos;
-    }
-    return seen > n ? n : seen;
-}
-
-int reel_loader_get_state(const reel_loader *l, reel_loader_state *state)
-{
-    if (!l || !state) return REEL_E_INVALID_ARG;
-    int64_t seen;
-    consumed(l, &state->epoch, &seen);
-    state->position = local_of_seen(l, seen);
-    return REEL_OK;
-}
-
-int reel_loader_restore(reel_loader *l, const reel_loader_state *state, reel_error *err)
-{
-    if (!l || !state) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
-    if (state->epoch < 0 || state->position < 0 || state->position > l->plan.per_rank)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: state (%lld, %lld) outside epochs x [0, %lld]",
-                               (long long)state->epoch, (long long)state->position, (long long)l->plan.per_rank);
-    const int64_t seen = seen_of_local(l, state->position);
-    if (seen < 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "loader: position %lld is not at a batch of this topology; use a checkpoint "
-                               "(reel_loader_get_checkpoint)",
-                               (long long)state->position);
-    reel__loader_stop_threads(l);
-    set_position(l, state->epoch, seen);
-    return reel__loader_start_threads(l, err);
-}
-
-int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *cp)
-{
-    if (!l || !cp) return REEL_E_INVALID_ARG;
-    memset(cp, 0, sizeof *cp);
-    cp->version = REEL_CHECKPOINT_VERSION;
-    consumed(l, &cp->epoch, &cp->samples_seen);
-    cp->seed = l->s.seed;
-    cp->canonical_ranks = l->plan.order.canon_ranks;
-    cp->canonical_batch = l->plan.order.canon_batch;
-    cp->shuffle = l->s.shuffle ? 1 : 0;
-    cp->shuffle_window = l->s.shuffle_window;
-    cp->num_samples = l->plan.order.n;
-    cp->dataset_hash = l->dataset_hash;
-    cp->world_size = l->s.world_size;
-    cp->batch_size = l->s.batch_size;
-    cp->num_workers = l->s.num_workers;
-    return REEL_OK;
-}
-
-/* Why a checkpoint does not fit this loader (REEL_OK: it does). */
-static int checkpoint_check(const reel_loader *l, const reel_loader_checkpoint *cp, reel_error *err)
-{
-    if (cp->version < 1 || cp->version > REEL_CHECKPOINT_VERSION)
-        return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "loader: checkpoint version %d is not one this reel reads (1..%d): it was written "
-                               "by a newer reel, or is not a checkpoint",
-                               (int)cp->version, REEL_CHECKPOINT_VERSION);
-    if (cp->num_samples != l->plan.order.n || cp->dataset_hash != l->dataset_hash)
-        return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "loader: checkpoint is for another dataset (%lld samples, hash %016llx; this loader "
-                               "has %lld, %016llx)",
-                               (long long)cp->num_samples, (unsigned long long)cp->dataset_hash,
-                               (long long)l->plan.order.n, (unsigned long long)l->dataset_hash);
-    if (cp->seed != l->s.seed)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: checkpoint is for seed %llu, this loader has %llu",
-                               (unsigned long long)cp->seed, (unsigned long long)l->s.seed);
-    if ((cp->shuffle != 0) != (l->s.shuffle != 0) || cp->shuffle_window != l->s.shuffle_window)
-        return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "loader: checkpoint is for shuffle=%d, shuffle_window=%lld; this loader has %d, %lld",
-                               (int)cp->shuffle, (long long)cp->shuffle_window, l->s.shuffle ? 1 : 0,
-                               (long long)l->s.shuffle_window);
-    if (cp->epoch < 0 || (l->s.epochs > 0 && cp->epoch > l->s.epochs) || cp->samples_seen < 0 ||
-        cp->samples_seen > cp->num_samples)
-        return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "loader: checkpoint at epoch %lld, samples_seen %lld is outside epochs [0, %lld) x "
-                               "[0, %lld]",
-                               (long long)cp->epoch, (long long)cp->samples_seen, (long long)l->s.epochs,
-                               (long long)cp->num_samples);
-    if (cp->canonical_ranks < 1 || cp->canonical_batch < 1)
-        return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "loader: checkpoint has canonical_ranks %d, canonical_batch %d (both must be >= 1)",
-                               (int)cp->canonical_ranks, (int)cp->canonical_batch);
-    return REEL_OK;
-}
-
-int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_checkpoint *cp, reel_error *err)
-{
-    if (!l || !cp) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
-    int st = checkpoint_check(l, cp, err);
-    if (st != REEL_OK) return st;
-    reel__loader_stop_threads(l);
-    reel__order_set_canonical(&l->plan.order, cp->canonical_ranks, cp->canonical_batch, NULL);
-    l->s.canonical_ranks = cp->canonical_ranks;
-    l->s.canonical_batch = cp->canonical_batch;
-    set_position(l, cp->epoch, cp->samples_seen);
-    return reel__loader_start_threads(l, err);
-}
-
-int reel_order_create_for_dataset(reel_order **out, reel_dataset *ds, const reel_order_settings *s, reel_error *err)
-{
-    if (!out || !ds || !s) return reel__error_set(err, REEL_E_INVALID_ARG, "order: NULL argument");
-    *out = NULL;
-    int st = reel__dataset_freeze(ds, err);
-    if (st != REEL_OK) return st;
-    reel_order_settings os = *s;
-    os.num_samples = (int64_t)ds->n;
-    os.block_starts = NULL;
-    os.num_blocks = 0;
-    int64_t *starts = NULL;
-    if (os.shuffle && os.shuffle_window == 0) {
-        reel_remote_settings remote;
-        reel_remote_default_settings(&remote);
-        reel_source src;
-        st = reel__source_init(&src, ds, &remote, err);
-        if (st == REEL_OK && src.ops->blocks)
-            st = src.ops->blocks(src.ctx, ds->items, ds->n, &starts, &os.num_blocks, err);
-        reel__source_free(&src);
-        if (st != REEL_OK) return st;
-        os.block_starts = starts;
-    }
-    st = reel_order_create(out, &os, err);
-    free(starts);
-    return st;
-}
-
-int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out)
-{
-    if (!l || !out) return REEL_E_INVALID_ARG;
-    const reel_order *o = &l->plan.order;
-    reel_order_default_settings(out);
-    out->num_samples = o->n;
-    out->seed = o->seed;
-    out->shuffle = o->shuffle;
-    out->shuffle_window = l->s.shuffle_window;
-    out->block_starts = o->starts;
-    out->num_blocks = o->starts ? o->nstarts - 1 : 0;
-    out->canonical_ranks = o->canon_ranks;
-    out->canonical_batch = o->canon_batch;
-    return REEL_OK;
-}
-
-/* ------------------------------------------------------------- metrics */
-
-int reel_loader_get_metrics(const reel_loader *cl, reel_loader_metrics *m)
-{
-    reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
-    if (!l || !m) return REEL_E_INVALID_ARG;
-    memset(m, 0, sizeof *m);
-    int64_t now = reel__clock_ns();
-    pthread_mutex_lock(&l->ring.mu);
-    int64_t end = l->t_end ? l->t_end : now;
-    int64_t start = l->t_start;
-    pthread_mutex_unlock(&l->ring.mu);
-    m->seconds = (double)(end - start) / 1e9;
-    m->frames = atomic_load(&l->frames);
-    m->clips = atomic_load(&l->clips);
-    m->batches = atomic_load(&l->batches);
-    m->frames_per_second = m->seconds > 0 ? (double)m->frames / m->seconds : 0;
-    m->clips_per_second = m->seconds > 0 ? (double)m->clips / m->seconds : 0;
-    m->successes = atomic_load(&l->successes);
-    m->failures = atomic_load(&l->failures);
-    m->attempts = m->successes + m->failures; /* cancelled attempts count as neither */
-    m->replacements = atomic_load(&l->replacements);
-    m->coverage = m->attempts > 0 ? (double)m->successes / (double)m->attempts : 1.0;
-    m->frames_decoded = atomic_load(&l->frames_decoded);
-    m->frames_returned = atomic_load(&l->frames_returned);
-    m->amplification = m->frames_returned > 0 ? (double)m->frames_decoded / (double)m->frames_returned : 0;
-    reel__rss(&m->rss_bytes, &m->peak_rss_bytes);
-    m->ring_bytes = (int64_t)l->ring.bytes_total;
-    m->ring_memory = reel__ring_memory(&l->ring);
-    m->data_time_s = (double)atomic_load(&l->data_ns) / 1e9;
-    m->model_time_s = (double)atomic_load(&l->model_ns) / 1e9;
-    double best = -1;
-    int best_i = REEL_STAGE_DECODE;
-    for (int i = 0; i < REEL_STAGE_COUNT; i++) {
-        stage *sg = &l->st[i];
-        reel_stage_metrics *sm = &m->stages[i];
-        sm->name = sg->name;
-        sm->threads = sg->threads;
-        sm->busy_seconds = (double)atomic_load(&sg->busy_ns) / 1e9;
-        sm->busy_fraction = m->seconds > 0 && sg->threads > 0 ? sm->busy_seconds / (m->seconds * sg->threads) : 0;
-        if (sm->busy_fraction > 1) sm->busy_fraction = 1;
-        sm->items = atomic_load(&sg->items);
-        reel__queue_depth(&sg->q, &sm->queue_depth, &sm->queue_depth_avg);
-        sm->queue_capacity = (int64_t)sg->q.capacity;
-        if (sm->busy_fraction > best) {
-            best = sm->busy_fraction;
-            best_i = i;
-        }
-    }
-    pthread_mutex_lock(&l->remote_mu);
-    m->remote = l->remote;
-    pthread_mutex_unlock(&l->remote_mu);
-    m->request_p50_s = reel_remote_stats_quantile(&m->remote, 0.5);
-    m->request_p99_s = reel_remote_stats_quantile(&m->remote, 0.99);
-    m->bytes_in_flight_peak = reel_remote_pool_get_peak_bytes(l->remote_settings.pool);
-    /* The consumer is the bottleneck when it rarely waits for data. */
-    double total = m->data_time_s + m->model_time_s;
-    if (total > 0 && m->data_time_s < 0.1 * total)
-        m->bottleneck = "consumer";
-    else if (best_i == REEL_STAGE_OPEN && m->remote.request_seconds > 0.5 * m->stages[REEL_STAGE_OPEN].busy_seconds)
-        m->bottleneck = "network"; /* stage 1 spends most of its time waiting on requests */
-    else
-        m->bottleneck = m->stages[best_i].name;
-    return REEL_OK;
-}
-
-int reel_loader_get_metrics_json(const reel_loader *cl, char **json, reel_error *err)
-{
-    reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
-    if (!l || !json) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
-    *json = NULL;
-    reel_loader_metrics m;
-    reel_loader_get_metrics(l, &m);
-    reel_buf b;
-    reel__buf_init(&b);
-    reel__metrics_json(&b, &m, &l->failures_log);
-    *json = reel__buf_take(&b);
-    if (!*json) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for the metrics");
-    return REEL_OK;
-}
-
-int reel_loader_write_trace(reel_loader *l, const char *path, reel_error *err)
-{
-    if (!l) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL");
-    return reel__trace_write(&l->trace, path, err);
-}
-
-int64_t reel_loader_get_failures_by_cause(const reel_loader *cl, int status)
-{
-    reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
-    return l ? reel__failures_by_cause(&l->failures_log, status) : 0;
-}
-
-int64_t reel_loader_get_num_failures(const reel_loader *cl)
-{
-    reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
-    int64_t kept = 0;
-    if (l) reel__failures_count(&l->failures_log, &kept, NULL);
-    return kept;
-}
-
-int reel_loader_get_raised_failure(reel_loader *l, reel_failure *out, reel_error *err)
-{
-    if (!l || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
-    if (!l->has_raised) return reel__error_set(err, REEL_E_NO_DATA, "loader: the last call raised no sample's failure");
-    *out = l->raised;
-    return REEL_OK;
-}
-
-int reel_loader_get_failure(const reel_loader *cl, int64_t i, reel_failure *out, reel_error *err)
-{
-    reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
-    if (!l || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
-    if (reel__failures_get(&l->failures_log, i, out) != REEL_OK)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "loader: failure %lld does not exist", (long long)i);
-    return REEL_OK;
 }

@@ -1,6 +1,8 @@
 /* loader_internal.h: the loader's private state shared by its files:
  * loader.c (settings, create/destroy, the consumer side, metrics),
- * loader_stages.c (the stage workers, the error policy, the watchdog) and
+ * loader_stages.c (the stage workers, the error policy, the watchdog),
+ * loader_vary.c (variable batches: each sample's length and size, their
+ * collate), loader_resume.c (state, checkpoints, restore) and
  * loader_feed.c (the feeder, starting and stopping the threads). */
 #ifndef REEL_PIPELINE_LOADER_INTERNAL_H
 #define REEL_PIPELINE_LOADER_INTERNAL_H
@@ -11,6 +13,7 @@
 #include "pipeline/plan.h"
 #include "pipeline/queue.h"
 #include "pipeline/ring.h"
+#include "pipeline/rng.h"
 #include "pipeline/source.h"
 #include "pipeline/trace.h"
 
@@ -40,9 +43,13 @@ typedef struct worker {
 struct reel_loader {
     reel_loader_settings s;
     reel_dataset *ds;
-    reel_source src; /* videos or store records, local or at URLs: chosen once, never branched on */
-    int out_w, out_h, T, K;
+    reel_source src;        /* videos or store records, local or at URLs: chosen once, never branched on */
+    int out_w, out_h, T, K; /* fixed-shape batches' clip shape (variable: the transform's size, if fixed) */
     size_t esize;
+    /* Variable batches: samples of their own frame count (the fps sampler)
+     * and/or size (a pixel-budget size policy); K is 1. One sampler and one
+     * size policy decide both, in stage 1. */
+    int variable, vsize;
 
     reel_plan plan; /* feeder's */
     reel_ring ring;
@@ -145,6 +152,31 @@ void *reel__loader_open_main(void *arg);
 void *reel__loader_decode_main(void *arg);
 void *reel__loader_collate_main(void *arg);
 void *reel__loader_watchdog_main(void *arg);
+
+/* loader_vary.c */
+
+/* Stage 1 of a variable batch: the sample's frame count (the sampler's
+ * describe), its output size (the size policy, on the display size), the
+ * slot's buffers reserved, then its frame indices. */
+int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_info *info, const reel_rng_key *key,
+                             reel_error *e);
+/* The clip transform of a slot: the loader's, with the slot's output size
+ * when sizes vary. */
+void reel__loader_slot_transform(const reel_loader *l, const reel_slot *s, reel_clip_transform *ct);
+/* Stage 3 of a variable batch: compacts its rows, and with settings.pad
+ * copies them into one zero-padded tensor. */
+void reel__loader_collate_variable(reel_loader *l, reel_batchbuf *bb);
+/* Frames requested for a slot: K * T, or the sample's own count. */
+static inline size_t slot_frames(const reel_loader *l, const reel_slot *s)
+{
+    return l->variable ? (size_t)s->T : (size_t)l->K * (size_t)l->T;
+}
+
+/* loader_resume.c */
+
+/* Positions feeder and consumer at `epoch` with `seen` samples of its order
+ * consumed. Threads stopped. */
+void reel__loader_set_position(reel_loader *l, int64_t epoch, int64_t seen);
 
 /* loader_feed.c */
 

@@ -229,14 +229,17 @@ static int open_sample(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
     info.video.name = sample_name(l, s->sample);
     reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_SAMPLER,
                          (uint32_t)s->attempt };
-    st = reel__sampler_run(&l->s.sampler, &info.video, &key, s->indices, e);
+    if (l->variable)
+        st = reel__loader_vary_sample(l, s, &info, &key, e);
+    else
+        st = reel__sampler_run(&l->s.sampler, &info.video, &key, s->indices, e);
     if (st != REEL_OK) return st;
     s->tb_num = info.video.time_base_num;
     s->tb_den = info.video.time_base_den;
     s->rotation = info.rotation;
     if (l->src.ops->prepare) {
         reel_source_stats ss = { 0 };
-        st = l->src.ops->prepare(l->src.ctx, w->tls, s->handle, s->indices, (size_t)l->K * (size_t)l->T, &ss, e);
+        st = l->src.ops->prepare(l->src.ctx, w->tls, s->handle, s->indices, slot_frames(l, s), &ss, e);
         atomic_fetch_add(&l->bytes_read, ss.bytes_read);
         reel__loader_add_remote(l, &ss.remote);
     }
@@ -301,6 +304,8 @@ typedef struct visit_ctx {
     int64_t t_decode; /* when this decode began */
     int64_t visited;
     int last_clip, last_w, last_h; /* cached geometry */
+    size_t n;                      /* frames requested */
+    reel_clip_transform ct;        /* the slot's clip transform */
     reel_transform t;
     reel_error err;
 } visit_ctx;
@@ -314,7 +319,7 @@ static int clip_geometry(visit_ctx *c, int clip, int fw, int fh)
     reel_loader *l = c->l;
     reel_slot *s = c->s;
     reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP, (uint32_t)s->attempt };
-    int st = reel__geometry_frame(&l->s.transform, fw, fh, &key, clip, &c->t, &c->err);
+    int st = reel__geometry_frame(&c->ct, fw, fh, &key, clip, &c->t, &c->err);
     c->last_clip = st == REEL_OK ? clip : -1;
     c->last_w = fw;
     c->last_h = fh;
@@ -327,9 +332,9 @@ static int window(void *opaque, size_t pos, int w, int h, int win[6])
 {
     visit_ctx *c = opaque;
     reel_loader *l = c->l;
-    if (pos >= (size_t)l->K * (size_t)l->T) return 0;
+    if (pos >= c->n) return 0;
     if (l->s.transform.apply_rotation && c->s->rotation) return 0;
-    if (clip_geometry(c, (int)(pos / (size_t)l->T), w, h) != REEL_OK || c->t.crop_w <= 0) return 0;
+    if (clip_geometry(c, l->variable ? 0 : (int)(pos / (size_t)l->T), w, h) != REEL_OK || c->t.crop_w <= 0) return 0;
     win[0] = c->t.crop_x;
     win[1] = c->t.crop_y;
     win[2] = c->t.crop_w;
@@ -358,9 +363,9 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     reel_loader *l = c->l;
     reel_slot *s = c->s;
     reel_batchbuf *bb = s->bb;
-    const int T = l->T;
+    const int T = l->variable ? s->T : l->T;
     int st;
-    if (pos >= (size_t)l->K * (size_t)T)
+    if (pos >= c->n)
         return reel__error_set(&c->err, REEL_E_INTERNAL, "%s: request position %zu out of range",
                                sample_name(l, s->sample), pos);
     if (s->visited[pos])
@@ -382,12 +387,18 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     if (st != REEL_OK) return st;
     int64_t row = (int64_t)s->index * l->K + clip;
     int64_t off, sc, sy, sx;
-    reel__layout_frame(l->s.transform.layout, T, l->out_h, l->out_w, row, t, &off, &sc, &sy, &sx);
+    /* fixed shapes: the clip's row of the batch; variable: the slot's own buffer */
+    uint8_t *base = l->variable ? s->data : bb->data;
+    size_t cap = l->variable ? s->data_cap : bb->bytes_cap;
+    if (l->variable)
+        reel__layout_frame(l->s.transform.layout, T, s->out_h, s->out_w, 0, t, &off, &sc, &sy, &sx);
+    else
+        reel__layout_frame(l->s.transform.layout, T, l->out_h, l->out_w, row, t, &off, &sc, &sy, &sx);
     c->t.stride_c = sc;
     c->t.stride_y = sy;
     c->t.stride_x = sx;
     size_t boff = (size_t)off * l->esize;
-    st = reel_converter_run(c->conv, frame, &c->t, (uint8_t *)bb->data + boff, bb->bytes_cap - boff, &c->err);
+    st = reel_converter_run(c->conv, frame, &c->t, base + boff, cap - boff, &c->err);
     if (st != REEL_OK) return st;
     s->pts[pos] = reel_frame_get_pts(frame);
     reel_clip_info *ci = &bb->rows[row];
@@ -413,11 +424,13 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
  * through the visitor; the sample's source state is closed after. */
 static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int64_t t0, reel_error *e)
 {
-    const size_t n = (size_t)l->K * (size_t)l->T;
+    const size_t n = slot_frames(l, s);
     visit_ctx c;
     memset(&c, 0, sizeof c);
     c.l = l;
     c.s = s;
+    c.n = n;
+    reel__loader_slot_transform(l, s, &c.ct);
     c.conv = state;
     c.t_decode = t0;
     c.last_clip = -1;
@@ -468,6 +481,10 @@ void *reel__loader_decode_main(void *arg)
 
 static void collate(reel_loader *l, reel_batchbuf *bb)
 {
+    if (l->variable) {
+        reel__loader_collate_variable(l, bb);
+        return;
+    }
     const int K = l->K;
     const size_t row_bytes = (size_t)bb->batch.strides[0] * l->esize;
     int64_t out = 0;
@@ -511,6 +528,11 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
             ci->pts = s->pts + (size_t)k * l->T;
             ci->time_base_num = s->tb_num;
             ci->time_base_den = s->tb_den;
+            ci->data = (uint8_t *)bb->data + (size_t)out * row_bytes;
+            ci->bytes = row_bytes;
+            ci->num_frames = l->T;
+            ci->width = l->out_w;
+            ci->height = l->out_h;
             bb->labels[out] = label;
             out++;
         }

@@ -17,21 +17,77 @@ const char *reel__ring_memory(const reel_ring *r)
     return r->pinned == r->count ? "pinned" : "mixed";
 }
 
+/* One buffer of a fixed-shape ring: `cap` bytes of batch, index arrays for
+ * `frames` frames; variable rings allocate as samples come (see
+ * reel__ring_slot_reserve). */
+static int buf_init(reel_ring *r, reel_batchbuf *bb, const reel_ring_config *c, size_t cap)
+{
+    const int B = c->batch_size, K = c->clips_per_video, T = c->variable ? 0 : c->frames_per_clip;
+    const size_t rows = (size_t)B * K, frames = rows * T;
+    atomic_init(&bb->pending, 0);
+    atomic_init(&bb->busy, 0);
+    if (!c->variable) {
+        void *p = c->pin_memory ? reel__pinned_alloc(cap, c->alignment) : NULL;
+        if (p) {
+            bb->pinned = 1;
+            r->pinned++;
+        } else if (posix_memalign(&p, c->alignment, cap) != 0) {
+            p = NULL;
+        }
+        bb->data = p;
+        bb->bytes_cap = p ? cap : 0;
+        bb->indices = malloc(frames * sizeof *bb->indices);
+        bb->pts = malloc(frames * sizeof *bb->pts);
+        bb->visited = calloc(frames, 1);
+        if (!bb->data || !bb->indices || !bb->pts || !bb->visited) return REEL_E_NOMEM;
+        memset(bb->data, 0, cap); /* fault the pages in now: RSS is flat from the start */
+    }
+    bb->slots = calloc((size_t)B, sizeof *bb->slots);
+    bb->rows = calloc(rows, sizeof *bb->rows);
+    bb->clips = calloc(rows, sizeof *bb->clips);
+    bb->labels = calloc(rows, sizeof *bb->labels);
+    if (!bb->slots || !bb->rows || !bb->clips || !bb->labels) return REEL_E_NOMEM;
+    for (int j = 0; j < B; j++) {
+        reel_slot *s = &bb->slots[j];
+        s->bb = bb;
+        s->index = j;
+        if (!c->variable) {
+            s->indices = bb->indices + (size_t)j * K * T;
+            s->pts = bb->pts + (size_t)j * K * T;
+            s->visited = bb->visited + (size_t)j * K * T;
+        }
+        pthread_mutex_init(&s->mu, NULL);
+    }
+    bb->slots_ready = 1;
+    reel_batch *b = &bb->batch;
+    b->data = bb->data;
+    b->dtype = c->dtype;
+    b->layout = c->layout;
+    b->ndim = 5;
+    b->labels = bb->labels;
+    b->clips = bb->clips;
+    b->variable = c->variable;
+    bb->state = REEL_BUF_FREE;
+    r->bytes_total += bb->bytes_cap;
+    return REEL_OK;
+}
+
 int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err)
 {
     memset(r, 0, sizeof *r);
     const int B = c->batch_size, K = c->clips_per_video, T = c->frames_per_clip;
-    const size_t rows = (size_t)B * K, frames = rows * T;
-    int64_t shape[5], strides[5];
-    reel__layout_shape(c->layout, (int64_t)rows, T, c->height, c->width, shape, strides);
-    size_t esize = reel__dtype_size(c->dtype);
-    double dbytes = (double)rows * (double)strides[0] * (double)esize;
-    if (dbytes > 1e15)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: a batch of %.0f bytes is too large", dbytes);
-    size_t bytes = rows * (size_t)strides[0] * esize;
-    size_t align = c->alignment;
-    size_t cap = (bytes + align - 1) / align * align;
-
+    const size_t rows = (size_t)B * K;
+    int64_t shape[5] = { 0 }, strides[5] = { 0 };
+    size_t cap = 0, align = c->alignment;
+    if (!c->variable) {
+        reel__layout_shape(c->layout, (int64_t)rows, T, c->height, c->width, shape, strides);
+        size_t esize = reel__dtype_size(c->dtype);
+        double dbytes = (double)rows * (double)strides[0] * (double)esize;
+        if (dbytes > 1e15)
+            return reel__error_set(err, REEL_E_INVALID_ARG, "loader: a batch of %.0f bytes is too large", dbytes);
+        size_t bytes = rows * (size_t)strides[0] * esize;
+        cap = (bytes + align - 1) / align * align;
+    }
     r->bufs = calloc((size_t)c->count, sizeof *r->bufs);
     if (!r->bufs) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
     pthread_mutex_init(&r->mu, NULL);
@@ -39,54 +95,18 @@ int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err)
     r->inited = 1;
     r->count = c->count;
     r->batch_size = B;
+    r->variable = c->variable;
+    r->budget = c->budget;
+    r->alignment = align;
     for (int i = 0; i < c->count; i++) {
         reel_batchbuf *bb = &r->bufs[i];
-        atomic_init(&bb->pending, 0);
-        atomic_init(&bb->busy, 0);
-        void *p = c->pin_memory ? reel__pinned_alloc(cap, align) : NULL;
-        if (p) {
-            bb->pinned = 1;
-            r->pinned++;
-        } else if (posix_memalign(&p, align, cap) != 0) {
-            p = NULL;
-        }
-        bb->data = p;
-        bb->bytes_cap = cap;
-        bb->slots = calloc((size_t)B, sizeof *bb->slots);
-        bb->indices = malloc(frames * sizeof *bb->indices);
-        bb->pts = malloc(frames * sizeof *bb->pts);
-        bb->visited = calloc(frames, 1);
-        bb->rows = calloc(rows, sizeof *bb->rows);
-        bb->clips = calloc(rows, sizeof *bb->clips);
-        bb->labels = calloc(rows, sizeof *bb->labels);
-        if (!bb->data || !bb->slots || !bb->indices || !bb->pts || !bb->visited || !bb->rows || !bb->clips ||
-            !bb->labels) {
+        if (buf_init(r, bb, c, cap) != REEL_OK) {
             reel__ring_free(r);
             return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for %d batch buffers of %zu bytes",
                                    c->count, cap);
         }
-        memset(bb->data, 0, cap); /* fault the pages in now: RSS is flat from the start */
-        for (int j = 0; j < B; j++) {
-            reel_slot *s = &bb->slots[j];
-            s->bb = bb;
-            s->index = j;
-            s->indices = bb->indices + (size_t)j * K * T;
-            s->pts = bb->pts + (size_t)j * K * T;
-            s->visited = bb->visited + (size_t)j * K * T;
-            pthread_mutex_init(&s->mu, NULL);
-        }
-        bb->slots_ready = 1;
-        reel_batch *b = &bb->batch;
-        b->data = bb->data;
-        b->dtype = c->dtype;
-        b->layout = c->layout;
-        b->ndim = 5;
-        memcpy(b->shape, shape, sizeof shape);
-        memcpy(b->strides, strides, sizeof strides);
-        b->labels = bb->labels;
-        b->clips = bb->clips;
-        bb->state = REEL_BUF_FREE;
-        r->bytes_total += cap;
+        memcpy(bb->batch.shape, shape, sizeof shape);
+        memcpy(bb->batch.strides, strides, sizeof strides);
     }
     return REEL_OK;
 }
@@ -101,7 +121,16 @@ void reel__ring_free(reel_ring *r)
         else
             free(bb->data);
         if (bb->slots_ready)
-            for (int j = 0; j < r->batch_size; j++) pthread_mutex_destroy(&bb->slots[j].mu);
+            for (int j = 0; j < r->batch_size; j++) {
+                reel_slot *s = &bb->slots[j];
+                pthread_mutex_destroy(&s->mu);
+                if (r->variable) {
+                    free(s->data);
+                    free(s->indices);
+                    free(s->pts);
+                    free(s->visited);
+                }
+            }
         free(bb->slots);
         free(bb->indices);
         free(bb->pts);
@@ -116,14 +145,96 @@ void reel__ring_free(reel_ring *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Variable rings: bytes a buffer holds (its slots' and its padded batch). */
+static size_t buf_bytes(const reel_ring *r, const reel_batchbuf *bb)
+{
+    size_t n = bb->bytes_cap;
+    for (int j = 0; j < r->batch_size; j++) n += bb->slots[j].data_cap;
+    return n;
+}
+
+/* Variable rings, under mu: gives back the memory of FREE buffers (but
+ * `keep`) while the ring holds more than its budget. */
+static void trim(reel_ring *r, const reel_batchbuf *keep)
+{
+    for (int i = 0; i < r->count && (int64_t)r->bytes_total > r->budget; i++) {
+        reel_batchbuf *bb = &r->bufs[i];
+        if (bb == keep || bb->state != REEL_BUF_FREE || atomic_load(&bb->busy) != 0) continue;
+        for (int j = 0; j < r->batch_size; j++) {
+            reel_slot *s = &bb->slots[j];
+            r->bytes_total -= s->data_cap;
+            free(s->data);
+            s->data = NULL;
+            s->data_cap = 0;
+        }
+        r->bytes_total -= bb->bytes_cap;
+        free(bb->data);
+        bb->data = NULL;
+        bb->bytes_cap = 0;
+    }
+}
+
 reel_batchbuf *reel__ring_take_free(reel_ring *r)
 {
+    if (r->variable) {
+        int in_flight = 0;
+        size_t held = 0;
+        for (int i = 0; i < r->count; i++) {
+            const reel_batchbuf *bb = &r->bufs[i];
+            if (bb->state == REEL_BUF_FILLING || bb->state == REEL_BUF_READY) in_flight = 1;
+            if (bb->state != REEL_BUF_FREE) held += buf_bytes(r, bb);
+        }
+        if (in_flight && (int64_t)held >= r->budget) return NULL;
+    }
     for (int i = 0; i < r->count; i++)
         if (r->bufs[i].state == REEL_BUF_FREE && atomic_load(&r->bufs[i].busy) == 0) {
             r->bufs[i].state = REEL_BUF_FILLING;
+            if (r->variable) trim(r, &r->bufs[i]);
             return &r->bufs[i];
         }
     return NULL;
+}
+
+/* Grows *p to `bytes` (contents not kept), aligned; accounting under mu. */
+static int grow_block(reel_ring *r, void **p, size_t *cap, size_t bytes)
+{
+    if (bytes <= *cap) return REEL_OK;
+    size_t want = (bytes + r->alignment - 1) / r->alignment * r->alignment;
+    void *q = NULL;
+    if (posix_memalign(&q, r->alignment, want) != 0) return REEL_E_NOMEM;
+    free(*p);
+    pthread_mutex_lock(&r->mu);
+    r->bytes_total += want - *cap;
+    *p = q;
+    *cap = want;
+    pthread_mutex_unlock(&r->mu);
+    return REEL_OK;
+}
+
+int reel__ring_slot_reserve(reel_ring *r, reel_slot *s, int64_t frames, size_t bytes, reel_error *err)
+{
+    if (frames > s->frames_cap) {
+        int64_t *ix = realloc(s->indices, (size_t)frames * sizeof *ix);
+        if (ix) s->indices = ix;
+        int64_t *pts = realloc(s->pts, (size_t)frames * sizeof *pts);
+        if (pts) s->pts = pts;
+        uint8_t *v = realloc(s->visited, (size_t)frames);
+        if (v) s->visited = v;
+        if (!ix || !pts || !v)
+            return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for %lld frame indices",
+                                   (long long)frames);
+        s->frames_cap = frames;
+    }
+    if (grow_block(r, &s->data, &s->data_cap, bytes) != REEL_OK)
+        return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for a sample of %zu bytes", bytes);
+    return REEL_OK;
+}
+
+int reel__ring_batch_reserve(reel_ring *r, reel_batchbuf *bb, size_t bytes, reel_error *err)
+{
+    if (grow_block(r, &bb->data, &bb->bytes_cap, bytes) != REEL_OK)
+        return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for a padded batch of %zu bytes", bytes);
+    return REEL_OK;
 }
 
 reel_batchbuf *reel__ring_find_ready_seq(reel_ring *r, int64_t seq)

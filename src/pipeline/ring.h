@@ -1,5 +1,9 @@
-/* ring.h: the ring of preallocated, aligned batch buffers and the per-sample
- * work slots inside each. A buffer goes FREE -> FILLING (feeder) -> READY
+/* ring.h: the ring of batch buffers and the per-sample work slots inside
+ * each. Fixed-shape batches: preallocated, aligned buffers, one per batch.
+ * Variable batches (samples of their own length or size): a byte budget;
+ * each slot owns a buffer sized for its sample when stage 1 knows it
+ * (reel__ring_slot_reserve), kept for reuse, and a batch is planned only
+ * while the batches in flight hold less than the budget. A buffer goes FREE -> FILLING (feeder) -> READY
  * (collate) -> OUT (consumer) -> FREE (release, any thread). All state
  * changes happen under `mu`; `cond` is broadcast on every change. */
 #ifndef REEL_PIPELINE_RING_H
@@ -29,7 +33,7 @@ typedef struct reel_slot {
     reel_error err;
     reel_remote_stats tally; /* requests for the sample's objects at URLs, until the loader takes them */
     void *handle;            /* the source's per-sample state, open between stage 1 and stage 2 */
-    int64_t *indices;        /* clips_per_video * frames_per_clip requested frames */
+    int64_t *indices;        /* clips_per_video * frames_per_clip requested frames (variable: T) */
     int64_t *pts;            /* same count, filled while decoding */
     uint8_t *visited;        /* same count: 1 once the position was written */
     /* Time limit bookkeeping, under mu: the watchdog may abandon a slot
@@ -44,10 +48,16 @@ typedef struct reel_slot {
     atomic_int cut;          /* set with abandoned */
     const _Atomic int *stop; /* the loader's stop flag */
     int tb_num, tb_den, rotation;
+    /* Variable batches: the sample's frame count and output size (stage 1),
+     * its own frame buffer and index arrays (grown, kept for reuse). */
+    int T, out_w, out_h;
+    void *data;
+    size_t data_cap;    /* bytes allocated at data (under the ring's mu) */
+    int64_t frames_cap; /* entries allocated at indices, pts, visited */
 } reel_slot;
 
 typedef struct reel_batchbuf {
-    void *data; /* aligned, bytes_cap */
+    void *data; /* aligned, bytes_cap (variable batches: the padded batch, or NULL) */
     size_t bytes_cap;
     int pinned; /* data came from cudaHostAlloc (free with cudaFreeHost) */
     int state;
@@ -73,6 +83,8 @@ typedef struct reel_ring_config {
     int width, height, layout, dtype;
     size_t alignment;
     int pin_memory; /* try page-locked buffers (CUDA runtime found at run time) */
+    int variable;   /* per-sample buffers under a byte budget (width, height, frames_per_clip unused) */
+    int64_t budget; /* variable: bytes */
 } reel_ring_config;
 
 typedef struct reel_ring {
@@ -83,6 +95,9 @@ typedef struct reel_ring {
     size_t bytes_total;
     int pinned; /* buffers that are page-locked */
     int inited;
+    int variable;
+    int64_t budget;
+    size_t alignment;
 } reel_ring;
 
 int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err);
@@ -90,12 +105,20 @@ void reel__ring_free(reel_ring *r);
 /* "pinned" (every buffer page-locked), "plain" (none) or "mixed". */
 const char *reel__ring_memory(const reel_ring *r);
 
-/* Under mu: a FREE buffer no worker holds, made FILLING, or NULL. */
+/* Under mu: a FREE buffer no worker holds, made FILLING, or NULL (variable
+ * batches: also NULL while the batches in flight hold the budget; the
+ * buffers' memory beyond the budget is then given back). */
 reel_batchbuf *reel__ring_take_free(reel_ring *r);
 /* Under mu: the READY buffer with this sequence number / the READY buffer
  * of this epoch with the lowest sequence number, or NULL. */
 reel_batchbuf *reel__ring_find_ready_seq(reel_ring *r, int64_t seq);
 reel_batchbuf *reel__ring_find_ready_epoch(reel_ring *r, int64_t epoch);
+
+/* Variable batches: makes the slot's arrays hold `frames` entries and its
+ * buffer `bytes` (locks mu for the accounting). REEL_E_NOMEM. */
+int reel__ring_slot_reserve(reel_ring *r, reel_slot *s, int64_t frames, size_t bytes, reel_error *err);
+/* Variable batches: makes bb->data hold `bytes` (the padded batch). */
+int reel__ring_batch_reserve(reel_ring *r, reel_batchbuf *bb, size_t bytes, reel_error *err);
 
 /* Locks mu: marks READY and wakes waiters. */
 void reel__ring_set_ready(reel_ring *r, reel_batchbuf *bb);

@@ -27,7 +27,8 @@
  * the part to sample, end < 0: to the end) and the rotation. */
 typedef struct reel_source_info {
     reel_sampler_video video;
-    int rotation; /* clockwise degrees still to apply (0..359) */
+    int rotation;      /* clockwise degrees still to apply (0..359) */
+    int width, height; /* the pictures' size before that rotation */
 } reel_source_info;
 
 /* Per-sample options from the loader. */

@@ -66,6 +66,8 @@ static int store_open(void *ctx, void *tls, const reel_dataset_entry *entry, con
     v->segment_start = 0; /* the segment was applied when packing */
     v->segment_end = -1;
     info->rotation = 0; /* stored upright */
+    info->width = rec.width;
+    info->height = rec.height;
     *handle = h;
     return REEL_OK;
 }

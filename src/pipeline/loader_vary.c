@@ -1,0 +1,158 @@
+/* loader_vary.c: variable batches, whose samples have their own frame count
+ * (the fps sampler) and output size (a pixel-budget size policy): stage 1
+ * decides both with the one sampler and size policy and reserves the slot's
+ * buffer in the ring; stage 3 lays the clips out, padded on request. */
+#define _POSIX_C_SOURCE 200809L
+#include "convert/convert_internal.h"
+#include "pipeline/loader_internal.h"
+#include "core/error.h"
+#include "pipeline/dataset_internal.h"
+#include "pipeline/geometry.h"
+#include "pipeline/sampler_internal.h"
+
+#include <string.h>
+
+void reel__loader_slot_transform(const reel_loader *l, const reel_slot *s, reel_clip_transform *ct)
+{
+    *ct = l->s.transform;
+    if (l->vsize) {
+        ct->resize = REEL_RESIZE_EXACT;
+        ct->resize_width = s->out_w;
+        ct->resize_height = s->out_h;
+    }
+}
+
+int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_info *info, const reel_rng_key *key,
+                             reel_error *e)
+{
+    reel_sampler_result res;
+    int st = reel__sampler_describe(&l->s.sampler, &info->video, &res, e);
+    if (st != REEL_OK) return st;
+    if (res.num_frames < 1 || res.num_frames > (int64_t)1 << 24)
+        return reel__error_set(e, REEL_E_OUT_OF_RANGE, "%s: %lld frames sampled", info->video.name,
+                               (long long)res.num_frames);
+    s->T = (int)res.num_frames;
+    s->out_w = l->out_w;
+    s->out_h = l->out_h;
+    if (l->vsize) {
+        int dw = info->width, dh = info->height;
+        if (l->s.transform.apply_rotation && (info->rotation == 90 || info->rotation == 270)) {
+            dw = info->height;
+            dh = info->width;
+        }
+        reel_error pe;
+        st = reel_size_policy_apply(&l->s.size_policy, dw, dh, res.num_frames, &s->out_w, &s->out_h, &pe);
+        if (st != REEL_OK) return reel__error_set(e, st, "%s: %s", info->video.name, pe.message);
+    }
+    const size_t bytes = (size_t)s->T * 3 * (size_t)s->out_w * (size_t)s->out_h * l->esize;
+    st = reel__ring_slot_reserve(&l->ring, s, s->T, bytes, e);
+    if (st != REEL_OK) return st;
+    return reel__sampler_run(&l->s.sampler, &info->video, key, s->indices, e);
+}
+
+/* Copies clip `src` (T x h x w in `layout`) into row `row` of a batch padded
+ * to Tm x hm x wm. */
+static void pad_copy(int layout, size_t es, const uint8_t *src, int T, int h, int w, uint8_t *dst, int Tm, int hm,
+                     int wm)
+{
+    for (int t = 0; t < T; t++) {
+        int64_t so, sc, sy, sx, d0, dc, dy, dx;
+        reel__layout_frame(layout, T, h, w, 0, t, &so, &sc, &sy, &sx);
+        reel__layout_frame(layout, Tm, hm, wm, 0, t, &d0, &dc, &dy, &dx);
+        if (sc == 1) { /* HWC: a row is w * 3 elements */
+            for (int y = 0; y < h; y++)
+                memcpy(dst + (size_t)(d0 + y * dy) * es, src + (size_t)(so + y * sy) * es, (size_t)w * 3 * es);
+            continue;
+        }
+        for (int c = 0; c < 3; c++)
+            for (int y = 0; y < h; y++)
+                memcpy(dst + (size_t)(d0 + c * dc + y * dy) * es, src + (size_t)(so + c * sc + y * sy) * es,
+                       (size_t)w * es);
+    }
+}
+
+/* With settings.pad: the clips into one zero-padded tensor of the batch's
+ * shape (0: done, else the failure, which fails the batch). */
+static int collate_padded(reel_loader *l, reel_batchbuf *bb)
+{
+    reel_batch *b = &bb->batch;
+    const size_t row = (size_t)b->strides[0] * l->esize, bytes = (size_t)b->num_clips * row;
+    int st = reel__ring_batch_reserve(&l->ring, bb, bytes, &bb->err);
+    if (st != REEL_OK) return st;
+    uint8_t *dst = bb->data;
+    memset(dst, 0, bytes);
+    const int Tm = (int)(b->layout == REEL_BATCH_BCTHW ? b->shape[2] : b->shape[1]);
+    const int hm = (int)(b->layout == REEL_BATCH_BTHWC ? b->shape[2] : b->shape[3]);
+    const int wm = (int)(b->layout == REEL_BATCH_BTHWC ? b->shape[3] : b->shape[4]);
+    for (int64_t i = 0; i < b->num_clips; i++) {
+        const reel_clip_info *ci = &bb->clips[i];
+        pad_copy(b->layout, l->esize, ci->data, ci->num_frames, ci->height, ci->width, dst + (size_t)i * row, Tm, hm,
+                 wm);
+    }
+    b->data = dst;
+    b->bytes = bytes;
+    return REEL_OK;
+}
+
+void reel__loader_collate_variable(reel_loader *l, reel_batchbuf *bb)
+{
+    int64_t out = 0, failed = 0;
+    int Tm = 0, hm = 0, wm = 0;
+    bb->status = REEL_OK;
+    bb->err_sample = bb->err_position = -1;
+    for (int64_t j = 0; j < bb->nsamples; j++) {
+        reel_slot *s = &bb->slots[j];
+        if (s->status != REEL_OK) {
+            failed++;
+            if (bb->status == REEL_OK && s->status != REEL_E_CANCELLED) {
+                bb->status = s->status;
+                bb->err = s->err;
+                bb->err_sample = s->sample;
+                bb->err_position = s->position;
+            }
+            if (s->status == REEL_E_CANCELLED && bb->status == REEL_OK) {
+                bb->status = REEL_E_CANCELLED;
+                reel__error_set(&bb->err, REEL_E_CANCELLED, "loader: cancelled");
+            }
+            continue;
+        }
+        reel_clip_info *ci = &bb->clips[out];
+        *ci = bb->rows[j];
+        ci->sample = s->sample;
+        ci->requested = s->requested;
+        ci->position = s->position;
+        ci->path = sample_entry(l, s->sample)->path;
+        ci->label = reel__dataset_label(l->ds, (size_t)s->sample);
+        ci->clip = 0;
+        ci->attempt = s->attempt;
+        ci->padded = s->padded;
+        ci->frame_indices = s->indices;
+        ci->pts = s->pts;
+        ci->time_base_num = s->tb_num;
+        ci->time_base_den = s->tb_den;
+        ci->data = s->data;
+        ci->num_frames = s->T;
+        ci->width = s->out_w;
+        ci->height = s->out_h;
+        ci->bytes = (size_t)s->T * 3 * (size_t)s->out_w * (size_t)s->out_h * l->esize;
+        bb->labels[out] = ci->label;
+        if (s->T > Tm) Tm = s->T;
+        if (s->out_h > hm) hm = s->out_h;
+        if (s->out_w > wm) wm = s->out_w;
+        out++;
+    }
+    reel_batch *b = &bb->batch;
+    reel__layout_shape(b->layout, out, Tm, hm, wm, b->shape, b->strides);
+    b->num_clips = out;
+    b->data = NULL;
+    b->bytes = 0;
+    b->epoch = bb->epoch;
+    b->index = bb->index;
+    b->position = bb->position;
+    b->num_samples = bb->nsamples;
+    b->num_failed = failed;
+    b->samples_seen = bb->samples_seen;
+    /* (a failure to pad fails the batch: raised under RAISE, else handed out with data NULL) */
+    if (l->s.pad && out > 0 && bb->status != REEL_E_CANCELLED && collate_padded(l, bb) != REEL_OK)
+        bb->status = REEL_E_NOMEM;
+}

@@ -1,0 +1,180 @@
+# tests/python/test_loader_vlm.py: reel.Loader with variable batches (issue
+# 18 §4): sampler="fps" and a pixel-budget size_policy give each sample its
+# own length and size; each sample's frame indices and pixels equal
+# reel.vlm.fetch_video's for the same element (itself tested against
+# qwen-vl-utils in test_vlm.py), the embedded frame indices match, pad=True
+# pads with zeros, and resume, sharding and the error policy work as on clips.
+from __future__ import annotations
+
+import pytest
+
+import reel
+import reel.vlm
+from conftest import read_indices
+
+torch = pytest.importorskip("torch")
+
+SP = {"factor": 28, "min_pixels": 28 * 28 * 16, "max_pixels": 28 * 28 * 64, "total_pixels": 28 * 28 * 600}
+FPS = {"fps": 2.0, "min_frames": 4, "max_frames": 768}
+
+
+@pytest.fixture(scope="module")
+def vids(synth):
+    """Five videos of different lengths, sizes and shapes (portrait, odd)."""
+    return [
+        synth(width=320, height=240, frames=150, gop=30),
+        synth(width=180, height=320, frames=90, gop=30),
+        synth(width=256, height=144, frames=200, gop=50),
+        synth(width=161, height=97, frames=70, gop=12, yuv444=True),
+        synth(width=200, height=200, frames=120, gop=25),
+    ]
+
+
+def loader(paths, **kw):
+    args = dict(sampler="fps", size_policy=SP, batch_size=2, shuffle=False, epochs=1, **FPS)
+    args.update(kw)
+    return reel.Loader(paths, **args)
+
+
+def reference(path, dtype="uint8"):
+    return reel.vlm.fetch_video({"video": path, **FPS, **SP}, return_video_metadata=True, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_each_sample_equals_fetch_video(vids, dtype):
+    seen = set()
+    kw = {"divisor": 1.0} if dtype == "float32" else {}
+    with loader(vids, dtype=dtype, **kw) as L:
+        for b in L:
+            assert isinstance(b.frames, list) and len(b.frames) == len(b) == len(b.info)
+            for f, ci, n, hw in zip(b.frames, b.info, b.lengths, b.sizes):
+                t = f.torch()
+                ref, meta = reference(ci.path, dtype)
+                assert list(ci.frame_indices) == list(meta["frames_indices"])
+                assert t.shape == ref.shape == (n, 3, hw[0], hw[1])
+                assert t.dtype == ref.dtype
+                assert torch.equal(t, ref), f"{ci.path}: pixels differ from reel.vlm.fetch_video"
+                seen.add(ci.sample)
+        m = L.metrics()
+    assert seen == set(range(len(vids)))
+    assert m["frames"] == sum(len(reference(v)[1]["frames_indices"]) for v in vids)
+    shapes = {tuple(reference(v)[0].shape) for v in vids}
+    assert len({s[0] for s in shapes}) >= 3 and len({s[2:] for s in shapes}) >= 3  # they do differ
+
+
+def test_embedded_indices(vids):
+    with loader(vids, layout="BTHWC") as L:
+        for b in L:
+            for f, ci in zip(b.frames, b.info):
+                assert f.shape[-1] == 3
+                assert read_indices(f) == list(ci.frame_indices)
+
+
+def test_views_are_zero_copy_and_outlive_the_batch(vids):
+    with loader(vids, batch_size=1, prefetch_batches=3) as L:
+        it = iter(L)
+        b = next(it)
+        t = b.frames[0].torch()
+        keep = t.clone()
+        assert t.data_ptr() == b.frames[0].torch().data_ptr()  # a view, not a copy
+        del b
+        rest = [x.frames[0].torch().clone() for x in it]  # the held tensor keeps its buffer
+        assert torch.equal(t, keep)
+        assert len(rest) == len(vids) - 1
+
+
+def test_pad_gives_one_tensor_with_lengths_and_sizes(vids):
+    with loader(vids, batch_size=3) as L, loader(vids, batch_size=3, pad=True) as P:
+        for b, p in zip(L, P):
+            x = p.frames.torch()
+            assert p.lengths == b.lengths and p.sizes == b.sizes
+            assert x.shape == (len(b), max(b.lengths), 3, max(h for h, _ in b.sizes), max(w for _, w in b.sizes))
+            for i, (f, n, (h, w)) in enumerate(zip(b.frames, b.lengths, b.sizes)):
+                assert torch.equal(x[i, :n, :, :h, :w], f.torch())
+                assert int(x[i].sum()) == int(f.torch().sum(dtype=torch.int64))  # zeros elsewhere
+
+
+def samples_of(batches):
+    return [ci.sample for b in batches for ci in b.info]
+
+
+def test_resume_mid_epoch_and_on_another_batch_size(vids):
+    paths = vids * 2
+    with loader(paths, shuffle=True, seed=7) as L:
+        full = [(ci.sample, list(ci.frame_indices)) for b in L for ci in b.info]
+    with loader(paths, shuffle=True, seed=7) as L:
+        it = iter(L)
+        head = [next(it) for _ in range(2)]
+        got = [(ci.sample, list(ci.frame_indices)) for b in head for ci in b.info]
+        state = L.state_dict()
+    assert state["samples_seen"] == 4
+    with loader(paths, shuffle=True, seed=7, batch_size=3) as R:
+        R.load_state_dict(state)
+        for b in R:
+            for f, ci in zip(b.frames, b.info):
+                got.append((ci.sample, list(ci.frame_indices)))
+                assert torch.equal(f.torch(), reference(ci.path)[0])
+    assert got == full
+
+
+def test_two_ranks_are_disjoint(vids):
+    paths = vids * 2
+    per = []
+    for r in range(2):
+        with loader(paths, shuffle=True, seed=3, world_size=2, rank=r) as L:
+            per.append(samples_of(list(L)))
+    assert not set(per[0]) & set(per[1])
+    assert sorted(per[0] + per[1]) == list(range(len(paths)))
+
+
+def test_a_failing_video_is_handled_by_policy(vids, tmp_path):
+    bad = tmp_path / "broken.mp4"
+    bad.write_bytes(b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 512)
+    paths = [vids[0], str(bad), vids[1]]
+    with loader(paths, batch_size=3, on_error="skip") as L:
+        (b,) = list(L)
+        assert len(b) == 2 and b.num_failed == 1
+        m = L.metrics()
+    assert m["failure_count"] == 1 and "broken.mp4" in m["failures"][0]["reason"]
+    with loader(paths, batch_size=3, on_error="replace") as L:
+        (b,) = list(L)
+        assert len(b) == 3 and b.info[1].requested == 1 and b.info[1].sample != 1
+        for f, ci in zip(b.frames, b.info):
+            assert torch.equal(f.torch(), reference(ci.path)[0])
+    with loader(paths, batch_size=3, on_error="raise") as L:
+        with pytest.raises(reel.ReelError, match="broken.mp4"):
+            list(L)
+
+
+def test_settings_are_checked(vids):
+    with pytest.raises(ValueError, match="unknown keys"):
+        loader(vids, size_policy={"factr": 28})
+    with pytest.raises(ValueError, match="together"):
+        loader(vids, size_policy={"resized_height": 56})
+    with pytest.raises(reel.ReelError, match="one clip"):
+        loader(vids, clips_per_video=2)
+    with pytest.raises(reel.ReelError, match="clips_per_video"):  # a size per video: one clip each
+        loader(vids, sampler="random", clips_per_video=2)
+
+
+def test_example_collate_is_qwen2_vl_patch_order(vids):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    try:
+        import vlm_loader
+    finally:
+        sys.path.pop(0)
+    with loader(vids[:2]) as L:
+        (b,) = list(L)
+        out = vlm_loader.collate(b)
+        v0 = b.frames[0].torch().clone()
+    grids = out["video_grid_thw"].tolist()
+    assert grids == [[n // 2, h // 14, w // 14] for n, (h, w) in zip(b.lengths, b.sizes)]
+    assert out["pixel_values_videos"].shape == (sum(t * h * w for t, h, w in grids), 3 * 2 * 14 * 14)
+    x = (v0.float() / 255.0 - vlm_loader.MEAN) / vlm_loader.STD
+    want = x[0:2, :, :14, :14].permute(1, 0, 2, 3).flatten()  # channel, time, y, x
+    assert torch.allclose(out["pixel_values_videos"][0], want)
+    # the second patch is the right neighbour inside the first 2x2 merge block
+    assert torch.allclose(out["pixel_values_videos"][1], x[0:2, :, :14, 14:28].permute(1, 0, 2, 3).flatten())
