@@ -386,6 +386,10 @@ typedef struct reel_loader_metrics {
     double request_p50_s, request_p99_s; /**< their durations' median and 99th percentile */
     int64_t bytes_in_flight_peak;        /**< the most bytes fetched ahead at once (see
                                               reel_remote_settings.max_bytes_in_flight) */
+    /** Variable batches: samples decoded over several decoder contexts at
+     *  once (a long video while decode threads would idle: its keyframe
+     *  runs split over them, see reel_decoder_settings.gop_contexts). */
+    int64_t gop_split_samples;
 } reel_loader_metrics;
 
 /** The loader. Thread-safety: reel_loader_next, _get_state, _restore and

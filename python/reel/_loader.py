@@ -632,8 +632,10 @@ class Loader:
 
     def __repr__(self) -> str:
         c = self._config
-        return (f"reel.Loader({self.num_videos} videos, batch_size={c['batch_size']}, "
-                f"frames_per_clip={c['frames_per_clip']}, size={c['size']}"
+        frames = (f"sampler='fps', fps={c['fps'] if c['fps'] is not None else 2.0}" if c["sampler"] == "fps"
+                  else f"frames_per_clip={c['frames_per_clip']}")
+        size = "size_policy=..." if c["size_policy"] is not None else f"size={c['size']}"
+        return (f"reel.Loader({self.num_videos} videos, batch_size={c['batch_size']}, {frames}, {size}"
                 f"{', closed' if self.closed else ''})")
 
 

@@ -113,6 +113,7 @@ static const reel_field k_metrics[] = {
     M("peak_rss_bytes", REEL_FIELD_INT64, peak_rss_bytes),
     M("ring_bytes", REEL_FIELD_INT64, ring_bytes),
     M("ring_memory", REEL_FIELD_STRING, ring_memory),
+    M("gop_split_samples", REEL_FIELD_INT64, gop_split_samples),
     M("bottleneck", REEL_FIELD_STRING, bottleneck),
     REEL__REMOTE_STATS_FIELDS(R)
     M("remote.request_p50_s", REEL_FIELD_DOUBLE, request_p50_s),

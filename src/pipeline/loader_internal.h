@@ -91,6 +91,8 @@ struct reel_loader {
     _Atomic int64_t frames, clips, batches;
     _Atomic int64_t successes, failures, replacements;
     _Atomic int64_t frames_decoded, frames_returned;
+    _Atomic int64_t gop_split_samples;    /* variable samples decoded on several contexts */
+    _Atomic int decoding;                 /* stage-2 workers inside a decode */
     _Atomic int64_t bytes_read;           /* by the source's stage 1 (store records) */
     pthread_mutex_t remote_mu;            /* guards remote */
     reel_remote_stats remote;             /* requests to objects at URLs, all stages */
@@ -166,6 +168,13 @@ void reel__loader_slot_transform(const reel_loader *l, const reel_slot *s, reel_
 /* Stage 3 of a variable batch: compacts its rows, and with settings.pad
  * copies them into one zero-padded tensor. */
 void reel__loader_collate_variable(reel_loader *l, reel_batchbuf *bb);
+/* Stage 2 of a variable sample: decoder contexts to split it over (1: the
+ * usual visitor path), by the decode threads that would otherwise idle. */
+int reel__loader_vary_contexts(reel_loader *l, const reel_slot *s);
+/* Stage 2 of a variable sample on `contexts` >= 2 decoder contexts: the
+ * source's dense GOP-parallel decode straight into the slot's buffer. */
+int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int contexts, reel_source_stats *stats,
+                                   reel_error *e);
 /* Frames requested for a slot: K * T, or the sample's own count. */
 static inline size_t slot_frames(const reel_loader *l, const reel_slot *s)
 {

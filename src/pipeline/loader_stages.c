@@ -438,8 +438,18 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
     memset(s->visited, 0, n);
     reel_source_stats stats;
     memset(&stats, 0, sizeof stats);
-    int st = l->src.ops->decode(l->src.ctx, w->tls, s->handle, s->indices, n, visit, window, &c, &stats, e);
-    if (st != REEL_OK && c.err.status != REEL_OK) *e = c.err; /* our visitor's reason wins */
+    atomic_fetch_add(&l->decoding, 1);
+    const int contexts = l->variable ? reel__loader_vary_contexts(l, s) : 1;
+    int st;
+    if (contexts >= 2) {
+        st = reel__loader_vary_decode_split(l, w, s, contexts, &stats, e);
+        c.visited = st == REEL_OK ? (int64_t)n : 0;
+        if (st == REEL_OK && over_limit(l, s, reel__clock_ns() - t0)) st = timeout_error(l, s, e);
+    } else {
+        st = l->src.ops->decode(l->src.ctx, w->tls, s->handle, s->indices, n, visit, window, &c, &stats, e);
+        if (st != REEL_OK && c.err.status != REEL_OK) *e = c.err; /* our visitor's reason wins */
+    }
+    atomic_fetch_sub(&l->decoding, 1);
     if (st == REEL_OK && c.visited != (int64_t)n)
         st = reel__error_set(e, REEL_E_INTERNAL, "%s: %lld of %zu requested frames were delivered",
                              sample_name(l, s->sample), (long long)c.visited, n);

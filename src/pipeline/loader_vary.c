@@ -34,12 +34,14 @@ int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_inf
     s->T = (int)res.num_frames;
     s->out_w = l->out_w;
     s->out_h = l->out_h;
+    int dw = info->width, dh = info->height;
+    if (l->s.transform.apply_rotation && (info->rotation == 90 || info->rotation == 270)) {
+        dw = info->height;
+        dh = info->width;
+    }
+    s->disp_w = dw;
+    s->disp_h = dh;
     if (l->vsize) {
-        int dw = info->width, dh = info->height;
-        if (l->s.transform.apply_rotation && (info->rotation == 90 || info->rotation == 270)) {
-            dw = info->height;
-            dh = info->width;
-        }
         reel_error pe;
         st = reel_size_policy_apply(&l->s.size_policy, dw, dh, res.num_frames, &s->out_w, &s->out_h, &pe);
         if (st != REEL_OK) return reel__error_set(e, st, "%s: %s", info->video.name, pe.message);
@@ -48,6 +50,45 @@ int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_inf
     st = reel__ring_slot_reserve(&l->ring, s, s->T, bytes, e);
     if (st != REEL_OK) return st;
     return reel__sampler_run(&l->s.sampler, &info->video, key, s->indices, e);
+}
+
+int reel__loader_vary_contexts(reel_loader *l, const reel_slot *s)
+{
+    /* frames are dense one after the other in BTCHW and BTHWC only */
+    if (!l->src.ops->decode_dense || l->s.transform.layout == REEL_BATCH_BCTHW || s->T < 2 || s->disp_w < 1) return 1;
+    int64_t depth = 0;
+    double avg = 0;
+    reel__queue_depth(&l->st[REEL_STAGE_DECODE].q, &depth, &avg);
+    int64_t idle = (int64_t)l->s.decode_threads - atomic_load(&l->decoding) - depth;
+    if (idle < 1) return 1;
+    int64_t k = 1 + idle;
+    return k > 64 ? 64 : (int)k;
+}
+
+int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int contexts, reel_source_stats *stats,
+                                   reel_error *e)
+{
+    reel_clip_transform ct;
+    reel__loader_slot_transform(l, s, &ct);
+    reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP, (uint32_t)s->attempt };
+    reel_transform t;
+    int st = reel__geometry_frame(&ct, s->disp_w, s->disp_h, &key, 0, &t, e);
+    if (st != REEL_OK) return st;
+    t.layout = l->s.transform.layout == REEL_BATCH_BTHWC ? REEL_LAYOUT_HWC : REEL_LAYOUT_CHW;
+    atomic_fetch_add(&l->gop_split_samples, 1);
+    /* the slot's own buffer: no other slot's rows move under it (collate
+     * reads only finished slots), and the ring reuses it only once this
+     * worker lets go, so an abandoned sample needs no lock here */
+    st = l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, s->indices, (size_t)s->T, &t, s->data, s->data_cap,
+                                  contexts, s->pts, stats, e);
+    if (st != REEL_OK) return st;
+    reel_clip_info *ci = &s->bb->rows[s->index];
+    ci->flipped = t.flip_horizontal;
+    ci->crop_x = t.crop_w > 0 ? t.crop_x : 0;
+    ci->crop_y = t.crop_w > 0 ? t.crop_y : 0;
+    ci->crop_w = t.crop_w > 0 ? t.crop_w : s->disp_w;
+    ci->crop_h = t.crop_w > 0 ? t.crop_h : s->disp_h;
+    return REEL_OK;
 }
 
 /* Copies clip `src` (T x h x w in `layout`) into row `row` of a batch padded

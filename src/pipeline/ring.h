@@ -51,6 +51,7 @@ typedef struct reel_slot {
     /* Variable batches: the sample's frame count and output size (stage 1),
      * its own frame buffer and index arrays (grown, kept for reuse). */
     int T, out_w, out_h;
+    int disp_w, disp_h; /* the display size (after rotation) */
     void *data;
     size_t data_cap;    /* bytes allocated at data (under the ring's mu) */
     int64_t frames_cap; /* entries allocated at indices, pts, visited */

@@ -75,6 +75,13 @@ typedef struct reel_source_ops {
      * nblocks + 1 entries, from 0 to n; *nblocks 0: no blocks. */
     int (*blocks)(void *ctx, const reel_dataset_entry *entries, size_t n, int64_t **starts, size_t *nblocks,
                   reel_error *err);
+    /* Stage 2, optional (NULL: none): the frames at `indices` converted by
+     * `t` and written densely, frame after frame, into dst (cap bytes), as
+     * reel_decoder_get_frames does, on up to `contexts` decoder contexts of
+     * the input (GOP-parallel: its keyframe runs split over them when the
+     * plan has two or more); their pts into pts[n]. */
+    int (*decode_dense)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, const reel_transform *t,
+                        void *dst, size_t cap, int contexts, int64_t *pts, reel_source_stats *st, reel_error *err);
 } reel_source_ops;
 
 extern const reel_source_ops reel__source_video;

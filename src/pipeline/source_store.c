@@ -143,5 +143,5 @@ const reel_source_ops reel__source_store = {
     store_thread_init, store_thread_free,
     store_open,        store_prepare,
     store_decode,      store_close,
-    store_blocks,
+    store_blocks,      NULL, /* no GOPs: each record frame is an image */
 };

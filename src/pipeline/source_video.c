@@ -3,6 +3,9 @@
  * frames with one planned call. */
 #include "pipeline/source.h"
 #include "core/error.h"
+#include "decoder/internal.h"
+
+#include <string.h>
 
 static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const reel_source_open *o, void **handle,
                       reel_source_info *info, reel_error *err)
@@ -69,8 +72,36 @@ static void video_close(void *ctx, void *handle)
     reel_decoder_close(&dec);
 }
 
+/* Stage 2 of one long sample while decode threads idle: the decoder's
+ * GOP-parallel get_frames (gop_contexts, set for this call only: the loader
+ * decides per sample) straight into the slot's buffer. */
+static int video_decode_dense(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n,
+                              const reel_transform *t, void *dst, size_t cap, int contexts, int64_t *pts,
+                              reel_source_stats *st, reel_error *err)
+{
+    (void)ctx;
+    (void)tls;
+    reel_decoder *dec = handle;
+    reel_decode_stats ds;
+    memset(&ds, 0, sizeof ds);
+    dec->settings.gop_contexts = contexts;
+    int r = reel_decoder_get_frames(dec, indices, n, t, dst, cap, &ds, err);
+    dec->settings.gop_contexts = 0;
+    st->frames_decoded += ds.frames_decoded;
+    st->frames_returned += ds.frames_returned;
+    if (r != REEL_OK) return r;
+    int64_t nf = 0;
+    const reel_frame_entry *table = reel_decoder_get_frame_table(dec, &nf);
+    for (size_t i = 0; i < n; i++) {
+        int64_t f = indices[i] < 0 ? indices[i] + nf : indices[i];
+        pts[i] = f >= 0 && f < nf ? table[f].pts : 0;
+    }
+    return REEL_OK;
+}
+
 /* Over URLs too: the decoder's I/O opens what the entry names; the loader's
  * reel_source names stage 1 "fetch" there. */
 const reel_source_ops reel__source_video = {
-    "video", { "open", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close, NULL,
+    "video",       { "open", "decode" }, NULL,        NULL, video_open,
+    video_prepare, video_decode,         video_close, NULL, video_decode_dense,
 };

@@ -337,3 +337,65 @@ TEST(variable_settings_are_checked)
     reel_loader_destroy(&l);
     reel_dataset_destroy(&ds);
 }
+
+/* Loader-side GOP-parallel decoding (issue 18 §3): a long video in a batch
+ * of one, with a decode thread that would idle, is split over decoder
+ * contexts by keyframe runs; its frames, pts and pixels equal the serial
+ * decode's (one decode thread: never split). */
+TEST(idle_decode_threads_split_a_long_sample_over_gop_contexts)
+{
+    char path[1100];
+    snprintf(path, sizeof path, "%s/long.mp4", harness_tmpdir());
+    reel_synth_params p;
+    reel_synth_default_params(&p);
+    p.path = path;
+    p.width = 192;
+    p.height = 108;
+    p.num_frames = 400;
+    p.gop = 25;
+    p.seed = 11;
+    tg_synth(&p);
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_OK(reel_dataset_create(&ds, &err));
+    for (int i = 0; i < 3; i++) CHECK_OK(reel_dataset_add(ds, path, i, 0, -1, &err));
+    uint8_t *first[3] = { NULL, NULL, NULL };
+    size_t bytes[3] = { 0 };
+    for (int threads = 1; threads <= 2; threads++) {
+        reel_loader_settings s = vary_settings();
+        s.sampler.fps = 3;
+        s.batch_size = 1;
+        s.prefetch_batches = 1;
+        s.open_threads = 1;
+        s.decode_threads = threads;
+        s.transform.layout = REEL_BATCH_BTCHW;
+        reel_loader *l = NULL;
+        CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+        for (int k = 0; k < 3; k++) {
+            reel_batch *b = NULL;
+            CHECK_OK(reel_loader_next(l, &b, &err));
+            CHECK(b != NULL && b->num_clips == 1);
+            const reel_clip_info *c = &b->clips[0];
+            CHECK_EQ_INT(c->num_frames, 48); /* 400 frames at 25 fps, 3 a second */
+            for (int t = 0; t < c->num_frames; t++) CHECK_EQ_INT(c->pts[t], c->frame_indices[t] * 512);
+            if (threads == 1) {
+                bytes[k] = c->bytes;
+                first[k] = malloc(c->bytes);
+                memcpy(first[k], c->data, c->bytes);
+            } else {
+                CHECK_EQ_INT(c->bytes, bytes[k]);
+                CHECK(memcmp(first[k], c->data, c->bytes) == 0);
+            }
+            CHECK_OK(reel_loader_release(l, b));
+        }
+        reel_loader_metrics m;
+        CHECK_OK(reel_loader_get_metrics(l, &m));
+        if (threads == 1)
+            CHECK_EQ_INT(m.gop_split_samples, 0);
+        else
+            CHECK(m.gop_split_samples >= 1);
+        reel_loader_destroy(&l);
+    }
+    for (int k = 0; k < 3; k++) free(first[k]);
+    reel_dataset_destroy(&ds);
+}
