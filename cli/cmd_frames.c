@@ -109,7 +109,7 @@ int reel_cli_frames(int argc, char **argv)
             else
                 bad = 1;
         } else if (!strcmp(a, "--resize-after-rgb"))
-            t.resize_mode = REEL_RESIZE_MODE_AFTER_RGB;
+            t.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
         else if (!strcmp(a, "--rotate"))
             t.apply_rotation = 1;
         else if (!strcmp(a, "--chw"))
@@ -172,7 +172,7 @@ int reel_cli_frames(int argc, char **argv)
         idx = malloc((size_t)n * sizeof *idx);
         if (!idx) goto fail;
         for (long i = 0; i < n; i++)
-            if (reel_decoder_index_at_time(dec, secs[i], &idx[i], &err) != REEL_OK) goto fail;
+            if (reel_decoder_get_index_at_time(dec, secs[i], &idx[i], &err) != REEL_OK) goto fail;
     }
     buf = malloc(fb * (size_t)n);
     if (!buf) {

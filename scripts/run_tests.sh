@@ -273,7 +273,10 @@ fi
 
 # ------------------------------------------------------------ 4. the wheel
 # scripts/test_wheel.sh prints its own "N passed, N failed" last; a machine
-# without the FFmpeg cache and without a wheel skips (make wheel makes both).
+# without the FFmpeg cache and without a wheel skips (make wheel makes both):
+# one skip, which strict mode checks against tests/allowed_skips.txt like any
+# other (WHERE wheel/test_wheel.sh, MESSAGE $wheel_skip).
+wheel_skip="no FFmpeg cache in build-wheel/ and no wheel in dist/"
 if [ $do_wheel -eq 1 ]; then
     wheel_rc=0
     if bash scripts/build_wheel.sh --if-cached >&2; then
@@ -293,7 +296,15 @@ if [ $do_wheel -eq 1 ]; then
         wp=$(grep -oE '^[0-9]+' <<<"$wl")
         wf=$(grep -oE '[0-9]+ failed' <<<"$wl" | grep -oE '[0-9]+')
         ws=$(grep -oE '[0-9]+ skipped' <<<"$wl" | grep -oE '[0-9]+' || echo 0)
-        [ "$ws" -gt 0 ] && note "the wheel test skipped: no FFmpeg cache in build-wheel/ and no wheel in dist/ (make wheel)"
+        if [ "$ws" -gt 0 ]; then
+            note "the wheel test skipped: $wheel_skip (make wheel)"
+            # strict mode: this skip too must be one tests/allowed_skips.txt allows
+            if [ "${REEL_STRICT:-0}" = 1 ] && ! python3 scripts/allowed_skips.py wheel/test_wheel.sh "$wheel_skip"; then
+                note "strict mode (REEL_STRICT=1): skip not allowed by tests/allowed_skips.txt: wheel/test_wheel.sh: $wheel_skip"
+                ws=$((ws - 1))
+                wf=$((wf + 1))
+            fi
+        fi
         total_pass=$((total_pass + wp))
         total_fail=$((total_fail + wf))
         total_skip=$((total_skip + ws))

@@ -28,6 +28,30 @@ extern "C" {
 #define REEL_API
 #endif
 
+/* REEL_DEPRECATED marks a name kept for one release after a rename (see
+ * reel/deprecated.h): using it warns with the new name. Define
+ * REEL_NO_DEPRECATED to leave every such name out. */
+#if defined(__GNUC__)
+#define REEL_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define REEL_DEPRECATED(msg)
+#endif
+
+/* REEL_FIELD_RENAMED(type, name, old): a struct field now called `name`
+ * that was called `old`. `old` stays for one release as a deprecated alias
+ * of the same storage (an anonymous union of the two): it reads and writes
+ * the field and warns when used. With REEL_NO_DEPRECATED only `name` is
+ * declared. The struct's layout is the same either way. */
+#if defined(REEL_NO_DEPRECATED)
+#define REEL_FIELD_RENAMED(type, name, old) type name
+#else
+#define REEL_FIELD_RENAMED(type, name, old)      \
+    union {                                      \
+        type name;                               \
+        type old REEL_DEPRECATED("use ." #name); \
+    }
+#endif
+
 #define REEL_VERSION_MAJOR 0
 #define REEL_VERSION_MINOR 1
 #define REEL_VERSION_PATCH 0
@@ -72,6 +96,26 @@ typedef enum reel_status {
  *  - Allocated for the caller: memory a call allocates and hands over
  *    (a char ** output) is freed with reel_free. */
 
+/* Room to grow (one convention for every public struct; reel 1.0 keeps
+ * each struct's size and offsets, so a binary built against an older header
+ * keeps working):
+ *
+ *  - Every struct that a caller allocates (settings and inputs it fills,
+ *    outputs a call fills: info, stats, metrics, reports, records, state)
+ *    ends with `uint8_t reserved[N]`, which must be zero. The defaults
+ *    function (*_default_settings) clears it, and so does every call that
+ *    fills an output; a caller that fills a struct without the defaults
+ *    function zeroes it first (memset, or `= {0}`). A new field takes its
+ *    bytes from `reserved`: sizeof and every offset stay the same.
+ *  - Structs that reel alone allocates and hands out by pointer, never an
+ *    array the caller indexes (reel_batch, reel_pack_progress), grow at
+ *    their end instead.
+ *  - Fixed, never to grow: reel_error (its message buffer is the record),
+ *    reel_field (rows of static tables) and reel_frame_entry (one row per
+ *    frame of a video: a new per-frame fact gets a table of its own).
+ *  tests/python/test_public_api.py checks the list; tests/c/test_api.c that
+ *  `reserved` ends each struct and that the calls leave it zero. */
+
 /** The lowest status code: REEL_E_LAST <= status <= REEL_OK for every
  *  status (moves with each new code; for tables indexed by -status). */
 #define REEL_E_LAST REEL_E_NO_DATA
@@ -102,8 +146,8 @@ typedef enum reel_field_type {
 } reel_field_type;
 
 /** One field of a public struct, by name. The settings and metrics structs
- *  publish one table each (reel_loader_settings_fields(),
- *  reel_loader_metrics_fields(), reel_remote_settings_fields(), ...): the
+ *  publish one table each (reel_loader_settings_get_fields(),
+ *  reel_loader_metrics_get_fields(), reel_remote_settings_get_fields(), ...): the
  *  JSON writers, the Python binding and the docs read these tables, so a
  *  field list is written once. Names with a dot ("sampler.frames_per_clip",
  *  "remote.requests") are nested: one object per prefix. The tables are

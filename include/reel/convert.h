@@ -32,17 +32,27 @@ typedef enum reel_layout {
     REEL_LAYOUT_CHW = 1  /**< planar R, G, B */
 } reel_layout;
 
-/** Where resize happens relative to the YUV->RGB conversion. */
-typedef enum reel_resize_mode {
+/** The conversion's path: where the resize happens relative to the
+ *  YUV->RGB conversion (what the resize is, in the loader, is
+ *  reel_resize_kind). reel_transform.convert_path, reel_clip_transform.convert_path. */
+typedef enum reel_convert_path {
     /** One swscale pass from (cropped) YUV straight to RGB at the output
      *  size: never builds full-resolution RGB. Bit-identical to
      *  `ffmpeg -vf crop=w:h:x:y:exact=1,scale=W:H:flags=F -pix_fmt rgb24`. */
-    REEL_RESIZE_MODE_FUSED = 0,
+    REEL_CONVERT_PATH_FUSED = 0,
     /** Full-size RGB first, then crop and scale in RGB, as torchvision and
      *  torchcodec do. Bit-identical to
      *  `-vf format=rgb24,crop=...:exact=1,scale=W:H:flags=F`. Slower. */
-    REEL_RESIZE_MODE_AFTER_RGB = 1
-} reel_resize_mode;
+    REEL_CONVERT_PATH_AFTER_RGB = 1,
+#ifndef REEL_NO_DEPRECATED
+    /* the names before the rename (reel/deprecated.h): enumerators of this
+     * type, so that they assign without a conversion, that warn when used */
+    REEL_RESIZE_MODE_FUSED REEL_DEPRECATED("use REEL_CONVERT_PATH_FUSED") = REEL_CONVERT_PATH_FUSED,
+    REEL_RESIZE_MODE_AFTER_RGB REEL_DEPRECATED("use REEL_CONVERT_PATH_AFTER_RGB") = REEL_CONVERT_PATH_AFTER_RGB,
+    REEL_RESIZE_FUSED REEL_DEPRECATED("use REEL_CONVERT_PATH_FUSED") = REEL_CONVERT_PATH_FUSED,
+    REEL_RESIZE_AFTER_RGB REEL_DEPRECATED("use REEL_CONVERT_PATH_AFTER_RGB") = REEL_CONVERT_PATH_AFTER_RGB
+#endif
+} reel_convert_path;
 
 /** A complete description of the output of one frame.
  *  Initialise with reel_transform_default_settings(), then set what you need.
@@ -52,11 +62,12 @@ typedef struct reel_transform {
     int crop_x, crop_y, crop_w, crop_h; /**< crop_w/crop_h 0: no crop */
     int width, height;                  /**< output size; 0: the crop size */
     reel_filter filter;                 /**< reel_filter */
-    reel_resize_mode resize_mode;       /**< reel_resize_mode */
-    int apply_rotation;                 /**< 1: honour the display matrix */
-    int flip_horizontal;                /**< 1: mirror left-right */
-    reel_dtype dtype;                   /**< reel_dtype */
-    reel_layout layout;                 /**< reel_layout (ignored if strides set) */
+    /** reel_convert_path: where the resize runs; default FUSED */
+    REEL_FIELD_RENAMED(reel_convert_path, convert_path, resize_mode);
+    int apply_rotation;  /**< 1: honour the display matrix */
+    int flip_horizontal; /**< 1: mirror left-right */
+    reel_dtype dtype;    /**< reel_dtype */
+    reel_layout layout;  /**< reel_layout (ignored if strides set) */
     /** Per-channel normalisation, out = (v/scale - mean) / std, applied only
      *  for float dtypes. Defaults: scale 255, mean 0, std 1 -> [0,1]. */
     float scale;

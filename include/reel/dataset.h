@@ -23,10 +23,11 @@ typedef struct reel_dataset reel_dataset;
 
 /** One dataset entry, as returned by reel_dataset_get(). */
 typedef struct reel_sample {
-    const char *path; /**< owned by the dataset */
-    int64_t label;    /**< class index; -1 if the sample has no label */
-    double start;     /**< segment start, seconds of stream time (pts x time base); 0: from the first frame */
-    double end;       /**< segment end (exclusive), same clock; < 0: to the last frame */
+    const char *path;     /**< owned by the dataset */
+    int64_t label;        /**< class index; -1 if the sample has no label */
+    double start;         /**< segment start, seconds of stream time (pts x time base); 0: from the first frame */
+    double end;           /**< segment end (exclusive), same clock; < 0: to the last frame */
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_sample;
 
 /** Creates an empty dataset, filled with reel_dataset_add*(). */

@@ -146,6 +146,7 @@ typedef struct reel_video_info {
     int64_t bit_rate;               /**< bits/s, 0 if unknown */
     int64_t file_size;              /**< bytes, -1 if unknown */
     reel_index_source index_source; /**< reel_index_source */
+    uint8_t reserved[64];           /**< zero; room to grow (common.h) */
 } reel_video_info;
 
 /** Per-call decode statistics. */
@@ -170,6 +171,7 @@ typedef struct reel_decode_stats {
                                    be decoded through (FFmpeg's frame threads may conceal
                                    such damage in silence); 0 otherwise */
     double amplification;     /**< frames_decoded / frames_returned */
+    uint8_t reserved[64];     /**< zero; room to grow (common.h) */
 } reel_decode_stats;
 
 /** An open video. Not thread-safe: one thread at a time per decoder.
@@ -215,7 +217,7 @@ REEL_API const int64_t *reel_decoder_get_keyframes(const reel_decoder *dec, int6
 
 /** Seconds -> frame index: the frame whose [pts, pts+duration) holds t.
  *  t before the first frame or at/after the end is REEL_E_OUT_OF_RANGE. */
-REEL_API int reel_decoder_index_at_time(const reel_decoder *dec, double seconds, int64_t *index, reel_error *err);
+REEL_API int reel_decoder_get_index_at_time(const reel_decoder *dec, double seconds, int64_t *index, reel_error *err);
 
 /** Writes the sidecar index for this decoder's video to `path` (NULL: the
  *  default "<video>.reelidx"). */

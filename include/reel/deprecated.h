@@ -10,13 +10,8 @@
 
 #include "convert.h"
 #include "decoder.h"
+#include "io.h"
 #include "pipeline.h"
-
-#if defined(__GNUC__)
-#define REEL_DEPRECATED(msg) __attribute__((deprecated(msg)))
-#else
-#define REEL_DEPRECATED(msg)
-#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -136,13 +131,57 @@ static inline int reel_transform_output_size(const reel_transform *t, int src_w,
     return reel_transform_get_output_size(t, src_w, src_h, out_w, out_h, bytes, err);
 }
 
-/* enum values: REEL_RESIZE_MODE_* (where the resize happens) is apart from
- * REEL_RESIZE_* of reel_resize_kind (what the resize is). Deprecated
- * enumerators (not macros), so that using one warns like the functions. */
-enum reel_deprecated_enum_values {
-    REEL_RESIZE_FUSED REEL_DEPRECATED("use REEL_RESIZE_MODE_FUSED") = REEL_RESIZE_MODE_FUSED,
-    REEL_RESIZE_AFTER_RGB REEL_DEPRECATED("use REEL_RESIZE_MODE_AFTER_RGB") = REEL_RESIZE_MODE_AFTER_RGB
-};
+REEL_DEPRECATED("use reel_decoder_get_index_at_time")
+static inline int reel_decoder_index_at_time(const reel_decoder *dec, double seconds, int64_t *index, reel_error *err)
+{
+    return reel_decoder_get_index_at_time(dec, seconds, index, err);
+}
+REEL_DEPRECATED("use reel_remote_stats_get_quantile")
+static inline double reel_remote_stats_quantile(const reel_remote_stats *s, double q)
+{
+    return reel_remote_stats_get_quantile(s, q);
+}
+REEL_DEPRECATED("use reel_dataset_get_read_blocks")
+static inline int reel_loader_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err)
+{
+    return reel_dataset_get_read_blocks(ds, starts, nblocks, err);
+}
+REEL_DEPRECATED("use reel_loader_settings_get_fields")
+static inline const reel_field *reel_loader_settings_fields(size_t *count)
+{
+    return reel_loader_settings_get_fields(count);
+}
+REEL_DEPRECATED("use reel_loader_metrics_get_fields")
+static inline const reel_field *reel_loader_metrics_fields(size_t *count)
+{
+    return reel_loader_metrics_get_fields(count);
+}
+REEL_DEPRECATED("use reel_stage_metrics_get_fields")
+static inline const reel_field *reel_stage_metrics_fields(size_t *count)
+{
+    return reel_stage_metrics_get_fields(count);
+}
+REEL_DEPRECATED("use reel_remote_settings_get_fields")
+static inline const reel_field *reel_remote_settings_fields(size_t *count)
+{
+    return reel_remote_settings_get_fields(count);
+}
+REEL_DEPRECATED("use reel_remote_stats_get_fields")
+static inline const reel_field *reel_remote_stats_fields(size_t *count)
+{
+    return reel_remote_stats_get_fields(count);
+}
+
+/* Where the resize runs against the colour conversion was reel_resize_mode
+ * (REEL_RESIZE_MODE_*, and before that REEL_RESIZE_FUSED/AFTER_RGB), a prefix
+ * it shared with reel_resize_kind (REEL_RESIZE_KEEP/SHORT_SIDE/EXACT: what the
+ * resize is); it is reel_convert_path now, and the fields `resize_mode` are
+ * `convert_path` (REEL_FIELD_RENAMED in common.h keeps the old field name).
+ * The old type is a deprecated typedef; the old values are deprecated
+ * enumerators of reel_convert_path itself (in reel/convert.h, so that they
+ * assign to the field without an enum conversion), not macros: using any of
+ * them warns like the functions. */
+typedef reel_convert_path reel_resize_mode REEL_DEPRECATED("use reel_convert_path");
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,7 @@ typedef struct reel_io {
     void *opaque;
     int (*read)(void *opaque, uint8_t *buf, int size);
     int64_t (*seek)(void *opaque, int64_t offset, int whence);
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_io;
 
 /** How remote objects are fetched. Initialise with reel_remote_default_settings().
@@ -131,11 +132,12 @@ typedef struct reel_remote_stats {
     int64_t budget_skips;                  /**< fetch-aheads skipped after waiting request_timeout for it */
     double budget_wait_seconds;            /**< time those waits took */
     int64_t latency[REEL_LATENCY_BUCKETS]; /**< requests by duration (see REEL_LATENCY_BUCKETS) */
+    uint8_t reserved[64];                  /**< zero; room to grow (common.h) */
 } reel_remote_stats;
 
 /** The q-quantile (0..1) of the request durations in `s`, in seconds (the
  *  middle of its bucket); 0 when there were no requests. */
-REEL_API double reel_remote_stats_quantile(const reel_remote_stats *s, double q);
+REEL_API double reel_remote_stats_get_quantile(const reel_remote_stats *s, double q);
 
 /** Adds b's counts into a. */
 REEL_API void reel_remote_stats_add(reel_remote_stats *a, const reel_remote_stats *b);
@@ -145,11 +147,11 @@ REEL_API void reel_remote_default_settings(reel_remote_settings *s);
 
 /** The fields of reel_remote_settings that are set by name (the Python
  *  binding's remote={...} keys), *count of them. Static (see reel_field). */
-REEL_API const reel_field *reel_remote_settings_fields(size_t *count);
+REEL_API const reel_field *reel_remote_settings_get_fields(size_t *count);
 
 /** The counters of reel_remote_stats by name, as the metrics report them
  *  (the latency histogram is summed up as quantiles instead). Static. */
-REEL_API const reel_field *reel_remote_stats_fields(size_t *count);
+REEL_API const reel_field *reel_remote_stats_get_fields(size_t *count);
 
 /** Writes `url` as reel's messages show it into out[size]: user info and
  *  any query string or fragment replaced by "***" (a local path unchanged),

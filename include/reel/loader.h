@@ -86,13 +86,16 @@ typedef struct reel_clip_transform {
     reel_flip_kind flip;             /**< reel_flip_kind; default NONE */
     double flip_probability;         /**< default 0.5 */
     reel_filter filter;              /**< reel_filter; default BILINEAR */
-    reel_resize_mode resize_mode;    /**< reel_resize_mode; default FUSED */
-    int apply_rotation;              /**< honour the display matrix; default 1 */
-    reel_dtype dtype;                /**< reel_dtype; default UINT8 */
-    reel_batch_layout layout;        /**< reel_batch_layout; default BTCHW */
-    float scale;                     /**< float dtypes: out = (v/scale - mean) / std; default 255 */
-    float mean[3];                   /**< default 0 */
-    float std[3];                    /**< default 1 */
+    /** reel_convert_path (where the resize runs against the YUV->RGB
+     *  conversion; `resize` above is what it is); default FUSED */
+    REEL_FIELD_RENAMED(reel_convert_path, convert_path, resize_mode);
+    int apply_rotation;       /**< honour the display matrix; default 1 */
+    reel_dtype dtype;         /**< reel_dtype; default UINT8 */
+    reel_batch_layout layout; /**< reel_batch_layout; default BTCHW */
+    float scale;              /**< float dtypes: out = (v/scale - mean) / std; default 255 */
+    float mean[3];            /**< default 0 */
+    float std[3];             /**< default 1 */
+    uint8_t reserved[64];     /**< zero; room to grow (common.h) */
 } reel_clip_transform;
 
 /* ======================================================================
@@ -113,6 +116,7 @@ typedef struct reel_failure {
     int64_t epoch;
     int64_t position;
     int64_t sample;
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_failure;
 
 /** Loader settings. Initialise with reel_loader_default_settings(). */
@@ -227,7 +231,7 @@ typedef struct reel_loader_settings {
      *  count (reel_size_policy_apply, qwen-vl-utils' sizing; needs
      *  transform.crop NONE, the transform's resize sizes are then ignored;
      *  its frame_factor is the sampler's). By name: "size_policy.size_kind",
-     *  "size_policy.factor", ... (reel_loader_settings_fields).
+     *  "size_policy.factor", ... (reel_loader_settings_get_fields).
      *  With it, or with the REEL_SAMPLE_FPS sampler (a frame count per
      *  video), batches are variable: see reel_batch.variable. */
     reel_size_policy size_policy;
@@ -273,6 +277,7 @@ typedef struct reel_clip_info {
     void *data;
     size_t bytes;
     int32_t num_frames, width, height;
+    uint8_t reserved[32]; /**< zero; room to grow (common.h): callers index arrays of these */
 } reel_clip_info;
 
 /** A filled batch, owned by the loader until reel_loader_release(). The data
@@ -313,6 +318,7 @@ typedef struct reel_batch {
 typedef struct reel_loader_state {
     int64_t epoch;
     int64_t position;
+    uint8_t reserved[16]; /**< zero; room to grow (common.h) */
 } reel_loader_state;
 
 /** Version of reel_loader_checkpoint this library writes (and the newest it reads). */
@@ -335,6 +341,7 @@ typedef struct reel_loader_checkpoint {
     int32_t world_size; /**< the topology it was saved under (informative) */
     int32_t batch_size;
     int32_t num_workers;
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_loader_checkpoint;
 
 
@@ -357,6 +364,7 @@ typedef struct reel_stage_metrics {
     int64_t queue_depth;    /**< input queue depth now */
     double queue_depth_avg; /**< time-averaged input queue depth */
     int64_t queue_capacity;
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_stage_metrics;
 
 typedef struct reel_loader_metrics {
@@ -390,12 +398,15 @@ typedef struct reel_loader_metrics {
      *  once (a long video while decode threads would idle: its keyframe
      *  runs split over them, see reel_decoder_settings.gop_contexts). */
     int64_t gop_split_samples;
+    uint8_t reserved[64]; /**< zero; room to grow (common.h) */
 } reel_loader_metrics;
 
 /** The loader. Thread-safety: reel_loader_next, _get_state, _restore and
- *  _destroy are for one consumer thread at a time; reel_loader_release,
- *  _get_metrics, _metrics_json, _write_trace, _batches_per_epoch and the
- *  failure calls are safe from any thread, concurrently with the consumer. */
+ *  _destroy are for one consumer thread at a time (and
+ *  reel_loader_get_raised_failure for the thread that calls next);
+ *  reel_loader_release, _get_metrics, _get_metrics_json, _write_trace,
+ *  _get_batches_per_epoch and the other failure calls are
+ *  safe from any thread, concurrently with the consumer. */
 typedef struct reel_loader reel_loader;
 
 /** Creates the loader and starts its threads; prefetching begins at once.
@@ -455,7 +466,7 @@ REEL_API int reel_loader_clip_geometry(const reel_loader_settings *s, int64_t ep
  *  run): a packed store's shards, one run each; videos: one run, the whole
  *  dataset. *starts gets *nblocks + 1 entries, from 0 to the dataset size
  *  (free it with reel_free). REEL_E_EMPTY for an empty dataset. */
-REEL_API int reel_loader_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err);
+REEL_API int reel_dataset_get_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err);
 
 /** The position to resume from on the same topology: the epoch and the
  *  rank-local sample after the last batch handed out. In unordered mode,
@@ -471,21 +482,21 @@ REEL_API int reel_loader_restore(reel_loader *l, const reel_loader_state *state,
 
 /** The settings by name ("sampler.frames_per_clip", "batch_size", ...):
  *  every field of reel_loader_settings but the callback, its opaque
- *  pointer and `remote` (see reel_remote_settings_fields). Static (see
+ *  pointer and `remote` (see reel_remote_settings_get_fields). Static (see
  *  reel_field); *count gets the number of entries. */
-REEL_API const reel_field *reel_loader_settings_fields(size_t *count);
+REEL_API const reel_field *reel_loader_settings_get_fields(size_t *count);
 
 /** The metrics by name, as reel_loader_get_metrics_json() writes them and
  *  the Python binding returns them: the scalars of reel_loader_metrics
  *  ("decode_amplification" for .amplification, "failure_count" for
  *  .failures) and the remote counters as "remote.<name>". The stages are
- *  the list "stages" (reel_stage_metrics_fields); the failure records
+ *  the list "stages" (reel_stage_metrics_get_fields); the failure records
  *  "failures", their counts "failures_by_cause" and "failed_not_listed"
  *  come from the failure log. Static. */
-REEL_API const reel_field *reel_loader_metrics_fields(size_t *count);
+REEL_API const reel_field *reel_loader_metrics_get_fields(size_t *count);
 
 /** The fields of one entry of "stages" (reel_stage_metrics). Static. */
-REEL_API const reel_field *reel_stage_metrics_fields(size_t *count);
+REEL_API const reel_field *reel_stage_metrics_get_fields(size_t *count);
 
 /** The elastic checkpoint after the last batch handed out (in unordered
  *  mode: after the first gap). Once an epoch's last batch is out, it is the
@@ -540,7 +551,7 @@ REEL_API int64_t reel_loader_get_failures_by_cause(const reel_loader *l, int sta
  *  epoch, position and dataset index. REEL_E_NO_DATA when that call raised
  *  no sample's failure (it succeeded, or failed for another reason: a stop,
  *  a timeout, coverage). Call it from the thread that calls next. */
-REEL_API int reel_loader_get_raised_failure(reel_loader *l, reel_failure *out, reel_error *err);
+REEL_API int reel_loader_get_raised_failure(const reel_loader *l, reel_failure *out, reel_error *err);
 
 /** Copies failure record i into *out. */
 REEL_API int reel_loader_get_failure(const reel_loader *l, int64_t i, reel_failure *out, reel_error *err);

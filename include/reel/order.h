@@ -57,8 +57,9 @@ typedef struct reel_order_settings {
     const int64_t *block_starts; /**< read blocks: num_blocks + 1 entries from 0 to num_samples
                                       (copied); NULL: none. Used with shuffle_window 0 */
     size_t num_blocks;
-    int canonical_ranks; /**< C >= 1; default 1 */
-    int canonical_batch; /**< U >= 1; default 1 */
+    int canonical_ranks;  /**< C >= 1; default 1 */
+    int canonical_batch;  /**< U >= 1; default 1 */
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_order_settings;
 
 /** A rank's part of an epoch from `samples_seen` on. Plain data. */
@@ -70,6 +71,7 @@ typedef struct reel_stripe {
     int64_t batch_size;         /**< samples per batch of one rank (per worker) */
     reel_shard_mode shard_mode; /**< default PAD */
     int drop_last;              /**< drop a short last batch; default 0 */
+    uint8_t reserved[32];       /**< zero; room to grow (common.h) */
 } reel_stripe;
 
 /** One batch of a stripe: order positions [first, first + count) (positions
@@ -78,6 +80,7 @@ typedef struct reel_stripe {
 typedef struct reel_stripe_batch {
     int64_t first, count;
     int64_t samples_seen_after;
+    uint8_t reserved[16]; /**< zero; room to grow (common.h) */
 } reel_stripe_batch;
 
 /** The order of one epoch at a time. Thread-safety: reel_order_get_sample

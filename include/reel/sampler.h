@@ -98,6 +98,7 @@ typedef struct reel_sampler_video {
     double segment_start; /**< seconds; 0: the video's start */
     double segment_end;   /**< seconds; < 0: to the video's end */
     const char *name;     /**< for messages (may be NULL) */
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_sampler_video;
 
 /** What a sampler gives one video: the frame count (the length of
@@ -108,6 +109,7 @@ typedef struct reel_sampler_result {
     int64_t range_frames; /**< frames in that range (qwen's total_num_frames) */
     double video_fps;     /**< the average fps used (qwen's fps) */
     double sample_fps;    /**< whole-video kinds: num_frames / range_frames * video_fps; clip kinds: 0 */
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_sampler_result;
 
 /** Describes what reel_sampler_run gives this video under `s` (the same

@@ -88,7 +88,8 @@ typedef struct reel_pack_report {
     int64_t frames;  /**< frames stored by this part */
     int64_t bytes;   /**< record bytes of this part */
     double seconds;
-    int merged; /**< 1: the store's index was written (a single-part build) */
+    int merged;           /**< 1: the store's index was written (a single-part build) */
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_pack_report;
 
 /** Fills `s` with the defaults documented on each field. */
@@ -122,6 +123,7 @@ typedef struct reel_store_verify_report {
     int64_t bad_shards;         /**< of those, shards with bytes after their last record (damage: the shard
                                      was appended to or replaced, though its records may all read) */
     int64_t bytes_past_records; /**< those bytes, all shards */
+    uint8_t reserved[32];       /**< zero; room to grow (common.h) */
 } reel_store_verify_report;
 
 /** Reads every record and checks every checksum, and that every shard ends
@@ -148,6 +150,7 @@ typedef struct reel_store_info {
     int short_side, width, height, quality, zstd_level, gop;
     double fps;
     int every;
+    uint8_t reserved[64]; /**< zero; room to grow (common.h) */
 } reel_store_info;
 
 /** One record (one video or segment). Pointers live as long as the store. */
@@ -168,6 +171,7 @@ typedef struct reel_store_record {
     int64_t source_mtime_ns;
     const char *shard;      /**< shard file name */
     int64_t offset, length; /**< bytes in the shard */
+    uint8_t reserved[32];   /**< zero; room to grow (common.h) */
 } reel_store_record;
 
 /** Opens the store in `dir` (its index, store.idx, read through reel's byte
@@ -228,6 +232,7 @@ typedef struct reel_store_read_stats {
     int64_t frames_returned;
     double read_seconds, decode_seconds;
     reel_remote_stats remote; /**< requests of shards at URLs (zeros for local ones) */
+    uint8_t reserved[32];     /**< zero; room to grow (common.h) */
 } reel_store_read_stats;
 
 REEL_API void reel_store_reader_default_settings(reel_store_reader_settings *s);

@@ -260,7 +260,7 @@ class VideoDecoder:
             crop=opt.crop_xywh(crop),
             width=width, height=height,
             filter=opt.choice("filter", filter, opt.FILTERS),
-            resize_mode=opt.choice("resize_mode", resize_mode, opt.RESIZE_MODES),
+            resize_mode=opt.choice("resize_mode", resize_mode, opt.CONVERT_PATHS),
             rotate=bool(rotate), flip=bool(flip),
             dtype=opt.dtype_code(dtype),
             layout=layout_code,

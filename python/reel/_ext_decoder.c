@@ -107,7 +107,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
     int skip_nonref = 1, force_scan = 0, check_keyframes = 1, gop_contexts = 0;
     int cx = 0, cy = 0, cw = 0, ch = 0, width = 0, height = 0, filter = REEL_FILTER_BILINEAR;
-    int resize_mode = REEL_RESIZE_MODE_FUSED, rotate = 0, flip = 0, dtype = REEL_DTYPE_UINT8, layout = REEL_LAYOUT_HWC;
+    int resize_mode = REEL_CONVERT_PATH_FUSED, rotate = 0, flip = 0, dtype = REEL_DTYPE_UINT8, layout = REEL_LAYOUT_HWC;
     double divisor = 255.0;
     if (self->lock || self->source || self->name) {
         PyErr_SetString(PyExc_RuntimeError, "reel decoder: __init__ called twice");
@@ -157,7 +157,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     t->width = width;
     t->height = height;
     t->filter = filter;
-    t->resize_mode = resize_mode;
+    t->convert_path = resize_mode;
     t->apply_rotation = rotate;
     t->flip_horizontal = flip;
     t->dtype = dtype;
@@ -542,7 +542,7 @@ static PyObject *decoder_index_at_time(DecoderObject *self, PyObject *arg)
     int64_t idx = 0;
     reel_error err;
     reel_error_clear(&err);
-    int r = reel_decoder_index_at_time(self->dec, t, &idx, &err);
+    int r = reel_decoder_get_index_at_time(self->dec, t, &idx, &err);
     decoder_release(self);
     if (r != REEL_OK) return raise_decoder(self, r, &err);
     return PyLong_FromLongLong(idx);

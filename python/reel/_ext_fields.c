@@ -130,15 +130,15 @@ PyObject *mod_fields(PyObject *module, PyObject *arg)
     size_t n = 0;
     const reel_field *t = NULL;
     if (!strcmp(which, "loader_settings"))
-        t = reel_loader_settings_fields(&n);
+        t = reel_loader_settings_get_fields(&n);
     else if (!strcmp(which, "loader_metrics"))
-        t = reel_loader_metrics_fields(&n);
+        t = reel_loader_metrics_get_fields(&n);
     else if (!strcmp(which, "stage_metrics"))
-        t = reel_stage_metrics_fields(&n);
+        t = reel_stage_metrics_get_fields(&n);
     else if (!strcmp(which, "remote_settings"))
-        t = reel_remote_settings_fields(&n);
+        t = reel_remote_settings_get_fields(&n);
     else if (!strcmp(which, "remote_stats"))
-        t = reel_remote_stats_fields(&n);
+        t = reel_remote_stats_get_fields(&n);
     else
         return PyErr_Format(PyExc_ValueError, "no field table %R", arg);
     PyObject *l = PyList_New((Py_ssize_t)n);
@@ -160,6 +160,6 @@ PyObject *mod_remote_defaults(PyObject *module, PyObject *unused)
     reel_remote_settings s;
     reel_remote_default_settings(&s);
     size_t n = 0;
-    const reel_field *t = reel_remote_settings_fields(&n);
+    const reel_field *t = reel_remote_settings_get_fields(&n);
     return rx_fields_dict(t, n, &s, 0);
 }

@@ -33,7 +33,7 @@ typedef struct BatchHandleObject {
     PyObject *weakreflist;
 } BatchHandleObject;
 
-/* Settings by name come from the C table (reel_loader_settings_fields), so
+/* Settings by name come from the C table (reel_loader_settings_get_fields), so
  * Python passes {"sampler.frames_per_clip": 8, ...} and unknown names are
  * errors; a new setting needs no line here. */
 
@@ -44,7 +44,7 @@ PyObject *mod_loader_defaults(PyObject *module, PyObject *unused)
     reel_loader_settings s;
     reel_loader_default_settings(&s);
     size_t n = 0;
-    const reel_field *t = reel_loader_settings_fields(&n);
+    const reel_field *t = reel_loader_settings_get_fields(&n);
     return rx_fields_dict(t, n, &s, 0);
 }
 
@@ -184,7 +184,7 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
                 continue;
             }
             size_t n = 0;
-            const reel_field *table = reel_loader_settings_fields(&n);
+            const reel_field *table = reel_loader_settings_get_fields(&n);
             const reel_field *f = rx_field_find(table, n, k);
             if (!f) {
                 PyErr_Format(PyExc_ValueError, "unknown loader setting '%s'", k);
@@ -601,7 +601,7 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
     /* the scalars and "remote" from the metrics table, "stages" from the
      * stage table: the keys of reel_loader_get_metrics_json */
     size_t nm = 0, ns = 0;
-    const reel_field *tm = reel_loader_metrics_fields(&nm), *ts = reel_stage_metrics_fields(&ns);
+    const reel_field *tm = reel_loader_metrics_get_fields(&nm), *ts = reel_stage_metrics_get_fields(&ns);
     PyObject *d = rx_fields_dict(tm, nm, &m, 1);
     PyObject *stages = d ? PyList_New(REEL_STAGE_COUNT) : NULL;
     for (int i = 0; stages && i < REEL_STAGE_COUNT; i++) {

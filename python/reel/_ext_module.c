@@ -353,7 +353,7 @@ static PyMethodDef module_methods[] = {
       "fields(table)\n--\n\n[(name, type)] of a C field table: 'loader_settings', 'loader_metrics', "
       "'stage_metrics', 'remote_settings' or 'remote_stats'." },
     { "remote_defaults", mod_remote_defaults, METH_NOARGS,
-      "remote_defaults()\n--\n\nThe remote settings' defaults, by name (reel_remote_settings_fields)." },
+      "remote_defaults()\n--\n\nThe remote settings' defaults, by name (reel_remote_settings_get_fields)." },
     { "redact_url", mod_redact_url, METH_O,
       "redact_url(url)\n--\n\nThe URL as reel's messages show it: user info and query string replaced by ***." },
     { "loader_defaults", mod_loader_defaults, METH_NOARGS,
@@ -396,8 +396,8 @@ static const struct {
     E(FILTER_AREA),
     E(FILTER_BICUBIC),
     E(FILTER_NEAREST),
-    E(RESIZE_MODE_FUSED),
-    E(RESIZE_MODE_AFTER_RGB),
+    E(CONVERT_PATH_FUSED),
+    E(CONVERT_PATH_AFTER_RGB),
     E(LAYOUT_HWC),
     E(LAYOUT_CHW),
     E(INDEX_OFF),
@@ -594,10 +594,10 @@ PyMODINIT_FUNC PyInit__reel(void)
 PyObject *rx_remote_stats_dict(const reel_remote_stats *s)
 {
     size_t n = 0;
-    const reel_field *t = reel_remote_stats_fields(&n);
+    const reel_field *t = reel_remote_stats_get_fields(&n);
     PyObject *d = rx_fields_dict(t, n, s, 0);
-    if (d && (dict_set(d, "request_p50_s", PyFloat_FromDouble(reel_remote_stats_quantile(s, 0.5))) < 0 ||
-              dict_set(d, "request_p99_s", PyFloat_FromDouble(reel_remote_stats_quantile(s, 0.99))) < 0))
+    if (d && (dict_set(d, "request_p50_s", PyFloat_FromDouble(reel_remote_stats_get_quantile(s, 0.5))) < 0 ||
+              dict_set(d, "request_p99_s", PyFloat_FromDouble(reel_remote_stats_get_quantile(s, 0.99))) < 0))
         Py_CLEAR(d);
     return d;
 }
@@ -631,7 +631,7 @@ int rx_remote_from_dict(PyObject *d, reel_remote_settings *s, char **ca_bundle, 
             continue;
         }
         size_t n = 0;
-        const reel_field *t = reel_remote_settings_fields(&n);
+        const reel_field *t = reel_remote_settings_get_fields(&n);
         const reel_field *f = rx_field_find(t, n, k);
         if (!f) {
             PyErr_Format(PyExc_ValueError, "unknown remote setting '%s'", k);

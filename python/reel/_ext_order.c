@@ -44,7 +44,7 @@ PyObject *mod_epoch_shape(PyObject *module, PyObject *args)
 }
 
 /* [0, ..., N]: the starts of the runs of samples a source reads best
- * together (reel_loader_read_blocks: a store's shards; one run for videos). */
+ * together (reel_dataset_get_read_blocks: a store's shards; one run for videos). */
 PyObject *mod_read_blocks(PyObject *module, PyObject *source)
 {
     reel_state *st = PyModule_GetState(module);
@@ -54,7 +54,7 @@ PyObject *mod_read_blocks(PyObject *module, PyObject *source)
     size_t nb = 0;
     reel_error err;
     reel_error_clear(&err);
-    int r = reel_loader_read_blocks(ds, &starts, &nb, &err);
+    int r = reel_dataset_get_read_blocks(ds, &starts, &nb, &err);
     reel_dataset_destroy(&ds);
     if (r != REEL_OK) return raise_err(st, r, &err, NULL);
     PyObject *blocks = PyList_New((Py_ssize_t)nb + 1);

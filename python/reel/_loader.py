@@ -187,7 +187,7 @@ def _shuffle_window(w: Union[int, str, None]) -> int:
     return int(w)
 
 
-# The C settings table (reel_loader_settings_fields) by its last name part:
+# The C settings table (reel_loader_settings_get_fields) by its last name part:
 # a Loader argument with that name is passed through, converted by its C
 # type, and None keeps the C default. A new setting is then one line in C
 # (src/pipeline/fields.c) and one in Loader's signature.
@@ -224,8 +224,8 @@ def _settings(
         "transform.crop_height": h,
         # variable sizes resize as reel.vlm does (bicubic, on RGB) unless told
         "transform.filter": opt.choice("filter", filter or ("bicubic" if size_policy else "bilinear"), opt.FILTERS),
-        "transform.resize_mode": opt.choice("resize_mode", resize_mode or ("after_rgb" if size_policy else "fused"),
-                                            opt.RESIZE_MODES),
+        "transform.convert_path": opt.choice("resize_mode", resize_mode or ("after_rgb" if size_policy else "fused"),
+                                            opt.CONVERT_PATHS),
         "pad": int(bool(pad)),
         "transform.apply_rotation": int(bool(rotate)),
         "transform.dtype": opt.dtype_code(dtype),
@@ -243,7 +243,7 @@ def _settings(
     }
     for arg, value in same_name.items():
         if arg not in _C_SETTINGS:
-            raise TypeError(f"Loader: {arg!r} is no C loader setting (reel_loader_settings_fields)")
+            raise TypeError(f"Loader: {arg!r} is no C loader setting (reel_loader_settings_get_fields)")
         if value is not None:
             key, kind = _C_SETTINGS[arg]
             s[key] = _c_value(kind, value)
@@ -588,7 +588,7 @@ class Loader:
         cause, epoch, position, sample; at most ``failure_log_size``),
         ``failure_count`` and ``failures_by_cause`` for the whole run. The
         keys are those of the C library's metrics JSON (one table in C,
-        ``reel_loader_metrics_fields``); ``"amplification"`` is a deprecated
+        ``reel_loader_metrics_get_fields``); ``"amplification"`` is a deprecated
         alias of ``"decode_amplification"``."""
         m = Metrics(self._loader.metrics())
         m["failures"] = self._loader.failures()

@@ -16,7 +16,7 @@ DTYPES: Dict[str, int] = {
 }
 FILTERS: Dict[str, int] = {"bilinear": _reel.FILTER_BILINEAR, "area": _reel.FILTER_AREA,
                            "bicubic": _reel.FILTER_BICUBIC, "nearest": _reel.FILTER_NEAREST}
-RESIZE_MODES: Dict[str, int] = {"fused": _reel.RESIZE_MODE_FUSED, "after_rgb": _reel.RESIZE_MODE_AFTER_RGB}
+CONVERT_PATHS: Dict[str, int] = {"fused": _reel.CONVERT_PATH_FUSED, "after_rgb": _reel.CONVERT_PATH_AFTER_RGB}
 FRAME_LAYOUTS: Dict[str, int] = {"HWC": _reel.LAYOUT_HWC, "NHWC": _reel.LAYOUT_HWC,
                                  "CHW": _reel.LAYOUT_CHW, "NCHW": _reel.LAYOUT_CHW}
 INDEX_MODES: Dict[Any, int] = {"off": _reel.INDEX_OFF, "read": _reel.INDEX_READ, "read_write": _reel.INDEX_READ_WRITE}

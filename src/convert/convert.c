@@ -44,7 +44,7 @@ void reel_transform_default_settings(reel_transform *t)
     if (!t) return;
     memset(t, 0, sizeof *t);
     t->filter = REEL_FILTER_BILINEAR;
-    t->resize_mode = REEL_RESIZE_MODE_FUSED;
+    t->convert_path = REEL_CONVERT_PATH_FUSED;
     t->dtype = REEL_DTYPE_UINT8;
     t->layout = REEL_LAYOUT_HWC;
     t->scale = 255.0f;
@@ -635,7 +635,7 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
         res = f->data[0] + (ptrdiff_t)cy * f->linesize[0] + (ptrdiff_t)cx * 3;
         res_stride = f->linesize[0];
         r = REEL_OK;
-    } else if (rot == 0 && resize && t->resize_mode == REEL_RESIZE_MODE_FUSED) {
+    } else if (rot == 0 && resize && t->convert_path == REEL_CONVERT_PATH_FUSED) {
         /* crop and resize inside the YUV->RGB conversion: full-resolution
          * RGB is never made */
         res_stride = rgb_stride(ow);

@@ -10,9 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int reel_decoder_index_at_time(const reel_decoder *dec, double seconds, int64_t *index, reel_error *err)
+int reel_decoder_get_index_at_time(const reel_decoder *dec, double seconds, int64_t *index, reel_error *err)
 {
-    if (!dec || !index) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_index_at_time: NULL argument");
+    if (!dec || !index)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_index_at_time: NULL argument");
     const reel_table *t = &dec->table;
     AVRational tb = dec->st->time_base;
     if (!isfinite(seconds))
@@ -359,7 +360,7 @@ int reel_decoder_get_frames_at_times(reel_decoder *dec, const double *seconds, s
     int64_t *idx = indices_out ? indices_out : malloc((n ? n : 1) * sizeof *idx);
     if (!idx) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     int r = REEL_OK;
-    for (size_t i = 0; i < n && r == REEL_OK; i++) r = reel_decoder_index_at_time(dec, seconds[i], &idx[i], err);
+    for (size_t i = 0; i < n && r == REEL_OK; i++) r = reel_decoder_get_index_at_time(dec, seconds[i], &idx[i], err);
     if (r == REEL_OK) r = get_frames(dec, idx, n, t, dst, dst_size, stats, err);
     if (idx != indices_out) free(idx);
     return r;

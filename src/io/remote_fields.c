@@ -1,5 +1,5 @@
 /* io/remote_fields.c: the by-name tables of reel_remote_settings and
- * reel_remote_stats (reel_remote_settings_fields, reel_remote_stats_fields). */
+ * reel_remote_stats (reel_remote_settings_get_fields, reel_remote_stats_get_fields). */
 #include "io/remote_fields.h"
 
 #include <stddef.h>
@@ -12,13 +12,13 @@ static const reel_field k_settings[] = { REEL__REMOTE_SETTINGS_FIELDS(SETTING) }
 static const reel_field k_stats[] = { REEL__REMOTE_STATS_FIELDS(STAT) };
 #undef STAT
 
-const reel_field *reel_remote_settings_fields(size_t *count)
+const reel_field *reel_remote_settings_get_fields(size_t *count)
 {
     if (count) *count = sizeof k_settings / sizeof k_settings[0];
     return k_settings;
 }
 
-const reel_field *reel_remote_stats_fields(size_t *count)
+const reel_field *reel_remote_stats_get_fields(size_t *count)
 {
     if (count) *count = sizeof k_stats / sizeof k_stats[0];
     return k_stats;

@@ -28,7 +28,7 @@ int reel__remote_latency_bucket(int64_t ns)
     return b < 0 ? 0 : b >= REEL_LATENCY_BUCKETS ? REEL_LATENCY_BUCKETS - 1 : b;
 }
 
-double reel_remote_stats_quantile(const reel_remote_stats *s, double q)
+double reel_remote_stats_get_quantile(const reel_remote_stats *s, double q)
 {
     if (!s || s->requests <= 0) return 0;
     int64_t total = 0;

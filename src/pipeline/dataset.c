@@ -263,6 +263,7 @@ int reel_dataset_get(const reel_dataset *ds, size_t i, reel_sample *out, reel_er
     if (ds->ranks_dirty && reel__dataset_update_ranks((reel_dataset *)ds) < 0) /* building is single-threaded */
         return reel__error_set(err, REEL_E_NOMEM, "dataset: out of memory");
     const reel_dataset_entry *e = &ds->items[i];
+    memset(out, 0, sizeof *out); /* reserved too (common.h) */
     out->path = e->path;
     out->label = reel__dataset_label(ds, i);
     out->start = e->start;

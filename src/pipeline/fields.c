@@ -38,7 +38,7 @@ static const reel_field k_settings[] = {
     S("transform.flip", REEL_FIELD_INT, transform.flip),
     S("transform.flip_probability", REEL_FIELD_DOUBLE, transform.flip_probability),
     S("transform.filter", REEL_FIELD_INT, transform.filter),
-    S("transform.resize_mode", REEL_FIELD_INT, transform.resize_mode),
+    S("transform.convert_path", REEL_FIELD_INT, transform.convert_path),
     S("transform.apply_rotation", REEL_FIELD_INT, transform.apply_rotation),
     S("transform.dtype", REEL_FIELD_INT, transform.dtype),
     S("transform.layout", REEL_FIELD_INT, transform.layout),
@@ -139,19 +139,19 @@ static const reel_field k_stage[] = {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-const reel_field *reel_loader_settings_fields(size_t *count)
+const reel_field *reel_loader_settings_get_fields(size_t *count)
 {
     if (count) *count = COUNT(k_settings);
     return k_settings;
 }
 
-const reel_field *reel_loader_metrics_fields(size_t *count)
+const reel_field *reel_loader_metrics_get_fields(size_t *count)
 {
     if (count) *count = COUNT(k_metrics);
     return k_metrics;
 }
 
-const reel_field *reel_stage_metrics_fields(size_t *count)
+const reel_field *reel_stage_metrics_get_fields(size_t *count)
 {
     if (count) *count = COUNT(k_stage);
     return k_stage;

@@ -116,7 +116,7 @@ int reel__geometry_frame(const reel_clip_transform *ct, int W, int H, const reel
     if (W < 1 || H < 1) return reel__error_set(err, REEL_E_INVALID_ARG, "transform: empty frame %dx%d", W, H);
     reel_transform_default_settings(t);
     t->filter = ct->filter;
-    t->resize_mode = ct->resize_mode;
+    t->convert_path = ct->convert_path;
     t->apply_rotation = ct->apply_rotation;
     t->dtype = ct->dtype;
     t->scale = ct->scale;

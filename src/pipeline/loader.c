@@ -39,7 +39,7 @@ void reel_loader_default_settings(reel_loader_settings *s)
     t->flip = REEL_FLIP_NONE;
     t->flip_probability = 0.5;
     t->filter = REEL_FILTER_BILINEAR;
-    t->resize_mode = REEL_RESIZE_MODE_FUSED;
+    t->convert_path = REEL_CONVERT_PATH_FUSED;
     t->apply_rotation = 1;
     t->dtype = REEL_DTYPE_UINT8;
     t->layout = REEL_BATCH_BTCHW;
@@ -365,7 +365,7 @@ void reel_loader_destroy(reel_loader **pl)
     *pl = NULL;
 }
 
-int reel_loader_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err)
+int reel_dataset_get_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err)
 {
     if (!ds || !starts || !nblocks) return reel__error_set(err, REEL_E_INVALID_ARG, "read blocks: NULL argument");
     *starts = NULL;

@@ -60,8 +60,8 @@ int reel_loader_get_metrics(const reel_loader *cl, reel_loader_metrics *m)
     pthread_mutex_lock(&l->remote_mu);
     m->remote = l->remote;
     pthread_mutex_unlock(&l->remote_mu);
-    m->request_p50_s = reel_remote_stats_quantile(&m->remote, 0.5);
-    m->request_p99_s = reel_remote_stats_quantile(&m->remote, 0.99);
+    m->request_p50_s = reel_remote_stats_get_quantile(&m->remote, 0.5);
+    m->request_p99_s = reel_remote_stats_get_quantile(&m->remote, 0.99);
     m->bytes_in_flight_peak = reel_remote_pool_get_peak_bytes(l->remote_settings.pool);
     /* The consumer is the bottleneck when it rarely waits for data. */
     double total = m->data_time_s + m->model_time_s;
@@ -109,7 +109,7 @@ int64_t reel_loader_get_num_failures(const reel_loader *cl)
     return kept;
 }
 
-int reel_loader_get_raised_failure(reel_loader *l, reel_failure *out, reel_error *err)
+int reel_loader_get_raised_failure(const reel_loader *l, reel_failure *out, reel_error *err)
 {
     if (!l || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
     if (!l->has_raised) return reel__error_set(err, REEL_E_NO_DATA, "loader: the last call raised no sample's failure");

@@ -87,6 +87,7 @@ static int64_t seen_of_local(const reel_loader *l, int64_t pos)
 int reel_loader_get_state(const reel_loader *l, reel_loader_state *state)
 {
     if (!l || !state) return REEL_E_INVALID_ARG;
+    memset(state, 0, sizeof *state); /* reserved too (common.h) */
     int64_t seen;
     consumed(l, &state->epoch, &seen);
     state->position = local_of_seen(l, seen);

@@ -25,6 +25,7 @@ void reel__failures_free(reel_failure_log *log)
 
 static void fill(reel_failure *out, const reel_failure_rec *f)
 {
+    memset(out, 0, sizeof *out); /* reserved too (common.h) */
     snprintf(out->path, sizeof out->path, "%s", f->path ? f->path : "");
     snprintf(out->reason, sizeof out->reason, "%s", f->reason ? f->reason : "");
     out->status = f->status;
@@ -192,10 +193,10 @@ static void json_fields(reel_buf *b, const reel_field *t, size_t n, const void *
 void reel__metrics_json(reel_buf *b, const reel_loader_metrics *m, reel_failure_log *log)
 {
     size_t n = 0;
-    const reel_field *t = reel_loader_metrics_fields(&n);
+    const reel_field *t = reel_loader_metrics_get_fields(&n);
     reel__buf_puts(b, "{");
     json_fields(b, t, n, m, 0);
-    t = reel_stage_metrics_fields(&n);
+    t = reel_stage_metrics_get_fields(&n);
     reel__buf_puts(b, ",\"stages\":[");
     for (int i = 0; i < REEL_STAGE_COUNT; i++) {
         reel__buf_puts(b, i ? ",{" : "{");

@@ -350,6 +350,7 @@ int reel_stripe_get_batch(const reel_stripe *s, int64_t k, reel_stripe_batch *ou
     if (k < 0 || k >= reel__stripe_batches(s))
         return reel__error_set(err, REEL_E_OUT_OF_RANGE, "stripe: batch %lld not in [0, %lld)", (long long)k,
                                (long long)reel__stripe_batches(s));
+    memset(out, 0, sizeof *out); /* reserved too (common.h) */
     reel__stripe_batch(s, k, out);
     return REEL_OK;
 }

@@ -12,6 +12,106 @@
 
 #include "test_api_common.h"
 
+/* ---------------------------------------------------------------- room to grow (common.h) */
+
+/* `reserved` ends the struct: nothing but padding after it. */
+#define ENDS_WITH_RESERVED(T)                                                                    \
+    _Static_assert(offsetof(T, reserved) + sizeof(((T *)0)->reserved) + _Alignof(T) > sizeof(T), \
+                   #T ": reserved must be its last field")
+ENDS_WITH_RESERVED(reel_transform);
+ENDS_WITH_RESERVED(reel_size_policy);
+ENDS_WITH_RESERVED(reel_sample);
+ENDS_WITH_RESERVED(reel_decoder_settings);
+ENDS_WITH_RESERVED(reel_video_info);
+ENDS_WITH_RESERVED(reel_decode_stats);
+ENDS_WITH_RESERVED(reel_io);
+ENDS_WITH_RESERVED(reel_remote_settings);
+ENDS_WITH_RESERVED(reel_remote_stats);
+ENDS_WITH_RESERVED(reel_clip_transform);
+ENDS_WITH_RESERVED(reel_failure);
+ENDS_WITH_RESERVED(reel_clip_info);
+ENDS_WITH_RESERVED(reel_loader_settings);
+ENDS_WITH_RESERVED(reel_loader_state);
+ENDS_WITH_RESERVED(reel_loader_checkpoint);
+ENDS_WITH_RESERVED(reel_stage_metrics);
+ENDS_WITH_RESERVED(reel_loader_metrics);
+ENDS_WITH_RESERVED(reel_order_settings);
+ENDS_WITH_RESERVED(reel_stripe);
+ENDS_WITH_RESERVED(reel_stripe_batch);
+ENDS_WITH_RESERVED(reel_sampler_settings);
+ENDS_WITH_RESERVED(reel_sampler_video);
+ENDS_WITH_RESERVED(reel_sampler_result);
+ENDS_WITH_RESERVED(reel_pack_settings);
+ENDS_WITH_RESERVED(reel_pack_report);
+ENDS_WITH_RESERVED(reel_store_verify_report);
+ENDS_WITH_RESERVED(reel_store_info);
+ENDS_WITH_RESERVED(reel_store_record);
+ENDS_WITH_RESERVED(reel_store_reader_settings);
+ENDS_WITH_RESERVED(reel_store_read_stats);
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+#define RESERVED_ZERO(x) all_zero((x).reserved, sizeof(x).reserved)
+
+/* Outputs come back with `reserved` zero, whatever the caller's memory held. */
+TEST(outputs_clear_their_reserved_bytes)
+{
+    const char *path = video("api.mp4", "h264", 2);
+    reel_decoder *dec = tg_open(path, NULL);
+    CHECK(RESERVED_ZERO(*reel_decoder_get_info(dec)));
+    reel_remote_stats rs;
+    memset(&rs, 0xA5, sizeof rs);
+    CHECK_OK(reel_decoder_get_remote_stats(dec, &rs));
+    CHECK(RESERVED_ZERO(rs));
+    reel_decode_stats ds;
+    memset(&ds, 0xA5, sizeof ds);
+    int64_t idx[2] = { 0, 3 };
+    size_t fb = 0;
+    int w, h;
+    reel_error err;
+    CHECK_OK(reel_decoder_get_output_size(dec, NULL, &w, &h, &fb, &err));
+    uint8_t *buf = malloc(2 * fb);
+    CHECK_OK(reel_decoder_get_frames(dec, idx, 2, NULL, buf, 2 * fb, &ds, &err));
+    CHECK(RESERVED_ZERO(ds));
+    free(buf);
+    reel_sampler_settings ss;
+    reel_sampler_default_settings(&ss);
+    reel_sampler_video sv = { 0 };
+    sv.table = reel_decoder_get_frame_table(dec, &sv.num_frames);
+    sv.time_base_num = reel_decoder_get_info(dec)->time_base_num;
+    sv.time_base_den = reel_decoder_get_info(dec)->time_base_den;
+    sv.segment_end = -1;
+    reel_sampler_result sr;
+    memset(&sr, 0xA5, sizeof sr);
+    CHECK_OK(reel_sampler_describe(&ss, &sv, &sr, &err));
+    CHECK(RESERVED_ZERO(sr));
+    reel_decoder_close(&dec);
+
+    reel_dataset *d = NULL;
+    CHECK_OK(reel_dataset_create(&d, &err));
+    CHECK_OK(reel_dataset_add(d, path, 1, 0, -1, &err));
+    reel_sample smp;
+    memset(&smp, 0xA5, sizeof smp);
+    CHECK_OK(reel_dataset_get(d, 0, &smp, &err));
+    CHECK(RESERVED_ZERO(smp));
+    reel_dataset_destroy(&d);
+
+    reel_stripe st = reel_stripe_make(10, 4);
+    CHECK(RESERVED_ZERO(st));
+    reel_stripe_batch sb;
+    memset(&sb, 0xA5, sizeof sb);
+    CHECK_OK(reel_stripe_get_batch(&st, 0, &sb, &err));
+    CHECK(RESERVED_ZERO(sb));
+    reel_order_settings os;
+    memset(&os, 0xA5, sizeof os);
+    reel_order_default_settings(&os);
+    CHECK(RESERVED_ZERO(os));
+}
+
 /* ---------------------------------------------------------------- memory and callbacks */
 
 TEST(open_memory_matches_path)
@@ -96,7 +196,7 @@ TEST(open_io_matches_path)
         for (int report = 1; report >= 0; report--) {
             file_io f = { fopen(path, "rb"), tg_file_size(path), report, 0, 0, 0 };
             CHECK(f.fp != NULL);
-            reel_io io = { &f, fio_read, fio_seek };
+            reel_io io = { .opaque = &f, .read = fio_read, .seek = fio_seek };
             reel_decoder *fdec = tg_open(path, NULL), *idec = NULL;
             reel_error err;
             reel_error_clear(&err);
@@ -134,17 +234,17 @@ TEST(open_io_requires_seek_and_read)
     CHECK(f.fp != NULL);
     reel_decoder *dec = NULL;
     reel_error err;
-    reel_io no_seek = { &f, fio_read, NULL };
+    reel_io no_seek = { .opaque = &f, .read = fio_read, .seek = NULL };
     CHECK_STATUS(reel_decoder_open_io(&dec, &no_seek, "no-seek", NULL, &err), REEL_E_INVALID_ARG);
     CHECK(dec == NULL);
     TG_CHECK_MSG_HAS(err, "no-seek");
-    reel_io no_read = { &f, NULL, fio_seek };
+    reel_io no_read = { .opaque = &f, .read = NULL, .seek = fio_seek };
     CHECK_STATUS(reel_decoder_open_io(&dec, &no_read, "no-read", NULL, &err), REEL_E_INVALID_ARG);
     CHECK(dec == NULL);
     TG_CHECK_MSG_HAS(err, "no-read");
     /* a seek callback that always fails: opening an mp4 with moov at the end
      * needs seeking; whatever happens it is a reel status and no crash */
-    reel_io bad_seek = { &f, fio_read, fio_seek_fails };
+    reel_io bad_seek = { .opaque = &f, .read = fio_read, .seek = fio_seek_fails };
     rewind(f.fp);
     int r = reel_decoder_open_io(&dec, &bad_seek, "bad-seek", NULL, &err);
     CHECK(tg_is_reel_status(r));
@@ -238,7 +338,7 @@ static int64_t at_time(reel_decoder *d, double t, int *status)
 {
     int64_t ix = -99;
     reel_error err;
-    *status = reel_decoder_index_at_time(d, t, &ix, &err);
+    *status = reel_decoder_get_index_at_time(d, t, &ix, &err);
     return ix;
 }
 
@@ -305,7 +405,7 @@ TEST(index_at_time_edges)
         /* an out-of-range time leaves *index alone */
         int64_t ix = 1234;
         reel_error err;
-        CHECK_STATUS(reel_decoder_index_at_time(d, end + 5, &ix, &err), REEL_E_OUT_OF_RANGE);
+        CHECK_STATUS(reel_decoder_get_index_at_time(d, end + 5, &ix, &err), REEL_E_OUT_OF_RANGE);
         CHECK_EQ_INT(ix, 1234);
         TG_CHECK_MSG_HAS(err, files[k]);
         /* nominal 25 fps: t = start + i/25 (computed the way a user would) is frame i */
@@ -750,7 +850,7 @@ TEST(interrupt_cancels_open_scan_and_decode_and_the_decoder_recovers)
     const char *mp4 = video("api.mp4", "h264", 2);
     file_io f = { fopen(mp4, "rb"), tg_file_size(mp4), 1, 0, 0, 0 };
     CHECK(f.fp != NULL);
-    reel_io io = { &f, fio_read, fio_seek };
+    reel_io io = { .opaque = &f, .read = fio_read, .seek = fio_seek };
     sp = (stopper){ 0, -1 };
     CHECK_OK(reel_decoder_open_io(&dec, &io, "io-interrupt", &s, &err));
     sp.stop_after = sp.calls;
@@ -787,8 +887,28 @@ TEST(deprecated_names_still_work)
     CHECK(ds == NULL);
     reel_transform t;
     reel_transform_default(&t);
-    CHECK_EQ_INT(t.resize_mode, REEL_RESIZE_FUSED);
-    CHECK_EQ_INT(REEL_RESIZE_AFTER_RGB, REEL_RESIZE_MODE_AFTER_RGB);
+    CHECK_EQ_INT(t.convert_path, REEL_RESIZE_FUSED);
+    CHECK_EQ_INT(REEL_RESIZE_AFTER_RGB, REEL_CONVERT_PATH_AFTER_RGB);
+    /* the renamed field is the same storage under its old name */
+    reel_resize_mode old = REEL_RESIZE_MODE_AFTER_RGB;
+    t.resize_mode = old;
+    CHECK_EQ_INT(t.convert_path, REEL_CONVERT_PATH_AFTER_RGB);
+    reel_loader_settings ls;
+    reel_loader_default_settings(&ls);
+    ls.transform.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+    CHECK_EQ_INT(ls.transform.resize_mode, REEL_RESIZE_MODE_AFTER_RGB);
+    /* the renamed getters answer as the new ones */
+    size_t n_old = 0, n_new = 0;
+    CHECK(reel_loader_settings_fields(&n_old) == reel_loader_settings_get_fields(&n_new) && n_old == n_new);
+    CHECK(reel_loader_metrics_fields(&n_old) == reel_loader_metrics_get_fields(&n_new) && n_old == n_new);
+    CHECK(reel_stage_metrics_fields(&n_old) == reel_stage_metrics_get_fields(&n_new) && n_old == n_new);
+    CHECK(reel_remote_settings_fields(&n_old) == reel_remote_settings_get_fields(&n_new) && n_old == n_new);
+    CHECK(reel_remote_stats_fields(&n_old) == reel_remote_stats_get_fields(&n_new) && n_old == n_new);
+    reel_remote_stats rs;
+    memset(&rs, 0, sizeof rs);
+    rs.requests = 1;
+    rs.latency[40] = 1;
+    CHECK(reel_remote_stats_quantile(&rs, 0.5) == reel_remote_stats_get_quantile(&rs, 0.5));
 }
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop

@@ -370,8 +370,8 @@ TEST(null_arguments_are_invalid_arg)
     EXPECT_INVALID(reel_decoder_decode(NULL, idx, 2, visit_nothing, NULL, NULL, &err));
     EXPECT_INVALID(reel_decoder_decode(dec, NULL, 2, visit_nothing, NULL, NULL, &err));
     EXPECT_INVALID(reel_decoder_decode(dec, idx, 2, NULL, NULL, NULL, &err));
-    EXPECT_INVALID(reel_decoder_index_at_time(NULL, 0.0, &ix, &err));
-    EXPECT_INVALID(reel_decoder_index_at_time(dec, 0.0, NULL, &err));
+    EXPECT_INVALID(reel_decoder_get_index_at_time(NULL, 0.0, &ix, &err));
+    EXPECT_INVALID(reel_decoder_get_index_at_time(dec, 0.0, NULL, &err));
     EXPECT_INVALID(reel_decoder_get_output_size(NULL, NULL, NULL, NULL, NULL, &err));
     EXPECT_INVALID(reel_decoder_save_index(NULL, NULL, &err));
     EXPECT_INVALID(reel_converter_create(NULL, &err));

@@ -432,21 +432,21 @@ static void run_case(const gen_case *c)
         /* the end of the video is out of range; the last instant before it is not */
         int64_t ix = -1;
         double end = (double)(ft[n - 1].pts + ft[n - 1].duration) * tb;
-        CHECK_STATUS(reel_decoder_index_at_time(dec, end, &ix, &err), REEL_E_OUT_OF_RANGE);
-        CHECK_OK(reel_decoder_index_at_time(dec, end - 0.5 * (double)ft[n - 1].duration * tb, &ix, &err));
+        CHECK_STATUS(reel_decoder_get_index_at_time(dec, end, &ix, &err), REEL_E_OUT_OF_RANGE);
+        CHECK_OK(reel_decoder_get_index_at_time(dec, end - 0.5 * (double)ft[n - 1].duration * tb, &ix, &err));
         CHECK_EQ_INT(ix, n - 1);
     }
 
     /* ---- resized output still carries the index: 224x224 fused and after-RGB */
     {
         int64_t picks[5] = { 0, n - 1, n / 2, tg_rand_below(&rng, n), 1 % n };
-        for (int mode = REEL_RESIZE_MODE_FUSED; mode <= REEL_RESIZE_MODE_AFTER_RGB; mode++) {
+        for (int mode = REEL_CONVERT_PATH_FUSED; mode <= REEL_CONVERT_PATH_AFTER_RGB; mode++) {
             for (int filt = REEL_FILTER_BILINEAR; filt <= REEL_FILTER_NEAREST; filt++) {
                 reel_transform t;
                 reel_transform_default_settings(&t);
                 t.width = 224;
                 t.height = 224;
-                t.resize_mode = mode;
+                t.convert_path = mode;
                 t.filter = filt;
                 int w, h;
                 tg_frame_bytes(dec, &t, &w, &h);

@@ -36,14 +36,12 @@ static void expected(const reel_loader_settings *s, int64_t sample, int64_t epoc
     reel_decoder *dec = tg_open(g_paths[sample % NVID], NULL);
     int64_t nf = 0;
     const reel_video_info *vi = reel_decoder_get_info(dec);
-    reel_sampler_video v = { reel_decoder_get_frame_table(dec, &nf),
-                             0,
-                             vi->time_base_num,
-                             vi->time_base_den,
-                             (double)vi->avg_fps_num / vi->avg_fps_den,
-                             0,
-                             -1,
-                             "v" };
+    reel_sampler_video v = { .table = reel_decoder_get_frame_table(dec, &nf),
+                             .time_base_num = vi->time_base_num,
+                             .time_base_den = vi->time_base_den,
+                             .average_fps = (double)vi->avg_fps_num / vi->avg_fps_den,
+                             .segment_end = -1,
+                             .name = "v" };
     v.num_frames = nf;
     reel_sampler_result r;
     CHECK_OK(reel_sampler_describe(&s->sampler, &v, &r, NULL));

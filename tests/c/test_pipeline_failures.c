@@ -55,6 +55,13 @@ static reel_dataset *dataset_with_bad_files(char bad[3][1024])
     return ds; /* 8 good + 3 bad */
 }
 
+static int all_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i]) return 0;
+    return 1;
+}
+
 TEST(bad_files_are_skipped_and_recorded)
 {
     char bad[3][1024];
@@ -91,7 +98,9 @@ TEST(bad_files_are_skipped_and_recorded)
     int found[3] = { 0 };
     for (int64_t i = 0; i < 6; i++) {
         reel_failure f;
+        memset(&f, 0xA5, sizeof f);
         CHECK_OK(reel_loader_get_failure(l, i, &f, &err));
+        CHECK(all_zero(f.reserved, sizeof f.reserved)); /* common.h: outputs clear reserved */
         int which = -1;
         for (int k = 0; k < 3; k++)
             if (strcmp(f.path, bad[k]) == 0) which = k;
@@ -104,7 +113,17 @@ TEST(bad_files_are_skipped_and_recorded)
     for (int k = 0; k < 3; k++) CHECK_EQ_INT(found[k], 2);
     CHECK_STATUS(reel_loader_get_failure(l, 6, &(reel_failure){ 0 }, &err), REEL_E_OUT_OF_RANGE);
     reel_loader_metrics m;
+    memset(&m, 0xA5, sizeof m);
     CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK(all_zero(m.reserved, sizeof m.reserved) && all_zero(m.remote.reserved, sizeof m.remote.reserved));
+    CHECK(all_zero(m.stages[REEL_STAGE_DECODE].reserved, sizeof m.stages[0].reserved));
+    reel_loader_state ls;
+    reel_loader_checkpoint cp;
+    memset(&ls, 0xA5, sizeof ls);
+    memset(&cp, 0xA5, sizeof cp);
+    CHECK_OK(reel_loader_get_state(l, &ls));
+    CHECK_OK(reel_loader_get_checkpoint(l, &cp));
+    CHECK(all_zero(ls.reserved, sizeof ls.reserved) && all_zero(cp.reserved, sizeof cp.reserved));
     CHECK_EQ_INT(m.successes, 2 * NVID);
     CHECK_EQ_INT(m.failures, 6);
     CHECK_EQ_INT(m.attempts, 2 * NVID + 6);

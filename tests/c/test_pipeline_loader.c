@@ -60,9 +60,14 @@ TEST(every_frame_in_every_batch_is_the_frame_the_sampler_chose)
             CHECK_OK(reel_decoder_open(&dec, c->path, NULL, &err));
             const reel_video_info *info = reel_decoder_get_info(dec);
             int64_t n;
-            reel_sampler_video in = {
-                reel_decoder_get_frame_table(dec, &n), 0, info->time_base_num, info->time_base_den, 0, 0, -1, c->path
-            };
+            reel_sampler_video in = { .table = reel_decoder_get_frame_table(dec, &n),
+                                      .num_frames = 0,
+                                      .time_base_num = info->time_base_num,
+                                      .time_base_den = info->time_base_den,
+                                      .average_fps = 0,
+                                      .segment_start = 0,
+                                      .segment_end = -1,
+                                      .name = c->path };
             in.num_frames = n;
             reel_rng_key k = { s.seed, 0, (uint64_t)c->sample, REEL_RNG_SAMPLER, 0 };
             int64_t want[8];
@@ -294,12 +299,12 @@ TEST(resume_from_a_saved_state_gives_the_same_batches)
     CHECK(b == NULL); /* that was the last epoch */
 
     /* restore on a running loader, with a batch still held across it */
-    CHECK_OK(reel_loader_restore(l, &(reel_loader_state){ 0, 0 }, &err));
+    CHECK_OK(reel_loader_restore(l, &(reel_loader_state){ .epoch = 0, .position = 0 }, &err));
     reel_batch *held = NULL;
     CHECK_OK(reel_loader_next(l, &held, &err));
     CHECK(held && batch_digest(held, 4) == e0[0]);
     uint64_t held_digest = batch_digest(held, 4);
-    CHECK_OK(reel_loader_restore(l, &(reel_loader_state){ 0, 6 }, &err));
+    CHECK_OK(reel_loader_restore(l, &(reel_loader_state){ .epoch = 0, .position = 6 }, &err));
     uint64_t *tail = run_epoch(l, 4, &nr);
     CHECK_EQ_INT(nr, 6);
     for (int i = 0; i < nr; i++) CHECK(tail[i] == e0[2 + i]);
@@ -307,7 +312,7 @@ TEST(resume_from_a_saved_state_gives_the_same_batches)
     CHECK(batch_digest(held, 4) == held_digest); /* still valid, untouched */
     CHECK_OK(reel_loader_release(l, held));
     CHECK_STATUS(reel_loader_release(l, held), REEL_E_INVALID_ARG); /* twice */
-    CHECK_STATUS(reel_loader_restore(l, &(reel_loader_state){ 0, 99 }, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_loader_restore(l, &(reel_loader_state){ .epoch = 0, .position = 99 }, &err), REEL_E_INVALID_ARG);
     reel_loader_destroy(&l);
     free(e0);
     free(e1);
@@ -391,7 +396,7 @@ TEST(a_list_of_samples_at_a_first_epoch_decodes_what_the_whole_loader_does)
     /* videos are read as one block */
     int64_t *starts = NULL;
     size_t nb = 0;
-    CHECK_OK(reel_loader_read_blocks(ds, &starts, &nb, &err));
+    CHECK_OK(reel_dataset_get_read_blocks(ds, &starts, &nb, &err));
     CHECK_EQ_INT(nb, 1);
     CHECK(starts[0] == 0 && starts[1] == 24);
     reel_free(starts);

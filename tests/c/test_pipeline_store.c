@@ -542,7 +542,7 @@ TEST(a_store_is_shuffled_shard_by_shard_by_default)
     /* the read blocks are the shards: one run of records each */
     int64_t *starts = NULL;
     size_t nb = 0;
-    CHECK_OK(reel_loader_read_blocks(ds, &starts, &nb, NULL));
+    CHECK_OK(reel_dataset_get_read_blocks(ds, &starts, &nb, NULL));
     CHECK_EQ_INT(nb, info.num_shards);
     CHECK(starts[0] == 0 && starts[nb] == NV);
     for (size_t b = 0; b < nb; b++) {

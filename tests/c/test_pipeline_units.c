@@ -176,9 +176,9 @@ static int plan_make(reel_plan *p, int64_t n, int world, int rank, int mode, int
 }
 
 /* Calls fn on every order position of a rank's whole epoch. */
-#define FOR_EACH_POSITION(p, g)                                                                        \
-    for (int64_t k_ = 0, nb_ = reel__plan_batches((p), 0); k_ < nb_; k_++)                             \
-        for (reel_stripe_batch b_ = { 0, 0, 0 }; !b_.count && (reel__plan_batch((p), 0, k_, &b_), 1);) \
+#define FOR_EACH_POSITION(p, g)                                                                  \
+    for (int64_t k_ = 0, nb_ = reel__plan_batches((p), 0); k_ < nb_; k_++)                       \
+        for (reel_stripe_batch b_ = { 0 }; !b_.count && (reel__plan_batch((p), 0, k_, &b_), 1);) \
             for (int64_t g = b_.first; g < b_.first + b_.count; g++)
 
 TEST(plan_with_a_shuffle_window_shards_and_resumes_like_a_full_shuffle)
@@ -475,7 +475,14 @@ TEST(sampler_policies_past_the_end)
 TEST(public_sampler_is_the_loaders)
 {
     reel_frame_entry *tab = cfr_table(60, 0, 512); /* 60 frames, 25 fps at 1/12800 */
-    reel_sampler_video v = { tab, 60, 1, 12800, 0, 0, -1, "clip.mp4" };
+    reel_sampler_video v = { .table = tab,
+                             .num_frames = 60,
+                             .time_base_num = 1,
+                             .time_base_den = 12800,
+                             .average_fps = 0,
+                             .segment_start = 0,
+                             .segment_end = -1,
+                             .name = "clip.mp4" };
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
     CHECK_EQ_INT(s.kind, REEL_SAMPLE_RANDOM_INDICES);

@@ -354,7 +354,7 @@ static void body_times(void)
         CHECK_MSG(r == REEL_E_OUT_OF_RANGE,
                   "get_frames_at_times(%.9f s) (%s) returned %d (%s), want REEL_E_OUT_OF_RANGE", bad[k],
                   k == 0 ? "before the first frame" : "at/after the end", r, reel_strerror(r));
-        r = reel_decoder_index_at_time(dec, bad[k], &idx, &err);
+        r = reel_decoder_get_index_at_time(dec, bad[k], &idx, &err);
         CHECK_MSG(r == REEL_E_OUT_OF_RANGE, "index_at_time(%.9f s) returned %d, index %lld", bad[k], r, (long long)idx);
     }
     free(got);
@@ -396,7 +396,7 @@ static void body_every_time(void)
         for (int k = 0; k < 1 + mid_ok; k++) {
             int64_t idx = -1;
             reel_error_clear(&err);
-            int r = reel_decoder_index_at_time(dec, ts[k], &idx, &err);
+            int r = reel_decoder_get_index_at_time(dec, ts[k], &idx, &err);
             CHECK_MSG(r == REEL_OK && idx == i,
                       "index_at_time(%.9f s = %s of frame %lld, pts %lld dur %lld tb %d/%d) "
                       "gave status %d index %lld %s",

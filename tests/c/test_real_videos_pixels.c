@@ -180,7 +180,7 @@ TEST(torchcodec_reference_frames_bit_exact)
             t.width = 240;
             t.height = 135;
             t.filter = REEL_FILTER_BILINEAR;
-            t.resize_mode = REEL_RESIZE_MODE_AFTER_RGB;
+            t.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
         }
         int64_t idx[128];
         for (size_t k = 0; k < nm; k++) idx[k] = items[member[k]].index;
@@ -397,7 +397,7 @@ static void body_crop_resize(void)
         t.width = c->w * sizes[k].wn / sizes[k].wd;
         t.height = c->h * sizes[k].hn / sizes[k].hd;
         t.filter = sizes[k].filter;
-        t.resize_mode = REEL_RESIZE_MODE_FUSED;
+        t.convert_path = REEL_CONVERT_PATH_FUSED;
         snprintf(filters, sizeof filters, "crop=%d:%d:%d:%d:exact=1,scale=%d:%d:flags=%s", c->w, c->h, c->x, c->y,
                  t.width, t.height, ff_flags(t.filter));
         snprintf(what, sizeof what, "fused crop+resize %s", ff_flags(t.filter));
@@ -440,7 +440,7 @@ static void body_after_rgb(void)
         t.width = c->w * sizes[k].wn / sizes[k].wd;
         t.height = c->h * sizes[k].hn / sizes[k].hd;
         t.filter = sizes[k].filter;
-        t.resize_mode = REEL_RESIZE_MODE_AFTER_RGB;
+        t.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
         snprintf(filters, sizeof filters, "format=rgb24,crop=%d:%d:%d:%d:exact=1,scale=%d:%d:flags=%s", c->w, c->h,
                  c->x, c->y, t.width, t.height, ff_flags(t.filter));
         snprintf(what, sizeof what, "after-RGB crop+resize %s", ff_flags(t.filter));

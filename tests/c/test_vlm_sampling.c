@@ -39,7 +39,14 @@ static void check_run(const reel_sampler_settings *s, const reel_sampler_video *
 TEST(fps_sampler_is_qwen_smart_nframes)
 {
     reel_frame_entry *tab = table_30fps(300);
-    reel_sampler_video v = { tab, 300, 1, 15360, 30.0, 0, -1, "long.mp4" };
+    reel_sampler_video v = { .table = tab,
+                             .num_frames = 300,
+                             .time_base_num = 1,
+                             .time_base_den = 15360,
+                             .average_fps = 30.0,
+                             .segment_start = 0,
+                             .segment_end = -1,
+                             .name = "long.mp4" };
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
     CHECK_NEAR(s.fps, 2.0, 0);
@@ -105,7 +112,14 @@ TEST(fps_sampler_is_qwen_smart_nframes)
 TEST(count_sampler_rounds_half_to_even)
 {
     reel_frame_entry *tab = table_30fps(300);
-    reel_sampler_video v = { tab, 300, 1, 15360, 30.0, 0, -1, "long.mp4" };
+    reel_sampler_video v = { .table = tab,
+                             .num_frames = 300,
+                             .time_base_num = 1,
+                             .time_base_den = 15360,
+                             .average_fps = 30.0,
+                             .segment_start = 0,
+                             .segment_end = -1,
+                             .name = "long.mp4" };
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
     s.kind = REEL_SAMPLE_COUNT;

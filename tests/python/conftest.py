@@ -3,7 +3,7 @@
 # frames carry their index, the shared real videos, and optional numpy/torch.
 from __future__ import annotations
 
-import fnmatch
+import importlib.util
 import os
 import pickle
 import shutil
@@ -14,6 +14,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+# the skip list's one reader, shared with scripts/run_tests.sh
+_spec = importlib.util.spec_from_file_location("reel_allowed_skips", ROOT / "scripts" / "allowed_skips.py")
+assert _spec and _spec.loader
+_skips = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_skips)
+skip_allowed = _skips.skip_allowed
 
 try:
     import reel
@@ -36,21 +43,8 @@ ALLOWED_SKIPS = Path(os.environ.get("REEL_ALLOWED_SKIPS") or ROOT / "tests" / "a
 
 
 def load_allowed_skips(path: Path = ALLOWED_SKIPS) -> list:
-    """The (where, message) patterns of the strict-mode skip list."""
-    rules = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        parts = [p.strip() for p in line.split(" | ", 2)]
-        if len(parts) != 3 or not all(parts):
-            raise ValueError(f"{path}:{n}: not 'WHERE | MESSAGE | WHY': {line}")
-        rules.append((parts[0], parts[1]))
-    return rules
-
-
-def skip_allowed(where: str, message: str, rules: list) -> bool:
-    return any(fnmatch.fnmatchcase(where, w) and fnmatch.fnmatchcase(message, m) for w, m in rules)
+    """The (where, message) patterns of the strict-mode skip list (scripts/allowed_skips.py)."""
+    return _skips.load_allowed_skips(path)
 
 
 _RULES: list = []

@@ -1,5 +1,5 @@
 """One definition per concept (issue 17 section 2): the field tables of the
-C library (reel_loader_settings_fields, reel_loader_metrics_fields, ...)
+C library (reel_loader_settings_get_fields, reel_loader_metrics_get_fields, ...)
 drive the metrics JSON and the Python binding alike, and every default that
 a public header documents is the one the defaults function sets."""
 
@@ -95,7 +95,7 @@ def test_status_range_is_exported_not_copied():
 ENUM_PREFIX = {
     "reel_sampler_kind": "SAMPLE_", "reel_clip_policy": "CLIP_", "reel_resize_kind": "RESIZE_",
     "reel_crop_kind": "CROP_", "reel_flip_kind": "FLIP_", "reel_filter": "FILTER_",
-    "reel_resize_mode": "RESIZE_MODE_", "reel_dtype": "DTYPE_", "reel_batch_layout": "BATCH_",
+    "reel_convert_path": "CONVERT_PATH_", "reel_dtype": "DTYPE_", "reel_batch_layout": "BATCH_",
     "reel_shard_mode": "SHARD_", "reel_error_policy": "ON_ERROR_", "reel_index_mode": "INDEX_",
     "reel_corrupt_policy": "CORRUPT_",
 }
@@ -125,6 +125,9 @@ def _struct_fields(header: Path, struct: str) -> list:
             pending = t.group(2)
         else:
             decl = " ".join(t.group(3).split())
+            renamed = re.fullmatch(r"REEL_FIELD_RENAMED\((\w+), (\w+), \w+\)", decl)  # common.h
+            if renamed:
+                decl = f"{renamed.group(1)} {renamed.group(2)}"
             dm = re.match(r"(?:const )?(?:struct )?([\w ]+?\**)\s*((?:\*?\w+(?:\[\w+\])?\s*,\s*)*\*?\w+(?:\[\w+\])?)$",
                           decl)
             if dm and "(" not in decl:

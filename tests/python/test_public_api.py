@@ -5,6 +5,7 @@ new names compile without a warning."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -25,8 +26,24 @@ def _compile(tmp_path: Path, body: str, *flags: str) -> subprocess.CompletedProc
 
 
 @pytest.mark.parametrize("body,new", [
-    ("int f(void) { return REEL_RESIZE_FUSED; }", "REEL_RESIZE_MODE_FUSED"),
-    ("int f(void) { return REEL_RESIZE_AFTER_RGB; }", "REEL_RESIZE_MODE_AFTER_RGB"),
+    ("int f(void) { return REEL_RESIZE_FUSED; }", "REEL_CONVERT_PATH_FUSED"),
+    ("int f(void) { return REEL_RESIZE_AFTER_RGB; }", "REEL_CONVERT_PATH_AFTER_RGB"),
+    ("int f(void) { return REEL_RESIZE_MODE_FUSED; }", "REEL_CONVERT_PATH_FUSED"),
+    ("int f(void) { return REEL_RESIZE_MODE_AFTER_RGB; }", "REEL_CONVERT_PATH_AFTER_RGB"),
+    ("int f(void) { reel_resize_mode m = 0; return (int)m; }", "reel_convert_path"),
+    ("int f(reel_transform *t) { t->resize_mode = 1; return 0; }", ".convert_path"),
+    ("int f(const reel_clip_transform *t) { return (int)t->resize_mode; }", ".convert_path"),
+    ("int f(const reel_decoder *d) { long long i; return reel_decoder_index_at_time(d, 1.0, (int64_t *)&i, 0); }",
+     "reel_decoder_get_index_at_time"),
+    ("double f(const reel_remote_stats *s) { return reel_remote_stats_quantile(s, 0.5); }",
+     "reel_remote_stats_get_quantile"),
+    ("int f(const reel_dataset *d, int64_t **s, size_t *n) { return reel_loader_read_blocks(d, s, n, 0); }",
+     "reel_dataset_get_read_blocks"),
+    ("const void *f(size_t *n) { return reel_loader_settings_fields(n); }", "reel_loader_settings_get_fields"),
+    ("const void *f(size_t *n) { return reel_loader_metrics_fields(n); }", "reel_loader_metrics_get_fields"),
+    ("const void *f(size_t *n) { return reel_stage_metrics_fields(n); }", "reel_stage_metrics_get_fields"),
+    ("const void *f(size_t *n) { return reel_remote_settings_fields(n); }", "reel_remote_settings_get_fields"),
+    ("const void *f(size_t *n) { return reel_remote_stats_fields(n); }", "reel_remote_stats_get_fields"),
     ("void f(reel_dataset **d) { reel_dataset_free(d); }", "reel_dataset_destroy"),
     ("long long f(const reel_loader *l) { return reel_loader_failures_by_cause(l, REEL_E_IO); }",
      "reel_loader_get_failures_by_cause"),
@@ -37,7 +54,8 @@ def test_deprecated_names_warn_and_can_be_left_out(tmp_path, body, new):
     r = _compile(tmp_path, body)
     assert r.returncode == 0, r.stderr
     assert "deprecated" in r.stderr and new in r.stderr, r.stderr
-    assert _compile(tmp_path, body, "-DREEL_NO_DEPRECATED", "-Werror=implicit-function-declaration").returncode != 0
+    gone = _compile(tmp_path, body, "-DREEL_NO_DEPRECATED", "-Werror=implicit-function-declaration")
+    assert gone.returncode != 0, f"{body}: still compiles under REEL_NO_DEPRECATED"
 
 
 def test_current_names_compile_cleanly(tmp_path):
@@ -45,6 +63,57 @@ def test_current_names_compile_cleanly(tmp_path):
             "  reel_loader_metrics m; e.status = REEL_E_IO; reel_dataset_destroy(d);\n"
             "  return reel_loader_get_metrics(l, &m) + (int)reel_loader_get_num_failures(l)\n"
             "         + (int)reel_loader_get_failures_by_cause(l, REEL_E_IO) + (int)s + (int)e.status\n"
-            "         + REEL_RESIZE_MODE_FUSED; }")
-    r = _compile(tmp_path, body, "-Wextra", "-Werror")
+            "         + REEL_CONVERT_PATH_FUSED; }\n"
+            "double g(const reel_loader *l, reel_transform *t, reel_clip_transform *c, reel_failure *f) {\n"
+            "  size_t n; reel_remote_stats r = {0}; t->convert_path = REEL_CONVERT_PATH_AFTER_RGB;\n"
+            "  c->convert_path = t->convert_path; reel_loader_get_raised_failure(l, f, 0);\n"
+            "  return reel_remote_stats_get_quantile(&r, 0.5) + (double)(reel_loader_settings_get_fields(&n) != 0)\n"
+            "         + (double)(reel_remote_stats_get_fields(&n) != 0); }")
+    for flags in ((), ("-DREEL_NO_DEPRECATED",)):
+        r = _compile(tmp_path, body, "-Wextra", "-Werror", *flags)
+        assert r.returncode == 0, r.stderr
+
+
+def test_a_renamed_field_is_the_same_storage(tmp_path):
+    """The old field name (REEL_FIELD_RENAMED) reads and writes the new one:
+    the struct's layout does not change."""
+    body = ("_Static_assert(offsetof(reel_transform, convert_path) == offsetof(reel_transform, resize_mode), \"t\");\n"
+            "_Static_assert(offsetof(reel_clip_transform, convert_path) == "
+            "offsetof(reel_clip_transform, resize_mode), \"c\");")
+    r = _compile(tmp_path, body, "-Wno-deprecated-declarations", "-Werror")
     assert r.returncode == 0, r.stderr
+
+
+def _public_structs() -> dict:
+    """{struct name: its last member's declaration} of every public struct."""
+    out = {}
+    for header in sorted((ROOT / "include" / "reel").glob("*.h")):
+        for m in re.finditer(r"typedef struct (\w+) \{(.*?)\n\} \1;", header.read_text(), re.S):
+            body = re.sub(r"/\*.*?\*/", "", m.group(2), flags=re.S)
+            out[m.group(1)] = [d.strip() for d in body.split(";") if d.strip()][-1]
+    return out
+
+
+def test_every_public_struct_has_room_to_grow_or_is_named_an_exception():
+    """common.h's convention: `uint8_t reserved[N]` last, or one of the structs
+    it names (reel allocates them and they grow at the end, or they are fixed);
+    test_api.c checks each reserved struct at compile time and its outputs."""
+    common = (ROOT / "include" / "reel" / "common.h").read_text()
+    rule = common[common.index("/* Room to grow"):common.index("*/", common.index("/* Room to grow"))]
+    exceptions = set(re.findall(r"\breel_\w+", rule.split("grow at", 1)[0].split("their end")[0]
+                                .split("hands out by pointer", 1)[-1])) | set(
+        re.findall(r"\breel_\w+", rule.split("Fixed, never to grow:", 1)[1]))
+    structs = _public_structs()
+    assert len(structs) >= 30, structs
+    checked = (ROOT / "tests" / "c" / "test_api.c").read_text()
+    missing = []
+    for name, last in structs.items():
+        if name in exceptions:
+            assert not last.startswith("uint8_t reserved["), f"{name} has reserved: drop it from the exceptions"
+            continue
+        if not re.fullmatch(r"uint8_t reserved\[\d+\]", last):
+            missing.append(f"{name}: last member {last!r}")
+        elif f"ENDS_WITH_RESERVED({name});" not in checked:
+            missing.append(f"{name}: not checked by ENDS_WITH_RESERVED in tests/c/test_api.c")
+    assert not missing, "\n".join(missing)
+    assert exceptions >= {"reel_error", "reel_field", "reel_frame_entry", "reel_batch"}, exceptions

@@ -5,6 +5,7 @@ with a reason and naming a test that exists."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 from conftest import load_allowed_skips, skip_allowed
@@ -44,6 +45,8 @@ def test_every_rule_has_a_reason_and_names_a_test_that_exists():
             assert src.is_file(), f"{where}: no {src}"
             if not GLOB.search(parts[2]):
                 assert f"TEST({parts[2]})" in src.read_text(), f"{where}: no such test"
+        elif where.startswith("wheel/"):
+            assert (ROOT / "scripts" / where[len("wheel/"):]).is_file(), f"{where}: no such runner stage"
         else:
             assert where.startswith("py/"), where
             file, _, name = where[3:].partition("::")
@@ -70,3 +73,17 @@ def test_a_malformed_rule_is_refused(tmp_path):
         assert "WHERE | MESSAGE | WHY" in str(exc)
     else:
         raise AssertionError("a rule without a reason was accepted")
+
+
+def test_the_wheel_stage_skip_is_checked_in_strict_mode(tmp_path):
+    """scripts/run_tests.sh counts the wheel stage's skip (no FFmpeg cache, no
+    wheel) and, in strict mode, asks scripts/allowed_skips.py about it: the
+    message it asks with is allowed by the list, another one is not."""
+    runner = (ROOT / "scripts" / "run_tests.sh").read_text()
+    m = re.search(r'^wheel_skip="([^"]+)"$', runner, re.M)
+    assert m, "run_tests.sh: no wheel_skip message"
+    assert 'python3 scripts/allowed_skips.py wheel/test_wheel.sh "$wheel_skip"' in runner
+    check = ["python3", str(ROOT / "scripts" / "allowed_skips.py"), "wheel/test_wheel.sh"]
+    assert subprocess.run(check + [m.group(1)], timeout=60).returncode == 0
+    assert subprocess.run(check + ["the wheel failed to build"], timeout=60).returncode == 1
+    assert subprocess.run(check[:2] + ["wheel/other.sh", m.group(1)], timeout=60).returncode == 1

@@ -1,0 +1,16 @@
+/* open.h: opening a video whose remoteness the caller already knows. A
+ * dataset entry decides once whether it is at a URL (pipeline/entry.h) and
+ * the loader's video source opens it here with that answer; the public
+ * reel_decoder_open asks once and comes here too, so that no layer below
+ * (the decoder, src/io) asks again. */
+#ifndef REEL_DECODER_OPEN_H
+#define REEL_DECODER_OPEN_H
+
+#include "reel/decoder.h"
+
+/* reel_decoder_open for `path` known to be remote (an http(s)/s3 URL,
+ * remote != 0: read through src/io) or a local file (remote == 0). */
+int reel__decoder_open_as(reel_decoder **out, const char *path, int remote, const reel_decoder_settings *s,
+                          reel_error *err);
+
+#endif
