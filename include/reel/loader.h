@@ -457,9 +457,9 @@ REEL_API int reel_loader_epoch_shape(int64_t num_samples, int world_size, reel_s
  *  display pixels as reel_clip_info reports it (the whole frame when there
  *  is none), `out_size` the output (w, h), `flipped` 1 if mirrored. For a
  *  caller that decodes given clips itself (reel.ray.ClipDecoder). */
-REEL_API int reel_loader_clip_geometry(const reel_loader_settings *s, int64_t epoch, int64_t sample, int clip,
-                                       int src_w, int src_h, int32_t crop[4], int32_t out_size[2], int *flipped,
-                                       reel_error *err);
+REEL_API int reel_loader_settings_get_clip_geometry(const reel_loader_settings *s, int64_t epoch, int64_t sample,
+                                                    int clip, int src_w, int src_h, int32_t crop[4],
+                                                    int32_t out_size[2], int *flipped, reel_error *err);
 
 /** The runs of consecutive samples of `ds` that its source reads best
  *  together, for a caller that splits the work itself (a Ray read task per

@@ -302,8 +302,9 @@ static PyObject *mod_redact_url(PyObject *m, PyObject *arg)
 
 /* clip_geometry(settings, epoch, sample, clip, width, height): the crop
  * (x, y, w, h), output (w, h) and flip the loader gives that clip
- * (reel_loader_clip_geometry); settings: Loader settings by C field name
- * (keys that are no plain field, like "samples" or "remote", are ignored). */
+ * (reel_loader_settings_get_clip_geometry); settings: Loader settings by C
+ * field name (keys that are no plain field, like "samples" or "remote", are
+ * ignored). */
 static PyObject *mod_clip_geometry(PyObject *module, PyObject *args)
 {
     PyObject *settings;
@@ -314,7 +315,7 @@ static PyObject *mod_clip_geometry(PyObject *module, PyObject *args)
     reel_loader_settings s;
     reel_loader_default_settings(&s);
     size_t n = 0;
-    const reel_field *table = reel_loader_settings_fields(&n);
+    const reel_field *table = reel_loader_settings_get_fields(&n);
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(settings, &pos, &key, &value)) {
@@ -330,7 +331,7 @@ static PyObject *mod_clip_geometry(PyObject *module, PyObject *args)
     int flipped = 0;
     reel_error err;
     reel_error_clear(&err);
-    int r = reel_loader_clip_geometry(&s, epoch, sample, clip, w, h, crop, out, &flipped, &err);
+    int r = reel_loader_settings_get_clip_geometry(&s, epoch, sample, clip, w, h, crop, out, &flipped, &err);
     if (r != REEL_OK) return raise_err(PyModule_GetState(module), r, &err, NULL);
     return Py_BuildValue("((iiii)(ii)O)", crop[0], crop[1], crop[2], crop[3], out[0], out[1],
                          flipped ? Py_True : Py_False);

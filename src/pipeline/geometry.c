@@ -277,8 +277,9 @@ void reel__layout_frame(int layout, int T, int h, int w, int64_t row, int t, int
     }
 }
 
-int reel_loader_clip_geometry(const reel_loader_settings *s, int64_t epoch, int64_t sample, int clip, int src_w,
-                              int src_h, int32_t crop[4], int32_t out_size[2], int *flipped, reel_error *err)
+int reel_loader_settings_get_clip_geometry(const reel_loader_settings *s, int64_t epoch, int64_t sample, int clip,
+                                           int src_w, int src_h, int32_t crop[4], int32_t out_size[2], int *flipped,
+                                           reel_error *err)
 {
     reel_error_clear(err);
     if (!s || !crop || !out_size || !flipped) return reel__error_set(err, REEL_E_INVALID_ARG, "clip_geometry: NULL");
