@@ -55,7 +55,7 @@ def as_tensor(x: Any) -> torch.Tensor:
 
 
 class TorchBatch(NamedTuple):
-    frames: torch.Tensor  #: [B, T, C, H, W] (or the loader's layout)
+    frames: Any  #: [B, T, C, H, W] (or the loader's layout); a list of [T, C, H, W] for variable batches
     labels: torch.Tensor  #: [B] int64
     info: List[ClipInfo]
 
@@ -114,7 +114,7 @@ class TorchLoader:
             raise StopIteration
         frames, labels = batch.torch()
         if self.device is not None and self.device.type != "cpu":
-            frames = frames.to(self.device, non_blocking=self.non_blocking)
+            frames = _each(frames, lambda f: f.to(self.device, non_blocking=self.non_blocking))
             labels = labels.to(self.device, non_blocking=self.non_blocking)
             if self.non_blocking and self.device.type == "cuda":
                 event = torch.cuda.Event()
@@ -421,6 +421,11 @@ class VideoDataset(torch.utils.data.IterableDataset):
         return f"reel.torch.VideoDataset({self.source!r}, {what}, {self.loader_args})"
 
 
+def _each(frames: Any, fn: Any) -> Any:
+    """fn on a batch's frames: one tensor, or each of a variable batch's list."""
+    return [fn(f) for f in frames] if isinstance(frames, list) else fn(frames)
+
+
 def _shared_copy(t: torch.Tensor) -> torch.Tensor:
     """`t` copied into shared memory, as a DataLoader worker sends tensors
     anyway: one copy, and the ring buffer is free at once."""
@@ -465,10 +470,10 @@ class _DatasetIterator:
             frames, labels = batch.torch()
             if not self._clips:
                 if self._shared:
-                    frames, labels = _shared_copy(frames), _shared_copy(labels)
+                    frames, labels = _each(frames, _shared_copy), _shared_copy(labels)
                 return TorchBatch(frames, labels, batch.info)
             # one copy; the ring buffer goes back now
-            frames = _shared_copy(frames) if self._shared else frames.clone()
+            frames = _each(frames, _shared_copy if self._shared else lambda f: f.clone())
             ys = labels.tolist()
             self._pending = [TorchClip(frames[i], ys[i], c.sample, c.clip, c.padded, batch.epoch,
                                        batch.samples_seen) for i, c in enumerate(batch.info)]

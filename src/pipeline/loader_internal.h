@@ -145,6 +145,9 @@ static inline int64_t batches_in_epoch(const reel_loader *l, int64_t epoch)
 /* A slot is done (success or final failure); the last one of its batch
  * hands the batch to the collate stage. */
 void reel__loader_slot_finish(reel_loader *l, reel_slot *s);
+/* Collate: a slot that failed; the batch keeps the first real failure (for
+ * RAISE), or notes a cancellation. */
+void reel__loader_collate_failed(reel_batchbuf *bb, const reel_slot *s);
 /* Frees the source's per-sample state of a slot. */
 void reel__loader_slot_close(reel_loader *l, reel_slot *s);
 /* Names the calling thread ("reel-decode-3"; id < 0: "reel-<name>"). */

@@ -489,6 +489,20 @@ void *reel__loader_decode_main(void *arg)
 
 /* ------------------------------------------------------ stage 3: collate */
 
+void reel__loader_collate_failed(reel_batchbuf *bb, const reel_slot *s)
+{
+    if (bb->status == REEL_OK && s->status != REEL_E_CANCELLED) {
+        bb->status = s->status;
+        bb->err = s->err;
+        bb->err_sample = s->sample;
+        bb->err_position = s->position;
+    }
+    if (s->status == REEL_E_CANCELLED && bb->status == REEL_OK) {
+        bb->status = REEL_E_CANCELLED;
+        reel__error_set(&bb->err, REEL_E_CANCELLED, "loader: cancelled");
+    }
+}
+
 static void collate(reel_loader *l, reel_batchbuf *bb)
 {
     if (l->variable) {
@@ -505,16 +519,7 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
         reel_slot *s = &bb->slots[j];
         if (s->status != REEL_OK) {
             failed++;
-            if (bb->status == REEL_OK && s->status != REEL_E_CANCELLED) {
-                bb->status = s->status;
-                bb->err = s->err;
-                bb->err_sample = s->sample;
-                bb->err_position = s->position;
-            }
-            if (s->status == REEL_E_CANCELLED && bb->status == REEL_OK) {
-                bb->status = REEL_E_CANCELLED;
-                reel__error_set(&bb->err, REEL_E_CANCELLED, "loader: cancelled");
-            }
+            reel__loader_collate_failed(bb, s);
             continue;
         }
         const char *path = sample_entry(l, s->sample)->path;

@@ -145,16 +145,7 @@ void reel__loader_collate_variable(reel_loader *l, reel_batchbuf *bb)
         reel_slot *s = &bb->slots[j];
         if (s->status != REEL_OK) {
             failed++;
-            if (bb->status == REEL_OK && s->status != REEL_E_CANCELLED) {
-                bb->status = s->status;
-                bb->err = s->err;
-                bb->err_sample = s->sample;
-                bb->err_position = s->position;
-            }
-            if (s->status == REEL_E_CANCELLED && bb->status == REEL_OK) {
-                bb->status = REEL_E_CANCELLED;
-                reel__error_set(&bb->err, REEL_E_CANCELLED, "loader: cancelled");
-            }
+            reel__loader_collate_failed(bb, s);
             continue;
         }
         reel_clip_info *ci = &bb->clips[out];

@@ -178,3 +178,22 @@ def test_example_collate_is_qwen2_vl_patch_order(vids):
     assert torch.allclose(out["pixel_values_videos"][0], want)
     # the second patch is the right neighbour inside the first 2x2 merge block
     assert torch.allclose(out["pixel_values_videos"][1], x[0:2, :, :14, 14:28].permute(1, 0, 2, 3).flatten())
+
+
+def test_torch_wrappers_take_variable_batches(vids):
+    import reel.torch
+
+    want = {v: reference(v)[0] for v in vids}
+    with loader(vids) as L:
+        n = 0
+        for tb in reel.torch.TorchLoader(L):
+            assert isinstance(tb.frames, list)
+            for f, ci in zip(tb.frames, tb.info):
+                assert torch.equal(f, want[ci.path])
+                n += 1
+        assert n == len(vids)
+    ds = reel.torch.VideoDataset(vids, clips=True, sampler="fps", size_policy=SP, batch_size=2, shuffle=False, **FPS)
+    clips = list(torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0))
+    assert sorted(c.sample for c in clips) == list(range(len(vids)))
+    for c in clips:
+        assert torch.equal(c.frames, want[vids[c.sample]])
