@@ -150,7 +150,10 @@ typedef struct reel_store_info {
     int short_side, width, height, quality, zstd_level, gop;
     double fps;
     int every;
-    uint8_t reserved[64]; /**< zero; room to grow (common.h) */
+    /** The whole-video sampler the store was built with
+     *  (reel_pack_settings.sampler; 0: none) and its settings (0 when unused). */
+    int sampler, min_frames, max_frames, frames, frame_factor;
+    uint8_t reserved[44]; /**< zero; room to grow (common.h) */
 } reel_store_info;
 
 /** One record (one video or segment). Its pointers are returned (common.h):

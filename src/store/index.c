@@ -656,6 +656,11 @@ void reel_store_get_info(const reel_store *s, reel_store_info *info)
     info->gop = s->params.gop;
     info->fps = s->params.fps;
     info->every = s->params.every;
+    info->sampler = s->params.sampler;
+    info->min_frames = s->params.min_frames;
+    info->max_frames = s->params.max_frames;
+    info->frames = s->params.frames;
+    info->frame_factor = s->params.frame_factor;
 }
 
 int reel_store_get_record(const reel_store *s, int64_t i, reel_store_record *o, reel_error *err)

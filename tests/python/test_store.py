@@ -197,6 +197,10 @@ def test_pack_whole_video_samplers_store_clips_at_fps_frames(videos, tmp_path):
 
     rep = reel.pack(videos, tmp_path / "fps", size=96, format="raw", sampler="fps", fps=7.0, max_frames=9)
     assert rep["failed"] == 0
+    info = reel.store_info(tmp_path / "fps")
+    assert (info["sampler"], info["fps"], info["min_frames"], info["max_frames"], info["frame_factor"]) == \
+        ("fps", 7.0, 4, 9, 2)
+    assert reel.store_info(tmp_path / "fps").get("every") == 0
     w = want(reel.clips_at_fps, fps=7.0, max_frames=9)
     assert sorted(len(v) for v in w.values()) == [8] * 6  # 30..40 frames at 25 fps: 8.4..11.2 -> 8 (max 9)
     assert store_frames(tmp_path / "fps") == w
