@@ -199,13 +199,15 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
         Py_XDECREF(n);
     }
     PyObject *res =
-        classes ? Py_BuildValue("{s:s,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:d,s:i,s:s,s:i,s:i,s:i,s:i,s:N}", "format",
-                                fmts[i.format >= 1 && i.format <= 3 ? i.format : 0], "version", i.version, "records",
-                                (long long)i.num_records, "frames", (long long)i.num_frames, "failed",
+        classes ? Py_BuildValue("{s:s,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:d,s:i,s:s,s:i,s:i,s:i,s:i,s:N}",
+                                "format", fmts[i.format >= 1 && i.format <= 3 ? i.format : 0], "version", i.version,
+                                "records", (long long)i.num_records, "frames", (long long)i.num_frames, "failed",
                                 (long long)i.num_failed, "bytes", (long long)i.bytes, "shards", i.num_shards,
                                 "short_side", i.short_side, "width", i.width, "height", i.height, "quality", i.quality,
                                 "gop", i.gop, "fps", i.fps, "every", i.every, "sampler",
-                                i.sampler == REEL_SAMPLE_FPS ? "fps" : i.sampler == REEL_SAMPLE_COUNT ? "count" : "",
+                                i.sampler == REEL_SAMPLE_FPS     ? "fps"
+                                : i.sampler == REEL_SAMPLE_COUNT ? "count"
+                                                                 : "",
                                 "min_frames", i.min_frames, "max_frames", i.max_frames, "frames_per_video", i.frames,
                                 "frame_factor", i.frame_factor, "class_names", classes)
                 : NULL;
