@@ -1,18 +1,23 @@
 #!/usr/bin/env python3
-"""scripts/check_layers.py [BUILD_DIR]: reads the tree and checks that
-dependencies point one way, down the layers of docs/ARCHITECTURE.md:
+"""scripts/check_layers.py [--graph] [BUILD_DIR]: the one layering check.
 
-    pack -> pipeline -> store -> decoder -> io -> convert -> core
-
-(a module may use any module below it, never one above), and that the files
-of src/io do not call each other in a circle. Includes are read from the
-sources (src/*/*.[ch], public headers counted as their module's); calls from
-the objects of BUILD_DIR (default build/) with nm, when they are there.
-
-Edges still being fixed are listed in KNOWN_PENDING below with who fixes
-them; the check fails on any other edge, and notes a pending edge that is
-gone (remove it then: the list only shrinks). Prints one line per problem;
-exit status 1 if any."""
+Reads the tree and checks that dependencies are those docs/ARCHITECTURE.md
+draws (issue 17, Checks):
+  1. modules: no include or call from a module of src/ into one it may not
+     use (ALLOWED: store -> pipeline, core -> convert, ... are upward); read
+     from the sources (includes, and calls of functions another module
+     defines) and, when BUILD_DIR (default build/) holds the objects, from
+     their symbols (nm: every call that links, inline ones included);
+  2. the public headers keep the same order among themselves;
+  3. src/io: its files call each other in no circle (sources and objects),
+     its headers include each other in no circle, io_common.h is the leaf
+     and no transport includes io/io_internal.h (the front end above them);
+  4. "is it remote?" is asked only where a path enters (REMOTE_ASKERS): a
+     dataset entry carries the answer down through the sources;
+  5. no private header is named like a public one.
+Prints one line per finding (--graph: the src/io call graph first) and exits
+1 if there is any. tests/python/test_layers.py runs it on the tree and on
+copies with planted faults."""
 
 from __future__ import annotations
 
@@ -21,102 +26,70 @@ import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Dict, Iterator, List, Set, Tuple
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYERS = ["core", "convert", "io", "decoder", "store", "pipeline", "pack"]  # bottom to top
-RANK = {m: i for i, m in enumerate(LAYERS)}
-# Public headers by the module that implements them (reel.h, pipeline.h and
-# deprecated.h gather others: they belong to the top).
-PUBLIC = {"common.h": "core", "convert.h": "convert", "io.h": "io", "decoder.h": "decoder", "store.h": "store",
-          "dataset.h": "pipeline", "sampler.h": "pipeline", "loader.h": "pipeline", "pipeline.h": "pipeline",
-          "reel.h": "pipeline", "deprecated.h": "pipeline"}
 
-# "kind from -> to": why it is still here and who removes it.
-KNOWN_PENDING = {
+# Each module and what it may use, bottom to top (ARCHITECTURE.md, "Modules").
+ALLOWED: Dict[str, Set[str]] = {
+    "core": set(),
+    "io": {"core"},
+    "convert": {"core"},
+    "decoder": {"core", "io", "convert"},
+    "store": {"core", "io", "convert", "decoder"},
+    "pipeline": {"core", "io", "convert", "decoder", "store"},
+    "pack": {"core", "io", "convert", "decoder", "store", "pipeline"},
 }
+# The public headers by the module that implements them (reel.h and
+# deprecated.h gather the others and belong to none).
+PUBLIC = {"common.h": "core", "io.h": "io", "convert.h": "convert", "decoder.h": "decoder", "store.h": "store",
+          "dataset.h": "pipeline", "sampler.h": "pipeline", "order.h": "pipeline", "loader.h": "pipeline",
+          "pipeline.h": "pipeline"}
+# Who may ask reel__io_is_remote: the I/O layer, which owns the question,
+# and the places where a path enters reel. The dataset decides once per entry
+# (pipeline/entry.h) and the sources, the loader and the decoder below them
+# use that answer; the public path-taking entries (reel_decoder_open, and
+# reel__io_open under reel_store_open and the manifest reader) ask once for a
+# path that comes from no entry.
+REMOTE_ASKERS = {"pipeline/dataset.c", "pipeline/dataset_manifest.c", "decoder/open.c"}
+TRANSPORT = re.compile(r"^(file|http.*|s3.*|pool)\.c$")
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"([\w/]+\.h)"', re.M)
-
-
-def module_of_include(inc: str, here: str) -> str:
-    if inc.startswith("reel/"):
-        return PUBLIC.get(inc[len("reel/"):], "pipeline")
-    if "/" in inc:
-        return inc.split("/", 1)[0]
-    return here  # a header next to the file
-
-
-def include_edges() -> dict:
-    edges = defaultdict(list)
-    for f in sorted((ROOT / "src").glob("*/*.[ch]")):
-        here = f.parent.name
-        for inc in INCLUDE.findall(f.read_text(errors="replace")):
-            to = module_of_include(inc, here)
-            if to != here and to in RANK:
-                edges[(here, to)].append(f"{f.relative_to(ROOT)}: {inc}")
-    # the public headers themselves
-    for f in sorted((ROOT / "include" / "reel").glob("*.h")):
-        here = PUBLIC.get(f.name, "pipeline")
-        for inc in INCLUDE.findall(f.read_text(errors="replace")):
-            to = PUBLIC.get(Path(inc).name, "pipeline")
-            if to != here:
-                edges[(here, to)].append(f"{f.relative_to(ROOT)}: {inc}")
-    return edges
+INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+DEFINITION_RE = re.compile(r"^(?!static\b)[A-Za-z_][\w \t\*]*?[\s\*](reel_\w+)\s*\(([^;{]*?)\)\s*\{", re.M | re.S)
+IDENT_RE = re.compile(r"\breel_\w+\b")
+# comments and literals in one pass, left to right: "s3://" is a string, not a comment
+NOT_CODE = re.compile(r'/\*.*?\*/|//[^\n]*|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 
 
-def object_symbols(build: Path) -> dict:
-    """{source path: (defined, undefined)} from build/CMakeFiles/reel_obj.dir."""
-    objdir = build / "CMakeFiles" / "reel_obj.dir" / "src"
-    out = {}
-    if not objdir.is_dir():
-        return out
-    for o in sorted(objdir.glob("*/*.c.o")):
-        src = ROOT / "src" / o.parent.name / o.name[:-2]
-        if not src.exists():
-            continue  # a stale object of a removed file
-        r = subprocess.run(["nm", "-g", str(o)], capture_output=True, text=True)
-        if r.returncode != 0:
-            continue
-        defined, undefined = set(), set()
-        for line in r.stdout.splitlines():
-            parts = line.split()
-            if len(parts) >= 2 and parts[-2] == "U":
-                undefined.add(parts[-1])
-            elif len(parts) == 3 and parts[1] in "TDBRC" and parts[2].startswith("reel"):
-                defined.add(parts[2])
-        out[src.relative_to(ROOT)] = (defined, undefined)
-    return out
+def code_of(text: str) -> str:
+    """The text without comments and string literals."""
+    return NOT_CODE.sub(lambda m: '""' if m.group(0)[0] in "\"'" else " ", text)
 
 
-def call_edges(syms: dict) -> tuple:
-    owner = {}
-    for src, (defined, _) in syms.items():
-        for s in defined:
-            owner[s] = src
-    modules, files = defaultdict(list), defaultdict(set)
-    for src, (_, undefined) in syms.items():
-        for s in undefined:
-            to = owner.get(s)
-            if to is None or to == src:
-                continue
-            a, b = src.parts[1], to.parts[1]
-            if a != b:
-                modules[(a, b)].append(f"{src} calls {s} ({to})")
-            elif a == "io":
-                files[src.name].add(to.name)
-    return modules, files
+def included_module(name: str, here: str) -> str | None:
+    """The module an #include names: "store/x.h", "reel/store.h", or a
+    header next to the including file."""
+    if name.startswith("reel/"):
+        return PUBLIC.get(name[5:])
+    if "/" in name:
+        head = name.split("/", 1)[0]
+        return head if head in ALLOWED else None
+    return here
 
 
-def cycles(graph: dict) -> list:
-    """The strongly connected components with more than one node (Tarjan)."""
-    index, low, stack, on, out, counter = {}, {}, [], set(), [], [0]
+def cycles(graph: Dict[str, Set[str]]) -> List[List[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index: Dict[str, int] = {}
+    low: Dict[str, int] = {}
+    stack: List[str] = []
+    on: Set[str] = set()
+    out: List[List[str]] = []
 
-    def visit(v):
-        index[v] = low[v] = counter[0]
-        counter[0] += 1
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
         stack.append(v)
         on.add(v)
-        for w in graph.get(v, ()):
+        for w in sorted(graph.get(v, ())):
             if w not in index:
                 visit(w)
                 low[v] = min(low[v], low[w])
@@ -133,50 +106,135 @@ def cycles(graph: dict) -> list:
             if len(comp) > 1:
                 out.append(sorted(comp))
 
-    for v in list(graph):
+    for v in sorted(graph):
         if v not in index:
             visit(v)
     return out
 
 
-def problems(build: Path) -> tuple:
-    found, seen = [], set()
-    for (a, b), where in sorted(include_edges().items()):
-        if RANK[a] < RANK[b]:
-            key = f"include {a} -> {b}"
-            seen.add(key)
-            if key not in KNOWN_PENDING:
-                found.append(f"{key} (upward): " + "; ".join(where[:4]))
-    syms = object_symbols(build)
-    if syms:
-        modules, files = call_edges(syms)
-        for (a, b), where in sorted(modules.items()):
-            if RANK.get(a, 0) < RANK.get(b, 0):
-                key = f"call {a} -> {b}"
-                seen.add(key)
-                if key not in KNOWN_PENDING:
-                    found.append(f"{key} (upward): " + "; ".join(sorted(where)[:4]))
-        for comp in cycles({k: sorted(v) for k, v in files.items()}):
-            seen.add("io-circle")
-            if "io-circle" not in KNOWN_PENDING:
-                found.append("src/io files call each other in a circle: " + " <-> ".join(comp))
-    fixed = [f"{key} is fixed: remove it from KNOWN_PENDING in scripts/check_layers.py ({why})"
-             for key, why in KNOWN_PENDING.items()
-             if key not in seen and (syms or not key.startswith(("call", "io-circle")))]
-    return found, fixed, bool(syms)
+class Tree:
+    """The sources of one tree (the real one, or a copy a test plants a fault in)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.files = {p.relative_to(root / "src").as_posix(): code_of(p.read_text(errors="replace"))
+                      for p in sorted((root / "src").glob("*/*.[ch]"))}
+        self.raw_includes = {f: INCLUDE_RE.findall((root / "src" / f).read_text(errors="replace")) for f in self.files}
+        self.defined: Dict[str, str] = {}  # function -> file ("io/io.c")
+        for f, text in self.files.items():
+            if f.endswith(".c"):
+                for m in DEFINITION_RE.finditer(text):
+                    self.defined[m.group(1)] = f
+
+    def calls(self, f: str) -> Iterator[Tuple[str, str]]:
+        """(function, the file defining it) for each function of another file that f names."""
+        for name in sorted(set(IDENT_RE.findall(self.files[f]))):
+            owner = self.defined.get(name)
+            if owner and owner != f:
+                yield name, owner
+
+
+def module_findings(tree: Tree) -> List[str]:
+    bad = set()
+    for f in tree.files:
+        mod = f.split("/")[0]
+        for inc in tree.raw_includes[f]:
+            used = included_module(inc, mod)
+            if used and used != mod and used not in ALLOWED.get(mod, set()):
+                bad.add(f"upward: src/{f}: {mod} -> {used} (#include \"{inc}\")")
+        for name, owner in tree.calls(f):
+            used = owner.split("/")[0]
+            if used != mod and used not in ALLOWED.get(mod, set()):
+                bad.add(f"upward: src/{f}: {mod} -> {used} (calls {name})")
+    headers = tree.root / "include" / "reel"
+    for h in sorted(headers.glob("*.h")):
+        mod = PUBLIC.get(h.name)
+        for inc in INCLUDE_RE.findall(h.read_text()) if mod else ():
+            used = PUBLIC.get(inc.split("/")[-1])
+            if used and used != mod and used not in ALLOWED[mod]:
+                bad.add(f"upward: include/reel/{h.name}: {mod} -> {used} ({inc})")
+    public = {h.name for h in headers.glob("*.h")}
+    for f in tree.files:
+        if f.endswith(".h") and f.split("/")[1] in public:
+            bad.add(f"private header src/{f} is named like a public one")
+    return sorted(bad)
+
+
+def io_findings(tree: Tree, show: bool = False) -> List[str]:
+    io = {f: text for f, text in tree.files.items() if f.startswith("io/")}
+    calls = {f: {owner for _, owner in tree.calls(f) if owner.startswith("io/")} for f in io if f.endswith(".c")}
+    if show:
+        for f in sorted(calls):
+            print(f"{f} -> {', '.join(sorted(calls[f])) or '(nothing)'}")
+    out = [f"src/io call cycle among {', '.join(c)}" for c in cycles(calls)]
+    includes = {f: {"io/" + i[3:] for i in tree.raw_includes[f] if i.startswith("io/") and "io/" + i[3:] in io}
+                for f in io if f.endswith(".h")}
+    out += [f"src/io include cycle among {', '.join(c)}" for c in cycles(includes)]
+    if includes.get("io/io_common.h"):
+        out.append("io_common.h is the leaf but includes " + ", ".join(sorted(includes["io/io_common.h"])))
+    for f in io:
+        if TRANSPORT.match(f[3:]) and "io/io_internal.h" in tree.raw_includes[f]:
+            out.append(f"{f[3:]} is a transport but includes io/io_internal.h (the front end above it)")
+    return out
+
+
+def remote_findings(tree: Tree) -> List[str]:
+    return [f"src/{f} asks reel__io_is_remote: the entry (or the public entry above) has decided it"
+            for f, text in tree.files.items()
+            if f not in REMOTE_ASKERS and not f.startswith("io/") and re.search(r"\breel__io_is_remote\s*\(", text)]
+
+
+def object_findings(tree: Tree, build: Path) -> Tuple[List[str], bool]:
+    """Calls that link, from the objects of build/ (nm): module order and the
+    src/io circle. (findings, whether there were objects)."""
+    objdir = build / "CMakeFiles" / "reel_obj.dir" / "src"
+    owner: Dict[str, str] = {}
+    undefined: Dict[str, Set[str]] = {}
+    for o in sorted(objdir.glob("*/*.c.o")) if objdir.is_dir() else ():
+        f = f"{o.parent.name}/{o.name[:-2]}"
+        if f not in tree.files:
+            continue  # a stale object of a removed file
+        r = subprocess.run(["nm", "-g", str(o)], capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            continue
+        undefined[f] = set()
+        for line in r.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[-2] == "U":
+                undefined[f].add(parts[-1])
+            elif len(parts) == 3 and parts[1] in "TDBRC" and parts[2].startswith("reel"):
+                owner[parts[2]] = f
+    out, io_calls = set(), defaultdict(set)
+    for f, syms in undefined.items():
+        for s in syms:
+            to = owner.get(s)
+            if not to or to == f:
+                continue
+            a, b = f.split("/")[0], to.split("/")[0]
+            if a != b and b not in ALLOWED.get(a, set()):
+                out.add(f"upward call (objects): src/{f}: {a} -> {b} ({s})")
+            elif a == b == "io":
+                io_calls[f].add(to)
+    out |= {f"src/io call cycle (objects) among {', '.join(c)}" for c in cycles(io_calls)}
+    return sorted(out), bool(undefined)
+
+
+def check(root: Path = ROOT, build: Path | None = None, show: bool = False) -> Tuple[List[str], bool]:
+    """(findings, whether built objects were read) for the tree at root."""
+    tree = Tree(root)
+    found = module_findings(tree) + io_findings(tree, show) + remote_findings(tree)
+    objects, had = object_findings(tree, build if build is not None else root / "build")
+    return found + objects, had
 
 
 def main() -> int:
-    build = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "build"
-    found, fixed, had_objects = problems(build)
-    if not had_objects:
-        print(f"check_layers: no objects in {build}: includes checked, calls not", file=sys.stderr)
+    args = [a for a in sys.argv[1:] if a != "--graph"]
+    found, had_objects = check(ROOT, Path(args[0]) if args else None, "--graph" in sys.argv[1:])
     for p in found:
         print(p)
-    for p in fixed:
-        print(f"note: {p}", file=sys.stderr)
-    pending = ", ".join(KNOWN_PENDING) or "none"
-    print(f"check_layers: {len(found)} problem(s); known pending: {pending}", file=sys.stderr)
+    if not had_objects:
+        print("check_layers: no built objects: sources checked, linked calls not", file=sys.stderr)
+    print(f"check_layers: {len(found)} problem(s)", file=sys.stderr)
     return 1 if found else 0
 
 

@@ -153,7 +153,7 @@ typedef enum reel_field_type {
  *  "remote.requests") are nested: one object per prefix. The tables are
  *  static: never freed, valid for the life of the process. */
 typedef struct reel_field {
-    const char *name;     /**< the key in JSON, Python and the docs */
+    const char *name;     /**< the key in JSON, Python and the docs; static (ownership above) */
     reel_field_type type; /**< how it is stored */
     size_t offset;        /**< offsetof(struct, field) */
 } reel_field;
@@ -174,7 +174,8 @@ REEL_API void reel_error_clear(reel_error *err);
 REEL_API const char *reel_version(void);
 
 /** Versions of the FFmpeg libraries reel runs against, e.g.
- *  "libavcodec 59.37.100, libavformat 59.27.100, ...". */
+ *  "libavcodec 59.37.100, libavformat 59.27.100, ...". Static: valid
+ *  forever, never freed. */
 REEL_API const char *reel_ffmpeg_versions(void);
 
 /** What this copy of reel was built with, as one JSON object: "reel",

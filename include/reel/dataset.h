@@ -23,7 +23,7 @@ typedef struct reel_dataset reel_dataset;
 
 /** One dataset entry, as returned by reel_dataset_get(). */
 typedef struct reel_sample {
-    const char *path;     /**< owned by the dataset */
+    const char *path;     /**< returned (common.h): lives as long as the dataset */
     int64_t label;        /**< class index; -1 if the sample has no label */
     double start;         /**< segment start, seconds of stream time (pts x time base); 0: from the first frame */
     double end;           /**< segment end (exclusive), same clock; < 0: to the last frame */
@@ -101,7 +101,7 @@ REEL_API int reel_dataset_get(const reel_dataset *ds, size_t i, reel_sample *out
 /** Number of class names (0 with integer labels). */
 REEL_API size_t reel_dataset_get_num_classes(const reel_dataset *ds);
 
-/** Class name of a label index, or NULL. */
+/** Class name of a label index, or NULL. Lives as long as the dataset. */
 REEL_API const char *reel_dataset_get_class_name(const reel_dataset *ds, int64_t label);
 
 #ifdef __cplusplus

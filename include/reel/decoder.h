@@ -43,12 +43,13 @@ typedef struct reel_decoder_settings {
     int threads;                        /**< decoder threads; 0 (default): chosen from the core count */
     reel_corrupt_policy corrupt_policy; /**< reel_corrupt_policy */
     reel_index_mode index_mode;         /**< reel_index_mode; default REEL_INDEX_OFF */
-    const char *index_path;             /**< sidecar path; NULL: "<video path>.reelidx" */
+    const char *index_path;             /**< sidecar path, borrowed (common.h); NULL: "<video path>.reelidx" */
     /** Videos at http(s)/s3 URLs: their sidecars live in this local folder
      *  (created if missing), named by a hash of the URL without its query
      *  string, and are valid only for the object's size and ETag (or
      *  Last-Modified); index_mode applies as for files. NULL (default): the
-     *  REEL_INDEX_CACHE environment variable, else no sidecar for URLs. */
+     *  REEL_INDEX_CACHE environment variable, else no sidecar for URLs.
+     *  Borrowed (common.h). */
     const char *index_cache_dir;
     int skip_nonref;     /**< 1 (default): skip decoding of non-reference frames
                                  that no requested frame needs, where the codec allows */
@@ -71,15 +72,15 @@ typedef struct reel_decoder_settings {
      *  stays usable, and a later call starts afresh. Must be cheap and
      *  thread-safe (it reads a flag another thread sets). */
     int (*interrupt)(void *opaque);
-    void *interrupt_opaque; /**< passed to interrupt */
+    void *interrupt_opaque; /**< passed to interrupt; borrowed (common.h) */
     /** http(s):// and s3:// paths: how the object is fetched (reel/io.h);
      *  borrowed (common.h), its strings and pool too. NULL (default):
      *  reel_remote_default_settings(). */
     const struct reel_remote_settings *remote;
     /** A video at a URL adds every request made for it here (requests,
      *  retries, failures, bytes, durations) when it is closed, or when
-     *  opening it failed; NULL (default): not kept. Not thread-safe: one
-     *  tally per decoder at a time. */
+     *  opening it failed; NULL (default): not kept. Borrowed (common.h). Not
+     *  thread-safe: one tally per decoder at a time. */
     struct reel_remote_stats *remote_stats;
     /** GOP-parallel decoding: >= 2: a reel_decoder_get_frames* call whose
      *  decode plan has two or more keyframe runs splits the runs (balanced by
@@ -117,7 +118,8 @@ typedef enum reel_index_source {
     REEL_INDEX_FROM_SIDECAR = 2    /**< a valid sidecar file */
 } reel_index_source;
 
-/** Stream metadata. Strings are NUL-terminated and owned by the struct. */
+/** Stream metadata. Strings are NUL-terminated arrays inside the struct (no
+ *  pointers to keep alive). */
 typedef struct reel_video_info {
     char codec[32];       /**< FFmpeg codec name, e.g. "h264" */
     char profile[48];     /**< e.g. "High", "" if unknown */

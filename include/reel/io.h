@@ -20,7 +20,7 @@ extern "C" {
  *  The callbacks are called from the thread that calls the decoder. */
 #define REEL_SEEK_SIZE 0x10000
 typedef struct reel_io {
-    void *opaque;
+    void *opaque; /**< passed to the callbacks; borrowed (common.h) */
     int (*read)(void *opaque, uint8_t *buf, int size);
     int64_t (*seek)(void *opaque, int64_t offset, int whence);
     uint8_t reserved[32]; /**< zero; room to grow (common.h) */
@@ -58,13 +58,14 @@ typedef struct reel_remote_settings {
     size_t whole_object_max;    /**< objects up to this size are fetched whole; default 16 MiB */
     int verify_tls;             /**< verify certificates; default 1 */
     const char *ca_bundle;      /**< a CA bundle file, borrowed (common.h); NULL: the system's */
-    const char *bearer_token;   /**< http(s): "Authorization: Bearer ...", borrowed; NULL: none */
-    const char *const *headers; /**< extra "Name: value" headers, NULL-terminated, borrowed; NULL: none */
+    const char *bearer_token;   /**< http(s): "Authorization: Bearer ...", borrowed (common.h); NULL: none */
+    const char *const *headers; /**< extra "Name: value" headers, NULL-terminated, borrowed (common.h); NULL: none */
     /** Objects opened with the same pool share kept-alive connections, one DNS
      *  cache and one TLS session cache, and one budget of bytes fetched ahead
      *  (see reel_remote_pool_create). NULL: each object has its own connection
      *  (kept alive between its requests) and no budget; a loader then makes a
-     *  pool of its own for its objects. The pool must outlive the objects. */
+     *  pool of its own for its objects. Borrowed (common.h): the pool must
+     *  outlive the objects. */
     struct reel_remote_pool *pool;
     /** The budget of the pool a loader makes for itself (pool NULL): bytes
      *  fetched ahead of decoding, in flight or waiting, across all of its
@@ -113,7 +114,7 @@ typedef enum reel_remote_cause {
 } reel_remote_cause;
 
 /** A short name for a cause ("connection", "timeout", "throttled", "server",
- *  "short_body", "client", "tls"); "unknown" out of range. */
+ *  "short_body", "client", "tls"); "unknown" out of range. Static. */
 REEL_API const char *reel_remote_cause_name(reel_remote_cause cause);
 
 /** What the remote input did, for metrics. */

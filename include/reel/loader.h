@@ -183,7 +183,7 @@ typedef struct reel_loader_settings {
     /** Called once for every failure (any stage thread, serialised), for a
      *  caller who wants them all. NULL: none. */
     void (*on_failure)(void *opaque, const reel_failure *failure);
-    void *on_failure_opaque;
+    void *on_failure_opaque; /**< passed to on_failure; borrowed (common.h) */
     /** Shuffle order suited to sequential reads (FFCV's quasi-random order).
      *  0 (default): a packed store is read shard by shard: its shards in a
      *  shuffled order, the records of each shuffled within it, so an epoch
@@ -253,7 +253,8 @@ typedef struct reel_loader_settings {
 REEL_API void reel_loader_default_settings(reel_loader_settings *s);
 
 /** Per-clip description of a batch row. Its pointers (path, frame_indices,
- *  pts) are the loader's and live until the batch is released. */
+ *  pts, data) are returned (common.h): the loader's, until the batch is
+ *  released. */
 typedef struct reel_clip_info {
     int64_t sample;    /**< dataset index that was decoded */
     int64_t requested; /**< dataset index the sampler chose (differs after a replacement) */
@@ -355,7 +356,8 @@ typedef enum reel_stage {
 
 typedef struct reel_stage_metrics {
     /** The source's stage names: "open" (videos), "read" (stores) or
-     *  "fetch" (either at URLs); "decode" or "image decode"; "collate". */
+     *  "fetch" (either at URLs); "decode" or "image decode"; "collate".
+     *  Static (common.h). */
     const char *name;
     int threads;
     double busy_fraction; /**< busy thread-seconds / (threads x seconds) */
@@ -389,7 +391,7 @@ typedef struct reel_loader_metrics {
     double model_time_s;     /**< consumer time between a batch and the next request */
     reel_stage_metrics stages[REEL_STAGE_COUNT];
     const char *bottleneck;   /**< "open", "decode", "collate" or "consumer" (stores: "read", "image decode");
-                                 "network" when stage 1 waits on remote requests most of its time */
+                                 "network" when stage 1 waits on remote requests most of its time; static */
     reel_remote_stats remote; /**< requests to http(s)/s3 objects (zeros for local input) */
     double request_p50_s, request_p99_s; /**< their durations' median and 99th percentile */
     int64_t bytes_in_flight_peak;        /**< the most bytes fetched ahead at once (see

@@ -91,13 +91,13 @@ REEL_API void reel_sampler_default_settings(reel_sampler_settings *s);
  *  reel_decoder_get_frame_table gives it) and time base, and the part of it
  *  to sample. */
 typedef struct reel_sampler_video {
-    const reel_frame_entry *table;
+    const reel_frame_entry *table; /**< borrowed (common.h), for the call */
     int64_t num_frames;
     int time_base_num, time_base_den;
     double average_fps;   /**< 0: derived from the table */
     double segment_start; /**< seconds; 0: the video's start */
     double segment_end;   /**< seconds; < 0: to the video's end */
-    const char *name;     /**< for messages (may be NULL) */
+    const char *name;     /**< for messages (may be NULL); borrowed (common.h), for the call */
     uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_sampler_video;
 

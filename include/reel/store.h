@@ -60,11 +60,11 @@ typedef struct reel_pack_settings {
                                           sample % part_count == part_index; default 0, 1 */
     /** Called from the calling thread after each video, and once at the end. */
     void (*progress)(void *opaque, const reel_pack_progress *p);
-    void *progress_opaque;
+    void *progress_opaque; /**< passed to progress; borrowed (common.h) */
     /** Polled between videos; non-zero stops the build (REEL_E_CANCELLED; it
      *  resumes where it stopped when run again). */
     int (*interrupt)(void *opaque);
-    void *interrupt_opaque;
+    void *interrupt_opaque; /**< passed to interrupt; borrowed (common.h) */
     /** Whole-video sampling with qwen-vl-utils' frame choice (reel/sampler.h,
      *  what reel.vlm and the Loader's sampler "fps" take):
      *  REEL_SAMPLE_FPS keeps the frames that sampler gives each segment at
@@ -137,7 +137,7 @@ REEL_API int reel_store_verify(const char *dir, reel_store_verify_report *report
  *  call is safe from any thread. Readers (one per thread) do the I/O. */
 typedef struct reel_store reel_store;
 
-/** Store-wide facts. Strings owned by the store. */
+/** Store-wide facts (plain values). */
 typedef struct reel_store_info {
     reel_store_format format;
     int version; /**< index format version */
@@ -153,7 +153,8 @@ typedef struct reel_store_info {
     uint8_t reserved[64]; /**< zero; room to grow (common.h) */
 } reel_store_info;
 
-/** One record (one video or segment). Pointers live as long as the store. */
+/** One record (one video or segment). Its pointers are returned (common.h):
+ *  they live as long as the store. */
 typedef struct reel_store_record {
     const char *source_path;          /**< the video it came from */
     int64_t label;                    /**< class index (sorted class names), or the
@@ -191,7 +192,8 @@ REEL_API int reel_store_get_record(const reel_store *s, int64_t i, reel_store_re
 
 /** The stored frames of record i as a frame table: source pts and durations
  *  (in the record's time base), byte positions -1, every frame a keyframe
- *  for JPEG and RAW. NULL (and *n = 0) for a bad index. */
+ *  for JPEG and RAW. NULL (and *n = 0) for a bad index. Lives as long as the
+ *  store. */
 REEL_API const reel_frame_entry *reel_store_get_frame_table(const reel_store *s, int64_t record, int64_t *n);
 
 /** Source frame index of stored frame `pos` of record i. */
@@ -205,7 +207,8 @@ REEL_API int reel_store_get_source_index(const reel_store *s, int64_t record, in
 REEL_API int reel_store_get_frame_bytes(const reel_store *s, int64_t record, int64_t pos, int64_t *offset,
                                         int64_t *length, reel_error *err);
 
-/** Class names, sorted (labels index them). NULL past the end. */
+/** Class names, sorted (labels index them). NULL past the end. Lives as
+ *  long as the store. */
 REEL_API const char *reel_store_get_class_name(const reel_store *s, int64_t label);
 
 /** Reads records: its own file handles, JPEG decompressor, zstd context
@@ -215,9 +218,9 @@ typedef struct reel_store_reader reel_store_reader;
 /** Reader settings. Initialise with reel_store_reader_default_settings(). */
 typedef struct reel_store_reader_settings {
     int (*interrupt)(void *opaque); /**< as reel_decoder_settings.interrupt; NULL: none */
-    void *interrupt_opaque;
-    int decoder_threads; /**< H264 records; default 1 */
-    int verify;          /**< check each frame's checksum on read; default 1 */
+    void *interrupt_opaque;         /**< borrowed (common.h) */
+    int decoder_threads;            /**< H264 records; default 1 */
+    int verify;                     /**< check each frame's checksum on read; default 1 */
     /** Shards at http(s)/s3 URLs: timeouts, retries, TLS; borrowed
      *  (common.h), its strings and pool too. NULL (default):
      *  reel_remote_default_settings(). */

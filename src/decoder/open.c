@@ -2,6 +2,7 @@
  * codec selection; metadata; choosing where the frame table comes from
  * (sidecar, container index, packet scan). */
 #include "decoder/internal.h"
+#include "decoder/open.h"
 #include "core/hash.h"
 #include "io/io_internal.h"
 #include "io/remote.h"
@@ -416,7 +417,7 @@ static int open_remote(reel_decoder **out, const char *url, const reel_decoder_s
     o.remote = s->remote;
     o.tally = s->remote_stats;
     reel__io *io = NULL;
-    int st = reel__io_open(&io, url, &o, err);
+    int st = reel__io_open_as(&io, url, 1, &o, err); /* the caller decided: remote */
     if (st != REEL_OK) return st;
     char name[512];
     snprintf(name, sizeof name, "%s", reel__io_name(io));
@@ -472,12 +473,20 @@ static int open_remote(reel_decoder **out, const char *url, const reel_decoder_s
     return st;
 }
 
+/* The public entry takes a bare path, so it is the one place (for a path
+ * that comes from no dataset entry) that asks whether it is remote. */
 int reel_decoder_open(reel_decoder **out, const char *path, const reel_decoder_settings *s, reel_error *err)
+{
+    return reel__decoder_open_as(out, path, path ? reel__io_is_remote(path) : 0, s, err);
+}
+
+int reel__decoder_open_as(reel_decoder **out, const char *path, int remote, const reel_decoder_settings *s,
+                          reel_error *err)
 {
     if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open: out is NULL");
     *out = NULL;
     if (!path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open: empty path");
-    if (reel__io_is_remote(path)) return open_remote(out, path, s, err);
+    if (remote) return open_remote(out, path, s, err);
     struct stat sb;
     if (stat(path, &sb) != 0) {
         if (errno == ENOENT || errno == ENOTDIR)

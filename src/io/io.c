@@ -16,6 +16,11 @@
 
 int reel__io_open(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err)
 {
+    return reel__io_open_as(out, uri, uri ? reel__io_is_remote(uri) : 0, opt, err);
+}
+
+int reel__io_open_as(reel__io **out, const char *uri, int remote, const reel__io_options *opt, reel_error *err)
+{
     if (!out || !uri || !uri[0])
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_io_open: %s", !out ? "out is NULL" : "empty path");
     *out = NULL;
@@ -24,7 +29,7 @@ int reel__io_open(reel__io **out, const char *uri, const reel__io_options *opt, 
         reel__io_default_options(&defaults);
         opt = &defaults;
     }
-    if (reel__io_is_remote(uri)) return reel__io_open_http(out, uri, opt, err);
+    if (remote) return reel__io_open_http(out, uri, opt, err);
     return reel__io_open_file(out, uri, opt, err);
 }
 

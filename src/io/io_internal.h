@@ -12,6 +12,12 @@
  * The message names the source (redacted for URLs). */
 int reel__io_open(reel__io **out, const char *uri, const reel__io_options *opt, reel_error *err);
 
+/* reel__io_open for a caller that has already asked reel__io_is_remote (a
+ * dataset entry carries the answer, reel_decoder_open asks it once): opens
+ * `uri` as a remote object (remote != 0) or a local file, without asking
+ * again. */
+int reel__io_open_as(reel__io **out, const char *uri, int remote, const reel__io_options *opt, reel_error *err);
+
 /* Reads exactly len bytes at off; reading past the end is REEL_E_CORRUPT
  * ("<name>: truncated: wanted N bytes at OFF, object has SIZE"). */
 int reel__io_read_exact(reel__io *io, int64_t off, void *buf, size_t len, reel_error *err);

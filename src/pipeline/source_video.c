@@ -4,6 +4,7 @@
 #include "pipeline/source.h"
 #include "core/error.h"
 #include "decoder/internal.h"
+#include "decoder/open.h"
 
 #include <string.h>
 
@@ -22,7 +23,7 @@ static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const 
     s.remote = o->remote;
     s.remote_stats = o->tally;
     reel_decoder *dec = NULL;
-    int st = reel_decoder_open(&dec, it->path, &s, err);
+    int st = reel__decoder_open_as(&dec, it->path, it->remote, &s, err); /* the entry's answer */
     if (st != REEL_OK) return st;
     const reel_video_info *vi = reel_decoder_get_info(dec);
     reel_sampler_video *v = &info->video;

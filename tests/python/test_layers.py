@@ -1,128 +1,107 @@
 # tests/python/test_layers.py: the library's dependency graph is the one
-# docs/ARCHITECTURE.md draws: read from the tree (includes and calls of the
-# public API families), no module of src/ reaches a module above it (store
-# -> pipeline, core -> convert, ...), and the public headers keep the same
-# order among themselves.
+# docs/ARCHITECTURE.md draws (issue 17, Checks), by scripts/check_layers.py:
+# no include or call from a module of src/ into one above it (sources and
+# built objects), the public headers in the same order, no circle across the
+# files of src/io, "is it remote?" asked only where a path enters, no private
+# header named like a public one. The check passes on the tree and finds
+# each fault planted in a copy of it.
 from __future__ import annotations
 
-import re
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
-SRC = ROOT / "src"
-INCLUDE = ROOT / "include" / "reel"
+SCRIPT = ROOT / "scripts" / "check_layers.py"
 
-# Each module and what it may use, bottom to top (ARCHITECTURE.md, "Modules").
-ALLOWED = {
-    "core": set(),
-    "io": {"core"},
-    "convert": {"core"},
-    "decoder": {"core", "io", "convert"},
-    "store": {"core", "io", "convert", "decoder"},
-    "pipeline": {"core", "io", "convert", "decoder", "store"},
-    "pack": {"core", "io", "convert", "decoder", "store", "pipeline"},
-}
-
-# The public headers, by the module that implements them.
-PUBLIC = {
-    "common.h": "core",
-    "io.h": "io",
-    "convert.h": "convert",
-    "decoder.h": "decoder",
-    "store.h": "store",
-    "dataset.h": "pipeline",
-    "sampler.h": "pipeline",
-    "order.h": "pipeline",
-    "loader.h": "pipeline",
-    "pipeline.h": "pipeline",
-}
-
-# A function defined at the start of a line of a .c file (not static): the
-# module that implements it. A call to it from another module is a use.
-DEFINITION_RE = re.compile(r"^(?!static\b)[a-z][\w \t\*]*?\b(reel_[a-z0-9_]+)\s*\(", re.M)
-CALL_RE = re.compile(r"\b(reel_[a-z0-9_]+)\s*\(")
-INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+_spec = importlib.util.spec_from_file_location("check_layers", SCRIPT)
+assert _spec and _spec.loader
+layers = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(layers)
 
 
-def strip_comments(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    return re.sub(r"//[^\n]*", " ", text)
+def _build_dir() -> Path:
+    cli = os.environ.get("REEL_CLI")
+    return Path(cli).parent if cli else ROOT / "build"
 
 
-def included_module(name: str, here: str) -> str | None:
-    """The module an #include names: "store/x.h", "reel/store.h", or a
-    sibling header of the including module."""
-    if name.startswith("reel/"):
-        return PUBLIC.get(name[5:])
-    if "/" in name:
-        head = name.split("/", 1)[0]
-        return head if head in ALLOWED else None
-    return here if here in ALLOWED else PUBLIC.get(name)
+@pytest.fixture
+def copy(tmp_path) -> Path:
+    """A copy of the tree's sources and public headers to plant faults in."""
+    shutil.copytree(ROOT / "src", tmp_path / "src")
+    shutil.copytree(ROOT / "include", tmp_path / "include")
+    return tmp_path
 
 
-def definitions(files) -> dict:
-    """Function name -> the module whose .c file defines it."""
-    found = {}
-    for path in files:
-        if path.suffix == ".c":
-            for name in DEFINITION_RE.findall(strip_comments(path.read_text(errors="replace"))):
-                found[name] = path.parent.name
-    return found
-
-
-def module_edges():
-    """(module, used module, file, why) for every use across modules in src/."""
-    files = sorted(SRC.glob("*/*.[ch]"))
-    defined = definitions(files)
-    for path in files:
-        mod = path.parent.name
-        text = path.read_text(errors="replace")
-        for inc in INCLUDE_RE.findall(text):
-            used = included_module(inc, mod)
-            if used and used != mod:
-                yield mod, used, path.relative_to(ROOT), f'#include "{inc}"'
-        for name in set(CALL_RE.findall(strip_comments(text))):
-            used = defined.get(name)
-            if used and used != mod:
-                yield mod, used, path.relative_to(ROOT), f"calls {name}"
+def _append(path: Path, text: str) -> None:
+    path.write_text(path.read_text() + text)
 
 
 def test_the_modules_are_the_documented_ones():
-    assert {p.name for p in SRC.iterdir() if p.is_dir()} == set(ALLOWED)
+    assert {p.name for p in (ROOT / "src").iterdir() if p.is_dir()} == set(layers.ALLOWED)
+    assert "pipeline" not in layers.ALLOWED["store"] and "convert" not in layers.ALLOWED["core"]
 
 
-def test_no_module_reaches_up():
-    bad = sorted({f"{f}: {mod} -> {used} ({why})" for mod, used, f, why in module_edges()
-                  if used not in ALLOWED[mod]})
-    assert not bad, "uses against the module order:\n" + "\n".join(bad)
+def test_the_tree_keeps_its_layers_sources_and_objects():
+    r = subprocess.run([sys.executable, str(SCRIPT), str(_build_dir())], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    found, had_objects = layers.check(ROOT, _build_dir())
+    assert found == []
+    assert had_objects, f"no objects in {_build_dir()}: linked calls were not checked (build the tree first)"
 
 
-def test_the_public_headers_keep_the_order():
-    bad = []
-    for h in sorted(INCLUDE.glob("*.h")):
-        mod = PUBLIC.get(h.name)
-        if mod is None:  # reel.h and deprecated.h gather the others
-            continue
-        for inc in INCLUDE_RE.findall(h.read_text()):
-            used = PUBLIC.get(inc.split("/")[-1])
-            if used and used != mod and used not in ALLOWED[mod]:
-                bad.append(f"include/reel/{h.name}: {mod} -> {used} ({inc})")
-    assert not bad, "\n".join(bad)
+def test_the_reader_sees_includes_and_calls():
+    assert layers.included_module("pipeline/dataset_internal.h", "store") == "pipeline"
+    assert layers.included_module("reel/convert.h", "core") == "convert"
+    assert layers.IDENT_RE.findall(layers.code_of('/* reel_loader_next( */ x = reel_a(ds, "reel_b");')) == ["reel_a"]
+    tree = layers.Tree(ROOT)
+    assert tree.defined["reel_dataset_get_size"] == "pipeline/dataset.c"
+    assert tree.defined["reel_decoder_open"] == "decoder/open.c" and "reel__io_is_remote" in tree.defined
+    assert layers.cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_the_check_sees_a_use_against_the_order():
-    """The reader itself: an include or a call up the order is found."""
-    assert included_module("pipeline/dataset_internal.h", "store") == "pipeline"
-    assert included_module("reel/convert.h", "core") == "convert"
-    code = strip_comments("/* reel_loader_next( */ int x = reel_dataset_get_size(ds);")
-    assert CALL_RE.findall(code) == ["reel_dataset_get_size"]
-    defined = definitions(sorted(SRC.glob("*/*.c")))
-    assert defined["reel_dataset_get_size"] == "pipeline" and defined["reel_decoder_open"] == "decoder"
-    assert defined["reel__io_redact"] == "io" and "reel__io_is_remote" in defined
-    assert "pipeline" not in ALLOWED["store"] and "convert" not in ALLOWED["core"]
+def test_a_planted_upward_include_and_call_are_found(copy):
+    assert layers.check(copy)[0] == []
+    _append(copy / "src" / "core" / "error.c", '\n#include "pipeline/loader_internal.h"\n')
+    _append(copy / "src" / "store" / "index.c", "\nint reel__planted(void);\nint reel__planted(void)\n{\n"
+            "    return (int)reel_dataset_get_size(0);\n}\n")
+    _append(copy / "include" / "reel" / "common.h", '\n#include "convert.h"\n')
+    found, _ = layers.check(copy)
+    assert any("src/core/error.c: core -> pipeline" in f for f in found), found
+    assert any("src/store/index.c: store -> pipeline (calls reel_dataset_get_size)" in f for f in found), found
+    assert any("include/reel/common.h: core -> convert" in f for f in found), found
 
 
-def test_private_headers_do_not_share_public_names():
-    public = {h.name for h in INCLUDE.glob("*.h")}
-    clash = sorted(str(p.relative_to(ROOT)) for p in SRC.glob("*/*.h") if p.name in public)
-    assert not clash, f"private headers named like public ones: {clash}"
+def test_a_planted_src_io_circle_is_found(copy):
+    io = copy / "src" / "io"
+    # the leaf calls the front end: io.c -> io_common.c -> io.c
+    _append(io / "io_common.c", "\nint reel__planted(const char *u)\n{\n    return reel__io_open(0, u, 0, 0);\n}\n")
+    # a header circle, and a transport on top of the front end
+    _append(io / "pool.h", '\n#include "io/http.h"\n')
+    _append(io / "http.h", '\n#include "io/pool.h"\n')
+    (io / "file.c").write_text('#include "io/io_internal.h"\n' + (io / "file.c").read_text())
+    found, _ = layers.check(copy)
+    assert any(f.startswith("src/io call cycle among") and "io/io.c" in f and "io/io_common.c" in f
+               for f in found), found
+    assert any(f.startswith("src/io include cycle among io/http.h, io/pool.h") for f in found), found
+    assert any("file.c is a transport but includes io/io_internal.h" in f for f in found), found
+
+
+def test_a_source_that_asks_again_whether_it_is_remote_is_found(copy):
+    _append(copy / "src" / "pipeline" / "source_video.c",
+            "\nint reel__planted(const char *p);\nint reel__planted(const char *p)\n{\n"
+            "    return reel__io_is_remote(p);\n}\n")
+    found, _ = layers.check(copy)
+    assert found == ["src/pipeline/source_video.c asks reel__io_is_remote: the entry (or the public entry above) "
+                     "has decided it"], found
+
+
+def test_a_private_header_named_like_a_public_one_is_found(copy):
+    shutil.copy(copy / "src" / "pipeline" / "entry.h", copy / "src" / "pipeline" / "dataset.h")
+    found, _ = layers.check(copy)
+    assert "private header src/pipeline/dataset.h is named like a public one" in found, found

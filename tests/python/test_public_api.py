@@ -117,3 +117,35 @@ def test_every_public_struct_has_room_to_grow_or_is_named_an_exception():
             missing.append(f"{name}: not checked by ENDS_WITH_RESERVED in tests/c/test_api.c")
     assert not missing, "\n".join(missing)
     assert exceptions >= {"reel_error", "reel_field", "reel_frame_entry", "reel_batch"}, exceptions
+
+
+OWNERSHIP = re.compile(r"borrowed|returned|static|[Cc]opied|owned by|lives? as long|until|common\.h")
+
+
+def test_every_pointer_field_says_whose_it_is():
+    """common.h states the ownership rule once; every pointer a public struct
+    holds (not a callback) refers to it or states its lifetime, on the field
+    or in its struct's comment."""
+    token = re.compile(r"/\*\*<(.*?)\*/|/\*\*(.*?)\*/|/\*.*?\*/|([^;/]+?);", re.S)
+    missing, checked = [], 0
+    for header in sorted((ROOT / "include" / "reel").glob("*.h")):
+        text = header.read_text()
+        for m in re.finditer(r"(/\*\*(?:(?!\*/).)*\*/\s*)?typedef struct (\w+) \{(.*?)\n\} \2;", text, re.S):
+            struct_doc, name, body = m.group(1) or "", m.group(2), m.group(3)
+            fields = []  # [declaration, its docs]
+            pending = ""
+            for t in token.finditer(body):
+                if t.group(1) is not None and fields:
+                    fields[-1][1] += t.group(1)
+                elif t.group(2) is not None:
+                    pending = t.group(2)
+                elif t.group(3) is not None:
+                    fields.append([" ".join(t.group(3).split()), pending])
+                    pending = ""
+            for decl, doc in fields:
+                if "*" in decl and "(" not in decl:
+                    checked += 1
+                    if not OWNERSHIP.search(doc) and not OWNERSHIP.search(struct_doc):
+                        missing.append(f"{header.name} {name}: {decl}")
+    assert not missing, "\n".join(missing)
+    assert checked >= 25, checked
