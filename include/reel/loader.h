@@ -451,6 +451,18 @@ REEL_API int reel_loader_epoch_shape(int64_t num_samples, int world_size, reel_s
                                      int64_t batch_size, int drop_last, int64_t *per_rank, int64_t *batches,
                                      reel_error *err);
 
+/** The crop and flip the loader gives clip `clip` of dataset sample `sample`
+ *  in `epoch`, for pictures of display size src_w x src_h, under the
+ *  transform and seed of `s`: the same pure function of (seed, epoch,
+ *  sample, clip) the loader draws from (its first attempt at the sample; a
+ *  replacement draws again). `crop` gets the source crop (x, y, w, h) in
+ *  display pixels as reel_clip_info reports it (the whole frame when there
+ *  is none), `out_size` the output (w, h), `flipped` 1 if mirrored. For a
+ *  caller that decodes given clips itself (reel.ray.ClipDecoder). */
+REEL_API int reel_loader_settings_get_clip_geometry(const reel_loader_settings *s, int64_t epoch, int64_t sample,
+                                                    int clip, int src_w, int src_h, int32_t crop[4],
+                                                    int32_t out_size[2], int *flipped, reel_error *err);
+
 /** The runs of consecutive samples of `ds` that its source reads best
  *  together, for a caller that splits the work itself (a Ray read task per
  *  run): a packed store's shards, one run each; videos: one run, the whole

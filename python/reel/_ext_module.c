@@ -300,6 +300,43 @@ static PyObject *mod_redact_url(PyObject *m, PyObject *arg)
     return r;
 }
 
+/* clip_geometry(settings, epoch, sample, clip, width, height): the crop
+ * (x, y, w, h), output (w, h) and flip the loader gives that clip
+ * (reel_loader_settings_get_clip_geometry); settings: Loader settings by C
+ * field name (keys that are no plain field, like "samples" or "remote", are
+ * ignored). */
+static PyObject *mod_clip_geometry(PyObject *module, PyObject *args)
+{
+    PyObject *settings;
+    long long epoch, sample;
+    int clip, w, h;
+    if (!PyArg_ParseTuple(args, "O!LLiii:clip_geometry", &PyDict_Type, &settings, &epoch, &sample, &clip, &w, &h))
+        return NULL;
+    reel_loader_settings s;
+    reel_loader_default_settings(&s);
+    size_t n = 0;
+    const reel_field *table = reel_loader_settings_get_fields(&n);
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(settings, &pos, &key, &value)) {
+        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        if (!k) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "settings keys must be str");
+            return NULL;
+        }
+        const reel_field *f = rx_field_find(table, n, k);
+        if (f && f->type != REEL_FIELD_STRING && rx_field_store(&s, f, value) < 0) return NULL;
+    }
+    int32_t crop[4], out[2];
+    int flipped = 0;
+    reel_error err;
+    reel_error_clear(&err);
+    int r = reel_loader_settings_get_clip_geometry(&s, epoch, sample, clip, w, h, crop, out, &flipped, &err);
+    if (r != REEL_OK) return raise_err(PyModule_GetState(module), r, &err, NULL);
+    return Py_BuildValue("((iiii)(ii)O)", crop[0], crop[1], crop[2], crop[3], out[0], out[1],
+                         flipped ? Py_True : Py_False);
+}
+
 static PyMethodDef module_methods[] = {
     { "version", mod_version, METH_NOARGS, "version()\n--\n\nlibreel's version." },
     { "ffmpeg_versions", mod_ffmpeg_versions, METH_NOARGS, "ffmpeg_versions()\n--\n\nFFmpeg library versions in use." },
@@ -327,6 +364,9 @@ static PyMethodDef module_methods[] = {
       "epoch." },
     { "read_blocks", mod_read_blocks, METH_O,
       "read_blocks(source)\n--\n\n[0, ..., N]: starts of the runs of samples read best together (a store's shards)." },
+    { "clip_geometry", mod_clip_geometry, METH_VARARGS,
+      "clip_geometry(settings, epoch, sample, clip, width, height)\n--\n\n"
+      "((x, y, w, h) source crop, (w, h) output, flipped) the loader gives that clip." },
     { "epoch_order", mod_epoch_order, METH_VARARGS,
       "epoch_order(source, epoch, seed, shuffle, shuffle_window, canonical_ranks, canonical_batch)\n--\n\n"
       "The dataset indices of an epoch's global order." },

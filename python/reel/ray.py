@@ -17,8 +17,8 @@ for that epoch: the same samples, clip starts, crops and flips.
 """
 from __future__ import annotations
 
+import bisect
 import os
-import random
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 try:
@@ -113,25 +113,51 @@ class ClipDatasource(Datasource):
     def estimate_inmemory_data_size(self) -> Optional[int]:
         return self._n * self._clips_per_video * self._clip_bytes
 
-    def _runs(self, parallelism: int) -> List[Tuple[int, int]]:
-        """Contiguous runs of samples, each inside one read block (a store's shard)."""
+    def _runs(self, parallelism: int, task_cpus: float = 1.0) -> List[Tuple[int, int]]:
+        """Contiguous runs of samples, each inside one read block (a store's shard).
+
+        Videos: ``videos_per_task`` entries per task, or by default as few
+        tasks as keep every CPU busy (two per task slot of the cluster) and
+        at most ``_TASK_ROWS`` rows each, never more than Ray's requested
+        parallelism. Ray asks for up to 200 read tasks, which for videos
+        means one or two videos per task: a task each pays Ray's scheduling
+        and a loader start, and gives blocks of one or two rows, which
+        measured 3x slower per row through iter_torch_batches than blocks
+        of tens of rows (bench/run_ray.py's floor line)."""
         blocks = list(zip(self._blocks[:-1], self._blocks[1:]))
         if len(blocks) > 1:  # a store: whole shards, one task each
             return blocks
-        per = self._videos_per_task or max(1, -(-self._n // max(1, parallelism)))
+        if self._videos_per_task:
+            per = int(self._videos_per_task)
+        else:
+            slots = max(1, int(_cluster_cpus() // max(task_cpus, 1e-3)))
+            rows = self._n * self._clips_per_video
+            tasks = max(2 * slots, -(-rows // _TASK_ROWS))
+            tasks = max(1, min(tasks, max(1, parallelism), self._n))
+            per = -(-self._n // tasks)
         return [(a, min(a + per, self._n)) for a in range(0, self._n, per)]
 
     def _order(self, runs: List[Tuple[int, int]]) -> List[List[int]]:
-        """The samples of each task, tasks in order: shuffled from (seed, epoch)
-        run by run and within each run (reads stay sequential), or in dataset
-        order. Which clip each sample gives does not depend on this order."""
-        tasks = [list(range(a, b)) for a, b in runs]
-        if self._options.get("shuffle", True):
-            rng = random.Random(f"reel.ray:{int(self._options.get('seed', 0))}:{self._epoch}")
-            rng.shuffle(tasks)
-            for t in tasks:
-                rng.shuffle(t)
-        return tasks
+        """The samples of each task, tasks in order. With shuffle: the C
+        epoch order (reel/order.h, the one reel.Loader and elastic resume
+        use), a pure function of (seed, epoch): a store's shards in a
+        shuffled order and its records shuffled within each (the Loader's
+        own store order), videos in windows of one task's run (the Loader's
+        ``shuffle_window`` order with the window one task); each task takes
+        its samples as they come in that order, so its reads stay within its
+        run. Without shuffle, the dataset order. Which clip, crop and flip a
+        sample gives never depends on this order."""
+        if not self._options.get("shuffle", True):
+            return [list(range(a, b)) for a, b in runs]
+        store = len(self._blocks) > 2
+        window = 0 if store else max(b - a for a, b in runs)
+        seed = int(self._options.get("seed") or 0) & 0xFFFFFFFFFFFFFFFF
+        order = _reel.epoch_order(_dataset_entries(self._source), self._epoch, seed, True, window, 1, 1)
+        starts = [a for a, _ in runs]
+        tasks: Dict[int, List[int]] = {}
+        for i in order:
+            tasks.setdefault(bisect.bisect_right(starts, i) - 1, []).append(int(i))
+        return list(tasks.values())
 
     def _loader_config(self, samples: Sequence[int], videos_per_batch: int) -> Dict[str, Any]:
         cfg = dict(self._options)
@@ -142,15 +168,18 @@ class ClipDatasource(Datasource):
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
                        data_context: Any = None) -> List[ReadTask]:
-        target = getattr(data_context, "target_max_block_size", None) or (128 << 20)
-        rows_per_block = max(1, int(target) // self._clip_bytes)
+        target = min(int(getattr(data_context, "target_max_block_size", None) or (128 << 20)), _BLOCK_BYTES)
+        rows_per_block = max(1, target // self._clip_bytes)
         videos_per_batch = max(1, rows_per_block // self._clips_per_video)
+        task_cpus = float(self._options.get("num_threads") or 1)
         tasks = []
-        for samples in self._order(self._runs(parallelism)):
+        for samples in self._order(self._runs(parallelism, task_cpus)):
             rows = len(samples) * self._clips_per_video
             meta = BlockMetadata(num_rows=rows, size_bytes=rows * self._clip_bytes, input_files=None,
                                  exec_stats=None)
-            fn = _ReadFn(self._source, self._loader_config(samples, videos_per_batch), self._clip_shape)
+            # the loader's ring is sized by its batch: no bigger than the task
+            fn = _ReadFn(self._source, self._loader_config(samples, min(videos_per_batch, len(samples))),
+                         self._clip_shape)
             try:
                 tasks.append(ReadTask(fn, meta, per_task_row_limit=per_task_row_limit))
             except TypeError:  # older Ray without per-task row limits
@@ -179,6 +208,22 @@ class _ReadFn:
             failures = loader.metrics()["failures"] if on_error != "raise" else []
         if failures:
             yield _failure_block(failures, self.clip_shape, self.config)
+
+
+# Read task and block sizes (see ClipDatasource._runs): a task holds at most
+# this many rows by default, and a block at most this many bytes of frames
+# (or DataContext.target_max_block_size if smaller): blocks of tens of clips,
+# so that Ray's per-block costs are shared while the first rows still arrive
+# early.
+_TASK_ROWS = 256
+_BLOCK_BYTES = 64 << 20
+
+
+def _cluster_cpus() -> float:
+    try:
+        return float(ray.cluster_resources().get("CPU", 1.0)) if ray.is_initialized() else 1.0
+    except Exception:  # pragma: no cover - a cluster going away
+        return 1.0
 
 
 def _hw(size: Any) -> Tuple[int, int]:
@@ -292,50 +337,106 @@ class ClipDecoder:
     """Decodes clips of rows with reel, for ``Dataset.map_batches`` (a
     callable class: each Ray actor keeps its decoders open across batches).
 
-        ds = ray.data.from_items([{"path": p, "frame_indices": [0, 4, 8, 12]}, ...])
-        ds = ds.map_batches(reel.ray.ClipDecoder, fn_constructor_kwargs={"size": 224},
-                            batch_size=16, concurrency=2)
+        ds = ray.data.from_items([{"path": p, "frame_indices": [0, 4, 8, 12], "sample": i}, ...])
+        ds = ds.map_batches(reel.ray.ClipDecoder, fn_constructor_kwargs={"size": 224, "crop": "random",
+                            "flip": "random", "seed": 0, "epoch": 3}, batch_size=16, concurrency=2)
 
     Each row gives ``path`` (a file or URL) and either ``frame_indices`` or
     ``timestamps`` (seconds: the frames shown then). The output adds
-    ``frames`` ([T, C, H, W] uint8, or ``layout="HWC"``: [T, H, W, C]) and
+    ``frames`` ([T, C, H, W] uint8, or ``layout="HWC"``: [T, H, W, C]),
+    ``crop`` (the source crop used, x, y, w, h), ``flipped`` and
     ``failure`` ("" or "<path>: <reason>", frames zero) and keeps the other
-    columns. Options: ``size`` (int or (h, w); None: the video's, so all
-    rows' videos must then share a size), ``dtype``, ``layout``, ``remote``,
-    ``on_error`` ("skip": a failure row, or "raise"), ``max_open`` decoders
-    kept open (least recently used closed first)."""
+    columns.
 
-    def __init__(self, *, size: Union[int, Sequence[int], None] = 224, dtype: str = "uint8", layout: str = "CHW",
-                 remote: Optional[Dict[str, Any]] = None, on_error: str = "skip", max_open: int = 16,
-                 index: Union[bool, str] = False) -> None:
+    Geometry with reel.Loader's names and meanings: ``size`` (int or (h,
+    w)), ``crop`` (None: resize straight to ``size``; "center", "random",
+    "random_resized" with ``scale``/``ratio``), ``resize`` (before a crop;
+    None: short side ``round(min(size) * 256 / 224)``), ``flip`` (False,
+    True, "random" with ``flip_probability``), ``filter``,
+    ``resize_mode``, ``rotate``. Random choices are the Loader's: a pure
+    function of (``seed``, epoch, sample, clip), where epoch, sample and
+    clip come from the row's ``epoch``, ``sample`` and ``clip`` columns if
+    it has them (else the ``epoch`` option, sample 0, clip 0), so rows of
+    the clips ``reel.Loader`` gave for a seed and epoch (its ``ClipInfo``:
+    path, frame_indices, sample, clip) decode to the same pixels, crops and
+    flips. (A sample the Loader replaced after a failure drew again; its
+    row differs.) ``size=None`` keeps the video's size (no crop or flip).
+    ``dtype``, ``layout``, ``remote``, ``on_error`` ("skip": a failure row,
+    or "raise"), ``max_open`` decoders kept open (least recently used
+    closed first; a crop that differs per clip opens the video per crop)."""
+
+    def __init__(self, *, size: Union[int, Sequence[int], None] = 224, crop: Optional[str] = None,
+                 flip: Union[bool, str] = False, flip_probability: Optional[float] = None, resize: Any = None,
+                 scale: Optional[Sequence[float]] = None, ratio: Optional[Sequence[float]] = None,
+                 filter: str = "bilinear", resize_mode: str = "fused", rotate: bool = True, seed: int = 0,
+                 epoch: int = 0, dtype: str = "uint8", layout: str = "CHW", remote: Optional[Dict[str, Any]] = None,
+                 on_error: str = "skip", max_open: int = 16, index: Union[bool, str] = False) -> None:
+        from ._loader import _settings
         if on_error not in ("skip", "raise"):
             raise ValueError(f"on_error must be 'skip' or 'raise', not {on_error!r}")
-        self._opts: Dict[str, Any] = {"size": size, "dtype": dtype, "layout": layout, "threads": 1, "index": index}
+        self._opts: Dict[str, Any] = {"dtype": dtype, "layout": layout, "threads": 1, "index": index,
+                                      "filter": filter, "resize_mode": resize_mode, "rotate": rotate}
         if remote:
             self._opts["remote"] = remote
+        self._size = size
+        self._epoch = int(epoch)
+        self._settings: Optional[Dict[str, Any]] = None
+        if size is not None:
+            cfg = _loader_options()
+            cfg.update(size=size, crop=crop, flip=flip, flip_probability=flip_probability, resize=resize,
+                       scale=scale, ratio=ratio, filter=filter, resize_mode=resize_mode, rotate=rotate, seed=seed)
+            self._settings = _settings(**cfg)  # checks every option as the Loader does
+        elif crop is not None or flip:
+            raise ValueError("ClipDecoder: crop and flip need a size")
         self._on_error = on_error
         self._max_open = max(1, int(max_open))
-        self._open: Dict[str, VideoDecoder] = {}
+        self._open: Dict[Any, VideoDecoder] = {}
+        self._display: Dict[str, Tuple[int, int]] = {}
 
-    def _decoder(self, path: str) -> VideoDecoder:
-        d = self._open.pop(path, None)
+    def _decoder(self, key: Any, **geometry: Any) -> VideoDecoder:
+        d = self._open.pop(key, None)
         if d is None:
             while len(self._open) >= self._max_open:
                 self._open.pop(next(iter(self._open))).close()
-            d = VideoDecoder(path, **self._opts)
-        self._open[path] = d  # most recently used last
+            d = VideoDecoder(key[0], **self._opts, **geometry)
+        self._open[key] = d  # most recently used last
         return d
+
+    def _geometry(self, path: str, epoch: int, sample: int, clip: int) -> Tuple[Tuple[int, ...], bool, Any]:
+        """(crop x, y, w, h), flipped, and the decoder for that clip."""
+        if self._settings is None:
+            d = self._decoder((path,), size=None)
+            h, w = d.frame_shape[1:] if self._opts["layout"] == "CHW" else d.frame_shape[:2]
+            return (0, 0, w, h), False, d
+        wh = self._display.get(path)
+        if wh is None:
+            m = self._decoder((path,), size=None).metadata
+            rot = m.rotation % 180 == 90 and self._opts["rotate"]
+            wh = self._display[path] = (m.height, m.width) if rot else (m.width, m.height)
+        (x, y, cw, ch), (ow, oh), flipped = _reel.clip_geometry(self._settings, epoch, sample, clip, *wh)
+        whole = (x, y, cw, ch) == (0, 0) + wh
+        key = (path, None if whole else (x, y, cw, ch), (ow, oh), flipped)
+        d = self._decoder(key, size=(oh, ow), crop=None if whole else (y, x, ch, cw), flip=flipped)
+        return (x, y, cw, ch), flipped, d
 
     def __call__(self, batch: Dict[str, Any]) -> Dict[str, Any]:
         paths = [str(p) for p in batch["path"]]
         by_index = "frame_indices" in batch
         wanted = batch["frame_indices"] if by_index else batch["timestamps"]
+        n = len(paths)
+
+        def column(name: str, default: int) -> List[int]:
+            return [int(v) for v in batch[name]] if name in batch else [default] * n
+
+        epochs, samples, clips = column("epoch", self._epoch), column("sample", 0), column("clip", 0)
         out: List[Any] = []
         failures: List[str] = []
-        for path, want in zip(paths, wanted):
+        crops: List[Tuple[int, ...]] = []
+        flips: List[bool] = []
+        for i, (path, want) in enumerate(zip(paths, wanted)):
             want = [float(v) for v in want] if not by_index else [int(v) for v in want]
             try:
-                dec = self._decoder(path)
+                crop, flipped, dec = self._geometry(path, epochs[i], samples[i], clips[i])
                 f = dec.get_frames_at(want) if by_index else dec.get_frames_played_at(want)
                 out.append(np.array(f.numpy(), copy=True))
                 failures.append("")
@@ -344,6 +445,9 @@ class ClipDecoder:
                     raise
                 out.append(None)
                 failures.append(str(exc))
+                crop, flipped = (0, 0, 0, 0), False
+            crops.append(crop)
+            flips.append(bool(flipped))
         shape = next((a.shape for a in out if a is not None), None)
         if shape is None:
             shape = (len(wanted[0]) if len(wanted) else 0, 1, 1, 1)
@@ -351,6 +455,8 @@ class ClipDecoder:
         result = dict(batch)
         result["frames"] = np.stack([a if a is not None else np.zeros(shape, dtype=dtype) for a in out]) \
             if out else np.zeros((0,) + tuple(shape), dtype=dtype)
+        result["crop"] = np.array(crops, dtype=np.int32).reshape(n, 4)
+        result["flipped"] = np.array(flips, dtype=bool)
         result["failure"] = np.array(failures, dtype=object)
         return result
 

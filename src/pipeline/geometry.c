@@ -276,3 +276,29 @@ void reel__layout_frame(int layout, int T, int h, int w, int64_t row, int t, int
         break;
     }
 }
+
+int reel_loader_settings_get_clip_geometry(const reel_loader_settings *s, int64_t epoch, int64_t sample, int clip,
+                                           int src_w, int src_h, int32_t crop[4], int32_t out_size[2], int *flipped,
+                                           reel_error *err)
+{
+    reel_error_clear(err);
+    if (!s || !crop || !out_size || !flipped) return reel__error_set(err, REEL_E_INVALID_ARG, "clip_geometry: NULL");
+    if (epoch < 0 || sample < 0 || clip < 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "clip_geometry: negative epoch, sample or clip");
+    int ow, oh;
+    int st = reel__geometry_check(&s->transform, &ow, &oh, err);
+    if (st != REEL_OK) return st;
+    reel_rng_key key = { s->seed, (uint64_t)epoch, (uint64_t)sample, REEL_RNG_CROP, 0 };
+    reel_transform t;
+    st = reel__geometry_frame(&s->transform, src_w, src_h, &key, clip, &t, err);
+    if (st != REEL_OK) return st;
+    int whole = t.crop_w <= 0;
+    crop[0] = whole ? 0 : t.crop_x;
+    crop[1] = whole ? 0 : t.crop_y;
+    crop[2] = whole ? src_w : t.crop_w;
+    crop[3] = whole ? src_h : t.crop_h;
+    out_size[0] = t.width > 0 ? t.width : crop[2];
+    out_size[1] = t.height > 0 ? t.height : crop[3];
+    *flipped = t.flip_horizontal;
+    return REEL_OK;
+}

@@ -2,8 +2,9 @@
 # cluster on 127.0.0.1, started here and stopped even on failure: read_clips
 # rows equal the Loader's clips for a seed and epoch (videos and a store, the
 # store read shard by shard), block sizes, failures as rows and on_error
-# "raise", a killed read task retried to the same rows, ClipDecoder in
-# map_batches, TorchTrainer workers getting disjoint clips whose union is the
+# "raise", a killed read task retried to the same rows, the task order (the
+# C epoch order of seed and epoch), ClipDecoder in map_batches and its crops,
+# flips and pixels equal to the Loader's, TorchTrainer workers getting disjoint clips whose union is the
 # epoch. Ray missing: skipped, or failed in strict mode (REEL_STRICT=1).
 from __future__ import annotations
 
@@ -176,6 +177,11 @@ def test_read_tasks_of_a_store_are_its_shards(cluster, good_videos, tmp_path):
     assert runs == [list(range(a, b)) for a, b in zip(blocks[:-1], blocks[1:])]
     want, _ = _loader_epoch(str(store), 2, **OPTS)
     assert _rows(rray.read_clips(store, epoch=2, **OPTS).take_all()) == want
+    # the tasks' samples, in order, are the Loader's own epoch order of the store (shards shuffled, then records)
+    with reel.Loader(store, epochs=1, first_epoch=2, batch_size=1, num_threads=1, **OPTS) as L:
+        order = [c.sample for b in L for c in b.info]
+    src = rray.ClipDatasource(store, epoch=2, **OPTS)
+    assert sum((t.read_fn.config["samples"] for t in src.get_read_tasks(1)), []) == order
 
 
 def test_blocks_stay_under_the_target_size(good_videos):
@@ -255,6 +261,51 @@ def test_clip_decoder_in_map_batches(cluster, good_videos):
     ds = ray.data.from_items([{"path": paths[0], "timestamps": [0.0, 0.4]}])
     r = ds.map_batches(rray.ClipDecoder, fn_constructor_kwargs={"size": 32}, batch_size=1, concurrency=1).take_all()[0]
     assert np.asarray(r["frames"]).shape == (2, 3, 32, 32)
+
+
+@pytest.mark.parametrize("geometry", [dict(crop="random", flip="random"),
+                                      dict(crop="random_resized", flip="random", flip_probability=0.7),
+                                      dict(crop="center", resize=60, flip=True)])
+def test_clip_decoder_gives_the_loaders_crops_flips_and_pixels(good_videos, geometry):
+    # ClipDecoder is a plain callable: no cluster needed to compare it with the Loader
+    opts = dict(frames_per_clip=4, frame_stride=2, size=48, seed=11, clips_per_video=2, **geometry)
+    want = []
+    with reel.Loader(good_videos, epochs=1, first_epoch=3, batch_size=3, num_threads=2, **opts) as L:
+        for b in L:
+            frames = b.frames.numpy()
+            want += [(c, frames[i].copy()) for i, c in enumerate(b.info)]
+    assert len(want) == 16 and len({c.flipped for c, _ in want}) == (1 if geometry["flip"] is True else 2)
+    dec = rray.ClipDecoder(size=48, seed=11, epoch=3, **geometry)
+    batch = {"path": np.array([c.path for c, _ in want], dtype=object),
+             "frame_indices": np.array([c.frame_indices for c, _ in want]),
+             "sample": np.array([c.sample for c, _ in want]), "clip": np.array([c.clip for c, _ in want])}
+    out = dec(batch)
+    assert list(out["failure"]) == [""] * len(want)
+    for i, (c, frames) in enumerate(want):
+        assert tuple(int(v) for v in out["crop"][i]) == tuple(c.crop), f"crop of clip {(c.sample, c.clip)}"
+        assert bool(out["flipped"][i]) == bool(c.flipped)
+        assert out["frames"][i].shape == frames.shape
+        assert np.array_equal(out["frames"][i], frames), f"pixels of clip {(c.sample, c.clip)}"
+    # another epoch (a column this time) draws other crops
+    other = dec(dict(batch, epoch=np.full(len(want), 4)))
+    if geometry["crop"] != "center":
+        assert [tuple(r) for r in other["crop"]] != [tuple(r) for r in out["crop"]]
+
+
+def test_task_order_is_the_c_epoch_order_of_seed_and_epoch(good_videos):
+    def order(epoch, seed=11, **kw):
+        src = rray.ClipDatasource(good_videos, epoch=epoch, videos_per_task=3, **dict(OPTS, seed=seed, **kw))
+        return [t.read_fn.config["samples"] for t in src.get_read_tasks(8)]
+
+    a = order(2)
+    assert sorted(len(t) for t in a) == [2, 3, 3] and sorted(sum(a, [])) == list(range(8))
+    for t in a:  # each task a run of the dataset, read in a shuffled order
+        assert sorted(t) == list(range(min(t), min(t) + len(t))) and min(t) % 3 == 0
+    entries = reel._loader._dataset_entries(str(good_videos))
+    assert sum(a, []) == reel._reel.epoch_order(entries, 2, 11, True, 3, 1, 1)  # the C order, window one task
+    assert order(2) == a  # a pure function of (seed, epoch)
+    assert order(3) != a and order(2, seed=12) != a
+    assert order(2, shuffle=False) == [[0, 1, 2], [3, 4, 5], [6, 7]]
 
 
 def test_torch_trainer_workers_get_disjoint_clips_whose_union_is_the_epoch(cluster, good_videos, tmp_path):
