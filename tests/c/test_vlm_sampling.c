@@ -7,6 +7,7 @@
 #include "testgen.h"
 
 #include "reel/pipeline.h"
+#include "decoder/internal.h" /* the GOP contexts a decoder keeps */
 
 #include <math.h>
 
@@ -36,17 +37,20 @@ static void check_run(const reel_sampler_settings *s, const reel_sampler_video *
     if (n > 1) CHECK_STATUS(reel_sampler_run(s, v, 0, 0, 0, o, (size_t)n - 1, NULL), REEL_E_BUFFER_TOO_SMALL);
 }
 
+/* A 300-frame, 30 fps video of frame table tab (time base 1/15360). */
+static reel_sampler_video long_video(const reel_frame_entry *tab)
+{
+    reel_sampler_video v = { .table = tab, .num_frames = 300, .time_base_num = 1, .time_base_den = 15360 };
+    v.average_fps = 30.0;
+    v.segment_end = -1;
+    v.name = "long.mp4";
+    return v;
+}
+
 TEST(fps_sampler_is_qwen_smart_nframes)
 {
     reel_frame_entry *tab = table_30fps(300);
-    reel_sampler_video v = { .table = tab,
-                             .num_frames = 300,
-                             .time_base_num = 1,
-                             .time_base_den = 15360,
-                             .average_fps = 30.0,
-                             .segment_start = 0,
-                             .segment_end = -1,
-                             .name = "long.mp4" };
+    reel_sampler_video v = long_video(tab);
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
     CHECK_NEAR(s.fps, 2.0, 0);
@@ -112,14 +116,7 @@ TEST(fps_sampler_is_qwen_smart_nframes)
 TEST(count_sampler_rounds_half_to_even)
 {
     reel_frame_entry *tab = table_30fps(300);
-    reel_sampler_video v = { .table = tab,
-                             .num_frames = 300,
-                             .time_base_num = 1,
-                             .time_base_den = 15360,
-                             .average_fps = 30.0,
-                             .segment_start = 0,
-                             .segment_end = -1,
-                             .name = "long.mp4" };
+    reel_sampler_video v = long_video(tab);
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
     s.kind = REEL_SAMPLE_COUNT;
@@ -222,8 +219,9 @@ TEST(size_policy_is_qwen_smart_resize)
 
 /* GOP-parallel decoding (gop_contexts): the frames of a call spread over
  * several keyframe runs come out equal to the serial decode, with repeats,
- * negative indices and any order, on 2, 3 and 64 contexts; a call inside
- * one run and a memory input decode as usual. */
+ * negative indices and any order, on 2, 3 and 64 contexts; the other
+ * contexts are opened once and kept for the next call; a call inside one
+ * run and a memory input decode as usual. */
 TEST(gop_parallel_get_frames_equals_serial)
 {
     char path[1024];
@@ -267,6 +265,15 @@ TEST(gop_parallel_get_frames_equals_serial)
         /* the other contexts decode on one codec thread, without probes: the
          * parallel path ran */
         CHECK(ps.keys_probed < ss.keys_probed);
+        /* the other contexts stay open: the next call uses the same ones */
+        const int open1 = par->gop_open;
+        const reel_decoder *first = par->gop_ctx[0];
+        CHECK(open1 >= 1 && open1 <= contexts[c] - 1);
+        memset(got, 0, fb * n);
+        CHECK_OK(reel_decoder_get_frames(par, idx, n, &t, got, fb * n, &ps, &err));
+        CHECK(memcmp(got, want, fb * n) == 0);
+        CHECK_EQ_INT(par->gop_open, open1);
+        CHECK(par->gop_ctx[0] == first);
         /* one run: decoded as usual */
         const int64_t near[] = { 24, 26, 25 };
         CHECK_OK(reel_decoder_get_frames(par, near, 3, &t, got, fb * 3, &ps, &err));
