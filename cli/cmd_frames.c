@@ -63,91 +63,140 @@ done:
     return ok ? 0 : -1;
 }
 
-int reel_cli_frames(int argc, char **argv)
-{
-    const char *file = NULL, *at = NULL, *times = NULL, *outdir = NULL, *raw = NULL;
-    int stats = 0;
+/* The command line of `reel frames`. */
+typedef struct frames_args {
+    const char *file, *at, *times, *outdir, *raw;
+    int stats;
     reel_decoder_settings s;
-    reel_decoder_default_settings(&s);
     reel_transform t;
-    reel_transform_default_settings(&t);
+} frames_args;
+
+/* Reads the command line into *a: -1 to go on, else the exit code. */
+static int parse_args(int argc, char **argv, frames_args *a)
+{
+    memset(a, 0, sizeof *a);
+    reel_decoder_default_settings(&a->s);
+    reel_transform_default_settings(&a->t);
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
+        const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         int bad = 0;
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             usage(stdout);
             return 0;
-        } else if (!strcmp(a, "--at") && v) {
-            at = v;
+        } else if (!strcmp(o, "--at") && v) {
+            a->at = v;
             i++;
-        } else if (!strcmp(a, "--times") && v) {
-            times = v;
+        } else if (!strcmp(o, "--times") && v) {
+            a->times = v;
             i++;
-        } else if (!strcmp(a, "--stream") && v) {
-            bad = cli_parse_int(v, &s.stream_index);
+        } else if (!strcmp(o, "--stream") && v) {
+            bad = cli_parse_int(v, &a->s.stream_index);
             i++;
-        } else if (!strcmp(a, "--threads") && v) {
-            bad = cli_parse_int(v, &s.threads);
+        } else if (!strcmp(o, "--threads") && v) {
+            bad = cli_parse_int(v, &a->s.threads);
             i++;
-        } else if (!strcmp(a, "--size") && v) {
-            bad = cli_parse_size(v, &t.width, &t.height);
+        } else if (!strcmp(o, "--size") && v) {
+            bad = cli_parse_size(v, &a->t.width, &a->t.height);
             i++;
-        } else if (!strcmp(a, "--crop") && v) {
-            bad = cli_parse_crop(v, &t.crop_x, &t.crop_y, &t.crop_w, &t.crop_h);
+        } else if (!strcmp(o, "--crop") && v) {
+            bad = cli_parse_crop(v, &a->t.crop_x, &a->t.crop_y, &a->t.crop_w, &a->t.crop_h);
             i++;
-        } else if (!strcmp(a, "--filter") && v) {
+        } else if (!strcmp(o, "--filter") && v) {
             i++;
             if (!strcmp(v, "bilinear"))
-                t.filter = REEL_FILTER_BILINEAR;
+                a->t.filter = REEL_FILTER_BILINEAR;
             else if (!strcmp(v, "area"))
-                t.filter = REEL_FILTER_AREA;
+                a->t.filter = REEL_FILTER_AREA;
             else if (!strcmp(v, "bicubic"))
-                t.filter = REEL_FILTER_BICUBIC;
+                a->t.filter = REEL_FILTER_BICUBIC;
             else if (!strcmp(v, "nearest"))
-                t.filter = REEL_FILTER_NEAREST;
+                a->t.filter = REEL_FILTER_NEAREST;
             else
                 bad = 1;
-        } else if (!strcmp(a, "--resize-after-rgb"))
-            t.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
-        else if (!strcmp(a, "--rotate"))
-            t.apply_rotation = 1;
-        else if (!strcmp(a, "--chw"))
-            t.layout = REEL_LAYOUT_CHW;
-        else if (!strcmp(a, "--skip-corrupt"))
-            s.corrupt_policy = REEL_CORRUPT_SKIP;
-        else if (!strcmp(a, "--stats"))
-            stats = 1;
-        else if (!strcmp(a, "-o") && v) {
-            outdir = v;
+        } else if (!strcmp(o, "--resize-after-rgb"))
+            a->t.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+        else if (!strcmp(o, "--rotate"))
+            a->t.apply_rotation = 1;
+        else if (!strcmp(o, "--chw"))
+            a->t.layout = REEL_LAYOUT_CHW;
+        else if (!strcmp(o, "--skip-corrupt"))
+            a->s.corrupt_policy = REEL_CORRUPT_SKIP;
+        else if (!strcmp(o, "--stats"))
+            a->stats = 1;
+        else if (!strcmp(o, "-o") && v) {
+            a->outdir = v;
             i++;
-        } else if (!strcmp(a, "--raw") && v) {
-            raw = v;
+        } else if (!strcmp(o, "--raw") && v) {
+            a->raw = v;
             i++;
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "reel frames: unknown or incomplete option '%s'\n", a);
+        } else if (o[0] == '-' && o[1]) {
+            fprintf(stderr, "reel frames: unknown or incomplete option '%s'\n", o);
             usage(stderr);
             return 2;
-        } else if (!file)
-            file = a;
+        } else if (!a->file)
+            a->file = o;
         else {
-            fprintf(stderr, "reel frames: only one FILE (got '%s' too)\n", a);
+            fprintf(stderr, "reel frames: only one FILE (got '%s' too)\n", o);
             return 2;
         }
         if (bad) {
-            fprintf(stderr, "reel frames: bad value for %s: '%s'\n", a, v);
+            fprintf(stderr, "reel frames: bad value for %s: '%s'\n", o, v);
             return 2;
         }
     }
-    if (!file || (!at == !times) || (!outdir == !raw)) {
+    if (!a->file || (!a->at == !a->times) || (!a->outdir == !a->raw)) {
         fprintf(stderr, "reel frames: need FILE, exactly one of --at/--times, and exactly one of -o/--raw\n");
         usage(stderr);
         return 2;
     }
-    if (outdir && t.layout == REEL_LAYOUT_CHW) {
+    if (a->outdir && a->t.layout == REEL_LAYOUT_CHW) {
         fprintf(stderr, "reel frames: --chw is for --raw output\n");
         return 2;
     }
+    return -1;
+}
+
+/* One PNG per requested frame in outdir: frame_<index>.png, and
+ * frame_<index>_<position>.png for an index asked for more than once.
+ * 0, or -1 after saying why. */
+static int write_pngs(const char *outdir, const reel_decoder *dec, const int64_t *idx, long n, const uint8_t *buf,
+                      size_t fb, int w, int h)
+{
+    if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "reel frames: %s: cannot create directory: %s\n", outdir, strerror(errno));
+        return -1;
+    }
+    int64_t nf = reel_decoder_get_info(dec)->num_frames;
+    for (long i = 0; i < n; i++) {
+        int64_t fi = idx[i] < 0 ? idx[i] + nf : idx[i];
+        int dup = 0;
+        for (long j = 0; j < n; j++) {
+            int64_t fj = idx[j] < 0 ? idx[j] + nf : idx[j];
+            if (j != i && fj == fi) dup = 1;
+        }
+        char path[4096];
+        if (dup)
+            snprintf(path, sizeof path, "%s/frame_%06lld_%ld.png", outdir, (long long)fi, i);
+        else
+            snprintf(path, sizeof path, "%s/frame_%06lld.png", outdir, (long long)fi);
+        if (write_png(path, buf + (size_t)i * fb, w, h) != 0) {
+            fprintf(stderr, "reel frames: %s: cannot write PNG\n", path);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int reel_cli_frames(int argc, char **argv)
+{
+    frames_args a;
+    int code = parse_args(argc, argv, &a);
+    if (code >= 0) return code;
+    const char *file = a.file, *at = a.at, *times = a.times, *outdir = a.outdir, *raw = a.raw;
+    reel_decoder_settings s = a.s;
+    reel_transform t = a.t;
+    const int stats = a.stats;
 
     int64_t *idx = NULL;
     double *secs = NULL;
@@ -197,28 +246,7 @@ int reel_cli_frames(int argc, char **argv)
             goto done;
         }
     } else {
-        if (mkdir(outdir, 0777) != 0 && errno != EEXIST) {
-            fprintf(stderr, "reel frames: %s: cannot create directory: %s\n", outdir, strerror(errno));
-            goto done;
-        }
-        int64_t nf = reel_decoder_get_info(dec)->num_frames;
-        for (long i = 0; i < n; i++) {
-            int64_t fi = idx[i] < 0 ? idx[i] + nf : idx[i];
-            int dup = 0;
-            for (long j = 0; j < n; j++) {
-                int64_t fj = idx[j] < 0 ? idx[j] + nf : idx[j];
-                if (j != i && fj == fi) dup = 1;
-            }
-            char path[4096];
-            if (dup)
-                snprintf(path, sizeof path, "%s/frame_%06lld_%ld.png", outdir, (long long)fi, i);
-            else
-                snprintf(path, sizeof path, "%s/frame_%06lld.png", outdir, (long long)fi);
-            if (write_png(path, buf + (size_t)i * fb, w, h) != 0) {
-                fprintf(stderr, "reel frames: %s: cannot write PNG\n", path);
-                goto done;
-            }
-        }
+        if (write_pngs(outdir, dec, idx, n, buf, fb, w, h) != 0) goto done;
     }
     rc = 0;
     goto done;

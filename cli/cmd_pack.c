@@ -147,6 +147,76 @@ static int run_on_ray(int argc, char **argv)
     return 1;
 }
 
+/* Applies one "--name value" option to *s (*whole_opt: the last option only
+ * the whole-video samplers take): -1, or the exit code of a bad one. */
+static int set_option(reel_pack_settings *s, const char *a, const char *v, const char **whole_opt)
+{
+    if (!strcmp(a, "--size")) {
+        if (strchr(v, 'x') || strchr(v, 'X')) {
+            if (cli_parse_size(v, &s->width, &s->height) != 0 || s->width < 1 || s->height < 1)
+                return bad("bad --size (want S or WxH)", v);
+        } else if (cli_parse_int(v, &s->short_side) != 0 || s->short_side < 1) {
+            return bad("bad --size (want S or WxH)", v);
+        }
+    } else if (!strcmp(a, "--fps")) {
+        char *end;
+        s->fps = strtod(v, &end);
+        if (end == v || *end || !(s->fps > 0)) return bad("bad --fps", v);
+    } else if (!strcmp(a, "--sampler")) {
+        if (!strcmp(v, "fps"))
+            s->sampler = REEL_SAMPLE_FPS;
+        else if (!strcmp(v, "count"))
+            s->sampler = REEL_SAMPLE_COUNT;
+        else
+            return bad("bad --sampler (fps or count)", v);
+    } else if (!strcmp(a, "--min-frames")) {
+        if (cli_parse_int(v, &s->min_frames) != 0 || s->min_frames < 0) return bad("bad --min-frames", v);
+        *whole_opt = a;
+    } else if (!strcmp(a, "--max-frames")) {
+        if (cli_parse_int(v, &s->max_frames) != 0 || s->max_frames < 1) return bad("bad --max-frames", v);
+        *whole_opt = a;
+    } else if (!strcmp(a, "--frames")) {
+        if (cli_parse_int(v, &s->frames) != 0 || s->frames < 1) return bad("bad --frames", v);
+        *whole_opt = a;
+    } else if (!strcmp(a, "--frame-factor")) {
+        if (cli_parse_int(v, &s->frame_factor) != 0 || s->frame_factor < 1) return bad("bad --frame-factor", v);
+        *whole_opt = a;
+    } else if (!strcmp(a, "--every")) {
+        if (cli_parse_int(v, &s->every) != 0 || s->every < 1) return bad("bad --every", v);
+    } else if (!strcmp(a, "--format")) {
+        if (!strcmp(v, "jpeg"))
+            s->format = REEL_STORE_FORMAT_JPEG;
+        else if (!strcmp(v, "raw"))
+            s->format = REEL_STORE_FORMAT_RAW;
+        else if (!strcmp(v, "h264"))
+            s->format = REEL_STORE_FORMAT_H264;
+        else
+            return bad("bad --format (jpeg, raw or h264)", v);
+    } else if (!strcmp(a, "--quality")) {
+        if (cli_parse_int(v, &s->quality) != 0 || s->quality < 1 || s->quality > 100) return bad("bad --quality", v);
+    } else if (!strcmp(a, "--gop")) {
+        if (cli_parse_int(v, &s->gop) != 0 || s->gop < 1) return bad("bad --gop", v);
+    } else if (!strcmp(a, "--crf")) {
+        if (cli_parse_int(v, &s->crf) != 0 || s->crf > 51) return bad("bad --crf", v);
+    } else if (!strcmp(a, "--shard-size")) {
+        if (parse_bytes(v, &s->shard_size) != 0) return bad("bad --shard-size", v);
+    } else if (!strcmp(a, "--threads")) {
+        if (cli_parse_int(v, &s->threads) != 0) return bad("bad --threads", v);
+    } else if (!strcmp(a, "--part")) {
+        if (!strcmp(v, "auto")) {
+            const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
+            if (!r || !w || cli_parse_int(r, &s->part_index) != 0 || cli_parse_int(w, &s->part_count) != 0)
+                return bad("--part auto needs RANK and WORLD_SIZE in the environment; got", r ? r : "none");
+        } else if (sscanf(v, "%d/%d", &s->part_index, &s->part_count) != 2 || s->part_count < 1 || s->part_index < 0 ||
+                   s->part_index >= s->part_count) {
+            return bad("bad --part (want I/N with 0 <= I < N)", v);
+        }
+    } else {
+        return bad("unknown option", a);
+    }
+    return -1;
+}
+
 int reel_cli_pack(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -194,70 +264,8 @@ int reel_cli_pack(int argc, char **argv)
         if (a[0] == '-' && a[1] == '-') {
             if (!v) return bad("missing value for", a);
             i++;
-            if (!strcmp(a, "--size")) {
-                if (strchr(v, 'x') || strchr(v, 'X')) {
-                    if (cli_parse_size(v, &s.width, &s.height) != 0 || s.width < 1 || s.height < 1)
-                        return bad("bad --size (want S or WxH)", v);
-                } else if (cli_parse_int(v, &s.short_side) != 0 || s.short_side < 1) {
-                    return bad("bad --size (want S or WxH)", v);
-                }
-            } else if (!strcmp(a, "--fps")) {
-                char *end;
-                s.fps = strtod(v, &end);
-                if (end == v || *end || !(s.fps > 0)) return bad("bad --fps", v);
-            } else if (!strcmp(a, "--sampler")) {
-                if (!strcmp(v, "fps"))
-                    s.sampler = REEL_SAMPLE_FPS;
-                else if (!strcmp(v, "count"))
-                    s.sampler = REEL_SAMPLE_COUNT;
-                else
-                    return bad("bad --sampler (fps or count)", v);
-            } else if (!strcmp(a, "--min-frames")) {
-                if (cli_parse_int(v, &s.min_frames) != 0 || s.min_frames < 0) return bad("bad --min-frames", v);
-                whole_opt = a;
-            } else if (!strcmp(a, "--max-frames")) {
-                if (cli_parse_int(v, &s.max_frames) != 0 || s.max_frames < 1) return bad("bad --max-frames", v);
-                whole_opt = a;
-            } else if (!strcmp(a, "--frames")) {
-                if (cli_parse_int(v, &s.frames) != 0 || s.frames < 1) return bad("bad --frames", v);
-                whole_opt = a;
-            } else if (!strcmp(a, "--frame-factor")) {
-                if (cli_parse_int(v, &s.frame_factor) != 0 || s.frame_factor < 1) return bad("bad --frame-factor", v);
-                whole_opt = a;
-            } else if (!strcmp(a, "--every")) {
-                if (cli_parse_int(v, &s.every) != 0 || s.every < 1) return bad("bad --every", v);
-            } else if (!strcmp(a, "--format")) {
-                if (!strcmp(v, "jpeg"))
-                    s.format = REEL_STORE_FORMAT_JPEG;
-                else if (!strcmp(v, "raw"))
-                    s.format = REEL_STORE_FORMAT_RAW;
-                else if (!strcmp(v, "h264"))
-                    s.format = REEL_STORE_FORMAT_H264;
-                else
-                    return bad("bad --format (jpeg, raw or h264)", v);
-            } else if (!strcmp(a, "--quality")) {
-                if (cli_parse_int(v, &s.quality) != 0 || s.quality < 1 || s.quality > 100)
-                    return bad("bad --quality", v);
-            } else if (!strcmp(a, "--gop")) {
-                if (cli_parse_int(v, &s.gop) != 0 || s.gop < 1) return bad("bad --gop", v);
-            } else if (!strcmp(a, "--crf")) {
-                if (cli_parse_int(v, &s.crf) != 0 || s.crf > 51) return bad("bad --crf", v);
-            } else if (!strcmp(a, "--shard-size")) {
-                if (parse_bytes(v, &s.shard_size) != 0) return bad("bad --shard-size", v);
-            } else if (!strcmp(a, "--threads")) {
-                if (cli_parse_int(v, &s.threads) != 0) return bad("bad --threads", v);
-            } else if (!strcmp(a, "--part")) {
-                if (!strcmp(v, "auto")) {
-                    const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
-                    if (!r || !w || cli_parse_int(r, &s.part_index) != 0 || cli_parse_int(w, &s.part_count) != 0)
-                        return bad("--part auto needs RANK and WORLD_SIZE in the environment; got", r ? r : "none");
-                } else if (sscanf(v, "%d/%d", &s.part_index, &s.part_count) != 2 || s.part_count < 1 ||
-                           s.part_index < 0 || s.part_index >= s.part_count) {
-                    return bad("bad --part (want I/N with 0 <= I < N)", v);
-                }
-            } else {
-                return bad("unknown option", a);
-            }
+            int code = set_option(&s, a, v, &whole_opt);
+            if (code >= 0) return code;
             continue;
         }
         if (npos == 2) return bad("unexpected argument", a);

@@ -6,17 +6,11 @@
  * started on 127.0.0.1 by the test and stopped when it ends. */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "server_common.h"
 #include "testgen.h"
 #include "core/hash.h"
 
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
-
-extern char **environ;
 
 #define NVID 6
 
@@ -43,84 +37,16 @@ static void make_videos(void)
 
 /* ------------------------------------------------------------ the servers */
 
-typedef struct servers {
-    pid_t pid;
-    int to_fd, from_fd; /* the helper's stdin and stdout */
-    char base[256];
-} servers;
-
-/* One line from the helper within `secs`, into buf (no newline): 0, or -1. */
-static int read_line(servers *s, char *buf, size_t size, double secs)
-{
-    size_t n = 0;
-    const int64_t end = (int64_t)(secs * 1000);
-    int64_t waited = 0;
-    while (n + 1 < size) {
-        struct pollfd pf = { s->from_fd, POLLIN, 0 };
-        int r = poll(&pf, 1, 100);
-        if (r == 0) {
-            if ((waited += 100) >= end) return -1;
-            continue;
-        }
-        if (r < 0) return -1;
-        char c;
-        if (read(s->from_fd, &c, 1) != 1) return -1;
-        if (c == '\n') break;
-        buf[n++] = c;
-    }
-    buf[n] = '\0';
-    return 0;
-}
-
-static void servers_stop(servers *s)
-{
-    if (s->to_fd >= 0) close(s->to_fd); /* the helper stops at the end of its stdin */
-    if (s->from_fd >= 0) close(s->from_fd);
-    s->to_fd = s->from_fd = -1;
-    if (s->pid > 0) {
-        int status;
-        for (int i = 0; i < 100 && waitpid(s->pid, &status, WNOHANG) == 0; i++) usleep(50000);
-        if (waitpid(s->pid, &status, WNOHANG) == 0) {
-            kill(s->pid, SIGKILL);
-            waitpid(s->pid, &status, 0);
-        }
-    }
-    s->pid = 0;
-}
+typedef test_server servers;
 
 /* Starts nginx over the test's folder and the proxy in front of it; skips
  * when python3 or nginx is missing (make test installs both). */
 static void servers_start(servers *s)
 {
-    memset(s, 0, sizeof *s);
-    s->to_fd = s->from_fd = -1;
     if (system("command -v python3 >/dev/null 2>&1 && { command -v nginx || test -x /usr/sbin/nginx; } "
                ">/dev/null 2>&1") != 0)
         harness_skip_needed("python3 and nginx are needed (make test installs nginx)");
-    int in[2], out[2];
-    CHECK(pipe(in) == 0 && pipe(out) == 0);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_addclose(&fa, in[1]);
-    posix_spawn_file_actions_addclose(&fa, out[0]);
-    char script[1200];
-    snprintf(script, sizeof script, "%s/tests/python/serve_faults.py", REEL_SOURCE_DIR);
-    char *argv[] = { "python3", script, (char *)harness_tmpdir(), NULL };
-    int r = posix_spawnp(&s->pid, "python3", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(in[0]);
-    close(out[1]);
-    s->to_fd = in[1];
-    s->from_fd = out[0];
-    CHECK_MSG(r == 0, "cannot start %s", script);
-    char line[512];
-    if (read_line(s, line, sizeof line, 60) != 0 || strncmp(line, "READY ", 6) != 0) {
-        servers_stop(s);
-        CHECK_MSG(0, "the servers did not start: '%s'", line);
-    }
-    snprintf(s->base, sizeof s->base, "%.200s", line + 6);
+    test_server_start(s, "serve_faults.py", harness_tmpdir());
 }
 
 /* Sends one command and checks its "ok"; the answer goes to reply. */
@@ -133,7 +59,7 @@ static void ctl(servers *s, const char *cmd, char *reply, size_t size)
     }
     snprintf(line, sizeof line, "%s\n", cmd);
     CHECK(write(s->to_fd, line, strlen(line)) == (ssize_t)strlen(line));
-    CHECK(read_line(s, reply, size, 10) == 0);
+    CHECK(test_server_read_line(s, reply, size, 10) == 0);
     CHECK_MSG(strncmp(reply, "ok", 2) == 0, "%s: %s", cmd, reply);
 }
 
@@ -241,7 +167,7 @@ TEST(faults_with_retries_deliver_every_clip_exactly)
     run_loader(sv.base, &rs, 0, &remote);
     char counts[512];
     ctl(&sv, "counts", counts, sizeof counts);
-    servers_stop(&sv);
+    test_server_stop(&sv);
     CHECK_MSG(remote.failures == 0, "%lld failures, first: %s", (long long)remote.failures, remote.first_failure);
     CHECK_EQ_INT(remote.batches, local.batches);
     CHECK_EQ_INT(remote.clips, NVID);
@@ -265,7 +191,7 @@ TEST(a_100_ms_latency_delivers_every_clip_exactly)
     ctl(&sv, "set latency 0.1", NULL, 0);
     reel_remote_settings rs = small_reads(5);
     run_loader(sv.base, &rs, 0, &remote);
-    servers_stop(&sv);
+    test_server_stop(&sv);
     CHECK_MSG(remote.failures == 0, "%lld failures, first: %s", (long long)remote.failures, remote.first_failure);
     CHECK_MSG(remote.digest == local.digest, "the batches over URLs differ from the local ones");
     CHECK_EQ_INT(remote.m.remote.retries, 0);
@@ -282,7 +208,7 @@ TEST(faults_without_retries_are_named_failures)
     reel_remote_settings rs = small_reads(0);
     run_result r;
     run_loader(sv.base, &rs, 0, &r);
-    servers_stop(&sv);
+    test_server_stop(&sv);
     CHECK(r.failures > 0);
     CHECK_EQ_INT(r.m.remote.retries, 0);
     CHECK(r.m.remote.failures > 0);
@@ -303,7 +229,7 @@ TEST(a_server_that_stops_answering_ends_in_the_time_limit)
     rs.max_retries = 0;
     run_result r;
     run_loader(sv.base, &rs, 0.5, &r);
-    servers_stop(&sv);
+    test_server_stop(&sv);
     CHECK_EQ_INT(r.failures, NVID);
     CHECK_EQ_INT(r.clips, 0);
     CHECK_MSG(strstr(r.first_failure, "time limit"), "failure: %s", r.first_failure);

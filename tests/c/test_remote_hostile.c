@@ -7,6 +7,7 @@
  * ASan in the sanitizer tree) must fail the same way. */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "server_common.h"
 #include "testgen.h"
 
 #include <fcntl.h>
@@ -22,36 +23,14 @@ extern char **environ;
 
 #define RSS_MAX_KB (512L * 1024)
 
-typedef struct server {
-    pid_t pid;
-    int to_fd, from_fd;
-    char base[256];
-} server;
+typedef test_server server;
 
 static char g_video[1024];
-
-static void server_stop(server *s)
-{
-    if (s->to_fd >= 0) close(s->to_fd); /* the helper stops at the end of its stdin */
-    if (s->from_fd >= 0) close(s->from_fd);
-    s->to_fd = s->from_fd = -1;
-    if (s->pid > 0) {
-        int status;
-        for (int i = 0; i < 100 && waitpid(s->pid, &status, WNOHANG) == 0; i++) usleep(50000);
-        if (waitpid(s->pid, &status, WNOHANG) == 0) {
-            kill(s->pid, SIGKILL);
-            waitpid(s->pid, &status, 0);
-        }
-    }
-    s->pid = 0;
-}
 
 /* A 640x480 video of 120 frames (larger than the first range GET of 256
  * KiB) and the server over it; skips without python3. */
 static void server_start(server *s)
 {
-    memset(s, 0, sizeof *s);
-    s->to_fd = s->from_fd = -1;
     if (system("command -v python3 >/dev/null 2>&1") != 0) harness_skip_needed("python3 is needed");
     if (!g_video[0]) {
         snprintf(g_video, sizeof g_video, "%s/hostile.mp4", harness_tmpdir());
@@ -65,43 +44,7 @@ static void server_start(server *s)
         p.seed = 5;
         tg_synth(&p);
     }
-    int in[2], out[2];
-    CHECK(pipe(in) == 0 && pipe(out) == 0);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
-    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    posix_spawn_file_actions_addclose(&fa, in[1]);
-    posix_spawn_file_actions_addclose(&fa, out[0]);
-    char script[1200];
-    snprintf(script, sizeof script, "%s/tests/python/serve_hostile.py", REEL_SOURCE_DIR);
-    char *argv[] = { "python3", script, g_video, NULL };
-    int r = posix_spawnp(&s->pid, "python3", &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(in[0]);
-    close(out[1]);
-    s->to_fd = in[1];
-    s->from_fd = out[0];
-    CHECK_MSG(r == 0, "cannot start %s", script);
-    char line[512];
-    size_t n = 0;
-    for (int waited = 0; n + 1 < sizeof line && waited < 60000;) { /* "READY <url>\n" within 60 s */
-        struct pollfd pf = { s->from_fd, POLLIN, 0 };
-        int pr = poll(&pf, 1, 100);
-        if (pr == 0) {
-            waited += 100;
-            continue;
-        }
-        char c;
-        if (pr < 0 || read(s->from_fd, &c, 1) != 1 || c == '\n') break;
-        line[n++] = c;
-    }
-    line[n] = '\0';
-    if (strncmp(line, "READY ", 6) != 0) {
-        server_stop(s);
-        CHECK_MSG(0, "the server did not start: '%s'", line);
-    }
-    snprintf(s->base, sizeof s->base, "%.200s", line + 6);
+    test_server_start(s, "serve_hostile.py", g_video);
 }
 
 typedef struct cli_run {
@@ -183,7 +126,7 @@ static void check_refused(const char *mode, const char *cause)
     int st = REEL_OK;
     if (r.exited && r.code != 0 && strstr(r.err, cause) && r.rss_kb < RSS_MAX_KB)
         st = open_here(url, 0, msg, sizeof msg);
-    server_stop(&s);
+    test_server_stop(&s);
     CHECK_MSG(r.exited && r.code != 0, "reel frames %s: exit %d (normal: %d)", url, r.code, r.exited);
     CHECK_MSG(strstr(r.err, cause), "the failure does not name '%s': %s", cause, r.err);
     CHECK_MSG(strstr(r.err, url), "the failure does not name the URL: %s", r.err);
@@ -220,7 +163,7 @@ TEST(a_206_for_other_bytes_is_a_range_mismatch_retried_and_named)
     char msg[1024], ok_msg[1024];
     int st = open_here(url, 2, msg, sizeof msg);
     int st_good = open_here(good, 0, ok_msg, sizeof ok_msg); /* the same server answering right: fine */
-    server_stop(&s);
+    test_server_stop(&s);
     CHECK_MSG(r.exited && r.code != 0, "reel frames: exit %d", r.code);
     CHECK_MSG(r.rss_kb < RSS_MAX_KB, "peak RSS %ld kB", r.rss_kb);
     CHECK_MSG(strstr(r.err, "range mismatch: asked for bytes 0-262143, got bytes 4096-266239/"), "%s", r.err);

@@ -36,17 +36,20 @@ static void check_run(const reel_sampler_settings *s, const reel_sampler_video *
     if (n > 1) CHECK_STATUS(reel_sampler_run(s, v, 0, 0, 0, o, (size_t)n - 1, NULL), REEL_E_BUFFER_TOO_SMALL);
 }
 
+/* A 300-frame, 30 fps video of frame table tab (time base 1/15360). */
+static reel_sampler_video long_video(const reel_frame_entry *tab)
+{
+    reel_sampler_video v = { .table = tab, .num_frames = 300, .time_base_num = 1, .time_base_den = 15360 };
+    v.average_fps = 30.0;
+    v.segment_end = -1;
+    v.name = "long.mp4";
+    return v;
+}
+
 TEST(fps_sampler_is_qwen_smart_nframes)
 {
     reel_frame_entry *tab = table_30fps(300);
-    reel_sampler_video v = { .table = tab,
-                             .num_frames = 300,
-                             .time_base_num = 1,
-                             .time_base_den = 15360,
-                             .average_fps = 30.0,
-                             .segment_start = 0,
-                             .segment_end = -1,
-                             .name = "long.mp4" };
+    reel_sampler_video v = long_video(tab);
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
     CHECK_NEAR(s.fps, 2.0, 0);
@@ -112,14 +115,7 @@ TEST(fps_sampler_is_qwen_smart_nframes)
 TEST(count_sampler_rounds_half_to_even)
 {
     reel_frame_entry *tab = table_30fps(300);
-    reel_sampler_video v = { .table = tab,
-                             .num_frames = 300,
-                             .time_base_num = 1,
-                             .time_base_den = 15360,
-                             .average_fps = 30.0,
-                             .segment_start = 0,
-                             .segment_end = -1,
-                             .name = "long.mp4" };
+    reel_sampler_video v = long_video(tab);
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
     s.kind = REEL_SAMPLE_COUNT;
