@@ -85,11 +85,12 @@ typedef struct reel_decoder_settings {
     /** GOP-parallel decoding: >= 2: a reel_decoder_get_frames* call whose
      *  decode plan has two or more keyframe runs splits the runs (balanced by
      *  frames to decode) over up to this many decoder contexts of the same
-     *  file or URL, the extra ones opened for the call, single-threaded, on
-     *  threads of their own; each writes its frames straight into the
-     *  output. Memory and callback inputs, and plans of one run, decode as
-     *  usual. The extra contexts' requests are not added to remote_stats.
-     *  0 or 1 (default): off. At most 64. */
+     *  file or URL, single-threaded, on threads of their own; each writes
+     *  its frames straight into the output. The extra contexts are opened
+     *  on first use and kept for the calls that follow until the decoder
+     *  closes; their requests count in reel_decoder_get_remote_stats and in
+     *  remote_stats. Memory and callback inputs, and plans of one run,
+     *  decode as usual. 0 or 1 (default): off. At most 64. */
     int gop_contexts;
     uint8_t reserved[60]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_decoder_settings;

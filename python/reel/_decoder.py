@@ -190,6 +190,8 @@ class VideoDecoder:
       more keyframe runs splits the runs over up to this many decoder contexts
       of the same file or URL, on threads of their own, each writing straight
       into the output (default 1: off; bytes and file-like sources: off).
+      The other contexts open on first use and stay open until ``close()``;
+      their requests count in ``remote_stats``.
     - ``name``: the name used in messages for bytes and file-like sources.
     - ``remote``: for http(s):// and s3:// URLs, ``{"request_timeout": s,
       "connect_timeout": s, "max_retries": n, "retry_budget": s,

@@ -111,12 +111,13 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
  * keyframe runs in decode order; they are cut into up to gop_contexts
  * contiguous groups of about equal frames to decode. Group 0 decodes on
  * `dec` in the calling thread, each other group on a decoder context of its
- * own (the same path or URL, opened for the call, one codec thread) on a
- * thread of its own. Every group's sink writes straight into the caller's
- * output through a map from its request positions to the caller's. */
+ * own (the same path or URL, one codec thread; opened on first use and kept
+ * in dec->gop_ctx for later calls) on a thread of its own. Every group's
+ * sink writes straight into the caller's output through a map from its
+ * request positions to the caller's. */
 
 typedef struct par_group {
-    reel_decoder *dec; /* dec itself for group 0, else a context opened for the call */
+    reel_decoder *dec; /* dec itself for group 0, else one of dec->gop_ctx */
     int64_t *idx;      /* the group's requests (frame indices) */
     size_t *map;       /* their positions in the caller's list */
     size_t n;
@@ -188,7 +189,7 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
                                reel_decode_stats *stats, int *handled, reel_error *err)
 {
     const reel_table *t = &dec->table;
-    int k = dec->settings.gop_contexts > 64 ? 64 : dec->settings.gop_contexts;
+    int k = dec->settings.gop_contexts > REEL_GOP_CONTEXTS ? REEL_GOP_CONTEXTS : dec->settings.gop_contexts;
     *handled = 0;
     reel__req *reqs = malloc(n * sizeof *reqs);
     reel__wanted *w = malloc(n * sizeof *w);
@@ -227,17 +228,25 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
             q->n++;
         }
     }
-    /* the other contexts: the same input, one codec thread each */
+    /* the other contexts: the same input, one codec thread each, opened
+     * once; their remote requests go to the same tally as dec's (added when
+     * dec closes them) */
     reel_decoder_settings ss = dec->settings;
     ss.threads = 1;
     ss.gop_contexts = 0;
-    ss.remote_stats = NULL;
     if (ss.index_mode == REEL_INDEX_READ_WRITE) ss.index_mode = REEL_INDEX_READ;
-    g[0].dec = dec;
-    for (int q = 1; q < used; q++) {
+    while (dec->gop_open < used - 1) {
         reel_error e;
         reel_error_clear(&e);
-        if (reel_decoder_open(&g[q].dec, dec->name, &ss, &e) != REEL_OK || g[q].dec->table.n != t->n) goto out;
+        reel_decoder *x = NULL;
+        if (reel_decoder_open(&x, dec->name, &ss, &e) != REEL_OK) goto out; /* the serial path decodes */
+        dec->gop_ctx[dec->gop_open++] = x;
+        if (x->table.n != t->n) goto out; /* not the same video (a changed file): kept, never used */
+    }
+    g[0].dec = dec;
+    for (int q = 1; q < used; q++) {
+        g[q].dec = dec->gop_ctx[q - 1];
+        if (g[q].dec->table.n != t->n) goto out;
     }
     *handled = 1;
     pthread_t th[64];
@@ -268,7 +277,6 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
 out:
     if (g)
         for (int q = 0; q < k; q++) {
-            if (q > 0 && g[q].dec) reel_decoder_close(&g[q].dec);
             free(g[q].idx);
             free(g[q].map);
         }

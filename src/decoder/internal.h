@@ -109,6 +109,12 @@ struct reel_decoder {
     int threads_dropped; /* the codec was reopened single-threaded after such a divergence */
     AVCodecContext *probe;
     reel_converter *conv; /* for get_frames */
+    /* GOP-parallel decoding's other contexts (frames.c): the same input,
+     * opened on first use, kept for the calls that follow, closed with this
+     * decoder (which then adds their remote tallies); [0, gop_open) */
+#define REEL_GOP_CONTEXTS 64
+    struct reel_decoder *gop_ctx[REEL_GOP_CONTEXTS - 1];
+    int gop_open;
 };
 
 /* Builds dec->table by scanning packets (no decoding). */

@@ -579,6 +579,7 @@ void reel_decoder_close(reel_decoder **pdec)
 {
     if (!pdec || !*pdec) return;
     reel_decoder *dec = *pdec;
+    for (int i = 0; i < dec->gop_open; i++) reel_decoder_close(&dec->gop_ctx[i]);
     reel__log_unregister(dec);
     reel_converter_destroy(&dec->conv);
     for (int i = 0; i < REEL_FRAME_CACHE; i++) av_frame_free(&dec->cache[i]);
@@ -640,5 +641,10 @@ int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_stats *ou
     memset(out, 0, sizeof *out);
     if (!dec) return REEL_E_INVALID_ARG;
     reel__remote_stats(dec->remote, out);
+    for (int i = 0; i < dec->gop_open; i++) { /* GOP-parallel decoding's other contexts */
+        reel_remote_stats more;
+        reel__remote_stats(dec->gop_ctx[i]->remote, &more);
+        reel_remote_stats_add(out, &more);
+    }
     return REEL_OK;
 }

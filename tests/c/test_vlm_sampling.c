@@ -7,6 +7,7 @@
 #include "testgen.h"
 
 #include "reel/pipeline.h"
+#include "decoder/internal.h" /* the GOP contexts a decoder keeps */
 
 #include <math.h>
 
@@ -218,8 +219,9 @@ TEST(size_policy_is_qwen_smart_resize)
 
 /* GOP-parallel decoding (gop_contexts): the frames of a call spread over
  * several keyframe runs come out equal to the serial decode, with repeats,
- * negative indices and any order, on 2, 3 and 64 contexts; a call inside
- * one run and a memory input decode as usual. */
+ * negative indices and any order, on 2, 3 and 64 contexts; the other
+ * contexts are opened once and kept for the next call; a call inside one
+ * run and a memory input decode as usual. */
 TEST(gop_parallel_get_frames_equals_serial)
 {
     char path[1024];
@@ -263,6 +265,15 @@ TEST(gop_parallel_get_frames_equals_serial)
         /* the other contexts decode on one codec thread, without probes: the
          * parallel path ran */
         CHECK(ps.keys_probed < ss.keys_probed);
+        /* the other contexts stay open: the next call uses the same ones */
+        const int open1 = par->gop_open;
+        const reel_decoder *first = par->gop_ctx[0];
+        CHECK(open1 >= 1 && open1 <= contexts[c] - 1);
+        memset(got, 0, fb * n);
+        CHECK_OK(reel_decoder_get_frames(par, idx, n, &t, got, fb * n, &ps, &err));
+        CHECK(memcmp(got, want, fb * n) == 0);
+        CHECK_EQ_INT(par->gop_open, open1);
+        CHECK(par->gop_ctx[0] == first);
         /* one run: decoded as usual */
         const int64_t near[] = { 24, 26, 25 };
         CHECK_OK(reel_decoder_get_frames(par, near, 3, &t, got, fb * 3, &ps, &err));

@@ -283,6 +283,25 @@ def test_http_url_fetches_the_sampled_frames(shared_videos, videos):
     assert torch.equal(r, local)
 
 
+def test_gop_contexts_stay_open_and_their_requests_count(shared_videos):
+    """GOP-parallel decoding of a URL: the other context's requests are in
+    the decoder's remote_stats, and it is opened once, not per call (karma.mp4
+    is under whole_object_max: each context fetches it whole when it opens)."""
+    with nginx(shared_videos) as base:
+        url = f"{base}/karma.mp4"
+        with reel.VideoDecoder(url, size=(32, 32)) as ser:
+            n = len(ser)
+            idx = [0, n // 3, 2 * n // 3, n - 1]  # four keyframe runs
+            want = ser.get_frames_at(idx).numpy().tobytes()
+            one = ser.remote_stats["requests"]
+        with reel.VideoDecoder(url, size=(32, 32), gop_threads=2) as par:
+            assert par.get_frames_at(idx).numpy().tobytes() == want
+            first = par.remote_stats
+            assert first["requests"] == 2 * one and first["connections"] >= 1
+            assert par.get_frames_at(idx).numpy().tobytes() == want
+            assert par.remote_stats["requests"] == first["requests"]
+
+
 def test_reference_not_needed_at_run_time():
     code = ("import sys; sys.modules['qwen_vl_utils'] = None; sys.modules['torchvision'] = None; "
             "import reel.vlm; print(reel.vlm.smart_resize(720, 1280, 28, 128 * 784, 768 * 784))")
