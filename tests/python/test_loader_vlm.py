@@ -197,3 +197,20 @@ def test_torch_wrappers_take_variable_batches(vids):
     assert sorted(c.sample for c in clips) == list(range(len(vids)))
     for c in clips:
         assert torch.equal(c.frames, want[vids[c.sample]])
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rotated_and_vfr_videos_serial_and_gop_split(shared_videos, threads):
+    """Rotation 90 and 180 (VFR), on one decode thread and on two with one
+    sample in flight (the idle thread's context takes half its keyframe runs):
+    the pixels of reel.vlm.fetch_video either way."""
+    paths = [str(shared_videos / n) for n in ("nasa_13013_rotated.mp4", "fire2.mp4", "cockatoo.mp4")]
+    with loader(paths, batch_size=1, num_threads=threads, prefetch_batches=1) as L:
+        for b in L:
+            f, ci = b.frames[0].torch(), b.info[0]
+            ref, meta = reference(ci.path)
+            assert list(ci.frame_indices) == list(meta["frames_indices"])
+            assert torch.equal(f, ref), ci.path
+            del b, f
+        split = L.metrics()["gop_split_samples"]
+    assert (split == 0) if threads == 1 else (split >= 1)

@@ -565,6 +565,48 @@ static int encode_and_write(writer *w, AVFrame *frame, reel_error *err)
     }
 }
 
+/* The buffers of a write: the RGB canvas (rows of *stride bytes), the
+ * encoder frame, the converter to the encoder's format, the timestamps. */
+static int alloc_buffers(writer *w, int64_t *stride, reel_error *err)
+{
+    const reel_synth_params *p = w->p;
+    const int W = p->width, H = p->height;
+    /* swscale's SIMD reads a little past the end of a line: pad the rows,
+     * and zero the padding so it is defined. */
+    const int64_t rgb_stride = ((int64_t)W * 3 + 63) & ~(int64_t)63;
+    *stride = rgb_stride;
+    w->rgb = calloc((size_t)rgb_stride * (size_t)H + 64, 1);
+    w->scratch = malloc(sizeof *w->scratch * REEL__SYNTH_SCRATCH(W, H));
+    w->pts = malloc(sizeof *w->pts * (size_t)p->num_frames);
+    w->dur = malloc(sizeof *w->dur * (size_t)p->num_frames);
+    w->frame = av_frame_alloc();
+    w->pkt = av_packet_alloc();
+    if (!w->rgb || !w->scratch || !w->pts || !w->dur || !w->frame || !w->pkt)
+        return fail(err, REEL_E_NOMEM, w->path, "out of memory");
+    w->frame->format = w->enc->pix_fmt;
+    w->frame->width = W;
+    w->frame->height = H;
+    w->frame->color_range = w->enc->color_range;
+    w->frame->colorspace = w->enc->colorspace;
+    w->frame->color_primaries = w->enc->color_primaries;
+    w->frame->color_trc = w->enc->color_trc;
+    w->frame->sample_aspect_ratio = w->enc->sample_aspect_ratio;
+    int ret = av_frame_get_buffer(w->frame, 0);
+    if (ret < 0) return fail(err, REEL_E_NOMEM, w->path, "out of memory for a frame");
+
+    w->sws = sws_getContext(W, H, AV_PIX_FMT_RGB24, W, H, w->enc->pix_fmt, SWS_BILINEAR, NULL, NULL, NULL);
+    if (!w->sws)
+        return fail(err, REEL_E_INTERNAL, w->path, "swscale cannot convert rgb24 to %s",
+                    av_get_pix_fmt_name(w->enc->pix_fmt));
+    {
+        const int *coefs = sws_getCoefficients(SWS_CS_ITU601);
+        int full = w->enc->color_range == AVCOL_RANGE_JPEG;
+        sws_setColorspaceDetails(w->sws, coefs, 1, coefs, full, 0, 1 << 16, 1 << 16);
+    }
+
+    return REEL_OK;
+}
+
 static int write_all(writer *w, const container_desc *cont, const codec_desc *codec, reel_error *err)
 {
     const reel_synth_params *p = w->p;
@@ -619,37 +661,9 @@ static int write_all(writer *w, const container_desc *cont, const codec_desc *co
 
     /* Buffers: the RGB canvas, the encoder frame, the converter, the timestamps. */
     const int W = p->width, H = p->height;
-    /* swscale's SIMD reads a little past the end of a line: pad the rows,
-     * and zero the padding so it is defined. */
-    const int64_t rgb_stride = ((int64_t)W * 3 + 63) & ~(int64_t)63;
-    w->rgb = calloc((size_t)rgb_stride * (size_t)H + 64, 1);
-    w->scratch = malloc(sizeof *w->scratch * REEL__SYNTH_SCRATCH(W, H));
-    w->pts = malloc(sizeof *w->pts * (size_t)p->num_frames);
-    w->dur = malloc(sizeof *w->dur * (size_t)p->num_frames);
-    w->frame = av_frame_alloc();
-    w->pkt = av_packet_alloc();
-    if (!w->rgb || !w->scratch || !w->pts || !w->dur || !w->frame || !w->pkt)
-        return fail(err, REEL_E_NOMEM, w->path, "out of memory");
-    w->frame->format = w->enc->pix_fmt;
-    w->frame->width = W;
-    w->frame->height = H;
-    w->frame->color_range = w->enc->color_range;
-    w->frame->colorspace = w->enc->colorspace;
-    w->frame->color_primaries = w->enc->color_primaries;
-    w->frame->color_trc = w->enc->color_trc;
-    w->frame->sample_aspect_ratio = w->enc->sample_aspect_ratio;
-    ret = av_frame_get_buffer(w->frame, 0);
-    if (ret < 0) return fail(err, REEL_E_NOMEM, w->path, "out of memory for a frame");
-
-    w->sws = sws_getContext(W, H, AV_PIX_FMT_RGB24, W, H, w->enc->pix_fmt, SWS_BILINEAR, NULL, NULL, NULL);
-    if (!w->sws)
-        return fail(err, REEL_E_INTERNAL, w->path, "swscale cannot convert rgb24 to %s",
-                    av_get_pix_fmt_name(w->enc->pix_fmt));
-    {
-        const int *coefs = sws_getCoefficients(SWS_CS_ITU601);
-        int full = w->enc->color_range == AVCOL_RANGE_JPEG;
-        sws_setColorspaceDetails(w->sws, coefs, 1, coefs, full, 0, 1 << 16, 1 << 16);
-    }
+    int64_t rgb_stride = 0;
+    rc = alloc_buffers(w, &rgb_stride, err);
+    if (rc != REEL_OK) return rc;
 
     /* the muxer may have picked another stream time base: the start in it */
     w->start_offset = av_rescale_q_rnd(t.start, t.start_tb, w->st->time_base, AV_ROUND_NEAR_INF | AV_ROUND_PASS_MINMAX);
