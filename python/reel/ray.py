@@ -82,6 +82,9 @@ class ClipDatasource(Datasource):
             raise TypeError(f"read_clips: {fixed} are set by read_clips (Ray batches, shards and orders the rows)")
         if int(epoch) < 0:
             raise ValueError(f"epoch must be >= 0, not {epoch}")
+        if options.get("sampler") == "fps" or options.get("size_policy") is not None or options.get("pad"):
+            raise ValueError("read_clips: variable-size samples (sampler='fps', size_policy, pad) are not supported "
+                             "yet: its rows have one shape; use reel.Loader or reel.vlm for them")
         self._source = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
         if isinstance(self._source, os.PathLike):
             self._source = os.fspath(self._source)

@@ -4,6 +4,7 @@
  * over several decoder contexts of the same input (gop_contexts). */
 #include "decoder/decode_plan.h"
 #include "decoder/internal.h"
+#include "decoder/open.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -239,7 +240,10 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
         reel_error e;
         reel_error_clear(&e);
         reel_decoder *x = NULL;
-        if (reel_decoder_open(&x, dec->name, &ss, &e) != REEL_OK) goto out; /* the serial path decodes */
+        /* the same object: a URL as given (dec->name is redacted, and a
+         * signed URL would not open from it), a file by its path */
+        const char *src = dec->remote ? dec->open_url : dec->name;
+        if (reel__decoder_open_as(&x, src, dec->remote != NULL, &ss, &e) != REEL_OK) goto out; /* serial path */
         dec->gop_ctx[dec->gop_open++] = x;
         if (x->table.n != t->n) goto out; /* not the same video (a changed file): kept, never used */
     }

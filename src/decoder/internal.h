@@ -43,7 +43,9 @@ typedef struct reel_table {
 } reel_table;
 
 struct reel_decoder {
-    char *name; /* path or caller's name */
+    char *name; /* path or caller's name (a URL redacted: safe for messages) */
+    char *open_url; /* a remote decoder's URL as given, credentials and all: only to open
+                     * GOP-parallel contexts of the same object; never in a message */
     reel_decoder_settings settings;
     char *index_path; /* owned copy of settings.index_path or default */
 

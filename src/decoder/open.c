@@ -453,6 +453,11 @@ static int open_remote(reel_decoder **out, const char *url, const reel_decoder_s
         dec->remote_sidecar = 1;
         dec->file_mtime_ns = (int64_t)io->version; /* the sidecar's check: size and this */
     }
+    if (!(dec->open_url = strdup(url))) {
+        reel__io_close(&io);
+        reel_decoder_close(&dec);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+    }
     dec->remote = io;
     dec->io.opaque = dec;
     dec->io.read = remote_read;
@@ -599,6 +604,7 @@ void reel_decoder_close(reel_decoder **pdec)
     reel__table_free(&dec->table);
     free(dec->index_path);
     free(dec->name);
+    free(dec->open_url);
     free(dec);
     *pdec = NULL;
 }

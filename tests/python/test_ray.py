@@ -292,6 +292,12 @@ def test_clip_decoder_gives_the_loaders_crops_flips_and_pixels(good_videos, geom
         assert [tuple(r) for r in other["crop"]] != [tuple(r) for r in out["crop"]]
 
 
+def test_variable_size_samples_are_refused_by_name(good_videos):
+    for bad in ({"sampler": "fps"}, {"size_policy": {"factor": 28}}, {"pad": True}):
+        with pytest.raises(ValueError, match="variable-size samples"):
+            rray.ClipDatasource(good_videos, **dict(OPTS, **bad))
+
+
 def test_task_order_is_the_c_epoch_order_of_seed_and_epoch(good_videos):
     def order(epoch, seed=11, **kw):
         src = rray.ClipDatasource(good_videos, epoch=epoch, videos_per_task=3, **dict(OPTS, seed=seed, **kw))
