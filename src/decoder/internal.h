@@ -43,7 +43,7 @@ typedef struct reel_table {
 } reel_table;
 
 struct reel_decoder {
-    char *name; /* path or caller's name (a URL redacted: safe for messages) */
+    char *name;     /* path or caller's name (a URL redacted: safe for messages) */
     char *open_url; /* a remote decoder's URL as given, credentials and all: only to open
                      * GOP-parallel contexts of the same object; never in a message */
     reel_decoder_settings settings;
