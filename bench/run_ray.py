@@ -116,12 +116,15 @@ def process_kind(p, me):
 def spill_dir_bytes():
     """Bytes in Ray's spill folders of the current session (objects spilled to disk and not yet freed)."""
     total = 0
-    for d in Path("/tmp/ray/session_latest").glob("**/*spill*"):
-        for f in (d.rglob("*") if d.is_dir() else [d]):
-            try:
-                total += f.stat().st_size if f.is_file() else 0
-            except OSError:
-                pass
+    try:  # Ray creates and removes folders while this walks them
+        for d in Path("/tmp/ray/session_latest").glob("**/*spill*"):
+            for f in (d.rglob("*") if d.is_dir() else [d]):
+                try:
+                    total += f.stat().st_size if f.is_file() else 0
+                except OSError:
+                    pass
+    except OSError:
+        pass
     return total
 
 
