@@ -128,3 +128,11 @@ def verify(store_dir: Any) -> Dict[str, Any]:
 def store_info(store_dir: Any) -> Dict[str, Any]:
     """The store's format, build settings, counts and class names."""
     return _reel.store_info(os.fspath(store_dir))
+
+
+def parse_size(text: str) -> Union[int, Tuple[int, int]]:
+    """A --size argument: "WxH" as (height, width), or one number (the short side)."""
+    if "x" in text.lower():
+        w, h = (int(v) for v in text.lower().split("x"))
+        return (h, w)
+    return int(text)

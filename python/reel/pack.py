@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import List, Optional, Tuple, Union
+from typing import List, Optional
 
-from ._store import pack
+from ._store import pack, parse_size
 
 __all__ = ["pack", "main"]
 
@@ -37,12 +37,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--wait", type=float, default=86400.0, help="seconds a part waits for the others (default 1 day)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(argv)
-    size: Union[int, Tuple[int, int]]
-    if "x" in a.size.lower():
-        w, h = (int(v) for v in a.size.lower().split("x"))
-        size = (h, w)
-    else:
-        size = int(a.size)
+    size = parse_size(a.size)
     rep = pack(a.source, a.out_dir, size=size, fps=a.fps, every=a.every, format=a.format, quality=a.quality,
                zstd_level=a.zstd, gop=a.gop, shard_size=a.shard_size, threads=a.threads, part=a.part,
                progress=sys.stderr.isatty(), wait_for_parts=a.wait, sampler=a.sampler, min_frames=a.min_frames,

@@ -33,6 +33,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from . import _reel
 from ._decoder import VideoDecoder
 from ._loader import Loader, _dataset_entries, dataset_info
+from ._store import parse_size
 
 __all__ = ["read_clips", "ClipDatasource", "split_failures", "ClipDecoder", "pack", "COLUMNS"]
 
@@ -646,12 +647,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--progress", dest="progress", action="store_true", default=None)
     p.add_argument("--no-progress", dest="progress", action="store_false")
     a = ap.parse_args(argv)
-    size: Union[int, Tuple[int, int]]
-    if "x" in a.size.lower():
-        w, h = (int(v) for v in a.size.lower().split("x"))
-        size = (h, w)
-    else:
-        size = int(a.size)
+    size = parse_size(a.size)
     if a.address:
         ray.init(address=a.address, log_to_driver=False)
     elif not os.environ.get("RAY_ADDRESS"):
