@@ -46,7 +46,7 @@ typedef struct reel_pack_progress {
 /** Build settings. Initialise with reel_pack_default_settings(). */
 typedef struct reel_pack_settings {
     reel_store_format format;   /**< default JPEG */
-    int short_side;             /**< frames stored with this short side, aspect kept; default 256 */
+    int short_side;             /**< frames stored with this short side, aspect kept; 0: each video's own size; default 256 */
     int width, height;          /**< both > 0: exact size instead of short_side; default 0 */
     double fps;                 /**< > 0: keep the frames shown at k/fps seconds (see docs/STORE.md); default 0 */
     int every;                  /**< > 1: keep source frames 0, every, 2*every, ...; default 1 (all) */
@@ -147,7 +147,10 @@ typedef struct reel_store_info {
     int64_t num_classes;
     int64_t bytes; /**< record bytes in all shards */
     int num_shards;
-    int short_side, width, height, quality, zstd_level, gop;
+    /** The stored size: short_side, or width x height; all three 0: each
+     *  video at its own (displayed) size. */
+    int short_side, width, height;
+    int quality, zstd_level, gop;
     double fps;
     int every;
     /** The whole-video sampler the store was built with

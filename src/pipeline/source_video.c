@@ -105,4 +105,5 @@ static int video_decode_dense(void *ctx, void *tls, void *handle, const int64_t 
 const reel_source_ops reel__source_video = {
     "video",       { "open", "decode" }, NULL,        NULL, video_open,
     video_prepare, video_decode,         video_close, NULL, video_decode_dense,
+    NULL,          NULL, /* every setting; positions are source frame indices */
 };
