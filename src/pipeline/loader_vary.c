@@ -25,8 +25,8 @@ void reel__loader_slot_transform(const reel_loader *l, const reel_slot *s, reel_
 int reel__loader_take_all(const reel_source_info *info, int64_t *out, size_t n, reel_error *e)
 {
     if ((int64_t)n != info->video.num_frames)
-        return reel__error_set(e, REEL_E_CORRUPT, "%s: holds %lld frames where its sampler gives %zu",
-                               info->video.name, (long long)info->video.num_frames, n);
+        return reel__error_set(e, REEL_E_CORRUPT, "%s: holds %lld frames where its sampler gives %zu", info->video.name,
+                               (long long)info->video.num_frames, n);
     for (size_t i = 0; i < n; i++) out[i] = (int64_t)i;
     return REEL_OK;
 }

@@ -184,10 +184,10 @@ static int check_sampler(reel_source_store_ctx *c, const reel_store_info *i, con
     }
     reel_sampler_settings p;
     packed_sampler(i, &p);
-    const int same = p.kind == s->kind && p.frame_factor == s->frame_factor &&
-                     (s->kind == REEL_SAMPLE_FPS ? p.fps == s->fps && p.min_frames == s->min_frames &&
-                                                       p.max_frames == s->max_frames
-                                                 : p.frames_per_clip == s->frames_per_clip);
+    const int same =
+        p.kind == s->kind && p.frame_factor == s->frame_factor &&
+        (s->kind == REEL_SAMPLE_FPS ? p.fps == s->fps && p.min_frames == s->min_frames && p.max_frames == s->max_frames
+                                    : p.frames_per_clip == s->frames_per_clip);
     sampler_text(&p, have, sizeof have);
     sampler_text(s, want, sizeof want);
     if (!same)

@@ -111,7 +111,7 @@ TEST(fps_store_samples_are_the_video_paths_frames_decoded_by_libjpeg_turbo)
             CHECK(bytes != NULL);
             for (int t = 0; t < ci->num_frames; t++) {
                 const uint8_t *img = (const uint8_t *)ci->data + (size_t)t * fb;
-                CHECK_EQ_INT(ci->frame_indices[t], plan[t]);          /* source frame indices */
+                CHECK_EQ_INT(ci->frame_indices[t], plan[t]);                  /* source frame indices */
                 CHECK_EQ_INT(tg_read_idx(img, SW, SH), ci->frame_indices[t]); /* and those frames */
                 int64_t off = 0, len = 0;
                 CHECK_OK(reel_store_get_frame_bytes(s, ci->sample, t, &off, &len, NULL));
@@ -181,9 +181,9 @@ TEST(a_strided_store_reports_source_frame_indices)
             for (int t = 0; t < 4; t++) {
                 const uint8_t *img = (const uint8_t *)b->data + ((size_t)c * 4 + (size_t)t) * SW * SH * 3;
                 int64_t idx = b->clips[c].frame_indices[t];
-                CHECK_EQ_INT(idx % 3, 0);                 /* frame i is source frame i */
+                CHECK_EQ_INT(idx % 3, 0);                    /* frame i is source frame i */
                 CHECK_EQ_INT(tg_read_idx(img, SW, SH), idx); /* the embedded index agrees */
-                beyond += idx >= 12;                      /* not record positions 0..11 */
+                beyond += idx >= 12;                         /* not record positions 0..11 */
                 frames++;
             }
         reel_loader_release(l, b);
