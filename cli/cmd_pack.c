@@ -18,7 +18,8 @@ static void usage(FILE *out)
                  "                                            no shard holds bytes past its last record\n"
                  "\n"
                  "options:\n"
-                 "  --size S | --size WxH   stored size: short side S (aspect kept; default 256) or exactly WxH\n"
+                 "  --size S | WxH | source stored size: short side S (aspect kept; default 256), exactly WxH,\n"
+                 "                          or each video's own (what a pixel-budget size policy needs)\n"
                  "  --fps F                 keep the frames shown at 0, 1/F, 2/F, ... s of each video\n"
                  "  --every K               keep source frames 0, K, 2K, ...\n"
                  "  --sampler fps|count     keep the frames of qwen-vl-utils' whole-video sampling (reel.vlm's,\n"
@@ -154,9 +155,11 @@ static int set_option(reel_pack_settings *s, const char *a, const char *v, const
     if (!strcmp(a, "--size")) {
         if (strchr(v, 'x') || strchr(v, 'X')) {
             if (cli_parse_size(v, &s->width, &s->height) != 0 || s->width < 1 || s->height < 1)
-                return bad("bad --size (want S or WxH)", v);
+                return bad("bad --size (want S, WxH or source)", v);
+        } else if (!strcmp(v, "source")) {
+            s->short_side = 0; /* each video at its own size */
         } else if (cli_parse_int(v, &s->short_side) != 0 || s->short_side < 1) {
-            return bad("bad --size (want S or WxH)", v);
+            return bad("bad --size (want S, WxH or source)", v);
         }
     } else if (!strcmp(a, "--fps")) {
         char *end;

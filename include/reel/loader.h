@@ -267,7 +267,8 @@ typedef struct reel_clip_info {
     int32_t padded;                         /**< 1: a repeated sample that evens out the shards */
     int32_t flipped;                        /**< 1: mirrored */
     int32_t crop_x, crop_y, crop_w, crop_h; /**< source crop (display coordinates) actually used */
-    const int64_t *frame_indices;           /**< num_frames frame indices, in clip order */
+    const int64_t *frame_indices;           /**< num_frames source frame indices, in clip order (over a
+                                                 store too: not record positions) */
     const int64_t *pts;                     /**< their presentation timestamps (time base below) */
     int32_t time_base_num, time_base_den;
     /** The clip's frames (num_frames of them, width x height each, in the

@@ -45,17 +45,17 @@ typedef struct reel_pack_progress {
 
 /** Build settings. Initialise with reel_pack_default_settings(). */
 typedef struct reel_pack_settings {
-    reel_store_format format;   /**< default JPEG */
-    int short_side;             /**< frames stored with this short side, aspect kept; default 256 */
-    int width, height;          /**< both > 0: exact size instead of short_side; default 0 */
-    double fps;                 /**< > 0: keep the frames shown at k/fps seconds (see docs/STORE.md); default 0 */
-    int every;                  /**< > 1: keep source frames 0, every, 2*every, ...; default 1 (all) */
-    int quality;                /**< JPEG quality 1..100; default 90 */
-    int zstd_level;             /**< RAW: 0 uncompressed (default), 1..19 zstd level */
-    int gop;                    /**< H264: keyframe interval; default 8 */
-    int crf;                    /**< H264: x264 constant rate factor; default 18 */
-    int64_t shard_size;         /**< bytes per shard before a new one starts; default 1 GiB */
-    int threads;                /**< decode/encode threads; 0: the core count */
+    reel_store_format format; /**< default JPEG */
+    int short_side;     /**< frames stored with this short side, aspect kept; 0: each video's own size; default 256 */
+    int width, height;  /**< both > 0: exact size instead of short_side; default 0 */
+    double fps;         /**< > 0: keep the frames shown at k/fps seconds (see docs/STORE.md); default 0 */
+    int every;          /**< > 1: keep source frames 0, every, 2*every, ...; default 1 (all) */
+    int quality;        /**< JPEG quality 1..100; default 90 */
+    int zstd_level;     /**< RAW: 0 uncompressed (default), 1..19 zstd level */
+    int gop;            /**< H264: keyframe interval; default 8 */
+    int crf;            /**< H264: x264 constant rate factor; default 18 */
+    int64_t shard_size; /**< bytes per shard before a new one starts; default 1 GiB */
+    int threads;        /**< decode/encode threads; 0: the core count */
     int part_index, part_count; /**< build the 1/part_count of the dataset with
                                           sample % part_count == part_index; default 0, 1 */
     /** Called from the calling thread after each video, and once at the end. */
@@ -147,7 +147,10 @@ typedef struct reel_store_info {
     int64_t num_classes;
     int64_t bytes; /**< record bytes in all shards */
     int num_shards;
-    int short_side, width, height, quality, zstd_level, gop;
+    /** The stored size: short_side, or width x height; all three 0: each
+     *  video at its own (displayed) size. */
+    int short_side, width, height;
+    int quality, zstd_level, gop;
     double fps;
     int every;
     /** The whole-video sampler the store was built with

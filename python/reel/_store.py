@@ -46,7 +46,7 @@ def _bad_sampler(sampler: Any) -> int:
     raise ValueError(f"sampler={sampler!r}: expected None, 'fps' or 'count'")
 
 
-def pack(source: Any, out_dir: Any, *, size: Union[int, Tuple[int, int]] = 256, fps: float = 0.0, every: int = 1,
+def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 256, fps: float = 0.0, every: int = 1,
          format: str = "jpeg", quality: int = 90, zstd_level: int = 0, gop: int = 8, crf: int = 18,
          shard_size: int = 1 << 30, threads: int = 0, part: Union[None, str, Tuple[int, int]] = None,
          progress: _Progress = None, wait_for_parts: float = 0.0, sampler: Optional[str] = None,
@@ -54,7 +54,9 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, Tuple[int, int]] = 256, 
     """Decodes `source` (a folder in the Kinetics layout or a CSV/TSV/JSONL
     manifest) once into a packed store in `out_dir`, and returns the report.
 
-    size: the short side (aspect kept) or an exact (height, width).
+    size: the short side (aspect kept), an exact (height, width), or
+    "source": each video at its own size (what a pixel-budget size_policy
+    over the store needs).
     fps / every: keep the frames shown at k/fps seconds, or every k-th frame.
     sampler: "fps" or "count" stores each video (or segment) as the
     whole-video sampler takes it, qwen-vl-utils' frame choice (the frames
@@ -70,13 +72,15 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, Tuple[int, int]] = 256, 
     progress: True for a progress bar on stderr, or a callable given a dict.
     A killed build resumes where it stopped when run again; Ctrl-C stops it."""
     short_side, height, width = 0, 0, 0
-    if isinstance(size, int):
+    if size == "source":
+        pass  # each video at its own size (short_side 0)
+    elif isinstance(size, int):
         short_side = size
     else:
         height, width = (int(v) for v in size)
     index, count = _part(part)
     cb = _bar if progress is True else (progress or None)
-    report = _reel.pack(os.fspath(source), os.fspath(out_dir), short_side=short_side or 256, width=width,
+    report = _reel.pack(os.fspath(source), os.fspath(out_dir), short_side=short_side, width=width,
                         height=height, fps=float(fps), every=int(every), format=format, quality=int(quality),
                         zstd_level=int(zstd_level), gop=int(gop), crf=int(crf), shard_size=int(shard_size),
                         threads=int(threads), part_index=index, part_count=count, progress=cb,
@@ -130,8 +134,11 @@ def store_info(store_dir: Any) -> Dict[str, Any]:
     return _reel.store_info(os.fspath(store_dir))
 
 
-def parse_size(text: str) -> Union[int, Tuple[int, int]]:
-    """A --size argument: "WxH" as (height, width), or one number (the short side)."""
+def parse_size(text: str) -> Union[int, str, Tuple[int, int]]:
+    """A --size argument: "WxH" as (height, width), one number (the short
+    side), or "source" (each video's own size)."""
+    if text == "source":
+        return text
     if "x" in text.lower():
         w, h = (int(v) for v in text.lower().split("x"))
         return (h, w)

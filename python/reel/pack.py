@@ -18,7 +18,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m reel.pack", description="Decode a dataset once into a packed store.")
     ap.add_argument("source")
     ap.add_argument("out_dir")
-    ap.add_argument("--size", default="256", help="short side S, or WxH")
+    ap.add_argument("--size", default="256", help="short side S, WxH, or source (each video's own size)")
     ap.add_argument("--fps", type=float, default=0.0)
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--sampler", choices=["fps", "count"], default=None,

@@ -37,8 +37,9 @@ static int check_settings(const reel_pack_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: unknown format %d", (int)s->format);
     if ((s->width > 0) != (s->height > 0) || s->width < 0 || s->height < 0 || s->width > 16384 || s->height > 16384)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: give both width and height (1..16384), or neither");
-    if (s->width <= 0 && (s->short_side < 1 || s->short_side > 16384))
-        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: short_side %d not in [1, 16384]", s->short_side);
+    if (s->width <= 0 && (s->short_side < 0 || s->short_side > 16384))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: short_side %d not in [0 (source size), 16384]",
+                               s->short_side);
     if (!(s->fps >= 0 && s->fps <= 1000))
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: fps must be in [0, 1000]");
     if (s->fps > 0 && s->every > 1)

@@ -21,6 +21,9 @@ static void stored_size(const reel_pack_settings *s, int w, int h, int *ow, int 
     if (s->width > 0 && s->height > 0) {
         *ow = s->width;
         *oh = s->height;
+    } else if (s->short_side == 0) { /* each video at its own (displayed) size */
+        *ow = w;
+        *oh = h;
     } else if (w <= h) {
         *ow = s->short_side;
         *oh = (int)floor((double)s->short_side * h / w);

@@ -306,7 +306,9 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
         reel_remote_default_settings(&l->remote_settings);
     s.remote = &l->remote_settings;
     st = reel__source_init(&l->src, ds, &l->remote_settings, err);
+    if (st == REEL_OK && l->src.ops->check) st = l->src.ops->check(l->src.ctx, &s, err);
     if (st != REEL_OK) {
+        reel__source_free(&l->src);
         free(l);
         return st;
     }

@@ -165,6 +165,9 @@ void *reel__loader_watchdog_main(void *arg);
  * slot's buffers reserved, then its frame indices. */
 int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_info *info, const reel_rng_key *key,
                              reel_error *e);
+/* A presampled sample (reel_source_info.presampled): its n stored frames,
+ * all of them, as positions 0..n-1 (n must be what the sampler gives). */
+int reel__loader_take_all(const reel_source_info *info, int64_t *out, size_t n, reel_error *e);
 /* The clip transform of a slot: the loader's, with the slot's output size
  * when sizes vary. */
 void reel__loader_slot_transform(const reel_loader *l, const reel_slot *s, reel_clip_transform *ct);

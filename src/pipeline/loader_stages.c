@@ -231,6 +231,8 @@ static int open_sample(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
                          (uint32_t)s->attempt };
     if (l->variable)
         st = reel__loader_vary_sample(l, s, &info, &key, e);
+    else if (info.presampled)
+        st = reel__loader_take_all(&info, s->indices, slot_frames(l, s), e);
     else
         st = reel__sampler_run(&l->s.sampler, &info.video, &key, s->indices, e);
     if (st != REEL_OK) return st;
@@ -453,6 +455,8 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
     if (st == REEL_OK && c.visited != (int64_t)n)
         st = reel__error_set(e, REEL_E_INTERNAL, "%s: %lld of %zu requested frames were delivered",
                              sample_name(l, s->sample), (long long)c.visited, n);
+    if (st == REEL_OK && l->src.ops->source_indices) /* frame i is source frame i on every source */
+        st = l->src.ops->source_indices(l->src.ctx, s->handle, s->indices, n, e);
     reel__loader_slot_close(l, s);
     atomic_fetch_add(&l->frames_decoded, stats.frames_decoded);
     atomic_fetch_add(&l->frames_returned, stats.frames_returned);

@@ -22,11 +22,24 @@ void reel__loader_slot_transform(const reel_loader *l, const reel_slot *s, reel_
     }
 }
 
+int reel__loader_take_all(const reel_source_info *info, int64_t *out, size_t n, reel_error *e)
+{
+    if ((int64_t)n != info->video.num_frames)
+        return reel__error_set(e, REEL_E_CORRUPT, "%s: holds %lld frames where its sampler gives %zu", info->video.name,
+                               (long long)info->video.num_frames, n);
+    for (size_t i = 0; i < n; i++) out[i] = (int64_t)i;
+    return REEL_OK;
+}
+
 int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_info *info, const reel_rng_key *key,
                              reel_error *e)
 {
     reel_sampler_result res;
-    int st = reel__sampler_describe(&l->s.sampler, &info->video, &res, e);
+    int st = REEL_OK;
+    if (info->presampled)
+        res.num_frames = info->video.num_frames;
+    else
+        st = reel__sampler_describe(&l->s.sampler, &info->video, &res, e);
     if (st != REEL_OK) return st;
     if (res.num_frames < 1 || res.num_frames > (int64_t)1 << 24)
         return reel__error_set(e, REEL_E_OUT_OF_RANGE, "%s: %lld frames sampled", info->video.name,
@@ -49,6 +62,7 @@ int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_inf
     const size_t bytes = (size_t)s->T * 3 * (size_t)s->out_w * (size_t)s->out_h * l->esize;
     st = reel__ring_slot_reserve(&l->ring, s, s->T, bytes, e);
     if (st != REEL_OK) return st;
+    if (info->presampled) return reel__loader_take_all(info, s->indices, (size_t)s->T, e);
     return reel__sampler_run(&l->s.sampler, &info->video, key, s->indices, e);
 }
 

@@ -29,6 +29,9 @@ typedef struct reel_source_info {
     reel_sampler_video video;
     int rotation;      /* clockwise degrees still to apply (0..359) */
     int width, height; /* the pictures' size before that rotation */
+    /* 1: the frames are already the loader's whole-video sampler's choice
+     * (a store packed with the same sampler): the sample takes them all */
+    int presampled;
 } reel_source_info;
 
 /* Per-sample options from the loader. */
@@ -82,6 +85,17 @@ typedef struct reel_source_ops {
      * plan has two or more); their pts into pts[n]. */
     int (*decode_dense)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, const reel_transform *t,
                         void *dst, size_t cap, int contexts, int64_t *pts, reel_source_stats *st, reel_error *err);
+    /* Optional (NULL: accepts every setting): refuses, by name, loader
+     * settings this source cannot serve as the video path would (a store's
+     * frames were chosen and sized when it was packed). Called once, when
+     * the loader is made, before any sample opens. */
+    int (*check)(void *ctx, const reel_loader_settings *s, reel_error *err);
+    /* Optional (NULL: positions are source frame indices): rewrites a
+     * sample's decoded positions as source frame indices, in place (a store
+     * packed with a stride keeps source frames 0, K, 2K at positions 0, 1,
+     * 2), so frame indices mean the same on every source. Stage 2, after a
+     * successful decode, before close. */
+    int (*source_indices)(void *ctx, void *handle, int64_t *indices, size_t n, reel_error *err);
 } reel_source_ops;
 
 extern const reel_source_ops reel__source_video;
@@ -91,6 +105,7 @@ extern const reel_source_ops reel__source_store;
 typedef struct reel_source_store_ctx {
     reel_store *store;
     const char *name; /* the folder, or the URL redacted */
+    int presampled;   /* set by check: the records hold the loader's whole-video sampler's frames */
 } reel_source_store_ctx;
 
 /* A loader's source: the ops for its dataset, their context, and what

@@ -6,6 +6,7 @@
 #include "store/store_internal.h"
 #include "core/error.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,6 +69,7 @@ static int store_open(void *ctx, void *tls, const reel_dataset_entry *entry, con
     info->rotation = 0; /* stored upright */
     info->width = rec.width;
     info->height = rec.height;
+    info->presampled = c->presampled;
     *handle = h;
     return REEL_OK;
 }
@@ -136,6 +138,112 @@ static int store_blocks(void *ctx, const reel_dataset_entry *entries, size_t n, 
     return REEL_OK;
 }
 
+/* The whole-video sampler a store was packed with, as loader settings. */
+static void packed_sampler(const reel_store_info *i, reel_sampler_settings *p)
+{
+    reel_sampler_default_settings(p);
+    p->kind = (reel_sampler_kind)i->sampler;
+    p->fps = i->fps;
+    p->min_frames = i->min_frames;
+    p->max_frames = i->max_frames;
+    p->frames_per_clip = i->frames;
+    p->frame_factor = i->frame_factor;
+}
+
+static int whole_video(int kind)
+{
+    return kind == REEL_SAMPLE_FPS || kind == REEL_SAMPLE_COUNT;
+}
+
+/* "the fps sampler (fps 2, 4 to 768 frames, frame factor 2)" */
+static void sampler_text(const reel_sampler_settings *p, char *buf, size_t cap)
+{
+    if (p->kind == REEL_SAMPLE_FPS)
+        snprintf(buf, cap, "the fps sampler (fps %g, %d to %d frames, frame factor %d)", p->fps, p->min_frames,
+                 p->max_frames, p->frame_factor);
+    else
+        snprintf(buf, cap, "the count sampler (%d frames, frame factor %d)", p->frames_per_clip, p->frame_factor);
+}
+
+/* A whole-video sampler over a store: its records must hold that sampler's
+ * frames (packed with it: each record is then taken whole), or every source
+ * frame (the sampler runs over them as over the video). */
+static int check_sampler(reel_source_store_ctx *c, const reel_store_info *i, const reel_sampler_settings *s,
+                         reel_error *err)
+{
+    char want[160], have[160];
+    if (i->sampler == 0) {
+        if (i->every > 1 || i->fps > 0)
+            return reel__error_set(err, REEL_E_INVALID_ARG,
+                                   "%s: packed with %s %g, so its records lack frames the loader's %s sampler picks "
+                                   "from every frame: pack it with that sampler (reel pack --sampler) or with every "
+                                   "frame",
+                                   c->name, i->every > 1 ? "every" : "fps", i->every > 1 ? (double)i->every : i->fps,
+                                   s->kind == REEL_SAMPLE_FPS ? "fps" : "count");
+        return REEL_OK;
+    }
+    reel_sampler_settings p;
+    packed_sampler(i, &p);
+    const int same =
+        p.kind == s->kind && p.frame_factor == s->frame_factor &&
+        (s->kind == REEL_SAMPLE_FPS ? p.fps == s->fps && p.min_frames == s->min_frames && p.max_frames == s->max_frames
+                                    : p.frames_per_clip == s->frames_per_clip);
+    sampler_text(&p, have, sizeof have);
+    sampler_text(s, want, sizeof want);
+    if (!same)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: packed with %s, and the loader asks for %s: its records hold only the packed "
+                               "sampler's frames; give the loader the store's settings, or pack again",
+                               c->name, have, want);
+    if (s->range_start != 0 || s->range_end != 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: packed with %s over whole videos (or the manifest's segments): a sampling range "
+                               "(video_start/video_end) cannot apply to it; pack the range as a segment",
+                               c->name, have);
+    c->presampled = 1;
+    return REEL_OK;
+}
+
+static int store_check(void *ctx, const reel_loader_settings *s, reel_error *err)
+{
+    reel_source_store_ctx *c = ctx;
+    reel_store_info i;
+    reel_store_get_info(c->store, &i);
+    c->presampled = 0;
+    if (whole_video(s->sampler.kind)) {
+        int st = check_sampler(c, &i, &s->sampler, err);
+        if (st != REEL_OK) return st;
+    }
+    const reel_size_policy *sp = &s->size_policy;
+    const int by_picture = sp->kind == REEL_SIZE_PIXEL_BUDGET && !(sp->width > 0 && sp->height > 0);
+    const int source_size = i.short_side == 0 && i.width == 0 && i.height == 0;
+    if (by_picture && !source_size) {
+        char how[64];
+        if (i.width > 0)
+            snprintf(how, sizeof how, "at %dx%d", i.width, i.height);
+        else
+            snprintf(how, sizeof how, "at short side %d", i.short_side);
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: packed %s, not at each video's own size, so a pixel-budget size policy cannot "
+                               "size its samples as it sizes the videos: pack with reel pack --size source, or give "
+                               "the size policy resized_height and resized_width, or a fixed size",
+                               c->name, how);
+    }
+    return REEL_OK;
+}
+
+/* Stored positions to source frame indices (the record's frame table). */
+static int store_source_indices(void *ctx, void *handle, int64_t *indices, size_t n, reel_error *err)
+{
+    const reel_source_store_ctx *c = ctx;
+    const store_sample *h = handle;
+    for (size_t i = 0; i < n; i++) {
+        int st = reel_store_get_source_index(c->store, h->record, indices[i], &indices[i], err);
+        if (st != REEL_OK) return st;
+    }
+    return REEL_OK;
+}
+
 /* At a URL too: the reader's I/O reads what the store names; the loader's
  * reel_source names stage 1 "fetch" there. */
 const reel_source_ops reel__source_store = {
@@ -144,4 +252,5 @@ const reel_source_ops reel__source_store = {
     store_open,        store_prepare,
     store_decode,      store_close,
     store_blocks,      NULL, /* no GOPs: each record frame is an image */
+    store_check,       store_source_indices,
 };

@@ -103,6 +103,6 @@ static int video_decode_dense(void *ctx, void *tls, void *handle, const int64_t 
 /* Over URLs too: the decoder's I/O opens what the entry names; the loader's
  * reel_source names stage 1 "fetch" there. */
 const reel_source_ops reel__source_video = {
-    "video",       { "open", "decode" }, NULL,        NULL, video_open,
-    video_prepare, video_decode,         video_close, NULL, video_decode_dense,
+    "video", { "open", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close,
+    NULL,    video_decode_dense,   NULL, NULL, /* every setting; positions are source frame indices */
 };
