@@ -190,7 +190,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--address", default=None, help="a Ray cluster (default: RAY_ADDRESS, or a local one)")
     p.add_argument("--parts", type=int, default=None,
                    help=f"Ray tasks (default: {PARTS_PER_SLOT} per task slot, a slot being --threads CPUs)")
-    p.add_argument("--size", default="256", help="short side S, or WxH")
+    p.add_argument("--size", default="256", help="short side S, WxH, or source (each video's own size)")
     p.add_argument("--fps", type=float, default=0.0)
     p.add_argument("--every", type=int, default=1)
     p.add_argument("--format", choices=["jpeg", "raw", "h264"], default="jpeg")
