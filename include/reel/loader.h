@@ -162,7 +162,8 @@ typedef struct reel_loader_settings {
     int trace_capacity; /**< events kept per thread (newest win); default 16384 */
 
     /** 1: page-locked (pinned) batch buffers, for asynchronous copies to a
-     *  GPU straight from the ring. They come from cudaHostAlloc in the CUDA
+     *  GPU straight from the ring (variable batches: each sample's buffer
+     *  and the padded batch, as they are allocated). They come from cudaHostAlloc in the CUDA
      *  runtime found at run time (dlopen: $REEL_CUDART if set, else
      *  libcudart.so, .so.13, .so.12, .so.11.0, preferring one already
      *  loaded; REEL_CUDART=none: never); libreel has no CUDA dependency.
@@ -244,7 +245,18 @@ typedef struct reel_loader_settings {
      *  larger than the budget still runs, alone). 0 (default): 1 GiB.
      *  Ignored for fixed-shape batches (prefetch_batches buffers). */
     int64_t ring_bytes;
-    uint8_t reserved[24]; /**< zero (the defaults function clears it); room to grow without an ABI break */
+    /** Variable batches: 1 (default): when decode threads would idle (fewer
+     *  samples waiting or decoding than decode_threads), a sample of video
+     *  whose decode plan has two or more keyframe runs is decoded
+     *  GOP-parallel on one decoder context per idle thread, straight into
+     *  its buffer (metrics gop_split_samples); the frames are those of the
+     *  serial decode. 0: each sample on one context. Applies to layouts
+     *  BTCHW and BTHWC of video input: the GOP-parallel decode writes each
+     *  frame as one block, frame after frame, while BCTHW interleaves a
+     *  sample's frames channel by channel; a store's records have no GOPs
+     *  (every frame an image). */
+    int gop_split;
+    uint8_t reserved[20]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;
 
 /** Fills `s` with the defaults documented on each field (Kinetics-like:

@@ -424,8 +424,10 @@ class Loader:
     ``batch.sizes``). Each sample's frames and pixels are those of
     ``reel.vlm.fetch_video`` for the same element. The ring is then a byte
     budget (``ring_bytes``, default 1 GiB): a batch is planned while those in
-    flight hold less. Sharding, shuffle, resume, ``on_error`` and the
-    metrics work as on clips.
+    flight hold less. When decode threads would idle, a long sample is
+    decoded GOP-parallel over them (``metrics()["gop_split_samples"]``; layouts
+    "BTCHW" and "BTHWC" of videos); ``gop_split=False`` turns that off.
+    Sharding, shuffle, resume, ``on_error`` and the metrics work as on clips.
 
     Memory: ``pin_memory=True`` allocates the ring page-locked (cudaHostAlloc
     from the CUDA runtime found at run time, for asynchronous copies to a
@@ -503,6 +505,7 @@ class Loader:
         size_policy: Optional[Dict[str, Any]] = None,
         pad: bool = False,
         ring_bytes: Optional[int] = None,
+        gop_split: bool = True,
     ) -> None:
         config = dict(locals())
         del config["self"], config["source"]

@@ -86,6 +86,7 @@ static const reel_field k_settings[] = {
     S("size_policy.total_pixels", REEL_FIELD_DOUBLE, size_policy.total_pixels),
     S("pad", REEL_FIELD_INT, pad),
     S("ring_bytes", REEL_FIELD_INT64, ring_bytes),
+    S("gop_split", REEL_FIELD_INT, gop_split),
 };
 #undef S
 

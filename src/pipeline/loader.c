@@ -78,6 +78,7 @@ void reel_loader_default_settings(reel_loader_settings *s)
     s->size_policy.kind = REEL_SIZE_FIXED;
     s->pad = 0;
     s->ring_bytes = 0;
+    s->gop_split = 1;
 }
 
 /* ------------------------------------------------------------ create */
@@ -108,6 +109,8 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
                                "(clips_per_video %d)",
                                s->sampler.clips_per_video);
     if (s->pad != 0 && s->pad != 1) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: pad must be 0 or 1");
+    if (s->gop_split != 0 && s->gop_split != 1)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: gop_split must be 0 or 1");
     if (s->ring_bytes < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: ring_bytes must be >= 0");
     if (s->batch_size < 1 || s->batch_size > (1 << 20))
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: batch_size %d not in [1, 2^20]", s->batch_size);

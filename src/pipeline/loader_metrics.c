@@ -19,6 +19,7 @@ int reel_loader_get_metrics(const reel_loader *cl, reel_loader_metrics *m)
     int64_t end = l->t_end ? l->t_end : now;
     int64_t start = l->t_start;
     m->ring_bytes = (int64_t)l->ring.bytes_total; /* variable batches: changes as samples come */
+    m->ring_memory = reel__ring_memory(&l->ring); /* and so does what its blocks are */
     pthread_mutex_unlock(&l->ring.mu);
     m->seconds = (double)(end - start) / 1e9;
     m->frames = atomic_load(&l->frames);
@@ -36,7 +37,6 @@ int reel_loader_get_metrics(const reel_loader *cl, reel_loader_metrics *m)
     m->frames_returned = atomic_load(&l->frames_returned);
     m->amplification = m->frames_returned > 0 ? (double)m->frames_decoded / (double)m->frames_returned : 0;
     reel__rss(&m->rss_bytes, &m->peak_rss_bytes);
-    m->ring_memory = reel__ring_memory(&l->ring);
     m->data_time_s = (double)atomic_load(&l->data_ns) / 1e9;
     m->model_time_s = (double)atomic_load(&l->model_ns) / 1e9;
     double best = -1;

@@ -68,8 +68,11 @@ int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_inf
 
 int reel__loader_vary_contexts(reel_loader *l, const reel_slot *s)
 {
-    /* frames are dense one after the other in BTCHW and BTHWC only */
-    if (!l->src.ops->decode_dense || l->s.transform.layout == REEL_BATCH_BCTHW || s->T < 2 || s->disp_w < 1) return 1;
+    /* frames are dense one after the other in BTCHW and BTHWC only (see
+     * reel_loader_settings.gop_split) */
+    if (!l->s.gop_split || !l->src.ops->decode_dense || l->s.transform.layout == REEL_BATCH_BCTHW || s->T < 2 ||
+        s->disp_w < 1)
+        return 1;
     int64_t depth = 0;
     double avg = 0;
     reel__queue_depth(&l->st[REEL_STAGE_DECODE].q, &depth, &avg);

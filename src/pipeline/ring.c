@@ -14,7 +14,32 @@
 const char *reel__ring_memory(const reel_ring *r)
 {
     if (r->pinned == 0) return "plain";
+    if (r->variable) return r->plain == 0 ? "pinned" : "mixed";
     return r->pinned == r->count ? "pinned" : "mixed";
+}
+
+/* Variable rings: a block of `bytes`, page-locked when pin_memory asks and
+ * the CUDA runtime gives it (as fixed rings do), else plain aligned memory;
+ * counted under mu. NULL: out of memory. */
+static void *block_alloc(reel_ring *r, size_t bytes, int *pinned)
+{
+    void *p = r->pin ? reel__pinned_alloc(bytes, r->alignment) : NULL;
+    *pinned = p != NULL;
+    if (!p && posix_memalign(&p, r->alignment, bytes) != 0) return NULL;
+    return p;
+}
+
+/* Frees a variable ring's block (NULL is fine); under mu for the counts. */
+static void block_free(reel_ring *r, void *p, int pinned)
+{
+    if (!p) return;
+    if (pinned) {
+        reel__pinned_free(p);
+        r->pinned--;
+    } else {
+        free(p);
+        r->plain--;
+    }
 }
 
 /* One buffer of a fixed-shape ring: `cap` bytes of batch, index arrays for
@@ -96,6 +121,7 @@ int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err)
     r->count = c->count;
     r->batch_size = B;
     r->variable = c->variable;
+    r->pin = c->variable && c->pin_memory;
     r->budget = c->budget;
     r->alignment = align;
     for (int i = 0; i < c->count; i++) {
@@ -125,7 +151,10 @@ void reel__ring_free(reel_ring *r)
                 reel_slot *s = &bb->slots[j];
                 pthread_mutex_destroy(&s->mu);
                 if (r->variable) {
-                    free(s->data);
+                    if (s->data_pinned)
+                        reel__pinned_free(s->data);
+                    else
+                        free(s->data);
                     free(s->indices);
                     free(s->pts);
                     free(s->visited);
@@ -163,12 +192,12 @@ static void trim(reel_ring *r, const reel_batchbuf *keep)
         for (int j = 0; j < r->batch_size; j++) {
             reel_slot *s = &bb->slots[j];
             r->bytes_total -= s->data_cap;
-            free(s->data);
+            block_free(r, s->data, s->data_pinned);
             s->data = NULL;
             s->data_cap = 0;
         }
         r->bytes_total -= bb->bytes_cap;
-        free(bb->data);
+        block_free(r, bb->data, bb->pinned);
         bb->data = NULL;
         bb->bytes_cap = 0;
     }
@@ -195,18 +224,25 @@ reel_batchbuf *reel__ring_take_free(reel_ring *r)
     return NULL;
 }
 
-/* Grows *p to `bytes` (contents not kept), aligned; accounting under mu. */
-static int grow_block(reel_ring *r, void **p, size_t *cap, size_t bytes)
+/* Grows *p to `bytes` (contents not kept), aligned, page-locked with
+ * pin_memory where it can be; accounting under mu. */
+static int grow_block(reel_ring *r, void **p, size_t *cap, int *pinned, size_t bytes)
 {
     if (bytes <= *cap) return REEL_OK;
     size_t want = (bytes + r->alignment - 1) / r->alignment * r->alignment;
-    void *q = NULL;
-    if (posix_memalign(&q, r->alignment, want) != 0) return REEL_E_NOMEM;
-    free(*p);
+    int q_pinned = 0;
+    void *q = block_alloc(r, want, &q_pinned);
+    if (!q) return REEL_E_NOMEM;
     pthread_mutex_lock(&r->mu);
+    block_free(r, *p, *pinned);
+    if (q_pinned)
+        r->pinned++;
+    else
+        r->plain++;
     r->bytes_total += want - *cap;
     *p = q;
     *cap = want;
+    *pinned = q_pinned;
     pthread_mutex_unlock(&r->mu);
     return REEL_OK;
 }
@@ -225,14 +261,14 @@ int reel__ring_slot_reserve(reel_ring *r, reel_slot *s, int64_t frames, size_t b
                                    (long long)frames);
         s->frames_cap = frames;
     }
-    if (grow_block(r, &s->data, &s->data_cap, bytes) != REEL_OK)
+    if (grow_block(r, &s->data, &s->data_cap, &s->data_pinned, bytes) != REEL_OK)
         return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for a sample of %zu bytes", bytes);
     return REEL_OK;
 }
 
 int reel__ring_batch_reserve(reel_ring *r, reel_batchbuf *bb, size_t bytes, reel_error *err)
 {
-    if (grow_block(r, &bb->data, &bb->bytes_cap, bytes) != REEL_OK)
+    if (grow_block(r, &bb->data, &bb->bytes_cap, &bb->pinned, bytes) != REEL_OK)
         return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for a padded batch of %zu bytes", bytes);
     return REEL_OK;
 }

@@ -54,6 +54,7 @@ typedef struct reel_slot {
     int disp_w, disp_h; /* the display size (after rotation) */
     void *data;
     size_t data_cap;    /* bytes allocated at data (under the ring's mu) */
+    int data_pinned;    /* data came from cudaHostAlloc */
     int64_t frames_cap; /* entries allocated at indices, pts, visited */
 } reel_slot;
 
@@ -94,7 +95,9 @@ typedef struct reel_ring {
     reel_batchbuf *bufs;
     int count, batch_size;
     size_t bytes_total;
-    int pinned; /* buffers that are page-locked */
+    int pinned; /* buffers that are page-locked (variable: blocks held, under mu) */
+    int plain;  /* variable: blocks held in plain memory (under mu) */
+    int pin;    /* variable: try page-locked blocks (pin_memory) */
     int inited;
     int variable;
     int64_t budget;
@@ -103,7 +106,8 @@ typedef struct reel_ring {
 
 int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err);
 void reel__ring_free(reel_ring *r);
-/* "pinned" (every buffer page-locked), "plain" (none) or "mixed". */
+/* "pinned" (every buffer page-locked), "plain" (none) or "mixed";
+ * variable rings: of the blocks they hold (under mu). */
 const char *reel__ring_memory(const reel_ring *r);
 
 /* Under mu: a FREE buffer no worker holds, made FILLING, or NULL (variable

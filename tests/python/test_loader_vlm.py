@@ -199,13 +199,13 @@ def test_torch_wrappers_take_variable_batches(vids):
         assert torch.equal(c.frames, want[vids[c.sample]])
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_rotated_and_vfr_videos_serial_and_gop_split(shared_videos, threads):
+@pytest.mark.parametrize("threads,gop_split", [(1, True), (2, True), (2, False)])
+def test_rotated_and_vfr_videos_serial_and_gop_split(shared_videos, threads, gop_split):
     """Rotation 90 and 180 (VFR), on one decode thread and on two with one
-    sample in flight (the idle thread's context takes half its keyframe runs):
-    the pixels of reel.vlm.fetch_video either way."""
+    sample in flight (the idle thread's context takes half its keyframe runs,
+    unless gop_split=False): the pixels of reel.vlm.fetch_video either way."""
     paths = [str(shared_videos / n) for n in ("nasa_13013_rotated.mp4", "fire2.mp4", "cockatoo.mp4")]
-    with loader(paths, batch_size=1, num_threads=threads, prefetch_batches=1) as L:
+    with loader(paths, batch_size=1, num_threads=threads, prefetch_batches=1, gop_split=gop_split) as L:
         for b in L:
             f, ci = b.frames[0].torch(), b.info[0]
             ref, meta = reference(ci.path)
@@ -213,4 +213,69 @@ def test_rotated_and_vfr_videos_serial_and_gop_split(shared_videos, threads):
             assert torch.equal(f, ref), ci.path
             del b, f
         split = L.metrics()["gop_split_samples"]
-    assert (split == 0) if threads == 1 else (split >= 1)
+    assert (split >= 1) if threads == 2 and gop_split else (split == 0)
+
+
+FAKE_CUDART = r"""
+#include <stdlib.h>
+static long live, total;
+int cudaHostAlloc(void **p, size_t n, unsigned flags)
+{
+    (void)flags;
+    if (posix_memalign(p, 4096, n)) return 2;
+    __atomic_add_fetch(&live, 1, __ATOMIC_SEQ_CST);
+    __atomic_add_fetch(&total, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+int cudaFreeHost(void *p) { free(p); __atomic_sub_fetch(&live, 1, __ATOMIC_SEQ_CST); return 0; }
+long fake_live(void) { return __atomic_load_n(&live, __ATOMIC_SEQ_CST); }
+long fake_total(void) { return __atomic_load_n(&total, __ATOMIC_SEQ_CST); }
+"""
+
+PIN_CHILD = r"""
+import ctypes, hashlib, json, sys
+import reel
+paths, lib = json.loads(sys.argv[1]), sys.argv[2]
+kw = dict(sampler="fps", size_policy=SP, batch_size=2, shuffle=False, epochs=1, fps=2.0, pad=PAD)
+out = {}
+for pin in (False, True):
+    with reel.Loader(paths, pin_memory=pin, **kw) as L:
+        got = [hashlib.sha256(memoryview(f)).hexdigest() for b in L for f in ([b.frames] if PAD else b.frames)]
+        out[str(pin)] = [got, L.metrics()["ring_memory"]]
+fake = ctypes.CDLL(lib)
+out["total"], out["live"] = fake.fake_total(), fake.fake_live()
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("pad", [False, True])
+def test_pin_memory_pins_variable_batches(vids, tmp_path, pad):
+    """pin_memory=True allocates the variable ring's per-sample (and padded)
+    buffers page-locked through the CUDA runtime found at run time, as for
+    fixed shapes: here a stand-in runtime (REEL_CUDART) whose cudaHostAlloc
+    counts its blocks. The batches are the same bytes as unpinned ones, every
+    block goes back through cudaFreeHost, and without a runtime the ring is
+    plain memory (test_pinned.c, the fixed-shape path's fallback)."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler for the stand-in CUDA runtime")
+    src, lib = tmp_path / "fake_cudart.c", tmp_path / "libfakecudart.so"
+    src.write_text(FAKE_CUDART)
+    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(lib), str(src)], check=True, timeout=60)
+    code = f"SP = {SP!r}\nPAD = {pad!r}\n" + PIN_CHILD
+    env = dict(os.environ, REEL_CUDART=str(lib))
+    r = subprocess.run([sys.executable, "-c", code, json.dumps(vids), str(lib)], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    plain, pinned = out["False"], out["True"]
+    assert plain[1] == "plain" and pinned[1] == "pinned"
+    assert pinned[0] == plain[0]
+    assert len(plain[0]) == ((len(vids) + 1) // 2 if pad else len(vids))
+    assert out["total"] >= (3 if pad else 2) and out["live"] == 0
