@@ -519,6 +519,55 @@ static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int 
     }
 }
 
+/* Rows of RGB per band in convert_banded: even (bands start on even rows,
+ * see band_is_exact), and small enough that a 1080p band (about 186 KB)
+ * stays in cache between its conversion and its resize. */
+#define BAND_ROWS 32
+
+/* AFTER_RGB without a full-resolution RGB picture: the YUV->RGB conversion
+ * runs in bands of BAND_ROWS rows (pixel-identical to the whole frame's,
+ * band_is_exact), and each band is handed to the RGB resize as a slice
+ * (swscale's slice input keeps the rows its vertical filter still needs),
+ * so the result is bit-identical to converting the whole picture first.
+ * Fused on purpose: per decoder context this holds one band (~0.2 MB at
+ * 1080p) instead of a ~6 MB picture, and the band is read back from cache.
+ * Needs rot == 0, a resize and band_is_exact(f). */
+static int convert_banded(reel_converter *c, const AVFrame *f, int cx, int cy, int cw, int ch, int ow, int oh,
+                          reel_filter filter, uint8_t *dst, int dst_stride, int *nomem)
+{
+    const int bs = rgb_stride(f->width);
+    uint8_t *band = scratch_get(&c->s[0], (size_t)bs * (BAND_ROWS + 1));
+    if (!band) {
+        *nomem = 1;
+        return REEL_E_NOMEM;
+    }
+    int out = 0;
+    for (int y = cy & ~1; y < cy + ch;) {
+        int h = f->height - y < BAND_ROWS ? f->height - y : BAND_ROWS;
+        int r = yuv_to_rgb(c, f, 0, y, f->width, h, f->width, h, SWS_BICUBIC, band, bs);
+        if (r != REEL_OK) return r;
+        /* fetched after the band's context, so that it is always among the
+         * cache's three most recent entries and never evicted mid-picture
+         * (its slice state lives in it) */
+        struct SwsContext *sws =
+            get_sws(c, cw, ch, AV_PIX_FMT_RGB24, ow, oh, AV_PIX_FMT_RGB24, sws_flags_of(filter), 0, 0);
+        if (!sws) {
+            *nomem = 1;
+            return REEL_E_NOMEM;
+        }
+        int s0 = y > cy ? y : cy, s1 = y + h < cy + ch ? y + h : cy + ch;
+        const uint8_t *sp[4] = { band + (ptrdiff_t)(s0 - y) * bs + (ptrdiff_t)cx * 3, NULL, NULL, NULL };
+        int ss[4] = { bs, 0, 0, 0 };
+        uint8_t *dp[4] = { dst, NULL, NULL, NULL };
+        int ds[4] = { dst_stride, 0, 0, 0 };
+        int got = sws_scale(sws, sp, ss, s0 - cy, s1 - s0, dp, ds);
+        if (got < 0) return REEL_E_INTERNAL;
+        out += got;
+        y += h;
+    }
+    return out == oh ? REEL_OK : REEL_E_INTERNAL;
+}
+
 /* The general path: full-size RGB, then rotate (clockwise degrees), crop
  * (cx, cy, cw, ch in the rotated picture) and resize to ow x oh in RGB.
  * *res, *res_stride: the result, in the converter's scratch or a view of
@@ -528,6 +577,16 @@ static int convert_in_rgb(reel_converter *c, const AVFrame *f, int rot, int cx, 
 {
     const int dw = (rot == 90 || rot == 270) ? f->height : f->width;
     const int dh = (rot == 90 || rot == 270) ? f->width : f->height;
+    if (!rot && (ow != cw || oh != ch) && band_is_exact(f)) {
+        *res_stride = rgb_stride(ow);
+        uint8_t *s2 = scratch_get(&c->s[2], (size_t)*res_stride * (oh + 1));
+        if (!s2) {
+            *nomem = 1;
+            return REEL_E_NOMEM;
+        }
+        *res = s2;
+        return convert_banded(c, f, cx, cy, cw, ch, ow, oh, filter, s2, *res_stride, nomem);
+    }
     int fs = rgb_stride(f->width);
     uint8_t *s0 = scratch_get(&c->s[0], (size_t)fs * (f->height + 1));
     if (!s0) {

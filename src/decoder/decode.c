@@ -30,6 +30,7 @@ typedef struct run {
      * of its GOP; -1 when the run started at the beginning of the stream */
     int64_t seek_key, seek_key_end;
     int64_t unclean; /* set with REEL__E_UNCLEAN_KEY: the keyframe to give up on */
+    int cold;        /* the call's last run drains too (reel__decoder_decode_cold) */
 } run;
 
 /* Internal status: the keyframe a run started from is not a clean starting
@@ -509,7 +510,7 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
     int nonref_ok = dec->settings.skip_nonref && t->match_mode == REEL_MATCH_PTS;
     /* not for a remote object: the packets after e would be fetched for a
      * next call that a loader never makes; draining gives the same frames */
-    int keep_warm = last && t->match_mode == REEL_MATCH_PTS && !dec->remote;
+    int keep_warm = last && !r->cold && t->match_mode == REEL_MATCH_PTS && !dec->remote;
     if ((st = begin_interval(r, s, e, force_seek_start, &landed, &pump)) != REEL_OK) return st;
     int64_t budget = dec->reorder_depth + dec->avctx->thread_count + 2;
     int64_t tail = pump ? budget : -1; /* packets left to feed after e to push wanted frames out */
@@ -688,14 +689,14 @@ static int drop_threads(run *r)
     return REEL_OK;
 }
 
-int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
-                        reel_decode_stats *stats, reel_error *err)
+static int decode_call(reel_decoder *dec, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
+                       reel_decode_stats *stats, reel_error *err, int cold)
 {
     if (!dec || !fn || (n && !indices))
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_decode: NULL argument");
     reel_error_clear(&dec->remote_err); /* a failure of an earlier call is not this one's */
     const reel_table *t = &dec->table;
-    run r = { .dec = dec, .fn = fn, .opaque = opaque, .err = err };
+    run r = { .dec = dec, .fn = fn, .opaque = opaque, .err = err, .cold = cold };
     r.st.frames_requested = (int64_t)n;
     if (n == 0) {
         if (stats) *stats = r.st;
@@ -790,4 +791,16 @@ int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, ree
     free(reqs);
     free(w);
     return st;
+}
+
+int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
+                        reel_decode_stats *stats, reel_error *err)
+{
+    return decode_call(dec, indices, n, fn, opaque, stats, err, 0);
+}
+
+int reel__decoder_decode_cold(reel_decoder *dec, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
+                              reel_decode_stats *stats, reel_error *err)
+{
+    return decode_call(dec, indices, n, fn, opaque, stats, err, 1);
 }

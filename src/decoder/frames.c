@@ -109,34 +109,37 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
 
 /* ---- GOP-parallel decoding ----------------------------------------------
  * The call's decode plan (the same reel__plan_* the decoder runs) gives its
- * keyframe runs in decode order; they are cut into up to gop_contexts
- * contiguous groups of about equal frames to decode. Group 0 decodes on
- * `dec` in the calling thread, each other group on a decoder context of its
- * own (the same path or URL, one codec thread; opened on first use and kept
- * in dec->gop_ctx for later calls) on a thread of its own. Every group's
- * sink writes straight into the caller's output through a map from its
- * request positions to the caller's. */
+ * keyframe runs in decode order. Up to gop_contexts decoder contexts take
+ * them one at a time from a shared cursor, in decode order, until none is
+ * left: whoever is free takes the next run, so the contexts finish within
+ * about one run of each other whatever the runs cost (their lengths, the
+ * frames skipped, the wanted frames converted), which a split fixed in
+ * advance cannot promise. Runs never touch (the plan merges those that do),
+ * so taking them apart costs no seek the serial plan would not make.
+ * Context 0 is `dec` in the calling thread, each other a decoder context of
+ * its own (the same path or URL, one codec thread; opened on first use and
+ * kept in dec->gop_ctx for later calls) on a thread of its own. Every
+ * context's sink writes straight into the caller's output through a map
+ * from the run's request positions to the caller's. */
+
+typedef struct par_runs {
+    pthread_mutex_t mu;
+    size_t next;         /* the next run to hand out */
+    int failed;          /* a context failed: hand out no more */
+    size_t nr;           /* runs */
+    const size_t *start; /* run i's requests: idx/map[start[i] .. start[i+1]) */
+    const int64_t *idx;  /* frame indices, run by run */
+    const size_t *map;   /* their positions in the caller's list */
+} par_runs;
 
 typedef struct par_group {
-    reel_decoder *dec; /* dec itself for group 0, else one of dec->gop_ctx */
-    int64_t *idx;      /* the group's requests (frame indices) */
-    size_t *map;       /* their positions in the caller's list */
-    size_t n;
+    reel_decoder *dec; /* dec itself for context 0, else one of dec->gop_ctx */
+    par_runs *runs;
     sink s;
     reel_decode_stats st;
     reel_error err;
     int status;
 } par_group;
-
-static void *par_run(void *arg)
-{
-    par_group *g = arg;
-    g->s.dec = g->dec;
-    g->s.pos_map = g->map;
-    g->s.err = &g->err;
-    g->status = reel_decoder_decode(g->dec, g->idx, g->n, sink_frame, &g->s, &g->st, &g->err);
-    return NULL;
-}
 
 static void stats_add(reel_decode_stats *a, const reel_decode_stats *b)
 {
@@ -152,38 +155,46 @@ static void stats_add(reel_decode_stats *a, const reel_decode_stats *b)
     a->thread_fallbacks |= b->thread_fallbacks;
 }
 
-/* The group of each wanted frame: runs (decode order) cut into k groups of
- * about equal decode length. Returns the number of groups used. */
-static int par_assign(const reel_table *t, const reel__interval *iv, size_t nr, const reel__wanted *w, size_t nw, int k,
-                      int *group_of)
+static void *par_run(void *arg)
 {
-    int64_t total = 0;
-    for (size_t i = 0; i < nr; i++) total += iv[i].e - iv[i].s + 1;
-    int *run_group = malloc(nr * sizeof *run_group);
-    if (!run_group) return -1;
-    int64_t acc = 0;
-    int used = 1;
-    for (size_t i = 0; i < nr; i++) {
-        int g = (int)((acc * k) / (total > 0 ? total : 1)); /* the group where this run starts */
-        if (g >= k) g = k - 1;
-        run_group[i] = g;
-        if (g + 1 > used) used = g + 1;
-        acc += iv[i].e - iv[i].s + 1;
-    }
-    for (size_t j = 0; j < nw; j++) {
-        int64_t d = t->frames[w[j].frame].decode_order;
-        size_t lo = 0, hi = nr; /* the run whose [s, e] holds d: the last with s <= d */
-        while (hi - lo > 1) {
-            size_t mid = (lo + hi) / 2;
-            if (iv[mid].s <= d)
-                lo = mid;
-            else
-                hi = mid;
+    par_group *g = arg;
+    par_runs *p = g->runs;
+    g->s.dec = g->dec;
+    g->s.err = &g->err;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        size_t i = p->next;
+        int stop = p->failed || i >= p->nr;
+        if (!stop) p->next++;
+        pthread_mutex_unlock(&p->mu);
+        if (stop) break;
+        reel_decode_stats st;
+        g->s.pos_map = p->map + p->start[i];
+        g->status = reel__decoder_decode_cold(g->dec, p->idx + p->start[i], p->start[i + 1] - p->start[i], sink_frame,
+                                              &g->s, &st, &g->err);
+        stats_add(&g->st, &st);
+        if (g->status != REEL_OK) {
+            pthread_mutex_lock(&p->mu);
+            p->failed = 1;
+            pthread_mutex_unlock(&p->mu);
+            break;
         }
-        group_of[j] = run_group[lo];
     }
-    free(run_group);
-    return used;
+    return NULL;
+}
+
+/* The run (index into iv, decode order) whose [s, e] holds decode position d. */
+static size_t run_of(const reel__interval *iv, size_t nr, int64_t d)
+{
+    size_t lo = 0, hi = nr; /* the last run with s <= d */
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (iv[mid].s <= d)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t n, const sink *proto,
@@ -195,10 +206,15 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
     reel__req *reqs = malloc(n * sizeof *reqs);
     reel__wanted *w = malloc(n * sizeof *w);
     reel__interval *iv = malloc(n * sizeof *iv);
-    int *group_of = malloc(n * sizeof *group_of);
+    size_t *start = calloc(n + 2, sizeof *start);
+    int64_t *idx = malloc(n * sizeof *idx);
+    size_t *map = malloc(n * sizeof *map);
+    size_t *runs_of = malloc(n * sizeof *runs_of), *fill = malloc(n * sizeof *fill);
     par_group *g = calloc((size_t)k, sizeof *g);
+    par_runs runs = { .nr = 0 };
     int st = REEL_OK;
-    if (!reqs || !w || !iv || !group_of || !g) goto out; /* not handled: the serial path reports it */
+    if (!reqs || !w || !iv || !start || !idx || !map || !runs_of || !fill || !g)
+        goto out; /* not handled: the serial path reports it */
     for (size_t i = 0; i < n; i++) {
         int64_t f = indices[i] < 0 ? indices[i] + t->n : indices[i];
         if (f < 0 || f >= t->n || (t->lost_at > 0 && f >= t->lost_at)) goto out; /* the serial path says why */
@@ -208,27 +224,24 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
     size_t nw = reel__plan_requests(reqs, n, w);
     size_t nr = reel__plan_runs(t, dec->key_state, dec->reorder_depth, w, nw, 0, iv);
     if (nr < 2) goto out;
-    int used = par_assign(t, iv, nr, w, nw, k, group_of);
+    int used = nr < (size_t)k ? (int)nr : k;
     if (used < 2) goto out;
-    size_t *counts = calloc((size_t)used, sizeof *counts);
-    if (!counts) goto out;
-    for (size_t j = 0; j < nw; j++) counts[group_of[j]] += w[j].count;
-    int ok = 1;
-    for (int q = 0; q < used && ok; q++) {
-        g[q].idx = malloc((counts[q] ? counts[q] : 1) * sizeof *g[q].idx);
-        g[q].map = malloc((counts[q] ? counts[q] : 1) * sizeof *g[q].map);
-        ok = g[q].idx && g[q].map;
-    }
-    free(counts);
-    if (!ok) goto out;
+    /* the requests run by run: counts, offsets, then the lists (fill[] is
+     * each run's next free slot) */
     for (size_t j = 0; j < nw; j++) {
-        par_group *q = &g[group_of[j]];
-        for (size_t r = w[j].first; r < w[j].first + w[j].count; r++) {
-            q->idx[q->n] = w[j].frame;
-            q->map[q->n] = reqs[r].pos;
-            q->n++;
-        }
+        runs_of[j] = run_of(iv, nr, t->frames[w[j].frame].decode_order);
+        start[runs_of[j] + 1] += w[j].count;
     }
+    for (size_t i = 0; i < nr; i++) {
+        start[i + 1] += start[i];
+        fill[i] = start[i];
+    }
+    for (size_t j = 0; j < nw; j++)
+        for (size_t r = w[j].first; r < w[j].first + w[j].count; r++) {
+            size_t o = fill[runs_of[j]]++;
+            idx[o] = w[j].frame;
+            map[o] = reqs[r].pos;
+        }
     /* the other contexts: the same input, one codec thread each, opened
      * once; their remote requests go to the same tally as dec's (added when
      * dec closes them) */
@@ -252,21 +265,24 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
         g[q].dec = dec->gop_ctx[q - 1];
         if (g[q].dec->table.n != t->n) goto out;
     }
+    if (pthread_mutex_init(&runs.mu, NULL) != 0) goto out;
+    runs.nr = nr;
+    runs.start = start;
+    runs.idx = idx;
+    runs.map = map;
     *handled = 1;
-    pthread_t th[64];
-    int started[64] = { 0 };
+    pthread_t th[REEL_GOP_CONTEXTS];
+    int started[REEL_GOP_CONTEXTS] = { 0 };
     for (int q = 0; q < used; q++) {
         g[q].s = *proto;
+        g[q].runs = &runs;
         reel_error_clear(&g[q].err);
     }
     for (int q = 1; q < used; q++) started[q] = pthread_create(&th[q], NULL, par_run, &g[q]) == 0;
-    par_run(&g[0]);
-    for (int q = 1; q < used; q++) {
-        if (started[q])
-            pthread_join(th[q], NULL);
-        else
-            par_run(&g[q]); /* no thread to be had: decode it here */
-    }
+    par_run(&g[0]); /* contexts without a thread take no run: the others take them all */
+    for (int q = 1; q < used; q++)
+        if (started[q]) pthread_join(th[q], NULL);
+    pthread_mutex_destroy(&runs.mu);
     reel_decode_stats sum;
     memset(&sum, 0, sizeof sum);
     for (int q = 0; q < used; q++) {
@@ -279,16 +295,15 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
     sum.amplification = sum.frames_returned ? (double)sum.frames_decoded / (double)sum.frames_returned : 0;
     if (stats) *stats = sum;
 out:
-    if (g)
-        for (int q = 0; q < k; q++) {
-            free(g[q].idx);
-            free(g[q].map);
-        }
     free(g);
     free(reqs);
     free(w);
     free(iv);
-    free(group_of);
+    free(start);
+    free(idx);
+    free(map);
+    free(runs_of);
+    free(fill);
     return st;
 }
 

@@ -149,6 +149,13 @@ void reel__log_mark(reel_decoder *dec);
  * frame reported with the damage that follows it. */
 int reel__log_errors_since_mark(const reel_decoder *dec);
 
+/* reel_decoder_decode, except that the call's last run drains the codec
+ * instead of keeping it warm for a next call (decode.c): for GOP-parallel
+ * decoding (frames.c), whose calls are one keyframe run each and whose
+ * next run starts elsewhere. */
+int reel__decoder_decode_cold(reel_decoder *dec, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
+                              reel_decode_stats *stats, reel_error *err);
+
 int reel__table_scan(reel_decoder *dec, reel_error *err);
 /* Builds dec->table from the mp4/mov sample tables if they are complete;
  * returns REEL_E_INDEX_STALE (no error filled) when it cannot, so the caller scans. */
