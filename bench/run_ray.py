@@ -21,7 +21,11 @@
 # epochs as one Ray execution, so that Ray's start-up is amortised (issue 15
 # asks for >= 1 minute).
 #
+# --only-pack runs only the pack comparison (--pack-runs N alternated runs,
+# medians; it writes no doc).
+#
 #   python3 bench/run_ray.py [--videos 64] [--seconds 10] [--cpus 2] [--min-seconds 60] [--write-doc]
+#   python3 bench/run_ray.py --only-pack [--pack-runs 3] [--pack-parts N]
 import argparse
 import json
 import os
@@ -210,6 +214,62 @@ def floor_datasource(read_tasks):
     return Floor()
 
 
+def bench_pack(ray, reel, src, work, cli, a):
+    """reel.ray.pack against `reel pack --threads CPUS` on one node, --pack-runs
+    times, alternated (a loaded machine drifts; ratios are per pair). Each run
+    starts a fresh local Ray node first, outside the timing (its start-up is
+    reported apart); reel.ray.pack's timing then includes everything after
+    ray.init: the workers Ray starts importing the task's module, planning,
+    the parts, the merge. `reel pack --ray` (the CLI, starting and stopping its
+    own local Ray) is timed whole as well."""
+    import statistics
+    out1, out2, out3 = work / "store-one", work / "store-ray", work / "store-cli"
+    runs = []
+    for _ in range(a.pack_runs):
+        for d in (out1, out2, out3):
+            shutil.rmtree(d, ignore_errors=True)
+        sample_load()
+        t0 = time.perf_counter()
+        subprocess.run([cli, "pack", str(src), str(out1), "--size", "256", "--threads", str(a.cpus),
+                        "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+        one = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        init(ray, a.cpus)
+        start = time.perf_counter() - t0
+        try:
+            t0 = time.perf_counter()
+            rep = reel.ray.pack(src, out2, size=256, threads=1, num_parts=a.pack_parts)
+            on_ray = time.perf_counter() - t0
+        finally:
+            ray.shutdown()
+        t0 = time.perf_counter()
+        env = dict(os.environ, REEL_PYTHON=sys.executable, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+        env.pop("RAY_ADDRESS", None)
+        r = subprocess.run([cli, "pack", str(src), str(out3), "--size", "256", "--ray", "--no-progress"],
+                           capture_output=True, text=True, env=env)
+        if r.returncode:
+            raise RuntimeError(f"reel pack --ray failed ({r.returncode}): {r.stderr[-2000:]}")
+        whole = time.perf_counter() - t0
+        ends = sorted(e for _, e in rep["part_spans"])
+        tail = ends[-1] - ends[-min(a.cpus, len(ends))]  # how long the other CPUs had no part left
+        runs.append(dict(one=one, ray=on_ray, ratio=one / on_ray, ray_start=start, cli=whole, cli_ratio=one / whole,
+                         parts=rep["parts"], first_start=min(s for s, _ in rep["part_spans"]), tail=tail,
+                         merge=on_ray - max(e for _, e in rep["part_spans"])))
+        log(f"pack: {runs[-1]}")
+    for d in (out1, out2, out3):
+        shutil.rmtree(d, ignore_errors=True)
+    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    line = (f"Pack on one node ({a.cpus} CPUs, jpeg, short side 256; median of {len(runs)} alternated run(s)): "
+            f"`reel pack --threads {a.cpus}` {med['one']:.1f} s, `reel.ray.pack` ({runs[0]['parts']} parts x 1 "
+            f"thread, Ray hands each next part to the first free CPU) {med['ray']:.1f} s: {med['ratio']:.2f}x "
+            f"(target 0.9x). Its timing starts after `ray.init` (a fresh local node each run, {med['ray_start']:.1f} s, "
+            f"not counted) and includes the workers importing the task's module (the first part started "
+            f"{med['first_start']:.1f} s in), the parts (the last one finished {med['tail']:.1f} s after the "
+            f"other CPUs had run out of parts) and the driver's merge ({med['merge']:.2f} s). Counting Ray's start and stop too, "
+            f"`reel pack --ray` (the CLI, its own local Ray) took {med['cli']:.1f} s: {med['cli_ratio']:.2f}x.")
+    return dict(runs=runs, median=med, line=line)
+
+
 def make_dataset(root: Path, videos: int, seconds: float, cli: str) -> Path:
     ds = root / f"kinetics-{videos}x{seconds:g}s"
     if not (ds / "manifest.csv").exists():
@@ -232,6 +292,9 @@ def main():
                     help="read_videos over only the first N videos (it decodes every frame; 0: all)")
     ap.add_argument("--skip-pack", action="store_true")
     ap.add_argument("--skip-clip-decoder", action="store_true")
+    ap.add_argument("--only-pack", action="store_true", help="only reel.ray.pack against reel pack")
+    ap.add_argument("--pack-runs", type=int, default=1, help="alternated runs of the pack comparison (median)")
+    ap.add_argument("--pack-parts", type=int, default=None, help="reel.ray.pack's num_parts (default: its own)")
     ap.add_argument("--write-doc", action="store_true")
     a = ap.parse_args()
     t_start = time.perf_counter()
@@ -248,6 +311,11 @@ def main():
     T, stride, size = 8, 4, 224
     opts = dict(frames_per_clip=T, frame_stride=stride, size=size, seed=0)
     reel.set_ffmpeg_log_level(0)
+    if a.only_pack:
+        pack = bench_pack(ray, reel, src, work, cli, a)
+        print(pack["line"])
+        (work / "results.json").write_text(json.dumps({"pack": pack}))
+        return
     rows = []
 
     # 1. the Loader alone, epoch after epoch until --min-seconds of work
@@ -361,28 +429,7 @@ def main():
         ray.shutdown()
 
     # 6. reel.ray.pack vs reel pack, one node, same CPUs
-    pack_one = pack_ray = None
-    rep = {"parts": 0}
-    if not a.skip_pack:
-        out1, out2 = work / "store-one", work / "store-ray"
-        for d in (out1, out2):
-            shutil.rmtree(d, ignore_errors=True)
-        sample_load()
-        t0 = time.perf_counter()
-        subprocess.run([cli, "pack", str(src), str(out1), "--size", "256", "--threads", str(a.cpus),
-                        "--no-progress"], check=True, stdout=subprocess.DEVNULL)
-        pack_one = time.perf_counter() - t0
-        init(ray, a.cpus)
-        try:
-            warm_up(ray, a.cpus)
-            sample_load()
-            t0 = time.perf_counter()
-            rep = reel.ray.pack(src, out2, size=256, threads=1, num_parts=a.cpus)
-            pack_ray = time.perf_counter() - t0
-        finally:
-            ray.shutdown()
-        shutil.rmtree(out1, ignore_errors=True)
-        shutil.rmtree(out2, ignore_errors=True)
+    pack = None if a.skip_pack else bench_pack(ray, reel, src, work, cli, a)
 
     total_s = time.perf_counter() - t_start
     loader_fps = rows[0]["fps"]
@@ -411,10 +458,8 @@ def main():
                      f"{r['cpu_ms_per_frame']:.1f} | {r['seconds']:.1f} | "
                      f"{r['rss'] / 1e6:.0f} | {r['store'] / 1e6:.0f} | {r['spilled'] / 1e6:.0f} |")
     lines += [""]
-    if pack_one:
-        lines += [f"Pack on one node ({a.cpus} CPUs, jpeg, short side 256): `reel pack --threads {a.cpus}` "
-                  f"{pack_one:.1f} s, `reel.ray.pack` ({rep['parts']} parts x 1 thread) {pack_ray:.1f} s: "
-                  f"{pack_one / pack_ray:.2f}x (target 0.9x).", ""]
+    if pack:
+        lines += [pack["line"], ""]
     lines += [f"Floor: Ray alone moves {fl:.0f} clip frames/s ({1e3 * T / fl:.1f} ms of these {a.cpus} CPUs per "
               f"clip row) against the Loader's {loader_fps:.0f} ({1e3 * T / loader_fps:.1f} ms per clip); if the "
               f"two costs only add up on the same CPUs, read_clips can reach at most {bound:.0f} frames/s = "
@@ -430,7 +475,7 @@ def main():
               + f"; spilling: {max(r['spilled'] for r in rows) / 1e6:.0f} MB (target none).", ""]
     text = "\n".join(lines)
     print(text)
-    (work / "results.json").write_text(json.dumps({"rows": rows, "pack_one": pack_one, "pack_ray": pack_ray,
+    (work / "results.json").write_text(json.dumps({"rows": rows, "pack": pack,
                                                    "epochs": epochs, "total_s": total_s}))
     if a.write_doc:
         write_doc(ROOT / "docs" / "BENCHMARKS.md", "## Ray", text)

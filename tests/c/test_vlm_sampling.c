@@ -262,9 +262,10 @@ TEST(gop_parallel_get_frames_equals_serial)
             CHECK_EQ_INT(reel_synth_read_index(got + i * fb, 96, 64, 96 * 3), idx[i] < 0 ? 150 + idx[i] : idx[i]);
         CHECK_EQ_INT(ps.frames_requested, (int64_t)n);
         CHECK_EQ_INT(ps.frames_returned, ss.frames_returned);
-        /* the other contexts decode on one codec thread, without probes: the
-         * parallel path ran */
-        CHECK(ps.keys_probed < ss.keys_probed);
+        /* the other contexts decode on one codec thread, without probes (how
+         * many runs each takes from the shared cursor depends on timing;
+         * that the parallel path ran is gop_open below) */
+        CHECK(ps.keys_probed <= ss.keys_probed);
         /* the other contexts stay open: the next call uses the same ones */
         const int open1 = par->gop_open;
         const reel_decoder *first = par->gop_ctx[0];
