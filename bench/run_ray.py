@@ -46,7 +46,7 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # loopback only
 class Sampler:
     """Peak RSS of this process and all its descendants (the raylet, Ray's
     workers), peak object-store bytes in use and peak bytes in Ray's spill
-    folders, sampled every 0.2 s; and the CPU seconds they all used (on a
+    folders, sampled every 0.5 s; and the CPU seconds they all used (on a
     loaded machine, CPU per frame says more than wall-clock frames/s)."""
 
     def __init__(self, ray):
@@ -60,6 +60,7 @@ class Sampler:
 
     def _run(self):
         me = self.psutil.Process()
+        session = session_dir(self.ray)
         total = self.ray.cluster_resources().get("object_store_memory", 0)
         while not self._stop.is_set():
             rss = 0
@@ -69,13 +70,13 @@ class Sampler:
                 except self.psutil.Error:
                     pass
             self.rss = max(self.rss, rss)
-            self.spilled = max(self.spilled, spill_dir_bytes())
+            self.spilled = max(self.spilled, spill_dir_bytes(session))
             try:
                 free = self.ray.available_resources().get("object_store_memory", total)
                 self.store = max(self.store, int(total - free))
             except Exception:
                 pass
-            self._stop.wait(0.2)
+            self._stop.wait(0.5)
 
     def cpu_by_process(self):
         """{pid: (kind, user + system CPU seconds)} of this process and every Ray process under it."""
@@ -117,11 +118,23 @@ def process_kind(p, me):
     return "other"
 
 
-def spill_dir_bytes():
-    """Bytes in Ray's spill folders of the current session (objects spilled to disk and not yet freed)."""
+def session_dir(ray):
+    """This run's own Ray session folder (not /tmp/ray/session_latest, which another Ray on the machine
+    may have taken)."""
+    try:
+        return Path(ray._private.worker._global_node.get_session_dir_path())
+    except Exception:
+        return None
+
+
+def spill_dir_bytes(session):
+    """Bytes in the session's spill folders (Ray spills to <session>/ray_spilled_objects_<node> by
+    default): objects spilled to disk and not yet freed."""
     total = 0
-    try:  # Ray creates and removes folders while this walks them
-        for d in Path("/tmp/ray/session_latest").glob("**/*spill*"):
+    if session is None:
+        return 0
+    try:  # Ray creates and removes files while this walks them
+        for d in session.glob("ray_spilled_objects*"):
             for f in (d.rglob("*") if d.is_dir() else [d]):
                 try:
                     total += f.stat().st_size if f.is_file() else 0
@@ -136,7 +149,9 @@ def init(ray, cpus):
     """A local node on 127.0.0.1, tried once more if it timed out starting (a loaded machine)."""
     for attempt in range(2):
         try:
-            return ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            # address="local": always a new node of our own, never a cluster another process started here
+            return ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False,
+                            configure_logging=False)
         except Exception as exc:
             ray.shutdown()
             if attempt or "timed out during startup" not in str(exc):
@@ -332,9 +347,9 @@ def main():
     log(f"loader: {epochs} epochs, {rows[-1]}")
 
     def read_clips_all():
-        parts = [reel.ray.read_clips(src, epoch=e, **opts) for e in range(epochs)]
-        ds = parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
-        return ds.drop_columns(["path", "failure"])  # strings are no tensors
+        # every epoch in one dataset; only the tensor columns (strings are no tensors), a projection Ray
+        # pushes into the read tasks
+        return reel.ray.read_clips(src, epochs=epochs, **opts).select_columns(list(reel.ray.TENSOR_COLUMNS))
 
     def timed(name, make_ds, count, fps_of=None, **extra):
         sample_load()
@@ -371,15 +386,15 @@ def main():
         import torch  # noqa: F401
 
         # 2. read_clips + iter_torch_batches
-        plan = reel.ray.ClipDatasource(src, epoch=0, **opts).get_read_tasks(200, data_context=ctx)
+        plan = reel.ray.ClipDatasource(src, epochs=epochs, **opts).get_read_tasks(1 << 30, data_context=ctx)
         timed("reel.ray.read_clips + iter_torch_batches(32)", read_clips_all, clip_rows,
               decoded_per_frame=rows[0]["decoded_per_frame"],
-              note=f"{len(plan)} read tasks per epoch, blocks of <= {plan[0].read_fn.config['batch_size']} clips")
+              note=f"{len(plan) // epochs} read tasks per epoch, blocks of <= "
+                   f"{plan[0].read_fn.config['batch_size']} clips")
 
-        # 3. the floor: Ray's own cost for the same rows and blocks, no decoding
+        # 3. the floor: Ray's own cost for the same rows and blocks (all epochs' read tasks), no decoding
         def floor_all():
-            parts = [ray.data.read_datasource(floor_datasource(plan)) for _ in range(epochs)]
-            return parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
+            return ray.data.read_datasource(floor_datasource(plan), override_num_blocks=len(plan))
 
         timed("floor: same rows and blocks, no decoding, + iter_torch_batches(32)", floor_all, clip_rows,
               decoded_per_frame=0)
@@ -428,10 +443,11 @@ def main():
              f"`{command_line('run_ray.py')}` on {cpu_model()}, reel {reel_version()}, Ray {ray.__version__}, "
              f"{a.cpus} CPUs for one local Ray node (127.0.0.1), load {load_summary()}; the whole run took "
              f"{total_s / 60:.1f} min. {a.videos} generated videos (`reel synth --dataset`, 340x256, 25 fps, "
-             f"{a.seconds:g} s, GOP 250); {epochs} epoch(s) (seeds 0..{epochs - 1}: {clips} clips, "
+             f"{a.seconds:g} s, GOP 250); {epochs} epoch(s) (0..{epochs - 1}, seed 0: {clips} clips, "
              f"{rows[0]['seconds']:.0f} s of Loader work) of one 8-frame clip per video at stride 4, 224x224 "
-             "uint8; read_clips and the floor go over the same epochs in one Ray execution (read_clips per "
-             "epoch, unioned). frames/s counts useful clip frames delivered. Ray's worker start-up is outside the "
+             "uint8; read_clips and the floor go over the same epochs in one Ray execution (one dataset: "
+             f"`read_clips(epochs={epochs})`, its tensor columns selected). frames/s counts useful clip frames "
+             "delivered. Ray's worker start-up is outside the "
              f"timings (warmed up first); one run each. read_clips: {rows[1]['note']}.", "",
              "| path | frames/s | x Loader | decoded per frame delivered | CPU ms per frame | s | peak RSS MB "
              "| peak object store MB | spilled MB |",
