@@ -222,6 +222,7 @@ def bench_pack(ray, reel, src, work, cli, a):
     ray.init: the workers Ray starts importing the task's module, planning,
     the parts, the merge. `reel pack --ray` (the CLI, starting and stopping its
     own local Ray) is timed whole as well."""
+    import resource
     import statistics
     out1, out2, out3 = work / "store-one", work / "store-ray", work / "store-cli"
     runs = []
@@ -229,17 +230,21 @@ def bench_pack(ray, reel, src, work, cli, a):
         for d in (out1, out2, out3):
             shutil.rmtree(d, ignore_errors=True)
         sample_load()
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run([cli, "pack", str(src), str(out1), "--size", "256", "--threads", str(a.cpus),
                         "--no-progress"], check=True, stdout=subprocess.DEVNULL)
         one = time.perf_counter() - t0
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        one_cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
         t0 = time.perf_counter()
         init(ray, a.cpus)
         start = time.perf_counter() - t0
         try:
-            t0 = time.perf_counter()
-            rep = reel.ray.pack(src, out2, size=256, threads=1, num_parts=a.pack_parts)
-            on_ray = time.perf_counter() - t0
+            with Sampler(ray) as smp:  # CPU of the driver and every Ray process (raylet, GCS, workers, agents)
+                t0 = time.perf_counter()
+                rep = reel.ray.pack(src, out2, size=256, threads=1, num_parts=a.pack_parts)
+                on_ray = time.perf_counter() - t0
         finally:
             ray.shutdown()
         t0 = time.perf_counter()
@@ -250,10 +255,13 @@ def bench_pack(ray, reel, src, work, cli, a):
         if r.returncode:
             raise RuntimeError(f"reel pack --ray failed ({r.returncode}): {r.stderr[-2000:]}")
         whole = time.perf_counter() - t0
+        same = {(len(reel._reel.store_records(str(d))), reel.store_info(d)["frames"]) for d in (out1, out2, out3)}
+        if len(same) != 1:
+            raise RuntimeError(f"the three stores differ in (records, frames): {same}")
         ends = sorted(e for _, e in rep["part_spans"])
         tail = ends[-1] - ends[-min(a.cpus, len(ends))]  # how long the other CPUs had no part left
         runs.append(dict(one=one, ray=on_ray, ratio=one / on_ray, ray_start=start, cli=whole, cli_ratio=one / whole,
-                         parts=rep["parts"], first_start=min(s for s, _ in rep["part_spans"]), tail=tail,
+                         one_cpu=one_cpu, ray_cpu=smp.cpu, parts=rep["parts"], first_start=min(s for s, _ in rep["part_spans"]), tail=tail,
                          merge=on_ray - max(e for _, e in rep["part_spans"])))
         log(f"pack: {runs[-1]}")
     for d in (out1, out2, out3):
@@ -266,7 +274,9 @@ def bench_pack(ray, reel, src, work, cli, a):
             f"not counted) and includes the workers importing the task's module (the first part started "
             f"{med['first_start']:.1f} s in), the parts (the last one finished {med['tail']:.1f} s after the "
             f"other CPUs had run out of parts) and the driver's merge ({med['merge']:.2f} s). Counting Ray's start and stop too, "
-            f"`reel pack --ray` (the CLI, its own local Ray) took {med['cli']:.1f} s: {med['cli_ratio']:.2f}x.")
+            f"`reel pack --ray` (the CLI, its own local Ray) took {med['cli']:.1f} s: {med['cli_ratio']:.2f}x. CPU "
+            f"seconds: `reel pack` {med['one_cpu']:.1f}, `reel.ray.pack` {med['ray_cpu']:.1f} (the driver and every "
+            f"Ray process).")
     return dict(runs=runs, median=med, line=line)
 
 
