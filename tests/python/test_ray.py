@@ -197,6 +197,9 @@ def test_blocks_are_the_planned_ones(cluster, good_videos):
     src = rray.ClipDatasource(good_videos, **OPTS)
     ds = rray.read_clips(good_videos, **OPTS).materialize()
     assert ds.num_blocks() == src.num_read_tasks() and ds.count() == 8
+    # two tasks per task slot (4 CPUs here) over all the epochs, each at most a task's clips
+    for epochs, per_epoch in ((1, 8), (2, 4), (4, 2), (8, 1), (16, 1)):
+        assert rray.ClipDatasource(good_videos, epochs=epochs, **OPTS).num_read_tasks() == epochs * per_epoch
     # block sizes: a multiple of 32 clips where that many fit, else a power of two; block_rows sets it
     ctx = ray.data.DataContext.get_current().copy()
     clip = 4 * 3 * 48 * 48
