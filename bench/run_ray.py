@@ -21,7 +21,11 @@
 # epochs as one Ray execution, so that Ray's start-up is amortised (issue 15
 # asks for >= 1 minute).
 #
+# --only-pack runs only the pack comparison (--pack-runs N alternated runs,
+# medians; it writes no doc).
+#
 #   python3 bench/run_ray.py [--videos 64] [--seconds 10] [--cpus 2] [--min-seconds 60] [--write-doc]
+#   python3 bench/run_ray.py --only-pack [--pack-runs 3] [--pack-parts N]
 import argparse
 import json
 import os
@@ -42,7 +46,7 @@ os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # loopback only
 class Sampler:
     """Peak RSS of this process and all its descendants (the raylet, Ray's
     workers), peak object-store bytes in use and peak bytes in Ray's spill
-    folders, sampled every 0.2 s; and the CPU seconds they all used (on a
+    folders, sampled every 0.5 s; and the CPU seconds they all used (on a
     loaded machine, CPU per frame says more than wall-clock frames/s)."""
 
     def __init__(self, ray):
@@ -56,6 +60,7 @@ class Sampler:
 
     def _run(self):
         me = self.psutil.Process()
+        session = session_dir(self.ray)
         total = self.ray.cluster_resources().get("object_store_memory", 0)
         while not self._stop.is_set():
             rss = 0
@@ -65,13 +70,13 @@ class Sampler:
                 except self.psutil.Error:
                     pass
             self.rss = max(self.rss, rss)
-            self.spilled = max(self.spilled, spill_dir_bytes())
+            self.spilled = max(self.spilled, spill_dir_bytes(session))
             try:
                 free = self.ray.available_resources().get("object_store_memory", total)
                 self.store = max(self.store, int(total - free))
             except Exception:
                 pass
-            self._stop.wait(0.2)
+            self._stop.wait(0.5)
 
     def cpu_by_process(self):
         """{pid: (kind, user + system CPU seconds)} of this process and every Ray process under it."""
@@ -113,11 +118,23 @@ def process_kind(p, me):
     return "other"
 
 
-def spill_dir_bytes():
-    """Bytes in Ray's spill folders of the current session (objects spilled to disk and not yet freed)."""
+def session_dir(ray):
+    """This run's own Ray session folder (not /tmp/ray/session_latest, which another Ray on the machine
+    may have taken)."""
+    try:
+        return Path(ray._private.worker._global_node.get_session_dir_path())
+    except Exception:
+        return None
+
+
+def spill_dir_bytes(session):
+    """Bytes in the session's spill folders (Ray spills to <session>/ray_spilled_objects_<node> by
+    default): objects spilled to disk and not yet freed."""
     total = 0
-    try:  # Ray creates and removes folders while this walks them
-        for d in Path("/tmp/ray/session_latest").glob("**/*spill*"):
+    if session is None:
+        return 0
+    try:  # Ray creates and removes files while this walks them
+        for d in session.glob("ray_spilled_objects*"):
             for f in (d.rglob("*") if d.is_dir() else [d]):
                 try:
                     total += f.stat().st_size if f.is_file() else 0
@@ -132,7 +149,9 @@ def init(ray, cpus):
     """A local node on 127.0.0.1, tried once more if it timed out starting (a loaded machine)."""
     for attempt in range(2):
         try:
-            return ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            # address="local": always a new node of our own, never a cluster another process started here
+            return ray.init(address="local", num_cpus=cpus, include_dashboard=False, log_to_driver=False,
+                            configure_logging=False)
         except Exception as exc:
             ray.shutdown()
             if attempt or "timed out during startup" not in str(exc):
@@ -195,6 +214,62 @@ def floor_datasource(read_tasks):
     return Floor()
 
 
+def bench_pack(ray, reel, src, work, cli, a):
+    """reel.ray.pack against `reel pack --threads CPUS` on one node, --pack-runs
+    times, alternated (a loaded machine drifts; ratios are per pair). Each run
+    starts a fresh local Ray node first, outside the timing (its start-up is
+    reported apart); reel.ray.pack's timing then includes everything after
+    ray.init: the workers Ray starts importing the task's module, planning,
+    the parts, the merge. `reel pack --ray` (the CLI, starting and stopping its
+    own local Ray) is timed whole as well."""
+    import statistics
+    out1, out2, out3 = work / "store-one", work / "store-ray", work / "store-cli"
+    runs = []
+    for _ in range(a.pack_runs):
+        for d in (out1, out2, out3):
+            shutil.rmtree(d, ignore_errors=True)
+        sample_load()
+        t0 = time.perf_counter()
+        subprocess.run([cli, "pack", str(src), str(out1), "--size", "256", "--threads", str(a.cpus),
+                        "--no-progress"], check=True, stdout=subprocess.DEVNULL)
+        one = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        init(ray, a.cpus)
+        start = time.perf_counter() - t0
+        try:
+            t0 = time.perf_counter()
+            rep = reel.ray.pack(src, out2, size=256, threads=1, num_parts=a.pack_parts)
+            on_ray = time.perf_counter() - t0
+        finally:
+            ray.shutdown()
+        t0 = time.perf_counter()
+        env = dict(os.environ, REEL_PYTHON=sys.executable, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
+        env.pop("RAY_ADDRESS", None)
+        r = subprocess.run([cli, "pack", str(src), str(out3), "--size", "256", "--ray", "--no-progress"],
+                           capture_output=True, text=True, env=env)
+        if r.returncode:
+            raise RuntimeError(f"reel pack --ray failed ({r.returncode}): {r.stderr[-2000:]}")
+        whole = time.perf_counter() - t0
+        ends = sorted(e for _, e in rep["part_spans"])
+        tail = ends[-1] - ends[-min(a.cpus, len(ends))]  # how long the other CPUs had no part left
+        runs.append(dict(one=one, ray=on_ray, ratio=one / on_ray, ray_start=start, cli=whole, cli_ratio=one / whole,
+                         parts=rep["parts"], first_start=min(s for s, _ in rep["part_spans"]), tail=tail,
+                         merge=on_ray - max(e for _, e in rep["part_spans"])))
+        log(f"pack: {runs[-1]}")
+    for d in (out1, out2, out3):
+        shutil.rmtree(d, ignore_errors=True)
+    med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+    line = (f"Pack on one node ({a.cpus} CPUs, jpeg, short side 256; median of {len(runs)} alternated run(s)): "
+            f"`reel pack --threads {a.cpus}` {med['one']:.1f} s, `reel.ray.pack` ({runs[0]['parts']} parts x 1 "
+            f"thread, Ray hands each next part to the first free CPU) {med['ray']:.1f} s: {med['ratio']:.2f}x "
+            f"(target 0.9x). Its timing starts after `ray.init` (a fresh local node each run, {med['ray_start']:.1f} s, "
+            f"not counted) and includes the workers importing the task's module (the first part started "
+            f"{med['first_start']:.1f} s in), the parts (the last one finished {med['tail']:.1f} s after the "
+            f"other CPUs had run out of parts) and the driver's merge ({med['merge']:.2f} s). Counting Ray's start and stop too, "
+            f"`reel pack --ray` (the CLI, its own local Ray) took {med['cli']:.1f} s: {med['cli_ratio']:.2f}x.")
+    return dict(runs=runs, median=med, line=line)
+
+
 def make_dataset(root: Path, videos: int, seconds: float, cli: str) -> Path:
     ds = root / f"kinetics-{videos}x{seconds:g}s"
     if not (ds / "manifest.csv").exists():
@@ -217,6 +292,9 @@ def main():
                     help="read_videos over only the first N videos (it decodes every frame; 0: all)")
     ap.add_argument("--skip-pack", action="store_true")
     ap.add_argument("--skip-clip-decoder", action="store_true")
+    ap.add_argument("--only-pack", action="store_true", help="only reel.ray.pack against reel pack")
+    ap.add_argument("--pack-runs", type=int, default=1, help="alternated runs of the pack comparison (median)")
+    ap.add_argument("--pack-parts", type=int, default=None, help="reel.ray.pack's num_parts (default: its own)")
     ap.add_argument("--write-doc", action="store_true")
     a = ap.parse_args()
     t_start = time.perf_counter()
@@ -233,6 +311,11 @@ def main():
     T, stride, size = 8, 4, 224
     opts = dict(frames_per_clip=T, frame_stride=stride, size=size, seed=0)
     reel.set_ffmpeg_log_level(0)
+    if a.only_pack:
+        pack = bench_pack(ray, reel, src, work, cli, a)
+        print(pack["line"])
+        (work / "results.json").write_text(json.dumps({"pack": pack}))
+        return
     rows = []
 
     # 1. the Loader alone, epoch after epoch until --min-seconds of work
@@ -264,9 +347,9 @@ def main():
     log(f"loader: {epochs} epochs, {rows[-1]}")
 
     def read_clips_all():
-        parts = [reel.ray.read_clips(src, epoch=e, **opts) for e in range(epochs)]
-        ds = parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
-        return ds.drop_columns(["path", "failure"])  # strings are no tensors
+        # every epoch in one dataset; only the tensor columns (strings are no tensors), a projection Ray
+        # pushes into the read tasks
+        return reel.ray.read_clips(src, epochs=epochs, **opts).select_columns(list(reel.ray.TENSOR_COLUMNS))
 
     def timed(name, make_ds, count, fps_of=None, **extra):
         sample_load()
@@ -303,15 +386,15 @@ def main():
         import torch  # noqa: F401
 
         # 2. read_clips + iter_torch_batches
-        plan = reel.ray.ClipDatasource(src, epoch=0, **opts).get_read_tasks(200, data_context=ctx)
+        plan = reel.ray.ClipDatasource(src, epochs=epochs, **opts).get_read_tasks(1 << 30, data_context=ctx)
         timed("reel.ray.read_clips + iter_torch_batches(32)", read_clips_all, clip_rows,
               decoded_per_frame=rows[0]["decoded_per_frame"],
-              note=f"{len(plan)} read tasks per epoch, blocks of <= {plan[0].read_fn.config['batch_size']} clips")
+              note=f"{len(plan) // epochs} read tasks per epoch, blocks of <= "
+                   f"{plan[0].read_fn.config['batch_size']} clips")
 
-        # 3. the floor: Ray's own cost for the same rows and blocks, no decoding
+        # 3. the floor: Ray's own cost for the same rows and blocks (all epochs' read tasks), no decoding
         def floor_all():
-            parts = [ray.data.read_datasource(floor_datasource(plan)) for _ in range(epochs)]
-            return parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0]
+            return ray.data.read_datasource(floor_datasource(plan), override_num_blocks=len(plan))
 
         timed("floor: same rows and blocks, no decoding, + iter_torch_batches(32)", floor_all, clip_rows,
               decoded_per_frame=0)
@@ -346,28 +429,7 @@ def main():
         ray.shutdown()
 
     # 6. reel.ray.pack vs reel pack, one node, same CPUs
-    pack_one = pack_ray = None
-    rep = {"parts": 0}
-    if not a.skip_pack:
-        out1, out2 = work / "store-one", work / "store-ray"
-        for d in (out1, out2):
-            shutil.rmtree(d, ignore_errors=True)
-        sample_load()
-        t0 = time.perf_counter()
-        subprocess.run([cli, "pack", str(src), str(out1), "--size", "256", "--threads", str(a.cpus),
-                        "--no-progress"], check=True, stdout=subprocess.DEVNULL)
-        pack_one = time.perf_counter() - t0
-        init(ray, a.cpus)
-        try:
-            warm_up(ray, a.cpus)
-            sample_load()
-            t0 = time.perf_counter()
-            rep = reel.ray.pack(src, out2, size=256, threads=1, num_parts=a.cpus)
-            pack_ray = time.perf_counter() - t0
-        finally:
-            ray.shutdown()
-        shutil.rmtree(out1, ignore_errors=True)
-        shutil.rmtree(out2, ignore_errors=True)
+    pack = None if a.skip_pack else bench_pack(ray, reel, src, work, cli, a)
 
     total_s = time.perf_counter() - t_start
     loader_fps = rows[0]["fps"]
@@ -381,10 +443,11 @@ def main():
              f"`{command_line('run_ray.py')}` on {cpu_model()}, reel {reel_version()}, Ray {ray.__version__}, "
              f"{a.cpus} CPUs for one local Ray node (127.0.0.1), load {load_summary()}; the whole run took "
              f"{total_s / 60:.1f} min. {a.videos} generated videos (`reel synth --dataset`, 340x256, 25 fps, "
-             f"{a.seconds:g} s, GOP 250); {epochs} epoch(s) (seeds 0..{epochs - 1}: {clips} clips, "
+             f"{a.seconds:g} s, GOP 250); {epochs} epoch(s) (0..{epochs - 1}, seed 0: {clips} clips, "
              f"{rows[0]['seconds']:.0f} s of Loader work) of one 8-frame clip per video at stride 4, 224x224 "
-             "uint8; read_clips and the floor go over the same epochs in one Ray execution (read_clips per "
-             "epoch, unioned). frames/s counts useful clip frames delivered. Ray's worker start-up is outside the "
+             "uint8; read_clips and the floor go over the same epochs in one Ray execution (one dataset: "
+             f"`read_clips(epochs={epochs})`, its tensor columns selected). frames/s counts useful clip frames "
+             "delivered. Ray's worker start-up is outside the "
              f"timings (warmed up first); one run each. read_clips: {rows[1]['note']}.", "",
              "| path | frames/s | x Loader | decoded per frame delivered | CPU ms per frame | s | peak RSS MB "
              "| peak object store MB | spilled MB |",
@@ -395,10 +458,8 @@ def main():
                      f"{r['cpu_ms_per_frame']:.1f} | {r['seconds']:.1f} | "
                      f"{r['rss'] / 1e6:.0f} | {r['store'] / 1e6:.0f} | {r['spilled'] / 1e6:.0f} |")
     lines += [""]
-    if pack_one:
-        lines += [f"Pack on one node ({a.cpus} CPUs, jpeg, short side 256): `reel pack --threads {a.cpus}` "
-                  f"{pack_one:.1f} s, `reel.ray.pack` ({rep['parts']} parts x 1 thread) {pack_ray:.1f} s: "
-                  f"{pack_one / pack_ray:.2f}x (target 0.9x).", ""]
+    if pack:
+        lines += [pack["line"], ""]
     lines += [f"Floor: Ray alone moves {fl:.0f} clip frames/s ({1e3 * T / fl:.1f} ms of these {a.cpus} CPUs per "
               f"clip row) against the Loader's {loader_fps:.0f} ({1e3 * T / loader_fps:.1f} ms per clip); if the "
               f"two costs only add up on the same CPUs, read_clips can reach at most {bound:.0f} frames/s = "
@@ -414,7 +475,7 @@ def main():
               + f"; spilling: {max(r['spilled'] for r in rows) / 1e6:.0f} MB (target none).", ""]
     text = "\n".join(lines)
     print(text)
-    (work / "results.json").write_text(json.dumps({"rows": rows, "pack_one": pack_one, "pack_ray": pack_ray,
+    (work / "results.json").write_text(json.dumps({"rows": rows, "pack": pack,
                                                    "epochs": epochs, "total_s": total_s}))
     if a.write_doc:
         write_doc(ROOT / "docs" / "BENCHMARKS.md", "## Ray", text)

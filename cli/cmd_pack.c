@@ -116,9 +116,9 @@ static int run_verify(const char *dir, int json)
 }
 
 /* `--ray [ADDRESS]`: the build runs as Ray tasks, driven by the Python
- * package (python3 -m reel.ray pack ...; $REEL_PYTHON names another
- * interpreter). The other options pass through unchanged. Returns only on
- * failure. */
+ * package (`python3 -m reel.ray pack ...`, run as its module reel._ray_pack,
+ * which does not import Ray Data; $REEL_PYTHON names another interpreter).
+ * The other options pass through unchanged. Returns only on failure. */
 static int run_on_ray(int argc, char **argv)
 {
     const char *py = getenv("REEL_PYTHON");
@@ -128,7 +128,7 @@ static int run_on_ray(int argc, char **argv)
     int n = 0;
     args[n++] = (char *)py;
     args[n++] = "-m";
-    args[n++] = "reel.ray";
+    args[n++] = "reel._ray_pack";
     args[n++] = "pack";
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--ray") != 0) {

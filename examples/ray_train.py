@@ -53,7 +53,7 @@ def train(source: str, *, storage: str, epochs: int = 1, batch_size: int = 8, se
     datasets = {}
     for e in range(epochs):
         clips, failures = reel.ray.split_failures(reel.ray.read_clips(source, epoch=e, seed=seed, **clip_options))
-        datasets[f"epoch{e}"] = clips.drop_columns(["path", "failure"])
+        datasets[f"epoch{e}"] = clips.select_columns(list(reel.ray.TENSOR_COLUMNS))
     trainer = TorchTrainer(
         train_loop,
         train_loop_config={"epochs": epochs, "batch_size": batch_size, "seen_dir": seen_dir,

@@ -242,7 +242,10 @@ typedef struct reel_loader_settings {
     int pad;
     /** Variable batches: the ring's byte budget. A batch is planned while
      *  the batches in flight hold less, or when none is in flight (a batch
-     *  larger than the budget still runs, alone). 0 (default): 1 GiB.
+     *  larger than the budget still runs, alone). A batch still being sized
+     *  counts as batch_size times the largest sample yet, and until a first
+     *  sample is sized only one batch is in flight, so peak memory stays
+     *  under the budget plus about two batches. 0 (default): 1 GiB.
      *  Ignored for fixed-shape batches (prefetch_batches buffers). */
     int64_t ring_bytes;
     /** Variable batches: 1 (default): when decode threads would idle (fewer

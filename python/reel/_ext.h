@@ -166,6 +166,13 @@ PyObject *int64_list(const int64_t *values, int64_t n); /* a list of ints; NULL 
 PyObject *rx_field_load(const void *base, const reel_field *f);
 int rx_field_store(void *base, const reel_field *f, PyObject *v); /* not strings */
 const reel_field *rx_field_find(const reel_field *t, size_t n, const char *name);
+/* Stores dict {name: value} into base (the struct of table t). Each key goes
+ * first to `special` (NULL: none), which returns 1 if it took it, 0 if not,
+ * -1 on error. what != NULL: a key naming no field is a ValueError ("unknown
+ * <what> setting"); NULL: such keys and string fields are ignored. 0, or -1
+ * with the exception set. */
+int rx_fields_from_dict(PyObject *dict, const reel_field *t, size_t n, void *base, const char *what,
+                        int (*special)(const char *key, PyObject *value, void *opaque), void *opaque);
 /* {name: value}; nested: "group.key" names go into a dict d["group"] */
 PyObject *rx_fields_dict(const reel_field *t, size_t n, const void *base, int nested);
 PyObject *mod_fields(PyObject *module, PyObject *arg);

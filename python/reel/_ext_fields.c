@@ -92,6 +92,30 @@ const reel_field *rx_field_find(const reel_field *t, size_t n, const char *name)
     return NULL;
 }
 
+int rx_fields_from_dict(PyObject *dict, const reel_field *t, size_t n, void *base, const char *what,
+                        int (*special)(const char *key, PyObject *value, void *opaque), void *opaque)
+{
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(dict, &pos, &key, &value)) {
+        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        if (!k) {
+            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "settings keys must be str");
+            return -1;
+        }
+        int took = special ? special(k, value, opaque) : 0;
+        if (took < 0) return -1;
+        if (took) continue;
+        const reel_field *f = rx_field_find(t, n, k);
+        if (!f && what) {
+            PyErr_Format(PyExc_ValueError, "unknown %s setting '%s'", what, k);
+            return -1;
+        }
+        if (f && (what || f->type != REEL_FIELD_STRING) && rx_field_store(base, f, value) < 0) return -1;
+    }
+    return 0;
+}
+
 PyObject *rx_fields_dict(const reel_field *t, size_t n, const void *base, int nested)
 {
     PyObject *d = PyDict_New();

@@ -142,6 +142,34 @@ static int samples_from_seq(PyObject *v, int64_t **out, int64_t *n)
     return 0;
 }
 
+/* The settings keys that are no plain field of reel_loader_settings:
+ * "remote" (a dict of reel_remote_settings) and "samples" (the sample
+ * indices, owned here until the loader has copied them). */
+typedef struct special_keys {
+    LoaderObject *self;
+    reel_loader_settings *s;
+    reel_remote_settings *remote;
+    int64_t *samples; /* PyMem_Free */
+} special_keys;
+
+static int take_special_key(const char *k, PyObject *value, void *opaque)
+{
+    special_keys *c = opaque;
+    if (!strcmp(k, "remote")) {
+        if (rx_remote_from_dict(value, c->remote, &c->self->ca_bundle, &c->self->bearer_token) < 0) return -1;
+        c->s->remote = c->remote;
+        return 1;
+    }
+    if (!strcmp(k, "samples")) {
+        PyMem_Free(c->samples);
+        c->samples = NULL;
+        if (value != Py_None && samples_from_seq(value, &c->samples, &c->s->num_samples) < 0) return -1;
+        c->s->samples = c->samples;
+        return 1;
+    }
+    return 0;
+}
+
 static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = { "dataset", "settings", NULL };
@@ -163,38 +191,14 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
             PyErr_SetString(PyExc_TypeError, "settings must be a dict");
             return -1;
         }
-        PyObject *key, *value;
-        Py_ssize_t pos = 0;
-        while (PyDict_Next(settings, &pos, &key, &value)) {
-            const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
-            if (!k) {
-                if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "settings keys must be str");
-                return -1;
-            }
-            if (!strcmp(k, "remote")) {
-                if (rx_remote_from_dict(value, &remote, &self->ca_bundle, &self->bearer_token) < 0) return -1;
-                s.remote = &remote;
-                continue;
-            }
-            if (!strcmp(k, "samples")) {
-                PyMem_Free(samples);
-                samples = NULL;
-                if (value != Py_None && samples_from_seq(value, &samples, &s.num_samples) < 0) return -1;
-                s.samples = samples;
-                continue;
-            }
-            size_t n = 0;
-            const reel_field *table = reel_loader_settings_get_fields(&n);
-            const reel_field *f = rx_field_find(table, n, k);
-            if (!f) {
-                PyErr_Format(PyExc_ValueError, "unknown loader setting '%s'", k);
-                PyMem_Free(samples);
-                return -1;
-            }
-            if (rx_field_store(&s, f, value) < 0) {
-                PyMem_Free(samples);
-                return -1;
-            }
+        size_t n = 0;
+        const reel_field *table = reel_loader_settings_get_fields(&n);
+        special_keys sk = { self, &s, &remote, NULL };
+        int bad = rx_fields_from_dict(settings, table, n, &s, "loader", take_special_key, &sk) < 0;
+        samples = sk.samples;
+        if (bad) {
+            PyMem_Free(samples);
+            return -1;
         }
     }
     self->lock = PyThread_allocate_lock();

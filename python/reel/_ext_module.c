@@ -316,17 +316,7 @@ static PyObject *mod_clip_geometry(PyObject *module, PyObject *args)
     reel_loader_default_settings(&s);
     size_t n = 0;
     const reel_field *table = reel_loader_settings_get_fields(&n);
-    PyObject *key, *value;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(settings, &pos, &key, &value)) {
-        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
-        if (!k) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "settings keys must be str");
-            return NULL;
-        }
-        const reel_field *f = rx_field_find(table, n, k);
-        if (f && f->type != REEL_FIELD_STRING && rx_field_store(&s, f, value) < 0) return NULL;
-    }
+    if (rx_fields_from_dict(settings, table, n, &s, NULL, NULL, NULL) < 0) return NULL;
     int32_t crop[4], out[2];
     int flipped = 0;
     reel_error err;
@@ -603,6 +593,46 @@ PyObject *rx_remote_stats_dict(const reel_remote_stats *s)
     return d;
 }
 
+/* rx_remote_from_dict's keys: None (the default), the two strings, and the
+ * numbers >= 0 of any type (floats truncate to the integer fields). */
+typedef struct remote_keys {
+    reel_remote_settings *s;
+    char **ca_bundle, **bearer_token;
+} remote_keys;
+
+static int take_remote_key(const char *k, PyObject *v, void *opaque)
+{
+    remote_keys *c = opaque;
+    if (v == Py_None) return 1;
+    if (!strcmp(k, "ca_bundle") || !strcmp(k, "bearer_token")) {
+        const char *str = PyUnicode_AsUTF8(v);
+        if (!str) return -1;
+        char **slot = k[0] == 'c' ? c->ca_bundle : c->bearer_token;
+        free(*slot);
+        if (!(*slot = strdup(str))) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        return 1;
+    }
+    size_t n = 0;
+    const reel_field *t = reel_remote_settings_get_fields(&n); /* before n is read */
+    const reel_field *f = rx_field_find(t, n, k);
+    if (!f) return 0; /* unknown: rx_fields_from_dict says so */
+    double x = PyFloat_AsDouble(v);
+    if (x == -1.0 && PyErr_Occurred()) return -1;
+    if (!(x >= 0) || x > 1e15) {
+        PyErr_Format(PyExc_ValueError, "remote setting '%s' must be a number >= 0", k);
+        return -1;
+    }
+    PyObject *num = f->type == REEL_FIELD_DOUBLE ? PyFloat_FromDouble(x) : PyLong_FromDouble(x);
+    int r = num ? rx_field_store(c->s, f, num) : -1;
+    Py_XDECREF(num);
+    if (r < 0) return -1;
+    if (!strcmp(k, "verify_tls")) c->s->verify_tls = x != 0;
+    return 1;
+}
+
 int rx_remote_from_dict(PyObject *d, reel_remote_settings *s, char **ca_bundle, char **bearer_token)
 {
     reel_remote_default_settings(s);
@@ -611,46 +641,10 @@ int rx_remote_from_dict(PyObject *d, reel_remote_settings *s, char **ca_bundle, 
         PyErr_SetString(PyExc_TypeError, "remote settings must be a dict");
         return -1;
     }
-    PyObject *key, *v;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(d, &pos, &key, &v)) {
-        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
-        if (!k) {
-            if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "remote settings keys must be str");
-            return -1;
-        }
-        if (v == Py_None) continue; /* the default */
-        if (!strcmp(k, "ca_bundle") || !strcmp(k, "bearer_token")) {
-            const char *str = PyUnicode_AsUTF8(v);
-            if (!str) return -1;
-            char **slot = k[0] == 'c' ? ca_bundle : bearer_token;
-            free(*slot);
-            if (!(*slot = strdup(str))) {
-                PyErr_NoMemory();
-                return -1;
-            }
-            continue;
-        }
-        size_t n = 0;
-        const reel_field *t = reel_remote_settings_get_fields(&n);
-        const reel_field *f = rx_field_find(t, n, k);
-        if (!f) {
-            PyErr_Format(PyExc_ValueError, "unknown remote setting '%s'", k);
-            return -1;
-        }
-        double x = PyFloat_AsDouble(v);
-        if (x == -1.0 && PyErr_Occurred()) return -1;
-        if (!(x >= 0) || x > 1e15) {
-            PyErr_Format(PyExc_ValueError, "remote setting '%s' must be a number >= 0", k);
-            return -1;
-        }
-        /* numbers >= 0 of any type: floats truncate to the integer fields */
-        PyObject *num = f->type == REEL_FIELD_DOUBLE ? PyFloat_FromDouble(x) : PyLong_FromDouble(x);
-        int r = num ? rx_field_store(s, f, num) : -1;
-        Py_XDECREF(num);
-        if (r < 0) return -1;
-        if (!strcmp(k, "verify_tls")) s->verify_tls = x != 0;
-    }
+    size_t n = 0;
+    const reel_field *t = reel_remote_settings_get_fields(&n);
+    remote_keys rk = { s, ca_bundle, bearer_token };
+    if (rx_fields_from_dict(d, t, n, s, "remote", take_remote_key, &rk) < 0) return -1;
     s->ca_bundle = *ca_bundle;
     s->bearer_token = *bearer_token;
     return 0;

@@ -5,15 +5,16 @@
 """reel on Ray: clips as a Ray Data dataset, and stores built by Ray tasks.
 
     import reel.ray
-    ds = reel.ray.read_clips("kinetics/train", frames_per_clip=8, frame_stride=4, size=224, seed=0, epoch=0)
+    ds = reel.ray.read_clips("kinetics/train", frames_per_clip=8, frame_stride=4, size=224, seed=0, epochs=10)
     clips, failures = reel.ray.split_failures(ds)
+    clips = clips.select_columns(list(reel.ray.TENSOR_COLUMNS))  # no strings
     for batch in clips.iter_torch_batches(batch_size=32):
         x, y = batch["frames"], batch["label"]         # [32, 8, 3, 224, 224] uint8, [32]
 
 Rows are clips, decoded by reel's C loader inside each read task (the GIL
 released, decoders and converters reused across the task's videos). For a
-given ``seed`` and ``epoch`` the rows are the clips ``reel.Loader`` delivers
-for that epoch: the same samples, clip starts, crops and flips.
+given ``seed``, the rows of each epoch are the clips ``reel.Loader`` delivers
+in that epoch: the same samples, clip starts, crops and flips.
 """
 from __future__ import annotations
 
@@ -33,18 +34,22 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from . import _reel
 from ._decoder import VideoDecoder
 from ._loader import Loader, _dataset_entries, dataset_info
-from ._store import parse_size
+from ._ray_pack import main, pack, read_progress, redact  # noqa: F401 - reel.ray.pack and its CLI
 
-__all__ = ["read_clips", "ClipDatasource", "split_failures", "ClipDecoder", "pack", "COLUMNS"]
+__all__ = ["read_clips", "ClipDatasource", "split_failures", "ClipDecoder", "pack", "COLUMNS", "TENSOR_COLUMNS"]
 
 #: The columns of a read_clips row, in order.
 COLUMNS = ("frames", "label", "path", "sample", "clip", "frame_indices", "pts_seconds", "crop", "flipped",
            "epoch", "failure")
+#: COLUMNS less the strings (path, failure): what ``iter_torch_batches`` can
+#: make tensors of. ``ds.select_columns(list(TENSOR_COLUMNS))`` is pushed into
+#: the read tasks, which then build only these.
+TENSOR_COLUMNS = tuple(c for c in COLUMNS if c not in ("path", "failure"))
 
 # Loader options that make no sense per read task: Ray shards, batches, orders
 # and counts epochs; read_clips sets these itself.
-_NOT_OPTIONS = frozenset({"batch_size", "rank", "world_size", "shard", "drop_last", "epochs", "ordered", "samples",
-                          "first_epoch", "prefetch_batches", "pin_memory", "trace", "trace_capacity",
+_NOT_OPTIONS = frozenset({"batch_size", "rank", "world_size", "shard", "drop_last", "ordered", "samples",
+                          "prefetch_batches", "pin_memory", "trace", "trace_capacity",
                           "shuffle_window", "min_coverage", "failure_log_size"})
 _LAYOUT_ROW = {"BTCHW": "TCHW", "BCTHW": "CTHW", "BTHWC": "THWC"}
 _ITEMSIZE = {"uint8": 1, "float32": 4, "float16": 2, "bfloat16": 2}
@@ -61,17 +66,14 @@ def _dtype_name(dtype: Any) -> str:
     return name if name in _ITEMSIZE else "float32" if "float32" in name else name
 
 
-def redact(path: str) -> str:
-    """A path as rows and messages show it: URLs without user info or query."""
-    return _reel.redact_url(path) if "://" in path else path
-
-
 class ClipDatasource(Datasource):
     """The Ray Data datasource behind :func:`read_clips` (for
     ``ray.data.read_datasource``). Read tasks are planned from the dataset:
     contiguous runs of entries for videos, whole shards for a store."""
 
-    def __init__(self, source: Any, *, epoch: int = 0, videos_per_task: Optional[int] = None, **options: Any) -> None:
+    def __init__(self, source: Any, *, epoch: Optional[int] = None, epochs: Optional[int] = 1,
+                 first_epoch: Optional[int] = None, videos_per_task: Optional[int] = None,
+                 block_rows: Optional[int] = None, **options: Any) -> None:
         super().__init__()
         known = _loader_options()
         bad = sorted(set(options) - set(known))
@@ -81,15 +83,25 @@ class ClipDatasource(Datasource):
         fixed = sorted(set(options) & _NOT_OPTIONS)
         if fixed:
             raise TypeError(f"read_clips: {fixed} are set by read_clips (Ray batches, shards and orders the rows)")
-        if int(epoch) < 0:
-            raise ValueError(f"epoch must be >= 0, not {epoch}")
+        if epoch is not None and first_epoch is not None:
+            raise TypeError("read_clips: give first_epoch or epoch (its one-epoch name), not both")
+        first = int(first_epoch if first_epoch is not None else epoch if epoch is not None else 0)
+        if first < 0:
+            raise ValueError(f"first_epoch must be >= 0, not {first}")
+        if epochs is None or int(epochs) < 1:
+            raise ValueError(f"read_clips: epochs must be >= 1, not {epochs} (a Ray dataset is finite; the "
+                             "Loader's epochs=None, forever, has no equivalent)")
+        if block_rows is not None and int(block_rows) < 1:
+            raise ValueError(f"read_clips: block_rows must be >= 1, not {block_rows}")
         if options.get("sampler") == "fps" or options.get("size_policy") is not None or options.get("pad"):
             raise ValueError("read_clips: variable-size samples (sampler='fps', size_policy, pad) are not supported "
                              "yet: its rows have one shape; use reel.Loader or reel.vlm for them")
         self._source = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
         if isinstance(self._source, os.PathLike):
             self._source = os.fspath(self._source)
-        self._epoch = int(epoch)
+        self._first_epoch, self._epochs = first, int(epochs)
+        self._block_rows = None if block_rows is None else int(block_rows)
+        self._projection_map: Optional[Dict[str, str]] = None
         self._options = {k: v for k, v in options.items()}
         self._options.setdefault("num_threads", 1)
         info = dataset_info(self._source)
@@ -108,22 +120,48 @@ class ClipDatasource(Datasource):
         self._clip_shape = _row_shape(cfg["layout"], t, h, w)
         self._clip_bytes = int(np.prod(self._clip_shape)) * _ITEMSIZE.get(_dtype_name(cfg["dtype"]), 4)
         # the loader itself checks every option; a bad one fails here, on the driver
-        Loader(self._source, **self._loader_config([0], 1)).close()
+        Loader(self._source, **self._loader_config([0], 1, first)).close()
 
     # ------------------------------------------------------------------ planning
     def get_name(self) -> str:
         return "ReelClips"
 
     def estimate_inmemory_data_size(self) -> Optional[int]:
-        return self._n * self._clips_per_video * self._clip_bytes
+        return self._epochs * self._n * self._clips_per_video * self._clip_bytes
 
-    def _runs(self, parallelism: int, task_cpus: float = 1.0) -> List[Tuple[int, int]]:
+    def supports_projection_pushdown(self) -> bool:
+        """Ray pushes ``select_columns`` into the read: the read tasks then
+        build only those columns (no strings to drop before
+        ``iter_torch_batches``, no map task after the read)."""
+        return True
+
+    def _block_videos(self, data_context: Any) -> int:
+        """Videos per block (the task loader's batch). A block holds at most
+        ``_BLOCK_BYTES`` of frames, or ``DataContext.target_max_block_size``
+        if smaller; within that, ``block_rows`` clips if given, else a
+        multiple of ``_BATCH_ROWS`` (32, the usual ``iter_torch_batches``
+        batch) or, if fewer fit, a power of two (which divides it), so that
+        batches take whole blocks or whole halves of one instead of copying
+        rows of two blocks together."""
+        target = min(int(getattr(data_context, "target_max_block_size", None) or (128 << 20)), _BLOCK_BYTES)
+        fit = max(1, target // self._clip_bytes)
+        if self._block_rows:
+            rows = min(self._block_rows, fit)
+        elif fit >= _BATCH_ROWS:
+            rows = fit // _BATCH_ROWS * _BATCH_ROWS
+        else:
+            rows = 1 << (fit.bit_length() - 1)
+        return max(1, rows // self._clips_per_video)
+
+    def _runs(self, parallelism: int, task_cpus: float = 1.0, block_videos: int = 1) -> List[Tuple[int, int]]:
         """Contiguous runs of samples, each inside one read block (a store's shard).
 
         Videos: ``videos_per_task`` entries per task, or by default as few
         tasks as keep every CPU busy (two per task slot of the cluster) and
         at most ``_TASK_ROWS`` rows each, never more than Ray's requested
-        parallelism. Ray asks for up to 200 read tasks, which for videos
+        parallelism; a task of more than one block (``block_videos``) a
+        whole number of them.
+        Ray asks for up to 200 read tasks, which for videos
         means one or two videos per task: a task each pays Ray's scheduling
         and a loader start, and gives blocks of one or two rows, which
         measured 3x slower per row through iter_torch_batches than blocks
@@ -139,10 +177,12 @@ class ClipDatasource(Datasource):
             tasks = max(2 * slots, -(-rows // _TASK_ROWS))
             tasks = max(1, min(tasks, max(1, parallelism), self._n))
             per = -(-self._n // tasks)
+            if per > block_videos:  # whole blocks, so only the task's last block is short
+                per = -(-per // block_videos) * block_videos
         return [(a, min(a + per, self._n)) for a in range(0, self._n, per)]
 
-    def _order(self, runs: List[Tuple[int, int]]) -> List[List[int]]:
-        """The samples of each task, tasks in order. With shuffle: the C
+    def _order(self, runs: List[Tuple[int, int]], epoch: int) -> List[List[int]]:
+        """The samples of each task of ``epoch``, tasks in order. With shuffle: the C
         epoch order (reel/order.h, the one reel.Loader and elastic resume
         use), a pure function of (seed, epoch): a store's shards in a
         shuffled order and its records shuffled within each (the Loader's
@@ -156,38 +196,46 @@ class ClipDatasource(Datasource):
         store = len(self._blocks) > 2
         window = 0 if store else max(b - a for a, b in runs)
         seed = int(self._options.get("seed") or 0) & 0xFFFFFFFFFFFFFFFF
-        order = _reel.epoch_order(_dataset_entries(self._source), self._epoch, seed, True, window, 1, 1)
+        order = _reel.epoch_order(_dataset_entries(self._source), epoch, seed, True, window, 1, 1)
         starts = [a for a, _ in runs]
         tasks: Dict[int, List[int]] = {}
         for i in order:
             tasks.setdefault(bisect.bisect_right(starts, i) - 1, []).append(int(i))
         return list(tasks.values())
 
-    def _loader_config(self, samples: Sequence[int], videos_per_batch: int) -> Dict[str, Any]:
+    def _loader_config(self, samples: Sequence[int], videos_per_batch: int, epoch: int) -> Dict[str, Any]:
         cfg = dict(self._options)
-        cfg.update(samples=list(samples), first_epoch=self._epoch, epochs=1, shuffle=False,
+        cfg.update(samples=list(samples), first_epoch=int(epoch), epochs=1, shuffle=False,
                    batch_size=int(videos_per_batch), prefetch_batches=2,
                    failure_log_size=len(samples) * (int(cfg.get("max_replacements") or 16) + 1) + 16)
         return cfg
 
+    def num_read_tasks(self, data_context: Any = None, parallelism: int = 1 << 30) -> int:
+        """How many read tasks :meth:`get_read_tasks` plans (all epochs)."""
+        task_cpus = float(self._options.get("num_threads") or 1)
+        return self._epochs * len(self._runs(parallelism, task_cpus, self._block_videos(data_context)))
+
     def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
                        data_context: Any = None) -> List[ReadTask]:
-        target = min(int(getattr(data_context, "target_max_block_size", None) or (128 << 20)), _BLOCK_BYTES)
-        rows_per_block = max(1, target // self._clip_bytes)
-        videos_per_batch = max(1, rows_per_block // self._clips_per_video)
+        """The read tasks of every epoch, epoch after epoch (``first_epoch``,
+        then the next, ...), each epoch's in its own order."""
+        block_videos = self._block_videos(data_context)
         task_cpus = float(self._options.get("num_threads") or 1)
+        runs = self._runs(parallelism, task_cpus, block_videos)
+        columns = None if self._projection_map is None else tuple(self._projection_map)
         tasks = []
-        for samples in self._order(self._runs(parallelism, task_cpus)):
-            rows = len(samples) * self._clips_per_video
-            meta = BlockMetadata(num_rows=rows, size_bytes=rows * self._clip_bytes, input_files=None,
-                                 exec_stats=None)
-            # the loader's ring is sized by its batch: no bigger than the task
-            fn = _ReadFn(self._source, self._loader_config(samples, min(videos_per_batch, len(samples))),
-                         self._clip_shape)
-            try:
-                tasks.append(ReadTask(fn, meta, per_task_row_limit=per_task_row_limit))
-            except TypeError:  # older Ray without per-task row limits
-                tasks.append(ReadTask(fn, meta))
+        for epoch in range(self._first_epoch, self._first_epoch + self._epochs):
+            for samples in self._order(runs, epoch):
+                rows = len(samples) * self._clips_per_video
+                meta = BlockMetadata(num_rows=rows, size_bytes=rows * self._clip_bytes, input_files=None,
+                                     exec_stats=None)
+                # the loader's ring is sized by its batch: no bigger than the task
+                fn = _ReadFn(self._source, self._loader_config(samples, min(block_videos, len(samples)), epoch),
+                             self._clip_shape, columns)
+                try:
+                    tasks.append(ReadTask(fn, meta, per_task_row_limit=per_task_row_limit))
+                except TypeError:  # older Ray without per-task row limits
+                    tasks.append(ReadTask(fn, meta))
         return tasks
 
 
@@ -195,15 +243,17 @@ class _ReadFn:
     """One read task: a reel loader over the task's samples, one Arrow block
     per loader batch (copied out of the ring), then the failures."""
 
-    def __init__(self, source: Any, config: Dict[str, Any], clip_shape: Tuple[int, ...]) -> None:
+    def __init__(self, source: Any, config: Dict[str, Any], clip_shape: Tuple[int, ...],
+                 columns: Optional[Sequence[str]] = None) -> None:
         self.source, self.config, self.clip_shape = source, config, clip_shape
+        self.columns = None if columns is None else tuple(columns)  # None: all of COLUMNS
 
     def __call__(self) -> Iterator[Any]:
         on_error = self.config.get("on_error", "skip")
         with Loader(self.source, **self.config) as loader:
             try:
                 for batch in loader:
-                    yield _block(batch.frames.numpy(), batch.info, self.config["first_epoch"])
+                    yield _block(batch.frames.numpy(), batch.info, self.config["first_epoch"], self.columns)
                     del batch
             except _reel.ReelError as exc:
                 # every sample of this task failed: their failure rows follow
@@ -211,7 +261,7 @@ class _ReadFn:
                     raise
             failures = loader.metrics()["failures"] if on_error != "raise" else []
         if failures:
-            yield _failure_block(failures, self.clip_shape, self.config)
+            yield _failure_block(failures, self.clip_shape, self.config, self.columns)
 
 
 # Read task and block sizes (see ClipDatasource._runs): a task holds at most
@@ -221,6 +271,7 @@ class _ReadFn:
 # early.
 _TASK_ROWS = 256
 _BLOCK_BYTES = 64 << 20
+_BATCH_ROWS = 32
 
 
 def _cluster_cpus() -> float:
@@ -245,43 +296,52 @@ def _row_shape(layout: str, t: int, h: int, w: int) -> Tuple[int, ...]:
     return tuple(dims[c] for c in row)
 
 
-def _block(frames: Any, info: Sequence[Any], epoch: int) -> Any:
+def _columns(make: Dict[str, Any], columns: Optional[Sequence[str]]) -> Any:
+    """An Arrow block of the given columns (None: all of COLUMNS, in order),
+    each made only if asked for."""
+    return BlockAccessor.batch_to_block({k: make[k]() for k in (COLUMNS if columns is None else columns)})
+
+
+def _block(frames: Any, info: Sequence[Any], epoch: int, columns: Optional[Sequence[str]] = None) -> Any:
     n = len(info)
     t = len(info[0].frame_indices) if n else 0
-    return BlockAccessor.batch_to_block({
-        "frames": np.array(frames, copy=True),  # out of the ring, which goes back to the loader
-        "label": np.fromiter((c.label for c in info), dtype=np.int64, count=n),
-        "path": np.array([redact(c.path) for c in info], dtype=object),
-        "sample": np.fromiter((c.sample for c in info), dtype=np.int64, count=n),
-        "clip": np.fromiter((c.clip for c in info), dtype=np.int32, count=n),
-        "frame_indices": np.array([c.frame_indices for c in info], dtype=np.int64).reshape(n, t),
-        "pts_seconds": np.array([c.pts_seconds for c in info], dtype=np.float64).reshape(n, t),
-        "crop": np.array([c.crop for c in info], dtype=np.int32).reshape(n, 4),
-        "flipped": np.fromiter((c.flipped for c in info), dtype=bool, count=n),
-        "epoch": np.full(n, epoch, dtype=np.int64),
-        "failure": np.array([""] * n, dtype=object),
-    })
+    return _columns({
+        "frames": lambda: np.array(frames, copy=True),  # out of the ring, which goes back to the loader
+        "label": lambda: np.fromiter((c.label for c in info), dtype=np.int64, count=n),
+        "path": lambda: np.array([redact(c.path) for c in info], dtype=object),
+        "sample": lambda: np.fromiter((c.sample for c in info), dtype=np.int64, count=n),
+        "clip": lambda: np.fromiter((c.clip for c in info), dtype=np.int32, count=n),
+        "frame_indices": lambda: np.array([c.frame_indices for c in info], dtype=np.int64).reshape(n, t),
+        "pts_seconds": lambda: np.array([c.pts_seconds for c in info], dtype=np.float64).reshape(n, t),
+        "crop": lambda: np.array([c.crop for c in info], dtype=np.int32).reshape(n, 4),
+        "flipped": lambda: np.fromiter((c.flipped for c in info), dtype=bool, count=n),
+        "epoch": lambda: np.full(n, epoch, dtype=np.int64),
+        "failure": lambda: np.array([""] * n, dtype=object),
+    }, columns)
 
 
-def _failure_block(failures: Sequence[Dict[str, Any]], clip_shape: Tuple[int, ...], config: Dict[str, Any]) -> Any:
+def _failure_block(failures: Sequence[Dict[str, Any]], clip_shape: Tuple[int, ...], config: Dict[str, Any],
+                   columns: Optional[Sequence[str]] = None) -> Any:
     n, t = len(failures), clip_shape[_LAYOUT_ROW[config.get("layout", "BTCHW")].index("T")]
     dtype = {"uint8": np.uint8, "float16": np.float16}.get(_dtype_name(config.get("dtype", "uint8")), np.float32)
-    return BlockAccessor.batch_to_block({
-        "frames": np.zeros((n,) + tuple(clip_shape), dtype=dtype),
-        "label": np.full(n, -1, dtype=np.int64),
-        "path": np.array([redact(f["path"]) for f in failures], dtype=object),
-        "sample": np.array([f["sample"] for f in failures], dtype=np.int64),
-        "clip": np.full(n, -1, dtype=np.int32),
-        "frame_indices": np.full((n, t), -1, dtype=np.int64),
-        "pts_seconds": np.full((n, t), np.nan, dtype=np.float64),
-        "crop": np.zeros((n, 4), dtype=np.int32),
-        "flipped": np.zeros(n, dtype=bool),
-        "epoch": np.array([f["epoch"] for f in failures], dtype=np.int64),
-        "failure": np.array([f["reason"] or f"{redact(f['path'])}: failed" for f in failures], dtype=object),
-    })
+    return _columns({
+        "frames": lambda: np.zeros((n,) + tuple(clip_shape), dtype=dtype),
+        "label": lambda: np.full(n, -1, dtype=np.int64),
+        "path": lambda: np.array([redact(f["path"]) for f in failures], dtype=object),
+        "sample": lambda: np.array([f["sample"] for f in failures], dtype=np.int64),
+        "clip": lambda: np.full(n, -1, dtype=np.int32),
+        "frame_indices": lambda: np.full((n, t), -1, dtype=np.int64),
+        "pts_seconds": lambda: np.full((n, t), np.nan, dtype=np.float64),
+        "crop": lambda: np.zeros((n, 4), dtype=np.int32),
+        "flipped": lambda: np.zeros(n, dtype=bool),
+        "epoch": lambda: np.array([f["epoch"] for f in failures], dtype=np.int64),
+        "failure": lambda: np.array([f["reason"] or f"{redact(f['path'])}: failed" for f in failures],
+                                    dtype=object),
+    }, columns)
 
 
-def read_clips(source: Any, *, epoch: int = 0, videos_per_task: Optional[int] = None,
+def read_clips(source: Any, *, epoch: Optional[int] = None, epochs: int = 1, first_epoch: Optional[int] = None,
+               videos_per_task: Optional[int] = None, block_rows: Optional[int] = None,
                override_num_blocks: Optional[int] = None, ray_remote_args: Optional[Dict[str, Any]] = None,
                **options: Any) -> "ray.data.Dataset":
     """A Ray Data dataset of clips: one row per clip, decoded by reel.
@@ -293,22 +353,42 @@ def read_clips(source: Any, *, epoch: int = 0, videos_per_task: Optional[int] = 
     ``frame_stride``, ``sampler``, ``size``, ``crop``, ``flip``, ``dtype``,
     ``layout``, ``seed``, ``shuffle``, ``on_error``, ``remote``, ...);
     ``num_threads`` is the decode threads per read task (default 1, and each
-    task asks Ray for that many CPUs). Ray does the batching, sharding and
-    epochs, so ``batch_size``, ``rank``, ``world_size``, ``epochs`` and the
-    like are not taken. ``epoch``: which epoch of the Loader's to give: for
-    the same ``seed`` and ``epoch``, the rows are the clips ``reel.Loader``
-    delivers in that epoch (samples, clip starts, crops, flips).
+    task asks Ray for that many CPUs). Ray does the batching and sharding, so
+    ``batch_size``, ``rank``, ``world_size`` and the like are not taken.
+
+    Epochs, with the Loader's names and meanings: ``first_epoch`` (default
+    0) is the number of the first epoch, ``epochs`` (default 1) how many
+    follow, all in one dataset: for the same ``seed``, the rows of epoch
+    ``e`` are the clips ``reel.Loader`` delivers in its epoch ``e``
+    (samples, clip starts, crops, flips), and the ``epoch`` column says
+    which. ``epoch=e`` is the one-epoch name of ``first_epoch=e``. The read
+    tasks come epoch after epoch; Ray runs a few at once and does not keep
+    their order, so the last rows of an epoch can come after the first of
+    the next (``DataContext.execution_options.preserve_order`` keeps it).
+    Prefer one dataset of ``epochs=N`` to N datasets unioned: a union runs
+    its inputs at once and buffers their blocks in the object store. A Ray
+    dataset is finite: ``epochs=None`` (the Loader's "forever") is refused.
 
     Read tasks: videos in contiguous runs of ``videos_per_task`` entries
-    (default: the dataset split into Ray's requested parallelism); a store
-    one shard per task. With ``shuffle`` (default) the tasks and the samples
-    within each come in an order drawn from (seed, epoch).
+    (default: enough tasks for two per task slot of the cluster, at most
+    256 clips each); a store one shard per task. With ``shuffle`` (default)
+    the tasks and the samples within each come in an order drawn from
+    (seed, epoch). read_clips asks Ray for exactly that many blocks of
+    output (``override_num_blocks``), since Ray would otherwise cut each
+    task's blocks into slices to reach its default parallelism.
 
     Columns: ``frames`` (a tensor column, [T, C, H, W] per clip, or as
     ``layout`` says), ``label``, ``path`` (URLs redacted), ``sample``,
     ``clip``, ``frame_indices``, ``pts_seconds``, ``crop`` (x, y, w, h),
-    ``flipped``, ``epoch``, ``failure``. Blocks hold at most
-    ``DataContext.target_max_block_size`` bytes of frames.
+    ``flipped``, ``epoch``, ``failure``. ``ds.select_columns(...)`` is
+    pushed into the read tasks, which then build only those columns:
+    ``select_columns(list(reel.ray.TENSOR_COLUMNS))`` before
+    ``iter_torch_batches`` (strings cannot be tensors). A block is one
+    loader batch of ``block_rows`` clips (default: a multiple of 32, the
+    usual batch size, or a power of two below it), and holds at most 64 MiB
+    of frames or ``DataContext.target_max_block_size`` if smaller. A block
+    that is a multiple of the ``iter_torch_batches`` batch size gives whole
+    batches without copying rows of two blocks together.
 
     Errors: with ``on_error`` "skip" (default) or "replace", each failed
     video is a row whose ``failure`` names the path and the reason, with
@@ -316,12 +396,17 @@ def read_clips(source: Any, *, epoch: int = 0, videos_per_task: Optional[int] = 
     :func:`split_failures` gives the clips and the failures apart.
     ``on_error="raise"`` fails the dataset with the path and reason. A read
     task that dies is retried by Ray and gives the same rows."""
-    src = ClipDatasource(source, epoch=epoch, videos_per_task=videos_per_task, **options)
+    src = ClipDatasource(source, epoch=epoch, epochs=epochs, first_epoch=first_epoch,
+                         videos_per_task=videos_per_task, block_rows=block_rows, **options)
     kwargs: Dict[str, Any] = {"num_cpus": float(options.get("num_threads") or 1)}
     if ray_remote_args:
         kwargs["ray_remote_args"] = dict(ray_remote_args)
-    if override_num_blocks is not None:
-        kwargs["override_num_blocks"] = int(override_num_blocks)
+    # Ray splits each read task's output into more blocks when there are fewer
+    # tasks than its default parallelism (200, or 2 per CPU): 7 slices of every
+    # 32-clip block here, that iter_torch_batches then copies back together.
+    # Asking for exactly the planned tasks keeps the planned blocks.
+    kwargs["override_num_blocks"] = int(override_num_blocks if override_num_blocks is not None
+                                        else src.num_read_tasks(ray.data.DataContext.get_current()))
     return ray.data.read_datasource(src, **kwargs)
 
 
@@ -470,210 +555,6 @@ class ClipDecoder:
                 d.close()
             except Exception:
                 pass
-
-
-# ---------------------------------------------------------------------- pack
-
-
-def _pack_part(source: str, out_dir: str, index: int, count: int, options: Dict[str, Any]) -> Dict[str, Any]:
-    """One part of a build (a Ray task): shards and journal into out_dir. A
-    retried task resumes from the part's journal; progress goes to a small
-    file the driver reads."""
-    import json
-    import socket
-
-    from ._store import pack as _pack
-
-    progress_path = os.path.join(out_dir, f".ray-progress-{index:05d}-of-{count:05d}.json")
-
-    node = ray.get_runtime_context().get_node_id()
-
-    def report(p: Dict[str, Any]) -> None:
-        p = dict(p, node=node, part=index)
-        tmp = f"{progress_path}.{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(p, f)
-        os.replace(tmp, progress_path)
-
-    rep = _pack(source, out_dir, part=(index, count), progress=report, **options)
-    rep.update(part=index, node=node, host=socket.gethostname())
-    return rep
-
-
-def read_progress(out_dir: str, count: int) -> List[Dict[str, Any]]:
-    """The last progress each part of a running reel.ray.pack reported:
-    reel.pack's progress dict plus ``part`` and ``node`` (Ray node id)."""
-    import json
-    out = []
-    for i in range(count):
-        try:
-            with open(os.path.join(out_dir, f".ray-progress-{i:05d}-of-{count:05d}.json")) as f:
-                out.append(json.load(f))
-        except (OSError, ValueError):
-            pass
-    return out
-
-
-def pack(source: Any, out_dir: Any, *, num_parts: Optional[int] = None, threads: int = 1,
-         progress: Union[None, bool, Any] = None, max_retries: int = 8, poll_seconds: float = 0.5,
-         **pack_options: Any) -> Dict[str, Any]:
-    """Builds a packed store of `source` with Ray tasks, one per part.
-
-    Takes ``reel.pack``'s options (``size``, ``fps``, ``every``, ``format``,
-    ``quality``, ``zstd_level``, ``gop``, ``crf``, ``shard_size``) with their
-    meanings. ``num_parts``: parts (tasks); None: the cluster's CPUs divided
-    by ``threads``, at most one per video. ``threads``: encoder threads per
-    task, and the CPUs each task asks Ray for.
-
-    Every task writes its part's shards and journal into ``out_dir``, which
-    every node must see at the same path (a shared folder); the driver
-    merges the parts into the store's index when all are done. An
-    ``s3://`` or ``http(s)://`` out_dir is refused: reel cannot write to
-    object storage yet. A task that dies (a killed worker or node) is retried
-    by Ray (``max_retries``) and resumes from its journal, so it costs only
-    its unfinished record; the records are byte-identical to a one-machine
-    ``reel pack`` of the same input and options (the shard layout follows
-    the parts, as with ``--part``).
-
-    ``progress``: True for a bar on stderr (videos done, videos/s, failures),
-    or a callable given {videos_total, videos_done, videos_failed, elapsed}.
-    Returns the report: videos, packed and failed (records in the store),
-    resumed (finished by an earlier attempt: a retried part, or an earlier
-    build), frames, bytes, seconds, parts, ``part_nodes`` (the Ray node id
-    each part's last attempt ran on), and ``failures`` ([{path,
-    reason}] of the videos that could not be packed, as the store records
-    them)."""
-    import sys
-    import time
-
-    out = os.fspath(out_dir)
-    if "://" in out:
-        raise ValueError(f"reel.ray.pack: out_dir {redact(out)} is object storage, which reel cannot write yet; "
-                         "pack into a folder every node shares (NFS, a mounted bucket), then upload it")
-    src = os.fspath(source) if isinstance(source, (str, os.PathLike)) else source
-    if not isinstance(src, str):
-        raise TypeError("reel.ray.pack: source must be a folder or a manifest (a path or URL)")
-    for key in ("part", "wait_for_parts"):
-        if key in pack_options:
-            raise TypeError(f"reel.ray.pack: {key} is set by reel.ray.pack")
-    n = dataset_info(src)["size"]
-    if n == 0:
-        raise ValueError(f"reel.ray.pack: the dataset {redact(src)} is empty")
-    if not ray.is_initialized():
-        ray.init()
-    if num_parts is None:
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        num_parts = max(1, cpus // max(1, int(threads)))
-    count = max(1, min(int(num_parts), n))
-    os.makedirs(out, exist_ok=True)
-    opts = dict(pack_options, threads=int(threads))
-    task = ray.remote(_pack_part).options(num_cpus=max(1, int(threads)), max_retries=int(max_retries),
-                                          retry_exceptions=False)
-    t0 = time.monotonic()
-    refs = [task.remote(src, out, i, count, opts) for i in range(count)]
-    cb = _pack_bar if progress is True else (progress or None)
-    pending = list(refs)
-    while pending:
-        _, pending = ray.wait(pending, num_returns=len(pending), timeout=poll_seconds)
-        if cb:
-            ps = read_progress(out, count)
-            cb({"videos_total": n, "videos_done": sum(p["videos_done"] for p in ps),
-                "videos_failed": sum(p["videos_failed"] for p in ps),
-                "videos_resumed": sum(p["videos_resumed"] for p in ps), "elapsed": time.monotonic() - t0})
-    if progress is True:
-        sys.stderr.write("\n")
-    reports = ray.get(refs)
-    _reel.pack_merge(out)
-    for i in range(count):
-        try:
-            os.remove(os.path.join(out, f".ray-progress-{i:05d}-of-{count:05d}.json"))
-        except OSError:
-            pass
-    records = _reel.store_records(out)
-    failures = [{"path": redact(r["path"]), "reason": r["reason"]} for r in records if r["status"]]
-    total = {k: sum(r[k] for r in reports) for k in ("videos", "resumed")}
-    # what the store holds (a retried part's first attempt included)
-    info = _reel.store_info(out)
-    total.update(packed=len(records) - len(failures), failed=len(failures), frames=info["frames"],
-                 bytes=info["bytes"], seconds=time.monotonic() - t0, parts=count, merged=True, failures=failures,
-                 part_nodes=[r["node"] for r in reports])
-    return total
-
-
-def _pack_bar(p: Dict[str, Any]) -> None:
-    import sys
-    total, done = p["videos_total"], p["videos_done"]
-    rate = (done - p["videos_resumed"]) / p["elapsed"] if p["elapsed"] > 0 else 0.0
-    frac = done / total if total else 1.0
-    fill = int(frac * 30)
-    sys.stderr.write(f"\r[{'#' * fill}{'.' * (30 - fill)}] {frac * 100:3.0f}% {done}/{total} videos  "
-                     f"{rate:.1f} videos/s  {p['videos_failed']} failed ")
-    sys.stderr.flush()
-
-
-# ---------------------------------------------------------------------- command line
-
-
-def _bytes(v: str) -> int:
-    m = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(v[-1:].lower(), 1)
-    return int(float(v[:-1] if m > 1 else v) * m)
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m reel.ray pack SOURCE OUT_DIR [options]`` (what ``reel pack
-    --ray [ADDRESS]`` runs): reel pack's options, ``--address``, ``--parts``."""
-    import argparse
-    import json
-    import sys
-
-    ap = argparse.ArgumentParser(prog="python -m reel.ray", description="reel on a Ray cluster.")
-    sub = ap.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("pack", help="build a packed store with Ray tasks")
-    p.add_argument("source")
-    p.add_argument("out_dir")
-    p.add_argument("--address", default=None, help="a Ray cluster (default: RAY_ADDRESS, or a local one)")
-    p.add_argument("--parts", type=int, default=None, help="Ray tasks (default: cluster CPUs / threads)")
-    p.add_argument("--size", default="256", help="short side S, or WxH")
-    p.add_argument("--fps", type=float, default=0.0)
-    p.add_argument("--every", type=int, default=1)
-    p.add_argument("--format", choices=["jpeg", "raw", "h264"], default="jpeg")
-    p.add_argument("--quality", type=int, default=90)
-    p.add_argument("--zstd", type=int, nargs="?", const=3, default=0, metavar="LEVEL")
-    p.add_argument("--gop", type=int, default=8)
-    p.add_argument("--crf", type=int, default=18)
-    p.add_argument("--shard-size", type=_bytes, default=1 << 30)
-    p.add_argument("--threads", type=int, default=1, help="encoder threads (and CPUs) per task")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--progress", dest="progress", action="store_true", default=None)
-    p.add_argument("--no-progress", dest="progress", action="store_false")
-    a = ap.parse_args(argv)
-    size = parse_size(a.size)
-    if a.address:
-        ray.init(address=a.address, log_to_driver=False)
-    elif not os.environ.get("RAY_ADDRESS"):
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-        ray.init(include_dashboard=False, log_to_driver=False)
-    else:
-        ray.init(log_to_driver=False)
-    try:
-        rep = pack(a.source, a.out_dir, num_parts=a.parts, threads=a.threads,
-                   progress=sys.stderr.isatty() if a.progress is None else a.progress, size=size, fps=a.fps,
-                   every=a.every, format=a.format, quality=a.quality, zstd_level=a.zstd, gop=a.gop, crf=a.crf,
-                   shard_size=a.shard_size)
-    except (ValueError, TypeError, _reel.ReelError) as exc:
-        print(f"reel pack --ray: {exc}", file=sys.stderr)
-        return 1
-    finally:
-        ray.shutdown()
-    if a.json:
-        print(json.dumps(dict(rep, store=a.out_dir, format=a.format)))
-    else:
-        print(f"{a.out_dir}: {rep['videos']} videos ({rep['packed']} packed, {rep['failed']} failed, "
-              f"{rep['resumed']} already done) in {rep['parts']} Ray tasks, {rep['frames']} frames, "
-              f"{rep['bytes'] / 1e6:.1f} MB in {rep['seconds']:.1f} s")
-        for f in rep["failures"]:
-            print(f"  failed: {f['reason'] or f['path']}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -206,14 +206,21 @@ static void trim(reel_ring *r, const reel_batchbuf *keep)
 reel_batchbuf *reel__ring_take_free(reel_ring *r)
 {
     if (r->variable) {
+        /* A batch's samples are sized in stage 1, after it is planned: one
+         * still filling may hold less than it will, so it counts at least
+         * as the largest batch yet, and before any sample has been sized,
+         * one batch in flight is all (else an epoch's start would plan
+         * prefetch_batches of them, sizes unknown, past any budget). */
         int in_flight = 0;
         size_t held = 0;
         for (int i = 0; i < r->count; i++) {
             const reel_batchbuf *bb = &r->bufs[i];
             if (bb->state == REEL_BUF_FILLING || bb->state == REEL_BUF_READY) in_flight = 1;
-            if (bb->state != REEL_BUF_FREE) held += buf_bytes(r, bb);
+            if (bb->state == REEL_BUF_FREE) continue;
+            size_t n = buf_bytes(r, bb);
+            held += bb->state == REEL_BUF_FILLING && n < r->est ? r->est : n;
         }
-        if (in_flight && (int64_t)held >= r->budget) return NULL;
+        if (in_flight && (r->est == 0 || (int64_t)held >= r->budget)) return NULL;
     }
     for (int i = 0; i < r->count; i++)
         if (r->bufs[i].state == REEL_BUF_FREE && atomic_load(&r->bufs[i].busy) == 0) {
@@ -230,21 +237,41 @@ static int grow_block(reel_ring *r, void **p, size_t *cap, int *pinned, size_t b
 {
     if (bytes <= *cap) return REEL_OK;
     size_t want = (bytes + r->alignment - 1) / r->alignment * r->alignment;
+    /* the old block goes first: never both at once */
+    pthread_mutex_lock(&r->mu);
+    block_free(r, *p, *pinned);
+    r->bytes_total -= *cap;
+    *p = NULL;
+    *cap = 0;
+    *pinned = 0;
+    pthread_mutex_unlock(&r->mu);
     int q_pinned = 0;
     void *q = block_alloc(r, want, &q_pinned);
     if (!q) return REEL_E_NOMEM;
     pthread_mutex_lock(&r->mu);
-    block_free(r, *p, *pinned);
     if (q_pinned)
         r->pinned++;
     else
         r->plain++;
-    r->bytes_total += want - *cap;
+    r->bytes_total += want;
     *p = q;
     *cap = want;
     *pinned = q_pinned;
     pthread_mutex_unlock(&r->mu);
     return REEL_OK;
+}
+
+/* A sample of `bytes` was sized: the planned size of a batch grows to
+ * batch_size of them; the feeder may be waiting for it. */
+static void note_sample(reel_ring *r, size_t bytes)
+{
+    pthread_mutex_lock(&r->mu);
+    size_t batch = bytes * (size_t)r->batch_size;
+    if (batch > r->est || r->est == 0) {
+        r->est = batch > 0 ? batch : 1;
+        pthread_cond_broadcast(&r->cond);
+    }
+    pthread_mutex_unlock(&r->mu);
 }
 
 int reel__ring_slot_reserve(reel_ring *r, reel_slot *s, int64_t frames, size_t bytes, reel_error *err)
@@ -261,6 +288,7 @@ int reel__ring_slot_reserve(reel_ring *r, reel_slot *s, int64_t frames, size_t b
                                    (long long)frames);
         s->frames_cap = frames;
     }
+    note_sample(r, bytes);
     if (grow_block(r, &s->data, &s->data_cap, &s->data_pinned, bytes) != REEL_OK)
         return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for a sample of %zu bytes", bytes);
     return REEL_OK;

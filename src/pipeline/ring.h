@@ -98,6 +98,7 @@ typedef struct reel_ring {
     int pinned; /* buffers that are page-locked (variable: blocks held, under mu) */
     int plain;  /* variable: blocks held in plain memory (under mu) */
     int pin;    /* variable: try page-locked blocks (pin_memory) */
+    size_t est; /* variable: a batch's bytes as planned, batch_size x the largest sample yet (under mu) */
     int inited;
     int variable;
     int64_t budget;
@@ -111,8 +112,10 @@ void reel__ring_free(reel_ring *r);
 const char *reel__ring_memory(const reel_ring *r);
 
 /* Under mu: a FREE buffer no worker holds, made FILLING, or NULL (variable
- * batches: also NULL while the batches in flight hold the budget; the
- * buffers' memory beyond the budget is then given back). */
+ * batches: also NULL while the batches in flight hold the budget, each
+ * batch still filling counted at least as `est`, and while one is in flight
+ * before any sample has been sized; the buffers' memory beyond the budget
+ * is then given back). */
 reel_batchbuf *reel__ring_take_free(reel_ring *r);
 /* Under mu: the READY buffer with this sequence number / the READY buffer
  * of this epoch with the lowest sequence number, or NULL. */

@@ -110,3 +110,24 @@ def test_what_a_store_cannot_serve_is_refused_by_name(folder, fps_store, tmp_pat
     reel.pack(folder, tmp_path / "every2", size="source", format="raw", every=2)
     with pytest.raises(reel.ReelError, match="every2: packed with every 2"):
         samples(tmp_path / "every2")
+
+
+def test_reel_pack_size_source_keeps_each_videos_size(folder, fps_store, tmp_path):
+    import os
+    import subprocess
+
+    cli = os.environ.get("REEL_CLI")
+    if not cli:
+        pytest.skip("the reel CLI is not built (set REEL_CLI)")
+    out = subprocess.run([cli, "pack", str(folder), str(tmp_path / "cli"), "--size", "source", "--format", "raw",
+                          "--sampler", "fps"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    info = reel.store_info(tmp_path / "cli")
+    assert (info["short_side"], info["width"], info["height"]) == (0, 0, 0)
+    a, b = samples(tmp_path / "cli"), samples(fps_store)  # the same store as reel.pack(size="source") makes
+    assert a.keys() == b.keys()
+    for k in a:
+        assert a[k][:3] == b[k][:3] and torch.equal(a[k][3], b[k][3])
+    bad = subprocess.run([cli, "pack", str(folder), str(tmp_path / "bad"), "--size", "sauce"], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode != 0 and "source" in bad.stderr

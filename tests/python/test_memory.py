@@ -126,3 +126,51 @@ def test_loader_create_destroy(synth):
             next(iter(L))
 
     steady(cycle, 60, warmup=10, max_rss=12 * MB)
+
+
+RSS_CHILD = r"""
+import json, resource, sys, time
+import reel
+
+def maxrss():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+paths, budget = json.loads(sys.argv[1]), int(sys.argv[2])
+base = maxrss()  # the interpreter and reel, before the loader
+biggest = n = 0
+with reel.Loader(paths, sampler="fps", fps=2.0, size_policy={"resized_height": 448, "resized_width": 448},
+                 dtype="float32", batch_size=1, shuffle=False, epochs=1, num_threads=2, prefetch_batches=6,
+                 ring_bytes=budget) as L:
+    for b in L:
+        biggest = max(biggest, b.lengths[0] * 3 * 448 * 448 * 4)
+        n += 1
+        time.sleep(0.2)  # a slow consumer: the loader runs ahead as far as the budget lets it
+        del b
+print(json.dumps({"base": base, "peak": maxrss(), "biggest": biggest, "samples": n}))
+"""
+
+
+@pytest.mark.skipif(ASAN, reason="RSS under AddressSanitizer is its shadow memory and quarantine")
+def test_variable_loader_peak_rss_stays_within_its_byte_budget(synth):
+    """The variable Loader's ring is a byte budget (ring_bytes): over six
+    longish videos whose samples are 48-77 MB each (float32, 448x448, 20-32
+    frames), with prefetch_batches=6 and a consumer slower than the loader,
+    the peak RSS of a fresh process stays under its baseline (measured there
+    before the loader starts) + the budget + two of the largest samples (the
+    one batch the budget may be exceeded by, and the one the consumer holds)
+    + 64 MB (decoders, scratch, threads). Without the budget the six samples
+    (370 MB) would all be decoded ahead."""
+    import json
+    import subprocess
+
+    paths = [synth(width=160, height=120, frames=n, gop=25) for n in (250, 400, 300, 350, 280, 380)]
+    budget = 64 * MB
+    r = subprocess.run([sys.executable, "-c", RSS_CHILD, json.dumps(paths), str(budget)], capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["samples"] == 6 and out["biggest"] > 70 * MB
+    bound = out["base"] + budget + 2 * out["biggest"] + 64 * MB
+    assert out["peak"] <= bound, (f"peak RSS {out['peak'] / MB:.0f} MB over {bound / MB:.0f} MB (baseline "
+                                  f"{out['base'] / MB:.0f} MB, budget {budget / MB:.0f} MB, largest sample "
+                                  f"{out['biggest'] / MB:.0f} MB)")

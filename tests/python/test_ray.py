@@ -149,6 +149,65 @@ def test_read_clips_rows_are_the_loaders_clips_for_the_seed_and_epoch(cluster, v
     assert _rows(rray.read_clips(videos, epoch=1, videos_per_task=5, **OPTS).take_all()) == got
 
 
+def test_read_clips_over_several_epochs_is_the_loaders_epochs_in_one_dataset(cluster, videos):
+    ds = rray.read_clips(videos, epochs=2, first_epoch=1, videos_per_task=3, **OPTS)
+    rows = ds.take_all()
+    assert len(rows) == 2 * 9  # 8 clips and one failure row per epoch
+    for e in (1, 2):
+        want, failed = _loader_epoch(str(videos), e, **OPTS)
+        mine = [r for r in rows if int(r["epoch"]) == e]
+        assert _rows(mine) == want, f"epoch {e} differs from the Loader's"
+        assert {int(r["sample"]) for r in mine if r["failure"]} == failed
+    # epoch= is first_epoch's one-epoch name: the same rows as that epoch of the longer dataset
+    assert _rows(rray.read_clips(videos, epoch=2, videos_per_task=3, **OPTS).take_all()) == \
+        _rows([r for r in rows if int(r["epoch"]) == 2])
+    # the tasks come epoch after epoch, each epoch in its own order
+    src = rray.ClipDatasource(videos, epochs=2, first_epoch=1, videos_per_task=3, **OPTS)
+    tasks = src.get_read_tasks(1)
+    assert [t.read_fn.config["first_epoch"] for t in tasks] == [1, 1, 1, 2, 2, 2]
+    assert src.num_read_tasks() == 6
+    one = rray.ClipDatasource(videos, first_epoch=2, videos_per_task=3, **OPTS).get_read_tasks(1)
+    assert [t.read_fn.config["samples"] for t in tasks[3:]] == [t.read_fn.config["samples"] for t in one]
+    with pytest.raises(ValueError, match="epochs must be >= 1"):
+        rray.read_clips(videos, epochs=0, **OPTS)
+    with pytest.raises(TypeError, match="not both"):
+        rray.read_clips(videos, epoch=1, first_epoch=1, **OPTS)
+
+
+def test_selected_columns_are_built_by_the_read_tasks(cluster, videos, good_videos):
+    ds = rray.read_clips(videos, videos_per_task=4, **OPTS).select_columns(list(rray.TENSOR_COLUMNS))
+    done = ds.materialize()
+    assert "ReadReelClips" in done.stats() and "Project" not in done.stats()  # no operator after the read
+    rows = done.take_all()
+    assert len(rows) == 9 and all(tuple(r) == rray.TENSOR_COLUMNS for r in rows)
+    assert sum(int(r["clip"]) == -1 for r in rows) == 1  # the failure row stays, clip -1
+    # the projection reaches the read function, which makes only those columns
+    src = rray.ClipDatasource(good_videos, **OPTS).apply_projection({"sample": "sample", "frames": "frames"})
+    tasks = src.get_read_tasks(1)
+    block = next(iter(tasks[0].read_fn()))
+    assert block.column_names == ["sample", "frames"]
+    # and the whole thing iterates as tensors with no string column to drop
+    batch = next(iter(ds.iter_torch_batches(batch_size=4)))
+    assert tuple(batch["frames"].shape[1:]) == (4, 3, 48, 48)
+
+
+def test_blocks_are_the_planned_ones(cluster, good_videos):
+    # Ray splits read outputs into more blocks when there are fewer read tasks than its default
+    # parallelism; read_clips asks for exactly its tasks, so each block is one loader batch
+    src = rray.ClipDatasource(good_videos, **OPTS)
+    ds = rray.read_clips(good_videos, **OPTS).materialize()
+    assert ds.num_blocks() == src.num_read_tasks() and ds.count() == 8
+    # block sizes: a multiple of 32 clips where that many fit, else a power of two; block_rows sets it
+    ctx = ray.data.DataContext.get_current().copy()
+    clip = 4 * 3 * 48 * 48
+    for fit, rows, kw in ((70, 64, {}), (40, 32, {}), (20, 16, {}), (20, 5, {"block_rows": 5}),
+                          (20, 20, {"block_rows": 50})):
+        ctx.target_max_block_size = fit * clip + 10
+        assert rray.ClipDatasource(good_videos, **kw, **OPTS)._block_videos(ctx) == rows, (fit, kw)
+    ctx.target_max_block_size = 20 * clip + 10
+    assert rray.ClipDatasource(good_videos, clips_per_video=2, **OPTS)._block_videos(ctx) == 8  # 16 rows
+
+
 def test_split_failures_and_on_error_raise(cluster, videos):
     clips, failures = rray.split_failures(rray.read_clips(videos, videos_per_task=4, **OPTS))
     f = failures.take_all()

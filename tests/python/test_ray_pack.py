@@ -153,6 +153,10 @@ def test_reel_pack_cli_with_ray(cluster, videos, tmp_path):
     import json
     rep = json.loads(r.stdout.strip().splitlines()[-1])
     assert rep["packed"] == 12 and rep["failed"] == 1 and rep["merged"]
+    # by default four parts per task slot (2 CPUs, 1 thread each), more than the
+    # cluster runs at once: Ray hands each next part to the first free CPU
+    assert rep["parts"] == 8 and len(rep["part_spans"]) == 8
+    assert all(0 <= a <= b for a, b in rep["part_spans"])
     one = tmp_path / "one"
     reel.pack(videos, one, size=96, quality=85)
     assert _records(one) == _records(out)
