@@ -222,6 +222,7 @@ def bench_pack(ray, reel, src, work, cli, a):
     ray.init: the workers Ray starts importing the task's module, planning,
     the parts, the merge. `reel pack --ray` (the CLI, starting and stopping its
     own local Ray) is timed whole as well."""
+    import resource
     import statistics
     out1, out2, out3 = work / "store-one", work / "store-ray", work / "store-cli"
     runs = []
@@ -229,17 +230,21 @@ def bench_pack(ray, reel, src, work, cli, a):
         for d in (out1, out2, out3):
             shutil.rmtree(d, ignore_errors=True)
         sample_load()
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.perf_counter()
         subprocess.run([cli, "pack", str(src), str(out1), "--size", "256", "--threads", str(a.cpus),
                         "--no-progress"], check=True, stdout=subprocess.DEVNULL)
         one = time.perf_counter() - t0
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        one_cpu = cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime
         t0 = time.perf_counter()
         init(ray, a.cpus)
         start = time.perf_counter() - t0
         try:
-            t0 = time.perf_counter()
-            rep = reel.ray.pack(src, out2, size=256, threads=1, num_parts=a.pack_parts)
-            on_ray = time.perf_counter() - t0
+            with Sampler(ray) as smp:  # CPU of the driver and every Ray process (raylet, GCS, workers, agents)
+                t0 = time.perf_counter()
+                rep = reel.ray.pack(src, out2, size=256, threads=1, num_parts=a.pack_parts)
+                on_ray = time.perf_counter() - t0
         finally:
             ray.shutdown()
         t0 = time.perf_counter()
@@ -250,10 +255,13 @@ def bench_pack(ray, reel, src, work, cli, a):
         if r.returncode:
             raise RuntimeError(f"reel pack --ray failed ({r.returncode}): {r.stderr[-2000:]}")
         whole = time.perf_counter() - t0
+        same = {(len(reel._reel.store_records(str(d))), reel.store_info(d)["frames"]) for d in (out1, out2, out3)}
+        if len(same) != 1:
+            raise RuntimeError(f"the three stores differ in (records, frames): {same}")
         ends = sorted(e for _, e in rep["part_spans"])
         tail = ends[-1] - ends[-min(a.cpus, len(ends))]  # how long the other CPUs had no part left
         runs.append(dict(one=one, ray=on_ray, ratio=one / on_ray, ray_start=start, cli=whole, cli_ratio=one / whole,
-                         parts=rep["parts"], first_start=min(s for s, _ in rep["part_spans"]), tail=tail,
+                         one_cpu=one_cpu, ray_cpu=smp.cpu, parts=rep["parts"], first_start=min(s for s, _ in rep["part_spans"]), tail=tail,
                          merge=on_ray - max(e for _, e in rep["part_spans"])))
         log(f"pack: {runs[-1]}")
     for d in (out1, out2, out3):
@@ -266,8 +274,24 @@ def bench_pack(ray, reel, src, work, cli, a):
             f"not counted) and includes the workers importing the task's module (the first part started "
             f"{med['first_start']:.1f} s in), the parts (the last one finished {med['tail']:.1f} s after the "
             f"other CPUs had run out of parts) and the driver's merge ({med['merge']:.2f} s). Counting Ray's start and stop too, "
-            f"`reel pack --ray` (the CLI, its own local Ray) took {med['cli']:.1f} s: {med['cli_ratio']:.2f}x.")
+            f"`reel pack --ray` (the CLI, its own local Ray) took {med['cli']:.1f} s: {med['cli_ratio']:.2f}x. CPU "
+            f"seconds: `reel pack` {med['one_cpu']:.1f}, `reel.ray.pack` {med['ray_cpu']:.1f} (the driver and every "
+            f"Ray process).")
     return dict(runs=runs, median=med, line=line)
+
+
+def decord_reachable():
+    """Whether decord imports, here and in Ray's workers: from the environment, or from REEL_VLM_REF (the
+    VLM reference folder scripts/deps.sh fills), then appended to PYTHONPATH, which the workers inherit."""
+    import importlib.util
+    if importlib.util.find_spec("decord") is not None:
+        return True
+    ref = os.environ.get("REEL_VLM_REF")
+    if not ref or not (Path(ref) / "decord").is_dir():
+        return False
+    sys.path.append(ref)  # after the environment's own packages, so that its torchvision does not shadow them
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), ref) if p)
+    return True
 
 
 def make_dataset(root: Path, videos: int, seconds: float, cli: str) -> Path:
@@ -297,6 +321,9 @@ def main():
     ap.add_argument("--pack-parts", type=int, default=None, help="reel.ray.pack's num_parts (default: its own)")
     ap.add_argument("--write-doc", action="store_true")
     a = ap.parse_args()
+    if not a.skip_read_videos and not a.only_pack and not decord_reachable():
+        sys.exit("run_ray.py: ray.data.read_videos needs decord: export REEL_VLM_REF=<the folder scripts/deps.sh "
+                 "installs qwen-vl-utils and decord into> (e.g. /work/deps-vlm/vlm-ref), or pass --skip-read-videos")
     t_start = time.perf_counter()
     import numpy as np
     import ray
@@ -469,7 +496,10 @@ def main():
               f"the floor {rows[2]['cpu_ms_per_frame']:.1f}; by process, read_clips "
               + ", ".join(f"{k} {v:.1f}" for k, v in sorted(rows[1]["cpu_ms_by_kind"].items()))
               + ", the floor "
-              + ", ".join(f"{k} {v:.1f}" for k, v in sorted(rows[2]["cpu_ms_by_kind"].items())) + ".", "",
+              + ", ".join(f"{k} {v:.1f}" for k, v in sorted(rows[2]["cpu_ms_by_kind"].items())) + ". "
+              f"With every CPU busy, that CPU per frame alone caps read_clips at "
+              f"{rows[0]['cpu_ms_per_frame'] / rows[1]['cpu_ms_per_frame']:.2f}x the Loader (Ray's own "
+              "processes cost CPU per second, not per frame: the slower the run, the more per frame).", "",
               f"Targets: read_clips {rc / loader_fps:.2f}x the Loader (target 0.8x)"
               + (f"; read_clips {rc / rv:.1f}x read_videos in useful clip frames/s (target 5x)" if rv else "")
               + f"; spilling: {max(r['spilled'] for r in rows) / 1e6:.0f} MB (target none).", ""]

@@ -17,11 +17,13 @@ from ._loader import dataset_info
 from ._store import pack as _pack
 from ._store import parse_size
 
-#: parts per task slot when num_parts is not given: Ray hands the next part to
-#: whichever slot frees first, so a part that starts late (a worker still
-#: starting) or runs long (longer videos, a slower node) keeps the others
-#: waiting at most about a quarter of one slot's share
-PARTS_PER_SLOT = 4
+#: parts per task slot when num_parts is not given. A part that starts late
+#: (a worker still starting) or runs long (longer videos, a slower node) is
+#: absorbed only when parts are short next to that delay: Ray hands the next
+#: part to whichever slot frees first, so at the end the others wait at most
+#: about one part, an eighth of a slot's share. A part costs little more
+#: than its videos (a Ray task, a journal and a shard file).
+PARTS_PER_SLOT = 8
 
 
 def redact(path: str) -> str:
@@ -55,17 +57,18 @@ def _pack_part(source: str, out_dir: str, index: int, count: int, options: Dict[
     return rep
 
 
+def _read_part_progress(out_dir: str, index: int, count: int) -> Optional[Dict[str, Any]]:
+    try:
+        with open(_progress_path(out_dir, index, count)) as f:
+            return dict(json.load(f))
+    except (OSError, ValueError):
+        return None
+
+
 def read_progress(out_dir: str, count: int) -> List[Dict[str, Any]]:
     """The last progress each part of a running reel.ray.pack reported:
     reel.pack's progress dict plus ``part`` and ``node`` (Ray node id)."""
-    out = []
-    for i in range(count):
-        try:
-            with open(_progress_path(out_dir, i, count)) as f:
-                out.append(json.load(f))
-        except (OSError, ValueError):
-            pass
-    return out
+    return [p for p in (_read_part_progress(out_dir, i, count) for i in range(count)) if p]
 
 
 def pack(source: Any, out_dir: Any, *, num_parts: Optional[int] = None, threads: int = 1,
@@ -75,7 +78,7 @@ def pack(source: Any, out_dir: Any, *, num_parts: Optional[int] = None, threads:
 
     Takes ``reel.pack``'s options (``size``, ``fps``, ``every``, ``format``,
     ``quality``, ``zstd_level``, ``gop``, ``crf``, ``shard_size``) with their
-    meanings. ``num_parts``: parts (tasks); None: four per task slot (the
+    meanings. ``num_parts``: parts (tasks); None: eight per task slot (the
     cluster's CPUs divided by ``threads``), at most one per video, so that
     Ray, handing each next part to the first free slot, balances the end of
     the build. ``threads``: encoder threads per task, and the CPUs each task
@@ -131,13 +134,18 @@ def pack(source: Any, out_dir: Any, *, num_parts: Optional[int] = None, threads:
     wall0 = time.time()
     refs = [task.remote(src, out, i, count, opts) for i in range(count)]
     cb = _bar if progress is True else (progress or None)
-    pending = list(refs)
+    pending = dict(zip(refs, range(count)))
+    last: Dict[int, Dict[str, Any]] = {}  # each part's last progress; a finished part's file is not read again
     while pending and cb:
-        _, pending = ray.wait(pending, num_returns=len(pending), timeout=poll_seconds)
-        ps = read_progress(out, count)
-        cb({"videos_total": n, "videos_done": sum(p["videos_done"] for p in ps),
-            "videos_failed": sum(p["videos_failed"] for p in ps),
-            "videos_resumed": sum(p["videos_resumed"] for p in ps), "elapsed": time.monotonic() - t0})
+        _, left = ray.wait(list(pending), num_returns=len(pending), timeout=poll_seconds)
+        for i in pending.values():
+            p = _read_part_progress(out, i, count)
+            if p:
+                last[i] = p
+        pending = {r: pending[r] for r in left}
+        cb({"videos_total": n, "videos_done": sum(p["videos_done"] for p in last.values()),
+            "videos_failed": sum(p["videos_failed"] for p in last.values()),
+            "videos_resumed": sum(p["videos_resumed"] for p in last.values()), "elapsed": time.monotonic() - t0})
     if progress is True:
         sys.stderr.write("\n")
     reports = ray.get(refs)

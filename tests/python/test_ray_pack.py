@@ -86,10 +86,12 @@ def test_a_node_killed_mid_build_and_the_records_equal_a_one_machine_pack(cluste
     out = tmp_path / "ray"
     count = 2  # 6 or 7 videos a part: time to kill one mid-way
     result: dict = {}
+    progress: list = []
 
     def build():
         try:
-            result["report"] = rray.pack(videos, out, num_parts=count, threads=1, poll_seconds=0.1, **opts)
+            result["report"] = rray.pack(videos, out, num_parts=count, threads=1, poll_seconds=0.1,
+                                         progress=progress.append, **opts)
         except BaseException as exc:  # noqa: B036 - handed to the test thread
             result["error"] = exc
 
@@ -118,6 +120,9 @@ def test_a_node_killed_mid_build_and_the_records_equal_a_one_machine_pack(cluste
     assert len(rep["part_nodes"]) == count
     if rep["part_nodes"][killed_part] != worker.node_id:
         assert rep["resumed"] >= 1, "the retried part did not resume from its journal"
+    # the driver's progress: every video counted once at the end, the failure too
+    assert progress and progress[-1]["videos_total"] == 13
+    assert progress[-1]["videos_done"] == 13 and progress[-1]["videos_failed"] == 1, progress[-1]
     assert [f["path"] for f in rep["failures"]] == [str(videos / "bowling" / "zz_damaged.mp4")]
     assert rep["failures"][0]["reason"]
     a, b = _records(one), _records(out)
@@ -153,9 +158,10 @@ def test_reel_pack_cli_with_ray(cluster, videos, tmp_path):
     import json
     rep = json.loads(r.stdout.strip().splitlines()[-1])
     assert rep["packed"] == 12 and rep["failed"] == 1 and rep["merged"]
-    # by default four parts per task slot (2 CPUs, 1 thread each), more than the
-    # cluster runs at once: Ray hands each next part to the first free CPU
-    assert rep["parts"] == 8 and len(rep["part_spans"]) == 8
+    # by default eight parts per task slot (2 CPUs, 1 thread each), at most one
+    # per video: 13 here, more than the cluster runs at once, each handed to
+    # the first free CPU
+    assert rep["parts"] == 13 and len(rep["part_spans"]) == 13
     assert all(0 <= a <= b for a, b in rep["part_spans"])
     one = tmp_path / "one"
     reel.pack(videos, one, size=96, quality=85)
