@@ -282,6 +282,20 @@ def bench_pack(ray, reel, src, work, cli, a):
     return dict(runs=runs, median=med, line=line)
 
 
+def decord_reachable():
+    """Whether decord imports, here and in Ray's workers: from the environment, or from REEL_VLM_REF (the
+    VLM reference folder scripts/deps.sh fills), then appended to PYTHONPATH, which the workers inherit."""
+    import importlib.util
+    if importlib.util.find_spec("decord") is not None:
+        return True
+    ref = os.environ.get("REEL_VLM_REF")
+    if not ref or not (Path(ref) / "decord").is_dir():
+        return False
+    sys.path.append(ref)  # after the environment's own packages, so that its torchvision does not shadow them
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), ref) if p)
+    return True
+
+
 def make_dataset(root: Path, videos: int, seconds: float, cli: str) -> Path:
     ds = root / f"kinetics-{videos}x{seconds:g}s"
     if not (ds / "manifest.csv").exists():
@@ -309,6 +323,9 @@ def main():
     ap.add_argument("--pack-parts", type=int, default=None, help="reel.ray.pack's num_parts (default: its own)")
     ap.add_argument("--write-doc", action="store_true")
     a = ap.parse_args()
+    if not a.skip_read_videos and not a.only_pack and not decord_reachable():
+        sys.exit("run_ray.py: ray.data.read_videos needs decord: export REEL_VLM_REF=<the folder scripts/deps.sh "
+                 "installs qwen-vl-utils and decord into> (e.g. /work/deps-vlm/vlm-ref), or pass --skip-read-videos")
     t_start = time.perf_counter()
     import numpy as np
     import ray
@@ -481,7 +498,10 @@ def main():
               f"the floor {rows[2]['cpu_ms_per_frame']:.1f}; by process, read_clips "
               + ", ".join(f"{k} {v:.1f}" for k, v in sorted(rows[1]["cpu_ms_by_kind"].items()))
               + ", the floor "
-              + ", ".join(f"{k} {v:.1f}" for k, v in sorted(rows[2]["cpu_ms_by_kind"].items())) + ".", "",
+              + ", ".join(f"{k} {v:.1f}" for k, v in sorted(rows[2]["cpu_ms_by_kind"].items())) + ". "
+              f"With every CPU busy, that CPU per frame alone caps read_clips at "
+              f"{rows[0]['cpu_ms_per_frame'] / rows[1]['cpu_ms_per_frame']:.2f}x the Loader (Ray's own "
+              "processes cost CPU per second, not per frame: the slower the run, the more per frame).", "",
               f"Targets: read_clips {rc / loader_fps:.2f}x the Loader (target 0.8x)"
               + (f"; read_clips {rc / rv:.1f}x read_videos in useful clip frames/s (target 5x)" if rv else "")
               + f"; spilling: {max(r['spilled'] for r in rows) / 1e6:.0f} MB (target none).", ""]

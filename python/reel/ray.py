@@ -404,7 +404,15 @@ def read_clips(source: Any, *, epoch: Optional[int] = None, epochs: int = 1, fir
     # Ray splits each read task's output into more blocks when there are fewer
     # tasks than its default parallelism (200, or 2 per CPU): 7 slices of every
     # 32-clip block here, that iter_torch_batches then copies back together.
-    # Asking for exactly the planned tasks keeps the planned blocks.
+    # Asking for exactly the planned tasks keeps the planned blocks. Planning
+    # counts the cluster's CPUs: start or join Ray first, as Ray Data's own
+    # read functions do.
+    if not ray.is_initialized():
+        try:
+            from ray._private.auto_init_hook import auto_init_ray
+            auto_init_ray()
+        except ImportError:  # pragma: no cover - another Ray; planned then as for one CPU
+            pass
     kwargs["override_num_blocks"] = int(override_num_blocks if override_num_blocks is not None
                                         else src.num_read_tasks(ray.data.DataContext.get_current()))
     return ray.data.read_datasource(src, **kwargs)
