@@ -219,8 +219,9 @@ def bench_pack(ray, reel, src, work, cli, a):
     times, alternated (a loaded machine drifts; ratios are per pair). Each run
     starts a fresh local Ray node first, outside the timing (its start-up is
     reported apart); reel.ray.pack's timing then includes everything after
-    ray.init: the workers Ray starts importing the task's module, planning,
-    the parts, the merge. `reel pack --ray` (the CLI, starting and stopping its
+    ray.init returns: the node's workers finishing their start-up (Ray does
+    not wait for them), importing the task's module, planning, the parts,
+    the merge. `reel pack --ray` (the CLI, starting and stopping its
     own local Ray) is timed whole as well."""
     import resource
     import statistics
@@ -270,9 +271,10 @@ def bench_pack(ray, reel, src, work, cli, a):
     line = (f"Pack on one node ({a.cpus} CPUs, jpeg, short side 256; median of {len(runs)} alternated run(s)): "
             f"`reel pack --threads {a.cpus}` {med['one']:.1f} s, `reel.ray.pack` ({runs[0]['parts']} parts x 1 "
             f"thread, Ray hands each next part to the first free CPU) {med['ray']:.1f} s: {med['ratio']:.2f}x "
-            f"(target 0.9x). Its timing starts after `ray.init` (a fresh local node each run, {med['ray_start']:.1f} s, "
-            f"not counted) and includes the workers importing the task's module (the first part started "
-            f"{med['first_start']:.1f} s in), the parts (the last one finished {med['tail']:.1f} s after the "
+            f"(target 0.9x). Its timing starts when `ray.init` returns (a fresh local node each run, {med['ray_start']:.1f} "
+            f"s, not counted) and counts the rest of Ray's start-up: the node's workers still booting (importing Ray, "
+            f"about 1 CPU s each), then importing the task's module (the first part started "
+            f"{med['first_start']:.1f} s in); then the parts (the last one finished {med['tail']:.1f} s after the "
             f"other CPUs had run out of parts) and the driver's merge ({med['merge']:.2f} s). Counting Ray's start and stop too, "
             f"`reel pack --ray` (the CLI, its own local Ray) took {med['cli']:.1f} s: {med['cli_ratio']:.2f}x. CPU "
             f"seconds: `reel pack` {med['one_cpu']:.1f}, `reel.ray.pack` {med['ray_cpu']:.1f} (the driver and every "

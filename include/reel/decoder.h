@@ -83,12 +83,13 @@ typedef struct reel_decoder_settings {
      *  thread-safe: one tally per decoder at a time. */
     struct reel_remote_stats *remote_stats;
     /** GOP-parallel decoding: >= 2: a reel_decoder_get_frames* call whose
-     *  decode plan has two or more keyframe runs splits the runs (balanced by
-     *  frames to decode) over up to this many decoder contexts of the same
-     *  file or URL, single-threaded, on threads of their own; each writes
-     *  its frames straight into the output. The extra contexts are opened
-     *  on first use and kept for the calls that follow until the decoder
-     *  closes; their requests count in reel_decoder_get_remote_stats and in
+     *  decode plan has two or more keyframe runs has up to this many decoder
+     *  contexts of the same file or URL (single-threaded, on threads of
+     *  their own) take the runs one at a time, in decode order, until none
+     *  is left, so they finish within about one run of each other; each
+     *  writes its frames straight into the output. The extra contexts are
+     *  opened on first use (by their threads) and kept for the calls that
+     *  follow until the decoder closes; their requests count in reel_decoder_get_remote_stats and in
      *  remote_stats. Memory and callback inputs, and plans of one run,
      *  decode as usual. 0 or 1 (default): off. At most 64. */
     int gop_contexts;

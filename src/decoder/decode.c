@@ -30,7 +30,7 @@ typedef struct run {
      * of its GOP; -1 when the run started at the beginning of the stream */
     int64_t seek_key, seek_key_end;
     int64_t unclean; /* set with REEL__E_UNCLEAN_KEY: the keyframe to give up on */
-    int cold;        /* the call's last run drains too (reel__decoder_decode_cold) */
+    int cold;        /* the call's last run drains too, and keeps no frame (reel__decoder_decode_cold) */
 } run;
 
 /* Internal status: the keyframe a run started from is not a clean starting
@@ -228,8 +228,11 @@ static int deliver(run *r, AVFrame *f)
     wanted *w = find_wanted(r, idx);
     if (!w || w->done) {
         /* only frames named by their timestamp may be kept: a count is
-         * verified up to the wanted frames, not past them */
-        if (t->match_mode == REEL_MATCH_PTS && r->nw && idx > r->w[r->nw - 1].frame) cache_put(dec, f, idx);
+         * verified up to the wanted frames, not past them. Not in a cold
+         * call (one run of a GOP-parallel call): its next call is another
+         * run, and each kept frame pins a codec buffer (8 at 1080p: 25 MB
+         * per context) while the codec allocates new ones */
+        if (!r->cold && t->match_mode == REEL_MATCH_PTS && r->nw && idx > r->w[r->nw - 1].frame) cache_put(dec, f, idx);
         return REEL_OK;
     }
     return give(r, w, f, idx, bad);

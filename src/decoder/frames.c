@@ -134,6 +134,13 @@ typedef struct par_runs {
 
 typedef struct par_group {
     reel_decoder *dec; /* dec itself for context 0, else one of dec->gop_ctx */
+    /* contexts 1..: the slot in dec->gop_ctx, opened by the context's own
+     * thread when empty (from open_src with open_settings) */
+    reel_decoder **slot;
+    const char *open_src;
+    const reel_decoder_settings *open_settings;
+    int remote;
+    int64_t frames; /* the video's frame count: a context that sees another takes no run */
     par_runs *runs;
     sink s;
     reel_decode_stats st;
@@ -159,6 +166,18 @@ static void *par_run(void *arg)
 {
     par_group *g = arg;
     par_runs *p = g->runs;
+    if (g->slot) {
+        /* opened here, not in the caller: the contexts open at the same
+         * time, and the codec's first buffers come from this thread's
+         * malloc arena, where its decoding allocates (and frees) the rest */
+        if (!*g->slot) {
+            reel_error e;
+            reel_error_clear(&e);
+            if (reel__decoder_open_as(g->slot, g->open_src, g->remote, g->open_settings, &e) != REEL_OK) return NULL;
+        }
+        if ((*g->slot)->table.n != g->frames) return NULL; /* not the same video (a changed file): kept, never used */
+        g->dec = *g->slot;
+    }
     g->s.dec = g->dec;
     g->s.err = &g->err;
     for (;;) {
@@ -243,27 +262,21 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
             map[o] = reqs[r].pos;
         }
     /* the other contexts: the same input, one codec thread each, opened
-     * once; their remote requests go to the same tally as dec's (added when
-     * dec closes them) */
+     * once (by their threads, in par_run) and kept in dec->gop_ctx; their
+     * remote requests go to the same tally as dec's (added when dec closes
+     * them). The same object: a URL as given (dec->name is redacted, and a
+     * signed URL would not open from it), a file by its path. */
     reel_decoder_settings ss = dec->settings;
     ss.threads = 1;
     ss.gop_contexts = 0;
     if (ss.index_mode == REEL_INDEX_READ_WRITE) ss.index_mode = REEL_INDEX_READ;
-    while (dec->gop_open < used - 1) {
-        reel_error e;
-        reel_error_clear(&e);
-        reel_decoder *x = NULL;
-        /* the same object: a URL as given (dec->name is redacted, and a
-         * signed URL would not open from it), a file by its path */
-        const char *src = dec->remote ? dec->open_url : dec->name;
-        if (reel__decoder_open_as(&x, src, dec->remote != NULL, &ss, &e) != REEL_OK) goto out; /* serial path */
-        dec->gop_ctx[dec->gop_open++] = x;
-        if (x->table.n != t->n) goto out; /* not the same video (a changed file): kept, never used */
-    }
     g[0].dec = dec;
     for (int q = 1; q < used; q++) {
-        g[q].dec = dec->gop_ctx[q - 1];
-        if (g[q].dec->table.n != t->n) goto out;
+        g[q].slot = &dec->gop_ctx[q - 1];
+        g[q].open_src = dec->remote ? dec->open_url : dec->name;
+        g[q].open_settings = &ss;
+        g[q].remote = dec->remote != NULL;
+        g[q].frames = t->n;
     }
     if (pthread_mutex_init(&runs.mu, NULL) != 0) goto out;
     runs.nr = nr;
@@ -283,6 +296,13 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
     for (int q = 1; q < used; q++)
         if (started[q]) pthread_join(th[q], NULL);
     pthread_mutex_destroy(&runs.mu);
+    /* the contexts that opened, first (one that failed to open left its
+     * slot empty; the next call tries again) */
+    int open = 0;
+    for (int q = 0; q < REEL_GOP_CONTEXTS - 1; q++)
+        if (dec->gop_ctx[q]) dec->gop_ctx[open++] = dec->gop_ctx[q];
+    for (int q = open; q < REEL_GOP_CONTEXTS - 1; q++) dec->gop_ctx[q] = NULL;
+    dec->gop_open = open;
     reel_decode_stats sum;
     memset(&sum, 0, sizeof sum);
     for (int q = 0; q < used; q++) {

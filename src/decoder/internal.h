@@ -150,7 +150,8 @@ void reel__log_mark(reel_decoder *dec);
 int reel__log_errors_since_mark(const reel_decoder *dec);
 
 /* reel_decoder_decode, except that the call's last run drains the codec
- * instead of keeping it warm for a next call (decode.c): for GOP-parallel
+ * instead of keeping it warm, and keeps no frame put out after the wanted
+ * ones, for a next call (decode.c): for GOP-parallel
  * decoding (frames.c), whose calls are one keyframe run each and whose
  * next run starts elsewhere. */
 int reel__decoder_decode_cold(reel_decoder *dec, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,

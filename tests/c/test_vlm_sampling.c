@@ -334,6 +334,12 @@ TEST(gop_parallel_runs_cost_what_the_serial_plan_costs)
         CHECK_EQ_INT(ps.frames_returned, ss.frames_returned);
         CHECK(ps.frames_decoded <= ss.frames_decoded);
         CHECK(ps.seeks <= ss.seeks);
+        /* no context keeps frames past its runs (each would pin a codec
+         * buffer for the rest of the call) */
+        for (int q = 0; q < contexts; q++) {
+            const reel_decoder *x = q ? par->gop_ctx[q - 1] : par;
+            for (int i = 0; i < REEL_FRAME_CACHE; i++) CHECK_EQ_INT(x->cache_index[i], -1);
+        }
         reel_decoder_close(&par);
     }
     free(want);
