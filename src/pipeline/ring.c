@@ -29,17 +29,24 @@ static void *block_alloc(reel_ring *r, size_t bytes, int *pinned)
     return p;
 }
 
+/* Frees a block from either allocator (NULL is fine). */
+static void release(void *p, int pinned)
+{
+    if (pinned)
+        reel__pinned_free(p);
+    else
+        free(p);
+}
+
 /* Frees a variable ring's block (NULL is fine); under mu for the counts. */
 static void block_free(reel_ring *r, void *p, int pinned)
 {
     if (!p) return;
-    if (pinned) {
-        reel__pinned_free(p);
+    release(p, pinned);
+    if (pinned)
         r->pinned--;
-    } else {
-        free(p);
+    else
         r->plain--;
-    }
 }
 
 /* One buffer of a fixed-shape ring: `cap` bytes of batch, index arrays for
@@ -142,19 +149,13 @@ void reel__ring_free(reel_ring *r)
     if (!r->inited) return;
     for (int i = 0; i < r->count; i++) {
         reel_batchbuf *bb = &r->bufs[i];
-        if (bb->pinned)
-            reel__pinned_free(bb->data);
-        else
-            free(bb->data);
+        release(bb->data, bb->pinned);
         if (bb->slots_ready)
             for (int j = 0; j < r->batch_size; j++) {
                 reel_slot *s = &bb->slots[j];
                 pthread_mutex_destroy(&s->mu);
                 if (r->variable) {
-                    if (s->data_pinned)
-                        reel__pinned_free(s->data);
-                    else
-                        free(s->data);
+                    release(s->data, s->data_pinned);
                     free(s->indices);
                     free(s->pts);
                     free(s->visited);

@@ -41,6 +41,19 @@ static void fps_sampler(reel_sampler_settings *s)
     s->frame_factor = 2;
 }
 
+/* Loader settings that deliver the stored frames as they are (the stored
+ * size, no crop), in BTHWC, one epoch. */
+static void stored_as_is(reel_loader_settings *ls, int batch_size)
+{
+    ls->transform.resize = REEL_RESIZE_EXACT;
+    ls->transform.resize_width = SW;
+    ls->transform.resize_height = SH;
+    ls->transform.crop = REEL_CROP_NONE;
+    ls->transform.layout = REEL_BATCH_BTHWC;
+    ls->batch_size = batch_size;
+    ls->epochs = 1;
+}
+
 /* The fps sampler's frames of the source video (the video path's plan). */
 static int64_t video_plan(const char *path, const reel_sampler_settings *ss, int64_t *out, size_t cap)
 {
@@ -76,13 +89,7 @@ TEST(fps_store_samples_are_the_video_paths_frames_decoded_by_libjpeg_turbo)
     reel_loader_settings ls;
     reel_loader_default_settings(&ls);
     fps_sampler(&ls.sampler);
-    ls.transform.resize = REEL_RESIZE_EXACT; /* the stored size: the stored frames as they are */
-    ls.transform.resize_width = SW;
-    ls.transform.resize_height = SH;
-    ls.transform.crop = REEL_CROP_NONE;
-    ls.transform.layout = REEL_BATCH_BTHWC;
-    ls.batch_size = 3;
-    ls.epochs = 1;
+    stored_as_is(&ls, 3);
     ls.decode_threads = 2;
     reel_loader *l = NULL;
     reel_error err;
@@ -164,13 +171,7 @@ TEST(a_strided_store_reports_source_frame_indices)
     reel_loader_default_settings(&ls);
     ls.sampler.frames_per_clip = 4;
     ls.sampler.clips_per_video = 2;
-    ls.transform.resize = REEL_RESIZE_EXACT;
-    ls.transform.resize_width = SW;
-    ls.transform.resize_height = SH;
-    ls.transform.crop = REEL_CROP_NONE;
-    ls.transform.layout = REEL_BATCH_BTHWC;
-    ls.batch_size = 2;
-    ls.epochs = 1;
+    stored_as_is(&ls, 2);
     reel_loader *l = NULL;
     reel_error err;
     CHECK_MSG(reel_loader_create(&l, ds, &ls, &err) == REEL_OK, "%s", err.message);

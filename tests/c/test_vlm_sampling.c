@@ -227,12 +227,7 @@ TEST(gop_parallel_get_frames_equals_serial)
     char path[1024];
     snprintf(path, sizeof path, "%s/gop.mp4", harness_tmpdir());
     reel_synth_params p;
-    reel_synth_default_params(&p);
-    p.path = path;
-    p.width = 96;
-    p.height = 64;
-    p.num_frames = 150;
-    p.gop = 12;
+    tg_params(&p, path, "h264", 96, 64, 150, 12, 2);
     tg_synth(&p);
     const int64_t idx[] = { 140, 5, 5, 61, -1, 0, 33, 100, 99, 61, 12, 13 };
     const size_t n = sizeof idx / sizeof *idx;
@@ -298,12 +293,7 @@ TEST(gop_parallel_runs_cost_what_the_serial_plan_costs)
     char path[1024];
     snprintf(path, sizeof path, "%s/gop_runs.mp4", harness_tmpdir());
     reel_synth_params p;
-    reel_synth_default_params(&p);
-    p.path = path;
-    p.width = 64;
-    p.height = 48;
-    p.num_frames = 240;
-    p.gop = 10;
+    tg_params(&p, path, "h264", 64, 48, 240, 10, 2);
     tg_synth(&p);
     int64_t idx[60];
     const size_t n = sizeof idx / sizeof *idx;
