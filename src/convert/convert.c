@@ -36,7 +36,9 @@ struct reel_converter {
     float lut_key[7];
     float lut_f32[3][256];
     uint16_t lut_u16[3][256];
-    int ssse3; /* the CPU has SSSE3 (FFmpeg's CPU flags, so its mask applies) */
+    float lut_args[3][3]; /* per channel: scale, mean, std as the tables were built */
+    int f32_vec;          /* reel__widen_f32 reproduces lut_f32 exactly (widen.c) */
+    int ssse3;            /* the CPU has SSSE3 (FFmpeg's CPU flags, so its mask applies) */
 };
 
 void reel_transform_default_settings(reel_transform *t)
@@ -330,7 +332,13 @@ static void build_luts(reel_converter *c, const reel_transform *t)
             c->lut_f32[ch][v] = x;
             c->lut_u16[ch][v] = t->dtype == REEL_DTYPE_BFLOAT16 ? reel__f32_to_bf16(x) : reel__f32_to_f16(x);
         }
+        c->lut_args[ch][0] = scale;
+        c->lut_args[ch][1] = t->mean[ch];
+        c->lut_args[ch][2] = sd;
     }
+    c->f32_vec = 1;
+    for (int ch = 0; ch < 3; ch++)
+        c->f32_vec &= reel__widen_f32_matches(scale, t->mean[ch], c->lut_args[ch][2], c->lut_f32[ch]);
     memcpy(c->lut_key, key, sizeof key);
     c->lut_dtype = t->dtype;
 }
@@ -406,9 +414,27 @@ static void planar_row_u8(const uint8_t *restrict s, uint8_t *restrict r, uint8_
     }
 }
 
-static void planar_row_f32(const uint8_t *restrict s, float *restrict r, float *restrict g, float *restrict b, int w,
-                           int flip, const float lut[3][256])
+/* float32 planes: de-interleaved into bytes a chunk at a time (on the
+ * stack, in cache), then widened in SIMD lanes (widen.c) when that gives the
+ * table's values exactly (reel__widen_f32_matches, checked per transform); else
+ * the table. */
+static void planar_row_f32(const reel_converter *c, const uint8_t *restrict s, float *restrict r, float *restrict g,
+                           float *restrict b, int w, int flip)
 {
+    const float(*lut)[256] = c->lut_f32;
+    if (c->f32_vec) {
+        enum { CHUNK = 256 };
+        uint8_t p[3][CHUNK];
+        float *o[3] = { r, g, b };
+        for (int x0 = 0; x0 < w; x0 += CHUNK) {
+            int n = w - x0 < CHUNK ? w - x0 : CHUNK;
+            /* flipped: output x0.. comes from input w-x0-n.. read backwards */
+            planar_row_u8(s + 3 * (flip ? w - x0 - n : x0), p[0], p[1], p[2], n, flip, c->ssse3);
+            for (int ch = 0; ch < 3; ch++)
+                reel__widen_f32(p[ch], o[ch] + x0, n, c->lut_args[ch][0], c->lut_args[ch][1], c->lut_args[ch][2]);
+        }
+        return;
+    }
     for (int x = 0; x < w; x++) {
         const uint8_t *p = s + 3 * (flip ? w - 1 - x : x);
         r[x] = lut[0][p[0]];
@@ -460,7 +486,7 @@ static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int 
                 planar_row_u8(s, r, r + sc, r + 2 * sc, w, flip, c->ssse3);
             } else if (t->dtype == REEL_DTYPE_FLOAT32) {
                 float *r = (float *)dst + y * sy;
-                planar_row_f32(s, r, r + sc, r + 2 * sc, w, flip, c->lut_f32);
+                planar_row_f32(c, s, r, r + sc, r + 2 * sc, w, flip);
             } else {
                 uint16_t *r = (uint16_t *)dst + y * sy;
                 planar_row_u16(s, r, r + sc, r + 2 * sc, w, flip, c->lut_u16);

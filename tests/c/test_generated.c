@@ -168,6 +168,7 @@ static void check_transforms(reel_decoder *dec, const int64_t *idx, size_t n)
 
     static const norm norms[] = {
         { 255.0f, { 0.0f, 0.0f, 0.0f }, { 1.0f, 1.0f, 1.0f } },             /* [0, 1] */
+        { 1.0f, { 0.0f, 0.0f, 0.0f }, { 1.0f, 1.0f, 1.0f } },               /* 0-255, as reel.vlm's float32 */
         { 255.0f, { 0.485f, 0.456f, 0.406f }, { 0.229f, 0.224f, 0.225f } }, /* ImageNet */
         /* extremes for the 16-bit types: overflow to inf (std 1e-5 -> up to 1e5),
          * subnormal halves (std 1e3), odd scale */

@@ -336,3 +336,58 @@ TEST(gop_parallel_runs_cost_what_the_serial_plan_costs)
     free(got);
     reel_decoder_close(&serial);
 }
+
+/* reel.vlm's float32 CHW output (0-255, divisor 1) is the uint8 output
+ * widened, element for element, also where the rows are widened in SIMD
+ * chunks (widen.c): a width of two 256-pixel chunks plus a 9-pixel tail,
+ * flipped and not, and a non-trivial normalisation beside it. */
+static float widen_ref(uint8_t v, float scale, float mean, float sd)
+{
+    volatile float x = (float)v / scale; /* float rounding at each step */
+    x = x - mean;
+    return x / sd;
+}
+
+TEST(float32_chw_output_is_the_uint8_output_widened)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/widen.mp4", harness_tmpdir());
+    reel_synth_params p;
+    tg_params(&p, path, "h264", 160, 120, 8, 4, 0);
+    tg_synth(&p);
+    reel_decoder *d = tg_open(path, NULL);
+    const int64_t idx[] = { 0, 5, 7 };
+    const int ow = 2 * 256 + 9, oh = 30;
+    const float norms[2][7] = { { 1.0f, 0, 0, 0, 1, 1, 1 },
+                                { 255.0f, 0.485f, 0.456f, 0.406f, 0.229f, 0.224f, 0.225f } };
+    for (int flip = 0; flip <= 1; flip++)
+        for (int ni = 0; ni < 2; ni++) {
+            reel_transform t;
+            reel_transform_default_settings(&t);
+            t.width = ow;
+            t.height = oh;
+            t.layout = REEL_LAYOUT_CHW;
+            t.flip_horizontal = flip;
+            t.filter = REEL_FILTER_BICUBIC;
+            t.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+            uint8_t *u8 = tg_get(d, idx, 3, &t, NULL);
+            t.dtype = REEL_DTYPE_FLOAT32;
+            t.scale = norms[ni][0];
+            for (int c = 0; c < 3; c++) {
+                t.mean[c] = norms[ni][1 + c];
+                t.std[c] = norms[ni][4 + c];
+            }
+            float *f32 = (float *)tg_get(d, idx, 3, &t, NULL);
+            size_t bad = 0, total = (size_t)3 * 3 * ow * oh;
+            for (size_t i = 0; i < total; i++) {
+                int c = (int)(i / ((size_t)ow * oh) % 3);
+                float want = widen_ref(u8[i], t.scale, t.mean[c], t.std[c]);
+                bad += memcmp(&want, &f32[i], sizeof want) != 0;
+            }
+            CHECK_MSG(bad == 0, "flip %d norm %d: %zu of %zu float32 values differ from uint8 widened", flip, ni, bad,
+                      total);
+            free(u8);
+            free(f32);
+        }
+    reel_decoder_close(&d);
+}
