@@ -157,6 +157,14 @@ int reel__log_errors_since_mark(const reel_decoder *dec);
 int reel__decoder_decode_cold(reel_decoder *dec, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
                               reel_decode_stats *stats, reel_error *err);
 
+/* Gives the codec's decoded pictures back (decode.c): the codec is
+ * replaced by a fresh one of the same settings. For a decoder with no frame
+ * in flight (after a cold call): a GOP-parallel context calls it when it
+ * finds no run left while others still decode, so that it does not hold its
+ * pictures while they write the call's last frames. REEL_OK, or
+ * REEL_E_NOMEM with the decoder as it was. */
+int reel__decoder_release_pictures(reel_decoder *dec);
+
 int reel__table_scan(reel_decoder *dec, reel_error *err);
 /* Builds dec->table from the mp4/mov sample tables if they are complete;
  * returns REEL_E_INDEX_STALE (no error filled) when it cannot, so the caller scans. */

@@ -265,6 +265,12 @@ TEST(gop_parallel_get_frames_equals_serial)
         const int open1 = par->gop_open;
         const reel_decoder *first = par->gop_ctx[0];
         CHECK(open1 >= 1 && open1 <= contexts[c] - 1);
+        /* every context but the last to finish gave its pictures back when
+         * it found no run left: its codec is a fresh one that has put out no
+         * frame */
+        int holding = par->avctx->frame_number != 0;
+        for (int q = 0; q < open1; q++) holding += par->gop_ctx[q]->avctx->frame_number != 0;
+        CHECK_MSG(holding <= 1, "%d of %d contexts still hold decoded pictures", holding, open1 + 1);
         memset(got, 0, fb * n);
         CHECK_OK(reel_decoder_get_frames(par, idx, n, &t, got, fb * n, &ps, &err));
         CHECK(memcmp(got, want, fb * n) == 0);
