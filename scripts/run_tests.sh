@@ -162,20 +162,21 @@ ray_diagnostics() {
     local dir=$1 file=$2 logs why
     echo "==> $file: Ray's logs in $dir and this machine's limits" >&2
     for logs in "$dir"/ray/session_*/logs; do
-        [ -d "$logs" ] || continue
+        [ -d "$logs" ] && [ ! -L "${logs%/logs}" ] || continue   # not session_latest, the link
         for f in "$logs"/gcs_server.out "$logs"/gcs_server.err "$logs"/raylet.out "$logs"/raylet.err \
                  "$logs"/python-core-driver-*.log; do
             [ -s "$f" ] || continue
-            echo "--- ${f#"$dir"/} (last 25 lines)" >&2
-            tail -n 25 "$f" >&2
+            echo "--- ${f#"$dir"/} (its last 20 log lines, no stats dumps)" >&2
+            grep -E '^\[|^[A-Z][a-z]+Error|^Traceback|^\*\*\*' "$f" | tail -n 20 | cut -c1-400 >&2
         done
         why=$(cat "$logs"/gcs_server.* "$logs"/raylet.* "$logs"/python-core-driver-*.log 2>/dev/null |
-            grep -E 'FATAL|Check failed|terminate|[Dd]ied|dead|[Kk]illed|[Ee]xit|Resource temporarily|Too many' |
+            grep -E '^\[' | grep -E 'FATAL|Check failed|terminate|[Dd]ied|is dead|[Kk]illed|[Ee]xit(ing|ed)?\b|Resource temporarily|Too many|[Oo]ut of memory' |
             tail -n 4 | cut -c1-300)
         [ -n "$why" ] && note "$file: Ray logged: $(tr '\n' '|' <<<"$why")"
     done
     echo "--- limits: ulimit -u $(ulimit -u) -n $(ulimit -n); pids $(cat /sys/fs/cgroup/pids.max 2>/dev/null) now $(cat /sys/fs/cgroup/pids.current 2>/dev/null); memory.max $(cat /sys/fs/cgroup/memory.max 2>/dev/null); $(grep -h oom_kill /sys/fs/cgroup/memory.events 2>/dev/null | tr '\n' ' ')" >&2
     df -h /dev/shm /tmp 2>/dev/null | sed 's/^/    /' >&2
+    dmesg 2>/dev/null | grep -iE 'killed process|out of memory' | tail -n 3 >&2
 }
 
 # Strict mode (REEL_STRICT=1, which .ci/run sets; CI=true sets it too): a skip
