@@ -6,6 +6,7 @@
  * reason. */
 #define _GNU_SOURCE
 #include "pack/pack.h"
+#include "pipeline/sampler_internal.h"
 
 #include "reel/decoder.h"
 #include "reel/sampler.h"
@@ -70,13 +71,7 @@ static int sample_whole(const reel_pack_settings *ps, const reel_video_info *inf
                         int64_t n, const reel__pack_entry *it, int64_t **out, int64_t *count, reel_error *err)
 {
     reel_sampler_settings s;
-    reel_sampler_default_settings(&s);
-    s.kind = (reel_sampler_kind)ps->sampler;
-    s.fps = ps->fps;
-    s.min_frames = ps->min_frames;
-    s.max_frames = ps->max_frames;
-    if (ps->sampler == REEL_SAMPLE_COUNT) s.frames_per_clip = ps->frames;
-    s.frame_factor = ps->frame_factor;
+    reel__sampler_of_pack(ps->sampler, ps->fps, ps->min_frames, ps->max_frames, ps->frames, ps->frame_factor, &s);
     reel_sampler_video v;
     memset(&v, 0, sizeof v);
     v.table = tab;

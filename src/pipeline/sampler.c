@@ -73,6 +73,18 @@ void reel_sampler_default_settings(reel_sampler_settings *s)
     s->frame_factor = 2;
 }
 
+void reel__sampler_of_pack(int kind, double fps, int min_frames, int max_frames, int frames, int frame_factor,
+                           reel_sampler_settings *s)
+{
+    reel_sampler_default_settings(s);
+    s->kind = (reel_sampler_kind)kind;
+    s->fps = fps;
+    s->min_frames = min_frames;
+    s->max_frames = max_frames;
+    if (kind == REEL_SAMPLE_COUNT) s->frames_per_clip = frames;
+    s->frame_factor = frame_factor;
+}
+
 /* torch.linspace(start, end, steps, dtype=torch.int), computed as torch does:
  * the first half forward from start, the second half back from end. */
 static int64_t linspace_at(int64_t start, int64_t end, int steps, int i)

@@ -19,6 +19,12 @@ int reel__sampler_check(const reel_sampler_settings *s, reel_error *err);
  * -1 for REEL_SAMPLE_FPS. */
 int64_t reel__sampler_fixed_count(const reel_sampler_settings *s);
 
+/* The whole-video sampler a store was packed with, as settings: the sampler
+ * fields that reel_store_info and reel_pack_settings both carry (kind, fps,
+ * min and max frames, the count sampler's frames, frame factor). */
+void reel__sampler_of_pack(int kind, double fps, int min_frames, int max_frames, int frames, int frame_factor,
+                           reel_sampler_settings *s);
+
 /* reel_sampler_describe without the argument checks. */
 int reel__sampler_describe(const reel_sampler_settings *s, const reel_sampler_video *v, reel_sampler_result *r,
                            reel_error *err);

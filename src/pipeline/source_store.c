@@ -3,6 +3,7 @@
  * decodes them ("decode jpeg", "decode raw", "decode h264"). One store
  * reader per worker thread; the store itself is shared. */
 #include "pipeline/source.h"
+#include "pipeline/sampler_internal.h"
 #include "store/store_internal.h"
 #include "core/error.h"
 
@@ -139,17 +140,6 @@ static int store_blocks(void *ctx, const reel_dataset_entry *entries, size_t n, 
 }
 
 /* The whole-video sampler a store was packed with, as loader settings. */
-static void packed_sampler(const reel_store_info *i, reel_sampler_settings *p)
-{
-    reel_sampler_default_settings(p);
-    p->kind = (reel_sampler_kind)i->sampler;
-    p->fps = i->fps;
-    p->min_frames = i->min_frames;
-    p->max_frames = i->max_frames;
-    p->frames_per_clip = i->frames;
-    p->frame_factor = i->frame_factor;
-}
-
 static int whole_video(int kind)
 {
     return kind == REEL_SAMPLE_FPS || kind == REEL_SAMPLE_COUNT;
@@ -183,7 +173,7 @@ static int check_sampler(reel_source_store_ctx *c, const reel_store_info *i, con
         return REEL_OK;
     }
     reel_sampler_settings p;
-    packed_sampler(i, &p);
+    reel__sampler_of_pack(i->sampler, i->fps, i->min_frames, i->max_frames, i->frames, i->frame_factor, &p);
     const int same =
         p.kind == s->kind && p.frame_factor == s->frame_factor &&
         (s->kind == REEL_SAMPLE_FPS ? p.fps == s->fps && p.min_frames == s->min_frames && p.max_frames == s->max_frames

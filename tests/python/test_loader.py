@@ -315,7 +315,18 @@ def test_next_batch_timeout_raises_and_loses_nothing(slow_video):
         assert loader.metrics()["batches"] == 1
 
 
-def test_ctrl_c_stops_a_long_wait(slow_video):
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler for the test: a shell that starts the run in
+    the background leaves SIGINT ignored, and then no KeyboardInterrupt comes."""
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
+def test_ctrl_c_stops_a_long_wait(slow_video, python_sigint):
     """SIGINT while waiting for a batch raises KeyboardInterrupt at once, not
     after the batch is ready (the GIL is taken back every 0.1 s)."""
     import signal
@@ -343,7 +354,7 @@ def test_ctrl_c_stops_a_long_wait(slow_video):
         del b
 
 
-def test_ctrl_c_stops_a_long_decoder_call(slow_video):
+def test_ctrl_c_stops_a_long_decoder_call(slow_video, python_sigint):
     """SIGINT during one long VideoDecoder call (the last frame of a long GOP)
     raises KeyboardInterrupt within about 0.1 s, and the decoder still works."""
     import signal
