@@ -451,6 +451,19 @@ def test_variable_samples_options_and_planning(vlm_videos):
     want, _ = _loader_samples(str(vlm_videos), 0, **VOPTS)
     assert all(len(w[2]) <= src._clip_bytes for w in want.values())  # the estimate bounds each sample
     assert src.estimate_inmemory_data_size() == 4 * src._clip_bytes
+    # layout BTHWC: rows [T, H, W, C] whose frames carry the indices of their frame_indices
+    src = rray.ClipDatasource(vlm_videos, layout="BTHWC", shuffle=False, **VOPTS)
+    seen = 0
+    for t in src.get_read_tasks(1):
+        for b in t.read_fn():
+            batch = ray.data.block.BlockAccessor.for_block(b).to_batch_format("numpy")
+            for f, fi, fail in zip(batch["frames"], batch["frame_indices"], batch["failure"]):
+                if fail:
+                    assert f.shape == (0, 0, 0, 3) and fi.shape == (0,)
+                    continue
+                assert f.shape[-1] == 3 and read_indices(np.ascontiguousarray(f)) == fi.tolist()
+                seen += 1
+    assert seen == 3
     # the fps sampler alone (no size policy): fixed size, lengths differ, rows still per sample
     tasks = rray.ClipDatasource(vlm_videos, sampler="fps", fps=4.0, size=32, seed=3, shuffle=False).get_read_tasks(1)
     rows = [b for t in tasks for b in t.read_fn()]
