@@ -93,17 +93,19 @@ def good_videos(videos, tmp_path_factory) -> Path:
 
 
 def _loader_epoch(source, epoch, **opts):
-    """{(sample, clip): (frame_indices, crop, flipped, frames bytes)} of Loader epoch `epoch`, and its failures."""
+    """{(sample, clip): (frame_indices, crop, flipped, frames bytes, label)} of Loader epoch `epoch`, and
+    its failures; the frames' shapes too (a 6th item) with `shapes=True` (variable batches: one a sample)."""
     out = {}
+    shapes = opts.pop("shapes", False)
     with reel.Loader(source, epochs=epoch + 1, batch_size=3, num_threads=2, **opts) as L:
         for _ in range(epoch):
             for _b in L:
                 pass
         for b in L:
-            frames = b.frames.numpy()
+            frames = [f.numpy() for f in b.frames] if isinstance(b.frames, list) else b.frames.numpy()
             for i, c in enumerate(b.info):
                 out[(c.sample, c.clip)] = (tuple(c.frame_indices), tuple(c.crop), bool(c.flipped),
-                                           frames[i].tobytes(), c.label)
+                                           frames[i].tobytes(), c.label) + ((frames[i].shape,) if shapes else ())
         failures = {f["sample"] for f in L.metrics()["failures"] if f["epoch"] == epoch}
     return out, failures
 
@@ -374,17 +376,8 @@ def vlm_videos(tmp_path_factory) -> Path:
 
 def _loader_samples(source, epoch, **opts):
     """{sample: (frame_indices, (h, w), frames bytes, label)} of Loader epoch `epoch` (variable batches), and its failures."""
-    out = {}
-    with reel.Loader(source, epochs=epoch + 1, batch_size=2, num_threads=2, **opts) as L:
-        for _ in range(epoch):
-            for _b in L:
-                pass
-        for b in L:
-            assert isinstance(b.frames, list)
-            for f, c, hw in zip(b.frames, b.info, b.sizes):
-                out[c.sample] = (tuple(c.frame_indices), tuple(hw), f.numpy().tobytes(), c.label)
-        failures = {f["sample"] for f in L.metrics()["failures"] if f["epoch"] == epoch}
-    return out, failures
+    clips, failures = _loader_epoch(source, epoch, shapes=True, **opts)
+    return {k[0]: (v[0], tuple(v[5][2:]), v[3], v[4]) for k, v in clips.items()}, failures
 
 
 def test_variable_samples_are_the_loaders_samples(cluster, vlm_videos):
