@@ -11,6 +11,10 @@
     for batch in clips.iter_torch_batches(batch_size=32):
         x, y = batch["frames"], batch["label"]         # [32, 8, 3, 224, 224] uint8, [32]
 
+Video-language models: ``read_clips(..., sampler="fps", fps=2,
+size_policy={"factor": 28, ...})`` gives one row per video, each of its own
+length and size (see :func:`read_clips`).
+
 Rows are clips, decoded by reel's C loader inside each read task (the GIL
 released, decoders and converters reused across the task's videos). For a
 given ``seed``, the rows of each epoch are the clips ``reel.Loader`` delivers
@@ -93,9 +97,10 @@ class ClipDatasource(Datasource):
                              "Loader's epochs=None, forever, has no equivalent)")
         if block_rows is not None and int(block_rows) < 1:
             raise ValueError(f"read_clips: block_rows must be >= 1, not {block_rows}")
-        if options.get("sampler") == "fps" or options.get("size_policy") is not None or options.get("pad"):
-            raise ValueError("read_clips: variable-size samples (sampler='fps', size_policy, pad) are not supported "
-                             "yet: its rows have one shape; use reel.Loader or reel.vlm for them")
+        if options.get("pad"):
+            raise ValueError("read_clips: pad=True is not taken: rows are per sample, each of its own length and "
+                             "size (sampler='fps', size_policy); padding is a batch concern, for the collate that "
+                             "batches the rows (see the docstring of read_clips)")
         self._source = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
         if isinstance(self._source, os.PathLike):
             self._source = os.fspath(self._source)
@@ -117,8 +122,14 @@ class ClipDatasource(Datasource):
         h, w = _hw(cfg["size"])
         t = int(cfg["frames_per_clip"])
         self._clips_per_video = int(cfg["clips_per_video"])
-        self._clip_shape = _row_shape(cfg["layout"], t, h, w)
-        self._clip_bytes = int(np.prod(self._clip_shape)) * _ITEMSIZE.get(_dtype_name(cfg["dtype"]), 4)
+        itemsize = _ITEMSIZE.get(_dtype_name(cfg["dtype"]), 4)
+        # Variable samples (the Loader's variable batches): each row its own T (sampler="fps") and size
+        # (size_policy); there is no clip shape, only this row layout
+        self._variable = cfg["sampler"] == "fps" or cfg["size_policy"] is not None
+        shape = _row_shape(cfg["layout"], t, h, w)
+        self._clip_shape: Optional[Tuple[int, ...]] = None if self._variable else shape
+        # bytes of one clip; of variable samples, a bound (_sample_elements)
+        self._clip_bytes = (_sample_elements(cfg, h, w) if self._variable else int(np.prod(shape))) * itemsize
         # the loader itself checks every option; a bad one fails here, on the driver
         Loader(self._source, **self._loader_config([0], 1, first)).close()
 
@@ -143,6 +154,13 @@ class ClipDatasource(Datasource):
         batch) or, if fewer fit, a power of two (which divides it), so that
         batches take whole blocks or whole halves of one instead of copying
         rows of two blocks together."""
+        if self._variable:
+            # A sample's size is known only once its read task has opened and sampled the video (planning
+            # it on the driver would open every video: a second planner), and _clip_bytes is a bound that
+            # may be far above it. A whole-video sample is one block by default: it is already large (tens
+            # to hundreds of frames), so Ray's per-block cost is small beside it, and a block then exceeds
+            # the target size only if one sample does. block_rows asks for more samples per block.
+            return max(1, self._block_rows or 1)
         target = min(int(getattr(data_context, "target_max_block_size", None) or (128 << 20)), _BLOCK_BYTES)
         fit = max(1, target // self._clip_bytes)
         if self._block_rows:
@@ -235,7 +253,7 @@ class ClipDatasource(Datasource):
                                      exec_stats=None)
                 # the loader's ring is sized by its batch: no bigger than the task
                 fn = _ReadFn(self._source, self._loader_config(samples, min(block_videos, len(samples)), epoch),
-                             self._clip_shape, columns)
+                             self._clip_shape, columns)  # clip_shape None: variable samples
                 try:
                     tasks.append(ReadTask(fn, meta, per_task_row_limit=per_task_row_limit))
                 except TypeError:  # older Ray without per-task row limits
@@ -247,7 +265,7 @@ class _ReadFn:
     """One read task: a reel loader over the task's samples, one Arrow block
     per loader batch (copied out of the ring), then the failures."""
 
-    def __init__(self, source: Any, config: Dict[str, Any], clip_shape: Tuple[int, ...],
+    def __init__(self, source: Any, config: Dict[str, Any], clip_shape: Optional[Tuple[int, ...]],
                  columns: Optional[Sequence[str]] = None) -> None:
         self.source, self.config, self.clip_shape = source, config, clip_shape
         self.columns = None if columns is None else tuple(columns)  # None: all of COLUMNS
@@ -257,8 +275,14 @@ class _ReadFn:
         with Loader(self.source, **self.config) as loader:
             try:
                 for batch in loader:
-                    yield _block(batch.frames.numpy(), batch.info, self.config["first_epoch"], self.columns)
-                    del batch
+                    if not batch.info:  # each of its samples failed: their rows come with the failures
+                        continue
+                    if isinstance(batch.frames, list):  # variable samples: one ndarray per row
+                        frames: Any = [f.numpy() for f in batch.frames]
+                    else:
+                        frames = batch.frames.numpy()
+                    yield _block(frames, batch.info, self.config["first_epoch"], self.columns)
+                    del batch, frames
             except _reel.ReelError as exc:
                 # every sample of this task failed: their failure rows follow
                 if on_error == "raise" or exc.status != _reel.STATUS["NO_DATA"]:
@@ -302,46 +326,124 @@ def _row_shape(layout: str, t: int, h: int, w: int) -> Tuple[int, ...]:
 
 def _columns(make: Dict[str, Any], columns: Optional[Sequence[str]]) -> Any:
     """An Arrow block of the given columns (None: all of COLUMNS, in order),
-    each made only if asked for."""
-    return BlockAccessor.batch_to_block({k: make[k]() for k in (COLUMNS if columns is None else columns)})
+    each made only if asked for. A column made as a list of ndarrays (one a
+    row, shapes differing) becomes Ray's variable-shaped tensor column
+    (ArrowVariableShapedTensorArray), whatever the shapes of the block: a
+    block whose rows happen to share a shape would otherwise get a
+    fixed-shape tensor type, unlike its neighbours."""
+    names = list(COLUMNS if columns is None else columns)
+    made = {k: make[k]() for k in names}
+    ragged = {k: v for k, v in made.items() if isinstance(v, list)}
+    if not ragged:
+        return BlockAccessor.batch_to_block(made)
+    import pyarrow as pa
+    from ray.data.extensions import ArrowVariableShapedTensorArray
+
+    arrays = {}
+    for k, rows in ragged.items():
+        obj = np.empty(len(rows), dtype=object)
+        obj[:] = rows
+        arrays[k] = ArrowVariableShapedTensorArray.from_numpy(obj)
+    rest = {k: v for k, v in made.items() if k not in ragged}
+    block = BlockAccessor.batch_to_block(rest) if rest else pa.table({})
+    if not rest:  # a table of no columns has no rows: start from the first ragged one
+        first = next(iter(arrays))
+        block = pa.table({first: arrays.pop(first)})
+    for k, arr in arrays.items():
+        block = block.add_column(names.index(k), k, arr)
+    return block
 
 
 def _block(frames: Any, info: Sequence[Any], epoch: int, columns: Optional[Sequence[str]] = None) -> Any:
+    """The rows of one loader batch. ``frames``: the batch's ndarray, or for
+    variable samples a list of per-sample ndarrays; both views of the ring,
+    copied out here (the ring goes back to the loader)."""
     n = len(info)
+    if isinstance(frames, list):  # variable samples: ragged frames, frame_indices and pts_seconds
+        return _columns({
+            **_info_columns(info, epoch),
+            "frames": lambda: [np.array(f, copy=True) for f in frames],
+            "frame_indices": lambda: [np.asarray(c.frame_indices, dtype=np.int64) for c in info],
+            "pts_seconds": lambda: [np.asarray(c.pts_seconds, dtype=np.float64) for c in info],
+        }, columns)
     t = len(info[0].frame_indices) if n else 0
     return _columns({
-        "frames": lambda: np.array(frames, copy=True),  # out of the ring, which goes back to the loader
+        **_info_columns(info, epoch),
+        "frames": lambda: np.array(frames, copy=True),
+        "frame_indices": lambda: np.array([c.frame_indices for c in info], dtype=np.int64).reshape(n, t),
+        "pts_seconds": lambda: np.array([c.pts_seconds for c in info], dtype=np.float64).reshape(n, t),
+    }, columns)
+
+
+def _info_columns(info: Sequence[Any], epoch: int) -> Dict[str, Any]:
+    """The columns of a batch's rows that are the same for clips and variable samples."""
+    n = len(info)
+    return {
         "label": lambda: np.fromiter((c.label for c in info), dtype=np.int64, count=n),
         "path": lambda: np.array([redact(c.path) for c in info], dtype=object),
         "sample": lambda: np.fromiter((c.sample for c in info), dtype=np.int64, count=n),
         "clip": lambda: np.fromiter((c.clip for c in info), dtype=np.int32, count=n),
-        "frame_indices": lambda: np.array([c.frame_indices for c in info], dtype=np.int64).reshape(n, t),
-        "pts_seconds": lambda: np.array([c.pts_seconds for c in info], dtype=np.float64).reshape(n, t),
         "crop": lambda: np.array([c.crop for c in info], dtype=np.int32).reshape(n, 4),
         "flipped": lambda: np.fromiter((c.flipped for c in info), dtype=bool, count=n),
         "epoch": lambda: np.full(n, epoch, dtype=np.int64),
         "failure": lambda: np.array([""] * n, dtype=object),
-    }, columns)
+    }
 
 
-def _failure_block(failures: Sequence[Dict[str, Any]], clip_shape: Tuple[int, ...], config: Dict[str, Any],
-                   columns: Optional[Sequence[str]] = None) -> Any:
-    n, t = len(failures), clip_shape[_LAYOUT_ROW[config.get("layout", "BTCHW")].index("T")]
+def _failure_block(failures: Sequence[Dict[str, Any]], clip_shape: Optional[Tuple[int, ...]],
+                   config: Dict[str, Any], columns: Optional[Sequence[str]] = None) -> Any:
+    """Failure rows: zero frames of the clip shape, frame_indices -1; for
+    variable samples (``clip_shape`` None) frames of no frames and no pixels
+    (T, H and W 0, the row's rank and channels kept) and empty
+    frame_indices and pts_seconds."""
+    n = len(failures)
+    layout = _LAYOUT_ROW[config.get("layout", "BTCHW")]
     dtype = {"uint8": np.uint8, "float16": np.float16}.get(_dtype_name(config.get("dtype", "uint8")), np.float32)
-    return _columns({
-        "frames": lambda: np.zeros((n,) + tuple(clip_shape), dtype=dtype),
+    make: Dict[str, Any] = {
         "label": lambda: np.full(n, -1, dtype=np.int64),
         "path": lambda: np.array([redact(f["path"]) for f in failures], dtype=object),
         "sample": lambda: np.array([f["sample"] for f in failures], dtype=np.int64),
         "clip": lambda: np.full(n, -1, dtype=np.int32),
-        "frame_indices": lambda: np.full((n, t), -1, dtype=np.int64),
-        "pts_seconds": lambda: np.full((n, t), np.nan, dtype=np.float64),
         "crop": lambda: np.zeros((n, 4), dtype=np.int32),
         "flipped": lambda: np.zeros(n, dtype=bool),
         "epoch": lambda: np.array([f["epoch"] for f in failures], dtype=np.int64),
         "failure": lambda: np.array([f["reason"] or f"{redact(f['path'])}: failed" for f in failures],
                                     dtype=object),
-    }, columns)
+    }
+    if clip_shape is None:
+        empty = tuple(3 if c == "C" else 0 for c in layout)
+        make.update(frames=lambda: [np.zeros(empty, dtype=dtype) for _ in range(n)],
+                    frame_indices=lambda: [np.zeros(0, dtype=np.int64) for _ in range(n)],
+                    pts_seconds=lambda: [np.zeros(0, dtype=np.float64) for _ in range(n)])
+    else:
+        t = clip_shape[layout.index("T")]
+        make.update(frames=lambda: np.zeros((n,) + tuple(clip_shape), dtype=dtype),
+                    frame_indices=lambda: np.full((n, t), -1, dtype=np.int64),
+                    pts_seconds=lambda: np.full((n, t), np.nan, dtype=np.float64))
+    return _columns(make, columns)
+
+
+def _sample_elements(cfg: Dict[str, Any], h: int, w: int) -> int:
+    """A bound on the elements (T x C x H x W) of one variable sample, for
+    estimates: the most frames the sampler gives (``max_frames``, or the C
+    default 768; ``frames_per_clip`` for sampler="count") times the pixels
+    the size policy gives that many frames of a large video (the C
+    reel_size_policy_apply, so the budget's defaults and ``total_pixels``
+    share are the Loader's), or ``size`` without a policy. The videos' own
+    lengths and sizes are known only in the read tasks."""
+    defaults = _reel.loader_defaults()
+    if cfg["sampler"] == "fps":
+        t = int(cfg["max_frames"] if cfg["max_frames"] is not None else defaults["sampler.max_frames"])
+    else:
+        t = int(cfg["frames_per_clip"])
+    if cfg["size_policy"] is not None:
+        from ._loader import _size_policy
+        p = _size_policy(cfg["size_policy"])
+        h, w = _reel.size_policy(8192, 8192, t, int(p.get("size_policy.factor", defaults["size_policy.factor"])),
+                                 int(defaults["sampler.frame_factor"]), float(p.get("size_policy.min_pixels", 0.0)),
+                                 float(p.get("size_policy.max_pixels", 0.0)), float(p["size_policy.total_pixels"]),
+                                 int(p.get("size_policy.width", 0)), int(p.get("size_policy.height", 0)))
+    return max(1, t * 3 * int(h) * int(w))
 
 
 def read_clips(source: Any, *, epoch: Optional[int] = None, epochs: int = 1, first_epoch: Optional[int] = None,
@@ -394,9 +496,27 @@ def read_clips(source: Any, *, epoch: Optional[int] = None, epochs: int = 1, fir
     that is a multiple of the ``iter_torch_batches`` batch size gives whole
     batches without copying rows of two blocks together.
 
+    Variable samples (video-language models): ``sampler="fps"`` (``fps``,
+    ``min_frames``, ``max_frames``) and ``size_policy={...}`` as for
+    ``reel.Loader``: a row is one whole-video sample, whose ``frames`` are
+    [T_i, C, H_i, W_i] (or as ``layout`` says) of its own length and size,
+    the frames and pixels ``reel.Loader`` gives that sample for the same
+    seed and epoch. ``frames``, ``frame_indices`` and ``pts_seconds`` are
+    then Ray's variable-shaped tensor columns: ``iter_batches(
+    batch_format="numpy")`` gives each as an object array of per-row
+    ndarrays, and ``iter_torch_batches`` needs a ``collate_fn`` (it gets
+    that numpy batch) that batches them, e.g. a Qwen-style one that
+    concatenates the samples' patches and keeps each sample's grid.
+    ``pad=True`` is refused: padding is that collate's concern. A block is
+    one sample (``block_rows``: that many), since a sample's size is known
+    only in its read task; estimates use a bound (``max_frames`` times the
+    policy's largest frame). A failed sample's row has frames with T, H and
+    W 0 and empty ``frame_indices`` and ``pts_seconds``.
+
     Errors: with ``on_error`` "skip" (default) or "replace", each failed
     video is a row whose ``failure`` names the path and the reason, with
-    zero frames, ``clip`` -1 and ``frame_indices`` -1;
+    zero frames, ``clip`` -1 and ``frame_indices`` -1 (variable samples: as
+    above);
     :func:`split_failures` gives the clips and the failures apart.
     ``on_error="raise"`` fails the dataset with the path and reason. A read
     task that dies is retried by Ray and gives the same rows."""

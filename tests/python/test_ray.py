@@ -3,7 +3,9 @@
 # rows equal the Loader's clips for a seed and epoch (videos and a store, the
 # store read shard by shard), block sizes, failures as rows and on_error
 # "raise", a killed read task retried to the same rows, the task order (the
-# C epoch order of seed and epoch), ClipDecoder in map_batches and its crops,
+# C epoch order of seed and epoch), variable samples (sampler="fps" with a
+# size_policy: one row per video of its own length and size, equal to the
+# Loader's, ragged columns, failures as rows), ClipDecoder in map_batches and its crops,
 # flips and pixels equal to the Loader's, TorchTrainer workers getting disjoint clips whose union is the
 # epoch. Ray missing: skipped, or failed in strict mode (REEL_STRICT=1).
 from __future__ import annotations
@@ -91,17 +93,19 @@ def good_videos(videos, tmp_path_factory) -> Path:
 
 
 def _loader_epoch(source, epoch, **opts):
-    """{(sample, clip): (frame_indices, crop, flipped, frames bytes)} of Loader epoch `epoch`, and its failures."""
+    """{(sample, clip): (frame_indices, crop, flipped, frames bytes, label)} of Loader epoch `epoch`, and
+    its failures; the frames' shapes too (a 6th item) with `shapes=True` (variable batches: one a sample)."""
     out = {}
+    shapes = opts.pop("shapes", False)
     with reel.Loader(source, epochs=epoch + 1, batch_size=3, num_threads=2, **opts) as L:
         for _ in range(epoch):
             for _b in L:
                 pass
         for b in L:
-            frames = b.frames.numpy()
+            frames = [f.numpy() for f in b.frames] if isinstance(b.frames, list) else b.frames.numpy()
             for i, c in enumerate(b.info):
                 out[(c.sample, c.clip)] = (tuple(c.frame_indices), tuple(c.crop), bool(c.flipped),
-                                           frames[i].tobytes(), c.label)
+                                           frames[i].tobytes(), c.label) + ((frames[i].shape,) if shapes else ())
         failures = {f["sample"] for f in L.metrics()["failures"] if f["epoch"] == epoch}
     return out, failures
 
@@ -354,10 +358,110 @@ def test_clip_decoder_gives_the_loaders_crops_flips_and_pixels(good_videos, geom
         assert [tuple(r) for r in other["crop"]] != [tuple(r) for r in out["crop"]]
 
 
-def test_variable_size_samples_are_refused_by_name(good_videos):
-    for bad in ({"sampler": "fps"}, {"size_policy": {"factor": 28}}, {"pad": True}):
-        with pytest.raises(ValueError, match="variable-size samples"):
-            rray.ClipDatasource(good_videos, **dict(OPTS, **bad))
+# Variable samples (issue 18 section 4 on Ray): whole videos sampled at an fps, each sized by a pixel budget
+VOPTS = dict(sampler="fps", fps=4.0, min_frames=4, max_frames=32, seed=3,
+             size_policy={"factor": 28, "min_pixels": 28 * 28 * 4, "max_pixels": 28 * 28 * 16,
+                          "total_pixels": 28 * 28 * 200})
+
+
+@pytest.fixture(scope="module")
+def vlm_videos(tmp_path_factory) -> Path:
+    """Three videos of different lengths and sizes (one portrait), and one damaged file."""
+    root = tmp_path_factory.mktemp("rayvlm")
+    for i, (w, h, n) in enumerate(((96, 72, 40), (64, 96, 60), (80, 48, 25))):
+        reel._testing.write_video(str(root / f"v{i}.mp4"), width=w, height=h, frames=n, gop=8, seed=20 + i)
+    (root / "zz_damaged.mp4").write_bytes((root / "v0.mp4").read_bytes()[:700])
+    return root
+
+
+def _loader_samples(source, epoch, **opts):
+    """{sample: (frame_indices, (h, w), frames bytes, label)} of Loader epoch `epoch` (variable batches), and its failures."""
+    clips, failures = _loader_epoch(source, epoch, shapes=True, **opts)
+    return {k[0]: (v[0], tuple(v[5][2:]), v[3], v[4]) for k, v in clips.items()}, failures
+
+
+def test_variable_samples_are_the_loaders_samples(cluster, vlm_videos):
+    want, failed = _loader_samples(str(vlm_videos), 1, **VOPTS)
+    ds = rray.read_clips(vlm_videos, epoch=1, **VOPTS).materialize()
+    rows = ds.take_all()
+    clips, failures = rray.split_failures(ds)
+    assert sorted(int(r["sample"]) for r in clips.take_all()) == sorted(want)
+    assert [int(r["sample"]) for r in failures.take_all()] == sorted(failed)
+    assert len(rows) == 4 and len(want) == 3 and len(failed) == 1
+    got = {}
+    for r in rows:
+        f, fi, pts = np.asarray(r["frames"]), np.asarray(r["frame_indices"]), np.asarray(r["pts_seconds"])
+        assert tuple(r) == rray.COLUMNS and f.dtype == np.uint8 and f.ndim == 4 and fi.dtype == np.int64
+        if r["failure"]:  # the damaged video: a row of no frames (rank and channels kept), no indices
+            assert int(r["sample"]) in failed and "zz_damaged.mp4" in r["failure"] and int(r["clip"]) == -1
+            assert f.shape == (0, 3, 0, 0) and fi.shape == (0,) and pts.shape == (0,)
+            continue
+        assert f.shape[:2] == (len(fi), 3) and len(pts) == len(fi) and pts == pytest.approx(fi / 25)
+        got[int(r["sample"])] = (tuple(int(v) for v in fi), tuple(f.shape[2:]), f.tobytes(), int(r["label"]))
+    assert got == want  # frame indices, sizes and pixels of each sample
+    assert len({v[0][-1] for v in got.values()}) == 3 and len({len(v[0]) for v in got.values()}) == 3
+    assert len({v[1] for v in got.values()}) >= 2  # lengths and sizes do differ
+
+
+def test_variable_samples_batch_as_ragged_columns(cluster, vlm_videos):
+    want, _ = _loader_samples(str(vlm_videos), 0, **VOPTS)
+    ds = rray.read_clips(vlm_videos, **VOPTS).select_columns(list(rray.TENSOR_COLUMNS))
+    done = ds.materialize()
+    assert "Project" not in done.stats()  # the projection is pushed into the read tasks
+    assert done.num_blocks() == 4  # one sample a block
+    shapes, lengths = {}, {}
+    for batch in done.iter_batches(batch_size=4, batch_format="numpy"):
+        assert batch["frames"].dtype == object and batch["frame_indices"].dtype == object
+        for s, f, fi in zip(batch["sample"], batch["frames"], batch["frame_indices"]):
+            shapes[int(s)], lengths[int(s)] = f.shape, len(fi)
+    assert {s: v for s, v in shapes.items() if s in want} == \
+        {s: (len(w[0]), 3) + w[1] for s, w in want.items()}
+    assert len(shapes) == 4 and sorted(lengths.values())[0] == 0  # the failure row too
+    # docs/python.md's Qwen-style collate: each sample's 2x14x14 patches, concatenated, and its (t, h, w) grid
+    torch = pytest.importorskip("torch")
+
+    def collate(batch):
+        patches, grids = [], []
+        for f in batch["frames"]:
+            t, c, h, w = f.shape
+            p = f.reshape(t // 2, 2, c, h // 14, 14, w // 14, 14).transpose(0, 3, 5, 2, 1, 4, 6)
+            patches.append(p.reshape(-1, c * 2 * 14 * 14))
+            grids.append((t // 2, h // 14, w // 14))
+        return torch.from_numpy(np.concatenate(patches)), torch.tensor(grids)
+
+    clips, _ = rray.split_failures(rray.read_clips(vlm_videos, **VOPTS))
+    (pixel_values, grids), = clips.select_columns(["frames"]).iter_torch_batches(batch_size=4, collate_fn=collate)
+    assert sorted(tuple(g) for g in grids.tolist()) == sorted((len(w[0]) // 2, w[1][0] // 14, w[1][1] // 14)
+                                                             for w in want.values())
+    assert tuple(pixel_values.shape) == (int(grids.prod(1).sum()), 3 * 2 * 14 * 14)
+
+
+def test_variable_samples_options_and_planning(vlm_videos):
+    with pytest.raises(ValueError, match="pad=True is not taken"):
+        rray.ClipDatasource(vlm_videos, pad=True, **VOPTS)
+    src = rray.ClipDatasource(vlm_videos, **VOPTS)
+    assert src._block_videos(None) == 1 and rray.ClipDatasource(vlm_videos, block_rows=3, **VOPTS)._block_videos(None) == 3
+    want, _ = _loader_samples(str(vlm_videos), 0, **VOPTS)
+    assert all(len(w[2]) <= src._clip_bytes for w in want.values())  # the estimate bounds each sample
+    assert src.estimate_inmemory_data_size() == 4 * src._clip_bytes
+    # layout BTHWC: rows [T, H, W, C] whose frames carry the indices of their frame_indices
+    src = rray.ClipDatasource(vlm_videos, layout="BTHWC", shuffle=False, **VOPTS)
+    seen = 0
+    for t in src.get_read_tasks(1):
+        for b in t.read_fn():
+            batch = ray.data.block.BlockAccessor.for_block(b).to_batch_format("numpy")
+            for f, fi, fail in zip(batch["frames"], batch["frame_indices"], batch["failure"]):
+                if fail:
+                    assert f.shape == (0, 0, 0, 3) and fi.shape == (0,)
+                    continue
+                assert f.shape[-1] == 3 and read_indices(np.ascontiguousarray(f)) == fi.tolist()
+                seen += 1
+    assert seen == 3
+    # the fps sampler alone (no size policy): fixed size, lengths differ, rows still per sample
+    tasks = rray.ClipDatasource(vlm_videos, sampler="fps", fps=4.0, size=32, seed=3, shuffle=False).get_read_tasks(1)
+    rows = [b for t in tasks for b in t.read_fn()]
+    frames = [f for b in rows for f in ray.data.block.BlockAccessor.for_block(b).to_batch_format("numpy")["frames"]]
+    assert sorted(f.shape for f in frames) == sorted([(0, 3, 0, 0), (4, 3, 32, 32), (6, 3, 32, 32), (8, 3, 32, 32)])
 
 
 def test_task_order_is_the_c_epoch_order_of_seed_and_epoch(good_videos):
