@@ -280,6 +280,14 @@ TEST(gop_parallel_get_frames_equals_serial)
         const int64_t near[] = { 24, 26, 25 };
         CHECK_OK(reel_decoder_get_frames(par, near, 3, &t, got, fb * 3, &ps, &err));
         CHECK_EQ_INT(reel_synth_read_index(got + 2 * fb, 96, 64, 96 * 3), 25);
+        /* that serial call left frames in the decoder's cache, from its codec's
+         * pool; a parallel call replaces that codec and may serve from them */
+        memset(got, 0, fb * n);
+        CHECK_OK(reel_decoder_get_frames(par, idx, n, &t, got, fb * n, &ps, &err));
+        CHECK(memcmp(got, want, fb * n) == 0);
+        const int64_t again[] = { 26, 27 };
+        CHECK_OK(reel_decoder_get_frames(par, again, 2, &t, got, fb * 2, &ps, &err));
+        CHECK_EQ_INT(reel_synth_read_index(got + fb, 96, 64, 96 * 3), 27);
         /* out of range: the serial path's error */
         const int64_t bad[] = { 3, 150 };
         CHECK_STATUS(reel_decoder_get_frames(par, bad, 2, &t, got, fb * 2, NULL, &err), REEL_E_OUT_OF_RANGE);
