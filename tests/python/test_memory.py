@@ -21,17 +21,24 @@ ASAN = "libasan" in os.environ.get("LD_PRELOAD", "")
 
 
 def steady(fn, n, warmup=None, max_rss=8 * MB, max_objects=200):
-    """Runs fn(i) n times after a warmup; checks RSS and the live-object count."""
+    """Runs fn(i) n times after a warmup; checks RSS and the live-object count.
+    A window over the bounds is measured once more, over n more calls: a leak
+    grows in both windows, while a one-time cost grows only in the first (the
+    heap taking back pages that earlier tests' large outputs gave to the
+    kernel: seen once after test_vlm.py's 1.6 GB outputs, not reproduced)."""
     for i in range(warmup if warmup is not None else max(50, n // 10)):
         fn(i)
-    gc.collect()
-    rss0, objs0 = rss_bytes(), len(gc.get_objects())
-    for i in range(n):
-        fn(i)
-    gc.collect()
-    grew, objs = rss_bytes() - rss0, len(gc.get_objects()) - objs0
-    assert ASAN or grew < max_rss, f"RSS grew by {grew / MB:.1f} MB over {n} calls"
-    assert objs < max_objects, f"{objs} more live objects after {n} calls"
+    for _window in range(2):
+        gc.collect()
+        rss0, objs0 = rss_bytes(), len(gc.get_objects())
+        for i in range(n):
+            fn(i)
+        gc.collect()
+        grew, objs = rss_bytes() - rss0, len(gc.get_objects()) - objs0
+        if (ASAN or grew < max_rss) and objs < max_objects:
+            return
+    assert ASAN or grew < max_rss, f"RSS grew by {grew / MB:.1f} MB over {n} calls, in two windows running"
+    assert objs < max_objects, f"{objs} more live objects after {n} calls, in two windows running"
 
 
 def refcounts(*objs):
