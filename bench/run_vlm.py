@@ -164,8 +164,24 @@ def make_video(path: Path, w: int, h: int, fps: int, seconds: float) -> None:
     tmp.rename(path)
 
 
-def run(tool: str, path: Path, ref: str) -> dict:
-    p = subprocess.run([sys.executable, "-c", CHILD, tool, str(path), ref], capture_output=True, text=True,
+def bench_videos(data: Path, scale: float) -> list:
+    """(label, path) of the benchmark's videos: the long ones, made once into
+    `data` at `scale`, then karma.mp4 from the shared set when present."""
+    data.mkdir(parents=True, exist_ok=True)
+    videos = []
+    for name, w, h, fps, sec in LONG:
+        s = max(4.0, sec * scale)
+        p = data / f"{name}_x{scale:g}_n2.mp4"
+        make_video(p, w, h, fps, s)
+        videos.append((f"{w}x{h} {fps} fps {s:g} s", p))
+    if (SHARED / "karma.mp4").exists():
+        videos.append(("karma.mp4 854x480 (shared)", SHARED / "karma.mp4"))
+    return videos
+
+
+def run(tool: str, path: Path, ref: str, python: str = sys.executable) -> dict:
+    """One fetch_video of `tool` on `path` in a fresh `python` process (CHILD)."""
+    p = subprocess.run([python, "-c", CHILD, tool, str(path), ref], capture_output=True, text=True,
                        timeout=1800)
     if p.returncode != 0:
         err = (p.stderr.strip().splitlines() or ["?"])[-1]
@@ -227,16 +243,7 @@ def main() -> None:
     ap.add_argument("--write-doc", action="store_true", help="replace the section in docs/BENCHMARKS.md")
     a = ap.parse_args()
     ref = os.environ.get("REEL_VLM_REF") or str(ROOT / ".deps" / "vlm-ref")
-    data = Path(a.data_dir)
-    data.mkdir(parents=True, exist_ok=True)
-    videos = []
-    for name, w, h, fps, sec in LONG:
-        s = max(4.0, sec * a.scale)
-        p = data / f"{name}_x{a.scale:g}_n2.mp4"
-        make_video(p, w, h, fps, s)
-        videos.append((f"{w}x{h} {fps} fps {s:g} s", p))
-    if (SHARED / "karma.mp4").exists():
-        videos.append(("karma.mp4 854x480 (shared)", SHARED / "karma.mp4"))
+    videos = bench_videos(Path(a.data_dir), a.scale)
     tools = a.tools.split(",")
     rows = []
     for label, path in videos:

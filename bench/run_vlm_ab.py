@@ -12,9 +12,7 @@ direction on a shared machine; the benchmark of record is run_vlm.py.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
 
 import run_vlm as rv
 
@@ -29,21 +27,14 @@ def main() -> None:
     ap.add_argument("--data-dir", default="/tmp/reel-vlm-bench")
     a = ap.parse_args()
     ref = os.environ.get("REEL_VLM_REF") or str(rv.ROOT / ".deps" / "vlm-ref")
-    videos = []
-    for name, w, h, fps, sec in rv.LONG:
-        p = rv.Path(a.data_dir) / f"{name}_x{a.scale:g}_n2.mp4"
-        rv.make_video(p, w, h, fps, max(4.0, sec * a.scale))
-        videos.append((name, p))
-    if (rv.SHARED / "karma.mp4").exists():
-        videos.append(("karma", rv.SHARED / "karma.mp4"))
-    for label, path in videos:
+    for label, path in rv.bench_videos(rv.Path(a.data_dir), a.scale):
         for tool in a.tools.split(","):
             best: dict = {}
             for _ in range(a.repeat):
                 for key, py in (("base", a.base), ("new", a.new)):
-                    p = subprocess.run([py, "-c", rv.CHILD, tool, str(path), ref], capture_output=True, text=True,
-                                       timeout=1800, check=True)
-                    r = json.loads(p.stdout.strip().splitlines()[-1])
+                    r = rv.run(tool, path, ref, python=py)
+                    if "error" in r:
+                        raise SystemExit(f"{label} | {tool} | {key}: {r['error']}")
                     b = best.setdefault(key, dict(wall=1e9, cpu=1e9, over=0.0))
                     b["wall"], b["cpu"] = min(b["wall"], r["wall"]), min(b["cpu"], r["cpu"])
                     b["over"] = max(b["over"], r["peak_mb"] - r["out_mb"])

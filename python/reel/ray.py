@@ -339,19 +339,15 @@ def _columns(make: Dict[str, Any], columns: Optional[Sequence[str]]) -> Any:
     import pyarrow as pa
     from ray.data.extensions import ArrowVariableShapedTensorArray
 
-    arrays = {}
-    for k, rows in ragged.items():
+    def variable(rows: List[Any]) -> Any:
         obj = np.empty(len(rows), dtype=object)
         obj[:] = rows
-        arrays[k] = ArrowVariableShapedTensorArray.from_numpy(obj)
+        return ArrowVariableShapedTensorArray.from_numpy(obj)
+
     rest = {k: v for k, v in made.items() if k not in ragged}
-    block = BlockAccessor.batch_to_block(rest) if rest else pa.table({})
-    if not rest:  # a table of no columns has no rows: start from the first ragged one
-        first = next(iter(arrays))
-        block = pa.table({first: arrays.pop(first)})
-    for k, arr in arrays.items():
-        block = block.add_column(names.index(k), k, arr)
-    return block
+    fixed: Any = BlockAccessor.batch_to_block(rest) if rest else None  # None: every column is ragged
+    return pa.Table.from_arrays([variable(ragged[k]) if k in ragged else fixed.column(k) for k in names],
+                                names=names)
 
 
 def _block(frames: Any, info: Sequence[Any], epoch: int, columns: Optional[Sequence[str]] = None) -> Any:

@@ -325,6 +325,7 @@ static void build_luts(reel_converter *c, const reel_transform *t)
     float key[7] = { t->scale, t->mean[0], t->mean[1], t->mean[2], t->std[0], t->std[1], t->std[2] };
     if (c->lut_dtype == (int)t->dtype && !memcmp(key, c->lut_key, sizeof key)) return;
     float scale = t->scale > 0 ? t->scale : 255.0f;
+    c->f32_vec = 1;
     for (int ch = 0; ch < 3; ch++) {
         float sd = t->std[ch] != 0.0f ? t->std[ch] : 1.0f;
         for (int v = 0; v < 256; v++) {
@@ -335,10 +336,8 @@ static void build_luts(reel_converter *c, const reel_transform *t)
         c->lut_args[ch][0] = scale;
         c->lut_args[ch][1] = t->mean[ch];
         c->lut_args[ch][2] = sd;
+        c->f32_vec &= reel__widen_f32_matches(scale, t->mean[ch], sd, c->lut_f32[ch]);
     }
-    c->f32_vec = 1;
-    for (int ch = 0; ch < 3; ch++)
-        c->f32_vec &= reel__widen_f32_matches(scale, t->mean[ch], c->lut_args[ch][2], c->lut_f32[ch]);
     memcpy(c->lut_key, key, sizeof key);
     c->lut_dtype = t->dtype;
 }

@@ -139,7 +139,6 @@ static int store_blocks(void *ctx, const reel_dataset_entry *entries, size_t n, 
     return REEL_OK;
 }
 
-/* The whole-video sampler a store was packed with, as loader settings. */
 static int whole_video(int kind)
 {
     return kind == REEL_SAMPLE_FPS || kind == REEL_SAMPLE_COUNT;

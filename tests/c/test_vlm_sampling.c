@@ -225,7 +225,7 @@ TEST(size_policy_is_qwen_smart_resize)
 TEST(gop_parallel_get_frames_equals_serial)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/gop.mp4", harness_tmpdir());
+    tg_path(path, sizeof path, "gop.mp4");
     reel_synth_params p;
     tg_params(&p, path, "h264", 96, 64, 150, 12, 2);
     tg_synth(&p);
@@ -305,7 +305,7 @@ TEST(gop_parallel_get_frames_equals_serial)
 TEST(gop_parallel_runs_cost_what_the_serial_plan_costs)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/gop_runs.mp4", harness_tmpdir());
+    tg_path(path, sizeof path, "gop_runs.mp4");
     reel_synth_params p;
     tg_params(&p, path, "h264", 64, 48, 240, 10, 2);
     tg_synth(&p);
@@ -365,7 +365,7 @@ static float widen_ref(uint8_t v, float scale, float mean, float sd)
 TEST(float32_chw_output_is_the_uint8_output_widened)
 {
     char path[1024];
-    snprintf(path, sizeof path, "%s/widen.mp4", harness_tmpdir());
+    tg_path(path, sizeof path, "widen.mp4");
     reel_synth_params p;
     tg_params(&p, path, "h264", 160, 120, 8, 4, 0);
     tg_synth(&p);
