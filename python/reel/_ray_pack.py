@@ -46,7 +46,7 @@ def _pack_part(source: str, out_dir: str, index: int, count: int, options: Dict[
     node = ray.get_runtime_context().get_node_id()
 
     def report(p: Dict[str, Any]) -> None:
-        p = dict(p, node=node, part=index)
+        p = dict(p, node=node, part=index, pid=os.getpid())
         tmp = f"{progress_path}.{os.getpid()}"
         with open(tmp, "w") as f:
             json.dump(p, f)
@@ -67,7 +67,8 @@ def _read_part_progress(out_dir: str, index: int, count: int) -> Optional[Dict[s
 
 def read_progress(out_dir: str, count: int) -> List[Dict[str, Any]]:
     """The last progress each part of a running reel.ray.pack reported:
-    reel.pack's progress dict plus ``part`` and ``node`` (Ray node id)."""
+    reel.pack's progress dict plus ``part``, ``node`` (Ray node id) and
+    ``pid`` (the process of the task's attempt, on that node)."""
     return [p for p in (_read_part_progress(out_dir, i, count) for i in range(count)) if p]
 
 

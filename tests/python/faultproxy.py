@@ -1,9 +1,10 @@
 # tests/python/faultproxy.py: a small fault-injecting HTTP proxy for the
 # remote-input tests: it sits on a free 127.0.0.1 port in front of a real
 # server (nginx) and, by request number, adds latency, resets connections,
-# answers 503 in bursts, cuts bodies short, or stops answering. Faults are
-# deterministic (every k-th request), so a test can count on them. Every
-# socket wait is bounded; stop() ends every thread.
+# answers 503 in bursts, cuts bodies short, stops answering, or holds the
+# requests for chosen paths until the test releases them. Faults are
+# deterministic (every k-th request, or by path), so a test can count on
+# them. Every wait is bounded; stop() ends every thread.
 from __future__ import annotations
 
 import socket
@@ -26,6 +27,10 @@ class FaultProxy:
         self.burst_length = 2     # ... this many requests long
         self.cut_every = 0        # every k-th request: the body is cut in half, then the connection closed
         self.stall = False        # read requests, never answer
+        self.hold: tuple = ()     # requests whose target contains one of these wait for `release` ...
+        self.hold_seconds = 60.0  # ... at most this long, then go on
+        self.release = threading.Event()
+        self.held = 0             # requests that waited at the hold
         self.requests = 0
         self.bytes_out = 0        # response bytes sent to clients (headers included)
         self.faults = {"reset": 0, "503": 0, "cut": 0, "stall": 0}
@@ -114,6 +119,14 @@ class FaultProxy:
                 if req is None:
                     return
                 _, kind = self._decide()
+                target = req.split(b"\r\n", 1)[0]
+                if any(h.encode() in target for h in self.hold) and not self.release.is_set():
+                    with self._lock:
+                        self.held += 1
+                    deadline = time.monotonic() + self.hold_seconds
+                    while not self._stop.is_set() and time.monotonic() < deadline:
+                        if self.release.wait(0.05):
+                            break
                 if self.latency:
                     time.sleep(self.latency)
                 if kind == "stall":
