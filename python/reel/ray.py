@@ -1,7 +1,6 @@
-# reel/ray.py: reel on a Ray cluster: read_clips (a Ray Data datasource of
-# clips planned by the loader), ClipDecoder (clips of rows in map_batches) and
-# pack (a store built by Ray tasks). Needs `pip install reel[ray]`; `import
-# reel` never imports this module or Ray.
+# reel/ray.py: reel on a Ray cluster: read_clips (clips planned by the loader,
+# a Ray Data datasource), ClipDecoder, PadCollate and pack (a store built by
+# Ray tasks). Needs `pip install reel[ray]`; `import reel` never imports it.
 """reel on Ray: clips as a Ray Data dataset, and stores built by Ray tasks.
 
     import reel.ray
@@ -38,9 +37,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from . import _reel
 from ._decoder import VideoDecoder
 from ._loader import Loader, _dataset_entries, dataset_info
+from ._ray_collate import PadCollate
 from ._ray_pack import main, pack, read_progress, redact  # noqa: F401 - reel.ray.pack and its CLI
 
-__all__ = ["read_clips", "ClipDatasource", "split_failures", "ClipDecoder", "pack", "COLUMNS", "TENSOR_COLUMNS"]
+__all__ = ["read_clips", "ClipDatasource", "split_failures", "ClipDecoder", "PadCollate", "pack", "COLUMNS",
+           "TENSOR_COLUMNS"]
 
 #: The columns of a read_clips row, in order.
 COLUMNS = ("frames", "label", "path", "sample", "clip", "frame_indices", "pts_seconds", "crop", "flipped",
@@ -500,9 +501,11 @@ def read_clips(source: Any, *, epoch: Optional[int] = None, epochs: int = 1, fir
     seed and epoch. ``frames``, ``frame_indices`` and ``pts_seconds`` are
     then Ray's variable-shaped tensor columns: ``iter_batches(
     batch_format="numpy")`` gives each as an object array of per-row
-    ndarrays, and ``iter_torch_batches`` needs a ``collate_fn`` (it gets
-    that numpy batch) that batches them, e.g. a Qwen-style one that
-    concatenates the samples' patches and keeps each sample's grid.
+    ndarrays, and ``iter_torch_batches`` needs a ``collate_fn`` that
+    batches them: :class:`PadCollate` (zero-padded, with each row's
+    shape), or a subclass of Ray's ``NumpyBatchCollateFn`` such as a
+    Qwen-style one that concatenates the samples' patches and keeps each
+    sample's grid.
     ``pad=True`` is refused: padding is that collate's concern. A block is
     one sample (``block_rows``: that many), since a sample's size is known
     only in its read task; estimates use a bound (``max_frames`` times the

@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -417,23 +418,63 @@ def test_variable_samples_batch_as_ragged_columns(cluster, vlm_videos):
     assert {s: v for s, v in shapes.items() if s in want} == \
         {s: (len(w[0]), 3) + w[1] for s, w in want.items()}
     assert len(shapes) == 4 and sorted(lengths.values())[0] == 0  # the failure row too
-    # docs/python.md's Qwen-style collate: each sample's 2x14x14 patches, concatenated, and its (t, h, w) grid
+    # docs/python.md's Qwen-style collate (a NumpyBatchCollateFn, as Ray wants
+    # since 2.47): each sample's 2x14x14 patches, concatenated, and its (t, h, w) grid
     torch = pytest.importorskip("torch")
+    from ray.data.collate_fn import NumpyBatchCollateFn
 
-    def collate(batch):
-        patches, grids = [], []
-        for f in batch["frames"]:
-            t, c, h, w = f.shape
-            p = f.reshape(t // 2, 2, c, h // 14, 14, w // 14, 14).transpose(0, 3, 5, 2, 1, 4, 6)
-            patches.append(p.reshape(-1, c * 2 * 14 * 14))
-            grids.append((t // 2, h // 14, w // 14))
-        return torch.from_numpy(np.concatenate(patches)), torch.tensor(grids)
+    class QwenCollate(NumpyBatchCollateFn):
+        def __call__(self, batch):
+            patches, grids = [], []
+            for f in batch["frames"]:
+                t, c, h, w = f.shape
+                p = f.reshape(t // 2, 2, c, h // 14, 14, w // 14, 14).transpose(0, 3, 5, 2, 1, 4, 6)
+                patches.append(p.reshape(-1, c * 2 * 14 * 14))
+                grids.append((t // 2, h // 14, w // 14))
+            return torch.from_numpy(np.concatenate(patches)), torch.tensor(grids)
 
     clips, _ = rray.split_failures(rray.read_clips(vlm_videos, **VOPTS))
-    (pixel_values, grids), = clips.select_columns(["frames"]).iter_torch_batches(batch_size=4, collate_fn=collate)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # RayDeprecationWarning is one
+        (pixel_values, grids), = clips.select_columns(["frames"]).iter_torch_batches(batch_size=4,
+                                                                                     collate_fn=QwenCollate())
     assert sorted(tuple(g) for g in grids.tolist()) == sorted((len(w[0]) // 2, w[1][0] // 14, w[1][1] // 14)
                                                              for w in want.values())
     assert tuple(pixel_values.shape) == (int(grids.prod(1).sum()), 3 * 2 * 14 * 14)
+
+
+def test_pad_collate_pads_each_batch_and_gives_the_shapes(cluster, vlm_videos):
+    torch = pytest.importorskip("torch")
+    want, failed = _loader_samples(str(vlm_videos), 0, **VOPTS)
+    ds = rray.read_clips(vlm_videos, **VOPTS).select_columns(list(rray.TENSOR_COLUMNS))
+    seen = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        batches = list(ds.iter_torch_batches(batch_size=3, collate_fn=rray.PadCollate(pad_value=7)))
+    assert [len(b["sample"]) for b in batches] == [3, 1]
+    for b in batches:
+        assert set(b) == set(rray.TENSOR_COLUMNS) | {"frames_shapes", "frame_indices_shapes", "pts_seconds_shapes"}
+        frames, shapes = b["frames"], b["frames_shapes"]
+        assert frames.dtype == torch.uint8 and shapes.dtype == torch.int64 and shapes.shape == (len(b["sample"]), 4)
+        assert tuple(frames.shape[1:]) == tuple(int(v) for v in shapes.max(0).values)  # the batch's largest
+        for i, s in enumerate(b["sample"].tolist()):
+            t, c, h, w = shapes[i].tolist()
+            n = int(b["frame_indices_shapes"][i][0])
+            assert b["pts_seconds_shapes"][i].tolist() == [n] and n == t
+            real = frames[i, :t, :c, :h, :w]
+            pad = frames[i].clone()
+            pad[:t, :c, :h, :w] = 7
+            assert bool((pad == 7).all()), "the padding is pad_value"
+            if s in failed:
+                assert (t, h, w) == (0, 0, 0)
+                continue
+            assert b["frame_indices"][i, :n].tolist() == list(want[s][0]) and (h, w) == want[s][1]
+            assert real.contiguous().numpy().tobytes() == want[s][2]  # the sample's pixels, in the corner
+            seen.add(s)
+    assert seen == set(want) and len(seen) == 3
+    # strings are refused by name
+    with pytest.raises(Exception, match="'path' holds strings"):
+        list(rray.read_clips(vlm_videos, **VOPTS).iter_torch_batches(batch_size=2, collate_fn=rray.PadCollate()))
 
 
 def test_variable_samples_options_and_planning(vlm_videos):
