@@ -253,11 +253,10 @@ typedef struct reel_loader_settings {
      *  whose decode plan has two or more keyframe runs is decoded
      *  GOP-parallel on one decoder context per idle thread, straight into
      *  its buffer (metrics gop_split_samples); the frames are those of the
-     *  serial decode. 0: each sample on one context. Applies to layouts
-     *  BTCHW and BTHWC of video input: the GOP-parallel decode writes each
-     *  frame as one block, frame after frame, while BCTHW interleaves a
-     *  sample's frames channel by channel; a store's records have no GOPs
-     *  (every frame an image). */
+     *  serial decode. 0: each sample on one context. Applies to every
+     *  layout of video input (BCTHW too: each context writes its frames'
+     *  planes channel by channel into the sample's [C, T, H, W]); a store's
+     *  records have no GOPs (every frame an image). */
     int gop_split;
     uint8_t reserved[20]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;

@@ -425,8 +425,8 @@ class Loader:
     ``reel.vlm.fetch_video`` for the same element. The ring is then a byte
     budget (``ring_bytes``, default 1 GiB): a batch is planned while those in
     flight hold less. When decode threads would idle, a long sample is
-    decoded GOP-parallel over them (``metrics()["gop_split_samples"]``; layouts
-    "BTCHW" and "BTHWC" of videos); ``gop_split=False`` turns that off.
+    decoded GOP-parallel over them (``metrics()["gop_split_samples"]``; videos,
+    in every layout); ``gop_split=False`` turns that off.
     Sharding, shuffle, resume, ``on_error`` and the metrics work as on clips.
 
     Memory: ``pin_memory=True`` allocates the ring page-locked (cudaHostAlloc

@@ -74,6 +74,8 @@ typedef struct sink {
     reel_transform t; /* with explicit output size */
     uint8_t *dst;
     size_t frame_bytes;
+    size_t frame_step;  /* bytes from one frame's first element to the next's: frame_bytes when dense */
+    size_t plane_step;  /* channel-major output (CTHW): bytes between a frame's planes; 0: a frame is one block */
     int sized;          /* the caller asked for an output size */
     int64_t last_index; /* frame converted last, for repeated requests */
     size_t last_pos;
@@ -85,10 +87,15 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
 {
     sink *s = opaque;
     if (s->pos_map) pos = s->pos_map[pos];
-    uint8_t *out = s->dst + pos * s->frame_bytes;
+    uint8_t *out = s->dst + pos * s->frame_step;
     if (s->last_index == f->index) {
         /* the same frame asked for again: copy the converted bytes */
-        memcpy(out, s->dst + s->last_pos * s->frame_bytes, s->frame_bytes);
+        const uint8_t *from = s->dst + s->last_pos * s->frame_step;
+        if (!s->plane_step)
+            memcpy(out, from, s->frame_bytes);
+        else
+            for (int c = 0; c < 3; c++)
+                memcpy(out + (size_t)c * s->plane_step, from + (size_t)c * s->plane_step, s->frame_bytes / 3);
         return 0;
     }
     const reel_transform *t = &s->t;
@@ -359,7 +366,8 @@ out:
     return st;
 }
 
-static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t, void *dst,
+/* cthw: channel-major over the call (reel__decoder_get_frames_cthw) */
+static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t, int cthw, void *dst,
                       size_t dst_size, reel_decode_stats *stats, reel_error *err)
 {
     sink s;
@@ -388,6 +396,18 @@ static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const
     s.dec = dec;
     s.dst = dst;
     s.frame_bytes = fb;
+    s.frame_step = fb;
+    if (cthw) {
+        if (s.t.layout != REEL_LAYOUT_CHW)
+            return reel__error_set(err, REEL_E_INVALID_ARG, "%s: a channel-major output needs layout CHW", dec->name);
+        /* frame i of channel c at plane c * n + i: the converter's strided
+         * planar path writes each of a frame's planes n planes apart */
+        s.frame_step = fb / 3;
+        s.plane_step = n * (fb / 3);
+        s.t.stride_c = (int64_t)n * w * h;
+        s.t.stride_y = w;
+        s.t.stride_x = 1;
+    }
     s.last_index = -1;
     s.err = err;
     if (dec->settings.gop_contexts > 1 && n > 1 && (dec->is_file || dec->remote)) {
@@ -403,7 +423,15 @@ int reel_decoder_get_frames(reel_decoder *dec, const int64_t *indices, size_t n,
 {
     if (!dec || (n && !indices))
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_frames: NULL argument");
-    return get_frames(dec, indices, n, t, dst, dst_size, stats, err);
+    return get_frames(dec, indices, n, t, 0, dst, dst_size, stats, err);
+}
+
+int reel__decoder_get_frames_cthw(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
+                                  void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err)
+{
+    if (!dec || !t || (n && !indices))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel__decoder_get_frames_cthw: NULL argument");
+    return get_frames(dec, indices, n, t, 1, dst, dst_size, stats, err);
 }
 
 int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
@@ -420,7 +448,7 @@ int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, siz
     void *buf = malloc(total);
     if (!buf)
         return reel__error_set(err, REEL_E_NOMEM, "%s: cannot allocate %zu bytes for %zu frames", dec->name, total, n);
-    r = get_frames(dec, indices, n, t, buf, total, stats, err);
+    r = get_frames(dec, indices, n, t, 0, buf, total, stats, err);
     if (r != REEL_OK) {
         free(buf);
         return r;
@@ -440,7 +468,7 @@ int reel_decoder_get_frames_at_times(reel_decoder *dec, const double *seconds, s
     if (!idx) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     int r = REEL_OK;
     for (size_t i = 0; i < n && r == REEL_OK; i++) r = reel_decoder_get_index_at_time(dec, seconds[i], &idx[i], err);
-    if (r == REEL_OK) r = get_frames(dec, idx, n, t, dst, dst_size, stats, err);
+    if (r == REEL_OK) r = get_frames(dec, idx, n, t, 0, dst, dst_size, stats, err);
     if (idx != indices_out) free(idx);
     return r;
 }
@@ -465,7 +493,7 @@ int reel_decoder_get_range(reel_decoder *dec, int64_t start, int64_t stop, int64
     int64_t *idx = malloc((n ? n : 1) * sizeof *idx);
     if (!idx) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     for (size_t i = 0; i < n; i++) idx[i] = start + (int64_t)i * step;
-    int r = get_frames(dec, idx, n, t, dst, dst_size, stats, err);
+    int r = get_frames(dec, idx, n, t, 0, dst, dst_size, stats, err);
     free(idx);
     if (r == REEL_OK && n_out) *n_out = n;
     return r;

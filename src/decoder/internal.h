@@ -165,6 +165,14 @@ int reel__decoder_decode_cold(reel_decoder *dec, const int64_t *indices, size_t 
  * REEL_E_NOMEM with the decoder as it was. */
 int reel__decoder_release_pictures(reel_decoder *dec);
 
+/* reel_decoder_get_frames (GOP-parallel too, per dec->settings.gop_contexts)
+ * with t's layout CHW written channel-major over the call (frames.c): dst
+ * is [3][n][H][W], frame i of channel c at (c * n + i) * H * W elements, the
+ * [C, T, H, W] of one sample (the loader's BCTHW). t must set no strides;
+ * dst_size must hold n frames. */
+int reel__decoder_get_frames_cthw(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
+                                  void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err);
+
 int reel__table_scan(reel_decoder *dec, reel_error *err);
 /* Builds dec->table from the mp4/mov sample tables if they are complete;
  * returns REEL_E_INDEX_STALE (no error filled) when it cannot, so the caller scans. */

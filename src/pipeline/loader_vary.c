@@ -68,11 +68,7 @@ int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_inf
 
 int reel__loader_vary_contexts(reel_loader *l, const reel_slot *s)
 {
-    /* frames are dense one after the other in BTCHW and BTHWC only (see
-     * reel_loader_settings.gop_split) */
-    if (!l->s.gop_split || !l->src.ops->decode_dense || l->s.transform.layout == REEL_BATCH_BCTHW || s->T < 2 ||
-        s->disp_w < 1)
-        return 1;
+    if (!l->s.gop_split || !l->src.ops->decode_dense || s->T < 2 || s->disp_w < 1) return 1;
     int64_t depth = 0;
     double avg = 0;
     reel__queue_depth(&l->st[REEL_STAGE_DECODE].q, &depth, &avg);
@@ -92,12 +88,13 @@ int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int 
     int st = reel__geometry_frame(&ct, s->disp_w, s->disp_h, &key, 0, &t, e);
     if (st != REEL_OK) return st;
     t.layout = l->s.transform.layout == REEL_BATCH_BTHWC ? REEL_LAYOUT_HWC : REEL_LAYOUT_CHW;
+    const int cthw = l->s.transform.layout == REEL_BATCH_BCTHW; /* a sample's [C, T, H, W]: channel after channel */
     atomic_fetch_add(&l->gop_split_samples, 1);
     /* the slot's own buffer: no other slot's rows move under it (collate
      * reads only finished slots), and the ring reuses it only once this
      * worker lets go, so an abandoned sample needs no lock here */
-    st = l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, s->indices, (size_t)s->T, &t, s->data, s->data_cap,
-                                  contexts, s->pts, stats, e);
+    st = l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, s->indices, (size_t)s->T, &t, cthw, s->data,
+                                  s->data_cap, contexts, s->pts, stats, e);
     if (st != REEL_OK) return st;
     reel_clip_info *ci = &s->bb->rows[s->index];
     ci->flipped = t.flip_horizontal;

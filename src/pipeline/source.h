@@ -79,12 +79,14 @@ typedef struct reel_source_ops {
     int (*blocks)(void *ctx, const reel_dataset_entry *entries, size_t n, int64_t **starts, size_t *nblocks,
                   reel_error *err);
     /* Stage 2, optional (NULL: none): the frames at `indices` converted by
-     * `t` and written densely, frame after frame, into dst (cap bytes), as
-     * reel_decoder_get_frames does, on up to `contexts` decoder contexts of
+     * `t` and written densely into dst (cap bytes): frame after frame, as
+     * reel_decoder_get_frames does, or with `cthw` (t's layout CHW) channel
+     * after channel, [3][n][H][W]; on up to `contexts` decoder contexts of
      * the input (GOP-parallel: its keyframe runs split over them when the
      * plan has two or more); their pts into pts[n]. */
     int (*decode_dense)(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, const reel_transform *t,
-                        void *dst, size_t cap, int contexts, int64_t *pts, reel_source_stats *st, reel_error *err);
+                        int cthw, void *dst, size_t cap, int contexts, int64_t *pts, reel_source_stats *st,
+                        reel_error *err);
     /* Optional (NULL: accepts every setting): refuses, by name, loader
      * settings this source cannot serve as the video path would (a store's
      * frames were chosen and sized when it was packed). Called once, when

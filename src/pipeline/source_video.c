@@ -77,7 +77,7 @@ static void video_close(void *ctx, void *handle)
  * GOP-parallel get_frames (gop_contexts, set for this call only: the loader
  * decides per sample) straight into the slot's buffer. */
 static int video_decode_dense(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n,
-                              const reel_transform *t, void *dst, size_t cap, int contexts, int64_t *pts,
+                              const reel_transform *t, int cthw, void *dst, size_t cap, int contexts, int64_t *pts,
                               reel_source_stats *st, reel_error *err)
 {
     (void)ctx;
@@ -86,7 +86,8 @@ static int video_decode_dense(void *ctx, void *tls, void *handle, const int64_t 
     reel_decode_stats ds;
     memset(&ds, 0, sizeof ds);
     dec->settings.gop_contexts = contexts;
-    int r = reel_decoder_get_frames(dec, indices, n, t, dst, cap, &ds, err);
+    int r = cthw ? reel__decoder_get_frames_cthw(dec, indices, n, t, dst, cap, &ds, err)
+                 : reel_decoder_get_frames(dec, indices, n, t, dst, cap, &ds, err);
     dec->settings.gop_contexts = 0;
     st->frames_decoded += ds.frames_decoded;
     st->frames_returned += ds.frames_returned;

@@ -339,7 +339,10 @@ TEST(variable_settings_are_checked)
 /* Loader-side GOP-parallel decoding (issue 18 §3): a long video in a batch
  * of one, with a decode thread that would idle, is split over decoder
  * contexts by keyframe runs; its frames, pts and pixels equal the serial
- * decode's (one decode thread: never split). */
+ * decode's (one decode thread: never split), in every layout. BCTHW's
+ * channel-major sample is also checked element by element against BTCHW's,
+ * so a split that wrote planes to the wrong place would fail even if the
+ * serial path shared the mistake. */
 TEST(idle_decode_threads_split_a_long_sample_over_gop_contexts)
 {
     char path[1100];
@@ -357,43 +360,63 @@ TEST(idle_decode_threads_split_a_long_sample_over_gop_contexts)
     reel_error err;
     CHECK_OK(reel_dataset_create(&ds, &err));
     for (int i = 0; i < 3; i++) CHECK_OK(reel_dataset_add(ds, path, i, 0, -1, &err));
-    uint8_t *first[3] = { NULL, NULL, NULL };
-    size_t bytes[3] = { 0 };
-    for (int threads = 1; threads <= 2; threads++) {
-        reel_loader_settings s = vary_settings();
-        s.sampler.fps = 3;
-        s.batch_size = 1;
-        s.prefetch_batches = 1;
-        s.open_threads = 1;
-        s.decode_threads = threads;
-        s.transform.layout = REEL_BATCH_BTCHW;
-        reel_loader *l = NULL;
-        CHECK_OK(reel_loader_create(&l, ds, &s, &err));
-        for (int k = 0; k < 3; k++) {
-            reel_batch *b = NULL;
-            CHECK_OK(reel_loader_next(l, &b, &err));
-            CHECK(b != NULL && b->num_clips == 1);
-            const reel_clip_info *c = &b->clips[0];
-            CHECK_EQ_INT(c->num_frames, 48); /* 400 frames at 25 fps, 3 a second */
-            for (int t = 0; t < c->num_frames; t++) CHECK_EQ_INT(c->pts[t], c->frame_indices[t] * 512);
-            if (threads == 1) {
-                bytes[k] = c->bytes;
-                first[k] = malloc(c->bytes);
-                memcpy(first[k], c->data, c->bytes);
-            } else {
-                CHECK_EQ_INT(c->bytes, bytes[k]);
-                CHECK(memcmp(first[k], c->data, c->bytes) == 0);
+    const reel_batch_layout layouts[3] = { REEL_BATCH_BTCHW, REEL_BATCH_BCTHW, REEL_BATCH_BTHWC };
+    uint8_t *tchw[3] = { NULL, NULL, NULL }; /* BTCHW's samples, serial */
+    for (int li = 0; li < 3; li++) {
+        uint8_t *first[3] = { NULL, NULL, NULL };
+        size_t bytes[3] = { 0 };
+        for (int threads = 1; threads <= 2; threads++) {
+            reel_loader_settings s = vary_settings();
+            s.sampler.fps = 3;
+            s.batch_size = 1;
+            s.prefetch_batches = 1;
+            s.open_threads = 1;
+            s.decode_threads = threads;
+            s.transform.layout = layouts[li];
+            reel_loader *l = NULL;
+            CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+            for (int k = 0; k < 3; k++) {
+                reel_batch *b = NULL;
+                CHECK_OK(reel_loader_next(l, &b, &err));
+                CHECK(b != NULL && b->num_clips == 1);
+                const reel_clip_info *c = &b->clips[0];
+                CHECK_EQ_INT(c->num_frames, 48); /* 400 frames at 25 fps, 3 a second */
+                for (int t = 0; t < c->num_frames; t++) CHECK_EQ_INT(c->pts[t], c->frame_indices[t] * 512);
+                if (threads == 1) {
+                    bytes[k] = c->bytes;
+                    first[k] = malloc(c->bytes);
+                    memcpy(first[k], c->data, c->bytes);
+                } else {
+                    CHECK_EQ_INT(c->bytes, bytes[k]);
+                    CHECK(memcmp(first[k], c->data, c->bytes) == 0);
+                }
+                if (layouts[li] == REEL_BATCH_BCTHW && threads == 2) {
+                    /* [C][T][H][W] against BTCHW's [T][C][H][W] */
+                    const size_t T = (size_t)c->num_frames, HW = (size_t)c->width * (size_t)c->height;
+                    int same = 1;
+                    for (size_t t = 0; t < T && same; t++)
+                        for (size_t ch = 0; ch < 3 && same; ch++)
+                            same = memcmp((const uint8_t *)c->data + (ch * T + t) * HW, tchw[k] + (t * 3 + ch) * HW,
+                                          HW) == 0;
+                    CHECK(same);
+                }
+                CHECK_OK(reel_loader_release(l, b));
             }
-            CHECK_OK(reel_loader_release(l, b));
+            reel_loader_metrics m;
+            CHECK_OK(reel_loader_get_metrics(l, &m));
+            if (threads == 1)
+                CHECK_EQ_INT(m.gop_split_samples, 0);
+            else
+                CHECK(m.gop_split_samples >= 1);
+            reel_loader_destroy(&l);
         }
-        reel_loader_metrics m;
-        CHECK_OK(reel_loader_get_metrics(l, &m));
-        if (threads == 1)
-            CHECK_EQ_INT(m.gop_split_samples, 0);
-        else
-            CHECK(m.gop_split_samples >= 1);
-        reel_loader_destroy(&l);
+        for (int k = 0; k < 3; k++) {
+            if (layouts[li] == REEL_BATCH_BTCHW)
+                tchw[k] = first[k];
+            else
+                free(first[k]);
+        }
     }
-    for (int k = 0; k < 3; k++) free(first[k]);
+    for (int k = 0; k < 3; k++) free(tchw[k]);
     reel_dataset_destroy(&ds);
 }

@@ -298,6 +298,54 @@ TEST(gop_parallel_get_frames_equals_serial)
     reel_decoder_close(&serial);
 }
 
+/* The loader's BCTHW sample (reel__decoder_get_frames_cthw): channel after
+ * channel over the call, [3][n][H][W], equal to the CHW frames transposed,
+ * with repeats (a frame asked for twice is copied plane by plane), serial
+ * and on 2 GOP-parallel contexts; an HWC layout is refused. */
+TEST(channel_major_output_is_the_planar_frames_transposed)
+{
+    char path[1024];
+    tg_path(path, sizeof path, "cthw.mp4");
+    reel_synth_params p;
+    tg_params(&p, path, "h264", 96, 64, 150, 12, 3);
+    tg_synth(&p);
+    const int64_t idx[] = { 140, 5, 5, 61, -1, 0, 33, 100, 99, 61, 12, 13 };
+    const size_t n = sizeof idx / sizeof *idx;
+    reel_transform t;
+    reel_transform_default_settings(&t);
+    t.layout = REEL_LAYOUT_CHW;
+    t.width = 48;
+    t.height = 32;
+    reel_error err;
+    for (int contexts = 0; contexts <= 2; contexts += 2) {
+        reel_decoder_settings s;
+        reel_decoder_default_settings(&s);
+        s.gop_contexts = contexts;
+        reel_decoder *dec = NULL;
+        CHECK_OK(reel_decoder_open(&dec, path, &s, &err));
+        size_t fb;
+        CHECK_OK(reel_decoder_get_output_size(dec, &t, NULL, NULL, &fb, &err));
+        const size_t plane = fb / 3;
+        uint8_t *chw = malloc(fb * n), *cthw = malloc(fb * n);
+        CHECK_OK(reel_decoder_get_frames(dec, idx, n, &t, chw, fb * n, NULL, &err));
+        memset(cthw, 0xAB, fb * n);
+        CHECK_OK(reel__decoder_get_frames_cthw(dec, idx, n, &t, cthw, fb * n, NULL, &err));
+        if (contexts) CHECK(dec->gop_open >= 1); /* the parallel path ran */
+        int same = 1;
+        for (size_t i = 0; i < n && same; i++)
+            for (size_t c = 0; c < 3 && same; c++)
+                same = memcmp(cthw + (c * n + i) * plane, chw + (i * 3 + c) * plane, plane) == 0;
+        CHECK_MSG(same, "contexts %d: [C][T][H][W] is not the CHW frames transposed", contexts);
+        reel_transform hwc = t;
+        hwc.layout = REEL_LAYOUT_HWC;
+        CHECK_STATUS(reel__decoder_get_frames_cthw(dec, idx, n, &hwc, cthw, fb * n, NULL, &err), REEL_E_INVALID_ARG);
+        CHECK(strstr(err.message, "layout CHW") != NULL);
+        free(chw);
+        free(cthw);
+        reel_decoder_close(&dec);
+    }
+}
+
 /* GOP-parallel contexts take keyframe runs one at a time from a shared
  * cursor: every frame lands in its slot, and splitting the plan costs no
  * decoding or seek that the serial plan does not make (each run is its own

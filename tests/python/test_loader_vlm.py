@@ -199,15 +199,21 @@ def test_torch_wrappers_take_variable_batches(vids):
         assert torch.equal(c.frames, want[vids[c.sample]])
 
 
-@pytest.mark.parametrize("threads,gop_split", [(1, True), (2, True), (2, False)])
-def test_rotated_and_vfr_videos_serial_and_gop_split(shared_videos, threads, gop_split):
+@pytest.mark.parametrize("threads,gop_split,layout", [(1, True, "BTCHW"), (2, True, "BTCHW"), (2, False, "BTCHW"),
+                                                     (2, True, "BCTHW")])
+def test_rotated_and_vfr_videos_serial_and_gop_split(shared_videos, threads, gop_split, layout):
     """Rotation 90 and 180 (VFR), on one decode thread and on two with one
     sample in flight (the idle thread's context takes half its keyframe runs,
-    unless gop_split=False): the pixels of reel.vlm.fetch_video either way."""
+    unless gop_split=False; BCTHW: each context writes its frames' planes
+    into the sample's [C, T, H, W]): the pixels of reel.vlm.fetch_video
+    either way."""
     paths = [str(shared_videos / n) for n in ("nasa_13013_rotated.mp4", "fire2.mp4", "cockatoo.mp4")]
-    with loader(paths, batch_size=1, num_threads=threads, prefetch_batches=1, gop_split=gop_split) as L:
+    with loader(paths, batch_size=1, num_threads=threads, prefetch_batches=1, gop_split=gop_split,
+                layout=layout) as L:
         for b in L:
             f, ci = b.frames[0].torch(), b.info[0]
+            if layout == "BCTHW":
+                f = f.permute(1, 0, 2, 3)
             ref, meta = reference(ci.path)
             assert list(ci.frame_indices) == list(meta["frames_indices"])
             assert torch.equal(f, ref), ci.path
