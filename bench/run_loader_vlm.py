@@ -9,7 +9,7 @@ batch, in one process per configuration (wall, CPU seconds, peak RSS):
                 two decoder contexts (gop_split_samples counts them)
     pipelined   num_threads=2, prefetch automatic: two samples at once
 
-    nice python3 bench/run_loader_vlm.py [--repeat 2] [VIDEO ...]
+    nice python3 bench/run_loader_vlm.py [--repeat 2] [--layout BCTHW] [VIDEO ...]
 
 Without videos: the longer ones of the shared set ($REEL_SHARED_VIDEOS).
 Prints one line per configuration and the ratios to serial.
@@ -49,6 +49,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("videos", nargs="*")
     ap.add_argument("--repeat", type=int, default=1, help="runs per configuration (the fastest is kept)")
+    ap.add_argument("--layout", default="BTCHW", choices=("BTCHW", "BCTHW", "BTHWC"), help="the batches' layout")
     a = ap.parse_args()
     paths = a.videos or [str(SHARED / v) for v in DEFAULT if (SHARED / v).exists()]
     if not paths:
@@ -57,8 +58,8 @@ def main() -> None:
     for name, cfg in CONFIGS.items():
         best = None
         for _ in range(a.repeat):
-            out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(cfg), json.dumps(paths)], check=True,
-                                 capture_output=True, text=True).stdout
+            args = [sys.executable, "-c", CHILD, json.dumps(dict(cfg, layout=a.layout)), json.dumps(paths)]
+            out = subprocess.run(args, check=True, capture_output=True, text=True).stdout
             r = json.loads(out.strip().splitlines()[-1])
             best = r if best is None or r["wall"] < best["wall"] else best
         rows[name] = best
@@ -66,7 +67,7 @@ def main() -> None:
               f"{best['frames']:5d} frames, gop_split_samples {best['split']}")
     base = rows["serial"]["wall"]
     print("wall vs serial: " + ", ".join(f"{k} {base / v['wall']:.2f}x" for k, v in rows.items()))
-    print(f"({len(paths)} videos: {', '.join(Path(p).name for p in paths)}; {os.cpu_count()} cores)")
+    print(f"({len(paths)} videos: {', '.join(Path(p).name for p in paths)}; layout {a.layout}; {os.cpu_count()} cores)")
 
 
 if __name__ == "__main__":
