@@ -217,6 +217,19 @@ TEST(size_policy_is_qwen_smart_resize)
     CHECK_EQ_INT(h, 48);
 }
 
+/* The GOP-parallel tests' video (150 frames of 96x64, a keyframe every 12,
+ * `bframes` B-frames) and request: frames over many keyframe runs, with
+ * repeats, a negative index and in no order. */
+static const int64_t gop_idx[] = { 140, 5, 5, 61, -1, 0, 33, 100, 99, 61, 12, 13 };
+
+static void gop_video(char *path, size_t cap, const char *name, int bframes)
+{
+    tg_path(path, cap, name);
+    reel_synth_params p;
+    tg_params(&p, path, "h264", 96, 64, 150, 12, bframes);
+    tg_synth(&p);
+}
+
 /* GOP-parallel decoding (gop_contexts): the frames of a call spread over
  * several keyframe runs come out equal to the serial decode, with repeats,
  * negative indices and any order, on 2, 3 and 64 contexts; the other
@@ -225,12 +238,9 @@ TEST(size_policy_is_qwen_smart_resize)
 TEST(gop_parallel_get_frames_equals_serial)
 {
     char path[1024];
-    tg_path(path, sizeof path, "gop.mp4");
-    reel_synth_params p;
-    tg_params(&p, path, "h264", 96, 64, 150, 12, 2);
-    tg_synth(&p);
-    const int64_t idx[] = { 140, 5, 5, 61, -1, 0, 33, 100, 99, 61, 12, 13 };
-    const size_t n = sizeof idx / sizeof *idx;
+    gop_video(path, sizeof path, "gop.mp4", 2);
+    const int64_t *idx = gop_idx;
+    const size_t n = sizeof gop_idx / sizeof *gop_idx;
     reel_transform t;
     reel_transform_default_settings(&t);
     reel_error err;
@@ -305,12 +315,9 @@ TEST(gop_parallel_get_frames_equals_serial)
 TEST(channel_major_output_is_the_planar_frames_transposed)
 {
     char path[1024];
-    tg_path(path, sizeof path, "cthw.mp4");
-    reel_synth_params p;
-    tg_params(&p, path, "h264", 96, 64, 150, 12, 3);
-    tg_synth(&p);
-    const int64_t idx[] = { 140, 5, 5, 61, -1, 0, 33, 100, 99, 61, 12, 13 };
-    const size_t n = sizeof idx / sizeof *idx;
+    gop_video(path, sizeof path, "cthw.mp4", 3);
+    const int64_t *idx = gop_idx;
+    const size_t n = sizeof gop_idx / sizeof *gop_idx;
     reel_transform t;
     reel_transform_default_settings(&t);
     t.layout = REEL_LAYOUT_CHW;
