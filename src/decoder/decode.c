@@ -749,6 +749,7 @@ static int decode_call(reel_decoder *dec, const int64_t *indices, size_t n, reel
             /* give up on that keyframe for good, and plan what is left again;
              * each round marks another keyframe, so this ends */
             abort_run(&r);
+            reel__log_flush(dec, 0); /* what that run logged concerns frames thrown away */
             r.seek_key = -1;
             uint8_t *ks = reel__key_state(dec);
             if (!ks) {
@@ -793,6 +794,7 @@ static int decode_call(reel_decoder *dec, const int64_t *indices, size_t n, reel
     if (stats) *stats = r.st;
     free(reqs);
     free(w);
+    reel__log_flush(dec, 1);
     return st;
 }
 

@@ -139,7 +139,12 @@ int reel__codec_context(const reel_decoder *dec, int threads, void *opaque, AVCo
 
 /* log.c: FFmpeg's error messages for a decoder (its codec's opaque). */
 void reel__log_register(reel_decoder *dec);
-void reel__log_unregister(reel_decoder *dec);
+void reel__log_unregister(reel_decoder *dec); /* shows what is still held */
+/* The end of a run of decoding: keep = 1 shows the lines its codec logged
+ * (naming the file), keep = 0 drops them (the run's frames were thrown away). */
+void reel__log_flush(reel_decoder *dec, int keep);
+/* dec while this thread opens it (its stream probing is not shown), NULL after. */
+void reel__log_opening(const reel_decoder *dec);
 /* Marks where the decoder's codec starts afresh (a flush): what it logged
  * before concerns frames that are gone. */
 void reel__log_mark(reel_decoder *dec);

@@ -1,52 +1,144 @@
-/* log.c: FFmpeg's error messages routed to the decoder they concern. Some
+/* log.c: FFmpeg's log messages routed to the decoder they concern. Some
  * damage (slice errors in a keyframe, out-of-range syntax elements) is only
  * logged by FFmpeg, never flagged on the frame; a decoder that hears such a
  * message from its own codec treats it as damage to the frames it decodes.
+ * What is shown names the file: "[h264 @ clip.mp4] ...", never a pointer.
+ * Decodes whose output is thrown away say nothing: the keyframe probe, the
+ * stream probing while a decoder opens, and a run given up on an unclean
+ * keyframe (its messages are held until the call keeps or drops its frames).
  *
  * FFmpeg's log callback is process-global, so this file keeps the one piece
  * of process-wide state reel has for it: the callback is installed once
  * (pthread_once) and a mutex-guarded registry lists the live decoders. A
  * message is matched by its AVCodecContext's `opaque`, which reel sets to the
  * decoder on its main codec contexts (FFmpeg copies it into the contexts of
- * its frame threads, so their messages match too). Every message then goes
- * on to av_log_default_callback, which prints it at the level set with
- * reel_set_ffmpeg_log_level(). FFmpeg has no getter for the current callback:
- * one an application installs before reel's first decoder is replaced, and
- * one installed after it replaces reel's (reel then sees flagged errors only). */
+ * its frame threads, so their messages match too), or by the decoder's
+ * AVFormatContext. Messages of no decoder go to av_log_default_callback,
+ * which prints at the level set with reel_set_ffmpeg_log_level(), and so does
+ * what reel shows. FFmpeg has no getter for the current callback: one an
+ * application installs before reel's first decoder is replaced, and one
+ * installed after it replaces reel's (reel then sees flagged errors only). */
 #include "decoder/internal.h"
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <libavformat/avformat.h>
 #include <libavutil/log.h>
+
+/* A live decoder and the lines its codec logged in the current call, held
+ * until the call keeps its frames (reel__log_flush). */
+typedef struct live {
+    reel_decoder *dec;
+    char *held; /* lines, each ending in '\n'; NULL when none */
+    size_t held_len;
+    int held_level; /* the most severe level among them */
+    int64_t dropped;
+} live;
+
+#define REEL_LOG_HELD_MAX 4096 /* bytes held per decoder; more is counted, not kept */
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static reel_decoder **g_live;
+static live *g_live;
 static size_t g_n, g_cap;
+/* The decoder this thread is opening: FFmpeg's stream probing decodes a few
+ * frames on the calling thread and throws them away. */
+static _Thread_local const reel_decoder *tl_opening;
+
+static void emit(int level, const char *fmt, ...)
+{
+    va_list vl;
+    va_start(vl, fmt);
+    av_log_default_callback(NULL, level, fmt, vl);
+    va_end(vl);
+}
+
+/* "[h264 @ NAME] message\n" into buf (cut to its size, always one line). */
+static void format_line(char *buf, size_t cap, void *avcl, const char *name, const char *fmt, va_list vl)
+{
+    const AVClass *cls = *(const AVClass **)avcl;
+    const char *item = cls && cls->item_name ? cls->item_name(avcl) : "ffmpeg";
+    int k = snprintf(buf, cap, "[%s @ %s] ", item ? item : "ffmpeg", name);
+    if (k < 0 || (size_t)k >= cap) k = 0;
+    vsnprintf(buf + k, cap - (size_t)k, fmt, vl);
+    size_t len = strlen(buf);
+    while (len && (buf[len - 1] == '\n' || buf[len - 1] == '\r')) buf[--len] = 0;
+    for (size_t i = 0; i < len; i++)
+        if (buf[i] == '\n' || buf[i] == '\r') buf[i] = ' ';
+    if (len + 1 < cap) {
+        buf[len] = '\n';
+        buf[len + 1] = 0;
+    } else {
+        buf[cap - 2] = '\n';
+        buf[cap - 1] = 0;
+    }
+}
+
+static void hold(live *l, int level, const char *line)
+{
+    size_t n = strlen(line);
+    if (l->held_len + n > REEL_LOG_HELD_MAX) {
+        l->dropped++;
+        return;
+    }
+    char *nb = realloc(l->held, l->held_len + n + 1);
+    if (!nb) {
+        l->dropped++;
+        return;
+    }
+    memcpy(nb + l->held_len, line, n + 1);
+    l->held = nb;
+    l->held_len += n;
+    if (l->held_len == n || level < l->held_level) l->held_level = level;
+}
 
 static void route(void *avcl, int level, const char *fmt, va_list vl)
 {
-    if (level <= AV_LOG_ERROR && avcl) {
-        const AVClass *cls = *(const AVClass **)avcl;
-        if (cls && cls->class_name && !strcmp(cls->class_name, "AVCodecContext")) {
+    const AVClass *cls = avcl ? *(const AVClass **)avcl : NULL;
+    const char *cname = cls && cls->class_name ? cls->class_name : "";
+    const int is_codec = !strcmp(cname, "AVCodecContext");
+    const int is_format = !strcmp(cname, "AVFormatContext");
+    if (!is_codec && !is_format) {
+        av_log_default_callback(avcl, level, fmt, vl);
+        return;
+    }
+    if (is_codec && tl_opening) return; /* stream probing while opening: frames thrown away */
+    const int shown = level <= av_log_get_level();
+    char line[1024];
+    pthread_mutex_lock(&g_mu);
+    for (size_t i = 0; i < g_n; i++) {
+        reel_decoder *d = g_live[i].dec;
+        if (is_codec) {
             void *op = ((AVCodecContext *)avcl)->opaque;
-            pthread_mutex_lock(&g_mu);
-            for (size_t i = 0; op && i < g_n; i++) {
-                if (g_live[i] == op) {
-                    atomic_fetch_add_explicit(&g_live[i]->log_errors, 1, memory_order_relaxed);
-                    break;
-                }
-                if ((void *)&g_live[i]->probe_log_errors == op) { /* its keyframe probe */
-                    atomic_fetch_add_explicit(&g_live[i]->probe_log_errors, 1, memory_order_relaxed);
-                    break;
-                }
+            if (!op) break;
+            if ((void *)&d->probe_log_errors == op) { /* its keyframe probe: counted, never shown */
+                if (level <= AV_LOG_ERROR) atomic_fetch_add_explicit(&d->probe_log_errors, 1, memory_order_relaxed);
+                pthread_mutex_unlock(&g_mu);
+                return;
+            }
+            if ((void *)d != op) continue;
+            if (level <= AV_LOG_ERROR) atomic_fetch_add_explicit(&d->log_errors, 1, memory_order_relaxed);
+            if (shown) {
+                format_line(line, sizeof line, avcl, d->name, fmt, vl);
+                hold(&g_live[i], level, line);
             }
             pthread_mutex_unlock(&g_mu);
+            return;
+        }
+        if ((AVFormatContext *)avcl == d->fmt) {
+            if (shown) {
+                format_line(line, sizeof line, avcl, d->name, fmt, vl);
+                emit(level, "%s", line);
+            }
+            pthread_mutex_unlock(&g_mu);
+            return;
         }
     }
+    pthread_mutex_unlock(&g_mu);
     av_log_default_callback(avcl, level, fmt, vl);
 }
 
@@ -61,25 +153,72 @@ void reel__log_register(reel_decoder *dec)
     pthread_mutex_lock(&g_mu);
     if (g_n == g_cap) {
         size_t nc = g_cap ? g_cap * 2 : 64;
-        reel_decoder **nl = realloc(g_live, nc * sizeof *nl);
+        live *nl = realloc(g_live, nc * sizeof *nl);
         if (nl) {
             g_live = nl;
             g_cap = nc;
         }
     }
-    if (g_n < g_cap) g_live[g_n++] = dec; /* out of memory: this decoder sees flagged errors only */
+    if (g_n < g_cap) g_live[g_n++] = (live){ .dec = dec }; /* out of memory: flagged errors only */
     pthread_mutex_unlock(&g_mu);
+}
+
+/* Takes the held lines of entry i out of the registry (caller holds g_mu). */
+static char *take_held(size_t i, int *level, int64_t *dropped)
+{
+    char *h = g_live[i].held;
+    *level = g_live[i].held_level;
+    *dropped = g_live[i].dropped;
+    g_live[i].held = NULL;
+    g_live[i].held_len = 0;
+    g_live[i].dropped = 0;
+    return h;
+}
+
+static void show(const char *name, char *held, int level, int64_t dropped)
+{
+    if (held) emit(level, "%s", held);
+    if (dropped) emit(level, "[reel @ %s] %lld more FFmpeg messages not shown\n", name, (long long)dropped);
+    free(held);
+}
+
+void reel__log_flush(reel_decoder *dec, int keep)
+{
+    char *held = NULL;
+    int level = 0;
+    int64_t dropped = 0;
+    pthread_mutex_lock(&g_mu);
+    for (size_t i = 0; i < g_n; i++)
+        if (g_live[i].dec == dec) {
+            held = take_held(i, &level, &dropped);
+            break;
+        }
+    pthread_mutex_unlock(&g_mu);
+    if (keep)
+        show(dec->name, held, level, dropped);
+    else
+        free(held);
 }
 
 void reel__log_unregister(reel_decoder *dec)
 {
+    char *held = NULL;
+    int level = 0;
+    int64_t dropped = 0;
     pthread_mutex_lock(&g_mu);
     for (size_t i = 0; i < g_n; i++)
-        if (g_live[i] == dec) {
+        if (g_live[i].dec == dec) {
+            held = take_held(i, &level, &dropped);
             g_live[i] = g_live[--g_n];
             break;
         }
     pthread_mutex_unlock(&g_mu);
+    show(dec->name, held, level, dropped);
+}
+
+void reel__log_opening(const reel_decoder *dec)
+{
+    tl_opening = dec;
 }
 
 void reel__log_mark(reel_decoder *dec)

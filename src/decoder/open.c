@@ -321,7 +321,9 @@ static int open_common(reel_decoder *dec, reel_error *err)
     dec->fmt->interrupt_callback.opaque = dec->settings.interrupt_opaque;
     if (reel__interrupted(dec))
         return reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while opening", dec->name);
+    reel__log_opening(dec);
     r = avformat_open_input(&dec->fmt, dec->is_file ? dec->name : NULL, NULL, &opts);
+    reel__log_opening(NULL);
     av_dict_free(&opts);
     if (r < 0) {
         int st = reel__status_from_av(r);
@@ -337,7 +339,9 @@ static int open_common(reel_decoder *dec, reel_error *err)
             return reel__error_set(err, st, "%s: not a video file (no known container format recognised)", dec->name);
         return reel__error_set(err, st, "%s: cannot open: %s", dec->name, reel__av_err(r, eb, sizeof eb));
     }
+    reel__log_opening(dec);
     r = avformat_find_stream_info(dec->fmt, NULL);
+    reel__log_opening(NULL);
     if (r < 0 && (r == AVERROR_EXIT || reel__interrupted(dec)))
         return reel__error_set(err, REEL_E_CANCELLED, "%s: interrupted while opening", dec->name);
     if (r < 0 && reel__remote_failure(dec, err)) return err ? err->status : REEL_E_IO;
