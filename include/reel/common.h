@@ -56,6 +56,21 @@ extern "C" {
 #define REEL_VERSION_MINOR 1
 #define REEL_VERSION_PATCH 0
 
+/* The API version, as dav1d's: (major << 16) | (minor << 8) | patch, bumped
+ * when a public declaration changes incompatibly (major), grows (minor), or
+ * is only clarified (patch). REEL_API_VERSION is what a caller compiled
+ * against; reel_version_api() is what it runs against: a program may refuse
+ * to run when REEL_API_VERSION_MAJOR_OF(reel_version_api()) differs from the
+ * major it compiled against. Major 0 until the API is frozen as 1.0. */
+#define REEL_API_VERSION_MAJOR 0
+#define REEL_API_VERSION_MINOR 1
+#define REEL_API_VERSION_PATCH 0
+#define REEL_API_VERSION \
+    ((REEL_API_VERSION_MAJOR << 16) | (REEL_API_VERSION_MINOR << 8) | REEL_API_VERSION_PATCH)
+#define REEL_API_VERSION_MAJOR_OF(v) (((v) >> 16) & 0xFF)
+#define REEL_API_VERSION_MINOR_OF(v) (((v) >> 8) & 0xFF)
+#define REEL_API_VERSION_PATCH_OF(v) ((v) & 0xFF)
+
 /** Status codes. Every fallible public call returns REEL_OK (0) or one of
  *  these negative values. The set is closed: new causes get new codes. */
 typedef enum reel_status {
@@ -172,6 +187,9 @@ REEL_API void reel_error_clear(reel_error *err);
 
 /** The library version as "MAJOR.MINOR.PATCH". */
 REEL_API const char *reel_version(void);
+
+/** The API version libreel was built with: REEL_API_VERSION of its headers. */
+REEL_API unsigned reel_version_api(void);
 
 /** Versions of the FFmpeg libraries reel runs against, e.g.
  *  "libavcodec 59.37.100, libavformat 59.27.100, ...". Static: valid

@@ -33,6 +33,7 @@ from ._reel import (
     UnsupportedError,
     ffmpeg_versions,
     set_ffmpeg_log_level,
+    version_api,
 )
 from ._store import merge as pack_merge
 from ._store import pack, store_info  # `python -m reel.pack` is the command line (reel/pack.py)
@@ -59,5 +60,5 @@ __all__ = [
     "ReelError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
     "InvalidArgumentError", "NoVideoStreamError", "PermissionDeniedError", "Status",
     "pack", "pack_merge", "store_verify", "store_info",
-    "ffmpeg_versions", "build_info", "set_ffmpeg_log_level", "__version__",
+    "ffmpeg_versions", "version_api", "build_info", "set_ffmpeg_log_level", "__version__",
 ]

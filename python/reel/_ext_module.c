@@ -210,6 +210,13 @@ static PyObject *mod_version(PyObject *m, PyObject *u)
     (void)u;
     return PyUnicode_FromString(reel_version());
 }
+static PyObject *mod_version_api(PyObject *m, PyObject *u)
+{
+    (void)m;
+    (void)u;
+    return PyLong_FromUnsignedLong(reel_version_api());
+}
+
 static PyObject *mod_ffmpeg_versions(PyObject *m, PyObject *u)
 {
     (void)m;
@@ -329,6 +336,8 @@ static PyObject *mod_clip_geometry(PyObject *module, PyObject *args)
 
 static PyMethodDef module_methods[] = {
     { "version", mod_version, METH_NOARGS, "version()\n--\n\nlibreel's version." },
+    { "version_api", mod_version_api, METH_NOARGS,
+      "version_api()\n--\n\nlibreel's API version: (major << 16) | (minor << 8) | patch (REEL_API_VERSION)." },
     { "ffmpeg_versions", mod_ffmpeg_versions, METH_NOARGS, "ffmpeg_versions()\n--\n\nFFmpeg library versions in use." },
     { "build_info", mod_build_info, METH_NOARGS,
       "build_info()\n--\n\nJSON: FFmpeg's version and configure line, library versions." },

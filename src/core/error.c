@@ -90,6 +90,11 @@ int reel__cpu_count(void)
     return n < 1 ? 1 : (int)n;
 }
 
+unsigned reel_version_api(void)
+{
+    return REEL_API_VERSION;
+}
+
 const char *reel_version(void)
 {
 #define REEL_STR2(x) #x

@@ -283,6 +283,10 @@ TEST(strerror_and_version)
     char want[32];
     snprintf(want, sizeof want, "%d.%d.%d", REEL_VERSION_MAJOR, REEL_VERSION_MINOR, REEL_VERSION_PATCH);
     CHECK_EQ_STR(v, want);
+    CHECK_EQ_INT((int)reel_version_api(), REEL_API_VERSION);
+    CHECK_EQ_INT(REEL_API_VERSION_MAJOR_OF(reel_version_api()), REEL_API_VERSION_MAJOR);
+    CHECK_EQ_INT(REEL_API_VERSION_MINOR_OF(reel_version_api()), REEL_API_VERSION_MINOR);
+    CHECK_EQ_INT(REEL_API_VERSION_PATCH_OF(reel_version_api()), REEL_API_VERSION_PATCH);
     const char *fv = reel_ffmpeg_versions();
     CHECK(fv && tg_contains(fv, "libavcodec") && tg_contains(fv, "libavformat"));
     reel_error e;

@@ -19,6 +19,8 @@ def test_version():
     parts = [re.search(rf"REEL_VERSION_{k} +(\d+)", text).group(1) for k in ("MAJOR", "MINOR", "PATCH")]
     assert reel.__version__ == ".".join(parts) == R.version()
     assert "libavcodec" in reel.ffmpeg_versions()
+    api = [int(re.search(rf"REEL_API_VERSION_{k} +(\d+)", text).group(1)) for k in ("MAJOR", "MINOR", "PATCH")]
+    assert reel.version_api() == (api[0] << 16) | (api[1] << 8) | api[2]
 
 
 def test_exports_and_docstrings():
