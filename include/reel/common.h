@@ -62,14 +62,13 @@ extern "C" {
  * against; reel_version_api() is what it runs against: a program may refuse
  * to run when REEL_API_VERSION_MAJOR_OF(reel_version_api()) differs from the
  * major it compiled against. Major 0 until the API is frozen as 1.0. */
-#define REEL_API_VERSION_MAJOR 0
-#define REEL_API_VERSION_MINOR 1
-#define REEL_API_VERSION_PATCH 0
-#define REEL_API_VERSION \
-    ((REEL_API_VERSION_MAJOR << 16) | (REEL_API_VERSION_MINOR << 8) | REEL_API_VERSION_PATCH)
+#define REEL_API_VERSION_MAJOR       0
+#define REEL_API_VERSION_MINOR       1
+#define REEL_API_VERSION_PATCH       0
+#define REEL_API_VERSION             ((REEL_API_VERSION_MAJOR << 16) | (REEL_API_VERSION_MINOR << 8) | REEL_API_VERSION_PATCH)
 #define REEL_API_VERSION_MAJOR_OF(v) (((v) >> 16) & 0xFF)
 #define REEL_API_VERSION_MINOR_OF(v) (((v) >> 8) & 0xFF)
-#define REEL_API_VERSION_PATCH_OF(v) ((v) & 0xFF)
+#define REEL_API_VERSION_PATCH_OF(v) ((v)&0xFF)
 
 /** Status codes. Every fallible public call returns REEL_OK (0) or one of
  *  these negative values. The set is closed: new causes get new codes. */
