@@ -2,6 +2,9 @@
 # build-asan/ for the sanitizer tree); scripts/deps.sh installs what is missing.
 #
 #   make / make build     check deps, configure (first time), build -> build/reel
+#   make check            the quick tier: C tests of build/ and pytest without
+#                         the tests marked slow, Ray, sanitizers, fuzzing or
+#                         the wheel (about 3 minutes here); same last line
 #   make test             C tests, C tests under address+undefined sanitizers,
 #                         pytest (tests/python); last line "N passed, N failed"
 #   make asan             only the sanitizer tree and its tests
@@ -33,7 +36,7 @@ REEL      := $(BUILD_DIR)/reel
 export PATH := $(HOME)/.local/bin:$(PATH)
 export CMAKE_ARGS JOBS
 
-.PHONY: all build deps test asan tsan fuzz format demo bench install clean help wheel test-wheel clean-wheel
+.PHONY: all build deps check test asan tsan fuzz format demo bench install clean help wheel test-wheel clean-wheel
 
 all: build
 
@@ -45,6 +48,10 @@ build: deps
 
 # The runner builds build/ itself (after deps) so that even a failed build
 # ends with the summary line.
+check:
+	@bash scripts/deps.sh --test
+	@bash scripts/run_tests.sh --build-first --quick --build $(BUILD_DIR)
+
 test:
 	@bash scripts/deps.sh --test
 	@bash scripts/run_tests.sh --build-first --build $(BUILD_DIR) --asan $(ASAN_DIR)
@@ -112,4 +119,4 @@ clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-tsan build-fuzz
 
 help:
-	@sed -n '3,17p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,20p' Makefile | sed 's/^# \{0,1\}//'

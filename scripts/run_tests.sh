@@ -23,7 +23,9 @@
 #
 # Options: --build DIR (default build), --asan DIR (default build-asan),
 #          --build-first, --no-c, --no-asan, --no-tsan, --no-fuzz, --no-python, --no-wheel,
-#          --asan-only, --tsan-only, --fuzz-only
+#          --asan-only, --tsan-only, --fuzz-only,
+#          --quick (make check: the C tests of build/ and pytest -m "not slow"
+#          without the Ray files; no sanitizer trees, fuzzing or wheel)
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -32,7 +34,7 @@ build=build
 asan=build-asan
 tsan=build-tsan
 fuzz=build-fuzz
-do_c=1 do_asan=1 do_tsan=1 do_fuzz=1 do_py=1 do_wheel=1 build_first=0
+do_c=1 do_asan=1 do_tsan=1 do_fuzz=1 do_py=1 do_wheel=1 build_first=0 quick=0
 while [ $# -gt 0 ]; do
     case $1 in
         --build) build=$2; shift ;;
@@ -47,6 +49,7 @@ while [ $# -gt 0 ]; do
         --no-python) do_py=0 ;;
         --no-wheel) do_wheel=0 ;;
         --asan-only) do_c=0; do_tsan=0; do_fuzz=0; do_py=0; do_wheel=0 ;;
+        --quick) quick=1; do_asan=0; do_tsan=0; do_fuzz=0; do_wheel=0 ;;
         *) echo "run_tests.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -315,8 +318,14 @@ if [ $do_py -eq 1 ]; then
         for t in tests/python/test_ray*.py; do [ -f "$t" ] && ray_files+=("$t"); done
         ignore=()
         for t in "${ray_files[@]+"${ray_files[@]}"}"; do ignore+=("--ignore=$t"); done
-        echo "==> pytest tests/python${ray_files:+ (the Ray files after, each alone)}" >&2
-        run_pytest tests/python "${ignore[@]+"${ignore[@]}"}"
+        # the quick tier: no Ray cluster, no test marked slow (pyproject.toml)
+        quick_args=()
+        if [ $quick -eq 1 ]; then
+            quick_args=(-m "not slow")
+            ray_files=()
+        fi
+        echo "==> pytest tests/python${quick_args:+ -m 'not slow'}${ray_files:+ (the Ray files after, each alone)}" >&2
+        run_pytest tests/python "${ignore[@]+"${ignore[@]}"}" "${quick_args[@]+"${quick_args[@]}"}"
         if [ "$py_rc" -ne 0 ] && [ "$py_summary" -eq 0 ]; then
             note "pytest tests/python died without its summary (exit $py_rc)"
         fi

@@ -360,27 +360,38 @@ def test_shared_decoder_across_threads(video):
 
 def test_gil_released_while_decoding(synth):
     big = synth(width=640, height=480, frames=120, gop=120)
+    """With a switch interval far longer than the test, the interpreter never
+    takes the GIL from a thread: the spinner runs only while the main thread
+    gives it up. It counts only while the main thread is inside the call, so
+    a call that held the GIL throughout would leave the count at 0 (no clock)."""
+    import sys
     d = reel.VideoDecoder(big, threads=1)
     ticks = 0
-    stop = threading.Event()
+    stop, in_call, spinning = threading.Event(), threading.Event(), threading.Event()
 
     def spin():
         nonlocal ticks
+        spinning.set()
         while not stop.is_set():
-            ticks += 1
+            if in_call.is_set():
+                ticks += 1
+            time.sleep(0)  # gives the GIL back to the main thread when it asks
 
+    old = sys.getswitchinterval()
     t = threading.Thread(target=spin)
-    t.start()
-    time.sleep(0.01)
-    before = ticks
-    t0 = time.perf_counter()
-    d.get_frames_at(range(0, 120, 2))
-    elapsed = time.perf_counter() - t0
-    during = ticks - before
-    stop.set()
-    t.join()
-    # With the GIL held for the whole call the spinner would barely move.
-    assert elapsed > 0.02 and during > 1000, (elapsed, during)
+    try:
+        sys.setswitchinterval(1000.0)
+        t.start()
+        spinning.wait(10)
+        in_call.set()
+        d.get_frames_at(range(0, 120, 2))
+        in_call.clear()
+        during = ticks
+    finally:
+        stop.set()
+        t.join(10)
+        sys.setswitchinterval(old)
+    assert during > 0, during
 
 
 def test_file_like_from_threads(video):

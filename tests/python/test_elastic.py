@@ -232,6 +232,7 @@ def _torchrun(nproc: int, *args: str) -> None:
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("before,after", [(2, 3), (3, 2)])
 def test_torchrun_resumes_on_another_number_of_ranks(folder, tmp_path, before, after):
     pytest.importorskip("torch")

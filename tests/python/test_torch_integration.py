@@ -241,6 +241,7 @@ def _in_spawned_worker(blob: bytes):
     return got, resumed, dec.metadata.num_frames, os.getpid()
 
 
+@pytest.mark.slow
 def test_configuration_pickles_and_is_rebuilt_in_a_spawned_worker(videos):
     import multiprocessing as mp
 
@@ -362,6 +363,7 @@ def kinetics_set(root: Path, n: int = 8) -> Path:
 EXAMPLE_ARGS = ["--epochs", "1", "--batch", "2", "--frames", "4", "--size", "32", "--threads", "1"]
 
 
+@pytest.mark.slow
 def test_train_linear_example(tmp_path):
     data = kinetics_set(tmp_path / "k")
     r = subprocess.run([*interpreter(), str(EXAMPLE), "--data", str(data), *EXAMPLE_ARGS, "--device", "cpu"],
@@ -373,6 +375,7 @@ def test_train_linear_example(tmp_path):
         assert needle in out, out
 
 
+@pytest.mark.slow
 def test_torchrun_ddp_ranks_are_disjoint_and_cover(tmp_path):
     """2 processes, gloo: each rank trains on its own half; together, all of it."""
     data = kinetics_set(tmp_path / "k")

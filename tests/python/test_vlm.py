@@ -139,6 +139,7 @@ def psnr(a, b) -> float:
     return math.inf if mse == 0 else 10 * math.log10(255.0 ** 2 / mse)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,ele", VARIANTS, ids=[f"{n}-{i}" for i, (n, _) in enumerate(VARIANTS)])
 def test_fetch_video_equals_qwen(qwen, videos, name, ele):
     e = dict(ele, video=videos[name])
