@@ -91,10 +91,18 @@ typedef struct reel_decoder_settings {
      *  opened on first use (by their threads) and kept for the calls that
      *  follow until the decoder closes; their requests count in reel_decoder_get_remote_stats and in
      *  remote_stats. Memory and callback inputs, and plans of one run,
-     *  decode as usual. 0 or 1 (default): off. At most 64. */
+     *  decode as usual (on the codec's own `threads`). REEL_GOP_CONTEXTS_AUTO
+     *  (-1, the default): up to the machine's core count for a file, so a
+     *  call uses the cores; off for a URL, whose other contexts would each
+     *  fetch the object's head and index again and miss what
+     *  reel_decoder_prefetch fetched (ask for N there); 0 or 1: off (the loader and `reel pack`, whose workers own
+     *  the cores, set this); at most 64. */
     int gop_contexts;
     uint8_t reserved[60]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_decoder_settings;
+
+/** reel_decoder_settings.gop_contexts: as many as the machine has cores. */
+#define REEL_GOP_CONTEXTS_AUTO (-1)
 
 /** Fills `s` with the defaults documented on each field. */
 REEL_API void reel_decoder_default_settings(reel_decoder_settings *s);
@@ -175,7 +183,9 @@ typedef struct reel_decode_stats {
                                    be decoded through (FFmpeg's frame threads may conceal
                                    such damage in silence); 0 otherwise */
     double amplification;     /**< frames_decoded / frames_returned */
-    uint8_t reserved[64];     /**< zero; room to grow (common.h) */
+    int64_t gop_contexts;     /**< decoder contexts that decoded the call's keyframe runs:
+                                   2 or more when it ran GOP-parallel, else 1 (0: nothing decoded) */
+    uint8_t reserved[56];     /**< zero; room to grow (common.h) */
 } reel_decode_stats;
 
 /** An open video. Not thread-safe: one thread at a time per decoder.

@@ -116,6 +116,7 @@ class DecodeStats(NamedTuple):
     key_restarts: int
     keys_probed: int
     thread_fallbacks: int
+    gop_contexts: int
     amplification: float
 
 
@@ -163,7 +164,8 @@ class VideoDecoder:
     Options (fixed for the decoder's lifetime):
 
     - ``stream``: absolute stream index; None: the best video stream.
-    - ``threads``: FFmpeg decoding threads; 0: chosen from the core count.
+    - ``threads``: FFmpeg decoding threads; 0: chosen from the core count;
+      None (default): 0, or 1 inside a DataLoader worker (its pool owns the cores).
     - ``crop``: ``(top, left, height, width)`` in display pixels, or None.
     - ``size``: output ``(height, width)`` or an int for a square; None: the
       crop's (or the frame's) size.
@@ -189,7 +191,11 @@ class VideoDecoder:
     - ``gop_threads``: GOP-parallel decoding: a call whose frames lie in two or
       more keyframe runs splits the runs over up to this many decoder contexts
       of the same file or URL, on threads of their own, each writing straight
-      into the output (default 1: off; bytes and file-like sources: off).
+      into the output; a call of one run decodes on ``threads``. None
+      (default): up to the core count for a file (off for a URL: ask for N),
+      or off inside a DataLoader worker;
+      0 or 1: off; bytes and file-like sources: off. ``stats.gop_contexts``
+      says how many contexts the last call used.
       The other contexts open on first use and stay open until ``close()``;
       their requests count in ``remote_stats``.
     - ``name``: the name used in messages for bytes and file-like sources.
@@ -210,7 +216,7 @@ class VideoDecoder:
         source: Source,
         *,
         stream: Optional[int] = None,
-        threads: int = 0,
+        threads: Optional[int] = None,
         crop: Optional[Sequence[int]] = None,
         size: Union[int, Sequence[int], None] = None,
         layout: str = "CHW",
@@ -230,7 +236,7 @@ class VideoDecoder:
         check_keyframes: bool = True,
         name: Optional[str] = None,
         remote: Optional[Dict[str, Any]] = None,
-        gop_threads: int = 1,
+        gop_threads: Optional[int] = None,
     ) -> None:
         self._options = dict(
             stream=stream, threads=threads, crop=None if crop is None else tuple(crop),
@@ -242,6 +248,7 @@ class VideoDecoder:
             remote=None if remote is None else dict(remote), gop_threads=gop_threads,
         )
         height, width = opt.size_hw("size", size)
+        codec_threads, gop_contexts = opt.decoder_threads(threads, gop_threads)
         layout_code = opt.choice("layout", layout, opt.FRAME_LAYOUTS)
         src, kind, dname = _classify(source, name)
         self._source = src if kind != 2 else None  # for pickling; file objects do not pickle
@@ -250,14 +257,14 @@ class VideoDecoder:
             src, kind,
             name=dname,
             stream=-1 if stream is None else int(stream),
-            threads=int(threads),
+            threads=codec_threads,
             corrupt=opt.choice("corrupt", corrupt, opt.CORRUPT),
             index_mode=opt.index_mode(index),
             index_path=opt.fspath_or_none(index_path),
             skip_nonref=bool(skip_nonref),
             force_scan=bool(force_scan),
             check_keyframes=bool(check_keyframes),
-            gop_contexts=int(gop_threads),
+            gop_contexts=gop_contexts,
             remote=None if remote is None else opt.remote_settings(remote),
             crop=opt.crop_xywh(crop),
             width=width, height=height,

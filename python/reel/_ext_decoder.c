@@ -105,7 +105,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     };
     PyObject *source, *name = Py_None, *index_path = Py_None, *mean = Py_None, *std = Py_None, *remote = Py_None;
     int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
-    int skip_nonref = 1, force_scan = 0, check_keyframes = 1, gop_contexts = 0;
+    int skip_nonref = 1, force_scan = 0, check_keyframes = 1, gop_contexts = REEL_GOP_CONTEXTS_AUTO;
     int cx = 0, cy = 0, cw = 0, ch = 0, width = 0, height = 0, filter = REEL_FILTER_BILINEAR;
     int resize_mode = REEL_CONVERT_PATH_FUSED, rotate = 0, flip = 0, dtype = REEL_DTYPE_UINT8, layout = REEL_LAYOUT_HWC;
     double divisor = 255.0;
@@ -714,13 +714,13 @@ static PyObject *decoder_stats(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
     const reel_decode_stats *s = &self->stats;
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d}", "frames_requested",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:L}", "frames_requested",
                          (long long)s->frames_requested, "frames_returned", (long long)s->frames_returned,
                          "frames_decoded", (long long)s->frames_decoded, "frames_skipped", (long long)s->frames_skipped,
                          "packets_read", (long long)s->packets_read, "seeks", (long long)s->seeks, "corrupt_packets",
                          (long long)s->corrupt_packets, "key_restarts", (long long)s->key_restarts, "keys_probed",
                          (long long)s->keys_probed, "thread_fallbacks", (long long)s->thread_fallbacks, "amplification",
-                         s->amplification);
+                         s->amplification, "gop_contexts", (long long)s->gop_contexts);
 }
 
 PyObject *reduce_forbidden(PyObject *self, PyObject *unused)

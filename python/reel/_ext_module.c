@@ -523,6 +523,7 @@ static int module_exec(PyObject *m)
     if (PyModule_AddStringConstant(m, "__version__", reel_version()) < 0) return -1;
     if (PyModule_AddFunctions(m, reel_store_methods) < 0) return -1;
     if (PyModule_AddIntConstant(m, "DLPACK_MAJOR", REEL_DLPACK_MAJOR) < 0) return -1;
+    if (PyModule_AddIntConstant(m, "GOP_CONTEXTS_AUTO", REEL_GOP_CONTEXTS_AUTO) < 0) return -1;
     return 0;
 }
 

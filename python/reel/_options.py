@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from . import _reel
@@ -24,6 +25,28 @@ CORRUPT: Dict[str, int] = {"fail": _reel.CORRUPT_FAIL, "skip": _reel.CORRUPT_SKI
 # reel_index_source value -> name
 INDEX_SOURCES: Dict[int, str] = {_reel.INDEX_FROM_CONTAINER: "container", _reel.INDEX_FROM_SCAN: "scan",
                                  _reel.INDEX_FROM_SIDECAR: "sidecar"}
+
+
+def pool_owns_cores() -> bool:
+    """True inside a torch DataLoader worker: its pool owns the cores, so a
+    decoder's defaults use one (torch is looked up, never imported)."""
+    data = sys.modules.get("torch.utils.data")
+    get = getattr(data, "get_worker_info", None) if data is not None else None
+    try:
+        return get is not None and get() is not None
+    except Exception:  # pragma: no cover - a torch without worker info
+        return False
+
+
+def decoder_threads(threads: Optional[int], gop_threads: Optional[int]) -> Tuple[int, int]:
+    """VideoDecoder's ``threads`` and ``gop_threads`` as C's settings.threads
+    and gop_contexts. None, the default: the cores (0: FFmpeg's frame threads
+    from the core count; REEL_GOP_CONTEXTS_AUTO: GOP-parallel contexts up to
+    the core count), or 1 and 1 inside a DataLoader worker."""
+    in_pool = pool_owns_cores()
+    t = (1 if in_pool else 0) if threads is None else int(threads)
+    g = (1 if in_pool else _reel.GOP_CONTEXTS_AUTO) if gop_threads is None else int(gop_threads)
+    return t, g
 
 
 def choice(name: str, value: Any, table: Dict[str, int]) -> int:

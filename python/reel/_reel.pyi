@@ -5,6 +5,7 @@ import os
 __version__: str
 STATUS: Dict[str, int]
 DLPACK_MAJOR: int
+GOP_CONTEXTS_AUTO: int
 
 _Path = Union[str, bytes, "os.PathLike[str]"]
 _Meta = Union[int, float, Tuple[Any, ...], None]

@@ -73,7 +73,8 @@ def _torch_dtype(dtype: Any) -> str:
     return name
 
 
-def _read_video(ele: Dict[str, Any], factor: int, dtype: str, threads: int) -> Tuple[Any, Dict[str, Any], float]:
+def _read_video(ele: Dict[str, Any], factor: int, dtype: str,
+                threads: Optional[int]) -> Tuple[Any, Dict[str, Any], float]:
     if "fps" in ele and "nframes" in ele:
         raise ValueError("Only accept either `fps` or `nframes`")
     if "nframes" in ele:
@@ -87,11 +88,16 @@ def _read_video(ele: Dict[str, Any], factor: int, dtype: str, threads: int) -> T
     end = ele.get("video_end")
     if end is not None and end <= 0:
         raise ValueError(f"Invalid time range: video_end {end} s leaves no frames")
-    # threads >= 1: that many GOP-parallel decoder contexts, one codec thread
+    # None: VideoDecoder's defaults (the cores: GOP-parallel contexts up to the
+    # core count, frame threads for a plan of one run; one thread in a
+    # DataLoader worker); N >= 1: N GOP-parallel contexts, one codec thread
     # each; 0: one context with FFmpeg's frame threads
+    if threads is None:
+        codec_threads, gop = None, None
+    else:
+        codec_threads, gop = (1 if threads >= 1 else 0), max(1, threads)
     dec = VideoDecoder(_video_path(ele["video"]), dtype=dtype, divisor=1.0, filter="bicubic",
-                       resize_mode="after_rgb", threads=1 if threads >= 1 else 0,
-                       gop_threads=max(1, threads), remote=ele.get("remote"))
+                       resize_mode="after_rgb", threads=codec_threads, gop_threads=gop, remote=ele.get("remote"))
     try:
         idx, info = dec._dec.sample_video(kind, fps, min_frames, max_frames, FRAME_FACTOR, count,
                                           float(start or 0.0), float(end or 0.0))
@@ -188,7 +194,8 @@ def _image_list_video(ele: Dict[str, Any], factor: int, dtype: str) -> Tuple[Any
 
 
 def fetch_video(ele: Dict[str, Any], image_patch_size: int = 14, return_video_sample_fps: bool = False,
-                return_video_metadata: bool = False, *, dtype: Any = "float32", threads: int = 1) -> Any:
+                return_video_metadata: bool = False, *, dtype: Any = "float32",
+                threads: Optional[int] = None) -> Any:
     """qwen-vl-utils 0.0.14's fetch_video, decoded by reel.
 
     ``ele["video"]`` is a path, ``file://`` path, http(s):// or s3:// URL
@@ -198,13 +205,16 @@ def fetch_video(ele: Dict[str, Any], image_patch_size: int = 14, return_video_sa
     ``(video, metadata)`` and/or ``sample_fps`` as qwen-vl-utils does;
     metadata has ``fps``, ``frames_indices``, ``total_num_frames`` and
     ``video_backend="reel"``. ``threads``: decoding threads for the video:
-    N >= 1 decodes its keyframe runs on N decoder contexts at once (GOP-parallel,
-    one codec thread each); 0 uses FFmpeg's frame threading on one context.
+    None (default) uses the cores (GOP-parallel contexts up to the core count,
+    FFmpeg's frame threads for a plan of one keyframe run; one thread inside a
+    DataLoader worker); N >= 1 decodes its keyframe runs on N decoder contexts
+    at once (one codec thread each); 0 uses FFmpeg's frame threading on one
+    context.
     """
     factor = int(image_patch_size * SPATIAL_MERGE_SIZE)
     dt = _torch_dtype(dtype)
     if isinstance(ele["video"], str):
-        video, metadata, sample_fps = _read_video(ele, factor, dt, int(threads))
+        video, metadata, sample_fps = _read_video(ele, factor, dt, None if threads is None else int(threads))
     else:
         video, metadata, sample_fps = _image_list_video(ele, factor, dt)
     out = (video, metadata) if return_video_metadata else video
@@ -235,7 +245,7 @@ def process_vision_info(
     image_patch_size: int = 14,
     *,
     dtype: Any = "float32",
-    threads: int = 1,
+    threads: Optional[int] = None,
 ) -> Any:
     """qwen-vl-utils 0.0.14's process_vision_info: (images, videos[, video_kwargs])."""
     image_inputs: List[Any] = []

@@ -788,6 +788,7 @@ static int decode_call(reel_decoder *dec, const int64_t *indices, size_t n, reel
         reset_decoder(dec);
         dec->next_decode = -1;
     }
+    r.st.gop_contexts = r.st.frames_decoded > 0;
     int64_t skipped = r.st.packets_read - r.st.frames_decoded;
     r.st.frames_skipped = skipped > 0 ? skipped : 0;
     r.st.amplification = r.st.frames_returned ? (double)r.st.frames_decoded / (double)r.st.frames_returned : 0.0;

@@ -247,11 +247,21 @@ static size_t run_of(const reel__interval *iv, size_t nr, int64_t d)
     return lo;
 }
 
+int reel__gop_contexts(const reel_decoder *dec)
+{
+    const reel_decoder_settings *s = &dec->settings;
+    /* auto: a file's runs over the cores; a URL's only when asked for, as
+     * each other context fetches the object's head and index again and
+     * misses what the decoder fetched ahead (reel_decoder_prefetch) */
+    int k = s->gop_contexts >= 0 ? s->gop_contexts : dec->remote ? 1 : reel__cpu_count();
+    return k > REEL_GOP_CONTEXTS ? REEL_GOP_CONTEXTS : k;
+}
+
 static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t n, const sink *proto,
                                reel_decode_stats *stats, int *handled, reel_error *err)
 {
     const reel_table *t = &dec->table;
-    int k = dec->settings.gop_contexts > REEL_GOP_CONTEXTS ? REEL_GOP_CONTEXTS : dec->settings.gop_contexts;
+    int k = reel__gop_contexts(dec);
     *handled = 0;
     reel__req *reqs = malloc(n * sizeof *reqs);
     reel__wanted *w = malloc(n * sizeof *w);
@@ -299,7 +309,7 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
      * signed URL would not open from it), a file by its path. */
     reel_decoder_settings ss = dec->settings;
     ss.threads = 1;
-    ss.gop_contexts = 0;
+    ss.gop_contexts = 0; /* off: a context of the call's set starts none of its own */
     if (ss.index_mode == REEL_INDEX_READ_WRITE) ss.index_mode = REEL_INDEX_READ;
     g[0].dec = dec;
     for (int q = 1; q < used; q++) {
@@ -352,6 +362,7 @@ static int get_frames_parallel(reel_decoder *dec, const int64_t *indices, size_t
         }
     }
     sum.amplification = sum.frames_returned ? (double)sum.frames_decoded / (double)sum.frames_returned : 0;
+    sum.gop_contexts = used;
     if (stats) *stats = sum;
 out:
     free(g);
@@ -410,7 +421,7 @@ static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const
     }
     s.last_index = -1;
     s.err = err;
-    if (dec->settings.gop_contexts > 1 && n > 1 && (dec->is_file || dec->remote)) {
+    if (reel__gop_contexts(dec) > 1 && n > 1 && (dec->is_file || dec->remote)) {
         int handled = 0;
         r = get_frames_parallel(dec, indices, n, &s, stats, &handled, err);
         if (handled) return r;

@@ -175,6 +175,11 @@ int reel__decoder_release_pictures(reel_decoder *dec);
  * is [3][n][H][W], frame i of channel c at (c * n + i) * H * W elements, the
  * [C, T, H, W] of one sample (the loader's BCTHW). t must set no strides;
  * dst_size must hold n frames. */
+/* frames.c: how many GOP-parallel contexts a call of dec may use (for
+ * REEL_GOP_CONTEXTS_AUTO: the core count for a file, 1 for a URL), at most
+ * REEL_GOP_CONTEXTS. */
+int reel__gop_contexts(const reel_decoder *dec);
+
 int reel__decoder_get_frames_cthw(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
                                   void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err);
 

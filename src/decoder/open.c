@@ -30,6 +30,7 @@ void reel_decoder_default_settings(reel_decoder_settings *s)
     s->index_path = NULL;
     s->skip_nonref = 1;
     s->check_keyframes = 1;
+    s->gop_contexts = REEL_GOP_CONTEXTS_AUTO;
 }
 
 /* ---- custom IO: memory and caller callbacks ---------------------------- */

@@ -165,6 +165,7 @@ static int open_source(const reel_pack_settings *ps, const reel__pack_entry *it,
     reel_decoder_settings ds;
     reel_decoder_default_settings(&ds);
     ds.threads = 1; /* the build runs videos in parallel instead */
+    ds.gop_contexts = 0;
     int st = reel_decoder_open(&v->dec, it->path, &ds, err);
     if (st != REEL_OK) return st;
     const reel_video_info *info = reel_decoder_get_info(v->dec);

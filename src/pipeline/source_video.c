@@ -16,6 +16,7 @@ static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const 
     reel_decoder_settings s;
     reel_decoder_default_settings(&s);
     s.threads = o->decoder_threads;
+    s.gop_contexts = 0; /* the loader's workers own the cores: it splits a sample's runs itself, per call */
     s.index_mode = o->index_mode;
     s.corrupt_policy = o->corrupt_policy;
     s.interrupt = o->interrupt;

@@ -410,6 +410,7 @@ static int decode_h264(reel_store_reader *r, int64_t record, const reel__store_b
     reel_decoder_settings ds;
     reel_decoder_default_settings(&ds);
     ds.threads = r->s.decoder_threads > 0 ? r->s.decoder_threads : 1;
+    ds.gop_contexts = 0; /* the reader's caller owns the cores */
     ds.interrupt = r->s.interrupt;
     ds.interrupt_opaque = r->s.interrupt_opaque;
     reel_decoder *dec = NULL;

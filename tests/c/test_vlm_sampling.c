@@ -246,7 +246,8 @@ TEST(gop_parallel_get_frames_equals_serial)
     reel_error err;
     reel_decoder_settings two;
     reel_decoder_default_settings(&two);
-    two.threads = 2; /* frame threads: each keyframe is probed once per context that seeks to it */
+    two.threads = 2;      /* frame threads: each keyframe is probed once per context that seeks to it */
+    two.gop_contexts = 0; /* off: the serial reference */
     reel_decoder *serial = NULL;
     CHECK_OK(reel_decoder_open(&serial, path, &two, &err));
     size_t fb;
@@ -267,6 +268,8 @@ TEST(gop_parallel_get_frames_equals_serial)
             CHECK_EQ_INT(reel_synth_read_index(got + i * fb, 96, 64, 96 * 3), idx[i] < 0 ? 150 + idx[i] : idx[i]);
         CHECK_EQ_INT(ps.frames_requested, (int64_t)n);
         CHECK_EQ_INT(ps.frames_returned, ss.frames_returned);
+        CHECK_EQ_INT(ss.gop_contexts, 1);
+        CHECK(ps.gop_contexts >= 2 && ps.gop_contexts <= contexts[c]);
         /* the other contexts decode on one codec thread, without probes (how
          * many runs each takes from the shared cursor depends on timing;
          * that the parallel path ran is gop_open below) */
@@ -312,6 +315,48 @@ TEST(gop_parallel_get_frames_equals_serial)
  * channel over the call, [3][n][H][W], equal to the CHW frames transposed,
  * with repeats (a frame asked for twice is copied plane by plane), serial
  * and on 2 GOP-parallel contexts; an HWC layout is refused. */
+/* The defaults use the cores: a decoder with default settings splits a call
+ * of several keyframe runs over up to the core count of contexts (frames as
+ * the serial decoder's), and a call inside one run decodes on one context. */
+TEST(default_settings_decode_gop_parallel_up_to_the_core_count)
+{
+    char path[1024];
+    gop_video(path, sizeof path, "gop_default.mp4", 2);
+    const size_t n = sizeof gop_idx / sizeof *gop_idx;
+    reel_transform t;
+    reel_transform_default_settings(&t);
+    reel_error err;
+    reel_decoder_settings def, off;
+    reel_decoder_default_settings(&def);
+    CHECK_EQ_INT(def.gop_contexts, REEL_GOP_CONTEXTS_AUTO);
+    off = def;
+    off.gop_contexts = 0;
+    reel_decoder *a = NULL, *b = NULL;
+    CHECK_OK(reel_decoder_open(&a, path, &def, &err));
+    CHECK_OK(reel_decoder_open(&b, path, &off, &err));
+    size_t fb;
+    CHECK_OK(reel_decoder_get_output_size(a, &t, NULL, NULL, &fb, &err));
+    uint8_t *got = malloc(fb * n), *want = malloc(fb * n);
+    reel_decode_stats as, bs;
+    CHECK_OK(reel_decoder_get_frames(a, gop_idx, n, &t, got, fb * n, &as, &err));
+    CHECK_OK(reel_decoder_get_frames(b, gop_idx, n, &t, want, fb * n, &bs, &err));
+    CHECK(memcmp(got, want, fb * n) == 0);
+    const int cores = reel__cpu_count();
+    CHECK_EQ_INT(bs.gop_contexts, 1);
+    if (cores >= 2)
+        CHECK_MSG(as.gop_contexts >= 2 && as.gop_contexts <= cores, "%lld contexts on %d cores",
+                  (long long)as.gop_contexts, cores);
+    else
+        CHECK_EQ_INT(as.gop_contexts, 1);
+    const int64_t one[] = { 1, 2 }; /* one run */
+    CHECK_OK(reel_decoder_get_frames(a, one, 2, &t, got, fb * 2, &as, &err));
+    CHECK_EQ_INT(as.gop_contexts, 1);
+    free(got);
+    free(want);
+    reel_decoder_close(&a);
+    reel_decoder_close(&b);
+}
+
 TEST(channel_major_output_is_the_planar_frames_transposed)
 {
     char path[1024];

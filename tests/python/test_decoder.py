@@ -419,3 +419,40 @@ def test_unsupported_file_like_return(video):
         reel.VideoDecoder(Bad(pathlib.Path(video).read_bytes()))
     assert isinstance(e.value.__cause__, TypeError)
 
+
+
+class _StatsOfDefaults:
+    """A map-style dataset whose item is what a default VideoDecoder did."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __len__(self) -> int:
+        return 1
+
+    def __getitem__(self, i: int):
+        with reel.VideoDecoder(self.path, layout="HWC") as d:
+            got = reel._testing.read_indices(d.get_frames_at([0, 20, 40, 59]))
+            return got, d.stats.gop_contexts
+
+
+def test_defaults_use_the_cores_and_follow_a_dataloaders_pool(synth, torch):
+    """VideoDecoder's defaults: a call of several keyframe runs splits them
+    over up to the core count of contexts (frames unchanged), a call of one
+    run decodes on one; inside a DataLoader worker, whose pool owns the
+    cores, GOP-parallel decoding is off."""
+    import os
+    path = synth(frames=60, gop=16)  # runs at 0, 16, 32, 48
+    want = [0, 20, 40, 59]
+    with reel.VideoDecoder(path, layout="HWC") as d:
+        assert read_indices(d.get_frames_at(want)) == want
+        cores = os.cpu_count() or 1
+        assert d.stats.gop_contexts == (min(cores, 4) if cores >= 2 else 1), d.stats
+        d.get_frames_at([1, 2])
+        assert d.stats.gop_contexts == 1
+    with reel.VideoDecoder(path, gop_threads=1) as d:
+        d.get_frames_at(want)
+        assert d.stats.gop_contexts == 1
+    loader = torch.utils.data.DataLoader(_StatsOfDefaults(path), batch_size=None, num_workers=1)
+    (got, contexts), = list(loader)
+    assert list(got) == want and contexts == 1
