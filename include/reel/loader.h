@@ -337,6 +337,11 @@ typedef struct reel_loader_state {
     uint8_t reserved[16]; /**< zero; room to grow (common.h) */
 } reel_loader_state;
 
+/** Epochs are numbered 0 .. REEL_EPOCH_MAX - 1: an endless loader (epochs
+ *  0) stops after the last one, and a checkpoint may hold REEL_EPOCH_MAX
+ *  itself (every epoch consumed), so no epoch count ever overflows. */
+#define REEL_EPOCH_MAX INT64_MAX
+
 /** Version of reel_loader_checkpoint this library writes (and the newest it reads). */
 #define REEL_CHECKPOINT_VERSION 2
 
@@ -528,6 +533,28 @@ REEL_API int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkp
  *  version, another dataset (size or entries), seed or shuffle settings, or
  *  values out of range; the loader is then unchanged. */
 REEL_API int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_checkpoint *cp, reel_error *err);
+
+/** Reads a checkpoint from its text form: the JSON object that
+ *  reel_loader_checkpoint_format() writes and Python's Loader.state_dict()
+ *  gives (state version 2): "version", "epoch", "samples_seen", "seed",
+ *  "canonical_ranks", "canonical_batch", "shuffle", "shuffle_window",
+ *  "num_videos", "fingerprint" and the optional "topology" object
+ *  ("world_size", "batch_size", "num_workers", each 1 when absent). Every
+ *  number is checked in its full width before it is stored: a JSON integer
+ *  (no fraction, exponent, string or bool), epoch in [0, REEL_EPOCH_MAX],
+ *  samples_seen in [0, num_videos], seed and fingerprint in [0, 2^64),
+ *  canonical_* and the topology's in [1, 2^31 - 1]; shuffle true, false, 0
+ *  or 1; shuffle_window null (none), "full" or an integer >= 0. A missing,
+ *  repeated, mistyped or out-of-range key is REEL_E_INVALID_ARG with a
+ *  message naming it; unknown keys are ignored. *out is written only on
+ *  success. Whether the checkpoint fits a loader is
+ *  reel_loader_restore_checkpoint()'s question. */
+REEL_API int reel_loader_checkpoint_parse(reel_loader_checkpoint *out, const char *text, size_t len, reel_error *err);
+
+/** The checkpoint's text form (see reel_loader_checkpoint_parse), one line
+ *  of JSON, in *text (free with reel_free). REEL_E_INVALID_ARG for a
+ *  checkpoint the parser would refuse, REEL_E_NOMEM. */
+REEL_API int reel_loader_checkpoint_format(const reel_loader_checkpoint *cp, char **text, reel_error *err);
 
 /** The settings of the loader's order (its read blocks valid while the
  *  loader lives; the canonical layout as now), so that another consumer

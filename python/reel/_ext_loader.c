@@ -509,65 +509,24 @@ static PyObject *loader_get_checkpoint(LoaderObject *self, PyObject *unused)
                          (int)c.batch_size, "num_workers", (int)c.num_workers);
 }
 
-static int dict_ll(PyObject *d, const char *key, long long *out)
+/* Continues a checkpoint's epoch from its samples_seen on this loader; the
+ * checkpoint comes as its text form (bytes, reel_loader_checkpoint_parse:
+ * every value checked in C in its full width before it narrows). */
+static PyObject *loader_restore_checkpoint(LoaderObject *self, PyObject *args)
 {
-    PyObject *v = PyDict_GetItemString(d, key); /* borrowed */
-    if (!v) {
-        PyErr_Format(PyExc_KeyError, "checkpoint has no %s", key);
-        return -1;
-    }
-    *out = PyLong_AsLongLong(v);
-    return *out == -1 && PyErr_Occurred() ? -1 : 0;
-}
-
-static int dict_ull(PyObject *d, const char *key, unsigned long long *out)
-{
-    PyObject *v = PyDict_GetItemString(d, key);
-    if (!v) {
-        PyErr_Format(PyExc_KeyError, "checkpoint has no %s", key);
-        return -1;
-    }
-    *out = PyLong_AsUnsignedLongLongMask(v);
-    return PyErr_Occurred() ? -1 : 0;
-}
-
-/* Continues the dict's epoch from its samples_seen on this loader. */
-static PyObject *loader_restore_checkpoint(LoaderObject *self, PyObject *d)
-{
-    if (!PyDict_Check(d)) {
-        PyErr_SetString(PyExc_TypeError, "restore_checkpoint takes the dict get_checkpoint() gives");
-        return NULL;
-    }
+    const char *text;
+    Py_ssize_t len;
+    if (!PyArg_ParseTuple(args, "y#:restore_checkpoint", &text, &len)) return NULL;
     if (loader_check(self) < 0) return NULL;
     reel_loader_checkpoint c;
-    memset(&c, 0, sizeof c);
-    long long version, ranks, batch, shuffle, window, world, bsize, workers;
-    unsigned long long seed, hash;
-    long long epoch, seen, n;
-    if (dict_ll(d, "version", &version) < 0 || dict_ll(d, "epoch", &epoch) < 0 ||
-        dict_ll(d, "samples_seen", &seen) < 0 || dict_ull(d, "seed", &seed) < 0 ||
-        dict_ll(d, "canonical_ranks", &ranks) < 0 || dict_ll(d, "canonical_batch", &batch) < 0 ||
-        dict_ll(d, "shuffle", &shuffle) < 0 || dict_ll(d, "shuffle_window", &window) < 0 ||
-        dict_ll(d, "num_samples", &n) < 0 || dict_ull(d, "dataset_hash", &hash) < 0 ||
-        dict_ll(d, "world_size", &world) < 0 || dict_ll(d, "batch_size", &bsize) < 0 ||
-        dict_ll(d, "num_workers", &workers) < 0)
-        return NULL;
-    c.version = (int32_t)version;
-    c.epoch = epoch;
-    c.samples_seen = seen;
-    c.seed = seed;
-    c.canonical_ranks = (int32_t)ranks;
-    c.canonical_batch = (int32_t)batch;
-    c.shuffle = (int32_t)shuffle;
-    c.shuffle_window = window;
-    c.num_samples = n;
-    c.dataset_hash = hash;
-    c.world_size = (int32_t)world;
-    c.batch_size = (int32_t)bsize;
-    c.num_workers = (int32_t)workers;
     reel_error err;
     reel_error_clear(&err);
-    int r;
+    int r = reel_loader_checkpoint_parse(&c, text, (size_t)len, &err);
+    if (r != REEL_OK) {
+        reel_state *st = state_of((PyObject *)self);
+        return st ? raise_err(st, r, &err, NULL) : NULL;
+    }
+    const long long epoch = c.epoch, seen = c.samples_seen;
     Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
     r = self->loader ? reel_loader_restore_checkpoint(self->loader, &c, &err) : REEL_E_CANCELLED;
     Py_END_ALLOW_THREADS if (r == REEL_OK)
@@ -728,8 +687,9 @@ static PyMethodDef loader_methods[] = {
       "restore($self, epoch, position)\n--\n\nRestarts at a saved state." },
     { "get_checkpoint", (PyCFunction)loader_get_checkpoint, METH_NOARGS,
       "get_checkpoint($self)\n--\n\nThe elastic checkpoint (reel_loader_checkpoint) as a dict." },
-    { "restore_checkpoint", (PyCFunction)loader_restore_checkpoint, METH_O,
-      "restore_checkpoint($self, checkpoint)\n--\n\nContinues a checkpoint's epoch on this loader." },
+    { "restore_checkpoint", (PyCFunction)loader_restore_checkpoint, METH_VARARGS,
+      "restore_checkpoint($self, text)\n--\n\nContinues a checkpoint's epoch on this loader; `text`: its JSON "
+      "form (bytes)." },
     { "batches_per_epoch", (PyCFunction)loader_batches_per_epoch, METH_NOARGS, "batches_per_epoch($self)\n--\n\n" },
     { "metrics_json", (PyCFunction)loader_metrics_json, METH_NOARGS,
       "metrics_json($self)\n--\n\nThe metrics as the C library writes them (JSON)." },

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import atexit
+import json
+import operator
 import os
 import warnings
 import weakref
 from fractions import Fraction
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import _options as opt
 from . import _reel
@@ -573,16 +575,11 @@ class Loader:
         shuffle, and for one written by a newer reel."""
         version = check_state(state, self.num_videos, self.fingerprint, self._config)
         if version == 1:
-            self._loader.restore(int(state["epoch"]), int(state["position"]))
+            self._loader.restore(_state_int(state, "epoch"), _state_int(state, "position"))
             return
-        topo = state.get("topology", {})
-        self._loader.restore_checkpoint({
-            "version": 2, "epoch": int(state["epoch"]), "samples_seen": int(state["samples_seen"]),
-            "seed": int(state["seed"]) & 0xFFFFFFFFFFFFFFFF, "canonical_ranks": int(state["canonical_ranks"]),
-            "canonical_batch": int(state["canonical_batch"]), "shuffle": int(bool(state["shuffle"])),
-            "shuffle_window": _shuffle_window(state["shuffle_window"]), "num_samples": int(state["num_videos"]),
-            "dataset_hash": int(state["fingerprint"]), "world_size": int(topo.get("world_size", 1)),
-            "batch_size": int(topo.get("batch_size", 1)), "num_workers": int(topo.get("num_workers", 1))})
+        # the C reader (reel_loader_checkpoint_parse) checks every key, type
+        # and range in full width, and names what it refuses
+        self._loader.restore_checkpoint(_state_text(state))
 
     # ---------------------------------------------------------------- reporting
     def metrics(self) -> Dict[str, Any]:
@@ -690,12 +687,63 @@ def stripe(num_samples: int, batch_size: int, *, world_size: int = 1, rank: int 
                         opt.choice("shard", shard, SHARD), bool(drop_last), int(num_workers), int(worker))
 
 
-def check_state(state: Dict[str, Any], num_videos: int, fingerprint: int, config: Dict[str, Any]) -> int:
+# The keys of a version-2 state, as state_dict() writes them.
+_STATE_KEYS = ("version", "epoch", "samples_seen", "seed", "canonical_ranks", "canonical_batch", "shuffle",
+               "shuffle_window", "num_videos", "fingerprint", "topology")
+
+
+def _state_int(state: Mapping[str, Any], key: str, bits: int = 63) -> int:
+    """state[key] as an int in [0, 2**bits): an int or an integer type
+    (numpy), not a bool, float or string; ValueError naming the key."""
+    if key not in state:
+        raise ValueError(f"loader state: the key {key} is missing")
+    v = state[key]
+    try:
+        if isinstance(v, bool):
+            raise TypeError
+        x = operator.index(v)
+    except TypeError:
+        raise ValueError(f"loader state: {key} must be an integer, not {v!r}") from None
+    if not 0 <= x < 2**bits:
+        raise ValueError(f"loader state: {key} {x} is outside [0, 2**{bits} - 1]")
+    return x
+
+
+def _json_plain(key: str, v: Any) -> Any:
+    """A state value as JSON takes it: integer types (numpy) become int; the
+    C reader judges the rest (a float or string where an integer belongs is
+    refused there, by name)."""
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    if isinstance(v, Mapping):
+        return {str(k): _json_plain(f"{key}.{k}", x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_plain(key, x) for x in v]
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise ValueError(f"loader state: {key} must be a number, string or dict, not {v!r}") from None
+
+
+def _state_text(state: Mapping[str, Any]) -> bytes:
+    """A version-2 state's text form for reel_loader_checkpoint_parse."""
+    plain = {k: _json_plain(k, state[k]) for k in _STATE_KEYS if k in state}
+    seed = plain.get("seed")
+    if isinstance(seed, int) and not isinstance(seed, bool):
+        plain["seed"] = seed & 0xFFFFFFFFFFFFFFFF  # a negative seed names the same order as Loader(seed=...)
+    return json.dumps(plain).encode()
+
+
+def check_state(state: Mapping[str, Any], num_videos: int, fingerprint: int, config: Dict[str, Any]) -> int:
     """Raises ValueError unless `state` (a Loader/VideoDataset state) fits a
     loader of this dataset and these options (Loader arguments; missing ones
     at their defaults); returns its version."""
-    version = state.get("version")
-    if not isinstance(version, int) or version < 1:
+    if not isinstance(state, Mapping):
+        raise ValueError(f"a loader state is the dict state_dict() gives, not {type(state).__name__}")
+    if "version" not in state:
+        raise ValueError("not a reel loader state: the key version is missing")
+    version = state["version"]
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ValueError(f"not a reel loader state (version {version!r})")
     if version > _STATE_VERSION:
         raise ValueError(f"loader state version {version} was written by a newer reel; "
@@ -709,8 +757,11 @@ def check_state(state: Dict[str, Any], num_videos: int, fingerprint: int, config
                    ("rank", config.get("rank", 0))]
     for key, mine in checks:
         theirs: Any = state.get(key, mine)
-        if key == "seed":
-            theirs = int(theirs) & 0xFFFFFFFFFFFFFFFF
+        if key in ("seed", "num_videos", "fingerprint") and key in state:
+            if key == "seed" and isinstance(theirs, int) and not isinstance(theirs, bool) and theirs < 0:
+                theirs &= 0xFFFFFFFFFFFFFFFF  # as Loader(seed=-1) takes it
+            else:
+                theirs = _state_int(state, key, 63 if key == "num_videos" else 64)
         elif key == "shuffle":
             theirs = bool(theirs)
         if theirs != mine:

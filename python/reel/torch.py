@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.utils.data
@@ -347,6 +347,8 @@ class VideoDataset(torch.utils.data.IterableDataset):
         exactly the samples not yet consumed. Later epochs follow as usual.
         Raises ValueError for another dataset, seed or shuffle, or a state
         from a newer reel."""
+        if not isinstance(state, Mapping):
+            raise ValueError(f"a loader state is the dict state_dict() gives, not {type(state).__name__}")
         if "epoch" not in state or ("samples_seen" not in state and "position" not in state):
             raise ValueError("state must come from VideoDataset.state_dict() or Loader.state_dict()")
         if "version" in state:

@@ -56,10 +56,29 @@ def smart_resize(height: int, width: int, factor: int, min_pixels: Optional[floa
     return _reel.smart_resize(int(height), int(width), int(factor), float(min_pixels), float(max_pixels))
 
 
-def _as_int(name: str, v: Any) -> int:
-    if isinstance(v, bool) or float(v) != int(v):
+def _as_int(name: str, v: Any, lo: int = -2**31, hi: int = 2**31 - 1) -> int:
+    """v as an int in [lo, hi] (the C int it becomes), or ValueError naming it."""
+    try:
+        whole = not isinstance(v, bool) and float(v) == int(v)
+    except (TypeError, ValueError, OverflowError):
+        whole = False
+    if not whole:
         raise ValueError(f"{name} must be a whole number, got {v!r}")
+    if not lo <= int(v) <= hi:
+        raise ValueError(f"{name} {int(v)} is outside [{lo}, {hi}]")
     return int(v)
+
+
+def _as_size(name: str, v: Any) -> int:
+    """A resized_height / resized_width (a number, as qwen-vl-utils takes it)
+    as the C int it becomes: in [1, 2**31 - 1], or ValueError naming it."""
+    try:
+        x = float(v) if not isinstance(v, (bool, str)) else math.nan
+    except (TypeError, ValueError):
+        x = math.nan
+    if not 1 <= x < 2**31:
+        raise ValueError(f"{name} must be a number in [1, 2**31 - 1], got {v!r}")
+    return int(x)
 
 
 def _video_path(video: str) -> str:
@@ -78,7 +97,7 @@ def _read_video(ele: Dict[str, Any], factor: int, dtype: str,
     if "fps" in ele and "nframes" in ele:
         raise ValueError("Only accept either `fps` or `nframes`")
     if "nframes" in ele:
-        kind, fps, count = _SAMPLE_COUNT, FPS, _as_int("nframes", ele["nframes"])
+        kind, fps, count = _SAMPLE_COUNT, FPS, _as_int("nframes", ele["nframes"], 1)
         min_frames, max_frames = FPS_MIN_FRAMES, FPS_MAX_FRAMES
     else:
         kind, fps, count = _SAMPLE_FPS, float(ele.get("fps", FPS)), 1
@@ -116,7 +135,7 @@ def _resize_target(ele: Dict[str, Any], factor: int, width: int, height: int, nf
     """fetch_video's sizing: the pixel budget (reel_size_policy_apply)."""
     rw = rh = 0
     if "resized_height" in ele and "resized_width" in ele:
-        rh, rw = int(ele["resized_height"]), int(ele["resized_width"])
+        rh, rw = _as_size("resized_height", ele["resized_height"]), _as_size("resized_width", ele["resized_width"])
     total = ele.get("total_pixels", _model_seq_len() * factor * factor * 0.9)
     return _reel.size_policy(width, height, nframes, factor, FRAME_FACTOR, float(ele.get("min_pixels", 0)),
                              float(ele.get("max_pixels", 0)), float(total), rw, rh)

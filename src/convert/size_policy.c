@@ -67,11 +67,20 @@ int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int6
     }
     if (p->kind != REEL_SIZE_PIXEL_BUDGET)
         return reel__error_set(err, REEL_E_INVALID_ARG, "size policy: unknown kind %d", (int)p->kind);
-    if (p->factor < 1 || p->frame_factor < 1 || num_frames < 1 || p->min_pixels < 0 || p->max_pixels < 0 ||
-        p->total_pixels < 0 || !isfinite(p->min_pixels) || !isfinite(p->max_pixels) || !isfinite(p->total_pixels))
+    if (p->factor < 1 || p->frame_factor < 1 || num_frames < 1)
         return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "size policy: factor %d, frame_factor %d, %lld frames or pixel counts out of range",
-                               p->factor, p->frame_factor, (long long)num_frames);
+                               "size policy: factor %d, frame_factor %d, %lld frames out of range", p->factor,
+                               p->frame_factor, (long long)num_frames);
+    const char *const px_names[3] = { "min_pixels", "max_pixels", "total_pixels" };
+    const double px[3] = { p->min_pixels, p->max_pixels, p->total_pixels };
+    for (int i = 0; i < 3; i++)
+        if (!(px[i] >= 0) || !isfinite(px[i]))
+            return reel__error_set(err, REEL_E_INVALID_ARG,
+                                   "size policy: %s %g must be >= 0 and finite (0: the default)", px_names[i], px[i]);
+    if (p->width < 0 || p->height < 0) /* 0: not given; a negative one is no size */
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "size policy: resized_width %d, resized_height %d must be >= 0 (0: from the budget)",
+                               p->width, p->height);
     const double f2 = (double)p->factor * p->factor;
     if (p->width > 0 && p->height > 0) /* qwen: resized sizes use the image bounds */
         return reel_smart_resize(p->height, p->width, p->factor, 4 * f2, 16384 * f2, out_h, out_w, err);

@@ -313,7 +313,12 @@ int reel__json_object_each(const char *text, size_t len,
             v.type = REEL_JSON_STRING;
             v.text = val.data;
         } else if (c == '{' || c == '[') {
+            size_t st = p.pos;
             if (skip_value(&p, &val, 0) < 0) goto out;
+            val.len = 0; /* its source text, for a caller that reads it in turn */
+            reel__buf_put(&val, p.s + st, p.pos - st);
+            if (val.oom) goto out;
+            v.text = val.data;
         } else {
             size_t st = p.pos;
             while (p.pos < p.len && !strchr(",} \t\r\n", p.s[p.pos])) p.pos++;

@@ -32,7 +32,7 @@ char *reel__buf_take(reel_buf *b);
 enum { REEL_JSON_NULL, REEL_JSON_BOOL, REEL_JSON_NUMBER, REEL_JSON_STRING, REEL_JSON_OTHER };
 typedef struct reel_json_value {
     int type;
-    const char *text; /* STRING: decoded, NUL-terminated; NUMBER: its source text, NUL-terminated */
+    const char *text; /* STRING: decoded; NUMBER, OTHER (an object or array): its source text; NUL-terminated */
     double number;
     int boolean;
 } reel_json_value;

@@ -120,7 +120,8 @@ static inline int stopping(const reel_loader *l)
 
 static inline int epoch_in_range(const reel_loader *l, int64_t epoch)
 {
-    return l->s.epochs <= 0 || epoch < l->s.first_epoch + l->s.epochs;
+    /* epoch - first_epoch: both in [0, REEL_EPOCH_MAX], so no overflow */
+    return epoch < REEL_EPOCH_MAX && (l->s.epochs <= 0 || epoch - l->s.first_epoch < l->s.epochs);
 }
 
 static inline const reel_dataset_entry *sample_entry(const reel_loader *l, int64_t sample)

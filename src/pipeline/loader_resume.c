@@ -49,7 +49,7 @@ static void consumed(const reel_loader *l, int64_t *epoch, int64_t *seen)
         *seen = b.samples_seen_after;
     }
     pthread_mutex_unlock(&ml->ring.mu);
-    if (*seen >= l->plan.order.n) { /* a whole epoch: the next one from its start */
+    if (*seen >= l->plan.order.n && *epoch < REEL_EPOCH_MAX) { /* a whole epoch: the next one from its start */
         ++*epoch;
         *seen = 0;
     }

@@ -217,6 +217,38 @@ TEST(size_policy_is_qwen_smart_resize)
     CHECK_EQ_INT(h, 48);
 }
 
+/* A negative resized size is no size: refused by name (it was taken as "not
+ * given" and the budget used), as is a negative or non-finite pixel count. */
+TEST(size_policy_refuses_negative_sizes_and_pixel_counts_by_name)
+{
+    reel_size_policy p;
+    reel_size_policy_default_settings(&p);
+    int w = 0, h = 0;
+    reel_error err;
+    reel_error_clear(&err);
+    p.width = 56;
+    p.height = -28;
+    CHECK_STATUS(reel_size_policy_apply(&p, 1280, 720, 20, &w, &h, &err), REEL_E_INVALID_ARG);
+    CHECK(tg_contains(err.message, "resized_height -28"));
+    p.width = -1;
+    p.height = 0;
+    CHECK_STATUS(reel_size_policy_apply(&p, 1280, 720, 20, &w, &h, &err), REEL_E_INVALID_ARG);
+    CHECK(tg_contains(err.message, "resized_width -1"));
+    p.width = p.height = 0;
+    CHECK_OK(reel_size_policy_apply(&p, 1280, 720, 20, &w, &h, &err)); /* 0: from the budget */
+    const char *names[3] = { "min_pixels", "max_pixels", "total_pixels" };
+    for (int i = 0; i < 3; i++) {
+        const double bad[2] = { -5, NAN };
+        for (int j = 0; j < 2; j++) {
+            reel_size_policy q = p;
+            double *field = i == 0 ? &q.min_pixels : i == 1 ? &q.max_pixels : &q.total_pixels;
+            *field = bad[j];
+            CHECK_STATUS(reel_size_policy_apply(&q, 1280, 720, 20, &w, &h, &err), REEL_E_INVALID_ARG);
+            CHECK_MSG(tg_contains(err.message, names[i]), "%s", err.message);
+        }
+    }
+}
+
 /* The GOP-parallel tests' video (150 frames of 96x64, a keyframe every 12,
  * `bframes` B-frames) and request: frames over many keyframe runs, with
  * repeats, a negative index and in no order. */

@@ -151,6 +151,60 @@ def test_refusals_name_the_reason(folder, tmp_path):
         assert L.state_dict() == state
 
 
+def test_out_of_range_and_mistyped_states_are_refused_by_name(folder):
+    """Issue 25, defect 7: the state's numbers are read in C in full width
+    before they narrow (canonical_ranks 2**32 + 3 was cut to 3, and the
+    epoch followed another order); floats and strings are not truncated; a
+    missing key or a state that is no dict is a ValueError naming it."""
+    _, state = run(folder, stop=1)
+    bad = [({**state, "canonical_ranks": 2**32 + 3}, "canonical_ranks 4294967299 is outside"),
+           ({**state, "canonical_batch": 2**31}, "canonical_batch 2147483648 is outside"),
+           ({**state, "epoch": 2**63}, "epoch 9223372036854775808 is outside"),
+           ({**state, "epoch": -1}, "epoch -1 is outside"),
+           ({**state, "samples_seen": 8.9}, "samples_seen must be an integer, not 8.9"),
+           ({**state, "samples_seen": 2.0}, "samples_seen must be an integer, not 2.0"),
+           ({**state, "samples_seen": "8"}, "samples_seen must be an integer, not a string"),
+           ({**state, "samples_seen": True}, "samples_seen must be an integer, not true"),
+           ({**state, "seed": "7"}, "seed must be an integer"),
+           ({**state, "topology": [1]}, "topology must be an object"),
+           ({**state, "topology": {"world_size": 2**32}}, "topology.world_size 4294967296 is outside"),
+           ({k: v for k, v in state.items() if k != "samples_seen"}, "the key samples_seen is missing"),
+           ({k: v for k, v in state.items() if k != "canonical_batch"}, "the key canonical_batch is missing"),
+           ({k: v for k, v in state.items() if k != "version"}, "the key version is missing"),
+           ([state], "not list"), (None, "not NoneType")]
+    with reel.Loader(folder, **KW) as L:
+        for st, message in bad:
+            with pytest.raises(ValueError, match=message):
+                L.load_state_dict(st)
+        import numpy as np
+        L.load_state_dict({**state, "samples_seen": np.int64(state["samples_seen"])})  # numpy ints are ints
+        assert L.state_dict() == state
+    pytest.importorskip("torch")
+    import reel.torch as rt
+    for st in (None, [state]):  # was TypeError
+        with pytest.raises(ValueError, match="a loader state is the dict"):
+            rt.VideoDataset(folder, **KW).load_state_dict(st)
+
+
+def test_the_last_epoch_ends_an_endless_loader(folder):
+    """Epoch 2**63 - 1 was accepted and the next one wrapped to -2**63
+    (signed overflow in C); the state then saved was refused by its own
+    load_state_dict. Now the last epoch is 2**63 - 2, the state after it is
+    (2**63 - 1, 0) and loads back to a finished loader."""
+    _, state = run(folder, stop=1)
+    last = 2**63 - 1
+    with reel.Loader(folder, **dict(KW, epochs=0)) as L:  # endless
+        L.load_state_dict({**state, "epoch": last - 1})
+        epochs = {b.epoch for _, b in zip(range(20), L)}
+        assert epochs == {last - 1}
+        after = L.state_dict()
+        assert (after["epoch"], after["samples_seen"]) == (last, 0)
+    with reel.Loader(folder, **dict(KW, epochs=0)) as L:
+        L.load_state_dict(after)
+        assert list(L) == []
+        assert L.state_dict() == after
+
+
 def test_the_same_dataset_elsewhere_keeps_its_fingerprint(folder, tmp_path):
     import shutil
     moved = tmp_path / "moved" / "ds"

@@ -226,6 +226,26 @@ def test_errors_are_qwens(qwen, videos, ele):
         reel.vlm.fetch_video(dict(e))
 
 
+@pytest.mark.parametrize("ele, name", [
+    ({"resized_height": -28, "resized_width": 56}, "resized_height"),  # was ignored: the budget's size
+    ({"resized_height": 28, "resized_width": -56}, "resized_width"),
+    ({"resized_height": 2**31, "resized_width": 56}, "resized_height"),  # was OverflowError, no name
+    ({"nframes": 2**31}, "nframes"),
+    ({"nframes": -4}, "nframes"),
+    ({"max_frames": 2**31}, "max_frames"),
+    ({"min_frames": 2**40}, "min_frames"),
+    ({"min_pixels": -5}, "min_pixels"),
+    ({"max_pixels": float("nan")}, "max_pixels"),
+    ({"total_pixels": -1}, "total_pixels"),
+])
+def test_bad_parameters_are_refused_by_name(videos, ele, name):
+    """Out-of-range sizes, frame counts and pixel counts are a ValueError
+    naming the parameter, never ignored or an OverflowError."""
+    with pytest.raises(ValueError, match=name) as exc:
+        reel.vlm.fetch_video(dict(ele, video=videos["base"]))
+    assert not isinstance(exc.value, OverflowError)
+
+
 def _write_images(tmp_path, sizes):
     from PIL import Image
     import numpy as np
