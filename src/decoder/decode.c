@@ -60,21 +60,6 @@ static int64_t frame_of_pts(const reel_table *t, int64_t pts)
     return (lo < t->n && t->frames[lo].pts == pts) ? lo : -1;
 }
 
-/* Decode position of a hidden packet (trimmed by an edit list) with this
- * pts, or -1. */
-static int64_t hidden_of_pts(const reel_table *t, int64_t pts)
-{
-    int64_t lo = 0, hi = t->n_hidden;
-    while (lo < hi) {
-        int64_t mid = (lo + hi) / 2;
-        if (t->pts_of_decode[t->hidden[mid]] < pts)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (lo < t->n_hidden && t->pts_of_decode[t->hidden[lo]] == pts) ? t->hidden[lo] : -1;
-}
-
 /* Decode position of a demuxed packet, or -1 if it is not in the table
  * (before the first keyframe, or not seen by the scan). */
 static int64_t packet_decode_pos(const reel_decoder *dec, const AVPacket *pkt)
@@ -83,7 +68,7 @@ static int64_t packet_decode_pos(const reel_decoder *dec, const AVPacket *pkt)
     if (t->match_mode == REEL_MATCH_PTS) {
         if (pkt->pts == AV_NOPTS_VALUE) return -1;
         int64_t i = frame_of_pts(t, pkt->pts);
-        if (i < 0) return (pkt->flags & AV_PKT_FLAG_DISCARD) ? hidden_of_pts(t, pkt->pts) : -1;
+        if (i < 0) return (pkt->flags & AV_PKT_FLAG_DISCARD) ? reel__table_hidden_of_pts(t, pkt->pts) : -1;
         return t->frames[i].decode_order;
     }
     /* COUNT mode: the synthetic key is the dts, ascending in decode order */

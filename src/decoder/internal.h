@@ -200,6 +200,8 @@ int reel__table_alloc(reel_table *t, int64_t n, int64_t nd);
  * (REEL_E_CORRUPT, no message) when a hidden packet's pts is unknown or
  * equals another packet's, since packets are then not named by their pts. */
 int reel__table_index_hidden(reel_table *t);
+/* Decode position of the hidden packet with this pts, or -1. */
+int64_t reel__table_hidden_of_pts(const reel_table *t, int64_t pts);
 /* The frame a decode position leads to, for messages: its own, or for a
  * hidden packet the first frame decoded after it (n - 1 at worst). */
 int64_t reel__table_frame_near(const reel_table *t, int64_t d);

@@ -118,6 +118,19 @@ int reel__table_index_hidden(reel_table *t)
     return ok ? REEL_OK : REEL_E_CORRUPT;
 }
 
+int64_t reel__table_hidden_of_pts(const reel_table *t, int64_t pts)
+{
+    int64_t lo = 0, hi = t->n_hidden;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (t->pts_of_decode[t->hidden[mid]] < pts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (lo < t->n_hidden && t->pts_of_decode[t->hidden[lo]] == pts) ? t->hidden[lo] : -1;
+}
+
 /* The table from packets in decode order, all of them kept as decode
  * positions, the hidden (discard) ones as no frame. Packets before the
  * first keyframe cannot be decoded and are dropped, as FFmpeg's decoders
