@@ -116,7 +116,8 @@ typedef struct reel_frame_entry {
     int64_t duration;     /**< display duration, stream time base */
     int64_t pos;          /**< byte position of the packet, -1 if unknown */
     int32_t flags;        /**< REEL_FRAME_KEY, ... */
-    int32_t decode_order; /**< position of its packet in decode order */
+    int32_t decode_order; /**< position of its packet in decode order (counting packets an edit list
+                               trims that are decoded, never shown) */
 } reel_frame_entry;
 
 #define REEL_FRAME_KEY 1

@@ -234,8 +234,8 @@ static int probe_packets(reel_decoder *dec, int ne, reel_packet_info probe[VALID
                                                   .duration = pkt->duration,
                                                   .pos = pkt->pos,
                                                   .size = pkt->size,
-                                                  .key = ((pkt->flags & AV_PKT_FLAG_KEY) ? 1 : 0) |
-                                                         ((pkt->flags & AV_PKT_FLAG_DISCARD) ? 2 : 0) };
+                                                  .key = (pkt->flags & AV_PKT_FLAG_KEY) != 0,
+                                                  .discard = (pkt->flags & AV_PKT_FLAG_DISCARD) != 0 };
         }
         av_packet_unref(pkt);
     }
@@ -297,10 +297,10 @@ int reel__table_from_container(reel_decoder *dec)
         reel_packet_info p = { .dts = e->timestamp,
                                .pos = e->pos,
                                .size = e->size,
-                               .key = (e->flags & AVINDEX_KEYFRAME) ? 1 : 0,
+                               .key = (e->flags & AVINDEX_KEYFRAME) != 0,
+                               .discard = (e->flags & AVINDEX_DISCARD_FRAME) != 0,
                                .duration = tt.delta[smp],
                                .pts = e->timestamp + tt.ctts[smp] };
-        if (e->flags & AVINDEX_DISCARD_FRAME) p.key |= 2;
         pk[np++] = p;
     }
     /* 4. Calibrate FFmpeg's constant composition shift on the first packet
@@ -312,22 +312,18 @@ int reel__table_from_container(reel_decoder *dec)
         offset = probe[0].pts - pk[0].pts;
         for (int i = 0; i < nprobe && ok; i++)
             ok = pk[i].pos == probe[i].pos && pk[i].dts == probe[i].dts && pk[i].size == probe[i].size &&
-                 pk[i].pts + offset == probe[i].pts && (pk[i].key & 2) == (probe[i].key & 2);
+                 pk[i].pts + offset == probe[i].pts && pk[i].discard == probe[i].discard;
     } else {
         ok = 0;
     }
-    /* 5. Keep the frames the decoder will output (DISCARD ones are not). */
-    int64_t nk = 0;
-    for (int64_t i = 0; ok && i < np; i++) {
-        if (pk[i].key & 2) continue;
-        pk[i].pts += offset;
-        pk[nk++] = pk[i];
-    }
+    /* 5. Every packet, the DISCARD ones too: they are decoded, never shown,
+     *    and the frames shown may need them (the table keeps them hidden). */
+    for (int64_t i = 0; ok && i < np; i++) pk[i].pts += offset;
     int r = REEL_E_INDEX_STALE;
     if (ok) {
         reel_error e;
         reel__table_free(&dec->table);
-        if (reel__table_from_packet_list(dec, pk, nk, &e) == REEL_OK) {
+        if (reel__table_from_packet_list(dec, pk, np, &e) == REEL_OK) {
             dec->table.source = REEL_INDEX_FROM_CONTAINER;
             r = REEL_OK;
         } else {

@@ -68,11 +68,12 @@ static int64_t packet_decode_pos(const reel_decoder *dec, const AVPacket *pkt)
     if (t->match_mode == REEL_MATCH_PTS) {
         if (pkt->pts == AV_NOPTS_VALUE) return -1;
         int64_t i = frame_of_pts(t, pkt->pts);
-        return i < 0 ? -1 : t->frames[i].decode_order;
+        if (i < 0) return (pkt->flags & AV_PKT_FLAG_DISCARD) ? reel__table_hidden_of_pts(t, pkt->pts) : -1;
+        return t->frames[i].decode_order;
     }
     /* COUNT mode: the synthetic key is the dts, ascending in decode order */
     if (pkt->dts == AV_NOPTS_VALUE) return -1;
-    int64_t lo = 0, hi = t->n;
+    int64_t lo = 0, hi = t->n_decode;
     while (lo < hi) {
         int64_t mid = (lo + hi) / 2;
         if (t->pts_of_decode[mid] < pkt->dts)
@@ -80,7 +81,7 @@ static int64_t packet_decode_pos(const reel_decoder *dec, const AVPacket *pkt)
         else
             hi = mid;
     }
-    return (lo < t->n && t->pts_of_decode[lo] == pkt->dts) ? lo : -1;
+    return (lo < t->n_decode && t->pts_of_decode[lo] == pkt->dts) ? lo : -1;
 }
 
 static void reset_decoder(reel_decoder *dec)
@@ -109,7 +110,7 @@ static int seek_to(run *r, int64_t d, int from_start)
     int64_t ts;
     if (from_start) {
         ts = INT64_MIN;
-        for (int64_t i = 0; i < t->n && i < 64; i++) {
+        for (int64_t i = 0; i < t->n_decode && i < 64; i++) {
             int64_t v = t->dts[i] != AV_NOPTS_VALUE ? t->dts[i] : t->pts_of_decode[i];
             if (v != AV_NOPTS_VALUE && (ts == INT64_MIN || v < ts)) ts = v;
         }
@@ -124,7 +125,7 @@ static int seek_to(run *r, int64_t d, int from_start)
          * lands a whole GOP early, whose bytes would be fetched for nothing;
          * the pts lands on the keyframe unless a later keyframe's index time
          * is before it, which run_interval detects and recovers from. */
-        int64_t pts = t->frames[t->frame_of_decode[d]].pts;
+        int64_t pts = t->pts_of_decode[d];
         ts = t->dts[d] != AV_NOPTS_VALUE ? t->dts[d] : pts;
         if (dec->remote && pts != AV_NOPTS_VALUE) ts = pts;
     }
@@ -134,11 +135,11 @@ static int seek_to(run *r, int64_t d, int from_start)
         e = av_seek_frame(dec->fmt, dec->stream_index, 0, AVSEEK_FLAG_BYTE | AVSEEK_FLAG_BACKWARD);
     if (e < 0 && (e == AVERROR_EXIT || reel__interrupted(dec)))
         return reel__error_set(r->err, REEL_E_CANCELLED, "%s: interrupted while seeking to frame %lld", dec->name,
-                               (long long)t->frame_of_decode[d]);
+                               (long long)reel__table_frame_near(t, d));
     if (e < 0) {
         char eb[128];
         return reel__error_set(r->err, REEL_E_IO, "%s: seek to frame %lld failed: %s", dec->name,
-                               (long long)t->frame_of_decode[d], reel__av_err(e, eb, sizeof eb));
+                               (long long)reel__table_frame_near(t, d), reel__av_err(e, eb, sizeof eb));
     }
     r->st.seeks++;
     dec->next_decode = -1;
@@ -309,7 +310,7 @@ static int send_packet(run *r, AVPacket *pkt, int64_t d)
             }
             return reel__error_set(r->err, e == AVERROR_INVALIDDATA ? REEL_E_CORRUPT : reel__status_from_av(e),
                                    "%s: corrupt packet at frame %lld: %s", dec->name,
-                                   d >= 0 ? (long long)dec->table.frame_of_decode[d] : -1LL,
+                                   d >= 0 ? (long long)reel__table_frame_near(&dec->table, d) : -1LL,
                                    reel__av_err(e, eb, sizeof eb));
         }
         if (pkt) {
@@ -379,9 +380,9 @@ static int reseek(run *r, int64_t s, int force_start)
         return st;
     if ((st = seek_to(r, s, force_start)) != REEL_OK) return st;
     r->seek_key = force_start ? -1 : s;
-    r->seek_key_end = t->n;
-    for (int64_t d = s + 1; d < t->n; d++)
-        if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) {
+    r->seek_key_end = t->n_decode;
+    for (int64_t d = s + 1; d < t->n_decode; d++)
+        if (t->key_of_decode[d]) {
             r->seek_key_end = d;
             break;
         }
@@ -434,7 +435,7 @@ static int read_packet(run *r, int64_t e)
         if (rd == AVERROR_EXIT) {
             abort_run(r);
             return reel__error_set(r->err, REEL_E_CANCELLED, "%s: interrupted before frame %lld", dec->name,
-                                   (long long)t->frame_of_decode[e]);
+                                   (long long)reel__table_frame_near(t, e));
         }
         if (rd != AVERROR_EOF && reel__remote_failure(dec, r->err)) {
             abort_run(r);
@@ -444,7 +445,7 @@ static int read_packet(run *r, int64_t e)
             char eb[128];
             abort_run(r);
             return reel__error_set(r->err, REEL_E_CORRUPT, "%s: read error before frame %lld: %s", dec->name,
-                                   (long long)t->frame_of_decode[e], reel__av_err(rd, eb, sizeof eb));
+                                   (long long)reel__table_frame_near(t, e), reel__av_err(rd, eb, sizeof eb));
         }
         return 0;
     }
@@ -480,7 +481,11 @@ static AVPacket *probe_begin(run *r, int64_t s)
     if (!ks || (ks[s] & REEL_KEY_PROBED)) return NULL;
     ks[s] |= REEL_KEY_PROBED;
     r->st.keys_probed++;
-    return av_packet_clone(dec->pkt);
+    AVPacket *p = av_packet_clone(dec->pkt);
+    /* a keyframe an edit list trims is decoded all the same: the probe must
+     * see its picture (with the flag, the codec would drop it) */
+    if (p) p->flags &= ~AV_PKT_FLAG_DISCARD;
+    return p;
 }
 
 /* The probe's verdict on keyframe s (sent: the status of sending it to the
@@ -490,7 +495,8 @@ static int probe_end(run *r, int64_t s, AVPacket **probe_pkt, int sent)
     reel_decoder *dec = r->dec;
     uint64_t hash = 0;
     int clean = sent != REEL_OK || reel__key_decodes_alone(dec, *probe_pkt, &hash);
-    if (clean && hash && (dec->key_hash || (dec->key_hash = calloc((size_t)dec->table.n, sizeof *dec->key_hash))))
+    if (clean && hash &&
+        (dec->key_hash || (dec->key_hash = calloc((size_t)dec->table.n_decode, sizeof *dec->key_hash))))
         dec->key_hash[s] = hash;
     av_packet_free(probe_pkt);
     if (clean) return REEL_OK;
@@ -545,7 +551,7 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
                 av_packet_unref(pkt);
                 if (force_seek_start)
                     return reel__error_set(r->err, REEL_E_INTERNAL, "%s: cannot seek to frame %lld", dec->name,
-                                           (long long)t->frame_of_decode[s]);
+                                           (long long)reel__table_frame_near(t, s));
                 return run_interval(r, s, e, 1, last);
             }
             landed = 1;

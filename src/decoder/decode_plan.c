@@ -58,7 +58,7 @@ int64_t reel__plan_clean_key_before(const reel_table *t, const uint8_t *key_stat
 {
     do {
         int64_t k = d - 1;
-        while (k > 0 && !(t->frames[t->frame_of_decode[k]].flags & REEL_FRAME_KEY)) k--;
+        while (k > 0 && !t->key_of_decode[k]) k--;
         d = k < 0 ? 0 : k;
     } while (is_unclean(key_state, d));
     return d;
@@ -80,12 +80,12 @@ size_t reel__plan_runs(const reel_table *t, const uint8_t *key_state, int reorde
         iv[ni].e = t->frames[f].decode_order;
         if (t->match_mode == REEL_MATCH_COUNT) {
             int64_t e = iv[ni].e + reorder_depth;
-            for (int64_t d = iv[ni].e + 1; d <= e && d < t->n; d++)
-                if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) {
+            for (int64_t d = iv[ni].e + 1; d <= e && d < t->n_decode; d++)
+                if (t->key_of_decode[d]) {
                     e = d - 1;
                     break;
                 }
-            iv[ni].e = e < t->n ? e : t->n - 1;
+            iv[ni].e = e < t->n_decode ? e : t->n_decode - 1;
         }
         ni++;
     }
@@ -105,18 +105,18 @@ size_t reel__plan_runs(const reel_table *t, const uint8_t *key_state, int reorde
 
 int reel__plan_byte_range(const reel_table *t, int64_t s, int64_t e, int64_t file_size, int64_t *lo, int64_t *hi)
 {
-    if (s < 0 || e < s || e >= t->n) return -1;
+    if (s < 0 || e < s || e >= t->n_decode) return -1;
     int64_t a = INT64_MAX, b = -1;
     for (int64_t d = s; d <= e; d++) {
-        int64_t p = t->frames[t->frame_of_decode[d]].pos;
+        int64_t p = t->pos_of_decode[d];
         if (p < 0) return -1;
         if (p < a) a = p;
         if (p > b) b = p;
     }
     /* the run's last packet ends where the next packet of the stream begins */
     int64_t end = file_size;
-    for (int64_t f = 0; f < t->n; f++) {
-        int64_t p = t->frames[f].pos;
+    for (int64_t d = 0; d < t->n_decode; d++) {
+        int64_t p = t->pos_of_decode[d];
         if (p > b && p < end) end = p;
     }
     if (end <= b) return -1;

@@ -23,18 +23,29 @@ enum {
 typedef struct reel_packet_info {
     int64_t pts, dts, duration, pos;
     int32_t size;
-    int32_t key;
+    uint8_t key;
+    uint8_t discard; /* trimmed by an edit list (AV_PKT_FLAG_DISCARD): decoded, never shown */
 } reel_packet_info;
 
-/* The frame table plus what random access needs. */
+/* The frame table plus what random access needs. Decode positions count
+ * the stream's packets from its first keyframe, frames or not: a packet an
+ * edit list trims (a hidden one) is decoded, never shown, and frames shown
+ * may depend on it (an edit list that discards a GOP's keyframe). Hidden
+ * packets are kept only where timestamps identify every packet
+ * (REEL_MATCH_PTS); otherwise the table has none and n_decode == n. */
 typedef struct reel_table {
     int64_t n;                /* frames */
+    int64_t n_decode;         /* decode positions: n plus the hidden packets */
     reel_frame_entry *frames; /* presentation order */
     int64_t *dts;             /* per decode position: packet dts (AV_NOPTS_VALUE if none) */
     int64_t *pts_of_decode;   /* per decode position: packet pts (match key in PTS mode) */
-    int64_t *frame_of_decode; /* per decode position: presentation index */
-    int64_t *seek_from;       /* per presentation index: decode position of the keyframe to start from */
-    int64_t *keyframes;       /* presentation indices of keyframes */
+    int64_t *frame_of_decode; /* per decode position: presentation index, -1 for a hidden packet */
+    int64_t *pos_of_decode;   /* per decode position: byte position (-1 unknown) */
+    uint8_t *key_of_decode;   /* per decode position: 1 for a keyframe (hidden ones too) */
+    int64_t *hidden;          /* the hidden packets' decode positions, by ascending pts */
+    int64_t n_hidden;
+    int64_t *seek_from; /* per presentation index: decode position of the keyframe to start from */
+    int64_t *keyframes; /* presentation indices of keyframes */
     int64_t n_keyframes;
     int match_mode;
     int damaged;     /* the scan stopped early on damage */
@@ -188,8 +199,22 @@ int reel__table_scan(reel_decoder *dec, reel_error *err);
  * returns REEL_E_INDEX_STALE (no error filled) when it cannot, so the caller scans. */
 int reel__table_from_container(reel_decoder *dec);
 /* Builds the table's rows from packets in decode order (drops packets
- * before the first keyframe; chooses PTS or COUNT matching). */
+ * before the first keyframe; chooses PTS or COUNT matching; keeps the
+ * hidden (discard) packets as decode positions under PTS matching, drops
+ * them under COUNT). */
 int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, int64_t np, reel_error *err);
+/* Allocates the table's arrays for n frames over nd decode positions
+ * (frames zeroed, frame_of_decode -1); REEL_E_NOMEM. */
+int reel__table_alloc(reel_table *t, int64_t n, int64_t nd);
+/* Fills t->hidden from frame_of_decode (-1) and pts_of_decode; fails
+ * (REEL_E_CORRUPT, no message) when a hidden packet's pts is unknown or
+ * equals another packet's, since packets are then not named by their pts. */
+int reel__table_index_hidden(reel_table *t);
+/* Decode position of the hidden packet with this pts, or -1. */
+int64_t reel__table_hidden_of_pts(const reel_table *t, int64_t pts);
+/* The frame a decode position leads to, for messages: its own, or for a
+ * hidden packet the first frame decoded after it (n - 1 at worst). */
+int64_t reel__table_frame_near(const reel_table *t, int64_t d);
 /* Derives seek_from, keyframes, durations from a table whose frames[] and
  * per-decode arrays are filled. */
 int reel__table_finish(reel_decoder *dec, reel_error *err);

@@ -13,7 +13,7 @@
 /* dec->key_state, allocated on first use; NULL when out of memory. */
 uint8_t *reel__key_state(reel_decoder *dec)
 {
-    if (!dec->key_state) dec->key_state = calloc((size_t)dec->table.n, 1);
+    if (!dec->key_state) dec->key_state = calloc((size_t)dec->table.n_decode, 1);
     return dec->key_state;
 }
 

@@ -10,8 +10,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SIDECAR_MAGIC   "REELIDX"
-#define SIDECAR_VERSION 1u
+#define SIDECAR_MAGIC "REELIDX"
+/* 2: the packets an edit list trims (decoded, never shown) follow the
+ * frames as hidden rows, and decode_order counts them. A version 1 file is
+ * stale (its table left them out) and is rebuilt. */
+#define SIDECAR_VERSION 2u
 
 typedef struct sidecar_header {
     char magic[8];
@@ -22,7 +25,7 @@ typedef struct sidecar_header {
     int32_t stream_index;
     int32_t codec_id;
     int32_t match_mode;
-    int32_t reserved;
+    int32_t hidden; /* hidden rows after the n frame rows */
     int64_t n;
     uint64_t checksum; /* FNV-1a over the body */
 } sidecar_header;
@@ -43,20 +46,21 @@ int reel__sidecar_load(reel_decoder *dec, const char *path)
              h.endian == 0x01020304u && h.file_size == dec->file_size && h.mtime_ns == dec->file_mtime_ns &&
              h.stream_index == dec->stream_index && h.codec_id == (int32_t)dec->st->codecpar->codec_id &&
              (h.match_mode == REEL_MATCH_PTS || h.match_mode == REEL_MATCH_COUNT) && h.n > 0 &&
-             h.n < (INT64_C(1) << 31);
+             h.n < (INT64_C(1) << 31) && h.hidden >= 0 && (h.hidden == 0 || h.match_mode == REEL_MATCH_PTS);
+    const int64_t nd = ok ? h.n + h.hidden : 0; /* rows: frames, then hidden packets */
     /* the header's n is untrusted: the file must hold exactly n rows before
      * anything is allocated for them */
     if (ok) {
         long here = ftell(fp);
         ok = here >= 0 && fseek(fp, 0, SEEK_END) == 0;
         long end = ok ? ftell(fp) : -1;
-        ok = ok && end >= here && (uint64_t)(end - here) == (uint64_t)h.n * sizeof *rows &&
+        ok = ok && end >= here && (uint64_t)(end - here) == (uint64_t)nd * sizeof *rows &&
              fseek(fp, here, SEEK_SET) == 0;
     }
     if (ok) {
-        rows = malloc((size_t)h.n * sizeof *rows);
-        ok = rows && fread(rows, sizeof *rows, (size_t)h.n, fp) == (size_t)h.n &&
-             reel__fnv1a(REEL_FNV_OFFSET, rows, (size_t)h.n * sizeof *rows) == h.checksum;
+        rows = malloc((size_t)nd * sizeof *rows);
+        ok = rows && fread(rows, sizeof *rows, (size_t)nd, fp) == (size_t)nd &&
+             reel__fnv1a(REEL_FNV_OFFSET, rows, (size_t)nd * sizeof *rows) == h.checksum;
         /* nothing may follow */
         ok = ok && fgetc(fp) == EOF;
     }
@@ -69,33 +73,40 @@ int reel__sidecar_load(reel_decoder *dec, const char *path)
     reel_table *t = &dec->table;
     reel__table_free(t);
     int64_t n = h.n;
-    t->n = n;
-    t->frames = malloc((size_t)n * sizeof *t->frames);
-    t->dts = malloc((size_t)n * sizeof *t->dts);
-    t->pts_of_decode = malloc((size_t)n * sizeof *t->pts_of_decode);
-    t->frame_of_decode = malloc((size_t)n * sizeof *t->frame_of_decode);
-    if (!t->frames || !t->dts || !t->pts_of_decode || !t->frame_of_decode) {
+    if (reel__table_alloc(t, n, nd) != REEL_OK) {
         free(rows);
         reel__table_free(t);
         return REEL_E_NOMEM;
     }
-    for (int64_t d = 0; d < n; d++) t->frame_of_decode[d] = -1;
-    for (int64_t i = 0; i < n; i++) {
+    for (int64_t i = 0; i < nd; i++) {
         sidecar_row *r = &rows[i];
-        if (r->decode_order < 0 || r->decode_order >= n || t->frame_of_decode[r->decode_order] != -1 ||
-            r->duration <= 0 || r->duration > REEL_TS_LIMIT || r->pts < -REEL_TS_LIMIT || r->pts > REEL_TS_LIMIT ||
-            (i > 0 && r->pts <= rows[i - 1].pts)) {
+        const int shown = i < n;
+        if (r->decode_order < 0 || r->decode_order >= nd || t->key_of_decode[r->decode_order] & 2 ||
+            (shown && (r->duration <= 0 || r->duration > REEL_TS_LIMIT)) || r->pts < -REEL_TS_LIMIT ||
+            r->pts > REEL_TS_LIMIT || (shown && i > 0 && r->pts <= rows[i - 1].pts)) {
             free(rows);
             reel__table_free(t);
             return REEL_E_INDEX_STALE;
         }
-        t->frames[i] = (reel_frame_entry){
-            .pts = r->pts, .duration = r->duration, .pos = r->pos, .flags = r->flags, .decode_order = r->decode_order
-        };
-        t->frame_of_decode[r->decode_order] = i;
+        if (shown)
+            t->frames[i] = (reel_frame_entry){ .pts = r->pts,
+                                               .duration = r->duration,
+                                               .pos = r->pos,
+                                               .flags = r->flags,
+                                               .decode_order = r->decode_order };
+        t->frame_of_decode[r->decode_order] = shown ? i : -1;
         t->dts[r->decode_order] = r->dts;
+        t->pts_of_decode[r->decode_order] = r->pts;
+        t->pos_of_decode[r->decode_order] = r->pos;
+        t->key_of_decode[r->decode_order] = 2 | ((r->flags & REEL_FRAME_KEY) != 0); /* 2: seen */
     }
-    for (int64_t d = 0; d < n; d++) t->pts_of_decode[d] = t->frames[t->frame_of_decode[d]].pts;
+    for (int64_t d = 0; d < nd; d++) t->key_of_decode[d] &= 1;
+    /* hidden packets are found by their pts: one each, unlike any other */
+    if (reel__table_index_hidden(t) != REEL_OK) {
+        free(rows);
+        reel__table_free(t);
+        return REEL_E_INDEX_STALE;
+    }
     free(rows);
     t->match_mode = h.match_mode;
     t->source = REEL_INDEX_FROM_SIDECAR;
@@ -115,7 +126,8 @@ int reel__sidecar_save(const reel_decoder *dec, const char *path, reel_error *er
                                "%s: sidecar indexes are for files, and for URLs with an index cache "
                                "(REEL_INDEX_CACHE) whose server gives an ETag or Last-Modified",
                                dec->name);
-    sidecar_row *rows = malloc((size_t)(t->n ? t->n : 1) * sizeof *rows);
+    const int64_t nd = t->n + t->n_hidden;
+    sidecar_row *rows = malloc((size_t)(nd ? nd : 1) * sizeof *rows);
     if (!rows) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
     for (int64_t i = 0; i < t->n; i++) {
         const reel_frame_entry *f = &t->frames[i];
@@ -126,6 +138,16 @@ int reel__sidecar_save(const reel_decoder *dec, const char *path, reel_error *er
         rows[i].dts = t->dts[f->decode_order];
         rows[i].flags = f->flags;
         rows[i].decode_order = f->decode_order;
+    }
+    for (int64_t k = 0; k < t->n_hidden; k++) {
+        const int64_t d = t->hidden[k];
+        sidecar_row *r = &rows[t->n + k];
+        memset(r, 0, sizeof *r);
+        r->pts = t->pts_of_decode[d];
+        r->pos = t->pos_of_decode[d];
+        r->dts = t->dts[d];
+        r->flags = t->key_of_decode[d] ? REEL_FRAME_KEY : 0;
+        r->decode_order = (int32_t)d;
     }
     sidecar_header h;
     memset(&h, 0, sizeof h);
@@ -138,7 +160,8 @@ int reel__sidecar_save(const reel_decoder *dec, const char *path, reel_error *er
     h.codec_id = (int32_t)dec->st->codecpar->codec_id;
     h.match_mode = t->match_mode;
     h.n = t->n;
-    h.checksum = reel__fnv1a(REEL_FNV_OFFSET, rows, (size_t)t->n * sizeof *rows);
+    h.hidden = (int32_t)t->n_hidden;
+    h.checksum = reel__fnv1a(REEL_FNV_OFFSET, rows, (size_t)nd * sizeof *rows);
 
     size_t tl = strlen(path) + 32;
     char *tmp = malloc(tl);
@@ -148,7 +171,7 @@ int reel__sidecar_save(const reel_decoder *dec, const char *path, reel_error *er
     }
     snprintf(tmp, tl, "%s.tmp%ld", path, (long)getpid());
     FILE *fp = fopen(tmp, "wb");
-    int ok = fp && fwrite(&h, sizeof h, 1, fp) == 1 && fwrite(rows, sizeof *rows, (size_t)t->n, fp) == (size_t)t->n;
+    int ok = fp && fwrite(&h, sizeof h, 1, fp) == 1 && fwrite(rows, sizeof *rows, (size_t)nd, fp) == (size_t)nd;
     int saved_errno = errno;
     if (fp && fclose(fp) != 0) ok = 0;
     if (ok && rename(tmp, path) != 0) {

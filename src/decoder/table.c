@@ -12,9 +12,38 @@ void reel__table_free(reel_table *t)
     free(t->dts);
     free(t->pts_of_decode);
     free(t->frame_of_decode);
+    free(t->pos_of_decode);
+    free(t->key_of_decode);
+    free(t->hidden);
     free(t->seek_from);
     free(t->keyframes);
     memset(t, 0, sizeof *t);
+}
+
+int reel__table_alloc(reel_table *t, int64_t n, int64_t nd)
+{
+    t->n = n;
+    t->n_decode = nd;
+    t->frames = calloc((size_t)(n ? n : 1), sizeof *t->frames);
+    t->dts = malloc((size_t)(nd ? nd : 1) * sizeof *t->dts);
+    t->pts_of_decode = malloc((size_t)(nd ? nd : 1) * sizeof *t->pts_of_decode);
+    t->frame_of_decode = malloc((size_t)(nd ? nd : 1) * sizeof *t->frame_of_decode);
+    t->pos_of_decode = malloc((size_t)(nd ? nd : 1) * sizeof *t->pos_of_decode);
+    t->key_of_decode = calloc((size_t)(nd ? nd : 1), 1);
+    if (!t->frames || !t->dts || !t->pts_of_decode || !t->frame_of_decode || !t->pos_of_decode || !t->key_of_decode)
+        return REEL_E_NOMEM;
+    for (int64_t d = 0; d < nd; d++) {
+        t->frame_of_decode[d] = -1;
+        t->pos_of_decode[d] = -1;
+    }
+    return REEL_OK;
+}
+
+int64_t reel__table_frame_near(const reel_table *t, int64_t d)
+{
+    for (int64_t k = d < 0 ? 0 : d; k < t->n_decode; k++)
+        if (t->frame_of_decode[k] >= 0) return t->frame_of_decode[k];
+    return t->n - 1;
 }
 
 /* Growable packet list for the scan. */
@@ -50,43 +79,100 @@ static int cmp_pts_pos(const void *a, const void *b)
     return x->pos < y->pos ? -1 : (x->pos > y->pos);
 }
 
-/* Turns a decode-order packet list into the table (copies what it needs). Packets before the first keyframe cannot be decoded
- * and are dropped, as FFmpeg's decoders drop them. */
-int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, int64_t np, reel_error *err)
+int reel__table_index_hidden(reel_table *t)
+{
+    free(t->hidden);
+    t->hidden = NULL;
+    t->n_hidden = t->n_decode - t->n;
+    if (t->n_hidden <= 0) {
+        t->n_hidden = 0;
+        return REEL_OK;
+    }
+    pts_pos *h = malloc((size_t)t->n_hidden * sizeof *h);
+    t->hidden = malloc((size_t)t->n_hidden * sizeof *t->hidden);
+    if (!h || !t->hidden) {
+        free(h);
+        return REEL_E_NOMEM;
+    }
+    int64_t k = 0;
+    for (int64_t d = 0; d < t->n_decode && k < t->n_hidden; d++)
+        if (t->frame_of_decode[d] < 0) h[k++] = (pts_pos){ t->pts_of_decode[d], d };
+    int ok = k == t->n_hidden;
+    qsort(h, (size_t)k, sizeof *h, cmp_pts_pos);
+    /* a hidden packet is found by its pts: it must have one, unlike every
+     * other packet's (frames' pts are distinct already, and sorted) */
+    for (int64_t i = 0; ok && i < k; i++) {
+        ok = h[i].pts != AV_NOPTS_VALUE && (i == 0 || h[i].pts != h[i - 1].pts);
+        int64_t lo = 0, hi = t->n;
+        while (ok && lo < hi) {
+            int64_t mid = (lo + hi) / 2;
+            if (t->frames[mid].pts < h[i].pts)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        ok = ok && !(lo < t->n && t->frames[lo].pts == h[i].pts);
+        t->hidden[i] = h[i].pos;
+    }
+    free(h);
+    return ok ? REEL_OK : REEL_E_CORRUPT;
+}
+
+int64_t reel__table_hidden_of_pts(const reel_table *t, int64_t pts)
+{
+    int64_t lo = 0, hi = t->n_hidden;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (t->pts_of_decode[t->hidden[mid]] < pts)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (lo < t->n_hidden && t->pts_of_decode[t->hidden[lo]] == pts) ? t->hidden[lo] : -1;
+}
+
+/* The table from packets in decode order, all of them kept as decode
+ * positions, the hidden (discard) ones as no frame. Packets before the
+ * first keyframe cannot be decoded and are dropped, as FFmpeg's decoders
+ * drop them. *count_mode: 1 when the rows had to be matched by count
+ * (the caller then rebuilds them without hidden packets). */
+static int rows_from_packets(reel_decoder *dec, const reel_packet_info *p, int64_t np, int *count_mode, reel_error *err)
 {
     reel_table *t = &dec->table;
     int64_t first = 0;
     while (first < np && !p[first].key) first++;
-    t->n = np - first;
-    if (t->n <= 0) { /* no packet (or no keyframe): an empty table; p may be NULL */
-        t->n = 0;
-        return REEL_OK;
-    }
     p += first;
     np -= first;
+    int64_t n = 0;
+    for (int64_t i = 0; i < np; i++) n += !p[i].discard;
+    *count_mode = 0;
+    if (np <= 0 || n <= 0) { /* no packet (or no keyframe): an empty table; p may be NULL */
+        t->n = t->n_decode = 0;
+        return REEL_OK;
+    }
 
-    t->frames = calloc((size_t)np, sizeof *t->frames);
-    t->dts = malloc((size_t)np * sizeof *t->dts);
-    t->pts_of_decode = malloc((size_t)np * sizeof *t->pts_of_decode);
-    t->frame_of_decode = malloc((size_t)np * sizeof *t->frame_of_decode);
-    pts_pos *order = malloc((size_t)np * sizeof *order);
-    if (!t->frames || !t->dts || !t->pts_of_decode || !t->frame_of_decode || !order) {
+    pts_pos *order = malloc((size_t)n * sizeof *order);
+    if (reel__table_alloc(t, n, np) != REEL_OK || !order) {
         free(order);
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory for the frame table", dec->name);
     }
 
     /* PTS matching needs every packet to carry a distinct pts. */
     int have_pts = 1;
-    for (int64_t i = 0; i < np; i++) {
+    for (int64_t i = 0, k = 0; i < np; i++) {
         t->dts[i] = p[i].dts;
         t->pts_of_decode[i] = p[i].pts;
+        t->pos_of_decode[i] = p[i].pos;
+        t->key_of_decode[i] = p[i].key != 0;
+        if (p[i].discard) continue;
         if (p[i].pts == AV_NOPTS_VALUE) have_pts = 0;
-        order[i].pts = p[i].pts;
-        order[i].pos = i;
+        order[k].pts = p[i].pts;
+        order[k].pos = i;
+        k++;
     }
     if (have_pts) {
-        qsort(order, (size_t)np, sizeof *order, cmp_pts_pos);
-        for (int64_t i = 1; i < np; i++)
+        qsort(order, (size_t)n, sizeof *order, cmp_pts_pos);
+        for (int64_t i = 1; i < n; i++)
             if (order[i].pts == order[i - 1].pts) {
                 have_pts = 0;
                 break;
@@ -94,6 +180,10 @@ int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, i
     }
     if (have_pts) {
         t->match_mode = REEL_MATCH_PTS;
+    } else if (n < np) {
+        free(order);
+        *count_mode = 1;
+        return REEL_OK;
     } else {
         /* No usable pts (AVI and raw streams): presentation order is the
          * order the decoder outputs frames, which is decode order shifted by
@@ -132,7 +222,7 @@ int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, i
             for (int64_t i = 0; i < np; i++) order[i].pts = i;
     }
 
-    for (int64_t i = 0; i < np; i++) {
+    for (int64_t i = 0; i < n; i++) {
         int64_t d = order[i].pos;
         reel_frame_entry *f = &t->frames[i];
         f->pts = order[i].pts;
@@ -149,7 +239,39 @@ int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, i
         for (int64_t i = 0; i < np; i++) t->pts_of_decode[i] = t->frames[i].pts;
     }
     free(order);
+    /* hidden packets are found by their pts, which must name them alone;
+     * else they are left out (count_mode asks for the rows without them) */
+    int hs = reel__table_index_hidden(t);
+    if (hs == REEL_E_NOMEM)
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory for the frame table", dec->name);
+    if (hs != REEL_OK) *count_mode = 1;
     return REEL_OK;
+}
+
+/* Turns a decode-order packet list into the table (copies what it needs).
+ * Hidden packets (an edit list's DISCARD) stay decode positions where
+ * timestamps name every packet: the frames shown after an edit list that
+ * trims a GOP's keyframe need it decoded. Without such timestamps they
+ * are left out, as before, and decoding feeds them on the way (a frame
+ * that needs a trimmed keyframe then cannot be had). */
+int reel__table_from_packet_list(reel_decoder *dec, const reel_packet_info *p, int64_t np, reel_error *err)
+{
+    int without = 0;
+    int64_t lost = dec->table.lost_at;
+    int damaged = dec->table.damaged;
+    int r = rows_from_packets(dec, p, np, &without, err);
+    if (r != REEL_OK || !without) return r;
+    reel__table_free(&dec->table);
+    dec->table.lost_at = lost;
+    dec->table.damaged = damaged;
+    reel_packet_info *shown = malloc((size_t)(np ? np : 1) * sizeof *shown);
+    if (!shown) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory for the frame table", dec->name);
+    int64_t m = 0;
+    for (int64_t i = 0; i < np; i++)
+        if (!p[i].discard) shown[m++] = p[i];
+    r = rows_from_packets(dec, shown, m, &without, err);
+    free(shown);
+    return r;
 }
 
 /* For containers that index every frame by position (AVI's idx1), a scan
@@ -217,8 +339,9 @@ int reel__table_scan(reel_decoder *dec, reel_error *err)
             break;
         }
         /* Packets the demuxer marks DISCARD (trimmed by an edit list) are
-         * decoded but never output, so they are not frames. */
-        if (pkt->stream_index == dec->stream_index && pkt->size > 0 && !(pkt->flags & AV_PKT_FLAG_DISCARD)) {
+         * decoded but never output: not frames, but kept (hidden), since
+         * frames shown may depend on them. */
+        if (pkt->stream_index == dec->stream_index && pkt->size > 0) {
             reel_packet_info pi = {
                 .pts = pkt->pts,
                 .dts = pkt->dts,
@@ -226,6 +349,7 @@ int reel__table_scan(reel_decoder *dec, reel_error *err)
                 .pos = pkt->pos,
                 .size = pkt->size,
                 .key = (pkt->flags & AV_PKT_FLAG_KEY) != 0,
+                .discard = (pkt->flags & AV_PKT_FLAG_DISCARD) != 0,
             };
             if (pkt->flags & AV_PKT_FLAG_CORRUPT) dec->table.damaged = 1;
             /* cut off by truncation: its bytes run past the end of the file,
@@ -315,27 +439,32 @@ int reel__table_finish(reel_decoder *dec, reel_error *err)
     t->keyframes = malloc((size_t)(t->n_keyframes ? t->n_keyframes : 1) * sizeof *t->keyframes);
     free(t->seek_from);
     t->seek_from = malloc((size_t)n * sizeof *t->seek_from);
-    int64_t *last_key_at = malloc((size_t)n * sizeof *last_key_at); /* per decode pos: last key at or before */
+    int64_t *last_key_at =
+        malloc((size_t)t->n_decode * sizeof *last_key_at); /* per decode pos: last key at or before */
     if (!t->keyframes || !t->seek_from || !last_key_at) {
         free(last_key_at);
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory for the frame table", dec->name);
     }
+    /* keyframes shown; a hidden keyframe (trimmed by an edit list) is no
+     * frame, so the frames shown before the next keyframe are not keyframes,
+     * as ffprobe says, though decoding starts at the hidden one for them */
     for (int64_t i = 0, k = 0; i < n; i++)
         if (t->frames[i].flags & REEL_FRAME_KEY) t->keyframes[k++] = i;
 
     int64_t lk = -1;
-    for (int64_t d = 0; d < n; d++) {
-        if (t->frames[t->frame_of_decode[d]].flags & REEL_FRAME_KEY) lk = d;
+    for (int64_t d = 0; d < t->n_decode; d++) {
+        if (t->key_of_decode[d]) lk = d;
         last_key_at[d] = lk;
     }
     /* The keyframe to start from: the last one in decode order at or before
-     * the frame's packet whose presentation index is not after the frame.
-     * A frame shown before its GOP's keyframe (a leading frame of an open
-     * GOP) needs the previous GOP. */
+     * the frame's packet that is not shown after the frame (pts order is
+     * presentation order, hidden packets included). A frame shown before
+     * its GOP's keyframe (a leading frame of an open GOP) needs the
+     * previous GOP. */
     for (int64_t i = 0; i < n; i++) {
         int64_t d = t->frames[i].decode_order;
         int64_t k = last_key_at[d];
-        while (k > 0 && t->frame_of_decode[k] > i) k = last_key_at[k - 1];
+        while (k > 0 && t->pts_of_decode[k] > t->frames[i].pts) k = last_key_at[k - 1];
         t->seek_from[i] = k < 0 ? 0 : k;
     }
     free(last_key_at);

@@ -14,8 +14,8 @@ enum { N = 24 };
 typedef struct table {
     reel_table t;
     reel_frame_entry frames[N];
-    int64_t frame_of_decode[N], seek_from[N];
-    uint8_t key_state[N];
+    int64_t frame_of_decode[N], seek_from[N], pos_of_decode[N];
+    uint8_t key_state[N], key_of_decode[N];
 } table;
 
 static void make(table *x, int match_mode)
@@ -27,8 +27,13 @@ static void make(table *x, int match_mode)
         x->frame_of_decode[i] = i;
         x->seek_from[i] = i / 8 * 8;
         x->frames[i].pos = 1000 + 100 * i; /* packets 100 bytes apart in the file */
+        x->pos_of_decode[i] = x->frames[i].pos;
+        x->key_of_decode[i] = i % 8 == 0;
     }
     x->t.n = N;
+    x->t.n_decode = N;
+    x->t.pos_of_decode = x->pos_of_decode;
+    x->t.key_of_decode = x->key_of_decode;
     x->t.frames = x->frames;
     x->t.frame_of_decode = x->frame_of_decode;
     x->t.seek_from = x->seek_from;
@@ -147,11 +152,11 @@ TEST(byte_ranges_cover_a_run_to_the_next_packet)
     CHECK_EQ_INT(hi, 5000); /* the last packet runs to the end of the file */
     /* packets out of file order: the run ends where the next packet in the
      * file begins, wherever it sits in decode order */
-    x.frames[9].pos = 3000;
+    x.pos_of_decode[9] = 3000;
     CHECK_EQ_INT(reel__plan_byte_range(&x.t, 8, 9, 5000, &lo, &hi), 0);
     CHECK_EQ_INT(lo, 1800);
     CHECK_EQ_INT(hi, 3100);
-    x.frames[9].pos = -1; /* no byte positions: no range */
+    x.pos_of_decode[9] = -1; /* no byte positions: no range */
     CHECK_EQ_INT(reel__plan_byte_range(&x.t, 8, 10, 5000, &lo, &hi), -1);
     CHECK_EQ_INT(reel__plan_byte_range(&x.t, 5, 3, 5000, &lo, &hi), -1);
 }

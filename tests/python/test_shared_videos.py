@@ -174,3 +174,53 @@ def test_frame_threads_never_fall_back_on_sound_videos(shared_videos):
                     continue  # damage reported loudly is another test's business
                 st = d.stats
                 assert st.thread_fallbacks == 0 or st.key_restarts >= 1, (r["file"], i, st)
+
+
+def test_an_edit_list_that_trims_the_first_keyframe(shared_videos, ffmpeg, tmp_path):
+    """discard_first_keyframe.mp4 (torchcodec's): its edit list trims the
+    first samples, the stream's first keyframe among them. ffmpeg shows 25
+    frames at 0.04*i; the first 5 are decoded from the trimmed keyframe.
+    reel gives those 25 frames bit for bit with their pts through the
+    decoder (container index, scan and sidecar), the Loader and the store."""
+    import shutil
+    import subprocess
+
+    src = shared_videos / "discard_first_keyframe.mp4"
+    if not src.exists():
+        pytest.skip("discard_first_keyframe.mp4 not in the shared videos")
+    ref = subprocess.run([ffmpeg, "-v", "error", "-noautorotate", "-i", str(src), "-map", "0:v:0",
+                          "-fps_mode", "passthrough", "-pix_fmt", "rgb24", "-f", "rawvideo", "-"],
+                         capture_output=True, check=True).stdout
+    fb = 64 * 64 * 3
+    assert len(ref) == 25 * fb
+    (tmp_path / "videos" / "a").mkdir(parents=True)
+    p = tmp_path / "videos" / "a" / src.name
+    shutil.copyfile(src, p)  # a sidecar beside it, not in the shared folder
+    sources = []
+    for kw in (dict(index="off"), dict(index="off", force_scan=True), dict(index=True), dict(index="read")):
+        with reel.VideoDecoder(p, layout="HWC", **kw) as d:
+            sources.append(d.metadata.index_source)
+            assert len(d) == 25, kw
+            assert d.metadata.begin_stream_seconds == 0.0
+            assert [r.pts_seconds for r in d.frame_table()] == pytest.approx([0.04 * i for i in range(25)])
+            assert d.keyframes == [5, 15], kw  # the keyframes shown, as ffprobe says
+            f0 = d.get_frame_played_at(0.0)
+            assert f0.indices == 0 and f0.tobytes() == ref[:fb]
+            assert d.get_frames_at(list(range(25))).tobytes() == ref, kw
+        for i in (0, 3, 4, 7, 24):  # cold, each from a fresh decoder
+            with reel.VideoDecoder(p, layout="HWC", threads=2, **kw) as d:
+                assert d.get_frames_at([i]).tobytes() == ref[i * fb:(i + 1) * fb], (kw, i)
+    assert sources == ["container", "scan", "container", "sidecar"]
+    loader_kw = dict(frames_per_clip=25, clips_per_video=1, size=(64, 64), crop=None, layout="BTHWC",
+                     batch_size=1, num_threads=1, seed=1, epochs=1)
+    with reel.Loader([(str(p), 0)], **loader_kw) as loader:
+        batches = list(loader)
+    assert len(batches) == 1 and list(batches[0].info[0].frame_indices) == list(range(25))
+    assert bytes(memoryview(batches[0].frames)) == ref
+    store = tmp_path / "store"
+    rep = reel.pack(tmp_path / "videos", store, size="source", format="raw")
+    assert rep["packed"] == 1 and reel.store_info(store)["frames"] == 25
+    with reel.Loader(store, **loader_kw) as loader:
+        batches = list(loader)
+    assert len(batches) == 1 and list(batches[0].info[0].frame_indices) == list(range(25))
+    assert bytes(memoryview(batches[0].frames)) == ref
