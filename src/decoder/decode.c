@@ -596,68 +596,6 @@ static int run_interval(run *r, int64_t s, int64_t e, int force_seek_start, int 
     return drain(r);
 }
 
-/* A video at a URL: fetch the bytes of the run [s, e] in one request
- * before the demuxer asks for them piece by piece (fetch by GOP). A failure
- * here is not final: the reads that follow retry and report it. */
-static void prefetch_run(reel_decoder *dec, int64_t s, int64_t e)
-{
-    int64_t lo, hi;
-    if (!dec->remote) return; /* remote runs end at e and drain (no warm tail to fetch) */
-    if (reel__plan_byte_range(&dec->table, s, e, reel__io_size(dec->remote), &lo, &hi) != 0) return;
-    reel__io_range rg = { lo, hi - lo };
-    reel_error ignored;
-    (void)reel__io_will_read(dec->remote, &rg, 1, &ignored);
-}
-
-/* A caller's frame index (negative: from the end) as a presentation index
- * of the table, or REEL_E_OUT_OF_RANGE naming it. */
-static int resolve_index(const reel_decoder *dec, int64_t index, int64_t *frame, reel_error *err)
-{
-    const int64_t n = dec->table.n;
-    const int64_t f = index < 0 ? index + n : index;
-    if (f < 0 || f >= n)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: frame index %lld out of range (video has %lld frames)",
-                               dec->name, (long long)index, (long long)n);
-    *frame = f;
-    return REEL_OK;
-}
-
-int reel_decoder_prefetch(reel_decoder *dec, const int64_t *indices, size_t n, reel_error *err)
-{
-    if (!dec || (n && !indices))
-        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_prefetch: NULL argument");
-    const reel_table *t = &dec->table;
-    if (!dec->remote || n == 0) return REEL_OK;
-    reel__req *reqs = malloc(n * sizeof *reqs);
-    reel__wanted *w = malloc(n * sizeof *w);
-    reel__interval *iv = malloc(n * sizeof *iv);
-    reel__io_range *rg = malloc(n * sizeof *rg);
-    int st = REEL_OK;
-    if (!reqs || !w || !iv || !rg) st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
-    for (size_t i = 0; i < n && st == REEL_OK; i++) {
-        st = resolve_index(dec, indices[i], &reqs[i].frame, err);
-        reqs[i].pos = i;
-    }
-    if (st == REEL_OK) {
-        /* the runs the decode will make (pass 0), and their bytes */
-        size_t nw = reel__plan_requests(reqs, n, w);
-        size_t m = reel__plan_runs(t, dec->key_state, dec->reorder_depth, w, nw, 0, iv), k = 0;
-        for (size_t i = 0; i < m; i++) {
-            int64_t lo, hi;
-            if (reel__plan_byte_range(t, iv[i].s, iv[i].e, reel__io_size(dec->remote), &lo, &hi) != 0) continue;
-            rg[k].offset = lo;
-            rg[k].length = hi - lo;
-            k++;
-        }
-        st = reel__io_prefetch(dec->remote, rg, k, err);
-    }
-    free(reqs);
-    free(w);
-    free(iv);
-    free(rg);
-    return st;
-}
-
 static int run_plan(run *r, int retry)
 {
     reel_decoder *dec = r->dec;
@@ -666,7 +604,7 @@ static int run_plan(run *r, int retry)
     size_t m = reel__plan_runs(&dec->table, dec->key_state, dec->reorder_depth, r->w, r->nw, retry, iv);
     int st = REEL_OK;
     for (size_t i = 0; i < m && st == REEL_OK; i++) {
-        prefetch_run(dec, iv[i].s, iv[i].e);
+        reel__decoder_prefetch_run(dec, iv[i].s, iv[i].e);
         st = run_interval(r, iv[i].s, iv[i].e, 0, i + 1 == m);
     }
     free(iv);
@@ -720,7 +658,7 @@ static int decode_call(reel_decoder *dec, const int64_t *indices, size_t n, reel
     }
     for (size_t i = 0; i < n; i++) {
         int64_t f = 0;
-        if (resolve_index(dec, indices[i], &f, err) != REEL_OK) {
+        if (reel__decoder_resolve_index(dec, indices[i], &f, err) != REEL_OK) {
             free(reqs);
             free(w);
             return REEL_E_OUT_OF_RANGE;

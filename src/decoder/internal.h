@@ -186,6 +186,13 @@ int reel__decoder_release_pictures(reel_decoder *dec);
  * is [3][n][H][W], frame i of channel c at (c * n + i) * H * W elements, the
  * [C, T, H, W] of one sample (the loader's BCTHW). t must set no strides;
  * dst_size must hold n frames. */
+/* prefetch.c: a caller's frame index (negative: from the end) as a
+ * presentation index, or REEL_E_OUT_OF_RANGE naming it; and a URL's run
+ * [s, e] fetched in one request before the demuxer reads it (a failure is
+ * not final: the reads that follow retry and report it). */
+int reel__decoder_resolve_index(const reel_decoder *dec, int64_t index, int64_t *frame, reel_error *err);
+void reel__decoder_prefetch_run(reel_decoder *dec, int64_t s, int64_t e);
+
 /* frames.c: how many GOP-parallel contexts a call of dec may use (for
  * REEL_GOP_CONTEXTS_AUTO: the core count for a file, 1 for a URL), at most
  * REEL_GOP_CONTEXTS. */
