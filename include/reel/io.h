@@ -155,8 +155,9 @@ REEL_API const reel_field *reel_remote_settings_get_fields(size_t *count);
 REEL_API const reel_field *reel_remote_stats_get_fields(size_t *count);
 
 /** Writes `url` as reel's messages show it into out[size]: user info and
- *  any query string or fragment replaced by "***" (a local path unchanged),
- *  so it can be logged or stored without a credential. Truncated to fit. */
+ *  any query string or fragment replaced by "***" and control bytes (CR,
+ *  LF, ...) as %XX (a local path unchanged), so it can be logged or stored
+ *  without a credential, on one line. Truncated to fit. */
 REEL_API void reel_url_redact(const char *url, char *out, size_t size);
 
 #ifdef __cplusplus
