@@ -48,8 +48,9 @@ const char *reel__http_redirect_check(const http_io *h, const char *line, size_t
         why = "not a URL reel can follow";
     } else if (strcasecmp(scheme, "http") != 0 && strcasecmp(scheme, "https") != 0) {
         why = "only http and https are followed";
-    } else if (h->same_origin_only && !(same_part(from, dest, CURLUPART_SCHEME) &&
-                                        same_part(from, dest, CURLUPART_HOST) && same_part(from, dest, CURLUPART_PORT))) {
+    } else if (h->same_origin_only &&
+               !(same_part(from, dest, CURLUPART_SCHEME) && same_part(from, dest, CURLUPART_HOST) &&
+                 same_part(from, dest, CURLUPART_PORT))) {
         why = "another origin; the request's credentials are not sent there";
     }
     reel__io_redact(full ? full : loc, to, size);

@@ -157,6 +157,7 @@ TEST(http_follows_another_origin_without_the_bearer_token_and_refuses_it_with_ex
     CHECK_MSG(!strstr(heads, "BEARERREDIRECT"), "the bearer token reached another origin: %s", heads);
     CHECK_MSG(!strstr(heads, "APIKEYREDIRECT"), "an extra header reached another origin: %s", heads);
     CHECK_EQ_INT(st_extra, REEL_E_IO);
-    CHECK_MSG(strstr(extra, "/to-other/v.mp4: redirect to http://127.0.0.1:") && strstr(extra, "refused (another origin"),
+    CHECK_MSG(strstr(extra, "/to-other/v.mp4: redirect to http://127.0.0.1:") &&
+                  strstr(extra, "refused (another origin"),
               "%s", extra);
 }
