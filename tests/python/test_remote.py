@@ -740,6 +740,27 @@ def test_every_value_reel_shows_of_a_url_is_redacted(tmp_path):
         assert not any(s in v for s in secrets), f"{k}: {v}"
 
 
+def test_a_store_packed_from_urls_keeps_no_credential(tmp_path):
+    """reel.pack over a manifest of signed URLs: the store's records name the
+    videos redacted (packed and failed alike), and no byte of the store
+    holds the password or the signature."""
+    reel._testing.write_video(str(tmp_path / "v.mp4"), width=96, height=64, frames=12, gop=6, seed=4)
+    with _PlainServer(tmp_path) as srv:
+        auth = srv.base.replace("http://", "http://user:PASSWORDX@")
+        (tmp_path / "list.csv").write_text(f"path,label\n{auth}/v.mp4?X-Amz-Signature=SIGX,0\n"
+                                           f"{auth}/gone.mp4?X-Amz-Signature=SIGX,1\n")
+        rep = reel.pack(tmp_path / "list.csv", tmp_path / "st", size=32, threads=1)
+    assert rep["packed"] == 1 and rep["failed"] == 1
+    shown = srv.base.replace("http://", "http://***@")
+    records = reel._reel.store_records(str(tmp_path / "st"))
+    assert sorted(r["path"] for r in records) == [f"{shown}/gone.mp4?***", f"{shown}/v.mp4?***"]
+    assert all("SIGX" not in r["reason"] and "PASSWORDX" not in r["reason"] for r in records)
+    for f in (tmp_path / "st").rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert b"PASSWORDX" not in data and b"SIGX" not in data, f
+
+
 def test_s3_credentials_from_a_profile_file_and_virtual_hosted_addressing(s3, tmp_path):
     keys, local = s3
     idx = [0, 10, 39]
