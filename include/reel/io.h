@@ -59,7 +59,8 @@ typedef struct reel_remote_settings {
     int verify_tls;             /**< verify certificates; default 1 */
     const char *ca_bundle;      /**< a CA bundle file, borrowed (common.h); NULL: the system's */
     const char *bearer_token;   /**< http(s): "Authorization: Bearer ...", borrowed (common.h); NULL: none */
-    const char *const *headers; /**< extra "Name: value" headers, NULL-terminated, borrowed (common.h); NULL: none */
+    const char *const *headers; /**< extra "Name: value" headers, NULL-terminated, borrowed (common.h); NULL: none.
+                                     With any, a redirect to another origin is refused (they would go there) */
     /** Objects opened with the same pool share kept-alive connections, one DNS
      *  cache and one TLS session cache, and one budget of bytes fetched ahead
      *  (see reel_remote_pool_create). NULL: each object has its own connection
@@ -155,8 +156,9 @@ REEL_API const reel_field *reel_remote_settings_get_fields(size_t *count);
 REEL_API const reel_field *reel_remote_stats_get_fields(size_t *count);
 
 /** Writes `url` as reel's messages show it into out[size]: user info and
- *  any query string or fragment replaced by "***" (a local path unchanged),
- *  so it can be logged or stored without a credential. Truncated to fit. */
+ *  any query string or fragment replaced by "***" and control bytes (CR,
+ *  LF, ...) as %XX (a local path unchanged), so it can be logged or stored
+ *  without a credential, on one line. Truncated to fit. */
 REEL_API void reel_url_redact(const char *url, char *out, size_t size);
 
 #ifdef __cplusplus

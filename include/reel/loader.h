@@ -274,7 +274,8 @@ typedef struct reel_clip_info {
     int64_t requested; /**< dataset index the sampler chose (differs after a replacement) */
     int64_t position;  /**< position of the sample in the epoch's global order (reel/order.h; >= the
                             dataset size for a padded repeat) */
-    const char *path;  /**< the decoded video's path */
+    const char *path;  /**< the decoded video's path; a URL redacted as messages show it
+                            (reel_url_redact): the dataset entry holds the URL as given */
     int64_t label;
     int32_t clip;                           /**< clip number within its video, 0..clips_per_video-1 */
     int32_t attempt;                        /**< 0, or the replacement try that succeeded */

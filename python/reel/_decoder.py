@@ -279,7 +279,7 @@ class VideoDecoder:
         )
         self._chw = layout_code == 1
         self.metadata: VideoMetadata = VideoMetadata._from_info(
-            self._dec.info(), self._dec.name if kind == 0 else dname
+            self._dec.info(), self._dec.name if kind == 0 or dname is not None else None
         )
         self._table: Optional[Tuple[list, list, list, list, list]] = None
         self._pts_seconds: Optional[List[float]] = None

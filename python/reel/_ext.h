@@ -158,6 +158,8 @@ typedef struct FramesObject {
 reel_state *state_of(PyObject *obj);
 PyObject *raise_reel(reel_state *st, int status, const char *message, const char *path, PyObject *cause);
 PyObject *raise_err(reel_state *st, int status, const reel_error *err, const char *path);
+/* `s` as reel shows it (a URL redacted, see shown_bytes in _ext_module.c): new bytes, or NULL (an exception) */
+PyObject *shown_bytes(const char *s);
 int dict_set(PyObject *d, const char *key, PyObject *v);
 double *parse_double_seq(PyObject *obj, Py_ssize_t *n_out, const char *what); /* PyMem_Free */
 int64_t *parse_int64_seq(PyObject *obj, Py_ssize_t *n_out, const char *what); /* PyMem_Free */

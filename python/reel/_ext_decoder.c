@@ -166,12 +166,18 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     if (parse_floats3(mean, t->mean, "mean") < 0 || parse_floats3(std, t->std, "std") < 0) return -1;
 
     self->kind = kind;
+    /* the name shown (errors, .name, repr, metadata.path): a URL redacted;
+     * the source keeps it as given, to open it (again, when unpickled) */
     if (kind == SRC_PATH) {
         if (!PyUnicode_FSConverter(source, &self->source)) return -1;
-        self->name = Py_NewRef(self->source);
+        if (!(self->name = shown_bytes(PyBytes_AS_STRING(self->source)))) return -1;
     } else {
         if (name != Py_None) {
-            if (!PyUnicode_FSConverter(name, &self->name)) return -1;
+            PyObject *given = NULL;
+            if (!PyUnicode_FSConverter(name, &given)) return -1;
+            self->name = shown_bytes(PyBytes_AS_STRING(given));
+            Py_DECREF(given);
+            if (!self->name) return -1;
         } else {
             self->name = PyBytes_FromString(kind == SRC_MEMORY ? "<memory>" : "<file>");
             if (!self->name) return -1;
@@ -765,7 +771,8 @@ static PyMethodDef decoder_methods[] = {
 
 static PyGetSetDef decoder_getset[] = {
     { "closed", (getter)decoder_get_closed, NULL, "True after close().", NULL },
-    { "name", (getter)decoder_get_name, NULL, "The path, or the name given for memory/file sources.", NULL },
+    { "name", (getter)decoder_get_name, NULL,
+      "The path (a URL redacted: no user info or query string), or the name given for memory/file sources.", NULL },
     { "frame_shape", (getter)decoder_get_frame_shape, NULL, "Shape of one output frame.", NULL },
     { "dtype", (getter)decoder_get_dtype, NULL, "Output element type.", NULL },
     { NULL }

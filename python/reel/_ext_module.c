@@ -55,8 +55,26 @@ static PyObject *error_class(reel_state *st, int status)
     }
 }
 
+/* `s` as reel shows it: a URL redacted as messages show it (reel_url_redact:
+ * no user info, query string or fragment; control bytes as %XX), anything
+ * else as it is. Every path-like value the binding shows goes through it;
+ * the raw URL stays only where the source is opened again (the decoder's
+ * source, pickling). A new bytes object, or NULL with an exception set. */
+PyObject *shown_bytes(const char *s)
+{
+    if (!strstr(s, "://")) return PyBytes_FromString(s);
+    size_t n = 3 * strlen(s) + 8; /* each control byte may become %XX */
+    char *out = PyMem_Malloc(n);
+    if (!out) return PyErr_NoMemory();
+    reel_url_redact(s, out, n);
+    PyObject *r = PyBytes_FromString(out);
+    PyMem_Free(out);
+    return r;
+}
+
 /* Raises the exception for `status` with `message` ("<file>: <reason>"; empty:
- * reel_strerror), .path = path (may be NULL: None) and .status. `cause` (a
+ * reel_strerror), .path = path as reel shows it (a URL redacted; may be
+ * NULL: None) and .status. `cause` (a
  * reference that is stolen, may be NULL) becomes __cause__. Returns NULL. */
 PyObject *raise_reel(reel_state *st, int status, const char *message, const char *path, PyObject *cause)
 {
@@ -69,7 +87,9 @@ PyObject *raise_reel(reel_state *st, int status, const char *message, const char
         Py_XDECREF(cause);
         return NULL;
     }
-    PyObject *p = path ? PyUnicode_DecodeFSDefault(path) : Py_NewRef(Py_None);
+    PyObject *shown = path ? shown_bytes(path) : NULL;
+    PyObject *p = shown ? PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(shown)) : path ? NULL : Py_NewRef(Py_None);
+    Py_XDECREF(shown);
     PyObject *s = PyLong_FromLong(status);
     if (!p || !s || PyObject_SetAttrString(exc, "path", p) < 0 || PyObject_SetAttrString(exc, "status", s) < 0) {
         Py_XDECREF(p);
@@ -298,7 +318,7 @@ static PyObject *mod_redact_url(PyObject *m, PyObject *arg)
     (void)m;
     const char *u = PyUnicode_AsUTF8(arg);
     if (!u) return NULL;
-    size_t n = strlen(u) + 8;
+    size_t n = 3 * strlen(u) + 8; /* each control byte may become %XX */
     char *out = PyMem_Malloc(n);
     if (!out) return PyErr_NoMemory();
     reel_url_redact(u, out, n);

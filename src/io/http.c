@@ -86,8 +86,17 @@ static int setup(http_io *h, reel_error *err)
      * (a 4 MB answer can inflate to 4 GiB); an encoded answer is refused */
     curl_easy_setopt(c, CURLOPT_ACCEPT_ENCODING, "identity");
     curl_easy_setopt(c, CURLOPT_HTTP_CONTENT_DECODING, 0L);
+    /* redirects: followed within http(s) only (each is judged first, see
+     * http_redirect.c); libcurl refuses the other schemes by itself too */
     curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L);
     curl_easy_setopt(c, CURLOPT_MAXREDIRS, 5L);
+#if LIBCURL_VERSION_NUM >= 0x075500 /* 7.85 */
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+#else
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS, (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS));
+#endif
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)(h->s.request_timeout * 1000));
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)(h->s.connect_timeout * 1000));
     curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -104,7 +113,10 @@ static int setup(http_io *h, reel_error *err)
         memset(line, 0, n);
         free(line);
     }
-    for (int i = 0; h->s.headers && h->s.headers[i]; i++) h->headers = curl_slist_append(h->headers, h->s.headers[i]);
+    for (int i = 0; h->s.headers && h->s.headers[i]; i++) {
+        h->headers = curl_slist_append(h->headers, h->s.headers[i]);
+        h->same_origin_only = 1; /* libcurl would send them to any host redirected to */
+    }
     if (h->userpwd) {
         curl_easy_setopt(c, CURLOPT_USERPWD, h->userpwd);
         curl_easy_setopt(c, CURLOPT_AWS_SIGV4, h->sigv4);
@@ -135,11 +147,13 @@ static int http_new(http_io **out, const char *uri, const char *query, const ree
     if (!h->rng) h->rng = 1;
     int st = REEL_OK;
     char *base = NULL;
-    if (!strncasecmp(uri, "s3://", 5))
+    if (!strncasecmp(uri, "s3://", 5)) {
+        h->same_origin_only = 1; /* signed, maybe with a session token that libcurl would send anywhere */
         st = reel__s3_resolve(uri, query != NULL, &base, &h->userpwd, h->sigv4, sizeof h->sigv4, &h->headers,
                               h->base.name, err);
-    else if (!(base = url_escape_illegal(uri)))
+    } else if (!(base = url_escape_illegal(uri))) {
         st = reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
+    }
     if (st == REEL_OK && query) {
         size_t n = strlen(base) + strlen(query) + 2;
         if (!(h->url = malloc(n)))

@@ -1,6 +1,7 @@
 /* http_get.c: one GET of a remote source with retries: the transfer through
  * a multi handle (the interrupt polled every 50 ms), the answer judged as it
- * arrives (http_answer.c), backoff with jitter, failures counted by cause. */
+ * arrives (http_answer.c; its redirects, http_redirect.c), backoff with
+ * jitter, failures counted by cause. */
 #define _GNU_SOURCE
 #include "io/http_internal.h"
 #include "io/http_answer.h"
@@ -18,7 +19,12 @@
  * into buf (cap bytes, may be NULL), whole objects up to whole_max. */
 sink reel__http_sink(uint8_t *buf, size_t cap, int64_t off, int64_t len, int64_t whole_max)
 {
-    sink k = { buf, cap, 0, { off, len, whole_max }, { 0 }, REEL_HTTP_OK };
+    sink k;
+    memset(&k, 0, sizeof k);
+    k.buf = buf;
+    k.cap = cap;
+    k.ask = (reel__http_ask){ off, len, whole_max };
+    k.refused = REEL_HTTP_OK;
     reel__http_head_reset(&k.head);
     return k;
 }
@@ -61,6 +67,11 @@ size_t reel__http_on_header(char *p, size_t sz, size_t n, void *opaque)
     sink *k = opaque;
     size_t b = sz * n;
     reel__http_head_line(&k->head, p, b);
+    if (k->io && k->head.status >= 300 && k->head.status < 400 && k->head.status != 304 && !k->head.complete) {
+        /* judged before libcurl follows it */
+        k->redirect_why = reel__http_redirect_check(k->io, p, b, k->redirect_to, sizeof k->redirect_to);
+        if (k->redirect_why) return 0; /* aborts the transfer */
+    }
     if (k->head.complete && reel__http_is_data(k->head.status)) {
         /* judged before any byte of the body: an encoded body, a 200 for a
          * large object, a range other than asked are refused here */
@@ -195,6 +206,8 @@ int reel__http_get_range(http_io *h, sink *k, reel_error *err)
         int short_body = 0;
         k->len = 0;
         k->refused = REEL_HTTP_OK;
+        k->io = h;
+        k->redirect_why = NULL;
         reel__http_head_reset(&k->head);
         curl_easy_setopt(h->curl, CURLOPT_RANGE, off < 0 ? NULL : range);
         curl_easy_setopt(h->curl, CURLOPT_WRITEDATA, k);
@@ -210,6 +223,10 @@ int reel__http_get_range(http_io *h, sink *k, reel_error *err)
         h->stats.bytes_fetched += (int64_t)k->len;
         if (cc == CURLE_ABORTED_BY_CALLBACK)
             return reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", h->base.name);
+        if (k->redirect_why) /* not followed, nor retried */
+            return failed(h, REEL_REMOTE_CAUSE_CLIENT,
+                          reel__error_set(err, REEL_E_IO, "%s: redirect to %s refused (%s)", h->base.name,
+                                          k->redirect_to, k->redirect_why));
         if (k->refused == REEL_HTTP_RANGE_MISMATCH) {
             reel__http_verdict_text(k->refused, &k->head, &k->ask, why, sizeof why);
             short_body = 1; /* other bytes than asked: retried like a short body */

@@ -1,7 +1,7 @@
 /* http_internal.h: what the files of the http transport share: a remote
  * source (http_io), its spans, and one GET's sink. http.c sets up libcurl
- * and opens, http_get.c makes one GET with retries, http_cache.c serves the
- * reads. Not for use outside src/io. */
+ * and opens, http_get.c makes one GET with retries, http_redirect.c judges
+ * the redirects, http_cache.c serves the reads. Not for use outside src/io. */
 #ifndef REEL_IO_HTTP_INTERNAL_H
 #define REEL_IO_HTTP_INTERNAL_H
 
@@ -42,6 +42,10 @@ typedef struct http_io {
     struct curl_slist *headers;
     char *userpwd; /* s3 "key:secret" */
     char sigv4[96];
+    /* a redirect to another origin (scheme, host, port) is refused: the
+     * request carries headers that libcurl would send there too (s3's
+     * x-amz-security-token, the settings' extra headers) */
+    int same_origin_only;
     uint8_t *cache; /* bytes [cache_off, cache_off + cache_len) of the object */
     int64_t cache_off;
     size_t cache_len, cache_cap;
@@ -62,6 +66,9 @@ typedef struct sink {
     reel__http_ask ask;         /* the request: what the answer is checked against */
     reel__http_head head;       /* the answer's head */
     reel__http_verdict refused; /* why the transfer was stopped (REEL_HTTP_OK: it was not) */
+    const struct http_io *io;   /* whose redirects are judged (set by reel__http_get_range) */
+    const char *redirect_why;   /* a refused redirect: why (NULL: none), and its target, redacted */
+    char redirect_to[256];
 } sink;
 
 /* ---------------------------------------------------------------- http_get.c */
@@ -83,6 +90,14 @@ int reel__http_get_range(http_io *h, sink *k, reel_error *err);
 size_t reel__http_on_body(char *p, size_t sz, size_t n, void *opaque);
 size_t reel__http_on_header(char *p, size_t sz, size_t n, void *opaque);
 int reel__http_on_progress(void *opaque, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d);
+
+/* ---------------------------------------------------------------- http_redirect.c */
+
+/* Judges one header line of a redirect's answer (n bytes, not
+ * NUL-terminated): for a "Location:" line whose target h may not follow,
+ * the reason ("only http and https are followed", "another origin; ...")
+ * with the target, resolved and redacted, in to[size]; else NULL. */
+const char *reel__http_redirect_check(const http_io *h, const char *line, size_t n, char *to, size_t size);
 
 /* ---------------------------------------------------------------- http_cache.c */
 

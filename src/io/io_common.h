@@ -73,7 +73,8 @@ void reel__io_default_options(reel__io_options *o);
 int reel__io_is_remote(const char *uri);
 
 /* Copies `uri` into out with user info, query strings and fragments
- * replaced by "***" where present, so it can go into messages. */
+ * replaced by "***" where present and a URL's control bytes (CR, LF, ...)
+ * as %XX, so it can go into messages, one line each. */
 void reel__io_redact(const char *uri, char *out, size_t size);
 
 #endif

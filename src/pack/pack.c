@@ -8,6 +8,7 @@
 #include "core/clock.h"
 
 #include "reel/dataset.h"
+#include "reel/io.h"
 #include "reel/sampler.h"
 
 #include <pthread.h>
@@ -239,8 +240,16 @@ static int read_entries(const reel_dataset *ds, const reel_pack_settings *s, ree
         reel_sample smp;
         int st = reel_dataset_get(ds, i, &smp, err);
         if (st != REEL_OK) return st;
+        const char *shown = smp.path;
+        if (strstr(smp.path, "://")) { /* a URL: its credentials go nowhere, the store's record included */
+            size_t cap = 3 * strlen(smp.path) + 8;
+            char *r = malloc(cap);
+            if (!r) return reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
+            reel_url_redact(smp.path, r, cap);
+            shown = r;
+        }
         (*entries)[i] =
-            (reel__pack_entry){ smp.path, smp.label, named ? reel_dataset_get_class_name(ds, smp.label) : NULL,
+            (reel__pack_entry){ smp.path,  shown,  smp.label, named ? reel_dataset_get_class_name(ds, smp.label) : NULL,
                                 smp.start, smp.end };
         if ((int64_t)(i % (size_t)s->part_count) == s->part_index) (*list)[(*n)++] = (int64_t)i;
     }
@@ -317,6 +326,8 @@ int reel_pack(const char *source, const char *out_dir, const reel_pack_settings 
         report->merged = merged;
     }
     free(list);
+    for (size_t i = 0; entries && i < reel_dataset_get_size(ds); i++)
+        if (entries[i].shown != entries[i].path) free((char *)entries[i].shown);
     free(entries);
     reel_dataset_destroy(&ds);
     return st;

@@ -13,9 +13,11 @@
 #include "store/store_internal.h"
 
 /* One dataset entry, read once before the workers start (the dataset is
- * not touched by them). Strings are the dataset's. */
+ * not touched by them). Strings are the dataset's but `shown`. */
 typedef struct reel__pack_entry {
-    const char *path;
+    const char *path;       /* as given: what the decoder opens */
+    const char *shown;      /* as messages and the store's record show it: a URL redacted
+                               (read_entries' own copy), else == path */
     int64_t label;          /* the dataset's (class names: their sorted rank) */
     const char *class_name; /* NULL with integer labels */
     double start, end;      /* segment, seconds (end < 0: to the end) */

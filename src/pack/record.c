@@ -56,7 +56,7 @@ static int segment(const reel_video_info *info, const reel_frame_entry *tab, int
     v.time_base_den = info->time_base_den;
     v.segment_start = it->start;
     v.segment_end = it->end;
-    v.name = it->path;
+    v.name = it->shown;
     int64_t last = 0;
     int st = reel_sampler_run(&s, &v, 0, 0, 0, first, 1, err);
     s.range_start = -1; /* the segment's last frame */
@@ -81,12 +81,12 @@ static int sample_whole(const reel_pack_settings *ps, const reel_video_info *inf
     v.average_fps = info->avg_fps_den > 0 ? (double)info->avg_fps_num / info->avg_fps_den : 0;
     v.segment_start = it->start;
     v.segment_end = it->end;
-    v.name = it->path;
+    v.name = it->shown;
     reel_sampler_result r;
     int st = reel_sampler_describe(&s, &v, &r, err);
     if (st != REEL_OK) return st;
     int64_t *sel = malloc((size_t)(r.num_frames > 0 ? r.num_frames : 1) * sizeof *sel);
-    if (!sel) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->path);
+    if (!sel) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->shown);
     st = reel_sampler_run(&s, &v, 0, 0, 0, sel, (size_t)r.num_frames, err);
     if (st != REEL_OK) {
         free(sel);
@@ -107,7 +107,7 @@ static int select_frames(const reel_pack_settings *ps, const reel_video_info *in
     int st = segment(info, tab, n, it, &first, &len, err);
     if (st != REEL_OK) return st;
     int64_t *sel = malloc((size_t)(len > 0 ? len : 1) * sizeof *sel);
-    if (!sel) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->path);
+    if (!sel) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->shown);
     int64_t k = 0;
     if (ps->fps > 0) {
         /* keep the frame shown at t0 + j/fps for j = 0, 1, ... (each once) */
@@ -140,7 +140,7 @@ static int init_record(const reel__pack_entry *it, int64_t sample, reel__store_r
     rec->label = it->label;
     rec->seg_start = it->start;
     rec->seg_end = it->end;
-    rec->path = strdup(it->path);
+    rec->path = strdup(it->shown);
     rec->class_name = strdup(it->class_name ? it->class_name : "");
     if (!rec->path || !rec->class_name) return reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
     struct stat st;
@@ -188,11 +188,11 @@ static int open_source(const reel_pack_settings *ps, const reel__pack_entry *it,
     rec->height = (uint32_t)v->h;
     st = select_frames(ps, info, tab, n, it, &v->sel, &v->nsel, err);
     if (st == REEL_OK && v->nsel == 0)
-        st = reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: no frame in the segment", it->path);
+        st = reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: no frame in the segment", it->shown);
     if (st != REEL_OK) return st;
     rec->num_frames = (uint32_t)v->nsel;
     rec->frames = calloc((size_t)v->nsel, sizeof *rec->frames);
-    if (!rec->frames) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->path);
+    if (!rec->frames) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->shown);
     for (int64_t i = 0; i < v->nsel; i++) {
         rec->frames[i].source_index = v->sel[i];
         rec->frames[i].pts = tab[v->sel[i]].pts;
@@ -206,7 +206,7 @@ static int encode_frames(const reel_pack_settings *ps, const reel__pack_entry *i
                          reel__store_rec *rec, reel__bytes *bytes, reel_error *err)
 {
     enum { CHUNK = 16 };
-    int st = reel__encoder_begin(enc, v->w, v->h, it->path, err);
+    int st = reel__encoder_begin(enc, v->w, v->h, it->shown, err);
     if (st != REEL_OK) return st;
     reel_transform t;
     reel_transform_default_settings(&t);
@@ -216,7 +216,7 @@ static int encode_frames(const reel_pack_settings *ps, const reel__pack_entry *i
     const size_t fb = (size_t)v->w * (size_t)v->h * 3;
     /* + padding: swscale's SIMD reads a little past the last row it converts */
     uint8_t *rgb = malloc(fb * CHUNK + 256);
-    if (!rgb) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->path);
+    if (!rgb) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->shown);
     for (int64_t i = 0; st == REEL_OK && i < v->nsel; i += CHUNK) {
         int k = (int)(v->nsel - i < CHUNK ? v->nsel - i : CHUNK);
         if (ps->interrupt && ps->interrupt(ps->interrupt_opaque)) {
@@ -224,9 +224,9 @@ static int encode_frames(const reel_pack_settings *ps, const reel__pack_entry *i
             break;
         }
         st = reel_decoder_get_frames(v->dec, v->sel + i, (size_t)k, &t, rgb, fb * CHUNK, NULL, err);
-        if (st == REEL_OK) st = reel__encoder_add(enc, rgb, fb, i, k, rec->frames, bytes, it->path, err);
+        if (st == REEL_OK) st = reel__encoder_add(enc, rgb, fb, i, k, rec->frames, bytes, it->shown, err);
     }
-    if (st == REEL_OK) st = reel__encoder_end(enc, rec->frames, v->nsel, bytes, it->path, err);
+    if (st == REEL_OK) st = reel__encoder_end(enc, rec->frames, v->nsel, bytes, it->shown, err);
     free(rgb);
     return st;
 }

@@ -526,7 +526,7 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
             reel__loader_collate_failed(bb, s);
             continue;
         }
-        const char *path = sample_entry(l, s->sample)->path;
+        const char *path = sample_name(l, s->sample); /* a URL redacted: the clip shows it */
         int64_t label = reel__dataset_label(l->ds, (size_t)s->sample);
         for (int k = 0; k < K; k++) {
             int64_t src = j * K + k;

@@ -167,7 +167,7 @@ void reel__loader_collate_variable(reel_loader *l, reel_batchbuf *bb)
         ci->sample = s->sample;
         ci->requested = s->requested;
         ci->position = s->position;
-        ci->path = sample_entry(l, s->sample)->path;
+        ci->path = sample_name(l, s->sample); /* a URL redacted: the clip shows it */
         ci->label = reel__dataset_label(l->ds, (size_t)s->sample);
         ci->clip = 0;
         ci->attempt = s->attempt;

@@ -13,6 +13,11 @@ serving FILE's bytes the wrong way, chosen by the URL's first path segment
   shifted   a 206 whose Content-Range and body start 4096 bytes after the
             asked start (FILE's real bytes there)
   good      FILE's bytes, answering Range as it should
+  to-ftp    a 302 to ftp:// (on the second port below)
+  to-other  a 307 to /good/v.mp4 on a second port: another origin, which
+            serves as `good` does and records each request's head
+  to-same   a 307 to /good/v.mp4 on the same port (a relative Location)
+  seen      a 200 whose body is the heads the second port received
 
 Prints "READY <base URL>", serves until stdin closes (the test ended or
 died), at most 10 minutes. Every socket wait and send loop is bounded.
@@ -63,16 +68,25 @@ class Hostile:
         self.sock.listen(32)
         self.sock.settimeout(0.2)
         self.base = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        # the other origin of the redirect modes; what it received
+        self.other = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.other.bind(("127.0.0.1", 0))
+        self.other.listen(32)
+        self.other.settimeout(0.2)
+        self.other_base = f"http://127.0.0.1:{self.other.getsockname()[1]}"
+        self.seen: list[str] = []
 
-    def accept_loop(self) -> None:
+    def accept_loop(self, sock: socket.socket | None = None) -> None:
+        sock = sock or self.sock
         while not self.stop.is_set():
             try:
-                c, _ = self.sock.accept()
+                c, _ = sock.accept()
             except (socket.timeout, OSError):
                 continue
-            threading.Thread(target=self.serve, args=(c,), daemon=True).start()
+            threading.Thread(target=self.serve, args=(c, sock is self.other), daemon=True).start()
 
-    def serve(self, c: socket.socket) -> None:
+    def serve(self, c: socket.socket, record: bool = False) -> None:
         c.settimeout(5)
         try:
             while not self.stop.is_set():
@@ -82,6 +96,8 @@ class Hostile:
                     if not chunk:
                         return
                     req += chunk
+                if record:
+                    self.seen.append(req.decode("latin-1"))
                 if not self.answer(c, req.decode("latin-1")):
                     return
         except OSError:
@@ -106,6 +122,16 @@ class Hostile:
         size = len(self.data)
         a = int(m.group(1)) if m else 0
         b = min(int(m.group(2)) if m and m.group(2) else size - 1, size - 1)
+        if mode in ("to-ftp", "to-other", "to-same"):
+            to = {"to-ftp": f"ftp://127.0.0.1:{self.other.getsockname()[1]}/v.mp4",
+                  "to-other": f"{self.other_base}/good/v.mp4", "to-same": "/good/v.mp4"}[mode]
+            c.sendall(f"HTTP/1.1 {302 if mode == 'to-ftp' else 307} Redirect\r\nLocation: {to}\r\n"
+                      f"Content-Length: 0\r\n\r\n".encode())
+            return True
+        if mode == "seen":
+            body = "".join(self.seen).encode("latin-1")
+            c.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+            return True
         if mode == "gzip":
             n = len(self.bomb)
             c.sendall(f"HTTP/1.1 206 Partial Content\r\nContent-Range: bytes 0-{n - 1}/{n}\r\n"
@@ -162,6 +188,8 @@ def main() -> int:
     h = Hostile(args[0])
     t = threading.Thread(target=h.accept_loop, daemon=True)
     t.start()
+    t2 = threading.Thread(target=h.accept_loop, args=(h.other,), daemon=True)
+    t2.start()
     if len(args) > 1:
         run_cli(h.base, args[2], float(args[3]) if len(args) > 3 else 2.0)
     else:
@@ -170,7 +198,9 @@ def main() -> int:
             pass
     h.stop.set()
     t.join(timeout=5)
+    t2.join(timeout=5)
     h.sock.close()
+    h.other.close()
     return 0
 
 

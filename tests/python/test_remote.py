@@ -14,7 +14,8 @@
 # the test's own certificate (refused by default, trusted as ca_bundle;
 # connections and TLS sessions reused, per nginx's log); fetch-ahead and its
 # byte budget; a server that ignores Range (read whole, or refused by name);
-# bearer tokens; S3 credentials from a profile file; virtual-hosted addressing.
+# bearer tokens; S3 credentials from a profile file; virtual-hosted addressing;
+# every value reel shows of a URL (exception, decoder, clip, failure) redacted.
 from __future__ import annotations
 
 import os
@@ -726,6 +727,60 @@ def test_bearer_token_is_sent_and_never_printed(tmp_path):
             assert sum(len(b) for b in L) == 1
             assert token not in repr(L.metrics())
     assert f"Bearer {token}" in srv.auths
+
+
+def test_every_value_reel_shows_of_a_url_is_redacted(tmp_path):
+    """User info and query strings (a presigned X-Amz-Signature) never show:
+    not in messages, nor in ReelError.path, repr(VideoDecoder),
+    metadata.path, ClipInfo.path or the loader's failures; a URL's raw CR/LF
+    shows as %0D%0A, so a message stays one line."""
+    reel._testing.write_video(str(tmp_path / "v.mp4"), width=96, height=64, frames=12, gop=6, seed=4)
+    secrets = ("PASSWORDX", "SIGX", "user:")
+    with _PlainServer(tmp_path) as srv:
+        auth = srv.base.replace("http://", "http://user:PASSWORDX@")
+        url, missing = f"{auth}/v.mp4?X-Amz-Signature=SIGX", f"{auth}/gone.mp4?X-Amz-Signature=SIGX"
+        shown = srv.base.replace("http://", "http://***@") + "/v.mp4?***"
+        with reel.VideoDecoder(url) as d:
+            values = {"repr": repr(d), "metadata.path": d.metadata.path}
+        assert values["metadata.path"] == shown and shown in values["repr"]
+        with pytest.raises(reel.NotFoundError) as e:
+            reel.VideoDecoder(missing, remote={"max_retries": 0})
+        values["ReelError.path"], values["str(e)"] = e.value.path, str(e.value)
+        assert e.value.path == srv.base.replace("http://", "http://***@") + "/gone.mp4?***"
+        with reel.Loader([(url, 0), (missing, 1)], frames_per_clip=2, size=32, batch_size=2, epochs=1,
+                         on_error="skip", num_threads=1, remote={"max_retries": 0}) as L:
+            info = [c for b in L for c in b.info]
+            failures = L.metrics()["failures"]
+        assert [c.path for c in info] == [shown]
+        assert [f["path"] for f in failures] == [values["ReelError.path"]]
+        values["ClipInfo.path"], values["failures"] = info[0].path, repr(failures)
+        with pytest.raises(reel.NotFoundError) as e:
+            reel.VideoDecoder(f"{srv.base}/x\r\nInjected: line.mp4?q=1", remote={"max_retries": 0})
+        assert "\n" not in str(e.value) and "\r" not in str(e.value) and "\n" not in e.value.path
+        assert "/x%0D%0AInjected: line.mp4?***" in str(e.value) and e.value.path.endswith("/x%0D%0AInjected: line.mp4?***")
+    for k, v in values.items():
+        assert not any(s in v for s in secrets), f"{k}: {v}"
+
+
+def test_a_store_packed_from_urls_keeps_no_credential(tmp_path):
+    """reel.pack over a manifest of signed URLs: the store's records name the
+    videos redacted (packed and failed alike), and no byte of the store
+    holds the password or the signature."""
+    reel._testing.write_video(str(tmp_path / "v.mp4"), width=96, height=64, frames=12, gop=6, seed=4)
+    with _PlainServer(tmp_path) as srv:
+        auth = srv.base.replace("http://", "http://user:PASSWORDX@")
+        (tmp_path / "list.csv").write_text(f"path,label\n{auth}/v.mp4?X-Amz-Signature=SIGX,0\n"
+                                           f"{auth}/gone.mp4?X-Amz-Signature=SIGX,1\n")
+        rep = reel.pack(tmp_path / "list.csv", tmp_path / "st", size=32, threads=1)
+    assert rep["packed"] == 1 and rep["failed"] == 1
+    shown = srv.base.replace("http://", "http://***@")
+    records = reel._reel.store_records(str(tmp_path / "st"))
+    assert sorted(r["path"] for r in records) == [f"{shown}/gone.mp4?***", f"{shown}/v.mp4?***"]
+    assert all("SIGX" not in r["reason"] and "PASSWORDX" not in r["reason"] for r in records)
+    for f in (tmp_path / "st").rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert b"PASSWORDX" not in data and b"SIGX" not in data, f
 
 
 def test_s3_credentials_from_a_profile_file_and_virtual_hosted_addressing(s3, tmp_path):
