@@ -45,7 +45,8 @@ static int decoder_acquire(DecoderObject *self)
         self->need_reopen = !self->closed;
     }
     if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
-        Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
         Py_END_ALLOW_THREADS
     }
     if (self->need_reopen) {
@@ -271,8 +272,10 @@ static PyObject *decoder_close(DecoderObject *self, PyObject *unused)
         self->need_reopen = 0;
         Py_RETURN_NONE;
     }
-    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    Py_END_ALLOW_THREADS decoder_close_now(self);
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+    decoder_close_now(self);
     PyThread_release_lock(self->lock);
     Py_RETURN_NONE;
 }
@@ -568,8 +571,10 @@ static PyObject *decoder_save_index(DecoderObject *self, PyObject *args, PyObjec
     reel_error_clear(&err);
     const char *p = pb ? PyBytes_AS_STRING(pb) : NULL;
     int r;
-    Py_BEGIN_ALLOW_THREADS r = reel_decoder_save_index(self->dec, p, &err);
-    Py_END_ALLOW_THREADS decoder_release(self);
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_decoder_save_index(self->dec, p, &err);
+    Py_END_ALLOW_THREADS
+    decoder_release(self);
     Py_XDECREF(pb);
     if (r != REEL_OK) return raise_decoder(self, r, &err);
     Py_RETURN_NONE;
@@ -666,10 +671,14 @@ static PyObject *decoder_get_common(DecoderObject *self, PyObject *arg, int by_t
     reel_decode_stats stats;
     memset(&stats, 0, sizeof stats);
     int r;
-    Py_BEGIN_ALLOW_THREADS if (by_time) r = reel_decoder_get_frames_at_times(
-        self->dec, secs, (size_t)n, &self->transform, f->data, f->nbytes, idx, &stats, &err);
-    else r = reel_decoder_get_frames(self->dec, idx, (size_t)n, &self->transform, f->data, f->nbytes, &stats, &err);
-    Py_END_ALLOW_THREADS int meta = 0;
+    Py_BEGIN_ALLOW_THREADS
+    if (by_time)
+        r = reel_decoder_get_frames_at_times(self->dec, secs, (size_t)n, &self->transform, f->data, f->nbytes, idx,
+                                             &stats, &err);
+    else
+        r = reel_decoder_get_frames(self->dec, idx, (size_t)n, &self->transform, f->data, f->nbytes, &stats, &err);
+    Py_END_ALLOW_THREADS
+    int meta = 0;
     if (r == REEL_OK) {
         self->stats = stats;
         meta = frames_fill_meta(self, f, idx, n);
@@ -700,8 +709,10 @@ static PyObject *decoder_prefetch(DecoderObject *self, PyObject *arg)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS r = reel_decoder_prefetch(self->dec, idx, (size_t)n, &err);
-    Py_END_ALLOW_THREADS decoder_release(self);
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_decoder_prefetch(self->dec, idx, (size_t)n, &err);
+    Py_END_ALLOW_THREADS
+    decoder_release(self);
     PyMem_Free(idx);
     if (r != REEL_OK) return raise_decoder(self, r, &err);
     Py_RETURN_NONE;

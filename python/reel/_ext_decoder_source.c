@@ -170,13 +170,15 @@ int rx_decoder_open_source(DecoderObject *self, reel_error *err)
     reel_decoder *dec = NULL;
     if (self->kind == SRC_PATH) {
         const char *path = PyBytes_AS_STRING(self->source);
-        Py_BEGIN_ALLOW_THREADS r = reel_decoder_open(&dec, path, &self->settings, err);
+        Py_BEGIN_ALLOW_THREADS
+        r = reel_decoder_open(&dec, path, &self->settings, err);
         Py_END_ALLOW_THREADS
     } else if (self->kind == SRC_MEMORY) {
         const void *data = self->view.buf;
         size_t size = (size_t)self->view.len;
         const char *name = rx_dec_name(self);
-        Py_BEGIN_ALLOW_THREADS r = reel_decoder_open_memory(&dec, data, size, name, &self->settings, err);
+        Py_BEGIN_ALLOW_THREADS
+        r = reel_decoder_open_memory(&dec, data, size, name, &self->settings, err);
         Py_END_ALLOW_THREADS
     } else {
         reel_io io = { .opaque = self, .read = io_read, .seek = io_seek };
@@ -188,7 +190,8 @@ int rx_decoder_open_source(DecoderObject *self, reel_error *err)
             rx_dec_save_io_error(self);
             return rewind_failed(err, name);
         }
-        Py_BEGIN_ALLOW_THREADS r = reel_decoder_open_io(&dec, &io, name, &self->settings, err);
+        Py_BEGIN_ALLOW_THREADS
+        r = reel_decoder_open_io(&dec, &io, name, &self->settings, err);
         Py_END_ALLOW_THREADS
     }
     if (r == REEL_OK) self->dec = dec;

@@ -57,8 +57,10 @@ int rx_build_dataset(reel_state *st, PyObject *dataset, reel_dataset **out)
         PyObject *pb = NULL;
         if (!PyUnicode_FSConverter(dataset, &pb)) return -1;
         const char *path = PyBytes_AS_STRING(pb);
-        Py_BEGIN_ALLOW_THREADS r = reel_dataset_create_from_path(out, path, &err);
-        Py_END_ALLOW_THREADS if (r != REEL_OK) raise_err(st, r, &err, path);
+        Py_BEGIN_ALLOW_THREADS
+        r = reel_dataset_create_from_path(out, path, &err);
+        Py_END_ALLOW_THREADS
+        if (r != REEL_OK) raise_err(st, r, &err, path);
         Py_DECREF(pb);
         return r == REEL_OK ? 0 : -1;
     }
@@ -215,8 +217,10 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS r = reel_loader_create(&self->loader, self->ds, &s, &err);
-    Py_END_ALLOW_THREADS PyMem_Free(samples);
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_loader_create(&self->loader, self->ds, &s, &err);
+    Py_END_ALLOW_THREADS
+    PyMem_Free(samples);
     if (r != REEL_OK) {
         reel_dataset_destroy(&self->ds);
         raise_err(st, r, &err, NULL);
@@ -253,7 +257,8 @@ static void loader_destroy_now(LoaderObject *self)
     }
     if (!self->loader && !self->ds) return;
     if (!PyThread_acquire_lock(self->lock, NOWAIT_LOCK)) {
-        Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
         Py_END_ALLOW_THREADS
     }
     if (self->outstanding == 0) {
@@ -261,7 +266,8 @@ static void loader_destroy_now(LoaderObject *self)
         reel_dataset *ds = self->ds;
         self->loader = NULL;
         self->ds = NULL;
-        Py_BEGIN_ALLOW_THREADS reel_loader_destroy(&l);
+        Py_BEGIN_ALLOW_THREADS
+        reel_loader_destroy(&l);
         reel_dataset_destroy(&ds);
         Py_END_ALLOW_THREADS
     }
@@ -381,10 +387,12 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
             double left = timeout - (double)(rx_clock_ns() - t_start) / 1e9;
             slice = left < 0 ? 0 : left < slice ? left : slice;
         }
-        Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+        Py_BEGIN_ALLOW_THREADS
+        PyThread_acquire_lock(self->lock, WAIT_LOCK);
         r = self->loader ? reel_loader_next_timed(self->loader, &b, slice, &err) : REEL_E_CANCELLED;
         if (r == REEL_E_AGAIN) PyThread_release_lock(self->lock);
-        Py_END_ALLOW_THREADS if (r != REEL_E_AGAIN) break;
+        Py_END_ALLOW_THREADS
+        if (r != REEL_E_AGAIN) break;
         if (PyErr_CheckSignals() < 0) return NULL;
         if (timeout >= 0 && (double)(rx_clock_ns() - t_start) / 1e9 >= timeout) {
             PyErr_Format(PyExc_TimeoutError, "reel.Loader: no batch within %g s", timeout);
@@ -448,11 +456,12 @@ static PyObject *loader_get_state(LoaderObject *self, PyObject *unused)
     reel_loader_state s;
     memset(&s, 0, sizeof s);
     int r;
-    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
     r = self->loader ? reel_loader_get_state(self->loader, &s) : REEL_E_CANCELLED;
     PyThread_release_lock(self->lock);
-    Py_END_ALLOW_THREADS if (r != REEL_OK)
-    {
+    Py_END_ALLOW_THREADS
+    if (r != REEL_OK) {
         reel_state *st = state_of((PyObject *)self);
         return st ? raise_reel(st, r, NULL, NULL, NULL) : NULL;
     }
@@ -468,10 +477,11 @@ static PyObject *loader_restore(LoaderObject *self, PyObject *args)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
     r = self->loader ? reel_loader_restore(self->loader, &s, &err) : REEL_E_CANCELLED;
-    Py_END_ALLOW_THREADS if (r == REEL_OK)
-    {
+    Py_END_ALLOW_THREADS
+    if (r == REEL_OK) {
         self->epoch = epoch;
         self->delivered = 0;
         self->cur_batches = position == 0 ? reel_loader_get_batches_per_epoch(self->loader) : -1;
@@ -492,11 +502,12 @@ static PyObject *loader_get_checkpoint(LoaderObject *self, PyObject *unused)
     reel_loader_checkpoint c;
     memset(&c, 0, sizeof c);
     int r;
-    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
     r = self->loader ? reel_loader_get_checkpoint(self->loader, &c) : REEL_E_CANCELLED;
     PyThread_release_lock(self->lock);
-    Py_END_ALLOW_THREADS if (r != REEL_OK)
-    {
+    Py_END_ALLOW_THREADS
+    if (r != REEL_OK) {
         reel_state *st = state_of((PyObject *)self);
         return st ? raise_reel(st, r, NULL, NULL, NULL) : NULL;
     }
@@ -527,10 +538,11 @@ static PyObject *loader_restore_checkpoint(LoaderObject *self, PyObject *args)
         return st ? raise_err(st, r, &err, NULL) : NULL;
     }
     const long long epoch = c.epoch, seen = c.samples_seen;
-    Py_BEGIN_ALLOW_THREADS PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
     r = self->loader ? reel_loader_restore_checkpoint(self->loader, &c, &err) : REEL_E_CANCELLED;
-    Py_END_ALLOW_THREADS if (r == REEL_OK)
-    {
+    Py_END_ALLOW_THREADS
+    if (r == REEL_OK) {
         self->epoch = epoch;
         self->delivered = 0;
         self->cur_batches = seen == 0 ? reel_loader_get_batches_per_epoch(self->loader) : -1;

@@ -112,8 +112,10 @@ static PyObject *mod_pack(PyObject *module, PyObject *args, PyObject *kwargs)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS r = reel_pack(PyBytes_AS_STRING(sb), PyBytes_AS_STRING(ob), &s, &rep, &err);
-    Py_END_ALLOW_THREADS PyObject *res = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_pack(PyBytes_AS_STRING(sb), PyBytes_AS_STRING(ob), &s, &rep, &err);
+    Py_END_ALLOW_THREADS
+    PyObject *res = NULL;
     if (call.error && call.error != Py_None) {
         PyErr_SetObject((PyObject *)Py_TYPE(call.error), call.error);
     } else if (r != REEL_OK) {
@@ -138,9 +140,10 @@ static PyObject *mod_pack_merge(PyObject *module, PyObject *arg)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS r = reel_pack_merge(PyBytes_AS_STRING(b), &err);
-    Py_END_ALLOW_THREADS PyObject *res =
-        r == REEL_OK ? Py_NewRef(Py_None) : raise_err(st, r, &err, PyBytes_AS_STRING(b));
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_pack_merge(PyBytes_AS_STRING(b), &err);
+    Py_END_ALLOW_THREADS
+    PyObject *res = r == REEL_OK ? Py_NewRef(Py_None) : raise_err(st, r, &err, PyBytes_AS_STRING(b));
     Py_DECREF(b);
     return res;
 }
@@ -154,8 +157,10 @@ static PyObject *mod_store_verify(PyObject *module, PyObject *arg)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS r = reel_store_verify(PyBytes_AS_STRING(b), &rep, &err);
-    Py_END_ALLOW_THREADS PyObject *res = NULL;
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_store_verify(PyBytes_AS_STRING(b), &rep, &err);
+    Py_END_ALLOW_THREADS
+    PyObject *res = NULL;
     if (r != REEL_OK && r != REEL_E_CORRUPT)
         res = raise_err(st, r, &err, PyBytes_AS_STRING(b));
     else

@@ -45,8 +45,10 @@ static PyObject *synth_write(PyObject *module, PyObject *args, PyObject *kwargs)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS r = reel_synth_write(&p, &err);
-    Py_END_ALLOW_THREADS Py_DECREF(pb);
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_synth_write(&p, &err);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(pb);
     if (r != REEL_OK) {
         PyErr_SetString(PyExc_OSError, err.message[0] ? err.message : reel_strerror(r));
         return NULL;

@@ -56,3 +56,18 @@ def test_mypy_and_ruff_target_the_oldest_supported_python():
     assert cfg["tool"]["ruff"]["target-version"] == "py" + version.replace(".", "")
     cmake = (ROOT / "CMakeLists.txt").read_text()
     assert f"find_package(Python {version} REQUIRED" in cmake
+
+
+def test_gil_macros_stand_alone():
+    """Py_BEGIN/END_ALLOW_THREADS are statements (.clang-format's
+    StatementMacros): no statement is glued onto one, which clang-format did
+    before it knew them (`Py_END_ALLOW_THREADS decoder_release(self);`)."""
+    import re
+    style = (ROOT / ".clang-format").read_text()
+    assert re.search(r"StatementMacros:.*Py_END_ALLOW_THREADS", style)
+    glued = []
+    for p in sorted((ROOT / "python" / "reel").glob("*.c")):
+        for k, line in enumerate(p.read_text().splitlines(), 1):
+            if re.search(r"\bPy_(BEGIN|END)_ALLOW_THREADS\b\s*\S", line):
+                glued.append(f"{p.name}:{k}: {line.strip()}")
+    assert not glued, glued
