@@ -556,7 +556,7 @@ static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int 
  * so the result is bit-identical to converting the whole picture first.
  * Fused on purpose: per decoder context this holds one band (~0.2 MB at
  * 1080p) instead of a ~6 MB picture, and the band is read back from cache.
- * Needs rot == 0, a resize and band_is_exact(f). */
+ * Needs rot == 0, a resize, band_is_exact(f) and banded_scale_ok(). */
 static int convert_banded(reel_converter *c, const AVFrame *f, int cx, int cy, int cw, int ch, int ow, int oh,
                           reel_filter filter, uint8_t *dst, int dst_stride, int *nomem)
 {
@@ -593,6 +593,29 @@ static int convert_banded(reel_converter *c, const AVFrame *f, int cx, int cy, i
     return out == oh ? REEL_OK : REEL_E_INTERNAL;
 }
 
+/* Can swscale scale cw x ch -> ow x oh in RGB from slices (convert_banded)?
+ * Not past a ratio: when a filter of swscale's initFilter (libswscale
+ * utils.c) would have 256 taps or more (MAX_FILTER_SIZE * 16 / 16, without
+ * SWS_ACCURATE_RND), sws_getContext builds a cascade instead: two contexts
+ * through a yuv420p picture of sqrt(src * dst) pixels a side, which
+ * sws_scale runs only for a call with the whole picture (scale_internal:
+ * srcSliceY == 0 and srcSliceH == srcH). Given slices, the outer context,
+ * whose filters were never built, scales them: undefined, a SIGSEGV in
+ * every such case tried (issue 25). A downscale's filter has at most
+ * 1 + ceil(f * src / dst) taps before swscale trims near-zero ones and
+ * rounds up to a multiple of 4 (x86, horizontal) or 2 (vertical); f is 4
+ * for bicubic, 2 for bilinear, 1 for area (swscale's size factors), and
+ * point sampling has 1 tap. So f * src <= 240 * dst on both axes keeps every
+ * filter at 248 taps or fewer, even aligned to 8 (AltiVec). Measured on
+ * FFmpeg 5.1 (x86): the cascade starts at about 64x (bicubic), 127x
+ * (bilinear) and 252x (area) across. Past the bound the whole picture is
+ * converted first, as the ffmpeg CLI's scale filter does. */
+static int banded_scale_ok(int cw, int ch, int ow, int oh, reel_filter filter)
+{
+    int64_t f = filter == REEL_FILTER_BICUBIC ? 4 : filter == REEL_FILTER_BILINEAR ? 2 : filter == REEL_FILTER_AREA;
+    return f * cw <= 240 * (int64_t)ow && f * ch <= 240 * (int64_t)oh;
+}
+
 /* The general path: full-size RGB, then rotate (clockwise degrees), crop
  * (cx, cy, cw, ch in the rotated picture) and resize to ow x oh in RGB.
  * *res, *res_stride: the result, in the converter's scratch or a view of
@@ -602,7 +625,7 @@ static int convert_in_rgb(reel_converter *c, const AVFrame *f, int rot, int cx, 
 {
     const int dw = (rot == 90 || rot == 270) ? f->height : f->width;
     const int dh = (rot == 90 || rot == 270) ? f->width : f->height;
-    if (!rot && (ow != cw || oh != ch) && band_is_exact(f)) {
+    if (!rot && (ow != cw || oh != ch) && band_is_exact(f) && banded_scale_ok(cw, ch, ow, oh, filter)) {
         *res_stride = rgb_stride(ow);
         uint8_t *s2 = scratch_get(&c->s[2], (size_t)*res_stride * (oh + 1));
         if (!s2) {
