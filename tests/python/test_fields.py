@@ -79,18 +79,18 @@ def test_each_loader_keyword_reaches_its_c_field_by_its_full_name():
     """Issue 26 point 4: a Loader keyword can be followed to its C field by
     reading. The plain ones are rows (keyword, full C field name, converter)
     of _loader.LOADER_FIELDS; the others are converted by name in
-    _loader._converted_settings. Together they name every keyword once, and
+    _loader_settings._converted_settings. Together they name every keyword once, and
     every C field of reel_loader_settings is set by one of them."""
     import inspect
 
-    from reel import _loader
+    from reel import _loader, _loader_settings
 
     c_fields = dict(_reel.fields("loader_settings"))
     rows = [k for k, _, _ in _loader.LOADER_FIELDS]
     assert len(rows) == len(set(rows)), "a keyword with two rows"
     for keyword, field, _ in _loader.LOADER_FIELDS:
         assert field in c_fields, f"{keyword}: no C field {field}"
-    converted = set(re.findall(r'c\["(\w+)"\]', inspect.getsource(_loader._converted_settings)))
+    converted = set(re.findall(r'c\["(\w+)"\]', inspect.getsource(_loader_settings._converted_settings)))
     keywords = set(_loader.loader_defaults())
     assert keywords == set(inspect.signature(reel.Loader).parameters) - {"self", "source"}
     assert not converted & set(rows), f"converted twice: {sorted(converted & set(rows))}"
@@ -141,7 +141,7 @@ def test_qwen_defaults_and_the_state_version_are_defined_in_c_only(synth):
     # no copy of them in the Python code (docstrings may quote them)
     import ast
 
-    for py in ("vlm.py", "_loader.py", "torch.py", "ray.py"):
+    for py in ("vlm.py", "_loader.py", "_loader_settings.py", "torch.py", "ray.py"):
         tree = ast.parse((ROOT / "python" / "reel" / py).read_text())
         numbers = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and type(n.value) in (int, float)}
         assert not numbers & {768, 16384, 128000, 0.9}, f"{py} writes {numbers & {768, 16384, 128000, 0.9}} itself"
