@@ -91,6 +91,18 @@ typedef enum reel_size_kind {
                                      total_pixels; see reel_size_policy_apply */
 } reel_size_kind;
 
+/** qwen-vl-utils 0.0.14's sizing constants, defined here once
+ *  (reel_size_policy_apply uses them; the Python binding exports them as
+ *  QWEN_*, and reel.vlm reads them from there). Areas are in tokens of
+ *  factor x factor pixels. */
+#define REEL_QWEN_SPATIAL_MERGE_SIZE 2      /**< the factor is the patch size times this (14 x 2 = 28) */
+#define REEL_QWEN_IMAGE_MIN_TOKENS   4      /**< an image's least area (and resized sizes') */
+#define REEL_QWEN_IMAGE_MAX_TOKENS   16384  /**< an image's largest area (and resized sizes') */
+#define REEL_QWEN_VIDEO_MIN_TOKENS   128    /**< a video frame's least area (min_pixels 0) */
+#define REEL_QWEN_VIDEO_MAX_TOKENS   768    /**< a video frame's largest area */
+#define REEL_QWEN_MODEL_SEQ_LEN      128000 /**< qwen's MODEL_SEQ_LEN default */
+#define REEL_QWEN_TOTAL_PIXELS_SHARE 0.9    /**< total_pixels = MODEL_SEQ_LEN x factor^2 x this */
+
 /** A size policy: each video gets its own output size from its display
  *  size and frame count. Initialise with reel_size_policy_default_settings. */
 typedef struct reel_size_policy {

@@ -462,6 +462,22 @@ REEL_API int reel_loader_release(reel_loader *l, reel_batch *batch);
  *  restore has fewer). */
 REEL_API int64_t reel_loader_get_batches_per_epoch(const reel_loader *l);
 
+/** Batch buffers in the ring (prefetch_batches as resolved at create): at
+ *  most this many batches are handed out and not yet released at once; a
+ *  caller holding them all must release one before reel_loader_next can
+ *  return another. 0 for NULL. Any thread. */
+REEL_API int reel_loader_get_ring_size(const reel_loader *l);
+
+/** The consumer's epoch: the one the next reel_loader_next continues (after
+ *  the last epoch: one past it). The consumer's thread, like next. */
+REEL_API int64_t reel_loader_get_epoch(const reel_loader *l);
+
+/** Batches reel_loader_next still hands out (or raises) before it ends the
+ *  consumer's epoch (exact after a mid-epoch restore too); 0 once the epoch's
+ *  batches are out, when the next call ends the epoch, and after the last
+ *  epoch. The consumer's thread, like next. */
+REEL_API int64_t reel_loader_get_batches_left(const reel_loader *l);
+
 /** The shape of one epoch without a loader: samples per rank (the shard mode
  *  pads or drops to an even split over `world_size` ranks) and batches of
  *  `batch_size` (drop_last drops a short last batch). For callers that need

@@ -13,14 +13,7 @@ typedef struct LoaderObject {
     reel_loader *loader;
     PyThread_type_lock lock; /* one consumer at a time */
     pid_t pid;
-    Py_ssize_t outstanding; /* live BatchHandles */
-    int64_t ring_size;      /* batch buffers in the ring; 0: unknown */
-    /* Mirror of the consumer's position, to tell a next() that would wait
-     * forever (every buffer held) from one that ends the epoch. */
-    int64_t epochs;                 /* settings.epochs; 0: no limit */
-    int64_t epoch;                  /* current epoch */
-    int64_t delivered;              /* next() results this epoch (batches and raised failures) */
-    int64_t cur_batches;            /* batches in this epoch; -1: unknown (after a mid-epoch restore) */
+    Py_ssize_t outstanding;         /* live BatchHandles */
     int closing;                    /* close() called: destroy when outstanding hits 0 */
     int pad;                        /* settings.pad: variable batches come padded */
     char *ca_bundle, *bearer_token; /* strings of the remote settings (the loader keeps pointers) */
@@ -226,20 +219,7 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
         raise_err(st, r, &err, NULL);
         return -1;
     }
-    /* The number of ring buffers is not in the C API; the collate stage's
-     * queue holds one entry per buffer (see reel_loader_create). */
-    reel_loader_metrics m;
-    memset(&m, 0, sizeof m);
-    if (reel_loader_get_metrics(self->loader, &m) == REEL_OK) {
-        int64_t n = m.stages[REEL_STAGE_COLLATE].queue_capacity;
-        /* (variable batches: buffers of their samples' sizes, the same count) */
-        if (n > 0 && (m.ring_bytes == 0 || m.ring_bytes % n == 0)) self->ring_size = n;
-    }
-    self->epochs = s.epochs ? s.first_epoch + s.epochs : 0; /* the end of the epochs run */
     self->pad = s.pad;
-    self->epoch = s.first_epoch;
-    self->delivered = 0;
-    self->cur_batches = reel_loader_get_batches_per_epoch(self->loader);
     return 0;
 }
 
@@ -357,16 +337,25 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
         return NULL;
     }
     if (loader_check(self) < 0) return NULL;
-    int ends_epoch = self->cur_batches >= 0 && self->delivered >= self->cur_batches;
-    int finished = self->epochs > 0 && self->epoch >= self->epochs;
-    if (self->ring_size > 0 && self->outstanding >= self->ring_size && self->cur_batches >= 0 && !ends_epoch &&
-        !finished) {
-        /* reel_loader_next would wait forever for a free buffer */
+    /* Every ring buffer held here while the epoch still has batches to hand
+     * out: reel_loader_next would wait forever for a free one. The consumer's
+     * position is C's (read under the consumer lock). */
+    int ring_size = 0;
+    int64_t left = 0;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+    if (self->loader) {
+        ring_size = reel_loader_get_ring_size(self->loader);
+        left = reel_loader_get_batches_left(self->loader);
+    }
+    PyThread_release_lock(self->lock);
+    if (ring_size > 0 && self->outstanding >= ring_size && left > 0) {
         PyErr_Format(PyExc_RuntimeError,
-                     "reel.Loader: all %lld batch buffers are held by live batches (or tensors and arrays "
+                     "reel.Loader: all %d batch buffers are held by live batches (or tensors and arrays "
                      "viewing them); free one before asking for the next batch, copy what you keep, or "
                      "raise prefetch_batches",
-                     (long long)self->ring_size);
+                     ring_size);
         return NULL;
     }
     reel_state *st = state_of((PyObject *)self);
@@ -395,7 +384,9 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
         if (r != REEL_E_AGAIN) break;
         if (PyErr_CheckSignals() < 0) return NULL;
         if (timeout >= 0 && (double)(rx_clock_ns() - t_start) / 1e9 >= timeout) {
-            PyErr_Format(PyExc_TimeoutError, "reel.Loader: no batch within %g s", timeout);
+            char msg[80]; /* PyErr_Format has no %g */
+            snprintf(msg, sizeof msg, "reel.Loader: no batch within %g s", timeout);
+            PyErr_SetString(PyExc_TimeoutError, msg);
             return NULL;
         }
     }
@@ -409,17 +400,6 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
         } else {
             reel_loader_release(self->loader, b);
         }
-    }
-    if ((r == REEL_OK && !b) || r == REEL_E_NO_DATA) {
-        /* the end of an epoch (REEL_E_NO_DATA: one in which nothing, or too
-         * little, loaded: raised below, and the next call goes on) */
-        if (!finished) {
-            self->epoch++;
-            self->delivered = 0;
-            self->cur_batches = reel_loader_get_batches_per_epoch(self->loader);
-        }
-    } else if (r != REEL_E_CANCELLED) {
-        self->delivered++;
     }
     PyThread_release_lock(self->lock);
     if (r == REEL_OK && b && !h) return NULL;
@@ -480,13 +460,8 @@ static PyObject *loader_restore(LoaderObject *self, PyObject *args)
     Py_BEGIN_ALLOW_THREADS
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
     r = self->loader ? reel_loader_restore(self->loader, &s, &err) : REEL_E_CANCELLED;
-    Py_END_ALLOW_THREADS
-    if (r == REEL_OK) {
-        self->epoch = epoch;
-        self->delivered = 0;
-        self->cur_batches = position == 0 ? reel_loader_get_batches_per_epoch(self->loader) : -1;
-    }
     PyThread_release_lock(self->lock);
+    Py_END_ALLOW_THREADS
     if (r != REEL_OK) {
         reel_state *st = state_of((PyObject *)self);
         return st ? raise_err(st, r, &err, NULL) : NULL;
@@ -537,17 +512,11 @@ static PyObject *loader_restore_checkpoint(LoaderObject *self, PyObject *args)
         reel_state *st = state_of((PyObject *)self);
         return st ? raise_err(st, r, &err, NULL) : NULL;
     }
-    const long long epoch = c.epoch, seen = c.samples_seen;
     Py_BEGIN_ALLOW_THREADS
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
     r = self->loader ? reel_loader_restore_checkpoint(self->loader, &c, &err) : REEL_E_CANCELLED;
-    Py_END_ALLOW_THREADS
-    if (r == REEL_OK) {
-        self->epoch = epoch;
-        self->delivered = 0;
-        self->cur_batches = seen == 0 ? reel_loader_get_batches_per_epoch(self->loader) : -1;
-    }
     PyThread_release_lock(self->lock);
+    Py_END_ALLOW_THREADS
     if (r != REEL_OK) {
         reel_state *st = state_of((PyObject *)self);
         return st ? raise_err(st, r, &err, NULL) : NULL;
@@ -684,7 +653,24 @@ static PyObject *loader_get_outstanding(LoaderObject *self, void *c)
 static PyObject *loader_get_ring_size(LoaderObject *self, void *c)
 {
     (void)c;
-    return PyLong_FromLongLong(self->ring_size);
+    return PyLong_FromLong(self->loader ? reel_loader_get_ring_size(self->loader) : 0);
+}
+
+/* The consumer's epoch and the batches left in it (C's, under the consumer lock). */
+static PyObject *loader_position(LoaderObject *self, PyObject *unused)
+{
+    (void)unused;
+    if (loader_check(self) < 0) return NULL;
+    long long epoch = 0, left = 0;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->lock, WAIT_LOCK);
+    if (self->loader) {
+        epoch = reel_loader_get_epoch(self->loader);
+        left = reel_loader_get_batches_left(self->loader);
+    }
+    PyThread_release_lock(self->lock);
+    Py_END_ALLOW_THREADS
+    return Py_BuildValue("(LL)", epoch, left);
 }
 
 static PyMethodDef loader_methods[] = {
@@ -703,6 +689,9 @@ static PyMethodDef loader_methods[] = {
       "restore_checkpoint($self, text)\n--\n\nContinues a checkpoint's epoch on this loader; `text`: its JSON "
       "form (bytes)." },
     { "batches_per_epoch", (PyCFunction)loader_batches_per_epoch, METH_NOARGS, "batches_per_epoch($self)\n--\n\n" },
+    { "position", (PyCFunction)loader_position, METH_NOARGS,
+      "position($self)\n--\n\n(epoch, batches_left): the consumer's epoch and the batches next() still hands "
+      "out in it (reel_loader_get_epoch, reel_loader_get_batches_left)." },
     { "metrics_json", (PyCFunction)loader_metrics_json, METH_NOARGS,
       "metrics_json($self)\n--\n\nThe metrics as the C library writes them (JSON)." },
     { "metrics", (PyCFunction)loader_metrics, METH_NOARGS,
@@ -720,7 +709,7 @@ static PyMethodDef loader_methods[] = {
 static PyGetSetDef loader_getset[] = {
     { "closed", (getter)loader_get_closed, NULL, "True after close().", NULL },
     { "outstanding", (getter)loader_get_outstanding, NULL, "Batches handed out and not yet freed.", NULL },
-    { "ring_size", (getter)loader_get_ring_size, NULL, "Batch buffers in the ring (0: unknown).", NULL },
+    { "ring_size", (getter)loader_get_ring_size, NULL, "Batch buffers in the ring (0 once closed).", NULL },
     { NULL }
 };
 

@@ -495,6 +495,46 @@ static int add_type(PyObject *m, PyTypeObject **slot, PyType_Spec *spec, const c
     return PyModule_AddObjectRef(m, name, (PyObject *)*slot);
 }
 
+static int add_double(PyObject *m, const char *name, double v)
+{
+    PyObject *o = PyFloat_FromDouble(v);
+    if (!o || PyModule_AddObject(m, name, o) < 0) {
+        Py_XDECREF(o);
+        return -1;
+    }
+    return 0;
+}
+
+/* qwen-vl-utils' defaults and the loader state's version, as C defines them
+ * (reel_sampler_default_settings, reel_size_policy_default_settings,
+ * REEL_QWEN_*, REEL_CHECKPOINT_VERSION): reel.vlm and reel._loader read
+ * them from here and write no number of their own. */
+static int add_defaults(PyObject *m)
+{
+    reel_sampler_settings sd;
+    reel_sampler_default_settings(&sd);
+    reel_size_policy sp;
+    reel_size_policy_default_settings(&sp);
+    const struct {
+        const char *name;
+        long value;
+    } ints[] = {
+        { "CHECKPOINT_VERSION", REEL_CHECKPOINT_VERSION },
+        { "QWEN_FPS_MIN_FRAMES", sd.min_frames },
+        { "QWEN_FPS_MAX_FRAMES", sd.max_frames },
+        { "QWEN_FRAME_FACTOR", sd.frame_factor },
+        { "QWEN_FACTOR", sp.factor },
+        { "QWEN_SPATIAL_MERGE_SIZE", REEL_QWEN_SPATIAL_MERGE_SIZE },
+        { "QWEN_IMAGE_MIN_TOKENS", REEL_QWEN_IMAGE_MIN_TOKENS },
+        { "QWEN_IMAGE_MAX_TOKENS", REEL_QWEN_IMAGE_MAX_TOKENS },
+        { "QWEN_MODEL_SEQ_LEN", REEL_QWEN_MODEL_SEQ_LEN },
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++)
+        if (PyModule_AddIntConstant(m, ints[i].name, ints[i].value) < 0) return -1;
+    if (add_double(m, "QWEN_FPS", sd.fps) < 0) return -1;
+    return add_double(m, "QWEN_TOTAL_PIXELS_SHARE", REEL_QWEN_TOTAL_PIXELS_SHARE);
+}
+
 static int module_exec(PyObject *m)
 {
     reel_state *st = PyModule_GetState(m);
@@ -544,7 +584,7 @@ static int module_exec(PyObject *m)
     if (PyModule_AddFunctions(m, reel_store_methods) < 0) return -1;
     if (PyModule_AddIntConstant(m, "DLPACK_MAJOR", REEL_DLPACK_MAJOR) < 0) return -1;
     if (PyModule_AddIntConstant(m, "GOP_CONTEXTS_AUTO", REEL_GOP_CONTEXTS_AUTO) < 0) return -1;
-    return 0;
+    return add_defaults(m);
 }
 
 static int module_traverse(PyObject *m, visitproc visit, void *arg)

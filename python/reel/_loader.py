@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import atexit
+import inspect
 import json
 import operator
 import os
@@ -14,25 +15,27 @@ from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Seq
 
 from . import _options as opt
 from . import _reel
+from ._loader_settings import (  # noqa: F401 - part of _loader's surface
+    BATCH_LAYOUTS,
+    CROPS,
+    LOADER_FIELDS,
+    ON_ERROR,
+    POLICIES,
+    SAMPLERS,
+    SHARD,
+    c_settings,
+    shuffle_window_code,
+    size_policy_settings,
+)
 from ._reel import Frames
 
-__all__ = ["Loader", "Batch", "ClipInfo"]
+__all__ = ["Loader", "Batch", "ClipInfo", "dataset_info", "dataset_identity", "epoch_order", "stripe",
+           "epoch_shape", "read_blocks", "check_state", "loader_defaults", "loader_settings", "size_policy_settings",
+           "STATE_VERSION", "LOADER_FIELDS", "SHARD"]
 
-# option names -> the C enum values, as the extension exports them
-SAMPLERS = {"random": _reel.SAMPLE_RANDOM_INDICES, "random_indices": _reel.SAMPLE_RANDOM_INDICES,
-            "regular": _reel.SAMPLE_REGULAR_INDICES, "regular_indices": _reel.SAMPLE_REGULAR_INDICES,
-            "random_time": _reel.SAMPLE_RANDOM_TIMES, "random_timestamps": _reel.SAMPLE_RANDOM_TIMES,
-            "regular_time": _reel.SAMPLE_REGULAR_TIMES, "regular_timestamps": _reel.SAMPLE_REGULAR_TIMES,
-            "fps": _reel.SAMPLE_FPS, "count": _reel.SAMPLE_COUNT}
-POLICIES = {"repeat_last": _reel.CLIP_REPEAT_LAST, "wrap": _reel.CLIP_WRAP, "drop": _reel.CLIP_DROP,
-            "error": _reel.CLIP_ERROR}
-CROPS = {"none": _reel.CROP_NONE, "center": _reel.CROP_CENTER, "random": _reel.CROP_RANDOM,
-         "random_resized": _reel.CROP_RANDOM_RESIZED}
-BATCH_LAYOUTS = {"BTCHW": _reel.BATCH_BTCHW, "BCTHW": _reel.BATCH_BCTHW, "BTHWC": _reel.BATCH_BTHWC}
-ON_ERROR = {"skip": _reel.ON_ERROR_SKIP, "replace": _reel.ON_ERROR_REPLACE, "raise": _reel.ON_ERROR_RAISE}
-SHARD = {"pad": _reel.SHARD_PAD, "drop": _reel.SHARD_DROP}
-
-_STATE_VERSION = 2  # 1: {epoch, position} of one topology; 2: elastic (samples_seen)
+# The newest loader state this reel writes and reads (C's REEL_CHECKPOINT_VERSION);
+# 1: {epoch, position} of one topology; 2: elastic (samples_seen).
+STATE_VERSION: int = _reel.CHECKPOINT_VERSION
 
 
 class ClipInfo(NamedTuple):
@@ -179,137 +182,24 @@ def dataset_identity(source: Any) -> Dict[str, Any]:
     return dict(_reel.dataset_info(_dataset_entries(src)))
 
 
-def _shuffle_window(w: Union[int, str, None]) -> int:
-    if w is None:
-        return 0
-    if w == "full":
-        return -1
-    if isinstance(w, str) or isinstance(w, bool) or int(w) < 0:
-        raise ValueError(f"shuffle_window must be None, 'full' or a number of records >= 1, not {w!r}")
-    return int(w)
+def loader_defaults() -> Dict[str, Any]:
+    """Loader's keywords (all but ``source``) with their defaults."""
+    return {k: p.default for k, p in inspect.signature(Loader.__init__).parameters.items()
+            if k not in ("self", "source")}
 
 
-# The C settings table (reel_loader_settings_get_fields) by its last name part:
-# a Loader argument with that name is passed through, converted by its C
-# type, and None keeps the C default. A new setting is then one line in C
-# (src/pipeline/fields.c) and one in Loader's signature.
-_C_SETTINGS: Dict[str, Tuple[str, int]] = {name.rsplit(".", 1)[-1]: (name, kind)
-                                           for name, kind in _reel.fields("loader_settings")}
-
-
-def _c_value(kind: int, value: Any) -> Any:
-    if kind == 2:  # REEL_FIELD_UINT64
-        return int(value) & 0xFFFFFFFFFFFFFFFF
-    return opt.field_value(kind, value)
-
-
-def _settings(
-    *, size: Union[int, Sequence[int]], num_threads: Optional[int], sampler: str,
-    sampling_range_start: float, sampling_range_end: Optional[float], policy: str, resize: Any,
-    crop: Optional[str], flip: Any, scale: Optional[Sequence[float]], ratio: Optional[Sequence[float]],
-    filter: Optional[str], resize_mode: Optional[str], rotate: bool, dtype: Any, layout: str, mean: Any, std: Any, divisor: float,
-    epochs: Optional[int], shard: str, on_error: str, index: Any, corrupt: str,
-    shuffle_window: Union[int, str, None] = None, remote: Optional[Dict[str, Any]] = None, samples: Optional[Sequence[int]] = None,
-    size_policy: Optional[Dict[str, Any]] = None, pad: bool = False,
-    **same_name: Any,
-) -> Dict[str, Any]:
-    """The C settings by name; options left None keep the C defaults. The
-    arguments named here are converted (another name, a string choice, a
-    pair); the others (``same_name``) carry a C setting's own name."""
-    h, w = opt.size_hw("size", size)
-    s: Dict[str, Any] = {
-        "sampler.kind": opt.choice("sampler", sampler, SAMPLERS),
-        "sampler.range_start": float(sampling_range_start),
-        "sampler.range_end": float(sampling_range_end or 0.0),
-        "sampler.policy": opt.choice("policy", policy, POLICIES),
-        "transform.crop_width": w,
-        "transform.crop_height": h,
-        # variable sizes resize as reel.vlm does (bicubic, on RGB) unless told
-        "transform.filter": opt.choice("filter", filter or ("bicubic" if size_policy else "bilinear"), opt.FILTERS),
-        "transform.convert_path": opt.choice("resize_mode", resize_mode or ("after_rgb" if size_policy else "fused"),
-                                            opt.CONVERT_PATHS),
-        "pad": int(bool(pad)),
-        "transform.apply_rotation": int(bool(rotate)),
-        "transform.dtype": opt.dtype_code(dtype),
-        "transform.layout": opt.choice("layout", layout, BATCH_LAYOUTS),
-        "transform.scale": float(divisor),
-        "transform.mean": opt.rgb3("mean", mean, 0.0),
-        "transform.std": opt.rgb3("std", std, 1.0),
-        "epochs": 0 if epochs is None else int(epochs),
-        "shard_mode": opt.choice("shard", shard, SHARD),
-        "on_error": opt.choice("on_error", on_error, ON_ERROR),
-        "decode_threads": int(num_threads or 0),
-        "index_mode": opt.index_mode(index),
-        "corrupt_policy": opt.choice("corrupt", corrupt, opt.CORRUPT),
-        "shuffle_window": _shuffle_window(shuffle_window),
-    }
-    for arg, value in same_name.items():
-        if arg not in _C_SETTINGS:
-            raise TypeError(f"Loader: {arg!r} is no C loader setting (reel_loader_settings_get_fields)")
-        if value is not None:
-            key, kind = _C_SETTINGS[arg]
-            s[key] = _c_value(kind, value)
-    if samples is not None:
-        s["samples"] = [int(i) for i in samples]
-    if remote:
-        s["remote"] = opt.remote_settings(remote)
-    if size_policy is not None:
-        s.update(_size_policy(size_policy))
-        crop = None  # each sample's size is the policy's
-    if scale is not None:
-        s["transform.scale_min"], s["transform.scale_max"] = (float(v) for v in scale)
-    if ratio is not None:
-        s["transform.ratio_min"], s["transform.ratio_max"] = (float(v) for v in ratio)
-    # crop: the output size is always `size`
-    crop_kind = opt.choice("crop", "none" if crop is None else crop, CROPS)
-    s["transform.crop"] = crop_kind
-    if crop_kind == _reel.CROP_NONE:
-        s["transform.resize"], s["transform.resize_width"], s["transform.resize_height"] = _reel.RESIZE_EXACT, w, h
-    elif resize is None:  # short side scaled like 256 for 224
-        s["transform.resize"], s["transform.short_side"] = _reel.RESIZE_SHORT_SIDE, max(1, round(min(h, w) * 256 / 224))
-    elif resize is False or resize == 0:
-        s["transform.resize"] = _reel.RESIZE_KEEP
-    elif isinstance(resize, int) and not isinstance(resize, bool):
-        s["transform.resize"], s["transform.short_side"] = _reel.RESIZE_SHORT_SIDE, int(resize)
-    else:
-        rh, rw = opt.size_hw("resize", resize)
-        s["transform.resize"], s["transform.resize_width"], s["transform.resize_height"] = _reel.RESIZE_EXACT, rw, rh
-    if flip is True or flip == "always":
-        s["transform.flip"] = _reel.FLIP_ALWAYS
-    elif flip == "random":
-        s["transform.flip"] = _reel.FLIP_RANDOM
-    elif flip is False or flip is None or flip == "none":
-        s["transform.flip"] = _reel.FLIP_NONE
-    else:
-        raise ValueError(f"flip={flip!r}: expected False, True or 'random'")
-    return s
-
-
-_SIZE_POLICY_KEYS = {"factor": "size_policy.factor", "min_pixels": "size_policy.min_pixels", "max_pixels": "size_policy.max_pixels",
-                     "total_pixels": "size_policy.total_pixels", "resized_height": "size_policy.height",
-                     "resized_width": "size_policy.width"}
-
-
-def _size_policy(p: Dict[str, Any]) -> Dict[str, Any]:
-    """The pixel-budget size policy (reel_size_policy_apply, qwen-vl-utils'
-    fetch_video sizing) from qwen's element keys; omitted keys keep qwen's
-    defaults (total_pixels from $MODEL_SEQ_LEN, as reel.vlm)."""
-    if not isinstance(p, dict):
-        raise TypeError(f"size_policy must be a dict of {sorted(_SIZE_POLICY_KEYS)}, not {type(p).__name__}")
-    unknown = set(p) - set(_SIZE_POLICY_KEYS)
+def loader_settings(config: Mapping[str, Any]) -> Dict[str, Any]:
+    """The C settings of a Loader with these keywords (any left out at their
+    defaults), by their full C names (reel_loader_settings_get_fields) as
+    reel._reel.Loader and clip_geometry take them. Converts the values'
+    types and choices; C judges their ranges."""
+    defaults = loader_defaults()
+    unknown = sorted(set(config) - set(defaults))
     if unknown:
-        raise ValueError(f"size_policy: unknown keys {sorted(unknown)} (known: {sorted(_SIZE_POLICY_KEYS)})")
-    if ("resized_height" in p) != ("resized_width" in p):
-        raise ValueError("size_policy: give resized_height and resized_width together")
-    factor = int(p.get("factor", 28))
-    out: Dict[str, Any] = {"size_policy.size_kind": _reel.SIZE_PIXEL_BUDGET}
-    for k, v in p.items():
-        if v is not None:
-            out[_SIZE_POLICY_KEYS[k]] = int(v) if k in ("factor", "resized_height", "resized_width") else float(v)
-    if p.get("total_pixels") is None:
-        out["size_policy.total_pixels"] = float(int(float(os.environ.get("MODEL_SEQ_LEN", 128000)))
-                                                * factor * factor * 0.9)
-    return out
+        raise TypeError(f"Loader: unknown keyword(s) {unknown}")
+    c = dict(defaults)
+    c.update(config)
+    return c_settings(c)
 
 
 class Metrics(Dict[str, Any]):
@@ -509,14 +399,30 @@ class Loader:
         ring_bytes: Optional[int] = None,
         gop_split: bool = True,
     ) -> None:
-        config = dict(locals())
-        del config["self"], config["source"]
-        if "__class__" in config:
-            del config["__class__"]
+        # The keywords as given: what config, pickling and states carry. Each
+        # reaches its C field in loader_settings (LOADER_FIELDS, or
+        # _converted_settings by name).
+        self._config: Dict[str, Any] = {
+            "frames_per_clip": frames_per_clip, "clips_per_video": clips_per_video, "size": size,
+            "batch_size": batch_size, "num_threads": num_threads, "shuffle": shuffle, "seed": seed,
+            "sampler": sampler, "frame_stride": frame_stride, "seconds_between_frames": seconds_between_frames,
+            "sampling_range_start": sampling_range_start, "sampling_range_end": sampling_range_end,
+            "policy": policy, "resize": resize, "crop": crop, "flip": flip, "flip_probability": flip_probability,
+            "scale": scale, "ratio": ratio, "filter": filter, "resize_mode": resize_mode, "rotate": rotate,
+            "dtype": dtype, "layout": layout, "mean": mean, "std": std, "divisor": divisor, "drop_last": drop_last,
+            "epochs": epochs, "rank": rank, "world_size": world_size, "shard": shard, "ordered": ordered,
+            "on_error": on_error, "max_replacements": max_replacements, "sample_time_limit": sample_time_limit,
+            "open_threads": open_threads, "collate_threads": collate_threads, "decoder_threads": decoder_threads,
+            "prefetch_batches": prefetch_batches, "queue_capacity": queue_capacity, "alignment": alignment,
+            "index": index, "corrupt": corrupt, "trace": trace, "trace_capacity": trace_capacity,
+            "pin_memory": pin_memory, "min_coverage": min_coverage, "failure_log_size": failure_log_size,
+            "shuffle_window": shuffle_window, "remote": remote, "canonical_ranks": canonical_ranks,
+            "canonical_batch": canonical_batch, "num_workers": num_workers, "worker": worker, "samples": samples,
+            "first_epoch": first_epoch, "fps": fps, "min_frames": min_frames, "max_frames": max_frames,
+            "size_policy": size_policy, "pad": pad, "ring_bytes": ring_bytes, "gop_split": gop_split,
+        }
         self._source = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
-        self._config = config
-        settings = _settings(**config)
-        self._loader = _reel.Loader(_dataset_entries(self._source), settings)
+        self._loader = _reel.Loader(_dataset_entries(self._source), loader_settings(self._config))
         info = self._loader.dataset_info()
         self.num_videos: int = info["size"]
         self.fingerprint: int = info["fingerprint"]
@@ -559,7 +465,7 @@ class Loader:
         num_workers it was saved under). Load it with load_state_dict() on any
         rank, world size, batch size or thread count."""
         c = self._loader.get_checkpoint()
-        return {"version": _STATE_VERSION, "epoch": c["epoch"], "samples_seen": c["samples_seen"],
+        return {"version": c["version"], "epoch": c["epoch"], "samples_seen": c["samples_seen"],
                 "seed": c["seed"], "canonical_ranks": c["canonical_ranks"],
                 "canonical_batch": c["canonical_batch"], "shuffle": c["shuffle"],
                 "shuffle_window": self._config["shuffle_window"], "num_videos": c["num_samples"],
@@ -672,7 +578,7 @@ def epoch_order(source: Any, epoch: int = 0, *, seed: int = 0, shuffle: bool = T
     its epoch. For consumers that plan epochs without a Loader (reel/order.h)."""
     src = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
     return _reel.epoch_order(_dataset_entries(src), int(epoch), int(seed) & 0xFFFFFFFFFFFFFFFF, bool(shuffle),
-                             _shuffle_window(shuffle_window), int(canonical_ranks), int(canonical_batch))
+                             shuffle_window_code(shuffle_window), int(canonical_ranks), int(canonical_batch))
 
 
 def stripe(num_samples: int, batch_size: int, *, world_size: int = 1, rank: int = 0, samples_seen: int = 0,
@@ -685,6 +591,22 @@ def stripe(num_samples: int, batch_size: int, *, world_size: int = 1, rank: int 
     the state's samples_seen once every rank has consumed the batch."""
     return _reel.stripe(int(num_samples), int(samples_seen), int(world_size), int(rank), int(batch_size),
                         opt.choice("shard", shard, SHARD), bool(drop_last), int(num_workers), int(worker))
+
+
+def epoch_shape(num_samples: int, batch_size: int, *, world_size: int = 1, shard: str = "pad",
+                drop_last: bool = False) -> Tuple[int, int]:
+    """(samples per rank, batches per rank) of one epoch without a loader
+    (reel_loader_epoch_shape)."""
+    return _reel.epoch_shape(int(num_samples), int(world_size), opt.choice("shard", shard, SHARD), int(batch_size),
+                             bool(drop_last))
+
+
+def read_blocks(source: Any) -> List[int]:
+    """The starts of the runs of samples a source reads best together (a
+    store's shards; videos: one run), from 0 to its size
+    (reel_dataset_get_read_blocks)."""
+    src = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
+    return list(_reel.read_blocks(_dataset_entries(src)))
 
 
 # The keys of a version-2 state, as state_dict() writes them.
@@ -745,9 +667,9 @@ def check_state(state: Mapping[str, Any], num_videos: int, fingerprint: int, con
     version = state["version"]
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ValueError(f"not a reel loader state (version {version!r})")
-    if version > _STATE_VERSION:
+    if version > STATE_VERSION:
         raise ValueError(f"loader state version {version} was written by a newer reel; "
-                         f"this one reads versions 1 to {_STATE_VERSION}")
+                         f"this one reads versions 1 to {STATE_VERSION}")
     checks: List[Tuple[str, Any]] = [("num_videos", num_videos), ("fingerprint", fingerprint),
               ("seed", int(config.get("seed", 0)) & 0xFFFFFFFFFFFFFFFF),
               ("shuffle", bool(config.get("shuffle", True))),

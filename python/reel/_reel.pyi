@@ -6,6 +6,17 @@ __version__: str
 STATUS: Dict[str, int]
 DLPACK_MAJOR: int
 GOP_CONTEXTS_AUTO: int
+CHECKPOINT_VERSION: int
+QWEN_FPS: float
+QWEN_FPS_MIN_FRAMES: int
+QWEN_FPS_MAX_FRAMES: int
+QWEN_FRAME_FACTOR: int
+QWEN_FACTOR: int
+QWEN_SPATIAL_MERGE_SIZE: int
+QWEN_IMAGE_MIN_TOKENS: int
+QWEN_IMAGE_MAX_TOKENS: int
+QWEN_MODEL_SEQ_LEN: int
+QWEN_TOTAL_PIXELS_SHARE: float
 
 _Path = Union[str, bytes, "os.PathLike[str]"]
 _Meta = Union[int, float, Tuple[Any, ...], None]
@@ -151,6 +162,7 @@ class Loader:
     def get_checkpoint(self) -> Dict[str, Any]: ...
     def restore_checkpoint(self, text: bytes) -> None: ...
     def batches_per_epoch(self) -> int: ...
+    def position(self) -> Tuple[int, int]: ...
     def metrics(self) -> Dict[str, Any]: ...
     def metrics_json(self) -> str: ...
     def failures(self) -> List[Dict[str, Any]]: ...

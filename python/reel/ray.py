@@ -36,7 +36,15 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from . import _reel
 from ._decoder import VideoDecoder
-from ._loader import Loader, _dataset_entries, dataset_info
+from ._loader import (
+    Loader,
+    dataset_info,
+    epoch_order,
+    loader_defaults,
+    loader_settings,
+    read_blocks,
+    size_policy_settings,
+)
 from ._ray_collate import PadCollate
 from ._ray_pack import main, pack, read_progress, redact  # noqa: F401 - reel.ray.pack and its CLI
 
@@ -60,12 +68,6 @@ _LAYOUT_ROW = {"BTCHW": "TCHW", "BCTHW": "CTHW", "BTHWC": "THWC"}
 _ITEMSIZE = {"uint8": 1, "float32": 4, "float16": 2, "bfloat16": 2}
 
 
-def _loader_options() -> Dict[str, Any]:
-    import inspect
-    return {k: p.default for k, p in inspect.signature(Loader.__init__).parameters.items()
-            if k not in ("self", "source")}
-
-
 def _dtype_name(dtype: Any) -> str:
     name = str(dtype).replace("torch.", "").replace("numpy.", "")
     return name if name in _ITEMSIZE else "float32" if "float32" in name else name
@@ -80,7 +82,7 @@ class ClipDatasource(Datasource):
                  first_epoch: Optional[int] = None, videos_per_task: Optional[int] = None,
                  block_rows: Optional[int] = None, **options: Any) -> None:
         super().__init__()
-        known = _loader_options()
+        known = loader_defaults()
         bad = sorted(set(options) - set(known))
         if bad:
             raise TypeError(f"read_clips: unknown option(s) {bad}; it takes reel.Loader's options except "
@@ -113,7 +115,7 @@ class ClipDatasource(Datasource):
         info = dataset_info(self._source)
         self._n: int = info["size"]
         self.class_names: List[str] = info["class_names"]
-        self._blocks: List[int] = _reel.read_blocks(_dataset_entries(self._source))
+        self._blocks: List[int] = read_blocks(self._source)
         if self._n == 0:
             raise ValueError(f"read_clips: the dataset {redact(str(source))} is empty")
         self._videos_per_task = videos_per_task
@@ -219,7 +221,8 @@ class ClipDatasource(Datasource):
         store = len(self._blocks) > 2
         window = 0 if store else max(b - a for a, b in runs)
         seed = int(self._options.get("seed") or 0) & 0xFFFFFFFFFFFFFFFF
-        order = _reel.epoch_order(_dataset_entries(self._source), epoch, seed, True, window, 1, 1)
+        order = epoch_order(self._source, epoch, seed=seed, shuffle=True, shuffle_window=window, canonical_ranks=1,
+                            canonical_batch=1)
         starts = [a for a, _ in runs]
         tasks: Dict[int, List[int]] = {}
         for i in order:
@@ -434,8 +437,7 @@ def _sample_elements(cfg: Dict[str, Any], h: int, w: int) -> int:
     else:
         t = int(cfg["frames_per_clip"])
     if cfg["size_policy"] is not None:
-        from ._loader import _size_policy
-        p = _size_policy(cfg["size_policy"])
+        p = size_policy_settings(cfg["size_policy"])
         h, w = _reel.size_policy(8192, 8192, t, int(p.get("size_policy.factor", defaults["size_policy.factor"])),
                                  int(defaults["sampler.frame_factor"]), float(p.get("size_policy.min_pixels", 0.0)),
                                  float(p.get("size_policy.max_pixels", 0.0)), float(p["size_policy.total_pixels"]),
@@ -591,7 +593,6 @@ class ClipDecoder:
                  filter: str = "bilinear", resize_mode: str = "fused", rotate: bool = True, seed: int = 0,
                  epoch: int = 0, dtype: str = "uint8", layout: str = "CHW", remote: Optional[Dict[str, Any]] = None,
                  on_error: str = "skip", max_open: int = 16, index: Union[bool, str] = False) -> None:
-        from ._loader import _settings
         if on_error not in ("skip", "raise"):
             raise ValueError(f"on_error must be 'skip' or 'raise', not {on_error!r}")
         self._opts: Dict[str, Any] = {"dtype": dtype, "layout": layout, "threads": 1, "index": index,
@@ -602,10 +603,10 @@ class ClipDecoder:
         self._epoch = int(epoch)
         self._settings: Optional[Dict[str, Any]] = None
         if size is not None:
-            cfg = _loader_options()
-            cfg.update(size=size, crop=crop, flip=flip, flip_probability=flip_probability, resize=resize,
-                       scale=scale, ratio=ratio, filter=filter, resize_mode=resize_mode, rotate=rotate, seed=seed)
-            self._settings = _settings(**cfg)  # checks every option as the Loader does
+            # checks every option as the Loader does
+            self._settings = loader_settings(dict(size=size, crop=crop, flip=flip, flip_probability=flip_probability,
+                                                  resize=resize, scale=scale, ratio=ratio, filter=filter,
+                                                  resize_mode=resize_mode, rotate=rotate, seed=seed))
         elif crop is not None or flip:
             raise ValueError("ClipDecoder: crop and flip need a size")
         self._on_error = on_error

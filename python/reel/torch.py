@@ -24,18 +24,23 @@
 """
 from __future__ import annotations
 
-import inspect
 import os
 from typing import Any, Callable, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.utils.data
 
-from . import _options as _opt
-from . import _reel
 from ._decoder import VideoDecoder
-from ._loader import SHARD as _SHARD
-from ._loader import _STATE_VERSION, ClipInfo, Loader, check_state, dataset_identity, dataset_info
+from ._loader import (
+    STATE_VERSION,
+    ClipInfo,
+    Loader,
+    check_state,
+    dataset_identity,
+    dataset_info,
+    epoch_shape,
+    loader_defaults,
+)
 from ._samplers import (
     clips_at_count,
     clips_at_fps,
@@ -123,12 +128,6 @@ class TorchLoader:
         return TorchBatch(frames, labels, batch.info)
 
 
-def _loader_parameters() -> Dict[str, inspect.Parameter]:
-    params = dict(inspect.signature(Loader.__init__).parameters)
-    del params["self"], params["source"]
-    return params
-
-
 # Loader arguments VideoDataset sets itself (rank and world_size are its own).
 _MANAGED = ("epochs",)
 
@@ -198,11 +197,11 @@ class VideoDataset(torch.utils.data.IterableDataset):
     def __init__(self, source: Any, *, clips: bool = False, rank: Optional[int] = None,
                  world_size: Optional[int] = None, pin_memory: bool = False, **loader_args: Any) -> None:
         super().__init__()
-        params = _loader_parameters()
+        defaults = loader_defaults()
         for k in loader_args:
             if k in _MANAGED:
                 raise TypeError(f"VideoDataset sets {k!r} itself: each iter() is one epoch")
-            if k not in params:
+            if k not in defaults:
                 raise TypeError(f"VideoDataset: unknown loader argument {k!r}")
         if (rank is None) != (world_size is None):
             raise ValueError("pass both rank and world_size, or neither")
@@ -233,8 +232,8 @@ class VideoDataset(torch.utils.data.IterableDataset):
         _, world = self.distributed()
         batch = int(self.loader_args.get("batch_size", 32))
         drop_last = bool(self.loader_args.get("drop_last", False))
-        shard = _opt.choice("shard", self.loader_args.get("shard", "pad"), _SHARD)
-        per_rank, batches = _reel.epoch_shape(self._num_videos, world, shard, batch, drop_last)
+        per_rank, batches = epoch_shape(self._num_videos, batch, world_size=world,
+                                        shard=self.loader_args.get("shard", "pad"), drop_last=drop_last)
         if not self.clips:
             return batches
         # the loader's batches, cut into clips
@@ -324,15 +323,15 @@ class VideoDataset(torch.utils.data.IterableDataset):
         """The whole state (as reel.Loader.state_dict) at (epoch, samples_seen)
         of this dataset, built from its configuration without a loader."""
         num_videos, fingerprint = self.dataset_identity()
-        params = _loader_parameters()
+        defaults = loader_defaults()
 
         def arg(k: str) -> Any:
-            return self.loader_args.get(k, params[k].default)
+            return self.loader_args.get(k, defaults[k])
 
         world = self.distributed()[1]
         ranks, batch = self._canonical or (arg("canonical_ranks") or world, arg("canonical_batch") or arg("batch_size"))
         info = torch.utils.data.get_worker_info()
-        return {"version": _STATE_VERSION, "epoch": int(epoch), "samples_seen": int(samples_seen),
+        return {"version": STATE_VERSION, "epoch": int(epoch), "samples_seen": int(samples_seen),
                 "seed": int(arg("seed")) & 0xFFFFFFFFFFFFFFFF, "canonical_ranks": int(ranks),
                 "canonical_batch": int(batch), "shuffle": bool(arg("shuffle")),
                 "shuffle_window": arg("shuffle_window"), "num_videos": num_videos, "fingerprint": fingerprint,
@@ -352,8 +351,8 @@ class VideoDataset(torch.utils.data.IterableDataset):
         if "epoch" not in state or ("samples_seen" not in state and "position" not in state):
             raise ValueError("state must come from VideoDataset.state_dict() or Loader.state_dict()")
         if "version" in state:
-            params = _loader_parameters()
-            config = {k: self.loader_args.get(k, params[k].default) for k in params}
+            config = loader_defaults()
+            config.update(self.loader_args)
             config.update(zip(("rank", "world_size"), self.distributed()))
             num_videos, fingerprint = self.dataset_identity()
             check_state(state, num_videos, fingerprint, config)

@@ -32,20 +32,23 @@ from ._decoder import VideoDecoder
 
 __all__ = ["fetch_video", "fetch_image", "process_vision_info", "extract_vision_info", "smart_resize"]
 
-SPATIAL_MERGE_SIZE = 2
-IMAGE_MIN_TOKEN_NUM = 4
-IMAGE_MAX_TOKEN_NUM = 16384
-FRAME_FACTOR = 2
-FPS = 2.0
-FPS_MIN_FRAMES = 4
-FPS_MAX_FRAMES = 768
-MAX_NUM_WORKERS_FETCH_VIDEO = 8
+# qwen-vl-utils' constants, as C defines them once (reel/convert.h REEL_QWEN_*,
+# the sampler's and size policy's defaults) and the extension exports them
+SPATIAL_MERGE_SIZE: int = _reel.QWEN_SPATIAL_MERGE_SIZE
+IMAGE_MIN_TOKEN_NUM: int = _reel.QWEN_IMAGE_MIN_TOKENS
+IMAGE_MAX_TOKEN_NUM: int = _reel.QWEN_IMAGE_MAX_TOKENS
+FRAME_FACTOR: int = _reel.QWEN_FRAME_FACTOR
+FPS: float = _reel.QWEN_FPS
+FPS_MIN_FRAMES: int = _reel.QWEN_FPS_MIN_FRAMES
+FPS_MAX_FRAMES: int = _reel.QWEN_FPS_MAX_FRAMES
+MODEL_SEQ_LEN: int = _reel.QWEN_MODEL_SEQ_LEN  # $MODEL_SEQ_LEN's default
+MAX_NUM_WORKERS_FETCH_VIDEO = 8  # threads for a list of images (Python's own)
 
 _SAMPLE_FPS, _SAMPLE_COUNT = _reel.SAMPLE_FPS, _reel.SAMPLE_COUNT
 
 
 def _model_seq_len() -> int:
-    return int(float(os.environ.get("MODEL_SEQ_LEN", 128000)))
+    return int(float(os.environ.get("MODEL_SEQ_LEN", MODEL_SEQ_LEN)))
 
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: Optional[float] = None,
@@ -136,7 +139,7 @@ def _resize_target(ele: Dict[str, Any], factor: int, width: int, height: int, nf
     rw = rh = 0
     if "resized_height" in ele and "resized_width" in ele:
         rh, rw = _as_size("resized_height", ele["resized_height"]), _as_size("resized_width", ele["resized_width"])
-    total = ele.get("total_pixels", _model_seq_len() * factor * factor * 0.9)
+    total = ele.get("total_pixels", _model_seq_len() * factor * factor * _reel.QWEN_TOTAL_PIXELS_SHARE)
     return _reel.size_policy(width, height, nframes, factor, FRAME_FACTOR, float(ele.get("min_pixels", 0)),
                              float(ele.get("max_pixels", 0)), float(total), rw, rh)
 

@@ -12,7 +12,7 @@ void reel_size_policy_default_settings(reel_size_policy *p)
     if (!p) return;
     memset(p, 0, sizeof *p);
     p->kind = REEL_SIZE_PIXEL_BUDGET;
-    p->factor = 28;
+    p->factor = 14 * REEL_QWEN_SPATIAL_MERGE_SIZE; /* qwen's patch 14 */
     p->frame_factor = 2;
 }
 
@@ -83,11 +83,14 @@ int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int6
                                p->width, p->height);
     const double f2 = (double)p->factor * p->factor;
     if (p->width > 0 && p->height > 0) /* qwen: resized sizes use the image bounds */
-        return reel_smart_resize(p->height, p->width, p->factor, 4 * f2, 16384 * f2, out_h, out_w, err);
-    double min_px = p->min_pixels > 0 ? p->min_pixels : 128 * f2;
-    double total = p->total_pixels > 0 ? p->total_pixels : (double)(128000LL * p->factor * p->factor) * 0.9;
+        return reel_smart_resize(p->height, p->width, p->factor, REEL_QWEN_IMAGE_MIN_TOKENS * f2,
+                                 REEL_QWEN_IMAGE_MAX_TOKENS * f2, out_h, out_w, err);
+    double min_px = p->min_pixels > 0 ? p->min_pixels : REEL_QWEN_VIDEO_MIN_TOKENS * f2;
+    double total = p->total_pixels > 0 ? p->total_pixels
+                                       : (double)((int64_t)REEL_QWEN_MODEL_SEQ_LEN * p->factor * p->factor) *
+                                             REEL_QWEN_TOTAL_PIXELS_SHARE;
     double max_px = total / (double)num_frames * p->frame_factor;
-    if (768 * f2 < max_px) max_px = 768 * f2;
+    if (REEL_QWEN_VIDEO_MAX_TOKENS * f2 < max_px) max_px = REEL_QWEN_VIDEO_MAX_TOKENS * f2;
     double floor_px = (double)(int64_t)(min_px * 1.05);
     if (max_px < floor_px) max_px = floor_px;
     if (p->max_pixels > 0 && p->max_pixels < max_px) max_px = p->max_pixels;

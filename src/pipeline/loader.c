@@ -402,6 +402,22 @@ int64_t reel_loader_get_batches_per_epoch(const reel_loader *l)
     return l ? reel__plan_batches(&l->plan, 0) : 0;
 }
 
+int reel_loader_get_ring_size(const reel_loader *l)
+{
+    return l ? l->ring.count : 0;
+}
+
+int64_t reel_loader_get_epoch(const reel_loader *l)
+{
+    return l ? l->cur_epoch : 0;
+}
+
+int64_t reel_loader_get_batches_left(const reel_loader *l)
+{
+    if (!l || l->done || l->delivered >= l->cur_batches) return 0;
+    return l->cur_batches - l->delivered;
+}
+
 static void end_epoch(reel_loader *l)
 {
     l->cur_epoch++;

@@ -319,6 +319,55 @@ TEST(resume_from_a_saved_state_gives_the_same_batches)
     reel_dataset_destroy(&ds);
 }
 
+/* The consumer's position and the ring size come from the loader (the
+ * binding keeps no copy of them): the epoch and the batches left follow
+ * next(), a mid-epoch restore (fewer batches left) and the end of the run. */
+TEST(the_consumer_position_and_ring_size_are_the_loaders)
+{
+    reel_dataset *ds = dataset_of_videos(1); /* 8 samples, batches of 3 -> 3 per epoch */
+    reel_loader_settings s = readable_settings();
+    s.epochs = 2;
+    s.first_epoch = 5;
+    s.prefetch_batches = 2;
+    reel_error err;
+    reel_loader *l = NULL;
+    CHECK_EQ_INT(reel_loader_get_ring_size(NULL), 0);
+    CHECK_EQ_INT(reel_loader_get_batches_left(NULL), 0);
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    CHECK_EQ_INT(reel_loader_get_ring_size(l), 2);
+    CHECK_EQ_INT(reel_loader_get_epoch(l), 5);
+    CHECK_EQ_INT(reel_loader_get_batches_left(l), 3);
+    reel_batch *b = NULL;
+    for (int i = 0; i < 3; i++) {
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        CHECK(b != NULL);
+        CHECK_OK(reel_loader_release(l, b));
+        CHECK_EQ_INT(reel_loader_get_batches_left(l), 2 - i);
+        CHECK_EQ_INT(reel_loader_get_epoch(l), 5);
+    }
+    CHECK_OK(reel_loader_next(l, &b, &err)); /* the end of epoch 5 */
+    CHECK(b == NULL);
+    CHECK_EQ_INT(reel_loader_get_epoch(l), 6);
+    CHECK_EQ_INT(reel_loader_get_batches_left(l), 3);
+    /* mid-epoch: 4 of epoch 6's 8 samples seen, 2 batches left (3 + 1) */
+    CHECK_OK(reel_loader_restore(l, &(reel_loader_state){ .epoch = 6, .position = 4 }, &err));
+    CHECK_EQ_INT(reel_loader_get_epoch(l), 6);
+    CHECK_EQ_INT(reel_loader_get_batches_left(l), 2);
+    int n = 0;
+    for (;;) {
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        if (!b) break;
+        n++;
+        CHECK_OK(reel_loader_release(l, b));
+    }
+    CHECK_EQ_INT(n, 2);
+    CHECK_EQ_INT(reel_loader_get_epoch(l), 7); /* one past the last */
+    CHECK_EQ_INT(reel_loader_get_batches_left(l), 0);
+    CHECK_EQ_INT(reel_loader_get_ring_size(l), 2);
+    reel_loader_destroy(&l);
+    reel_dataset_destroy(&ds);
+}
+
 /* Digest of one row of a batch: its pixels and what it says. */
 static uint64_t row_digest(const reel_batch *b, int64_t r, int T)
 {

@@ -70,20 +70,84 @@ def test_remote_settings_keys_come_from_the_c_table():
     assert set(c) == set(_reel.remote_defaults())
 
 
-def test_every_loader_argument_is_converted_or_a_c_setting():
-    """A Loader argument is either converted by name in _settings or carries
-    the name of a C setting (so a new setting is one line in C, one here)."""
+# C fields of reel_loader_settings that no Loader keyword sets (they keep
+# their C defaults).
+_NO_KEYWORD = {"sampler.seconds_between_clip_starts", "sampler.frame_factor"}
+
+
+def test_each_loader_keyword_reaches_its_c_field_by_its_full_name():
+    """Issue 26 point 4: a Loader keyword can be followed to its C field by
+    reading. The plain ones are rows (keyword, full C field name, converter)
+    of _loader.LOADER_FIELDS; the others are converted by name in
+    _loader_settings._converted_settings. Together they name every keyword once, and
+    every C field of reel_loader_settings is set by one of them."""
     import inspect
 
-    from reel import _loader
+    from reel import _loader, _loader_settings
 
-    converted = set(inspect.signature(_loader._settings).parameters) - {"same_name"}
-    leaves = set(_loader._C_SETTINGS)
-    for name in inspect.signature(reel.Loader).parameters:
-        if name in ("self", "source"):
-            continue
-        assert name in converted or name in leaves, f"Loader({name}=...) maps to no C setting"
-    assert len(leaves) == len(_reel.fields("loader_settings")), "two C settings share a last name part"
+    c_fields = dict(_reel.fields("loader_settings"))
+    rows = [k for k, _, _ in _loader.LOADER_FIELDS]
+    assert len(rows) == len(set(rows)), "a keyword with two rows"
+    for keyword, field, _ in _loader.LOADER_FIELDS:
+        assert field in c_fields, f"{keyword}: no C field {field}"
+    converted = set(re.findall(r'c\["(\w+)"\]', inspect.getsource(_loader_settings._converted_settings)))
+    keywords = set(_loader.loader_defaults())
+    assert keywords == set(inspect.signature(reel.Loader).parameters) - {"self", "source"}
+    assert not converted & set(rows), f"converted twice: {sorted(converted & set(rows))}"
+    assert converted | set(rows) == keywords, f"reach no C field: {sorted(keywords - converted - set(rows))}"
+    # each row's value arrives under its C field, converted to its type
+    for keyword, field, convert in _loader.LOADER_FIELDS:
+        value = 0.25 if c_fields[field] in (4, 5) else 3
+        assert _loader.loader_settings({keyword: value})[field] == convert(value), keyword
+    # the renamed ones, by their C names
+    s = _loader.loader_settings({"num_threads": 3, "divisor": 2.0, "scale": (0.5, 0.75), "resize_mode": "after_rgb",
+                                 "rotate": False, "shard": "drop", "corrupt": "skip", "sampling_range_end": 1.5})
+    assert s["decode_threads"] == 3 and s["transform.scale"] == 2.0
+    assert (s["transform.scale_min"], s["transform.scale_max"]) == (0.5, 0.75)
+    assert s["transform.convert_path"] == _reel.CONVERT_PATH_AFTER_RGB and s["transform.apply_rotation"] == 0
+    assert s["shard_mode"] == _reel.SHARD_DROP and s["corrupt_policy"] == _reel.CORRUPT_SKIP
+    assert s["sampler.range_end"] == 1.5
+    # every C field is reached by some keyword
+    everything = dict(scale=(0.1, 1.0), ratio=(0.5, 2.0), samples=[0], crop="center", resize=(80, 90),
+                      size_policy={"factor": 28, "resized_height": 56, "resized_width": 56, "min_pixels": 1.0, "max_pixels": 2e6,
+                                   "total_pixels": 1e7})
+    reached = set(_loader.loader_settings(everything)) | set(_loader.loader_settings({"resize": 100}))
+    reached |= {field for _, field, _ in _loader.LOADER_FIELDS}
+    assert set(c_fields) - reached == _NO_KEYWORD
+    with pytest.raises(TypeError, match="no_such"):
+        _loader.loader_settings({"no_such": 1})
+
+
+def test_qwen_defaults_and_the_state_version_are_defined_in_c_only(synth):
+    """qwen-vl-utils' numbers and the loader state's version are C's
+    (REEL_QWEN_*, the sampler and size policy defaults,
+    REEL_CHECKPOINT_VERSION); the Python modules read them from the extension
+    and write none of them."""
+    from reel import _loader, vlm
+
+    d = _reel.loader_defaults()
+    assert (vlm.FPS, vlm.FPS_MIN_FRAMES, vlm.FPS_MAX_FRAMES, vlm.FRAME_FACTOR) == (
+        d["sampler.fps"], d["sampler.min_frames"], d["sampler.max_frames"], d["sampler.frame_factor"])
+    assert _reel.QWEN_FACTOR == d["size_policy.factor"] == 14 * vlm.SPATIAL_MERGE_SIZE
+    header = (INCLUDE / "convert.h").read_text() + (INCLUDE / "loader.h").read_text()
+    for name in ("SPATIAL_MERGE_SIZE", "IMAGE_MIN_TOKENS", "IMAGE_MAX_TOKENS", "MODEL_SEQ_LEN",
+                 "TOTAL_PIXELS_SHARE"):
+        m = re.search(r"#define REEL_QWEN_%s\s+([0-9.]+)" % name, header)
+        assert m and float(m.group(1)) == getattr(_reel, "QWEN_" + name), name
+    m = re.search(r"#define REEL_CHECKPOINT_VERSION\s+(\d+)", header)
+    assert m and int(m.group(1)) == _reel.CHECKPOINT_VERSION == _loader.STATE_VERSION
+    with reel.Loader([synth()], frames_per_clip=2, size=32, batch_size=1) as L:
+        assert L.state_dict()["version"] == _reel.CHECKPOINT_VERSION
+    # no copy of them in the Python code (docstrings may quote them)
+    import ast
+
+    for py in ("vlm.py", "_loader.py", "_loader_settings.py", "torch.py", "ray.py"):
+        tree = ast.parse((ROOT / "python" / "reel" / py).read_text())
+        numbers = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and type(n.value) in (int, float)}
+        assert not numbers & {768, 16384, 128000, 0.9}, f"{py} writes {numbers & {768, 16384, 128000, 0.9}} itself"
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.Assign, ast.AnnAssign)) and "STATE_VERSION" in ast.dump(n):
+                assert not isinstance(n.value, ast.Constant), f"{py} sets the state version itself"
 
 
 def test_status_range_is_exported_not_copied():

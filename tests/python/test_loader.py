@@ -114,6 +114,46 @@ def test_zero_copy_and_ring(dataset, torch):
         assert L._loader.outstanding == 0
 
 
+def test_a_held_ring_after_a_mid_epoch_restore_is_an_error_not_a_hang(dataset):
+    """The check for a next() that would wait forever (every ring buffer held
+    by the caller) reads C's consumer position (reel_loader_get_ring_size,
+    reel_loader_get_batches_left), also after a mid-epoch restore, where the
+    extension's own mirror of it knew no batch count and next() waited."""
+    with loader(dataset, batch_size=2, prefetch_batches=2, epochs=1, shuffle=False) as L:  # 12 videos: 6 batches
+        b = L.next_batch()
+        state = L.state_dict()
+        del b
+        gc.collect()
+        L.load_state_dict(state)  # samples_seen 2: 5 batches left
+        held = [L.next_batch(), L.next_batch()]
+        with pytest.raises(RuntimeError, match="all 2 batch buffers are held"):
+            L.next_batch(timeout=5)  # a bound: without the check it would wait
+        assert L._loader.position() == (0, 3)
+        del held
+        gc.collect()
+        assert [b.position for b in L] == [6, 8, 10]  # nothing was lost
+        assert L._loader.position() == (1, 0)  # the run is over
+        assert L.next_batch() is None
+
+
+def test_the_consumer_position_is_c_s(dataset):
+    """Loader's epoch and batches left are C's (the extension counts none)."""
+    with loader(dataset, batch_size=5, prefetch_batches=2, epochs=2, first_epoch=3) as L:
+        assert L.ring_size == 2 and L._loader.position() == (3, 3)
+        b = L.next_batch()
+        assert L._loader.position() == (3, 2)
+        del b
+        assert len(list(L)) == 2
+        assert L._loader.position() == (4, 3)
+        kept = [L.next_batch(), L.next_batch()]  # the ring is full, and 1 batch is left
+        with pytest.raises(RuntimeError, match="all 2 batch buffers are held"):
+            L.next_batch(timeout=5)
+        kept.pop()
+        gc.collect()
+        assert L.next_batch() is not None and L.next_batch() is None  # the end of epoch 4: no buffer needed
+        assert L._loader.position() == (5, 0)
+
+
 def test_determinism_and_resume(dataset):
     def run(L, n):
         out = []
@@ -303,7 +343,7 @@ def _slow_loader(slow_video):
 
 def test_next_batch_timeout_raises_and_loses_nothing(slow_video):
     with _slow_loader(slow_video) as loader:
-        with pytest.raises(TimeoutError, match="no batch within"):
+        with pytest.raises(TimeoutError, match="no batch within 0.001 s"):
             loader.next_batch(timeout=0.001)  # 800 frames of 640x360 take far longer
         with pytest.raises(ValueError):
             loader.next_batch(timeout=-1)
