@@ -14,6 +14,8 @@ fps 2, 4-768 frames, the default pixel budget):
 
     qwen decord      qwen-vl-utils with FORCE_QWENVL_VIDEO_READER=decord
     qwen torchcodec  the same with torchcodec (reported when not installable)
+    reel default     reel.vlm.fetch_video() with its defaults (threads=None: GOP-parallel
+                     contexts up to the core count, frame threads for one run)
     reel t=1         reel.vlm.fetch_video(threads=1): one decoder context
     reel t=2         threads=2: GOP-parallel, two decoder contexts
     reel ffmpeg-t=0  threads=0: one context with FFmpeg's frame threading
@@ -134,7 +136,7 @@ else:
     import reel.vlm
     _, threads, dtype = tool.split()
     fetch = lambda: reel.vlm.fetch_video({"video": path}, return_video_metadata=True,
-                                         threads=int(threads), dtype=dtype)
+                                         threads=None if threads == "default" else int(threads), dtype=dtype)
 base = peak_mb()
 c0 = time.process_time(); t0 = time.perf_counter()
 video, meta = fetch()
@@ -144,9 +146,10 @@ print(json.dumps(dict(wall=wall, cpu=cpu, peak_mb=peak_mb(), base_mb=base, shape
                       indices=list(meta["frames_indices"])[:3] + list(meta["frames_indices"])[-3:])))
 '''
 
-TOOLS = ["qwen decord", "qwen torchcodec", "reel 1 float32", "reel 2 float32", "reel 0 float32", "reel 2 uint8",
+TOOLS = ["qwen decord", "qwen torchcodec", "reel default float32", "reel 1 float32", "reel 2 float32", "reel 0 float32", "reel 2 uint8",
          "floor"]
 LABEL = {"qwen decord": "qwen-vl-utils, decord", "qwen torchcodec": "qwen-vl-utils, torchcodec",
+         "reel default float32": "reel.vlm defaults (threads=None: the cores)",
          "reel 1 float32": "reel.vlm threads=1", "reel 2 float32": "reel.vlm threads=2 (GOP-parallel)",
          "reel 0 float32": "reel.vlm threads=0 (FFmpeg frame threads)", "reel 2 uint8": "reel.vlm uint8 threads=2",
          "floor": "decode floor: ffmpeg -threads 1, needed GOPs"}
