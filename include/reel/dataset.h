@@ -95,7 +95,19 @@ REEL_API size_t reel_dataset_get_size(const reel_dataset *ds);
  *  0 for NULL. */
 REEL_API uint64_t reel_dataset_get_fingerprint(const reel_dataset *ds);
 
-/** Entry i. The path pointer lives as long as the dataset. */
+/** What a folder scan (reel_dataset_create_from_dir) did not follow, each
+ *  as "<path>: skipped: <why>": a link to a folder scanned already (a
+ *  symlink loop, or a second way to the same folder: each folder is
+ *  scanned once, by device and inode), folders nested past 64. 0 and NULL
+ *  for other datasets and past the end. The strings live as long as the
+ *  dataset. A loader made from the dataset puts them in its failure log
+ *  (sample -1, epoch -1, REEL_E_INVALID_ARG). */
+REEL_API size_t reel_dataset_get_num_skipped(const reel_dataset *ds);
+REEL_API const char *reel_dataset_get_skipped(const reel_dataset *ds, size_t i);
+
+/** Entry i, or REEL_E_INVALID_ARG with the reason for an entry refused when
+ *  the dataset was made (a manifest read from a URL that names a local
+ *  path). The path pointer lives as long as the dataset. */
 REEL_API int reel_dataset_get(const reel_dataset *ds, size_t i, reel_sample *out, reel_error *err);
 
 /** Number of class names (0 with integer labels). */

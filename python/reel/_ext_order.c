@@ -20,8 +20,23 @@ PyObject *rx_dataset_info_dict(const reel_dataset *ds)
         PyList_SET_ITEM(names, (Py_ssize_t)i, v);
     }
     if (!names) return NULL;
-    return Py_BuildValue("{s:n,s:N,s:K}", "size", (Py_ssize_t)n, "class_names", names, "fingerprint",
-                         (unsigned long long)reel_dataset_get_fingerprint(ds));
+    size_t ns = reel_dataset_get_num_skipped(ds);
+    PyObject *skipped = PyList_New((Py_ssize_t)ns);
+    for (size_t i = 0; skipped && i < ns; i++) {
+        const char *s = reel_dataset_get_skipped(ds, i);
+        PyObject *v = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+        if (!v) {
+            Py_CLEAR(skipped);
+            break;
+        }
+        PyList_SET_ITEM(skipped, (Py_ssize_t)i, v);
+    }
+    if (!skipped) {
+        Py_DECREF(names);
+        return NULL;
+    }
+    return Py_BuildValue("{s:n,s:N,s:K,s:N}", "size", (Py_ssize_t)n, "class_names", names, "fingerprint",
+                         (unsigned long long)reel_dataset_get_fingerprint(ds), "skipped", skipped);
 }
 
 /* (samples per rank, batches) of one epoch: the loader's own arithmetic,

@@ -165,10 +165,12 @@ def _dataset_entries(source: Any) -> Any:
 
 
 def dataset_info(source: Any) -> Dict[str, Any]:
-    """``{"size": N, "class_names": [...]}`` of a dataset source as Loader takes
-    it (a folder scanned recursively, a CSV/TSV/JSONL manifest, or a list of
-    paths / (path, label[, start, end]) / dicts), without starting a loader.
-    class_names is empty when labels are integers. Raises NotFoundError for a
+    """``{"size": N, "class_names": [...], "skipped": [...]}`` of a dataset
+    source as Loader takes it (a folder scanned recursively, a CSV/TSV/JSONL
+    manifest, or a list of paths / (path, label[, start, end]) / dicts),
+    without starting a loader. class_names is empty when labels are integers;
+    skipped lists the folder links a scan did not follow (each folder is
+    scanned once). Raises NotFoundError for a
     missing folder or manifest, ReelError for an empty or unreadable one."""
     info = dataset_identity(source)
     del info["fingerprint"]

@@ -31,8 +31,11 @@ void reel_dataset_destroy(reel_dataset **pds)
     for (size_t i = 0; i < ds->n; i++) {
         free(ds->items[i].path);
         free(ds->items[i].shown);
+        free(ds->items[i].refused);
     }
     for (size_t i = 0; i < ds->nclasses; i++) free(ds->classes[i]);
+    for (size_t i = 0; i < ds->nskipped; i++) free(ds->skipped[i]);
+    free(ds->skipped);
     free(ds->items);
     free(ds->classes);
     free(ds->hash);
@@ -221,6 +224,7 @@ static int add_entry(reel_dataset *ds, const char *path, int64_t label, double s
     e->end = end < 0 ? -1 : end;
     e->record = -1;
     e->remote = remote;
+    e->refused = NULL;
     ds->nremote += (size_t)remote;
     return REEL_OK;
 }
@@ -263,12 +267,23 @@ int reel_dataset_get(const reel_dataset *ds, size_t i, reel_sample *out, reel_er
     if (ds->ranks_dirty && reel__dataset_update_ranks((reel_dataset *)ds) < 0) /* building is single-threaded */
         return reel__error_set(err, REEL_E_NOMEM, "dataset: out of memory");
     const reel_dataset_entry *e = &ds->items[i];
+    if (e->refused) return reel__error_set(err, REEL_E_INVALID_ARG, "%s", e->refused);
     memset(out, 0, sizeof *out); /* reserved too (common.h) */
     out->path = e->path;
     out->label = reel__dataset_label(ds, i);
     out->start = e->start;
     out->end = e->end;
     return REEL_OK;
+}
+
+size_t reel_dataset_get_num_skipped(const reel_dataset *ds)
+{
+    return ds ? ds->nskipped : 0;
+}
+
+const char *reel_dataset_get_skipped(const reel_dataset *ds, size_t i)
+{
+    return ds && i < ds->nskipped ? ds->skipped[i] : NULL;
 }
 
 size_t reel_dataset_get_num_classes(const reel_dataset *ds)

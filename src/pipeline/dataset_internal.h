@@ -24,6 +24,8 @@ struct reel_dataset {
     char *store_shown;        /* the store's folder for messages (a URL redacted) */
     int store_remote;         /* the store is at a URL */
     size_t nremote;           /* entries at URLs */
+    char **skipped;           /* a folder scan's notes: "<path>: skipped: <why>" */
+    size_t nskipped;
 };
 
 /* Sorts class names (if needed) and forbids further additions. */

@@ -430,6 +430,21 @@ int reel_dataset_create_from_manifest(reel_dataset **out, const char *path_in, r
         } else
             st = reel_dataset_add_named(ds, p, x->label, x->start, x->end, &e2);
         if (st != REEL_OK) reel__error_set(err, st, "%s: line %d: %s", path, x->line, e2.message);
+        if (st == REEL_OK && remote && !reel__io_is_remote(p)) {
+            /* a manifest from a URL names URLs, or paths relative to it (made
+             * URLs above); a local path would let its sender read the
+             * trainer's files, or learn whether they exist. The entry stays
+             * (the rows keep their places) and fails by name, never opened. */
+            reel_buf why;
+            reel__buf_init(&why);
+            reel__buf_printf(&why,
+                             "%s: a local path in a manifest read from a URL is refused (%s, line %d: its entries "
+                             "must be URLs or paths relative to it)",
+                             p, path, x->line);
+            if (why.oom || !(ds->items[ds->n - 1].refused = strdup(why.data)))
+                st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
+            reel__buf_free(&why);
+        }
     }
     reel__buf_free(&full);
     rows_free(&r);

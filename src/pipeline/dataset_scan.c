@@ -1,5 +1,7 @@
 /* dataset_scan.c: a dataset from a folder in the Kinetics layout (the first
- * folder level names the class; videos found by extension, sorted). */
+ * folder level names the class; videos found by extension, sorted). Each
+ * folder is scanned once (by device and inode), however many links lead to
+ * it; the links not followed are the dataset's skipped notes. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline/dataset_internal.h"
 #include "core/error.h"
@@ -22,7 +24,52 @@ typedef struct scan {
     size_t n, alloc;
     char exts[64][16];
     int next;
+    /* folders scanned, by (device, inode): an open-addressing set */
+    struct seen_dir {
+        dev_t dev;
+        ino_t ino;
+        int used;
+    } * seen;
+    size_t nseen, seen_cap;
+    char **skipped; /* "<path>: ..." for each folder link not followed */
+    size_t nskipped;
 } scan;
+
+/* 1 if the folder was scanned already, else records it (0); -1: no memory. */
+static int seen_before(scan *sc, const struct stat *sb)
+{
+    if (2 * (sc->nseen + 1) > sc->seen_cap) {
+        size_t nc = sc->seen_cap ? 2 * sc->seen_cap : 256;
+        struct seen_dir *nt = calloc(nc, sizeof *nt);
+        if (!nt) return -1;
+        for (size_t i = 0; i < sc->seen_cap; i++) {
+            if (!sc->seen[i].used) continue;
+            size_t h = ((uint64_t)sc->seen[i].dev * 0x9E3779B97F4A7C15ull ^ (uint64_t)sc->seen[i].ino) % nc;
+            while (nt[h].used) h = (h + 1) % nc;
+            nt[h] = sc->seen[i];
+        }
+        free(sc->seen);
+        sc->seen = nt;
+        sc->seen_cap = nc;
+    }
+    size_t h = ((uint64_t)sb->st_dev * 0x9E3779B97F4A7C15ull ^ (uint64_t)sb->st_ino) % sc->seen_cap;
+    for (; sc->seen[h].used; h = (h + 1) % sc->seen_cap)
+        if (sc->seen[h].dev == sb->st_dev && sc->seen[h].ino == sb->st_ino) return 1;
+    sc->seen[h] = (struct seen_dir){ sb->st_dev, sb->st_ino, 1 };
+    sc->nseen++;
+    return 0;
+}
+
+static int note_skipped(scan *sc, const char *path, const char *why)
+{
+    char **ns = realloc(sc->skipped, (sc->nskipped + 1) * sizeof *ns);
+    if (!ns) return -1;
+    sc->skipped = ns;
+    size_t need = strlen(path) + strlen(why) + 3;
+    if (!(ns[sc->nskipped] = malloc(need))) return -1;
+    snprintf(ns[sc->nskipped++], need, "%s: %s", path, why);
+    return 0;
+}
 
 static int ext_wanted(const scan *sc, const char *name)
 {
@@ -35,7 +82,10 @@ static int ext_wanted(const scan *sc, const char *name)
 
 static int scan_dir(scan *sc, const char *dir, const char *cls, int depth, reel_error *err)
 {
-    if (depth > 32) return REEL_OK; /* symlink loops */
+    if (depth > 64) /* folders nested this deep on purpose: say so rather than go on */
+        return note_skipped(sc, dir, "skipped: folders nested more than 64 deep")
+                   ? reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir)
+                   : REEL_OK;
     DIR *d = opendir(dir);
     if (!d) {
         int e = errno;
@@ -58,6 +108,16 @@ static int scan_dir(scan *sc, const char *dir, const char *cls, int depth, reel_
             continue;
         }
         if (S_ISDIR(sb.st_mode)) {
+            int again = seen_before(sc, &sb);
+            if (again) { /* a link back to a folder scanned already (a loop, or two ways in) */
+                if (again < 0 || note_skipped(sc, p,
+                                              "skipped: a link to a folder scanned already (a symlink loop, "
+                                              "or a second way to the same folder)") < 0)
+                    st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir);
+                free(p);
+                if (st < 0) break;
+                continue;
+            }
             st = scan_dir(sc, p, cls ? cls : de->d_name, depth + 1, err);
             free(p);
             if (st < 0) break;
@@ -133,6 +193,14 @@ static int finish(scan *sc, int st, const char *name, const char *list, reel_dat
         free(sc->items[i].cls);
     }
     free(sc->items);
+    free(sc->seen);
+    if (ds) { /* the dataset keeps the notes of what the scan did not follow */
+        ds->skipped = sc->skipped;
+        ds->nskipped = sc->nskipped;
+    } else {
+        for (size_t i = 0; i < sc->nskipped; i++) free(sc->skipped[i]);
+        free(sc->skipped);
+    }
     if (st != REEL_OK) {
         reel_dataset_destroy(&ds);
         return st;
@@ -170,7 +238,8 @@ int reel_dataset_create_from_dir(reel_dataset **out, const char *dir, const char
         free(root);
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: not a directory", dir);
     }
-    st = scan_dir(&sc, root, NULL, 0, err);
+    st = seen_before(&sc, &sb) < 0 ? reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dir)
+                                   : scan_dir(&sc, root, NULL, 0, err);
     free(root);
     return finish(&sc, st, dir, list, out, err);
 }

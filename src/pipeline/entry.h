@@ -13,6 +13,8 @@ typedef struct reel_dataset_entry {
     double start, end;
     int64_t record; /* a store's record number (the dataset of a store), else -1 */
     int remote;     /* at an http(s)/s3 URL */
+    char *refused;  /* NULL, or why the entry is never opened ("<path>: ... (<manifest>, line N ...)"):
+                     * a remote manifest's absolute local path; every reader fails it with this */
 } reel_dataset_entry;
 
 /* The entry's name for messages, failure records and the trace: never a secret. */

@@ -23,6 +23,7 @@ static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const 
     s.interrupt_opaque = o->interrupt_opaque;
     s.remote = o->remote;
     s.remote_stats = o->tally;
+    if (it->refused) return reel__error_set(err, REEL_E_INVALID_ARG, "%s", it->refused); /* never opened */
     reel_decoder *dec = NULL;
     int st = reel__decoder_open_as(&dec, it->path, it->remote, &s, err); /* the entry's answer */
     if (st != REEL_OK) return st;
