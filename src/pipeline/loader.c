@@ -5,7 +5,7 @@
  * (stages, error policy, watchdog), loader_vary.c (variable batches) and
  * loader_feed.c (feeder, start and stop); loader_internal.h has the state. */
 #define _POSIX_C_SOURCE 200809L
-#include "convert/convert_internal.h"
+#include "convert/dtype.h"
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "core/clock.h"

@@ -3,7 +3,6 @@
  * decides both with the one sampler and size policy and reserves the slot's
  * buffer in the ring; stage 3 lays the clips out, padded on request. */
 #define _POSIX_C_SOURCE 200809L
-#include "convert/convert_internal.h"
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "pipeline/dataset_internal.h"

@@ -1,7 +1,7 @@
 /* ring.c: allocation of the batch buffers (aligned, pre-faulted; optionally
  * page-locked, pinned.c) with their slots and metadata arrays, and the
  * buffer state machine. */
-#include "convert/convert_internal.h"
+#include "convert/dtype.h"
 #include "pipeline/ring.h"
 #include "pipeline/geometry.h"
 #include "core/error.h"
