@@ -19,7 +19,10 @@ draws (issue 17, Checks):
      are included by its own files alone; another module includes only the
      inter-module headers declared for it here (INTER_MODULE: each opens
      with its one purpose), and calls another module's reel__ functions only
-     as those headers declare them.
+     as those headers declare them;
+  7. within every module, its files call each other in no circle (the
+     loader's files, loader*.c, included), but for the one listed in
+     ACCEPTED_CYCLES with its reason.
 Prints one line per finding (--graph: the src/io call graph first) and exits
 1 if there is any. tests/python/test_layers.py runs it on the tree and on
 copies with planted faults."""
@@ -81,6 +84,13 @@ INTER_MODULE: Dict[str, Set[str]] = {
     "store/store_for_pack.h": {"pack"},  # the store's writing side
     "store/store_for_pipeline.h": {"pipeline"},  # the loader's store source, a store's folder
     "pipeline/sampler_of_pack.h": {"pack"},  # the whole-video sampler a store is packed with
+}
+# Call circles among a module's files that are known and accepted (check 7).
+ACCEPTED_CYCLES: Dict[Tuple[str, ...], str] = {
+    # reel_dataset_create_from_path (dataset.c) picks the manifest reader or
+    # the folder scan, which build their dataset through dataset.c's adders
+    ("pipeline/dataset.c", "pipeline/dataset_manifest.c", "pipeline/dataset_scan.c"):
+        "create_from_path dispatches to the readers that build through dataset.c",
 }
 DECLARED_RE = re.compile(r"\b(reel__\w+)\s*\(")
 
@@ -236,6 +246,18 @@ def private_findings(tree: Tree) -> List[str]:
     return sorted(bad)
 
 
+def cycle_findings(tree: Tree) -> List[str]:
+    """Check 7: no call circle among the files of one module (src/io has its
+    own, check 3)."""
+    out = []
+    for mod in sorted(set(ALLOWED) - {"io"}):
+        calls = {f: {o for _, o in tree.calls(f) if o.split("/")[0] == mod}
+                 for f in tree.files if f.split("/")[0] == mod and f.endswith(".c")}
+        out += [f"src/{mod} call cycle among {', '.join(c)}" for c in cycles(calls)
+                if tuple(c) not in ACCEPTED_CYCLES]
+    return out
+
+
 def io_findings(tree: Tree, show: bool = False) -> List[str]:
     io = {f: text for f, text in tree.files.items() if f.startswith("io/")}
     calls = {f: {owner for _, owner in tree.calls(f) if owner.startswith("io/")} for f in io if f.endswith(".c")}
@@ -298,7 +320,8 @@ def object_findings(tree: Tree, build: Path) -> Tuple[List[str], bool]:
 def check(root: Path = ROOT, build: Path | None = None, show: bool = False) -> Tuple[List[str], bool]:
     """(findings, whether built objects were read) for the tree at root."""
     tree = Tree(root)
-    found = module_findings(tree) + private_findings(tree) + io_findings(tree, show) + remote_findings(tree)
+    found = (module_findings(tree) + private_findings(tree) + cycle_findings(tree) + io_findings(tree, show)
+             + remote_findings(tree))
     objects, had = object_findings(tree, build if build is not None else root / "build")
     return found + objects, had
 

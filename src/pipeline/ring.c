@@ -365,3 +365,17 @@ void reel__ring_reset_unheld(reel_ring *r)
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
 }
+
+void reel__batchbuf_note_failure(reel_batchbuf *bb, const reel_slot *s)
+{
+    if (bb->status == REEL_OK && s->status != REEL_E_CANCELLED) {
+        bb->status = s->status;
+        bb->err = s->err;
+        bb->err_sample = s->sample;
+        bb->err_position = s->position;
+    }
+    if (s->status == REEL_E_CANCELLED && bb->status == REEL_OK) {
+        bb->status = REEL_E_CANCELLED;
+        reel__error_set(&bb->err, REEL_E_CANCELLED, "loader: cancelled");
+    }
+}

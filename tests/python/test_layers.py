@@ -163,3 +163,15 @@ def test_the_architecture_names_every_file_of_src():
     # by its path, or by its name in the section of its module
     missing = [f for f in files if f not in doc and f"`{f.split('/')[1]}`" not in doc]
     assert missing == [], f"docs/ARCHITECTURE.md does not name {missing}"
+
+
+def test_a_call_circle_among_the_loaders_files_is_found(copy):
+    assert layers.cycle_findings(layers.Tree(copy)) == []
+    # loader_vary.c (stage 1 and 3 of variable batches) calling back up into
+    # loader_stages.c, which calls it: the circle the loader had until
+    # reel__batchbuf_note_failure moved down into ring.c
+    _append(copy / "src" / "pipeline" / "loader_vary.c",
+            "\nint reel__planted(reel_loader *l, reel_slot *s);\nint reel__planted(reel_loader *l, reel_slot *s)\n{\n"
+            "    reel__loader_slot_finish(l, s);\n    return 0;\n}\n")
+    found, _ = layers.check(copy)
+    assert found == ["src/pipeline call cycle among pipeline/loader_stages.c, pipeline/loader_vary.c"], found
