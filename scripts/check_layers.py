@@ -11,10 +11,18 @@ draws (issue 17, Checks):
   2. the public headers keep the same order among themselves;
   3. src/io: its files call each other in no circle (sources and objects),
      its headers include each other in no circle, io_common.h is the leaf
-     and no transport includes io/io_internal.h (the front end above them);
+     and no transport includes io/io_front.h (the front end above them);
   4. "is it remote?" is asked only where a path enters (REMOTE_ASKERS): a
      dataset entry carries the answer down through the sources;
-  5. no private header is named like a public one.
+  5. no private header is named like a public one;
+  6. a module's internals are its own: its internal headers (*internal.h)
+     are included by its own files alone; another module includes only the
+     inter-module headers declared for it here (INTER_MODULE: each opens
+     with its one purpose), and calls another module's reel__ functions only
+     as those headers declare them;
+  7. within every module, its files call each other in no circle (the
+     loader's files, loader*.c, included), but for the one listed in
+     ACCEPTED_CYCLES with its reason.
 Prints one line per finding (--graph: the src/io call graph first) and exits
 1 if there is any. tests/python/test_layers.py runs it on the tree and on
 copies with planted faults."""
@@ -53,6 +61,38 @@ PUBLIC = {"common.h": "core", "io.h": "io", "convert.h": "convert", "decoder.h":
 # path that comes from no entry.
 REMOTE_ASKERS = {"pipeline/dataset.c", "pipeline/dataset_manifest.c", "decoder/open.c"}
 TRANSPORT = re.compile(r"^(file|http.*|s3.*|pool)\.c$")
+# A module's internal headers: included by the files of its own folder alone.
+PRIVATE_HEADER = re.compile(r"(^|_)internal\.h$")
+ABOVE_CORE = set(ALLOWED) - {"core"}
+# The inter-module headers: the only headers of a module of src/ that files
+# of another module include, and the modules that may include each. Each has
+# one purpose, said in its opening comment (ARCHITECTURE.md, "Module-private
+# internals"); a module's other headers are its own.
+INTER_MODULE: Dict[str, Set[str]] = {
+    # core: the shared base, for every module above it
+    "core/error.h": ABOVE_CORE,
+    "core/clock.h": ABOVE_CORE,
+    "core/frame.h": ABOVE_CORE,
+    "core/hash.h": ABOVE_CORE,
+    "core/json.h": ABOVE_CORE,
+    "io/io_front.h": {"decoder", "store", "pipeline"},  # reading bytes by URI
+    "io/remote.h": {"decoder", "store"},  # a remote source's request statistics
+    "io/remote_fields.h": {"pipeline"},  # the remote settings and stats as field lists
+    "convert/dtype.h": {"pipeline"},  # bytes per output element
+    "decoder/open.h": {"pipeline"},  # opening with the entry's answer to "is it remote?"
+    "decoder/decoder_for_loader.h": {"pipeline"},  # a loader sample's decode, its GOP contexts per call
+    "store/store_for_pack.h": {"pack"},  # the store's writing side
+    "store/store_for_pipeline.h": {"pipeline"},  # the loader's store source, a store's folder
+    "pipeline/sampler_of_pack.h": {"pack"},  # the whole-video sampler a store is packed with
+}
+# Call circles among a module's files that are known and accepted (check 7).
+ACCEPTED_CYCLES: Dict[Tuple[str, ...], str] = {
+    # reel_dataset_create_from_path (dataset.c) picks the manifest reader or
+    # the folder scan, which build their dataset through dataset.c's adders
+    ("pipeline/dataset.c", "pipeline/dataset_manifest.c", "pipeline/dataset_scan.c"):
+        "create_from_path dispatches to the readers that build through dataset.c",
+}
+DECLARED_RE = re.compile(r"\b(reel__\w+)\s*\(")
 
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 DEFINITION_RE = re.compile(r"^(?!static\b)[A-Za-z_][\w \t\*]*?[\s\*](reel_\w+)\s*\(([^;{]*?)\)\s*\{", re.M | re.S)
@@ -160,6 +200,64 @@ def module_findings(tree: Tree) -> List[str]:
     return sorted(bad)
 
 
+def private_findings(tree: Tree) -> List[str]:
+    """Check 6: internal headers stay in their module; other modules use the
+    declared inter-module headers, and only what those declare."""
+    bad = set()
+    declares: Dict[str, Set[str]] = {}  # reel__ function -> the inter-module headers declaring it
+    for h in INTER_MODULE:
+        text = tree.files.get(h)
+        if text is None:
+            bad.add(f"inter-module header {h} is declared in INTER_MODULE but is not in src/")
+            continue
+        raw = (tree.root / "src" / h).read_text(errors="replace").lstrip()
+        if not raw.startswith((f"/* {h.split('/')[1]}: ", f"/* {h}: ")):
+            bad.add(f"inter-module header src/{h} does not open with its purpose (/* {h.split('/')[1]}: ...)")
+        if PRIVATE_HEADER.search(h):
+            bad.add(f"inter-module header src/{h} is named like an internal one")
+        # what it declares, with the headers of its own module that it includes
+        seen, todo = set(), [h]
+        while todo:
+            g = todo.pop()
+            if g in seen or g not in tree.files:
+                continue
+            seen.add(g)
+            for name in DECLARED_RE.findall(tree.files[g]):
+                declares.setdefault(name, set()).add(h)
+            todo += [i for i in tree.raw_includes[g] if i.split("/")[0] == h.split("/")[0]]
+    for f in tree.files:
+        mod = f.split("/")[0]
+        for inc in tree.raw_includes[f]:
+            head = inc.split("/")[0] if "/" in inc else mod
+            if head == mod or head not in ALLOWED:
+                continue
+            if PRIVATE_HEADER.search(inc.split("/")[-1]):
+                bad.add(f"private: src/{f} includes {inc}, an internal header of src/{head} (its module's alone)")
+            elif inc not in INTER_MODULE:
+                bad.add(f"private: src/{f} includes {inc}, which is no inter-module header (check_layers.INTER_MODULE)")
+            elif mod not in INTER_MODULE[inc]:
+                bad.add(f"private: src/{f} includes {inc}, an inter-module header not declared for {mod}")
+        for name, owner in tree.calls(f):
+            used = owner.split("/")[0]
+            if used == mod or not name.startswith("reel__"):
+                continue
+            if not any(mod in INTER_MODULE[h] for h in declares.get(name, ())):
+                bad.add(f"private: src/{f} calls {name} of src/{used}, declared in no inter-module header for {mod}")
+    return sorted(bad)
+
+
+def cycle_findings(tree: Tree) -> List[str]:
+    """Check 7: no call circle among the files of one module (src/io has its
+    own, check 3)."""
+    out = []
+    for mod in sorted(set(ALLOWED) - {"io"}):
+        calls = {f: {o for _, o in tree.calls(f) if o.split("/")[0] == mod}
+                 for f in tree.files if f.split("/")[0] == mod and f.endswith(".c")}
+        out += [f"src/{mod} call cycle among {', '.join(c)}" for c in cycles(calls)
+                if tuple(c) not in ACCEPTED_CYCLES]
+    return out
+
+
 def io_findings(tree: Tree, show: bool = False) -> List[str]:
     io = {f: text for f, text in tree.files.items() if f.startswith("io/")}
     calls = {f: {owner for _, owner in tree.calls(f) if owner.startswith("io/")} for f in io if f.endswith(".c")}
@@ -173,8 +271,8 @@ def io_findings(tree: Tree, show: bool = False) -> List[str]:
     if includes.get("io/io_common.h"):
         out.append("io_common.h is the leaf but includes " + ", ".join(sorted(includes["io/io_common.h"])))
     for f in io:
-        if TRANSPORT.match(f[3:]) and "io/io_internal.h" in tree.raw_includes[f]:
-            out.append(f"{f[3:]} is a transport but includes io/io_internal.h (the front end above it)")
+        if TRANSPORT.match(f[3:]) and "io/io_front.h" in tree.raw_includes[f]:
+            out.append(f"{f[3:]} is a transport but includes io/io_front.h (the front end above it)")
     return out
 
 
@@ -222,7 +320,8 @@ def object_findings(tree: Tree, build: Path) -> Tuple[List[str], bool]:
 def check(root: Path = ROOT, build: Path | None = None, show: bool = False) -> Tuple[List[str], bool]:
     """(findings, whether built objects were read) for the tree at root."""
     tree = Tree(root)
-    found = module_findings(tree) + io_findings(tree, show) + remote_findings(tree)
+    found = (module_findings(tree) + private_findings(tree) + cycle_findings(tree) + io_findings(tree, show)
+             + remote_findings(tree))
     objects, had = object_findings(tree, build if build is not None else root / "build")
     return found + objects, had
 

@@ -5,7 +5,7 @@
  * from the track's boxes here, matched by byte position, and the result is
  * checked against the first real packets before it is trusted. */
 #include "decoder/internal.h"
-#include "io/io_internal.h"
+#include "io/io_front.h"
 
 #include <stdlib.h>
 #include <string.h>

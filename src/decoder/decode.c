@@ -4,7 +4,7 @@
  * request position. Whether a keyframe is a clean start is keycheck.c's. */
 #include "decoder/decode_plan.h"
 #include "decoder/internal.h"
-#include "io/io_internal.h"
+#include "io/io_front.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,6 +4,7 @@
  * over several decoder contexts of the same input (gop_contexts). */
 #include "decoder/decode_plan.h"
 #include "decoder/internal.h"
+#include "decoder/decoder_for_loader.h"
 #include "decoder/open.h"
 
 #ifdef __linux__
@@ -443,6 +444,18 @@ int reel__decoder_get_frames_cthw(reel_decoder *dec, const int64_t *indices, siz
     if (!dec || !t || (n && !indices))
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel__decoder_get_frames_cthw: NULL argument");
     return get_frames(dec, indices, n, t, 1, dst, dst_size, stats, err);
+}
+
+int reel__decoder_get_sample(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t, int cthw,
+                             int contexts, void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err)
+{
+    if (!dec || (cthw && !t) || (n && !indices))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel__decoder_get_sample: NULL argument");
+    int kept = dec->settings.gop_contexts; /* this call's contexts only */
+    dec->settings.gop_contexts = contexts;
+    int r = get_frames(dec, indices, n, t, cthw, dst, dst_size, stats, err);
+    dec->settings.gop_contexts = kept;
+    return r;
 }
 
 int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,

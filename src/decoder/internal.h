@@ -181,11 +181,6 @@ int reel__decoder_decode_cold(reel_decoder *dec, const int64_t *indices, size_t 
  * REEL_E_NOMEM with the decoder as it was. */
 int reel__decoder_release_pictures(reel_decoder *dec);
 
-/* reel_decoder_get_frames (GOP-parallel too, per dec->settings.gop_contexts)
- * with t's layout CHW written channel-major over the call (frames.c): dst
- * is [3][n][H][W], frame i of channel c at (c * n + i) * H * W elements, the
- * [C, T, H, W] of one sample (the loader's BCTHW). t must set no strides;
- * dst_size must hold n frames. */
 /* prefetch.c: a caller's frame index (negative: from the end) as a
  * presentation index, or REEL_E_OUT_OF_RANGE naming it; and a URL's run
  * [s, e] fetched in one request before the demuxer reads it (a failure is
@@ -198,6 +193,12 @@ void reel__decoder_prefetch_run(reel_decoder *dec, int64_t s, int64_t e);
  * REEL_GOP_CONTEXTS. */
 int reel__gop_contexts(const reel_decoder *dec);
 
+/* reel_decoder_get_frames (GOP-parallel too, per dec->settings.gop_contexts)
+ * with t's layout CHW written channel-major over the call (frames.c): dst
+ * is [3][n][H][W], frame i of channel c at (c * n + i) * H * W elements, the
+ * [C, T, H, W] of one sample (the loader's BCTHW). t must set no strides;
+ * dst_size must hold n frames (the loader reaches it through
+ * reel__decoder_get_sample, decoder_for_loader.h). */
 int reel__decoder_get_frames_cthw(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
                                   void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err);
 

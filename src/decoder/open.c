@@ -4,7 +4,7 @@
 #include "decoder/internal.h"
 #include "decoder/open.h"
 #include "core/hash.h"
-#include "io/io_internal.h"
+#include "io/io_front.h"
 #include "io/remote.h"
 
 #include <errno.h>

@@ -3,7 +3,7 @@
  * and the caller's frame indices resolved against the table. */
 #include "decoder/decode_plan.h"
 #include "decoder/internal.h"
-#include "io/io_internal.h"
+#include "io/io_front.h"
 #include <stdlib.h>
 #include <string.h>
 

@@ -2,7 +2,7 @@
  * URI scheme, exact reads, hints, listing, whole reads, a source's remote
  * statistics. Transports: file.c (local), http.c (http(s), and s3 through
  * s3.c), s3_list.c (listing). */
-#include "io/io_internal.h"
+#include "io/io_front.h"
 #include "core/error.h"
 #include "io/file.h"
 #include "io/http.h"

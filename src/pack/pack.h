@@ -2,15 +2,15 @@
  * record made from one dataset entry. The builder is the layer above the
  * pipeline and the store: it reads a dataset through the public dataset and
  * sampler API (reel/dataset.h, reel/sampler.h), decodes with the public
- * decoder, and writes through the store's formats and build files
- * (store/store_internal.h). Nothing below it calls it. */
+ * decoder, and writes through the store's writing side
+ * (store/store_for_pack.h). Nothing below it calls it. */
 #ifndef REEL_PACK_PACK_H
 #define REEL_PACK_PACK_H
 
 #include <stdint.h>
 
 #include "reel/store.h"
-#include "store/store_internal.h"
+#include "store/store_for_pack.h"
 
 /* One dataset entry, read once before the workers start (the dataset is
  * not touched by them). Strings are the dataset's but `shown`. */

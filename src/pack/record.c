@@ -6,7 +6,7 @@
  * reason. */
 #define _GNU_SOURCE
 #include "pack/pack.h"
-#include "pipeline/sampler_internal.h"
+#include "pipeline/sampler_of_pack.h"
 
 #include "reel/decoder.h"
 #include "reel/sampler.h"

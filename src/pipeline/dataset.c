@@ -6,8 +6,8 @@
 #include "pipeline/dataset_internal.h"
 #include "core/error.h"
 #include "core/hash.h"
-#include "store/store_internal.h"
-#include "io/io_internal.h"
+#include "store/store_for_pipeline.h"
+#include "io/io_front.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -332,10 +332,7 @@ int reel_dataset_create_from_path(reel_dataset **out, const char *path, reel_err
     if (stat(path, &sb) != 0)
         return reel__error_set(err, errno == ENOENT ? REEL_E_NOT_FOUND : REEL_E_IO, "%s: %s", path, strerror(errno));
     if (S_ISDIR(sb.st_mode)) {
-        char idx[4200];
-        struct stat ib;
-        if (reel__store_join(idx, sizeof idx, path, REEL_STORE_INDEX_NAME) == 0 && stat(idx, &ib) == 0)
-            return reel__dataset_open_store(out, path, err);
+        if (reel__store_dir_has_index(path)) return reel__dataset_open_store(out, path, err);
         return reel_dataset_create_from_dir(out, path, NULL, err);
     }
     return reel_dataset_create_from_manifest(out, path, err);

@@ -5,7 +5,7 @@
 #include "pipeline/dataset_internal.h"
 #include "core/error.h"
 #include "core/json.h"
-#include "io/io_internal.h"
+#include "io/io_front.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* geometry.c: per-clip crop/resize/flip decisions (torchvision semantics)
  * mapped onto a single fused conversion, and the batch layouts. */
 #include "pipeline/geometry.h"
-#include "convert/convert_internal.h"
+#include "convert/dtype.h"
 #include "core/error.h"
 
 #include <math.h>

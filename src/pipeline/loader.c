@@ -5,7 +5,7 @@
  * (stages, error policy, watchdog), loader_vary.c (variable batches) and
  * loader_feed.c (feeder, start and stop); loader_internal.h has the state. */
 #define _POSIX_C_SOURCE 200809L
-#include "convert/convert_internal.h"
+#include "convert/dtype.h"
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "core/clock.h"
@@ -224,15 +224,15 @@ static int init_ring(reel_loader *l, int auto_prefetch, reel_error *err)
     reel_ring_config rc;
     rc.count = s->prefetch_batches;
     rc.batch_size = l->plan.per_rank < s->batch_size ? (int)l->plan.per_rank : s->batch_size;
-    rc.clips_per_video = l->K;
-    rc.frames_per_clip = l->T;
-    rc.width = l->out_w;
-    rc.height = l->out_h;
+    rc.clips_per_video = l->clips_per_sample;
+    rc.frames_per_clip = l->frames_per_clip;
+    rc.width = l->clip_width;
+    rc.height = l->clip_height;
     rc.layout = s->transform.layout;
     rc.dtype = s->transform.dtype;
     rc.alignment = s->alignment;
     rc.pin_memory = s->pin_memory;
-    rc.variable = l->variable;
+    rc.variable = l->shapes_vary;
     rc.budget = s->ring_bytes > 0 ? s->ring_bytes : (int64_t)1 << 30;
     return reel__ring_init(&l->ring, &rc, err);
 }
@@ -291,9 +291,9 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     int st = check_settings(&s, err);
     if (st != REEL_OK) return st;
     int ow, oh;
-    const int vsize = s.size_policy.kind == REEL_SIZE_PIXEL_BUDGET;
+    const int sizes_vary = s.size_policy.kind == REEL_SIZE_PIXEL_BUDGET;
     reel_clip_transform checked = s.transform;
-    if (vsize) { /* each video's size comes from the policy */
+    if (sizes_vary) { /* each video's size comes from the policy */
         checked.resize = REEL_RESIZE_EXACT;
         checked.resize_width = checked.resize_height = 1;
     }
@@ -318,15 +318,15 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     const int auto_prefetch = resolve_settings(&s, &l->src);
     l->s = s;
     l->ds = ds;
-    l->out_w = ow;
-    l->out_h = oh;
+    l->clip_width = ow;
+    l->clip_height = oh;
     /* the count sampler rounds its count to the frame factor */
-    l->vsize = vsize;
+    l->sizes_vary = sizes_vary;
     l->s.size_policy.frame_factor = s.sampler.frame_factor; /* one frame factor per sample */
-    l->variable = vsize || reel__sampler_fixed_count(&s.sampler) < 1;
-    l->T = l->variable ? 0 : (int)(reel__sampler_fixed_count(&s.sampler) / s.sampler.clips_per_video);
-    l->K = s.sampler.clips_per_video;
-    l->esize = reel__dtype_size(s.transform.dtype);
+    l->shapes_vary = sizes_vary || reel__sampler_fixed_count(&s.sampler) < 1;
+    l->frames_per_clip = l->shapes_vary ? 0 : (int)(reel__sampler_fixed_count(&s.sampler) / s.sampler.clips_per_video);
+    l->clips_per_sample = s.sampler.clips_per_video;
+    l->element_bytes = reel__dtype_size(s.transform.dtype);
     reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);
     for (size_t i = 0; i < reel_dataset_get_num_skipped(ds); i++) { /* what the folder scan did not follow */
         const char *note = reel_dataset_get_skipped(ds, i);

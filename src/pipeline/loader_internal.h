@@ -1,9 +1,11 @@
-/* loader_internal.h: the loader's private state shared by its files:
- * loader.c (settings, create/destroy, the consumer side, metrics),
- * loader_stages.c (the stage workers, the error policy, the watchdog),
- * loader_vary.c (variable batches: each sample's length and size, their
- * collate), loader_resume.c (state, checkpoints, restore) and
- * loader_feed.c (the feeder, starting and stopping the threads). */
+/* loader_internal.h: the loader's private state shared by its files, which
+ * call each other one way (check_layers.py, check 7): loader.c (settings,
+ * create/destroy, the consumer side) -> loader_resume.c (position, state,
+ * checkpoints, restore) -> loader_feed.c (the feeder, starting and stopping
+ * the threads) -> loader_stages.c (the stage workers, the error policy, the
+ * watchdog) -> loader_vary.c (variable shapes: each sample's length and
+ * size, their decode split and collate); loader_metrics.c (metrics, trace,
+ * failures) reads the state and calls none of them. */
 #ifndef REEL_PIPELINE_LOADER_INTERNAL_H
 #define REEL_PIPELINE_LOADER_INTERNAL_H
 
@@ -43,13 +45,15 @@ typedef struct worker {
 struct reel_loader {
     reel_loader_settings s;
     reel_dataset *ds;
-    reel_source src;        /* videos or store records, local or at URLs: chosen once, never branched on */
-    int out_w, out_h, T, K; /* fixed-shape batches' clip shape (variable: the transform's size, if fixed) */
-    size_t esize;
-    /* Variable batches: samples of their own frame count (the fps sampler)
-     * and/or size (a pixel-budget size policy); K is 1. One sampler and one
-     * size policy decide both, in stage 1. */
-    int variable, vsize;
+    reel_source src; /* videos or store records, local or at URLs: chosen once, never branched on */
+    /* A fixed-shape batch's clip: its output size, its frames and the clips
+     * of one sample (variable shapes: the transform's size, if fixed). */
+    int clip_width, clip_height, frames_per_clip, clips_per_sample;
+    size_t element_bytes; /* bytes per output element (the transform's dtype) */
+    /* Variable shapes: samples of their own frame count (the fps sampler)
+     * and/or size (sizes_vary: a pixel-budget size policy); clips_per_sample
+     * is 1. One sampler and one size policy decide both, in stage 1. */
+    int shapes_vary, sizes_vary;
 
     reel_plan plan; /* feeder's */
     reel_ring ring;
@@ -146,9 +150,6 @@ static inline int64_t batches_in_epoch(const reel_loader *l, int64_t epoch)
 /* A slot is done (success or final failure); the last one of its batch
  * hands the batch to the collate stage. */
 void reel__loader_slot_finish(reel_loader *l, reel_slot *s);
-/* Collate: a slot that failed; the batch keeps the first real failure (for
- * RAISE), or notes a cancellation. */
-void reel__loader_collate_failed(reel_batchbuf *bb, const reel_slot *s);
 /* Frees the source's per-sample state of a slot. */
 void reel__loader_slot_close(reel_loader *l, reel_slot *s);
 /* Names the calling thread ("reel-decode-3"; id < 0: "reel-<name>"). */
@@ -182,10 +183,11 @@ int reel__loader_vary_contexts(reel_loader *l, const reel_slot *s);
  * source's dense GOP-parallel decode straight into the slot's buffer. */
 int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int contexts, reel_source_stats *stats,
                                    reel_error *e);
-/* Frames requested for a slot: K * T, or the sample's own count. */
+/* Frames requested for a slot: clips_per_sample * frames_per_clip, or the
+ * sample's own count. */
 static inline size_t slot_frames(const reel_loader *l, const reel_slot *s)
 {
-    return l->variable ? (size_t)s->T : (size_t)l->K * (size_t)l->T;
+    return l->shapes_vary ? (size_t)s->num_frames : (size_t)l->clips_per_sample * (size_t)l->frames_per_clip;
 }
 
 /* loader_resume.c */

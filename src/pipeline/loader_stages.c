@@ -229,7 +229,7 @@ static int open_sample(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
     info.video.name = sample_name(l, s->sample);
     reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_SAMPLER,
                          (uint32_t)s->attempt };
-    if (l->variable)
+    if (l->shapes_vary)
         st = reel__loader_vary_sample(l, s, &info, &key, e);
     else if (info.presampled)
         st = reel__loader_take_all(&info, s->indices, slot_frames(l, s), e);
@@ -336,7 +336,9 @@ static int window(void *opaque, size_t pos, int w, int h, int win[6])
     reel_loader *l = c->l;
     if (pos >= c->n) return 0;
     if (l->s.transform.apply_rotation && c->s->rotation) return 0;
-    if (clip_geometry(c, l->variable ? 0 : (int)(pos / (size_t)l->T), w, h) != REEL_OK || c->t.crop_w <= 0) return 0;
+    if (clip_geometry(c, l->shapes_vary ? 0 : (int)(pos / (size_t)l->frames_per_clip), w, h) != REEL_OK ||
+        c->t.crop_w <= 0)
+        return 0;
     win[0] = c->t.crop_x;
     win[1] = c->t.crop_y;
     win[2] = c->t.crop_w;
@@ -365,7 +367,7 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     reel_loader *l = c->l;
     reel_slot *s = c->s;
     reel_batchbuf *bb = s->bb;
-    const int T = l->variable ? s->T : l->T;
+    const int T = l->shapes_vary ? s->num_frames : l->frames_per_clip;
     int st;
     if (pos >= c->n)
         return reel__error_set(&c->err, REEL_E_INTERNAL, "%s: request position %zu out of range",
@@ -387,19 +389,19 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     }
     st = clip_geometry(c, clip, fw, fh);
     if (st != REEL_OK) return st;
-    int64_t row = (int64_t)s->index * l->K + clip;
+    int64_t row = (int64_t)s->index * l->clips_per_sample + clip;
     int64_t off, sc, sy, sx;
     /* fixed shapes: the clip's row of the batch; variable: the slot's own buffer */
-    uint8_t *base = l->variable ? s->data : bb->data;
-    size_t cap = l->variable ? s->data_cap : bb->bytes_cap;
-    if (l->variable)
-        reel__layout_frame(l->s.transform.layout, T, s->out_h, s->out_w, 0, t, &off, &sc, &sy, &sx);
+    uint8_t *base = l->shapes_vary ? s->data : bb->data;
+    size_t cap = l->shapes_vary ? s->data_cap : bb->bytes_cap;
+    if (l->shapes_vary)
+        reel__layout_frame(l->s.transform.layout, T, s->height, s->width, 0, t, &off, &sc, &sy, &sx);
     else
-        reel__layout_frame(l->s.transform.layout, T, l->out_h, l->out_w, row, t, &off, &sc, &sy, &sx);
+        reel__layout_frame(l->s.transform.layout, T, l->clip_height, l->clip_width, row, t, &off, &sc, &sy, &sx);
     c->t.stride_c = sc;
     c->t.stride_y = sy;
     c->t.stride_x = sx;
-    size_t boff = (size_t)off * l->esize;
+    size_t boff = (size_t)off * l->element_bytes;
     st = reel_converter_run(c->conv, frame, &c->t, base + boff, cap - boff, &c->err);
     if (st != REEL_OK) return st;
     s->pts[pos] = reel_frame_get_pts(frame);
@@ -436,12 +438,12 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
     c.conv = state;
     c.t_decode = t0;
     c.last_clip = -1;
-    for (int k = 0; k < l->K; k++) s->bb->rows[(int64_t)s->index * l->K + k].crop_w = 0;
+    for (int k = 0; k < l->clips_per_sample; k++) s->bb->rows[(int64_t)s->index * l->clips_per_sample + k].crop_w = 0;
     memset(s->visited, 0, n);
     reel_source_stats stats;
     memset(&stats, 0, sizeof stats);
     atomic_fetch_add(&l->decoding, 1);
-    const int contexts = l->variable ? reel__loader_vary_contexts(l, s) : 1;
+    const int contexts = l->shapes_vary ? reel__loader_vary_contexts(l, s) : 1;
     int st;
     if (contexts >= 2) {
         st = reel__loader_vary_decode_split(l, w, s, contexts, &stats, e);
@@ -493,28 +495,14 @@ void *reel__loader_decode_main(void *arg)
 
 /* ------------------------------------------------------ stage 3: collate */
 
-void reel__loader_collate_failed(reel_batchbuf *bb, const reel_slot *s)
-{
-    if (bb->status == REEL_OK && s->status != REEL_E_CANCELLED) {
-        bb->status = s->status;
-        bb->err = s->err;
-        bb->err_sample = s->sample;
-        bb->err_position = s->position;
-    }
-    if (s->status == REEL_E_CANCELLED && bb->status == REEL_OK) {
-        bb->status = REEL_E_CANCELLED;
-        reel__error_set(&bb->err, REEL_E_CANCELLED, "loader: cancelled");
-    }
-}
-
 static void collate(reel_loader *l, reel_batchbuf *bb)
 {
-    if (l->variable) {
+    if (l->shapes_vary) {
         reel__loader_collate_variable(l, bb);
         return;
     }
-    const int K = l->K;
-    const size_t row_bytes = (size_t)bb->batch.strides[0] * l->esize;
+    const int K = l->clips_per_sample;
+    const size_t row_bytes = (size_t)bb->batch.strides[0] * l->element_bytes;
     int64_t out = 0;
     bb->status = REEL_OK;
     bb->err_sample = bb->err_position = -1;
@@ -523,7 +511,7 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
         reel_slot *s = &bb->slots[j];
         if (s->status != REEL_OK) {
             failed++;
-            reel__loader_collate_failed(bb, s);
+            reel__batchbuf_note_failure(bb, s);
             continue;
         }
         const char *path = sample_name(l, s->sample); /* a URL redacted: the clip shows it */
@@ -543,15 +531,15 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
             ci->clip = k;
             ci->attempt = s->attempt;
             ci->padded = s->padded;
-            ci->frame_indices = s->indices + (size_t)k * l->T;
-            ci->pts = s->pts + (size_t)k * l->T;
+            ci->frame_indices = s->indices + (size_t)k * l->frames_per_clip;
+            ci->pts = s->pts + (size_t)k * l->frames_per_clip;
             ci->time_base_num = s->tb_num;
             ci->time_base_den = s->tb_den;
             ci->data = (uint8_t *)bb->data + (size_t)out * row_bytes;
             ci->bytes = row_bytes;
-            ci->num_frames = l->T;
-            ci->width = l->out_w;
-            ci->height = l->out_h;
+            ci->num_frames = l->frames_per_clip;
+            ci->width = l->clip_width;
+            ci->height = l->clip_height;
             bb->labels[out] = label;
             out++;
         }

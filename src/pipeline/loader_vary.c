@@ -3,7 +3,6 @@
  * decides both with the one sampler and size policy and reserves the slot's
  * buffer in the ring; stage 3 lays the clips out, padded on request. */
 #define _POSIX_C_SOURCE 200809L
-#include "convert/convert_internal.h"
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "pipeline/dataset_internal.h"
@@ -15,10 +14,10 @@
 void reel__loader_slot_transform(const reel_loader *l, const reel_slot *s, reel_clip_transform *ct)
 {
     *ct = l->s.transform;
-    if (l->vsize) {
+    if (l->sizes_vary) {
         ct->resize = REEL_RESIZE_EXACT;
-        ct->resize_width = s->out_w;
-        ct->resize_height = s->out_h;
+        ct->resize_width = s->width;
+        ct->resize_height = s->height;
     }
 }
 
@@ -44,31 +43,31 @@ int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_inf
     if (res.num_frames < 1 || res.num_frames > (int64_t)1 << 24)
         return reel__error_set(e, REEL_E_OUT_OF_RANGE, "%s: %lld frames sampled", info->video.name,
                                (long long)res.num_frames);
-    s->T = (int)res.num_frames;
-    s->out_w = l->out_w;
-    s->out_h = l->out_h;
+    s->num_frames = (int)res.num_frames;
+    s->width = l->clip_width;
+    s->height = l->clip_height;
     int dw = info->width, dh = info->height;
     if (l->s.transform.apply_rotation && (info->rotation == 90 || info->rotation == 270)) {
         dw = info->height;
         dh = info->width;
     }
-    s->disp_w = dw;
-    s->disp_h = dh;
-    if (l->vsize) {
+    s->display_width = dw;
+    s->display_height = dh;
+    if (l->sizes_vary) {
         reel_error pe;
-        st = reel_size_policy_apply(&l->s.size_policy, dw, dh, res.num_frames, &s->out_w, &s->out_h, &pe);
+        st = reel_size_policy_apply(&l->s.size_policy, dw, dh, res.num_frames, &s->width, &s->height, &pe);
         if (st != REEL_OK) return reel__error_set(e, st, "%s: %s", info->video.name, pe.message);
     }
-    const size_t bytes = (size_t)s->T * 3 * (size_t)s->out_w * (size_t)s->out_h * l->esize;
-    st = reel__ring_slot_reserve(&l->ring, s, s->T, bytes, e);
+    const size_t bytes = (size_t)s->num_frames * 3 * (size_t)s->width * (size_t)s->height * l->element_bytes;
+    st = reel__ring_slot_reserve(&l->ring, s, s->num_frames, bytes, e);
     if (st != REEL_OK) return st;
-    if (info->presampled) return reel__loader_take_all(info, s->indices, (size_t)s->T, e);
+    if (info->presampled) return reel__loader_take_all(info, s->indices, (size_t)s->num_frames, e);
     return reel__sampler_run(&l->s.sampler, &info->video, key, s->indices, e);
 }
 
 int reel__loader_vary_contexts(reel_loader *l, const reel_slot *s)
 {
-    if (!l->s.gop_split || !l->src.ops->decode_dense || s->T < 2 || s->disp_w < 1) return 1;
+    if (!l->s.gop_split || !l->src.ops->decode_dense || s->num_frames < 2 || s->display_width < 1) return 1;
     int64_t depth = 0;
     double avg = 0;
     reel__queue_depth(&l->st[REEL_STAGE_DECODE].q, &depth, &avg);
@@ -85,7 +84,7 @@ int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int 
     reel__loader_slot_transform(l, s, &ct);
     reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP, (uint32_t)s->attempt };
     reel_transform t;
-    int st = reel__geometry_frame(&ct, s->disp_w, s->disp_h, &key, 0, &t, e);
+    int st = reel__geometry_frame(&ct, s->display_width, s->display_height, &key, 0, &t, e);
     if (st != REEL_OK) return st;
     t.layout = l->s.transform.layout == REEL_BATCH_BTHWC ? REEL_LAYOUT_HWC : REEL_LAYOUT_CHW;
     const int cthw = l->s.transform.layout == REEL_BATCH_BCTHW; /* a sample's [C, T, H, W]: channel after channel */
@@ -93,15 +92,15 @@ int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int 
     /* the slot's own buffer: no other slot's rows move under it (collate
      * reads only finished slots), and the ring reuses it only once this
      * worker lets go, so an abandoned sample needs no lock here */
-    st = l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, s->indices, (size_t)s->T, &t, cthw, s->data,
+    st = l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, s->indices, (size_t)s->num_frames, &t, cthw, s->data,
                                   s->data_cap, contexts, s->pts, stats, e);
     if (st != REEL_OK) return st;
     reel_clip_info *ci = &s->bb->rows[s->index];
     ci->flipped = t.flip_horizontal;
     ci->crop_x = t.crop_w > 0 ? t.crop_x : 0;
     ci->crop_y = t.crop_w > 0 ? t.crop_y : 0;
-    ci->crop_w = t.crop_w > 0 ? t.crop_w : s->disp_w;
-    ci->crop_h = t.crop_w > 0 ? t.crop_h : s->disp_h;
+    ci->crop_w = t.crop_w > 0 ? t.crop_w : s->display_width;
+    ci->crop_h = t.crop_w > 0 ? t.crop_h : s->display_height;
     return REEL_OK;
 }
 
@@ -131,7 +130,7 @@ static void pad_copy(int layout, size_t es, const uint8_t *src, int T, int h, in
 static int collate_padded(reel_loader *l, reel_batchbuf *bb)
 {
     reel_batch *b = &bb->batch;
-    const size_t row = (size_t)b->strides[0] * l->esize, bytes = (size_t)b->num_clips * row;
+    const size_t row = (size_t)b->strides[0] * l->element_bytes, bytes = (size_t)b->num_clips * row;
     int st = reel__ring_batch_reserve(&l->ring, bb, bytes, &bb->err);
     if (st != REEL_OK) return st;
     uint8_t *dst = bb->data;
@@ -141,8 +140,8 @@ static int collate_padded(reel_loader *l, reel_batchbuf *bb)
     const int wm = (int)(b->layout == REEL_BATCH_BTHWC ? b->shape[3] : b->shape[4]);
     for (int64_t i = 0; i < b->num_clips; i++) {
         const reel_clip_info *ci = &bb->clips[i];
-        pad_copy(b->layout, l->esize, ci->data, ci->num_frames, ci->height, ci->width, dst + (size_t)i * row, Tm, hm,
-                 wm);
+        pad_copy(b->layout, l->element_bytes, ci->data, ci->num_frames, ci->height, ci->width, dst + (size_t)i * row,
+                 Tm, hm, wm);
     }
     b->data = dst;
     b->bytes = bytes;
@@ -159,7 +158,7 @@ void reel__loader_collate_variable(reel_loader *l, reel_batchbuf *bb)
         reel_slot *s = &bb->slots[j];
         if (s->status != REEL_OK) {
             failed++;
-            reel__loader_collate_failed(bb, s);
+            reel__batchbuf_note_failure(bb, s);
             continue;
         }
         reel_clip_info *ci = &bb->clips[out];
@@ -177,14 +176,14 @@ void reel__loader_collate_variable(reel_loader *l, reel_batchbuf *bb)
         ci->time_base_num = s->tb_num;
         ci->time_base_den = s->tb_den;
         ci->data = s->data;
-        ci->num_frames = s->T;
-        ci->width = s->out_w;
-        ci->height = s->out_h;
-        ci->bytes = (size_t)s->T * 3 * (size_t)s->out_w * (size_t)s->out_h * l->esize;
+        ci->num_frames = s->num_frames;
+        ci->width = s->width;
+        ci->height = s->height;
+        ci->bytes = (size_t)s->num_frames * 3 * (size_t)s->width * (size_t)s->height * l->element_bytes;
         bb->labels[out] = ci->label;
-        if (s->T > Tm) Tm = s->T;
-        if (s->out_h > hm) hm = s->out_h;
-        if (s->out_w > wm) wm = s->out_w;
+        if (s->num_frames > Tm) Tm = s->num_frames;
+        if (s->height > hm) hm = s->height;
+        if (s->width > wm) wm = s->width;
         out++;
     }
     reel_batch *b = &bb->batch;

@@ -1,7 +1,7 @@
 /* ring.c: allocation of the batch buffers (aligned, pre-faulted; optionally
  * page-locked, pinned.c) with their slots and metadata arrays, and the
  * buffer state machine. */
-#include "convert/convert_internal.h"
+#include "convert/dtype.h"
 #include "pipeline/ring.h"
 #include "pipeline/geometry.h"
 #include "core/error.h"
@@ -364,4 +364,18 @@ void reel__ring_reset_unheld(reel_ring *r)
         }
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->mu);
+}
+
+void reel__batchbuf_note_failure(reel_batchbuf *bb, const reel_slot *s)
+{
+    if (bb->status == REEL_OK && s->status != REEL_E_CANCELLED) {
+        bb->status = s->status;
+        bb->err = s->err;
+        bb->err_sample = s->sample;
+        bb->err_position = s->position;
+    }
+    if (s->status == REEL_E_CANCELLED && bb->status == REEL_OK) {
+        bb->status = REEL_E_CANCELLED;
+        reel__error_set(&bb->err, REEL_E_CANCELLED, "loader: cancelled");
+    }
 }

@@ -33,7 +33,7 @@ typedef struct reel_slot {
     reel_error err;
     reel_remote_stats tally; /* requests for the sample's objects at URLs, until the loader takes them */
     void *handle;            /* the source's per-sample state, open between stage 1 and stage 2 */
-    int64_t *indices;        /* clips_per_video * frames_per_clip requested frames (variable: T) */
+    int64_t *indices;        /* clips_per_video * frames_per_clip requested frames (variable: num_frames) */
     int64_t *pts;            /* same count, filled while decoding */
     uint8_t *visited;        /* same count: 1 once the position was written */
     /* Time limit bookkeeping, under mu: the watchdog may abandon a slot
@@ -50,8 +50,8 @@ typedef struct reel_slot {
     int tb_num, tb_den, rotation;
     /* Variable batches: the sample's frame count and output size (stage 1),
      * its own frame buffer and index arrays (grown, kept for reuse). */
-    int T, out_w, out_h;
-    int disp_w, disp_h; /* the display size (after rotation) */
+    int num_frames, width, height;
+    int display_width, display_height; /* the display size (after rotation) */
     void *data;
     size_t data_cap;    /* bytes allocated at data (under the ring's mu) */
     int data_pinned;    /* data came from cudaHostAlloc */
@@ -130,6 +130,9 @@ int reel__ring_batch_reserve(reel_ring *r, reel_batchbuf *bb, size_t bytes, reel
 
 /* Locks mu: marks READY and wakes waiters. */
 void reel__ring_set_ready(reel_ring *r, reel_batchbuf *bb);
+/* Collate (both batch kinds): a slot that failed; the batch keeps the first
+ * real failure (for RAISE), or notes a cancellation. */
+void reel__batchbuf_note_failure(reel_batchbuf *bb, const reel_slot *s);
 /* Locks mu: OUT -> FREE for the buffer holding `batch`. REEL_E_INVALID_ARG
  * if the batch is not one of ours or is not handed out. */
 int reel__ring_release(reel_ring *r, reel_batch *batch);

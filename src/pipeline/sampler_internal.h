@@ -1,11 +1,13 @@
 /* sampler_internal.h: per-video clip samplers (random/regular, by index/by time) as
  * pure functions of the frame table and a counter-based random key, so the
- * frames a sample gets never depend on threads or scheduling. */
+ * frames a sample gets never depend on threads or scheduling. For the
+ * pipeline alone; the builder (src/pack) uses sampler_of_pack.h. */
 #ifndef REEL_PIPELINE_SAMPLER_INTERNAL_H
 #define REEL_PIPELINE_SAMPLER_INTERNAL_H
 
 #include "reel/pipeline.h"
 #include "pipeline/rng.h"
+#include "pipeline/sampler_of_pack.h"
 
 /* The part of a video a sampler works on is the public reel_sampler_video
  * (reel/sampler.h): the one frame-table view, filled by the loader's sources
@@ -18,12 +20,6 @@ int reel__sampler_check(const reel_sampler_settings *s, reel_error *err);
  * (clips_per_video * frames_per_clip; the count sampler's rounded count);
  * -1 for REEL_SAMPLE_FPS. */
 int64_t reel__sampler_fixed_count(const reel_sampler_settings *s);
-
-/* The whole-video sampler a store was packed with, as settings: the sampler
- * fields that reel_store_info and reel_pack_settings both carry (kind, fps,
- * min and max frames, the count sampler's frames, frame factor). */
-void reel__sampler_of_pack(int kind, double fps, int min_frames, int max_frames, int frames, int frame_factor,
-                           reel_sampler_settings *s);
 
 /* reel_sampler_describe without the argument checks. */
 int reel__sampler_describe(const reel_sampler_settings *s, const reel_sampler_video *v, reel_sampler_result *r,

@@ -4,7 +4,7 @@
  * reader per worker thread; the store itself is shared. */
 #include "pipeline/source.h"
 #include "pipeline/sampler_internal.h"
-#include "store/store_internal.h"
+#include "store/store_for_pipeline.h"
 #include "core/error.h"
 
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * frames with one planned call. */
 #include "pipeline/source.h"
 #include "core/error.h"
-#include "decoder/internal.h"
+#include "decoder/decoder_for_loader.h"
 #include "decoder/open.h"
 
 #include <string.h>
@@ -76,7 +76,7 @@ static void video_close(void *ctx, void *handle)
 }
 
 /* Stage 2 of one long sample while decode threads idle: the decoder's
- * GOP-parallel get_frames (gop_contexts, set for this call only: the loader
+ * GOP-parallel get_frames (`contexts` for this call only: the loader
  * decides per sample) straight into the slot's buffer. */
 static int video_decode_dense(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n,
                               const reel_transform *t, int cthw, void *dst, size_t cap, int contexts, int64_t *pts,
@@ -87,10 +87,7 @@ static int video_decode_dense(void *ctx, void *tls, void *handle, const int64_t 
     reel_decoder *dec = handle;
     reel_decode_stats ds;
     memset(&ds, 0, sizeof ds);
-    dec->settings.gop_contexts = contexts;
-    int r = cthw ? reel__decoder_get_frames_cthw(dec, indices, n, t, dst, cap, &ds, err)
-                 : reel_decoder_get_frames(dec, indices, n, t, dst, cap, &ds, err);
-    dec->settings.gop_contexts = 0;
+    int r = reel__decoder_get_sample(dec, indices, n, t, cthw, contexts, dst, cap, &ds, err);
     st->frames_decoded += ds.frames_decoded;
     st->frames_returned += ds.frames_returned;
     if (r != REEL_OK) return r;

@@ -2,13 +2,14 @@
  * bounds-checked parsing of untrusted bytes, and the open store: the index
  * read into memory with per-record frame tables and class names. */
 #include "store/store_internal.h"
-#include "io/io_internal.h"
+#include "io/io_front.h"
 
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 
 /* ---------------------------------------------------------------- little-endian */
@@ -512,6 +513,13 @@ int reel__store_index_parse(const uint8_t *in, size_t n, const char *name, reel_
 void reel__store_shard_name(char *out, size_t size, uint32_t part, uint32_t seq)
 {
     snprintf(out, size, "shard-%05u-%05u.bin", part, seq);
+}
+
+int reel__store_dir_has_index(const char *dir)
+{
+    char idx[4200];
+    struct stat sb;
+    return reel__store_join(idx, sizeof idx, dir, REEL_STORE_INDEX_NAME) == 0 && stat(idx, &sb) == 0;
 }
 
 int reel__store_join(char *out, size_t size, const char *dir, const char *name)

@@ -5,7 +5,7 @@
 #include "store/store_internal.h"
 #include "core/clock.h"
 #include "core/frame.h"
-#include "io/io_internal.h"
+#include "io/io_front.h"
 #include "io/remote.h"
 
 #include <stdio.h>

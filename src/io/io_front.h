@@ -1,9 +1,11 @@
-/* io_internal.h: random-access byte sources named by a URI: local files (file.c),
- * http(s):// and s3:// objects (http.c, s3.c) behind one table of operations
- * (io_common.h), so the decoder (through an AVIOContext) and the packed store
- * read either. The front end: dispatch by scheme, exact reads, listing. */
-#ifndef REEL_IO_IO_INTERNAL_H
-#define REEL_IO_IO_INTERNAL_H
+/* io_front.h: the front end of src/io (io.c), the one header the modules
+ * above read bytes through (decoder, store, pipeline): random-access byte
+ * sources named by a URI, local files (file.c) and http(s):// and s3://
+ * objects (http.c, s3.c) behind one table of operations (io_common.h), so the
+ * decoder (through an AVIOContext) and the packed store read either.
+ * Dispatch by scheme, exact reads, listing. */
+#ifndef REEL_IO_IO_FRONT_H
+#define REEL_IO_IO_FRONT_H
 
 #include "io/io_common.h"
 

@@ -1,0 +1,116 @@
+/* store_for_pack.h: the store's writing side, which the builder above it
+ * (src/pack) drives: the record and the build settings a store keeps, the
+ * encoders, and one part's journal and shard files (build.c, encode.c). */
+#ifndef REEL_STORE_STORE_FOR_PACK_H
+#define REEL_STORE_STORE_FOR_PACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reel/store.h"
+
+/* Records start on this boundary of their shard; the least shard size. */
+#define REEL_STORE_ALIGN 4096
+
+/* One stored frame inside its record. */
+typedef struct reel__store_frame {
+    uint32_t offset, length; /* bytes inside the record */
+    uint32_t crc;            /* CRC-32 of those bytes */
+    uint32_t flags;          /* REEL_FRAME_KEY */
+    int64_t source_index;    /* frame index in the source video */
+    int64_t pts, duration;   /* source pts and duration, source time base */
+} reel__store_frame;
+
+/* One record: a video (or segment) and where its bytes are. */
+typedef struct reel__store_rec {
+    int64_t sample; /* dataset index of the source */
+    uint32_t part, shard_seq;
+    uint64_t offset, length; /* in the shard */
+    uint32_t crc;            /* CRC-32 of the record's bytes */
+    int32_t status;          /* REEL_OK or why it failed to pack */
+    int64_t label;
+    int64_t source_num_frames;
+    uint32_t num_frames, width, height;
+    int32_t tb_num, tb_den, fps_num, fps_den;
+    int64_t source_size, source_mtime_ns;
+    double seg_start, seg_end;
+    char *path, *reason, *class_name;
+    reel__store_frame *frames;
+} reel__store_rec;
+
+/* The build settings that the index and every journal carry. */
+typedef struct reel__store_params {
+    uint32_t format, zstd_level;
+    int32_t short_side, width, height, quality, gop, crf, every;
+    uint32_t part_count;
+    double fps;
+    uint64_t shard_size;
+    /* whole-video sampling (reel_pack_settings.sampler; 0: none, then the
+     * other three are 0) */
+    int32_t sampler, min_frames, max_frames, frames, frame_factor;
+} reel__store_params;
+
+/* CRC-32 of n bytes continuing `crc` (0 to start; crc32.c). */
+uint32_t reel__crc32(uint32_t crc, const void *data, size_t n);
+
+/* Settings -> the params block (part_count included). */
+void reel__store_params_from(reel__store_params *p, const reel_pack_settings *s);
+
+/* Frees what a record owns (its strings and frames) and zeroes it. */
+void reel__store_rec_free(reel__store_rec *r);
+
+/* Encoders (encode.c). The frame source is `n` RGB24 HWC images of w x h
+ * at `rgb`, `stride` bytes apart. Output appends to a growable buffer. */
+typedef struct reel__bytes {
+    uint8_t *data;
+    size_t len, cap;
+} reel__bytes;
+int reel__bytes_reserve(reel__bytes *b, size_t extra);
+void reel__bytes_free(reel__bytes *b);
+
+typedef struct reel__encoder reel__encoder;
+/* REEL_OK where this FFmpeg has the libx264 encoder the h264 format needs;
+ * else REEL_E_UNSUPPORTED_CODEC with a message that says how to get it. */
+int reel__encoder_h264_check(const char *name, reel_error *err);
+int reel__encoder_create(reel__encoder **out, const reel__store_params *p, reel_error *err);
+void reel__encoder_destroy(reel__encoder **e);
+/* Starts a record of w x h frames (for H264: a new stream). */
+int reel__encoder_begin(reel__encoder *e, int w, int h, const char *name, reel_error *err);
+/* Adds frames; for JPEG/RAW their payloads go to out at once and the frame
+ * offsets/lengths are set; for H264 they are buffered in the encoder. */
+int reel__encoder_add(reel__encoder *e, const uint8_t *rgb, size_t stride, int64_t first, int n,
+                      reel__store_frame *frames, reel__bytes *out, const char *name, reel_error *err);
+/* Ends the record (H264: flushes the encoder and writes the stream). */
+int reel__encoder_end(reel__encoder *e, reel__store_frame *frames, int64_t nframes, reel__bytes *out, const char *name,
+                      reel_error *err);
+
+/* Writing one part of a build (build.c): its journal and shard files. */
+typedef struct reel__store_part {
+    const char *dir;
+    int part, count;
+    int jfd; /* the journal */
+    int64_t jlen;
+    int sfd; /* the current shard */
+    uint32_t seq;
+    int64_t off; /* end of the current shard's data */
+    uint64_t shard_size;
+} reel__store_part;
+
+/* Creates dir (and its parents) and opens part `part` of `count` for
+ * writing records of the dataset indices `list` (n, in order). A journal of
+ * the part from a killed build with the same params is resumed: its torn
+ * last entry dropped, the shard truncated after its last journaled record,
+ * later shards deleted; *done is how many of `list` are already written. A
+ * journal written with other params is REEL_E_INVALID_ARG. */
+int reel__store_part_open(reel__store_part *o, const char *dir, int part, int count, const reel__store_params *p,
+                          const int64_t *list, int64_t n, int64_t *done, reel_error *err);
+/* Appends a record: its bytes (b, may be empty) at the next 4 KiB boundary
+ * of the current shard, or at the start of a new one when they would pass
+ * the shard size, synced; then its entry to the journal, synced. Sets
+ * rec->part, shard_seq and offset. */
+int reel__store_part_write(reel__store_part *o, reel__store_rec *rec, const reel__bytes *b, reel_error *err);
+/* Closes the part's files; with records >= 0 (the part is complete), writes
+ * its done marker holding that count. */
+int reel__store_part_close(reel__store_part *o, int64_t records, reel_error *err);
+
+#endif

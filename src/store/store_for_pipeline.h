@@ -1,0 +1,42 @@
+/* store_for_pipeline.h: what the pipeline asks of a packed store beyond the
+ * public reader: the loader's store source fetches a sample's bytes in stage
+ * 1 and decodes them in stage 2 (pipeline/source_store.c, read.c), and the
+ * dataset tells a store's folder from a folder of videos (index.c). */
+#ifndef REEL_STORE_STORE_FOR_PIPELINE_H
+#define REEL_STORE_STORE_FOR_PIPELINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "reel/store.h"
+#include "core/frame.h"
+
+/* 1 when the local folder `dir` holds a packed store's index, else 0. */
+int reel__store_dir_has_index(const char *dir);
+
+/* Bytes of some frames of one record, fetched by a reader (stage 1 of the
+ * loader) and decoded later (stage 2), possibly by another reader. */
+typedef struct reel__store_blob {
+    int64_t record;
+    uint8_t *data;
+    size_t len, cap;
+    int whole;    /* H264: the whole record */
+    int64_t *u;   /* the distinct fetched positions, ascending */
+    uint64_t *at; /* offset of each in data */
+    size_t m, ucap;
+} reel__store_blob;
+
+/* Fetches the frames at `positions` (n, stored positions) of `record` into
+ * *b; a position out of range is REEL_E_OUT_OF_RANGE naming the record. */
+int reel__store_fetch(reel_store_reader *r, int64_t record, const int64_t *positions, size_t n, reel__store_blob *b,
+                      reel_store_read_stats *stats, reel_error *err);
+/* Decodes the fetched frames to fn. With `window` (may be NULL), a JPEG
+ * frame is decoded only over the union of the windows its requests need. */
+int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const int64_t *positions, size_t n,
+                       reel_frame_fn fn, reel__window_fn window, void *opaque, reel_store_read_stats *stats,
+                       reel_error *err);
+void reel__store_blob_free(reel__store_blob *b);
+/* The interrupt callback for the reader's next calls (the loader's per-sample one). */
+void reel__store_reader_set_interrupt(reel_store_reader *r, int (*fn)(void *), void *opaque);
+
+#endif
