@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "reel/store.h"
+#include "core/error.h"
 #include "store/store_for_pack.h"
 
 /* One dataset entry, read once before the workers start (the dataset is
