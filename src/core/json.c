@@ -68,6 +68,26 @@ void reel__buf_printf(reel_buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+/* The length of the well-formed UTF-8 sequence at p (RFC 3629: no overlong
+ * forms, no surrogates, nothing past U+10FFFF), or 0. p is NUL-terminated,
+ * and a NUL is never a continuation byte, so the reads stop at the end. */
+static size_t utf8_len(const unsigned char *p)
+{
+    unsigned c = p[0];
+    if (c < 0x80) return 1;
+    if (c < 0xC2) return 0; /* a continuation byte, or an overlong 2-byte lead */
+    if (c < 0xE0) return (p[1] & 0xC0) == 0x80 ? 2 : 0;
+    if (c < 0xF0) {
+        unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF; /* overlong; surrogates */
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 ? 3 : 0;
+    }
+    if (c < 0xF5) {
+        unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF; /* overlong; past U+10FFFF */
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xC0) == 0x80 && (p[3] & 0xC0) == 0x80 ? 4 : 0;
+    }
+    return 0;
+}
+
 void reel__buf_json_string(reel_buf *b, const char *s)
 {
     if (!s) {
@@ -76,7 +96,8 @@ void reel__buf_json_string(reel_buf *b, const char *s)
     }
     reel__buf_put(b, "\"", 1);
     const char *run = s;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
         const char *esc = NULL;
         char tmp[8];
         switch (*p) {
@@ -91,6 +112,17 @@ void reel__buf_json_string(reel_buf *b, const char *s)
             if (*p < 0x20) {
                 snprintf(tmp, sizeof tmp, "\\u%04x", *p);
                 esc = tmp;
+            } else if (*p >= 0x80) {
+                size_t n = utf8_len(p);
+                if (n) { /* well-formed: kept as it is */
+                    p += n;
+                    continue;
+                }
+                /* a byte that is not UTF-8 (a file name is bytes): \u00XX,
+                 * the code point of the byte's value, so the text stays
+                 * valid UTF-8 JSON and still shows which byte it was */
+                snprintf(tmp, sizeof tmp, "\\u%04x", *p);
+                esc = tmp;
             }
         }
         if (esc) {
@@ -98,6 +130,7 @@ void reel__buf_json_string(reel_buf *b, const char *s)
             reel__buf_puts(b, esc);
             run = (const char *)p + 1;
         }
+        p++;
     }
     reel__buf_puts(b, run);
     reel__buf_put(b, "\"", 1);

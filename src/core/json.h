@@ -21,7 +21,11 @@ void reel__buf_free(reel_buf *b);
 void reel__buf_put(reel_buf *b, const char *s, size_t n);
 void reel__buf_puts(reel_buf *b, const char *s);
 void reel__buf_printf(reel_buf *b, const char *fmt, ...) REEL_PRINTF(2, 3);
-/* Appends s as a quoted JSON string (NULL: null). */
+/* Appends s as a quoted JSON string (NULL: null). The text is always valid
+ * UTF-8 JSON (RFC 8259): quotes, backslashes and control characters are
+ * escaped, well-formed UTF-8 is kept, and each byte that is not part of
+ * well-formed UTF-8 (a Linux file name is bytes) becomes \u00XX, the code
+ * point of that byte's value: "bad\xff.mp4" is written "bad\u00ff.mp4". */
 void reel__buf_json_string(reel_buf *b, const char *s);
 /* Appends a JSON number; non-finite values become null. */
 void reel__buf_json_double(reel_buf *b, double v);

@@ -290,3 +290,45 @@ TEST(json_reader_and_writer_round_trip)
         CHECK_MSG(reel__json_object_each(bad[i], strlen(bad[i]), collect, &seen, &where) != 0, "accepted %s", bad[i]);
     }
 }
+
+/* A byte that is not part of well-formed UTF-8 (a Linux file name is bytes)
+ * is written as \u00XX; well-formed UTF-8 is kept; the text is always UTF-8. */
+TEST(json_writer_escapes_bytes_that_are_not_utf8)
+{
+    static const struct {
+        const char *in, *want;
+    } cases[] = {
+        { "bad\xff.mp4", "\"bad\\u00ff.mp4\"" },
+        { "\xff\xfe", "\"\\u00ff\\u00fe\"" },
+        { "caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e \x7f", "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9d\x84\x9e \x7f\"" },
+        { "\xc0\xaf", "\"\\u00c0\\u00af\"" },                       /* overlong '/' */
+        { "\xe0\x80\xaf", "\"\\u00e0\\u0080\\u00af\"" },            /* overlong, 3 bytes */
+        { "\xed\xa0\x80", "\"\\u00ed\\u00a0\\u0080\"" },            /* a surrogate (U+D800) */
+        { "\xf4\x90\x80\x80", "\"\\u00f4\\u0090\\u0080\\u0080\"" }, /* past U+10FFFF */
+        { "\xf5\x80\x80\x80", "\"\\u00f5\\u0080\\u0080\\u0080\"" },
+        { "a\xe2\x82", "\"a\\u00e2\\u0082\"" },    /* cut short at the end */
+        { "\xe2\x82z", "\"\\u00e2\\u0082z\"" },    /* cut short before ASCII */
+        { "\x80\xc3\xa9", "\"\\u0080\xc3\xa9\"" }, /* a lone continuation, then é */
+        { "\x01\x1f\"\\", "\"\\u0001\\u001f\\\"\\\\\"" },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        reel_buf b;
+        reel__buf_init(&b);
+        reel__buf_json_string(&b, cases[i].in);
+        CHECK(!b.oom);
+        CHECK_EQ_STR(b.data, cases[i].want);
+        /* reel's own reader takes it back: \u00XX is the character U+00XX */
+        reel_buf o;
+        reel__buf_init(&o);
+        reel__buf_puts(&o, "{\"k\":");
+        reel__buf_puts(&o, b.data);
+        reel__buf_puts(&o, "}");
+        kv_seen seen;
+        memset(&seen, 0, sizeof seen);
+        size_t where = 0;
+        CHECK_EQ_INT(reel__json_object_each(o.data, o.len, collect, &seen, &where), 0);
+        CHECK_EQ_INT(seen.n, 1);
+        reel__buf_free(&o);
+        reel__buf_free(&b);
+    }
+}
