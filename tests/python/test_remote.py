@@ -86,7 +86,7 @@ def test_loader_over_a_store_by_url_equals_local(tmp_path):
     local = epoch(root / "st")
     with nginx(root) as base:
         remote = epoch(f"{base}/st")
-        assert reel.dataset_info(f"{base}/st") == {"size": 6, "class_names": ["a", "b"]}
+        assert reel.dataset_info(f"{base}/st") == {"size": 6, "class_names": ["a", "b"], "skipped": []}
         with pytest.raises(reel.NotFoundError):
             reel.Loader(f"{base}/no-store-here")
     assert remote == local
@@ -176,7 +176,7 @@ def test_loader_over_a_manifest_by_url_equals_the_local_run(tmp_path):
     local = _epoch(root / "train.csv")
     with nginx(tmp_path / "www") as base:
         url = f"{base}/ds/train.csv"
-        assert reel.dataset_info(url) == {"size": 4, "class_names": ["archery", "bowling"]}
+        assert reel.dataset_info(url) == {"size": 4, "class_names": ["archery", "bowling"], "skipped": []}
         assert _epoch(url) == local
         # a query string is not part of the manifest's name, nor of its folder
         assert _epoch(url + "?version=2") == local
@@ -209,7 +209,7 @@ def test_s3_prefix_is_a_dataset_listed_over_pages(s3, tmp_path):
     local = _epoch(root)
     for prefix in ("s3://videos/kinetics/train/", "s3://videos/kinetics/train"):
         info = _with_env(keys, lambda p=prefix: reel.dataset_info(p))
-        assert info == local_info == {"size": 4, "class_names": ["archery", "bowling"]}
+        assert info == local_info == {"size": 4, "class_names": ["archery", "bowling"], "skipped": []}
     assert _with_env(keys, lambda: _epoch("s3://videos/kinetics/train/")) == local
     with pytest.raises(reel.ReelError) as e:
         _with_env(keys, lambda: reel.dataset_info("s3://videos/nothing-here/"))
@@ -266,7 +266,7 @@ def test_s3_prefix_over_small_pages_equals_the_local_folder(s3, tmp_path):
     client.put_object(Bucket="videos", Key="paged/empty/readme.txt", Body=b"x")
     client.put_object(Bucket="videos", Key="paged/empty/a/.hidden.mp4", Body=b"x")
     local_info = reel.dataset_info(root)
-    assert local_info == {"size": 7, "class_names": sorted(ODD_CLASSES)}
+    assert local_info == {"size": 7, "class_names": sorted(ODD_CLASSES), "skipped": []}
     local = _labels_and_frames(str(root), f"{root}/")
     # 2 keys a page: 11 objects under the prefix take 6 pages, all followed
     paged = dict(keys, REEL_S3_LIST_PAGE="2")
@@ -311,7 +311,7 @@ def test_remote_manifests_resolve_relative_entries_against_their_url(s3, tmp_pat
     (root / "train.csv").write_text("path,label\n" + "".join(f'"{v}",{v.split("/")[0]}\n' for v in videos))
     with nginx(www) as base:
         for url in (f"{base}/ds/train.csv", f"{base}/ds/lists/train.jsonl"):
-            assert reel.dataset_info(url) == {"size": 7, "class_names": sorted(ODD_CLASSES)}
+            assert reel.dataset_info(url) == {"size": 7, "class_names": sorted(ODD_CLASSES), "skipped": []}
         assert _labels_and_frames(f"{base}/ds/train.csv", f"{base}/ds/") == local
         assert _labels_and_frames(f"{base}/ds/lists/train.jsonl", f"{base}/ds/lists/../") == local
     # by s3: relative entries, and an absolute URL (elsewhere in the bucket) kept
@@ -322,7 +322,7 @@ def test_remote_manifests_resolve_relative_entries_against_their_url(s3, tmp_pat
     assert text.count('"s3://videos/elsewhere/') == 1
     client.put_object(Bucket="videos", Key="mani/train.jsonl", Body=text.encode())
     info = _with_env(keys, lambda: reel.dataset_info("s3://videos/mani/train.jsonl"))
-    assert info == {"size": 7, "class_names": sorted(ODD_CLASSES)}
+    assert info == {"size": 7, "class_names": sorted(ODD_CLASSES), "skipped": []}
     remote = _with_env(keys, lambda: _labels_and_frames("s3://videos/mani/train.jsonl", "s3://videos/mani/",
                                                         "s3://videos/elsewhere/"))
     assert remote == local

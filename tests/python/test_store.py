@@ -38,7 +38,7 @@ def test_pack_info_verify(videos, tmp_path):
     assert info["frames"] == sum(30 + 5 * v for v in range(3)) * 2
     v = reel.store_verify(tmp_path / "st")
     assert v["ok"] and v["bad"] == 0 and v["records"] == 6
-    assert reel.dataset_info(tmp_path / "st") == {"size": 6, "class_names": ["cat", "dog"]}
+    assert reel.dataset_info(tmp_path / "st") == {"size": 6, "class_names": ["cat", "dog"], "skipped": []}
     with pytest.raises(ValueError):
         reel.pack(videos, tmp_path / "bad", format="gif")
     with pytest.raises(reel.NotFoundError):

@@ -134,7 +134,7 @@ def test_len_of_a_folder_and_dataset_info(tmp_path):
         d.mkdir(exist_ok=True)
         reel._testing.write_video(str(d / f"v{i}.mp4"), width=64, height=48, frames=12, gop=6, seed=i + 1)
     info = reel.dataset_info(tmp_path)
-    assert info == {"size": 7, "class_names": ["class_0", "class_1", "class_2"]}
+    assert info == {"size": 7, "class_names": ["class_0", "class_1", "class_2"], "skipped": []}
     assert reel.dataset_info([("a.mp4", 1), ("b.mp4", 0)])["size"] == 2  # a list is not opened
     ds = rt.VideoDataset(tmp_path, frames_per_clip=2, size=32, batch_size=3, num_threads=1)
     assert len(ds) == 3 and sum(1 for _ in ds) == 3  # 7 videos, batches of 3
