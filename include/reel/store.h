@@ -67,14 +67,14 @@ typedef struct reel_pack_settings {
     void *interrupt_opaque; /**< passed to interrupt; borrowed (common.h) */
     /** Whole-video sampling with qwen-vl-utils' frame choice (reel/sampler.h,
      *  what reel.vlm and the Loader's sampler "fps" take):
-     *  REEL_SAMPLE_FPS keeps the frames that sampler gives each segment at
+     *  REEL_SAMPLER_FPS keeps the frames that sampler gives each segment at
      *  `fps` frames per second of video, min_frames to max_frames of them;
-     *  REEL_SAMPLE_COUNT keeps `frames` frames; both a multiple of
+     *  REEL_SAMPLER_COUNT keeps `frames` frames; both a multiple of
      *  frame_factor, spread by linspace over the segment. 0 (default): all
      *  frames, or by `every` / `fps` (then fps keeps the frames at k/fps s). */
     int sampler;
-    int min_frames, max_frames; /**< REEL_SAMPLE_FPS; default 4 and 768 */
-    int frames;                 /**< REEL_SAMPLE_COUNT: the frame count (rounded half to even to frame_factor) */
+    int min_frames, max_frames; /**< REEL_SAMPLER_FPS; default 4 and 768 */
+    int frames;                 /**< REEL_SAMPLER_COUNT: the frame count (rounded half to even to frame_factor) */
     int frame_factor;           /**< default 2 */
     uint8_t reserved[44];       /**< zero; room to grow without an ABI break */
 } reel_pack_settings;

@@ -448,7 +448,7 @@ static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObj
     return r;
 }
 
-/* The whole-video samplers (REEL_SAMPLE_FPS / _COUNT): the indices and
+/* The whole-video samplers (REEL_SAMPLER_FPS / _COUNT): the indices and
  * what reel_sampler_describe says of them, as (indices, info dict). */
 static PyObject *decoder_sample_video(DecoderObject *self, PyObject *args, PyObject *kwds)
 {
@@ -460,7 +460,7 @@ static PyObject *decoder_sample_video(DecoderObject *self, PyObject *args, PyObj
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "idiiiidd:sample_video", kw, &kind, &s.fps, &s.min_frames,
                                      &s.max_frames, &s.frame_factor, &s.frames_per_clip, &s.range_start, &s.range_end))
         return NULL;
-    if (kind != REEL_SAMPLE_FPS && kind != REEL_SAMPLE_COUNT) {
+    if (kind != REEL_SAMPLER_FPS && kind != REEL_SAMPLER_COUNT) {
         PyErr_SetString(PyExc_ValueError, "sample_video: kind must be the fps or the count sampler");
         return NULL;
     }

@@ -210,9 +210,9 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
                                 (long long)i.num_failed, "bytes", (long long)i.bytes, "shards", i.num_shards,
                                 "short_side", i.short_side, "width", i.width, "height", i.height, "quality", i.quality,
                                 "gop", i.gop, "fps", i.fps, "every", i.every, "sampler",
-                                i.sampler == REEL_SAMPLE_FPS     ? "fps"
-                                : i.sampler == REEL_SAMPLE_COUNT ? "count"
-                                                                 : "",
+                                i.sampler == REEL_SAMPLER_FPS     ? "fps"
+                                : i.sampler == REEL_SAMPLER_COUNT ? "count"
+                                                                  : "",
                                 "min_frames", i.min_frames, "max_frames", i.max_frames, "frames_per_video", i.frames,
                                 "frame_factor", i.frame_factor, "class_names", classes)
                 : NULL;

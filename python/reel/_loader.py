@@ -7,7 +7,6 @@ import atexit
 import json
 import operator
 import os
-import warnings
 import weakref
 from fractions import Fraction
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
@@ -19,11 +18,11 @@ from ._reel import Frames
 __all__ = ["Loader", "Batch", "ClipInfo"]
 
 # option names -> the C enum values, as the extension exports them
-SAMPLERS = {"random": _reel.SAMPLE_RANDOM_INDICES, "random_indices": _reel.SAMPLE_RANDOM_INDICES,
-            "regular": _reel.SAMPLE_REGULAR_INDICES, "regular_indices": _reel.SAMPLE_REGULAR_INDICES,
-            "random_time": _reel.SAMPLE_RANDOM_TIMES, "random_timestamps": _reel.SAMPLE_RANDOM_TIMES,
-            "regular_time": _reel.SAMPLE_REGULAR_TIMES, "regular_timestamps": _reel.SAMPLE_REGULAR_TIMES,
-            "fps": _reel.SAMPLE_FPS, "count": _reel.SAMPLE_COUNT}
+SAMPLERS = {"random": _reel.SAMPLER_RANDOM_INDICES, "random_indices": _reel.SAMPLER_RANDOM_INDICES,
+            "regular": _reel.SAMPLER_REGULAR_INDICES, "regular_indices": _reel.SAMPLER_REGULAR_INDICES,
+            "random_time": _reel.SAMPLER_RANDOM_TIMES, "random_timestamps": _reel.SAMPLER_RANDOM_TIMES,
+            "regular_time": _reel.SAMPLER_REGULAR_TIMES, "regular_timestamps": _reel.SAMPLER_REGULAR_TIMES,
+            "fps": _reel.SAMPLER_FPS, "count": _reel.SAMPLER_COUNT}
 POLICIES = {"repeat_last": _reel.CLIP_REPEAT_LAST, "wrap": _reel.CLIP_WRAP, "drop": _reel.CLIP_DROP,
             "error": _reel.CLIP_ERROR}
 CROPS = {"none": _reel.CROP_NONE, "center": _reel.CROP_CENTER, "random": _reel.CROP_RANDOM,
@@ -192,9 +191,11 @@ def _shuffle_window(w: Union[int, str, None]) -> int:
 # The C settings table (reel_loader_settings_get_fields) by its last name part:
 # a Loader argument with that name is passed through, converted by its C
 # type, and None keeps the C default. A new setting is then one line in C
-# (src/pipeline/fields.c) and one in Loader's signature.
+# (src/pipeline/fields.c) and one in Loader's signature. The size policy's
+# fields ("size_policy.kind", ...) are set from the size_policy argument only.
 _C_SETTINGS: Dict[str, Tuple[str, int]] = {name.rsplit(".", 1)[-1]: (name, kind)
-                                           for name, kind in _reel.fields("loader_settings")}
+                                           for name, kind in _reel.fields("loader_settings")
+                                           if not name.startswith("size_policy.")}
 
 
 def _c_value(kind: int, value: Any) -> Any:
@@ -302,7 +303,7 @@ def _size_policy(p: Dict[str, Any]) -> Dict[str, Any]:
     if ("resized_height" in p) != ("resized_width" in p):
         raise ValueError("size_policy: give resized_height and resized_width together")
     factor = int(p.get("factor", 28))
-    out: Dict[str, Any] = {"size_policy.size_kind": _reel.SIZE_PIXEL_BUDGET}
+    out: Dict[str, Any] = {"size_policy.kind": _reel.SIZE_PIXEL_BUDGET}
     for k, v in p.items():
         if v is not None:
             out[_SIZE_POLICY_KEYS[k]] = int(v) if k in ("factor", "resized_height", "resized_width") else float(v)
@@ -310,20 +311,6 @@ def _size_policy(p: Dict[str, Any]) -> Dict[str, Any]:
         out["size_policy.total_pixels"] = float(int(float(os.environ.get("MODEL_SEQ_LEN", 128000)))
                                                 * factor * factor * 0.9)
     return out
-
-
-class Metrics(Dict[str, Any]):
-    """Loader.metrics(): a dict whose deprecated keys still answer, with a
-    DeprecationWarning (they are not among its keys)."""
-
-    DEPRECATED = {"amplification": "decode_amplification"}
-
-    def __missing__(self, key: str) -> Any:
-        new = self.DEPRECATED.get(key)
-        if new is None:
-            raise KeyError(key)
-        warnings.warn(f'metrics()["{key}"] is deprecated: use metrics()["{new}"]', DeprecationWarning, stacklevel=2)
-        return self[new]
 
 
 _live: "weakref.WeakSet[Loader]" = weakref.WeakSet()
@@ -588,9 +575,8 @@ class Loader:
         cause, epoch, position, sample; at most ``failure_log_size``),
         ``failure_count`` and ``failures_by_cause`` for the whole run. The
         keys are those of the C library's metrics JSON (one table in C,
-        ``reel_loader_metrics_get_fields``); ``"amplification"`` is a deprecated
-        alias of ``"decode_amplification"``."""
-        m = Metrics(self._loader.metrics())
+        ``reel_loader_metrics_get_fields``)."""
+        m: Dict[str, Any] = self._loader.metrics()
         m["failures"] = self._loader.failures()
         m["failed_not_listed"] = max(0, m["failure_count"] - len(m["failures"]))
         return m

@@ -45,7 +45,7 @@ static int segment(const reel_video_info *info, const reel_frame_entry *tab, int
 {
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
-    s.kind = REEL_SAMPLE_REGULAR_INDICES;
+    s.kind = REEL_SAMPLER_REGULAR_INDICES;
     s.clips_per_video = 1;
     s.frames_per_clip = 1;
     reel_sampler_video v;

@@ -17,7 +17,7 @@
 static reel_loader_settings vary_settings(void)
 {
     reel_loader_settings s = readable_settings();
-    s.sampler.kind = REEL_SAMPLE_FPS;
+    s.sampler.kind = REEL_SAMPLER_FPS;
     s.sampler.fps = 4;
     s.sampler.min_frames = 4;
     s.sampler.max_frames = 64;
@@ -319,7 +319,7 @@ TEST(variable_settings_are_checked)
     CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
     s = vary_settings();
     s.size_policy.kind = REEL_SIZE_FIXED;
-    s.sampler.kind = REEL_SAMPLE_RANDOM_INDICES;
+    s.sampler.kind = REEL_SAMPLER_RANDOM_INDICES;
     s.size_policy.width = 10;
     CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
     /* the fps sampler on a fixed size: variable lengths, the transform's size */

@@ -289,7 +289,7 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
     {
         reel_dataset *cal = dataset_of_videos(1);
         reel_loader_settings s = readable_settings();
-        s.sampler.kind = REEL_SAMPLE_REGULAR_INDICES;
+        s.sampler.kind = REEL_SAMPLER_REGULAR_INDICES;
         s.sampler.frames_per_clip = 1;
         s.sampler.range_start = -1;
         reel_loader *l = NULL;
@@ -348,7 +348,7 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
     reel_loader_settings s = readable_settings();
     s.shuffle = 0;
     s.batch_size = 3;
-    s.sampler.kind = REEL_SAMPLE_REGULAR_INDICES;
+    s.sampler.kind = REEL_SAMPLER_REGULAR_INDICES;
     s.sampler.frames_per_clip = 1;
     s.sampler.range_start = -1; /* the last frame */
     s.sample_time_limit = limit;

@@ -214,7 +214,7 @@ TEST(batches_are_identical_whatever_the_thread_count)
     s.transform.crop = REEL_CROP_RANDOM_RESIZED;
     s.transform.crop_width = s.transform.crop_height = 48;
     s.transform.flip = REEL_FLIP_RANDOM;
-    s.sampler.kind = REEL_SAMPLE_RANDOM_TIMES;
+    s.sampler.kind = REEL_SAMPLER_RANDOM_TIMES;
     s.sampler.clips_per_video = 2;
     s.batch_size = 5;
     s.epochs = 2;
@@ -486,7 +486,7 @@ TEST(segments_and_time_samplers_stay_inside_the_segment)
     /* v07 has 79 frames at 25 fps: [1.0 s, 2.0 s) is frames 25..49 */
     for (int i = 0; i < 6; i++) CHECK_OK(reel_dataset_add(ds, g_paths[NVID - 1], 0, 1.0, 2.0, &err));
     reel_loader_settings s = readable_settings();
-    s.sampler.kind = REEL_SAMPLE_RANDOM_TIMES;
+    s.sampler.kind = REEL_SAMPLER_RANDOM_TIMES;
     s.sampler.frames_per_clip = 3;
     s.sampler.clips_per_video = 2;
     s.sampler.seconds_between_frames = 0.2;
