@@ -325,6 +325,9 @@ static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
              dict_set(d, "color_primaries", str_or_empty(i->color_primaries)) == 0 &&
              dict_set(d, "width", PyLong_FromLong(i->width)) == 0 &&
              dict_set(d, "height", PyLong_FromLong(i->height)) == 0 &&
+             dict_set(d, "source_width", PyLong_FromLong(i->source_width)) == 0 &&
+             dict_set(d, "source_height", PyLong_FromLong(i->source_height)) == 0 &&
+             dict_set(d, "has_rotation", PyBool_FromLong(i->has_rotation)) == 0 &&
              dict_set(d, "bit_depth", PyLong_FromLong(i->bit_depth)) == 0 &&
              dict_set(d, "rotation", PyLong_FromLong(i->rotation)) == 0 &&
              dict_set(d, "sar", Py_BuildValue("(ii)", i->sar_num, i->sar_den)) == 0 &&
@@ -341,6 +344,7 @@ static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
              dict_set(d, "num_frames", PyLong_FromLongLong(i->num_frames)) == 0 &&
              dict_set(d, "num_keyframes", PyLong_FromLongLong(i->num_keyframes)) == 0 &&
              dict_set(d, "bit_rate", PyLong_FromLongLong(i->bit_rate)) == 0 &&
+             dict_set(d, "container_bit_rate", PyLong_FromLongLong(i->container_bit_rate)) == 0 &&
              dict_set(d, "file_size", PyLong_FromLongLong(i->file_size)) == 0 &&
              dict_set(d, "index_source", PyLong_FromLong(i->index_source)) == 0;
     decoder_release(self);

@@ -176,7 +176,7 @@ static int open_source(const reel_pack_settings *ps, const reel__pack_entry *it,
     rec->fps_num = info->avg_fps_num;
     rec->fps_den = info->avg_fps_den;
     rec->source_num_frames = info->num_frames;
-    int dw = info->width, dh = info->height;
+    int dw = info->source_width, dh = info->source_height;
     int rot = ((info->rotation % 360) + 360) % 360;
     if (rot == 90 || rot == 270) {
         int t = dw;
