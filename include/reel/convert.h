@@ -129,8 +129,9 @@ REEL_API int reel_size_smart_resize(int width, int height, int factor, double mi
 REEL_API int64_t reel_frame_get_index(const reel_frame *f);
 /** Presentation timestamp of a visited frame, in stream time base units. */
 REEL_API int64_t reel_frame_get_pts(const reel_frame *f);
-/** Decoded size of a visited frame, before any transform. */
-REEL_API void reel_frame_get_size(const reel_frame *f, int *width, int *height);
+/** Decoded size of a visited frame, before any transform. REEL_E_INVALID_ARG
+ *  for a NULL frame (the sizes set to 0). */
+REEL_API int reel_frame_get_size(const reel_frame *f, int *width, int *height, reel_error *err);
 
 /** Converter: caches swscale contexts and scratch memory between calls.
  *  Not thread-safe: use one per thread. */

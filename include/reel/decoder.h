@@ -229,7 +229,7 @@ REEL_API void reel_decoder_close(reel_decoder **dec);
 /** What reading a video at an http(s)/s3 URL has cost so far (requests,
  *  retries, failures, bytes fetched, durations), since it was opened;
  *  zeros for a local file or memory. */
-REEL_API int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_stats *out);
+REEL_API int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_stats *out, reel_error *err);
 
 /** The stream's metadata. The pointer lives as long as the decoder. */
 REEL_API const reel_video_info *reel_decoder_get_info(const reel_decoder *dec);

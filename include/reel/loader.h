@@ -488,7 +488,7 @@ REEL_API int reel_loader_settings_get_clip_geometry(const reel_loader_settings *
  *  rank-local sample after the last batch handed out. In unordered mode,
  *  batches handed out beyond the first gap are not counted, so a restore
  *  repeats them. reel_loader_get_checkpoint() is the elastic successor. */
-REEL_API int reel_loader_get_state(const reel_loader *l, reel_loader_state *state);
+REEL_API int reel_loader_get_state(const reel_loader *l, reel_loader_state *state, reel_error *err);
 
 /** Cancels work in flight and restarts at `state` (of this topology).
  *  Batches still held stay valid until released. The batches that follow
@@ -517,7 +517,7 @@ REEL_API const reel_field *reel_stage_metrics_get_fields(size_t *count);
 /** The elastic checkpoint after the last batch handed out (in unordered
  *  mode: after the first gap). Once an epoch's last batch is out, it is the
  *  next epoch with samples_seen 0. */
-REEL_API int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *out);
+REEL_API int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *out, reel_error *err);
 
 /** Cancels work in flight and continues the checkpoint's epoch from its
  *  samples_seen on this loader's rank, world size, batch size, workers and
@@ -553,10 +553,10 @@ REEL_API int reel_loader_checkpoint_format(const reel_loader_checkpoint *cp, cha
 /** The settings of the loader's order (its read blocks valid while the
  *  loader lives; the canonical layout as now), so that another consumer
  *  (Ray, a custom sampler) can make the same reel_order and plan with it. */
-REEL_API int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out);
+REEL_API int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out, reel_error *err);
 
 /** A snapshot of the metrics. */
-REEL_API int reel_loader_get_metrics(const reel_loader *l, reel_loader_metrics *m);
+REEL_API int reel_loader_get_metrics(const reel_loader *l, reel_loader_metrics *m, reel_error *err);
 
 /** Metrics plus the failure list as one JSON object in *json (free with
  *  reel_free). */

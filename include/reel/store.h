@@ -190,8 +190,9 @@ REEL_API int reel_store_open(reel_store **out, const char *dir, reel_error *err)
  *  *s to NULL; NULL is fine. */
 REEL_API void reel_store_close(reel_store **s);
 
-/** Store-wide facts. */
-REEL_API void reel_store_get_info(const reel_store *s, reel_store_info *info);
+/** Store-wide facts. REEL_E_INVALID_ARG for a NULL argument (*info zeroed
+ *  when it is not NULL). */
+REEL_API int reel_store_get_info(const reel_store *s, reel_store_info *info, reel_error *err);
 
 /** Record i (0 <= i < num_records). REEL_E_OUT_OF_RANGE otherwise. */
 REEL_API int reel_store_get_record(const reel_store *s, int64_t i, reel_store_record *out, reel_error *err);

@@ -531,7 +531,7 @@ static PyObject *decoder_remote_stats(DecoderObject *self, PyObject *unused)
     (void)unused;
     if (decoder_acquire(self) < 0) return NULL;
     reel_remote_stats s;
-    reel_decoder_get_remote_stats(self->dec, &s);
+    reel_decoder_get_remote_stats(self->dec, &s, NULL);
     decoder_release(self);
     return rx_remote_stats_dict(&s);
 }

@@ -230,7 +230,7 @@ static int loader_init(LoaderObject *self, PyObject *args, PyObject *kwargs)
      * queue holds one entry per buffer (see reel_loader_create). */
     reel_loader_metrics m;
     memset(&m, 0, sizeof m);
-    if (reel_loader_get_metrics(self->loader, &m) == REEL_OK) {
+    if (reel_loader_get_metrics(self->loader, &m, NULL) == REEL_OK) {
         int64_t n = m.stages[REEL_STAGE_COLLATE].queue_capacity;
         /* (variable batches: buffers of their samples' sizes, the same count) */
         if (n > 0 && (m.ring_bytes == 0 || m.ring_bytes % n == 0)) self->ring_size = n;
@@ -458,7 +458,7 @@ static PyObject *loader_get_state(LoaderObject *self, PyObject *unused)
     int r;
     Py_BEGIN_ALLOW_THREADS
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    r = self->loader ? reel_loader_get_state(self->loader, &s) : REEL_E_CANCELLED;
+    r = self->loader ? reel_loader_get_state(self->loader, &s, NULL) : REEL_E_CANCELLED;
     PyThread_release_lock(self->lock);
     Py_END_ALLOW_THREADS
     if (r != REEL_OK) {
@@ -504,7 +504,7 @@ static PyObject *loader_get_checkpoint(LoaderObject *self, PyObject *unused)
     int r;
     Py_BEGIN_ALLOW_THREADS
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    r = self->loader ? reel_loader_get_checkpoint(self->loader, &c) : REEL_E_CANCELLED;
+    r = self->loader ? reel_loader_get_checkpoint(self->loader, &c, NULL) : REEL_E_CANCELLED;
     PyThread_release_lock(self->lock);
     Py_END_ALLOW_THREADS
     if (r != REEL_OK) {
@@ -568,7 +568,7 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
     if (loader_check(self) < 0) return NULL;
     reel_loader_metrics m;
     memset(&m, 0, sizeof m);
-    int r = reel_loader_get_metrics(self->loader, &m); /* quick; with the GIL, see loader_destroy_now */
+    int r = reel_loader_get_metrics(self->loader, &m, NULL); /* quick; with the GIL, see loader_destroy_now */
     if (r != REEL_OK) {
         reel_state *st = state_of((PyObject *)self);
         return st ? raise_reel(st, r, NULL, NULL, NULL) : NULL;

@@ -195,7 +195,7 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
     reel_store *s = open_store_arg(module, arg);
     if (!s) return NULL;
     reel_store_info i;
-    reel_store_get_info(s, &i);
+    reel_store_get_info(s, &i, NULL);
     static const char *const fmts[] = { "", "jpeg", "raw", "h264" };
     PyObject *classes = PyList_New(0);
     for (int64_t k = 0; classes && k < i.num_classes; k++) {
@@ -231,7 +231,7 @@ static PyObject *mod_store_records(PyObject *module, PyObject *arg)
     reel_store *s = open_store_arg(module, arg);
     if (!s) return NULL;
     reel_store_info info;
-    reel_store_get_info(s, &info);
+    reel_store_get_info(s, &info, NULL);
     PyObject *list = PyList_New(0);
     for (int64_t k = 0; list && k < info.num_records; k++) {
         reel_store_record rec;

@@ -101,7 +101,7 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
     const reel_transform *t = &s->t;
     reel_transform scaled;
     int fw, fh;
-    reel_frame_get_size(f, &fw, &fh);
+    reel_frame_get_size(f, &fw, &fh, NULL);
     if (!s->sized && (fw != s->dec->info.source_width || fh != s->dec->info.source_height)) {
         /* The coded size changed mid-stream and the caller asked for no
          * resize: rescale to the stream's size in one bicubic pass, exactly

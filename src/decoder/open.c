@@ -658,11 +658,11 @@ int reel_decoder_save_index(const reel_decoder *dec, const char *path, reel_erro
     return reel__sidecar_save(dec, path, err);
 }
 
-int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_stats *out)
+int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_stats *out, reel_error *err)
 {
-    if (!out) return REEL_E_INVALID_ARG;
+    if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_remote_stats: NULL argument");
     memset(out, 0, sizeof *out);
-    if (!dec) return REEL_E_INVALID_ARG;
+    if (!dec) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_remote_stats: decoder is NULL");
     reel__remote_stats(dec->remote, out);
     for (int i = 0; i < dec->gop_open; i++) { /* GOP-parallel decoding's other contexts */
         reel_remote_stats more;

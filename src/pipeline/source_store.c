@@ -197,7 +197,7 @@ static int store_check(void *ctx, const reel_loader_settings *s, reel_error *err
 {
     reel_source_store_ctx *c = ctx;
     reel_store_info i;
-    reel_store_get_info(c->store, &i);
+    reel_store_get_info(c->store, &i, NULL);
     c->presampled = 0;
     if (whole_video(s->sampler.kind)) {
         int st = check_sampler(c, &i, &s->sampler, err);

@@ -65,7 +65,7 @@ TEST(outputs_clear_their_reserved_bytes)
     CHECK(RESERVED_ZERO(*reel_decoder_get_info(dec)));
     reel_remote_stats rs;
     memset(&rs, 0xA5, sizeof rs);
-    CHECK_OK(reel_decoder_get_remote_stats(dec, &rs));
+    CHECK_OK(reel_decoder_get_remote_stats(dec, &rs, NULL));
     CHECK(RESERVED_ZERO(rs));
     reel_decode_stats ds;
     memset(&ds, 0xA5, sizeof ds);
@@ -498,7 +498,7 @@ static int visitor(void *opaque, const reel_frame *f, size_t pos)
     int64_t n = 0;
     const reel_frame_entry *ft = reel_decoder_get_frame_table(v->dec, &n);
     int fw = 0, fh = 0;
-    reel_frame_get_size(f, &fw, &fh);
+    reel_frame_get_size(f, &fw, &fh, NULL);
     if (reel_frame_get_index(f) != want || reel_frame_get_pts(f) != ft[want].pts || fw != W || fh != H) {
         if (!v->bad++)
             snprintf(v->why, sizeof v->why, "position %zu: frame index %lld pts %lld size %dx%d, want %lld pts %lld",

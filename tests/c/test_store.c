@@ -69,7 +69,7 @@ static void check_store(const char *dir, reel_store_format fmt)
     reel_error_clear(&err);
     CHECK_MSG(reel_store_open(&s, dir, &err) == REEL_OK, "%s", err.message);
     reel_store_info info;
-    reel_store_get_info(s, &info);
+    reel_store_get_info(s, &info, NULL);
     CHECK_EQ_INT(info.num_records, NV);
     CHECK_EQ_INT(info.format, fmt);
     CHECK_EQ_INT(info.num_classes, 2);

@@ -42,7 +42,7 @@ def test_no_deprecation_layer_before_1_0():
 def test_current_names_compile_cleanly(tmp_path):
     body = ("int f(reel_dataset **d, const reel_loader *l) { reel_stage s = REEL_STAGE_DECODE; reel_error e;\n"
             "  reel_loader_metrics m; e.status = REEL_E_IO; reel_dataset_destroy(d);\n"
-            "  return reel_loader_get_metrics(l, &m) + (int)reel_loader_get_num_failures(l)\n"
+            "  return reel_loader_get_metrics(l, &m, NULL) + (int)reel_loader_get_num_failures(l)\n"
             "         + (int)reel_loader_get_failures_by_cause(l, REEL_E_IO) + (int)s + (int)e.status\n"
             "         + REEL_CONVERT_PATH_FUSED; }\n"
             "double g(const reel_loader *l, reel_transform *t, reel_clip_transform *c, reel_failure *f) {\n"
@@ -119,3 +119,23 @@ def test_every_pointer_field_says_whose_it_is():
                         missing.append(f"{header.name} {name}: {decl}")
     assert not missing, "\n".join(missing)
     assert checked >= 25, checked
+
+
+def test_getters_follow_one_rule():
+    """Issue 26: a getter (a `_get` call) that returns an `int` status can fail
+    and takes `reel_error *err` last; one that cannot fail returns its value
+    or a const pointer."""
+    decl = re.compile(r"REEL_API\s+([^;]*?)\b(reel_\w*_get(?:_\w+)?)\s*\(([^;]*?)\);", re.S)
+    seen, wrong = 0, []
+    for header in sorted((ROOT / "include" / "reel").glob("*.h")):
+        for m in decl.finditer(header.read_text()):
+            ret, name, args = " ".join(m.group(1).split()), m.group(2), " ".join(m.group(3).split())
+            seen += 1
+            if ret == "void":
+                wrong.append(f"{header.name}: void {name}: a getter returns what it gets, or a status")
+            if ret == "int" and not args.endswith("reel_error *err"):
+                wrong.append(f"{header.name}: int {name}({args}) has no reel_error *err")
+            if ret.endswith("*") and not ret.startswith("const ") and ret != "char *":
+                wrong.append(f"{header.name}: {ret} {name}: a getter's pointer is const")
+    assert seen >= 40, seen
+    assert not wrong, "\n".join(wrong)
