@@ -400,8 +400,8 @@ int main(int argc, char **argv)
         if (!buf) { /* first repeat: sizes and frame list (untimed) */
             const reel_video_info *info = reel_decoder_get_info(dec);
             nframes = info->num_frames;
-            src_w = info->width;
-            src_h = info->height;
+            src_w = info->source_width;
+            src_h = info->source_height;
             if (reel_decoder_get_output_size(dec, &t, &out_w, &out_h, &fb, &err) != REEL_OK) {
                 rc = fail("size", &err);
                 goto out;

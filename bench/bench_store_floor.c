@@ -90,7 +90,7 @@ int main(int argc, char **argv)
         return 1;
     }
     reel_store_info info;
-    reel_store_get_info(s, &info);
+    reel_store_get_info(s, &info, NULL);
     if (info.format != REEL_STORE_FORMAT_JPEG) {
         fprintf(stderr, "%s: not a jpeg store\n", argv[1]);
         return 1;

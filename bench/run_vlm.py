@@ -78,7 +78,7 @@ if tool == "floor":
     subprocess.run(["ffmpeg", "-v", "error", "-nostdin", "-threads", "1", "-i", path, "-f", "null", "-"], check=True)
     wall = time.perf_counter() - t0; cpu = child_cpu() - c0
     with reel.VideoDecoder(path, size=(16, 16), threads=1) as d:
-        idx, _ = d._dec.sample_video(reel._reel.SAMPLE_FPS, 2.0, 4, 768, 2, 1, 0.0, 0.0)
+        idx, _ = d._dec.sample_video(reel._reel.SAMPLER_FPS, 2.0, 4, 768, 2, 1, 0.0, 0.0)
         d.get_frames_at(idx)
         st = d.stats
         n = len(d)

@@ -100,7 +100,7 @@ static void fmt_duration(char *buf, size_t n, double s)
 static void progress(reel_loader *l, int64_t done, int64_t total, double t0, int final)
 {
     reel_loader_metrics m;
-    reel_loader_get_metrics(l, &m);
+    reel_loader_get_metrics(l, &m, NULL);
     double el = now_s() - t0;
     double frac = total > 0 ? (double)done / (double)total : 0;
     if (frac > 1) frac = 1;
@@ -537,7 +537,7 @@ static int print_results(reel_loader *l, const bench_opts *o, size_t videos)
     reel_error err;
     reel_error_clear(&err);
     reel_loader_metrics m;
-    reel_loader_get_metrics(l, &m);
+    reel_loader_get_metrics(l, &m, NULL);
     if (trace) {
         if (reel_loader_write_trace(l, trace, &err) != REEL_OK) {
             fprintf(stderr, "reel bench: %s\n", err.message);

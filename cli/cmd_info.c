@@ -39,7 +39,8 @@ static void print_json(reel_decoder *dec, int with_table)
     cli_json_str(stdout, in->codec);
     printf(", \"profile\": ");
     cli_json_str(stdout, in->profile);
-    printf(", \"width\": %d, \"height\": %d, \"pix_fmt\": ", in->width, in->height);
+    printf(", \"width\": %d, \"height\": %d, \"source_width\": %d, \"source_height\": %d, \"pix_fmt\": ", in->width,
+           in->height, in->source_width, in->source_height);
     cli_json_str(stdout, in->pix_fmt);
     printf(", \"bit_depth\": %d, \"color_space\": ", in->bit_depth);
     cli_json_str(stdout, in->color_space);
@@ -47,14 +48,19 @@ static void print_json(reel_decoder *dec, int with_table)
     cli_json_str(stdout, in->color_range);
     printf(", \"color_primaries\": ");
     cli_json_str(stdout, in->color_primaries);
-    printf(", \"rotation\": %d, \"sample_aspect_ratio\": \"%d:%d\"", in->rotation, in->sar_num, in->sar_den);
+    if (in->has_rotation)
+        printf(", \"rotation\": %d", in->rotation);
+    else
+        printf(", \"rotation\": null"); /* no display matrix, as Python's None */
+    printf(", \"sample_aspect_ratio\": \"%d:%d\"", in->sar_num, in->sar_den);
     printf(", \"fps\": %.6f, \"avg_frame_rate\": \"%d/%d\", \"r_frame_rate\": \"%d/%d\"",
            q2d(in->avg_fps_num, in->avg_fps_den), in->avg_fps_num, in->avg_fps_den, in->rate_num, in->rate_den);
     printf(", \"time_base\": \"%d/%d\", \"start_pts\": %lld, \"start_time\": %.6f, \"duration\": %.6f",
            in->time_base_num, in->time_base_den, (long long)in->start_pts, in->start_time, in->duration);
-    printf(", \"num_frames\": %lld, \"num_keyframes\": %lld, \"bit_rate\": %lld, \"has_audio\": %s",
+    printf(", \"num_frames\": %lld, \"num_keyframes\": %lld, \"bit_rate\": %lld, \"container_bit_rate\": %lld",
            (long long)in->num_frames, (long long)in->num_keyframes, (long long)in->bit_rate,
-           in->has_audio ? "true" : "false");
+           (long long)in->container_bit_rate);
+    printf(", \"has_audio\": %s", in->has_audio ? "true" : "false");
     printf(", \"num_streams\": %d, \"file_size\": %lld, \"index_source\": \"%s\"", in->num_streams,
            (long long)in->file_size, src[in->index_source >= 0 && in->index_source <= 2 ? in->index_source : 1]);
     printf(", \"keyframes\": [");
@@ -80,8 +86,12 @@ static void print_human(reel_decoder *dec)
     printf("  container    %s (stream %d of %d%s)\n", in->container, in->stream_index, in->num_streams,
            in->has_audio ? ", has audio" : "");
     printf("  codec        %s%s%s%s\n", in->codec, in->profile[0] ? " (" : "", in->profile, in->profile[0] ? ")" : "");
-    printf("  size         %dx%d  sar %d:%d  rotation %d\n", in->width, in->height, in->sar_num, in->sar_den,
-           in->rotation);
+    printf("  size         %dx%d (source %dx%d)  sar %d:%d  rotation ", in->width, in->height, in->source_width,
+           in->source_height, in->sar_num, in->sar_den);
+    if (in->has_rotation)
+        printf("%d\n", in->rotation);
+    else
+        printf("none\n");
     printf("  pixels       %s, %d-bit, matrix %s, range %s, primaries %s\n", in->pix_fmt, in->bit_depth,
            in->color_space, in->color_range, in->color_primaries);
     printf("  frame rate   %.3f avg (%d/%d), nominal %d/%d\n", q2d(in->avg_fps_num, in->avg_fps_den), in->avg_fps_num,
@@ -90,7 +100,9 @@ static void print_human(reel_decoder *dec)
            in->time_base_num, in->time_base_den);
     printf("  frames       %lld exact, %lld keyframes (from the %s)\n", (long long)in->num_frames,
            (long long)in->num_keyframes, src[in->index_source >= 0 && in->index_source <= 2 ? in->index_source : 1]);
-    if (in->bit_rate > 0) printf("  bit rate     %.1f kb/s\n", in->bit_rate / 1000.0);
+    if (in->bit_rate > 0)
+        printf("  bit rate     %.1f kb/s (stream), container %.1f kb/s\n", in->bit_rate / 1000.0,
+               in->container_bit_rate / 1000.0);
 }
 
 int reel_cli_info(int argc, char **argv)

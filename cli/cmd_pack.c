@@ -167,9 +167,9 @@ static int set_option(reel_pack_settings *s, const char *a, const char *v, const
         if (end == v || *end || !(s->fps > 0)) return bad("bad --fps", v);
     } else if (!strcmp(a, "--sampler")) {
         if (!strcmp(v, "fps"))
-            s->sampler = REEL_SAMPLE_FPS;
+            s->sampler = REEL_SAMPLER_FPS;
         else if (!strcmp(v, "count"))
-            s->sampler = REEL_SAMPLE_COUNT;
+            s->sampler = REEL_SAMPLER_COUNT;
         else
             return bad("bad --sampler (fps or count)", v);
     } else if (!strcmp(a, "--min-frames")) {
@@ -297,7 +297,7 @@ int reel_cli_pack(int argc, char **argv)
         return 2;
     }
     if (whole_opt && !s.sampler) return bad("this option needs --sampler fps or --sampler count:", whole_opt);
-    if (s.sampler == REEL_SAMPLE_COUNT && s.frames < 1) return bad("--sampler count needs", "--frames N");
+    if (s.sampler == REEL_SAMPLER_COUNT && s.frames < 1) return bad("--sampler count needs", "--frames N");
     if (show < 0) show = isatty(2);
     if (show) s.progress = progress_bar;
     reel_set_ffmpeg_log_level(0);

@@ -231,7 +231,7 @@ def main() -> None:
         f"({100 * model_s / wall:.0f}%), ring memory: {ring}")
     if m is not None:
         say(f"loader: {m['frames_per_second']:.1f} frames/s decoded, bottleneck {m['bottleneck']}, "
-            f"decode amplification {m['amplification']:.2f}")
+            f"decode amplification {m['decode_amplification']:.2f}")
 
     if ddp:
         import torch.distributed as dist

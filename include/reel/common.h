@@ -28,30 +28,6 @@ extern "C" {
 #define REEL_API
 #endif
 
-/* REEL_DEPRECATED marks a name kept for one release after a rename (see
- * reel/deprecated.h): using it warns with the new name. Define
- * REEL_NO_DEPRECATED to leave every such name out. */
-#if defined(__GNUC__)
-#define REEL_DEPRECATED(msg) __attribute__((deprecated(msg)))
-#else
-#define REEL_DEPRECATED(msg)
-#endif
-
-/* REEL_FIELD_RENAMED(type, name, old): a struct field now called `name`
- * that was called `old`. `old` stays for one release as a deprecated alias
- * of the same storage (an anonymous union of the two): it reads and writes
- * the field and warns when used. With REEL_NO_DEPRECATED only `name` is
- * declared. The struct's layout is the same either way. */
-#if defined(REEL_NO_DEPRECATED)
-#define REEL_FIELD_RENAMED(type, name, old) type name
-#else
-#define REEL_FIELD_RENAMED(type, name, old)      \
-    union {                                      \
-        type name;                               \
-        type old REEL_DEPRECATED("use ." #name); \
-    }
-#endif
-
 #define REEL_VERSION_MAJOR 0
 #define REEL_VERSION_MINOR 1
 #define REEL_VERSION_PATCH 0

@@ -43,15 +43,7 @@ typedef enum reel_convert_path {
     /** Full-size RGB first, then crop and scale in RGB, as torchvision and
      *  torchcodec do. Bit-identical to
      *  `-vf format=rgb24,crop=...:exact=1,scale=W:H:flags=F`. Slower. */
-    REEL_CONVERT_PATH_AFTER_RGB = 1,
-#ifndef REEL_NO_DEPRECATED
-    /* the names before the rename (reel/deprecated.h): enumerators of this
-     * type, so that they assign without a conversion, that warn when used */
-    REEL_RESIZE_MODE_FUSED REEL_DEPRECATED("use REEL_CONVERT_PATH_FUSED") = REEL_CONVERT_PATH_FUSED,
-    REEL_RESIZE_MODE_AFTER_RGB REEL_DEPRECATED("use REEL_CONVERT_PATH_AFTER_RGB") = REEL_CONVERT_PATH_AFTER_RGB,
-    REEL_RESIZE_FUSED REEL_DEPRECATED("use REEL_CONVERT_PATH_FUSED") = REEL_CONVERT_PATH_FUSED,
-    REEL_RESIZE_AFTER_RGB REEL_DEPRECATED("use REEL_CONVERT_PATH_AFTER_RGB") = REEL_CONVERT_PATH_AFTER_RGB
-#endif
+    REEL_CONVERT_PATH_AFTER_RGB = 1
 } reel_convert_path;
 
 /** A complete description of the output of one frame.
@@ -63,7 +55,7 @@ typedef struct reel_transform {
     int width, height;                  /**< output size; 0: the crop size */
     reel_filter filter;                 /**< reel_filter */
     /** reel_convert_path: where the resize runs; default FUSED */
-    REEL_FIELD_RENAMED(reel_convert_path, convert_path, resize_mode);
+    reel_convert_path convert_path;
     int apply_rotation;  /**< 1: honour the display matrix */
     int flip_horizontal; /**< 1: mirror left-right */
     reel_dtype dtype;    /**< reel_dtype */
@@ -127,7 +119,7 @@ REEL_API void reel_size_policy_default_settings(reel_size_policy *p);
  *  num_frames frames. PIXEL_BUDGET, as qwen-vl-utils 0.0.14's fetch_video:
  *  max = max(min(768 * factor^2, total_pixels / num_frames * frame_factor),
  *  (int)(min_pixels * 1.05)), lowered to max_pixels if given; then
- *  reel_smart_resize(src_h, src_w, factor, min_pixels, max). Fails with
+ *  reel_size_smart_resize(src_w, src_h, factor, min_pixels, max). Fails with
  *  REEL_E_INVALID_ARG (aspect ratio over 200, max below min, bad values). */
 REEL_API int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int64_t num_frames, int *out_w,
                                     int *out_h, reel_error *err);
@@ -136,9 +128,11 @@ REEL_API int reel_size_policy_apply(const reel_size_policy *p, int src_w, int sr
  *  multiple of `factor`, at least `factor`; an area over max_pixels scaled
  *  down by sqrt(h * w / max_pixels) and floored to the factor, one under
  *  min_pixels scaled up and ceiled. Refuses an aspect ratio over 200 and
- *  max_pixels < min_pixels (REEL_E_INVALID_ARG). */
-REEL_API int reel_smart_resize(int height, int width, int factor, double min_pixels, double max_pixels, int *out_h,
-                               int *out_w, reel_error *err);
+ *  max_pixels < min_pixels (REEL_E_INVALID_ARG). Sizes in reel's order,
+ *  width then height, as reel_size_policy_apply (qwen's Python function and
+ *  reel.vlm.smart_resize take and return height first). */
+REEL_API int reel_size_smart_resize(int width, int height, int factor, double min_pixels, double max_pixels, int *out_w,
+                                    int *out_h, reel_error *err);
 
 /* reel_frame, the opaque decoded frame a visitor is handed, is declared in
  * reel/common.h. */
@@ -147,8 +141,9 @@ REEL_API int reel_smart_resize(int height, int width, int factor, double min_pix
 REEL_API int64_t reel_frame_get_index(const reel_frame *f);
 /** Presentation timestamp of a visited frame, in stream time base units. */
 REEL_API int64_t reel_frame_get_pts(const reel_frame *f);
-/** Decoded size of a visited frame, before any transform. */
-REEL_API void reel_frame_get_size(const reel_frame *f, int *width, int *height);
+/** Decoded size of a visited frame, before any transform. REEL_E_INVALID_ARG
+ *  for a NULL frame (the sizes set to 0). */
+REEL_API int reel_frame_get_size(const reel_frame *f, int *width, int *height, reel_error *err);
 
 /** Converter: caches swscale contexts and scratch memory between calls.
  *  Not thread-safe: use one per thread. */

@@ -116,6 +116,13 @@ REEL_API size_t reel_dataset_get_num_classes(const reel_dataset *ds);
 /** Class name of a label index, or NULL. Lives as long as the dataset. */
 REEL_API const char *reel_dataset_get_class_name(const reel_dataset *ds, int64_t label);
 
+/** The runs of consecutive samples of `ds` that its source reads best
+ *  together, for a caller that splits the work itself (a Ray read task per
+ *  run): a packed store's shards, one run each; videos: one run, the whole
+ *  dataset. *starts gets *nblocks + 1 entries, from 0 to the dataset size
+ *  (free it with reel_free). REEL_E_EMPTY for an empty dataset. */
+REEL_API int reel_dataset_get_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -130,7 +130,12 @@ typedef enum reel_index_source {
 } reel_index_source;
 
 /** Stream metadata. Strings are NUL-terminated arrays inside the struct (no
- *  pointers to keep alive). */
+ *  pointers to keep alive). It describes the frames the decoder returns with
+ *  the display rotation applied (reel_transform.apply_rotation, the default
+ *  of the loader and of Python): width x height is the size after rotation.
+ *  The stream's own values are the fields named for them (source_width,
+ *  source_height, container_bit_rate). A field with the name of one of
+ *  torchcodec's VideoStreamMetadata means what that field means. */
 typedef struct reel_video_info {
     char codec[32];       /**< FFmpeg codec name, e.g. "h264" */
     char profile[48];     /**< e.g. "High", "" if unknown */
@@ -139,10 +144,13 @@ typedef struct reel_video_info {
     char color_space[24]; /**< matrix, e.g. "bt709", "unknown" */
     char color_range[8];  /**< "tv", "pc" or "unknown" */
     char color_primaries[24];
-    int width, height; /**< coded (pre-rotation) size */
+    int width, height; /**< display size: after the display rotation (a right angle of 90 or 270
+                            swaps source_width and source_height); the size of the frames returned
+                            with apply_rotation, torchcodec's width and height */
     int bit_depth;
     int rotation;                 /**< display rotation as ffprobe reports it: degrees counter-clockwise
-                                   from the display matrix, e.g. 90, -90, -180; 0 if none */
+                                   from the display matrix, e.g. 90, -90, -180; 0 if none (has_rotation
+                                   tells a 0 of the matrix from no matrix; Python's None) */
     int sar_num, sar_den;         /**< sample aspect ratio, 0/1 if unknown */
     int avg_fps_num, avg_fps_den; /**< average frame rate from the frame table */
     int rate_num, rate_den;       /**< nominal (r_frame_rate) */
@@ -156,10 +164,16 @@ typedef struct reel_video_info {
     double duration;    /**< seconds, from the frame table: end of last frame - start */
     int64_t num_frames; /**< exact */
     int64_t num_keyframes;
-    int64_t bit_rate;               /**< bits/s, 0 if unknown */
-    int64_t file_size;              /**< bytes, -1 if unknown */
-    reel_index_source index_source; /**< reel_index_source */
-    uint8_t reserved[64];           /**< zero; room to grow (common.h) */
+    int64_t bit_rate;                /**< the stream's bits/s (torchcodec's bit_rate); the container's
+                                         (container_bit_rate) only when the stream states none; 0 if
+                                         neither does */
+    int64_t file_size;               /**< bytes, -1 if unknown */
+    reel_index_source index_source;  /**< reel_index_source */
+    int source_width, source_height; /**< the stream's own (coded) size, before the display rotation:
+                                          the frames' size without apply_rotation */
+    int has_rotation;                /**< 1: the stream has a display matrix (rotation is its angle) */
+    int64_t container_bit_rate;      /**< the container's bits/s, all its streams together; 0 if unknown */
+    uint8_t reserved[48];            /**< zero; room to grow (common.h) */
 } reel_video_info;
 
 /** Per-call decode statistics. */
@@ -215,7 +229,7 @@ REEL_API void reel_decoder_close(reel_decoder **dec);
 /** What reading a video at an http(s)/s3 URL has cost so far (requests,
  *  retries, failures, bytes fetched, durations), since it was opened;
  *  zeros for a local file or memory. */
-REEL_API int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_stats *out);
+REEL_API int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_stats *out, reel_error *err);
 
 /** The stream's metadata. The pointer lives as long as the decoder. */
 REEL_API const reel_video_info *reel_decoder_get_info(const reel_decoder *dec);

@@ -88,7 +88,7 @@ typedef struct reel_clip_transform {
     reel_filter filter;              /**< reel_filter; default BILINEAR */
     /** reel_convert_path (where the resize runs against the YUV->RGB
      *  conversion; `resize` above is what it is); default FUSED */
-    REEL_FIELD_RENAMED(reel_convert_path, convert_path, resize_mode);
+    reel_convert_path convert_path;
     int apply_rotation;       /**< honour the display matrix; default 1 */
     reel_dtype dtype;         /**< reel_dtype; default UINT8 */
     reel_batch_layout layout; /**< reel_batch_layout; default BTCHW */
@@ -231,9 +231,9 @@ typedef struct reel_loader_settings {
      *  each video gets its own output size from its display size and frame
      *  count (reel_size_policy_apply, qwen-vl-utils' sizing; needs
      *  transform.crop NONE, the transform's resize sizes are then ignored;
-     *  its frame_factor is the sampler's). By name: "size_policy.size_kind",
+     *  its frame_factor is the sampler's). By name: "size_policy.kind",
      *  "size_policy.factor", ... (reel_loader_settings_get_fields).
-     *  With it, or with the REEL_SAMPLE_FPS sampler (a frame count per
+     *  With it, or with the REEL_SAMPLER_FPS sampler (a frame count per
      *  video), batches are variable: see reel_batch.variable. */
     reel_size_policy size_policy;
     /** Variable batches: 1: also collate each batch into one tensor padded
@@ -500,18 +500,11 @@ REEL_API int reel_loader_settings_get_clip_geometry(const reel_loader_settings *
                                                     int clip, int src_w, int src_h, int32_t crop[4],
                                                     int32_t out_size[2], int *flipped, reel_error *err);
 
-/** The runs of consecutive samples of `ds` that its source reads best
- *  together, for a caller that splits the work itself (a Ray read task per
- *  run): a packed store's shards, one run each; videos: one run, the whole
- *  dataset. *starts gets *nblocks + 1 entries, from 0 to the dataset size
- *  (free it with reel_free). REEL_E_EMPTY for an empty dataset. */
-REEL_API int reel_dataset_get_read_blocks(const reel_dataset *ds, int64_t **starts, size_t *nblocks, reel_error *err);
-
 /** The position to resume from on the same topology: the epoch and the
  *  rank-local sample after the last batch handed out. In unordered mode,
  *  batches handed out beyond the first gap are not counted, so a restore
  *  repeats them. reel_loader_get_checkpoint() is the elastic successor. */
-REEL_API int reel_loader_get_state(const reel_loader *l, reel_loader_state *state);
+REEL_API int reel_loader_get_state(const reel_loader *l, reel_loader_state *state, reel_error *err);
 
 /** Cancels work in flight and restarts at `state` (of this topology).
  *  Batches still held stay valid until released. The batches that follow
@@ -540,7 +533,7 @@ REEL_API const reel_field *reel_stage_metrics_get_fields(size_t *count);
 /** The elastic checkpoint after the last batch handed out (in unordered
  *  mode: after the first gap). Once an epoch's last batch is out, it is the
  *  next epoch with samples_seen 0. */
-REEL_API int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *out);
+REEL_API int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *out, reel_error *err);
 
 /** Cancels work in flight and continues the checkpoint's epoch from its
  *  samples_seen on this loader's rank, world size, batch size, workers and
@@ -576,18 +569,10 @@ REEL_API int reel_loader_checkpoint_format(const reel_loader_checkpoint *cp, cha
 /** The settings of the loader's order (its read blocks valid while the
  *  loader lives; the canonical layout as now), so that another consumer
  *  (Ray, a custom sampler) can make the same reel_order and plan with it. */
-REEL_API int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out);
-
-/** An order over a dataset as a loader with these order settings makes it:
- *  `s->num_samples` and the read blocks are taken from the dataset (a
- *  store's shards, for the default shuffle), the rest from `s` (see
- *  reel_order_default_settings). The dataset becomes frozen. For consumers
- *  that plan epochs without a loader (Ray tasks, a custom sampler). */
-REEL_API int reel_order_create_for_dataset(reel_order **out, reel_dataset *ds, const reel_order_settings *s,
-                                           reel_error *err);
+REEL_API int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out, reel_error *err);
 
 /** A snapshot of the metrics. */
-REEL_API int reel_loader_get_metrics(const reel_loader *l, reel_loader_metrics *m);
+REEL_API int reel_loader_get_metrics(const reel_loader *l, reel_loader_metrics *m, reel_error *err);
 
 /** Metrics plus the failure list as one JSON object in *json (free with
  *  reel_free). */

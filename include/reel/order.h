@@ -37,6 +37,7 @@
 #define REEL_ORDER_H
 
 #include "common.h"
+#include "dataset.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -123,6 +124,14 @@ REEL_API int reel_stripe_get_batch(const reel_stripe *s, int64_t k, reel_stripe_
 
 /** Samples of the stripe (padding included). O(1). */
 REEL_API int64_t reel_stripe_get_num_samples(const reel_stripe *s);
+
+/** An order over a dataset as a loader with these order settings makes it:
+ *  `s->num_samples` and the read blocks are taken from the dataset (a
+ *  store's shards, for the default shuffle), the rest from `s` (see
+ *  reel_order_default_settings). The dataset becomes frozen. For consumers
+ *  that plan epochs without a loader (Ray tasks, a custom sampler). */
+REEL_API int reel_order_create_for_dataset(reel_order **out, reel_dataset *ds, const reel_order_settings *s,
+                                           reel_error *err);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,5 @@
 #include "loader.h"
 #include "store.h"
 #include "io.h"
-#include "deprecated.h"
 
 #endif /* REEL_REEL_H */

@@ -25,19 +25,19 @@ extern "C" {
  *  two whole-video samplers (qwen-vl-utils 0.0.14's semantics, one clip of a
  *  length that depends on the video; see reel_sampler_describe). */
 typedef enum reel_sampler_kind {
-    REEL_SAMPLE_RANDOM_INDICES = 0,  /**< clip starts uniform in [range_start, range_end) frames */
-    REEL_SAMPLE_REGULAR_INDICES = 1, /**< clip starts evenly spaced (linspace) over the range */
-    REEL_SAMPLE_RANDOM_TIMES = 2,    /**< clip starts uniform in [range_start, range_end) seconds */
-    REEL_SAMPLE_REGULAR_TIMES = 3,   /**< clip starts range_start + k*(width/clips) seconds */
+    REEL_SAMPLER_RANDOM_INDICES = 0,  /**< clip starts uniform in [range_start, range_end) frames */
+    REEL_SAMPLER_REGULAR_INDICES = 1, /**< clip starts evenly spaced (linspace) over the range */
+    REEL_SAMPLER_RANDOM_TIMES = 2,    /**< clip starts uniform in [range_start, range_end) seconds */
+    REEL_SAMPLER_REGULAR_TIMES = 3,   /**< clip starts range_start + k*(width/clips) seconds */
     /** Whole video at `fps` frames per second of video: N frames in the range
      *  (seconds, see range_start) at the video's average fps F give
      *  n = floor_f(min(max(N / F * fps, ceil_f(min_frames)), floor_f(max_frames), N))
      *  (_f: to a multiple of frame_factor), at least frame_factor, taken by
      *  linspace over the range rounded half to even, as torch does. */
-    REEL_SAMPLE_FPS = 4,
+    REEL_SAMPLER_FPS = 4,
     /** Whole video as round_half_even(frames_per_clip / frame_factor) *
-     *  frame_factor frames, linspace over the range as REEL_SAMPLE_FPS. */
-    REEL_SAMPLE_COUNT = 5
+     *  frame_factor frames, linspace over the range as REEL_SAMPLER_FPS. */
+    REEL_SAMPLER_COUNT = 5
 } reel_sampler_kind;
 
 /** What happens to a clip that runs past the end of the video (or segment). */
@@ -69,15 +69,15 @@ typedef struct reel_sampler_settings {
      *  this many seconds (torchcodec's seconds_between_clip_starts) instead
      *  of k times the range width / clips_per_video. Default 0. */
     double seconds_between_clip_starts;
-    /* REEL_SAMPLE_FPS and REEL_SAMPLE_COUNT (clips_per_video must be 1).
+    /* REEL_SAMPLER_FPS and REEL_SAMPLER_COUNT (clips_per_video must be 1).
      * Their range is qwen-vl-utils' video_start / video_end in seconds of
      * the video (or segment): range_start > 0 starts at frame
      * ceil(min(range_start, N / F) * F); range_end > 0 ends at frame
      * min(floor(min(range_end, N / F) * F), N - 1); 0: the first / last
      * frame. A range whose start is not before its end fails. */
-    double fps;           /**< REEL_SAMPLE_FPS: frames per second of video; default 2 */
-    int min_frames;       /**< REEL_SAMPLE_FPS: at least this many (rounded up to frame_factor); default 4 */
-    int max_frames;       /**< REEL_SAMPLE_FPS: at most this many (rounded down); default 768 */
+    double fps;           /**< REEL_SAMPLER_FPS: frames per second of video; default 2 */
+    int min_frames;       /**< REEL_SAMPLER_FPS: at least this many (rounded up to frame_factor); default 4 */
+    int max_frames;       /**< REEL_SAMPLER_FPS: at most this many (rounded down); default 768 */
     int frame_factor;     /**< both: the frame count is a multiple of this; default 2 */
     uint8_t reserved[12]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_sampler_settings;

@@ -67,14 +67,14 @@ typedef struct reel_pack_settings {
     void *interrupt_opaque; /**< passed to interrupt; borrowed (common.h) */
     /** Whole-video sampling with qwen-vl-utils' frame choice (reel/sampler.h,
      *  what reel.vlm and the Loader's sampler "fps" take):
-     *  REEL_SAMPLE_FPS keeps the frames that sampler gives each segment at
+     *  REEL_SAMPLER_FPS keeps the frames that sampler gives each segment at
      *  `fps` frames per second of video, min_frames to max_frames of them;
-     *  REEL_SAMPLE_COUNT keeps `frames` frames; both a multiple of
+     *  REEL_SAMPLER_COUNT keeps `frames` frames; both a multiple of
      *  frame_factor, spread by linspace over the segment. 0 (default): all
      *  frames, or by `every` / `fps` (then fps keeps the frames at k/fps s). */
     int sampler;
-    int min_frames, max_frames; /**< REEL_SAMPLE_FPS; default 4 and 768 */
-    int frames;                 /**< REEL_SAMPLE_COUNT: the frame count (rounded half to even to frame_factor) */
+    int min_frames, max_frames; /**< REEL_SAMPLER_FPS; default 4 and 768 */
+    int frames;                 /**< REEL_SAMPLER_COUNT: the frame count (rounded half to even to frame_factor) */
     int frame_factor;           /**< default 2 */
     uint8_t reserved[44];       /**< zero; room to grow without an ABI break */
 } reel_pack_settings;
@@ -190,8 +190,9 @@ REEL_API int reel_store_open(reel_store **out, const char *dir, reel_error *err)
  *  *s to NULL; NULL is fine. */
 REEL_API void reel_store_close(reel_store **s);
 
-/** Store-wide facts. */
-REEL_API void reel_store_get_info(const reel_store *s, reel_store_info *info);
+/** Store-wide facts. REEL_E_INVALID_ARG for a NULL argument (*info zeroed
+ *  when it is not NULL). */
+REEL_API int reel_store_get_info(const reel_store *s, reel_store_info *info, reel_error *err);
 
 /** Record i (0 <= i < num_records). REEL_E_OUT_OF_RANGE otherwise. */
 REEL_API int reel_store_get_record(const reel_store *s, int64_t i, reel_store_record *out, reel_error *err);

@@ -23,9 +23,15 @@ Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, Any]
 class VideoMetadata:
     """Metadata of the decoded video stream.
 
-    Sizes are the coded (pre-rotation) size; frames are returned rotated for
-    display when the decoder's ``rotate`` is on (see ``rotation``). Times are
-    in seconds of stream time.
+    It describes the frames the decoder returns: ``width`` x ``height`` is
+    the size after the display rotation (the frames' size with ``rotate`` on,
+    the default); the stream's own values are named for them
+    (``source_width``, ``source_height``: the size before rotation, the
+    frames' size with ``rotate=False``; ``container_bit_rate``). A field with
+    the name of one of torchcodec's ``VideoStreamMetadata`` means what it means
+    there: ``bit_rate`` is the stream's (the container's only when the stream
+    states none), ``rotation`` is None when the stream has no display matrix.
+    Times are in seconds of stream time.
     """
 
     path: Optional[str]
@@ -38,8 +44,10 @@ class VideoMetadata:
     color_primaries: str
     width: int
     height: int
+    source_width: int
+    source_height: int
     bit_depth: int
-    rotation: int
+    rotation: Optional[int]
     sample_aspect_ratio: Optional[Fraction]
     average_fps: Optional[float]
     average_fps_fraction: Optional[Fraction]
@@ -56,6 +64,7 @@ class VideoMetadata:
     num_frames: int
     num_keyframes: int
     bit_rate: Optional[int]
+    container_bit_rate: Optional[int]
     file_size: Optional[int]
     index_source: str
 
@@ -72,7 +81,8 @@ class VideoMetadata:
             codec=d["codec"], profile=d["profile"], pix_fmt=d["pix_fmt"], container=d["container"],
             color_space=d["color_space"], color_range=d["color_range"],
             color_primaries=d["color_primaries"],
-            width=d["width"], height=d["height"], bit_depth=d["bit_depth"], rotation=d["rotation"],
+            width=d["width"], height=d["height"], source_width=d["source_width"], source_height=d["source_height"],
+            bit_depth=d["bit_depth"], rotation=d["rotation"] if d["has_rotation"] else None,
             sample_aspect_ratio=frac(d["sar"]),
             average_fps=float(avg) if avg else None,
             average_fps_fraction=avg,
@@ -85,7 +95,7 @@ class VideoMetadata:
             end_stream_seconds=d["start_time"] + d["duration"],
             duration_seconds=d["duration"],
             num_frames=d["num_frames"], num_keyframes=d["num_keyframes"],
-            bit_rate=d["bit_rate"] or None,
+            bit_rate=d["bit_rate"] or None, container_bit_rate=d["container_bit_rate"] or None,
             file_size=d["file_size"] if d["file_size"] >= 0 else None,
             index_source=opt.INDEX_SOURCES.get(src, str(src)),
         )

@@ -325,6 +325,9 @@ static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
              dict_set(d, "color_primaries", str_or_empty(i->color_primaries)) == 0 &&
              dict_set(d, "width", PyLong_FromLong(i->width)) == 0 &&
              dict_set(d, "height", PyLong_FromLong(i->height)) == 0 &&
+             dict_set(d, "source_width", PyLong_FromLong(i->source_width)) == 0 &&
+             dict_set(d, "source_height", PyLong_FromLong(i->source_height)) == 0 &&
+             dict_set(d, "has_rotation", PyBool_FromLong(i->has_rotation)) == 0 &&
              dict_set(d, "bit_depth", PyLong_FromLong(i->bit_depth)) == 0 &&
              dict_set(d, "rotation", PyLong_FromLong(i->rotation)) == 0 &&
              dict_set(d, "sar", Py_BuildValue("(ii)", i->sar_num, i->sar_den)) == 0 &&
@@ -341,6 +344,7 @@ static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
              dict_set(d, "num_frames", PyLong_FromLongLong(i->num_frames)) == 0 &&
              dict_set(d, "num_keyframes", PyLong_FromLongLong(i->num_keyframes)) == 0 &&
              dict_set(d, "bit_rate", PyLong_FromLongLong(i->bit_rate)) == 0 &&
+             dict_set(d, "container_bit_rate", PyLong_FromLongLong(i->container_bit_rate)) == 0 &&
              dict_set(d, "file_size", PyLong_FromLongLong(i->file_size)) == 0 &&
              dict_set(d, "index_source", PyLong_FromLong(i->index_source)) == 0;
     decoder_release(self);
@@ -448,7 +452,7 @@ static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObj
     return r;
 }
 
-/* The whole-video samplers (REEL_SAMPLE_FPS / _COUNT): the indices and
+/* The whole-video samplers (REEL_SAMPLER_FPS / _COUNT): the indices and
  * what reel_sampler_describe says of them, as (indices, info dict). */
 static PyObject *decoder_sample_video(DecoderObject *self, PyObject *args, PyObject *kwds)
 {
@@ -460,7 +464,7 @@ static PyObject *decoder_sample_video(DecoderObject *self, PyObject *args, PyObj
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "idiiiidd:sample_video", kw, &kind, &s.fps, &s.min_frames,
                                      &s.max_frames, &s.frame_factor, &s.frames_per_clip, &s.range_start, &s.range_end))
         return NULL;
-    if (kind != REEL_SAMPLE_FPS && kind != REEL_SAMPLE_COUNT) {
+    if (kind != REEL_SAMPLER_FPS && kind != REEL_SAMPLER_COUNT) {
         PyErr_SetString(PyExc_ValueError, "sample_video: kind must be the fps or the count sampler");
         return NULL;
     }
@@ -527,7 +531,7 @@ static PyObject *decoder_remote_stats(DecoderObject *self, PyObject *unused)
     (void)unused;
     if (decoder_acquire(self) < 0) return NULL;
     reel_remote_stats s;
-    reel_decoder_get_remote_stats(self->dec, &s);
+    reel_decoder_get_remote_stats(self->dec, &s, NULL);
     decoder_release(self);
     return rx_remote_stats_dict(&s);
 }

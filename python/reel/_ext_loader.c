@@ -373,8 +373,8 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
     for (;;) {
         double slice = 0.1;
         if (timeout >= 0) {
-            double left = timeout - (double)(rx_clock_ns() - t_start) / 1e9;
-            slice = left < 0 ? 0 : left < slice ? left : slice;
+            double remaining = timeout - (double)(rx_clock_ns() - t_start) / 1e9;
+            slice = remaining < 0 ? 0 : remaining < slice ? remaining : slice;
         }
         Py_BEGIN_ALLOW_THREADS
         PyThread_acquire_lock(self->lock, WAIT_LOCK);
@@ -438,7 +438,7 @@ static PyObject *loader_get_state(LoaderObject *self, PyObject *unused)
     int r;
     Py_BEGIN_ALLOW_THREADS
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    r = self->loader ? reel_loader_get_state(self->loader, &s) : REEL_E_CANCELLED;
+    r = self->loader ? reel_loader_get_state(self->loader, &s, NULL) : REEL_E_CANCELLED;
     PyThread_release_lock(self->lock);
     Py_END_ALLOW_THREADS
     if (r != REEL_OK) {
@@ -479,7 +479,7 @@ static PyObject *loader_get_checkpoint(LoaderObject *self, PyObject *unused)
     int r;
     Py_BEGIN_ALLOW_THREADS
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    r = self->loader ? reel_loader_get_checkpoint(self->loader, &c) : REEL_E_CANCELLED;
+    r = self->loader ? reel_loader_get_checkpoint(self->loader, &c, NULL) : REEL_E_CANCELLED;
     PyThread_release_lock(self->lock);
     Py_END_ALLOW_THREADS
     if (r != REEL_OK) {
@@ -537,7 +537,7 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
     if (loader_check(self) < 0) return NULL;
     reel_loader_metrics m;
     memset(&m, 0, sizeof m);
-    int r = reel_loader_get_metrics(self->loader, &m); /* quick; with the GIL, see loader_destroy_now */
+    int r = reel_loader_get_metrics(self->loader, &m, NULL); /* quick; with the GIL, see loader_destroy_now */
     if (r != REEL_OK) {
         reel_state *st = state_of((PyObject *)self);
         return st ? raise_reel(st, r, NULL, NULL, NULL) : NULL;

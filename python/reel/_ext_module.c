@@ -296,7 +296,7 @@ static PyObject *mod_size_policy(PyObject *m, PyObject *args, PyObject *kwds)
     return Py_BuildValue("(ii)", oh, ow);
 }
 
-/* reel_smart_resize: (height, width). */
+/* reel_size_smart_resize, in qwen-vl-utils' order: (height, width) in and out. */
 static PyObject *mod_smart_resize(PyObject *m, PyObject *args)
 {
     int h, w, factor;
@@ -305,7 +305,7 @@ static PyObject *mod_smart_resize(PyObject *m, PyObject *args)
     reel_error err;
     reel_error_clear(&err);
     int oh = 0, ow = 0;
-    if (reel_smart_resize(h, w, factor, min_px, max_px, &oh, &ow, &err) != REEL_OK) {
+    if (reel_size_smart_resize(w, h, factor, min_px, max_px, &ow, &oh, &err) != REEL_OK) {
         PyErr_SetString(PyExc_ValueError, err.message);
         return NULL;
     }
@@ -425,12 +425,12 @@ static const struct {
     E(INDEX_READ_WRITE),
     E(CORRUPT_FAIL),
     E(CORRUPT_SKIP),
-    E(SAMPLE_RANDOM_INDICES),
-    E(SAMPLE_REGULAR_INDICES),
-    E(SAMPLE_RANDOM_TIMES),
-    E(SAMPLE_REGULAR_TIMES),
-    E(SAMPLE_FPS),
-    E(SAMPLE_COUNT),
+    E(SAMPLER_RANDOM_INDICES),
+    E(SAMPLER_REGULAR_INDICES),
+    E(SAMPLER_RANDOM_TIMES),
+    E(SAMPLER_REGULAR_TIMES),
+    E(SAMPLER_FPS),
+    E(SAMPLER_COUNT),
     E(SIZE_FIXED),
     E(SIZE_PIXEL_BUDGET),
     E(CLIP_REPEAT_LAST),

@@ -195,7 +195,7 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
     reel_store *s = open_store_arg(module, arg);
     if (!s) return NULL;
     reel_store_info i;
-    reel_store_get_info(s, &i);
+    reel_store_get_info(s, &i, NULL);
     static const char *const fmts[] = { "", "jpeg", "raw", "h264" };
     PyObject *classes = PyList_New(0);
     for (int64_t k = 0; classes && k < i.num_classes; k++) {
@@ -210,9 +210,9 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
                                 (long long)i.num_failed, "bytes", (long long)i.bytes, "shards", i.num_shards,
                                 "short_side", i.short_side, "width", i.width, "height", i.height, "quality", i.quality,
                                 "gop", i.gop, "fps", i.fps, "every", i.every, "sampler",
-                                i.sampler == REEL_SAMPLE_FPS     ? "fps"
-                                : i.sampler == REEL_SAMPLE_COUNT ? "count"
-                                                                 : "",
+                                i.sampler == REEL_SAMPLER_FPS     ? "fps"
+                                : i.sampler == REEL_SAMPLER_COUNT ? "count"
+                                                                  : "",
                                 "min_frames", i.min_frames, "max_frames", i.max_frames, "frames_per_video", i.frames,
                                 "frame_factor", i.frame_factor, "class_names", classes)
                 : NULL;
@@ -231,7 +231,7 @@ static PyObject *mod_store_records(PyObject *module, PyObject *arg)
     reel_store *s = open_store_arg(module, arg);
     if (!s) return NULL;
     reel_store_info info;
-    reel_store_get_info(s, &info);
+    reel_store_get_info(s, &info, NULL);
     PyObject *list = PyList_New(0);
     for (int64_t k = 0; list && k < info.num_records; k++) {
         reel_store_record rec;

@@ -8,7 +8,6 @@ import inspect
 import json
 import operator
 import os
-import warnings
 import weakref
 from fractions import Fraction
 from typing import Any, Dict, Iterator, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
@@ -202,20 +201,6 @@ def loader_settings(config: Mapping[str, Any]) -> Dict[str, Any]:
     c = dict(defaults)
     c.update(config)
     return c_settings(c)
-
-
-class Metrics(Dict[str, Any]):
-    """Loader.metrics(): a dict whose deprecated keys still answer, with a
-    DeprecationWarning (they are not among its keys)."""
-
-    DEPRECATED = {"amplification": "decode_amplification"}
-
-    def __missing__(self, key: str) -> Any:
-        new = self.DEPRECATED.get(key)
-        if new is None:
-            raise KeyError(key)
-        warnings.warn(f'metrics()["{key}"] is deprecated: use metrics()["{new}"]', DeprecationWarning, stacklevel=2)
-        return self[new]
 
 
 _live: "weakref.WeakSet[Loader]" = weakref.WeakSet()
@@ -496,9 +481,8 @@ class Loader:
         cause, epoch, position, sample; at most ``failure_log_size``),
         ``failure_count`` and ``failures_by_cause`` for the whole run. The
         keys are those of the C library's metrics JSON (one table in C,
-        ``reel_loader_metrics_get_fields``); ``"amplification"`` is a deprecated
-        alias of ``"decode_amplification"``."""
-        m = Metrics(self._loader.metrics())
+        ``reel_loader_metrics_get_fields``)."""
+        m: Dict[str, Any] = self._loader.metrics()
         m["failures"] = self._loader.failures()
         m["failed_not_listed"] = max(0, m["failure_count"] - len(m["failures"]))
         return m

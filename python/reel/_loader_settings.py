@@ -11,11 +11,11 @@ from . import _reel
 
 
 # option names -> the C enum values, as the extension exports them
-SAMPLERS = {"random": _reel.SAMPLE_RANDOM_INDICES, "random_indices": _reel.SAMPLE_RANDOM_INDICES,
-            "regular": _reel.SAMPLE_REGULAR_INDICES, "regular_indices": _reel.SAMPLE_REGULAR_INDICES,
-            "random_time": _reel.SAMPLE_RANDOM_TIMES, "random_timestamps": _reel.SAMPLE_RANDOM_TIMES,
-            "regular_time": _reel.SAMPLE_REGULAR_TIMES, "regular_timestamps": _reel.SAMPLE_REGULAR_TIMES,
-            "fps": _reel.SAMPLE_FPS, "count": _reel.SAMPLE_COUNT}
+SAMPLERS = {"random": _reel.SAMPLER_RANDOM_INDICES, "random_indices": _reel.SAMPLER_RANDOM_INDICES,
+            "regular": _reel.SAMPLER_REGULAR_INDICES, "regular_indices": _reel.SAMPLER_REGULAR_INDICES,
+            "random_time": _reel.SAMPLER_RANDOM_TIMES, "random_timestamps": _reel.SAMPLER_RANDOM_TIMES,
+            "regular_time": _reel.SAMPLER_REGULAR_TIMES, "regular_timestamps": _reel.SAMPLER_REGULAR_TIMES,
+            "fps": _reel.SAMPLER_FPS, "count": _reel.SAMPLER_COUNT}
 POLICIES = {"repeat_last": _reel.CLIP_REPEAT_LAST, "wrap": _reel.CLIP_WRAP, "drop": _reel.CLIP_DROP,
             "error": _reel.CLIP_ERROR}
 CROPS = {"none": _reel.CROP_NONE, "center": _reel.CROP_CENTER, "random": _reel.CROP_RANDOM,
@@ -179,7 +179,7 @@ def size_policy_settings(p: Dict[str, Any]) -> Dict[str, Any]:
     if ("resized_height" in p) != ("resized_width" in p):
         raise ValueError("size_policy: give resized_height and resized_width together")
     factor = int(p.get("factor", _reel.QWEN_FACTOR))
-    out: Dict[str, Any] = {"size_policy.size_kind": _reel.SIZE_PIXEL_BUDGET}
+    out: Dict[str, Any] = {"size_policy.kind": _reel.SIZE_PIXEL_BUDGET}
     for k, v in p.items():
         if v is not None:
             out[_SIZE_POLICY_KEYS[k]] = int(v) if k in ("factor", "resized_height", "resized_width") else float(v)

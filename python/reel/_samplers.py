@@ -84,7 +84,7 @@ def _index_sampler(kind: str, decoder: VideoDecoder, num_clips: int, num_frames_
     if num_indices_between_frames <= 0:
         raise ValueError(f"num_indices_between_frames must be > 0, got {num_indices_between_frames}")
     start, end = _index_range(len(decoder), sampling_range_start, sampling_range_end)
-    c_kind = _reel.SAMPLE_RANDOM_INDICES if kind == "random" else _reel.SAMPLE_REGULAR_INDICES
+    c_kind = _reel.SAMPLER_RANDOM_INDICES if kind == "random" else _reel.SAMPLER_REGULAR_INDICES
     flat = decoder._dec.sample_clips(c_kind, num_clips, num_frames_per_clip, num_indices_between_frames, 0.0,
                                      start, end, fill, 0.0, _seed(seed) if kind == "random" else 0)
     return _clips(decoder, decoder.get_frames_at(list(flat)), num_clips, num_frames_per_clip)
@@ -165,9 +165,9 @@ def _time_sampler(kind: str, decoder: VideoDecoder, num_clips: Optional[int], nu
     clips = num_clips or 1
     between = 0.0
     if kind == "random":
-        c_kind = _reel.SAMPLE_RANDOM_TIMES
+        c_kind = _reel.SAMPLER_RANDOM_TIMES
     else:
-        c_kind = _reel.SAMPLE_REGULAR_TIMES
+        c_kind = _reel.SAMPLER_REGULAR_TIMES
         if seconds_between_clip_starts is not None:
             # as many clips as start inside the range the C sampler uses (its
             # automatic end: the last start whose clip fits, at least the start)
@@ -262,12 +262,12 @@ def clips_at_fps(
     fps F give n = min(max(N / F * fps, min_frames), max_frames, N) rounded
     to a multiple of `frame_factor` (min up, max and n down), taken by
     linspace over the range, rounded half to even as torch does. The same
-    C sampler (REEL_SAMPLE_FPS) serves reel.vlm, the Loader's
+    C sampler (REEL_SAMPLER_FPS) serves reel.vlm, the Loader's
     ``sampler="fps"`` and ``reel pack --sampler fps``.
 
     Returns Frames [1, n, ...] (one clip); its fps (qwen's sample_fps) is
     n / N * F."""
-    return _whole_video(decoder, _reel.SAMPLE_FPS, fps, _whole_number("min_frames", min_frames),
+    return _whole_video(decoder, _reel.SAMPLER_FPS, fps, _whole_number("min_frames", min_frames),
                         _whole_number("max_frames", max_frames), _whole_number("frame_factor", frame_factor), 1,
                         video_start, video_end)
 
@@ -282,8 +282,8 @@ def clips_at_count(
 ) -> Frames:
     """`nframes` frames (rounded half to even to a multiple of
     `frame_factor`, qwen-vl-utils' ``nframes``) spread by linspace over the
-    whole video or [video_start, video_end] seconds of it (REEL_SAMPLE_COUNT).
+    whole video or [video_start, video_end] seconds of it (REEL_SAMPLER_COUNT).
     Returns Frames [1, n, ...]."""
-    return _whole_video(decoder, _reel.SAMPLE_COUNT, FPS, MIN_FRAMES, MAX_FRAMES,
+    return _whole_video(decoder, _reel.SAMPLER_COUNT, FPS, MIN_FRAMES, MAX_FRAMES,
                         _whole_number("frame_factor", frame_factor), _whole_number("nframes", nframes),
                         video_start, video_end)

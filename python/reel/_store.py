@@ -39,7 +39,7 @@ def _part(part: Union[None, str, Tuple[int, int]]) -> Tuple[int, int]:
     return (int(part[0]), int(part[1]))
 
 
-_WHOLE_VIDEO = {None: 0, "fps": _reel.SAMPLE_FPS, "count": _reel.SAMPLE_COUNT}
+_WHOLE_VIDEO = {None: 0, "fps": _reel.SAMPLER_FPS, "count": _reel.SAMPLER_COUNT}
 
 
 def _bad_sampler(sampler: Any) -> int:

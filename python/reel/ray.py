@@ -632,8 +632,9 @@ class ClipDecoder:
         wh = self._display.get(path)
         if wh is None:
             m = self._decoder((path,), size=None).metadata
-            rot = m.rotation % 180 == 90 and self._opts["rotate"]
-            wh = self._display[path] = (m.height, m.width) if rot else (m.width, m.height)
+            # width x height is after the display rotation, source_* before it
+            wh = self._display[path] = ((m.width, m.height) if self._opts["rotate"]
+                                        else (m.source_width, m.source_height))
         (x, y, cw, ch), (ow, oh), flipped = _reel.clip_geometry(self._settings, epoch, sample, clip, *wh)
         whole = (x, y, cw, ch) == (0, 0) + wh
         key = (path, None if whole else (x, y, cw, ch), (ow, oh), flipped)

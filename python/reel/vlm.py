@@ -10,7 +10,7 @@ The functions keep qwen-vl-utils 0.0.14's signatures, return types and
 metadata keys. Frame choice (``fps``/``nframes``/``min_frames``/``max_frames``/
 ``video_start``/``video_end``) and output size (``min_pixels``/``max_pixels``/
 ``total_pixels``/``resized_height``/``resized_width``) are computed in C by the
-sampler kinds REEL_SAMPLE_FPS / REEL_SAMPLE_COUNT and the size policy
+sampler kinds REEL_SAMPLER_FPS / REEL_SAMPLER_COUNT and the size policy
 REEL_SIZE_PIXEL_BUDGET, with the same indices, sizes and sample fps as
 qwen-vl-utils. Frames are decoded straight to the output size (bicubic, in
 RGB) into a float32 TCHW tensor holding 0-255, or uint8 with ``dtype="uint8"``.
@@ -44,7 +44,7 @@ FPS_MAX_FRAMES: int = _reel.QWEN_FPS_MAX_FRAMES
 MODEL_SEQ_LEN: int = _reel.QWEN_MODEL_SEQ_LEN  # $MODEL_SEQ_LEN's default
 MAX_NUM_WORKERS_FETCH_VIDEO = 8  # threads for a list of images (Python's own)
 
-_SAMPLE_FPS, _SAMPLE_COUNT = _reel.SAMPLE_FPS, _reel.SAMPLE_COUNT
+_SAMPLE_FPS, _SAMPLE_COUNT = _reel.SAMPLER_FPS, _reel.SAMPLER_COUNT
 
 
 def _model_seq_len() -> int:
@@ -53,7 +53,7 @@ def _model_seq_len() -> int:
 
 def smart_resize(height: int, width: int, factor: int, min_pixels: Optional[float] = None,
                  max_pixels: Optional[float] = None) -> Tuple[int, int]:
-    """qwen-vl-utils' smart_resize (reel_smart_resize in C): (height, width)."""
+    """qwen-vl-utils' smart_resize (reel_size_smart_resize in C, which takes width first): (height, width)."""
     max_pixels = max_pixels if max_pixels is not None else IMAGE_MAX_TOKEN_NUM * factor ** 2
     min_pixels = min_pixels if min_pixels is not None else IMAGE_MIN_TOKEN_NUM * factor ** 2
     return _reel.smart_resize(int(height), int(width), int(factor), float(min_pixels), float(max_pixels))

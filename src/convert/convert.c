@@ -167,10 +167,11 @@ int64_t reel_frame_get_pts(const reel_frame *f)
 {
     return f ? f->pts : AV_NOPTS_VALUE;
 }
-void reel_frame_get_size(const reel_frame *f, int *w, int *h)
+int reel_frame_get_size(const reel_frame *f, int *w, int *h, reel_error *err)
 {
     if (w) *w = !f ? 0 : f->full_w ? f->full_w : f->av->width;
     if (h) *h = !f ? 0 : f->full_w ? f->full_h : f->av->height;
+    return f ? REEL_OK : reel__error_set(err, REEL_E_INVALID_ARG, "reel_frame_get_size: frame is NULL");
 }
 
 static uint8_t *scratch_get(scratch *s, size_t size)

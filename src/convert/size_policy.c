@@ -16,10 +16,10 @@ void reel_size_policy_default_settings(reel_size_policy *p)
     p->frame_factor = 2;
 }
 
-int reel_smart_resize(int height, int width, int factor, double min_pixels, double max_pixels, int *out_h, int *out_w,
-                      reel_error *err)
+int reel_size_smart_resize(int width, int height, int factor, double min_pixels, double max_pixels, int *out_w,
+                           int *out_h, reel_error *err)
 {
-    if (!out_h || !out_w) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_smart_resize: NULL argument");
+    if (!out_h || !out_w) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_size_smart_resize: NULL argument");
     if (height < 1 || width < 1 || factor < 1 || factor > 65536)
         return reel__error_set(err, REEL_E_INVALID_ARG, "smart_resize: invalid size %dx%d or factor %d", width, height,
                                factor);
@@ -83,8 +83,8 @@ int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int6
                                p->width, p->height);
     const double f2 = (double)p->factor * p->factor;
     if (p->width > 0 && p->height > 0) /* qwen: resized sizes use the image bounds */
-        return reel_smart_resize(p->height, p->width, p->factor, REEL_QWEN_IMAGE_MIN_TOKENS * f2,
-                                 REEL_QWEN_IMAGE_MAX_TOKENS * f2, out_h, out_w, err);
+        return reel_size_smart_resize(p->width, p->height, p->factor, REEL_QWEN_IMAGE_MIN_TOKENS * f2,
+                                      REEL_QWEN_IMAGE_MAX_TOKENS * f2, out_w, out_h, err);
     double min_px = p->min_pixels > 0 ? p->min_pixels : REEL_QWEN_VIDEO_MIN_TOKENS * f2;
     double total = p->total_pixels > 0 ? p->total_pixels
                                        : (double)((int64_t)REEL_QWEN_MODEL_SEQ_LEN * p->factor * p->factor) *
@@ -94,5 +94,5 @@ int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int6
     double floor_px = (double)(int64_t)(min_px * 1.05);
     if (max_px < floor_px) max_px = floor_px;
     if (p->max_pixels > 0 && p->max_pixels < max_px) max_px = p->max_pixels;
-    return reel_smart_resize(src_h, src_w, p->factor, min_px, max_px, out_h, out_w, err);
+    return reel_size_smart_resize(src_w, src_h, p->factor, min_px, max_px, out_w, out_h, err);
 }

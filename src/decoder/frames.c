@@ -55,7 +55,7 @@ int reel_decoder_get_output_size(const reel_decoder *dec, const reel_transform *
         reel_transform_default_settings(&def);
         t = &def;
     }
-    int w = dec->info.width, h = dec->info.height;
+    int w = dec->info.source_width, h = dec->info.source_height;
     if (t->apply_rotation && (dec->rotation == 90 || dec->rotation == 270)) {
         int x = w;
         w = h;
@@ -102,8 +102,8 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
     const reel_transform *t = &s->t;
     reel_transform scaled;
     int fw, fh;
-    reel_frame_get_size(f, &fw, &fh);
-    if (!s->sized && (fw != s->dec->info.width || fh != s->dec->info.height)) {
+    reel_frame_get_size(f, &fw, &fh, NULL);
+    if (!s->sized && (fw != s->dec->info.source_width || fh != s->dec->info.source_height)) {
         /* The coded size changed mid-stream and the caller asked for no
          * resize: rescale to the stream's size in one bicubic pass, exactly
          * as the ffmpeg CLI does for such a stream. */

@@ -118,9 +118,12 @@ static void copy_str(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src ? src : "");
 }
 
-static int display_rotation(const AVStream *st)
+/* The display matrix's angle, degrees counter-clockwise (0 without one);
+ * *has: whether the stream has a display matrix at all (may be NULL). */
+static int display_rotation(const AVStream *st, int *has)
 {
     const uint8_t *m = av_stream_get_side_data(st, AV_PKT_DATA_DISPLAYMATRIX, NULL);
+    if (has) *has = m != NULL;
     if (!m) return 0;
     double r = av_display_rotation_get((const int32_t *)m);
     if (isnan(r)) return 0;
@@ -142,10 +145,16 @@ static void fill_info(reel_decoder *dec)
     copy_str(in->color_space, sizeof in->color_space, av_color_space_name(par->color_space));
     copy_str(in->color_range, sizeof in->color_range, av_color_range_name(par->color_range));
     copy_str(in->color_primaries, sizeof in->color_primaries, av_color_primaries_name(par->color_primaries));
-    in->width = par->width;
-    in->height = par->height;
+    in->source_width = par->width;
+    in->source_height = par->height;
     in->bit_depth = desc ? desc->comp[0].depth : 8;
-    in->rotation = display_rotation(dec->st);
+    in->rotation = display_rotation(dec->st, &in->has_rotation);
+    /* the size of the frames returned with the rotation applied: only right
+     * angles are applied (dec->rotation), and 90 or 270 swap the sides */
+    int quarter = ((in->rotation % 360) + 360) % 360;
+    int swap = quarter == 90 || quarter == 270;
+    in->width = swap ? par->height : par->width;
+    in->height = swap ? par->width : par->height;
     in->sar_num = par->sample_aspect_ratio.num;
     in->sar_den = par->sample_aspect_ratio.den ? par->sample_aspect_ratio.den : 1;
     in->rate_num = dec->st->r_frame_rate.num;
@@ -159,7 +168,10 @@ static void fill_info(reel_decoder *dec)
     in->num_frames = t->n;
     in->num_keyframes = t->n_keyframes;
     in->index_source = t->source;
-    in->bit_rate = dec->fmt->bit_rate > 0 ? dec->fmt->bit_rate : par->bit_rate;
+    /* the stream's rate, as torchcodec's bit_rate; the container's (all its
+     * streams) only when the stream states none */
+    in->container_bit_rate = dec->fmt->bit_rate > 0 ? dec->fmt->bit_rate : 0;
+    in->bit_rate = par->bit_rate > 0 ? par->bit_rate : in->container_bit_rate;
     in->file_size = dec->file_size;
 
     double tb = av_q2d(dec->st->time_base);
@@ -355,7 +367,7 @@ static int open_common(reel_decoder *dec, reel_error *err)
                                dec->name, dec->stream_index);
     if ((r = open_codec(dec, err)) != REEL_OK) return r;
     {
-        int ccw = display_rotation(dec->st);
+        int ccw = display_rotation(dec->st, NULL);
         dec->rotation = ((-ccw % 360) + 360) % 360;
         if (dec->rotation % 90) dec->rotation = 0; /* only right angles are applied */
     }
@@ -646,11 +658,11 @@ int reel_decoder_save_index(const reel_decoder *dec, const char *path, reel_erro
     return reel__sidecar_save(dec, path, err);
 }
 
-int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_stats *out)
+int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_stats *out, reel_error *err)
 {
-    if (!out) return REEL_E_INVALID_ARG;
+    if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_remote_stats: NULL argument");
     memset(out, 0, sizeof *out);
-    if (!dec) return REEL_E_INVALID_ARG;
+    if (!dec) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_remote_stats: decoder is NULL");
     reel__remote_stats(dec->remote, out);
     for (int i = 0; i < dec->gop_open; i++) { /* GOP-parallel decoding's other contexts */
         reel_remote_stats more;

@@ -45,16 +45,16 @@ static int check_settings(const reel_pack_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: fps must be in [0, 1000]");
     if (s->fps > 0 && s->every > 1)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: give fps or every, not both");
-    if (s->sampler != 0 && s->sampler != REEL_SAMPLE_FPS && s->sampler != REEL_SAMPLE_COUNT)
+    if (s->sampler != 0 && s->sampler != REEL_SAMPLER_FPS && s->sampler != REEL_SAMPLER_COUNT)
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                "pack: sampler %d: whole-video samplers are the fps (%d) "
                                "and count (%d) samplers",
-                               s->sampler, REEL_SAMPLE_FPS, REEL_SAMPLE_COUNT);
+                               s->sampler, REEL_SAMPLER_FPS, REEL_SAMPLER_COUNT);
     if (s->sampler != 0 && s->every > 1)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: give a whole-video sampler or every, not both");
-    if (s->sampler == REEL_SAMPLE_COUNT && s->fps > 0)
+    if (s->sampler == REEL_SAMPLER_COUNT && s->fps > 0)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: the count sampler takes frames, not fps");
-    if (s->sampler == REEL_SAMPLE_COUNT && (s->frames < 1 || s->frames > 1000000))
+    if (s->sampler == REEL_SAMPLER_COUNT && (s->frames < 1 || s->frames > 1000000))
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: the count sampler needs frames in [1, 1000000], got %d",
                                s->frames);
     if (s->sampler != 0 &&
@@ -271,10 +271,10 @@ int reel_pack(const char *source, const char *out_dir, const reel_pack_settings 
     /* the whole-video sampler's settings as the store records them: its
      * default fps, and zero for what the chosen sampler does not use */
     reel_pack_settings norm = *settings;
-    if (norm.sampler == REEL_SAMPLE_FPS) {
+    if (norm.sampler == REEL_SAMPLER_FPS) {
         if (!(norm.fps > 0)) norm.fps = 2.0;
         norm.frames = 0;
-    } else if (norm.sampler == REEL_SAMPLE_COUNT) {
+    } else if (norm.sampler == REEL_SAMPLER_COUNT) {
         norm.min_frames = norm.max_frames = 0;
     } else {
         norm.min_frames = norm.max_frames = norm.frames = norm.frame_factor = 0;

@@ -45,7 +45,7 @@ static int segment(const reel_video_info *info, const reel_frame_entry *tab, int
 {
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
-    s.kind = REEL_SAMPLE_REGULAR_INDICES;
+    s.kind = REEL_SAMPLER_REGULAR_INDICES;
     s.clips_per_video = 1;
     s.frames_per_clip = 1;
     reel_sampler_video v;
@@ -176,7 +176,7 @@ static int open_source(const reel_pack_settings *ps, const reel__pack_entry *it,
     rec->fps_num = info->avg_fps_num;
     rec->fps_den = info->avg_fps_den;
     rec->source_num_frames = info->num_frames;
-    int dw = info->width, dh = info->height;
+    int dw = info->source_width, dh = info->source_height;
     int rot = ((info->rotation % 360) + 360) % 360;
     if (rot == 90 || rot == 270) {
         int t = dw;

@@ -348,7 +348,7 @@ int reel__dataset_open_store(reel_dataset **out, const char *dir, reel_error *er
     int st = reel_store_open(&store, dir, err);
     if (st != REEL_OK) return st;
     reel_store_info info;
-    reel_store_get_info(store, &info);
+    reel_store_get_info(store, &info, NULL);
     reel_dataset *ds = NULL;
     st = reel_dataset_create(&ds, err);
     for (int64_t i = 0; st == REEL_OK && i < info.num_records; i++) {

@@ -77,7 +77,7 @@ static const reel_field k_settings[] = {
     S("num_workers", REEL_FIELD_INT, num_workers),
     S("worker", REEL_FIELD_INT, worker),
     S("first_epoch", REEL_FIELD_INT64, first_epoch),
-    S("size_policy.size_kind", REEL_FIELD_INT, size_policy.kind), /* the name Python's size_policy sets */
+    S("size_policy.kind", REEL_FIELD_INT, size_policy.kind),
     S("size_policy.width", REEL_FIELD_INT, size_policy.width),
     S("size_policy.height", REEL_FIELD_INT, size_policy.height),
     S("size_policy.factor", REEL_FIELD_INT, size_policy.factor),

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-int reel_loader_get_metrics(const reel_loader *cl, reel_loader_metrics *m)
+int reel_loader_get_metrics(const reel_loader *cl, reel_loader_metrics *m, reel_error *err)
 {
     reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
-    if (!l || !m) return REEL_E_INVALID_ARG;
+    if (!l || !m) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_loader_get_metrics: NULL argument");
     memset(m, 0, sizeof *m);
     int64_t now = reel__clock_ns();
     pthread_mutex_lock(&l->ring.mu);
@@ -80,7 +80,7 @@ int reel_loader_get_metrics_json(const reel_loader *cl, char **json, reel_error 
     if (!l || !json) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
     *json = NULL;
     reel_loader_metrics m;
-    reel_loader_get_metrics(l, &m);
+    reel_loader_get_metrics(l, &m, NULL);
     reel_buf b;
     reel__buf_init(&b);
     reel__metrics_json(&b, &m, &l->failures_log);

@@ -84,9 +84,9 @@ static int64_t seen_of_local(const reel_loader *l, int64_t pos)
     return seen > n ? n : seen;
 }
 
-int reel_loader_get_state(const reel_loader *l, reel_loader_state *state)
+int reel_loader_get_state(const reel_loader *l, reel_loader_state *state, reel_error *err)
 {
-    if (!l || !state) return REEL_E_INVALID_ARG;
+    if (!l || !state) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_loader_get_state: NULL argument");
     memset(state, 0, sizeof *state); /* reserved too (common.h) */
     int64_t seen;
     consumed(l, &state->epoch, &seen);
@@ -111,9 +111,9 @@ int reel_loader_restore(reel_loader *l, const reel_loader_state *state, reel_err
     return reel__loader_start_threads(l, err);
 }
 
-int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *cp)
+int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *cp, reel_error *err)
 {
-    if (!l || !cp) return REEL_E_INVALID_ARG;
+    if (!l || !cp) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_loader_get_checkpoint: NULL argument");
     memset(cp, 0, sizeof *cp);
     cp->version = REEL_CHECKPOINT_VERSION;
     consumed(l, &cp->epoch, &cp->samples_seen);
@@ -206,9 +206,9 @@ int reel_order_create_for_dataset(reel_order **out, reel_dataset *ds, const reel
     return st;
 }
 
-int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out)
+int reel_loader_get_order_settings(const reel_loader *l, reel_order_settings *out, reel_error *err)
 {
-    if (!l || !out) return REEL_E_INVALID_ARG;
+    if (!l || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_loader_get_order_settings: NULL argument");
     const reel_order *o = &l->plan.order;
     reel_order_default_settings(out);
     out->num_samples = o->n;

@@ -381,7 +381,7 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
         return reel__error_set(&c->err, REEL_E_INTERNAL, "%s: decoder returned frame %lld for frame %lld",
                                sample_name(l, s->sample), (long long)idx, (long long)s->indices[pos]);
     int fw = 0, fh = 0;
-    reel_frame_get_size(frame, &fw, &fh);
+    reel_frame_get_size(frame, &fw, &fh, NULL);
     if (l->s.transform.apply_rotation && (s->rotation == 90 || s->rotation == 270)) {
         int tmp = fw;
         fw = fh;

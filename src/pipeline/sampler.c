@@ -10,7 +10,7 @@
 
 int reel__sampler_check(const reel_sampler_settings *s, reel_error *err)
 {
-    if (s->kind < REEL_SAMPLE_RANDOM_INDICES || s->kind > REEL_SAMPLE_COUNT)
+    if (s->kind < REEL_SAMPLER_RANDOM_INDICES || s->kind > REEL_SAMPLER_COUNT)
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: unknown kind %d", s->kind);
     if (s->clips_per_video < 1 || s->clips_per_video > 4096)
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: clips_per_video %d not in [1, 4096]",
@@ -28,7 +28,7 @@ int reel__sampler_check(const reel_sampler_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: unknown policy %d", s->policy);
     if (!(s->seconds_between_clip_starts >= 0) || !isfinite(s->seconds_between_clip_starts))
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: seconds_between_clip_starts must be >= 0");
-    if (s->kind == REEL_SAMPLE_FPS || s->kind == REEL_SAMPLE_COUNT) {
+    if (s->kind == REEL_SAMPLER_FPS || s->kind == REEL_SAMPLER_COUNT) {
         if (s->clips_per_video != 1)
             return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: the fps and count samplers give one clip, not %d",
                                    s->clips_per_video);
@@ -40,7 +40,7 @@ int reel__sampler_check(const reel_sampler_settings *s, reel_error *err)
                                    "sampler: the fps and count samplers take a range in "
                                    "seconds >= 0");
     }
-    if (s->kind == REEL_SAMPLE_FPS) {
+    if (s->kind == REEL_SAMPLER_FPS) {
         if (!(s->fps > 0) || !isfinite(s->fps))
             return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: fps must be > 0");
         if (s->min_frames < 0 || s->max_frames < 0 || s->max_frames > (1 << 24))
@@ -52,8 +52,8 @@ int reel__sampler_check(const reel_sampler_settings *s, reel_error *err)
 
 int64_t reel__sampler_fixed_count(const reel_sampler_settings *s)
 {
-    if (s->kind == REEL_SAMPLE_FPS) return -1;
-    if (s->kind == REEL_SAMPLE_COUNT)
+    if (s->kind == REEL_SAMPLER_FPS) return -1;
+    if (s->kind == REEL_SAMPLER_COUNT)
         return (int64_t)nearbyint((double)s->frames_per_clip / s->frame_factor) * s->frame_factor;
     return (int64_t)s->clips_per_video * s->frames_per_clip;
 }
@@ -62,7 +62,7 @@ void reel_sampler_default_settings(reel_sampler_settings *s)
 {
     if (!s) return;
     memset(s, 0, sizeof *s);
-    s->kind = REEL_SAMPLE_RANDOM_INDICES;
+    s->kind = REEL_SAMPLER_RANDOM_INDICES;
     s->clips_per_video = 1;
     s->frames_per_clip = 8;
     s->frame_stride = 1;
@@ -81,7 +81,7 @@ void reel__sampler_of_pack(int kind, double fps, int min_frames, int max_frames,
     s->fps = fps;
     s->min_frames = min_frames;
     s->max_frames = max_frames;
-    if (kind == REEL_SAMPLE_COUNT) s->frames_per_clip = frames;
+    if (kind == REEL_SAMPLER_COUNT) s->frames_per_clip = frames;
     s->frame_factor = frame_factor;
 }
 
@@ -188,7 +188,7 @@ static int run_index(const reel_sampler_settings *s, const reel_sampler_video *i
     int kept = 0;
     for (int k = 0; k < K; k++) {
         int64_t start;
-        if (s->kind == REEL_SAMPLE_RANDOM_INDICES)
+        if (s->kind == REEL_SAMPLER_RANDOM_INDICES)
             start = rs + (int64_t)reel__rng_below(key, (uint64_t)k, (uint64_t)(re - rs));
         else
             start = linspace_at(rs, re - 1, K, k);
@@ -257,7 +257,7 @@ static int run_time(const reel_sampler_settings *s, const reel_sampler_video *in
     int kept = 0;
     for (int k = 0; k < K; k++) {
         double start;
-        if (s->kind == REEL_SAMPLE_RANDOM_TIMES)
+        if (s->kind == REEL_SAMPLER_RANDOM_TIMES)
             start = a + reel__rng_double(key, (uint64_t)k) * (b - a);
         else if (s->seconds_between_clip_starts > 0)
             start = a + k * s->seconds_between_clip_starts;
@@ -330,7 +330,7 @@ static int whole_video(const reel_sampler_settings *s, const reel_sampler_video 
     }
     const int64_t N = end - start + 1, ff = s->frame_factor;
     double n;
-    if (s->kind == REEL_SAMPLE_COUNT) {
+    if (s->kind == REEL_SAMPLER_COUNT) {
         n = (double)reel__sampler_fixed_count(s);
     } else {
         double min_f = ceil((double)s->min_frames / (double)ff) * (double)ff;
@@ -361,7 +361,7 @@ int reel__sampler_describe(const reel_sampler_settings *s, const reel_sampler_vi
         return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", name);
     if (in->time_base_num <= 0 || in->time_base_den <= 0)
         return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
-    if (s->kind == REEL_SAMPLE_FPS || s->kind == REEL_SAMPLE_COUNT) return whole_video(s, in, name, r, err);
+    if (s->kind == REEL_SAMPLER_FPS || s->kind == REEL_SAMPLER_COUNT) return whole_video(s, in, name, r, err);
     int64_t first, count;
     reel__sampler_segment(in, &first, &count);
     r->num_frames = reel__sampler_fixed_count(s);
@@ -393,9 +393,9 @@ int reel__sampler_run(const reel_sampler_settings *s, const reel_sampler_video *
         return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", name);
     if (in->time_base_num <= 0 || in->time_base_den <= 0)
         return reel__error_set(err, REEL_E_INTERNAL, "%s: invalid time base", name);
-    if (s->kind == REEL_SAMPLE_RANDOM_INDICES || s->kind == REEL_SAMPLE_REGULAR_INDICES)
+    if (s->kind == REEL_SAMPLER_RANDOM_INDICES || s->kind == REEL_SAMPLER_REGULAR_INDICES)
         return run_index(s, in, key, name, out, err);
-    if (s->kind == REEL_SAMPLE_FPS || s->kind == REEL_SAMPLE_COUNT) return run_whole_video(s, in, name, out, err);
+    if (s->kind == REEL_SAMPLER_FPS || s->kind == REEL_SAMPLER_COUNT) return run_whole_video(s, in, name, out, err);
     return run_time(s, in, key, name, out, err);
 }
 

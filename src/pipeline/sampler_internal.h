@@ -18,7 +18,7 @@ int reel__sampler_check(const reel_sampler_settings *s, reel_error *err);
 
 /* Frames a sample gets under `s` when that does not depend on the video
  * (clips_per_video * frames_per_clip; the count sampler's rounded count);
- * -1 for REEL_SAMPLE_FPS. */
+ * -1 for REEL_SAMPLER_FPS. */
 int64_t reel__sampler_fixed_count(const reel_sampler_settings *s);
 
 /* reel_sampler_describe without the argument checks. */

@@ -141,13 +141,13 @@ static int store_blocks(void *ctx, const reel_dataset_entry *entries, size_t n, 
 
 static int whole_video(int kind)
 {
-    return kind == REEL_SAMPLE_FPS || kind == REEL_SAMPLE_COUNT;
+    return kind == REEL_SAMPLER_FPS || kind == REEL_SAMPLER_COUNT;
 }
 
 /* "the fps sampler (fps 2, 4 to 768 frames, frame factor 2)" */
 static void sampler_text(const reel_sampler_settings *p, char *buf, size_t cap)
 {
-    if (p->kind == REEL_SAMPLE_FPS)
+    if (p->kind == REEL_SAMPLER_FPS)
         snprintf(buf, cap, "the fps sampler (fps %g, %d to %d frames, frame factor %d)", p->fps, p->min_frames,
                  p->max_frames, p->frame_factor);
     else
@@ -168,15 +168,15 @@ static int check_sampler(reel_source_store_ctx *c, const reel_store_info *i, con
                                    "from every frame: pack it with that sampler (reel pack --sampler) or with every "
                                    "frame",
                                    c->name, i->every > 1 ? "every" : "fps", i->every > 1 ? (double)i->every : i->fps,
-                                   s->kind == REEL_SAMPLE_FPS ? "fps" : "count");
+                                   s->kind == REEL_SAMPLER_FPS ? "fps" : "count");
         return REEL_OK;
     }
     reel_sampler_settings p;
     reel__sampler_of_pack(i->sampler, i->fps, i->min_frames, i->max_frames, i->frames, i->frame_factor, &p);
     const int same =
         p.kind == s->kind && p.frame_factor == s->frame_factor &&
-        (s->kind == REEL_SAMPLE_FPS ? p.fps == s->fps && p.min_frames == s->min_frames && p.max_frames == s->max_frames
-                                    : p.frames_per_clip == s->frames_per_clip);
+        (s->kind == REEL_SAMPLER_FPS ? p.fps == s->fps && p.min_frames == s->min_frames && p.max_frames == s->max_frames
+                                     : p.frames_per_clip == s->frames_per_clip);
     sampler_text(&p, have, sizeof have);
     sampler_text(s, want, sizeof want);
     if (!same)
@@ -197,7 +197,7 @@ static int store_check(void *ctx, const reel_loader_settings *s, reel_error *err
 {
     reel_source_store_ctx *c = ctx;
     reel_store_info i;
-    reel_store_get_info(c->store, &i);
+    reel_store_get_info(c->store, &i, NULL);
     c->presampled = 0;
     if (whole_video(s->sampler.kind)) {
         int st = check_sampler(c, &i, &s->sampler, err);

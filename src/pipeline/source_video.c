@@ -36,8 +36,8 @@ static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const 
     v->segment_start = it->start;
     v->segment_end = it->end;
     info->rotation = ((vi->rotation % 360) + 360) % 360; /* -90 and 270 alike */
-    info->width = vi->width;
-    info->height = vi->height;
+    info->width = vi->source_width;                      /* before rotation: the loader applies info->rotation itself */
+    info->height = vi->source_height;
     *handle = dec;
     return REEL_OK;
 }

@@ -643,11 +643,11 @@ int reel_store_open(reel_store **out, const char *dir, reel_error *err)
     return REEL_OK;
 }
 
-void reel_store_get_info(const reel_store *s, reel_store_info *info)
+int reel_store_get_info(const reel_store *s, reel_store_info *info, reel_error *err)
 {
-    if (!info) return;
+    if (!info) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_info: info is NULL");
     memset(info, 0, sizeof *info);
-    if (!s) return;
+    if (!s) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_info: store is NULL");
     info->format = (reel_store_format)s->params.format;
     info->version = REEL_STORE_VERSION;
     info->num_records = s->nrec;
@@ -669,6 +669,7 @@ void reel_store_get_info(const reel_store *s, reel_store_info *info)
     info->max_frames = s->params.max_frames;
     info->frames = s->params.frames;
     info->frame_factor = s->params.frame_factor;
+    return REEL_OK;
 }
 
 int reel_store_get_record(const reel_store *s, int64_t i, reel_store_record *o, reel_error *err)

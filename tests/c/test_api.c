@@ -65,7 +65,7 @@ TEST(outputs_clear_their_reserved_bytes)
     CHECK(RESERVED_ZERO(*reel_decoder_get_info(dec)));
     reel_remote_stats rs;
     memset(&rs, 0xA5, sizeof rs);
-    CHECK_OK(reel_decoder_get_remote_stats(dec, &rs));
+    CHECK_OK(reel_decoder_get_remote_stats(dec, &rs, NULL));
     CHECK(RESERVED_ZERO(rs));
     reel_decode_stats ds;
     memset(&ds, 0xA5, sizeof ds);
@@ -498,7 +498,7 @@ static int visitor(void *opaque, const reel_frame *f, size_t pos)
     int64_t n = 0;
     const reel_frame_entry *ft = reel_decoder_get_frame_table(v->dec, &n);
     int fw = 0, fh = 0;
-    reel_frame_get_size(f, &fw, &fh);
+    reel_frame_get_size(f, &fw, &fh, NULL);
     if (reel_frame_get_index(f) != want || reel_frame_get_pts(f) != ft[want].pts || fw != W || fh != H) {
         if (!v->bad++)
             snprintf(v->why, sizeof v->why, "position %zu: frame index %lld pts %lld size %dx%d, want %lld pts %lld",
@@ -872,48 +872,3 @@ TEST(interrupt_cancels_open_scan_and_decode_and_the_decoder_recovers)
     free(big);
     free(buf);
 }
-
-/* The names the API pass before 1.0 renamed still work, for one release
- * (reel/deprecated.h), and mean the same calls. */
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#endif
-TEST(deprecated_names_still_work)
-{
-    reel_dataset *ds = NULL;
-    CHECK_OK(reel_dataset_create(&ds, NULL));
-    CHECK_OK(reel_dataset_add_named(ds, "a.mp4", "cat", 0, -1, NULL));
-    CHECK_EQ_INT((int64_t)reel_dataset_size(ds), 1);
-    CHECK_EQ_INT((int64_t)reel_dataset_num_classes(ds), 1);
-    CHECK_EQ_STR(reel_dataset_class_name(ds, 0), "cat");
-    reel_dataset_free(&ds);
-    CHECK(ds == NULL);
-    reel_transform t;
-    reel_transform_default(&t);
-    CHECK_EQ_INT(t.convert_path, REEL_RESIZE_FUSED);
-    CHECK_EQ_INT(REEL_RESIZE_AFTER_RGB, REEL_CONVERT_PATH_AFTER_RGB);
-    /* the renamed field is the same storage under its old name */
-    reel_resize_mode old = REEL_RESIZE_MODE_AFTER_RGB;
-    t.resize_mode = old;
-    CHECK_EQ_INT(t.convert_path, REEL_CONVERT_PATH_AFTER_RGB);
-    reel_loader_settings ls;
-    reel_loader_default_settings(&ls);
-    ls.transform.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
-    CHECK_EQ_INT(ls.transform.resize_mode, REEL_RESIZE_MODE_AFTER_RGB);
-    /* the renamed getters answer as the new ones */
-    size_t n_old = 0, n_new = 0;
-    CHECK(reel_loader_settings_fields(&n_old) == reel_loader_settings_get_fields(&n_new) && n_old == n_new);
-    CHECK(reel_loader_metrics_fields(&n_old) == reel_loader_metrics_get_fields(&n_new) && n_old == n_new);
-    CHECK(reel_stage_metrics_fields(&n_old) == reel_stage_metrics_get_fields(&n_new) && n_old == n_new);
-    CHECK(reel_remote_settings_fields(&n_old) == reel_remote_settings_get_fields(&n_new) && n_old == n_new);
-    CHECK(reel_remote_stats_fields(&n_old) == reel_remote_stats_get_fields(&n_new) && n_old == n_new);
-    reel_remote_stats rs;
-    memset(&rs, 0, sizeof rs);
-    rs.requests = 1;
-    rs.latency[40] = 1;
-    CHECK(reel_remote_stats_quantile(&rs, 0.5) == reel_remote_stats_get_quantile(&rs, 0.5));
-}
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif

@@ -50,6 +50,8 @@ static TG_UNUSED void check_same_table(reel_decoder *a, reel_decoder *b)
     CHECK_EQ_INT(ia->num_keyframes, ib->num_keyframes);
     CHECK_EQ_INT(ia->width, ib->width);
     CHECK_EQ_INT(ia->height, ib->height);
+    CHECK_EQ_INT(ia->source_width, ib->source_width);
+    CHECK_EQ_INT(ia->source_height, ib->source_height);
     CHECK_EQ_INT(ia->start_pts, ib->start_pts);
     CHECK_EQ_INT(ia->time_base_num, ib->time_base_num);
     CHECK_EQ_INT(ia->time_base_den, ib->time_base_den);

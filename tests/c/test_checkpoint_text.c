@@ -171,7 +171,7 @@ TEST(a_checkpoint_goes_through_text_and_resumes)
         CHECK_OK(reel_loader_release(l, b));
     }
     reel_loader_checkpoint cp, back;
-    CHECK_OK(reel_loader_get_checkpoint(l, &cp));
+    CHECK_OK(reel_loader_get_checkpoint(l, &cp, NULL));
     CHECK_EQ_INT(cp.samples_seen, 6);
     char *text = NULL;
     CHECK_OK(reel_loader_checkpoint_format(&cp, &text, &err));
@@ -212,7 +212,7 @@ TEST(the_last_epoch_ends_an_endless_loader)
     reel_error err;
     CHECK_OK(reel_loader_create(&l, ds, &s, &err));
     reel_loader_checkpoint cp;
-    CHECK_OK(reel_loader_get_checkpoint(l, &cp));
+    CHECK_OK(reel_loader_get_checkpoint(l, &cp, NULL));
     cp.epoch = REEL_EPOCH_MAX - 1;
     CHECK_OK(reel_loader_restore_checkpoint(l, &cp, &err));
     int batches = 0;
@@ -225,7 +225,7 @@ TEST(the_last_epoch_ends_an_endless_loader)
         CHECK_OK(reel_loader_release(l, b));
     }
     CHECK_EQ_INT(batches, NVID / 4);
-    CHECK_OK(reel_loader_get_checkpoint(l, &cp));
+    CHECK_OK(reel_loader_get_checkpoint(l, &cp, NULL));
     CHECK(cp.epoch == REEL_EPOCH_MAX);
     CHECK_EQ_INT(cp.samples_seen, 0);
     char *text = NULL;
@@ -239,12 +239,12 @@ TEST(the_last_epoch_ends_an_endless_loader)
     CHECK_OK(reel_loader_next(l2, &b, &err));
     CHECK(b == NULL); /* nothing after the last epoch */
     reel_loader_checkpoint again;
-    CHECK_OK(reel_loader_get_checkpoint(l2, &again));
+    CHECK_OK(reel_loader_get_checkpoint(l2, &again, NULL));
     CHECK(again.epoch == REEL_EPOCH_MAX && again.samples_seen == 0);
     /* a whole last epoch seen: still REEL_EPOCH_MAX, never past it */
     cp.samples_seen = cp.num_samples;
     CHECK_OK(reel_loader_restore_checkpoint(l2, &cp, &err));
-    CHECK_OK(reel_loader_get_checkpoint(l2, &again));
+    CHECK_OK(reel_loader_get_checkpoint(l2, &again, NULL));
     CHECK(again.epoch == REEL_EPOCH_MAX);
     reel_loader_destroy(&l2);
     reel_loader_destroy(&l);

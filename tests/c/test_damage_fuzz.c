@@ -112,7 +112,7 @@ static fuzz_result fuzz_one_at(const char *path, int policy, int strict, const s
     /* strict: a table with fewer rows shifts every later index; the frames
      * then embed other indices and are counted below */
     (void)strict;
-    int w = in->width, h = in->height;
+    int w = in->source_width, h = in->source_height;
     if (w <= 0 || h <= 0 || w > 4096 || h > 4096 || n <= 0 || n > 100000) {
         reel_decoder_close(&dec);
         return fr;

@@ -70,7 +70,7 @@ static void run_rank(reel_dataset *ds, const reel_loader_settings *s, const reel
         add_batch(o, b);
         CHECK_OK(reel_loader_release(l, b));
     }
-    if (cp) CHECK_OK(reel_loader_get_checkpoint(l, cp));
+    if (cp) CHECK_OK(reel_loader_get_checkpoint(l, cp, NULL));
     reel_loader_destroy(&l);
 }
 
@@ -390,7 +390,7 @@ TEST(checkpoints_of_another_dataset_seed_order_or_version_are_refused)
     CHECK_EQ_INT(b->samples_seen, 2);
     CHECK_OK(reel_loader_release(l, b));
     reel_loader_checkpoint cp, bad;
-    CHECK_OK(reel_loader_get_checkpoint(l, &cp));
+    CHECK_OK(reel_loader_get_checkpoint(l, &cp, NULL));
     CHECK_EQ_INT(cp.samples_seen, 2);
     bad = cp;
     bad.seed++;

@@ -281,6 +281,9 @@ static void run_case(const gen_case *c)
     CHECK_EQ_INT(in->num_frames, n);
     CHECK_EQ_INT(in->width, c->w);
     CHECK_EQ_INT(in->height, c->h);
+    CHECK_EQ_INT(in->source_width, c->w); /* no display matrix: the same size */
+    CHECK_EQ_INT(in->source_height, c->h);
+    CHECK_EQ_INT(in->has_rotation, 0);
     CHECK_EQ_STR(in->codec, c->codec_name);
     if (c->bit10) CHECK_EQ_INT(in->bit_depth, 10);
     int64_t tn = 0;

@@ -404,7 +404,7 @@ TEST(files_changing_under_the_loader_are_accounted_exactly)
     CHECK_EQ_INT(samples, (int64_t)NV * EPOCHS);
     CHECK_EQ_INT(loaded + failed, samples);
     reel_loader_metrics met;
-    CHECK_OK(reel_loader_get_metrics(l, &met));
+    CHECK_OK(reel_loader_get_metrics(l, &met, NULL));
     CHECK_EQ_INT(met.failures, failed);
     printf("      %d changes during %d epochs: %lld loaded, %lld failed\n", m.ops, EPOCHS, (long long)loaded,
            (long long)failed);

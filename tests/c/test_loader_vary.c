@@ -17,7 +17,7 @@
 static reel_loader_settings vary_settings(void)
 {
     reel_loader_settings s = readable_settings();
-    s.sampler.kind = REEL_SAMPLE_FPS;
+    s.sampler.kind = REEL_SAMPLER_FPS;
     s.sampler.fps = 4;
     s.sampler.min_frames = 4;
     s.sampler.max_frames = 64;
@@ -104,7 +104,7 @@ TEST(fps_sampler_and_pixel_budget_give_each_sample_its_own_shape)
     CHECK(nl >= 3); /* the lengths and sizes do differ */
     CHECK(nw >= 2);
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK_EQ_INT(m.frames, frames);
     CHECK(m.ring_bytes > 0);
     reel_loader_destroy(&l);
@@ -193,7 +193,7 @@ TEST(variable_batches_resume_and_shard)
     int nh = collect(l, &s, head, 2);
     CHECK_EQ_INT(nh, 4);
     reel_loader_checkpoint cp;
-    CHECK_OK(reel_loader_get_checkpoint(l, &cp));
+    CHECK_OK(reel_loader_get_checkpoint(l, &cp, NULL));
     CHECK_EQ_INT(cp.samples_seen, 4);
     reel_loader_destroy(&l);
     reel_loader_settings s3 = s;
@@ -292,7 +292,7 @@ TEST(variable_ring_keeps_to_its_byte_budget)
         CHECK_OK(reel_loader_next(l, &b, &err));
         if (!b) break;
         reel_loader_metrics m;
-        CHECK_OK(reel_loader_get_metrics(l, &m));
+        CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
         /* this batch, one in flight beyond the budget, and the budget */
         CHECK_MSG(m.ring_bytes <= 2 * 700000 + s.ring_bytes, "ring %lld", (long long)m.ring_bytes);
         n++;
@@ -319,7 +319,7 @@ TEST(variable_settings_are_checked)
     CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
     s = vary_settings();
     s.size_policy.kind = REEL_SIZE_FIXED;
-    s.sampler.kind = REEL_SAMPLE_RANDOM_INDICES;
+    s.sampler.kind = REEL_SAMPLER_RANDOM_INDICES;
     s.size_policy.width = 10;
     CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
     /* the fps sampler on a fixed size: variable lengths, the transform's size */
@@ -403,7 +403,7 @@ TEST(idle_decode_threads_split_a_long_sample_over_gop_contexts)
                 CHECK_OK(reel_loader_release(l, b));
             }
             reel_loader_metrics m;
-            CHECK_OK(reel_loader_get_metrics(l, &m));
+            CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
             if (threads == 1)
                 CHECK_EQ_INT(m.gop_split_samples, 0);
             else

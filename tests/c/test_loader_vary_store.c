@@ -33,7 +33,7 @@ static void pack_settings(reel_pack_settings *s, reel_store_format fmt)
 
 static void fps_sampler(reel_sampler_settings *s)
 {
-    s->kind = REEL_SAMPLE_FPS;
+    s->kind = REEL_SAMPLER_FPS;
     s->clips_per_video = 1;
     s->fps = 7;
     s->min_frames = 4;
@@ -77,7 +77,7 @@ TEST(fps_store_samples_are_the_video_paths_frames_decoded_by_libjpeg_turbo)
 {
     reel_pack_settings ps;
     pack_settings(&ps, REEL_STORE_FORMAT_JPEG);
-    ps.sampler = REEL_SAMPLE_FPS;
+    ps.sampler = REEL_SAMPLER_FPS;
     ps.fps = 7;
     ps.max_frames = 12;
     const char *dir = sc_tmp("fps_jpeg");

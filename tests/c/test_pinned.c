@@ -66,7 +66,7 @@ static uint64_t run_epoch(reel_dataset *ds, int pin, const char **ring_memory, i
         CHECK_OK(reel_loader_release(l, b));
     }
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK(m.ring_memory != NULL);
     *ring_memory = m.ring_memory; /* a string literal: lives past the loader */
     char *json = NULL;

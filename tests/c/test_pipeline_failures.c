@@ -114,15 +114,15 @@ TEST(bad_files_are_skipped_and_recorded)
     CHECK_STATUS(reel_loader_get_failure(l, 6, &(reel_failure){ 0 }, &err), REEL_E_OUT_OF_RANGE);
     reel_loader_metrics m;
     memset(&m, 0xA5, sizeof m);
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK(all_zero(m.reserved, sizeof m.reserved) && all_zero(m.remote.reserved, sizeof m.remote.reserved));
     CHECK(all_zero(m.stages[REEL_STAGE_DECODE].reserved, sizeof m.stages[0].reserved));
     reel_loader_state ls;
     reel_loader_checkpoint cp;
     memset(&ls, 0xA5, sizeof ls);
     memset(&cp, 0xA5, sizeof cp);
-    CHECK_OK(reel_loader_get_state(l, &ls));
-    CHECK_OK(reel_loader_get_checkpoint(l, &cp));
+    CHECK_OK(reel_loader_get_state(l, &ls, NULL));
+    CHECK_OK(reel_loader_get_checkpoint(l, &cp, NULL));
     CHECK(all_zero(ls.reserved, sizeof ls.reserved) && all_zero(cp.reserved, sizeof cp.reserved));
     CHECK_EQ_INT(m.successes, 2 * NVID);
     CHECK_EQ_INT(m.failures, 6);
@@ -169,7 +169,7 @@ TEST(bad_files_are_replaced_by_other_samples)
     CHECK_EQ_INT(rows, 11);
     CHECK_EQ_INT(replaced, 3);
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK(m.replacements >= 3);
     CHECK_EQ_INT(m.failures, m.replacements);
     CHECK(m.coverage < 1.0);
@@ -244,7 +244,7 @@ TEST(time_limit_fails_slow_samples_without_stalling)
     CHECK_EQ_INT(f.status, REEL_E_TIMEOUT);
     CHECK(strstr(f.reason, "time limit") != NULL);
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK_NEAR(m.coverage, 0, 0);
     reel_loader_destroy(&l);
     reel_dataset_destroy(&ds);
@@ -289,7 +289,7 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
     {
         reel_dataset *cal = dataset_of_videos(1);
         reel_loader_settings s = readable_settings();
-        s.sampler.kind = REEL_SAMPLE_REGULAR_INDICES;
+        s.sampler.kind = REEL_SAMPLER_REGULAR_INDICES;
         s.sampler.frames_per_clip = 1;
         s.sampler.range_start = -1;
         reel_loader *l = NULL;
@@ -298,7 +298,7 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
         int n;
         free(run_epoch(l, 1, &n));
         reel_loader_metrics m;
-        CHECK_OK(reel_loader_get_metrics(l, &m));
+        CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
         small_s = (m.stages[REEL_STAGE_OPEN].busy_seconds + m.stages[REEL_STAGE_DECODE].busy_seconds) / NVID;
         reel_loader_destroy(&l);
         reel_dataset_destroy(&cal);
@@ -348,7 +348,7 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
     reel_loader_settings s = readable_settings();
     s.shuffle = 0;
     s.batch_size = 3;
-    s.sampler.kind = REEL_SAMPLE_REGULAR_INDICES;
+    s.sampler.kind = REEL_SAMPLER_REGULAR_INDICES;
     s.sampler.frames_per_clip = 1;
     s.sampler.range_start = -1; /* the last frame */
     s.sample_time_limit = limit;
@@ -377,7 +377,7 @@ TEST(watchdog_abandons_a_sample_stuck_in_a_long_decode)
      * long decode (at least 3 x limit). Wait for it, then compare. */
     reel_loader_metrics m;
     for (int tries = 0; tries < 3000; tries++) {
-        CHECK_OK(reel_loader_get_metrics(l, &m));
+        CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
         if (m.stages[REEL_STAGE_DECODE].items >= 3) break;
         struct timespec nap = { 0, 10000000 };
         nanosleep(&nap, NULL);
@@ -437,7 +437,7 @@ TEST(timed_next_times_out_while_the_ring_is_held_and_changes_nothing)
     CHECK_EQ_INT(n, n_ref);
     for (int i = 0; i < n; i++) CHECK_MSG(got[i] == ref[i], "batch %d differs after timeouts", i);
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK_EQ_INT(m.batches, n_ref);
     free(ref);
     reel_loader_destroy(&l);
@@ -567,7 +567,7 @@ TEST(failures_of_signed_urls_name_them_redacted)
                   "reason %s", f.reason);
     }
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK_EQ_STR(m.stages[REEL_STAGE_OPEN].name, "fetch");
     char trace[1200];
     snprintf(trace, sizeof trace, "%s/signed_trace.json", harness_tmpdir());

@@ -91,7 +91,7 @@ TEST(every_frame_in_every_batch_is_the_frame_the_sampler_chose)
     CHECK_OK(reel_loader_next(l, &b, &err));
     CHECK(b == NULL);
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK_EQ_INT(m.clips, 4 * NVID);
     CHECK_EQ_INT(m.frames, 16 * NVID);
     CHECK_EQ_INT(m.successes, 2 * NVID);
@@ -214,7 +214,7 @@ TEST(batches_are_identical_whatever_the_thread_count)
     s.transform.crop = REEL_CROP_RANDOM_RESIZED;
     s.transform.crop_width = s.transform.crop_height = 48;
     s.transform.flip = REEL_FLIP_RANDOM;
-    s.sampler.kind = REEL_SAMPLE_RANDOM_TIMES;
+    s.sampler.kind = REEL_SAMPLER_RANDOM_TIMES;
     s.sampler.clips_per_video = 2;
     s.batch_size = 5;
     s.epochs = 2;
@@ -281,7 +281,7 @@ TEST(resume_from_a_saved_state_gives_the_same_batches)
         CHECK_OK(reel_loader_release(l, b));
     }
     reel_loader_state st;
-    CHECK_OK(reel_loader_get_state(l, &st));
+    CHECK_OK(reel_loader_get_state(l, &st, NULL));
     CHECK_EQ_INT(st.epoch, 1);
     CHECK_EQ_INT(st.position, 9);
     reel_loader_destroy(&l);
@@ -518,7 +518,7 @@ TEST(unordered_mode_delivers_every_batch_once)
         for (int i = 0; i < 16; i++) CHECK_EQ_INT(seen_batch[i], 1);
         for (int i = 0; i < 32; i++) CHECK_EQ_INT(seen_pos[i], 1);
         reel_loader_state st;
-        CHECK_OK(reel_loader_get_state(l, &st));
+        CHECK_OK(reel_loader_get_state(l, &st, NULL));
         CHECK_EQ_INT(st.epoch, e + 1);
         CHECK_EQ_INT(st.position, 0);
     }
@@ -535,7 +535,7 @@ TEST(segments_and_time_samplers_stay_inside_the_segment)
     /* v07 has 79 frames at 25 fps: [1.0 s, 2.0 s) is frames 25..49 */
     for (int i = 0; i < 6; i++) CHECK_OK(reel_dataset_add(ds, g_paths[NVID - 1], 0, 1.0, 2.0, &err));
     reel_loader_settings s = readable_settings();
-    s.sampler.kind = REEL_SAMPLE_RANDOM_TIMES;
+    s.sampler.kind = REEL_SAMPLER_RANDOM_TIMES;
     s.sampler.frames_per_clip = 3;
     s.sampler.clips_per_video = 2;
     s.sampler.seconds_between_frames = 0.2;
@@ -637,7 +637,7 @@ TEST(metrics_json_and_chrome_trace)
     int n;
     free(run_epoch(l, 4, &n));
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK(m.seconds > 0);
     CHECK(m.frames_per_second > 0);
     CHECK(m.data_time_s > 0);

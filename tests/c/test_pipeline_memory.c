@@ -108,7 +108,7 @@ TEST(rss_is_flat_over_2400_samples)
     CHECK_EQ_INT(clips, (int64_t)NV * REPS * EPOCHS);
     CHECK(ns >= 20);
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK_EQ_INT(m.successes, (int64_t)NV * REPS * EPOCHS);
     CHECK_EQ_INT(m.failures, 4 * EPOCHS);
     CHECK_EQ_INT(reel_loader_get_num_failures(l), 4 * EPOCHS);
@@ -191,7 +191,7 @@ TEST(a_200_epoch_soak_keeps_exact_accounts_and_flat_memory)
         if (e >= 20 && r > rss_late_max) rss_late_max = r;
     }
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK_EQ_INT(m.successes, (int64_t)NV * EPOCHS);
     CHECK_EQ_INT(m.failures, (int64_t)NB * EPOCHS);
     CHECK_EQ_INT(reel_loader_get_failures_by_cause(l, REEL_E_NOT_FOUND), (int64_t)NB * EPOCHS);

@@ -190,7 +190,7 @@ static void check_format(reel_store_format fmt, const char *name)
     if (fmt == REEL_STORE_FORMAT_JPEG) CHECK_MSG(worst >= 30.0, "jpeg store: worst PSNR %.2f dB", worst);
     /* the metrics name the store's stages */
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK_EQ_STR(m.stages[0].name, "read");
     CHECK_EQ_STR(m.stages[1].name, "image decode");
     CHECK_EQ_INT(m.failures, 0);
@@ -422,7 +422,7 @@ static void run(reel_dataset *ds, const reel_loader_settings *ls, const reel_loa
         if (++nb == stop_after) break;
     }
     CHECK_MSG(st == REEL_OK, "%s", err.message);
-    if (state_out) CHECK_OK(reel_loader_get_state(l, state_out));
+    if (state_out) CHECK_OK(reel_loader_get_state(l, state_out, NULL));
     reel_loader_destroy(&l);
 }
 
@@ -513,7 +513,7 @@ TEST(a_store_is_shuffled_shard_by_shard_by_default)
     pack(dataset(), dir, REEL_STORE_FORMAT_JPEG, (3 * biggest + 4095) / 4096 * 4096);
     CHECK_OK(reel_store_open(&st, dir, NULL));
     reel_store_info info;
-    reel_store_get_info(st, &info);
+    reel_store_get_info(st, &info, NULL);
     reel_dataset *ds = NULL;
     CHECK_OK(reel_dataset_create_from_path(&ds, dir, NULL));
     reel_loader_settings ls;
@@ -669,7 +669,7 @@ TEST(skip_replace_and_raise_over_a_damaged_store_name_each_failure)
     clips = policy_epoch(REEL_ON_ERROR_REPLACE, &l, &ds, &raised);
     CHECK_EQ_INT(clips, (NV + 1) * 2);
     reel_loader_metrics m;
-    CHECK_OK(reel_loader_get_metrics(l, &m));
+    CHECK_OK(reel_loader_get_metrics(l, &m, NULL));
     CHECK(m.replacements >= 2);
     CHECK(reel_loader_get_num_failures(l) >= 2);
     for (int64_t i = 0; i < reel_loader_get_num_failures(l); i++) {

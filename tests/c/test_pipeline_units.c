@@ -398,7 +398,7 @@ TEST(sampler_random_indices_fit_and_are_deterministic)
 {
     reel_frame_entry *tab = cfr_table(250, 0, 512); /* 25 fps at 1/12800 */
     reel_sampler_video in = input_for(tab, 250, 1, 12800);
-    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLER_RANDOM_INDICES);
     s.clips_per_video = 4;
     s.frames_per_clip = 8;
     s.frame_stride = 3;
@@ -422,7 +422,7 @@ TEST(sampler_regular_indices_are_linspace)
 {
     reel_frame_entry *tab = cfr_table(100, 0, 1);
     reel_sampler_video in = input_for(tab, 100, 1, 25);
-    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_INDICES);
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLER_REGULAR_INDICES);
     s.clips_per_video = 3;
     s.frames_per_clip = 4;
     int64_t o[12];
@@ -446,7 +446,7 @@ TEST(sampler_policies_past_the_end)
 {
     reel_frame_entry *tab = cfr_table(5, 0, 1);
     reel_sampler_video in = input_for(tab, 5, 1, 25);
-    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_INDICES);
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLER_REGULAR_INDICES);
     s.frames_per_clip = 8;
     int64_t o[8];
     reel_rng_key k = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
@@ -485,7 +485,7 @@ TEST(public_sampler_is_the_loaders)
                              .name = "clip.mp4" };
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
-    CHECK_EQ_INT(s.kind, REEL_SAMPLE_RANDOM_INDICES);
+    CHECK_EQ_INT(s.kind, REEL_SAMPLER_RANDOM_INDICES);
     CHECK_EQ_INT(s.frames_per_clip, 8);
     int64_t o[64], p[64];
     reel_error err;
@@ -499,7 +499,7 @@ TEST(public_sampler_is_the_loaders)
     CHECK(memcmp(o, p, 15 * sizeof *o) == 0);
     CHECK_STATUS(reel_sampler_run(&s, &v, 77, 2, 9, o, 14, NULL), REEL_E_BUFFER_TOO_SMALL);
     /* torch.linspace(0, 59 - 2, 7, dtype=int): 0 9 19 28 38 47 57 */
-    s.kind = REEL_SAMPLE_REGULAR_INDICES;
+    s.kind = REEL_SAMPLER_REGULAR_INDICES;
     s.clips_per_video = 7;
     s.frames_per_clip = 3;
     CHECK_OK(reel_sampler_run(&s, &v, 0, 0, 0, o, 64, NULL));
@@ -521,7 +521,7 @@ TEST(public_sampler_is_the_loaders)
     CHECK_EQ_INT(o[3], 58);
     /* regular times every 0.5 s: starts 0, .5, 1.0, 1.5 -> frames 0, 12, 25, 37 */
     reel_sampler_default_settings(&s);
-    s.kind = REEL_SAMPLE_REGULAR_TIMES;
+    s.kind = REEL_SAMPLER_REGULAR_TIMES;
     s.clips_per_video = 4;
     s.frames_per_clip = 1;
     s.seconds_between_clip_starts = 0.5;
@@ -538,7 +538,7 @@ TEST(sampler_time_kinds)
     /* 10 s at 25 fps, time base 1/12800, stream starting at 0.5 s */
     reel_frame_entry *tab = cfr_table(250, 6400, 512);
     reel_sampler_video in = input_for(tab, 250, 1, 12800);
-    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_REGULAR_TIMES);
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLER_REGULAR_TIMES);
     s.clips_per_video = 2;
     s.frames_per_clip = 3;
     s.seconds_between_frames = 1.0;
@@ -556,7 +556,7 @@ TEST(sampler_time_kinds)
     CHECK_EQ_INT(o[1], 1);
     CHECK_EQ_INT(o[2], 2);
     /* random times: inside the range, frames one second apart */
-    s.kind = REEL_SAMPLE_RANDOM_TIMES;
+    s.kind = REEL_SAMPLER_RANDOM_TIMES;
     s.seconds_between_frames = 1.0;
     s.clips_per_video = 2;
     for (int e = 0; e < 20; e++) {
@@ -581,7 +581,7 @@ TEST(sampler_segments_restrict_the_frames)
     reel__sampler_segment(&in, &first, &count);
     CHECK_EQ_INT(first, 50);
     CHECK_EQ_INT(count, 50);
-    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLER_RANDOM_INDICES);
     s.frames_per_clip = 8;
     int64_t o[8];
     for (int e = 0; e < 50; e++) {
@@ -589,7 +589,7 @@ TEST(sampler_segments_restrict_the_frames)
         CHECK_OK(reel__sampler_run(&s, &in, &k, o, NULL));
         for (int j = 0; j < 8; j++) CHECK(o[j] >= 50 && o[j] < 100);
     }
-    s.kind = REEL_SAMPLE_REGULAR_TIMES;
+    s.kind = REEL_SAMPLER_REGULAR_TIMES;
     s.clips_per_video = 2;
     s.frames_per_clip = 1;
     reel_rng_key k0 = { 0, 0, 0, REEL_RNG_SAMPLER, 0 };
@@ -605,16 +605,16 @@ TEST(sampler_segments_restrict_the_frames)
 
 TEST(sampler_rejects_bad_settings)
 {
-    reel_sampler_settings s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
+    reel_sampler_settings s = sampler_defaults(REEL_SAMPLER_RANDOM_INDICES);
     CHECK_OK(reel__sampler_check(&s, NULL));
     s.frames_per_clip = 0;
     CHECK_STATUS(reel__sampler_check(&s, NULL), REEL_E_INVALID_ARG);
     s = sampler_defaults(9);
     CHECK_STATUS(reel__sampler_check(&s, NULL), REEL_E_INVALID_ARG);
-    s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
+    s = sampler_defaults(REEL_SAMPLER_RANDOM_INDICES);
     s.frame_stride = 0;
     CHECK_STATUS(reel__sampler_check(&s, NULL), REEL_E_INVALID_ARG);
-    s = sampler_defaults(REEL_SAMPLE_RANDOM_INDICES);
+    s = sampler_defaults(REEL_SAMPLER_RANDOM_INDICES);
     s.policy = 5;
     CHECK_STATUS(reel__sampler_check(&s, NULL), REEL_E_INVALID_ARG);
 }

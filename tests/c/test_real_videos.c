@@ -35,8 +35,15 @@ static void body_metadata(void)
     CHECK_MSG(info->num_frames == m->nb_frames, "num_frames %lld, manifest nb_frames %lld", (long long)info->num_frames,
               (long long)m->nb_frames);
     CHECK_MSG(!strcmp(info->codec, m->codec), "codec \"%s\", manifest \"%s\"", info->codec, m->codec);
-    CHECK_MSG(info->width == m->width && info->height == m->height, "size %dx%d, manifest %dx%d", info->width,
-              info->height, m->width, m->height);
+    /* the manifest has ffprobe's stream size: reel's source size; width x
+     * height is the size after the display rotation (decoder.h) */
+    CHECK_MSG(info->source_width == m->width && info->source_height == m->height, "source size %dx%d, manifest %dx%d",
+              info->source_width, info->source_height, m->width, m->height);
+    const int quarter = m->rotation == 90 || m->rotation == 270;
+    CHECK_MSG(info->width == (quarter ? m->height : m->width) && info->height == (quarter ? m->width : m->height),
+              "display size %dx%d, manifest %dx%d rotated %d", info->width, info->height, m->width, m->height,
+              m->rotation);
+    CHECK_MSG(info->has_rotation || info->rotation == 0, "rotation %d without a display matrix", info->rotation);
     /* Same angle modulo 360: the manifest has ffprobe's value (e.g. -90);
      * decoder.h documents 0/90/180/270. Either spelling passes here. */
     CHECK_MSG(norm_rotation(info->rotation) == m->rotation, "rotation %d, manifest %d (as 0..359)", info->rotation,
@@ -99,8 +106,8 @@ static void body_frames_by_index(void)
     int w, h;
     size_t fb;
     uint8_t *got = reel_frames(dec, req, nreq, &t, &w, &h, &fb);
-    CHECK_MSG(w == info->width && h == info->height && fb == (size_t)w * h * 3,
-              "output %dx%d (%zu bytes), stream %dx%d", w, h, fb, info->width, info->height);
+    CHECK_MSG(w == info->source_width && h == info->source_height && fb == (size_t)w * h * 3,
+              "output %dx%d (%zu bytes), stream %dx%d", w, h, fb, info->source_width, info->source_height);
 
     size_t nu;
     int64_t *u = sorted_unique(resolved, nreq, &nu);
@@ -183,7 +190,7 @@ static void body_keyframe_starts(void)
         if (b > a + 1) req[nreq++] = b;
     }
     first_of[ngop] = nreq;
-    const int stream = info->stream_index, width = info->width, height = info->height;
+    const int stream = info->stream_index, width = info->source_width, height = info->source_height;
     reel_decoder_close(&dec); /* info and keys belong to it */
 
     size_t nu = 0;

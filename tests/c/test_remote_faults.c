@@ -127,7 +127,7 @@ static void run_loader(const char *base, const reel_remote_settings *rs, double 
     clock_gettime(CLOCK_MONOTONIC, &b);
     out->seconds = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
     out->digest = h;
-    reel_loader_get_metrics(l, &out->m);
+    reel_loader_get_metrics(l, &out->m, NULL);
     out->failures = reel_loader_get_num_failures(l);
     reel_failure f;
     if (out->failures > 0 && reel_loader_get_failure(l, 0, &f, &err) == REEL_OK)

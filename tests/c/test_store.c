@@ -69,7 +69,7 @@ static void check_store(const char *dir, reel_store_format fmt)
     reel_error_clear(&err);
     CHECK_MSG(reel_store_open(&s, dir, &err) == REEL_OK, "%s", err.message);
     reel_store_info info;
-    reel_store_get_info(s, &info);
+    reel_store_get_info(s, &info, NULL);
     CHECK_EQ_INT(info.num_records, NV);
     CHECK_EQ_INT(info.format, fmt);
     CHECK_EQ_INT(info.num_classes, 2);
@@ -304,7 +304,7 @@ TEST(whole_video_sampler_stores_keep_the_sampled_frames)
         ps.format = REEL_STORE_FORMAT_RAW;
         ps.short_side = SS;
         ps.threads = 2;
-        ps.sampler = kind == 0 ? REEL_SAMPLE_FPS : REEL_SAMPLE_COUNT;
+        ps.sampler = kind == 0 ? REEL_SAMPLER_FPS : REEL_SAMPLER_COUNT;
         ps.fps = kind == 0 ? 10.0 : 0;
         ps.max_frames = 15;
         ps.frames = 7;
@@ -348,7 +348,7 @@ TEST(whole_video_sampler_stores_keep_the_sampled_frames)
     reel_pack_default_settings(&ps);
     ps.format = REEL_STORE_FORMAT_RAW;
     ps.short_side = SS;
-    ps.sampler = REEL_SAMPLE_COUNT;
+    ps.sampler = REEL_SAMPLER_COUNT;
     ps.frames = 9;
     reel_error err;
     reel_error_clear(&err);
@@ -356,11 +356,11 @@ TEST(whole_video_sampler_stores_keep_the_sampled_frames)
     /* bad combinations are named before anything is read */
     ps.frames = 0;
     CHECK_STATUS(reel_pack(dataset(), sc_tmp("sample_bad"), &ps, NULL, &err), REEL_E_INVALID_ARG);
-    ps.sampler = REEL_SAMPLE_FPS;
+    ps.sampler = REEL_SAMPLER_FPS;
     ps.every = 2;
     CHECK_STATUS(reel_pack(dataset(), sc_tmp("sample_bad"), &ps, NULL, &err), REEL_E_INVALID_ARG);
     ps.every = 1;
-    ps.sampler = REEL_SAMPLE_RANDOM_INDICES + 1;
+    ps.sampler = REEL_SAMPLER_RANDOM_INDICES + 1;
     CHECK_STATUS(reel_pack(dataset(), sc_tmp("sample_bad"), &ps, NULL, &err), REEL_E_INVALID_ARG);
 }
 

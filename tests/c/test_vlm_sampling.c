@@ -1,4 +1,4 @@
-/* test_vlm_sampling.c: the whole-video samplers (REEL_SAMPLE_FPS, _COUNT)
+/* test_vlm_sampling.c: the whole-video samplers (REEL_SAMPLER_FPS, _COUNT)
  * and the pixel-budget size policy, against values qwen-vl-utils 0.0.14
  * computes (smart_nframes, calculate_video_frame_range, torch.linspace,
  * smart_resize); the Python tests compare with the package itself. */
@@ -57,7 +57,7 @@ TEST(fps_sampler_is_qwen_smart_nframes)
     CHECK_EQ_INT(s.min_frames, 4);
     CHECK_EQ_INT(s.max_frames, 768);
     CHECK_EQ_INT(s.frame_factor, 2);
-    s.kind = REEL_SAMPLE_FPS;
+    s.kind = REEL_SAMPLER_FPS;
     /* {} -> 20 frames over 0..299, sample fps 2 */
     const int64_t d[20] = {
         0, 16, 31, 47, 63, 79, 94, 110, 126, 142, 157, 173, 189, 205, 220, 236, 252, 268, 283, 299
@@ -119,7 +119,7 @@ TEST(count_sampler_rounds_half_to_even)
     reel_sampler_video v = long_video(tab);
     reel_sampler_settings s;
     reel_sampler_default_settings(&s);
-    s.kind = REEL_SAMPLE_COUNT;
+    s.kind = REEL_SAMPLER_COUNT;
     s.frames_per_clip = 7; /* round(3.5) = 4 -> 8 frames */
     const int64_t e[8] = { 0, 43, 85, 128, 171, 214, 256, 299 };
     check_run(&s, &v, e, 8, 0.8);
@@ -140,7 +140,7 @@ TEST(loader_runs_the_count_sampler)
 {
     reel_dataset *ds = dataset_of_videos(1);
     reel_loader_settings ls = readable_settings();
-    ls.sampler.kind = REEL_SAMPLE_COUNT;
+    ls.sampler.kind = REEL_SAMPLER_COUNT;
     ls.sampler.frame_stride = 1;
     ls.sampler.frames_per_clip = 5; /* round(2.5) = 2 -> 4 frames */
     ls.shuffle = 0;
@@ -204,10 +204,10 @@ TEST(size_policy_is_qwen_smart_resize)
     CHECK_EQ_INT(h, 112);
     CHECK_EQ_INT(w, 112);
     /* smart_resize itself: an extreme ratio and the 200 limit */
-    CHECK_OK(reel_smart_resize(15, 3000, 28, 128 * 784, 768 * 784, &h, &w, NULL));
+    CHECK_OK(reel_size_smart_resize(3000, 15, 28, 128 * 784, 768 * 784, &w, &h, NULL));
     CHECK_EQ_INT(h, 28);
     CHECK_EQ_INT(w, 4480);
-    CHECK_STATUS(reel_smart_resize(10, 3000, 28, 0, 1e9, &h, &w, NULL), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_size_smart_resize(3000, 10, 28, 0, 1e9, &w, &h, NULL), REEL_E_INVALID_ARG);
     /* fixed */
     p.kind = REEL_SIZE_FIXED;
     p.width = 64;

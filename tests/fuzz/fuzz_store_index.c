@@ -137,7 +137,7 @@ static void read_every_record(const char *dir)
     reel_store_reader *r = NULL;
     if (reel_store_reader_create(&r, s, NULL, &err) != REEL_OK) abort();
     reel_store_info info;
-    reel_store_get_info(s, &info);
+    reel_store_get_info(s, &info, NULL);
     for (int64_t i = 0; i < info.num_records; i++) {
         int64_t n = 0, got = 0;
         reel_store_get_frame_table(s, i, &n);

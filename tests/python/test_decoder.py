@@ -30,7 +30,9 @@ def test_metadata(video):
     assert m.begin_stream_seconds == 0.0 and m.end_stream_seconds == pytest.approx(2.4)
     assert m.num_keyframes == 4 and d.keyframes == [0, 16, 32, 48]
     assert m.path == video and m.index_source in ("container", "scan")
-    assert m.pix_fmt == "yuv420p" and m.bit_depth == 8 and m.rotation == 0
+    assert m.pix_fmt == "yuv420p" and m.bit_depth == 8
+    assert m.rotation is None  # no display matrix, as torchcodec
+    assert (m.source_width, m.source_height) == (m.width, m.height)
     assert d.frame_shape == (3, 120, 160) and d.dtype == "uint8"
     assert "VideoDecoder" in repr(d) and "60 frames" in repr(d)
 
@@ -273,9 +275,15 @@ def test_rotation(shared_videos):
         pytest.skip("nasa_13013_rotated.mp4 not in the shared videos")
     d = reel.VideoDecoder(p)
     m = d.metadata
-    assert (m.width, m.height, m.rotation) == (480, 270, 90)
-    assert d.frame_shape == (3, 480, 270)
-    assert reel.VideoDecoder(p, rotate=False).frame_shape == (3, 270, 480)
+    # the metadata describes the frames returned: 270 wide, 480 high after the
+    # rotation (torchcodec's NASA_VIDEO_ROTATED: width 270, height 480); the
+    # stream's own size is source_*
+    assert (m.width, m.height, m.rotation) == (270, 480, 90)
+    assert (m.source_width, m.source_height) == (480, 270)
+    assert d.frame_shape == (3, m.height, m.width) == (3, 480, 270)
+    assert reel.VideoDecoder(p, rotate=False).frame_shape == (3, m.source_height, m.source_width)
+    # bit_rate is the stream's (ffprobe: stream 202188, container 217676)
+    assert (m.bit_rate, m.container_bit_rate) == (202188, 217676)
 
 
 def test_sidecar_index(synth, tmp_path):
@@ -299,9 +307,14 @@ def test_stream_selection(shared_videos):
     p = shared_videos / "nasa_13013.mp4"
     if not p.exists():
         pytest.skip("nasa_13013.mp4 not in the shared videos")
-    assert reel.VideoDecoder(p).metadata.stream_index == 3
+    m = reel.VideoDecoder(p).metadata
+    assert m.stream_index == 3
+    # bit_rate is the decoded stream's, as torchcodec's (ffprobe: stream 3
+    # 128783 b/s, stream 0 71925, the container 324915)
+    assert (m.bit_rate, m.container_bit_rate, m.rotation) == (128783, 324915, None)
     d = reel.VideoDecoder(p, stream=0)
     assert (d.metadata.stream_index, d.metadata.width, len(d)) == (0, 320, 325)
+    assert d.metadata.bit_rate == 71925
     with pytest.raises(reel.NoVideoStreamError):
         reel.VideoDecoder(p, stream=1)  # audio
 

@@ -122,3 +122,37 @@ def test_no_doc_names_a_removed_file():
     for extra in (ROOT / "python/reel/_reel.pyi", ROOT / "CMakeLists.txt"):
         found += [f"{extra.name}: _reel.c" for _ in [0] if "_reel.c" in extra.read_text()]
     assert not found, found
+
+
+def test_names_table_names_what_exists():
+    """docs/python.md's table of names across C, the CLI and Python (issue 26
+    section 2): every C identifier in it is declared in a public header, every
+    `keyword=` is an argument of Loader or VideoDecoder, every metadata field
+    is one of VideoMetadata's, and every CLI option is in the CLI's source."""
+    import dataclasses
+
+    import reel
+
+    text = (ROOT / "docs" / "python.md").read_text()
+    start = text.index("## Names across C, the CLI and Python")
+    table = text[start:text.index("\n## ", start + 1)]
+    rows = [r for r in table.splitlines() if r.startswith("| ") and not r.startswith("| concept")]
+    assert len(rows) >= 20, rows
+    headers = "".join(p.read_text() for p in (ROOT / "include" / "reel").glob("*.h"))
+    cli = "".join(p.read_text() for p in (ROOT / "cli").glob("*.c"))
+    params = set(inspect.signature(reel.Loader).parameters) | set(inspect.signature(reel.VideoDecoder).parameters)
+    fields = {f.name for f in dataclasses.fields(reel.VideoMetadata)}
+    for row in rows:
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]]
+        assert len(cells) == 4, row
+        concept, c, cmd, py = cells
+        for name in re.findall(r"\b(?:reel|REEL)_[A-Za-z0-9_]+", c):
+            if name.endswith("_"):
+                continue  # a prefix, e.g. REEL_ON_ERROR_*
+            assert re.search(rf"\b{name}\b", headers), f"{concept}: {name} is in no public header"
+        for opt in re.findall(r"(--[a-z][a-z-]*)", cmd):
+            assert f'"{opt}"' in cli or f"{opt} " in cli or f"{opt}=" in cli, f"{concept}: the CLI has no {opt}"
+        for kw in re.findall(r"`(\w+)=", py):
+            assert kw in params, f"{concept}: {kw}= is no argument of Loader or VideoDecoder"
+        for field in re.findall(r"VideoMetadata\.(\w+)", py) + re.findall(r"`\.(\w+)`", py):
+            assert field in fields, f"{concept}: VideoMetadata has no {field}"

@@ -50,14 +50,15 @@ def test_python_metrics_have_the_keys_of_the_c_json(synth, tmp_path):
                                                    "failed_not_listed"} == set(j)
 
 
-def test_renamed_metric_keeps_a_deprecated_alias(video):
+def test_metrics_have_no_deprecated_aliases(video):
+    """No deprecation layer before 1.0 (issue 26): the renamed key is gone."""
     with reel.Loader([(video, 0)], frames_per_clip=2, size=32, batch_size=1, epochs=1) as L:
         for b in L:
             del b
         m = L.metrics()
-    assert "amplification" not in m
-    with pytest.warns(DeprecationWarning, match="decode_amplification"):
-        assert m["amplification"] == m["decode_amplification"]
+    assert "decode_amplification" in m and "amplification" not in m
+    with pytest.raises(KeyError):
+        m["amplification"]
     with pytest.raises(KeyError):
         m["no_such_metric"]
 
@@ -157,7 +158,7 @@ def test_status_range_is_exported_not_copied():
 # ---------------------------------------------------------------- documented defaults
 # Enum types whose documented default is written without its prefix.
 ENUM_PREFIX = {
-    "reel_sampler_kind": "SAMPLE_", "reel_clip_policy": "CLIP_", "reel_resize_kind": "RESIZE_",
+    "reel_sampler_kind": "SAMPLER_", "reel_clip_policy": "CLIP_", "reel_resize_kind": "RESIZE_",
     "reel_crop_kind": "CROP_", "reel_flip_kind": "FLIP_", "reel_filter": "FILTER_",
     "reel_convert_path": "CONVERT_PATH_", "reel_dtype": "DTYPE_", "reel_batch_layout": "BATCH_",
     "reel_shard_mode": "SHARD_", "reel_error_policy": "ON_ERROR_", "reel_index_mode": "INDEX_",
@@ -189,9 +190,6 @@ def _struct_fields(header: Path, struct: str) -> list:
             pending = t.group(2)
         else:
             decl = " ".join(t.group(3).split())
-            renamed = re.fullmatch(r"REEL_FIELD_RENAMED\((\w+), (\w+), \w+\)", decl)  # common.h
-            if renamed:
-                decl = f"{renamed.group(1)} {renamed.group(2)}"
             dm = re.match(r"(?:const )?(?:struct )?([\w ]+?\**)\s*((?:\*?\w+(?:\[\w+\])?\s*,\s*)*\*?\w+(?:\[\w+\])?)$",
                           decl)
             if dm and "(" not in decl:
