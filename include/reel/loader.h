@@ -466,7 +466,7 @@ REEL_API int64_t reel_loader_get_batches_per_epoch(const reel_loader *l);
  *  most this many batches are handed out and not yet released at once; a
  *  caller holding them all must release one before reel_loader_next can
  *  return another. 0 for NULL. Any thread. */
-REEL_API int reel_loader_get_ring_size(const reel_loader *l);
+REEL_API size_t reel_loader_get_ring_size(const reel_loader *l);
 
 /** The consumer's epoch: the one the next reel_loader_next continues (after
  *  the last epoch: one past it). The consumer's thread, like next. */

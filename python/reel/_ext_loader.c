@@ -346,7 +346,7 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
     Py_END_ALLOW_THREADS
     if (self->loader) {
-        ring_size = reel_loader_get_ring_size(self->loader);
+        ring_size = (int)reel_loader_get_ring_size(self->loader);
         left = reel_loader_get_batches_left(self->loader);
     }
     PyThread_release_lock(self->lock);
@@ -653,7 +653,7 @@ static PyObject *loader_get_outstanding(LoaderObject *self, void *c)
 static PyObject *loader_get_ring_size(LoaderObject *self, void *c)
 {
     (void)c;
-    return PyLong_FromLong(self->loader ? reel_loader_get_ring_size(self->loader) : 0);
+    return PyLong_FromSize_t(self->loader ? reel_loader_get_ring_size(self->loader) : 0);
 }
 
 /* The consumer's epoch and the batches left in it (C's, under the consumer lock). */

@@ -406,9 +406,9 @@ int64_t reel_loader_get_batches_per_epoch(const reel_loader *l)
     return l ? reel__plan_batches(&l->plan, 0) : 0;
 }
 
-int reel_loader_get_ring_size(const reel_loader *l)
+size_t reel_loader_get_ring_size(const reel_loader *l)
 {
-    return l ? l->ring.count : 0;
+    return l ? (size_t)l->ring.count : 0;
 }
 
 int64_t reel_loader_get_epoch(const reel_loader *l)

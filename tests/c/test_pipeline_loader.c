@@ -331,10 +331,10 @@ TEST(the_consumer_position_and_ring_size_are_the_loaders)
     s.prefetch_batches = 2;
     reel_error err;
     reel_loader *l = NULL;
-    CHECK_EQ_INT(reel_loader_get_ring_size(NULL), 0);
+    CHECK_EQ_INT((int)reel_loader_get_ring_size(NULL), 0);
     CHECK_EQ_INT(reel_loader_get_batches_left(NULL), 0);
     CHECK_OK(reel_loader_create(&l, ds, &s, &err));
-    CHECK_EQ_INT(reel_loader_get_ring_size(l), 2);
+    CHECK_EQ_INT((int)reel_loader_get_ring_size(l), 2);
     CHECK_EQ_INT(reel_loader_get_epoch(l), 5);
     CHECK_EQ_INT(reel_loader_get_batches_left(l), 3);
     reel_batch *b = NULL;
@@ -363,7 +363,7 @@ TEST(the_consumer_position_and_ring_size_are_the_loaders)
     CHECK_EQ_INT(n, 2);
     CHECK_EQ_INT(reel_loader_get_epoch(l), 7); /* one past the last */
     CHECK_EQ_INT(reel_loader_get_batches_left(l), 0);
-    CHECK_EQ_INT(reel_loader_get_ring_size(l), 2);
+    CHECK_EQ_INT((int)reel_loader_get_ring_size(l), 2);
     reel_loader_destroy(&l);
     reel_dataset_destroy(&ds);
 }
