@@ -13,6 +13,9 @@ import reel
 import reel.vlm
 from conftest import in_child
 
+# seconds-long soaks and subprocess runs: make test runs them, make check does not
+pytestmark = pytest.mark.slow
+
 np = pytest.importorskip("numpy")
 torch = pytest.importorskip("torch")
 

@@ -139,6 +139,9 @@ RSS_CHILD = r"""
 import json, resource, sys, time
 import reel
 
+# seconds-long soaks and subprocess runs: make test runs them, make check does not
+pytestmark = pytest.mark.slow
+
 def maxrss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 

@@ -132,6 +132,7 @@ def test_unclean_keyframes_are_decoded_through(shared_videos, ffmpeg, threads):
         assert (st.keys_probed >= 1) == (threads > 1), st
 
 
+@pytest.mark.slow
 def test_loader_over_every_video_gives_the_decoders_frames(shared_videos, np):
     """The loader over all the shared videos (every codec, container, VFR,
     rotation, 10-bit, 4:4:4, a mid-stream size change): full coverage, and
@@ -157,6 +158,7 @@ def test_loader_over_every_video_gives_the_decoders_frames(shared_videos, np):
     assert seen == 2 * len(rows)
 
 
+@pytest.mark.slow
 def test_frame_threads_never_fall_back_on_sound_videos(shared_videos):
     """The keyframe check (a keyframe out of the frame threads equals its
     decode alone, else the decoder goes on single-threaded) never fires on
