@@ -14,6 +14,9 @@ import pytest
 import reel
 from conftest import rss_bytes
 
+# seconds-long soaks and subprocess runs: make test runs them, make check does not
+pytestmark = pytest.mark.slow
+
 MB = 1 << 20
 # Under AddressSanitizer (LD_PRELOAD=libasan.so) RSS says nothing about leaks
 # (quarantine, shadow memory): only objects and references are checked there.
@@ -138,9 +141,6 @@ def test_loader_create_destroy(synth):
 RSS_CHILD = r"""
 import json, resource, sys, time
 import reel
-
-# seconds-long soaks and subprocess runs: make test runs them, make check does not
-pytestmark = pytest.mark.slow
 
 def maxrss():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
