@@ -49,7 +49,10 @@ static size_t g_n, g_cap;
  * frames on the calling thread and throws them away. */
 static _Thread_local const reel_decoder *tl_opening;
 
-static void emit(int level, const char *fmt, ...)
+/* printf-style: the formats come from FFmpeg, or are reel's own literals */
+#define REEL_LOG_PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+REEL_LOG_PRINTF(2, 3) static void emit(int level, const char *fmt, ...)
 {
     va_list vl;
     va_start(vl, fmt);
@@ -58,6 +61,7 @@ static void emit(int level, const char *fmt, ...)
 }
 
 /* "[h264 @ NAME] message\n" into buf (cut to its size, always one line). */
+REEL_LOG_PRINTF(5, 0)
 static void format_line(char *buf, size_t cap, void *avcl, const char *name, const char *fmt, va_list vl)
 {
     const AVClass *cls = *(const AVClass **)avcl;
@@ -96,7 +100,7 @@ static void hold(live *l, int level, const char *line)
     if (l->held_len == n || level < l->held_level) l->held_level = level;
 }
 
-static void route(void *avcl, int level, const char *fmt, va_list vl)
+REEL_LOG_PRINTF(3, 0) static void route(void *avcl, int level, const char *fmt, va_list vl)
 {
     const AVClass *cls = avcl ? *(const AVClass **)avcl : NULL;
     const char *cname = cls && cls->class_name ? cls->class_name : "";
