@@ -141,7 +141,7 @@ static int rows_from_packets(reel_decoder *dec, const reel_packet_info *p, int64
     reel_table *t = &dec->table;
     int64_t first = 0;
     while (first < np && !p[first].key) first++;
-    p += first;
+    if (p) p += first; /* an empty list may be NULL: no offset on it (UB) */
     np -= first;
     int64_t n = 0;
     for (int64_t i = 0; i < np; i++) n += !p[i].discard;
