@@ -69,6 +69,7 @@ struct reel_decoder {
     _Atomic int64_t log_errors;       /* FFmpeg error messages from this decoder's codec (log.c) */
     int64_t log_seen;                 /* the count at the last flush (reel__log_mark) */
     _Atomic int64_t probe_log_errors; /* the same for the keyframe probe (its codec's opaque is this field's address) */
+    _Atomic int log_held;             /* log.c holds lines of this decoder's codec for the call's end */
     int64_t remote_pos;
     reel_error remote_err; /* the last failed read of the remote object */
     int is_file;

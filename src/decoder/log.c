@@ -129,6 +129,7 @@ REEL_LOG_PRINTF(3, 0) static void route(void *avcl, int level, const char *fmt, 
             if (shown) {
                 format_line(line, sizeof line, avcl, d->name, fmt, vl);
                 hold(&g_live[i], level, line);
+                atomic_store_explicit(&d->log_held, 1, memory_order_relaxed);
             }
             pthread_mutex_unlock(&g_mu);
             return;
@@ -186,15 +187,19 @@ static void show(const char *name, char *held, int level, int64_t dropped)
     free(held);
 }
 
-void reel__log_flush(reel_decoder *dec, int keep)
+/* Takes dec's held lines out of the registry, and dec too when `leave`;
+ * then shows them (keep) or drops them. */
+static void release(reel_decoder *dec, int leave, int keep)
 {
     char *held = NULL;
     int level = 0;
     int64_t dropped = 0;
     pthread_mutex_lock(&g_mu);
+    atomic_store_explicit(&dec->log_held, 0, memory_order_relaxed);
     for (size_t i = 0; i < g_n; i++)
         if (g_live[i].dec == dec) {
             held = take_held(i, &level, &dropped);
+            if (leave) g_live[i] = g_live[--g_n];
             break;
         }
     pthread_mutex_unlock(&g_mu);
@@ -204,20 +209,15 @@ void reel__log_flush(reel_decoder *dec, int keep)
         free(held);
 }
 
+void reel__log_flush(reel_decoder *dec, int keep)
+{
+    /* every decode call ends here: nothing held (the rule) costs no lock */
+    if (atomic_load_explicit(&dec->log_held, memory_order_relaxed)) release(dec, 0, keep);
+}
+
 void reel__log_unregister(reel_decoder *dec)
 {
-    char *held = NULL;
-    int level = 0;
-    int64_t dropped = 0;
-    pthread_mutex_lock(&g_mu);
-    for (size_t i = 0; i < g_n; i++)
-        if (g_live[i].dec == dec) {
-            held = take_held(i, &level, &dropped);
-            g_live[i] = g_live[--g_n];
-            break;
-        }
-    pthread_mutex_unlock(&g_mu);
-    show(dec->name, held, level, dropped);
+    release(dec, 1, 1);
 }
 
 void reel__log_opening(const reel_decoder *dec)

@@ -75,17 +75,24 @@ static const char *type_name(const reel_json_value *v)
     }
 }
 
+/* The value's integer as sign and magnitude (read_integer's 0 or -2: too
+ * large), or -1 with an error naming `key` when it is no integer at all. */
+static int integer_of(reader *r, const char *key, const reel_json_value *v, int *neg, uint64_t *m)
+{
+    const int rc = v->type == REEL_JSON_NUMBER ? read_integer(v->text, neg, m) : -1;
+    if (rc == -1)
+        r->status = reel__error_set(r->err, REEL_E_INVALID_ARG, "checkpoint: %s must be an integer, not %.40s", key,
+                                    type_name(v));
+    return rc;
+}
+
 /* The value as an integer in [lo, hi] (signed), or an error naming `key`. */
 static int int_in(reader *r, const char *key, const reel_json_value *v, int64_t lo, int64_t hi, int64_t *out)
 {
     int neg = 0;
     uint64_t m = 0;
-    const int rc = v->type == REEL_JSON_NUMBER ? read_integer(v->text, &neg, &m) : -1;
-    if (rc == -1) {
-        r->status = reel__error_set(r->err, REEL_E_INVALID_ARG, "checkpoint: %s must be an integer, not %.40s", key,
-                                    type_name(v));
-        return -1;
-    }
+    const int rc = integer_of(r, key, v, &neg, &m);
+    if (rc == -1) return -1;
     const int fits = rc == 0 && (neg ? m <= (uint64_t)INT64_MAX + 1 : m <= (uint64_t)INT64_MAX);
     const int64_t x = !fits ? 0 : neg ? (m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m) : (int64_t)m;
     if (!fits || x < lo || x > hi) {
@@ -102,12 +109,8 @@ static int u64_of(reader *r, const char *key, const reel_json_value *v, uint64_t
 {
     int neg = 0;
     uint64_t m = 0;
-    const int rc = v->type == REEL_JSON_NUMBER ? read_integer(v->text, &neg, &m) : -1;
-    if (rc == -1) {
-        r->status = reel__error_set(r->err, REEL_E_INVALID_ARG, "checkpoint: %s must be an integer, not %.40s", key,
-                                    type_name(v));
-        return -1;
-    }
+    const int rc = integer_of(r, key, v, &neg, &m);
+    if (rc == -1) return -1;
     if (rc == -2 || (neg && m != 0)) {
         r->status = reel__error_set(r->err, REEL_E_INVALID_ARG,
                                     "checkpoint: %s %.40s is outside [0, 18446744073709551615]", key, v->text);
