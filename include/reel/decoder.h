@@ -70,7 +70,9 @@ typedef struct reel_decoder_settings {
      *  FFmpeg as its I/O interrupt callback, so a blocking read returns too.
      *  Returning non-zero stops the call with REEL_E_CANCELLED; the decoder
      *  stays usable, and a later call starts afresh. Must be cheap and
-     *  thread-safe (it reads a flag another thread sets). */
+     *  thread-safe (it reads a flag another thread sets), and once it has
+     *  said stop it keeps saying so until the call returns: a call polls it
+     *  from several places (FFmpeg's reads, a remote video's fetches). */
     int (*interrupt)(void *opaque);
     void *interrupt_opaque; /**< passed to interrupt; borrowed (common.h) */
     /** http(s):// and s3:// paths: how the object is fetched (reel/io.h);

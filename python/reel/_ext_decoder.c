@@ -66,6 +66,7 @@ static int decoder_acquire(DecoderObject *self)
         return -1;
     }
     Py_CLEAR(self->io_error);
+    self->interrupted = 0;
     return 0;
 }
 

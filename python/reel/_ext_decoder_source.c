@@ -24,10 +24,14 @@ void rx_dec_save_io_error(DecoderObject *self)
  * most every 0.1 s of a call, take the GIL back for a moment to run signal
  * handlers, so Ctrl-C stops a long decode with KeyboardInterrupt (kept like
  * a file-like callback's exception and re-raised as is). Runs in the thread
- * that called the decoder; handlers run only in the main thread. */
+ * that called the decoder; handlers run only in the main thread. Once a
+ * handler raised, it says stop until the call ends (decoder_acquire clears
+ * it): the decoder polls from several places (FFmpeg's reads, its own
+ * remote fetches ahead), and each must see the stop, not only the first. */
 int rx_dec_interrupt(void *opaque)
 {
     DecoderObject *self = opaque;
+    if (self->interrupted) return 1;
     int64_t now = rx_clock_ns();
     if (now < self->next_signal_check) return 0;
     self->next_signal_check = now + 100000000;
@@ -35,6 +39,7 @@ int rx_dec_interrupt(void *opaque)
     int stop = 0;
     if (PyErr_CheckSignals() < 0) {
         rx_dec_save_io_error(self);
+        self->interrupted = 1;
         stop = 1;
     }
     PyGILState_Release(g);

@@ -366,56 +366,93 @@ def python_sigint():
     signal.signal(signal.SIGINT, old)
 
 
-def test_ctrl_c_stops_a_long_wait(slow_video, python_sigint):
+def _sigint_when_held(proxy, main):
+    """A thread that sends SIGINT to `main` once the proxy holds a request
+    (the call it interrupts is then waiting for bytes the test has not let
+    through), and tells whether it did (bounded: 60 s)."""
+    import signal
+    import threading
+
+    sent = threading.Event()
+
+    def run():
+        for _ in range(1200):
+            if proxy.held:
+                signal.pthread_kill(main, signal.SIGINT)
+                sent.set()
+                return
+            threading.Event().wait(0.05)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t, sent
+
+
+def test_ctrl_c_stops_a_long_wait(slow_video, tmp_path, python_sigint):
     """SIGINT while waiting for a batch raises KeyboardInterrupt at once, not
-    after the batch is ready (the GIL is taken back every 0.1 s)."""
-    import signal
+    after the batch is ready (the GIL is taken back every 0.1 s). The video
+    comes through a proxy that holds its requests until the test releases
+    them, so the batch cannot be ready when the interrupt comes: no clock in
+    the test, only events."""
     import threading
-    import time
 
-    t0 = time.perf_counter()
-    with reel.VideoDecoder(slow_video, threads=1, size=(32, 32)) as dec:
-        dec.get_frames_at([799])
-    decode_s = time.perf_counter() - t0
-    if decode_s < 0.6:
-        pytest.skip(f"the long decode takes only {decode_s:.2f} s here: too short to tell an early interrupt")
+    from faultproxy import fault_proxy
+    from servers import nginx
+
+    www = tmp_path / "www"
+    www.mkdir()
+    shutil.copy(slow_video, www / "slow.mp4")
     main = threading.get_ident()
-    with _slow_loader(slow_video) as loader:
-        timer = threading.Timer(0.05, lambda: signal.pthread_kill(main, signal.SIGINT))
-        t0 = time.perf_counter()
-        timer.start()
-        with pytest.raises(KeyboardInterrupt):
-            loader.next_batch()
-        waited = time.perf_counter() - t0
-        timer.join()
-        assert waited < 0.5 * decode_s, (waited, decode_s)
-        b = loader.next_batch()                  # the loader goes on
-        assert [c.frame_indices for c in b.info] == [(799,)]
-        del b
+    with nginx(www) as base, fault_proxy(base) as proxy:
+        proxy.hold = ("slow.mp4",)
+        loader = reel.Loader([(f"{proxy.base}/slow.mp4", 0)], frames_per_clip=1, size=(360, 640), crop=None,
+                             layout="BTHWC", batch_size=1, shuffle=False, sampler="regular",
+                             sampling_range_start=-1, open_threads=1, decoder_threads=1)
+        with loader:
+            t, sent = _sigint_when_held(proxy, main)
+            with pytest.raises(KeyboardInterrupt):
+                loader.next_batch(timeout=120)
+            t.join()
+            assert sent.is_set() and not proxy.release.is_set()  # raised while the video's bytes were held
+            assert loader.metrics()["batches"] == 0
+            proxy.release.set()
+            b = loader.next_batch(timeout=120)  # the loader goes on
+            assert [c.frame_indices for c in b.info] == [(799,)]
+            assert read_indices(b.frames) == [799]
+            del b
 
 
-def test_ctrl_c_stops_a_long_decoder_call(slow_video, python_sigint):
-    """SIGINT during one long VideoDecoder call (the last frame of a long GOP)
-    raises KeyboardInterrupt within about 0.1 s, and the decoder still works."""
-    import signal
+def test_ctrl_c_stops_a_long_decoder_call(slow_video, tmp_path, python_sigint):
+    """SIGINT during one long VideoDecoder call raises KeyboardInterrupt
+    while the call still waits (its reads are polled every 50 ms), and the
+    decoder still works. As above, the proxy holds the call's requests until
+    the test releases them: the call cannot have finished."""
     import threading
-    import time
 
-    with reel.VideoDecoder(slow_video, threads=1, size=(36, 64)) as dec:
-        t0 = time.perf_counter()
-        dec.get_frames_at([799])
-        decode_s = time.perf_counter() - t0
-    if decode_s < 0.6:
-        pytest.skip(f"the long decode takes only {decode_s:.2f} s here: too short to tell an early interrupt")
-    main = threading.get_ident()
+    from faultproxy import fault_proxy
+    from servers import nginx
+
+    www = tmp_path / "www"
+    www.mkdir()
+    shutil.copy(slow_video, www / "slow.mp4")
     with reel.VideoDecoder(slow_video, threads=1, size=(36, 64), layout="HWC") as dec:
-        timer = threading.Timer(0.05, lambda: signal.pthread_kill(main, signal.SIGINT))
-        t0 = time.perf_counter()
-        timer.start()
-        with pytest.raises(KeyboardInterrupt):
-            dec.get_frames_at([799])
-        waited = time.perf_counter() - t0
-        timer.join()
-        assert waited < 0.5 * decode_s, (waited, decode_s)
-        assert dec.get_frames_at([799]).shape == (1, 36, 64, 3)  # usable after the interrupt
-        assert dec.stats.frames_returned == 1
+        want = bytes(memoryview(dec.get_frames_at([799])))
+    main = threading.get_ident()
+    # a held request that were not cut short by the interrupt would time out
+    # (5 s, no retry) and count as a failure
+    remote = {"whole_object_max": 0, "readahead_min": 4096, "readahead_max": 8192, "request_timeout": 5,
+              "max_retries": 0}
+    with nginx(www) as base, fault_proxy(base) as proxy:
+        with reel.VideoDecoder(f"{proxy.base}/slow.mp4", threads=1, size=(36, 64), layout="HWC",
+                               remote=remote) as dec:
+            proxy.hold = ("slow.mp4",)  # opened: the frames' reads wait
+            t, sent = _sigint_when_held(proxy, main)
+            with pytest.raises(KeyboardInterrupt):
+                dec.get_frames_at([799])
+            t.join()
+            assert sent.is_set() and not proxy.release.is_set()  # raised while its bytes were held
+            assert dec.remote_stats["failures"] == 0  # every poll saw the stop: no read waited out its timeout
+            proxy.release.set()
+            got = dec.get_frames_at([799])  # usable after the interrupt
+            assert got.shape == (1, 36, 64, 3) and bytes(memoryview(got)) == want
+            assert dec.stats.frames_returned == 1
