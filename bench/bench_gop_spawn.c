@@ -72,11 +72,16 @@ int main(int argc, char **argv)
     int w = 340, h = 256, frames = 128, gop = 32, clip = 16, k = 2, iters = 20;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--size") && sscanf(argv[i + 1], "%dx%d", &w, &h) == 2) continue;
-        if (!strcmp(argv[i], "--frames")) frames = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--gop")) gop = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--clip")) clip = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--contexts")) k = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--iters")) iters = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--frames"))
+            frames = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--gop"))
+            gop = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--clip"))
+            clip = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--contexts"))
+            k = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--iters"))
+            iters = atoi(argv[i + 1]);
         else {
             fprintf(stderr, "bench_gop_spawn: unknown option %s\n", argv[i]);
             return 2;

@@ -29,9 +29,9 @@ typedef struct DecoderObject {
     PyObject *io_error;   /* first exception raised by a file-like callback */
     int64_t io_size;      /* cached size of a file-like source; -2 unknown */
     _Atomic int64_t
-        next_signal_check; /* rx_clock_ns() of dec_interrupt's next look (GOP-parallel contexts call it too) */
+        next_signal_check;   /* rx_clock_ns() of dec_interrupt's next look (GOP-parallel contexts call it too) */
     _Atomic int interrupted; /* a signal handler raised in this call: every later poll says stop */
-    int use_readinto;      /* the file-like object has readinto() */
+    int use_readinto;        /* the file-like object has readinto() */
     reel_decoder_settings settings;
     reel_remote_settings remote;    /* settings.remote points here when given */
     char *ca_bundle, *bearer_token; /* its strings */
