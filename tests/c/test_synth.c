@@ -705,19 +705,3 @@ TEST(synth_is_deterministic)
     CHECK(pos > 1000);
 }
 
-/* Not a benchmark: a guard against an accidental slow path (the encoder
- * settings are chosen for ~0.5 s here; the bound is loose for loaded or
- * sanitizer builds). */
-TEST(synth_is_fast_enough)
-{
-    char path[4300];
-    reel_synth_params p;
-    quiet();
-    params(&p, tmp_path(path, sizeof path, "speed.mp4"), "h264", 320, 240, 300);
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    write_or_skip(&p);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    double s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
-    CHECK_MSG(s < 30.0, "300 frames of 320x240 h264 took %.2f s", s);
-}
