@@ -704,4 +704,3 @@ TEST(synth_is_deterministic)
     fclose(fb);
     CHECK(pos > 1000);
 }
-
