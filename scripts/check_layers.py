@@ -44,13 +44,14 @@ ALLOWED: Dict[str, Set[str]] = {
     "io": {"core"},
     "convert": {"core"},
     "decoder": {"core", "io", "convert"},
-    "store": {"core", "io", "convert", "decoder"},
-    "pipeline": {"core", "io", "convert", "decoder", "store"},
-    "pack": {"core", "io", "convert", "decoder", "store", "pipeline"},
+    "audio": {"core", "io", "convert", "decoder"},
+    "store": {"core", "io", "convert", "decoder", "audio"},
+    "pipeline": {"core", "io", "convert", "decoder", "audio", "store"},
+    "pack": {"core", "io", "convert", "decoder", "audio", "store", "pipeline"},
 }
 # The public headers by the module that implements them (reel.h and
 # deprecated.h gather the others and belong to none).
-PUBLIC = {"common.h": "core", "io.h": "io", "convert.h": "convert", "decoder.h": "decoder", "store.h": "store",
+PUBLIC = {"common.h": "core", "io.h": "io", "convert.h": "convert", "decoder.h": "decoder", "audio.h": "audio", "store.h": "store",
           "dataset.h": "pipeline", "sampler.h": "pipeline", "order.h": "pipeline", "loader.h": "pipeline",
           "pipeline.h": "pipeline"}
 # Who may ask reel__io_is_remote: the I/O layer, which owns the question,

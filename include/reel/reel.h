@@ -6,6 +6,7 @@
 #include "common.h"
 #include "convert.h"
 #include "decoder.h"
+#include "audio.h"
 #include "dataset.h"
 #include "sampler.h"
 #include "loader.h"

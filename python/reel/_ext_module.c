@@ -37,6 +37,7 @@ static const struct {
     { REEL_E_AGAIN, "AGAIN" },
     { REEL_E_PERMISSION, "PERMISSION" },
     { REEL_E_NO_DATA, "NO_DATA" },
+    { REEL_E_NO_AUDIO_STREAM, "NO_AUDIO_STREAM" },
 };
 
 static PyObject *error_class(reel_state *st, int status)

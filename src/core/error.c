@@ -36,6 +36,7 @@ const char *reel_strerror(int status)
     case REEL_E_AGAIN: return "not ready yet, try again";
     case REEL_E_PERMISSION: return "permission denied";
     case REEL_E_NO_DATA: return "no sample could be loaded";
+    case REEL_E_NO_AUDIO_STREAM: return "no audio stream";
     default: return "unknown error";
     }
 }

@@ -22,6 +22,9 @@ ENDS_WITH_RESERVED(reel_transform);
 ENDS_WITH_RESERVED(reel_size_policy);
 ENDS_WITH_RESERVED(reel_sample);
 ENDS_WITH_RESERVED(reel_decoder_settings);
+ENDS_WITH_RESERVED(reel_audio_settings);
+ENDS_WITH_RESERVED(reel_audio_info);
+ENDS_WITH_RESERVED(reel_audio_window);
 ENDS_WITH_RESERVED(reel_video_info);
 ENDS_WITH_RESERVED(reel_decode_stats);
 ENDS_WITH_RESERVED(reel_io);
@@ -266,8 +269,8 @@ TEST(open_io_requires_seek_and_read)
 
 TEST(strerror_and_version)
 {
-    const char *seen[19];
-    for (int s = 0; s >= -18; s--) {
+    const char *seen[1 - REEL_E_LAST];
+    for (int s = 0; s >= REEL_E_LAST; s--) {
         const char *m = reel_strerror(s);
         CHECK_MSG(m && *m, "reel_strerror(%d) is empty", s);
         CHECK_MSG(strcmp(m, "unknown error") != 0, "reel_strerror(%d) is \"unknown error\"", s);
@@ -275,7 +278,7 @@ TEST(strerror_and_version)
             CHECK_MSG(strcmp(seen[t], m) != 0, "reel_strerror(%d) == reel_strerror(%d) == \"%s\"", s, -t, m);
         seen[-s] = m;
     }
-    const int others[] = { 1, 2, -19, -20, 100, -1000, INT_MAX, INT_MIN };
+    const int others[] = { 1, 2, REEL_E_LAST - 1, REEL_E_LAST - 2, 100, -1000, INT_MAX, INT_MIN };
     for (size_t k = 0; k < sizeof others / sizeof others[0]; k++)
         CHECK_EQ_STR(reel_strerror(others[k]), "unknown error");
     const char *v = reel_version();

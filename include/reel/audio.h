@@ -1,0 +1,109 @@
+/* reel/audio.h: a video's audio, sample-exact, for a window of its
+ * timeline (the time a clip's frames are shown). Issue 28's first part:
+ * local files, native rate or resampled, native channels or their mean. */
+#ifndef REEL_AUDIO_H
+#define REEL_AUDIO_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================
+ * The contract
+ * ======================================================================
+ * a0: the pts of the first decoded audio sample, after libavformat and
+ * libavcodec applied the edit list, AAC priming and Opus pre-skip.
+ * The output grid has `sample_rate` samples a second anchored at a0:
+ * the sample for time t is s(t) = floor((t - a0) * rate + 1/2), computed
+ * exactly from the timestamps' rationals. A window [t0, t1) holds samples
+ * s(t0) .. s(t1) - 1, so adjacent windows tile the stream with no gap or
+ * overlap. A decoded frame more than 1 ms off the running sample count is
+ * placed at its own pts (zeros fill a gap, an overlap is dropped), as
+ * FFmpeg's `aresample=async=1:min_hard_comp=0` does. Outside the stream
+ * the samples are zeros and reel_audio_window.valid_* says which part came
+ * from it. The samples depend on the file, the window and the settings
+ * only: every call decodes from a0 (libavcodec's AAC decoder draws its
+ * noise substitution from a generator that no seek resets), keeping only
+ * the window in memory. */
+
+/** reel_audio_settings.missing: a video without an audio stream. */
+typedef enum reel_audio_missing {
+    REEL_AUDIO_MISSING_RAISE = 0, /**< reel_audio_open fails with REEL_E_NO_AUDIO_STREAM */
+    REEL_AUDIO_MISSING_ZEROS = 1  /**< every window is zeros (valid empty), at sample_rate and channels */
+} reel_audio_missing;
+
+/** Initialise with reel_audio_default_settings(). */
+typedef struct reel_audio_settings {
+    int sample_rate; /**< output rate; 0 (default): the stream's own (needed by MISSING_ZEROS: give one) */
+    int channels;    /**< 0 (default): the stream's own; 1: the mean of its channels */
+    int stream_index;           /**< absolute stream index; -1 (default): the best audio stream */
+    reel_audio_missing missing; /**< reel_audio_missing; default RAISE */
+    uint8_t reserved[48];       /**< zero (the defaults function clears it); room to grow */
+} reel_audio_settings;
+
+/** Fills `s` with the defaults documented on each field. */
+REEL_API void reel_audio_default_settings(reel_audio_settings *s);
+
+/** What reel_audio_open found. */
+typedef struct reel_audio_info {
+    int has_audio;          /**< 0: no audio stream (MISSING_ZEROS) */
+    int stream_index;       /**< -1 without audio */
+    int native_sample_rate; /**< the stream's rate */
+    int native_channels;    /**< the stream's channel count */
+    int sample_rate;        /**< the output's */
+    int channels;           /**< the output's */
+    char codec[32];         /**< e.g. "aac", "mp3", "opus"; "" without audio */
+    int64_t start_pts;      /**< a0 in the stream time base */
+    int time_base_num, time_base_den;
+    double start_seconds; /**< a0 in seconds */
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
+} reel_audio_info;
+
+/** Where a window's samples sit. */
+typedef struct reel_audio_window {
+    int64_t first_sample;       /**< s(t0) on the output grid (negative: before a0) */
+    int64_t num_samples;        /**< s(t1) - s(t0) (0 for an empty window) */
+    int64_t valid_lo, valid_hi; /**< [lo, hi) of the window's samples that came from the
+                                     stream; lo == hi: none */
+    uint8_t reserved[32];       /**< zero; room to grow (common.h) */
+} reel_audio_window;
+
+/** Audio of one file. Thread-safety: one thread at a time per object;
+ *  different objects are independent. */
+typedef struct reel_audio reel_audio;
+
+/** Opens the audio of the video at `path` (NULL settings: the defaults)
+ *  and finds a0 (one packet's decode). Fails with REEL_E_NOT_FOUND,
+ *  REEL_E_NOT_VIDEO, REEL_E_NO_VIDEO_STREAM (an audio-only file: reel
+ *  times audio by a video's frames), REEL_E_NO_AUDIO_STREAM,
+ *  REEL_E_UNSUPPORTED_CODEC, REEL_E_INVALID_ARG (a rate outside
+ *  1..1,000,000 Hz, channels other than 0 or 1). */
+REEL_API int reel_audio_open(reel_audio **out, const char *path, const reel_audio_settings *s, reel_error *err);
+
+/** Closes and sets *a to NULL (NULL-safe). */
+REEL_API void reel_audio_close(reel_audio **a);
+
+/** What the file's audio is; valid until close. */
+REEL_API const reel_audio_info *reel_audio_get_info(const reel_audio *a);
+
+/** The window [t0, t1) of times t0 * num / den .. t1 * num / den seconds
+ *  (e.g. a video stream's pts and time base): its first sample and count,
+ *  without decoding. REEL_E_INVALID_ARG for t1 < t0 or a time base <= 0;
+ *  REEL_E_OUT_OF_RANGE for a window over 2^31 samples. */
+REEL_API int reel_audio_get_window(const reel_audio *a, int64_t t0, int64_t t1, int num, int den,
+                                   reel_audio_window *w, reel_error *err);
+
+/** The window's samples, float32 [channels, num_samples] into dst
+ *  (dst_count floats at least channels * num_samples, else
+ *  REEL_E_BUFFER_TOO_SMALL), and where they sit (w, may be NULL). A
+ *  corrupt packet fails with REEL_E_CORRUPT naming the file. */
+REEL_API int reel_audio_get_samples(reel_audio *a, int64_t t0, int64_t t1, int num, int den, float *dst,
+                                    size_t dst_count, reel_audio_window *w, reel_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* REEL_AUDIO_H */

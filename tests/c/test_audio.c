@@ -1,0 +1,272 @@
+/* test_audio.c: reel/audio.h against the ffmpeg CLI. Videos with audio are
+ * made by the CLI; a clip's window comes from reel's frame table; its
+ * samples must equal `ffmpeg -i F -map 0:a:0 -af aresample=async=1:
+ * min_hard_comp=0 -f f32le -` cut at s(t) (and with a mono mix and a 16 kHz
+ * resample after it), in any call order, with zeros and `valid` outside. */
+#define _GNU_SOURCE /* popen */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "reel/audio.h"
+#include "reel/decoder.h"
+
+static void need_ffmpeg(void)
+{
+    if (!harness_have_ffmpeg()) harness_skip_needed("no ffmpeg CLI on PATH");
+}
+
+/* Runs a shell command; the test fails with its output when it fails. */
+static void run(const char *cmd)
+{
+    char full[4096];
+    snprintf(full, sizeof full, "%s >%s/cmd.log 2>&1", cmd, harness_tmpdir());
+    CHECK_MSG(system(full) == 0, "failed: %s", cmd);
+}
+
+/* A 4 s 25 fps video (frame numbers drawn in) with `audio_args` as its
+ * audio input and `codec_args` for it; returns its path. */
+static const char *make(const char *name, const char *audio_in, const char *codec_args)
+{
+    static char path[1024];
+    snprintf(path, sizeof path, "%s/%s", harness_tmpdir(), name);
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd,
+             "ffmpeg -nostdin -y -f lavfi -i testsrc2=size=160x120:rate=25:duration=4 %s "
+             "-map 0:v -map 1:a -c:v libx264 -preset ultrafast -g 25 %s %s",
+             audio_in, codec_args, path);
+    run(cmd);
+    return path;
+}
+
+/* The CLI's samples, interleaved float32; *n: samples per channel. */
+static float *reference(const char *path, const char *extra_af, int channels, int64_t *n)
+{
+    char cmd[3000];
+    snprintf(cmd, sizeof cmd,
+             "ffmpeg -nostdin -v error -i '%s' -map 0:a:0 -af 'aresample=async=1:min_hard_comp=0%s' -f f32le -", path,
+             extra_af);
+    FILE *p = popen(cmd, "r");
+    CHECK(p != NULL);
+    size_t cap = 1 << 20, len = 0;
+    float *buf = malloc(cap * sizeof(float));
+    CHECK(buf != NULL);
+    for (;;) {
+        if (len == cap) {
+            cap *= 2;
+            buf = realloc(buf, cap * sizeof(float));
+            CHECK(buf != NULL);
+        }
+        size_t got = fread(buf + len, sizeof(float), cap - len, p);
+        if (got == 0) break;
+        len += got;
+    }
+    CHECK_MSG(pclose(p) == 0, "ffmpeg failed: %s", cmd);
+    *n = (int64_t)len / channels;
+    return buf;
+}
+
+typedef struct clip_window {
+    int64_t t0, t1; /* in the video's time base */
+    int num, den;
+} clip_window;
+
+/* [min p_i, max(p_i + d_i)) of frames first .. first + count - 1. */
+static clip_window window_of(reel_decoder *dec, int64_t first, int64_t count)
+{
+    int64_t nf = 0;
+    const reel_frame_entry *t = reel_decoder_get_frame_table(dec, &nf);
+    const reel_video_info *vi = reel_decoder_get_info(dec);
+    clip_window w = { INT64_MAX, INT64_MIN, vi->time_base_num, vi->time_base_den };
+    for (int64_t i = first; i < first + count && i < nf; i++) {
+        if (t[i].pts < w.t0) w.t0 = t[i].pts;
+        if (t[i].pts + t[i].duration > w.t1) w.t1 = t[i].pts + t[i].duration;
+    }
+    return w;
+}
+
+/* The window's samples against the reference: max |diff|; the first
+ * sample and the count come from s(t) and must match the reference's
+ * length where the window is inside it. */
+static double compare(const float *got, const reel_audio_window *w, const float *ref, int64_t ref_n, int ch)
+{
+    double worst = 0;
+    for (int c = 0; c < ch; c++)
+        for (int64_t i = 0; i < w->num_samples; i++) {
+            int64_t k = w->first_sample + i;
+            float want = k >= 0 && k < ref_n ? ref[k * ch + c] : 0.0f;
+            double d = fabs((double)got[c * w->num_samples + i] - (double)want);
+            if (d > worst) worst = d;
+        }
+    return worst;
+}
+
+/* Every clip of 8 frames at these starts, first in order then in reverse:
+ * each equal to the reference within tol; adjacent windows tile. */
+static void check_file(const char *path, int rate, int channels, const char *extra_af, double tol)
+{
+    reel_error err;
+    reel_decoder *dec = NULL;
+    CHECK_OK(reel_decoder_open(&dec, path, NULL, &err));
+    reel_audio_settings s;
+    reel_audio_default_settings(&s);
+    s.sample_rate = rate;
+    s.channels = channels;
+    reel_audio *a = NULL;
+    CHECK_OK(reel_audio_open(&a, path, &s, &err));
+    const reel_audio_info *info = reel_audio_get_info(a);
+    const int ch = info->channels;
+    int64_t ref_n = 0;
+    float *ref = reference(path, extra_af, ch, &ref_n);
+    CHECK(ref_n > 0);
+    const int64_t starts[] = { 0, 8, 16, 37, 50, 91 };
+    const int ns = (int)(sizeof starts / sizeof starts[0]);
+    for (int pass = 0; pass < 2; pass++)
+        for (int j = 0; j < ns; j++) {
+            int64_t f0 = starts[pass ? ns - 1 - j : j];
+            clip_window cw = window_of(dec, f0, 8);
+            reel_audio_window w;
+            CHECK_OK(reel_audio_get_window(a, cw.t0, cw.t1, cw.num, cw.den, &w, &err));
+            size_t cnt = (size_t)w.num_samples * (size_t)ch;
+            float *got = malloc(cnt * sizeof(float) + 1);
+            CHECK(got != NULL);
+            reel_audio_window w2;
+            CHECK_OK(reel_audio_get_samples(a, cw.t0, cw.t1, cw.num, cw.den, got, cnt, &w2, &err));
+            CHECK_EQ_INT(w2.first_sample, w.first_sample);
+            CHECK_EQ_INT(w2.num_samples, w.num_samples);
+            double d = compare(got, &w2, ref, ref_n, ch);
+            CHECK_MSG(d <= tol, "%s, frames %lld..%lld (samples %lld + %lld): max |diff| %g > %g", path,
+                      (long long)f0, (long long)f0 + 7, (long long)w2.first_sample, (long long)w2.num_samples, d, tol);
+            if (w2.first_sample >= 0 && w2.first_sample + w2.num_samples <= ref_n) {
+                CHECK_EQ_INT(w2.valid_lo, 0);
+                CHECK_EQ_INT(w2.valid_hi, w2.num_samples);
+            }
+            free(got);
+        }
+    /* tiling: frames 0-7 then 8-15 end and begin on the same sample */
+    clip_window c1 = window_of(dec, 0, 8), c2 = window_of(dec, 8, 8);
+    reel_audio_window w1, w2;
+    CHECK_OK(reel_audio_get_window(a, c1.t0, c1.t1, c1.num, c1.den, &w1, &err));
+    CHECK_OK(reel_audio_get_window(a, c2.t0, c2.t1, c2.num, c2.den, &w2, &err));
+    CHECK_EQ_INT(w1.first_sample + w1.num_samples, w2.first_sample);
+    free(ref);
+    reel_audio_close(&a);
+    reel_decoder_close(&dec);
+}
+
+#define STEREO_IN "-f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)+0.02*random(0)|0.3*sin(2*PI*660*t)':s=48000:d=4"
+
+TEST(aac_48k_stereo_native_equals_the_cli)
+{
+    need_ffmpeg();
+    const char *p = make("aac48.mp4", STEREO_IN, "-c:a aac -b:a 128k");
+    check_file(p, 0, 0, "", 1e-6);
+}
+
+TEST(aac_48k_stereo_to_16k_mono_equals_the_cli)
+{
+    need_ffmpeg();
+    const char *p = make("aac48m.mp4", STEREO_IN, "-c:a aac -b:a 128k");
+    check_file(p, 16000, 1, ",pan=mono|c0=0.5*c0+0.5*c1,aresample=16000", 1e-6);
+}
+
+TEST(mp3_in_mp4_equals_the_cli)
+{
+    need_ffmpeg();
+    const char *p = make("mp3.mp4", STEREO_IN, "-c:a libmp3lame -b:a 128k");
+    check_file(p, 0, 0, "", 1e-6);
+}
+
+TEST(aac_44k1_late_by_a_quarter_second_equals_the_cli)
+{
+    need_ffmpeg();
+    /* the audio input starts 0.25 s after the video: an empty edit */
+    const char *p = make("late.mp4",
+                         "-itsoffset 0.25 -f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)|0.4*sin(2*PI*550*t)':s=44100:d=3",
+                         "-c:a aac");
+    reel_audio *a = NULL;
+    reel_error err;
+    CHECK_OK(reel_audio_open(&a, p, NULL, &err));
+    CHECK_MSG(reel_audio_get_info(a)->start_seconds > 0.2, "a0 %.4f s", reel_audio_get_info(a)->start_seconds);
+    reel_audio_close(&a);
+    check_file(p, 0, 0, "", 1e-6);
+}
+
+TEST(opus_in_matroska_equals_the_cli)
+{
+    need_ffmpeg();
+    const char *p = make("opus.mkv", STEREO_IN, "-c:a libopus -b:a 96k");
+    check_file(p, 0, 0, "", 1e-6);
+}
+
+TEST(a_window_before_a0_and_past_the_end_is_zeros_with_valid_saying_so)
+{
+    need_ffmpeg();
+    const char *p = make("edges.mp4", STEREO_IN, "-c:a aac");
+    reel_audio *a = NULL;
+    reel_error err;
+    CHECK_OK(reel_audio_open(&a, p, NULL, &err));
+    const int r = reel_audio_get_info(a)->sample_rate;
+    float *buf = malloc((size_t)r * 2 * sizeof(float) * 2);
+    CHECK(buf != NULL);
+    reel_audio_window w;
+    /* 1000 s to 1001 s: far past the end */
+    CHECK_OK(reel_audio_get_samples(a, 1000, 1001, 1, 1, buf, (size_t)r * 4, &w, &err));
+    CHECK_EQ_INT(w.num_samples, r);
+    CHECK_EQ_INT(w.valid_lo, w.valid_hi);
+    for (int64_t i = 0; i < 2 * w.num_samples; i++) CHECK(buf[i] == 0.0f);
+    /* -0.5 s to 0.5 s: half before a0 (a0 is about 0 here) */
+    CHECK_OK(reel_audio_get_samples(a, -1, 1, 1, 2, buf, (size_t)r * 4, &w, &err));
+    CHECK_EQ_INT(w.num_samples, r);
+    CHECK(w.valid_lo > 0 && w.valid_hi == w.num_samples);
+    for (int64_t i = 0; i < w.valid_lo; i++) CHECK(buf[i] == 0.0f);
+    CHECK_STATUS(reel_audio_get_samples(a, 0, 1, 1, 1, buf, 10, &w, &err), REEL_E_BUFFER_TOO_SMALL);
+    CHECK_STATUS(reel_audio_get_window(a, 2, 1, 1, 1, &w, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_audio_get_window(a, 0, 1, 0, 1, &w, &err), REEL_E_INVALID_ARG);
+    free(buf);
+    reel_audio_close(&a);
+}
+
+TEST(no_audio_is_named_or_zeros_and_audio_alone_is_refused)
+{
+    need_ffmpeg();
+    char path[1024], cmd[2048];
+    snprintf(path, sizeof path, "%s/silent.mp4", harness_tmpdir());
+    snprintf(cmd, sizeof cmd,
+             "ffmpeg -nostdin -y -f lavfi -i testsrc2=size=64x48:rate=25:duration=1 -c:v libx264 -preset ultrafast %s",
+             path);
+    run(cmd);
+    reel_audio *a = NULL;
+    reel_error err;
+    CHECK_STATUS(reel_audio_open(&a, path, NULL, &err), REEL_E_NO_AUDIO_STREAM);
+    CHECK_MSG(strstr(err.message, "silent.mp4") && strstr(err.message, "no audio stream"), "%s", err.message);
+    reel_audio_settings s;
+    reel_audio_default_settings(&s);
+    s.missing = REEL_AUDIO_MISSING_ZEROS;
+    CHECK_STATUS(reel_audio_open(&a, path, &s, &err), REEL_E_INVALID_ARG); /* zeros at what rate? */
+    s.sample_rate = 16000;
+    CHECK_OK(reel_audio_open(&a, path, &s, &err));
+    float buf[16000];
+    reel_audio_window w;
+    for (int i = 0; i < 16000; i++) buf[i] = 1.0f;
+    CHECK_OK(reel_audio_get_samples(a, 0, 1, 1, 1, buf, 16000, &w, &err));
+    CHECK_EQ_INT(w.num_samples, 16000);
+    CHECK_EQ_INT(w.valid_hi - w.valid_lo, 0);
+    for (int i = 0; i < 16000; i++) CHECK(buf[i] == 0.0f);
+    reel_audio_close(&a);
+
+    snprintf(path, sizeof path, "%s/alone.m4a", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "ffmpeg -nostdin -y -f lavfi -i sine=d=1 -c:a aac %s", path);
+    run(cmd);
+    CHECK_STATUS(reel_audio_open(&a, path, NULL, &err), REEL_E_NO_VIDEO_STREAM);
+    CHECK_MSG(strstr(err.message, "alone.m4a") && strstr(err.message, "audio-only"), "%s", err.message);
+    s.sample_rate = 2000000;
+    CHECK_STATUS(reel_audio_open(&a, path, &s, &err), REEL_E_INVALID_ARG);
+    s.sample_rate = 0;
+    s.channels = 2;
+    CHECK_STATUS(reel_audio_open(&a, path, &s, &err), REEL_E_INVALID_ARG);
+    snprintf(path, sizeof path, "%s/missing.mp4", harness_tmpdir());
+    CHECK_STATUS(reel_audio_open(&a, path, NULL, &err), REEL_E_NOT_FOUND);
+}
