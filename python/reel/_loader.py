@@ -32,8 +32,8 @@ __all__ = ["Loader", "Batch", "ClipInfo", "dataset_info", "dataset_identity", "e
            "epoch_shape", "read_blocks", "check_state", "loader_defaults", "loader_settings", "size_policy_settings",
            "STATE_VERSION", "LOADER_FIELDS", "SHARD"]
 
-# The newest loader state this reel writes and reads (C's REEL_CHECKPOINT_VERSION);
-# 1: {epoch, position} of one topology; 2: elastic (samples_seen).
+# The loader state's version (C's REEL_CHECKPOINT_VERSION): the state is the
+# checkpoint's text form, the one this reel writes and reads.
 STATE_VERSION: int = _reel.CHECKPOINT_VERSION
 
 
