@@ -329,15 +329,6 @@ typedef struct reel_batch {
     int variable; /**< 1: clips may differ in frame count and size (see data) */
 } reel_batch;
 
-/** Resumable position (same topology only; see reel_loader_checkpoint):
- *  the next batch starts at sample `position` (rank-local, as counted by an
- *  uninterrupted run of this topology) of `epoch`. */
-typedef struct reel_loader_state {
-    int64_t epoch;
-    int64_t position;
-    uint8_t reserved[16]; /**< zero; room to grow (common.h) */
-} reel_loader_state;
-
 /** Epochs are numbered 0 .. REEL_EPOCH_MAX - 1: an endless loader (epochs
  *  0) stops after the last one, and a checkpoint may hold REEL_EPOCH_MAX
  *  itself (every epoch consumed), so no epoch count ever overflows. */
@@ -346,9 +337,12 @@ typedef struct reel_loader_state {
 /** Version of reel_loader_checkpoint this library writes (and the newest it reads). */
 #define REEL_CHECKPOINT_VERSION 2
 
-/** An elastic checkpoint: where the epoch is, as a global count, and what
- *  fixes its order. Every rank of a synchronous job (every rank having
- *  consumed as many batches) saves the same one. Plain data. */
+/** The loader's resume point (its one resume API: reel_loader_get_checkpoint,
+ *  reel_loader_restore_checkpoint, and the text form of
+ *  reel_loader_checkpoint_format/_parse, which is Python's state_dict()):
+ *  where the epoch is, as a global count, and what fixes its order. Every
+ *  rank of a synchronous job (every rank having consumed as many batches)
+ *  saves the same one, and it restores on any topology. Plain data. */
 typedef struct reel_loader_checkpoint {
     int32_t version; /**< REEL_CHECKPOINT_VERSION */
     int64_t epoch;
@@ -424,8 +418,8 @@ typedef struct reel_loader_metrics {
     uint8_t reserved[64]; /**< zero; room to grow (common.h) */
 } reel_loader_metrics;
 
-/** The loader. Thread-safety: reel_loader_next, _get_state, _restore and
- *  _destroy are for one consumer thread at a time (and
+/** The loader. Thread-safety: reel_loader_next, _get_checkpoint,
+ *  _restore_checkpoint and _destroy are for one consumer thread at a time (and
  *  reel_loader_get_raised_failure for the thread that calls next);
  *  reel_loader_release, _get_metrics, _get_metrics_json, _write_trace,
  *  _get_batches_per_epoch and the other failure calls are
@@ -500,18 +494,6 @@ REEL_API int reel_loader_settings_get_clip_geometry(const reel_loader_settings *
                                                     int clip, int src_w, int src_h, int32_t crop[4],
                                                     int32_t out_size[2], int *flipped, reel_error *err);
 
-/** The position to resume from on the same topology: the epoch and the
- *  rank-local sample after the last batch handed out. In unordered mode,
- *  batches handed out beyond the first gap are not counted, so a restore
- *  repeats them. reel_loader_get_checkpoint() is the elastic successor. */
-REEL_API int reel_loader_get_state(const reel_loader *l, reel_loader_state *state, reel_error *err);
-
-/** Cancels work in flight and restarts at `state` (of this topology).
- *  Batches still held stay valid until released. The batches that follow
- *  are exactly those an uninterrupted run would have produced (ordered
- *  mode). reel_loader_restore_checkpoint() is the elastic successor. */
-REEL_API int reel_loader_restore(reel_loader *l, const reel_loader_state *state, reel_error *err);
-
 /** The settings by name ("sampler.frames_per_clip", "batch_size", ...):
  *  every field of reel_loader_settings but the callback, its opaque
  *  pointer and `remote` (see reel_remote_settings_get_fields). Static (see
@@ -530,18 +512,22 @@ REEL_API const reel_field *reel_loader_metrics_get_fields(size_t *count);
 /** The fields of one entry of "stages" (reel_stage_metrics). Static. */
 REEL_API const reel_field *reel_stage_metrics_get_fields(size_t *count);
 
-/** The elastic checkpoint after the last batch handed out (in unordered
- *  mode: after the first gap). Once an epoch's last batch is out, it is the
- *  next epoch with samples_seen 0. */
+/** The checkpoint after the last batch handed out (in unordered mode: after
+ *  the first gap, so a restore repeats the batches handed out beyond it).
+ *  Once an epoch's last batch is out, it is the next epoch with
+ *  samples_seen 0. */
 REEL_API int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *out, reel_error *err);
 
 /** Cancels work in flight and continues the checkpoint's epoch from its
  *  samples_seen on this loader's rank, world size, batch size, workers and
  *  threads, with the checkpoint's canonical layout: exactly the samples not
  *  yet consumed, each with the frames, crop and flip it would have had.
- *  Refused (REEL_E_INVALID_ARG, the message names the field) for a newer
- *  version, another dataset (size or entries), seed or shuffle settings, or
- *  values out of range; the loader is then unchanged. */
+ *  Batches still held stay valid until released. Its epoch may be any from
+ *  0 to the one after the loader's last (first_epoch + epochs, every epoch
+ *  consumed: the loader is then finished). Refused (REEL_E_INVALID_ARG, the
+ *  message names the field) for a newer version, another dataset (size or
+ *  entries), seed or shuffle settings, or values out of range; the loader
+ *  is then unchanged. */
 REEL_API int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_checkpoint *cp, reel_error *err);
 
 /** Reads a checkpoint from its text form: the JSON object that

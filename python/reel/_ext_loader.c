@@ -429,70 +429,32 @@ static PyObject *loader_close(LoaderObject *self, PyObject *unused)
     Py_RETURN_NONE;
 }
 
-static PyObject *loader_get_state(LoaderObject *self, PyObject *unused)
-{
-    (void)unused;
-    if (loader_check(self) < 0) return NULL;
-    reel_loader_state s;
-    memset(&s, 0, sizeof s);
-    int r;
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    r = self->loader ? reel_loader_get_state(self->loader, &s, NULL) : REEL_E_CANCELLED;
-    PyThread_release_lock(self->lock);
-    Py_END_ALLOW_THREADS
-    if (r != REEL_OK) {
-        reel_state *st = state_of((PyObject *)self);
-        return st ? raise_reel(st, r, NULL, NULL, NULL) : NULL;
-    }
-    return Py_BuildValue("(LL)", (long long)s.epoch, (long long)s.position);
-}
-
-static PyObject *loader_restore(LoaderObject *self, PyObject *args)
-{
-    long long epoch, position;
-    if (!PyArg_ParseTuple(args, "LL:restore", &epoch, &position)) return NULL;
-    if (loader_check(self) < 0) return NULL;
-    reel_loader_state s = { .epoch = epoch, .position = position };
-    reel_error err;
-    reel_error_clear(&err);
-    int r;
-    Py_BEGIN_ALLOW_THREADS
-    PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    r = self->loader ? reel_loader_restore(self->loader, &s, &err) : REEL_E_CANCELLED;
-    PyThread_release_lock(self->lock);
-    Py_END_ALLOW_THREADS
-    if (r != REEL_OK) {
-        reel_state *st = state_of((PyObject *)self);
-        return st ? raise_err(st, r, &err, NULL) : NULL;
-    }
-    Py_RETURN_NONE;
-}
-
-/* The elastic checkpoint as a dict (reel_loader_checkpoint's fields). */
+/* The checkpoint after the last batch handed out, as its text form
+ * (reel_loader_get_checkpoint, reel_loader_checkpoint_format): the JSON
+ * object Loader.state_dict() returns. */
 static PyObject *loader_get_checkpoint(LoaderObject *self, PyObject *unused)
 {
     (void)unused;
     if (loader_check(self) < 0) return NULL;
     reel_loader_checkpoint c;
     memset(&c, 0, sizeof c);
+    reel_error err;
+    reel_error_clear(&err);
+    char *text = NULL;
     int r;
     Py_BEGIN_ALLOW_THREADS
     PyThread_acquire_lock(self->lock, WAIT_LOCK);
-    r = self->loader ? reel_loader_get_checkpoint(self->loader, &c, NULL) : REEL_E_CANCELLED;
+    r = self->loader ? reel_loader_get_checkpoint(self->loader, &c, &err) : REEL_E_CANCELLED;
     PyThread_release_lock(self->lock);
+    if (r == REEL_OK) r = reel_loader_checkpoint_format(&c, &text, &err);
     Py_END_ALLOW_THREADS
     if (r != REEL_OK) {
         reel_state *st = state_of((PyObject *)self);
-        return st ? raise_reel(st, r, NULL, NULL, NULL) : NULL;
+        return st ? raise_err(st, r, &err, NULL) : NULL;
     }
-    return Py_BuildValue("{s:i,s:L,s:L,s:K,s:i,s:i,s:O,s:L,s:L,s:K,s:i,s:i,s:i}", "version", (int)c.version, "epoch",
-                         (long long)c.epoch, "samples_seen", (long long)c.samples_seen, "seed",
-                         (unsigned long long)c.seed, "canonical_ranks", (int)c.canonical_ranks, "canonical_batch",
-                         (int)c.canonical_batch, "shuffle", c.shuffle ? Py_True : Py_False, "shuffle_window",
-                         (long long)c.shuffle_window, "num_samples", (long long)c.num_samples, "dataset_hash",
-                         (unsigned long long)c.dataset_hash, "world_size", (int)c.world_size, "batch_size",
-                         (int)c.batch_size, "num_workers", (int)c.num_workers);
+    PyObject *out = PyUnicode_FromString(text);
+    reel_free(text);
+    return out;
 }
 
 /* Continues a checkpoint's epoch from its samples_seen on this loader; the
@@ -680,11 +642,9 @@ static PyMethodDef loader_methods[] = {
       "TimeoutError when timeout >= 0 seconds pass first." },
     { "close", (PyCFunction)loader_close, METH_NOARGS,
       "close($self)\n--\n\nStops the loader; it is freed once every batch handed out is freed." },
-    { "get_state", (PyCFunction)loader_get_state, METH_NOARGS, "get_state($self)\n--\n\n(epoch, position)." },
-    { "restore", (PyCFunction)loader_restore, METH_VARARGS,
-      "restore($self, epoch, position)\n--\n\nRestarts at a saved state." },
     { "get_checkpoint", (PyCFunction)loader_get_checkpoint, METH_NOARGS,
-      "get_checkpoint($self)\n--\n\nThe elastic checkpoint (reel_loader_checkpoint) as a dict." },
+      "get_checkpoint($self)\n--\n\nThe checkpoint after the last batch handed out, as its JSON text "
+      "(reel_loader_get_checkpoint, reel_loader_checkpoint_format)." },
     { "restore_checkpoint", (PyCFunction)loader_restore_checkpoint, METH_VARARGS,
       "restore_checkpoint($self, text)\n--\n\nContinues a checkpoint's epoch on this loader; `text`: its JSON "
       "form (bytes)." },

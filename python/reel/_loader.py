@@ -32,8 +32,8 @@ __all__ = ["Loader", "Batch", "ClipInfo", "dataset_info", "dataset_identity", "e
            "epoch_shape", "read_blocks", "check_state", "loader_defaults", "loader_settings", "size_policy_settings",
            "STATE_VERSION", "LOADER_FIELDS", "SHARD"]
 
-# The newest loader state this reel writes and reads (C's REEL_CHECKPOINT_VERSION);
-# 1: {epoch, position} of one topology; 2: elastic (samples_seen).
+# The loader state's version (C's REEL_CHECKPOINT_VERSION): the state is the
+# checkpoint's text form, the one this reel writes and reads.
 STATE_VERSION: int = _reel.CHECKPOINT_VERSION
 
 
@@ -451,14 +451,8 @@ class Loader:
         dataset's entries) and ``topology`` (the world_size, batch_size and
         num_workers it was saved under). Load it with load_state_dict() on any
         rank, world size, batch size or thread count."""
-        c = self._loader.get_checkpoint()
-        return {"version": c["version"], "epoch": c["epoch"], "samples_seen": c["samples_seen"],
-                "seed": c["seed"], "canonical_ranks": c["canonical_ranks"],
-                "canonical_batch": c["canonical_batch"], "shuffle": c["shuffle"],
-                "shuffle_window": self._config["shuffle_window"], "num_videos": c["num_samples"],
-                "fingerprint": c["dataset_hash"],
-                "topology": {"world_size": c["world_size"], "batch_size": c["batch_size"],
-                             "num_workers": c["num_workers"]}}
+        state: Dict[str, Any] = json.loads(self._loader.get_checkpoint())  # C writes it: reel_loader_checkpoint_format
+        return state
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Continues a saved epoch on this loader: exactly the samples not yet
@@ -466,10 +460,7 @@ class Loader:
         frames, crop and flip it would have had. Batches still held stay
         valid. Raises ValueError for a state of another dataset, seed or
         shuffle, and for one written by a newer reel."""
-        version = check_state(state, self.num_videos, self.fingerprint, self._config)
-        if version == 1:
-            self._loader.restore(_state_int(state, "epoch"), _state_int(state, "position"))
-            return
+        check_state(state, self.num_videos, self.fingerprint, self._config)
         # the C reader (reel_loader_checkpoint_parse) checks every key, type
         # and range in full width, and names what it refuses
         self._loader.restore_checkpoint(_state_text(state))
@@ -651,18 +642,16 @@ def check_state(state: Mapping[str, Any], num_videos: int, fingerprint: int, con
     if "version" not in state:
         raise ValueError("not a reel loader state: the key version is missing")
     version = state["version"]
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise ValueError(f"not a reel loader state (version {version!r})")
+    if not isinstance(version, int) or isinstance(version, bool) or version < STATE_VERSION:
+        raise ValueError(f"not a reel loader state (version {version!r}; this reel reads version {STATE_VERSION}, "
+                         "the checkpoint state_dict() gives)")
     if version > STATE_VERSION:
         raise ValueError(f"loader state version {version} was written by a newer reel; "
-                         f"this one reads versions 1 to {STATE_VERSION}")
+                         f"this one reads version {STATE_VERSION}")
     checks: List[Tuple[str, Any]] = [("num_videos", num_videos), ("fingerprint", fingerprint),
               ("seed", int(config.get("seed", 0)) & 0xFFFFFFFFFFFFFFFF),
               ("shuffle", bool(config.get("shuffle", True))),
               ("shuffle_window", config.get("shuffle_window"))]
-    if version == 1:  # {epoch, position}: rank-local, for one topology only
-        checks += [("batch_size", config.get("batch_size", 32)), ("world_size", config.get("world_size", 1)),
-                   ("rank", config.get("rank", 0))]
     for key, mine in checks:
         theirs: Any = state.get(key, mine)
         if key in ("seed", "num_videos", "fingerprint") and key in state:
@@ -672,6 +661,13 @@ def check_state(state: Mapping[str, Any], num_videos: int, fingerprint: int, con
                 theirs = _state_int(state, key, 63 if key == "num_videos" else 64)
         elif key == "shuffle":
             theirs = bool(theirs)
+        elif key == "shuffle_window":  # as C holds it: None and 0 are both no window
+            try:
+                same = shuffle_window_code(theirs) == shuffle_window_code(mine)
+            except (TypeError, ValueError):
+                same = False
+            if same:
+                continue
         if theirs != mine:
             what = "another dataset" if key in ("num_videos", "fingerprint") else f"{key}={theirs!r}"
             raise ValueError(f"loader state is for {what}; this loader has {key}={mine!r}")

@@ -348,7 +348,7 @@ class VideoDataset(torch.utils.data.IterableDataset):
         from a newer reel."""
         if not isinstance(state, Mapping):
             raise ValueError(f"a loader state is the dict state_dict() gives, not {type(state).__name__}")
-        if "epoch" not in state or ("samples_seen" not in state and "position" not in state):
+        if "epoch" not in state or "samples_seen" not in state:
             raise ValueError("state must come from VideoDataset.state_dict() or Loader.state_dict()")
         if "version" in state:
             config = loader_defaults()
@@ -371,7 +371,7 @@ class VideoDataset(torch.utils.data.IterableDataset):
             if "version" in resume:
                 loader.load_state_dict(resume)
             else:  # the short form state_dict() gives before any loader exists
-                state.update(epoch=int(resume["epoch"]), samples_seen=int(resume.get("samples_seen", 0)))
+                state.update(epoch=int(resume["epoch"]), samples_seen=int(resume["samples_seen"]))
                 loader.load_state_dict(state)
             return _DatasetIterator(loader, self.clips, torch.utils.data.get_worker_info() is not None)
         if self._epoch is not None:

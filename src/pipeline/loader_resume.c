@@ -1,6 +1,6 @@
 /* loader_resume.c: where the loader is and how it goes back there: the
- * consumer's position, the same-topology state, elastic checkpoints and
- * their restore, and the order settings other consumers plan with. */
+ * consumer's position, the checkpoint (the one resume API) and its restore,
+ * and the order settings other consumers plan with. */
 #define _POSIX_C_SOURCE 200809L
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
@@ -55,62 +55,6 @@ static void consumed(const reel_loader *l, int64_t *epoch, int64_t *seen)
     }
 }
 
-/* Rank-local positions of a whole epoch of this topology <-> global samples
- * seen (the deprecated same-topology state). -1: not on this topology's grid. */
-static int64_t local_of_seen(const reel_loader *l, int64_t seen)
-{
-    const reel_stripe *s = &l->plan.stripe;
-    const int64_t n = l->plan.order.n, V = (int64_t)s->world_size * s->num_workers, B = s->batch_size;
-    if (seen >= n) return l->plan.per_rank;
-    const int64_t full = n / (V * B);
-    if (seen <= full * V * B) return (seen / (V * B)) * B + (seen % (V * B)) / V;
-    return full * B + (seen - full * V * B) / V;
-}
-
-static int64_t seen_of_local(const reel_loader *l, int64_t pos)
-{
-    const reel_stripe *s = &l->plan.stripe;
-    const int64_t n = l->plan.order.n, V = (int64_t)s->world_size * s->num_workers, B = s->batch_size;
-    if (pos >= l->plan.per_rank) return n;
-    const int64_t full = n / (V * B);
-    int64_t seen;
-    if (pos <= full * B) {
-        if (V > 1 && pos % B) return -1;
-        seen = (pos / B) * V * B + pos % B;
-    } else {
-        if (V > 1) return -1;
-        seen = pos;
-    }
-    return seen > n ? n : seen;
-}
-
-int reel_loader_get_state(const reel_loader *l, reel_loader_state *state, reel_error *err)
-{
-    if (!l || !state) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_loader_get_state: NULL argument");
-    memset(state, 0, sizeof *state); /* reserved too (common.h) */
-    int64_t seen;
-    consumed(l, &state->epoch, &seen);
-    state->position = local_of_seen(l, seen);
-    return REEL_OK;
-}
-
-int reel_loader_restore(reel_loader *l, const reel_loader_state *state, reel_error *err)
-{
-    if (!l || !state) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
-    if (state->epoch < 0 || state->position < 0 || state->position > l->plan.per_rank)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: state (%lld, %lld) outside epochs x [0, %lld]",
-                               (long long)state->epoch, (long long)state->position, (long long)l->plan.per_rank);
-    const int64_t seen = seen_of_local(l, state->position);
-    if (seen < 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "loader: position %lld is not at a batch of this topology; use a checkpoint "
-                               "(reel_loader_get_checkpoint)",
-                               (long long)state->position);
-    reel__loader_stop_threads(l);
-    reel__loader_set_position(l, state->epoch, seen);
-    return reel__loader_start_threads(l, err);
-}
-
 int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *cp, reel_error *err)
 {
     if (!l || !cp) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_loader_get_checkpoint: NULL argument");
@@ -152,12 +96,15 @@ static int checkpoint_check(const reel_loader *l, const reel_loader_checkpoint *
                                "loader: checkpoint is for shuffle=%d, shuffle_window=%lld; this loader has %d, %lld",
                                (int)cp->shuffle, (long long)cp->shuffle_window, l->s.shuffle ? 1 : 0,
                                (long long)l->s.shuffle_window);
-    if (cp->epoch < 0 || (l->s.epochs > 0 && cp->epoch > l->s.epochs) || cp->samples_seen < 0 ||
-        cp->samples_seen > cp->num_samples)
+    /* epochs 0 .. first_epoch + epochs (that one: every epoch consumed) */
+    const int64_t last = l->s.epochs <= 0 || l->s.epochs > REEL_EPOCH_MAX - l->s.first_epoch
+                             ? REEL_EPOCH_MAX
+                             : l->s.first_epoch + l->s.epochs;
+    if (cp->epoch < 0 || cp->epoch > last || cp->samples_seen < 0 || cp->samples_seen > cp->num_samples)
         return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "loader: checkpoint at epoch %lld, samples_seen %lld is outside epochs [0, %lld) x "
+                               "loader: checkpoint at epoch %lld, samples_seen %lld is outside epochs [0, %lld] x "
                                "[0, %lld]",
-                               (long long)cp->epoch, (long long)cp->samples_seen, (long long)l->s.epochs,
+                               (long long)cp->epoch, (long long)cp->samples_seen, (long long)last,
                                (long long)cp->num_samples);
     if (cp->canonical_ranks < 1 || cp->canonical_batch < 1)
         return reel__error_set(err, REEL_E_INVALID_ARG,

@@ -254,7 +254,18 @@ TEST(batches_are_identical_whatever_the_thread_count)
     reel_dataset_destroy(&ds);
 }
 
-TEST(resume_from_a_saved_state_gives_the_same_batches)
+/* Restores the loader to (epoch, samples_seen) of its own order: its
+ * checkpoint, moved. */
+static int restore_at(reel_loader *l, int64_t epoch, int64_t seen, reel_error *err)
+{
+    reel_loader_checkpoint cp;
+    CHECK_OK(reel_loader_get_checkpoint(l, &cp, NULL));
+    cp.epoch = epoch;
+    cp.samples_seen = seen;
+    return reel_loader_restore_checkpoint(l, &cp, err);
+}
+
+TEST(resume_from_a_saved_checkpoint_gives_the_same_batches)
 {
     reel_dataset *ds = dataset_of_videos(3); /* 24 samples, batches of 3 -> 8 per epoch */
     reel_loader_settings s = readable_settings();
@@ -280,16 +291,16 @@ TEST(resume_from_a_saved_state_gives_the_same_batches)
         CHECK(batch_digest(b, 4) == e1[i]);
         CHECK_OK(reel_loader_release(l, b));
     }
-    reel_loader_state st;
-    CHECK_OK(reel_loader_get_state(l, &st, NULL));
-    CHECK_EQ_INT(st.epoch, 1);
-    CHECK_EQ_INT(st.position, 9);
+    reel_loader_checkpoint cp;
+    CHECK_OK(reel_loader_get_checkpoint(l, &cp, NULL));
+    CHECK_EQ_INT(cp.epoch, 1);
+    CHECK_EQ_INT(cp.samples_seen, 9);
     reel_loader_destroy(&l);
 
     s.decode_threads = 1;
     s.open_threads = 1;
     CHECK_OK(reel_loader_create(&l, ds, &s, &err));
-    CHECK_OK(reel_loader_restore(l, &st, &err));
+    CHECK_OK(reel_loader_restore_checkpoint(l, &cp, &err));
     int nr;
     uint64_t *rest = run_epoch(l, 4, &nr);
     CHECK_EQ_INT(nr, 5);
@@ -299,12 +310,12 @@ TEST(resume_from_a_saved_state_gives_the_same_batches)
     CHECK(b == NULL); /* that was the last epoch */
 
     /* restore on a running loader, with a batch still held across it */
-    CHECK_OK(reel_loader_restore(l, &(reel_loader_state){ .epoch = 0, .position = 0 }, &err));
+    CHECK_OK(restore_at(l, 0, 0, &err));
     reel_batch *held = NULL;
     CHECK_OK(reel_loader_next(l, &held, &err));
     CHECK(held && batch_digest(held, 4) == e0[0]);
     uint64_t held_digest = batch_digest(held, 4);
-    CHECK_OK(reel_loader_restore(l, &(reel_loader_state){ .epoch = 0, .position = 6 }, &err));
+    CHECK_OK(restore_at(l, 0, 6, &err));
     uint64_t *tail = run_epoch(l, 4, &nr);
     CHECK_EQ_INT(nr, 6);
     for (int i = 0; i < nr; i++) CHECK(tail[i] == e0[2 + i]);
@@ -312,7 +323,7 @@ TEST(resume_from_a_saved_state_gives_the_same_batches)
     CHECK(batch_digest(held, 4) == held_digest); /* still valid, untouched */
     CHECK_OK(reel_loader_release(l, held));
     CHECK_STATUS(reel_loader_release(l, held), REEL_E_INVALID_ARG); /* twice */
-    CHECK_STATUS(reel_loader_restore(l, &(reel_loader_state){ .epoch = 0, .position = 99 }, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(restore_at(l, 0, 99, &err), REEL_E_INVALID_ARG);
     reel_loader_destroy(&l);
     free(e0);
     free(e1);
@@ -350,7 +361,7 @@ TEST(the_consumer_position_and_ring_size_are_the_loaders)
     CHECK_EQ_INT(reel_loader_get_epoch(l), 6);
     CHECK_EQ_INT(reel_loader_get_batches_left(l), 3);
     /* mid-epoch: 4 of epoch 6's 8 samples seen, 2 batches left (3 + 1) */
-    CHECK_OK(reel_loader_restore(l, &(reel_loader_state){ .epoch = 6, .position = 4 }, &err));
+    CHECK_OK(restore_at(l, 6, 4, &err));
     CHECK_EQ_INT(reel_loader_get_epoch(l), 6);
     CHECK_EQ_INT(reel_loader_get_batches_left(l), 2);
     int n = 0;
@@ -517,10 +528,10 @@ TEST(unordered_mode_delivers_every_batch_once)
         }
         for (int i = 0; i < 16; i++) CHECK_EQ_INT(seen_batch[i], 1);
         for (int i = 0; i < 32; i++) CHECK_EQ_INT(seen_pos[i], 1);
-        reel_loader_state st;
-        CHECK_OK(reel_loader_get_state(l, &st, NULL));
-        CHECK_EQ_INT(st.epoch, e + 1);
-        CHECK_EQ_INT(st.position, 0);
+        reel_loader_checkpoint cp;
+        CHECK_OK(reel_loader_get_checkpoint(l, &cp, NULL));
+        CHECK_EQ_INT(cp.epoch, e + 1);
+        CHECK_EQ_INT(cp.samples_seen, 0);
     }
     reel_loader_destroy(&l);
     reel_dataset_destroy(&ds);

@@ -400,13 +400,14 @@ typedef struct epoch_run {
     int64_t nsamples;
 } epoch_run;
 
-/* Batches of one epoch from batch `from` on (after a restore to `state`). */
-static void run(reel_dataset *ds, const reel_loader_settings *ls, const reel_loader_state *state, int64_t stop_after,
-                epoch_run *out, reel_loader_state *state_out)
+/* Batches of one epoch (after a restore to `cp`), `stop_after` of them at
+ * most (-1: all); the checkpoint after them in *cp_out. */
+static void run(reel_dataset *ds, const reel_loader_settings *ls, const reel_loader_checkpoint *cp, int64_t stop_after,
+                epoch_run *out, reel_loader_checkpoint *cp_out)
 {
     reel_loader *l = NULL;
     CHECK_OK(reel_loader_create(&l, ds, ls, NULL));
-    if (state) CHECK_OK(reel_loader_restore(l, state, NULL));
+    if (cp) CHECK_OK(reel_loader_restore_checkpoint(l, cp, NULL));
     memset(out, 0, sizeof *out);
     reel_batch *b = NULL;
     reel_error err;
@@ -422,7 +423,7 @@ static void run(reel_dataset *ds, const reel_loader_settings *ls, const reel_loa
         if (++nb == stop_after) break;
     }
     CHECK_MSG(st == REEL_OK, "%s", err.message);
-    if (state_out) CHECK_OK(reel_loader_get_state(l, state_out, NULL));
+    if (cp_out) CHECK_OK(reel_loader_get_checkpoint(l, cp_out, NULL));
     reel_loader_destroy(&l);
 }
 
@@ -448,10 +449,10 @@ TEST(a_store_shards_resumes_exactly_and_reads_in_shuffle_windows)
     CHECK(!in_order);
     /* exact resume: stop after 2 batches, restore in a new loader */
     epoch_run head, tail;
-    reel_loader_state stt;
-    run(ds, &ls, NULL, 2, &head, &stt);
-    CHECK_EQ_INT(stt.position, 4);
-    run(ds, &ls, &stt, -1, &tail, NULL);
+    reel_loader_checkpoint cp;
+    run(ds, &ls, NULL, 2, &head, &cp);
+    CHECK_EQ_INT(cp.samples_seen, 4);
+    run(ds, &ls, &cp, -1, &tail, NULL);
     CHECK_EQ_INT(head.len + tail.len, full.len);
     CHECK(memcmp(head.bytes, full.bytes, head.len) == 0);
     CHECK_MSG(memcmp(tail.bytes, full.bytes + head.len, tail.len) == 0, "resumed batches differ");

@@ -151,6 +151,31 @@ def test_refusals_name_the_reason(folder, tmp_path):
         assert L.state_dict() == state
 
 
+def test_the_checkpoint_is_the_one_state(folder):
+    """Issue 26: the checkpoint is the one resume API. A loader that starts
+    at first_epoch loads its own mid-epoch state (the restore compared the
+    epoch with `epochs` alone and refused it); a state of shuffle_window=0
+    (no window, which C writes as null) loads back on its loader; the old
+    same-topology form {version 1, epoch, position} is refused by name."""
+    whole, _ = run(folder, first_epoch=3, epochs=2)  # epoch 3
+    head, state = run(folder, stop=1, first_epoch=3, epochs=2)
+    assert (state["epoch"], state["samples_seen"]) == (3, 2)
+    tail, end = run(folder, state=state, first_epoch=3, epochs=2)
+    assert head + tail == whole
+    assert (end["epoch"], end["samples_seen"]) == (4, 0)
+    _, state0 = run(folder, stop=1, shuffle_window=0)
+    assert state0["shuffle_window"] is None
+    with reel.Loader(folder, **dict(KW, shuffle_window=0)) as L:
+        L.load_state_dict(state0)
+        assert L.state_dict() == state0
+    with reel.Loader(folder, **KW) as L, pytest.raises(ValueError, match="version 1"):
+        L.load_state_dict({"version": 1, "epoch": 0, "position": 2})
+    pytest.importorskip("torch")
+    import reel.torch as rt
+    with pytest.raises(ValueError, match="state must come from"):
+        rt.VideoDataset(folder, **KW).load_state_dict({"epoch": 0, "position": 2})
+
+
 def test_out_of_range_and_mistyped_states_are_refused_by_name(folder):
     """Issue 25, defect 7: the state's numbers are read in C in full width
     before they narrow (canonical_ranks 2**32 + 3 was cut to 3, and the
