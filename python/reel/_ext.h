@@ -179,6 +179,8 @@ int rx_fields_from_dict(PyObject *dict, const reel_field *t, size_t n, void *bas
 PyObject *rx_fields_dict(const reel_field *t, size_t n, const void *base, int nested);
 PyObject *mod_fields(PyObject *module, PyObject *arg);
 PyObject *mod_remote_defaults(PyObject *module, PyObject *unused);
+/* _ext_audio.c */
+PyObject *mod_audio_samples(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _ext_frames.c */
 FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *shape);
 FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype, int ndim, const int64_t *shape);
