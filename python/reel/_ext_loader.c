@@ -563,7 +563,8 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
     /* counts per cause for the whole run (the failure list is bounded) */
     PyObject *causes = PyDict_New();
     for (int status = -1; causes && status >= REEL_E_LAST; status--) {
-        int64_t c = reel_loader_get_failures_by_cause(self->loader, status);
+        int64_t c = 0;
+        reel_loader_get_failures_by_cause(self->loader, status, &c, NULL); /* a failure status: cannot fail */
         if (c && dict_set(causes, reel_strerror(status), PyLong_FromLongLong(c)) < 0) Py_CLEAR(causes);
     }
     if (!causes || dict_set(d, "failures_by_cause", causes) < 0) Py_CLEAR(d);
@@ -637,7 +638,7 @@ static PyObject *loader_dataset_info(LoaderObject *self, PyObject *unused)
 {
     (void)unused;
     if (loader_check(self) < 0) return NULL;
-    return rx_dataset_info_dict(self->ds);
+    return rx_dataset_info_dict(state_of((PyObject *)self), self->ds);
 }
 
 static PyObject *loader_get_closed(LoaderObject *self, void *c)

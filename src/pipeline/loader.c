@@ -329,7 +329,8 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->element_bytes = reel__dtype_size(s.transform.dtype);
     reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);
     for (size_t i = 0; i < reel_dataset_get_num_skipped(ds); i++) { /* what the folder scan did not follow */
-        const char *note = reel_dataset_get_skipped(ds, i);
+        const char *note = "";
+        reel_dataset_get_skipped(ds, i, &note, NULL); /* i < the count: cannot fail */
         reel__failures_add(&l->failures_log, note, REEL_E_INVALID_ARG, note, -1, -1, -1);
     }
     pthread_mutex_init(&l->wd_mu, NULL);
