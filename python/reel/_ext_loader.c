@@ -330,13 +330,17 @@ PyType_Spec batchhandle_spec = {
 
 static PyObject *loader_next(LoaderObject *self, PyObject *args)
 {
-    double timeout = -1.0;
+    double timeout = -1.0; /* none given: wait as long as it takes */
     if (!PyArg_ParseTuple(args, "|d:next", &timeout)) return NULL;
-    if (timeout != timeout) {
-        PyErr_SetString(PyExc_ValueError, "reel.Loader: timeout is NaN");
-        return NULL;
-    }
     if (loader_check(self) < 0) return NULL;
+    if (PyTuple_GET_SIZE(args) > 0 && !(timeout >= 0)) { /* C judges a timeout: its refusal, with its message */
+        reel_batch *none = NULL;
+        reel_error e;
+        reel_error_clear(&e);
+        int r0 = reel_loader_next_timed(self->loader, &none, timeout, &e);
+        if (r0 == REEL_OK && none) reel_loader_release(self->loader, none); /* not reached: C refuses it */
+        return raise_err(state_of((PyObject *)self), r0 != REEL_OK ? r0 : REEL_E_INTERNAL, &e, NULL);
+    }
     /* Every ring buffer held here while the epoch still has batches to hand
      * out: reel_loader_next would wait forever for a free one. The consumer's
      * position is C's (read under the consumer lock). */

@@ -569,7 +569,8 @@ int reel_loader_next(reel_loader *l, reel_batch **out, reel_error *err)
 
 int reel_loader_next_timed(reel_loader *l, reel_batch **out, double timeout_s, reel_error *err)
 {
-    if (timeout_s < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: timeout must be >= 0");
+    if (!(timeout_s >= 0)) /* NaN too */
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: timeout %g s must be >= 0", timeout_s);
     return loader_next(l, out, timeout_s, err);
 }
 

@@ -417,7 +417,9 @@ TEST(timed_next_times_out_while_the_ring_is_held_and_changes_nothing)
     CHECK_OK(reel_loader_create(&l, ds, &s, &err));
     reel_batch *b = NULL;
     CHECK_STATUS(reel_loader_next_timed(l, &b, -1.0, &err), REEL_E_INVALID_ARG);
+    CHECK_MSG(strstr(err.message, "timeout -1 s must be >= 0") != NULL, "%s", err.message);
     CHECK_STATUS(reel_loader_next_timed(l, &b, (double)NAN, &err), REEL_E_INVALID_ARG);
+    CHECK_MSG(strstr(err.message, "timeout nan s must be >= 0") != NULL, "%s", err.message);
     reel_batch *held[2];
     CHECK_OK(reel_loader_next_timed(l, &held[0], 30.0, &err));
     CHECK_OK(reel_loader_next_timed(l, &held[1], 30.0, &err));

@@ -40,15 +40,16 @@ def test_no_deprecation_layer_before_1_0():
 
 
 def test_current_names_compile_cleanly(tmp_path):
-    body = ("int f(reel_dataset **d, const reel_loader *l) { reel_stage s = REEL_STAGE_DECODE; reel_error e;\n"
+    body = ("int f(reel_dataset **d, const reel_loader *l) { reel_stage s = REEL_STAGE_DECODE; reel_error e; int64_t c;\n"
             "  reel_loader_metrics m; e.status = REEL_E_IO; reel_dataset_destroy(d);\n"
             "  return reel_loader_get_metrics(l, &m, NULL) + (int)reel_loader_get_num_failures(l)\n"
-            "         + (int)reel_loader_get_failures_by_cause(l, REEL_E_IO) + (int)s + (int)e.status\n"
+            "         + reel_loader_get_failures_by_cause(l, REEL_E_IO, &c, &e) + (int)s + (int)e.status\n"
             "         + REEL_CONVERT_PATH_FUSED; }\n"
             "double g(const reel_loader *l, reel_transform *t, reel_clip_transform *c, reel_failure *f) {\n"
             "  size_t n; reel_remote_stats r = {0}; t->convert_path = REEL_CONVERT_PATH_AFTER_RGB;\n"
             "  c->convert_path = t->convert_path; reel_loader_get_raised_failure(l, f, 0);\n"
-            "  return reel_remote_stats_get_quantile(&r, 0.5) + (double)(reel_loader_settings_get_fields(&n) != 0)\n"
+            "  double q = 0; reel_remote_stats_get_quantile(&r, 0.5, &q, NULL);\n"
+            "  return q + (double)(reel_loader_settings_get_fields(&n) != 0)\n"
             "         + (double)(reel_remote_stats_get_fields(&n) != 0); }")
     r = _compile(tmp_path, body, "-Wextra", "-Werror")
     assert r.returncode == 0, r.stderr
