@@ -50,7 +50,11 @@ static double per_batch(const reel_order *o, reel_stripe st, int64_t cap, int64_
     for (int64_t k = 0; k < nb; k += step, done++) {
         reel_stripe_batch b;
         reel_stripe_get_batch(&st, k, &b, NULL);
-        for (int64_t g = b.first; g < b.first + b.count; g++) acc += reel_order_get_sample(o, g);
+        for (int64_t g = b.first; g < b.first + b.count; g++) {
+            int64_t d = 0;
+            reel_order_get_sample(o, g, &d, NULL);
+            acc += d;
+        }
     }
     double t = now() - t0;
     sink += acc;
@@ -130,7 +134,7 @@ int main(int argc, char **argv)
             }
             /* floor: B consecutive reads of a permutation-sized array */
             int64_t *perm = malloc((size_t)n * sizeof *perm);
-            for (int64_t i = 0; i < n; i++) perm[i] = reel_order_get_sample(o, i);
+            for (int64_t i = 0; i < n; i++) reel_order_get_sample(o, i, &perm[i], NULL);
             const int64_t nb = reel_stripe_get_num_batches(&st), step = nb > 20000 ? nb / 20000 : 1;
             for (int r = 0; r < 3; r++) {
                 int64_t acc = 0, done = 0;

@@ -101,7 +101,8 @@ typedef struct reel_size_policy {
     reel_size_kind kind; /**< default REEL_SIZE_PIXEL_BUDGET */
     /** FIXED: the output size. PIXEL_BUDGET: both > 0 ask for this size,
      *  which is only rounded to the factor within [4, 16384] * factor^2
-     *  (qwen's resized_width / resized_height). Default 0. */
+     *  (qwen's resized_width / resized_height; one > 0 without the other:
+     *  REEL_E_INVALID_ARG). Default 0. */
     int width, height;
     int factor;           /**< PIXEL_BUDGET: sides are multiples of this; default 28 (patch 14 x merge 2) */
     int frame_factor;     /**< PIXEL_BUDGET: frames per temporal patch; default 2 */

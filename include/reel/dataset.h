@@ -98,12 +98,13 @@ REEL_API uint64_t reel_dataset_get_fingerprint(const reel_dataset *ds);
 /** What a folder scan (reel_dataset_create_from_dir) did not follow, each
  *  as "<path>: skipped: <why>": a link to a folder scanned already (a
  *  symlink loop, or a second way to the same folder: each folder is
- *  scanned once, by device and inode), folders nested past 64. 0 and NULL
- *  for other datasets and past the end. The strings live as long as the
- *  dataset. A loader made from the dataset puts them in its failure log
- *  (sample -1, epoch -1, REEL_E_INVALID_ARG). */
+ *  scanned once, by device and inode), folders nested past 64: a count (0
+ *  for other datasets) and note i (0 <= i < the count; REEL_E_OUT_OF_RANGE
+ *  for another i). The strings live as long as the dataset. A loader made
+ *  from the dataset puts them in its failure log (sample -1, epoch -1,
+ *  REEL_E_INVALID_ARG). */
 REEL_API size_t reel_dataset_get_num_skipped(const reel_dataset *ds);
-REEL_API const char *reel_dataset_get_skipped(const reel_dataset *ds, size_t i);
+REEL_API int reel_dataset_get_skipped(const reel_dataset *ds, size_t i, const char **note, reel_error *err);
 
 /** Entry i, or REEL_E_INVALID_ARG with the reason for an entry refused when
  *  the dataset was made (a manifest read from a URL that names a local
@@ -113,8 +114,9 @@ REEL_API int reel_dataset_get(const reel_dataset *ds, size_t i, reel_sample *out
 /** Number of class names (0 with integer labels). */
 REEL_API size_t reel_dataset_get_num_classes(const reel_dataset *ds);
 
-/** Class name of a label index, or NULL. Lives as long as the dataset. */
-REEL_API const char *reel_dataset_get_class_name(const reel_dataset *ds, int64_t label);
+/** Class name of a label index (0 <= label < reel_dataset_get_num_classes;
+ *  REEL_E_OUT_OF_RANGE for another). Lives as long as the dataset. */
+REEL_API int reel_dataset_get_class_name(const reel_dataset *ds, int64_t label, const char **name, reel_error *err);
 
 /** The runs of consecutive samples of `ds` that its source reads best
  *  together, for a caller that splits the work itself (a Ray read task per

@@ -137,9 +137,10 @@ typedef struct reel_remote_stats {
     uint8_t reserved[64];                  /**< zero; room to grow (common.h) */
 } reel_remote_stats;
 
-/** The q-quantile (0..1) of the request durations in `s`, in seconds (the
- *  middle of its bucket); 0 when there were no requests. */
-REEL_API double reel_remote_stats_get_quantile(const reel_remote_stats *s, double q);
+/** The q-quantile (0 <= q <= 1; REEL_E_INVALID_ARG for another q) of the
+ *  request durations in `s`, in seconds (the middle of its bucket); 0 when
+ *  there were no requests. */
+REEL_API int reel_remote_stats_get_quantile(const reel_remote_stats *s, double q, double *seconds, reel_error *err);
 
 /** Adds b's counts into a. */
 REEL_API void reel_remote_stats_add(reel_remote_stats *a, const reel_remote_stats *b);

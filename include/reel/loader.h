@@ -574,9 +574,10 @@ REEL_API int reel_loader_write_trace(reel_loader *l, const char *path, reel_erro
  *  counts them all. */
 REEL_API int64_t reel_loader_get_num_failures(const reel_loader *l);
 
-/** Failures with this status seen in the whole run (all causes are also in
- *  the metrics JSON, "failures_by_cause"). */
-REEL_API int64_t reel_loader_get_failures_by_cause(const reel_loader *l, int status);
+/** Failures with this status (REEL_E_LAST <= status < REEL_OK;
+ *  REEL_E_INVALID_ARG for another) seen in the whole run (all causes are
+ *  also in the metrics JSON, "failures_by_cause"). */
+REEL_API int reel_loader_get_failures_by_cause(const reel_loader *l, int status, int64_t *count, reel_error *err);
 
 /** The failure that the last reel_loader_next() (or _next_timed()) call
  *  returned under REEL_ON_ERROR_RAISE: the sample's path, reason, status,

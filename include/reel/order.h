@@ -104,8 +104,9 @@ REEL_API int reel_order_set_epoch(reel_order *o, int64_t epoch, reel_error *err)
 REEL_API int reel_order_set_canonical(reel_order *o, int canonical_ranks, int canonical_batch, reel_error *err);
 
 /** The dataset index at `position` (>= 0) of the current epoch's order;
- *  positions past the end wrap (padding). O(1). -1 for a negative position. */
-REEL_API int64_t reel_order_get_sample(const reel_order *o, int64_t position);
+ *  positions past the end wrap (padding). O(1). REEL_E_OUT_OF_RANGE for a
+ *  negative position. */
+REEL_API int reel_order_get_sample(const reel_order *o, int64_t position, int64_t *index, reel_error *err);
 
 REEL_API void reel_order_destroy(reel_order **o);
 

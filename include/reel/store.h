@@ -199,9 +199,10 @@ REEL_API int reel_store_get_record(const reel_store *s, int64_t i, reel_store_re
 
 /** The stored frames of record i as a frame table: source pts and durations
  *  (in the record's time base), byte positions -1, every frame a keyframe
- *  for JPEG and RAW. NULL (and *n = 0) for a bad index. Lives as long as the
- *  store. */
-REEL_API const reel_frame_entry *reel_store_get_frame_table(const reel_store *s, int64_t record, int64_t *n);
+ *  for JPEG and RAW, and its length. REEL_E_OUT_OF_RANGE for a bad index.
+ *  Lives as long as the store. */
+REEL_API int reel_store_get_frame_table(const reel_store *s, int64_t record, const reel_frame_entry **table, int64_t *n,
+                                        reel_error *err);
 
 /** Source frame index of stored frame `pos` of record i. */
 REEL_API int reel_store_get_source_index(const reel_store *s, int64_t record, int64_t pos, int64_t *index,
@@ -214,9 +215,9 @@ REEL_API int reel_store_get_source_index(const reel_store *s, int64_t record, in
 REEL_API int reel_store_get_frame_bytes(const reel_store *s, int64_t record, int64_t pos, int64_t *offset,
                                         int64_t *length, reel_error *err);
 
-/** Class names, sorted (labels index them). NULL past the end. Lives as
- *  long as the store. */
-REEL_API const char *reel_store_get_class_name(const reel_store *s, int64_t label);
+/** Class names, sorted (labels index them: 0 <= label < num_classes;
+ *  REEL_E_OUT_OF_RANGE for another). Lives as long as the store. */
+REEL_API int reel_store_get_class_name(const reel_store *s, int64_t label, const char **name, reel_error *err);
 
 /** Reads records: its own file handles, JPEG decompressor, zstd context
  *  and H.264 decoder. Not thread-safe: one per thread. */

@@ -204,7 +204,7 @@ int rx_build_dataset(reel_state *st, PyObject *dataset, reel_dataset **out);
 /* _ext_batch.c */
 PyObject *rx_batch_result(reel_state *st, PyObject *owner, const reel_batch *b, int want_pad);
 /* _ext_order.c */
-PyObject *rx_dataset_info_dict(const reel_dataset *ds);
+PyObject *rx_dataset_info_dict(reel_state *st, const reel_dataset *ds);
 PyObject *mod_epoch_shape(PyObject *module, PyObject *args);
 PyObject *mod_dataset_info(PyObject *module, PyObject *source);
 PyObject *mod_read_blocks(PyObject *module, PyObject *source);

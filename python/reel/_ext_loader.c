@@ -330,13 +330,17 @@ PyType_Spec batchhandle_spec = {
 
 static PyObject *loader_next(LoaderObject *self, PyObject *args)
 {
-    double timeout = -1.0;
+    double timeout = -1.0; /* none given: wait as long as it takes */
     if (!PyArg_ParseTuple(args, "|d:next", &timeout)) return NULL;
-    if (timeout != timeout) {
-        PyErr_SetString(PyExc_ValueError, "reel.Loader: timeout is NaN");
-        return NULL;
-    }
     if (loader_check(self) < 0) return NULL;
+    if (PyTuple_GET_SIZE(args) > 0 && !(timeout >= 0)) { /* C judges a timeout: its refusal, with its message */
+        reel_batch *none = NULL;
+        reel_error e;
+        reel_error_clear(&e);
+        int r0 = reel_loader_next_timed(self->loader, &none, timeout, &e);
+        if (r0 == REEL_OK && none) reel_loader_release(self->loader, none); /* not reached: C refuses it */
+        return raise_err(state_of((PyObject *)self), r0 != REEL_OK ? r0 : REEL_E_INTERNAL, &e, NULL);
+    }
     /* Every ring buffer held here while the epoch still has batches to hand
      * out: reel_loader_next would wait forever for a free one. The consumer's
      * position is C's (read under the consumer lock). */
@@ -525,7 +529,8 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
     /* counts per cause for the whole run (the failure list is bounded) */
     PyObject *causes = PyDict_New();
     for (int status = -1; causes && status >= REEL_E_LAST; status--) {
-        int64_t c = reel_loader_get_failures_by_cause(self->loader, status);
+        int64_t c = 0;
+        reel_loader_get_failures_by_cause(self->loader, status, &c, NULL); /* a failure status: cannot fail */
         if (c && dict_set(causes, reel_strerror(status), PyLong_FromLongLong(c)) < 0) Py_CLEAR(causes);
     }
     if (!causes || dict_set(d, "failures_by_cause", causes) < 0) Py_CLEAR(d);
@@ -599,7 +604,7 @@ static PyObject *loader_dataset_info(LoaderObject *self, PyObject *unused)
 {
     (void)unused;
     if (loader_check(self) < 0) return NULL;
-    return rx_dataset_info_dict(self->ds);
+    return rx_dataset_info_dict(state_of((PyObject *)self), self->ds);
 }
 
 static PyObject *loader_get_closed(LoaderObject *self, void *c)

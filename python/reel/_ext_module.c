@@ -662,8 +662,11 @@ PyObject *rx_remote_stats_dict(const reel_remote_stats *s)
     size_t n = 0;
     const reel_field *t = reel_remote_stats_get_fields(&n);
     PyObject *d = rx_fields_dict(t, n, s, 0);
-    if (d && (dict_set(d, "request_p50_s", PyFloat_FromDouble(reel_remote_stats_get_quantile(s, 0.5))) < 0 ||
-              dict_set(d, "request_p99_s", PyFloat_FromDouble(reel_remote_stats_get_quantile(s, 0.99))) < 0))
+    double p50 = 0, p99 = 0; /* q in range: cannot fail */
+    reel_remote_stats_get_quantile(s, 0.5, &p50, NULL);
+    reel_remote_stats_get_quantile(s, 0.99, &p99, NULL);
+    if (d && (dict_set(d, "request_p50_s", PyFloat_FromDouble(p50)) < 0 ||
+              dict_set(d, "request_p99_s", PyFloat_FromDouble(p99)) < 0))
         Py_CLEAR(d);
     return d;
 }

@@ -6,13 +6,17 @@
 
 /* {'size', 'class_names'} of a dataset (a folder, a manifest, or C entries
  * as _loader._dataset_entries makes them), without starting a loader. */
-PyObject *rx_dataset_info_dict(const reel_dataset *ds)
+PyObject *rx_dataset_info_dict(reel_state *st, const reel_dataset *ds)
 {
     size_t n = reel_dataset_get_size(ds), nc = reel_dataset_get_num_classes(ds);
     PyObject *names = PyList_New((Py_ssize_t)nc);
+    reel_error err;
+    reel_error_clear(&err);
     for (size_t i = 0; names && i < nc; i++) {
-        const char *s = reel_dataset_get_class_name(ds, (int64_t)i);
-        PyObject *v = PyUnicode_DecodeUTF8(s ? s : "", s ? (Py_ssize_t)strlen(s) : 0, "replace");
+        const char *s = NULL;
+        int r = reel_dataset_get_class_name(ds, (int64_t)i, &s, &err);
+        PyObject *v =
+            r == REEL_OK ? PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace") : raise_err(st, r, &err, NULL);
         if (!v) {
             Py_CLEAR(names);
             break;
@@ -23,8 +27,10 @@ PyObject *rx_dataset_info_dict(const reel_dataset *ds)
     size_t ns = reel_dataset_get_num_skipped(ds);
     PyObject *skipped = PyList_New((Py_ssize_t)ns);
     for (size_t i = 0; skipped && i < ns; i++) {
-        const char *s = reel_dataset_get_skipped(ds, i);
-        PyObject *v = PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace");
+        const char *s = NULL;
+        int r = reel_dataset_get_skipped(ds, i, &s, &err);
+        PyObject *v =
+            r == REEL_OK ? PyUnicode_DecodeUTF8(s, (Py_ssize_t)strlen(s), "replace") : raise_err(st, r, &err, NULL);
         if (!v) {
             Py_CLEAR(skipped);
             break;
@@ -117,7 +123,9 @@ PyObject *mod_epoch_order(PyObject *module, PyObject *args)
         const int64_t n = (int64_t)reel_dataset_get_size(ds);
         out = PyList_New((Py_ssize_t)n);
         for (int64_t g = 0; out && g < n; g++) {
-            PyObject *v = PyLong_FromLongLong(reel_order_get_sample(o, g));
+            int64_t index = 0;
+            r = reel_order_get_sample(o, g, &index, &err);
+            PyObject *v = r == REEL_OK ? PyLong_FromLongLong(index) : raise_err(st, r, &err, NULL);
             if (!v) {
                 Py_CLEAR(out);
                 break;
@@ -170,7 +178,7 @@ PyObject *mod_dataset_info(PyObject *module, PyObject *source)
     reel_state *st = PyModule_GetState(module);
     reel_dataset *ds = NULL;
     if (rx_build_dataset(st, source, &ds) < 0) return NULL;
-    PyObject *d = rx_dataset_info_dict(ds);
+    PyObject *d = rx_dataset_info_dict(st, ds);
     reel_dataset_destroy(&ds);
     return d;
 }

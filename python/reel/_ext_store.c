@@ -198,8 +198,13 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
     reel_store_get_info(s, &i, NULL);
     static const char *const fmts[] = { "", "jpeg", "raw", "h264" };
     PyObject *classes = PyList_New(0);
+    reel_error err;
+    reel_error_clear(&err);
     for (int64_t k = 0; classes && k < i.num_classes; k++) {
-        PyObject *n = PyUnicode_DecodeFSDefault(reel_store_get_class_name(s, k));
+        const char *name = NULL;
+        int r = reel_store_get_class_name(s, k, &name, &err);
+        PyObject *n =
+            r == REEL_OK ? PyUnicode_DecodeFSDefault(name) : raise_err(PyModule_GetState(module), r, &err, NULL);
         if (!n || PyList_Append(classes, n) < 0) Py_CLEAR(classes);
         Py_XDECREF(n);
     }

@@ -427,8 +427,6 @@ class Loader:
         Waits as long as it takes, or at most ``timeout`` seconds, then raises
         TimeoutError (nothing is lost: call again to go on waiting). The wait
         releases the GIL and stops for Ctrl-C (KeyboardInterrupt)."""
-        if timeout is not None and not timeout >= 0:
-            raise ValueError(f"timeout must be >= 0 seconds, not {timeout!r}")
         item = self._loader.next() if timeout is None else self._loader.next(float(timeout))
         if item is None:
             return None

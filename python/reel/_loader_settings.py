@@ -176,8 +176,6 @@ def size_policy_settings(p: Dict[str, Any]) -> Dict[str, Any]:
     unknown = set(p) - set(_SIZE_POLICY_KEYS)
     if unknown:
         raise ValueError(f"size_policy: unknown keys {sorted(unknown)} (known: {sorted(_SIZE_POLICY_KEYS)})")
-    if ("resized_height" in p) != ("resized_width" in p):
-        raise ValueError("size_policy: give resized_height and resized_width together")
     factor = int(p.get("factor", _reel.QWEN_FACTOR))
     out: Dict[str, Any] = {"size_policy.kind": _reel.SIZE_PIXEL_BUDGET}
     for k, v in p.items():

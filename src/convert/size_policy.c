@@ -81,6 +81,11 @@ int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int6
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                "size policy: resized_width %d, resized_height %d must be >= 0 (0: from the budget)",
                                p->width, p->height);
+    if ((p->width > 0) != (p->height > 0)) /* qwen would drop one alone: say so instead */
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "size policy: resized_width %d, resized_height %d: give both or neither (0: from the "
+                               "budget)",
+                               p->width, p->height);
     const double f2 = (double)p->factor * p->factor;
     if (p->width > 0 && p->height > 0) /* qwen: resized sizes use the image bounds */
         return reel_size_smart_resize(p->width, p->height, p->factor, REEL_QWEN_IMAGE_MIN_TOKENS * f2,

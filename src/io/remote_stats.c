@@ -2,6 +2,7 @@
  * reel_remote_settings' defaults, and reel_remote_stats: adding, deltas,
  * latency quantiles, the names of failure causes. */
 #include "io/remote.h"
+#include "core/error.h"
 
 #include <math.h>
 #include <string.h>
@@ -28,19 +29,34 @@ int reel__remote_latency_bucket(int64_t ns)
     return b < 0 ? 0 : b >= REEL_LATENCY_BUCKETS ? REEL_LATENCY_BUCKETS - 1 : b;
 }
 
-double reel_remote_stats_get_quantile(const reel_remote_stats *s, double q)
+/* The middle of latency bucket i, in seconds. */
+static double bucket_seconds(double i)
 {
-    if (!s || s->requests <= 0) return 0;
+    return pow(2.0, (i + 0.5) / 4.0) / 1e6;
+}
+
+int reel_remote_stats_get_quantile(const reel_remote_stats *s, double q, double *seconds, reel_error *err)
+{
+    if (!s || !seconds)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_remote_stats_get_quantile: NULL argument");
+    if (!(q >= 0 && q <= 1))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "remote stats: quantile %g is not in 0..1", q);
+    *seconds = 0;
+    if (s->requests <= 0) return REEL_OK;
     int64_t total = 0;
     for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) total += s->latency[i];
-    if (total <= 0) return 0;
-    double want = q <= 0 ? 1 : q >= 1 ? (double)total : q * (double)total;
+    if (total <= 0) return REEL_OK;
+    double want = q <= 0 ? 1 : q * (double)total;
     int64_t seen = 0;
+    *seconds = bucket_seconds(REEL_LATENCY_BUCKETS - 1);
     for (int i = 0; i < REEL_LATENCY_BUCKETS; i++) {
         seen += s->latency[i];
-        if ((double)seen >= want) return pow(2.0, (i + 0.5) / 4.0) / 1e6;
+        if ((double)seen >= want) {
+            *seconds = bucket_seconds(i);
+            break;
+        }
     }
-    return pow(2.0, (REEL_LATENCY_BUCKETS - 0.5) / 4.0) / 1e6;
+    return REEL_OK;
 }
 
 /* a += k * b, field by field: the one list of the counters (add: k = 1;

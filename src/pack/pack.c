@@ -240,6 +240,9 @@ static int read_entries(const reel_dataset *ds, const reel_pack_settings *s, ree
         reel_sample smp;
         int st = reel_dataset_get(ds, i, &smp, err);
         if (st != REEL_OK) return st;
+        const char *class_name = NULL; /* none for an entry without a label */
+        if (named && smp.label >= 0 && (st = reel_dataset_get_class_name(ds, smp.label, &class_name, err)) != REEL_OK)
+            return st;
         const char *shown = smp.path;
         if (strstr(smp.path, "://")) { /* a URL: its credentials go nowhere, the store's record included */
             size_t cap = 3 * strlen(smp.path) + 8;
@@ -248,9 +251,7 @@ static int read_entries(const reel_dataset *ds, const reel_pack_settings *s, ree
             reel_url_redact(smp.path, r, cap);
             shown = r;
         }
-        (*entries)[i] =
-            (reel__pack_entry){ smp.path,  shown,  smp.label, named ? reel_dataset_get_class_name(ds, smp.label) : NULL,
-                                smp.start, smp.end };
+        (*entries)[i] = (reel__pack_entry){ smp.path, shown, smp.label, class_name, smp.start, smp.end };
         if ((int64_t)(i % (size_t)s->part_count) == s->part_index) (*list)[(*n)++] = (int64_t)i;
     }
     return REEL_OK;

@@ -281,9 +281,13 @@ size_t reel_dataset_get_num_skipped(const reel_dataset *ds)
     return ds ? ds->nskipped : 0;
 }
 
-const char *reel_dataset_get_skipped(const reel_dataset *ds, size_t i)
+int reel_dataset_get_skipped(const reel_dataset *ds, size_t i, const char **note, reel_error *err)
 {
-    return ds && i < ds->nskipped ? ds->skipped[i] : NULL;
+    if (!ds || !note) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_dataset_get_skipped: NULL argument");
+    if (i >= ds->nskipped)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "dataset: skipped note %zu of %zu", i, ds->nskipped);
+    *note = ds->skipped[i];
+    return REEL_OK;
 }
 
 size_t reel_dataset_get_num_classes(const reel_dataset *ds)
@@ -291,11 +295,16 @@ size_t reel_dataset_get_num_classes(const reel_dataset *ds)
     return ds ? ds->nclasses : 0;
 }
 
-const char *reel_dataset_get_class_name(const reel_dataset *ds, int64_t label)
+int reel_dataset_get_class_name(const reel_dataset *ds, int64_t label, const char **name, reel_error *err)
 {
-    if (!ds || label < 0 || (size_t)label >= ds->nclasses) return NULL;
-    if (ds->ranks_dirty && reel__dataset_update_ranks((reel_dataset *)ds) < 0) return NULL;
-    return ds->classes[ds->id_of_rank[label]];
+    if (!ds || !name) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_dataset_get_class_name: NULL argument");
+    if (label < 0 || (size_t)label >= ds->nclasses)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "dataset: label %lld of %zu class names", (long long)label,
+                               ds->nclasses);
+    if (ds->ranks_dirty && reel__dataset_update_ranks((reel_dataset *)ds) < 0) /* building is single-threaded */
+        return reel__error_set(err, REEL_E_NOMEM, "dataset: out of memory");
+    *name = ds->classes[ds->id_of_rank[label]];
+    return REEL_OK;
 }
 
 int reel_dataset_create_from_path(reel_dataset **out, const char *path, reel_error *err)

@@ -329,7 +329,8 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->element_bytes = reel__dtype_size(s.transform.dtype);
     reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);
     for (size_t i = 0; i < reel_dataset_get_num_skipped(ds); i++) { /* what the folder scan did not follow */
-        const char *note = reel_dataset_get_skipped(ds, i);
+        const char *note = "";
+        reel_dataset_get_skipped(ds, i, &note, NULL); /* i < the count: cannot fail */
         reel__failures_add(&l->failures_log, note, REEL_E_INVALID_ARG, note, -1, -1, -1);
     }
     pthread_mutex_init(&l->wd_mu, NULL);
@@ -568,7 +569,8 @@ int reel_loader_next(reel_loader *l, reel_batch **out, reel_error *err)
 
 int reel_loader_next_timed(reel_loader *l, reel_batch **out, double timeout_s, reel_error *err)
 {
-    if (timeout_s < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: timeout must be >= 0");
+    if (!(timeout_s >= 0)) /* NaN too */
+        return reel__error_set(err, REEL_E_INVALID_ARG, "loader: timeout %g s must be >= 0", timeout_s);
     return loader_next(l, out, timeout_s, err);
 }
 

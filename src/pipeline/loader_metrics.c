@@ -60,8 +60,8 @@ int reel_loader_get_metrics(const reel_loader *cl, reel_loader_metrics *m, reel_
     pthread_mutex_lock(&l->remote_mu);
     m->remote = l->remote;
     pthread_mutex_unlock(&l->remote_mu);
-    m->request_p50_s = reel_remote_stats_get_quantile(&m->remote, 0.5);
-    m->request_p99_s = reel_remote_stats_get_quantile(&m->remote, 0.99);
+    reel_remote_stats_get_quantile(&m->remote, 0.5, &m->request_p50_s, NULL); /* q in range: cannot fail */
+    reel_remote_stats_get_quantile(&m->remote, 0.99, &m->request_p99_s, NULL);
     m->bytes_in_flight_peak = reel_remote_pool_get_peak_bytes(l->remote_settings.pool);
     /* The consumer is the bottleneck when it rarely waits for data. */
     double total = m->data_time_s + m->model_time_s;
@@ -95,10 +95,16 @@ int reel_loader_write_trace(reel_loader *l, const char *path, reel_error *err)
     return reel__trace_write(&l->trace, path, err);
 }
 
-int64_t reel_loader_get_failures_by_cause(const reel_loader *cl, int status)
+int reel_loader_get_failures_by_cause(const reel_loader *cl, int status, int64_t *count, reel_error *err)
 {
     reel_loader *l = (reel_loader *)cl; /* its locks and counters change; the loader does not */
-    return l ? reel__failures_by_cause(&l->failures_log, status) : 0;
+    if (!l || !count)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_loader_get_failures_by_cause: NULL argument");
+    if (status < REEL_E_LAST || status >= REEL_OK)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "loader: failures_by_cause: status %d is not a failure (%d..-1)", status, REEL_E_LAST);
+    *count = reel__failures_by_cause(&l->failures_log, status);
+    return REEL_OK;
 }
 
 int64_t reel_loader_get_num_failures(const reel_loader *cl)

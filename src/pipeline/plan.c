@@ -286,10 +286,13 @@ int reel_order_set_canonical(reel_order *o, int canonical_ranks, int canonical_b
     return reel__order_set_canonical(o, canonical_ranks, canonical_batch, err);
 }
 
-int64_t reel_order_get_sample(const reel_order *o, int64_t position)
+int reel_order_get_sample(const reel_order *o, int64_t position, int64_t *index, reel_error *err)
 {
-    if (!o || position < 0) return -1;
-    return reel__order_sample(o, position);
+    if (!o || !index) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_order_get_sample: NULL argument");
+    if (position < 0)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "order: position %lld is negative", (long long)position);
+    *index = reel__order_sample(o, position);
+    return REEL_OK;
 }
 
 void reel_order_destroy(reel_order **o)

@@ -61,7 +61,11 @@ static int store_open(void *ctx, void *tls, const reel_dataset_entry *entry, con
     h->interrupt = o->interrupt;
     h->interrupt_opaque = o->interrupt_opaque;
     reel_sampler_video *v = &info->video;
-    v->table = reel_store_get_frame_table(s, record, &v->num_frames);
+    st = reel_store_get_frame_table(s, record, &v->table, &v->num_frames, err); /* the record was found above */
+    if (st != REEL_OK) {
+        free(h);
+        return st;
+    }
     v->time_base_num = rec.time_base_num;
     v->time_base_den = rec.time_base_den;
     v->average_fps = rec.avg_fps_den > 0 ? (double)rec.avg_fps_num / rec.avg_fps_den : 0;

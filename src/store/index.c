@@ -703,12 +703,17 @@ int reel_store_get_record(const reel_store *s, int64_t i, reel_store_record *o, 
     return REEL_OK;
 }
 
-const reel_frame_entry *reel_store_get_frame_table(const reel_store *s, int64_t record, int64_t *n)
+int reel_store_get_frame_table(const reel_store *s, int64_t record, const reel_frame_entry **table, int64_t *n,
+                               reel_error *err)
 {
-    if (n) *n = 0;
-    if (!s || record < 0 || record >= s->nrec) return NULL;
-    if (n) *n = s->recs[record].num_frames;
-    return s->tables[record];
+    if (!s || !table || !n)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_frame_table: NULL argument");
+    if (record < 0 || record >= s->nrec)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: record %lld of %lld", s->dir, (long long)record,
+                               (long long)s->nrec);
+    *n = s->recs[record].num_frames;
+    *table = s->tables[record];
+    return REEL_OK;
 }
 
 int reel_store_get_source_index(const reel_store *s, int64_t record, int64_t pos, int64_t *index, reel_error *err)
@@ -747,8 +752,12 @@ int reel_store_get_frame_bytes(const reel_store *s, int64_t record, int64_t pos,
     return REEL_OK;
 }
 
-const char *reel_store_get_class_name(const reel_store *s, int64_t label)
+int reel_store_get_class_name(const reel_store *s, int64_t label, const char **name, reel_error *err)
 {
-    if (!s || label < 0 || label >= s->nclasses) return NULL;
-    return s->classes[label];
+    if (!s || !name) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_class_name: NULL argument");
+    if (label < 0 || label >= s->nclasses)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: label %lld of %lld class names", s->dir, (long long)label,
+                               (long long)s->nclasses);
+    *name = s->classes[label];
+    return REEL_OK;
 }

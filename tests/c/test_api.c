@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -336,6 +337,28 @@ TEST(remote_pool_and_prefetch_api_edges)
             CHECK(strcmp(reel_remote_cause_name((reel_remote_cause)c), reel_remote_cause_name((reel_remote_cause)o)));
     }
     CHECK_EQ_STR(reel_remote_cause_name(REEL_REMOTE_CAUSE_COUNT), "unknown");
+    /* request quantiles: a bucket's middle; 0 with no requests; q outside 0..1 refused */
+    reel_remote_stats st;
+    memset(&st, 0, sizeof st);
+    double sec = -1;
+    CHECK_OK(reel_remote_stats_get_quantile(&st, 0.5, &sec, &err));
+    CHECK(sec == 0);
+    st.requests = 4;
+    st.latency[4] = 2;
+    st.latency[8] = 2;
+    const double b4 = pow(2.0, 4.5 / 4.0) / 1e6, b8 = pow(2.0, 8.5 / 4.0) / 1e6;
+    const double qs[] = { 0, 0.5, 0.99, 1 }, want[] = { b4, b4, b8, b8 };
+    for (int i = 0; i < 4; i++) {
+        CHECK_OK(reel_remote_stats_get_quantile(&st, qs[i], &sec, &err));
+        CHECK_NEAR(sec, want[i], 1e-12);
+    }
+    const double bad[] = { -0.1, 1.5, NAN };
+    for (int i = 0; i < 3; i++) {
+        sec = -1;
+        CHECK_STATUS(reel_remote_stats_get_quantile(&st, bad[i], &sec, &err), REEL_E_INVALID_ARG);
+        CHECK_MSG(strstr(err.message, "quantile") && strstr(err.message, "0..1"), "%s", err.message);
+        CHECK(sec == -1);
+    }
 }
 
 /* ---------------------------------------------------------------- index_at_time */

@@ -31,6 +31,14 @@ typedef struct run_out {
     int64_t last_seen; /* samples_seen of the last batch */
 } run_out;
 
+/* The dataset index at a position (>= 0) of o's current epoch. */
+static int64_t order_sample(const reel_order *o, int64_t position)
+{
+    int64_t d = -1;
+    CHECK_OK(reel_order_get_sample(o, position, &d, NULL));
+    return d;
+}
+
 static void add_batch(run_out *o, const reel_batch *b)
 {
     const size_t row = (size_t)b->strides[0] * (b->dtype == REEL_DTYPE_UINT8 ? 1 : 4);
@@ -295,9 +303,14 @@ TEST(canonical_spans_are_read_front_to_back_by_their_rank)
     reel_order *o = NULL;
     CHECK_OK(reel_order_create(&o, &os, NULL));
     int seen[103] = { 0 };
-    for (int64_t g = 0; g < 103; g++) seen[reel_order_get_sample(o, g)]++;
-    for (int i = 0; i < 103; i++) CHECK_EQ_INT(seen[i], 1);                   /* a permutation */
-    CHECK_EQ_INT(reel_order_get_sample(o, 103), reel_order_get_sample(o, 0)); /* padding wraps */
+    for (int64_t g = 0; g < 103; g++) seen[order_sample(o, g)]++;
+    for (int i = 0; i < 103; i++) CHECK_EQ_INT(seen[i], 1); /* a permutation */
+    CHECK_EQ_INT(order_sample(o, 103), order_sample(o, 0)); /* padding wraps */
+    int64_t d = -7;
+    reel_error err;
+    CHECK_STATUS(reel_order_get_sample(o, -1, &d, &err), REEL_E_OUT_OF_RANGE); /* no -1 for a dataset index */
+    CHECK_MSG(strstr(err.message, "position -1") != NULL, "%s", err.message);
+    CHECK_EQ_INT(d, -7);
     /* four ranks of batch 5: rank c reads span c (26, 26, 26, 25 samples) in order */
     for (int r = 0; r < 4; r++) {
         reel_stripe st = reel_stripe_make(103, 5);
@@ -309,7 +322,7 @@ TEST(canonical_spans_are_read_front_to_back_by_their_rank)
             reel_stripe_batch b;
             CHECK_OK(reel_stripe_get_batch(&st, k, &b, NULL));
             for (int64_t g = b.first; g < b.first + b.count && g < 103; g++) {
-                int64_t d = reel_order_get_sample(o, g);
+                d = order_sample(o, g);
                 if (expect < hi) {
                     CHECK_MSG(d == expect, "rank %d: %lld, expected %lld", r, (long long)d, (long long)expect);
                     expect++;

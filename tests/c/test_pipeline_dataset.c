@@ -15,6 +15,14 @@
 
 /* -------------------------------------------------------------- dataset */
 
+/* Class name `label` of ds (the call must succeed). */
+static const char *class_name(const reel_dataset *ds, int64_t label)
+{
+    const char *name = NULL;
+    CHECK_OK(reel_dataset_get_class_name(ds, label, &name, NULL));
+    return name;
+}
+
 static void write_text(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -60,8 +68,16 @@ TEST(dataset_from_a_kinetics_directory)
     CHECK_OK(reel_dataset_create_from_dir(&ds, root, NULL, &err));
     CHECK_EQ_INT(reel_dataset_get_size(ds), 5);
     CHECK_EQ_INT(reel_dataset_get_num_classes(ds), 2);
-    CHECK_EQ_STR(reel_dataset_get_class_name(ds, 0), "abseiling");
-    CHECK_EQ_STR(reel_dataset_get_class_name(ds, 1), "juggling");
+    CHECK_EQ_STR(class_name(ds, 0), "abseiling");
+    CHECK_EQ_STR(class_name(ds, 1), "juggling");
+    const char *name = "unset";
+    CHECK_STATUS(reel_dataset_get_class_name(ds, 2, &name, &err), REEL_E_OUT_OF_RANGE); /* no NULL for a bad label */
+    CHECK_MSG(strstr(err.message, "label 2 of 2") != NULL, "%s", err.message);
+    CHECK_STATUS(reel_dataset_get_class_name(ds, -1, &name, &err), REEL_E_OUT_OF_RANGE);
+    CHECK_EQ_STR(name, "unset");
+    CHECK_EQ_INT(reel_dataset_get_num_skipped(ds), 0);
+    CHECK_STATUS(reel_dataset_get_skipped(ds, 0, &name, &err), REEL_E_OUT_OF_RANGE);
+    CHECK_MSG(strstr(err.message, "skipped note 0 of 0") != NULL, "%s", err.message);
     reel_sample s;
     const char *want[5] = { "abseiling/c.mkv", "abseiling/deeper/d.webm", "juggling/a.MP4", "juggling/b.mp4",
                             "root.mp4" };
@@ -116,7 +132,7 @@ TEST(dataset_from_csv_with_header_quotes_and_names)
     CHECK_EQ_STR(s.path, "/abs/b \"q\".mp4");
     CHECK_EQ_INT(s.label, 0);
     CHECK(s.end < 0);
-    CHECK_EQ_STR(reel_dataset_get_class_name(ds, 0), "apple, red");
+    CHECK_EQ_STR(class_name(ds, 0), "apple, red");
     CHECK_OK(reel_dataset_get(ds, 2, &s, &err));
     CHECK_EQ_STR(s.path, join(dir, "sub/c.mp4"));
     reel_dataset_destroy(&ds);

@@ -235,7 +235,15 @@ TEST(time_limit_fails_slow_samples_without_stalling)
     CHECK_MSG(strstr(err.message, "no sample of epoch 0 could be loaded") && strstr(err.message, "time limit"), "%s",
               err.message);
     CHECK_EQ_INT(reel_loader_get_num_failures(l), NVID);
-    CHECK_EQ_INT(reel_loader_get_failures_by_cause(l, REEL_E_TIMEOUT), NVID);
+    int64_t timeouts = -1;
+    CHECK_OK(reel_loader_get_failures_by_cause(l, REEL_E_TIMEOUT, &timeouts, NULL));
+    CHECK_EQ_INT(timeouts, NVID);
+    /* a status that is no failure is refused, naming the call */
+    for (int bad = 0; bad < 2; bad++) {
+        CHECK_STATUS(reel_loader_get_failures_by_cause(l, bad ? REEL_E_LAST - 1 : REEL_OK, &timeouts, &err),
+                     REEL_E_INVALID_ARG);
+        CHECK_MSG(strstr(err.message, "failures_by_cause") && strstr(err.message, "not a failure"), "%s", err.message);
+    }
     reel_failure f;
     CHECK_OK(reel_loader_get_failure(l, 0, &f, &err));
     CHECK_EQ_INT(f.status, REEL_E_TIMEOUT);
@@ -406,7 +414,9 @@ TEST(timed_next_times_out_while_the_ring_is_held_and_changes_nothing)
     CHECK_OK(reel_loader_create(&l, ds, &s, &err));
     reel_batch *b = NULL;
     CHECK_STATUS(reel_loader_next_timed(l, &b, -1.0, &err), REEL_E_INVALID_ARG);
+    CHECK_MSG(strstr(err.message, "timeout -1 s must be >= 0") != NULL, "%s", err.message);
     CHECK_STATUS(reel_loader_next_timed(l, &b, (double)NAN, &err), REEL_E_INVALID_ARG);
+    CHECK_MSG(strstr(err.message, "timeout nan s must be >= 0") != NULL, "%s", err.message);
     reel_batch *held[2];
     CHECK_OK(reel_loader_next_timed(l, &held[0], 30.0, &err));
     CHECK_OK(reel_loader_next_timed(l, &held[1], 30.0, &err));
@@ -494,7 +504,9 @@ TEST(min_coverage_and_a_bounded_failure_log)
     const int failed = 3 * (NVID / 2);
     CHECK_EQ_INT(seen, failed);
     CHECK_EQ_INT(reel_loader_get_num_failures(l), 2);
-    CHECK_EQ_INT(reel_loader_get_failures_by_cause(l, REEL_E_NOT_FOUND), failed);
+    int64_t not_found = -1;
+    CHECK_OK(reel_loader_get_failures_by_cause(l, REEL_E_NOT_FOUND, &not_found, NULL));
+    CHECK_EQ_INT(not_found, failed);
     reel_failure f;
     CHECK_OK(reel_loader_get_failure(l, 1, &f, NULL));
     CHECK_EQ_INT(f.epoch, 2); /* the most recent */

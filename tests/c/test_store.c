@@ -73,7 +73,16 @@ static void check_store(const char *dir, reel_store_format fmt)
     CHECK_EQ_INT(info.num_records, NV);
     CHECK_EQ_INT(info.format, fmt);
     CHECK_EQ_INT(info.num_classes, 2);
-    CHECK_EQ_STR(reel_store_get_class_name(s, 1), "bowling");
+    const char *name = NULL;
+    CHECK_OK(reel_store_get_class_name(s, 1, &name, NULL));
+    CHECK_EQ_STR(name, "bowling");
+    CHECK_STATUS(reel_store_get_class_name(s, 2, &name, &err), REEL_E_OUT_OF_RANGE); /* no NULL past the end */
+    CHECK_MSG(strstr(err.message, dir) && strstr(err.message, "label 2 of 2"), "%s", err.message);
+    const reel_frame_entry *tab = NULL;
+    int64_t nt = -1;
+    CHECK_STATUS(reel_store_get_frame_table(s, info.num_records, &tab, &nt, &err), REEL_E_OUT_OF_RANGE);
+    CHECK_MSG(strstr(err.message, dir) && strstr(err.message, "record"), "%s", err.message);
+    CHECK(tab == NULL);
     tjhandle tj = tjInitDecompress();
     for (int64_t i = 0; i < info.num_records; i++) {
         reel_store_record rec;
@@ -88,8 +97,7 @@ static void check_store(const char *dir, reel_store_format fmt)
         int64_t *idx = malloc(n * 8);
         for (size_t j = 0; j < n; j++) CHECK_OK(reel_store_get_source_index(s, i, (int64_t)j, &idx[j], NULL));
         uint8_t *want = video_frames(rec.source_path, idx, n, SW, SH);
-        int64_t nt = 0;
-        const reel_frame_entry *tab = reel_store_get_frame_table(s, i, &nt);
+        CHECK_OK(reel_store_get_frame_table(s, i, &tab, &nt, NULL));
         CHECK_EQ_INT(nt, (int64_t)n);
         for (size_t j = 0; j < n; j++) {
             const uint8_t *g = got + j * fb, *w = want + j * fb;

@@ -203,6 +203,15 @@ TEST(size_policy_is_qwen_smart_resize)
     CHECK_OK(reel_size_policy_apply(&p, 1920, 1080, 20, &w, &h, NULL));
     CHECK_EQ_INT(h, 112);
     CHECK_EQ_INT(w, 112);
+    for (int alone = 0; alone < 2; alone++) { /* one without the other is refused, naming both */
+        p.width = alone ? 0 : 99;
+        p.height = alone ? 101 : 0;
+        CHECK_STATUS(reel_size_policy_apply(&p, 1920, 1080, 20, &w, &h, &err), REEL_E_INVALID_ARG);
+        CHECK_MSG(strstr(err.message, "resized_width") && strstr(err.message, "resized_height") &&
+                      strstr(err.message, "both or neither"),
+                  "%s", err.message);
+    }
+    p.width = p.height = 0;
     /* smart_resize itself: an extreme ratio and the 200 limit */
     CHECK_OK(reel_size_smart_resize(3000, 15, 28, 128 * 784, 768 * 784, &w, &h, NULL));
     CHECK_EQ_INT(h, 28);

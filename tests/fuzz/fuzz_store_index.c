@@ -140,7 +140,8 @@ static void read_every_record(const char *dir)
     reel_store_get_info(s, &info, NULL);
     for (int64_t i = 0; i < info.num_records; i++) {
         int64_t n = 0, got = 0;
-        reel_store_get_frame_table(s, i, &n);
+        const reel_frame_entry *table = NULL;
+        if (reel_store_get_frame_table(s, i, &table, &n, NULL) != REEL_OK) abort(); /* i < num_records */
         int64_t *pos = malloc((size_t)(n ? n : 1) * sizeof *pos);
         if (!pos) abort();
         for (int64_t k = 0; k < n; k++) pos[k] = k;

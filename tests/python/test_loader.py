@@ -345,8 +345,9 @@ def test_next_batch_timeout_raises_and_loses_nothing(slow_video):
     with _slow_loader(slow_video) as loader:
         with pytest.raises(TimeoutError, match="no batch within 0.001 s"):
             loader.next_batch(timeout=0.001)  # 800 frames of 640x360 take far longer
-        with pytest.raises(ValueError):
-            loader.next_batch(timeout=-1)
+        for bad in (-1, float("nan")):  # C's refusal, naming the timeout
+            with pytest.raises(reel.InvalidArgumentError, match="timeout .* must be >= 0"):
+                loader.next_batch(timeout=bad)
         b = loader.next_batch(timeout=120)   # the same batch, still coming
         assert b is not None and [c.frame_indices for c in b.info] == [(799,)]
         assert read_indices(b.frames) == [799]

@@ -149,8 +149,9 @@ def test_a_failing_video_is_handled_by_policy(vids, tmp_path):
 def test_settings_are_checked(vids):
     with pytest.raises(ValueError, match="unknown keys"):
         loader(vids, size_policy={"factr": 28})
-    with pytest.raises(ValueError, match="together"):
-        loader(vids, size_policy={"resized_height": 56})
+    for alone in ("resized_height", "resized_width"):  # C's refusal, naming both fields
+        with pytest.raises(reel.InvalidArgumentError, match="resized_width .*resized_height .*both or neither"):
+            loader(vids, size_policy={alone: 56})
     with pytest.raises(reel.ReelError, match="one clip"):
         loader(vids, clips_per_video=2)
     with pytest.raises(reel.ReelError, match="clips_per_video"):  # a size per video: one clip each

@@ -40,15 +40,16 @@ def test_no_deprecation_layer_before_1_0():
 
 
 def test_current_names_compile_cleanly(tmp_path):
-    body = ("int f(reel_dataset **d, const reel_loader *l) { reel_stage s = REEL_STAGE_DECODE; reel_error e;\n"
+    body = ("int f(reel_dataset **d, const reel_loader *l) { reel_stage s = REEL_STAGE_DECODE; reel_error e; int64_t c;\n"
             "  reel_loader_metrics m; e.status = REEL_E_IO; reel_dataset_destroy(d);\n"
             "  return reel_loader_get_metrics(l, &m, NULL) + (int)reel_loader_get_num_failures(l)\n"
-            "         + (int)reel_loader_get_failures_by_cause(l, REEL_E_IO) + (int)s + (int)e.status\n"
+            "         + reel_loader_get_failures_by_cause(l, REEL_E_IO, &c, &e) + (int)s + (int)e.status\n"
             "         + REEL_CONVERT_PATH_FUSED; }\n"
             "double g(const reel_loader *l, reel_transform *t, reel_clip_transform *c, reel_failure *f) {\n"
             "  size_t n; reel_remote_stats r = {0}; t->convert_path = REEL_CONVERT_PATH_AFTER_RGB;\n"
             "  c->convert_path = t->convert_path; reel_loader_get_raised_failure(l, f, 0);\n"
-            "  return reel_remote_stats_get_quantile(&r, 0.5) + (double)(reel_loader_settings_get_fields(&n) != 0)\n"
+            "  double q = 0; reel_remote_stats_get_quantile(&r, 0.5, &q, NULL);\n"
+            "  return q + (double)(reel_loader_settings_get_fields(&n) != 0)\n"
             "         + (double)(reel_remote_stats_get_fields(&n) != 0); }")
     r = _compile(tmp_path, body, "-Wextra", "-Werror")
     assert r.returncode == 0, r.stderr
@@ -121,21 +122,62 @@ def test_every_pointer_field_says_whose_it_is():
     assert checked >= 25, checked
 
 
+_GETTER = re.compile(r"REEL_API\s+([^;]*?)\b(reel_\w*_get(?:_\w+)?)\s*\(([^;]*?)\);", re.S)
+
+
+def _getter_rule_breaches(header_name, text):
+    """(getters seen, what breaks the rule) in one header's text."""
+    seen, wrong = 0, []
+    for m in _GETTER.finditer(text):
+        ret, name, args = " ".join(m.group(1).split()), m.group(2), " ".join(m.group(3).split())
+        seen += 1
+        if ret == "void":
+            wrong.append(f"{header_name}: void {name}: a getter returns what it gets, or a status")
+        if ret == "int" and not args.endswith("reel_error *err"):
+            wrong.append(f"{header_name}: int {name}({args}) has no reel_error *err")
+        if ret.endswith("*") and not ret.startswith("const ") and ret != "char *":
+            wrong.append(f"{header_name}: {ret} {name}: a getter's pointer is const")
+        # One that returns its value cannot fail: it takes pointers only (the
+        # object, and where it says how many). An argument by value (an index,
+        # a label, a quantile) can be out of range: then a sentinel (-1, NULL,
+        # 0) would stand for a failure, and the rule wants a status instead.
+        if ret != "int":
+            scalars = [a for a in args.split(",") if a.strip() and "*" not in a and a.strip() != "void"]
+            if scalars:
+                wrong.append(f"{header_name}: {ret} {name}({args}) takes {', '.join(s.strip() for s in scalars)}: "
+                             "an argument that can be out of range needs an int status and reel_error *err")
+    return seen, wrong
+
+
 def test_getters_follow_one_rule():
-    """Issue 26: a getter (a `_get` call) that returns an `int` status can fail
-    and takes `reel_error *err` last; one that cannot fail returns its value
-    or a const pointer."""
-    decl = re.compile(r"REEL_API\s+([^;]*?)\b(reel_\w*_get(?:_\w+)?)\s*\(([^;]*?)\);", re.S)
+    """Issue 26: a getter (a `_get` call) that can fail (it takes an argument
+    that can be out of range) returns an `int` status, takes `reel_error *err`
+    last and writes its result through a pointer; one that cannot fail returns
+    its value or a const pointer, and takes pointers only."""
     seen, wrong = 0, []
     for header in sorted((ROOT / "include" / "reel").glob("*.h")):
-        for m in decl.finditer(header.read_text()):
-            ret, name, args = " ".join(m.group(1).split()), m.group(2), " ".join(m.group(3).split())
-            seen += 1
-            if ret == "void":
-                wrong.append(f"{header.name}: void {name}: a getter returns what it gets, or a status")
-            if ret == "int" and not args.endswith("reel_error *err"):
-                wrong.append(f"{header.name}: int {name}({args}) has no reel_error *err")
-            if ret.endswith("*") and not ret.startswith("const ") and ret != "char *":
-                wrong.append(f"{header.name}: {ret} {name}: a getter's pointer is const")
+        n, w = _getter_rule_breaches(header.name, header.read_text())
+        seen, wrong = seen + n, wrong + w
     assert seen >= 40, seen
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_getter_rule_catches_a_sentinel_getter():
+    """The rule's check is no formality: each kind of breach planted in a
+    header is caught, and the two allowed forms pass."""
+    planted = {
+        "REEL_API const char *reel_x_get_name(const reel_x *x, int64_t label);": "int64_t label",
+        "REEL_API int64_t reel_x_get_sample(const reel_x *x,\n    int64_t position);": "int64_t position",
+        "REEL_API double reel_x_get_quantile(const reel_x *x, double q);": "double q",
+        "REEL_API int reel_x_get_count(const reel_x *x, int64_t *n);": "no reel_error",
+        "REEL_API void reel_x_get_thing(const reel_x *x, int *out);": "void",
+        "REEL_API char **reel_x_get_names(const reel_x *x);": "const",
+    }
+    for decl, why in planted.items():
+        n, wrong = _getter_rule_breaches("planted.h", decl)
+        assert n == 1 and len(wrong) == 1 and why in wrong[0], (decl, wrong)
+    for good in ("REEL_API int reel_x_get_name(const reel_x *x, int64_t label, const char **name, reel_error *err);",
+                 "REEL_API size_t reel_x_get_size(const reel_x *x);",
+                 "REEL_API const reel_field *reel_x_get_fields(size_t *count);",
+                 "REEL_API const int64_t *reel_x_get_keyframes(const reel_x *x, int64_t *count);"):
+        assert _getter_rule_breaches("good.h", good) == (1, []), good
