@@ -36,8 +36,8 @@ typedef enum reel_audio_missing {
 
 /** Initialise with reel_audio_default_settings(). */
 typedef struct reel_audio_settings {
-    int sample_rate; /**< output rate; 0 (default): the stream's own (needed by MISSING_ZEROS: give one) */
-    int channels;    /**< 0 (default): the stream's own; 1: the mean of its channels */
+    int sample_rate;            /**< output rate; 0 (default): the stream's own (needed by MISSING_ZEROS: give one) */
+    int channels;               /**< 0 (default): the stream's own; 1: the mean of its channels */
     int stream_index;           /**< absolute stream index; -1 (default): the best audio stream */
     reel_audio_missing missing; /**< reel_audio_missing; default RAISE */
     uint8_t reserved[48];       /**< zero (the defaults function clears it); room to grow */
@@ -92,8 +92,8 @@ REEL_API const reel_audio_info *reel_audio_get_info(const reel_audio *a);
  *  (e.g. a video stream's pts and time base): its first sample and count,
  *  without decoding. REEL_E_INVALID_ARG for t1 < t0 or a time base <= 0;
  *  REEL_E_OUT_OF_RANGE for a window over 2^31 samples. */
-REEL_API int reel_audio_get_window(const reel_audio *a, int64_t t0, int64_t t1, int num, int den,
-                                   reel_audio_window *w, reel_error *err);
+REEL_API int reel_audio_get_window(const reel_audio *a, int64_t t0, int64_t t1, int num, int den, reel_audio_window *w,
+                                   reel_error *err);
 
 /** The window's samples, float32 [channels, num_samples] into dst
  *  (dst_count floats at least channels * num_samples, else

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum as _enum
 
 from . import _reel
+from ._audio import AudioSamples
 from ._build import build_info
 from ._decoder import DecodeStats, FrameInfo, VideoDecoder, VideoMetadata
 from ._loader import Batch, ClipInfo, Loader, dataset_info, epoch_order, stripe
@@ -53,7 +54,7 @@ __version__: str = _reel.__version__
 Status = _enum.IntEnum("Status", dict(_reel.STATUS), module=__name__)  # type: ignore[misc]
 
 __all__ = [
-    "VideoDecoder", "VideoMetadata", "FrameInfo", "DecodeStats", "Frames",
+    "VideoDecoder", "VideoMetadata", "FrameInfo", "DecodeStats", "Frames", "AudioSamples",
     "clips_at_random_indices", "clips_at_regular_indices",
     "clips_at_random_timestamps", "clips_at_regular_timestamps", "clips_at_fps", "clips_at_count",
     "Loader", "Batch", "ClipInfo", "dataset_info", "epoch_order", "stripe",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
+from . import _audio
 from . import _options as opt
 from . import _reel
 from ._reel import Frames
@@ -247,6 +248,7 @@ class VideoDecoder:
         name: Optional[str] = None,
         remote: Optional[Dict[str, Any]] = None,
         gop_threads: Optional[int] = None,
+        audio: Union[bool, Dict[str, Any], None] = None,
     ) -> None:
         self._options = dict(
             stream=stream, threads=threads, crop=None if crop is None else tuple(crop),
@@ -256,7 +258,9 @@ class VideoDecoder:
             index_path=opt.fspath_or_none(index_path), corrupt=corrupt,
             skip_nonref=skip_nonref, force_scan=force_scan, check_keyframes=check_keyframes, name=name,
             remote=None if remote is None else dict(remote), gop_threads=gop_threads,
+            audio=dict(audio) if isinstance(audio, dict) else audio,
         )
+        self._audio = _audio.AudioSettings.of(audio)
         height, width = opt.size_hw("size", size)
         codec_threads, gop_contexts = opt.decoder_threads(threads, gop_threads)
         layout_code = opt.choice("layout", layout, opt.FRAME_LAYOUTS)
@@ -293,6 +297,9 @@ class VideoDecoder:
         )
         self._table: Optional[Tuple[list, list, list, list, list]] = None
         self._pts_seconds: Optional[List[float]] = None
+        self._audio_info: Optional[dict] = None
+        if self._audio is not None:
+            self._audio_info = self._audio_call(0, 0, Fraction(1, 1))[1]  # refused now, by name
 
     # ---------------------------------------------------------------- basics
     def __len__(self) -> int:
@@ -459,6 +466,32 @@ class VideoDecoder:
         first = self.index_at_time(start_seconds)
         stop = bisect.bisect_left(self._frame_pts_seconds(), stop_seconds)
         return self._dec.get_frames(range(first, max(first, stop)))
+
+    # ---------------------------------------------------------------- audio
+    def _audio_call(self, t0: int, t1: int, tb: Fraction) -> "Tuple[_audio.AudioSamples, dict]":
+        if self._kind != 0 or not isinstance(self._source, str) or "://" in self._source:
+            raise _reel.UnsupportedError(f"{self._dec.name}: audio: local files only in this version")
+        return _audio.samples(self._source, self._audio or _audio.AudioSettings(), t0, t1, tb)
+
+    @property
+    def audio_metadata(self) -> dict:
+        """The audio stream's facts: sample rates and channels (native and
+        output), codec, start_seconds (a0), stream_index."""
+        if self._audio_info is None:
+            self._audio_info = self._audio_call(0, 0, Fraction(1, 1))[1]
+        return dict(self._audio_info)
+
+    def get_audio_for_frames(self, indices: Sequence[int]) -> "_audio.AudioSamples":
+        """The audio played while these frames are shown: the window [min
+        pts, max(pts + duration)) of reel's frame table, sample-exact."""
+        pts, dur, _, _, _ = self._frame_table()
+        t0, t1 = _audio.frames_window(pts, dur, indices)
+        return self._audio_call(t0, t1, self.metadata.time_base)[0]
+
+    def get_audio_played_in_range(self, start_seconds: float, stop_seconds: float) -> "_audio.AudioSamples":
+        """The audio of [start_seconds, stop_seconds) of the video's timeline."""
+        t0, t1, tb = _audio.seconds_window(start_seconds, stop_seconds)
+        return self._audio_call(t0, t1, tb)[0]
 
     def _frame_pts_seconds(self) -> List[float]:
         if self._pts_seconds is None:

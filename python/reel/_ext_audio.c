@@ -32,7 +32,7 @@ PyObject *mod_audio_samples(PyObject *module, PyObject *args, PyObject *kwargs)
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&LLii|iii:audio_samples", kw, PyUnicode_FSConverter, &path, &t0,
                                      &t1, &num, &den, &rate, &channels, &missing))
         return NULL;
-    reel_state *st = state_of(module);
+    reel_state *st = PyModule_GetState(module);
     reel_audio_settings s;
     reel_audio_default_settings(&s);
     s.sample_rate = rate;

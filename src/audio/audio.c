@@ -91,8 +91,8 @@ static int rewind_stream(reel_audio *a, reel_error *err)
         a->fmt->streams[a->stream]->codecpar->codec_id != a->par->codec_id) {
         char eb[AV_ERROR_MAX_STRING_SIZE] = "its streams changed";
         if (r < 0) av_strerror(r, eb, sizeof eb);
-        return reel__error_set(err, r < 0 ? reel__status_from_av(r) : REEL_E_CORRUPT, "%s: cannot reopen: %s",
-                               a->name, eb);
+        return reel__error_set(err, r < 0 ? reel__status_from_av(r) : REEL_E_CORRUPT, "%s: cannot reopen: %s", a->name,
+                               eb);
     }
     return REEL_OK;
 }
@@ -142,11 +142,11 @@ static void mix_to_mono(float *planes, int ch, int n)
  * from a0), the window's overlap goes out. */
 typedef struct sink {
     reel_audio *a;
-    SwrContext *swr;   /* NULL: the output rate is the native one */
-    int64_t lo, hi;    /* the window on the output grid */
-    int64_t out_pos;   /* output samples produced so far (grid index of the next) */
-    float *dst;        /* [C, hi - lo] */
-    float *rs;         /* the resampler's output planes */
+    SwrContext *swr; /* NULL: the output rate is the native one */
+    int64_t lo, hi;  /* the window on the output grid */
+    int64_t out_pos; /* output samples produced so far (grid index of the next) */
+    float *dst;      /* [C, hi - lo] */
+    float *rs;       /* the resampler's output planes */
     int rs_cap;
 } sink;
 
@@ -376,13 +376,13 @@ int reel_audio_get_window(const reel_audio *a, int64_t t0, int64_t t1, int num, 
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio window: time base %d/%d must be positive", a->name,
                                num, den);
     if (t1 < t0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio window ends (%lld) before it starts (%lld)",
-                               a->name, (long long)t1, (long long)t0);
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio window ends (%lld) before it starts (%lld)", a->name,
+                               (long long)t1, (long long)t0);
     int64_t lo, hi;
     if (reel__audio_sample_at(a, t0, num, den, &lo) < 0 || reel__audio_sample_at(a, t1, num, den, &hi) < 0 ||
         hi - lo > INT32_MAX)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: audio window %lld..%lld x %d/%d s is too long",
-                               a->name, (long long)t0, (long long)t1, num, den);
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: audio window %lld..%lld x %d/%d s is too long", a->name,
+                               (long long)t0, (long long)t1, num, den);
     memset(w, 0, sizeof *w);
     w->first_sample = lo;
     w->num_samples = hi - lo;
@@ -472,8 +472,8 @@ static int open_stream(reel_audio *a, const reel_audio_settings *s, reel_error *
         if (s->missing != REEL_AUDIO_MISSING_ZEROS)
             return reel__error_set(err, REEL_E_NO_AUDIO_STREAM, "%s: no audio stream", a->name);
         if (s->sample_rate < 1)
-            return reel__error_set(err, REEL_E_INVALID_ARG,
-                                   "%s: no audio stream: zeros need a sample_rate (got %d)", a->name, s->sample_rate);
+            return reel__error_set(err, REEL_E_INVALID_ARG, "%s: no audio stream: zeros need a sample_rate (got %d)",
+                                   a->name, s->sample_rate);
         a->info.stream_index = -1;
         a->info.sample_rate = s->sample_rate;
         a->info.channels = 1;

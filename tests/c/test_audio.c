@@ -137,8 +137,8 @@ static void check_file(const char *path, int rate, int channels, const char *ext
             CHECK_EQ_INT(w2.first_sample, w.first_sample);
             CHECK_EQ_INT(w2.num_samples, w.num_samples);
             double d = compare(got, &w2, ref, ref_n, ch);
-            CHECK_MSG(d <= tol, "%s, frames %lld..%lld (samples %lld + %lld): max |diff| %g > %g", path,
-                      (long long)f0, (long long)f0 + 7, (long long)w2.first_sample, (long long)w2.num_samples, d, tol);
+            CHECK_MSG(d <= tol, "%s, frames %lld..%lld (samples %lld + %lld): max |diff| %g > %g", path, (long long)f0,
+                      (long long)f0 + 7, (long long)w2.first_sample, (long long)w2.num_samples, d, tol);
             if (w2.first_sample >= 0 && w2.first_sample + w2.num_samples <= ref_n) {
                 CHECK_EQ_INT(w2.valid_lo, 0);
                 CHECK_EQ_INT(w2.valid_hi, w2.num_samples);
@@ -183,9 +183,9 @@ TEST(aac_44k1_late_by_a_quarter_second_equals_the_cli)
 {
     need_ffmpeg();
     /* the audio input starts 0.25 s after the video: an empty edit */
-    const char *p = make("late.mp4",
-                         "-itsoffset 0.25 -f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)|0.4*sin(2*PI*550*t)':s=44100:d=3",
-                         "-c:a aac");
+    const char *p =
+        make("late.mp4", "-itsoffset 0.25 -f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)|0.4*sin(2*PI*550*t)':s=44100:d=3",
+             "-c:a aac");
     reel_audio *a = NULL;
     reel_error err;
     CHECK_OK(reel_audio_open(&a, p, NULL, &err));

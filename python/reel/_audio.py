@@ -1,0 +1,106 @@
+# _audio.py: a video's audio in sync with its frames (reel/audio.h):
+# AudioSamples, the audio settings as the decoder takes them, and the
+# window of a clip's frames. The samples come from C (reel._reel.audio_samples).
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
+from . import _reel
+from ._reel import Frames
+
+_MISSING = {"raise": 0, "zeros": 1}
+
+
+@dataclass(frozen=True)
+class AudioSettings:
+    """What VideoDecoder(audio=...) asks for: the output rate (None: the
+    stream's), channels (None: the stream's; 1: their mean), and what a
+    video without audio gives ("raise" or "zeros")."""
+
+    sample_rate: Optional[int] = None
+    channels: Optional[int] = None
+    missing: str = "raise"
+
+    @classmethod
+    def of(cls, audio: Union[bool, Dict[str, Any], None]) -> Optional["AudioSettings"]:
+        if audio is None or audio is False:
+            return None
+        if audio is True:
+            return cls()
+        if not isinstance(audio, dict):
+            raise TypeError(f"audio must be True, False, None or a dict, not {type(audio).__name__}")
+        unknown = set(audio) - {"sample_rate", "channels", "missing"}
+        if unknown:
+            raise ValueError(f"unknown audio setting(s) {sorted(unknown)}: sample_rate, channels, missing")
+        s = cls(audio.get("sample_rate"), audio.get("channels"), audio.get("missing", "raise"))
+        if s.missing not in _MISSING:
+            raise ValueError(f"audio missing={s.missing!r}: 'raise' or 'zeros'")
+        return s
+
+    def args(self) -> Tuple[int, int, int]:
+        """(sample_rate, channels, missing) as C takes them (0: native)."""
+        return (int(self.sample_rate or 0), int(self.channels or 0), _MISSING[self.missing])
+
+
+@dataclass(frozen=True)
+class AudioSamples:
+    """The audio played over a window of the video's timeline.
+
+    data: float32 [channels, samples] (zero-copy: torch.from_dlpack(data),
+    numpy.asarray(data)). first_sample: the window's first sample on the
+    grid anchored at the audio's first sample a0 (s(t) = floor((t - a0) *
+    rate + 1/2)); pts_seconds: its time. valid: (lo, hi), the part of the
+    window that came from the stream (the rest is zeros). window: (t0, t1)
+    in seconds."""
+
+    data: Frames
+    sample_rate: int
+    first_sample: int
+    pts_seconds: float
+    valid: Tuple[int, int]
+    window: Tuple[float, float]
+
+    @property
+    def num_samples(self) -> int:
+        return int(self.data.shape[1])
+
+    @property
+    def num_channels(self) -> int:
+        return int(self.data.shape[0])
+
+
+def samples(path: str, settings: AudioSettings, t0: int, t1: int, time_base: Fraction) -> Tuple[AudioSamples, dict]:
+    """[t0, t1) x time_base seconds of `path`'s audio, and the audio's facts."""
+    rate, channels, missing = settings.args()
+    data, first, lo, hi, info = _reel.audio_samples(
+        path, int(t0), int(t1), time_base.numerator, time_base.denominator,
+        sample_rate=rate, channels=channels, missing=missing)
+    r = int(info["sample_rate"])
+    return AudioSamples(data, r, int(first), float(info["start_seconds"]) + first / r, (int(lo), int(hi)),
+                        (float(t0 * time_base), float(t1 * time_base))), info
+
+
+def frames_window(pts: Sequence[int], dur: Sequence[int], indices: Sequence[int]) -> Tuple[int, int]:
+    """[min p_i, max(p_i + d_i)) of the frames, in the video's time base."""
+    if not indices:
+        raise ValueError("get_audio_for_frames: no frame indices")
+    n = len(pts)
+    ks = []
+    for i in indices:
+        k = int(i) + n if int(i) < 0 else int(i)
+        if not 0 <= k < n:
+            raise IndexError(f"frame index {i} out of range (video has {n} frames)")
+        ks.append(k)
+    return min(pts[k] for k in ks), max(pts[k] + dur[k] for k in ks)
+
+
+def seconds_window(t0: float, t1: float) -> Tuple[int, int, Fraction]:
+    """[t0, t1) seconds as integers over a microsecond time base (exact for
+    the times a user types; frame times come through frames_window)."""
+    if t1 < t0:
+        raise ValueError(f"get_audio_played_in_range: stop {t1} is before start {t0}")
+    q0, q1 = Fraction(t0).limit_denominator(1_000_000), Fraction(t1).limit_denominator(1_000_000)
+    den = 1_000_000
+    return int(q0 * den), int(q1 * den), Fraction(1, den)
