@@ -23,6 +23,37 @@ static double q2d(int num, int den)
     return den ? (double)num / den : 0.0;
 }
 
+/* The audio stream reel/audio.h would give a local file's frames (NULL
+ * with a note in `why` when there is none or it cannot be read). */
+static reel_audio *open_audio(const char *path, int has_audio, char *why, size_t cap)
+{
+    reel_audio *a = NULL;
+    reel_error err;
+    reel_error_clear(&err);
+    snprintf(why, cap, "%s", has_audio ? "" : "no audio stream");
+    if (!has_audio) return NULL;
+    if (strstr(path, "://")) {
+        snprintf(why, cap, "audio over URLs: not in this version");
+        return NULL;
+    }
+    if (reel_audio_open(&a, path, NULL, &err) != REEL_OK) snprintf(why, cap, "%s", err.message);
+    return a;
+}
+
+static void print_json_audio(reel_audio *a, const char *why)
+{
+    if (!a) {
+        printf(", \"audio\": null, \"audio_note\": ");
+        cli_json_str(stdout, why);
+        return;
+    }
+    const reel_audio_info *ai = reel_audio_get_info(a);
+    printf(", \"audio\": {\"stream_index\": %d, \"codec\": ", ai->stream_index);
+    cli_json_str(stdout, ai->codec);
+    printf(", \"sample_rate\": %d, \"channels\": %d, \"start_time\": %.6f}", ai->native_sample_rate,
+           ai->native_channels, ai->start_seconds);
+}
+
 static void print_json(reel_decoder *dec, int with_table)
 {
     const reel_video_info *in = reel_decoder_get_info(dec);
@@ -61,6 +92,12 @@ static void print_json(reel_decoder *dec, int with_table)
            (long long)in->num_frames, (long long)in->num_keyframes, (long long)in->bit_rate,
            (long long)in->container_bit_rate);
     printf(", \"has_audio\": %s", in->has_audio ? "true" : "false");
+    {
+        char why[REEL_ERROR_MSG_SIZE];
+        reel_audio *a = open_audio(reel_decoder_get_name(dec), in->has_audio, why, sizeof why);
+        print_json_audio(a, why);
+        reel_audio_close(&a);
+    }
     printf(", \"num_streams\": %d, \"file_size\": %lld, \"index_source\": \"%s\"", in->num_streams,
            (long long)in->file_size, src[in->index_source >= 0 && in->index_source <= 2 ? in->index_source : 1]);
     printf(", \"keyframes\": [");
@@ -103,6 +140,17 @@ static void print_human(reel_decoder *dec)
     if (in->bit_rate > 0)
         printf("  bit rate     %.1f kb/s (stream), container %.1f kb/s\n", in->bit_rate / 1000.0,
                in->container_bit_rate / 1000.0);
+    char why[REEL_ERROR_MSG_SIZE];
+    reel_audio *a = open_audio(reel_decoder_get_name(dec), in->has_audio, why, sizeof why);
+    if (a) {
+        const reel_audio_info *ai = reel_audio_get_info(a);
+        printf("  audio        stream %d, %s, %d Hz, %d channel%s, first sample at %.6f s\n", ai->stream_index,
+               ai->codec, ai->native_sample_rate, ai->native_channels, ai->native_channels == 1 ? "" : "s",
+               ai->start_seconds);
+    } else {
+        printf("  audio        none (%s)\n", why);
+    }
+    reel_audio_close(&a);
 }
 
 int reel_cli_info(int argc, char **argv)

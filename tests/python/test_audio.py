@@ -105,3 +105,23 @@ def test_missing_audio_is_named_or_zeros_and_bad_settings_are_refused(tmp_path):
     with reel.VideoDecoder(path) as dec:
         far = dec.get_audio_played_in_range(100.0, 100.5)
         assert far.valid[0] == far.valid[1] and not np.asarray(far.data).any()
+
+
+def test_reel_info_lists_the_audio_stream(tmp_path):
+    import json
+    import os
+
+    cli = os.environ.get("REEL_CLI")
+    if not cli or not os.path.exists(cli):
+        pytest.skip("the reel CLI is not built (set REEL_CLI)")
+    path = _with_clicks(tmp_path, codec="libmp3lame", rate=44100)
+    d = json.loads(subprocess.run([cli, "info", "--json", path], check=True, capture_output=True, text=True).stdout)
+    assert d["has_audio"] is True
+    assert d["audio"]["codec"] == "mp3" and d["audio"]["sample_rate"] == 44100 and d["audio"]["channels"] == 2
+    with reel.VideoDecoder(path) as dec:
+        assert abs(d["audio"]["start_time"] - dec.audio_metadata["start_seconds"]) < 1e-6
+    silent = tmp_path / "silent.mp4"
+    reel._testing.write_video(str(silent), width=64, height=48, frames=5, gop=5)
+    d = json.loads(subprocess.run([cli, "info", "--json", str(silent)], check=True, capture_output=True,
+                                  text=True).stdout)
+    assert d["audio"] is None and d["audio_note"] == "no audio stream"
