@@ -261,5 +261,6 @@ def test_every_documented_default_is_the_one_set():
     # a parser that reads nothing would pass: it must have read most fields
     assert len(checked) >= 45, sorted(checked)
     for key in ("alignment", "transform.ratio_min", "transform.crop_height", "transform.pixels.apply_rotation",
-                "transform.pixels.divisor", "readahead_max", "failure_log_size", "sampler.kind", "corrupt_policy", "world_size", "sampler.seconds_between_frames"):
+                "transform.pixels.divisor", "readahead_max", "failure_log_size", "sampler.kind", "corrupt_policy",
+                "world_size", "sampler.seconds_between_frames"):
         assert key in checked, key
