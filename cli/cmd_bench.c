@@ -141,7 +141,8 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
     printf("reel bench %s%s\n", path, interrupted ? "  (interrupted)" : "");
     printf("  dataset      %zu videos, %lld epoch(s), batch %d x %d clip(s) x %d frames, %dx%d %s %s\n", videos,
            (long long)s->epochs, s->batch_size, s->sampler.clips_per_video, s->sampler.frames_per_clip,
-           s->transform.crop_width, s->transform.crop_height, dtypes[s->transform.dtype], layouts[s->transform.layout]);
+           s->transform.crop_width, s->transform.crop_height, dtypes[s->transform.pixels.dtype],
+           layouts[s->transform.layout]);
     printf("  throughput   %lld frames, %lld clips, %lld batches in %.2f s: %.1f frames/s, %.1f clips/s\n",
            (long long)m->frames, (long long)m->clips, (long long)m->batches, m->seconds, m->frames_per_second,
            m->clips_per_second);
@@ -367,7 +368,7 @@ static int parse_one(bench_args *b, int argc, char **argv, int *i)
     ENUM_OPT("--sampler", s->sampler.kind, samplers)
     ENUM_OPT("--crop", s->transform.crop, crops)
     ENUM_OPT("--flip", s->transform.flip, flips)
-    ENUM_OPT("--dtype", s->transform.dtype, dtypes)
+    ENUM_OPT("--dtype", s->transform.pixels.dtype, dtypes)
     ENUM_OPT("--layout", s->transform.layout, layouts)
     ENUM_OPT("--on-error", s->on_error, policies)
 #undef INT_OPT
@@ -558,7 +559,7 @@ static int print_results(reel_loader *l, const bench_opts *o, size_t videos)
                    "\"width\":%d,\"height\":%d,\"dtype\":\"%s\",\"layout\":\"%s\",\"decode_threads\":%d,"
                    "\"open_threads\":%d,\"interrupted\":%s,",
                    videos, (long long)s.epochs, s.batch_size, s.sampler.clips_per_video, s.sampler.frames_per_clip,
-                   s.transform.crop_width, s.transform.crop_height, dtypes[s.transform.dtype],
+                   s.transform.crop_width, s.transform.crop_height, dtypes[s.transform.pixels.dtype],
                    layouts[s.transform.layout], m.stages[REEL_STAGE_DECODE].threads, m.stages[REEL_STAGE_OPEN].threads,
                    g_interrupted ? "true" : "false");
             fputs(mj + 1, stdout); /* the metrics object's members */

@@ -21,8 +21,9 @@ static void usage(FILE *fp)
                 "  --size WxH       output size (0 for one side keeps the aspect)\n"
                 "  --crop x,y,w,h   crop before resizing\n"
                 "  --filter F       bilinear (default), area, bicubic, nearest\n"
-                "  --resize-after-rgb  resize full-size RGB (torchvision-style) instead of fused YUV\n"
-                "  --rotate         apply the stream's display rotation\n"
+                "  --convert-path P fused (default: one pass from YUV) or after_rgb (resize full-size\n"
+                "                   RGB, as torchvision)\n"
+                "  --no-rotate      the pixels as stored, without the display rotation (applied by default)\n"
                 "  --chw            --raw output planar (C,H,W) instead of interleaved\n"
                 "  --threads N      decoder threads (0: all cores)\n"
                 "  --skip-corrupt   skip corrupt packets instead of failing\n"
@@ -105,19 +106,25 @@ static int parse_args(int argc, char **argv, frames_args *a)
         } else if (!strcmp(o, "--filter") && v) {
             i++;
             if (!strcmp(v, "bilinear"))
-                a->t.filter = REEL_FILTER_BILINEAR;
+                a->t.pixels.filter = REEL_FILTER_BILINEAR;
             else if (!strcmp(v, "area"))
-                a->t.filter = REEL_FILTER_AREA;
+                a->t.pixels.filter = REEL_FILTER_AREA;
             else if (!strcmp(v, "bicubic"))
-                a->t.filter = REEL_FILTER_BICUBIC;
+                a->t.pixels.filter = REEL_FILTER_BICUBIC;
             else if (!strcmp(v, "nearest"))
-                a->t.filter = REEL_FILTER_NEAREST;
+                a->t.pixels.filter = REEL_FILTER_NEAREST;
             else
                 bad = 1;
-        } else if (!strcmp(o, "--resize-after-rgb"))
-            a->t.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
-        else if (!strcmp(o, "--rotate"))
-            a->t.apply_rotation = 1;
+        } else if (!strcmp(o, "--convert-path") && v) {
+            i++;
+            if (!strcmp(v, "fused"))
+                a->t.pixels.convert_path = REEL_CONVERT_PATH_FUSED;
+            else if (!strcmp(v, "after_rgb"))
+                a->t.pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+            else
+                bad = 1;
+        } else if (!strcmp(o, "--no-rotate"))
+            a->t.pixels.apply_rotation = 0;
         else if (!strcmp(o, "--chw"))
             a->t.layout = REEL_LAYOUT_CHW;
         else if (!strcmp(o, "--skip-corrupt"))

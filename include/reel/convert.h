@@ -34,7 +34,7 @@ typedef enum reel_layout {
 
 /** The conversion's path: where the resize happens relative to the
  *  YUV->RGB conversion (what the resize is, in the loader, is
- *  reel_resize_kind). reel_transform.convert_path, reel_clip_transform.convert_path. */
+ *  reel_resize_kind). reel_pixel_settings.convert_path. */
 typedef enum reel_convert_path {
     /** One swscale pass from (cropped) YUV straight to RGB at the output
      *  size: never builds full-resolution RGB. Bit-identical to
@@ -46,33 +46,48 @@ typedef enum reel_convert_path {
     REEL_CONVERT_PATH_AFTER_RGB = 1
 } reel_convert_path;
 
+/** How output pixels are made, the part of a transform that a single
+ *  frame (reel_transform) and a loader clip (reel_clip_transform) share,
+ *  defined once here: both embed it as `.pixels`. Initialise with
+ *  reel_pixel_default_settings() (each transform's defaults function calls
+ *  it). */
+typedef struct reel_pixel_settings {
+    reel_filter filter; /**< reel_filter: the resize's resampling; default BILINEAR */
+    /** reel_convert_path: where the resize runs against the YUV->RGB
+     *  conversion; default FUSED */
+    reel_convert_path convert_path;
+    int apply_rotation; /**< 1 (default): honour the display matrix (rotate before the crop) */
+    reel_dtype dtype;   /**< reel_dtype; default UINT8 */
+    /* Per-channel normalisation, out = (v/divisor - mean) / std, applied
+     * only for float dtypes; the defaults give [0,1]. */
+    float divisor;        /**< default 255 */
+    float mean[3];        /**< default 0 */
+    float std[3];         /**< default 1 */
+    uint8_t reserved[16]; /**< zero (the defaults function clears it); room to grow without an ABI break */
+} reel_pixel_settings;
+
+/** Fills `p` with the defaults: bilinear, fused, the display rotation
+ *  honoured, uint8, divisor 255, mean 0, std 1. */
+REEL_API void reel_pixel_default_settings(reel_pixel_settings *p);
+
 /** A complete description of the output of one frame.
  *  Initialise with reel_transform_default_settings(), then set what you need.
- *  Geometry is applied in this order: rotate (if `apply_rotation`), crop,
- *  resize, flip. Crop coordinates are in the (rotated) display frame. */
+ *  Geometry is applied in this order: rotate (if `pixels.apply_rotation`),
+ *  crop, resize, flip. Crop coordinates are in the (rotated) display frame. */
 typedef struct reel_transform {
     int crop_x, crop_y, crop_w, crop_h; /**< crop_w/crop_h 0: no crop */
     int width, height;                  /**< output size; 0: the crop size */
-    reel_filter filter;                 /**< reel_filter */
-    /** reel_convert_path: where the resize runs; default FUSED */
-    reel_convert_path convert_path;
-    int apply_rotation;  /**< 1: honour the display matrix */
-    int flip_horizontal; /**< 1: mirror left-right */
-    reel_dtype dtype;    /**< reel_dtype */
-    reel_layout layout;  /**< reel_layout (ignored if strides set) */
-    /** Per-channel normalisation, out = (v/scale - mean) / std, applied only
-     *  for float dtypes. Defaults: scale 255, mean 0, std 1 -> [0,1]. */
-    float scale;
-    float mean[3];
-    float std[3];
+    reel_pixel_settings pixels;         /**< filter, convert path, rotation, dtype, normalisation */
+    int flip_horizontal;                /**< 1: mirror left-right */
+    reel_layout layout;                 /**< reel_layout (ignored if strides set) */
     /** Optional explicit strides in elements (not bytes) for writing into a
      *  larger tensor, e.g. [B,C,T,H,W]. All three 0: derived from layout. */
     int64_t stride_c, stride_y, stride_x;
     uint8_t reserved[32]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_transform;
 
-/** Fills `t` with defaults: no crop, source size, bilinear, fused,
- *  no rotation, no flip, uint8, HWC, scale 255, mean 0, std 1. */
+/** Fills `t` with defaults: no crop, source size, reel_pixel_default_settings
+ *  (the display rotation honoured), no flip, HWC. */
 REEL_API void reel_transform_default_settings(reel_transform *t);
 
 /** How a video's output size is chosen. */

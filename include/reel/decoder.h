@@ -133,10 +133,10 @@ typedef enum reel_index_source {
 
 /** Stream metadata. Strings are NUL-terminated arrays inside the struct (no
  *  pointers to keep alive). It describes the frames the decoder returns with
- *  the display rotation applied (reel_transform.apply_rotation, the default
- *  of the loader and of Python): width x height is the size after rotation.
- *  The stream's own values are the fields named for them (source_width,
- *  source_height, container_bit_rate). A field with the name of one of
+ *  the display rotation applied (reel_pixel_settings.apply_rotation, the
+ *  default of reel_transform, the loader and Python): width x height is the
+ *  size after rotation. The stream's own values are the fields named for
+ *  them (source_width, source_height, container_bit_rate). A field with the name of one of
  *  torchcodec's VideoStreamMetadata means what that field means. */
 typedef struct reel_video_info {
     char codec[32];       /**< FFmpeg codec name, e.g. "h264" */
@@ -276,14 +276,15 @@ typedef int (*reel_frame_fn)(void *opaque, const reel_frame *frame, size_t reque
 REEL_API int reel_decoder_decode(reel_decoder *dec, const int64_t *indices, size_t n, reel_frame_fn fn, void *opaque,
                                  reel_decode_stats *stats, reel_error *err);
 
-/** Bytes needed for one frame of output under `t` (NULL: defaults), and
- *  the output size. Uses the stream's size (rotated if t asks). */
+/** Bytes needed for one frame of output under `t` (NULL: the defaults of
+ *  reel_transform_default_settings), and the output size. Uses the stream's
+ *  size (rotated if t asks, as the defaults do). */
 REEL_API int reel_decoder_get_output_size(const reel_decoder *dec, const reel_transform *t, int *width, int *height,
                                           size_t *frame_bytes, reel_error *err);
 
 /** Frames at `indices` (negative: from the end), converted per `t` (NULL:
- *  RGB24 HWC at source size) into `dst` in request order, each frame
- *  frame_bytes apart. `dst_size` must be >= n * frame_bytes. */
+ *  the defaults, RGB24 HWC at the display size, reel_video_info.width x
+ *  height) into `dst` in request order, each frame frame_bytes apart. `dst_size` must be >= n * frame_bytes. */
 REEL_API int reel_decoder_get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
                                      void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err);
 

@@ -85,17 +85,11 @@ typedef struct reel_clip_transform {
     double ratio_min, ratio_max;     /**< RANDOM_RESIZED aspect range; default 3/4, 4/3 */
     reel_flip_kind flip;             /**< reel_flip_kind; default NONE */
     double flip_probability;         /**< default 0.5 */
-    reel_filter filter;              /**< reel_filter; default BILINEAR */
-    /** reel_convert_path (where the resize runs against the YUV->RGB
-     *  conversion; `resize` above is what it is); default FUSED */
-    reel_convert_path convert_path;
-    int apply_rotation;       /**< honour the display matrix; default 1 */
-    reel_dtype dtype;         /**< reel_dtype; default UINT8 */
-    reel_batch_layout layout; /**< reel_batch_layout; default BTCHW */
-    float scale;              /**< float dtypes: out = (v/scale - mean) / std; default 255 */
-    float mean[3];            /**< default 0 */
-    float std[3];             /**< default 1 */
-    uint8_t reserved[64];     /**< zero; room to grow (common.h) */
+    reel_pixel_settings pixels;      /**< filter, convert path, rotation, dtype, normalisation
+                                          (reel_pixel_default_settings; the convert path is where
+                                          the resize runs, `resize` above is what it is) */
+    reel_batch_layout layout;        /**< reel_batch_layout; default BTCHW */
+    uint8_t reserved[64];            /**< zero; room to grow (common.h) */
 } reel_clip_transform;
 
 /* ======================================================================

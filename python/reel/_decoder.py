@@ -186,7 +186,7 @@ class VideoDecoder:
     - ``mean``, ``std``, ``divisor``: for float dtypes,
       ``out = (v / divisor - mean) / std`` per channel (defaults 0, 1, 255).
     - ``filter``: ``"bilinear"`` (default), ``"area"``, ``"bicubic"``, ``"nearest"``.
-    - ``resize_mode``: ``"fused"`` (default: one pass from YUV, bit-exact with
+    - ``convert_path``: ``"fused"`` (default: one pass from YUV, bit-exact with
       ``ffmpeg -vf crop,scale``) or ``"after_rgb"`` (RGB first, like torchvision).
     - ``rotate``: apply the display rotation (default True). ``flip``: mirror.
     - ``index``: the sidecar index ``<video>.reelidx``: False (default, off),
@@ -236,7 +236,7 @@ class VideoDecoder:
         std: Optional[Sequence[float]] = None,
         divisor: float = 255.0,
         filter: str = "bilinear",
-        resize_mode: str = "fused",
+        convert_path: str = "fused",
         rotate: bool = True,
         flip: bool = False,
         index: Union[bool, str, None] = False,
@@ -254,7 +254,7 @@ class VideoDecoder:
             stream=stream, threads=threads, crop=None if crop is None else tuple(crop),
             size=size if size is None or isinstance(size, int) else tuple(size),
             layout=layout, dtype=dtype, mean=mean, std=std, divisor=divisor, filter=filter,
-            resize_mode=resize_mode, rotate=rotate, flip=flip, index=index,
+            convert_path=convert_path, rotate=rotate, flip=flip, index=index,
             index_path=opt.fspath_or_none(index_path), corrupt=corrupt,
             skip_nonref=skip_nonref, force_scan=force_scan, check_keyframes=check_keyframes, name=name,
             remote=None if remote is None else dict(remote), gop_threads=gop_threads,
@@ -283,7 +283,7 @@ class VideoDecoder:
             crop=opt.crop_xywh(crop),
             width=width, height=height,
             filter=opt.choice("filter", filter, opt.FILTERS),
-            resize_mode=opt.choice("resize_mode", resize_mode, opt.CONVERT_PATHS),
+            convert_path=opt.choice("convert_path", convert_path, opt.CONVERT_PATHS),
             rotate=bool(rotate), flip=bool(flip),
             dtype=opt.dtype_code(dtype),
             layout=layout_code,

@@ -101,16 +101,19 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {
         "source",       "kind",       "name",   "stream",  "threads", "corrupt", "index_mode",      "index_path",
-        "skip_nonref",  "force_scan", "crop",   "width",   "height",  "filter",  "resize_mode",     "rotate",
+        "skip_nonref",  "force_scan", "crop",   "width",   "height",  "filter",  "convert_path",    "rotate",
         "flip",         "dtype",      "layout", "divisor", "mean",    "std",     "check_keyframes", "remote",
         "gop_contexts", NULL
     };
     PyObject *source, *name = Py_None, *index_path = Py_None, *mean = Py_None, *std = Py_None, *remote = Py_None;
     int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
     int skip_nonref = 1, force_scan = 0, check_keyframes = 1, gop_contexts = REEL_GOP_CONTEXTS_AUTO;
-    int cx = 0, cy = 0, cw = 0, ch = 0, width = 0, height = 0, filter = REEL_FILTER_BILINEAR;
-    int resize_mode = REEL_CONVERT_PATH_FUSED, rotate = 0, flip = 0, dtype = REEL_DTYPE_UINT8, layout = REEL_LAYOUT_HWC;
-    double divisor = 255.0;
+    reel_transform def; /* the keywords left out keep its values */
+    reel_transform_default_settings(&def);
+    int cx = 0, cy = 0, cw = 0, ch = 0, width = 0, height = 0, filter = def.pixels.filter;
+    int convert_path = def.pixels.convert_path, rotate = def.pixels.apply_rotation, flip = def.flip_horizontal;
+    int dtype = def.pixels.dtype, layout = def.layout;
+    double divisor = def.pixels.divisor;
     if (self->lock || self->source || self->name) {
         PyErr_SetString(PyExc_RuntimeError, "reel decoder: __init__ called twice");
         return -1;
@@ -120,7 +123,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
                                      "iidOOpOi:Decoder",
                                      kwlist, &source, &kind, &name, &stream, &threads, &corrupt, &index_mode,
                                      &index_path, &skip_nonref, &force_scan, &cx, &cy, &cw, &ch, &width, &height,
-                                     &filter, &resize_mode, &rotate, &flip, &dtype, &layout, &divisor, &mean, &std,
+                                     &filter, &convert_path, &rotate, &flip, &dtype, &layout, &divisor, &mean, &std,
                                      &check_keyframes, &remote, &gop_contexts))
         return -1;
     if (kind < SRC_PATH || kind > SRC_FILE) {
@@ -150,7 +153,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
         if (!PyUnicode_FSConverter(index_path, &self->index_path)) return -1;
         self->settings.index_path = PyBytes_AS_STRING(self->index_path);
     }
-    reel_transform_default_settings(&self->transform);
+    self->transform = def;
     reel_transform *t = &self->transform;
     t->crop_x = cx;
     t->crop_y = cy;
@@ -158,14 +161,14 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     t->crop_h = ch;
     t->width = width;
     t->height = height;
-    t->filter = filter;
-    t->convert_path = resize_mode;
-    t->apply_rotation = rotate;
+    t->pixels.filter = filter;
+    t->pixels.convert_path = convert_path;
+    t->pixels.apply_rotation = rotate;
     t->flip_horizontal = flip;
-    t->dtype = dtype;
+    t->pixels.dtype = dtype;
     t->layout = layout;
-    t->scale = (float)divisor;
-    if (parse_floats3(mean, t->mean, "mean") < 0 || parse_floats3(std, t->std, "std") < 0) return -1;
+    t->pixels.divisor = (float)divisor;
+    if (parse_floats3(mean, t->pixels.mean, "mean") < 0 || parse_floats3(std, t->pixels.std, "std") < 0) return -1;
 
     self->kind = kind;
     /* the name shown (errors, .name, repr, metadata.path): a URL redacted;
@@ -302,7 +305,7 @@ static PyObject *decoder_get_frame_shape(DecoderObject *self, void *c)
 static PyObject *decoder_get_dtype(DecoderObject *self, void *c)
 {
     (void)c;
-    return PyUnicode_FromString(dtype_table[self->transform.dtype].name);
+    return PyUnicode_FromString(dtype_table[self->transform.pixels.dtype].name);
 }
 
 static PyObject *str_or_empty(const char *s)
@@ -637,7 +640,7 @@ static FramesObject *decoder_alloc_frames(DecoderObject *self, Py_ssize_t n)
         shape[2] = self->out_w;
         shape[3] = 3;
     }
-    FramesObject *f = frames_alloc(st, self->transform.dtype, 4, shape);
+    FramesObject *f = frames_alloc(st, self->transform.pixels.dtype, 4, shape);
     if (f && (size_t)n && f->nbytes / (size_t)n != self->frame_bytes) {
         Py_DECREF(f);
         PyErr_SetString(PyExc_SystemError, "reel: frame size mismatch");

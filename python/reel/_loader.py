@@ -296,7 +296,7 @@ class Loader:
     "min_pixels": ..., "max_pixels": ..., "total_pixels": ...,
     "resized_height": ..., "resized_width": ...}`` gives each video its own
     size the way qwen-vl-utils' fetch_video does (``size`` and ``crop`` are
-    then ignored; ``filter``/``resize_mode`` default to reel.vlm's "bicubic"
+    then ignored; ``filter``/``convert_path`` default to reel.vlm's "bicubic"
     on "after_rgb"). The batches are variable: ``batch.frames`` is a list of
     per-sample Frames, each a view of the ring, or with ``pad=True`` one
     Frames padded with zeros to the largest (``batch.lengths``,
@@ -341,7 +341,7 @@ class Loader:
         scale: Optional[Sequence[float]] = None,
         ratio: Optional[Sequence[float]] = None,
         filter: Optional[str] = None,
-        resize_mode: Optional[str] = None,
+        convert_path: Optional[str] = None,
         rotate: bool = True,
         dtype: Any = "uint8",
         layout: str = "BTCHW",
@@ -395,7 +395,7 @@ class Loader:
             "sampler": sampler, "frame_stride": frame_stride, "seconds_between_frames": seconds_between_frames,
             "sampling_range_start": sampling_range_start, "sampling_range_end": sampling_range_end,
             "policy": policy, "resize": resize, "crop": crop, "flip": flip, "flip_probability": flip_probability,
-            "scale": scale, "ratio": ratio, "filter": filter, "resize_mode": resize_mode, "rotate": rotate,
+            "scale": scale, "ratio": ratio, "filter": filter, "convert_path": convert_path, "rotate": rotate,
             "dtype": dtype, "layout": layout, "mean": mean, "std": std, "divisor": divisor, "drop_last": drop_last,
             "epochs": epochs, "rank": rank, "world_size": world_size, "shard": shard, "ordered": ordered,
             "on_error": on_error, "max_replacements": max_replacements, "sample_time_limit": sample_time_limit,

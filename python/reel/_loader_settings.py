@@ -56,6 +56,7 @@ LOADER_FIELDS: Tuple[Tuple[str, str, Any], ...] = (
     ("min_frames", "sampler.min_frames", int),
     ("max_frames", "sampler.max_frames", int),
     ("flip_probability", "transform.flip_probability", float),
+    ("divisor", "transform.pixels.divisor", float),
     ("batch_size", "batch_size", int),
     ("drop_last", "drop_last", int),
     ("shuffle", "shuffle", int),
@@ -88,8 +89,8 @@ LOADER_FIELDS: Tuple[Tuple[str, str, Any], ...] = (
 
 def _converted_settings(c: Mapping[str, Any]) -> Dict[str, Any]:
     """The C fields of the keywords that take more than a type conversion:
-    another name (num_threads, divisor, resize_mode, rotate, index, corrupt,
-    shard, sampling_range_*), a string choice, a pair (size, scale, ratio),
+    another name (num_threads, rotate, index, corrupt, shard,
+    sampling_range_*), a string choice, a pair (size, scale, ratio),
     several fields (resize, crop, flip, size_policy) or no plain field
     (samples, remote)."""
     size_policy = c["size_policy"]
@@ -102,18 +103,17 @@ def _converted_settings(c: Mapping[str, Any]) -> Dict[str, Any]:
         "transform.crop_width": w,
         "transform.crop_height": h,
         # variable sizes resize as reel.vlm does (bicubic, on RGB) unless told
-        "transform.filter": opt.choice("filter", c["filter"] or ("bicubic" if size_policy else "bilinear"),
+        "transform.pixels.filter": opt.choice("filter", c["filter"] or ("bicubic" if size_policy else "bilinear"),
                                        opt.FILTERS),
-        "transform.convert_path": opt.choice("resize_mode",
-                                             c["resize_mode"] or ("after_rgb" if size_policy else "fused"),
-                                             opt.CONVERT_PATHS),
+        "transform.pixels.convert_path": opt.choice("convert_path",
+                                                    c["convert_path"] or ("after_rgb" if size_policy else "fused"),
+                                                    opt.CONVERT_PATHS),
         "pad": int(bool(c["pad"])),
-        "transform.apply_rotation": int(bool(c["rotate"])),
-        "transform.dtype": opt.dtype_code(c["dtype"]),
+        "transform.pixels.apply_rotation": int(bool(c["rotate"])),
+        "transform.pixels.dtype": opt.dtype_code(c["dtype"]),
         "transform.layout": opt.choice("layout", c["layout"], BATCH_LAYOUTS),
-        "transform.scale": float(c["divisor"]),  # the divisor: C's transform.scale
-        "transform.mean": opt.rgb3("mean", c["mean"], 0.0),
-        "transform.std": opt.rgb3("std", c["std"], 1.0),
+        "transform.pixels.mean": opt.rgb3("mean", c["mean"], 0.0),
+        "transform.pixels.std": opt.rgb3("std", c["std"], 1.0),
         "epochs": 0 if c["epochs"] is None else int(c["epochs"]),
         "shard_mode": opt.choice("shard", c["shard"], SHARD),
         "on_error": opt.choice("on_error", c["on_error"], ON_ERROR),

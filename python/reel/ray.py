@@ -575,7 +575,7 @@ class ClipDecoder:
     "random_resized" with ``scale``/``ratio``), ``resize`` (before a crop;
     None: short side ``round(min(size) * 256 / 224)``), ``flip`` (False,
     True, "random" with ``flip_probability``), ``filter``,
-    ``resize_mode``, ``rotate``. Random choices are the Loader's: a pure
+    ``convert_path``, ``rotate``. Random choices are the Loader's: a pure
     function of (``seed``, epoch, sample, clip), where epoch, sample and
     clip come from the row's ``epoch``, ``sample`` and ``clip`` columns if
     it has them (else the ``epoch`` option, sample 0, clip 0), so rows of
@@ -590,13 +590,13 @@ class ClipDecoder:
     def __init__(self, *, size: Union[int, Sequence[int], None] = 224, crop: Optional[str] = None,
                  flip: Union[bool, str] = False, flip_probability: Optional[float] = None, resize: Any = None,
                  scale: Optional[Sequence[float]] = None, ratio: Optional[Sequence[float]] = None,
-                 filter: str = "bilinear", resize_mode: str = "fused", rotate: bool = True, seed: int = 0,
+                 filter: str = "bilinear", convert_path: str = "fused", rotate: bool = True, seed: int = 0,
                  epoch: int = 0, dtype: str = "uint8", layout: str = "CHW", remote: Optional[Dict[str, Any]] = None,
                  on_error: str = "skip", max_open: int = 16, index: Union[bool, str] = False) -> None:
         if on_error not in ("skip", "raise"):
             raise ValueError(f"on_error must be 'skip' or 'raise', not {on_error!r}")
         self._opts: Dict[str, Any] = {"dtype": dtype, "layout": layout, "threads": 1, "index": index,
-                                      "filter": filter, "resize_mode": resize_mode, "rotate": rotate}
+                                      "filter": filter, "convert_path": convert_path, "rotate": rotate}
         if remote:
             self._opts["remote"] = remote
         self._size = size
@@ -606,7 +606,7 @@ class ClipDecoder:
             # checks every option as the Loader does
             self._settings = loader_settings(dict(size=size, crop=crop, flip=flip, flip_probability=flip_probability,
                                                   resize=resize, scale=scale, ratio=ratio, filter=filter,
-                                                  resize_mode=resize_mode, rotate=rotate, seed=seed))
+                                                  convert_path=convert_path, rotate=rotate, seed=seed))
         elif crop is not None or flip:
             raise ValueError("ClipDecoder: crop and flip need a size")
         self._on_error = on_error

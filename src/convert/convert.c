@@ -41,16 +41,24 @@ struct reel_converter {
     int ssse3;            /* the CPU has SSSE3 (FFmpeg's CPU flags, so its mask applies) */
 };
 
+void reel_pixel_default_settings(reel_pixel_settings *p)
+{
+    if (!p) return;
+    memset(p, 0, sizeof *p);
+    p->filter = REEL_FILTER_BILINEAR;
+    p->convert_path = REEL_CONVERT_PATH_FUSED;
+    p->apply_rotation = 1;
+    p->dtype = REEL_DTYPE_UINT8;
+    p->divisor = 255.0f;
+    p->std[0] = p->std[1] = p->std[2] = 1.0f;
+}
+
 void reel_transform_default_settings(reel_transform *t)
 {
     if (!t) return;
     memset(t, 0, sizeof *t);
-    t->filter = REEL_FILTER_BILINEAR;
-    t->convert_path = REEL_CONVERT_PATH_FUSED;
-    t->dtype = REEL_DTYPE_UINT8;
+    reel_pixel_default_settings(&t->pixels);
     t->layout = REEL_LAYOUT_HWC;
-    t->scale = 255.0f;
-    t->std[0] = t->std[1] = t->std[2] = 1.0f;
 }
 
 size_t reel__dtype_size(int dtype)
@@ -127,12 +135,12 @@ int reel_transform_get_output_size(const reel_transform *t, int src_w, int src_h
     if (w < 1) w = 1;
     if (h < 1) h = 1;
     if (w > 16384 || h > 16384) return reel__error_set(err, REEL_E_INVALID_ARG, "output size %dx%d is too large", w, h);
-    size_t es = reel__dtype_size(t->dtype);
-    if (!es) return reel__error_set(err, REEL_E_INVALID_ARG, "unknown dtype %d", t->dtype);
+    size_t es = reel__dtype_size(t->pixels.dtype);
+    if (!es) return reel__error_set(err, REEL_E_INVALID_ARG, "unknown dtype %d", t->pixels.dtype);
     if (t->layout != REEL_LAYOUT_HWC && t->layout != REEL_LAYOUT_CHW)
         return reel__error_set(err, REEL_E_INVALID_ARG, "unknown layout %d", t->layout);
-    if (t->filter < REEL_FILTER_BILINEAR || t->filter > REEL_FILTER_NEAREST)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "unknown filter %d", t->filter);
+    if (t->pixels.filter < REEL_FILTER_BILINEAR || t->pixels.filter > REEL_FILTER_NEAREST)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "unknown filter %d", t->pixels.filter);
     if (out_w) *out_w = w;
     if (out_h) *out_h = h;
     if (bytes) *bytes = (size_t)w * (size_t)h * 3 * es;
@@ -323,24 +331,25 @@ static void rotate_rgb(const uint8_t *src, int sstride, int w, int h, int rot, u
 
 static void build_luts(reel_converter *c, const reel_transform *t)
 {
-    float key[7] = { t->scale, t->mean[0], t->mean[1], t->mean[2], t->std[0], t->std[1], t->std[2] };
-    if (c->lut_dtype == (int)t->dtype && !memcmp(key, c->lut_key, sizeof key)) return;
-    float scale = t->scale > 0 ? t->scale : 255.0f;
+    float key[7] = { t->pixels.divisor, t->pixels.mean[0], t->pixels.mean[1], t->pixels.mean[2],
+                     t->pixels.std[0],  t->pixels.std[1],  t->pixels.std[2] };
+    if (c->lut_dtype == (int)t->pixels.dtype && !memcmp(key, c->lut_key, sizeof key)) return;
+    float scale = t->pixels.divisor > 0 ? t->pixels.divisor : 255.0f;
     c->f32_vec = 1;
     for (int ch = 0; ch < 3; ch++) {
-        float sd = t->std[ch] != 0.0f ? t->std[ch] : 1.0f;
+        float sd = t->pixels.std[ch] != 0.0f ? t->pixels.std[ch] : 1.0f;
         for (int v = 0; v < 256; v++) {
-            float x = ((float)v / scale - t->mean[ch]) / sd;
+            float x = ((float)v / scale - t->pixels.mean[ch]) / sd;
             c->lut_f32[ch][v] = x;
-            c->lut_u16[ch][v] = t->dtype == REEL_DTYPE_BFLOAT16 ? reel__f32_to_bf16(x) : reel__f32_to_f16(x);
+            c->lut_u16[ch][v] = t->pixels.dtype == REEL_DTYPE_BFLOAT16 ? reel__f32_to_bf16(x) : reel__f32_to_f16(x);
         }
         c->lut_args[ch][0] = scale;
-        c->lut_args[ch][1] = t->mean[ch];
+        c->lut_args[ch][1] = t->pixels.mean[ch];
         c->lut_args[ch][2] = sd;
-        c->f32_vec &= reel__widen_f32_matches(scale, t->mean[ch], sd, c->lut_f32[ch]);
+        c->f32_vec &= reel__widen_f32_matches(scale, t->pixels.mean[ch], sd, c->lut_f32[ch]);
     }
     memcpy(c->lut_key, key, sizeof key);
-    c->lut_dtype = t->dtype;
+    c->lut_dtype = t->pixels.dtype;
 }
 
 #if defined(__GNUC__) && defined(__x86_64__)
@@ -478,13 +487,13 @@ static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int 
     if (sx == 1) {
         /* planar rows (CHW): contiguous per plane, so each row is one tight
          * de-interleaving loop the compiler vectorises, not a strided walk */
-        if (t->dtype != REEL_DTYPE_UINT8) build_luts(c, t);
+        if (t->pixels.dtype != REEL_DTYPE_UINT8) build_luts(c, t);
         for (int y = 0; y < h; y++) {
             const uint8_t *s = src + (ptrdiff_t)y * sstride;
-            if (t->dtype == REEL_DTYPE_UINT8) {
+            if (t->pixels.dtype == REEL_DTYPE_UINT8) {
                 uint8_t *r = (uint8_t *)dst + y * sy;
                 planar_row_u8(s, r, r + sc, r + 2 * sc, w, flip, c->ssse3);
-            } else if (t->dtype == REEL_DTYPE_FLOAT32) {
+            } else if (t->pixels.dtype == REEL_DTYPE_FLOAT32) {
                 float *r = (float *)dst + y * sy;
                 planar_row_f32(c, s, r, r + sc, r + 2 * sc, w, flip);
             } else {
@@ -494,7 +503,7 @@ static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int 
         }
         return;
     }
-    if (t->dtype == REEL_DTYPE_UINT8) {
+    if (t->pixels.dtype == REEL_DTYPE_UINT8) {
         uint8_t *o = dst;
         if (!flip && sx == 3 && sc == 1) {
             for (int y = 0; y < h; y++) memcpy(o + y * sy, src + (ptrdiff_t)y * sstride, (size_t)w * 3);
@@ -514,7 +523,7 @@ static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int 
         return;
     }
     build_luts(c, t);
-    if (t->dtype == REEL_DTYPE_FLOAT32) {
+    if (t->pixels.dtype == REEL_DTYPE_FLOAT32) {
         float *o = dst;
         const float *l0 = c->lut_f32[0], *l1 = c->lut_f32[1], *l2 = c->lut_f32[2];
         for (int y = 0; y < h; y++) {
@@ -690,7 +699,7 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
     }
     if (!c || !frame || !dst) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_converter_run: NULL argument");
     const AVFrame *f = frame->av;
-    int rot = t->apply_rotation ? frame->rotation : 0;
+    int rot = t->pixels.apply_rotation ? frame->rotation : 0;
     int dw = (rot == 90 || rot == 270) ? f->height : f->width;
     int dh = (rot == 90 || rot == 270) ? f->width : f->height;
     /* a window of a larger picture (maybe scaled by 1/d): the crop, in the
@@ -743,13 +752,13 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
         res = f->data[0] + (ptrdiff_t)cy * f->linesize[0] + (ptrdiff_t)cx * 3;
         res_stride = f->linesize[0];
         r = REEL_OK;
-    } else if (rot == 0 && resize && t->convert_path == REEL_CONVERT_PATH_FUSED) {
+    } else if (rot == 0 && resize && t->pixels.convert_path == REEL_CONVERT_PATH_FUSED) {
         /* crop and resize inside the YUV->RGB conversion: full-resolution
          * RGB is never made */
         res_stride = rgb_stride(ow);
         uint8_t *s0 = scratch_get(&c->s[0], (size_t)res_stride * (oh + 1));
         if (!s0) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
-        r = yuv_to_rgb(c, f, cx, cy, cw, ch, ow, oh, sws_flags_of(t->filter), s0, res_stride);
+        r = yuv_to_rgb(c, f, cx, cy, cw, ch, ow, oh, sws_flags_of(t->pixels.filter), s0, res_stride);
         res = s0;
     } else if (rot == 0 && !resize) {
         /* exact conversion of only the rows that hold the crop */
@@ -766,7 +775,7 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
         res = s0 + (ptrdiff_t)(cy - y0) * res_stride + cx * 3;
     } else {
         int nomem = 0;
-        r = convert_in_rgb(c, f, rot, cx, cy, cw, ch, ow, oh, t->filter, &res, &res_stride, &nomem);
+        r = convert_in_rgb(c, f, rot, cx, cy, cw, ch, ow, oh, t->pixels.filter, &res, &res_stride, &nomem);
         if (nomem) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
     }
     if (r != REEL_OK) {

@@ -56,7 +56,7 @@ int reel_decoder_get_output_size(const reel_decoder *dec, const reel_transform *
         t = &def;
     }
     int w = dec->info.source_width, h = dec->info.source_height;
-    if (t->apply_rotation && (dec->rotation == 90 || dec->rotation == 270)) {
+    if (t->pixels.apply_rotation && (dec->rotation == 90 || dec->rotation == 270)) {
         int x = w;
         w = h;
         h = x;
@@ -108,7 +108,7 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
          * resize: rescale to the stream's size in one bicubic pass, exactly
          * as the ffmpeg CLI does for such a stream. */
         scaled = s->t;
-        scaled.filter = REEL_FILTER_BICUBIC;
+        scaled.pixels.filter = REEL_FILTER_BICUBIC;
         t = &scaled;
     }
     int r = reel_converter_run(s->dec->conv, f, t, out, s->frame_bytes, s->err);

@@ -212,7 +212,7 @@ static int encode_frames(const reel_pack_settings *ps, const reel__pack_entry *i
     reel_transform_default_settings(&t);
     t.width = v->w;
     t.height = v->h;
-    t.apply_rotation = 1;
+    t.pixels.apply_rotation = 1; /* the default, said: a store holds frames as displayed */
     const size_t fb = (size_t)v->w * (size_t)v->h * 3;
     /* + padding: swscale's SIMD reads a little past the last row it converts */
     uint8_t *rgb = malloc(fb * CHUNK + 256);

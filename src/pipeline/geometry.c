@@ -16,10 +16,10 @@ int reel__geometry_check(const reel_clip_transform *ct, int *out_w, int *out_h, 
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown flip kind %d", ct->flip);
     if (ct->layout < REEL_BATCH_BTCHW || ct->layout > REEL_BATCH_BTHWC)
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown layout %d", ct->layout);
-    if (reel__dtype_size(ct->dtype) == 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown dtype %d", ct->dtype);
-    if (ct->filter < REEL_FILTER_BILINEAR || ct->filter > REEL_FILTER_NEAREST)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown filter %d", ct->filter);
+    if (reel__dtype_size(ct->pixels.dtype) == 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown dtype %d", ct->pixels.dtype);
+    if (ct->pixels.filter < REEL_FILTER_BILINEAR || ct->pixels.filter > REEL_FILTER_NEAREST)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown filter %d", ct->pixels.filter);
     if (ct->resize == REEL_RESIZE_SHORT_SIDE && (ct->short_side < 1 || ct->short_side > 65536))
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: short_side %d not in [1, 65536]", ct->short_side);
     if (ct->resize == REEL_RESIZE_EXACT &&
@@ -28,10 +28,10 @@ int reel__geometry_check(const reel_clip_transform *ct, int *out_w, int *out_h, 
                                ct->resize_height);
     if (ct->flip == REEL_FLIP_RANDOM && !(ct->flip_probability >= 0 && ct->flip_probability <= 1))
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: flip_probability must be in [0, 1]");
-    if (!(ct->scale != 0) || !isfinite(ct->scale))
-        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: scale must be non-zero");
+    if (!(ct->pixels.divisor != 0) || !isfinite(ct->pixels.divisor))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: divisor must be non-zero and finite");
     for (int c = 0; c < 3; c++)
-        if (!(ct->std[c] != 0) || !isfinite(ct->std[c]) || !isfinite(ct->mean[c]))
+        if (!(ct->pixels.std[c] != 0) || !isfinite(ct->pixels.std[c]) || !isfinite(ct->pixels.mean[c]))
             return reel__error_set(err, REEL_E_INVALID_ARG, "transform: std must be non-zero and finite");
     if (ct->crop == REEL_CROP_NONE) {
         if (ct->resize != REEL_RESIZE_EXACT)
@@ -115,15 +115,7 @@ int reel__geometry_frame(const reel_clip_transform *ct, int W, int H, const reel
 {
     if (W < 1 || H < 1) return reel__error_set(err, REEL_E_INVALID_ARG, "transform: empty frame %dx%d", W, H);
     reel_transform_default_settings(t);
-    t->filter = ct->filter;
-    t->convert_path = ct->convert_path;
-    t->apply_rotation = ct->apply_rotation;
-    t->dtype = ct->dtype;
-    t->scale = ct->scale;
-    for (int c = 0; c < 3; c++) {
-        t->mean[c] = ct->mean[c];
-        t->std[c] = ct->std[c];
-    }
+    t->pixels = ct->pixels;
     const uint64_t base = (uint64_t)clip * 64;
 
     int sx, sy, sw, sh, ow, oh;

@@ -38,16 +38,8 @@ void reel_loader_default_settings(reel_loader_settings *s)
     t->ratio_max = 4.0 / 3.0;
     t->flip = REEL_FLIP_NONE;
     t->flip_probability = 0.5;
-    t->filter = REEL_FILTER_BILINEAR;
-    t->convert_path = REEL_CONVERT_PATH_FUSED;
-    t->apply_rotation = 1;
-    t->dtype = REEL_DTYPE_UINT8;
+    reel_pixel_default_settings(&t->pixels);
     t->layout = REEL_BATCH_BTCHW;
-    t->scale = 255.0f;
-    for (int c = 0; c < 3; c++) {
-        t->mean[c] = 0.0f;
-        t->std[c] = 1.0f;
-    }
 
     s->batch_size = 32;
     s->drop_last = 0;
@@ -229,7 +221,7 @@ static int init_ring(reel_loader *l, int auto_prefetch, reel_error *err)
     rc.width = l->clip_width;
     rc.height = l->clip_height;
     rc.layout = s->transform.layout;
-    rc.dtype = s->transform.dtype;
+    rc.dtype = s->transform.pixels.dtype;
     rc.alignment = s->alignment;
     rc.pin_memory = s->pin_memory;
     rc.variable = l->shapes_vary;
@@ -326,7 +318,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->shapes_vary = sizes_vary || reel__sampler_fixed_count(&s.sampler) < 1;
     l->frames_per_clip = l->shapes_vary ? 0 : (int)(reel__sampler_fixed_count(&s.sampler) / s.sampler.clips_per_video);
     l->clips_per_sample = s.sampler.clips_per_video;
-    l->element_bytes = reel__dtype_size(s.transform.dtype);
+    l->element_bytes = reel__dtype_size(s.transform.pixels.dtype);
     reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);
     for (size_t i = 0; i < reel_dataset_get_num_skipped(ds); i++) { /* what the folder scan did not follow */
         const char *note = "";

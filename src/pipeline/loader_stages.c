@@ -335,7 +335,7 @@ static int window(void *opaque, size_t pos, int w, int h, int win[6])
     visit_ctx *c = opaque;
     reel_loader *l = c->l;
     if (pos >= c->n) return 0;
-    if (l->s.transform.apply_rotation && c->s->rotation) return 0;
+    if (l->s.transform.pixels.apply_rotation && c->s->rotation) return 0;
     if (clip_geometry(c, l->shapes_vary ? 0 : (int)(pos / (size_t)l->frames_per_clip), w, h) != REEL_OK ||
         c->t.crop_w <= 0)
         return 0;
@@ -382,7 +382,7 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
                                sample_name(l, s->sample), (long long)idx, (long long)s->indices[pos]);
     int fw = 0, fh = 0;
     reel_frame_get_size(frame, &fw, &fh, NULL);
-    if (l->s.transform.apply_rotation && (s->rotation == 90 || s->rotation == 270)) {
+    if (l->s.transform.pixels.apply_rotation && (s->rotation == 90 || s->rotation == 270)) {
         int tmp = fw;
         fw = fh;
         fh = tmp;

@@ -47,7 +47,7 @@ int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_inf
     s->width = l->clip_width;
     s->height = l->clip_height;
     int dw = info->width, dh = info->height;
-    if (l->s.transform.apply_rotation && (info->rotation == 90 || info->rotation == 270)) {
+    if (l->s.transform.pixels.apply_rotation && (info->rotation == 90 || info->rotation == 270)) {
         dw = info->height;
         dh = info->width;
     }

@@ -19,6 +19,7 @@
 #define ENDS_WITH_RESERVED(T)                                                                    \
     _Static_assert(offsetof(T, reserved) + sizeof(((T *)0)->reserved) + _Alignof(T) > sizeof(T), \
                    #T ": reserved must be its last field")
+ENDS_WITH_RESERVED(reel_pixel_settings);
 ENDS_WITH_RESERVED(reel_transform);
 ENDS_WITH_RESERVED(reel_size_policy);
 ENDS_WITH_RESERVED(reel_sample);
@@ -113,6 +114,33 @@ TEST(outputs_clear_their_reserved_bytes)
     memset(&os, 0xA5, sizeof os);
     reel_order_default_settings(&os);
     CHECK(RESERVED_ZERO(os));
+    reel_pixel_settings ps;
+    memset(&ps, 0xA5, sizeof ps);
+    reel_pixel_default_settings(&ps);
+    CHECK(RESERVED_ZERO(ps));
+}
+
+/* The pixel settings are one struct with one set of defaults: a frame's
+ * transform and a loader clip's embed the same values, rotation honoured. */
+TEST(transforms_share_the_pixel_defaults)
+{
+    reel_pixel_settings ps;
+    memset(&ps, 0xA5, sizeof ps);
+    reel_pixel_default_settings(&ps);
+    CHECK_EQ_INT(ps.filter, REEL_FILTER_BILINEAR);
+    CHECK_EQ_INT(ps.convert_path, REEL_CONVERT_PATH_FUSED);
+    CHECK_EQ_INT(ps.apply_rotation, 1);
+    CHECK_EQ_INT(ps.dtype, REEL_DTYPE_UINT8);
+    CHECK(ps.divisor == 255.0f);
+    for (int c = 0; c < 3; c++) CHECK(ps.mean[c] == 0.0f && ps.std[c] == 1.0f);
+    reel_transform t;
+    memset(&t, 0x5A, sizeof t);
+    reel_transform_default_settings(&t);
+    reel_loader_settings ls;
+    memset(&ls, 0x5A, sizeof ls);
+    reel_loader_default_settings(&ls);
+    CHECK(!memcmp(&t.pixels, &ps, sizeof ps));
+    CHECK(!memcmp(&ls.transform.pixels, &ps, sizeof ps));
 }
 
 /* ---------------------------------------------------------------- memory and callbacks */
@@ -454,11 +482,11 @@ TEST(get_frames_alloc_matches_get_frames)
     reel_decoder *d = tg_open(video("api.mp4", "h264", 2), NULL);
     reel_transform ts[3];
     for (int k = 0; k < 3; k++) reel_transform_default_settings(&ts[k]);
-    ts[1].dtype = REEL_DTYPE_FLOAT32;
+    ts[1].pixels.dtype = REEL_DTYPE_FLOAT32;
     ts[1].layout = REEL_LAYOUT_CHW;
     ts[2].width = 64;
     ts[2].height = 48;
-    ts[2].dtype = REEL_DTYPE_BFLOAT16;
+    ts[2].pixels.dtype = REEL_DTYPE_BFLOAT16;
     for (int k = 0; k < 3; k++) {
         void *out = NULL;
         size_t out_size = 0;
@@ -669,10 +697,10 @@ TEST(converter_explicit_strides_cthw)
             reel_transform_default_settings(&s.t);
             s.t.width = ow;
             s.t.height = oh;
-            s.t.dtype = dtypes[di];
+            s.t.pixels.dtype = dtypes[di];
             s.t.flip_horizontal = flip;
-            s.t.mean[1] = 0.5f;
-            s.t.std[2] = 0.25f;
+            s.t.pixels.mean[1] = 0.5f;
+            s.t.pixels.std[2] = 0.25f;
             s.elem = dtypes[di] == REEL_DTYPE_UINT8 ? 1 : dtypes[di] == REEL_DTYPE_FLOAT32 ? 4 : 2;
             s.T = T;
             s.Hh = oh;

@@ -79,8 +79,8 @@ static void check_sizes(const size_case *cases, size_t ncases)
                 reel_transform_default_settings(&t);
                 t.width = c->ow;
                 t.height = c->oh;
-                t.filter = REEL_FILTER_BILINEAR + fi;
-                t.convert_path = m ? REEL_CONVERT_PATH_AFTER_RGB : REEL_CONVERT_PATH_FUSED;
+                t.pixels.filter = REEL_FILTER_BILINEAR + fi;
+                t.pixels.convert_path = m ? REEL_CONVERT_PATH_AFTER_RGB : REEL_CONVERT_PATH_FUSED;
                 int w = 0, h = 0;
                 tg_frame_bytes(dec, &t, &w, &h);
                 CHECK(w == c->ow && h == c->oh);

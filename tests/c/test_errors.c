@@ -231,11 +231,11 @@ TEST(bad_transforms_are_invalid_arg)
     bads[nb].height = -1;
     bads[nb].width = 10;
     what[nb++] = "negative height";
-    bads[nb].dtype = 9;
+    bads[nb].pixels.dtype = 9;
     what[nb++] = "unknown dtype";
     bads[nb].layout = 5;
     what[nb++] = "unknown layout";
-    bads[nb].filter = -1;
+    bads[nb].pixels.filter = -1;
     what[nb++] = "unknown filter";
     bads[nb].width = 100000;
     what[nb++] = "absurd width";
@@ -295,7 +295,7 @@ TEST(too_small_buffer)
     /* float32 needs 4x */
     reel_transform t;
     reel_transform_default_settings(&t);
-    t.dtype = REEL_DTYPE_FLOAT32;
+    t.pixels.dtype = REEL_DTYPE_FLOAT32;
     CHECK_STATUS(reel_decoder_get_frames(dec, idx, 1, &t, buf, fb * 3, NULL, &err), REEL_E_BUFFER_TOO_SMALL);
     double times[2] = { 0.0, 1.0 };
     CHECK_STATUS(reel_decoder_get_frames_at_times(dec, times, 2, NULL, buf, fb, NULL, NULL, &err),

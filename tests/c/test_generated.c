@@ -126,24 +126,24 @@ static size_t count_distinct(const int64_t *idx, size_t n, int64_t num_frames)
 }
 
 /* The float32 the converter must produce for byte v of channel c. */
-static float ref_norm(uint8_t v, float scale, float mean, float std)
+static float ref_norm(uint8_t v, float divisor, float mean, float std)
 {
-    volatile float x = (float)v / scale; /* force float rounding at each step */
+    volatile float x = (float)v / divisor; /* force float rounding at each step */
     x = x - mean;
     x = x / std;
     return x;
 }
 
 typedef struct norm {
-    float scale, mean[3], std[3];
+    float divisor, mean[3], std[3];
 } norm;
 
 static void set_norm(reel_transform *t, const norm *nm)
 {
-    t->scale = nm->scale;
+    t->pixels.divisor = nm->divisor;
     for (int c = 0; c < 3; c++) {
-        t->mean[c] = nm->mean[c];
-        t->std[c] = nm->std[c];
+        t->pixels.mean[c] = nm->mean[c];
+        t->pixels.std[c] = nm->std[c];
     }
 }
 
@@ -171,7 +171,7 @@ static void check_transforms(reel_decoder *dec, const int64_t *idx, size_t n)
         { 1.0f, { 0.0f, 0.0f, 0.0f }, { 1.0f, 1.0f, 1.0f } },               /* 0-255, as reel.vlm's float32 */
         { 255.0f, { 0.485f, 0.456f, 0.406f }, { 0.229f, 0.224f, 0.225f } }, /* ImageNet */
         /* extremes for the 16-bit types: overflow to inf (std 1e-5 -> up to 1e5),
-         * subnormal halves (std 1e3), odd scale */
+         * subnormal halves (std 1e3), odd divisor */
         { 255.0f, { 0.25f, 0.0f, 0.5f }, { 1e-5f, 1e3f, 0.3f } },
         { 1.0f, { 128.0f, 0.0f, -7.0f }, { 64.0f, 3.0f, 0.001f } },
     };
@@ -186,7 +186,7 @@ static void check_transforms(reel_decoder *dec, const int64_t *idx, size_t n)
                     if (dtypes[di] == REEL_DTYPE_UINT8 && layout == REEL_LAYOUT_HWC && !flip) continue;
                     reel_transform u;
                     reel_transform_default_settings(&u);
-                    u.dtype = dtypes[di];
+                    u.pixels.dtype = dtypes[di];
                     u.layout = layout;
                     u.flip_horizontal = flip;
                     set_norm(&u, &norms[ni]);
@@ -198,7 +198,7 @@ static void check_transforms(reel_decoder *dec, const int64_t *idx, size_t n)
                                     int sx = flip ? w - 1 - x : x;
                                     uint8_t v = base[elem_off(REEL_LAYOUT_HWC, w, h, f, c, y, sx)];
                                     size_t o = elem_off(layout, w, h, f, c, y, x);
-                                    float ref = ref_norm(v, norms[ni].scale, norms[ni].mean[c], norms[ni].std[c]);
+                                    float ref = ref_norm(v, norms[ni].divisor, norms[ni].mean[c], norms[ni].std[c]);
                                     int ok;
                                     uint32_t got_bits = 0, want_bits = 0;
                                     switch (dtypes[di]) {
@@ -450,8 +450,8 @@ static void run_case(const gen_case *c)
                 reel_transform_default_settings(&t);
                 t.width = 224;
                 t.height = 224;
-                t.convert_path = mode;
-                t.filter = filt;
+                t.pixels.convert_path = mode;
+                t.pixels.filter = filt;
                 int w, h;
                 tg_frame_bytes(dec, &t, &w, &h);
                 CHECK_EQ_INT(w, 224);

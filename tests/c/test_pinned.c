@@ -44,7 +44,7 @@ static uint64_t run_epoch(reel_dataset *ds, int pin, const char **ring_memory, i
     s.sampler.frames_per_clip = 3;
     s.transform.short_side = 48;
     s.transform.crop_width = s.transform.crop_height = 32;
-    s.transform.dtype = REEL_DTYPE_FLOAT32;
+    s.transform.pixels.dtype = REEL_DTYPE_FLOAT32;
     s.batch_size = 2;
     s.decode_threads = 2;
     s.seed = 11;

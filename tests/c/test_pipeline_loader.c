@@ -126,10 +126,10 @@ TEST(layouts_and_dtypes_hold_the_same_pixels)
         for (int di = 0; di < 4; di++) {
             reel_loader_settings s2 = s;
             s2.transform.layout = layout;
-            s2.transform.dtype = dtypes[di];
+            s2.transform.pixels.dtype = dtypes[di];
             for (int c = 0; c < 3; c++) {
-                s2.transform.mean[c] = mean[c];
-                s2.transform.std[c] = stdv[c];
+                s2.transform.pixels.mean[c] = mean[c];
+                s2.transform.pixels.std[c] = stdv[c];
             }
             s2.decode_threads = 1 + layout;
             reel_loader *l = NULL;

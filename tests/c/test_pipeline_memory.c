@@ -81,7 +81,7 @@ TEST(rss_is_flat_over_2400_samples)
     s.transform.crop = REEL_CROP_RANDOM;
     s.transform.crop_width = s.transform.crop_height = 96;
     s.transform.flip = REEL_FLIP_RANDOM;
-    s.transform.dtype = REEL_DTYPE_FLOAT16;
+    s.transform.pixels.dtype = REEL_DTYPE_FLOAT16;
     s.batch_size = 16;
     s.epochs = EPOCHS;
     s.decode_threads = 4;

@@ -242,10 +242,10 @@ static void check_window(reel_store_format fmt, const char *name, int resized)
     ls.transform.flip = REEL_FLIP_RANDOM;
     ls.transform.layout = REEL_BATCH_BTCHW;
     if (resized) {
-        ls.transform.dtype = REEL_DTYPE_FLOAT32;
+        ls.transform.pixels.dtype = REEL_DTYPE_FLOAT32;
         for (int c = 0; c < 3; c++) {
-            ls.transform.mean[c] = 0.45f;
-            ls.transform.std[c] = 0.225f;
+            ls.transform.pixels.mean[c] = 0.45f;
+            ls.transform.pixels.std[c] = 0.225f;
         }
     }
     ls.epochs = 2;
@@ -264,10 +264,10 @@ static void check_window(reel_store_format fmt, const char *name, int resized)
                 const reel_clip_info *ci = &b->clips[c];
                 reel_transform t;
                 clip_transform(ci, ow, oh, &t);
-                t.dtype = ls.transform.dtype;
+                t.pixels.dtype = ls.transform.pixels.dtype;
                 t.layout = REEL_LAYOUT_CHW;
-                memcpy(t.mean, ls.transform.mean, sizeof t.mean);
-                memcpy(t.std, ls.transform.std, sizeof t.std);
+                memcpy(t.pixels.mean, ls.transform.pixels.mean, sizeof t.pixels.mean);
+                memcpy(t.pixels.std, ls.transform.pixels.std, sizeof t.pixels.std);
                 narrow += ci->crop_w + 16 < SW;
                 flipped += ci->flipped;
                 for (int k = 0; k < T; k++) {

@@ -788,10 +788,10 @@ TEST(geometry_rejects_unfixed_sizes_and_bad_values)
     CHECK_EQ_INT(w, 128);
     CHECK_EQ_INT(h, 96);
     ct = transform_defaults();
-    ct.std[1] = 0;
+    ct.pixels.std[1] = 0;
     CHECK_STATUS(reel__geometry_check(&ct, &w, &h, NULL), REEL_E_INVALID_ARG);
     ct = transform_defaults();
-    ct.dtype = 17;
+    ct.pixels.dtype = 17;
     CHECK_STATUS(reel__geometry_check(&ct, &w, &h, NULL), REEL_E_INVALID_ARG);
 }
 

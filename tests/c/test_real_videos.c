@@ -103,6 +103,7 @@ static void body_frames_by_index(void)
 
     reel_transform t;
     reel_transform_default_settings(&t);
+    t.pixels.apply_rotation = 0; /* the stream's pixels, as ffmpeg -noautorotate */
     int w, h;
     size_t fb;
     uint8_t *got = reel_frames(dec, req, nreq, &t, &w, &h, &fb);
@@ -215,10 +216,13 @@ static void body_keyframe_starts(void)
         size_t fb;
         reel_error err;
         reel_error_clear(&err);
-        CHECK_OK(reel_decoder_get_output_size(d, NULL, &w, &h, &fb, &err));
+        reel_transform t; /* every video of the manifest: the stream's pixels, as ffmpeg -noautorotate */
+        reel_transform_default_settings(&t);
+        t.pixels.apply_rotation = 0;
+        CHECK_OK(reel_decoder_get_output_size(d, &t, &w, &h, &fb, &err));
         uint8_t *got = xmalloc(cnt * fb);
         reel_decode_stats st;
-        int r = reel_decoder_get_frames(d, req + first_of[g], cnt, NULL, got, cnt * fb, &st, &err);
+        int r = reel_decoder_get_frames(d, req + first_of[g], cnt, &t, got, cnt * fb, &st, &err);
         CHECK_MSG(r == REEL_OK, "frames from keyframe %lld: %d %s", (long long)req[first_of[g]], r, err.message);
         restarts += st.key_restarts;
         for (size_t i = 0; i < cnt; i++) {

@@ -179,8 +179,8 @@ TEST(torchcodec_reference_frames_bit_exact)
         } else if (g->kind == REF_SCALE) {
             t.width = 240;
             t.height = 135;
-            t.filter = REEL_FILTER_BILINEAR;
-            t.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+            t.pixels.filter = REEL_FILTER_BILINEAR;
+            t.pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
         }
         int64_t idx[128];
         for (size_t k = 0; k < nm; k++) idx[k] = items[member[k]].index;
@@ -396,11 +396,11 @@ static void body_crop_resize(void)
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
         t.width = c->w * sizes[k].wn / sizes[k].wd;
         t.height = c->h * sizes[k].hn / sizes[k].hd;
-        t.filter = sizes[k].filter;
-        t.convert_path = REEL_CONVERT_PATH_FUSED;
+        t.pixels.filter = sizes[k].filter;
+        t.pixels.convert_path = REEL_CONVERT_PATH_FUSED;
         snprintf(filters, sizeof filters, "crop=%d:%d:%d:%d:exact=1,scale=%d:%d:flags=%s", c->w, c->h, c->x, c->y,
-                 t.width, t.height, ff_flags(t.filter));
-        snprintf(what, sizeof what, "fused crop+resize %s", ff_flags(t.filter));
+                 t.width, t.height, ff_flags(t.pixels.filter));
+        snprintf(what, sizeof what, "fused crop+resize %s", ff_flags(t.pixels.filter));
         compare_transform(c, &t, filters, what);
     }
 }
@@ -439,11 +439,11 @@ static void body_after_rgb(void)
         t.crop_h = c->h;
         t.width = c->w * sizes[k].wn / sizes[k].wd;
         t.height = c->h * sizes[k].hn / sizes[k].hd;
-        t.filter = sizes[k].filter;
-        t.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+        t.pixels.filter = sizes[k].filter;
+        t.pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
         snprintf(filters, sizeof filters, "format=rgb24,crop=%d:%d:%d:%d:exact=1,scale=%d:%d:flags=%s", c->w, c->h,
-                 c->x, c->y, t.width, t.height, ff_flags(t.filter));
-        snprintf(what, sizeof what, "after-RGB crop+resize %s", ff_flags(t.filter));
+                 c->x, c->y, t.width, t.height, ff_flags(t.pixels.filter));
+        snprintf(what, sizeof what, "after-RGB crop+resize %s", ff_flags(t.pixels.filter));
         compare_transform(c, &t, filters, what);
     }
 }
@@ -473,7 +473,7 @@ static void body_rotation(void)
     CHECK(n >= 3);
     reel_transform t;
     reel_transform_default_settings(&t);
-    t.apply_rotation = 1;
+    t.pixels.apply_rotation = 1;
     int w, h;
     size_t fb;
     uint8_t *got = reel_frames(dec, req, nreq, &t, &w, &h, &fb);

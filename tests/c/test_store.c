@@ -55,7 +55,7 @@ static uint8_t *video_frames(const char *path, const int64_t *idx, size_t n, int
     reel_transform_default_settings(&t);
     t.width = w;
     t.height = h;
-    t.apply_rotation = 1;
+    t.pixels.apply_rotation = 1;
     uint8_t *buf = tg_get(dec, idx, n, &t, NULL);
     reel_decoder_close(&dec);
     return buf;

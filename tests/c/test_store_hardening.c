@@ -51,7 +51,7 @@ static const sc_videos wide = { "wide", 2, 340, 256, 9, 3, 4, 0, 21 };
  * multiple of 32 but not 64), 600 bytes (of 8, not 16). */
 static const int sizes[][2] = { { 170, 128 }, { 171, 97 }, { 224, 224 }, { 200, 75 }, { 33, 17 } };
 
-/* `reel frames VIDEO --at 0..n-1 --size WxH --rotate --raw FILE`, read back. */
+/* `reel frames VIDEO --at 0..n-1 --size WxH --raw FILE` (rotated, the default), read back. */
 static uint8_t *cli_frames(const char *video, int64_t n, int w, int h)
 {
     const char *cli = cli_or_skip();
@@ -61,7 +61,7 @@ static uint8_t *cli_frames(const char *video, int64_t n, int w, int h)
         snprintf(at + l, sizeof at - l, "%s%lld", i ? "," : "", (long long)i);
     }
     snprintf(out, sizeof out, "%s/frames_%dx%d.rgb", harness_tmpdir(), w, h);
-    snprintf(cmd, sizeof cmd, "'%s' frames '%s' --at %s --size %dx%d --rotate --raw '%s'", cli, video, at, w, h, out);
+    snprintf(cmd, sizeof cmd, "'%s' frames '%s' --at %s --size %dx%d --raw '%s'", cli, video, at, w, h, out);
     int rc = run(cmd, 1, msg, sizeof msg);
     CHECK_MSG(rc == 0, "%s: exit %d: %s", cmd, rc, msg);
     size_t sz = 0;

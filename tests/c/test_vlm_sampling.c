@@ -523,20 +523,20 @@ TEST(float32_chw_output_is_the_uint8_output_widened)
             t.height = oh;
             t.layout = REEL_LAYOUT_CHW;
             t.flip_horizontal = flip;
-            t.filter = REEL_FILTER_BICUBIC;
-            t.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+            t.pixels.filter = REEL_FILTER_BICUBIC;
+            t.pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
             uint8_t *u8 = tg_get(d, idx, 3, &t, NULL);
-            t.dtype = REEL_DTYPE_FLOAT32;
-            t.scale = norms[ni][0];
+            t.pixels.dtype = REEL_DTYPE_FLOAT32;
+            t.pixels.divisor = norms[ni][0];
             for (int c = 0; c < 3; c++) {
-                t.mean[c] = norms[ni][1 + c];
-                t.std[c] = norms[ni][4 + c];
+                t.pixels.mean[c] = norms[ni][1 + c];
+                t.pixels.std[c] = norms[ni][4 + c];
             }
             float *f32 = (float *)tg_get(d, idx, 3, &t, NULL);
             size_t bad = 0, total = (size_t)3 * 3 * ow * oh;
             for (size_t i = 0; i < total; i++) {
                 int c = (int)(i / ((size_t)ow * oh) % 3);
-                float want = widen_ref(u8[i], t.scale, t.mean[c], t.std[c]);
+                float want = widen_ref(u8[i], t.pixels.divisor, t.pixels.mean[c], t.pixels.std[c]);
                 bad += memcmp(&want, &f32[i], sizeof want) != 0;
             }
             CHECK_MSG(bad == 0, "flip %d norm %d: %zu of %zu float32 values differ from uint8 widened", flip, ni, bad,

@@ -32,6 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         int64_t idx[3] = { 0, in->num_frames / 2, in->num_frames - 1 };
         reel_transform t;
         reel_transform_default_settings(&t);
+        t.pixels.apply_rotation = 0;
         t.width = 16;
         t.height = 16;
         uint8_t out[3 * 16 * 16 * 3];

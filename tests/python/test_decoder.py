@@ -262,10 +262,10 @@ def test_dtypes_and_normalisation(video, np, torch):
         bf.numpy()
 
 
-def test_filters_and_resize_modes(video):
+def test_filters_and_convert_paths(video):
     for filt in ("bilinear", "area", "bicubic", "nearest"):
         for mode in ("fused", "after_rgb"):
-            d = reel.VideoDecoder(video, layout="HWC", size=(60, 80), filter=filt, resize_mode=mode)
+            d = reel.VideoDecoder(video, layout="HWC", size=(60, 80), filter=filt, convert_path=mode)
             assert read_indices(d.get_frames_at([17])) == [17]
 
 
@@ -284,6 +284,41 @@ def test_rotation(shared_videos):
     assert reel.VideoDecoder(p, rotate=False).frame_shape == (3, m.source_height, m.source_width)
     # bit_rate is the stream's (ffprobe: stream 202188, container 217676)
     assert (m.bit_rate, m.container_bit_rate) == (202188, 217676)
+
+
+def test_cli_frames_names_the_convert_path_and_rotation_as_python(shared_videos):
+    """`reel frames --convert-path fused|after_rgb` and `--no-rotate` are
+    VideoDecoder's convert_path= and rotate=False (issue 26: one name per
+    concept, one default: the display rotation is applied)."""
+    import os
+    import subprocess
+
+    cli = os.environ.get("REEL_CLI")
+    if not cli or not os.path.exists(cli):
+        pytest.skip("the reel CLI is not built (set REEL_CLI)")
+    p = shared_videos / "nasa_13013_rotated.mp4"
+    if not p.exists():
+        pytest.skip("nasa_13013_rotated.mp4 not in the shared videos")
+
+    def frames(*opts: str) -> bytes:
+        return subprocess.run([cli, "frames", str(p), "--at", "5", *opts, "--raw", "-"], capture_output=True,
+                              check=True, timeout=120).stdout
+
+    def decoded(**kw) -> bytes:
+        return reel.VideoDecoder(p, layout="HWC", filter="bicubic", **kw)[5].numpy().tobytes()
+
+    fused = frames("--size", "80x60", "--filter", "bicubic", "--convert-path", "fused", "--no-rotate")
+    after = frames("--size", "80x60", "--filter", "bicubic", "--convert-path", "after_rgb", "--no-rotate")
+    assert len(fused) == len(after) == 80 * 60 * 3 and fused != after
+    assert fused == frames("--size", "80x60", "--filter", "bicubic", "--no-rotate")  # fused is the default
+    assert fused == decoded(size=(60, 80), convert_path="fused", rotate=False)
+    assert after == decoded(size=(60, 80), convert_path="after_rgb", rotate=False)
+    rotated = frames("--size", "60x80", "--filter", "bicubic")  # rotated by default, as in Python
+    assert rotated == decoded(size=(80, 60)) and rotated != frames("--size", "60x80", "--filter", "bicubic",
+                                                                   "--no-rotate")
+    bad = subprocess.run([cli, "frames", str(p), "--at", "5", "--convert-path", "yuv", "--raw", "-"],
+                         capture_output=True, timeout=120)
+    assert bad.returncode == 2 and b"--convert-path" in bad.stderr, bad.stderr
 
 
 def test_sidecar_index(synth, tmp_path):

@@ -101,11 +101,12 @@ def test_each_loader_keyword_reaches_its_c_field_by_its_full_name():
         value = 0.25 if c_fields[field] in (4, 5) else 3
         assert _loader.loader_settings({keyword: value})[field] == convert(value), keyword
     # the renamed ones, by their C names
-    s = _loader.loader_settings({"num_threads": 3, "divisor": 2.0, "scale": (0.5, 0.75), "resize_mode": "after_rgb",
+    s = _loader.loader_settings({"num_threads": 3, "divisor": 2.0, "scale": (0.5, 0.75), "convert_path": "after_rgb",
                                  "rotate": False, "shard": "drop", "corrupt": "skip", "sampling_range_end": 1.5})
-    assert s["decode_threads"] == 3 and s["transform.scale"] == 2.0
+    assert s["decode_threads"] == 3 and s["transform.pixels.divisor"] == 2.0
     assert (s["transform.scale_min"], s["transform.scale_max"]) == (0.5, 0.75)
-    assert s["transform.convert_path"] == _reel.CONVERT_PATH_AFTER_RGB and s["transform.apply_rotation"] == 0
+    assert s["transform.pixels.convert_path"] == _reel.CONVERT_PATH_AFTER_RGB
+    assert s["transform.pixels.apply_rotation"] == 0
     assert s["shard_mode"] == _reel.SHARD_DROP and s["corrupt_policy"] == _reel.CORRUPT_SKIP
     assert s["sampler.range_end"] == 1.5
     # every C field is reached by some keyword
@@ -228,6 +229,7 @@ def _value(text: str, ctype: str):
 STRUCTS = [
     ("sampler.h", "reel_sampler_settings", "sampler.", "loader"),
     ("loader.h", "reel_clip_transform", "transform.", "loader"),
+    ("convert.h", "reel_pixel_settings", "transform.pixels.", "loader"),
     ("loader.h", "reel_loader_settings", "", "loader"),
     ("io.h", "reel_remote_settings", "", "remote"),
 ]
@@ -258,6 +260,7 @@ def test_every_documented_default_is_the_one_set():
     assert not wrong, "\n".join(wrong)
     # a parser that reads nothing would pass: it must have read most fields
     assert len(checked) >= 45, sorted(checked)
-    for key in ("alignment", "transform.ratio_min", "transform.crop_height", "readahead_max", "failure_log_size",
-                "sampler.kind", "corrupt_policy", "world_size", "sampler.seconds_between_frames"):
+    for key in ("alignment", "transform.ratio_min", "transform.crop_height", "transform.pixels.apply_rotation",
+                "transform.pixels.divisor", "readahead_max", "failure_log_size", "sampler.kind", "corrupt_policy",
+                "world_size", "sampler.seconds_between_frames"):
         assert key in checked, key

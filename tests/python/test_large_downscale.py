@@ -55,7 +55,7 @@ def test_decoder_after_rgb_28x28(request, ffmpeg, which, filt, flags):
     path = request.getfixturevalue(which)
 
     def run():
-        with reel.VideoDecoder(path, size=(28, 28), filter=filt, resize_mode="after_rgb", layout="HWC") as d:
+        with reel.VideoDecoder(path, size=(28, 28), filter=filt, convert_path="after_rgb", layout="HWC") as d:
             return d.get_frames_at([3, 0]).numpy().copy()
 
     got = child(run)

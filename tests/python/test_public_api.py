@@ -46,8 +46,8 @@ def test_current_names_compile_cleanly(tmp_path):
             "         + reel_loader_get_failures_by_cause(l, REEL_E_IO, &c, &e) + (int)s + (int)e.status\n"
             "         + REEL_CONVERT_PATH_FUSED; }\n"
             "double g(const reel_loader *l, reel_transform *t, reel_clip_transform *c, reel_failure *f) {\n"
-            "  size_t n; reel_remote_stats r = {0}; t->convert_path = REEL_CONVERT_PATH_AFTER_RGB;\n"
-            "  c->convert_path = t->convert_path; reel_loader_get_raised_failure(l, f, 0);\n"
+            "  size_t n; reel_remote_stats r = {0}; t->pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;\n"
+            "  c->pixels.convert_path = t->pixels.convert_path; reel_loader_get_raised_failure(l, f, 0);\n"
             "  double q = 0; reel_remote_stats_get_quantile(&r, 0.5, &q, NULL);\n"
             "  return q + (double)(reel_loader_settings_get_fields(&n) != 0)\n"
             "         + (double)(reel_remote_stats_get_fields(&n) != 0); }")

@@ -72,11 +72,11 @@ def test_reference_filters(shared_videos):
     refs = refs_dir(shared_videos, "nasa_13013.mp4")
     path = shared_videos / "nasa_13013.mp4"
     # crop=300:200:50:35 and scale=240:135 run after the RGB conversion in the reference chain
-    crop = reel.VideoDecoder(path, layout="HWC", crop=(35, 50, 200, 300), resize_mode="after_rgb")
+    crop = reel.VideoDecoder(path, layout="HWC", crop=(35, 50, 200, 300), convert_path="after_rgb")
     for i in (0, 15, 200, 389):
         want = load_ref(refs / f"nasa_13013.mp4.crop_300_200_50_35_exact_1.stream3.frame{i:06d}.pt")
         assert crop[i].tobytes() == want, f"crop frame {i}"
-    scale = reel.VideoDecoder(path, layout="HWC", size=(135, 240), resize_mode="after_rgb")
+    scale = reel.VideoDecoder(path, layout="HWC", size=(135, 240), convert_path="after_rgb")
     for i in (17, 230, 389):
         want = load_ref(refs / f"nasa_13013.mp4.scale_240_135_flags_bilinear.stream3.frame{i:06d}.pt")
         assert scale[i].tobytes() == want, f"scale frame {i}"
