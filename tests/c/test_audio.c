@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "reel/audio.h"
@@ -269,4 +271,33 @@ TEST(no_audio_is_named_or_zeros_and_audio_alone_is_refused)
     CHECK_STATUS(reel_audio_open(&a, path, &s, &err), REEL_E_INVALID_ARG);
     snprintf(path, sizeof path, "%s/missing.mp4", harness_tmpdir());
     CHECK_STATUS(reel_audio_open(&a, path, NULL, &err), REEL_E_NOT_FOUND);
+}
+
+TEST(truncated_audio_is_named_and_what_comes_before_the_cut_still_decodes)
+{
+    need_ffmpeg();
+    char full[1024], cut[1024], cmd[6000];
+    snprintf(full, sizeof full, "%s/whole.mp4", harness_tmpdir());
+    snprintf(cut, sizeof cut, "%s/cut.mp4", harness_tmpdir());
+    snprintf(cmd, sizeof cmd,
+             "ffmpeg -nostdin -y -f lavfi -i testsrc2=size=160x120:rate=25:duration=4 -f lavfi -i "
+             "sine=f=440:sample_rate=48000:d=4 -map 0:v -map 1:a -c:v libx264 -preset ultrafast -c:a aac "
+             "-movflags +faststart %s",
+             full);
+    run(cmd);
+    snprintf(cmd, sizeof cmd, "cp %s %s", full, cut);
+    run(cmd);
+    struct stat sb;
+    CHECK(stat(full, &sb) == 0);
+    CHECK(truncate(cut, sb.st_size * 6 / 10) == 0);
+    reel_audio *a = NULL;
+    reel_error err;
+    CHECK_OK(reel_audio_open(&a, cut, NULL, &err)); /* the index is whole (faststart); the samples are cut */
+    static float buf[48000 * 4];
+    reel_audio_window w;
+    CHECK_OK(reel_audio_get_samples(a, 0, 1, 1, 1, buf, 48000, &w, &err)); /* before the cut */
+    CHECK_EQ_INT(w.valid_hi, 48000);
+    CHECK_STATUS(reel_audio_get_samples(a, 0, 4, 1, 1, buf, 48000 * 4, &w, &err), REEL_E_CORRUPT);
+    CHECK_MSG(strstr(err.message, "cut.mp4") && strstr(err.message, "audio"), "%s", err.message);
+    reel_audio_close(&a);
 }
