@@ -27,7 +27,7 @@ What it does:
      keyframe at or before a wanted frame up to it, merged when they touch.
   4. For each thread count T (default 1, 2, 4; 4 oversubscribes 2 cores),
      interleaved, best of --repeat rounds:
-       reel   `reel bench DIR --threads T --json ...`: frames/s, peak RSS,
+       reel   `reel bench DIR --decode-threads T --json ...`: frames/s, peak RSS,
               amplification, data time, per-stage busy time, bottleneck;
        floor  ffmpeg alone decoding exactly those spans: one ffmpeg process
               per video (`-threads 1`, the concat demuxer with inpoint =
@@ -137,7 +137,7 @@ def make_plan(reel, ds_dir, workload, epochs, data_dir):
     t0 = time.perf_counter()
     samples = {}
     with reel.Loader(str(ds_dir), frames_per_clip=wl["frames_per_clip"], clips_per_video=wl["clips_per_video"],
-                     size=OUT_SIZE, batch_size=BATCH, num_threads=os.cpu_count() or 1, shuffle=True, seed=SEED,
+                     size=OUT_SIZE, batch_size=BATCH, decode_threads=os.cpu_count() or 1, shuffle=True, seed=SEED,
                      crop="random", flip="random", epochs=epochs) as loader:
         for e in range(epochs):
             for b in loader:
@@ -307,7 +307,7 @@ def run_reel(exe, ds_dir, workload, threads, epochs):
     wl = WORKLOADS[workload]
     cmd = [str(exe), "bench", str(ds_dir), "--frames-per-clip", str(wl["frames_per_clip"]),
            "--clips-per-video", str(wl["clips_per_video"]), "--size", str(OUT_SIZE), "--batch", str(BATCH),
-           "--threads", str(threads), "--epochs", str(epochs), "--seed", str(SEED), "--json", "--no-progress"]
+           "--decode-threads", str(threads), "--epochs", str(epochs), "--seed", str(SEED), "--json", "--no-progress"]
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -423,7 +423,7 @@ def render(results, meta):
              + f". Output: {OUT_SIZE}x{OUT_SIZE} uint8 [B,T,C,H,W] (short side 256, random crop, random flip), "
              f"batches of {BATCH} videos, seed {SEED}, {meta['epochs']} epoch(s) per run. Command per row: "
              f"`build/reel bench DIR --frames-per-clip F --clips-per-video K --size {OUT_SIZE} --batch {BATCH} "
-             f"--threads T --epochs {meta['epochs']} --seed {SEED} --json`.")
+             f"--decode-threads T --epochs {meta['epochs']} --seed {SEED} --json`.")
     L.append("")
     L.append("Two readings of \"8 random frames per clip\": **clip** = `--frames-per-clip 8 --clips-per-video 1`, "
              "8 consecutive frames at a random start (the loader's default sampler); **scattered** = "

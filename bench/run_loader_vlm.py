@@ -3,11 +3,11 @@
 videos sampled at 2 fps and sized by qwen's pixel budget, one sample per
 batch, in one process per configuration (wall, CPU seconds, peak RSS):
 
-    serial      num_threads=1: one decode thread, never split
-    split       num_threads=2, prefetch_batches=1: the second decode thread
+    serial      decode_threads=1: one decode thread, never split
+    split       decode_threads=2, prefetch_batches=1: the second decode thread
                 would idle, so each sample's keyframe runs are split over
                 two decoder contexts (gop_split_samples counts them)
-    pipelined   num_threads=2, prefetch automatic: two samples at once
+    pipelined   decode_threads=2, prefetch automatic: two samples at once
 
     nice python3 bench/run_loader_vlm.py [--repeat 2] [--layout BCTHW] [VIDEO ...]
 
@@ -26,8 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("REEL_SHARED_VIDEOS") or ROOT.parent / "shared" / "videos")
 DEFAULT = ["karma.mp4", "one-by-one-person-detection.mp4", "big_buck_bunny_0_30.webm", "MVI_4823.AVI"]
-CONFIGS = {"serial": dict(num_threads=1, prefetch_batches=1), "split": dict(num_threads=2, prefetch_batches=1),
-           "pipelined": dict(num_threads=2)}
+CONFIGS = {"serial": dict(decode_threads=1, prefetch_batches=1), "split": dict(decode_threads=2, prefetch_batches=1),
+           "pipelined": dict(decode_threads=2)}
 
 CHILD = r"""
 import json, resource, sys, time

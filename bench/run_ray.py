@@ -358,7 +358,7 @@ def main():
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     while epochs == 0 or loader_s < a.min_seconds:
         t0 = time.perf_counter()
-        with reel.Loader(src, batch_size=32, num_threads=a.cpus, epochs=1, first_epoch=epochs, **opts) as L:
+        with reel.Loader(src, batch_size=32, decode_threads=a.cpus, epochs=1, first_epoch=epochs, **opts) as L:
             for b in L:
                 clips += len(b.info)
                 if epochs == 0:

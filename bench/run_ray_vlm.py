@@ -4,9 +4,9 @@ whole videos sampled at 2 fps and sized by qwen's pixel budget, one row per
 video, against reel.Loader over the same videos with the same options, in
 one run:
 
-    Loader      reel.Loader(num_threads=2), one sample per batch
+    Loader      reel.Loader(decode_threads=2), one sample per batch
     read_clips  a local Ray node of --cpus CPUs on 127.0.0.1 (workers warmed
-                up first), read_clips(num_threads=1: one task per CPU), then
+                up first), read_clips(decode_threads=1: one task per CPU), then
                 iter_batches(batch_size=1, batch_format="numpy")
 
 Wall and CPU seconds (the driver and every Ray process), frames delivered,
@@ -46,7 +46,7 @@ def main() -> int:
 
     t0, c0 = time.perf_counter(), time.process_time()
     want, frames = {}, 0
-    with reel.Loader(paths, batch_size=1, num_threads=2, epochs=a.epochs, **OPTS) as loader:
+    with reel.Loader(paths, batch_size=1, decode_threads=2, epochs=a.epochs, **OPTS) as loader:
         for _ in range(a.epochs):
             for b in loader:
                 for f, c in zip(b.frames, b.info):
@@ -64,7 +64,7 @@ def main() -> int:
         warm_up(ray, a.cpus)
         with Sampler(ray) as s:
             t0 = time.perf_counter()
-            ds = reel.ray.read_clips(paths, epochs=a.epochs, num_threads=1, **OPTS)
+            ds = reel.ray.read_clips(paths, epochs=a.epochs, decode_threads=1, **OPTS)
             got, rframes = {}, 0
             for batch in ds.iter_batches(batch_size=1, batch_format="numpy"):
                 for e, i, f, fi in zip(batch["epoch"], batch["sample"], batch["frames"], batch["frame_indices"]):

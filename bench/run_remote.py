@@ -46,7 +46,7 @@ import reel  # noqa: E402
 
 def run_loader(source, threads, epochs, open_threads=None):
     with reel.Loader(source, frames_per_clip=8, size=224, batch_size=8, seed=1, epochs=epochs,
-                     num_threads=threads, open_threads=open_threads) as L:
+                     decode_threads=threads, open_threads=open_threads) as L:
         t0 = time.perf_counter()
         frames = 0
         for _ in range(epochs):

@@ -40,7 +40,7 @@ def drop_cache(path):
 
 def bench(reel, store, threads, epochs, order, cold):
     cmd = [str(reel), "bench", str(store), "--frames-per-clip", "8", "--size", "224", "--batch", "32",
-           "--threads", str(threads), "--epochs", str(epochs), "--seed", "1", "--json", "--no-progress"]
+           "--decode-threads", str(threads), "--epochs", str(epochs), "--seed", "1", "--json", "--no-progress"]
     if order == "none":
         cmd.append("--no-shuffle")
     elif order == "full":
@@ -109,7 +109,7 @@ def main():
              f"--windows {a.windows} --write-doc` on {cpu_model()}, reel {reel_version()}, load {load_summary()}. "
              f"Store: `{store}` ({size / 1e6:.0f} MB in {shards} shards; 64 videos of 10 s at 340x256 packed as "
              "jpeg, short side 256). "
-             f"Loader: `reel bench STORE --frames-per-clip 8 --size 224 --batch 32 --threads {a.threads} "
+             f"Loader: `reel bench STORE --frames-per-clip 8 --size 224 --batch 32 --decode-threads {a.threads} "
              f"--epochs {a.epochs} [--shuffle full | --shuffle-window W | --no-shuffle]`, best of {a.repeat} interleaved runs. "
              "Cold: posix_fadvise(DONTNEED) on every shard before each run.", "",
              "| cache | order | frames/s | x full shuffle | read stage busy s |",

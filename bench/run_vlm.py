@@ -36,7 +36,7 @@ GOP-parallel (threads=2) >= 1.7x threads=1 on the 720p video; and, when the
 Loader takes sampler="fps" (section 4), the Loader over 16 long videos of
 mixed sizes (the four above, four times each) >= 0.9x the sum of the
 single-video times (reel.vlm uint8 threads=2 against the Loader at uint8 with
-num_threads=2, batch_size=1).
+decode_threads=2, batch_size=1).
 
 qwen-vl-utils is imported from the test reference folder (.deps/vlm-ref,
 scripts/deps.sh --test) or the environment, with torchvision's CUDA-only
@@ -199,7 +199,7 @@ paths = json.loads(sys.argv[1])
 factor = 28
 n = frames = 0
 t0 = time.perf_counter()
-with reel.Loader(paths, sampler="fps", fps=2.0, min_frames=4, max_frames=768, batch_size=1, num_threads=2,
+with reel.Loader(paths, sampler="fps", fps=2.0, min_frames=4, max_frames=768, batch_size=1, decode_threads=2,
                  size_policy={"factor": factor, "min_pixels": 128 * factor ** 2, "max_pixels": 768 * factor ** 2,
                               "total_pixels": int(128000 * factor ** 2 * 0.9)},
                  shuffle=False, epochs=1, dtype="uint8", ring_bytes=2 << 30, on_error="raise") as L:

@@ -35,8 +35,8 @@ static void usage(FILE *fp)
                 "  --dtype T             uint8 | float32 | float16 | bfloat16 (uint8)\n"
                 "  --layout L            btchw | bcthw | bthwc (btchw)\n"
                 "  --batch N             videos per batch (32)\n"
-                "  --threads N           decode threads (the core count)\n"
-                "  --open-threads N      open/index threads (threads / 4)\n"
+                "  --decode-threads N    decode threads, stage 2 (the core count)\n"
+                "  --open-threads N      open/index threads (decode threads / 4)\n"
                 "  --decoder-threads N   FFmpeg threads inside each decoder (1)\n"
                 "  --prefetch N          batch buffers in the ring (auto)\n"
                 "  --epochs N            epochs (1)\n"
@@ -119,7 +119,8 @@ static void progress(reel_loader *l, int64_t done, int64_t total, double t0, int
 
 static const char *advice(const char *bottleneck)
 {
-    if (strcmp(bottleneck, "decode") == 0) return "decoding and conversion: add --threads, cores, or shorter GOPs";
+    if (strcmp(bottleneck, "decode") == 0)
+        return "decoding and conversion: add --decode-threads, cores, or shorter GOPs";
     if (strcmp(bottleneck, "open") == 0) return "opening and indexing: add --open-threads, or use --index sidecars";
     if (strcmp(bottleneck, "network") == 0)
         return "waiting on remote requests: add --open-threads (I/O-bound), or pack a store next to the trainers";
@@ -129,7 +130,7 @@ static const char *advice(const char *bottleneck)
     if (strcmp(bottleneck, "read") == 0)
         return "reading the store's shards: faster disk, page cache, or --open-threads";
     if (strcmp(bottleneck, "image decode") == 0)
-        return "image decoding and conversion (store): add --threads or cores, or pack at the output size";
+        return "image decoding and conversion (store): add --decode-threads or cores, or pack at the output size";
     return "the consumer: the loader keeps up, data time is small";
 }
 
@@ -358,9 +359,9 @@ static int parse_one(bench_args *b, int argc, char **argv, int *i)
     INT_OPT("--size", b->size, 1)
     INT_OPT("--short-side", b->short_side, 1)
     INT_OPT("--batch", s->batch_size, 1)
-    INT_OPT("--threads", s->decode_threads, 1)
+    INT_OPT("--decode-threads", s->decode_threads, 1)
     INT_OPT("--open-threads", s->open_threads, 1)
-    INT_OPT("--decoder-threads", s->decoder_threads, 1)
+    INT_OPT("--decoder-threads", s->decoder.threads, 1)
     INT_OPT("--prefetch", s->prefetch_batches, 1)
     INT_OPT("--rank", s->rank, 0)
     INT_OPT("--world", s->world_size, 1)
@@ -414,7 +415,7 @@ static int finish_args(bench_args *b, bench_opts *o)
         s->transform.short_side = b->short_side ? b->short_side : (b->size * 8 + 6) / 7;
     }
     s->transform.crop_width = s->transform.crop_height = b->size;
-    if (b->index) s->index_mode = REEL_INDEX_READ_WRITE;
+    if (b->index) s->decoder.index_mode = REEL_INDEX_READ_WRITE;
     if (b->trace) s->trace = 1;
     if (s->open_threads == 0 && s->decode_threads > 0)
         s->open_threads = s->decode_threads / 4 > 1 ? s->decode_threads / 4 : 1;

@@ -34,7 +34,7 @@ OPTS = dict(frames_per_clip=4, size=48, crop="random", flip="random", batch_size
 
 def rank(source, world_size, rank, state=None, stop=None):
     """One rank's clips as (sample, frames, crop, flip, padded), and its state after them."""
-    with reel.Loader(source, world_size=world_size, rank=rank, num_threads=2, **OPTS) as loader:
+    with reel.Loader(source, world_size=world_size, rank=rank, decode_threads=2, **OPTS) as loader:
         if state is not None:
             loader.load_state_dict(state)
         clips = []

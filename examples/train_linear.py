@@ -156,7 +156,7 @@ def main() -> None:
     # One VideoDataset per rank: it takes rank and world size from torch.distributed.
     ds = rt.VideoDataset(source, frames_per_clip=args.frames, size=args.size, batch_size=args.batch,
                          crop="random", flip="random", dtype=args.dtype, mean=MEAN, std=STD,
-                         seed=args.seed, num_threads=args.threads, pin_memory=pin)
+                         seed=args.seed, decode_threads=args.threads, pin_memory=pin)
     # batch_size=None: the dataset yields whole batches (zero-copy views of reel's ring).
     loader = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=args.workers)
     in_features = args.frames * 3 * args.size * args.size

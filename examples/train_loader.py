@@ -55,7 +55,7 @@ def main() -> None:
               f"ring {m['ring_bytes'] >> 20} MiB")
 
     # Resume from the checkpoint in a new loader (any thread count): same batches.
-    with reel.Loader(source, num_threads=1, **opts) as again:
+    with reel.Loader(source, decode_threads=1, **opts) as again:
         again.load_state_dict(checkpoint)
         batch = again.next_batch()
         assert [c.frame_indices for c in batch.info] == after_checkpoint

@@ -37,11 +37,14 @@ typedef enum reel_index_mode {
     REEL_INDEX_READ_WRITE = 2 /**< use it if valid, else build and write it */
 } reel_index_mode;
 
-/** Open-time settings. Initialise with reel_decoder_default_settings(). */
+/** Open-time settings. Initialise with reel_decoder_default_settings(). The
+ *  opens refuse a value outside its documented range (REEL_E_INVALID_ARG,
+ *  the message naming "settings.<field>"); the loader embeds these settings
+ *  (reel_loader_settings.decoder) and refuses the same values when made. */
 typedef struct reel_decoder_settings {
-    int stream_index;                   /**< absolute stream index; -1 (default): best video stream */
-    int threads;                        /**< decoder threads; 0 (default): chosen from the core count */
-    reel_corrupt_policy corrupt_policy; /**< reel_corrupt_policy */
+    int stream_index; /**< absolute stream index (>= 0); -1 (default): best video stream */
+    int threads;      /**< FFmpeg threads of the codec (>= 0); 0 (default): chosen from the core count */
+    reel_corrupt_policy corrupt_policy; /**< reel_corrupt_policy; default REEL_CORRUPT_FAIL */
     reel_index_mode index_mode;         /**< reel_index_mode; default REEL_INDEX_OFF */
     const char *index_path;             /**< sidecar path, borrowed (common.h); NULL: "<video path>.reelidx" */
     /** Videos at http(s)/s3 URLs: their sidecars live in this local folder

@@ -120,6 +120,20 @@ typedef struct reel_failure {
 typedef struct reel_loader_settings {
     reel_sampler_settings sampler;
     reel_clip_transform transform;
+    /** How each video is opened and decoded: reel_decoder_settings, with the
+     *  decoder's own meaning and checks (a value the decoder refuses, the
+     *  loader refuses when it is made, naming "decoder.<field>"). The
+     *  loader's own defaults, where its workers own the cores: threads 1,
+     *  index_mode REEL_INDEX_READ, gop_contexts 0; the others are the
+     *  decoder's (gop_split, not gop_contexts, splits a sample's keyframe
+     *  runs over idle workers). threads is the FFmpeg threads inside each
+     *  decoder (decode_threads is the loader's pool). decoder.remote also
+     *  serves a packed store's shards at URLs. The loader sets the
+     *  per-sample fields itself: index_path, interrupt, interrupt_opaque and
+     *  remote_stats must stay NULL (each video has its own sidecar; a
+     *  sample's cancellation and requests are the loader's, see
+     *  sample_time_limit and the metrics). */
+    reel_decoder_settings decoder;
 
     int batch_size;             /**< videos per batch; default 32. A batch holds
                                      batch_size * clips_per_video clips */
@@ -144,13 +158,9 @@ typedef struct reel_loader_settings {
     int open_threads;     /**< stage 1 (open and index); 0: cores/4, at least 1 */
     int decode_threads;   /**< stage 2 (decode and transform); 0: cores */
     int collate_threads;  /**< stage 3 (collate); 0: 1 */
-    int decoder_threads;  /**< FFmpeg threads inside each decoder; default 1 */
     int prefetch_batches; /**< batch buffers in the ring; 0: 2 + ceil(decode_threads / batch_size) */
     int queue_capacity;   /**< bound of each stage's input queue; 0: auto */
     size_t alignment;     /**< batch buffer alignment in bytes (power of two); default 4096 (0: the default) */
-
-    reel_index_mode index_mode;         /**< reel_index_mode for opening videos; default REEL_INDEX_READ */
-    reel_corrupt_policy corrupt_policy; /**< reel_corrupt_policy; default REEL_CORRUPT_FAIL */
 
     int trace;          /**< record per-thread events for reel_loader_write_trace; default 0 */
     int trace_capacity; /**< events kept per thread (newest win); default 16384 */
@@ -192,10 +202,6 @@ typedef struct reel_loader_settings {
      *  Deterministic from (seed, epoch) like every shuffle; sharding, resume
      *  and drop_last/padding apply to it unchanged. Ignored without shuffle. */
     int64_t shuffle_window;
-    /** Videos and shards at http(s)/s3 URLs: timeouts, retries, readahead,
-     *  TLS; borrowed (common.h), its strings and pool too. NULL (default):
-     *  reel_remote_default_settings(). */
-    const struct reel_remote_settings *remote;
     /** The canonical layout of the order (reel/order.h): spans and the
      *  samples taken from each in turn. 0 (default): this run's world_size
      *  and batch_size. A restored checkpoint brings its own. */
@@ -488,10 +494,12 @@ REEL_API int reel_loader_settings_get_clip_geometry(const reel_loader_settings *
                                                     int clip, int src_w, int src_h, int32_t crop[4],
                                                     int32_t out_size[2], int *flipped, reel_error *err);
 
-/** The settings by name ("sampler.frames_per_clip", "batch_size", ...):
- *  every field of reel_loader_settings but the callback, its opaque
- *  pointer and `remote` (see reel_remote_settings_get_fields). Static (see
- *  reel_field); *count gets the number of entries. */
+/** The settings by name, by their member paths ("sampler.frames_per_clip",
+ *  "decoder.threads", "batch_size", ...): every field of
+ *  reel_loader_settings but the pointers (the callback and its opaque
+ *  pointer, `samples`, and decoder's strings, callback and `remote`: see
+ *  reel_remote_settings_get_fields). Static (see reel_field); *count gets
+ *  the number of entries. */
 REEL_API const reel_field *reel_loader_settings_get_fields(size_t *count);
 
 /** The metrics by name, as reel_loader_get_metrics_json() writes them and

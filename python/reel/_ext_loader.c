@@ -138,7 +138,7 @@ static int samples_from_seq(PyObject *v, int64_t **out, int64_t *n)
 }
 
 /* The settings keys that are no plain field of reel_loader_settings:
- * "remote" (a dict of reel_remote_settings) and "samples" (the sample
+ * "decoder.remote" (a dict of reel_remote_settings) and "samples" (the sample
  * indices, owned here until the loader has copied them). */
 typedef struct special_keys {
     LoaderObject *self;
@@ -150,9 +150,9 @@ typedef struct special_keys {
 static int take_special_key(const char *k, PyObject *value, void *opaque)
 {
     special_keys *c = opaque;
-    if (!strcmp(k, "remote")) {
+    if (!strcmp(k, "decoder.remote")) {
         if (rx_remote_from_dict(value, c->remote, &c->self->ca_bundle, &c->self->bearer_token) < 0) return -1;
-        c->s->remote = c->remote;
+        c->s->decoder.remote = c->remote;
         return 1;
     }
     if (!strcmp(k, "samples")) {

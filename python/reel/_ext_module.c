@@ -331,7 +331,7 @@ static PyObject *mod_redact_url(PyObject *m, PyObject *arg)
 /* clip_geometry(settings, epoch, sample, clip, width, height): the crop
  * (x, y, w, h), output (w, h) and flip the loader gives that clip
  * (reel_loader_settings_get_clip_geometry); settings: Loader settings by C
- * field name (keys that are no plain field, like "samples" or "remote", are
+ * field name (keys that are no plain field, like "samples" or "decoder.remote", are
  * ignored). */
 static PyObject *mod_clip_geometry(PyObject *module, PyObject *args)
 {

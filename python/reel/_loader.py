@@ -272,9 +272,13 @@ class Loader:
 
     Errors: ``on_error`` "skip" (a shorter batch), "replace" (another sample)
     or "raise" (a ReelError from iteration); ``metrics()`` reports coverage and
-    every failure. Threads: ``num_threads`` decoding threads (None: the core
-    count), ``open_threads``, ``collate_threads``, ``decoder_threads`` (FFmpeg
-    threads per video, default 1), ``prefetch_batches``.
+    every failure. Threads, by their C names: ``decode_threads`` the
+    decoding pool, stage 2 (C ``decode_threads``; None: the core count),
+    ``open_threads``, ``collate_threads``, ``decoder_threads`` (FFmpeg threads
+    inside each decoder, C ``decoder.threads``, VideoDecoder's ``threads``;
+    default 1), ``prefetch_batches``. ``index`` and ``corrupt`` are C's
+    ``decoder.index_mode`` and ``decoder.corrupt_policy`` (VideoDecoder's
+    ``index`` and ``corrupt``), ``remote`` is ``decoder.remote``.
 
     Remote input (http(s):// and s3:// videos, manifests, prefixes and
     stores): ``remote={"request_timeout": s, "connect_timeout": s,
@@ -324,7 +328,7 @@ class Loader:
         clips_per_video: int = 1,
         size: Union[int, Sequence[int]] = 224,
         batch_size: int = 32,
-        num_threads: Optional[int] = None,
+        decode_threads: Optional[int] = None,
         shuffle: bool = True,
         seed: int = 0,
         *,
@@ -391,7 +395,7 @@ class Loader:
         # _converted_settings by name).
         self._config: Dict[str, Any] = {
             "frames_per_clip": frames_per_clip, "clips_per_video": clips_per_video, "size": size,
-            "batch_size": batch_size, "num_threads": num_threads, "shuffle": shuffle, "seed": seed,
+            "batch_size": batch_size, "decode_threads": decode_threads, "shuffle": shuffle, "seed": seed,
             "sampler": sampler, "frame_stride": frame_stride, "seconds_between_frames": seconds_between_frames,
             "sampling_range_start": sampling_range_start, "sampling_range_end": sampling_range_end,
             "policy": policy, "resize": resize, "crop": crop, "flip": flip, "flip_probability": flip_probability,

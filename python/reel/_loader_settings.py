@@ -67,8 +67,9 @@ LOADER_FIELDS: Tuple[Tuple[str, str, Any], ...] = (
     ("max_replacements", "max_replacements", int),
     ("sample_time_limit", "sample_time_limit", float),
     ("open_threads", "open_threads", int),
+    ("decode_threads", "decode_threads", int),
     ("collate_threads", "collate_threads", int),
-    ("decoder_threads", "decoder_threads", int),
+    ("decoder_threads", "decoder.threads", int),  # FFmpeg threads inside each decoder
     ("prefetch_batches", "prefetch_batches", int),
     ("queue_capacity", "queue_capacity", int),
     ("alignment", "alignment", int),
@@ -89,10 +90,10 @@ LOADER_FIELDS: Tuple[Tuple[str, str, Any], ...] = (
 
 def _converted_settings(c: Mapping[str, Any]) -> Dict[str, Any]:
     """The C fields of the keywords that take more than a type conversion:
-    another name (num_threads, rotate, index, corrupt, shard,
+    another name (rotate, index, corrupt, shard,
     sampling_range_*), a string choice, a pair (size, scale, ratio),
     several fields (resize, crop, flip, size_policy) or no plain field
-    (samples, remote)."""
+    (samples, remote: decoder.remote)."""
     size_policy = c["size_policy"]
     h, w = opt.size_hw("size", c["size"])
     s: Dict[str, Any] = {
@@ -117,15 +118,14 @@ def _converted_settings(c: Mapping[str, Any]) -> Dict[str, Any]:
         "epochs": 0 if c["epochs"] is None else int(c["epochs"]),
         "shard_mode": opt.choice("shard", c["shard"], SHARD),
         "on_error": opt.choice("on_error", c["on_error"], ON_ERROR),
-        "decode_threads": int(c["num_threads"] or 0),
-        "index_mode": opt.index_mode(c["index"]),
-        "corrupt_policy": opt.choice("corrupt", c["corrupt"], opt.CORRUPT),
+        "decoder.index_mode": opt.index_mode(c["index"]),
+        "decoder.corrupt_policy": opt.choice("corrupt", c["corrupt"], opt.CORRUPT),
         "shuffle_window": shuffle_window_code(c["shuffle_window"]),
     }
     if c["samples"] is not None:
         s["samples"] = [int(i) for i in c["samples"]]
     if c["remote"]:
-        s["remote"] = opt.remote_settings(c["remote"])
+        s["decoder.remote"] = opt.remote_settings(c["remote"])
     crop = c["crop"]
     if size_policy is not None:
         s.update(size_policy_settings(size_policy))

@@ -111,7 +111,7 @@ class ClipDatasource(Datasource):
         self._block_rows = None if block_rows is None else int(block_rows)
         self._projection_map: Optional[Dict[str, str]] = None
         self._options = {k: v for k, v in options.items()}
-        self._options.setdefault("num_threads", 1)
+        self._options.setdefault("decode_threads", 1)
         info = dataset_info(self._source)
         self._n: int = info["size"]
         self.class_names: List[str] = info["class_names"]
@@ -238,7 +238,7 @@ class ClipDatasource(Datasource):
 
     def num_read_tasks(self, data_context: Any = None, parallelism: int = 1 << 30) -> int:
         """How many read tasks :meth:`get_read_tasks` plans (all epochs)."""
-        task_cpus = float(self._options.get("num_threads") or 1)
+        task_cpus = float(self._options.get("decode_threads") or 1)
         return self._epochs * len(self._runs(parallelism, task_cpus, self._block_videos(data_context)))
 
     def get_read_tasks(self, parallelism: int, per_task_row_limit: Optional[int] = None,
@@ -246,7 +246,7 @@ class ClipDatasource(Datasource):
         """The read tasks of every epoch, epoch after epoch (``first_epoch``,
         then the next, ...), each epoch's in its own order."""
         block_videos = self._block_videos(data_context)
-        task_cpus = float(self._options.get("num_threads") or 1)
+        task_cpus = float(self._options.get("decode_threads") or 1)
         runs = self._runs(parallelism, task_cpus, block_videos)
         columns = None if self._projection_map is None else tuple(self._projection_map)
         tasks = []
@@ -457,7 +457,7 @@ def read_clips(source: Any, *, epoch: Optional[int] = None, epochs: int = 1, fir
     same names and meanings (``frames_per_clip``, ``clips_per_video``,
     ``frame_stride``, ``sampler``, ``size``, ``crop``, ``flip``, ``dtype``,
     ``layout``, ``seed``, ``shuffle``, ``on_error``, ``remote``, ...);
-    ``num_threads`` is the decode threads per read task (default 1, and each
+    ``decode_threads`` is the decode threads per read task (default 1, and each
     task asks Ray for that many CPUs). Ray does the batching and sharding, so
     ``batch_size``, ``rank``, ``world_size`` and the like are not taken.
 
@@ -523,7 +523,7 @@ def read_clips(source: Any, *, epoch: Optional[int] = None, epochs: int = 1, fir
     task that dies is retried by Ray and gives the same rows."""
     src = ClipDatasource(source, epoch=epoch, epochs=epochs, first_epoch=first_epoch,
                          videos_per_task=videos_per_task, block_rows=block_rows, **options)
-    kwargs: Dict[str, Any] = {"num_cpus": float(options.get("num_threads") or 1)}
+    kwargs: Dict[str, Any] = {"num_cpus": float(options.get("decode_threads") or 1)}
     if ray_remote_args:
         kwargs["ray_remote_args"] = dict(ray_remote_args)
     # Ray splits each read task's output into more blocks when there are fewer

@@ -143,7 +143,7 @@ class VideoDataset(torch.utils.data.IterableDataset):
     """A ``torch.utils.data.IterableDataset`` over a :class:`reel.Loader`.
 
     ``source`` and ``**loader_args`` are reel.Loader's (frames_per_clip, size,
-    batch_size, dtype, mean, std, flip, seed, num_threads...). Each
+    batch_size, dtype, mean, std, flip, seed, decode_threads...). Each
     ``iter(dataset)`` is one epoch. It yields:
 
     - ``clips=False`` (default): whole batches, :class:`TorchBatch` (frames
@@ -157,7 +157,7 @@ class VideoDataset(torch.utils.data.IterableDataset):
     ``num_workers=0`` is the recommended DataLoader setting: reel decodes on
     its own C threads, and batches reach the loop without a copy. With
     ``num_workers > 0`` it is still correct: each worker runs its own
-    loader over a disjoint share (``num_threads`` defaults to the cores
+    loader over a disjoint share (``decode_threads`` defaults to the cores
     divided among the workers and the local ranks), and batches cross to the
     main process through shared memory (one copy). Worker w of rank r takes
     the batches that DataLoader's round robin over the workers puts in the
@@ -287,11 +287,11 @@ class VideoDataset(torch.utils.data.IterableDataset):
         self._loader = None  # a forked copy of the parent's: dropped, never used
         args = dict(self.loader_args)
         info = torch.utils.data.get_worker_info()
-        if args.get("num_threads") is None:
+        if args.get("decode_threads") is None:
             workers = info.num_workers if info is not None else 1
             local = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
             if workers > 1 or local > 1:
-                args["num_threads"] = max(1, _cpu_count() // (workers * local))
+                args["decode_threads"] = max(1, _cpu_count() // (workers * local))
         if self._canonical is not None:
             args.setdefault("canonical_ranks", self._canonical[0])
             args.setdefault("canonical_batch", self._canonical[1])

@@ -8,6 +8,7 @@
 #include "io/remote.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,33 @@ void reel_decoder_default_settings(reel_decoder_settings *s)
     s->skip_nonref = 1;
     s->check_keyframes = 1;
     s->gop_contexts = REEL_GOP_CONTEXTS_AUTO;
+}
+
+int reel__decoder_settings_check(const reel_decoder_settings *s, const char *who, const char *prefix, reel_error *err)
+{
+    if (!s) return REEL_OK; /* the defaults */
+    const struct {
+        const char *name;
+        int value, lo, hi;
+    } rules[] = {
+        { "stream_index", s->stream_index, -1, INT_MAX },
+        { "threads", s->threads, 0, INT_MAX },
+        { "corrupt_policy", (int)s->corrupt_policy, REEL_CORRUPT_FAIL, REEL_CORRUPT_SKIP },
+        { "index_mode", (int)s->index_mode, REEL_INDEX_OFF, REEL_INDEX_READ_WRITE },
+        { "skip_nonref", s->skip_nonref, 0, 1 },
+        { "force_scan", s->force_scan, 0, 1 },
+        { "check_keyframes", s->check_keyframes, 0, 1 },
+        { "gop_contexts", s->gop_contexts, REEL_GOP_CONTEXTS_AUTO, INT_MAX },
+    };
+    for (size_t i = 0; i < sizeof rules / sizeof rules[0]; i++)
+        if (rules[i].value < rules[i].lo || rules[i].value > rules[i].hi) {
+            if (rules[i].hi == INT_MAX)
+                return reel__error_set(err, REEL_E_INVALID_ARG, "%s: %s%s must be >= %d (got %d)", who, prefix,
+                                       rules[i].name, rules[i].lo, rules[i].value);
+            return reel__error_set(err, REEL_E_INVALID_ARG, "%s: %s%s must be in [%d, %d] (got %d)", who, prefix,
+                                   rules[i].name, rules[i].lo, rules[i].hi, rules[i].value);
+        }
+    return REEL_OK;
 }
 
 /* ---- custom IO: memory and caller callbacks ---------------------------- */
@@ -508,6 +536,8 @@ int reel__decoder_open_as(reel_decoder **out, const char *path, int remote, cons
     if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open: out is NULL");
     *out = NULL;
     if (!path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open: empty path");
+    int bad = reel__decoder_settings_check(s, "reel_decoder_open", "settings.", err);
+    if (bad != REEL_OK) return bad;
     if (remote) return open_remote(out, path, s, err);
     struct stat sb;
     if (stat(path, &sb) != 0) {
@@ -545,6 +575,8 @@ int reel_decoder_open_memory(reel_decoder **out, const void *data, size_t size, 
     const char *nm = name ? name : "<memory>";
     if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open_memory: out is NULL");
     *out = NULL;
+    int bad = reel__decoder_settings_check(s, "reel_decoder_open_memory", "settings.", err);
+    if (bad != REEL_OK) return bad;
     if (!data) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: data is NULL", nm);
     if (size == 0) return reel__error_set(err, REEL_E_NOT_VIDEO, "%s: not a video (empty buffer)", nm);
     reel_decoder *dec = alloc_decoder(nm, s);
@@ -574,6 +606,8 @@ int reel_decoder_open_io(reel_decoder **out, const reel_io *io, const char *name
     const char *nm = name ? name : "<io>";
     if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open_io: out is NULL");
     *out = NULL;
+    int bad = reel__decoder_settings_check(s, "reel_decoder_open_io", "settings.", err);
+    if (bad != REEL_OK) return bad;
     if (!io || !io->read) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: reel_io needs a read callback", nm);
     if (!io->seek)
         return reel__error_set(err, REEL_E_INVALID_ARG,

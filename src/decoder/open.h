@@ -1,4 +1,5 @@
-/* open.h: opening a video whose remoteness the caller already knows. A
+/* open.h: the decoder settings' rules, and opening a video whose remoteness
+ * the caller already knows. A
  * dataset entry decides once whether it is at a URL (pipeline/entry.h) and
  * the loader's video source opens it here with that answer; the public
  * reel_decoder_open asks once and comes here too, so that no layer below
@@ -7,6 +8,12 @@
 #define REEL_DECODER_OPEN_H
 
 #include "reel/decoder.h"
+
+/* The decoder's rules for its settings, the one place they are written:
+ * REEL_OK, or REEL_E_INVALID_ARG with "<who>: <prefix><field> must be ..."
+ * (the decoder's opens say "settings.", the loader "decoder."). NULL s: the
+ * defaults, accepted. */
+int reel__decoder_settings_check(const reel_decoder_settings *s, const char *who, const char *prefix, reel_error *err);
 
 /* reel_decoder_open for `path` known to be remote (an http(s)/s3 URL,
  * remote != 0: read through src/io) or a local file (remote == 0). */

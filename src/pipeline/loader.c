@@ -9,6 +9,7 @@
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "core/clock.h"
+#include "decoder/open.h"
 #include "pipeline/dataset_internal.h"
 #include "pipeline/geometry.h"
 #include "pipeline/sampler_internal.h"
@@ -53,10 +54,7 @@ void reel_loader_default_settings(reel_loader_settings *s)
     s->on_error = REEL_ON_ERROR_SKIP;
     s->max_replacements = 16;
     s->sample_time_limit = 0;
-    s->decoder_threads = 1;
     s->alignment = 4096;
-    s->index_mode = REEL_INDEX_READ;
-    s->corrupt_policy = REEL_CORRUPT_FAIL;
     s->trace = 0;
     s->trace_capacity = 16384;
     s->pin_memory = 0;
@@ -71,6 +69,11 @@ void reel_loader_default_settings(reel_loader_settings *s)
     s->pad = 0;
     s->ring_bytes = 0;
     s->gop_split = 1;
+    /* the decoder's defaults, but where the loader's workers own the cores */
+    reel_decoder_default_settings(&s->decoder);
+    s->decoder.threads = 1;
+    s->decoder.index_mode = REEL_INDEX_READ;
+    s->decoder.gop_contexts = 0; /* gop_split splits a sample's runs itself, per call */
 }
 
 /* ------------------------------------------------------------ create */
@@ -79,6 +82,12 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
 {
     int st = reel__sampler_check(&s->sampler, err);
     if (st != REEL_OK) return st;
+    st = reel__decoder_settings_check(&s->decoder, "loader", "decoder.", err);
+    if (st != REEL_OK) return st;
+    if (s->decoder.index_path || s->decoder.interrupt || s->decoder.interrupt_opaque || s->decoder.remote_stats)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "loader: decoder.index_path, .interrupt, .interrupt_opaque and .remote_stats must be "
+                               "NULL (the loader sets them per video and sample)");
     const reel_size_policy *sp = &s->size_policy;
     if (sp->kind != REEL_SIZE_FIXED && sp->kind != REEL_SIZE_PIXEL_BUDGET)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: unknown size policy kind %d", sp->kind);
@@ -113,8 +122,8 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
     if (!(s->sample_time_limit >= 0))
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: sample_time_limit must be >= 0");
     if (s->epochs < 0) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: epochs must be >= 0");
-    if (s->open_threads < 0 || s->decode_threads < 0 || s->collate_threads < 0 || s->decoder_threads < 0 ||
-        s->open_threads > 1024 || s->decode_threads > 1024 || s->collate_threads > 64)
+    if (s->open_threads < 0 || s->decode_threads < 0 || s->collate_threads < 0 || s->open_threads > 1024 ||
+        s->decode_threads > 1024 || s->collate_threads > 64)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: thread counts must be in [0, 1024]");
     if (s->prefetch_batches < 0 || s->prefetch_batches > 64)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: prefetch_batches must be in [0, 64]");
@@ -150,7 +159,6 @@ static int resolve_settings(reel_loader_settings *s, const reel_source *src)
     if (s->decode_threads == 0) s->decode_threads = cores;
     if (s->open_threads == 0) s->open_threads = reel__source_open_threads(src, cores);
     if (s->collate_threads == 0) s->collate_threads = 1;
-    if (s->decoder_threads == 0) s->decoder_threads = 1;
     const int auto_prefetch = s->prefetch_batches == 0;
     if (auto_prefetch) s->prefetch_batches = 2 + (s->decode_threads + s->batch_size - 1) / s->batch_size;
     if (s->prefetch_batches > 64) s->prefetch_batches = 64;
@@ -295,11 +303,11 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
 
     reel_loader *l = calloc(1, sizeof *l);
     if (!l) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory");
-    if (s.remote)
-        l->remote_settings = *s.remote;
+    if (s.decoder.remote)
+        l->remote_settings = *s.decoder.remote;
     else
         reel_remote_default_settings(&l->remote_settings);
-    s.remote = &l->remote_settings;
+    s.decoder.remote = &l->remote_settings;
     st = reel__source_init(&l->src, ds, &l->remote_settings, err);
     if (st == REEL_OK && l->src.ops->check) st = l->src.ops->check(l->src.ctx, &s, err);
     if (st != REEL_OK) {

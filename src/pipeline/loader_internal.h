@@ -100,7 +100,7 @@ struct reel_loader {
     _Atomic int64_t bytes_read;           /* by the source's stage 1 (store records) */
     pthread_mutex_t remote_mu;            /* guards remote */
     reel_remote_stats remote;             /* requests to objects at URLs, all stages */
-    reel_remote_settings remote_settings; /* a copy of *s.remote (or the defaults), with its pool
+    reel_remote_settings remote_settings; /* a copy of *s.decoder.remote (or the defaults), with its pool
                                              (the source's own for input at URLs when it names none) */
     reel_failure_log failures_log;
     reel_trace trace;

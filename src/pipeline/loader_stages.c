@@ -207,12 +207,9 @@ static int sample_interrupt(void *opaque)
 
 static void source_options(const reel_loader *l, reel_slot *s, reel_source_open *o)
 {
-    o->decoder_threads = l->s.decoder_threads;
-    o->index_mode = l->s.index_mode;
-    o->corrupt_policy = l->s.corrupt_policy;
+    o->decoder = &l->s.decoder;
     o->interrupt = sample_interrupt;
     o->interrupt_opaque = s;
-    o->remote = l->s.remote;
     o->tally = &s->tally;
 }
 
@@ -255,9 +252,7 @@ static int worker_source_init(reel_loader *l, worker *w, reel_error *e)
     if (!l->src.ops->thread_init) return REEL_OK;
     reel_source_open o;
     memset(&o, 0, sizeof o);
-    o.decoder_threads = l->s.decoder_threads;
-    o.index_mode = l->s.index_mode;
-    o.corrupt_policy = l->s.corrupt_policy;
+    o.decoder = &l->s.decoder;
     return l->src.ops->thread_init(l->src.ctx, &o, &w->tls, e);
 }
 

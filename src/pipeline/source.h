@@ -34,15 +34,14 @@ typedef struct reel_source_info {
     int presampled;
 } reel_source_info;
 
-/* Per-sample options from the loader. */
+/* Per-sample options from the loader: its decoder settings as they are
+ * (reel_loader_settings.decoder, checked; .remote for every object at a
+ * URL, store shards too), and what is the sample's own. */
 typedef struct reel_source_open {
-    int decoder_threads;
-    int index_mode;
-    int corrupt_policy;
-    int (*interrupt)(void *opaque); /* shutdown or the watchdog: stop at the next packet or read */
+    const reel_decoder_settings *decoder; /* the loader's; borrowed */
+    int (*interrupt)(void *opaque);       /* shutdown or the watchdog: stop at the next packet or read */
     void *interrupt_opaque;
-    const reel_remote_settings *remote; /* for objects at URLs; NULL: defaults */
-    reel_remote_stats *tally;           /* the sample's requests, added when its objects close */
+    reel_remote_stats *tally; /* the sample's requests, added when its objects close; NULL: in thread_init */
 } reel_source_open;
 
 /* Work counted by a source for the metrics. */

@@ -22,8 +22,8 @@ static int store_thread_init(void *ctx, const reel_source_open *o, void **tls, r
 {
     reel_store_reader_settings s;
     reel_store_reader_default_settings(&s);
-    s.decoder_threads = o->decoder_threads > 0 ? o->decoder_threads : 1;
-    s.remote = o->remote;
+    s.decoder_threads = o->decoder->threads > 0 ? o->decoder->threads : 1;
+    s.remote = o->decoder->remote;
     reel_store_reader *r = NULL;
     int st = reel_store_reader_create(&r, ((const reel_source_store_ctx *)ctx)->store, &s, err);
     *tls = r;

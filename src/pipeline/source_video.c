@@ -13,15 +13,9 @@ static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const 
 {
     (void)ctx;
     (void)tls;
-    reel_decoder_settings s;
-    reel_decoder_default_settings(&s);
-    s.threads = o->decoder_threads;
-    s.gop_contexts = 0; /* the loader's workers own the cores: it splits a sample's runs itself, per call */
-    s.index_mode = o->index_mode;
-    s.corrupt_policy = o->corrupt_policy;
+    reel_decoder_settings s = *o->decoder; /* the loader's, with the sample's own below */
     s.interrupt = o->interrupt;
     s.interrupt_opaque = o->interrupt_opaque;
-    s.remote = o->remote;
     s.remote_stats = o->tally;
     if (it->refused) return reel__error_set(err, REEL_E_INVALID_ARG, "%s", it->refused); /* never opened */
     reel_decoder *dec = NULL;

@@ -138,6 +138,46 @@ TEST(stream_index_not_video_or_missing)
     reel_decoder_close(&dec);
 }
 
+/* The opens check their settings (the rules the loader applies to its
+ * embedded decoder settings too), naming the field. */
+TEST(bad_decoder_settings_are_invalid_arg)
+{
+    const char *src = source_video("mkv");
+    static const char data[16] = "not read at all";
+    reel_decoder *dec = NULL;
+    reel_decoder_settings s;
+    reel_error err;
+    reel_decoder_default_settings(&s);
+    s.threads = -2;
+    CHECK_STATUS(reel_decoder_open(&dec, src, &s, &err), REEL_E_INVALID_ARG);
+    CHECK(dec == NULL);
+    TG_CHECK_MSG_HAS(err, "settings.threads must be >= 0 (got -2)");
+    reel_decoder_default_settings(&s);
+    s.gop_contexts = -2;
+    CHECK_STATUS(reel_decoder_open_memory(&dec, data, sizeof data, "m", &s, &err), REEL_E_INVALID_ARG);
+    TG_CHECK_MSG_HAS(err, "settings.gop_contexts must be >= -1");
+    reel_decoder_default_settings(&s);
+    s.corrupt_policy = (reel_corrupt_policy)2;
+    CHECK_STATUS(reel_decoder_open(&dec, src, &s, &err), REEL_E_INVALID_ARG);
+    TG_CHECK_MSG_HAS(err, "settings.corrupt_policy must be in [0, 1] (got 2)");
+    reel_decoder_default_settings(&s);
+    s.stream_index = -3;
+    CHECK_STATUS(reel_decoder_open(&dec, src, &s, &err), REEL_E_INVALID_ARG);
+    TG_CHECK_MSG_HAS(err, "settings.stream_index");
+    reel_decoder_default_settings(&s);
+    s.check_keyframes = 2;
+    CHECK_STATUS(reel_decoder_open(&dec, src, &s, &err), REEL_E_INVALID_ARG);
+    TG_CHECK_MSG_HAS(err, "settings.check_keyframes must be in [0, 1]");
+    /* the documented range opens */
+    reel_decoder_default_settings(&s);
+    s.threads = 0;
+    s.gop_contexts = REEL_GOP_CONTEXTS_AUTO;
+    s.corrupt_policy = REEL_CORRUPT_SKIP;
+    s.index_mode = REEL_INDEX_OFF;
+    CHECK_OK(reel_decoder_open(&dec, src, &s, &err));
+    reel_decoder_close(&dec);
+}
+
 /* ---------------------------------------------------------------- call errors */
 
 TEST(out_of_range_indices)

@@ -371,7 +371,7 @@ TEST(files_changing_under_the_loader_are_accounted_exactly)
     s.transform.resize_height = 32;
     s.transform.crop = REEL_CROP_NONE;
     s.decode_threads = 2;
-    s.index_mode = REEL_INDEX_OFF;
+    s.decoder.index_mode = REEL_INDEX_OFF;
     reel_loader *l = NULL;
     CHECK_OK(reel_loader_create(&l, ds, &s, NULL));
     mutator m = { paths, NV, spare, 0, 0 };

@@ -89,8 +89,9 @@ TEST(bench_json_report_with_a_bad_file)
     fclose(f);
 
     char cmd[4096], out[1 << 16];
-    snprintf(cmd, sizeof cmd, "'%s' bench '%s' --frames-per-clip 4 --size 32 --batch 4 --threads 2 --json 2>/dev/null",
-             cli, root);
+    snprintf(cmd, sizeof cmd,
+             "'%s' bench '%s' --frames-per-clip 4 --size 32 --batch 4 --decode-threads 2 --json 2>/dev/null", cli,
+             root);
     CHECK_EQ_INT(run(cmd, out, sizeof out), 0); /* a bad file never fails the run */
     fields fl;
     memset(&fl, 0, sizeof fl);
@@ -102,6 +103,7 @@ TEST(bench_json_report_with_a_bad_file)
     CHECK(fl.failed_is_list);
     CHECK(strstr(out, "broken.mp4") != NULL);
     CHECK(strstr(out, "\"reason\":") != NULL);
+    CHECK_MSG(strstr(out, "\"decode_threads\":2,") != NULL, "--decode-threads 2 not in %s", out);
 
     /* the human report names the bottleneck */
     snprintf(cmd, sizeof cmd, "'%s' bench '%s' --frames-per-clip 2 --size 32 --batch 3 --no-progress 2>/dev/null", cli,
@@ -138,6 +140,9 @@ TEST(bench_exit_status_for_bad_arguments_and_empty_datasets)
     snprintf(cmd, sizeof cmd, "'%s' bench '%s' --dtype int7 >/dev/null 2>&1", cli, empty);
     CHECK_EQ_INT(run(cmd, NULL, 0), 2);
     snprintf(cmd, sizeof cmd, "'%s' bench '%s' --frobnicate >/dev/null 2>&1", cli, empty);
+    CHECK_EQ_INT(run(cmd, NULL, 0), 2);
+    /* one name per concept: the stage-2 pool is --decode-threads (C decode_threads) */
+    snprintf(cmd, sizeof cmd, "'%s' bench '%s' --threads 2 >/dev/null 2>&1", cli, empty);
     CHECK_EQ_INT(run(cmd, NULL, 0), 2);
     snprintf(cmd, sizeof cmd, "'%s' bench --help >/dev/null 2>&1", cli);
     CHECK_EQ_INT(run(cmd, NULL, 0), 0);

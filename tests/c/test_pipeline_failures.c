@@ -549,7 +549,7 @@ TEST(failures_of_signed_urls_name_them_redacted)
     reel_remote_default_settings(&rs);
     rs.max_retries = 0;
     rs.connect_timeout = 5;
-    s.remote = &rs;
+    s.decoder.remote = &rs;
     s.trace = 1;
     reel_loader *l = NULL;
     CHECK_OK(reel_loader_create(&l, ds, &s, NULL));

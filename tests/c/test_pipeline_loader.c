@@ -612,6 +612,24 @@ TEST(bad_settings_and_empty_datasets_are_refused)
     s = readable_settings();
     s.rank = 1;
     CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
+    /* the embedded decoder settings, by the decoder's own rules, named by their path */
+    s = readable_settings();
+    s.decoder.threads = -1;
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
+    CHECK_MSG(strstr(err.message, "loader: decoder.threads must be >= 0") != NULL, "%s", err.message);
+    s = readable_settings();
+    s.decoder.corrupt_policy = (reel_corrupt_policy)7;
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
+    CHECK_MSG(strstr(err.message, "decoder.corrupt_policy must be in [0, 1] (got 7)") != NULL, "%s", err.message);
+    s = readable_settings();
+    s.decoder.index_mode = (reel_index_mode)3;
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
+    CHECK_MSG(strstr(err.message, "decoder.index_mode") != NULL, "%s", err.message);
+    s = readable_settings();
+    s.decoder.index_path = "/tmp/one.reelidx"; /* one sidecar for every video: refused, not ignored */
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_INVALID_ARG);
+    CHECK_MSG(strstr(err.message, "decoder.index_path") != NULL, "%s", err.message);
+    CHECK(l == NULL);
     s = readable_settings();
     s.batch_size = 100;
     s.drop_last = 1;

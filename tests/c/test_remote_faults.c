@@ -105,7 +105,7 @@ static void run_loader(const char *base, const reel_remote_settings *rs, double 
     s.open_threads = base ? 4 : 1;
     s.on_error = REEL_ON_ERROR_SKIP;
     s.sample_time_limit = time_limit;
-    s.remote = rs;
+    s.decoder.remote = rs;
     reel_loader *l = NULL;
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);

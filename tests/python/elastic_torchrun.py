@@ -11,7 +11,7 @@ import reel.torch as rt
 
 phase, folder, state_path, out_path = sys.argv[1:5]
 dist.init_process_group("gloo")
-ds = rt.VideoDataset(folder, frames_per_clip=2, size=32, resize=40, batch_size=2, seed=11, num_threads=1)
+ds = rt.VideoDataset(folder, frames_per_clip=2, size=32, resize=40, batch_size=2, seed=11, decode_threads=1)
 dl = rt.StatefulDataLoader(ds)
 if phase == "resume":
     with open(state_path) as f:

@@ -22,7 +22,7 @@ import reel
 from servers import nginx
 
 KW = dict(frames_per_clip=4, size=(40, 48), resize=64, crop="random", flip="random", batch_size=2, seed=7,
-          num_threads=2)
+          decode_threads=2)
 CLASSES = ("archery", "bowling", "cooking")
 N_VIDEOS = 11
 
@@ -262,7 +262,7 @@ def test_video_dataset_with_two_workers_resumed_with_three(folder):
     pytest.importorskip("torch")
     import reel.torch as rt
 
-    kw = {k: v for k, v in KW.items() if k != "num_threads"}
+    kw = {k: v for k, v in KW.items() if k != "decode_threads"}
 
     def rows(items):
         out = []
@@ -273,10 +273,10 @@ def test_video_dataset_with_two_workers_resumed_with_three(folder):
                             c.padded, c.epoch))
         return out
 
-    ref = rows(rt.StatefulDataLoader(rt.VideoDataset(folder, num_threads=1, **kw), num_workers=0))
+    ref = rows(rt.StatefulDataLoader(rt.VideoDataset(folder, decode_threads=1, **kw), num_workers=0))
     reference = {key: what for key, what, _, _ in ref}
 
-    dl = rt.StatefulDataLoader(rt.VideoDataset(folder, num_threads=1, **kw), num_workers=2)
+    dl = rt.StatefulDataLoader(rt.VideoDataset(folder, decode_threads=1, **kw), num_workers=2)
     it = iter(dl)
     head = rows([next(it) for _ in range(3)])
     state = dl.state_dict()
@@ -284,7 +284,7 @@ def test_video_dataset_with_two_workers_resumed_with_three(folder):
     assert (state["epoch"], state["samples_seen"]) == (0, 3 * KW["batch_size"])
     assert state["topology"]["num_workers"] == 2
 
-    dl3 = rt.StatefulDataLoader(rt.VideoDataset(folder, num_threads=1, **kw), num_workers=3)
+    dl3 = rt.StatefulDataLoader(rt.VideoDataset(folder, decode_threads=1, **kw), num_workers=3)
     dl3.load_state_dict(state)
     assert dl3.state_dict() == state
     rest = rows(dl3)

@@ -73,7 +73,8 @@ def test_remote_settings_keys_come_from_the_c_table():
 
 # C fields of reel_loader_settings that no Loader keyword sets (they keep
 # their C defaults).
-_NO_KEYWORD = {"sampler.seconds_between_clip_starts", "sampler.frame_factor"}
+_NO_KEYWORD = {"sampler.seconds_between_clip_starts", "sampler.frame_factor", "decoder.stream_index",
+               "decoder.skip_nonref", "decoder.force_scan", "decoder.check_keyframes", "decoder.gop_contexts"}
 
 
 def test_each_loader_keyword_reaches_its_c_field_by_its_full_name():
@@ -101,13 +102,18 @@ def test_each_loader_keyword_reaches_its_c_field_by_its_full_name():
         value = 0.25 if c_fields[field] in (4, 5) else 3
         assert _loader.loader_settings({keyword: value})[field] == convert(value), keyword
     # the renamed ones, by their C names
-    s = _loader.loader_settings({"num_threads": 3, "divisor": 2.0, "scale": (0.5, 0.75), "convert_path": "after_rgb",
+    s = _loader.loader_settings({"decode_threads": 3, "divisor": 2.0, "scale": (0.5, 0.75), "convert_path": "after_rgb",
                                  "rotate": False, "shard": "drop", "corrupt": "skip", "sampling_range_end": 1.5})
     assert s["decode_threads"] == 3 and s["transform.pixels.divisor"] == 2.0
     assert (s["transform.scale_min"], s["transform.scale_max"]) == (0.5, 0.75)
     assert s["transform.pixels.convert_path"] == _reel.CONVERT_PATH_AFTER_RGB
     assert s["transform.pixels.apply_rotation"] == 0
-    assert s["shard_mode"] == _reel.SHARD_DROP and s["corrupt_policy"] == _reel.CORRUPT_SKIP
+    assert s["shard_mode"] == _reel.SHARD_DROP and s["decoder.corrupt_policy"] == _reel.CORRUPT_SKIP
+    # the decoder options by their member paths (reel_loader_settings.decoder)
+    d = _loader.loader_settings({"decoder_threads": 2, "index": "read_write", "remote": {"max_retries": 1}})
+    assert d["decoder.threads"] == 2 and d["decoder.index_mode"] == _reel.INDEX_READ_WRITE
+    assert d["decoder.remote"]["max_retries"] == 1
+    assert not {"decoder_threads", "index_mode", "corrupt_policy", "remote"} & (set(c_fields) | set(d))
     assert s["sampler.range_end"] == 1.5
     # every C field is reached by some keyword
     everything = dict(scale=(0.1, 1.0), ratio=(0.5, 2.0), samples=[0], crop="center", resize=(80, 90),
@@ -228,6 +234,7 @@ def _value(text: str, ctype: str):
 
 STRUCTS = [
     ("sampler.h", "reel_sampler_settings", "sampler.", "loader"),
+    ("decoder.h", "reel_decoder_settings", "decoder.", "loader"),
     ("loader.h", "reel_clip_transform", "transform.", "loader"),
     ("convert.h", "reel_pixel_settings", "transform.pixels.", "loader"),
     ("loader.h", "reel_loader_settings", "", "loader"),
@@ -237,10 +244,17 @@ STRUCTS = [
 
 def test_every_documented_default_is_the_one_set():
     actual = {"loader": _reel.loader_defaults(), "remote": _reel.remote_defaults()}
+    # the loader's own defaults for its embedded decoder settings, as loader.h documents them
+    member = [doc for _, names, doc in _struct_fields(INCLUDE / "loader.h", "reel_loader_settings")
+              if names == ["decoder"]]
+    m = re.search(r"loader's own defaults[^:]*:\s*(.*?);", member[0] if member else "")
+    assert m, "loader.h: reel_loader_settings.decoder documents no defaults of its own"
+    own = dict(p.split(None, 1) for p in re.split(r"\s*,\s*", m.group(1)))
+    assert set(own) == {"threads", "index_mode", "gop_contexts"}, own
     checked, wrong = [], []
     for header, struct, prefix, table in STRUCTS:
         for ctype, names, doc in _struct_fields(INCLUDE / header, struct):
-            text = _documented(doc)
+            text = own.get(names[0], "") if struct == "reel_decoder_settings" and names[0] in own else _documented(doc)
             keys = [prefix + n for n in names]
             if not text or not all(k in actual[table] for k in keys):
                 continue
@@ -261,6 +275,7 @@ def test_every_documented_default_is_the_one_set():
     # a parser that reads nothing would pass: it must have read most fields
     assert len(checked) >= 45, sorted(checked)
     for key in ("alignment", "transform.ratio_min", "transform.crop_height", "transform.pixels.apply_rotation",
-                "transform.pixels.divisor", "readahead_max", "failure_log_size", "sampler.kind", "corrupt_policy",
-                "world_size", "sampler.seconds_between_frames"):
+                "transform.pixels.divisor", "readahead_max", "failure_log_size", "sampler.kind",
+                "decoder.corrupt_policy", "decoder.threads", "decoder.index_mode", "decoder.gop_contexts",
+                "decoder.check_keyframes", "world_size", "sampler.seconds_between_frames"):
         assert key in checked, key

@@ -63,7 +63,7 @@ def test_closed_decoder_in_child(video):
 
 def test_loader_in_child(tmp_path, synth):
     paths = [synth(frames=20, seed=s) for s in (1, 2, 3)]
-    with reel.Loader(paths, frames_per_clip=2, size=32, batch_size=1, num_threads=1) as L:
+    with reel.Loader(paths, frames_per_clip=2, size=32, batch_size=1, decode_threads=1) as L:
         b = L.next_batch()
         frames = b.frames.tobytes()
         kind, got = in_child(lambda: (b.frames.tobytes() == frames, L.next_batch()))

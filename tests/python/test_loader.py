@@ -34,7 +34,7 @@ def dataset(tmp_path_factory) -> Path:
 
 
 def loader(source, **kw):
-    args = dict(frames_per_clip=4, size=64, batch_size=5, num_threads=2, seed=1)
+    args = dict(frames_per_clip=4, size=64, batch_size=5, decode_threads=2, seed=1)
     args.update(kw)
     return reel.Loader(source, **args)
 
@@ -163,7 +163,7 @@ def test_determinism_and_resume(dataset):
                                                b.frames.tobytes()))
         return out
 
-    with loader(dataset, num_threads=1, epochs=2) as a, loader(dataset, num_threads=3, epochs=2) as b:
+    with loader(dataset, decode_threads=1, epochs=2) as a, loader(dataset, decode_threads=3, epochs=2) as b:
         assert run(a, 8) == run(b, 8)  # thread counts do not change the batches
     with loader(dataset, epochs=2) as a:
         ref = run(a, 8)
@@ -171,7 +171,7 @@ def test_determinism_and_resume(dataset):
         run(a, 2)
         state = a.state_dict()
         assert state["epoch"] == 0 and state["samples_seen"] == 10
-        with loader(dataset, epochs=2, num_threads=1) as b:
+        with loader(dataset, epochs=2, decode_threads=1) as b:
             b.load_state_dict(state)
             assert run(b, 6) == ref[2:]
         with loader(dataset, epochs=2, seed=2) as c, pytest.raises(ValueError):
@@ -337,7 +337,7 @@ def _slow_loader(slow_video):
     # the last frame of the long GOP, decoded by one thread with one FFmpeg thread
     return reel.Loader([(slow_video, 0)], frames_per_clip=1, size=(360, 640), crop=None, layout="BTHWC",
                        batch_size=1, shuffle=False,
-                       sampler="regular", sampling_range_start=-1, num_threads=1, decoder_threads=1,
+                       sampler="regular", sampling_range_start=-1, decode_threads=1, decoder_threads=1,
                        open_threads=1)
 
 

@@ -209,7 +209,7 @@ def test_rotated_and_vfr_videos_serial_and_gop_split(shared_videos, threads, gop
     into the sample's [C, T, H, W]): the pixels of reel.vlm.fetch_video
     either way."""
     paths = [str(shared_videos / n) for n in ("nasa_13013_rotated.mp4", "fire2.mp4", "cockatoo.mp4")]
-    with loader(paths, batch_size=1, num_threads=threads, prefetch_batches=1, gop_split=gop_split,
+    with loader(paths, batch_size=1, decode_threads=threads, prefetch_batches=1, gop_split=gop_split,
                 layout=layout) as L:
         for b in L:
             f, ci = b.frames[0].torch(), b.info[0]

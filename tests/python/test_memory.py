@@ -114,7 +114,7 @@ def test_errors(video, tmp_path):
 
 def test_loader_epochs(synth, torch):
     paths = [synth(frames=30, seed=s) for s in range(1, 7)]
-    with reel.Loader(paths, frames_per_clip=4, size=32, batch_size=2, num_threads=2) as L:
+    with reel.Loader(paths, frames_per_clip=4, size=32, batch_size=2, decode_threads=2) as L:
         c = L._loader
         refs = refcounts(c)
 
@@ -132,7 +132,7 @@ def test_loader_create_destroy(synth):
     paths = [synth(frames=30, seed=s) for s in range(1, 4)]
 
     def cycle(i):
-        with reel.Loader(paths, frames_per_clip=2, size=32, batch_size=3, num_threads=1) as L:
+        with reel.Loader(paths, frames_per_clip=2, size=32, batch_size=3, decode_threads=1) as L:
             next(iter(L))
 
     steady(cycle, 60, warmup=10, max_rss=12 * MB)
@@ -149,7 +149,7 @@ paths, budget = json.loads(sys.argv[1]), int(sys.argv[2])
 base = maxrss()  # the interpreter and reel, before the loader
 biggest = n = 0
 with reel.Loader(paths, sampler="fps", fps=2.0, size_policy={"resized_height": 448, "resized_width": 448},
-                 dtype="float32", batch_size=1, shuffle=False, epochs=1, num_threads=2, prefetch_batches=6,
+                 dtype="float32", batch_size=1, shuffle=False, epochs=1, decode_threads=2, prefetch_batches=6,
                  ring_bytes=budget) as L:
     for b in L:
         biggest = max(biggest, b.lengths[0] * 3 * 448 * 448 * 4)

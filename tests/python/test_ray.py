@@ -98,7 +98,7 @@ def _loader_epoch(source, epoch, **opts):
     its failures; the frames' shapes too (a 6th item) with `shapes=True` (variable batches: one a sample)."""
     out = {}
     shapes = opts.pop("shapes", False)
-    with reel.Loader(source, epochs=epoch + 1, batch_size=3, num_threads=2, **opts) as L:
+    with reel.Loader(source, epochs=epoch + 1, batch_size=3, decode_threads=2, **opts) as L:
         for _ in range(epoch):
             for _b in L:
                 pass
@@ -245,7 +245,7 @@ def test_read_tasks_of_a_store_are_its_shards(cluster, good_videos, tmp_path):
     want, _ = _loader_epoch(str(store), 2, **OPTS)
     assert _rows(rray.read_clips(store, epoch=2, **OPTS).take_all()) == want
     # the tasks' samples, in order, are the Loader's own epoch order of the store (shards shuffled, then records)
-    with reel.Loader(store, epochs=1, first_epoch=2, batch_size=1, num_threads=1, **OPTS) as L:
+    with reel.Loader(store, epochs=1, first_epoch=2, batch_size=1, decode_threads=1, **OPTS) as L:
         order = [c.sample for b in L for c in b.info]
     src = rray.ClipDatasource(store, epoch=2, **OPTS)
     assert sum((t.read_fn.config["samples"] for t in src.get_read_tasks(1)), []) == order
@@ -337,7 +337,7 @@ def test_clip_decoder_gives_the_loaders_crops_flips_and_pixels(good_videos, geom
     # ClipDecoder is a plain callable: no cluster needed to compare it with the Loader
     opts = dict(frames_per_clip=4, frame_stride=2, size=48, seed=11, clips_per_video=2, **geometry)
     want = []
-    with reel.Loader(good_videos, epochs=1, first_epoch=3, batch_size=3, num_threads=2, **opts) as L:
+    with reel.Loader(good_videos, epochs=1, first_epoch=3, batch_size=3, decode_threads=2, **opts) as L:
         for b in L:
             frames = b.frames.numpy()
             want += [(c, frames[i].copy()) for i, c in enumerate(b.info)]

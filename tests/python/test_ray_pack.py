@@ -173,7 +173,7 @@ def test_a_node_killed_mid_build_and_the_records_equal_a_one_machine_pack(cluste
         assert a[path] == b[path], f"{path}: record differs from the one-machine pack"
     assert reel.store_verify(out)["ok"]
     # the store delivers the same frames
-    cfg = dict(frames_per_clip=4, size=64, batch_size=4, num_threads=1, seed=2, shuffle_window="full")
+    cfg = dict(frames_per_clip=4, size=64, batch_size=4, decode_threads=1, seed=2, shuffle_window="full")
     with reel.Loader(one, **cfg) as l1, reel.Loader(out, **cfg) as l2:
         f1 = sorted((c.path, c.frame_indices) for b in l1 for c in b.info)
         f2 = sorted((c.path, c.frame_indices) for b in l2 for c in b.info)

@@ -80,7 +80,7 @@ def test_loader_over_a_store_by_url_equals_local(tmp_path):
     assert len(list((root / "st").glob("shard-*.bin"))) > 1
 
     def epoch(source):
-        with reel.Loader(source, frames_per_clip=4, size=64, batch_size=3, seed=2, num_threads=2) as L:
+        with reel.Loader(source, frames_per_clip=4, size=64, batch_size=3, seed=2, decode_threads=2) as L:
             return [(bytes(memoryview(b.frames)), list(memoryview(b.labels))) for b in L]
 
     local = epoch(root / "st")
@@ -164,7 +164,7 @@ def _kinetics(root, classes=("archery", "bowling"), per_class=2):
 
 
 def _epoch(source):
-    with reel.Loader(source, frames_per_clip=4, size=48, batch_size=2, seed=3, num_threads=2) as L:
+    with reel.Loader(source, frames_per_clip=4, size=48, batch_size=2, seed=3, decode_threads=2) as L:
         return [(bytes(memoryview(b.frames)), list(memoryview(b.labels)), [c.frame_indices for c in b.info])
                 for b in L]
 
@@ -245,7 +245,7 @@ def _labels_and_frames(source, *roots):
     the loader reports."""
     got = {}
     with reel.Loader(source, frames_per_clip=4, crop=None, size=(64, 96), layout="BTHWC", batch_size=2, seed=5,
-                     num_threads=2, epochs=1) as L:
+                     decode_threads=2, epochs=1) as L:
         for b in L:
             assert read_indices(b.frames) == [i for info in b.info for i in info.frame_indices]
             for info in b.info:
@@ -344,7 +344,7 @@ def _faulty_set(tmp_path):
 
 
 def _run(source, **kw):
-    with reel.Loader(source, frames_per_clip=4, size=48, batch_size=2, seed=3, num_threads=2, epochs=1, **kw) as L:
+    with reel.Loader(source, frames_per_clip=4, size=48, batch_size=2, seed=3, decode_threads=2, epochs=1, **kw) as L:
         batches = [(bytes(memoryview(b.frames)), list(memoryview(b.labels))) for b in L]
         return batches, L.metrics()
 
@@ -384,7 +384,7 @@ def test_faults_without_retries_are_named_failures(tmp_path):
         proxy.burst_length = 1
         proxy.cut_every = 11
         with reel.Loader(f"{base}/ds/train.csv".replace(base, proxy.base), frames_per_clip=4, size=48,
-                         batch_size=2, seed=3, num_threads=2, on_error="skip", epochs=1,
+                         batch_size=2, seed=3, decode_threads=2, on_error="skip", epochs=1,
                          remote=dict(SMALL_READS, max_retries=0, request_timeout=10)) as L:
             n = sum(len(b) for b in L)
             m = L.metrics()
@@ -406,7 +406,7 @@ def test_a_server_that_stops_answering_hits_the_time_limits(tmp_path):
         # the request timeout: a named failure (here the epoch's only sample,
         # so the epoch ends with it), not a hang
         with reel.Loader([(f"{proxy.base}/ds/archery/v0.mp4", 0)], frames_per_clip=2, size=32, batch_size=1,
-                         num_threads=1, epochs=1, remote=dict(request_timeout=0.5, max_retries=0)) as L:
+                         decode_threads=1, epochs=1, remote=dict(request_timeout=0.5, max_retries=0)) as L:
             with pytest.raises(reel.ReelError) as e:
                 list(L)
             m = L.metrics()
@@ -415,7 +415,7 @@ def test_a_server_that_stops_answering_hits_the_time_limits(tmp_path):
         # the per-sample time limit interrupts a transfer that would wait 30 s
         # (the message says which limit ended it, so no clock is needed)
         with reel.Loader([(f"{proxy.base}/ds/bowling/v1.mp4", 0)], frames_per_clip=2, size=32, batch_size=1,
-                         num_threads=1, epochs=1, sample_time_limit=0.5,
+                         decode_threads=1, epochs=1, sample_time_limit=0.5,
                          remote=dict(request_timeout=30, max_retries=0)) as L:
             with pytest.raises(reel.ReelError) as e:
                 list(L)
@@ -430,7 +430,7 @@ def test_no_secret_in_messages_metrics_or_trace(s3, tmp_path):
 
     def run():
         with reel.Loader("s3://videos/train/", frames_per_clip=2, size=32, batch_size=1, epochs=1, trace=True,
-                         num_threads=1) as L:
+                         decode_threads=1) as L:
             n = sum(len(b) for b in L)
             L.write_trace(tmp_path / "trace.json")
             return n, L.metrics()
@@ -486,7 +486,7 @@ def test_shutdown_stops_a_stalled_transfer_at_once(tmp_path):
 
     with nginx(tmp_path) as base, fault_proxy(base) as proxy:
         proxy.stall = True
-        L = reel.Loader([(f"{proxy.base}/v.mp4", 0)], frames_per_clip=2, size=32, batch_size=1, num_threads=1,
+        L = reel.Loader([(f"{proxy.base}/v.mp4", 0)], frames_per_clip=2, size=32, batch_size=1, decode_threads=1,
                         epochs=1, remote=dict(request_timeout=30, max_retries=0))
         for _ in range(1000):  # the open request reaches the proxy and stalls there (bounded: 10 s)
             if proxy.faults["stall"]:
@@ -494,7 +494,7 @@ def test_shutdown_stops_a_stalled_transfer_at_once(tmp_path):
             threading.Event().wait(0.01)
         assert proxy.faults["stall"] >= 1, proxy.faults
         assert closes_within(L)
-        L = reel.Loader([(f"{proxy.base}/v.mp4", 0)], frames_per_clip=2, size=32, batch_size=1, num_threads=1,
+        L = reel.Loader([(f"{proxy.base}/v.mp4", 0)], frames_per_clip=2, size=32, batch_size=1, decode_threads=1,
                         epochs=1, sample_time_limit=0.3, remote=dict(request_timeout=30, max_retries=0))
         try:
             with pytest.raises(reel.ReelError):
@@ -572,7 +572,7 @@ def test_https_verifies_by_default_and_the_loader_shares_connections_and_tls_ses
     from servers import self_signed_cert
     n = 12
     local_items = _small_videos(tmp_path / "www", n)
-    local, _ = _loader_run(local_items, num_threads=2)
+    local, _ = _loader_run(local_items, decode_threads=2)
     cert, key = self_signed_cert(tmp_path)
     log = tmp_path / "access.log"
     # nginx closes a connection after 4 requests, so that later ones are new
@@ -599,7 +599,7 @@ def test_https_verifies_by_default_and_the_loader_shares_connections_and_tls_ses
         assert after == marker + 2, (marker, after)
         log.write_text("")
         items = [(f"{base}/v{i:02d}.mp4", lab) for i, (_, lab) in enumerate(local_items)]
-        got, m = _loader_run(items, num_threads=2, open_threads=3,
+        got, m = _loader_run(items, decode_threads=2, open_threads=3,
                              remote=dict(SMALL_READS, ca_bundle=str(cert)))
         r = m["remote"]
         rows = logged(r["requests"])
@@ -645,13 +645,13 @@ def test_bytes_in_flight_budget_bounds_the_fetch_ahead(tmp_path):
     are the same either way."""
     n = 12
     local_items = _small_videos(tmp_path / "www", n, width=320, height=240, frames=96)
-    local, _ = _loader_run(local_items, num_threads=1)
+    local, _ = _loader_run(local_items, decode_threads=1)
     biggest = max(os.path.getsize(p) for p, _ in local_items)
     with nginx(tmp_path / "www") as base, fault_proxy(base) as proxy:
         proxy.latency = 0.03  # so that the fetches of 6 open threads overlap
         items = [(f"{proxy.base}/v{i:02d}.mp4", lab) for i, (_, lab) in enumerate(local_items)]
-        tight, mt = _loader_run(items, num_threads=1, open_threads=6, remote=dict(SMALL_READS, max_bytes_in_flight=1))
-        loose, ml = _loader_run(items, num_threads=1, open_threads=6, remote=SMALL_READS)
+        tight, mt = _loader_run(items, decode_threads=1, open_threads=6, remote=dict(SMALL_READS, max_bytes_in_flight=1))
+        loose, ml = _loader_run(items, decode_threads=1, open_threads=6, remote=SMALL_READS)
     assert tight == local and loose == local
     rt, rl = mt["remote"], ml["remote"]
     assert 0 < rt["bytes_in_flight_peak"] <= biggest
@@ -753,7 +753,7 @@ def test_every_value_reel_shows_of_a_url_is_redacted(tmp_path):
         values["ReelError.path"], values["str(e)"] = e.value.path, str(e.value)
         assert e.value.path == srv.base.replace("http://", "http://***@") + "/gone.mp4?***"
         with reel.Loader([(url, 0), (missing, 1)], frames_per_clip=2, size=32, batch_size=2, epochs=1,
-                         on_error="skip", num_threads=1, remote={"max_retries": 0}) as L:
+                         on_error="skip", decode_threads=1, remote={"max_retries": 0}) as L:
             info = [c for b in L for c in b.info]
             failures = L.metrics()["failures"]
         assert [c.path for c in info] == [shown]

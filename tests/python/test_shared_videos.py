@@ -145,7 +145,7 @@ def test_loader_over_every_video_gives_the_decoders_frames(shared_videos, np):
     kw = dict(size=(48, 64), layout="HWC")
     seen = 0
     with reel.Loader(paths, frames_per_clip=3, clips_per_video=2, size=(48, 64), crop=None, layout="BTHWC",
-                     batch_size=5, num_threads=2, seed=3, epochs=1) as loader:
+                     batch_size=5, decode_threads=2, seed=3, epochs=1) as loader:
         for b in loader:
             frames = b.frames.numpy()
             for k, info in enumerate(b.info):
@@ -214,7 +214,7 @@ def test_an_edit_list_that_trims_the_first_keyframe(shared_videos, ffmpeg, tmp_p
                 assert d.get_frames_at([i]).tobytes() == ref[i * fb:(i + 1) * fb], (kw, i)
     assert sources == ["container", "scan", "container", "sidecar"]
     loader_kw = dict(frames_per_clip=25, clips_per_video=1, size=(64, 64), crop=None, layout="BTHWC",
-                     batch_size=1, num_threads=1, seed=1, epochs=1)
+                     batch_size=1, decode_threads=1, seed=1, epochs=1)
     with reel.Loader([(str(p), 0)], **loader_kw) as loader:
         batches = list(loader)
     assert len(batches) == 1 and list(batches[0].info[0].frame_indices) == list(range(25))

@@ -48,7 +48,7 @@ def test_pack_info_verify(videos, tmp_path):
 def _epoch(source):
     # a full shuffle: the same order over videos and over stores of any shard layout
     out = []
-    with reel.Loader(source, frames_per_clip=4, size=(96, 128), crop=None, batch_size=4, num_threads=2, seed=3,
+    with reel.Loader(source, frames_per_clip=4, size=(96, 128), crop=None, batch_size=4, decode_threads=2, seed=3,
                      layout="BTHWC", flip="random", shuffle_window="full") as L:
         for b in L:
             out.append((bytes(memoryview(b.frames)), list(memoryview(b.labels)),

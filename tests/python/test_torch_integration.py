@@ -28,7 +28,7 @@ rt = pytest.importorskip("reel.torch")
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "train_linear.py"
-KW = dict(frames_per_clip=2, size=32, batch_size=3, seed=7, crop="random", flip="random", num_threads=2)
+KW = dict(frames_per_clip=2, size=32, batch_size=3, seed=7, crop="random", flip="random", decode_threads=2)
 
 
 def interpreter() -> list:
@@ -136,7 +136,7 @@ def test_len_of_a_folder_and_dataset_info(tmp_path):
     info = reel.dataset_info(tmp_path)
     assert info == {"size": 7, "class_names": ["class_0", "class_1", "class_2"], "skipped": []}
     assert reel.dataset_info([("a.mp4", 1), ("b.mp4", 0)])["size"] == 2  # a list is not opened
-    ds = rt.VideoDataset(tmp_path, frames_per_clip=2, size=32, batch_size=3, num_threads=1)
+    ds = rt.VideoDataset(tmp_path, frames_per_clip=2, size=32, batch_size=3, decode_threads=1)
     assert len(ds) == 3 and sum(1 for _ in ds) == 3  # 7 videos, batches of 3
     ds.close()
     with pytest.raises(reel.NotFoundError):

@@ -148,7 +148,7 @@ def cli_frames():
 def loader_epoch(source, n_videos):
     import torch
     seen = 0
-    with reel.Loader(source, frames_per_clip=4, clips_per_video=1, size=64, batch_size=3, num_threads=2,
+    with reel.Loader(source, frames_per_clip=4, clips_per_video=1, size=64, batch_size=3, decode_threads=2,
                      seed=1, epochs=1) as loader:
         for b in loader:
             x, y = b.torch()
