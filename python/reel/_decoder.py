@@ -25,10 +25,10 @@ class VideoMetadata:
     """Metadata of the decoded video stream.
 
     It describes the frames the decoder returns: ``width`` x ``height`` is
-    the size after the display rotation (the frames' size with ``rotate`` on,
+    the size after the display rotation (the frames' size with ``apply_rotation`` on,
     the default); the stream's own values are named for them
     (``source_width``, ``source_height``: the size before rotation, the
-    frames' size with ``rotate=False``; ``container_bit_rate``). A field with
+    frames' size with ``apply_rotation=False``; ``container_bit_rate``). A field with
     the name of one of torchcodec's ``VideoStreamMetadata`` means what it means
     there: ``bit_rate`` is the stream's (the container's only when the stream
     states none), ``rotation`` is None when the stream has no display matrix.
@@ -188,18 +188,18 @@ class VideoDecoder:
     - ``filter``: ``"bilinear"`` (default), ``"area"``, ``"bicubic"``, ``"nearest"``.
     - ``convert_path``: ``"fused"`` (default: one pass from YUV, bit-exact with
       ``ffmpeg -vf crop,scale``) or ``"after_rgb"`` (RGB first, like torchvision).
-    - ``rotate``: apply the display rotation (default True). ``flip``: mirror.
+    - ``apply_rotation``: apply the display rotation (default True). ``flip``: mirror.
     - ``index``: the sidecar index ``<video>.reelidx``: False (default, off),
       ``"read"`` (use a valid one), True or ``"read_write"`` (use, or build and
       write). ``index_path`` overrides the sidecar's location.
-    - ``corrupt``: ``"fail"`` (default) or ``"skip"`` corrupt packets.
+    - ``corrupt_policy``: ``"fail"`` (default) or ``"skip"`` corrupt packets.
     - ``skip_nonref``: skip non-reference frames nobody asked for (default True).
     - ``check_keyframes``: with FFmpeg frame threads (``threads`` != 1), decode
       each keyframe alone once before seeking to it, so one that is not a clean
       starting point is found and decoded through from an earlier keyframe
       (default True; costs one keyframe decode per keyframe visited).
     - ``force_scan``: build the frame table by a packet scan.
-    - ``gop_threads``: GOP-parallel decoding: a call whose frames lie in two or
+    - ``gop_contexts``: GOP-parallel decoding: a call whose frames lie in two or
       more keyframe runs splits the runs over up to this many decoder contexts
       of the same file or URL, on threads of their own, each writing straight
       into the output; a call of one run decodes on ``threads``. None
@@ -237,32 +237,32 @@ class VideoDecoder:
         divisor: float = 255.0,
         filter: str = "bilinear",
         convert_path: str = "fused",
-        rotate: bool = True,
+        apply_rotation: bool = True,
         flip: bool = False,
-        index: Union[bool, str, None] = False,
+        index_mode: Union[bool, str, None] = False,
         index_path: Union[str, "os.PathLike[str]", None] = None,
-        corrupt: str = "fail",
+        corrupt_policy: str = "fail",
         skip_nonref: bool = True,
         force_scan: bool = False,
         check_keyframes: bool = True,
         name: Optional[str] = None,
         remote: Optional[Dict[str, Any]] = None,
-        gop_threads: Optional[int] = None,
+        gop_contexts: Optional[int] = None,
         audio: Union[bool, Dict[str, Any], None] = None,
     ) -> None:
         self._options = dict(
             stream=stream, threads=threads, crop=None if crop is None else tuple(crop),
             size=size if size is None or isinstance(size, int) else tuple(size),
             layout=layout, dtype=dtype, mean=mean, std=std, divisor=divisor, filter=filter,
-            convert_path=convert_path, rotate=rotate, flip=flip, index=index,
-            index_path=opt.fspath_or_none(index_path), corrupt=corrupt,
+            convert_path=convert_path, apply_rotation=apply_rotation, flip=flip, index_mode=index_mode,
+            index_path=opt.fspath_or_none(index_path), corrupt_policy=corrupt_policy,
             skip_nonref=skip_nonref, force_scan=force_scan, check_keyframes=check_keyframes, name=name,
-            remote=None if remote is None else dict(remote), gop_threads=gop_threads,
+            remote=None if remote is None else dict(remote), gop_contexts=gop_contexts,
             audio=dict(audio) if isinstance(audio, dict) else audio,
         )
         self._audio = _audio.AudioSettings.of(audio)
         height, width = opt.size_hw("size", size)
-        codec_threads, gop_contexts = opt.decoder_threads(threads, gop_threads)
+        codec_threads, gop_contexts = opt.decoder_threads(threads, gop_contexts)
         layout_code = opt.choice("layout", layout, opt.FRAME_LAYOUTS)
         src, kind, dname = _classify(source, name)
         self._source = src if kind != 2 else None  # for pickling; file objects do not pickle
@@ -272,8 +272,8 @@ class VideoDecoder:
             name=dname,
             stream=-1 if stream is None else int(stream),
             threads=codec_threads,
-            corrupt=opt.choice("corrupt", corrupt, opt.CORRUPT),
-            index_mode=opt.index_mode(index),
+            corrupt=opt.choice("corrupt_policy", corrupt_policy, opt.CORRUPT),
+            index_mode=opt.index_mode(index_mode),
             index_path=opt.fspath_or_none(index_path),
             skip_nonref=bool(skip_nonref),
             force_scan=bool(force_scan),
@@ -284,7 +284,7 @@ class VideoDecoder:
             width=width, height=height,
             filter=opt.choice("filter", filter, opt.FILTERS),
             convert_path=opt.choice("convert_path", convert_path, opt.CONVERT_PATHS),
-            rotate=bool(rotate), flip=bool(flip),
+            rotate=bool(apply_rotation), flip=bool(flip),
             dtype=opt.dtype_code(dtype),
             layout=layout_code,
             divisor=float(divisor),

@@ -276,9 +276,9 @@ class Loader:
     decoding pool, stage 2 (C ``decode_threads``; None: the core count),
     ``open_threads``, ``collate_threads``, ``decoder_threads`` (FFmpeg threads
     inside each decoder, C ``decoder.threads``, VideoDecoder's ``threads``;
-    default 1), ``prefetch_batches``. ``index`` and ``corrupt`` are C's
+    default 1), ``prefetch_batches``. ``index_mode`` and ``corrupt_policy`` are C's
     ``decoder.index_mode`` and ``decoder.corrupt_policy`` (VideoDecoder's
-    ``index`` and ``corrupt``), ``remote`` is ``decoder.remote``.
+    ``index_mode`` and ``corrupt_policy``), ``remote`` is ``decoder.remote``.
 
     Remote input (http(s):// and s3:// videos, manifests, prefixes and
     stores): ``remote={"request_timeout": s, "connect_timeout": s,
@@ -346,7 +346,7 @@ class Loader:
         ratio: Optional[Sequence[float]] = None,
         filter: Optional[str] = None,
         convert_path: Optional[str] = None,
-        rotate: bool = True,
+        apply_rotation: bool = True,
         dtype: Any = "uint8",
         layout: str = "BTCHW",
         mean: Optional[Sequence[float]] = None,
@@ -356,7 +356,7 @@ class Loader:
         epochs: Optional[int] = None,
         rank: int = 0,
         world_size: int = 1,
-        shard: str = "pad",
+        shard_mode: str = "pad",
         ordered: bool = True,
         on_error: str = "skip",
         max_replacements: Optional[int] = None,
@@ -367,8 +367,8 @@ class Loader:
         prefetch_batches: Optional[int] = None,
         queue_capacity: Optional[int] = None,
         alignment: Optional[int] = None,
-        index: Union[bool, str, None] = "read",
-        corrupt: str = "fail",
+        index_mode: Union[bool, str, None] = "read",
+        corrupt_policy: str = "fail",
         trace: bool = False,
         trace_capacity: Optional[int] = None,
         pin_memory: bool = False,
@@ -399,13 +399,13 @@ class Loader:
             "sampler": sampler, "frame_stride": frame_stride, "seconds_between_frames": seconds_between_frames,
             "sampling_range_start": sampling_range_start, "sampling_range_end": sampling_range_end,
             "policy": policy, "resize": resize, "crop": crop, "flip": flip, "flip_probability": flip_probability,
-            "scale": scale, "ratio": ratio, "filter": filter, "convert_path": convert_path, "rotate": rotate,
+            "scale": scale, "ratio": ratio, "filter": filter, "convert_path": convert_path, "apply_rotation": apply_rotation,
             "dtype": dtype, "layout": layout, "mean": mean, "std": std, "divisor": divisor, "drop_last": drop_last,
-            "epochs": epochs, "rank": rank, "world_size": world_size, "shard": shard, "ordered": ordered,
+            "epochs": epochs, "rank": rank, "world_size": world_size, "shard_mode": shard_mode, "ordered": ordered,
             "on_error": on_error, "max_replacements": max_replacements, "sample_time_limit": sample_time_limit,
             "open_threads": open_threads, "collate_threads": collate_threads, "decoder_threads": decoder_threads,
             "prefetch_batches": prefetch_batches, "queue_capacity": queue_capacity, "alignment": alignment,
-            "index": index, "corrupt": corrupt, "trace": trace, "trace_capacity": trace_capacity,
+            "index_mode": index_mode, "corrupt_policy": corrupt_policy, "trace": trace, "trace_capacity": trace_capacity,
             "pin_memory": pin_memory, "min_coverage": min_coverage, "failure_log_size": failure_log_size,
             "shuffle_window": shuffle_window, "remote": remote, "canonical_ranks": canonical_ranks,
             "canonical_batch": canonical_batch, "num_workers": num_workers, "worker": worker, "samples": samples,
@@ -561,7 +561,7 @@ def epoch_order(source: Any, epoch: int = 0, *, seed: int = 0, shuffle: bool = T
 
 
 def stripe(num_samples: int, batch_size: int, *, world_size: int = 1, rank: int = 0, samples_seen: int = 0,
-           shard: str = "pad", drop_last: bool = False, num_workers: int = 1,
+           shard_mode: str = "pad", drop_last: bool = False, num_workers: int = 1,
            worker: int = 0) -> List[Tuple[int, int, int]]:
     """A rank's batches of an epoch from ``samples_seen`` on, as the Loader
     cuts them: ``(first, count, samples_seen_after)`` per batch, positions
@@ -569,14 +569,14 @@ def stripe(num_samples: int, batch_size: int, *, world_size: int = 1, rank: int 
     positions past its end are padding, the order again from its start) and
     the state's samples_seen once every rank has consumed the batch."""
     return _reel.stripe(int(num_samples), int(samples_seen), int(world_size), int(rank), int(batch_size),
-                        opt.choice("shard", shard, SHARD), bool(drop_last), int(num_workers), int(worker))
+                        opt.choice("shard_mode", shard_mode, SHARD), bool(drop_last), int(num_workers), int(worker))
 
 
-def epoch_shape(num_samples: int, batch_size: int, *, world_size: int = 1, shard: str = "pad",
+def epoch_shape(num_samples: int, batch_size: int, *, world_size: int = 1, shard_mode: str = "pad",
                 drop_last: bool = False) -> Tuple[int, int]:
     """(samples per rank, batches per rank) of one epoch without a loader
     (reel_loader_epoch_shape)."""
-    return _reel.epoch_shape(int(num_samples), int(world_size), opt.choice("shard", shard, SHARD), int(batch_size),
+    return _reel.epoch_shape(int(num_samples), int(world_size), opt.choice("shard_mode", shard_mode, SHARD), int(batch_size),
                              bool(drop_last))
 
 

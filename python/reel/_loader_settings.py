@@ -90,7 +90,7 @@ LOADER_FIELDS: Tuple[Tuple[str, str, Any], ...] = (
 
 def _converted_settings(c: Mapping[str, Any]) -> Dict[str, Any]:
     """The C fields of the keywords that take more than a type conversion:
-    another name (rotate, index, corrupt, shard,
+    another place (apply_rotation, index_mode, corrupt_policy, shard_mode,
     sampling_range_*), a string choice, a pair (size, scale, ratio),
     several fields (resize, crop, flip, size_policy) or no plain field
     (samples, remote: decoder.remote)."""
@@ -110,16 +110,16 @@ def _converted_settings(c: Mapping[str, Any]) -> Dict[str, Any]:
                                                     c["convert_path"] or ("after_rgb" if size_policy else "fused"),
                                                     opt.CONVERT_PATHS),
         "pad": int(bool(c["pad"])),
-        "transform.pixels.apply_rotation": int(bool(c["rotate"])),
+        "transform.pixels.apply_rotation": int(bool(c["apply_rotation"])),
         "transform.pixels.dtype": opt.dtype_code(c["dtype"]),
         "transform.layout": opt.choice("layout", c["layout"], BATCH_LAYOUTS),
         "transform.pixels.mean": opt.rgb3("mean", c["mean"], 0.0),
         "transform.pixels.std": opt.rgb3("std", c["std"], 1.0),
         "epochs": 0 if c["epochs"] is None else int(c["epochs"]),
-        "shard_mode": opt.choice("shard", c["shard"], SHARD),
+        "shard_mode": opt.choice("shard_mode", c["shard_mode"], SHARD),
         "on_error": opt.choice("on_error", c["on_error"], ON_ERROR),
-        "decoder.index_mode": opt.index_mode(c["index"]),
-        "decoder.corrupt_policy": opt.choice("corrupt", c["corrupt"], opt.CORRUPT),
+        "decoder.index_mode": opt.index_mode(c["index_mode"]),
+        "decoder.corrupt_policy": opt.choice("corrupt_policy", c["corrupt_policy"], opt.CORRUPT),
         "shuffle_window": shuffle_window_code(c["shuffle_window"]),
     }
     if c["samples"] is not None:

@@ -119,7 +119,7 @@ def index_mode(index: Any) -> int:
         return _reel.INDEX_OFF
     if index is True:
         return _reel.INDEX_READ_WRITE
-    return choice("index", index, INDEX_MODES)
+    return choice("index_mode", index, INDEX_MODES)
 
 
 def fspath_or_none(p: Any) -> Optional[str]:

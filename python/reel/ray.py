@@ -61,7 +61,7 @@ TENSOR_COLUMNS = tuple(c for c in COLUMNS if c not in ("path", "failure"))
 
 # Loader options that make no sense per read task: Ray shards, batches, orders
 # and counts epochs; read_clips sets these itself.
-_NOT_OPTIONS = frozenset({"batch_size", "rank", "world_size", "shard", "drop_last", "ordered", "samples",
+_NOT_OPTIONS = frozenset({"batch_size", "rank", "world_size", "shard_mode", "drop_last", "ordered", "samples",
                           "prefetch_batches", "pin_memory", "trace", "trace_capacity",
                           "shuffle_window", "min_coverage", "failure_log_size"})
 _LAYOUT_ROW = {"BTCHW": "TCHW", "BCTHW": "CTHW", "BTHWC": "THWC"}
@@ -575,7 +575,7 @@ class ClipDecoder:
     "random_resized" with ``scale``/``ratio``), ``resize`` (before a crop;
     None: short side ``round(min(size) * 256 / 224)``), ``flip`` (False,
     True, "random" with ``flip_probability``), ``filter``,
-    ``convert_path``, ``rotate``. Random choices are the Loader's: a pure
+    ``convert_path``, ``apply_rotation``. Random choices are the Loader's: a pure
     function of (``seed``, epoch, sample, clip), where epoch, sample and
     clip come from the row's ``epoch``, ``sample`` and ``clip`` columns if
     it has them (else the ``epoch`` option, sample 0, clip 0), so rows of
@@ -590,13 +590,13 @@ class ClipDecoder:
     def __init__(self, *, size: Union[int, Sequence[int], None] = 224, crop: Optional[str] = None,
                  flip: Union[bool, str] = False, flip_probability: Optional[float] = None, resize: Any = None,
                  scale: Optional[Sequence[float]] = None, ratio: Optional[Sequence[float]] = None,
-                 filter: str = "bilinear", convert_path: str = "fused", rotate: bool = True, seed: int = 0,
+                 filter: str = "bilinear", convert_path: str = "fused", apply_rotation: bool = True, seed: int = 0,
                  epoch: int = 0, dtype: str = "uint8", layout: str = "CHW", remote: Optional[Dict[str, Any]] = None,
-                 on_error: str = "skip", max_open: int = 16, index: Union[bool, str] = False) -> None:
+                 on_error: str = "skip", max_open: int = 16, index_mode: Union[bool, str] = False) -> None:
         if on_error not in ("skip", "raise"):
             raise ValueError(f"on_error must be 'skip' or 'raise', not {on_error!r}")
-        self._opts: Dict[str, Any] = {"dtype": dtype, "layout": layout, "threads": 1, "index": index,
-                                      "filter": filter, "convert_path": convert_path, "rotate": rotate}
+        self._opts: Dict[str, Any] = {"dtype": dtype, "layout": layout, "threads": 1, "index_mode": index_mode,
+                                      "filter": filter, "convert_path": convert_path, "apply_rotation": apply_rotation}
         if remote:
             self._opts["remote"] = remote
         self._size = size
@@ -606,7 +606,7 @@ class ClipDecoder:
             # checks every option as the Loader does
             self._settings = loader_settings(dict(size=size, crop=crop, flip=flip, flip_probability=flip_probability,
                                                   resize=resize, scale=scale, ratio=ratio, filter=filter,
-                                                  convert_path=convert_path, rotate=rotate, seed=seed))
+                                                  convert_path=convert_path, apply_rotation=apply_rotation, seed=seed))
         elif crop is not None or flip:
             raise ValueError("ClipDecoder: crop and flip need a size")
         self._on_error = on_error
@@ -633,7 +633,7 @@ class ClipDecoder:
         if wh is None:
             m = self._decoder((path,), size=None).metadata
             # width x height is after the display rotation, source_* before it
-            wh = self._display[path] = ((m.width, m.height) if self._opts["rotate"]
+            wh = self._display[path] = ((m.width, m.height) if self._opts["apply_rotation"]
                                         else (m.source_width, m.source_height))
         (x, y, cw, ch), (ow, oh), flipped = _reel.clip_geometry(self._settings, epoch, sample, clip, *wh)
         whole = (x, y, cw, ch) == (0, 0) + wh

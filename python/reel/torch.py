@@ -168,7 +168,7 @@ class VideoDataset(torch.utils.data.IterableDataset):
     when it is initialised (else 0 and 1). Each epoch has one global order
     and the ranks' batches are stripes of it (rank r's k-th batch is the r-th
     ``batch_size`` samples of the k-th global batch), so the ranks' samples
-    are disjoint and together cover the dataset; ``shard="pad"`` (default)
+    are disjoint and together cover the dataset; ``shard_mode="pad"`` (default)
     repeats a few samples at the end (``padded`` in their info) so every rank
     gets as many batches, as DDP needs.
 
@@ -233,7 +233,7 @@ class VideoDataset(torch.utils.data.IterableDataset):
         batch = int(self.loader_args.get("batch_size", 32))
         drop_last = bool(self.loader_args.get("drop_last", False))
         per_rank, batches = epoch_shape(self._num_videos, batch, world_size=world,
-                                        shard=self.loader_args.get("shard", "pad"), drop_last=drop_last)
+                                        shard_mode=self.loader_args.get("shard_mode", "pad"), drop_last=drop_last)
         if not self.clips:
             return batches
         # the loader's batches, cut into clips

@@ -119,7 +119,7 @@ def _read_video(ele: Dict[str, Any], factor: int, dtype: str,
     else:
         codec_threads, gop = (1 if threads >= 1 else 0), max(1, threads)
     dec = VideoDecoder(_video_path(ele["video"]), dtype=dtype, divisor=1.0, filter="bicubic",
-                       convert_path="after_rgb", threads=codec_threads, gop_threads=gop, remote=ele.get("remote"))
+                       convert_path="after_rgb", threads=codec_threads, gop_contexts=gop, remote=ele.get("remote"))
     try:
         idx, info = dec._dec.sample_video(kind, fps, min_frames, max_frames, FRAME_FACTOR, count,
                                           float(start or 0.0), float(end or 0.0))

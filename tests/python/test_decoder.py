@@ -239,8 +239,8 @@ def test_size_crop_layout(video, np):
     with pytest.raises(reel.InvalidArgumentError) as e:
         reel.VideoDecoder(video, crop=(100, 100, 60, 80))
     assert isinstance(e.value, ValueError)
-    for bad in (dict(layout="XYZ"), dict(dtype="int16"), dict(filter="lanczos"), dict(corrupt="maybe"),
-                dict(size=(0, 5)), dict(crop=(1, 2, 3)), dict(index="sometimes")):
+    for bad in (dict(layout="XYZ"), dict(dtype="int16"), dict(filter="lanczos"), dict(corrupt_policy="maybe"),
+                dict(size=(0, 5)), dict(crop=(1, 2, 3)), dict(index_mode="sometimes")):
         with pytest.raises((ValueError, TypeError)):
             reel.VideoDecoder(video, **bad)
 
@@ -281,14 +281,14 @@ def test_rotation(shared_videos):
     assert (m.width, m.height, m.rotation) == (270, 480, 90)
     assert (m.source_width, m.source_height) == (480, 270)
     assert d.frame_shape == (3, m.height, m.width) == (3, 480, 270)
-    assert reel.VideoDecoder(p, rotate=False).frame_shape == (3, m.source_height, m.source_width)
+    assert reel.VideoDecoder(p, apply_rotation=False).frame_shape == (3, m.source_height, m.source_width)
     # bit_rate is the stream's (ffprobe: stream 202188, container 217676)
     assert (m.bit_rate, m.container_bit_rate) == (202188, 217676)
 
 
 def test_cli_frames_names_the_convert_path_and_rotation_as_python(shared_videos):
     """`reel frames --convert-path fused|after_rgb` and `--no-rotate` are
-    VideoDecoder's convert_path= and rotate=False (issue 26: one name per
+    VideoDecoder's convert_path= and apply_rotation=False (issue 26: one name per
     concept, one default: the display rotation is applied)."""
     import os
     import subprocess
@@ -311,8 +311,8 @@ def test_cli_frames_names_the_convert_path_and_rotation_as_python(shared_videos)
     after = frames("--size", "80x60", "--filter", "bicubic", "--convert-path", "after_rgb", "--no-rotate")
     assert len(fused) == len(after) == 80 * 60 * 3 and fused != after
     assert fused == frames("--size", "80x60", "--filter", "bicubic", "--no-rotate")  # fused is the default
-    assert fused == decoded(size=(60, 80), convert_path="fused", rotate=False)
-    assert after == decoded(size=(60, 80), convert_path="after_rgb", rotate=False)
+    assert fused == decoded(size=(60, 80), convert_path="fused", apply_rotation=False)
+    assert after == decoded(size=(60, 80), convert_path="after_rgb", apply_rotation=False)
     rotated = frames("--size", "60x80", "--filter", "bicubic")  # rotated by default, as in Python
     assert rotated == decoded(size=(80, 60)) and rotated != frames("--size", "60x80", "--filter", "bicubic",
                                                                    "--no-rotate")
@@ -325,16 +325,16 @@ def test_sidecar_index(synth, tmp_path):
     src = synth(frames=30, gop=10)
     path = tmp_path / "v.mp4"
     path.write_bytes(pathlib.Path(src).read_bytes())
-    d = reel.VideoDecoder(path, index=True, force_scan=True)
+    d = reel.VideoDecoder(path, index_mode=True, force_scan=True)
     assert d.metadata.index_source == "scan"
     assert (tmp_path / "v.mp4.reelidx").exists()
-    d2 = reel.VideoDecoder(path, index="read")
+    d2 = reel.VideoDecoder(path, index_mode="read")
     assert d2.metadata.index_source == "sidecar"
-    assert read_indices(reel.VideoDecoder(path, index="read", layout="HWC").get_frames_at([29])) == [29]
+    assert read_indices(reel.VideoDecoder(path, index_mode="read", layout="HWC").get_frames_at([29])) == [29]
     side = tmp_path / "elsewhere.idx"
     d.save_index(side)
     assert side.exists()
-    assert reel.VideoDecoder(path, index="read", index_path=side).metadata.index_source == "sidecar"
+    assert reel.VideoDecoder(path, index_mode="read", index_path=side).metadata.index_source == "sidecar"
     assert reel.VideoDecoder(path).metadata.index_source != "sidecar"  # index off by default
 
 
@@ -498,7 +498,7 @@ def test_defaults_use_the_cores_and_follow_a_dataloaders_pool(synth, torch):
         assert d.stats.gop_contexts == (min(cores, 4) if cores >= 2 else 1), d.stats
         d.get_frames_at([1, 2])
         assert d.stats.gop_contexts == 1
-    with reel.VideoDecoder(path, gop_threads=1) as d:
+    with reel.VideoDecoder(path, gop_contexts=1) as d:
         d.get_frames_at(want)
         assert d.stats.gop_contexts == 1
     loader = torch.utils.data.DataLoader(_StatsOfDefaults(path), batch_size=None, num_workers=1)

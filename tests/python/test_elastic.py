@@ -100,18 +100,18 @@ def test_four_ranks_resume_on_other_world_and_batch_sizes_over_videos(folder):
 def test_shard_drop_on_the_remainder(folder):
     head, state = [], None
     for r in range(4):  # batches of 1: 4 seen, 7 left
-        recs, state = run(folder, stop=1, world_size=4, rank=r, shard="drop", batch_size=1)
+        recs, state = run(folder, stop=1, world_size=4, rank=r, shard_mode="drop", batch_size=1)
         head += recs
     assert state["samples_seen"] == 4
     for world, delivered in ((3, 6), (5, 5), (7, 7)):  # 7 over 3 ranks of 2: one global batch, 1 dropped; ...
         rest = []
         for r in range(world):
-            rest += run(folder, state=state, world_size=world, rank=r, shard="drop")[0]
+            rest += run(folder, state=state, world_size=world, rank=r, shard_mode="drop")[0]
         assert len(rest) == delivered and not any(p for _, _, p in head + rest)
         assert len({k for k, _, _ in head + rest}) == len(head) + len(rest)  # nothing twice
     # with W=4 and batches of 2, drop mode ends the epoch after one global batch: the state says so
     for r in range(4):
-        recs, state = run(folder, stop=1, world_size=4, rank=r, shard="drop")
+        recs, state = run(folder, stop=1, world_size=4, rank=r, shard_mode="drop")
     assert (state["epoch"], state["samples_seen"]) == (1, 0)
 
 

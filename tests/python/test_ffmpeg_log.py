@@ -51,7 +51,7 @@ def test_shown_messages_name_the_file(tmp_path):
     bad.write_bytes(bytes(b))
     err = _stderr_of(
         "import reel\n"
-        f"with reel.VideoDecoder({str(bad)!r}, corrupt='skip', threads=1) as d:\n"
+        f"with reel.VideoDecoder({str(bad)!r}, corrupt_policy='skip', threads=1) as d:\n"
         "    d.get_frames_at(list(range(len(d))))\n")
     lines = [ln for ln in err.splitlines() if ln.startswith("[h264 @")]
     assert lines, err

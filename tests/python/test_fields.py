@@ -103,14 +103,14 @@ def test_each_loader_keyword_reaches_its_c_field_by_its_full_name():
         assert _loader.loader_settings({keyword: value})[field] == convert(value), keyword
     # the renamed ones, by their C names
     s = _loader.loader_settings({"decode_threads": 3, "divisor": 2.0, "scale": (0.5, 0.75), "convert_path": "after_rgb",
-                                 "rotate": False, "shard": "drop", "corrupt": "skip", "sampling_range_end": 1.5})
+                                 "apply_rotation": False, "shard_mode": "drop", "corrupt_policy": "skip", "sampling_range_end": 1.5})
     assert s["decode_threads"] == 3 and s["transform.pixels.divisor"] == 2.0
     assert (s["transform.scale_min"], s["transform.scale_max"]) == (0.5, 0.75)
     assert s["transform.pixels.convert_path"] == _reel.CONVERT_PATH_AFTER_RGB
     assert s["transform.pixels.apply_rotation"] == 0
     assert s["shard_mode"] == _reel.SHARD_DROP and s["decoder.corrupt_policy"] == _reel.CORRUPT_SKIP
     # the decoder options by their member paths (reel_loader_settings.decoder)
-    d = _loader.loader_settings({"decoder_threads": 2, "index": "read_write", "remote": {"max_retries": 1}})
+    d = _loader.loader_settings({"decoder_threads": 2, "index_mode": "read_write", "remote": {"max_retries": 1}})
     assert d["decoder.threads"] == 2 and d["decoder.index_mode"] == _reel.INDEX_READ_WRITE
     assert d["decoder.remote"]["max_retries"] == 1
     assert not {"decoder_threads", "index_mode", "corrupt_policy", "remote"} & (set(c_fields) | set(d))

@@ -507,7 +507,7 @@ def test_index_cache_for_urls(tmp_path, monkeypatch):
     """Sidecar indexes of videos at URLs live in a local cache (REEL_INDEX_CACHE
     or index_cache_dir), named by the URL and valid only for the object's
     size and ETag: built once (`reel index URL --cache DIR`, or a decoder
-    with index="read_write"), used by later opens, and ignored once the object
+    with index_mode="read_write"), used by later opens, and ignored once the object
     changes."""
     import subprocess
     from pathlib import Path as P
@@ -521,26 +521,26 @@ def test_index_cache_for_urls(tmp_path, monkeypatch):
     with nginx(www) as base:
         url = f"{base}/v.mkv"
         monkeypatch.setenv("REEL_INDEX_CACHE", str(cache))
-        with reel.VideoDecoder(url, index="read") as d:  # nothing cached yet
+        with reel.VideoDecoder(url, index_mode="read") as d:  # nothing cached yet
             assert d.metadata.index_source != "sidecar"
         cli = P(__file__).resolve().parents[2] / "build" / "reel"
         r = subprocess.run([str(cli), "index", url + "?token=secret", "--cache", str(cache)], capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 0, r.stderr
         assert len(list(cache.glob("*.reelidx"))) == 1 and "secret" not in r.stdout + r.stderr
-        with reel.VideoDecoder(url, index="read") as d:
+        with reel.VideoDecoder(url, index_mode="read") as d:
             assert d.metadata.index_source == "sidecar"
             assert bytes(memoryview(d.get_frames_at(want))) == local
         # the object changes under the same URL: a new ETag, the cached index is stale
         reel._testing.write_video(str(www / "v.mkv"), width=96, height=64, frames=30, gop=8, seed=2)
         with reel.VideoDecoder(str(www / "v.mkv")) as d:
             changed = bytes(memoryview(d.get_frames_at([0, 17, 29])))
-        with reel.VideoDecoder(url, index="read") as d:
+        with reel.VideoDecoder(url, index_mode="read") as d:
             assert d.metadata.index_source != "sidecar" and d.metadata.num_frames == 30
             assert bytes(memoryview(d.get_frames_at([0, 17, 29]))) == changed
         # without a cache, no sidecar is looked for next to a URL
         monkeypatch.delenv("REEL_INDEX_CACHE")
-        with reel.VideoDecoder(url, index="read_write") as d:
+        with reel.VideoDecoder(url, index_mode="read_write") as d:
             assert d.metadata.index_source != "sidecar"
         assert not (www / "v.mkv.reelidx").exists()
 

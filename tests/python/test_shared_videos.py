@@ -199,7 +199,7 @@ def test_an_edit_list_that_trims_the_first_keyframe(shared_videos, ffmpeg, tmp_p
     p = tmp_path / "videos" / "a" / src.name
     shutil.copyfile(src, p)  # a sidecar beside it, not in the shared folder
     sources = []
-    for kw in (dict(index="off"), dict(index="off", force_scan=True), dict(index=True), dict(index="read")):
+    for kw in (dict(index_mode="off"), dict(index_mode="off", force_scan=True), dict(index_mode=True), dict(index_mode="read")):
         with reel.VideoDecoder(p, layout="HWC", **kw) as d:
             sources.append(d.metadata.index_source)
             assert len(d) == 25, kw

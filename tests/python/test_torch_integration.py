@@ -119,7 +119,7 @@ def test_clip_mode_collates(videos):
                                                          (2, 5, "pad", False), (2, 5, "drop", False),
                                                          (0, 1, "pad", True), (1, 3, "drop", True)])
 def test_len_is_what_one_epoch_yields(videos, rank, world, shard, drop_last):
-    kw = {**KW, "shard": shard, "drop_last": drop_last}
+    kw = {**KW, "shard_mode": shard, "drop_last": drop_last}
     for clips in (False, True):
         ds = rt.VideoDataset(videos, clips=clips, rank=rank, world_size=world, **kw)
         n = len(ds)

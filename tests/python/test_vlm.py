@@ -318,7 +318,7 @@ def test_gop_contexts_stay_open_and_their_requests_count(shared_videos):
             idx = [0, n // 3, 2 * n // 3, n - 1]  # four keyframe runs
             want = ser.get_frames_at(idx).numpy().tobytes()
             one = ser.remote_stats["requests"]
-        with reel.VideoDecoder(url, size=(32, 32), gop_threads=2) as par:
+        with reel.VideoDecoder(url, size=(32, 32), gop_contexts=2) as par:
             assert par.get_frames_at(idx).numpy().tobytes() == want
             first = par.remote_stats
             assert first["requests"] == 2 * one and first["connections"] >= 1
@@ -338,7 +338,7 @@ def test_reference_not_needed_at_run_time():
 
 def test_gop_parallel_threads_give_the_same_tensor(synth, videos):
     """threads=2 (two decoder contexts, GOP-parallel) and threads=0 (FFmpeg's
-    frame threads) give threads=1's tensor; VideoDecoder(gop_threads=3) gives
+    frame threads) give threads=1's tensor; VideoDecoder(gop_contexts=3) gives
     the serial frames, repeats and negatives included."""
     e = {"video": videos["base"], "fps": 3.0}
     one = reel.vlm.fetch_video(dict(e), threads=1)
@@ -346,7 +346,7 @@ def test_gop_parallel_threads_give_the_same_tensor(synth, videos):
     assert torch.equal(reel.vlm.fetch_video(dict(e), threads=0), one)
     path = synth(frames=150, gop=12)
     idx = [140, 5, 5, 61, -1, 0, 33, 100, 99, 61]
-    par = reel.VideoDecoder(path, gop_threads=3, layout="HWC").get_frames_at(idx)
+    par = reel.VideoDecoder(path, gop_contexts=3, layout="HWC").get_frames_at(idx)
     ser = reel.VideoDecoder(path, layout="HWC").get_frames_at(idx)
     assert par.numpy().tobytes() == ser.numpy().tobytes()
     assert reel._testing.read_indices(par) == [i % 150 for i in idx]
