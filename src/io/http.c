@@ -1,7 +1,8 @@
 /* http.c: remote byte sources over libcurl: http(s):// URLs and s3://bucket/key
  * (SigV4 signed by libcurl itself, or anonymous): libcurl set-up for one
  * object, open (the first GET learns the size; a small object comes whole),
- * whole GETs (listings), close. Reads: http_cache.c; one GET: http_get.c. */
+ * whole GETs (listings), close. Reads: http_cache.c; one GET: http_get.c;
+ * the CA certificates: http_tls.c. */
 #define _GNU_SOURCE
 #include "io/http.h"
 #include "io/http_internal.h"
@@ -103,7 +104,13 @@ static int setup(http_io *h, reel_error *err)
     if (h->pool) curl_easy_setopt(c, CURLOPT_SHARE, reel__pool_share(h->pool));
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, h->s.verify_tls ? 1L : 0L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, h->s.verify_tls ? 2L : 0L);
-    if (h->s.ca_bundle && *h->s.ca_bundle) curl_easy_setopt(c, CURLOPT_CAINFO, h->s.ca_bundle);
+    if (h->s.verify_tls) { /* reel chooses, whatever store the loaded libcurl was built to look in */
+        const reel__http_ca ca = reel__http_ca_choose(h->s.ca_bundle, h->ca_where, sizeof h->ca_where);
+        if (ca.file || ca.set_both) curl_easy_setopt(c, CURLOPT_CAINFO, ca.file);
+        if (ca.set_both) curl_easy_setopt(c, CURLOPT_CAPATH, ca.dir);
+    } else {
+        snprintf(h->ca_where, sizeof h->ca_where, "none, not verified (verify_tls 0)");
+    }
     if (h->s.bearer_token && *h->s.bearer_token) {
         size_t n = strlen(h->s.bearer_token) + 32;
         char *line = malloc(n);
