@@ -1,8 +1,7 @@
 /* http_internal.h: what the files of the http transport share: a remote
  * source (http_io), its spans, and one GET's sink. http.c sets up libcurl
  * and opens, http_get.c makes one GET with retries, http_redirect.c judges
- * the redirects, http_cache.c serves the reads, http_tls.c chooses the CA
- * certificates. Not for use outside src/io. */
+ * the redirects, http_cache.c serves the reads. Not for use outside src/io. */
 #ifndef REEL_IO_HTTP_INTERNAL_H
 #define REEL_IO_HTTP_INTERNAL_H
 
@@ -60,7 +59,7 @@ typedef struct http_io {
     uint64_t rng; /* jitter */
     reel_remote_stats stats;
     /* where the CA certificates came from, or every place looked in, for a
-     * TLS verification error (http_tls.c); "" when TLS is not verified */
+     * TLS verification error (http.c: ca_choose) */
     char ca_where[768];
 } http_io;
 
@@ -102,26 +101,6 @@ int reel__http_on_progress(void *opaque, curl_off_t a, curl_off_t b, curl_off_t 
  * the reason ("only http and https are followed", "another origin; ...")
  * with the target, resolved and redacted, in to[size]; else NULL. */
 const char *reel__http_redirect_check(const http_io *h, const char *line, size_t n, char *to, size_t size);
-
-/* ---------------------------------------------------------------- http_tls.c */
-
-/* The CA certificates for libcurl: CURLOPT_CAINFO `file` and CURLOPT_CAPATH
- * `dir`, borrowed (from ca_bundle, the environment or a static table: use
- * them at once). set_both 0: only a non-NULL file is set (ca_bundle) or
- * nothing (no store found: libcurl's own defaults stay); 1: both are set,
- * NULL turning libcurl's compiled-in default off. */
-typedef struct reel__http_ca {
-    const char *file, *dir;
-    int set_both;
-} reel__http_ca;
-
-/* Chooses the CA certificates once for a source: `ca_bundle` (the setting)
- * when set; else SSL_CERT_FILE and/or SSL_CERT_DIR when set; else the first
- * readable system store on the usual Linux paths (Debian/Ubuntu,
- * RHEL/Fedora/Amazon Linux, SUSE, Alpine; files first, then directories).
- * where[size] gets one line naming the source used ("SSL_CERT_FILE /x") or,
- * when none was found, every path tried. */
-reel__http_ca reel__http_ca_choose(const char *ca_bundle, char *where, size_t size);
 
 /* ---------------------------------------------------------------- http_cache.c */
 

@@ -22,7 +22,7 @@ import reel._testing
 from servers import nginx, nginx_path
 
 RHEL = "/etc/pki/tls/certs/ca-bundle.crt"
-# the paths reel looks in, in its order (src/io/http_tls.c): files, then directories
+# the paths reel looks in, in its order (src/io/http.c): files, then directories
 STORES = ["/etc/ssl/certs/ca-certificates.crt", RHEL, "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
           "/etc/ssl/ca-bundle.pem", "/var/lib/ca-certificates/ca-bundle.pem", "/etc/ssl/cert.pem",
           "/etc/ssl/certs", "/etc/pki/tls/certs"]
