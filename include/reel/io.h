@@ -57,7 +57,9 @@ typedef struct reel_remote_settings {
     size_t readahead_max;       /**< readahead grows to this on sequential reads; default 8 MiB */
     size_t whole_object_max;    /**< objects up to this size are fetched whole; default 16 MiB */
     int verify_tls;             /**< verify certificates; default 1 */
-    const char *ca_bundle;      /**< a CA bundle file, borrowed (common.h); NULL: the system's */
+    const char *ca_bundle;      /**< a CA bundle file, borrowed (common.h); NULL: SSL_CERT_FILE and/or
+                                     SSL_CERT_DIR when set, else the first system store found on the
+                                     Debian, RHEL/Fedora/Amazon Linux, SUSE and Alpine paths (docs/WHEEL.md) */
     const char *bearer_token;   /**< http(s): "Authorization: Bearer ...", borrowed (common.h); NULL: none */
     const char *const *headers; /**< extra "Name: value" headers, NULL-terminated, borrowed (common.h); NULL: none.
                                      With any, a redirect to another origin is refused (they would go there) */

@@ -1,7 +1,7 @@
 /* http.c: remote byte sources over libcurl: http(s):// URLs and s3://bucket/key
- * (SigV4 signed by libcurl itself, or anonymous): libcurl set-up for one
- * object, open (the first GET learns the size; a small object comes whole),
- * whole GETs (listings), close. Reads: http_cache.c; one GET: http_get.c. */
+ * (SigV4 signed by libcurl itself, or anonymous): libcurl set-up for one object
+ * (its CA certificates: the setting, the environment or the system's store),
+ * open, whole GETs (listings), close. Reads: http_cache.c; one GET: http_get.c. */
 #define _GNU_SOURCE
 #include "io/http.h"
 #include "io/http_internal.h"
@@ -10,10 +10,13 @@
 #include "core/clock.h"
 #include "core/error.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* A copy of an http(s) URL with the bytes no URL may hold (controls, space,
  * non-ASCII, " < > \\ ^ ` { | }) %-encoded, as a browser sends them: a
@@ -67,6 +70,101 @@ static void http_stats(const reel__io *io, reel_remote_stats *out)
 static const reel__io_ops http_ops = { "http",     reel__http_read_at, reel__http_will_read,
                                        http_close, reel__http_held,    http_stats };
 
+/* ---------------------------------------------------------------- CA certificates */
+
+/* The CA certificates for libcurl: CURLOPT_CAINFO `file` and CURLOPT_CAPATH
+ * `dir`, borrowed (from ca_bundle, the environment or a static table: use
+ * them at once). set_both 0: only a non-NULL file is set (ca_bundle) or
+ * nothing (no store found: libcurl's own defaults stay); 1: both are set,
+ * NULL turning libcurl's compiled-in default off. */
+typedef struct http_ca {
+    const char *file, *dir;
+    int set_both;
+} http_ca;
+
+/* The system stores, looked for in this order when neither ca_bundle nor
+ * SSL_CERT_FILE / SSL_CERT_DIR is set: the first readable file, else the
+ * first directory (of hashed certificates, for CURLOPT_CAPATH). A libcurl
+ * looks only where it was built to (Debian's: the first line), so reel
+ * chooses for it. Documented in docs/WHEEL.md ("TLS"). */
+static const struct {
+    const char *path;
+    int is_dir;
+} system_stores[] = {
+    { "/etc/ssl/certs/ca-certificates.crt", 0 },                /* Debian, Ubuntu */
+    { "/etc/pki/tls/certs/ca-bundle.crt", 0 },                  /* RHEL, Fedora, CentOS, Amazon Linux */
+    { "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem", 0 }, /* RHEL, Fedora (the extracted store) */
+    { "/etc/ssl/ca-bundle.pem", 0 },                            /* SUSE */
+    { "/var/lib/ca-certificates/ca-bundle.pem", 0 },            /* SUSE */
+    { "/etc/ssl/cert.pem", 0 },                                 /* Alpine */
+    { "/etc/ssl/certs", 1 },                                    /* a directory of hashed certificates */
+    { "/etc/pki/tls/certs", 1 },
+};
+enum { N_STORES = sizeof system_stores / sizeof system_stores[0] };
+
+static int readable(const char *path, int is_dir)
+{
+    struct stat st;
+    if (stat(path, &st) != 0 || access(path, is_dir ? R_OK | X_OK : R_OK) != 0) return 0;
+    return is_dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode);
+}
+
+/* An environment variable's value; NULL when unset or empty. */
+static const char *env_value(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* Appends printf-style text to where[size], cut (never overflowing) when full. */
+__attribute__((format(printf, 3, 4))) static void append(char *where, size_t size, const char *fmt, ...)
+{
+    size_t n = strlen(where);
+    if (n + 1 >= size) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(where + n, size - n, fmt, ap);
+    va_end(ap);
+}
+
+/* Chooses the CA certificates once for a source: `ca_bundle` (the setting)
+ * when set; else SSL_CERT_FILE and/or SSL_CERT_DIR when set; else the first
+ * readable system store on the usual Linux paths (Debian/Ubuntu,
+ * RHEL/Fedora/Amazon Linux, SUSE, Alpine; files first, then directories).
+ * where[size] gets one line naming the source used ("SSL_CERT_FILE /x") or,
+ * when none was found, every path tried. */
+static http_ca ca_choose(const char *ca_bundle, char *where, size_t size)
+{
+    http_ca ca = { NULL, NULL, 0 };
+    where[0] = '\0';
+    if (ca_bundle && *ca_bundle) { /* the caller's, used as given (libcurl says if it cannot be read) */
+        ca.file = ca_bundle;
+        append(where, size, "ca_bundle %s", ca_bundle);
+        return ca;
+    }
+    const char *file = env_value("SSL_CERT_FILE"), *dir = env_value("SSL_CERT_DIR");
+    if (file || dir) { /* asked for by the environment: used as given, nothing else */
+        ca.file = file;
+        ca.dir = dir;
+        ca.set_both = 1;
+        if (file) append(where, size, "SSL_CERT_FILE %s%s", file, dir ? ", " : "");
+        if (dir) append(where, size, "SSL_CERT_DIR %s", dir);
+        return ca;
+    }
+    for (int pass = 0; pass < 2; pass++) /* the files first, then the directories */
+        for (int i = 0; i < N_STORES; i++)
+            if (system_stores[i].is_dir == pass && readable(system_stores[i].path, pass)) {
+                *(pass ? &ca.dir : &ca.file) = system_stores[i].path;
+                ca.set_both = 1;
+                append(where, size, "%s (the system's store)", system_stores[i].path);
+                return ca;
+            }
+    append(where, size, "none found (tried SSL_CERT_FILE, SSL_CERT_DIR,");
+    for (int i = 0; i < N_STORES; i++)
+        append(where, size, " %s%s", system_stores[i].path, i + 1 < N_STORES ? "," : ")");
+    return ca;
+}
+
 /* ---------------------------------------------------------------- open */
 
 static int setup(http_io *h, reel_error *err)
@@ -103,7 +201,13 @@ static int setup(http_io *h, reel_error *err)
     if (h->pool) curl_easy_setopt(c, CURLOPT_SHARE, reel__pool_share(h->pool));
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, h->s.verify_tls ? 1L : 0L);
     curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, h->s.verify_tls ? 2L : 0L);
-    if (h->s.ca_bundle && *h->s.ca_bundle) curl_easy_setopt(c, CURLOPT_CAINFO, h->s.ca_bundle);
+    if (h->s.verify_tls) { /* reel chooses, whatever store the loaded libcurl was built to look in */
+        const http_ca ca = ca_choose(h->s.ca_bundle, h->ca_where, sizeof h->ca_where);
+        if (ca.file || ca.set_both) curl_easy_setopt(c, CURLOPT_CAINFO, ca.file);
+        if (ca.set_both) curl_easy_setopt(c, CURLOPT_CAPATH, ca.dir);
+    } else {
+        snprintf(h->ca_where, sizeof h->ca_where, "none, not verified (verify_tls 0)");
+    }
     if (h->s.bearer_token && *h->s.bearer_token) {
         size_t n = strlen(h->s.bearer_token) + 32;
         char *line = malloc(n);

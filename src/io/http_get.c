@@ -262,8 +262,10 @@ int reel__http_get_range(http_io *h, sink *k, reel_error *err)
         } else if (cause_of(cc, code, 0) == REEL_REMOTE_CAUSE_TLS) {
             /* nor an untrusted certificate a trusted one */
             return failed(h, REEL_REMOTE_CAUSE_TLS,
-                          reel__error_set(err, REEL_E_IO, "%s: TLS: %s (a private CA: remote ca_bundle)", h->base.name,
-                                          curl_easy_strerror(cc)));
+                          reel__error_set(err, REEL_E_IO,
+                                          "%s: TLS verification failed: %s (CA certificates: %s; a private CA: "
+                                          "remote ca_bundle)",
+                                          h->base.name, curl_easy_strerror(cc), h->ca_where));
         } else {
             redacted_cause(why, sizeof why, code, cc);
         }

@@ -58,6 +58,9 @@ typedef struct http_io {
     int64_t last_end;
     uint64_t rng; /* jitter */
     reel_remote_stats stats;
+    /* where the CA certificates came from, or every place looked in, for a
+     * TLS verification error (http.c: ca_choose) */
+    char ca_where[768];
 } http_io;
 
 typedef struct sink {
