@@ -226,7 +226,7 @@ def _value(text: str, ctype: str):
 
 
 STRUCTS = [
-    ("sampler.h", "reel_sampler_settings", "sampler.", "loader"),
+    ("sampler_settings.h", "reel_sampler_settings", "sampler.", "loader"),
     ("loader.h", "reel_clip_transform", "transform.", "loader"),
     ("loader.h", "reel_loader_settings", "", "loader"),
     ("io.h", "reel_remote_settings", "", "remote"),
