@@ -167,22 +167,26 @@ static int set_option(reel_pack_settings *s, const char *a, const char *v, const
         if (end == v || *end || !(s->fps > 0)) return bad("bad --fps", v);
     } else if (!strcmp(a, "--sampler")) {
         if (!strcmp(v, "fps"))
-            s->sampler = REEL_SAMPLER_FPS;
+            s->sampler.kind = REEL_SAMPLER_FPS;
         else if (!strcmp(v, "count"))
-            s->sampler = REEL_SAMPLER_COUNT;
+            s->sampler.kind = REEL_SAMPLER_COUNT;
         else
             return bad("bad --sampler (fps or count)", v);
     } else if (!strcmp(a, "--min-frames")) {
-        if (cli_parse_int(v, &s->min_frames) != 0 || s->min_frames < 0) return bad("bad --min-frames", v);
+        if (cli_parse_int(v, &s->sampler.min_frames) != 0 || s->sampler.min_frames < 0)
+            return bad("bad --min-frames", v);
         *whole_opt = a;
     } else if (!strcmp(a, "--max-frames")) {
-        if (cli_parse_int(v, &s->max_frames) != 0 || s->max_frames < 1) return bad("bad --max-frames", v);
+        if (cli_parse_int(v, &s->sampler.max_frames) != 0 || s->sampler.max_frames < 1)
+            return bad("bad --max-frames", v);
         *whole_opt = a;
     } else if (!strcmp(a, "--frames")) {
-        if (cli_parse_int(v, &s->frames) != 0 || s->frames < 1) return bad("bad --frames", v);
+        if (cli_parse_int(v, &s->sampler.frames_per_clip) != 0 || s->sampler.frames_per_clip < 1)
+            return bad("bad --frames", v);
         *whole_opt = a;
     } else if (!strcmp(a, "--frame-factor")) {
-        if (cli_parse_int(v, &s->frame_factor) != 0 || s->frame_factor < 1) return bad("bad --frame-factor", v);
+        if (cli_parse_int(v, &s->sampler.frame_factor) != 0 || s->sampler.frame_factor < 1)
+            return bad("bad --frame-factor", v);
         *whole_opt = a;
     } else if (!strcmp(a, "--every")) {
         if (cli_parse_int(v, &s->every) != 0 || s->every < 1) return bad("bad --every", v);
@@ -226,6 +230,7 @@ int reel_cli_pack(int argc, char **argv)
         if (!strcmp(argv[i], "--ray")) return run_on_ray(argc, argv);
     reel_pack_settings s;
     reel_pack_default_settings(&s);
+    s.sampler.frames_per_clip = 0; /* --frames: none given */
     const char *pos[2] = { NULL, NULL };
     int npos = 0, json = 0, merge = 0, verify = 0, show = -1;
     const char *whole_opt = NULL; /* an option only the whole-video samplers take */
@@ -296,8 +301,19 @@ int reel_cli_pack(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (whole_opt && !s.sampler) return bad("this option needs --sampler fps or --sampler count:", whole_opt);
-    if (s.sampler == REEL_SAMPLER_COUNT && s.frames < 1) return bad("--sampler count needs", "--frames N");
+    if (whole_opt && s.sampler.kind == REEL_SAMPLER_NONE)
+        return bad("this option needs --sampler fps or --sampler count:", whole_opt);
+    if (s.sampler.kind == REEL_SAMPLER_COUNT && s.sampler.frames_per_clip < 1)
+        return bad("--sampler count needs", "--frames N");
+    if (s.sampler.frames_per_clip < 1) { /* no --frames: the default the other kinds keep */
+        reel_sampler_settings d;
+        reel_sampler_default_settings(&d);
+        s.sampler.frames_per_clip = d.frames_per_clip;
+    }
+    if (s.sampler.kind == REEL_SAMPLER_FPS && s.fps > 0) { /* --fps is the fps sampler's rate */
+        s.sampler.fps = s.fps;
+        s.fps = 0;
+    }
     if (show < 0) show = isatty(2);
     if (show) s.progress = progress_bar;
     reel_set_ffmpeg_log_level(0);

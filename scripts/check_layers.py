@@ -52,7 +52,7 @@ ALLOWED: Dict[str, Set[str]] = {
 # The public headers by the module that implements them (reel.h and
 # deprecated.h gather the others and belong to none).
 PUBLIC = {"common.h": "core", "io.h": "io", "convert.h": "convert", "decoder.h": "decoder", "audio.h": "audio", "store.h": "store",
-          "dataset.h": "pipeline", "sampler.h": "pipeline", "order.h": "pipeline", "loader.h": "pipeline",
+          "sampler_settings.h": "core", "dataset.h": "pipeline", "sampler.h": "pipeline", "order.h": "pipeline", "loader.h": "pipeline",
           "pipeline.h": "pipeline"}
 # Who may ask reel__io_is_remote: the I/O layer, which owns the question,
 # and the places where a path enters reel. The dataset decides once per entry
@@ -84,7 +84,6 @@ INTER_MODULE: Dict[str, Set[str]] = {
     "decoder/decoder_for_loader.h": {"pipeline"},  # a loader sample's decode, its GOP contexts per call
     "store/store_for_pack.h": {"pack"},  # the store's writing side
     "store/store_for_pipeline.h": {"pipeline"},  # the loader's store source, a store's folder
-    "pipeline/sampler_of_pack.h": {"pack"},  # the whole-video sampler a store is packed with
 }
 # Call circles among a module's files that are known and accepted (check 7).
 ACCEPTED_CYCLES: Dict[Tuple[str, ...], str] = {

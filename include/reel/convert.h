@@ -120,7 +120,6 @@ typedef struct reel_size_policy {
      *  REEL_E_INVALID_ARG). Default 0. */
     int width, height;
     int factor;           /**< PIXEL_BUDGET: sides are multiples of this; default 28 (patch 14 x merge 2) */
-    int frame_factor;     /**< PIXEL_BUDGET: frames per temporal patch; default 2 */
     double min_pixels;    /**< PIXEL_BUDGET: least area; 0 (default): 128 * factor^2 */
     double max_pixels;    /**< PIXEL_BUDGET: a cap under the budget's; 0 (default): none */
     double total_pixels;  /**< PIXEL_BUDGET: pixels shared by all frames; 0 (default):
@@ -132,13 +131,16 @@ typedef struct reel_size_policy {
 REEL_API void reel_size_policy_default_settings(reel_size_policy *p);
 
 /** Output size of a video of display size src_w x src_h sampled to
- *  num_frames frames. PIXEL_BUDGET, as qwen-vl-utils 0.0.14's fetch_video:
+ *  num_frames frames, `frame_factor` of which make a temporal patch (the
+ *  sampler's frame_factor: reel_sampler_settings.frame_factor, the one
+ *  place it is set). PIXEL_BUDGET, as qwen-vl-utils 0.0.14's fetch_video:
  *  max = max(min(768 * factor^2, total_pixels / num_frames * frame_factor),
  *  (int)(min_pixels * 1.05)), lowered to max_pixels if given; then
- *  reel_size_smart_resize(src_w, src_h, factor, min_pixels, max). Fails with
- *  REEL_E_INVALID_ARG (aspect ratio over 200, max below min, bad values). */
-REEL_API int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int64_t num_frames, int *out_w,
-                                    int *out_h, reel_error *err);
+ *  reel_size_smart_resize(src_w, src_h, factor, min_pixels, max). FIXED
+ *  ignores num_frames and frame_factor. Fails with REEL_E_INVALID_ARG
+ *  (aspect ratio over 200, max below min, bad values). */
+REEL_API int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int64_t num_frames,
+                                    int frame_factor, int *out_w, int *out_h, reel_error *err);
 
 /** qwen-vl-utils' smart_resize: each side rounded (half to even) to a
  *  multiple of `factor`, at least `factor`; an area over max_pixels scaled

@@ -231,10 +231,11 @@ typedef struct reel_loader_settings {
      *  each video gets its own output size from its display size and frame
      *  count (reel_size_policy_apply, qwen-vl-utils' sizing; needs
      *  transform.crop NONE, the transform's resize sizes are then ignored;
-     *  its frame_factor is the sampler's). By name: "size_policy.kind",
-     *  "size_policy.factor", ... (reel_loader_settings_get_fields).
-     *  With it, or with the REEL_SAMPLER_FPS sampler (a frame count per
-     *  video), batches are variable: see reel_batch.variable. */
+     *  the frame factor it takes is sampler.frame_factor). By name:
+     *  "size_policy.kind", "size_policy.factor", ...
+     *  (reel_loader_settings_get_fields). With it, or with the
+     *  REEL_SAMPLER_FPS sampler (a frame count per video), batches are
+     *  variable: see reel_loader_settings_is_variable. */
     reel_size_policy size_policy;
     /** Variable batches: 1: also collate each batch into one tensor padded
      *  with zeros to the largest clip (reel_batch.data); 0 (default): each
@@ -265,6 +266,13 @@ typedef struct reel_loader_settings {
  *  1 random clip of 8 frames per video, short side 256, centre crop 224,
  *  uint8 [B,T,C,H,W], batches of 32). */
 REEL_API void reel_loader_default_settings(reel_loader_settings *s);
+
+/** 1 if a loader with these settings gives variable batches (samples of
+ *  their own frame count or size: a PIXEL_BUDGET size_policy, or a sampler
+ *  whose frame count depends on the video, REEL_SAMPLER_FPS), 0 if every
+ *  clip has one shape. The one place this is decided: reel_loader_create
+ *  and reel_batch.variable follow it (NULL: 0). */
+REEL_API int reel_loader_settings_is_variable(const reel_loader_settings *s);
 
 /** Per-clip description of a batch row. Its pointers (path, frame_indices,
  *  pts, data) are returned (common.h): the loader's, until the batch is
@@ -326,7 +334,8 @@ typedef struct reel_batch {
      *  consumed this batch (and those before it): the checkpoint's
      *  samples_seen right after it (reel_stripe_batch.samples_seen_after). */
     int64_t samples_seen;
-    int variable; /**< 1: clips may differ in frame count and size (see data) */
+    int variable; /**< 1: clips may differ in frame count and size (see data;
+                       reel_loader_settings_is_variable of the loader's settings) */
 } reel_batch;
 
 /** Epochs are numbered 0 .. REEL_EPOCH_MAX - 1: an endless loader (epochs

@@ -8,6 +8,7 @@
 #include "decoder.h"
 #include "audio.h"
 #include "dataset.h"
+#include "sampler_settings.h"
 #include "sampler.h"
 #include "loader.h"
 #include "store.h"

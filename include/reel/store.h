@@ -21,6 +21,7 @@
 #include "convert.h"
 #include "decoder.h"
 #include "io.h"
+#include "sampler_settings.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,17 +67,17 @@ typedef struct reel_pack_settings {
     int (*interrupt)(void *opaque);
     void *interrupt_opaque; /**< passed to interrupt; borrowed (common.h) */
     /** Whole-video sampling with qwen-vl-utils' frame choice (reel/sampler.h,
-     *  what reel.vlm and the Loader's sampler "fps" take):
+     *  what reel.vlm and the Loader's sampler "fps" take): kind
      *  REEL_SAMPLER_FPS keeps the frames that sampler gives each segment at
-     *  `fps` frames per second of video, min_frames to max_frames of them;
-     *  REEL_SAMPLER_COUNT keeps `frames` frames; both a multiple of
-     *  frame_factor, spread by linspace over the segment. 0 (default): all
-     *  frames, or by `every` / `fps` (then fps keeps the frames at k/fps s). */
-    int sampler;
-    int min_frames, max_frames; /**< REEL_SAMPLER_FPS; default 4 and 768 */
-    int frames;                 /**< REEL_SAMPLER_COUNT: the frame count (rounded half to even to frame_factor) */
-    int frame_factor;           /**< default 2 */
-    uint8_t reserved[44];       /**< zero; room to grow without an ABI break */
+     *  sampler.fps frames per second of video, min_frames to max_frames of
+     *  them; REEL_SAMPLER_COUNT keeps frames_per_clip frames (rounded half to
+     *  even to frame_factor); both a multiple of frame_factor, spread by
+     *  linspace over the segment. The store records kind, fps, min_frames,
+     *  max_frames, frames_per_clip and frame_factor: the other fields stay at
+     *  reel_sampler_default_settings' values. REEL_SAMPLER_NONE (default):
+     *  all frames, or by `every` / `fps` (neither is taken with a sampler). */
+    reel_sampler_settings sampler;
+    uint8_t reserved[44]; /**< zero; room to grow without an ABI break */
 } reel_pack_settings;
 
 /** What a build did. */
@@ -151,11 +152,14 @@ typedef struct reel_store_info {
      *  video at its own (displayed) size. */
     int short_side, width, height;
     int quality, zstd_level, gop;
-    double fps;
+    double fps; /**< > 0: the frames shown at k/fps seconds were kept (0 with a sampler) */
     int every;
     /** The whole-video sampler the store was built with
-     *  (reel_pack_settings.sampler; 0: none) and its settings (0 when unused). */
-    int sampler, min_frames, max_frames, frames, frame_factor;
+     *  (reel_pack_settings.sampler): kind REEL_SAMPLER_NONE when none. Only
+     *  what a store records is set: REEL_SAMPLER_FPS fps, min_frames,
+     *  max_frames, frame_factor; REEL_SAMPLER_COUNT frames_per_clip,
+     *  frame_factor; the other fields are 0. */
+    reel_sampler_settings sampler;
     uint8_t reserved[44]; /**< zero; room to grow (common.h) */
 } reel_store_info;
 

@@ -281,15 +281,15 @@ static PyObject *mod_size_policy(PyObject *m, PyObject *args, PyObject *kwds)
                           "resized_width", "resized_height", NULL };
     reel_size_policy p;
     reel_size_policy_default_settings(&p);
-    int w, h;
+    int w, h, frame_factor;
     long long n;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiLiidddii:size_policy", kw, &w, &h, &n, &p.factor, &p.frame_factor,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiLiidddii:size_policy", kw, &w, &h, &n, &p.factor, &frame_factor,
                                      &p.min_pixels, &p.max_pixels, &p.total_pixels, &p.width, &p.height))
         return NULL;
     reel_error err;
     reel_error_clear(&err);
     int ow = 0, oh = 0;
-    if (reel_size_policy_apply(&p, w, h, (int64_t)n, &ow, &oh, &err) != REEL_OK) {
+    if (reel_size_policy_apply(&p, w, h, (int64_t)n, frame_factor, &ow, &oh, &err) != REEL_OK) {
         PyErr_SetString(PyExc_ValueError, err.message);
         return NULL;
     }
@@ -326,6 +326,24 @@ static PyObject *mod_redact_url(PyObject *m, PyObject *arg)
     PyObject *r = PyUnicode_FromString(out);
     PyMem_Free(out);
     return r;
+}
+
+/* loader_settings_is_variable(settings): reel_loader_settings_is_variable of
+ * Loader settings by C field name (as clip_geometry takes them): whether its
+ * batches are variable, decided by C alone. */
+static PyObject *mod_loader_settings_is_variable(PyObject *module, PyObject *settings)
+{
+    (void)module;
+    if (!PyDict_Check(settings)) {
+        PyErr_SetString(PyExc_TypeError, "loader_settings_is_variable: settings must be a dict");
+        return NULL;
+    }
+    reel_loader_settings s;
+    reel_loader_default_settings(&s);
+    size_t n = 0;
+    const reel_field *table = reel_loader_settings_get_fields(&n);
+    if (rx_fields_from_dict(settings, table, n, &s, NULL, NULL, NULL) < 0) return NULL;
+    return PyBool_FromLong(reel_loader_settings_is_variable(&s));
 }
 
 /* clip_geometry(settings, epoch, sample, clip, width, height): the crop
@@ -384,6 +402,9 @@ static PyMethodDef module_methods[] = {
       "epoch." },
     { "read_blocks", mod_read_blocks, METH_O,
       "read_blocks(source)\n--\n\n[0, ..., N]: starts of the runs of samples read best together (a store's shards)." },
+    { "loader_settings_is_variable", mod_loader_settings_is_variable, METH_O,
+      "loader_settings_is_variable(settings)\n--\n\nWhether a loader with these settings (by C field name) gives "
+      "variable batches (reel_loader_settings_is_variable)." },
     { "clip_geometry", mod_clip_geometry, METH_VARARGS,
       "clip_geometry(settings, epoch, sample, clip, width, height)\n--\n\n"
       "((x, y, w, h) source crop, (w, h) output, flipped) the loader gives that clip." },
@@ -430,6 +451,7 @@ static const struct {
     E(INDEX_READ_WRITE),
     E(CORRUPT_FAIL),
     E(CORRUPT_SKIP),
+    E(SAMPLER_NONE),
     E(SAMPLER_RANDOM_INDICES),
     E(SAMPLER_REGULAR_INDICES),
     E(SAMPLER_RANDOM_TIMES),

@@ -64,28 +64,47 @@ static int format_code(const char *f)
     return -1;
 }
 
+/* reel_pack_settings.sampler from a dict named as its fields (kind, fps,
+ * min_frames, max_frames, frames_per_clip, frame_factor); those left out keep
+ * reel_pack_default_settings' values (kind REEL_SAMPLER_NONE). 0 or -1. */
+static int sampler_from_dict(PyObject *d, reel_sampler_settings *s)
+{
+    static char *kw[] = { "kind", "fps", "min_frames", "max_frames", "frames_per_clip", "frame_factor", NULL };
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "pack: sampler must be a dict of reel_sampler_settings fields or None");
+        return -1;
+    }
+    PyObject *none = PyTuple_New(0);
+    if (!none) return -1;
+    int kind = (int)s->kind;
+    int ok = PyArg_ParseTupleAndKeywords(none, d, "|$idiiii:pack sampler", kw, &kind, &s->fps, &s->min_frames,
+                                         &s->max_frames, &s->frames_per_clip, &s->frame_factor);
+    Py_DECREF(none);
+    s->kind = (reel_sampler_kind)kind;
+    return ok ? 0 : -1;
+}
+
 /* pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1,
  *      format="jpeg", quality=90, zstd_level=0, gop=8, crf=18,
  *      shard_size=1<<30, threads=0, part_index=0, part_count=1, progress=None,
- *      sampler=0, min_frames=4, max_frames=768, frames=0, frame_factor=2) -> dict */
+ *      sampler=None) -> dict; sampler: see sampler_from_dict */
 static PyObject *mod_pack(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = { "source",     "out_dir",    "short_side", "width",        "height",   "fps",
-                              "every",      "format",     "quality",    "zstd_level",   "gop",      "crf",
-                              "shard_size", "threads",    "part_index", "part_count",   "progress", "sampler",
-                              "min_frames", "max_frames", "frames",     "frame_factor", NULL };
+    static char *kwlist[] = { "source",     "out_dir",    "short_side", "width",   "height", "fps",        "every",
+                              "format",     "quality",    "zstd_level", "gop",     "crf",    "shard_size", "threads",
+                              "part_index", "part_count", "progress",   "sampler", NULL };
     reel_state *st = PyModule_GetState(module);
-    PyObject *src_obj, *out_obj, *progress = Py_None, *sb = NULL, *ob = NULL;
+    PyObject *src_obj, *out_obj, *progress = Py_None, *sampler = Py_None, *sb = NULL, *ob = NULL;
     const char *format = "jpeg";
     long long shard_size = (long long)1 << 30;
     reel_pack_settings s;
     reel_pack_default_settings(&s);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iiidisiiiiLiiiOiiiii:pack", kwlist, &src_obj, &out_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iiidisiiiiLiiiOO:pack", kwlist, &src_obj, &out_obj,
                                      &s.short_side, &s.width, &s.height, &s.fps, &s.every, &format, &s.quality,
                                      &s.zstd_level, &s.gop, &s.crf, &shard_size, &s.threads, &s.part_index,
-                                     &s.part_count, &progress, &s.sampler, &s.min_frames, &s.max_frames, &s.frames,
-                                     &s.frame_factor))
+                                     &s.part_count, &progress, &sampler))
         return NULL;
+    if (sampler != Py_None && sampler_from_dict(sampler, &s.sampler) < 0) return NULL;
     int fc = format_code(format);
     if (fc < 0) {
         PyErr_Format(PyExc_ValueError, "format=%s: expected 'jpeg', 'raw' or 'h264'", format);
@@ -208,19 +227,28 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
         if (!n || PyList_Append(classes, n) < 0) Py_CLEAR(classes);
         Py_XDECREF(n);
     }
-    PyObject *res =
-        classes ? Py_BuildValue("{s:s,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:d,s:i,s:s,s:i,s:i,s:i,s:i,s:N}",
-                                "format", fmts[i.format >= 1 && i.format <= 3 ? i.format : 0], "version", i.version,
-                                "records", (long long)i.num_records, "frames", (long long)i.num_frames, "failed",
-                                (long long)i.num_failed, "bytes", (long long)i.bytes, "shards", i.num_shards,
-                                "short_side", i.short_side, "width", i.width, "height", i.height, "quality", i.quality,
-                                "gop", i.gop, "fps", i.fps, "every", i.every, "sampler",
-                                i.sampler == REEL_SAMPLER_FPS     ? "fps"
-                                : i.sampler == REEL_SAMPLER_COUNT ? "count"
-                                                                  : "",
-                                "min_frames", i.min_frames, "max_frames", i.max_frames, "frames_per_video", i.frames,
-                                "frame_factor", i.frame_factor, "class_names", classes)
-                : NULL;
+    PyObject *sampler = Py_None; /* reel_store_info.sampler: what the store records of it */
+    Py_INCREF(sampler);
+    if (classes && i.sampler.kind == REEL_SAMPLER_FPS) {
+        Py_DECREF(sampler);
+        sampler = Py_BuildValue("{s:s,s:d,s:i,s:i,s:i}", "kind", "fps", "fps", i.sampler.fps, "min_frames",
+                                i.sampler.min_frames, "max_frames", i.sampler.max_frames, "frame_factor",
+                                i.sampler.frame_factor);
+    } else if (classes && i.sampler.kind == REEL_SAMPLER_COUNT) {
+        Py_DECREF(sampler);
+        sampler = Py_BuildValue("{s:s,s:i,s:i}", "kind", "count", "frames_per_clip", i.sampler.frames_per_clip,
+                                "frame_factor", i.sampler.frame_factor);
+    }
+    if (!sampler) Py_CLEAR(classes);
+    PyObject *res = classes ? Py_BuildValue("{s:s,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:d,s:i,s:O,s:N}",
+                                            "format", fmts[i.format >= 1 && i.format <= 3 ? i.format : 0], "version",
+                                            i.version, "records", (long long)i.num_records, "frames",
+                                            (long long)i.num_frames, "failed", (long long)i.num_failed, "bytes",
+                                            (long long)i.bytes, "shards", i.num_shards, "short_side", i.short_side,
+                                            "width", i.width, "height", i.height, "quality", i.quality, "gop", i.gop,
+                                            "fps", i.fps, "every", i.every, "sampler", sampler, "class_names", classes)
+                            : NULL;
+    Py_XDECREF(sampler);
     reel_store_close(&s);
     return res;
 }
@@ -263,7 +291,7 @@ PyMethodDef reel_store_methods[] = {
     { "pack", (PyCFunction)(void (*)(void))mod_pack, METH_VARARGS | METH_KEYWORDS,
       "pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1, format='jpeg', quality=90, "
       "zstd_level=0, gop=8, crf=18, shard_size=1073741824, threads=0, part_index=0, part_count=1, progress=None, "
-      "sampler=0, min_frames=4, max_frames=768, frames=0, frame_factor=2)\n"
+      "sampler=None)\n"
       "--\n\nBuilds (a part of) a packed store; returns the report as a dict." },
     { "pack_merge", mod_pack_merge, METH_O, "pack_merge(out_dir)\n--\n\nWrites the index of a store built in parts." },
     { "store_verify", mod_store_verify, METH_O,

@@ -39,10 +39,24 @@ def _part(part: Union[None, str, Tuple[int, int]]) -> Tuple[int, int]:
     return (int(part[0]), int(part[1]))
 
 
-_WHOLE_VIDEO = {None: 0, "fps": _reel.SAMPLER_FPS, "count": _reel.SAMPLER_COUNT}
-
-
-def _bad_sampler(sampler: Any) -> int:
+def _sampler(sampler: Optional[str], fps: float, min_frames: int, max_frames: int, frames: int,
+             frame_factor: int) -> Tuple[float, Optional[Dict[str, Any]]]:
+    """(the store-wide fps, reel_pack_settings.sampler by its C field names)
+    of pack's keywords: with a sampler, `fps` is the fps sampler's rate
+    (sampler.fps; left out, 0: C's default) and `frames` the count sampler's
+    (sampler.frames_per_clip)."""
+    if sampler is None:
+        return float(fps), None
+    if sampler == "fps":
+        s: Dict[str, Any] = {"kind": _reel.SAMPLER_FPS, "min_frames": int(min_frames),
+                             "max_frames": int(max_frames), "frame_factor": int(frame_factor)}
+        if float(fps) > 0:
+            s["fps"] = float(fps)
+        return 0.0, s
+    if sampler == "count":
+        return float(fps), {"kind": _reel.SAMPLER_COUNT, "frames_per_clip": int(frames),
+                            "min_frames": int(min_frames), "max_frames": int(max_frames),
+                            "frame_factor": int(frame_factor)}
     raise ValueError(f"sampler={sampler!r}: expected None, 'fps' or 'count'")
 
 
@@ -80,13 +94,11 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 
         height, width = (int(v) for v in size)
     index, count = _part(part)
     cb = _bar if progress is True else (progress or None)
+    store_fps, whole = _sampler(sampler, fps, min_frames, max_frames, frames, frame_factor)
     report = _reel.pack(os.fspath(source), os.fspath(out_dir), short_side=short_side, width=width,
-                        height=height, fps=float(fps), every=int(every), format=format, quality=int(quality),
+                        height=height, fps=store_fps, every=int(every), format=format, quality=int(quality),
                         zstd_level=int(zstd_level), gop=int(gop), crf=int(crf), shard_size=int(shard_size),
-                        threads=int(threads), part_index=index, part_count=count, progress=cb,
-                        sampler=_WHOLE_VIDEO[sampler] if sampler in _WHOLE_VIDEO else _bad_sampler(sampler),
-                        min_frames=int(min_frames), max_frames=int(max_frames), frames=int(frames),
-                        frame_factor=int(frame_factor))
+                        threads=int(threads), part_index=index, part_count=count, progress=cb, sampler=whole)
     if progress is True:
         sys.stderr.write("\n")
     if count > 1 and wait_for_parts > 0:

@@ -126,9 +126,9 @@ class ClipDatasource(Datasource):
         t = int(cfg["frames_per_clip"])
         self._clips_per_video = int(cfg["clips_per_video"])
         itemsize = _ITEMSIZE.get(_dtype_name(cfg["dtype"]), 4)
-        # Variable samples (the Loader's variable batches): each row its own T (sampler="fps") and size
-        # (size_policy); there is no clip shape, only this row layout
-        self._variable = cfg["sampler"] == "fps" or cfg["size_policy"] is not None
+        # Variable samples (the Loader's variable batches, as C decides them: reel_loader_settings_is_variable):
+        # each row its own T (sampler="fps") and size (size_policy); there is no clip shape, only this row layout
+        self._variable = _reel.loader_settings_is_variable(loader_settings(self._options))
         shape = _row_shape(cfg["layout"], t, h, w)
         self._clip_shape: Optional[Tuple[int, ...]] = None if self._variable else shape
         # bytes of one clip; of variable samples, a bound (_sample_elements)

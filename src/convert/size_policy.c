@@ -13,7 +13,6 @@ void reel_size_policy_default_settings(reel_size_policy *p)
     memset(p, 0, sizeof *p);
     p->kind = REEL_SIZE_PIXEL_BUDGET;
     p->factor = 14 * REEL_QWEN_SPATIAL_MERGE_SIZE; /* qwen's patch 14 */
-    p->frame_factor = 2;
 }
 
 int reel_size_smart_resize(int width, int height, int factor, double min_pixels, double max_pixels, int *out_w,
@@ -52,8 +51,8 @@ int reel_size_smart_resize(int width, int height, int factor, double min_pixels,
     return REEL_OK;
 }
 
-int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int64_t num_frames, int *out_w, int *out_h,
-                           reel_error *err)
+int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int64_t num_frames, int frame_factor,
+                           int *out_w, int *out_h, reel_error *err)
 {
     if (!p || !out_w || !out_h)
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_size_policy_apply: NULL argument");
@@ -67,10 +66,10 @@ int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int6
     }
     if (p->kind != REEL_SIZE_PIXEL_BUDGET)
         return reel__error_set(err, REEL_E_INVALID_ARG, "size policy: unknown kind %d", (int)p->kind);
-    if (p->factor < 1 || p->frame_factor < 1 || num_frames < 1)
+    if (p->factor < 1 || frame_factor < 1 || num_frames < 1)
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                "size policy: factor %d, frame_factor %d, %lld frames out of range", p->factor,
-                               p->frame_factor, (long long)num_frames);
+                               frame_factor, (long long)num_frames);
     const char *const px_names[3] = { "min_pixels", "max_pixels", "total_pixels" };
     const double px[3] = { p->min_pixels, p->max_pixels, p->total_pixels };
     for (int i = 0; i < 3; i++)
@@ -94,7 +93,7 @@ int reel_size_policy_apply(const reel_size_policy *p, int src_w, int src_h, int6
     double total = p->total_pixels > 0 ? p->total_pixels
                                        : (double)((int64_t)REEL_QWEN_MODEL_SEQ_LEN * p->factor * p->factor) *
                                              REEL_QWEN_TOTAL_PIXELS_SHARE;
-    double max_px = total / (double)num_frames * p->frame_factor;
+    double max_px = total / (double)num_frames * frame_factor;
     if (REEL_QWEN_VIDEO_MAX_TOKENS * f2 < max_px) max_px = REEL_QWEN_VIDEO_MAX_TOKENS * f2;
     double floor_px = (double)(int64_t)(min_px * 1.05);
     if (max_px < floor_px) max_px = floor_px;

@@ -27,9 +27,48 @@ void reel_pack_default_settings(reel_pack_settings *s)
     s->crf = 18;
     s->shard_size = (int64_t)1 << 30;
     s->part_count = 1;
-    s->min_frames = 4;
-    s->max_frames = 768;
-    s->frame_factor = 2;
+    reel_sampler_default_settings(&s->sampler);
+    s->sampler.kind = REEL_SAMPLER_NONE;
+}
+
+/* The whole-video sampler: the fields a store records (its kind, fps,
+ * min_frames, max_frames, frames_per_clip, frame_factor) in range, and the
+ * others at their defaults, since no store could say it was packed with them. */
+static int check_sampler(const reel_pack_settings *s, reel_error *err)
+{
+    const reel_sampler_settings *p = &s->sampler;
+    if (p->kind == REEL_SAMPLER_NONE) return REEL_OK;
+    if (p->kind != REEL_SAMPLER_FPS && p->kind != REEL_SAMPLER_COUNT)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "pack: sampler.kind %d: whole-video samplers are the fps (%d) "
+                               "and count (%d) samplers, or none (%d)",
+                               (int)p->kind, REEL_SAMPLER_FPS, REEL_SAMPLER_COUNT, (int)REEL_SAMPLER_NONE);
+    if (s->every > 1)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: give a whole-video sampler or every, not both");
+    if (s->fps > 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "pack: give a whole-video sampler (its rate is sampler.fps) or fps, not both");
+    reel_sampler_settings d;
+    reel_sampler_default_settings(&d);
+    if (p->clips_per_video != d.clips_per_video || p->frame_stride != d.frame_stride ||
+        p->seconds_between_frames != d.seconds_between_frames || p->range_start != d.range_start ||
+        p->range_end != d.range_end || p->policy != d.policy ||
+        p->seconds_between_clip_starts != d.seconds_between_clip_starts)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "pack: a store records the whole-video sampler's kind, fps, min_frames, max_frames, "
+                               "frames_per_clip and frame_factor; leave its other fields at their defaults");
+    if (p->kind == REEL_SAMPLER_FPS && !(p->fps > 0 && p->fps <= 1000))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: sampler.fps %g not in (0, 1000]", p->fps);
+    if (p->frames_per_clip < 1 || p->frames_per_clip > (p->kind == REEL_SAMPLER_COUNT ? 1000000 : 65536))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: %s needs sampler.frames_per_clip in [1, %d], got %d",
+                               p->kind == REEL_SAMPLER_COUNT ? "the count sampler" : "a sampler",
+                               p->kind == REEL_SAMPLER_COUNT ? 1000000 : 65536, p->frames_per_clip);
+    if (p->frame_factor < 1 || p->frame_factor > 1000 || p->min_frames < 0 || p->max_frames < p->min_frames)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "pack: need sampler.frame_factor in [1, 1000] and 0 <= sampler.min_frames <= "
+                               "sampler.max_frames (got %d, %d, %d)",
+                               p->frame_factor, p->min_frames, p->max_frames);
+    return REEL_OK;
 }
 
 static int check_settings(const reel_pack_settings *s, reel_error *err)
@@ -45,24 +84,8 @@ static int check_settings(const reel_pack_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: fps must be in [0, 1000]");
     if (s->fps > 0 && s->every > 1)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: give fps or every, not both");
-    if (s->sampler != 0 && s->sampler != REEL_SAMPLER_FPS && s->sampler != REEL_SAMPLER_COUNT)
-        return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "pack: sampler %d: whole-video samplers are the fps (%d) "
-                               "and count (%d) samplers",
-                               s->sampler, REEL_SAMPLER_FPS, REEL_SAMPLER_COUNT);
-    if (s->sampler != 0 && s->every > 1)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: give a whole-video sampler or every, not both");
-    if (s->sampler == REEL_SAMPLER_COUNT && s->fps > 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: the count sampler takes frames, not fps");
-    if (s->sampler == REEL_SAMPLER_COUNT && (s->frames < 1 || s->frames > 1000000))
-        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: the count sampler needs frames in [1, 1000000], got %d",
-                               s->frames);
-    if (s->sampler != 0 &&
-        (s->frame_factor < 1 || s->frame_factor > 1000 || s->min_frames < 0 || s->max_frames < s->min_frames))
-        return reel__error_set(
-            err, REEL_E_INVALID_ARG,
-            "pack: need frame_factor in [1, 1000] and 0 <= min_frames <= max_frames (got %d, %d, %d)", s->frame_factor,
-            s->min_frames, s->max_frames);
+    int st = check_sampler(s, err);
+    if (st != REEL_OK) return st;
     if (s->every < 0 || s->every > 1000000)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: bad every %d", s->every);
     if (s->format == REEL_STORE_FORMAT_JPEG && (s->quality < 1 || s->quality > 100))
@@ -269,18 +292,6 @@ int reel_pack(const char *source, const char *out_dir, const reel_pack_settings 
     }
     int st = check_settings(settings, err);
     if (st != REEL_OK) return st;
-    /* the whole-video sampler's settings as the store records them: its
-     * default fps, and zero for what the chosen sampler does not use */
-    reel_pack_settings norm = *settings;
-    if (norm.sampler == REEL_SAMPLER_FPS) {
-        if (!(norm.fps > 0)) norm.fps = 2.0;
-        norm.frames = 0;
-    } else if (norm.sampler == REEL_SAMPLER_COUNT) {
-        norm.min_frames = norm.max_frames = 0;
-    } else {
-        norm.min_frames = norm.max_frames = norm.frames = norm.frame_factor = 0;
-    }
-    settings = &norm;
     if (report) memset(report, 0, sizeof *report);
     totals t;
     memset(&t, 0, sizeof t);

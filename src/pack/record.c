@@ -6,7 +6,6 @@
  * reason. */
 #define _GNU_SOURCE
 #include "pack/pack.h"
-#include "pipeline/sampler_of_pack.h"
 
 #include "reel/decoder.h"
 #include "reel/sampler.h"
@@ -70,8 +69,7 @@ static int segment(const reel_video_info *info, const reel_frame_entry *tab, int
 static int sample_whole(const reel_pack_settings *ps, const reel_video_info *info, const reel_frame_entry *tab,
                         int64_t n, const reel__pack_entry *it, int64_t **out, int64_t *count, reel_error *err)
 {
-    reel_sampler_settings s;
-    reel__sampler_of_pack(ps->sampler, ps->fps, ps->min_frames, ps->max_frames, ps->frames, ps->frame_factor, &s);
+    const reel_sampler_settings *s = &ps->sampler;
     reel_sampler_video v;
     memset(&v, 0, sizeof v);
     v.table = tab;
@@ -83,11 +81,11 @@ static int sample_whole(const reel_pack_settings *ps, const reel_video_info *inf
     v.segment_end = it->end;
     v.name = it->shown;
     reel_sampler_result r;
-    int st = reel_sampler_describe(&s, &v, &r, err);
+    int st = reel_sampler_describe(s, &v, &r, err);
     if (st != REEL_OK) return st;
     int64_t *sel = malloc((size_t)(r.num_frames > 0 ? r.num_frames : 1) * sizeof *sel);
     if (!sel) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->shown);
-    st = reel_sampler_run(&s, &v, 0, 0, 0, sel, (size_t)r.num_frames, err);
+    st = reel_sampler_run(s, &v, 0, 0, 0, sel, (size_t)r.num_frames, err);
     if (st != REEL_OK) {
         free(sel);
         return st;
@@ -102,7 +100,7 @@ static int sample_whole(const reel_pack_settings *ps, const reel_video_info *inf
 static int select_frames(const reel_pack_settings *ps, const reel_video_info *info, const reel_frame_entry *tab,
                          int64_t n, const reel__pack_entry *it, int64_t **out, int64_t *count, reel_error *err)
 {
-    if (ps->sampler) return sample_whole(ps, info, tab, n, it, out, count, err);
+    if (ps->sampler.kind != REEL_SAMPLER_NONE) return sample_whole(ps, info, tab, n, it, out, count, err);
     int64_t first = 0, len = 0;
     int st = segment(info, tab, n, it, &first, &len, err);
     if (st != REEL_OK) return st;

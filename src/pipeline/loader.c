@@ -76,6 +76,12 @@ void reel_loader_default_settings(reel_loader_settings *s)
     s->decoder.gop_contexts = 0; /* gop_split splits a sample's runs itself, per call */
 }
 
+int reel_loader_settings_is_variable(const reel_loader_settings *s)
+{
+    if (!s) return 0;
+    return s->size_policy.kind == REEL_SIZE_PIXEL_BUDGET || reel__sampler_fixed_count(&s->sampler) < 1;
+}
+
 /* ------------------------------------------------------------ create */
 
 static int check_settings(const reel_loader_settings *s, reel_error *err)
@@ -100,11 +106,10 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
                                    "loader: the pixel-budget size policy gives each video its own size: it needs "
                                    "transform.crop NONE");
         int w = 0, h = 0; /* the policy's own checks, on a plausible video */
-        st = reel_size_policy_apply(sp, 640, 480, 16, &w, &h, err);
+        st = reel_size_policy_apply(sp, 640, 480, 16, s->sampler.frame_factor, &w, &h, err);
         if (st != REEL_OK) return st;
     }
-    const int variable = sp->kind == REEL_SIZE_PIXEL_BUDGET || reel__sampler_fixed_count(&s->sampler) < 1;
-    if (variable && s->sampler.clips_per_video != 1)
+    if (reel_loader_settings_is_variable(s) && s->sampler.clips_per_video != 1)
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                "loader: samples of their own length or size take one clip per video "
                                "(clips_per_video %d)",
@@ -320,10 +325,9 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->ds = ds;
     l->clip_width = ow;
     l->clip_height = oh;
-    /* the count sampler rounds its count to the frame factor */
     l->sizes_vary = sizes_vary;
-    l->s.size_policy.frame_factor = s.sampler.frame_factor; /* one frame factor per sample */
-    l->shapes_vary = sizes_vary || reel__sampler_fixed_count(&s.sampler) < 1;
+    l->shapes_vary = reel_loader_settings_is_variable(&s);
+    /* the count sampler rounds its count to the frame factor */
     l->frames_per_clip = l->shapes_vary ? 0 : (int)(reel__sampler_fixed_count(&s.sampler) / s.sampler.clips_per_video);
     l->clips_per_sample = s.sampler.clips_per_video;
     l->element_bytes = reel__dtype_size(s.transform.pixels.dtype);

@@ -55,7 +55,8 @@ int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_inf
     s->display_height = dh;
     if (l->sizes_vary) {
         reel_error pe;
-        st = reel_size_policy_apply(&l->s.size_policy, dw, dh, res.num_frames, &s->width, &s->height, &pe);
+        st = reel_size_policy_apply(&l->s.size_policy, dw, dh, res.num_frames, l->s.sampler.frame_factor, &s->width,
+                                    &s->height, &pe);
         if (st != REEL_OK) return reel__error_set(e, st, "%s: %s", info->video.name, pe.message);
     }
     const size_t bytes = (size_t)s->num_frames * 3 * (size_t)s->width * (size_t)s->height * l->element_bytes;

@@ -10,6 +10,10 @@
 
 int reel__sampler_check(const reel_sampler_settings *s, reel_error *err)
 {
+    if (s->kind == REEL_SAMPLER_NONE)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "sampler: kind NONE (%d) is no sampler: it says a store was packed without one",
+                               (int)REEL_SAMPLER_NONE);
     if (s->kind < REEL_SAMPLER_RANDOM_INDICES || s->kind > REEL_SAMPLER_COUNT)
         return reel__error_set(err, REEL_E_INVALID_ARG, "sampler: unknown kind %d", s->kind);
     if (s->clips_per_video < 1 || s->clips_per_video > 4096)
@@ -71,18 +75,6 @@ void reel_sampler_default_settings(reel_sampler_settings *s)
     s->min_frames = 4;
     s->max_frames = 768;
     s->frame_factor = 2;
-}
-
-void reel__sampler_of_pack(int kind, double fps, int min_frames, int max_frames, int frames, int frame_factor,
-                           reel_sampler_settings *s)
-{
-    reel_sampler_default_settings(s);
-    s->kind = (reel_sampler_kind)kind;
-    s->fps = fps;
-    s->min_frames = min_frames;
-    s->max_frames = max_frames;
-    if (kind == REEL_SAMPLER_COUNT) s->frames_per_clip = frames;
-    s->frame_factor = frame_factor;
 }
 
 /* torch.linspace(start, end, steps, dtype=torch.int), computed as torch does:

@@ -1,13 +1,12 @@
 /* sampler_internal.h: per-video clip samplers (random/regular, by index/by time) as
  * pure functions of the frame table and a counter-based random key, so the
  * frames a sample gets never depend on threads or scheduling. For the
- * pipeline alone; the builder (src/pack) uses sampler_of_pack.h. */
+ * pipeline alone; the builder (src/pack) uses the public reel/sampler.h. */
 #ifndef REEL_PIPELINE_SAMPLER_INTERNAL_H
 #define REEL_PIPELINE_SAMPLER_INTERNAL_H
 
 #include "reel/pipeline.h"
 #include "pipeline/rng.h"
-#include "pipeline/sampler_of_pack.h"
 
 /* The part of a video a sampler works on is the public reel_sampler_video
  * (reel/sampler.h): the one frame-table view, filled by the loader's sources

@@ -165,7 +165,7 @@ static int check_sampler(reel_source_store_ctx *c, const reel_store_info *i, con
                          reel_error *err)
 {
     char want[160], have[160];
-    if (i->sampler == 0) {
+    if (i->sampler.kind == REEL_SAMPLER_NONE) {
         if (i->every > 1 || i->fps > 0)
             return reel__error_set(err, REEL_E_INVALID_ARG,
                                    "%s: packed with %s %g, so its records lack frames the loader's %s sampler picks "
@@ -175,13 +175,12 @@ static int check_sampler(reel_source_store_ctx *c, const reel_store_info *i, con
                                    s->kind == REEL_SAMPLER_FPS ? "fps" : "count");
         return REEL_OK;
     }
-    reel_sampler_settings p;
-    reel__sampler_of_pack(i->sampler, i->fps, i->min_frames, i->max_frames, i->frames, i->frame_factor, &p);
-    const int same =
-        p.kind == s->kind && p.frame_factor == s->frame_factor &&
-        (s->kind == REEL_SAMPLER_FPS ? p.fps == s->fps && p.min_frames == s->min_frames && p.max_frames == s->max_frames
-                                     : p.frames_per_clip == s->frames_per_clip);
-    sampler_text(&p, have, sizeof have);
+    const reel_sampler_settings *p = &i->sampler;
+    const int same = p->kind == s->kind && p->frame_factor == s->frame_factor &&
+                     (s->kind == REEL_SAMPLER_FPS
+                          ? p->fps == s->fps && p->min_frames == s->min_frames && p->max_frames == s->max_frames
+                          : p->frames_per_clip == s->frames_per_clip);
+    sampler_text(p, have, sizeof have);
     sampler_text(s, want, sizeof want);
     if (!same)
         return reel__error_set(err, REEL_E_INVALID_ARG,

@@ -199,14 +199,22 @@ void reel__store_params_from(reel__store_params *p, const reel_pack_settings *s)
     p->quality = s->format == REEL_STORE_FORMAT_JPEG ? s->quality : 0;
     p->gop = s->format == REEL_STORE_FORMAT_H264 ? s->gop : 0;
     p->crf = s->format == REEL_STORE_FORMAT_H264 ? s->crf : 0;
-    p->every = s->fps > 0 || s->sampler ? 0 : (s->every > 1 ? s->every : 1);
+    const reel_sampler_settings *w = &s->sampler;
+    const int sampled = w->kind != REEL_SAMPLER_NONE;
+    p->every = s->fps > 0 || sampled ? 0 : (s->every > 1 ? s->every : 1);
     p->fps = s->fps > 0 ? s->fps : 0;
-    if (s->sampler) { /* as the builder normalised them (pack.c: the unused ones 0) */
-        p->sampler = s->sampler;
-        p->min_frames = s->min_frames;
-        p->max_frames = s->max_frames;
-        p->frames = s->frames;
-        p->frame_factor = s->frame_factor;
+    /* On disk (store_for_pack.h) the sampler is its kind (0: none), the fps
+     * field is the fps sampler's rate, and what the kind does not use is 0. */
+    if (w->kind == REEL_SAMPLER_FPS) {
+        p->sampler = REEL_SAMPLER_FPS;
+        p->fps = w->fps;
+        p->min_frames = w->min_frames;
+        p->max_frames = w->max_frames;
+        p->frame_factor = w->frame_factor;
+    } else if (w->kind == REEL_SAMPLER_COUNT) {
+        p->sampler = REEL_SAMPLER_COUNT;
+        p->frames = w->frames_per_clip;
+        p->frame_factor = w->frame_factor;
     }
     p->part_count = (uint32_t)(s->part_count > 0 ? s->part_count : 1);
     p->shard_size = (uint64_t)s->shard_size;
@@ -241,8 +249,9 @@ int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, con
     params_get(&q, p);
     if (p->format < REEL_STORE_FORMAT_JPEG || p->format > REEL_STORE_FORMAT_H264 || p->part_count < 1 ||
         p->part_count > 1000000 || p->zstd_level > 22 || !(p->fps >= 0 && p->fps < 1e6) || p->every < 0 ||
-        p->shard_size < REEL_STORE_ALIGN || p->sampler < 0 || p->min_frames < 0 || p->max_frames < 0 || p->frames < 0 ||
-        p->frame_factor < 0)
+        p->shard_size < REEL_STORE_ALIGN ||
+        (p->sampler != 0 && p->sampler != REEL_SAMPLER_FPS && p->sampler != REEL_SAMPLER_COUNT) || p->min_frames < 0 ||
+        p->max_frames < 0 || p->frames < 0 || p->frame_factor < 0)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: impossible build settings in the header", name);
     return REEL_OK;
 }
@@ -662,13 +671,19 @@ int reel_store_get_info(const reel_store *s, reel_store_info *info, reel_error *
     info->quality = s->params.quality;
     info->zstd_level = (int)s->params.zstd_level;
     info->gop = s->params.gop;
-    info->fps = s->params.fps;
     info->every = s->params.every;
-    info->sampler = s->params.sampler;
-    info->min_frames = s->params.min_frames;
-    info->max_frames = s->params.max_frames;
-    info->frames = s->params.frames;
-    info->frame_factor = s->params.frame_factor;
+    /* the on-disk sampler fields (reel__store_params_from) as settings */
+    const reel__store_params *p = &s->params;
+    memset(&info->sampler, 0, sizeof info->sampler);
+    info->sampler.kind = p->sampler == 0 ? REEL_SAMPLER_NONE : (reel_sampler_kind)p->sampler;
+    info->fps = p->sampler == REEL_SAMPLER_FPS ? 0 : p->fps;
+    if (p->sampler == REEL_SAMPLER_FPS) {
+        info->sampler.fps = p->fps;
+        info->sampler.min_frames = p->min_frames;
+        info->sampler.max_frames = p->max_frames;
+    }
+    if (p->sampler == REEL_SAMPLER_COUNT) info->sampler.frames_per_clip = p->frames;
+    if (p->sampler != 0) info->sampler.frame_factor = p->frame_factor;
     return REEL_OK;
 }
 

@@ -45,8 +45,10 @@ typedef struct reel__store_params {
     uint32_t part_count;
     double fps;
     uint64_t shard_size;
-    /* whole-video sampling (reel_pack_settings.sampler; 0: none, then the
-     * other three are 0) */
+    /* whole-video sampling (reel_pack_settings.sampler, mapped by
+     * reel__store_params_from and reel_store_get_info): its kind, 0 for
+     * none (REEL_SAMPLER_NONE); fps above is then the fps sampler's rate;
+     * what the kind does not use is 0 */
     int32_t sampler, min_frames, max_frames, frames, frame_factor;
 } reel__store_params;
 

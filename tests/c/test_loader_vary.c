@@ -47,7 +47,8 @@ static void expected(const reel_loader_settings *s, int64_t sample, int64_t epoc
     CHECK_OK(reel_sampler_describe(&s->sampler, &v, &r, NULL));
     *n = r.num_frames;
     CHECK_OK(reel_sampler_run(&s->sampler, &v, s->seed, (uint64_t)epoch, (uint64_t)sample, idx, 256, NULL));
-    CHECK_OK(reel_size_policy_apply(&s->size_policy, vi->width, vi->height, r.num_frames, w, h, NULL));
+    CHECK_OK(reel_size_policy_apply(&s->size_policy, vi->width, vi->height, r.num_frames, s->sampler.frame_factor, w, h,
+                                    NULL));
     reel_decoder_close(&dec);
 }
 

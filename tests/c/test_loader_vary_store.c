@@ -77,9 +77,9 @@ TEST(fps_store_samples_are_the_video_paths_frames_decoded_by_libjpeg_turbo)
 {
     reel_pack_settings ps;
     pack_settings(&ps, REEL_STORE_FORMAT_JPEG);
-    ps.sampler = REEL_SAMPLER_FPS;
-    ps.fps = 7;
-    ps.max_frames = 12;
+    ps.sampler.kind = REEL_SAMPLER_FPS;
+    ps.sampler.fps = 7;
+    ps.sampler.max_frames = 12;
     const char *dir = sc_tmp("fps_jpeg");
     sc_pack(dataset(), dir, &ps);
     reel_store *s = NULL;

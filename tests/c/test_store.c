@@ -73,6 +73,7 @@ static void check_store(const char *dir, reel_store_format fmt)
     CHECK_EQ_INT(info.num_records, NV);
     CHECK_EQ_INT(info.format, fmt);
     CHECK_EQ_INT(info.num_classes, 2);
+    CHECK_EQ_INT(info.sampler.kind, REEL_SAMPLER_NONE); /* packed without a sampler: no kind means two things */
     const char *name = NULL;
     CHECK_OK(reel_store_get_class_name(s, 1, &name, NULL));
     CHECK_EQ_STR(name, "bowling");
@@ -312,20 +313,32 @@ TEST(whole_video_sampler_stores_keep_the_sampled_frames)
         ps.format = REEL_STORE_FORMAT_RAW;
         ps.short_side = SS;
         ps.threads = 2;
-        ps.sampler = kind == 0 ? REEL_SAMPLER_FPS : REEL_SAMPLER_COUNT;
-        ps.fps = kind == 0 ? 10.0 : 0;
-        ps.max_frames = 15;
-        ps.frames = 7;
+        ps.sampler.kind = kind == 0 ? REEL_SAMPLER_FPS : REEL_SAMPLER_COUNT;
+        ps.sampler.fps = 10.0;
+        ps.sampler.max_frames = 15;
+        ps.sampler.frames_per_clip = 7;
         const char *dir = sc_tmp(kind == 0 ? "sample_fps" : "sample_count");
         CHECK_EQ_INT(sc_pack(dataset(), dir, &ps).failed, 0);
         reel_sampler_settings ss;
         reel_sampler_default_settings(&ss);
-        ss.kind = (reel_sampler_kind)ps.sampler;
+        ss.kind = ps.sampler.kind;
         ss.fps = 10.0;
         ss.max_frames = 15;
         ss.frames_per_clip = 7;
         reel_store *s = NULL;
         CHECK_OK(reel_store_open(&s, dir, NULL));
+        /* the store says which sampler, with what it records of it */
+        reel_store_info info;
+        CHECK_OK(reel_store_get_info(s, &info, NULL));
+        CHECK_EQ_INT(info.sampler.kind, ps.sampler.kind);
+        CHECK_EQ_INT(info.sampler.frame_factor, 2);
+        CHECK(info.fps == 0 && info.every == 0);
+        if (kind == 0)
+            CHECK(info.sampler.fps == 10.0 && info.sampler.min_frames == 4 && info.sampler.max_frames == 15 &&
+                  info.sampler.frames_per_clip == 0);
+        else
+            CHECK(info.sampler.fps == 0 && info.sampler.min_frames == 0 && info.sampler.max_frames == 0 &&
+                  info.sampler.frames_per_clip == 7);
         reel_store_reader *r = NULL;
         CHECK_OK(reel_store_reader_create(&r, s, NULL, NULL));
         uint8_t *buf = malloc((size_t)SW * SH * 3);
@@ -356,19 +369,29 @@ TEST(whole_video_sampler_stores_keep_the_sampled_frames)
     reel_pack_default_settings(&ps);
     ps.format = REEL_STORE_FORMAT_RAW;
     ps.short_side = SS;
-    ps.sampler = REEL_SAMPLER_COUNT;
-    ps.frames = 9;
+    ps.sampler.kind = REEL_SAMPLER_COUNT;
+    ps.sampler.frames_per_clip = 9;
     reel_error err;
     reel_error_clear(&err);
     CHECK(reel_pack(dataset(), sc_tmp("sample_count"), &ps, NULL, &err) != REEL_OK);
     /* bad combinations are named before anything is read */
-    ps.frames = 0;
+    ps.sampler.frames_per_clip = 0;
     CHECK_STATUS(reel_pack(dataset(), sc_tmp("sample_bad"), &ps, NULL, &err), REEL_E_INVALID_ARG);
-    ps.sampler = REEL_SAMPLER_FPS;
+    CHECK_MSG(tg_contains(err.message, "sampler.frames_per_clip"), "%s", err.message);
+    ps.sampler.frames_per_clip = 9;
+    ps.sampler.kind = REEL_SAMPLER_FPS;
     ps.every = 2;
     CHECK_STATUS(reel_pack(dataset(), sc_tmp("sample_bad"), &ps, NULL, &err), REEL_E_INVALID_ARG);
     ps.every = 1;
-    ps.sampler = REEL_SAMPLER_RANDOM_INDICES + 1;
+    ps.fps = 5; /* the sampler's rate is sampler.fps: a store-wide fps as well is refused */
+    CHECK_STATUS(reel_pack(dataset(), sc_tmp("sample_bad"), &ps, NULL, &err), REEL_E_INVALID_ARG);
+    CHECK_MSG(tg_contains(err.message, "sampler.fps"), "%s", err.message);
+    ps.fps = 0;
+    ps.sampler.range_start = 1; /* no store could say it was packed with a range */
+    CHECK_STATUS(reel_pack(dataset(), sc_tmp("sample_bad"), &ps, NULL, &err), REEL_E_INVALID_ARG);
+    CHECK_MSG(tg_contains(err.message, "other fields"), "%s", err.message);
+    ps.sampler.range_start = 0;
+    ps.sampler.kind = REEL_SAMPLER_REGULAR_INDICES;
     CHECK_STATUS(reel_pack(dataset(), sc_tmp("sample_bad"), &ps, NULL, &err), REEL_E_INVALID_ARG);
 }
 

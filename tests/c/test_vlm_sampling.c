@@ -179,34 +179,49 @@ TEST(size_policy_is_qwen_smart_resize)
     CHECK_EQ_INT(p.kind, REEL_SIZE_PIXEL_BUDGET);
     CHECK_EQ_INT(p.factor, 28);
     int w = 0, h = 0;
-    CHECK_OK(reel_size_policy_apply(&p, 1280, 720, 20, &w, &h, NULL));
+    CHECK_OK(reel_size_policy_apply(&p, 1280, 720, 20, 2, &w, &h, NULL));
     CHECK_EQ_INT(h, 560);
     CHECK_EQ_INT(w, 1008);
+    /* the frame factor is the caller's (the sampler's): 20 frames of a
+     * 4e6-pixel budget, 2 or 4 to a temporal patch, share 4e5 or 8e5 pixels
+     * a frame (the latter capped at 768 tokens) */
+    p.total_pixels = 4000000;
+    int w4 = 0, h4 = 0;
+    CHECK_OK(reel_size_policy_apply(&p, 1280, 720, 20, 2, &w, &h, NULL));
+    CHECK_OK(reel_size_policy_apply(&p, 1280, 720, 20, 4, &w4, &h4, NULL));
+    CHECK_EQ_INT(h, 448);
+    CHECK_EQ_INT(w, 840);
+    CHECK_EQ_INT(h4, 560);
+    CHECK_EQ_INT(w4, 1008);
+    reel_error ferr;
+    reel_error_clear(&ferr);
+    CHECK_STATUS(reel_size_policy_apply(&p, 1280, 720, 20, 0, &w, &h, &ferr), REEL_E_INVALID_ARG);
+    CHECK_MSG(tg_contains(ferr.message, "frame_factor 0"), "%s", ferr.message);
     p.total_pixels = 200000; /* 20 frames share it: the floor int(min * 1.05) wins */
-    CHECK_OK(reel_size_policy_apply(&p, 1280, 720, 20, &w, &h, NULL));
+    CHECK_OK(reel_size_policy_apply(&p, 1280, 720, 20, 2, &w, &h, NULL));
     CHECK_EQ_INT(h, 224);
     CHECK_EQ_INT(w, 420);
     p.total_pixels = 0;
     p.min_pixels = 1000000; /* scaled up and ceiled */
-    CHECK_OK(reel_size_policy_apply(&p, 320, 240, 20, &w, &h, NULL));
+    CHECK_OK(reel_size_policy_apply(&p, 320, 240, 20, 2, &w, &h, NULL));
     CHECK_EQ_INT(h, 868);
     CHECK_EQ_INT(w, 1176);
     p.min_pixels = 0;
     p.max_pixels = 50000; /* below min_pixels: refused as qwen asserts */
     reel_error err;
     reel_error_clear(&err);
-    CHECK_STATUS(reel_size_policy_apply(&p, 1920, 1080, 20, &w, &h, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_size_policy_apply(&p, 1920, 1080, 20, 2, &w, &h, &err), REEL_E_INVALID_ARG);
     CHECK(strstr(err.message, "max_pixels") != NULL);
     p.max_pixels = 0;
     p.width = 99; /* resized_width / resized_height: the image bounds */
     p.height = 101;
-    CHECK_OK(reel_size_policy_apply(&p, 1920, 1080, 20, &w, &h, NULL));
+    CHECK_OK(reel_size_policy_apply(&p, 1920, 1080, 20, 2, &w, &h, NULL));
     CHECK_EQ_INT(h, 112);
     CHECK_EQ_INT(w, 112);
     for (int alone = 0; alone < 2; alone++) { /* one without the other is refused, naming both */
         p.width = alone ? 0 : 99;
         p.height = alone ? 101 : 0;
-        CHECK_STATUS(reel_size_policy_apply(&p, 1920, 1080, 20, &w, &h, &err), REEL_E_INVALID_ARG);
+        CHECK_STATUS(reel_size_policy_apply(&p, 1920, 1080, 20, 2, &w, &h, &err), REEL_E_INVALID_ARG);
         CHECK_MSG(strstr(err.message, "resized_width") && strstr(err.message, "resized_height") &&
                       strstr(err.message, "both or neither"),
                   "%s", err.message);
@@ -221,7 +236,7 @@ TEST(size_policy_is_qwen_smart_resize)
     p.kind = REEL_SIZE_FIXED;
     p.width = 64;
     p.height = 48;
-    CHECK_OK(reel_size_policy_apply(&p, 1920, 1080, 20, &w, &h, NULL));
+    CHECK_OK(reel_size_policy_apply(&p, 1920, 1080, 20, 2, &w, &h, NULL));
     CHECK_EQ_INT(w, 64);
     CHECK_EQ_INT(h, 48);
 }
@@ -237,14 +252,14 @@ TEST(size_policy_refuses_negative_sizes_and_pixel_counts_by_name)
     reel_error_clear(&err);
     p.width = 56;
     p.height = -28;
-    CHECK_STATUS(reel_size_policy_apply(&p, 1280, 720, 20, &w, &h, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_size_policy_apply(&p, 1280, 720, 20, 2, &w, &h, &err), REEL_E_INVALID_ARG);
     CHECK(tg_contains(err.message, "resized_height -28"));
     p.width = -1;
     p.height = 0;
-    CHECK_STATUS(reel_size_policy_apply(&p, 1280, 720, 20, &w, &h, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_size_policy_apply(&p, 1280, 720, 20, 2, &w, &h, &err), REEL_E_INVALID_ARG);
     CHECK(tg_contains(err.message, "resized_width -1"));
     p.width = p.height = 0;
-    CHECK_OK(reel_size_policy_apply(&p, 1280, 720, 20, &w, &h, &err)); /* 0: from the budget */
+    CHECK_OK(reel_size_policy_apply(&p, 1280, 720, 20, 2, &w, &h, &err)); /* 0: from the budget */
     const char *names[3] = { "min_pixels", "max_pixels", "total_pixels" };
     for (int i = 0; i < 3; i++) {
         const double bad[2] = { -5, NAN };
@@ -252,7 +267,7 @@ TEST(size_policy_refuses_negative_sizes_and_pixel_counts_by_name)
             reel_size_policy q = p;
             double *field = i == 0 ? &q.min_pixels : i == 1 ? &q.max_pixels : &q.total_pixels;
             *field = bad[j];
-            CHECK_STATUS(reel_size_policy_apply(&q, 1280, 720, 20, &w, &h, &err), REEL_E_INVALID_ARG);
+            CHECK_STATUS(reel_size_policy_apply(&q, 1280, 720, 20, 2, &w, &h, &err), REEL_E_INVALID_ARG);
             CHECK_MSG(tg_contains(err.message, names[i]), "%s", err.message);
         }
     }

@@ -233,7 +233,7 @@ def _value(text: str, ctype: str):
 
 
 STRUCTS = [
-    ("sampler.h", "reel_sampler_settings", "sampler.", "loader"),
+    ("sampler_settings.h", "reel_sampler_settings", "sampler.", "loader"),
     ("decoder.h", "reel_decoder_settings", "decoder.", "loader"),
     ("loader.h", "reel_clip_transform", "transform.", "loader"),
     ("convert.h", "reel_pixel_settings", "transform.pixels.", "loader"),

@@ -94,6 +94,25 @@ def test_pad_gives_one_tensor_with_lengths_and_sizes(vids):
                 assert int(x[i].sum()) == int(f.torch().sum(dtype=torch.int64))  # zeros elsewhere
 
 
+def test_whether_batches_are_variable_is_decided_by_c_once(vids):
+    """reel_loader_settings_is_variable decides it (issue 26): the fps
+    sampler or a pixel-budget size policy give variable batches (frames a
+    list), the count sampler and the clip samplers fixed ones, and the Loader
+    follows that answer."""
+    from reel._loader import loader_settings
+
+    def variable(**kw):
+        return reel._reel.loader_settings_is_variable(loader_settings(kw))
+
+    assert variable(sampler="fps") and variable(size_policy=SP) and variable(sampler="count", size_policy=SP)
+    assert not variable() and not variable(sampler="count", frames_per_clip=6) and not variable(sampler="regular")
+    for kw, want in ((dict(sampler="fps", **FPS, size=(64, 64)), True), (dict(sampler="count", frames_per_clip=6,
+                                                                               size=(64, 64)), False)):
+        with reel.Loader(vids[:2], batch_size=2, shuffle=False, epochs=1, **kw) as L:
+            b = next(iter(L))
+            assert isinstance(b.frames, list) == want == variable(**kw)
+
+
 def samples_of(batches):
     return [ci.sample for b in batches for ci in b.info]
 

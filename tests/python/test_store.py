@@ -35,6 +35,7 @@ def test_pack_info_verify(videos, tmp_path):
     assert [p["videos_done"] for p in seen] == [1, 2, 3, 4, 5, 6]
     info = reel.store_info(tmp_path / "st")
     assert info["format"] == "jpeg" and info["records"] == 6 and info["class_names"] == ["cat", "dog"]
+    assert info["sampler"] is None and info["every"] == 1  # packed without a whole-video sampler
     assert info["frames"] == sum(30 + 5 * v for v in range(3)) * 2
     v = reel.store_verify(tmp_path / "st")
     assert v["ok"] and v["bad"] == 0 and v["records"] == 6
@@ -198,8 +199,8 @@ def test_pack_whole_video_samplers_store_clips_at_fps_frames(videos, tmp_path):
     rep = reel.pack(videos, tmp_path / "fps", size=96, format="raw", sampler="fps", fps=7.0, max_frames=9)
     assert rep["failed"] == 0
     info = reel.store_info(tmp_path / "fps")
-    assert (info["sampler"], info["fps"], info["min_frames"], info["max_frames"], info["frame_factor"]) == \
-        ("fps", 7.0, 4, 9, 2)
+    assert info["sampler"] == {"kind": "fps", "fps": 7.0, "min_frames": 4, "max_frames": 9, "frame_factor": 2}
+    assert info["fps"] == 0  # the store-wide fps= of a store packed without a sampler; this one's rate is the sampler's
     assert reel.store_info(tmp_path / "fps").get("every") == 0
     w = want(reel.clips_at_fps, fps=7.0, max_frames=9)
     assert sorted(len(v) for v in w.values()) == [8] * 6  # 30..40 frames at 25 fps: 8.4..11.2 -> 8 (max 9)
@@ -211,6 +212,7 @@ def test_pack_whole_video_samplers_store_clips_at_fps_frames(videos, tmp_path):
                           "--sampler", "count", "--frames", "5"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     assert store_frames(tmp_path / "count") == want(reel.clips_at_count, nframes=5)
+    assert reel.store_info(tmp_path / "count")["sampler"] == {"kind": "count", "frames_per_clip": 5, "frame_factor": 2}
     for bad in (["--min-frames", "3"], ["--sampler", "count"], ["--sampler", "fps", "--every", "2"]):
         out = subprocess.run([cli, "pack", str(videos), str(tmp_path / "bad"), *bad], capture_output=True,
                              text=True, timeout=60)
