@@ -564,8 +564,7 @@ def test_https_verifies_by_default_and_the_loader_shares_connections_and_tls_ses
     kept-alive connections (far fewer than videos, as many as transfers ran
     at once) and a new connection resumes the TLS session. nginx's log is
     the witness: its connection serials and $ssl_session_reused (one worker:
-    the serials between two marker requests are the refused decoder's
-    connections)."""
+    the serials after a second marker request are the loader's)."""
     import ssl
     import urllib.request
 
@@ -594,9 +593,10 @@ def test_https_verifies_by_default_and_the_loader_shares_connections_and_tls_ses
         assert "v00.mp4" in str(e.value) and "certificate" in str(e.value).lower(), str(e.value)
         urllib.request.urlopen(f"{base}/v00.mp4", context=unverified, timeout=30).close()
         after = int(logged(2)[-1][0])
-        # the serials between the two markers are the refused decoder's
-        # connections: one, so the refusal was not retried
-        assert after == marker + 2, (marker, after)
+        # not retried: a retried failure says "(after N tries)"; and the
+        # refused decoder's connections lie between the two markers
+        assert "tries" not in str(e.value) and "try)" not in str(e.value), str(e.value)
+        assert after >= marker + 2, (marker, after)
         log.write_text("")
         items = [(f"{base}/v{i:02d}.mp4", lab) for i, (_, lab) in enumerate(local_items)]
         got, m = _loader_run(items, decode_threads=2, open_threads=3,
