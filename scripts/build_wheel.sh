@@ -85,19 +85,19 @@ upstream_version=$(cat "$src_dir/VERSION" 2>/dev/null || echo "${deb_version#*:}
 
 # ------------------------------------------------------------ 2. FFmpeg build
 # LGPL only: no --enable-gpl, no --enable-nonfree. Everything off, then the
-# components that reel's tests and the shared videos need. Audio decoders
-# are there so that opening a file with audio reads no more than with the
-# system FFmpeg (avformat_find_stream_info); reel decodes video only.
+# components that reel's tests and the shared videos need, and what reel's
+# audio (reel/audio.h, issue 28) decodes: swresample and the AAC, MP3, Opus,
+# Vorbis, FLAC and PCM decoders.
 ffmpeg_configure_args=(
     --disable-everything --disable-autodetect
     --enable-shared --disable-static --enable-pic
     --disable-programs --disable-doc --disable-debug
-    --disable-avdevice --disable-avfilter --disable-swresample --disable-postproc --disable-network
-    --enable-swscale --enable-zlib --enable-libdav1d
+    --disable-avdevice --disable-avfilter --disable-postproc --disable-network
+    --enable-swscale --enable-swresample --enable-zlib --enable-libdav1d
     --enable-protocol=file,pipe
     --enable-demuxer=mov,matroska,avi,ivf,obu,h264,hevc,m4v,mjpeg,rawvideo,yuv4mpegpipe
-    --enable-parser=h264,hevc,vp8,vp9,av1,mpeg4video,mjpeg,aac,mpegaudio,opus,vorbis
-    --enable-decoder=h264,hevc,vp8,vp9,libdav1d,mpeg4,mjpeg,rawvideo,aac,mp3float,vorbis,pcm_s16le,pcm_s16be
+    --enable-parser=h264,hevc,vp8,vp9,av1,mpeg4video,mjpeg,aac,mpegaudio,opus,vorbis,flac
+    --enable-decoder=h264,hevc,vp8,vp9,libdav1d,mpeg4,mjpeg,rawvideo,aac,mp3float,opus,vorbis,flac,pcm_s16le,pcm_s16be,pcm_s24le,pcm_s32le,pcm_f32le,pcm_u8
     --enable-bsf=h264_mp4toannexb,hevc_mp4toannexb,vp9_superframe_split
     --enable-encoder=png
 )
@@ -211,7 +211,7 @@ orig_sha=$(sha256sum "$wb"/src/ffmpeg_*.orig.tar.xz 2>/dev/null | awk '{print $1
 deb_sha=$(sha256sum "$wb"/src/ffmpeg_*.debian.tar.xz 2>/dev/null | awk '{print $1}' | head -n1)
 cat >"$lic/FFmpeg-SOURCE.txt" <<TXT
 The FFmpeg libraries in reel.libs/ (libavformat, libavcodec, libavutil,
-libswscale) are FFmpeg $upstream_version, licensed under the GNU Lesser General
+libswscale, libswresample) are FFmpeg $upstream_version, licensed under the GNU Lesser General
 Public License version 2.1 or later (FFmpeg-COPYING.LGPLv2.1). They were built
 without --enable-gpl and without --enable-nonfree, as shared libraries: you
 may replace them with your own build of the same FFmpeg version.

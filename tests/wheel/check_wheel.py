@@ -23,7 +23,8 @@ TMP = Path(os.environ["WHEEL_TMP"])
 HTTP = os.environ.get("WHEEL_HTTP", "")
 FOREIGN = os.environ.get("WHEEL_FOREIGN", "")
 REEL = str(Path(sys.executable).with_name("reel"))  # the venv's console script
-HIDDEN = ["libavcodec.so.59", "libavformat.so.59", "libavutil.so.57", "libswscale.so.6", "libdav1d.so.6",
+HIDDEN = ["libavcodec.so.59", "libavformat.so.59", "libavutil.so.57", "libswscale.so.6", "libswresample.so.4",
+          "libdav1d.so.6",
           "libturbojpeg.so.0", "libjpeg.so.62", "libzstd.so.1", "libcurl.so.4", "libssl.so.3"]
 # a few shared videos of different codecs and containers for the loader and the store
 SET = ["nasa_13013.mp4", "flipping_a_pancake.mkv", "no_duration.webm", "foreman_hevc.mp4",
@@ -83,7 +84,8 @@ def imports_from_the_wheel():
     assert "--enable-gpl" not in cfg and "--enable-nonfree" not in cfg, cfg
     assert info["ffmpeg_license"].startswith("LGPL"), info["ffmpeg_license"]
     names = {b["soname"].split(".so")[0] for b in w["bundled"]}
-    for lib in ("libavcodec", "libavformat", "libavutil", "libswscale", "libdav1d", "libturbojpeg", "libzstd",
+    for lib in ("libavcodec", "libavformat", "libavutil", "libswscale", "libswresample", "libdav1d", "libturbojpeg",
+                "libzstd",
                 "libcurl", "libssl", "libcrypto"):
         assert lib in names, f"{lib} not in the bundled list {sorted(names)}"
 
