@@ -328,6 +328,16 @@ static PyObject *mod_redact_url(PyObject *m, PyObject *arg)
     return r;
 }
 
+/* Loader settings by C field name (keys that are no plain field, like
+ * "samples" or "decoder.remote", are ignored) over the defaults. */
+static int loader_settings_of(PyObject *settings, reel_loader_settings *s)
+{
+    reel_loader_default_settings(s);
+    size_t n = 0;
+    const reel_field *table = reel_loader_settings_get_fields(&n);
+    return rx_fields_from_dict(settings, table, n, s, NULL, NULL, NULL);
+}
+
 /* loader_settings_is_variable(settings): reel_loader_settings_is_variable of
  * Loader settings by C field name (as clip_geometry takes them): whether its
  * batches are variable, decided by C alone. */
@@ -339,10 +349,7 @@ static PyObject *mod_loader_settings_is_variable(PyObject *module, PyObject *set
         return NULL;
     }
     reel_loader_settings s;
-    reel_loader_default_settings(&s);
-    size_t n = 0;
-    const reel_field *table = reel_loader_settings_get_fields(&n);
-    if (rx_fields_from_dict(settings, table, n, &s, NULL, NULL, NULL) < 0) return NULL;
+    if (loader_settings_of(settings, &s) < 0) return NULL;
     return PyBool_FromLong(reel_loader_settings_is_variable(&s));
 }
 
@@ -359,10 +366,7 @@ static PyObject *mod_clip_geometry(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!LLiii:clip_geometry", &PyDict_Type, &settings, &epoch, &sample, &clip, &w, &h))
         return NULL;
     reel_loader_settings s;
-    reel_loader_default_settings(&s);
-    size_t n = 0;
-    const reel_field *table = reel_loader_settings_get_fields(&n);
-    if (rx_fields_from_dict(settings, table, n, &s, NULL, NULL, NULL) < 0) return NULL;
+    if (loader_settings_of(settings, &s) < 0) return NULL;
     int32_t crop[4], out[2];
     int flipped = 0;
     reel_error err;

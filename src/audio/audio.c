@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "audio/audio_internal.h"
 #include "core/error.h"
 
 #define MAX_RATE     1000000
@@ -166,21 +165,19 @@ static void sink_put(sink *k, const float *planes, int n, int stride)
 static int sink_feed(sink *k, const float *planes, int n, int stride)
 {
     const int ch = k->a->info.channels;
-    if (!k->swr && planes) {
-        sink_put(k, planes, n, stride);
+    if (!k->swr) { /* the window starts zeroed: a gap only moves on */
+        if (planes)
+            sink_put(k, planes, n, stride);
+        else
+            k->out_pos += n;
         return REEL_OK;
     }
-    float *zeros = NULL;
+    float *zeros = NULL; /* a gap goes through the resampler like samples */
     if (!planes && n > 0) {
         zeros = calloc((size_t)n * (size_t)ch, sizeof(float));
         if (!zeros) return REEL_E_NOMEM;
         planes = zeros;
         stride = n;
-    }
-    if (!k->swr) {
-        sink_put(k, planes, n, stride);
-        free(zeros);
-        return REEL_OK;
     }
     const uint8_t *in[MAX_CHANNELS];
     for (int c = 0; c < ch; c++) in[c] = planes ? (const uint8_t *)(planes + (size_t)c * (size_t)stride) : NULL;
@@ -203,14 +200,19 @@ static int sink_feed(sink *k, const float *planes, int n, int stride)
     return REEL_OK;
 }
 
-/* Native samples from a0 to the time t (exact: rationals, half up). */
+/* floor(num / den + 1/2) for den > 0, exact. */
+static __int128 round_half_up(__int128 num, __int128 den)
+{
+    __int128 q = (2 * num + den) / (2 * den);
+    if ((2 * num + den) % (2 * den) < 0) q -= 1; /* C divides toward zero */
+    return q;
+}
+
+/* Native samples from a0 to the stream time `pts`. */
 static int64_t native_pos(const reel_audio *a, int64_t pts)
 {
-    __int128 num = (__int128)(pts - a->info.start_pts) * a->tb.num * a->info.native_sample_rate;
-    __int128 den = a->tb.den;
-    __int128 q = (2 * num + den) / (2 * den);
-    if ((2 * num + den) % (2 * den) < 0) q -= 1; /* floor */
-    return (int64_t)q;
+    return (int64_t)round_half_up((__int128)(pts - a->info.start_pts) * a->tb.num * a->info.native_sample_rate,
+                                  a->tb.den);
 }
 
 /* One decoded frame onto the native grid (the 1 ms rule), mixed, into the
@@ -354,15 +356,14 @@ static int decode_window(reel_audio *a, int64_t lo, int64_t hi, float *dst, int6
 
 /* ---- the public calls ------------------------------------------------- */
 
-/* s(t) on the output grid for t = ts * num / den seconds (exact). */
-int reel__audio_sample_at(const reel_audio *a, int64_t ts, int num, int den, int64_t *out)
+/* s(t) on the output grid for t = ts * num / den seconds: (t - a0) * r,
+ * rounded half up over the common denominator; -1 out of int64 range. */
+static int sample_at(const reel_audio *a, int64_t ts, int num, int den, int64_t *out)
 {
-    /* (ts*num/den - a0*tbn/tbd) * r + 1/2, over the common denominator */
-    const __int128 r = a->info.sample_rate;
     const __int128 d = (__int128)den * a->tb.den;
-    const __int128 n = ((__int128)ts * num * a->tb.den - (__int128)a->info.start_pts * a->tb.num * den) * r;
-    __int128 q = (2 * n + d) / (2 * d);
-    if ((2 * n + d) % (2 * d) < 0) q -= 1;
+    const __int128 n = ((__int128)ts * num * a->tb.den - (__int128)a->info.start_pts * a->tb.num * den) *
+                       (__int128)a->info.sample_rate;
+    const __int128 q = round_half_up(n, d);
     if (q > INT64_MAX / 4 || q < -(INT64_MAX / 4)) return -1;
     *out = (int64_t)q;
     return 0;
@@ -379,8 +380,7 @@ int reel_audio_get_window(const reel_audio *a, int64_t t0, int64_t t1, int num, 
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio window ends (%lld) before it starts (%lld)", a->name,
                                (long long)t1, (long long)t0);
     int64_t lo, hi;
-    if (reel__audio_sample_at(a, t0, num, den, &lo) < 0 || reel__audio_sample_at(a, t1, num, den, &hi) < 0 ||
-        hi - lo > INT32_MAX)
+    if (sample_at(a, t0, num, den, &lo) < 0 || sample_at(a, t1, num, den, &hi) < 0 || hi - lo > INT32_MAX)
         return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: audio window %lld..%lld x %d/%d s is too long", a->name,
                                (long long)t0, (long long)t1, num, den);
     memset(w, 0, sizeof *w);
@@ -426,7 +426,9 @@ static int find_a0(reel_audio *a, reel_error *err)
     AVPacket *pkt = av_packet_alloc();
     AVFrame *f = av_frame_alloc();
     int found = 0;
-    st = pkt && f ? rewind_stream(a, err) : reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
+    /* the container was just opened: its first packets (those
+     * avformat_find_stream_info read are kept) come first, no reopen */
+    st = pkt && f ? REEL_OK : reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
     int eof = 0;
     while (st == REEL_OK && !found) {
         if (!eof) {
