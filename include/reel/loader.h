@@ -555,13 +555,30 @@ REEL_API int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_ch
  *  repeated, mistyped or out-of-range key is REEL_E_INVALID_ARG with a
  *  message naming it; unknown keys are ignored. *out is written only on
  *  success. Whether the checkpoint fits a loader is
- *  reel_loader_restore_checkpoint()'s question. */
+ *  reel_loader_checkpoint_check()'s question. */
 REEL_API int reel_loader_checkpoint_parse(reel_loader_checkpoint *out, const char *text, size_t len, reel_error *err);
 
 /** The checkpoint's text form (see reel_loader_checkpoint_parse), one line
  *  of JSON, in *text (free with reel_free). REEL_E_INVALID_ARG for a
  *  checkpoint the parser would refuse, REEL_E_NOMEM. */
 REEL_API int reel_loader_checkpoint_format(const reel_loader_checkpoint *cp, char **text, reel_error *err);
+
+/** The checkpoint a loader with settings `s` over a dataset of `num_samples`
+ *  entries whose hash is `dataset_hash` (reel_dataset_get_fingerprint) gives at
+ *  (epoch, samples_seen), without a loader: what a DataLoader's parent
+ *  process saves for workers that hold the loaders. The canonical layout is
+ *  the settings' own, else (world_size, batch_size), as reel_loader_create
+ *  settles it. REEL_E_INVALID_ARG for a position outside the dataset. */
+REEL_API int reel_loader_checkpoint_init(reel_loader_checkpoint *cp, const reel_loader_settings *s, int64_t num_samples,
+                                         uint64_t dataset_hash, int64_t epoch, int64_t samples_seen, reel_error *err);
+
+/** Whether `cp` fits a loader with settings `s` over that dataset, without
+ *  a loader: the check reel_loader_restore_checkpoint() makes first. REEL_OK,
+ *  or REEL_E_INVALID_ARG naming what differs: the version, the dataset (size
+ *  or hash), the seed, the shuffle settings, or a position outside the
+ *  settings' epochs. */
+REEL_API int reel_loader_checkpoint_check(const reel_loader_checkpoint *cp, const reel_loader_settings *s,
+                                          int64_t num_samples, uint64_t dataset_hash, reel_error *err);
 
 /** The settings of the loader's order (its read blocks valid while the
  *  loader lives; the canonical layout as now), so that another consumer

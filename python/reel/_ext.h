@@ -199,6 +199,10 @@ PyObject *rx_remote_stats_dict(const reel_remote_stats *s);
 extern PyType_Spec decoder_spec;
 /* _ext_loader.c */
 PyObject *mod_loader_defaults(PyObject *m, PyObject *u);
+/* Loader settings from a dict by C field name (the rest at their defaults); -1 with the exception set */
+int rx_loader_settings_of(PyObject *settings, reel_loader_settings *s);
+PyObject *mod_checkpoint_init(PyObject *module, PyObject *args);
+PyObject *mod_checkpoint_check(PyObject *module, PyObject *args);
 /* A reel_dataset from a folder, a manifest, or _loader._dataset_entries' list. */
 int rx_build_dataset(reel_state *st, PyObject *dataset, reel_dataset **out);
 /* _ext_batch.c */

@@ -461,6 +461,54 @@ static PyObject *loader_get_checkpoint(LoaderObject *self, PyObject *unused)
     return out;
 }
 
+/* checkpoint_init(settings, num_samples, fingerprint, epoch, samples_seen):
+ * the checkpoint text a loader of these settings (by C field name) over that
+ * dataset gives at that position, without a loader (a DataLoader's parent
+ * saves it for workers that hold the loaders). */
+PyObject *mod_checkpoint_init(PyObject *module, PyObject *args)
+{
+    PyObject *settings;
+    long long n, epoch, seen;
+    unsigned long long hash;
+    if (!PyArg_ParseTuple(args, "O!LKLL:checkpoint_init", &PyDict_Type, &settings, &n, &hash, &epoch, &seen))
+        return NULL;
+    reel_loader_settings s;
+    if (rx_loader_settings_of(settings, &s) < 0) return NULL;
+    reel_loader_checkpoint c;
+    reel_error err;
+    reel_error_clear(&err);
+    char *text = NULL;
+    int r = reel_loader_checkpoint_init(&c, &s, n, hash, epoch, seen, &err);
+    if (r == REEL_OK) r = reel_loader_checkpoint_format(&c, &text, &err);
+    if (r != REEL_OK) return raise_err(PyModule_GetState(module), r, &err, NULL);
+    PyObject *out = PyUnicode_FromString(text);
+    reel_free(text);
+    return out;
+}
+
+/* checkpoint_check(text, settings, num_samples, fingerprint): raises the
+ * parser's or the fit check's error unless the checkpoint text fits a loader
+ * of these settings over that dataset, without a loader. */
+PyObject *mod_checkpoint_check(PyObject *module, PyObject *args)
+{
+    const char *text;
+    Py_ssize_t len;
+    PyObject *settings;
+    long long n;
+    unsigned long long hash;
+    if (!PyArg_ParseTuple(args, "y#O!LK:checkpoint_check", &text, &len, &PyDict_Type, &settings, &n, &hash))
+        return NULL;
+    reel_loader_settings s;
+    if (rx_loader_settings_of(settings, &s) < 0) return NULL;
+    reel_loader_checkpoint c;
+    reel_error err;
+    reel_error_clear(&err);
+    int r = reel_loader_checkpoint_parse(&c, text, (size_t)len, &err);
+    if (r == REEL_OK) r = reel_loader_checkpoint_check(&c, &s, n, hash, &err);
+    if (r != REEL_OK) return raise_err(PyModule_GetState(module), r, &err, NULL);
+    Py_RETURN_NONE;
+}
+
 /* Continues a checkpoint's epoch from its samples_seen on this loader; the
  * checkpoint comes as its text form (bytes, reel_loader_checkpoint_parse:
  * every value checked in C in its full width before it narrows). */

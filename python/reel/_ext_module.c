@@ -330,7 +330,7 @@ static PyObject *mod_redact_url(PyObject *m, PyObject *arg)
 
 /* Loader settings by C field name (keys that are no plain field, like
  * "samples" or "decoder.remote", are ignored) over the defaults. */
-static int loader_settings_of(PyObject *settings, reel_loader_settings *s)
+int rx_loader_settings_of(PyObject *settings, reel_loader_settings *s)
 {
     reel_loader_default_settings(s);
     size_t n = 0;
@@ -349,7 +349,7 @@ static PyObject *mod_loader_settings_is_variable(PyObject *module, PyObject *set
         return NULL;
     }
     reel_loader_settings s;
-    if (loader_settings_of(settings, &s) < 0) return NULL;
+    if (rx_loader_settings_of(settings, &s) < 0) return NULL;
     return PyBool_FromLong(reel_loader_settings_is_variable(&s));
 }
 
@@ -366,7 +366,7 @@ static PyObject *mod_clip_geometry(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!LLiii:clip_geometry", &PyDict_Type, &settings, &epoch, &sample, &clip, &w, &h))
         return NULL;
     reel_loader_settings s;
-    if (loader_settings_of(settings, &s) < 0) return NULL;
+    if (rx_loader_settings_of(settings, &s) < 0) return NULL;
     int32_t crop[4], out[2];
     int flipped = 0;
     reel_error err;
@@ -409,6 +409,14 @@ static PyMethodDef module_methods[] = {
     { "loader_settings_is_variable", mod_loader_settings_is_variable, METH_O,
       "loader_settings_is_variable(settings)\n--\n\nWhether a loader with these settings (by C field name) gives "
       "variable batches (reel_loader_settings_is_variable)." },
+    { "checkpoint_init", mod_checkpoint_init, METH_VARARGS,
+      "checkpoint_init(settings, num_samples, fingerprint, epoch, samples_seen)\n--\n\n"
+      "The checkpoint text a loader of these settings (by C field name) over that dataset gives at that position "
+      "(reel_loader_checkpoint_init, _format)." },
+    { "checkpoint_check", mod_checkpoint_check, METH_VARARGS,
+      "checkpoint_check(text, settings, num_samples, fingerprint)\n--\n\n"
+      "Raises unless the checkpoint text fits a loader of these settings over that dataset "
+      "(reel_loader_checkpoint_parse, _check)." },
     { "clip_geometry", mod_clip_geometry, METH_VARARGS,
       "clip_geometry(settings, epoch, sample, clip, width, height)\n--\n\n"
       "((x, y, w, h) source crop, (w, h) output, flipped) the loader gives that clip." },

@@ -29,7 +29,7 @@ from ._loader_settings import (  # noqa: F401 - part of _loader's surface
 from ._reel import Frames
 
 __all__ = ["Loader", "Batch", "ClipInfo", "dataset_info", "dataset_identity", "epoch_order", "stripe",
-           "epoch_shape", "read_blocks", "check_state", "loader_defaults", "loader_settings", "size_policy_settings",
+           "epoch_shape", "read_blocks", "check_state", "checkpoint_at", "loader_defaults", "loader_settings", "size_policy_settings",
            "STATE_VERSION", "LOADER_FIELDS", "SHARD"]
 
 # The loader state's version (C's REEL_CHECKPOINT_VERSION): the state is the
@@ -462,9 +462,9 @@ class Loader:
         frames, crop and flip it would have had. Batches still held stay
         valid. Raises ValueError for a state of another dataset, seed or
         shuffle, and for one written by a newer reel."""
-        check_state(state, self.num_videos, self.fingerprint, self._config)
-        # the C reader (reel_loader_checkpoint_parse) checks every key, type
-        # and range in full width, and names what it refuses
+        # C's reader (reel_loader_checkpoint_parse) checks every key, type and
+        # range in full width, and the restore whether it fits; both name
+        # what they refuse
         self._loader.restore_checkpoint(_state_text(state))
 
     # ---------------------------------------------------------------- reporting
@@ -588,28 +588,6 @@ def read_blocks(source: Any) -> List[int]:
     return list(_reel.read_blocks(_dataset_entries(src)))
 
 
-# The keys of a version-2 state, as state_dict() writes them.
-_STATE_KEYS = ("version", "epoch", "samples_seen", "seed", "canonical_ranks", "canonical_batch", "shuffle",
-               "shuffle_window", "num_videos", "fingerprint", "topology")
-
-
-def _state_int(state: Mapping[str, Any], key: str, bits: int = 63) -> int:
-    """state[key] as an int in [0, 2**bits): an int or an integer type
-    (numpy), not a bool, float or string; ValueError naming the key."""
-    if key not in state:
-        raise ValueError(f"loader state: the key {key} is missing")
-    v = state[key]
-    try:
-        if isinstance(v, bool):
-            raise TypeError
-        x = operator.index(v)
-    except TypeError:
-        raise ValueError(f"loader state: {key} must be an integer, not {v!r}") from None
-    if not 0 <= x < 2**bits:
-        raise ValueError(f"loader state: {key} {x} is outside [0, 2**{bits} - 1]")
-    return x
-
-
 def _json_plain(key: str, v: Any) -> Any:
     """A state value as JSON takes it: integer types (numpy) become int; the
     C reader judges the rest (a float or string where an integer belongs is
@@ -627,53 +605,31 @@ def _json_plain(key: str, v: Any) -> Any:
 
 
 def _state_text(state: Mapping[str, Any]) -> bytes:
-    """A version-2 state's text form for reel_loader_checkpoint_parse."""
-    plain = {k: _json_plain(k, state[k]) for k in _STATE_KEYS if k in state}
+    """A state's text form for C's reader (reel_loader_checkpoint_parse,
+    which checks every key, type and range and names what it refuses)."""
+    if not isinstance(state, Mapping):
+        raise ValueError(f"a loader state is the dict state_dict() gives, not {type(state).__name__}")
+    plain = {str(k): _json_plain(str(k), v) for k, v in state.items()}
     seed = plain.get("seed")
     if isinstance(seed, int) and not isinstance(seed, bool):
         plain["seed"] = seed & 0xFFFFFFFFFFFFFFFF  # a negative seed names the same order as Loader(seed=...)
     return json.dumps(plain).encode()
 
 
-def check_state(state: Mapping[str, Any], num_videos: int, fingerprint: int, config: Dict[str, Any]) -> int:
+def check_state(state: Mapping[str, Any], num_videos: int, fingerprint: int, config: Dict[str, Any]) -> None:
     """Raises ValueError unless `state` (a Loader/VideoDataset state) fits a
-    loader of this dataset and these options (Loader arguments; missing ones
-    at their defaults); returns its version."""
-    if not isinstance(state, Mapping):
-        raise ValueError(f"a loader state is the dict state_dict() gives, not {type(state).__name__}")
-    if "version" not in state:
-        raise ValueError("not a reel loader state: the key version is missing")
-    version = state["version"]
-    if not isinstance(version, int) or isinstance(version, bool) or version < STATE_VERSION:
-        raise ValueError(f"not a reel loader state (version {version!r}; this reel reads version {STATE_VERSION}, "
-                         "the checkpoint state_dict() gives)")
-    if version > STATE_VERSION:
-        raise ValueError(f"loader state version {version} was written by a newer reel; "
-                         f"this one reads version {STATE_VERSION}")
-    checks: List[Tuple[str, Any]] = [("num_videos", num_videos), ("fingerprint", fingerprint),
-              ("seed", int(config.get("seed", 0)) & 0xFFFFFFFFFFFFFFFF),
-              ("shuffle", bool(config.get("shuffle", True))),
-              ("shuffle_window", config.get("shuffle_window"))]
-    for key, mine in checks:
-        theirs: Any = state.get(key, mine)
-        if key in ("seed", "num_videos", "fingerprint") and key in state:
-            if key == "seed" and isinstance(theirs, int) and not isinstance(theirs, bool) and theirs < 0:
-                theirs &= 0xFFFFFFFFFFFFFFFF  # as Loader(seed=-1) takes it
-            else:
-                theirs = _state_int(state, key, 63 if key == "num_videos" else 64)
-        elif key == "shuffle":
-            theirs = bool(theirs)
-        elif key == "shuffle_window":  # as C holds it: None and 0 are both no window
-            try:
-                same = shuffle_window_code(theirs) == shuffle_window_code(mine)
-            except (TypeError, ValueError):
-                same = False
-            if same:
-                continue
-        if theirs != mine:
-            what = "another dataset" if key in ("num_videos", "fingerprint") else f"{key}={theirs!r}"
-            raise ValueError(f"loader state is for {what}; this loader has {key}={mine!r}")
-    return version
+    loader of this dataset and these options (Loader keywords; missing ones
+    at their defaults). C decides (reel_loader_checkpoint_parse, _check)."""
+    _reel.checkpoint_check(_state_text(state), loader_settings(config), num_videos, fingerprint)
+
+
+def checkpoint_at(config: Dict[str, Any], num_videos: int, fingerprint: int, epoch: int,
+                  samples_seen: int) -> Dict[str, Any]:
+    """The state a Loader with these keywords over that dataset gives at
+    (epoch, samples_seen), without a loader (reel_loader_checkpoint_init)."""
+    text = _reel.checkpoint_init(loader_settings(config), num_videos, fingerprint, epoch, samples_seen)
+    state: Dict[str, Any] = json.loads(text)
+    return state
 
 
 def _rebuild_loader(source: Any, config: Dict[str, Any], state: Optional[Dict[str, Any]]) -> Loader:

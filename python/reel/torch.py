@@ -32,10 +32,10 @@ import torch.utils.data
 
 from ._decoder import VideoDecoder
 from ._loader import (
-    STATE_VERSION,
     ClipInfo,
     Loader,
     check_state,
+    checkpoint_at,
     dataset_identity,
     dataset_info,
     epoch_shape,
@@ -321,22 +321,16 @@ class VideoDataset(torch.utils.data.IterableDataset):
 
     def full_state(self, epoch: int, samples_seen: int) -> Dict[str, Any]:
         """The whole state (as reel.Loader.state_dict) at (epoch, samples_seen)
-        of this dataset, built from its configuration without a loader."""
+        of this dataset, from its configuration without a loader (C builds it:
+        reel_loader_checkpoint_init)."""
         num_videos, fingerprint = self.dataset_identity()
-        defaults = loader_defaults()
-
-        def arg(k: str) -> Any:
-            return self.loader_args.get(k, defaults[k])
-
-        world = self.distributed()[1]
-        ranks, batch = self._canonical or (arg("canonical_ranks") or world, arg("canonical_batch") or arg("batch_size"))
         info = torch.utils.data.get_worker_info()
-        return {"version": STATE_VERSION, "epoch": int(epoch), "samples_seen": int(samples_seen),
-                "seed": int(arg("seed")) & 0xFFFFFFFFFFFFFFFF, "canonical_ranks": int(ranks),
-                "canonical_batch": int(batch), "shuffle": bool(arg("shuffle")),
-                "shuffle_window": arg("shuffle_window"), "num_videos": num_videos, "fingerprint": fingerprint,
-                "topology": {"world_size": world, "batch_size": int(arg("batch_size")),
-                             "num_workers": info.num_workers if info is not None else 1}}
+        config = dict(self.loader_args)
+        config["world_size"] = self.distributed()[1]
+        config["num_workers"] = info.num_workers if info is not None else 1
+        if self._canonical is not None:
+            config["canonical_ranks"], config["canonical_batch"] = self._canonical
+        return checkpoint_at(config, num_videos, fingerprint, epoch, samples_seen)
 
     def load_state_dict(self, state: Dict[str, Any]) -> None:
         """Makes the next ``iter()`` continue ``state`` (from :meth:`state_dict`,
@@ -351,8 +345,7 @@ class VideoDataset(torch.utils.data.IterableDataset):
         if "epoch" not in state or "samples_seen" not in state:
             raise ValueError("state must come from VideoDataset.state_dict() or Loader.state_dict()")
         if "version" in state:
-            config = loader_defaults()
-            config.update(self.loader_args)
+            config = dict(self.loader_args)
             config.update(zip(("rank", "world_size"), self.distributed()))
             num_videos, fingerprint = self.dataset_identity()
             check_state(state, num_videos, fingerprint, config)

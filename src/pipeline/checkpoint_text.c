@@ -213,15 +213,16 @@ int reel_loader_checkpoint_parse(reel_loader_checkpoint *out, const char *text, 
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                "checkpoint: not a JSON object (a syntax error at byte %zu of %zu)", where, len);
     }
-    for (int k = 0; k < K_COUNT; k++)
-        if (k != K_TOPOLOGY && !(r.have & (1u << k)))
-            return reel__error_set(err, REEL_E_INVALID_ARG, "checkpoint: the key %s is missing", k_names[k]);
-    if (r.i[K_VERSION] != REEL_CHECKPOINT_VERSION)
+    /* the version first: another version's keys differ */
+    if ((r.have & (1u << K_VERSION)) && r.i[K_VERSION] != REEL_CHECKPOINT_VERSION)
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                r.i[K_VERSION] > REEL_CHECKPOINT_VERSION
                                    ? "checkpoint: version %lld was written by a newer reel; this one reads %d"
                                    : "checkpoint: version %lld is not the elastic checkpoint's text form (%d)",
                                (long long)r.i[K_VERSION], REEL_CHECKPOINT_VERSION);
+    for (int k = 0; k < K_COUNT; k++)
+        if (k != K_TOPOLOGY && !(r.have & (1u << k)))
+            return reel__error_set(err, REEL_E_INVALID_ARG, "checkpoint: the key %s is missing", k_names[k]);
     if (r.i[K_SEEN] > r.i[K_SAMPLES])
         return reel__error_set(err, REEL_E_INVALID_ARG, "checkpoint: samples_seen %lld is outside [0, num_videos %lld]",
                                (long long)r.i[K_SEEN], (long long)r.i[K_SAMPLES]);

@@ -55,51 +55,70 @@ static void consumed(const reel_loader *l, int64_t *epoch, int64_t *seen)
     }
 }
 
-int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *cp, reel_error *err)
+int reel_loader_checkpoint_init(reel_loader_checkpoint *cp, const reel_loader_settings *s, int64_t num_samples,
+                                uint64_t dataset_hash, int64_t epoch, int64_t samples_seen, reel_error *err)
 {
-    if (!l || !cp) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_loader_get_checkpoint: NULL argument");
+    if (!cp || !s) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_loader_checkpoint_init: NULL argument");
+    if (num_samples < 0 || epoch < 0 || samples_seen < 0 || samples_seen > num_samples)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "checkpoint: epoch %lld, samples_seen %lld of %lld samples is not a position",
+                               (long long)epoch, (long long)samples_seen, (long long)num_samples);
     memset(cp, 0, sizeof *cp);
     cp->version = REEL_CHECKPOINT_VERSION;
-    consumed(l, &cp->epoch, &cp->samples_seen);
-    cp->seed = l->s.seed;
-    cp->canonical_ranks = l->plan.order.canon_ranks;
-    cp->canonical_batch = l->plan.order.canon_batch;
-    cp->shuffle = l->s.shuffle ? 1 : 0;
-    cp->shuffle_window = l->s.shuffle_window;
-    cp->num_samples = l->plan.order.n;
-    cp->dataset_hash = l->dataset_hash;
-    cp->world_size = l->s.world_size;
-    cp->batch_size = l->s.batch_size;
-    cp->num_workers = l->s.num_workers;
+    cp->epoch = epoch;
+    cp->samples_seen = samples_seen;
+    cp->seed = s->seed;
+    /* the canonical layout as reel_loader_create settles it: the settings'
+     * own, else this topology's */
+    cp->canonical_ranks = s->canonical_ranks > 0 ? s->canonical_ranks : s->world_size > 0 ? s->world_size : 1;
+    cp->canonical_batch = s->canonical_batch > 0 ? s->canonical_batch : s->batch_size;
+    if (cp->canonical_batch < 1)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "checkpoint: batch_size %d must be >= 1", s->batch_size);
+    cp->shuffle = s->shuffle ? 1 : 0;
+    cp->shuffle_window = s->shuffle_window;
+    cp->num_samples = num_samples;
+    cp->dataset_hash = dataset_hash;
+    cp->world_size = s->world_size;
+    cp->batch_size = s->batch_size;
+    cp->num_workers = s->num_workers > 0 ? s->num_workers : 1;
     return REEL_OK;
 }
 
-/* Why a checkpoint does not fit this loader (REEL_OK: it does). */
-static int checkpoint_check(const reel_loader *l, const reel_loader_checkpoint *cp, reel_error *err)
+int reel_loader_get_checkpoint(const reel_loader *l, reel_loader_checkpoint *cp, reel_error *err)
 {
+    if (!l || !cp) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_loader_get_checkpoint: NULL argument");
+    int64_t epoch, seen;
+    consumed(l, &epoch, &seen);
+    /* l->s.canonical_* follow the order's (a restore sets both) */
+    return reel_loader_checkpoint_init(cp, &l->s, l->plan.order.n, l->dataset_hash, epoch, seen, err);
+}
+
+int reel_loader_checkpoint_check(const reel_loader_checkpoint *cp, const reel_loader_settings *s, int64_t num_samples,
+                                 uint64_t dataset_hash, reel_error *err)
+{
+    if (!cp || !s) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_loader_checkpoint_check: NULL argument");
     if (cp->version < 1 || cp->version > REEL_CHECKPOINT_VERSION)
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                "loader: checkpoint version %d is not one this reel reads (1..%d): it was written "
                                "by a newer reel, or is not a checkpoint",
                                (int)cp->version, REEL_CHECKPOINT_VERSION);
-    if (cp->num_samples != l->plan.order.n || cp->dataset_hash != l->dataset_hash)
+    if (cp->num_samples != num_samples || cp->dataset_hash != dataset_hash)
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                "loader: checkpoint is for another dataset (%lld samples, hash %016llx; this loader "
                                "has %lld, %016llx)",
-                               (long long)cp->num_samples, (unsigned long long)cp->dataset_hash,
-                               (long long)l->plan.order.n, (unsigned long long)l->dataset_hash);
-    if (cp->seed != l->s.seed)
+                               (long long)cp->num_samples, (unsigned long long)cp->dataset_hash, (long long)num_samples,
+                               (unsigned long long)dataset_hash);
+    if (cp->seed != s->seed)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: checkpoint is for seed %llu, this loader has %llu",
-                               (unsigned long long)cp->seed, (unsigned long long)l->s.seed);
-    if ((cp->shuffle != 0) != (l->s.shuffle != 0) || cp->shuffle_window != l->s.shuffle_window)
+                               (unsigned long long)cp->seed, (unsigned long long)s->seed);
+    if ((cp->shuffle != 0) != (s->shuffle != 0) || cp->shuffle_window != s->shuffle_window)
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                "loader: checkpoint is for shuffle=%d, shuffle_window=%lld; this loader has %d, %lld",
-                               (int)cp->shuffle, (long long)cp->shuffle_window, l->s.shuffle ? 1 : 0,
-                               (long long)l->s.shuffle_window);
+                               (int)cp->shuffle, (long long)cp->shuffle_window, s->shuffle ? 1 : 0,
+                               (long long)s->shuffle_window);
     /* epochs 0 .. first_epoch + epochs (that one: every epoch consumed) */
-    const int64_t last = l->s.epochs <= 0 || l->s.epochs > REEL_EPOCH_MAX - l->s.first_epoch
-                             ? REEL_EPOCH_MAX
-                             : l->s.first_epoch + l->s.epochs;
+    const int64_t last =
+        s->epochs <= 0 || s->epochs > REEL_EPOCH_MAX - s->first_epoch ? REEL_EPOCH_MAX : s->first_epoch + s->epochs;
     if (cp->epoch < 0 || cp->epoch > last || cp->samples_seen < 0 || cp->samples_seen > cp->num_samples)
         return reel__error_set(err, REEL_E_INVALID_ARG,
                                "loader: checkpoint at epoch %lld, samples_seen %lld is outside epochs [0, %lld] x "
@@ -116,7 +135,7 @@ static int checkpoint_check(const reel_loader *l, const reel_loader_checkpoint *
 int reel_loader_restore_checkpoint(reel_loader *l, const reel_loader_checkpoint *cp, reel_error *err)
 {
     if (!l || !cp) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: NULL argument");
-    int st = checkpoint_check(l, cp, err);
+    int st = reel_loader_checkpoint_check(cp, &l->s, l->plan.order.n, l->dataset_hash, err);
     if (st != REEL_OK) return st;
     reel__loader_stop_threads(l);
     reel__order_set_canonical(&l->plan.order, cp->canonical_ranks, cp->canonical_batch, NULL);

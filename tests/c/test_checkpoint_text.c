@@ -197,6 +197,44 @@ TEST(a_checkpoint_goes_through_text_and_resumes)
     reel_dataset_destroy(&ds);
 }
 
+/* Without a loader: reel_loader_checkpoint_init gives what a loader of the
+ * same settings and dataset gives, and reel_loader_checkpoint_check refuses
+ * what its restore would, naming the difference. */
+TEST(init_and_check_answer_without_a_loader)
+{
+    reel_dataset *ds = dataset_of_videos(2);
+    reel_loader_settings s = readable_settings();
+    s.batch_size = 2;
+    s.decode_threads = 2;
+    s.seed = 9;
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    reel_batch *b = NULL;
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK_OK(reel_loader_release(l, b));
+    reel_loader_checkpoint got, made;
+    CHECK_OK(reel_loader_get_checkpoint(l, &got, NULL));
+    reel_loader_destroy(&l);
+    const uint64_t hash = reel_dataset_get_fingerprint(ds);
+    CHECK_OK(reel_loader_checkpoint_init(&made, &s, got.num_samples, hash, got.epoch, got.samples_seen, &err));
+    CHECK(memcmp(&got, &made, sizeof got) == 0);
+    CHECK_OK(reel_loader_checkpoint_check(&made, &s, got.num_samples, hash, &err));
+    reel_loader_settings other = s;
+    other.seed = 10;
+    CHECK_STATUS(reel_loader_checkpoint_check(&made, &other, got.num_samples, hash, &err), REEL_E_INVALID_ARG);
+    CHECK(tg_contains(err.message, "seed 9"));
+    CHECK_STATUS(reel_loader_checkpoint_check(&made, &s, got.num_samples, hash ^ 1, &err), REEL_E_INVALID_ARG);
+    CHECK(tg_contains(err.message, "another dataset"));
+    other = s;
+    other.shuffle = !s.shuffle;
+    CHECK_STATUS(reel_loader_checkpoint_check(&made, &other, got.num_samples, hash, &err), REEL_E_INVALID_ARG);
+    CHECK(tg_contains(err.message, "shuffle="));
+    CHECK_STATUS(reel_loader_checkpoint_init(&made, &s, 4, hash, 0, 5, &err), REEL_E_INVALID_ARG);
+    CHECK(tg_contains(err.message, "samples_seen 5"));
+    reel_dataset_destroy(&ds);
+}
+
 /* Defect 7: an endless loader restored to epoch INT64_MAX - 1 went on into
  * epoch INT64_MAX and then wrapped to INT64_MIN (signed overflow). The last
  * epoch now ends it; its checkpoint (REEL_EPOCH_MAX, 0) reads back and
