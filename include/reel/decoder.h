@@ -393,8 +393,11 @@ typedef struct reel_near_job {
  *  each. Each decoder is used by one thread at a time, and by no one else
  *  during the call. A decode failure fails the call with the first failing
  *  job's error (in job order); the other jobs' outputs are then
- *  unspecified. */
-REEL_API int reel_decode_near(const reel_near_job *jobs, size_t n_jobs, const reel_near_settings *s, reel_error *err);
+ *  unspecified. `failed_job` (may be NULL) gets the index of the job whose
+ *  error is returned, or n_jobs when the call failed as a whole (settings,
+ *  memory) or succeeded. */
+REEL_API int reel_decode_near(const reel_near_job *jobs, size_t n_jobs, const reel_near_settings *s, size_t *failed_job,
+                              reel_error *err);
 
 /** Frames start, start+step, ... < stop (Python slice semantics for
  *  non-negative step; stop clamped to num_frames). `*n_out` gets the count. */

@@ -32,12 +32,12 @@ static int cmp_exact(double x, __int128 a, int64_t b)
     if (sx != sa) return sx > sa ? 1 : -1;
     if (sx == 0) return 0;
     int e;
-    double f = frexp(fabs(x), &e);                 /* |x| = f * 2^e, f in [0.5, 1) */
-    uint64_t m = (uint64_t)ldexp(f, 53);           /* exact: 53 bits */
-    e -= 53;                                       /* |x| = m * 2^e */
-    u128 lhs = (u128)m * (u128)b;                  /* |x| * b = lhs * 2^e, lhs < 2^117 */
-    u128 rhs = (u128)(a < 0 ? -a : a);             /* compare lhs * 2^e with rhs */
-    int mag;                                       /* sign of |x| - |a / b| */
+    double f = frexp(fabs(x), &e);       /* |x| = f * 2^e, f in [0.5, 1) */
+    uint64_t m = (uint64_t)ldexp(f, 53); /* exact: 53 bits */
+    e -= 53;                             /* |x| = m * 2^e */
+    u128 lhs = (u128)m * (u128)b;        /* |x| * b = lhs * 2^e, lhs < 2^117 */
+    u128 rhs = (u128)(a < 0 ? -a : a);   /* compare lhs * 2^e with rhs */
+    int mag;                             /* sign of |x| - |a / b| */
     if (e >= 0) {
         if (e >= 127 || lhs > (~(u128)0 >> e))
             mag = 1; /* lhs * 2^e >= 2^127 > rhs */
@@ -73,8 +73,7 @@ int reel_decoder_get_index_near_time(const reel_decoder *dec, double seconds, in
     const reel_table *t = &dec->table;
     AVRational tb = dec->st->time_base;
     if (!isfinite(seconds))
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: timestamp %f is not a finite number", dec->name,
-                               seconds);
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: timestamp %f is not a finite number", dec->name, seconds);
     if (t->n == 0) return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: the video has no frames", dec->name);
     const reel_frame_entry *f = t->frames;
     int64_t k;
@@ -109,18 +108,19 @@ static int check_settings(const reel_near_settings *s, const char *who, reel_err
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: settings.tolerance_s is %g: it must be >= 0", who,
                                s->tolerance_s);
     if (s->on_violation != REEL_NEAR_RAISE && s->on_violation != REEL_NEAR_FLAG)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: settings.on_violation is %d: REEL_NEAR_RAISE or "
-                                                        "REEL_NEAR_FLAG", who, (int)s->on_violation);
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: settings.on_violation is %d: REEL_NEAR_RAISE or "
+                               "REEL_NEAR_FLAG",
+                               who, (int)s->on_violation);
     if (s->threads < 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: settings.threads is %d: it must be >= 0", who,
-                               s->threads);
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: settings.threads is %d: it must be >= 0", who, s->threads);
     return REEL_OK;
 }
 
 /* The nearest frames of n times into idx (n long), with their distances and
  * flags (each may be NULL), checked against the tolerance. */
-static int resolve(const reel_decoder *dec, const double *seconds, size_t n, const reel_near_settings *s,
-                   int64_t *idx, double *dist, uint8_t *within, reel_error *err)
+static int resolve(const reel_decoder *dec, const double *seconds, size_t n, const reel_near_settings *s, int64_t *idx,
+                   double *dist, uint8_t *within, reel_error *err)
 {
     AVRational tb = dec->st->time_base;
     for (size_t i = 0; i < n; i++) {
@@ -230,10 +230,11 @@ static int same_transform(const reel_transform *a, const reel_transform *b)
 /* Checks every job and resolves its times (into the job's indices_out or
  * idx_all + offset): the call's first pass, before anything is decoded. */
 static int check_jobs(const reel_near_job *jobs, size_t n_jobs, const reel_near_settings *s, int64_t **idx_of,
-                      int64_t *idx_all, size_t *fb_of, reel_error *err)
+                      int64_t *idx_all, size_t *fb_of, size_t *failed_job, reel_error *err)
 {
     size_t off = 0;
     for (size_t j = 0; j < n_jobs; j++) {
+        *failed_job = j;
         const reel_near_job *jb = &jobs[j];
         if (!jb->decoder || (jb->n && (!jb->seconds || !jb->dst)))
             return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decode_near: job %zu: NULL decoder, times or output",
@@ -255,11 +256,16 @@ static int check_jobs(const reel_near_job *jobs, size_t n_jobs, const reel_near_
         r = resolve(dec, jb->seconds, jb->n, s, idx_of[j], jb->distance_out, jb->within_out, err);
         if (r != REEL_OK) return r;
     }
+    *failed_job = n_jobs;
     return REEL_OK;
 }
 
-int reel_decode_near(const reel_near_job *jobs, size_t n_jobs, const reel_near_settings *s, reel_error *err)
+int reel_decode_near(const reel_near_job *jobs, size_t n_jobs, const reel_near_settings *s, size_t *failed_job,
+                     reel_error *err)
 {
+    size_t failed_local;
+    if (!failed_job) failed_job = &failed_local;
+    *failed_job = n_jobs;
     if (n_jobs && !jobs) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decode_near: NULL jobs");
     reel_near_settings def;
     if (!s) {
@@ -287,7 +293,7 @@ int reel_decode_near(const reel_near_job *jobs, size_t n_jobs, const reel_near_s
         r = reel__error_set(err, REEL_E_NOMEM, "reel_decode_near: out of memory for %zu jobs", n_jobs);
         goto out;
     }
-    r = check_jobs(jobs, n_jobs, s, idx_of, idx_all, fb_of, err);
+    r = check_jobs(jobs, n_jobs, s, idx_of, idx_all, fb_of, failed_job, err);
     if (r != REEL_OK) goto out;
     /* the groups, in the order of their first job */
     for (size_t j = 0; j < n_jobs; j++) {
@@ -360,6 +366,7 @@ int reel_decode_near(const reel_near_job *jobs, size_t n_jobs, const reel_near_s
         near_group *q = &g[group_of[j]];
         if (q->status != REEL_OK) {
             r = q->status;
+            *failed_job = j;
             if (err) *err = q->err;
         }
     }

@@ -7,8 +7,7 @@
 #define W 64
 #define H 48
 
-static const char *synth(const char *name, int fps, int n, int gop, int bframes, int vfr, double start, int w,
-                         int h)
+static const char *synth(const char *name, int fps, int n, int gop, int bframes, int vfr, double start, int w, int h)
 {
     static char paths[8][4096];
     static int used;
@@ -319,7 +318,9 @@ TEST(decode_near_equals_get_frames_per_camera)
         s.threads = threads;
         s.on_violation = REEL_NEAR_FLAG; /* camera 1 runs at 15 fps: some times fall between its frames */
         reel_error err;
-        CHECK_OK(reel_decode_near(jobs, JOBS, &s, &err));
+        size_t failed = 99;
+        CHECK_OK(reel_decode_near(jobs, JOBS, &s, &failed, &err));
+        CHECK_EQ_INT(failed, JOBS);
         int flagged = 0;
         for (int j = 0; j < JOBS; j++) {
             reel_decoder *dj = d[dec_of[j]];
@@ -355,25 +356,28 @@ TEST(decode_near_refuses_before_decoding)
     jobs[1] = (reel_near_job){ .decoder = db, .seconds = tb, .n = 2, .dst = buf + 2 * fb, .dst_size = 2 * fb };
     reel_error err;
     memset(buf, 0xEE, 4 * fb);
-    CHECK_STATUS(reel_decode_near(jobs, 2, NULL, &err), REEL_E_FRAME_TIMESTAMP);
+    size_t failed = 99;
+    CHECK_STATUS(reel_decode_near(jobs, 2, NULL, &failed, &err), REEL_E_FRAME_TIMESTAMP);
+    CHECK_EQ_INT(failed, 1);
     TG_CHECK_MSG_HAS(err, b);
     TG_CHECK_MSG_HAS(err, "0.210000000 s");
     for (size_t i = 0; i < 4 * fb; i++) CHECK_MSG(buf[i] == 0xEE, "byte %zu of the output was written", i);
     /* bad jobs and settings */
     jobs[1].dst_size = fb;
     tb[1] = 0.24;
-    CHECK_STATUS(reel_decode_near(jobs, 2, NULL, &err), REEL_E_BUFFER_TOO_SMALL);
+    CHECK_STATUS(reel_decode_near(jobs, 2, NULL, NULL, &err), REEL_E_BUFFER_TOO_SMALL);
     TG_CHECK_MSG_HAS(err, b);
     jobs[1].decoder = NULL;
-    CHECK_STATUS(reel_decode_near(jobs, 2, NULL, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_decode_near(jobs, 2, NULL, NULL, &err), REEL_E_INVALID_ARG);
     TG_CHECK_MSG_HAS(err, "job 1");
     reel_near_settings s;
     reel_near_default_settings(&s);
     s.threads = -2;
-    CHECK_STATUS(reel_decode_near(jobs, 1, &s, &err), REEL_E_INVALID_ARG);
+    CHECK_STATUS(reel_decode_near(jobs, 1, &s, &failed, &err), REEL_E_INVALID_ARG);
+    CHECK_EQ_INT(failed, 1);
     TG_CHECK_MSG_HAS(err, "settings.threads");
-    CHECK_OK(reel_decode_near(jobs, 0, NULL, &err));
-    CHECK_STATUS(reel_decode_near(NULL, 1, NULL, &err), REEL_E_INVALID_ARG);
+    CHECK_OK(reel_decode_near(jobs, 0, NULL, NULL, &err));
+    CHECK_STATUS(reel_decode_near(NULL, 1, NULL, NULL, &err), REEL_E_INVALID_ARG);
     free(buf);
     reel_decoder_close(&da);
     reel_decoder_close(&db);
