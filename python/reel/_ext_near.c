@@ -98,16 +98,16 @@ PyObject *rx_dec_memory(DecoderObject *self, PyObject *unused)
 /* ---- decode_near ---------------------------------------------------------- */
 
 typedef struct near_job_py {
-    const char *name;    /* the job's name (a camera), for messages; borrowed from its tuple */
-    DecoderObject *dec;  /* borrowed from its tuple */
-    double *secs;        /* PyMem */
+    const char *name;   /* the job's name (a camera), for messages; borrowed from its tuple */
+    DecoderObject *dec; /* borrowed from its tuple */
+    double *secs;       /* PyMem */
     Py_ssize_t n;
     reel_transform t;
-    PyObject *out;       /* the caller's array, or None */
-    Py_buffer view;      /* of out, while the call writes it */
+    PyObject *out;  /* the caller's array, or None */
+    Py_buffer view; /* of out, while the call writes it */
     int have_view;
     FramesObject *frames; /* the result: new, or a view of out */
-    int64_t *idx;        /* PyMem, n each */
+    int64_t *idx;         /* PyMem, n each */
     double *dist;
     uint8_t *within;
 } near_job_py;
@@ -185,8 +185,7 @@ static int job_output(reel_state *st, near_job_py *j)
     if (PyObject_GetBuffer(j->out, &j->view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError,
-                     "decode_near: out['%s'] must be a writable C-contiguous array (numpy, or a CPU tensor)",
-                     j->name);
+                     "decode_near: out['%s'] must be a writable C-contiguous array (numpy, or a CPU tensor)", j->name);
         return -1;
     }
     j->have_view = 1;

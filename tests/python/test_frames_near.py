@@ -260,6 +260,8 @@ def test_decode_near_raises_before_decoding_and_names_the_file(cameras, np, tmp_
     with pytest.raises(TypeError):
         reel.decode_near([("front", cameras["front"], [0.0])], cache=cache)  # type: ignore[arg-type]
     assert reel.decode_near({}, cache=cache) == {}
+    none = reel.decode_near({"front": (cameras["front"], []), "wrist": (cameras["wrist"], [0.0])}, cache=cache)
+    assert none["front"].shape == (0, 3, 64, 96) and none["wrist"].indices == (0,)
 
 
 def test_decode_near_out_writes_in_place(cameras, np, torch):
