@@ -239,6 +239,15 @@ REEL_API int reel_decoder_get_remote_stats(const reel_decoder *dec, reel_remote_
 /** The stream's metadata. The pointer lives as long as the decoder. */
 REEL_API const reel_video_info *reel_decoder_get_info(const reel_decoder *dec);
 
+/** An estimate of the memory the decoder holds, in bytes (0 for NULL): its
+ *  frame table and per-packet arrays, and for it and each GOP-parallel
+ *  context opened so far, the pictures its codec may hold (8 kept for a
+ *  next call or as references, one in flight per codec thread, the
+ *  keyframe probe's) at the stream's size and pixel format. FFmpeg's own
+ *  buffers beyond those are not counted. For caches that bound decoders by
+ *  bytes. */
+REEL_API int64_t reel_decoder_get_memory(const reel_decoder *dec);
+
 /** The name given at open (the path for files). Lives as long as the decoder. */
 REEL_API const char *reel_decoder_get_name(const reel_decoder *dec);
 
@@ -301,6 +310,94 @@ REEL_API int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *ind
 REEL_API int reel_decoder_get_frames_at_times(reel_decoder *dec, const double *seconds, size_t n,
                                               const reel_transform *t, void *dst, size_t dst_size, int64_t *indices_out,
                                               reel_decode_stats *stats, reel_error *err);
+
+/* ---- Frames by timestamp with a tolerance (near.c) -------------------
+ * The frame nearest to a time t is the one whose pts in the exact frame
+ * table is closest to t, compared exactly (t as the double it is, pts as a
+ * rational of the stream's time base), ties to the earlier frame; never
+ * round(t * fps). Its distance is |t - pts| in seconds. It answers another
+ * question than reel_decoder_get_frames_at_times (the frame whose
+ * [pts, pts + duration) holds t): a time a hair before a frame's start
+ * (float32 timestamps i / fps) is near that frame, but played in the one
+ * before. A time outside the video is near its first or last frame, and as
+ * far from it as it is. Times may come in any order, with repeats; the
+ * results are in request order. */
+
+/** What a call does when the frame nearest to a time is farther from it
+ *  than the tolerance. */
+typedef enum reel_near_violation {
+    REEL_NEAR_RAISE = 0, /**< fail with REEL_E_FRAME_TIMESTAMP, naming the file, the time asked, the
+                              nearest frame and its pts; nothing is decoded (default) */
+    REEL_NEAR_FLAG = 1   /**< decode the nearest frame anyway and set its within_out entry to 0 */
+} reel_near_violation;
+
+/** Settings of reel_decoder_get_frames_near and reel_decode_near. Initialise
+ *  with reel_near_default_settings(); a value outside its range is
+ *  REEL_E_INVALID_ARG naming "settings.<field>". */
+typedef struct reel_near_settings {
+    double tolerance_s;               /**< a frame is within the tolerance when |t - pts| <= tolerance_s (>= 0, not NaN;
+                             +inf accepts any frame); default 1e-4 s (LeRobot's) */
+    reel_near_violation on_violation; /**< reel_near_violation; default REEL_NEAR_RAISE */
+    int threads;          /**< reel_decode_near only: threads of the call, over its decoders and their keyframe
+                      runs (>= 0); 0 (default): the core count. reel_decoder_get_frames_near decodes as
+                      reel_decoder_get_frames does (the decoder's gop_contexts). */
+    uint8_t reserved[48]; /**< zero (the defaults function clears it); room to grow (common.h) */
+} reel_near_settings;
+
+/** Fills `s` with the defaults documented on each field. */
+REEL_API void reel_near_default_settings(reel_near_settings *s);
+
+/** The frame nearest to `seconds` (see above) and its distance in seconds
+ *  (`distance` may be NULL). A time that is not a finite number is
+ *  REEL_E_INVALID_ARG, a video without frames REEL_E_OUT_OF_RANGE; no
+ *  tolerance applies here. */
+REEL_API int reel_decoder_get_index_near_time(const reel_decoder *dec, double seconds, int64_t *index, double *distance,
+                                              reel_error *err);
+
+/** The frames nearest to `seconds` (any order, repeats allowed), converted
+ *  per `t` (as reel_decoder_get_frames) into `dst` in request order.
+ *  `s` (NULL: the defaults) sets the tolerance and what a violation does.
+ *  The outputs, each NULL or n long: `indices_out` the frames' indices,
+ *  `distance_out` |t - pts| in seconds, `within_out` 1 where the frame is
+ *  within the tolerance, else 0 (REEL_NEAR_FLAG). Every time is checked
+ *  before anything is decoded. */
+REEL_API int reel_decoder_get_frames_near(reel_decoder *dec, const double *seconds, size_t n,
+                                          const reel_near_settings *s, const reel_transform *t, void *dst,
+                                          size_t dst_size, int64_t *indices_out, double *distance_out,
+                                          uint8_t *within_out, reel_decode_stats *stats, reel_error *err);
+
+/** One decoder's part of a reel_decode_near call: the frames nearest to its
+ *  times, as reel_decoder_get_frames_near would give them. The caller fills
+ *  it (zero it first, or the reserved bytes). */
+typedef struct reel_near_job {
+    reel_decoder *decoder;           /**< borrowed (common.h); several jobs may share one */
+    const double *seconds;           /**< n times, borrowed (common.h) */
+    size_t n;                        /**< how many times */
+    const reel_transform *transform; /**< the output, borrowed (common.h); NULL: the defaults */
+    void *dst;                       /**< n frames of output, borrowed (common.h) */
+    size_t dst_size;                 /**< bytes at dst: at least n frames' */
+    int64_t *indices_out;            /**< NULL or n entries, borrowed (common.h) */
+    double *distance_out;            /**< NULL or n entries, borrowed (common.h) */
+    uint8_t *within_out;             /**< NULL or n entries, borrowed (common.h) */
+    uint8_t reserved[32];            /**< zero; room to grow (common.h) */
+} reel_near_job;
+
+/** Several decoders' frames nearest to their times in one call (the cameras
+ *  of a robot's sample, or of a whole batch), on reel's threads: every
+ *  job's times are checked first (a violation under REEL_NEAR_RAISE, or a
+ *  bad argument, fails the call naming the job's file before anything is
+ *  decoded); then the jobs of one decoder (with the same transform) are
+ *  planned as one request, and the decoders run side by side, each one
+ *  over its keyframe runs on GOP-parallel contexts (reel_decoder_settings
+ *  gop_contexts) while s->threads leaves room: threads / decoders contexts
+ *  each. Each decoder is used by one thread at a time, and by no one else
+ *  during the call. A decode failure fails the call with the first failing
+ *  job's error (in job order); the other jobs' outputs are then
+ *  unspecified. `failed_job` (may be NULL) gets the index of the job whose
+ *  error is returned, or n_jobs when the call failed as a whole (settings,
+ *  memory) or succeeded. */
+REEL_API int reel_decode_near(const reel_near_job *jobs, size_t n_jobs, const reel_near_settings *s, size_t *failed_job,
+                              reel_error *err);
 
 /** Frames start, start+step, ... < stop (Python slice semantics for
  *  non-negative step; stop clamped to num_frames). `*n_out` gets the count. */

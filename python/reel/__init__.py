@@ -22,9 +22,11 @@ from ._audio import AudioSamples
 from ._build import build_info
 from ._decoder import DecodeStats, FrameInfo, VideoDecoder, VideoMetadata
 from ._loader import Batch, ClipInfo, Loader, dataset_info, epoch_order, stripe
+from ._near import DecoderCache, decode_near
 from ._reel import (
     CorruptError,
     Frames,
+    FrameTimestampError,
     InvalidArgumentError,
     NotFoundError,
     NoVideoStreamError,
@@ -59,7 +61,8 @@ __all__ = [
     "clips_at_random_timestamps", "clips_at_regular_timestamps", "clips_at_fps", "clips_at_count",
     "Loader", "Batch", "ClipInfo", "dataset_info", "epoch_order", "stripe",
     "ReelError", "NotFoundError", "CorruptError", "UnsupportedError", "OutOfRangeError",
-    "InvalidArgumentError", "NoVideoStreamError", "PermissionDeniedError", "Status",
+    "InvalidArgumentError", "NoVideoStreamError", "PermissionDeniedError", "FrameTimestampError", "Status",
+    "decode_near", "DecoderCache",
     "pack", "pack_merge", "store_verify", "store_info",
     "ffmpeg_versions", "version_api", "build_info", "set_ffmpeg_log_level", "__version__",
 ]

@@ -447,6 +447,26 @@ class VideoDecoder:
         """Frames displayed at each time in `seconds` (in seconds of stream time)."""
         return self._dec.get_frames_at_times(seconds)
 
+    def get_frames_near(self, seconds: Sequence[float], *, tolerance_s: float = 1e-4,
+                        on_violation: str = "raise") -> Frames:
+        """The frame nearest to each time in `seconds`: the one whose pts in the
+        exact frame table is closest (compared exactly; a tie goes to the
+        earlier frame), never ``round(t * fps)``. Times in any order, with
+        repeats; the frames come in request order, with ``indices``,
+        ``pts_seconds``, ``distance_seconds`` (``|t - pts|``) and
+        ``within_tolerance`` (``distance <= tolerance_s``). A frame farther
+        than ``tolerance_s`` (default 1e-4 s, LeRobot's; a time outside the
+        video is as far from the first or last frame as it is) raises
+        :class:`reel.FrameTimestampError` (a ValueError) naming the file, the
+        time and the nearest frame's pts, before anything is decoded; with
+        ``on_violation="flag"`` the nearest frame comes back with
+        ``within_tolerance`` False. A NaN or infinite time is an
+        InvalidArgumentError either way. Unlike :meth:`get_frames_played_at`
+        (``pts <= t < pts + duration``), a time a hair before a frame's start,
+        as float32 timestamps ``i / fps`` often are, gives that frame."""
+        return self._dec.get_frames_near(seconds, float(tolerance_s),
+                                         opt.choice("on_violation", on_violation, opt.NEAR_VIOLATIONS))
+
     def get_frames_played_in_range(self, start_seconds: float, stop_seconds: float) -> Frames:
         """Frames displayed in [start_seconds, stop_seconds): the frame showing at
         start_seconds up to (not including) the first frame whose pts >= stop_seconds."""

@@ -105,6 +105,7 @@ typedef struct reel_state {
     PyObject *InvalidArgumentError;
     PyObject *NoVideoStreamError;
     PyObject *PermissionDeniedError;
+    PyObject *FrameTimestampError;
 } reel_state;
 
 extern struct PyModuleDef reel_module;
@@ -149,6 +150,8 @@ typedef struct FramesObject {
     PyObject *pts;
     PyObject *dur;
     PyObject *layout;
+    PyObject *dist;   /* frames by timestamp (get_frames_near): |t - pts| in seconds, NULL: None */
+    PyObject *within; /* and whether each is within the tolerance, NULL: None */
     PyObject *weakreflist;
 } FramesObject;
 
@@ -179,6 +182,8 @@ int rx_fields_from_dict(PyObject *dict, const reel_field *t, size_t n, void *bas
 PyObject *rx_fields_dict(const reel_field *t, size_t n, const void *base, int nested);
 PyObject *mod_fields(PyObject *module, PyObject *arg);
 PyObject *mod_remote_defaults(PyObject *module, PyObject *unused);
+/* _ext_near.c: frames by timestamp with a tolerance, several cameras in one call */
+PyObject *mod_decode_near(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _ext_audio.c */
 PyObject *mod_audio_samples(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _ext_frames.c */

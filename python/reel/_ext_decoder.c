@@ -2,7 +2,7 @@
  * transform; every decode releases the GIL (file-like sources re-take it). */
 #include "_ext_decoder.h"
 
-static PyObject *raise_decoder(DecoderObject *self, int status, const reel_error *err)
+PyObject *rx_dec_raise(DecoderObject *self, int status, const reel_error *err)
 {
     reel_state *st = state_of((PyObject *)self);
     PyObject *cause = rx_dec_take_io_error(self);
@@ -23,7 +23,7 @@ static PyObject *raise_decoder(DecoderObject *self, int status, const reel_error
  * fresh decoder: the parent's FFmpeg threads and file offset are not its
  * own), then the lock (with the GIL released: a file-like callback of the
  * holder needs the GIL). On success the caller holds self->lock. */
-static int decoder_acquire(DecoderObject *self)
+int rx_dec_acquire(DecoderObject *self)
 {
     if (!self->lock) {
         PyErr_SetString(PyExc_ValueError, "reel decoder is not initialised");
@@ -55,7 +55,7 @@ static int decoder_acquire(DecoderObject *self)
         int r = rx_decoder_open_source(self, &err);
         if (r != REEL_OK) {
             PyThread_release_lock(self->lock);
-            raise_decoder(self, r, &err);
+            rx_dec_raise(self, r, &err);
             return -1;
         }
         self->need_reopen = 0;
@@ -70,7 +70,7 @@ static int decoder_acquire(DecoderObject *self)
     return 0;
 }
 
-static void decoder_release(DecoderObject *self)
+void rx_dec_release(DecoderObject *self)
 {
     PyThread_release_lock(self->lock);
 }
@@ -212,7 +212,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     PyThread_release_lock(self->lock);
     if (r != REEL_OK) {
         self->closed = 1;
-        raise_decoder(self, r, &err);
+        rx_dec_raise(self, r, &err);
         return -1;
     }
     return 0;
@@ -316,7 +316,7 @@ static PyObject *str_or_empty(const char *s)
 static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
-    if (decoder_acquire(self) < 0) return NULL;
+    if (rx_dec_acquire(self) < 0) return NULL;
     const reel_video_info *i = reel_decoder_get_info(self->dec);
     PyObject *d = PyDict_New();
     int ok = d && dict_set(d, "name", PyUnicode_DecodeFSDefault(rx_dec_name(self))) == 0 &&
@@ -351,7 +351,7 @@ static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
              dict_set(d, "container_bit_rate", PyLong_FromLongLong(i->container_bit_rate)) == 0 &&
              dict_set(d, "file_size", PyLong_FromLongLong(i->file_size)) == 0 &&
              dict_set(d, "index_source", PyLong_FromLong(i->index_source)) == 0;
-    decoder_release(self);
+    rx_dec_release(self);
     if (!ok) {
         Py_XDECREF(d);
         return NULL;
@@ -362,7 +362,7 @@ static PyObject *decoder_info(DecoderObject *self, PyObject *unused)
 static PyObject *decoder_frame_table(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
-    if (decoder_acquire(self) < 0) return NULL;
+    if (rx_dec_acquire(self) < 0) return NULL;
     int64_t n = 0;
     const reel_frame_entry *t = reel_decoder_get_frame_table(self->dec, &n);
     PyObject *lists[5] = { NULL };
@@ -380,17 +380,17 @@ static PyObject *decoder_frame_table(DecoderObject *self, PyObject *unused)
                 PyList_SET_ITEM(lists[k], (Py_ssize_t)i, v[k]);
         }
     }
-    decoder_release(self);
+    rx_dec_release(self);
     if (ok) r = PyTuple_Pack(5, lists[0], lists[1], lists[2], lists[3], lists[4]);
     for (int k = 0; k < 5; k++) Py_XDECREF(lists[k]);
     return r;
 }
 
-/* Takes the decoder (decoder_acquire) and describes its whole video for the
+/* Takes the decoder (rx_dec_acquire) and describes its whole video for the
  * C sampler: frame table, time base, average fps (valid while it is held). */
 static int decoder_acquire_video(DecoderObject *self, reel_sampler_video *v)
 {
-    if (decoder_acquire(self) < 0) return -1;
+    if (rx_dec_acquire(self) < 0) return -1;
     memset(v, 0, sizeof *v);
     const reel_video_info *info = reel_decoder_get_info(self->dec);
     v->table = reel_decoder_get_frame_table(self->dec, &v->num_frames);
@@ -436,13 +436,13 @@ static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObj
     size_t n = (size_t)s.clips_per_video * (size_t)s.frames_per_clip;
     int64_t *out = PyMem_Malloc(n * sizeof *out);
     if (!out) {
-        decoder_release(self);
+        rx_dec_release(self);
         return PyErr_NoMemory();
     }
     reel_error err;
     reel_error_clear(&err);
     int st = reel_sampler_run(&s, &v, (uint64_t)seed, 0, 0, out, n, &err);
-    decoder_release(self);
+    rx_dec_release(self);
     PyObject *r = NULL;
     if (st != REEL_OK) {
         /* the caller's arguments do not fit this video: a ValueError, as torchcodec */
@@ -483,12 +483,12 @@ static PyObject *decoder_sample_video(DecoderObject *self, PyObject *args, PyObj
     if (st == REEL_OK) {
         out = PyMem_Malloc((size_t)res.num_frames * sizeof *out + 1);
         if (!out) {
-            decoder_release(self);
+            rx_dec_release(self);
             return PyErr_NoMemory();
         }
         st = reel_sampler_run(&s, &v, 0, 0, 0, out, (size_t)res.num_frames, &err);
     }
-    decoder_release(self);
+    rx_dec_release(self);
     if (st != REEL_OK) {
         PyMem_Free(out);
         PyErr_SetString(PyExc_ValueError, err.message); /* as qwen-vl-utils raises */
@@ -510,7 +510,7 @@ static PyObject *decoder_set_size(DecoderObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "set_size: width and height must be positive");
         return NULL;
     }
-    if (decoder_acquire(self) < 0) return NULL;
+    if (rx_dec_acquire(self) < 0) return NULL;
     reel_transform t = self->transform;
     t.width = w;
     t.height = h;
@@ -525,29 +525,29 @@ static PyObject *decoder_set_size(DecoderObject *self, PyObject *args)
         self->out_h = oh;
         self->frame_bytes = fb;
     }
-    decoder_release(self);
-    if (r != REEL_OK) return raise_decoder(self, r, &err);
+    rx_dec_release(self);
+    if (r != REEL_OK) return rx_dec_raise(self, r, &err);
     Py_RETURN_NONE;
 }
 
 static PyObject *decoder_remote_stats(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
-    if (decoder_acquire(self) < 0) return NULL;
+    if (rx_dec_acquire(self) < 0) return NULL;
     reel_remote_stats s;
     reel_decoder_get_remote_stats(self->dec, &s, NULL);
-    decoder_release(self);
+    rx_dec_release(self);
     return rx_remote_stats_dict(&s);
 }
 
 static PyObject *decoder_keyframes(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
-    if (decoder_acquire(self) < 0) return NULL;
+    if (rx_dec_acquire(self) < 0) return NULL;
     int64_t n = 0;
     const int64_t *k = reel_decoder_get_keyframes(self->dec, &n);
     PyObject *l = int64_list(k, n);
-    decoder_release(self);
+    rx_dec_release(self);
     return l;
 }
 
@@ -555,13 +555,13 @@ static PyObject *decoder_index_at_time(DecoderObject *self, PyObject *arg)
 {
     double t = PyFloat_AsDouble(arg);
     if (t == -1.0 && PyErr_Occurred()) return NULL;
-    if (decoder_acquire(self) < 0) return NULL;
+    if (rx_dec_acquire(self) < 0) return NULL;
     int64_t idx = 0;
     reel_error err;
     reel_error_clear(&err);
     int r = reel_decoder_get_index_at_time(self->dec, t, &idx, &err);
-    decoder_release(self);
-    if (r != REEL_OK) return raise_decoder(self, r, &err);
+    rx_dec_release(self);
+    if (r != REEL_OK) return rx_dec_raise(self, r, &err);
     return PyLong_FromLongLong(idx);
 }
 
@@ -571,7 +571,7 @@ static PyObject *decoder_save_index(DecoderObject *self, PyObject *args, PyObjec
     PyObject *path = Py_None, *pb = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O:save_index", kwlist, &path)) return NULL;
     if (path != Py_None && !PyUnicode_FSConverter(path, &pb)) return NULL;
-    if (decoder_acquire(self) < 0) {
+    if (rx_dec_acquire(self) < 0) {
         Py_XDECREF(pb);
         return NULL;
     }
@@ -582,14 +582,14 @@ static PyObject *decoder_save_index(DecoderObject *self, PyObject *args, PyObjec
     Py_BEGIN_ALLOW_THREADS
     r = reel_decoder_save_index(self->dec, p, &err);
     Py_END_ALLOW_THREADS
-    decoder_release(self);
+    rx_dec_release(self);
     Py_XDECREF(pb);
-    if (r != REEL_OK) return raise_decoder(self, r, &err);
+    if (r != REEL_OK) return rx_dec_raise(self, r, &err);
     Py_RETURN_NONE;
 }
 
 /* Per-frame metadata lists for resolved indices (lock held). */
-static int frames_fill_meta(DecoderObject *self, FramesObject *f, const int64_t *idx, Py_ssize_t n)
+int rx_dec_fill_meta(DecoderObject *self, FramesObject *f, const int64_t *idx, Py_ssize_t n, int layout_chw)
 {
     int64_t count = 0;
     const reel_frame_entry *t = reel_decoder_get_frame_table(self->dec, &count);
@@ -616,7 +616,7 @@ static int frames_fill_meta(DecoderObject *self, FramesObject *f, const int64_t 
     f->indices = li;
     f->pts = lp;
     f->dur = ld;
-    f->layout = PyUnicode_FromString(self->transform.layout == REEL_LAYOUT_CHW ? "NCHW" : "NHWC");
+    f->layout = PyUnicode_FromString(layout_chw ? "NCHW" : "NHWC");
     return f->layout ? 0 : -1;
 fail:
     Py_XDECREF(li);
@@ -625,7 +625,7 @@ fail:
     return -1;
 }
 
-static FramesObject *decoder_alloc_frames(DecoderObject *self, Py_ssize_t n)
+FramesObject *rx_dec_alloc_frames(DecoderObject *self, Py_ssize_t n)
 {
     reel_state *st = state_of((PyObject *)self);
     if (!st) return NULL;
@@ -667,8 +667,8 @@ static PyObject *decoder_get_common(DecoderObject *self, PyObject *arg, int by_t
         idx = parse_int64_seq(arg, &n, "indices must be a sequence of ints");
         if (!idx) return NULL;
     }
-    FramesObject *f = decoder_alloc_frames(self, n);
-    if (!f || decoder_acquire(self) < 0) {
+    FramesObject *f = rx_dec_alloc_frames(self, n);
+    if (!f || rx_dec_acquire(self) < 0) {
         Py_XDECREF(f);
         PyMem_Free(idx);
         PyMem_Free(secs);
@@ -689,14 +689,14 @@ static PyObject *decoder_get_common(DecoderObject *self, PyObject *arg, int by_t
     int meta = 0;
     if (r == REEL_OK) {
         self->stats = stats;
-        meta = frames_fill_meta(self, f, idx, n);
+        meta = rx_dec_fill_meta(self, f, idx, n, self->transform.layout == REEL_LAYOUT_CHW);
     }
-    decoder_release(self);
+    rx_dec_release(self);
     PyMem_Free(idx);
     PyMem_Free(secs);
     if (r != REEL_OK) {
         Py_DECREF(f);
-        return raise_decoder(self, r, &err);
+        return rx_dec_raise(self, r, &err);
     }
     if (meta < 0) {
         Py_DECREF(f);
@@ -710,7 +710,7 @@ static PyObject *decoder_prefetch(DecoderObject *self, PyObject *arg)
     Py_ssize_t n = 0;
     int64_t *idx = parse_int64_seq(arg, &n, "indices must be a sequence of ints");
     if (!idx) return NULL;
-    if (decoder_acquire(self) < 0) {
+    if (rx_dec_acquire(self) < 0) {
         PyMem_Free(idx);
         return NULL;
     }
@@ -720,9 +720,9 @@ static PyObject *decoder_prefetch(DecoderObject *self, PyObject *arg)
     Py_BEGIN_ALLOW_THREADS
     r = reel_decoder_prefetch(self->dec, idx, (size_t)n, &err);
     Py_END_ALLOW_THREADS
-    decoder_release(self);
+    rx_dec_release(self);
     PyMem_Free(idx);
-    if (r != REEL_OK) return raise_decoder(self, r, &err);
+    if (r != REEL_OK) return rx_dec_raise(self, r, &err);
     Py_RETURN_NONE;
 }
 
@@ -782,6 +782,11 @@ static PyMethodDef decoder_methods[] = {
       "get_frames($self, indices)\n--\n\nFrames at indices, in request order." },
     { "get_frames_at_times", (PyCFunction)decoder_get_frames_at_times, METH_O,
       "get_frames_at_times($self, seconds)\n--\n\nFrames displayed at the given times." },
+    { "get_frames_near", (PyCFunction)(void (*)(void))rx_dec_get_frames_near, METH_VARARGS | METH_KEYWORDS,
+      "get_frames_near($self, seconds, tolerance_s, on_violation)\n--\n\nThe frames nearest to the given times "
+      "(reel_decoder_get_frames_near), with distance_seconds and within_tolerance." },
+    { "memory", (PyCFunction)rx_dec_memory, METH_NOARGS,
+      "memory($self)\n--\n\nAn estimate of the bytes the decoder holds (reel_decoder_get_memory)." },
     { "stats", (PyCFunction)decoder_stats, METH_NOARGS, "stats($self)\n--\n\nDecode statistics of the last call." },
     { "close", (PyCFunction)decoder_close, METH_NOARGS, "close($self)\n--\n\nCloses the video; idempotent." },
     { "__reduce__", (PyCFunction)reduce_forbidden, METH_NOARGS, NULL },

@@ -42,6 +42,25 @@ typedef struct DecoderObject {
     PyObject *weakreflist;
 } DecoderObject;
 
+/* _ext_decoder.c: a call's use of the decoder */
+/* Takes the decoder for one call (a forked child reopens it; the lock is
+ * taken with the GIL released); 0 with self->lock held, or -1 with an
+ * exception set. */
+int rx_dec_acquire(DecoderObject *self);
+void rx_dec_release(DecoderObject *self);
+/* Raises the ReelError for status and err, naming the decoder, with a
+ * file-like callback's exception as its cause; returns NULL. */
+PyObject *rx_dec_raise(DecoderObject *self, int status, const reel_error *err);
+/* Frames [n, ...] under the decoder's transform (uninitialised). */
+FramesObject *rx_dec_alloc_frames(DecoderObject *self, Py_ssize_t n);
+/* f's indices, pts_seconds, duration_seconds and layout for the resolved
+ * indices idx (lock held); layout_chw: the frames' layout. 0 or -1. */
+int rx_dec_fill_meta(DecoderObject *self, FramesObject *f, const int64_t *idx, Py_ssize_t n, int layout_chw);
+
+/* _ext_near.c: Decoder.get_frames_near and Decoder.memory */
+PyObject *rx_dec_get_frames_near(DecoderObject *self, PyObject *args, PyObject *kwargs);
+PyObject *rx_dec_memory(DecoderObject *self, PyObject *unused);
+
 /* _ext_decoder_source.c */
 /* The name used in messages. */
 const char *rx_dec_name(DecoderObject *self);

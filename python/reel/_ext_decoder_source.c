@@ -25,7 +25,7 @@ void rx_dec_save_io_error(DecoderObject *self)
  * handlers, so Ctrl-C stops a long decode with KeyboardInterrupt (kept like
  * a file-like callback's exception and re-raised as is). Runs in the thread
  * that called the decoder; handlers run only in the main thread. Once a
- * handler raised, it says stop until the call ends (decoder_acquire clears
+ * handler raised, it says stop until the call ends (rx_dec_acquire clears
  * it): the decoder polls from several places (FFmpeg's reads, its own
  * remote fetches ahead), and each must see the stop, not only the first. */
 int rx_dec_interrupt(void *opaque)

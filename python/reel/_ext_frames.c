@@ -135,6 +135,8 @@ static void frames_dealloc(FramesObject *self)
     Py_XDECREF(self->pts);
     Py_XDECREF(self->dur);
     Py_XDECREF(self->layout);
+    Py_XDECREF(self->dist);
+    Py_XDECREF(self->within);
     tp->tp_free((PyObject *)self);
     Py_DECREF(tp);
 }
@@ -213,6 +215,8 @@ META_GETTER(frames_get_indices, indices)
 META_GETTER(frames_get_pts, pts)
 META_GETTER(frames_get_dur, dur)
 META_GETTER(frames_get_layout, layout)
+META_GETTER(frames_get_dist, dist)
+META_GETTER(frames_get_within, within)
 
 static PyGetSetDef frames_getset[] = {
     { "shape", (getter)frames_get_shape, NULL, "The shape, a tuple of ints.", NULL },
@@ -229,6 +233,14 @@ static PyGetSetDef frames_getset[] = {
     { "pts_seconds", (getter)frames_get_pts, NULL, "Presentation times in seconds, shaped like indices, or None.",
       NULL },
     { "duration_seconds", (getter)frames_get_dur, NULL, "Frame durations in seconds, shaped like indices, or None.",
+      NULL },
+    { "distance_seconds", (getter)frames_get_dist, NULL,
+      "Frames by timestamp (get_frames_near, decode_near): |t - pts| of each frame in seconds, shaped like indices; "
+      "else None.",
+      NULL },
+    { "within_tolerance", (getter)frames_get_within, NULL,
+      "Frames by timestamp: whether each frame lies within the tolerance of its time (False only under "
+      "on_violation='flag'), shaped like indices; else None.",
       NULL },
     { "layout", (getter)frames_get_layout, NULL, "Dimension names, e.g. 'NCHW', 'NTHWC', 'BTCHW'; None if not images.",
       NULL },
@@ -426,6 +438,8 @@ static PyObject *frames_copy_impl(FramesObject *self)
     c->pts = Py_XNewRef(self->pts);
     c->dur = Py_XNewRef(self->dur);
     c->layout = Py_XNewRef(self->layout);
+    c->dist = Py_XNewRef(self->dist);
+    c->within = Py_XNewRef(self->within);
     return (PyObject *)c;
 }
 
@@ -469,16 +483,20 @@ static int parse_shape(PyObject *obj, int64_t *shape, int *ndim)
     return 0;
 }
 
-/* _view(shape, indices=None, pts_seconds=None, duration_seconds=None, layout=None, offset=0):
- * the same memory with another shape and metadata: all of it, or, with an
- * element offset, a contiguous part of it. */
+/* _view(shape, indices=None, pts_seconds=None, duration_seconds=None, layout=None, offset=0,
+ * distance_seconds=None, within_tolerance=None): the same memory with another
+ * shape and metadata: all of it, or, with an element offset, a contiguous
+ * part of it. */
 static PyObject *frames_view_method(FramesObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = { "shape", "indices", "pts_seconds", "duration_seconds", "layout", "offset", NULL };
+    static char *kwlist[] = { "shape",  "indices", "pts_seconds",      "duration_seconds",
+                              "layout", "offset",  "distance_seconds", "within_tolerance",
+                              NULL };
     PyObject *shape_obj, *indices = Py_None, *pts = Py_None, *dur = Py_None, *layout = Py_None;
+    PyObject *dist = Py_None, *within = Py_None;
     long long offset = -1; /* -1: the whole array */
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOOL:_view", kwlist, &shape_obj, &indices, &pts, &dur, &layout,
-                                     &offset))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O|OOOOLOO:_view", kwlist, &shape_obj, &indices, &pts, &dur, &layout,
+                                     &offset, &dist, &within))
         return NULL;
     int64_t shape[REEL_PY_MAXDIM];
     int ndim = 0;
@@ -503,6 +521,8 @@ static PyObject *frames_view_method(FramesObject *self, PyObject *args, PyObject
     v->pts = pts == Py_None ? NULL : Py_NewRef(pts);
     v->dur = dur == Py_None ? NULL : Py_NewRef(dur);
     v->layout = layout == Py_None ? NULL : Py_NewRef(layout);
+    v->dist = dist == Py_None ? NULL : Py_NewRef(dist);
+    v->within = within == Py_None ? NULL : Py_NewRef(within);
     return (PyObject *)v;
 }
 
@@ -517,9 +537,10 @@ static PyObject *frames_reduce(FramesObject *self, PyObject *unused)
     PyObject *shape = frames_shape_tuple(self);
     PyObject *r = NULL;
     if (data && shape)
-        r = Py_BuildValue("(O(OsOOOOO))", fn, data, dtype_table[self->dtype].name, shape,
+        r = Py_BuildValue("(O(OsOOOOOOO))", fn, data, dtype_table[self->dtype].name, shape,
                           self->indices ? self->indices : Py_None, self->pts ? self->pts : Py_None,
-                          self->dur ? self->dur : Py_None, self->layout ? self->layout : Py_None);
+                          self->dur ? self->dur : Py_None, self->layout ? self->layout : Py_None,
+                          self->dist ? self->dist : Py_None, self->within ? self->within : Py_None);
     Py_DECREF(fn);
     Py_XDECREF(data);
     Py_XDECREF(shape);
@@ -596,7 +617,8 @@ static PyMethodDef frames_methods[] = {
     { "copy", (PyCFunction)frames_copy, METH_NOARGS, "copy($self)\n--\n\nA copy that owns its memory." },
     { "tobytes", (PyCFunction)frames_tobytes, METH_NOARGS, "tobytes($self)\n--\n\nThe data as bytes (a copy)." },
     { "_view", (PyCFunction)(void (*)(void))frames_view_method, METH_VARARGS | METH_KEYWORDS,
-      "_view($self, shape, indices=None, pts_seconds=None, duration_seconds=None, layout=None, offset=0)\n--\n\n"
+      "_view($self, shape, indices=None, pts_seconds=None, duration_seconds=None, layout=None, offset=0, "
+      "distance_seconds=None, within_tolerance=None)\n--\n\n"
       "Private: the same memory (from an element offset) with another shape and metadata." },
     { "__reduce__", (PyCFunction)frames_reduce, METH_NOARGS, NULL },
     { NULL }
@@ -637,14 +659,14 @@ static int dtype_from_name(const char *name)
     return -1;
 }
 
-/* _frames_from_bytes(data, dtype, shape, indices, pts, dur, layout): unpickling. */
+/* _frames_from_bytes(data, dtype, shape, indices, pts, dur, layout, dist=None, within=None): unpickling. */
 PyObject *mod_frames_from_bytes(PyObject *module, PyObject *args)
 {
     Py_buffer buf;
     const char *dtname;
-    PyObject *shape_obj, *indices, *pts, *dur, *layout;
-    if (!PyArg_ParseTuple(args, "y*sOOOOO:_frames_from_bytes", &buf, &dtname, &shape_obj, &indices, &pts, &dur,
-                          &layout))
+    PyObject *shape_obj, *indices, *pts, *dur, *layout, *dist = Py_None, *within = Py_None;
+    if (!PyArg_ParseTuple(args, "y*sOOOOO|OO:_frames_from_bytes", &buf, &dtname, &shape_obj, &indices, &pts, &dur,
+                          &layout, &dist, &within))
         return NULL;
     reel_state *st = PyModule_GetState(module);
     int dt = dtype_from_name(dtname);
@@ -663,6 +685,8 @@ PyObject *mod_frames_from_bytes(PyObject *module, PyObject *args)
             f->pts = pts == Py_None ? NULL : Py_NewRef(pts);
             f->dur = dur == Py_None ? NULL : Py_NewRef(dur);
             f->layout = layout == Py_None ? NULL : Py_NewRef(layout);
+            f->dist = dist == Py_None ? NULL : Py_NewRef(dist);
+            f->within = within == Py_None ? NULL : Py_NewRef(within);
         }
     }
     PyBuffer_Release(&buf);

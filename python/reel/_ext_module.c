@@ -38,6 +38,7 @@ static const struct {
     { REEL_E_PERMISSION, "PERMISSION" },
     { REEL_E_NO_DATA, "NO_DATA" },
     { REEL_E_NO_AUDIO_STREAM, "NO_AUDIO_STREAM" },
+    { REEL_E_FRAME_TIMESTAMP, "FRAME_TIMESTAMP" },
 };
 
 static PyObject *error_class(reel_state *st, int status)
@@ -52,6 +53,7 @@ static PyObject *error_class(reel_state *st, int status)
     case REEL_E_INVALID_ARG: return st->InvalidArgumentError;
     case REEL_E_NO_VIDEO_STREAM: return st->NoVideoStreamError;
     case REEL_E_PERMISSION: return st->PermissionDeniedError;
+    case REEL_E_FRAME_TIMESTAMP: return st->FrameTimestampError;
     default: return st->ReelError;
     }
 }
@@ -429,6 +431,10 @@ static PyMethodDef module_methods[] = {
     { "dataset_info", mod_dataset_info, METH_O,
       "dataset_info(source)\n--\n\n{'size', 'class_names'} of a folder, a manifest or a list of entries." },
     { "_frames_from_bytes", mod_frames_from_bytes, METH_VARARGS, NULL },
+    { "decode_near", (PyCFunction)(void (*)(void))mod_decode_near, METH_VARARGS | METH_KEYWORDS,
+      "decode_near(jobs, tolerance_s, on_violation, threads, dtype, layout)\n--\n\n"
+      "jobs: [(Decoder, seconds, width, height, out or None)]; the frames nearest to each job's times, every job in "
+      "one call with the GIL released (reel_decode_near): [Frames]." },
     { "audio_samples", (PyCFunction)(void (*)(void))mod_audio_samples, METH_VARARGS | METH_KEYWORDS,
       "audio_samples(path, t0, t1, num, den, sample_rate=0, channels=0, missing=0)\n--\n\n"
       "The audio of [t0, t1) x num/den s (reel/audio.h): (Frames float32 [C, S], first_sample, valid_lo, "
@@ -497,6 +503,8 @@ static const struct {
     E(INDEX_FROM_CONTAINER),
     E(INDEX_FROM_SCAN),
     E(INDEX_FROM_SIDECAR),
+    E(NEAR_RAISE),
+    E(NEAR_FLAG),
     E(E_LAST),
 #undef E
 };
@@ -603,7 +611,12 @@ static int module_exec(PyObject *m)
         add_subclass(m, st, &st->NoVideoStreamError, "NoVideoStreamError", "The container has no (such) video stream.",
                      NULL) < 0 ||
         add_subclass(m, st, &st->PermissionDeniedError, "PermissionDeniedError",
-                     "Access denied (HTTP 401/403, an S3 signature or credential refused).", PyExc_PermissionError) < 0)
+                     "Access denied (HTTP 401/403, an S3 signature or credential refused).",
+                     PyExc_PermissionError) < 0 ||
+        add_subclass(m, st, &st->FrameTimestampError, "FrameTimestampError",
+                     "No frame within the tolerance of a time asked for (get_frames_near, decode_near); the message "
+                     "names the file, the time and the nearest frame's pts.",
+                     PyExc_ValueError) < 0)
         return -1;
     PyObject *names = PyDict_New();
     if (!names) return -1;
@@ -642,6 +655,7 @@ static int module_traverse(PyObject *m, visitproc visit, void *arg)
     Py_VISIT(st->InvalidArgumentError);
     Py_VISIT(st->NoVideoStreamError);
     Py_VISIT(st->PermissionDeniedError);
+    Py_VISIT(st->FrameTimestampError);
     return 0;
 }
 
@@ -661,6 +675,7 @@ static int module_clear(PyObject *m)
     Py_CLEAR(st->InvalidArgumentError);
     Py_CLEAR(st->NoVideoStreamError);
     Py_CLEAR(st->PermissionDeniedError);
+    Py_CLEAR(st->FrameTimestampError);
     return 0;
 }
 

@@ -22,6 +22,7 @@ FRAME_LAYOUTS: Dict[str, int] = {"HWC": _reel.LAYOUT_HWC, "NHWC": _reel.LAYOUT_H
                                  "CHW": _reel.LAYOUT_CHW, "NCHW": _reel.LAYOUT_CHW}
 INDEX_MODES: Dict[Any, int] = {"off": _reel.INDEX_OFF, "read": _reel.INDEX_READ, "read_write": _reel.INDEX_READ_WRITE}
 CORRUPT: Dict[str, int] = {"fail": _reel.CORRUPT_FAIL, "skip": _reel.CORRUPT_SKIP}
+NEAR_VIOLATIONS: Dict[str, int] = {"raise": _reel.NEAR_RAISE, "flag": _reel.NEAR_FLAG}
 # reel_index_source value -> name
 INDEX_SOURCES: Dict[int, str] = {_reel.INDEX_FROM_CONTAINER: "container", _reel.INDEX_FROM_SCAN: "scan",
                                  _reel.INDEX_FROM_SIDECAR: "sidecar"}

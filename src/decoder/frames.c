@@ -81,17 +81,23 @@ typedef struct sink {
     int64_t last_index; /* frame converted last, for repeated requests */
     size_t last_pos;
     const size_t *pos_map; /* request position -> output slot (GOP-parallel); NULL: the same */
+    uint8_t *const *slots; /* output slot -> its address (reel_decode_near); NULL: dst + slot * frame_step */
     reel_error *err;
 } sink;
+
+static uint8_t *sink_slot(const sink *s, size_t pos)
+{
+    return s->slots ? s->slots[pos] : s->dst + pos * s->frame_step;
+}
 
 static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
 {
     sink *s = opaque;
     if (s->pos_map) pos = s->pos_map[pos];
-    uint8_t *out = s->dst + pos * s->frame_step;
+    uint8_t *out = sink_slot(s, pos);
     if (s->last_index == f->index) {
         /* the same frame asked for again: copy the converted bytes */
-        const uint8_t *from = s->dst + s->last_pos * s->frame_step;
+        const uint8_t *from = sink_slot(s, s->last_pos);
         if (!s->plane_step)
             memcpy(out, from, s->frame_bytes);
         else
@@ -378,9 +384,11 @@ out:
     return st;
 }
 
-/* cthw: channel-major over the call (reel__decoder_get_frames_cthw) */
+/* cthw: channel-major over the call (reel__decoder_get_frames_cthw); slots
+ * (not with cthw): request i's frame goes to slots[i] (reel_decode_near,
+ * whose caller checked each one's room), dst and dst_size unused */
 static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t, int cthw, void *dst,
-                      size_t dst_size, reel_decode_stats *stats, reel_error *err)
+                      size_t dst_size, uint8_t *const *slots, reel_decode_stats *stats, reel_error *err)
 {
     sink s;
     memset(&s, 0, sizeof s);
@@ -396,8 +404,8 @@ static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const
     size_t fb;
     int r = reel_decoder_get_output_size(dec, &s.t, &w, &h, &fb, err);
     if (r != REEL_OK) return r;
-    if (n && !dst) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: output buffer is NULL", dec->name);
-    if (n && dst_size / n < fb)
+    if (n && !dst && !slots) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: output buffer is NULL", dec->name);
+    if (n && !slots && dst_size / n < fb)
         return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "%s: output buffer holds %zu bytes, %zu frames need %zu",
                                dec->name, dst_size, n, n * fb);
     /* pin the output size so frames whose coded size changes mid-stream
@@ -409,7 +417,8 @@ static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const
     s.dst = dst;
     s.frame_bytes = fb;
     s.frame_step = fb;
-    if (cthw) {
+    s.slots = slots;
+    if (cthw && !slots) {
         if (s.t.layout != REEL_LAYOUT_CHW)
             return reel__error_set(err, REEL_E_INVALID_ARG, "%s: a channel-major output needs layout CHW", dec->name);
         /* frame i of channel c at plane c * n + i: the converter's strided
@@ -435,7 +444,7 @@ int reel_decoder_get_frames(reel_decoder *dec, const int64_t *indices, size_t n,
 {
     if (!dec || (n && !indices))
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_frames: NULL argument");
-    return get_frames(dec, indices, n, t, 0, dst, dst_size, stats, err);
+    return get_frames(dec, indices, n, t, 0, dst, dst_size, NULL, stats, err);
 }
 
 int reel__decoder_get_frames_cthw(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
@@ -443,7 +452,7 @@ int reel__decoder_get_frames_cthw(reel_decoder *dec, const int64_t *indices, siz
 {
     if (!dec || !t || (n && !indices))
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel__decoder_get_frames_cthw: NULL argument");
-    return get_frames(dec, indices, n, t, 1, dst, dst_size, stats, err);
+    return get_frames(dec, indices, n, t, 1, dst, dst_size, NULL, stats, err);
 }
 
 int reel__decoder_get_sample(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t, int cthw,
@@ -453,7 +462,19 @@ int reel__decoder_get_sample(reel_decoder *dec, const int64_t *indices, size_t n
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel__decoder_get_sample: NULL argument");
     int kept = dec->settings.gop_contexts; /* this call's contexts only */
     dec->settings.gop_contexts = contexts;
-    int r = get_frames(dec, indices, n, t, cthw, dst, dst_size, stats, err);
+    int r = get_frames(dec, indices, n, t, cthw, dst, dst_size, NULL, stats, err);
+    dec->settings.gop_contexts = kept;
+    return r;
+}
+
+int reel__decoder_get_frames_to(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
+                                int contexts, uint8_t *const *slots, reel_decode_stats *stats, reel_error *err)
+{
+    if (!dec || !slots || (n && !indices))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel__decoder_get_frames_to: NULL argument");
+    int kept = dec->settings.gop_contexts; /* this call's contexts only */
+    dec->settings.gop_contexts = contexts;
+    int r = get_frames(dec, indices, n, t, 0, NULL, 0, slots, stats, err);
     dec->settings.gop_contexts = kept;
     return r;
 }
@@ -472,7 +493,7 @@ int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, siz
     void *buf = malloc(total);
     if (!buf)
         return reel__error_set(err, REEL_E_NOMEM, "%s: cannot allocate %zu bytes for %zu frames", dec->name, total, n);
-    r = get_frames(dec, indices, n, t, 0, buf, total, stats, err);
+    r = get_frames(dec, indices, n, t, 0, buf, total, NULL, stats, err);
     if (r != REEL_OK) {
         free(buf);
         return r;
@@ -492,7 +513,7 @@ int reel_decoder_get_frames_at_times(reel_decoder *dec, const double *seconds, s
     if (!idx) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     int r = REEL_OK;
     for (size_t i = 0; i < n && r == REEL_OK; i++) r = reel_decoder_get_index_at_time(dec, seconds[i], &idx[i], err);
-    if (r == REEL_OK) r = get_frames(dec, idx, n, t, 0, dst, dst_size, stats, err);
+    if (r == REEL_OK) r = get_frames(dec, idx, n, t, 0, dst, dst_size, NULL, stats, err);
     if (idx != indices_out) free(idx);
     return r;
 }
@@ -517,7 +538,7 @@ int reel_decoder_get_range(reel_decoder *dec, int64_t start, int64_t stop, int64
     int64_t *idx = malloc((n ? n : 1) * sizeof *idx);
     if (!idx) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
     for (size_t i = 0; i < n; i++) idx[i] = start + (int64_t)i * step;
-    int r = get_frames(dec, idx, n, t, 0, dst, dst_size, stats, err);
+    int r = get_frames(dec, idx, n, t, 0, dst, dst_size, NULL, stats, err);
     free(idx);
     if (r == REEL_OK && n_out) *n_out = n;
     return r;

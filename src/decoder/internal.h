@@ -1,5 +1,5 @@
 /* internal.h: the decoder object's private layout, shared by the decoder's
- * source files (open.c, table.c, sidecar.c, decode.c, frames.c). */
+ * source files (open.c, table.c, sidecar.c, decode.c, frames.c, near.c). */
 #ifndef REEL_DECODER_INTERNAL_H
 #define REEL_DECODER_INTERNAL_H
 
@@ -202,6 +202,13 @@ int reel__gop_contexts(const reel_decoder *dec);
  * reel__decoder_get_sample, decoder_for_loader.h). */
 int reel__decoder_get_frames_cthw(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
                                   void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err);
+
+/* reel_decoder_get_frames on up to `contexts` GOP-parallel contexts for this
+ * call only, request i's frame written at slots[i] (frames.c; each slot
+ * holds one frame under t, as the caller checked): reel_decode_near
+ * (near.c), whose requests go to several jobs' outputs. */
+int reel__decoder_get_frames_to(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
+                                int contexts, uint8_t *const *slots, reel_decode_stats *stats, reel_error *err);
 
 int reel__table_scan(reel_decoder *dec, reel_error *err);
 /* Builds dec->table from the mp4/mov sample tables if they are complete;

@@ -7,6 +7,8 @@
 #include "io/io_front.h"
 #include "io/remote.h"
 
+#include <libavutil/imgutils.h>
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -663,6 +665,35 @@ void reel_decoder_close(reel_decoder **pdec)
 const reel_video_info *reel_decoder_get_info(const reel_decoder *dec)
 {
     return dec ? &dec->info : NULL;
+}
+
+/* One context's share of reel_decoder_get_memory: its table and arrays, and
+ * the pictures its codecs may hold. */
+static int64_t memory_of(const reel_decoder *dec)
+{
+    const reel_table *t = &dec->table;
+    int64_t bytes = (int64_t)sizeof *dec + t->n * (int64_t)(sizeof(reel_frame_entry) + sizeof(int64_t)) +
+                    t->n_decode * (int64_t)(4 * sizeof(int64_t) + 1) + t->n_keyframes * (int64_t)sizeof(int64_t);
+    if (dec->key_state) bytes += t->n_decode;
+    if (dec->key_hash) bytes += t->n_decode * (int64_t)sizeof(uint64_t);
+    const AVCodecParameters *par = dec->st ? dec->st->codecpar : NULL;
+    int size = par ? av_image_get_buffer_size((enum AVPixelFormat)par->format, par->width, par->height, 32) : 0;
+    if (size > 0) {
+        /* a codec's reference pictures and the frames reel keeps for a next
+         * call (REEL_FRAME_CACHE), one in flight per frame thread, the
+         * keyframe probe's one */
+        int threads = dec->avctx && dec->avctx->thread_count > 0 ? dec->avctx->thread_count : 1;
+        bytes += (int64_t)size * (REEL_FRAME_CACHE + threads + (dec->probe ? 1 : 0));
+    }
+    return bytes;
+}
+
+int64_t reel_decoder_get_memory(const reel_decoder *dec)
+{
+    if (!dec) return 0;
+    int64_t bytes = memory_of(dec);
+    for (int i = 0; i < dec->gop_open; i++) bytes += memory_of(dec->gop_ctx[i]);
+    return bytes;
 }
 
 const char *reel_decoder_get_name(const reel_decoder *dec)

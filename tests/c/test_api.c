@@ -29,6 +29,8 @@ ENDS_WITH_RESERVED(reel_audio_info);
 ENDS_WITH_RESERVED(reel_audio_window);
 ENDS_WITH_RESERVED(reel_video_info);
 ENDS_WITH_RESERVED(reel_decode_stats);
+ENDS_WITH_RESERVED(reel_near_settings);
+ENDS_WITH_RESERVED(reel_near_job);
 ENDS_WITH_RESERVED(reel_io);
 ENDS_WITH_RESERVED(reel_remote_settings);
 ENDS_WITH_RESERVED(reel_remote_stats);
@@ -118,6 +120,10 @@ TEST(outputs_clear_their_reserved_bytes)
     memset(&ps, 0xA5, sizeof ps);
     reel_pixel_default_settings(&ps);
     CHECK(RESERVED_ZERO(ps));
+    reel_near_settings ns;
+    memset(&ns, 0xA5, sizeof ns);
+    reel_near_default_settings(&ns);
+    CHECK(RESERVED_ZERO(ns));
 }
 
 /* The pixel settings are one struct with one set of defaults: a frame's
