@@ -457,7 +457,10 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
     if (st == REEL_OK && c.visited != (int64_t)n)
         st = reel__error_set(e, REEL_E_INTERNAL, "%s: %lld of %zu requested frames were delivered",
                              sample_name(l, s->sample), (long long)c.visited, n);
-    if (st == REEL_OK && l->s.audio.enabled) st = reel__loader_audio_decode(l, w, s, e);
+    if (st == REEL_OK && l->s.audio.enabled) {
+        st = reel__loader_audio_decode(l, w, s, e);
+        if (st == REEL_OK && over_limit(l, s, reel__clock_ns() - t0)) st = timeout_error(l, s, e);
+    }
     if (st == REEL_OK && l->src.ops->source_indices) /* frame i is source frame i on every source */
         st = l->src.ops->source_indices(l->src.ctx, s->handle, s->indices, n, e);
     reel__loader_slot_close(l, s);
