@@ -31,6 +31,7 @@
 #define REEL_LOADER_H
 
 #include "common.h"
+#include "audio.h"
 #include "convert.h"
 #include "decoder.h"
 #include "dataset.h"
@@ -112,6 +113,31 @@ typedef struct reel_failure {
     int64_t sample;
     uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_failure;
+
+/** reel_loader_settings.audio: each clip's audio, the samples played over
+ *  its frames, by reel/audio.h's contract: the window [t0, t1) = [min p_i,
+ *  max(p_i + d_i)) of the clip's frames in the video's frame table, samples
+ *  s(t0) .. s(t1) - 1 on the grid anchored at the audio's first sample, so
+ *  adjacent clips tile the stream. A batch holds one rate and one channel
+ *  count, so both are required. The by-name fields are "audio.enabled",
+ *  "audio.sample_rate", ... (reel_loader_settings_get_fields). */
+typedef struct reel_loader_audio {
+    int enabled;     /**< 1: every clip carries its audio (reel_batch.audio); default 0 */
+    int sample_rate; /**< Hz (1..1,000,000), required with enabled: each video's audio resampled to it
+                          (libswresample, none where it is the video's own) */
+    /** Required with enabled: 1 (the mean of a video's channels) or 2..64
+     *  (each video's own channels, which must be that many: a video with
+     *  another count fails with REEL_E_INVALID_ARG naming both, under the
+     *  error policy). reel_audio_settings.channels is what the decode takes
+     *  (0: the stream's own, 1: the mean); this is what the batch holds. */
+    int channels;
+    int stream_index; /**< absolute stream index; -1 (default): the best audio stream */
+    /** A video without audio: RAISE (default) fails its sample with
+     *  REEL_E_NO_AUDIO_STREAM under on_error; ZEROS gives zeros (an empty
+     *  valid range). */
+    reel_audio_missing missing;
+    uint8_t reserved[28]; /**< zero (the defaults function clears it); room to grow */
+} reel_loader_audio;
 
 /** Loader settings. Initialise with reel_loader_default_settings(). */
 /** reel_loader_settings.shuffle_window: a full shuffle, also over a store. */
@@ -259,6 +285,9 @@ typedef struct reel_loader_settings {
      *  planes channel by channel into the sample's [C, T, H, W]); a store's
      *  records have no GOPs (every frame an image). */
     int gop_split;
+    /** Each clip's audio (reel_loader_audio; off by default). Over a store,
+     *  refused by name (a store keeps no audio yet). */
+    reel_loader_audio audio;
     uint8_t reserved[20]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;
 
@@ -302,7 +331,16 @@ typedef struct reel_clip_info {
     void *data;
     size_t bytes;
     int32_t num_frames, width, height;
-    uint8_t reserved[32]; /**< zero; room to grow (common.h): callers index arrays of these */
+    /** settings.audio.enabled: the clip's audio, float32 [channels,
+     *  audio_samples] C-contiguous (reel_batch.audio_channels), the ring's
+     *  until the batch is released; NULL without audio. */
+    const float *audio;
+    int64_t audio_samples;                  /**< s(t1) - s(t0) */
+    int64_t audio_first_sample;             /**< s(t0): on the grid anchored at the audio's first sample
+                                                 (negative: before it) */
+    int64_t audio_valid_lo, audio_valid_hi; /**< [lo, hi) of the clip's samples that came from the stream
+                                                 (the rest are zeros); lo == hi: none */
+    uint8_t reserved[32];                   /**< zero; room to grow (common.h): callers index arrays of these */
 } reel_clip_info;
 
 /** A filled batch, owned by the loader until reel_loader_release(). The data
@@ -336,6 +374,14 @@ typedef struct reel_batch {
     int64_t samples_seen;
     int variable; /**< 1: clips may differ in frame count and size (see data;
                        reel_loader_settings_is_variable of the loader's settings) */
+    /** settings.audio.enabled: the clips' audio, float32 [num_clips,
+     *  audio_channels, audio_samples] C-contiguous, audio_samples the
+     *  longest clip's, each row zero-padded past its clip's own
+     *  (reel_clip_info.audio_samples); NULL without audio, and in a variable
+     *  batch without settings.pad (each clip's is at reel_clip_info.audio). */
+    float *audio;
+    int audio_channels, audio_sample_rate; /**< settings.audio's (0 without audio) */
+    int64_t audio_samples;                 /**< S_max */
 } reel_batch;
 
 /** Epochs are numbered 0 .. REEL_EPOCH_MAX - 1: an endless loader (epochs
@@ -424,7 +470,9 @@ typedef struct reel_loader_metrics {
      *  once (a long video while decode threads would idle: its keyframe
      *  runs split over them, see reel_decoder_settings.gop_contexts). */
     int64_t gop_split_samples;
-    uint8_t reserved[64]; /**< zero; room to grow (common.h) */
+    int64_t audio_samples;       /**< settings.audio: samples (per channel) of the clips' audio decoded */
+    double audio_decode_seconds; /**< stage-2 thread time spent decoding them */
+    uint8_t reserved[64];        /**< zero; room to grow (common.h) */
 } reel_loader_metrics;
 
 /** The loader. Thread-safety: reel_loader_next, _get_checkpoint,

@@ -1,7 +1,8 @@
-/* _ext_batch.c: a loader batch as Python objects: its frames as zero-copy
- * views of the ring (one Frames, or for variable batches a list of one
- * Frames per clip), owned by the batch's handle so the buffer goes back
- * when the last view is freed; labels, clip records and batch metadata. */
+/* _ext_batch.c: a loader batch as Python objects: its frames (and audio) as
+ * zero-copy views of the ring (one Frames, or for variable batches a list
+ * of one Frames per clip), owned by the batch's handle so the buffer goes
+ * back when the last view is freed; labels, clip records and batch
+ * metadata. */
 #include "_ext.h"
 
 static const char *batch_layout_name(int layout)
@@ -31,14 +32,14 @@ static PyObject *clip_info_tuple(const reel_clip_info *c)
     }
     PyObject *path = c->path ? PyUnicode_DecodeFSDefault(c->path) : Py_NewRef(Py_None);
     if (!path) goto fail;
-    return Py_BuildValue("{s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:O,s:(iiii),s:N,s:N,s:(ii),s:i,s:(ii)}", "path", path,
+    return Py_BuildValue("{s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:O,s:(iiii),s:N,s:N,s:(ii),s:i,s:(ii),s:L}", "path", path,
                          "label", (long long)c->label, "sample", (long long)c->sample, "requested",
                          (long long)c->requested, "position", (long long)c->position, "clip", (int)c->clip, "attempt",
                          (int)c->attempt, "padded", c->padded ? Py_True : Py_False, "flipped",
                          c->flipped ? Py_True : Py_False, "crop", (int)c->crop_x, (int)c->crop_y, (int)c->crop_w,
                          (int)c->crop_h, "frame_indices", fi, "pts", pts, "time_base", (int)c->time_base_num,
-                         (int)c->time_base_den, "num_frames", (int)c->num_frames, "size", (int)c->height,
-                         (int)c->width);
+                         (int)c->time_base_den, "num_frames", (int)c->num_frames, "size", (int)c->height, (int)c->width,
+                         "audio_first_sample", (long long)c->audio_first_sample);
 fail:
     Py_XDECREF(fi);
     Py_XDECREF(pts);
@@ -74,6 +75,50 @@ static PyObject *clip_views(reel_state *st, PyObject *owner, const reel_batch *b
         PyList_SET_ITEM(list, (Py_ssize_t)i, (PyObject *)f);
     }
     return list;
+}
+
+/* The batch's audio as (audio, lengths, valid): one Frames [B, C, S_max]
+ * viewing the ring (zero-padded), or a list of [C, S_i] views for a
+ * variable batch without pad; int64 [B] and [B, 2]. None without audio. */
+static PyObject *batch_audio(reel_state *st, PyObject *owner, const reel_batch *b)
+{
+    if (b->audio_channels < 1) return Py_NewRef(Py_None);
+    const int64_t B = b->num_clips;
+    PyObject *audio = NULL, *result = NULL;
+    int64_t lshape[1] = { B }, vshape[2] = { B, 2 };
+    FramesObject *lengths = frames_alloc(st, DT_INT64, 1, lshape), *valid = frames_alloc(st, DT_INT64, 2, vshape);
+    if (!lengths || !valid) goto done;
+    for (int64_t i = 0; i < B; i++) {
+        const reel_clip_info *c = &b->clips[i];
+        ((int64_t *)lengths->data)[i] = c->audio_samples;
+        ((int64_t *)valid->data)[2 * i] = c->audio_valid_lo;
+        ((int64_t *)valid->data)[2 * i + 1] = c->audio_valid_hi;
+    }
+    if (b->audio || B == 0) {
+        int64_t shape[3] = { B, b->audio_channels, b->audio_samples };
+        audio = (PyObject *)(b->audio ? frames_view(st, owner, b->audio, DT_FLOAT32, 3, shape)
+                                      : frames_alloc(st, DT_FLOAT32, 3, shape));
+    } else if (b->variable) {
+        audio = PyList_New((Py_ssize_t)B);
+        for (int64_t i = 0; audio && i < B; i++) {
+            const reel_clip_info *c = &b->clips[i];
+            int64_t shape[2] = { b->audio_channels, c->audio_samples };
+            PyObject *v = (PyObject *)frames_view(st, owner, (void *)c->audio, DT_FLOAT32, 2, shape);
+            if (!v) {
+                Py_CLEAR(audio);
+                break;
+            }
+            PyList_SET_ITEM(audio, (Py_ssize_t)i, v);
+        }
+    } else {
+        PyErr_SetString(PyExc_MemoryError, "reel.Loader: out of memory for the batch's audio");
+    }
+    if (audio) result = PyTuple_Pack(3, audio, (PyObject *)lengths, (PyObject *)valid);
+done:
+    Py_XDECREF(audio);
+    Py_XDECREF(lengths);
+    Py_XDECREF(valid);
+    return result;
 }
 
 /* (frames, labels, clips, meta) of a batch; `owner` (its handle) is
@@ -118,9 +163,12 @@ PyObject *rx_batch_result(reel_state *st, PyObject *owner, const reel_batch *b, 
         if (!c) goto done;
         PyList_SET_ITEM(clips, (Py_ssize_t)i, c);
     }
-    meta = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}", "epoch", (long long)b->epoch, "index", (long long)b->index,
-                         "position", (long long)b->position, "num_samples", (long long)b->num_samples, "num_failed",
-                         (long long)b->num_failed, "samples_seen", (long long)b->samples_seen);
+    PyObject *audio = batch_audio(st, owner, b);
+    if (!audio) goto done;
+    meta = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:N,s:i}", "epoch", (long long)b->epoch, "index",
+                         (long long)b->index, "position", (long long)b->position, "num_samples",
+                         (long long)b->num_samples, "num_failed", (long long)b->num_failed, "samples_seen",
+                         (long long)b->samples_seen, "audio", audio, "audio_sample_rate", b->audio_sample_rate);
     if (!meta) goto done;
     result = PyTuple_Pack(4, frames_list ? frames_list : (PyObject *)frames, (PyObject *)labels, clips, meta);
 done:

@@ -58,6 +58,7 @@ class ClipInfo(NamedTuple):
     samples_seen: int = 0      #: the batch's samples_seen (see Batch.samples_seen)
     num_frames: int = 0        #: frames in the clip
     size: Tuple[int, int] = (0, 0)  #: the clip's output (height, width)
+    audio_first_sample: int = 0  #: with ``audio``: the first sample of the clip's audio (its s(t0), see Batch)
 
 
 class Batch:
@@ -76,14 +77,22 @@ class Batch:
     sample. ``lengths`` (frames per sample) and ``sizes`` ((height, width)
     per sample) say which part of each is real.
 
+    With ``audio``: ``audio`` (reel.Frames of float32 [B, C, S_max], a view of
+    the ring, each clip's samples followed by zeros; for a variable batch
+    without ``pad``, a list of per-clip [C, S_i] views), ``audio_lengths``
+    (int64 [B]: each clip's S_i), ``audio_valid`` (int64 [B, 2]: the [lo, hi)
+    of each clip's samples that came from the stream, the rest zeros) and
+    ``audio_sample_rate``; ``info[i].audio_first_sample`` says where clip i's
+    audio starts. Without audio they are None (the rate 0).
+
     The ring buffer goes back to the loader when the batch and every array
     viewing it (torch tensors, numpy arrays) are freed."""
 
     __slots__ = ("frames", "labels", "info", "epoch", "index", "position", "num_samples", "num_failed",
-                 "samples_seen", "lengths", "sizes")
+                 "samples_seen", "lengths", "sizes", "audio", "audio_lengths", "audio_valid", "audio_sample_rate")
 
     def __init__(self, frames: Union[Frames, List[Frames]], labels: Frames, info: List[ClipInfo],
-                 meta: Dict[str, int]) -> None:
+                 meta: Dict[str, Any]) -> None:
         self.frames: Any = frames  # Frames, or a list of them (variable batches)
         self.lengths: List[int] = [c.num_frames for c in info]
         self.sizes: List[Tuple[int, int]] = [c.size for c in info]
@@ -95,6 +104,11 @@ class Batch:
         self.num_samples: int = meta["num_samples"]
         self.num_failed: int = meta["num_failed"]
         self.samples_seen: int = meta["samples_seen"]
+        audio = meta.get("audio")
+        self.audio: Any = audio[0] if audio else None  # Frames, or a list of them (variable, unpadded)
+        self.audio_lengths: Optional[Frames] = audio[1] if audio else None
+        self.audio_valid: Optional[Frames] = audio[2] if audio else None
+        self.audio_sample_rate: int = meta.get("audio_sample_rate", 0)
 
     def __len__(self) -> int:
         return len(self.frames) if isinstance(self.frames, list) else self.frames.shape[0]
@@ -119,14 +133,14 @@ class Batch:
                 f"clips={len(self.info)})")
 
 
-def _clip_info(d: Dict[str, Any], meta: Dict[str, int]) -> ClipInfo:
+def _clip_info(d: Dict[str, Any], meta: Dict[str, Any]) -> ClipInfo:
     tb = Fraction(*d["time_base"]) if d["time_base"][1] else Fraction(0)
     f = float(tb)
     pts = tuple(d["pts"])
     return ClipInfo(d["path"], d["label"], d["sample"], d["requested"], d["position"], d["clip"],
                     d["attempt"], d["padded"], d["flipped"], d["crop"], tuple(d["frame_indices"]),
                     pts, tuple(p * f for p in pts), tb, meta["epoch"], meta["samples_seen"], d["num_frames"],
-                    tuple(d["size"]))
+                    tuple(d["size"]), d["audio_first_sample"])
 
 
 def _dataset_entries(source: Any) -> Any:
@@ -312,6 +326,20 @@ class Loader:
     in every layout); ``gop_split=False`` turns that off.
     Sharding, shuffle, resume, ``on_error`` and the metrics work as on clips.
 
+    Audio: ``audio={"sample_rate": 16000, "channels": 1}`` gives each clip the
+    audio played over its frames, sample-exact (reel/audio.h: the window
+    [min pts, max(pts + duration)) of the clip's frames, samples s(t0) ..
+    s(t1) - 1, so adjacent clips tile the stream), as
+    ``VideoDecoder(audio=...).get_audio_for_frames(clip's frame_indices)``
+    gives it: ``batch.audio``, ``batch.audio_lengths``, ``batch.audio_valid``,
+    ``info[i].audio_first_sample``. A batch holds one rate and channel count,
+    so both are required: ``channels`` 1 mixes each video's channels to their
+    mean, 2 or more must be each video's own count (another fails the
+    sample under ``on_error``). ``"missing": "zeros"`` gives a video without
+    audio zeros (default "raise": the sample fails, REEL_E_NO_AUDIO_STREAM);
+    ``"stream_index"`` picks a stream. Local videos; a store is refused.
+    ``metrics()["audio_samples"]`` and ``["audio_decode_seconds"]`` count the work.
+
     Memory: ``pin_memory=True`` allocates the ring page-locked (cudaHostAlloc
     from the CUDA runtime found at run time, for asynchronous copies to a
     GPU), or plain memory where there is no runtime, driver or device;
@@ -389,6 +417,7 @@ class Loader:
         pad: bool = False,
         ring_bytes: Optional[int] = None,
         gop_split: bool = True,
+        audio: Optional[Dict[str, Any]] = None,
     ) -> None:
         # The keywords as given: what config, pickling and states carry. Each
         # reaches its C field in loader_settings (LOADER_FIELDS, or
@@ -411,6 +440,7 @@ class Loader:
             "canonical_batch": canonical_batch, "num_workers": num_workers, "worker": worker, "samples": samples,
             "first_epoch": first_epoch, "fps": fps, "min_frames": min_frames, "max_frames": max_frames,
             "size_policy": size_policy, "pad": pad, "ring_bytes": ring_bytes, "gop_split": gop_split,
+            "audio": audio,
         }
         self._source = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
         self._loader = _reel.Loader(_dataset_entries(self._source), loader_settings(self._config))

@@ -126,6 +126,8 @@ def _converted_settings(c: Mapping[str, Any]) -> Dict[str, Any]:
         s["samples"] = [int(i) for i in c["samples"]]
     if c["remote"]:
         s["decoder.remote"] = opt.remote_settings(c["remote"])
+    if c["audio"] is not None:
+        s.update(audio_settings(c["audio"]))
     crop = c["crop"]
     if size_policy is not None:
         s.update(size_policy_settings(size_policy))
@@ -159,6 +161,27 @@ def _converted_settings(c: Mapping[str, Any]) -> Dict[str, Any]:
     else:
         raise ValueError(f"flip={flip!r}: expected False, True or 'random'")
     return s
+
+
+_AUDIO_KEYS = {"sample_rate": "audio.sample_rate", "channels": "audio.channels",
+               "stream_index": "audio.stream_index", "missing": "audio.missing"}
+_AUDIO_MISSING = {"raise": _reel.AUDIO_MISSING_RAISE, "zeros": _reel.AUDIO_MISSING_ZEROS}
+
+
+def audio_settings(a: Any) -> Dict[str, Any]:
+    """The C fields (audio.*) of Loader's ``audio``: {"sample_rate": Hz,
+    "channels": n, "missing": "raise" | "zeros", "stream_index": i}. A
+    batch holds one rate and channel count: C refuses a missing one by name."""
+    if not isinstance(a, dict):
+        raise TypeError(f"audio must be a dict of {sorted(_AUDIO_KEYS)}, not {type(a).__name__}")
+    unknown = set(a) - set(_AUDIO_KEYS)
+    if unknown:
+        raise ValueError(f"audio: unknown keys {sorted(unknown)} (known: {sorted(_AUDIO_KEYS)})")
+    out: Dict[str, Any] = {"audio.enabled": 1}
+    for k, v in a.items():
+        if v is not None:
+            out[_AUDIO_KEYS[k]] = opt.choice("audio missing", v, _AUDIO_MISSING) if k == "missing" else int(v)
+    return out
 
 
 _SIZE_POLICY_KEYS = {"factor": "size_policy.factor", "min_pixels": "size_policy.min_pixels", "max_pixels": "size_policy.max_pixels",

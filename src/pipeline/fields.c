@@ -92,6 +92,11 @@ static const reel_field k_settings[] = {
     S("pad", REEL_FIELD_INT, pad),
     S("ring_bytes", REEL_FIELD_INT64, ring_bytes),
     S("gop_split", REEL_FIELD_INT, gop_split),
+    S("audio.enabled", REEL_FIELD_INT, audio.enabled),
+    S("audio.sample_rate", REEL_FIELD_INT, audio.sample_rate),
+    S("audio.channels", REEL_FIELD_INT, audio.channels),
+    S("audio.stream_index", REEL_FIELD_INT, audio.stream_index),
+    S("audio.missing", REEL_FIELD_INT, audio.missing),
 };
 #undef S
 
@@ -120,6 +125,8 @@ static const reel_field k_metrics[] = {
     M("ring_bytes", REEL_FIELD_INT64, ring_bytes),
     M("ring_memory", REEL_FIELD_STRING, ring_memory),
     M("gop_split_samples", REEL_FIELD_INT64, gop_split_samples),
+    M("audio_samples", REEL_FIELD_INT64, audio_samples),
+    M("audio_decode_seconds", REEL_FIELD_DOUBLE, audio_decode_seconds),
     M("bottleneck", REEL_FIELD_STRING, bottleneck),
     REEL__REMOTE_STATS_FIELDS(R)
     M("remote.request_p50_s", REEL_FIELD_DOUBLE, request_p50_s),

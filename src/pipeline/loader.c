@@ -69,6 +69,8 @@ void reel_loader_default_settings(reel_loader_settings *s)
     s->pad = 0;
     s->ring_bytes = 0;
     s->gop_split = 1;
+    s->audio.stream_index = -1; /* the best audio stream, when audio is on */
+    s->audio.missing = REEL_AUDIO_MISSING_RAISE;
     /* the decoder's defaults, but where the loader's workers own the cores */
     reel_decoder_default_settings(&s->decoder);
     s->decoder.threads = 1;
@@ -114,6 +116,8 @@ static int check_settings(const reel_loader_settings *s, reel_error *err)
                                "loader: samples of their own length or size take one clip per video "
                                "(clips_per_video %d)",
                                s->sampler.clips_per_video);
+    st = reel__loader_audio_check(&s->audio, err);
+    if (st != REEL_OK) return st;
     if (s->pad != 0 && s->pad != 1) return reel__error_set(err, REEL_E_INVALID_ARG, "loader: pad must be 0 or 1");
     if (s->gop_split != 0 && s->gop_split != 1)
         return reel__error_set(err, REEL_E_INVALID_ARG, "loader: gop_split must be 0 or 1");
@@ -315,6 +319,9 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     s.decoder.remote = &l->remote_settings;
     st = reel__source_init(&l->src, ds, &l->remote_settings, err);
     if (st == REEL_OK && l->src.ops->check) st = l->src.ops->check(l->src.ctx, &s, err);
+    if (st == REEL_OK && s.audio.enabled && !l->src.ops->audio)
+        st = reel__error_set(err, REEL_E_INVALID_ARG, "loader: the %s source gives no audio (audio.enabled)",
+                             l->src.ops->kind);
     if (st != REEL_OK) {
         reel__source_free(&l->src);
         free(l);
@@ -331,6 +338,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->frames_per_clip = l->shapes_vary ? 0 : (int)(reel__sampler_fixed_count(&s.sampler) / s.sampler.clips_per_video);
     l->clips_per_sample = s.sampler.clips_per_video;
     l->element_bytes = reel__dtype_size(s.transform.pixels.dtype);
+    reel__loader_audio_settings(&s.audio, &l->audio);
     reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);
     for (size_t i = 0; i < reel_dataset_get_num_skipped(ds); i++) { /* what the folder scan did not follow */
         const char *note = "";

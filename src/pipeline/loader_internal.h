@@ -54,6 +54,7 @@ struct reel_loader {
      * and/or size (sizes_vary: a pixel-budget size policy); clips_per_sample
      * is 1. One sampler and one size policy decide both, in stage 1. */
     int shapes_vary, sizes_vary;
+    reel_audio_settings audio; /* settings.audio as the decode takes it (reel__loader_audio_settings) */
 
     reel_plan plan; /* feeder's */
     reel_ring ring;
@@ -95,12 +96,13 @@ struct reel_loader {
     _Atomic int64_t frames, clips, batches;
     _Atomic int64_t successes, failures, replacements;
     _Atomic int64_t frames_decoded, frames_returned;
-    _Atomic int64_t gop_split_samples;    /* variable samples decoded on several contexts */
-    _Atomic int decoding;                 /* stage-2 workers inside a decode */
-    _Atomic int64_t bytes_read;           /* by the source's stage 1 (store records) */
-    pthread_mutex_t remote_mu;            /* guards remote */
-    reel_remote_stats remote;             /* requests to objects at URLs, all stages */
-    reel_remote_settings remote_settings; /* a copy of *s.decoder.remote (or the defaults), with its pool
+    _Atomic int64_t gop_split_samples;       /* variable samples decoded on several contexts */
+    _Atomic int decoding;                    /* stage-2 workers inside a decode */
+    _Atomic int64_t bytes_read;              /* by the source's stage 1 (store records) */
+    _Atomic int64_t audio_samples, audio_ns; /* settings.audio: samples decoded, stage-2 time on them */
+    pthread_mutex_t remote_mu;               /* guards remote */
+    reel_remote_stats remote;                /* requests to objects at URLs, all stages */
+    reel_remote_settings remote_settings;    /* a copy of *s.decoder.remote (or the defaults), with its pool
                                              (the source's own for input at URLs when it names none) */
     reel_failure_log failures_log;
     reel_trace trace;
@@ -189,6 +191,22 @@ static inline size_t slot_frames(const reel_loader *l, const reel_slot *s)
 {
     return l->shapes_vary ? (size_t)s->num_frames : (size_t)l->clips_per_sample * (size_t)l->frames_per_clip;
 }
+
+/* loader_audio.c (settings.audio) */
+
+/* Refuses, by name, audio settings the loader cannot serve. */
+int reel__loader_audio_check(const reel_loader_audio *a, reel_error *err);
+/* The loader's audio as reel_audio_open takes it. */
+void reel__loader_audio_settings(const reel_loader_audio *a, reel_audio_settings *out);
+/* Stage 1, after sampling: each clip's window [min p_i, max(p_i + d_i)) of
+ * its frames' table entries, into s->audio_win. */
+int reel__loader_audio_windows(const reel_loader *l, reel_slot *s, const reel_source_info *info, reel_error *e);
+/* Stage 2, after the frames: each clip's samples through the source's
+ * `audio` op into the slot's buffer, and its row's audio fields. */
+int reel__loader_audio_decode(reel_loader *l, worker *w, reel_slot *s, reel_error *e);
+/* Stage 3, after the rows are compacted: the batch's audio fields, and its
+ * zero-padded plane (fixed batches, or variable ones with pad). */
+int reel__loader_audio_collate(reel_loader *l, reel_batchbuf *bb);
 
 /* loader_resume.c */
 

@@ -211,6 +211,7 @@ static void source_options(const reel_loader *l, reel_slot *s, reel_source_open 
     o->interrupt = sample_interrupt;
     o->interrupt_opaque = s;
     o->tally = &s->tally;
+    o->audio = l->s.audio.enabled ? &l->audio : NULL;
 }
 
 /* Stage 1: the source opens the sample, the sampler picks its frames, and
@@ -236,6 +237,10 @@ static int open_sample(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
     s->tb_num = info.video.time_base_num;
     s->tb_den = info.video.time_base_den;
     s->rotation = info.rotation;
+    if (l->s.audio.enabled) { /* each clip's window, from its frames' entries */
+        st = reel__loader_audio_windows(l, s, &info, e);
+        if (st != REEL_OK) return st;
+    }
     if (l->src.ops->prepare) {
         reel_source_stats ss = { 0 };
         st = l->src.ops->prepare(l->src.ctx, w->tls, s->handle, s->indices, slot_frames(l, s), &ss, e);
@@ -452,6 +457,10 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
     if (st == REEL_OK && c.visited != (int64_t)n)
         st = reel__error_set(e, REEL_E_INTERNAL, "%s: %lld of %zu requested frames were delivered",
                              sample_name(l, s->sample), (long long)c.visited, n);
+    if (st == REEL_OK && l->s.audio.enabled) {
+        st = reel__loader_audio_decode(l, w, s, e);
+        if (st == REEL_OK && over_limit(l, s, reel__clock_ns() - t0)) st = timeout_error(l, s, e);
+    }
     if (st == REEL_OK && l->src.ops->source_indices) /* frame i is source frame i on every source */
         st = l->src.ops->source_indices(l->src.ctx, s->handle, s->indices, n, e);
     reel__loader_slot_close(l, s);
@@ -490,7 +499,7 @@ void *reel__loader_decode_main(void *arg)
 
 /* ------------------------------------------------------ stage 3: collate */
 
-static void collate(reel_loader *l, reel_batchbuf *bb)
+static void collate_frames(reel_loader *l, reel_batchbuf *bb)
 {
     if (l->shapes_vary) {
         reel__loader_collate_variable(l, bb);
@@ -549,6 +558,15 @@ static void collate(reel_loader *l, reel_batchbuf *bb)
     b->num_samples = bb->nsamples;
     b->num_failed = failed;
     b->samples_seen = bb->samples_seen;
+}
+
+/* The clips, then their audio (a failure to lay it out fails the batch, as
+ * a failure to pad does). */
+static void collate(reel_loader *l, reel_batchbuf *bb)
+{
+    collate_frames(l, bb);
+    if (l->s.audio.enabled && bb->status != REEL_E_CANCELLED && reel__loader_audio_collate(l, bb) != REEL_OK)
+        bb->status = REEL_E_NOMEM;
 }
 
 void *reel__loader_collate_main(void *arg)

@@ -78,11 +78,13 @@ static int buf_init(reel_ring *r, reel_batchbuf *bb, const reel_ring_config *c, 
     bb->rows = calloc(rows, sizeof *bb->rows);
     bb->clips = calloc(rows, sizeof *bb->clips);
     bb->labels = calloc(rows, sizeof *bb->labels);
-    if (!bb->slots || !bb->rows || !bb->clips || !bb->labels) return REEL_E_NOMEM;
+    bb->audio_win = calloc(rows * 2, sizeof *bb->audio_win);
+    if (!bb->slots || !bb->rows || !bb->clips || !bb->labels || !bb->audio_win) return REEL_E_NOMEM;
     for (int j = 0; j < B; j++) {
         reel_slot *s = &bb->slots[j];
         s->bb = bb;
         s->index = j;
+        s->audio_win = bb->audio_win + (size_t)j * K * 2;
         if (!c->variable) {
             s->indices = bb->indices + (size_t)j * K * T;
             s->pts = bb->pts + (size_t)j * K * T;
@@ -154,6 +156,7 @@ void reel__ring_free(reel_ring *r)
             for (int j = 0; j < r->batch_size; j++) {
                 reel_slot *s = &bb->slots[j];
                 pthread_mutex_destroy(&s->mu);
+                free(s->audio);
                 if (r->variable) {
                     release(s->data, s->data_pinned);
                     free(s->indices);
@@ -168,6 +171,8 @@ void reel__ring_free(reel_ring *r)
         free(bb->rows);
         free(bb->clips);
         free(bb->labels);
+        free(bb->audio_win);
+        free(bb->audio);
     }
     free(r->bufs);
     pthread_mutex_destroy(&r->mu);
@@ -299,6 +304,32 @@ int reel__ring_batch_reserve(reel_ring *r, reel_batchbuf *bb, size_t bytes, reel
 {
     if (grow_block(r, &bb->data, &bb->bytes_cap, &bb->pinned, bytes) != REEL_OK)
         return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for a padded batch of %zu bytes", bytes);
+    return REEL_OK;
+}
+
+int reel__ring_audio_reserve(reel_ring *r, reel_batchbuf *bb, size_t bytes, reel_error *err)
+{
+    if (bytes <= bb->audio_bytes) return REEL_OK;
+    void *p = NULL;
+    size_t want = (bytes + r->alignment - 1) / r->alignment * r->alignment;
+    if (posix_memalign(&p, r->alignment, want) != 0)
+        return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for a batch's audio of %zu bytes", bytes);
+    free(bb->audio);
+    pthread_mutex_lock(&r->mu);
+    r->bytes_total += want - bb->audio_bytes;
+    pthread_mutex_unlock(&r->mu);
+    bb->audio = p;
+    bb->audio_bytes = want;
+    return REEL_OK;
+}
+
+int reel__ring_slot_audio_reserve(reel_slot *s, size_t floats, reel_error *err)
+{
+    if (floats <= s->audio_cap) return REEL_OK;
+    float *p = realloc(s->audio, floats * sizeof *p);
+    if (!p) return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for %zu audio samples", floats);
+    s->audio = p;
+    s->audio_cap = floats;
     return REEL_OK;
 }
 

@@ -56,6 +56,13 @@ typedef struct reel_slot {
     size_t data_cap;    /* bytes allocated at data (under the ring's mu) */
     int data_pinned;    /* data came from cudaHostAlloc */
     int64_t frames_cap; /* entries allocated at indices, pts, visited */
+    /* Audio (settings.audio): each clip's window [t0, t1) in the time base
+     * (stage 1: 2 per clip, into the buffer's audio_win), and the clips'
+     * samples one after another (stage 2; grown, kept for reuse; plain
+     * memory: collate copies them into the batch's plane). */
+    int64_t *audio_win;
+    float *audio;
+    size_t audio_cap; /* floats at audio */
 } reel_slot;
 
 typedef struct reel_batchbuf {
@@ -74,7 +81,10 @@ typedef struct reel_batchbuf {
     reel_clip_info *rows;  /* batch_size * K, by slot (filled while decoding) */
     reel_clip_info *clips; /* compacted rows handed out */
     int64_t *labels;
-    int status; /* first failure in the batch (for RAISE) */
+    int64_t *audio_win; /* batch_size * K * 2: the slots' clip windows */
+    float *audio;       /* the batch's audio plane [rows, C, S_max] (collate; grown, kept) */
+    size_t audio_bytes; /* allocated at audio */
+    int status;         /* first failure in the batch (for RAISE) */
     reel_error err;
     int64_t err_sample, err_position; /* whose failure it is (-1: none, or cancelled) */
     reel_batch batch;                 /* what the consumer sees */
@@ -127,6 +137,12 @@ reel_batchbuf *reel__ring_find_ready_epoch(reel_ring *r, int64_t epoch);
 int reel__ring_slot_reserve(reel_ring *r, reel_slot *s, int64_t frames, size_t bytes, reel_error *err);
 /* Variable batches: makes bb->data hold `bytes` (the padded batch). */
 int reel__ring_batch_reserve(reel_ring *r, reel_batchbuf *bb, size_t bytes, reel_error *err);
+
+/* Makes bb->audio hold `bytes` (collate; plain memory, counted in
+ * bytes_total). REEL_E_NOMEM. */
+int reel__ring_audio_reserve(reel_ring *r, reel_batchbuf *bb, size_t bytes, reel_error *err);
+/* Makes the slot's audio buffer hold `floats` (stage 2). REEL_E_NOMEM. */
+int reel__ring_slot_audio_reserve(reel_slot *s, size_t floats, reel_error *err);
 
 /* Locks mu: marks READY and wakes waiters. */
 void reel__ring_set_ready(reel_ring *r, reel_batchbuf *bb);

@@ -19,6 +19,7 @@
 
 #include "core/frame.h"
 #include "pipeline/entry.h"
+#include "reel/audio.h"
 #include "reel/pipeline.h"
 #include "reel/store.h"
 
@@ -42,6 +43,11 @@ typedef struct reel_source_open {
     int (*interrupt)(void *opaque);       /* shutdown or the watchdog: stop at the next packet or read */
     void *interrupt_opaque;
     reel_remote_stats *tally; /* the sample's requests, added when its objects close; NULL: in thread_init */
+    /* The loader's audio as the decode takes it (reel__loader_audio_settings);
+     * NULL: no audio. With it, `open` also opens the sample's audio (a video
+     * without, under REEL_AUDIO_MISSING_RAISE, fails there), kept with the
+     * sample until close, for the `audio` op. */
+    const reel_audio_settings *audio;
 } reel_source_open;
 
 /* Work counted by a source for the metrics. */
@@ -97,6 +103,16 @@ typedef struct reel_source_ops {
      * 2), so frame indices mean the same on every source. Stage 2, after a
      * successful decode, before close. */
     int (*source_indices)(void *ctx, void *handle, int64_t *indices, size_t n, reel_error *err);
+    /* Optional (NULL: no audio; `check` refuses audio settings by name):
+     * stage 2, the audio played over [t0, t1) x num/den seconds of the
+     * sample's timeline (its frame table's), reel_audio_get_samples' samples:
+     * float32 [*channels, w->num_samples] into dst (cap floats), or with dst
+     * NULL only where the window sits (w, *channels), without decoding;
+ * *channels 0: the video has no audio and zeros were asked for (the loader
+ * writes them at its channel count, valid empty). Called
+     * only for a sample opened with reel_source_open.audio. */
+    int (*audio)(void *ctx, void *tls, void *handle, int64_t t0, int64_t t1, int num, int den, float *dst, size_t cap,
+                 reel_audio_window *w, int *channels, reel_error *err);
 } reel_source_ops;
 
 extern const reel_source_ops reel__source_video;

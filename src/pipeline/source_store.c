@@ -202,6 +202,11 @@ static int store_check(void *ctx, const reel_loader_settings *s, reel_error *err
     reel_store_info i;
     reel_store_get_info(c->store, &i, NULL);
     c->presampled = 0;
+    if (s->audio.enabled) /* no `audio` op yet: a store keeps its records' frames only */
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: a store packed without --audio holds no audio: the loader's audio needs the "
+                               "videos themselves",
+                               c->name);
     if (whole_video(s->sampler.kind)) {
         int st = check_sampler(c, &i, &s->sampler, err);
         if (st != REEL_OK) return st;
@@ -239,10 +244,17 @@ static int store_source_indices(void *ctx, void *handle, int64_t *indices, size_
 /* At a URL too: the reader's I/O reads what the store names; the loader's
  * reel_source names stage 1 "fetch" there. */
 const reel_source_ops reel__source_store = {
-    "store",           { "read", "image decode" },
-    store_thread_init, store_thread_free,
-    store_open,        store_prepare,
-    store_decode,      store_close,
-    store_blocks,      NULL, /* no GOPs: each record frame is an image */
-    store_check,       store_source_indices,
+    "store",
+    { "read", "image decode" },
+    store_thread_init,
+    store_thread_free,
+    store_open,
+    store_prepare,
+    store_decode,
+    store_close,
+    store_blocks,
+    NULL, /* no GOPs: each record frame is an image */
+    store_check,
+    store_source_indices,
+    NULL, /* no audio: store_check refuses audio settings by name */
 };

@@ -1,12 +1,41 @@
 /* source_video.c: the loader's source for video files (paths or URLs):
- * stage 1 opens and indexes with reel_decoder, stage 2 decodes the sampled
- * frames with one planned call. */
+ * stage 1 opens and indexes with reel_decoder (and, with audio, opens the
+ * video's audio with reel_audio), stage 2 decodes the sampled frames with
+ * one planned call, and the clips' audio windows. */
 #include "pipeline/source.h"
 #include "core/error.h"
 #include "decoder/decoder_for_loader.h"
 #include "decoder/open.h"
+#include "reel/audio.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+/* A sample's handle: its decoder, and its audio when the loader asks. */
+typedef struct video_sample {
+    reel_decoder *dec;
+    reel_audio *audio;
+} video_sample;
+
+static void video_close(void *ctx, void *handle)
+{
+    (void)ctx;
+    video_sample *v = handle;
+    if (!v) return;
+    reel_decoder_close(&v->dec);
+    reel_audio_close(&v->audio);
+    free(v);
+}
+
+/* The sample's audio, from the file the decoder opened (reel_audio reads
+ * local files: a video at a URL is refused by name). */
+static int open_audio(video_sample *v, const reel_dataset_entry *it, const reel_audio_settings *s, reel_error *err)
+{
+    if (it->remote)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio of a video at a URL is not supported yet",
+                               reel__entry_name(it));
+    return reel_audio_open(&v->audio, it->path, s, err);
+}
 
 static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const reel_source_open *o, void **handle,
                       reel_source_info *info, reel_error *err)
@@ -18,9 +47,15 @@ static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const 
     s.interrupt_opaque = o->interrupt_opaque;
     s.remote_stats = o->tally;
     if (it->refused) return reel__error_set(err, REEL_E_INVALID_ARG, "%s", it->refused); /* never opened */
-    reel_decoder *dec = NULL;
-    int st = reel__decoder_open_as(&dec, it->path, it->remote, &s, err); /* the entry's answer */
-    if (st != REEL_OK) return st;
+    video_sample *sample = calloc(1, sizeof *sample);
+    if (!sample) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", reel__entry_name(it));
+    int st = reel__decoder_open_as(&sample->dec, it->path, it->remote, &s, err); /* the entry's answer */
+    if (st == REEL_OK && o->audio) st = open_audio(sample, it, o->audio, err);
+    if (st != REEL_OK) {
+        video_close(NULL, sample);
+        return st;
+    }
+    reel_decoder *dec = sample->dec;
     const reel_video_info *vi = reel_decoder_get_info(dec);
     reel_sampler_video *v = &info->video;
     v->table = reel_decoder_get_frame_table(dec, &v->num_frames);
@@ -32,7 +67,7 @@ static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const 
     info->rotation = ((vi->rotation % 360) + 360) % 360; /* -90 and 270 alike */
     info->width = vi->source_width;                      /* before rotation: the loader applies info->rotation itself */
     info->height = vi->source_height;
-    *handle = dec;
+    *handle = sample;
     return REEL_OK;
 }
 
@@ -43,7 +78,7 @@ static int video_decode(void *ctx, void *tls, void *handle, const int64_t *indic
     (void)tls;
     (void)window; /* the decoder makes whole pictures; the converter crops them */
     reel_decode_stats ds;
-    int r = reel_decoder_decode(handle, indices, n, fn, opaque, &ds, err);
+    int r = reel_decoder_decode(((video_sample *)handle)->dec, indices, n, fn, opaque, &ds, err);
     st->frames_decoded += ds.frames_decoded;
     st->frames_returned += ds.frames_returned;
     /* a video at a URL reports its requests into the sample's tally when closed */
@@ -59,14 +94,7 @@ static int video_prepare(void *ctx, void *tls, void *handle, const int64_t *indi
     (void)ctx;
     (void)tls;
     (void)st; /* its requests reach the sample's tally when the video closes */
-    return reel_decoder_prefetch(handle, indices, n, err);
-}
-
-static void video_close(void *ctx, void *handle)
-{
-    (void)ctx;
-    reel_decoder *dec = handle;
-    reel_decoder_close(&dec);
+    return reel_decoder_prefetch(((video_sample *)handle)->dec, indices, n, err);
 }
 
 /* Stage 2 of one long sample while decode threads idle: the decoder's
@@ -78,7 +106,7 @@ static int video_decode_dense(void *ctx, void *tls, void *handle, const int64_t 
 {
     (void)ctx;
     (void)tls;
-    reel_decoder *dec = handle;
+    reel_decoder *dec = ((video_sample *)handle)->dec;
     reel_decode_stats ds;
     memset(&ds, 0, sizeof ds);
     int r = reel__decoder_get_sample(dec, indices, n, t, cthw, contexts, dst, cap, &ds, err);
@@ -94,9 +122,29 @@ static int video_decode_dense(void *ctx, void *tls, void *handle, const int64_t 
     return REEL_OK;
 }
 
+/* Stage 2: a clip's audio window, from the audio opened in stage 1. */
+static int video_audio(void *ctx, void *tls, void *handle, int64_t t0, int64_t t1, int num, int den, float *dst,
+                       size_t cap, reel_audio_window *w, int *channels, reel_error *err)
+{
+    (void)ctx;
+    (void)tls;
+    video_sample *v = handle;
+    if (!v->audio) return reel__error_set(err, REEL_E_INTERNAL, "loader: a sample's audio was not opened");
+    const reel_audio_info *ai = reel_audio_get_info(v->audio);
+    *channels = ai->has_audio ? ai->channels : 0; /* 0: no stream, zeros asked for (any channel count) */
+    if (!dst) return reel_audio_get_window(v->audio, t0, t1, num, den, w, err);
+    return reel_audio_get_samples(v->audio, t0, t1, num, den, dst, cap, w, err);
+}
+
 /* Over URLs too: the decoder's I/O opens what the entry names; the loader's
  * reel_source names stage 1 "fetch" there. */
 const reel_source_ops reel__source_video = {
-    "video", { "open", "decode" }, NULL, NULL, video_open, video_prepare, video_decode, video_close,
-    NULL,    video_decode_dense,   NULL, NULL, /* every setting; positions are source frame indices */
+    .kind = "video",
+    .stage_names = { "open", "decode" },
+    .open = video_open,
+    .prepare = video_prepare,
+    .decode = video_decode,
+    .close = video_close,
+    .decode_dense = video_decode_dense,
+    .audio = video_audio, /* every setting (no check); positions are source frame indices */
 };

@@ -38,6 +38,7 @@ ENDS_WITH_RESERVED(reel_clip_transform);
 ENDS_WITH_RESERVED(reel_failure);
 ENDS_WITH_RESERVED(reel_clip_info);
 ENDS_WITH_RESERVED(reel_loader_settings);
+ENDS_WITH_RESERVED(reel_loader_audio);
 ENDS_WITH_RESERVED(reel_loader_checkpoint);
 ENDS_WITH_RESERVED(reel_stage_metrics);
 ENDS_WITH_RESERVED(reel_loader_metrics);

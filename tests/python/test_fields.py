@@ -118,7 +118,8 @@ def test_each_loader_keyword_reaches_its_c_field_by_its_full_name():
     # every C field is reached by some keyword
     everything = dict(scale=(0.1, 1.0), ratio=(0.5, 2.0), samples=[0], crop="center", resize=(80, 90),
                       size_policy={"factor": 28, "resized_height": 56, "resized_width": 56, "min_pixels": 1.0, "max_pixels": 2e6,
-                                   "total_pixels": 1e7})
+                                   "total_pixels": 1e7},
+                      audio={"sample_rate": 16000, "channels": 1, "stream_index": 1, "missing": "zeros"})
     reached = set(_loader.loader_settings(everything)) | set(_loader.loader_settings({"resize": 100}))
     reached |= {field for _, field, _ in _loader.LOADER_FIELDS}
     assert set(c_fields) - reached == _NO_KEYWORD
