@@ -165,9 +165,9 @@ class Tables:
             chosen = sorted(self.episodes)
         else:
             self.selected = [int(e) for e in episodes]
-            unknown = [e for e in self.selected if e not in self.episodes]
-            if unknown:
-                raise DatasetFormatError(f"{join(self.root, 'meta/episodes')}: no episode(s) {unknown}")
+            absent = [e for e in self.selected if e not in self.episodes]
+            if absent:
+                raise DatasetFormatError(f"{join(self.root, 'meta/episodes')}: no episode(s) {absent}")
             chosen = sorted(set(self.selected))
 
         # frame rows: the data files of the chosen episodes, in file order
@@ -192,12 +192,12 @@ class Tables:
         self.rel_of[index] = np.arange(len(index))
         ep_of = self.rows["episode_index"].astype(np.int64)
         counts = np.bincount(ep_of, minlength=max(chosen) + 1) if len(ep_of) else np.zeros(max(chosen) + 1, np.int64)
-        for e in chosen:
-            ep = self.episodes[e]
+        for k in chosen:
+            ep = self.episodes[k]
             a, b = int(ep["dataset_from_index"]), int(ep["dataset_to_index"])
-            if counts[e] != b - a or b > len(self.rel_of) or (b > a and (self.rel_of[a:b] < 0).any()):
+            if counts[k] != b - a or b > len(self.rel_of) or (b > a and (self.rel_of[a:b] < 0).any()):
                 raise DatasetFormatError(
-                    f"{join(self.root, 'data')}: episode {e} has {int(counts[e])} frame rows, but its episode row "
+                    f"{join(self.root, 'data')}: episode {k} has {int(counts[k])} frame rows, but its episode row "
                     f"says indices {a}..{b - 1} ({b - a} rows)")
 
         # tasks: meta/tasks.parquet, the task string of each task_index

@@ -72,7 +72,9 @@ class LeRobotDataset:
     episode indices to read (None: all); ``size``: None (the camera's own),
     an int, ``(height, width)`` or ``{key: size}``; ``tolerance_s`` and
     ``on_violation`` as :func:`reel.decode_near` (``"flag"`` adds
-    ``{key}_within_tolerance``). Every camera of an item is decoded in one
+    ``{key}_within_tolerance``). Depth keys (``video.is_depth_map``) ask
+    decode_near for ``color="gray"``, ``dtype="uint16"`` (the source's
+    codes, [T, 1, H, W]). Every camera of an item is decoded in one
     ``reel.decode_near`` call (``threads``: None, the cores, or 1 in a
     DataLoader worker) from ``cache`` (None: the process's
     :class:`reel.DecoderCache`). ``check_videos``: open each camera file
@@ -103,6 +105,7 @@ class LeRobotDataset:
         if isinstance(tolerance_s, bool) or not isinstance(tolerance_s, (int, float)) or not tolerance_s >= 0:
             raise ValueError(f"reel.lerobot: tolerance_s={tolerance_s!r}: a number >= 0")
         opt.choice("on_violation", on_violation, opt.NEAR_VIOLATIONS)
+        on_violation = on_violation.lower()
         self._t = Tables(root, episodes=episodes, cameras=cameras, videos_root=videos_root)
         self.root = self._t.root
         self.fps = self._t.fps
@@ -223,10 +226,11 @@ class LeRobotDataset:
         q = self.query(i)
         cams = {key: (self._t.video_path(q["episode"], key), q["times"][key]) for key in self._t.video_keys}
         try:
-            frames = decode_near(cams, tolerance_s=self.tolerance_s, on_violation=self.on_violation,
-                                 threads=self.threads, size=self._size_arg(), dtype=self.dtype, cache=self.cache)
+            frames = self._decode(cams, {k: k for k in cams}, self._size_req)
         except ReelError as e:
-            e.add_note(f"reel.lerobot: sample {q['row']} (index {q['abs']}, episode {q['episode']})")
+            note = getattr(e, "add_note", None)  # Python 3.11
+            if note is not None:
+                note(f"reel.lerobot: sample {q['row']} (index {q['abs']}, episode {q['episode']})")
             raise
         item: Dict[str, Any] = {}
         for key in self._t.video_keys:
@@ -242,6 +246,27 @@ class LeRobotDataset:
 
     def _size_arg(self) -> Dict[str, Any]:
         return self._size_req
+
+    def _mode(self, key: str) -> Tuple[str, str]:
+        """(color, dtype) a camera decodes with: a depth key (``video.is_depth_map``)
+        keeps its codes, gray uint16; the others RGB at the dataset's dtype."""
+        return ("gray", "uint16") if key in self._t.depth_keys else ("rgb", self.dtype)
+
+    def _decode(self, cams: Mapping[str, Tuple[str, List[float]]], key_of: Mapping[str, str],
+                sizes: Mapping[str, Any], out: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+        """decode_near of `cams` ({name: (file, times)}, camera key_of[name]):
+        one call per (color, dtype), so one call unless there are depth keys."""
+        groups: Dict[Tuple[str, str], List[str]] = {}
+        for name in cams:
+            groups.setdefault(self._mode(key_of[name]), []).append(name)
+        got: Dict[str, Any] = {}
+        for (color, dtype), names in groups.items():
+            got.update(decode_near({n: cams[n] for n in names}, tolerance_s=self.tolerance_s,
+                                   on_violation=self.on_violation, threads=self.threads,
+                                   size={n: sizes[n] for n in names}, dtype=dtype, color=color,
+                                   out=None if out is None else {n: out[n] for n in names if n in out},
+                                   cache=self.cache))
+        return got
 
     def __repr__(self) -> str:
         return (f"reel.lerobot.LeRobotDataset({self.root!r}, {len(self)} samples, {self.num_episodes} episodes, "
@@ -314,7 +339,7 @@ class Loader:
                 raise ValueError(f"reel.lerobot.Loader: {name}={v!r}: an int >= {low}")
         if rank >= world_size:
             raise ValueError(f"reel.lerobot.Loader: rank {rank} is not below world_size {world_size}")
-        opt.choice("on_error", on_error, {p: p for p in ERROR_POLICIES})
+        on_error = ERROR_POLICIES[opt.choice("on_error", on_error, {p: i for i, p in enumerate(ERROR_POLICIES)})]
         if isinstance(root, LeRobotDataset):
             self.dataset = root
         else:
@@ -438,6 +463,7 @@ class Loader:
         t = ds._t
         qs = [ds.query(s) for s in samples]
         b = len(samples)
+        dtype_name = ds.dtype
         dtype = torch.uint8 if ds.dtype == "uint8" else torch.float32
         frames: Dict[str, Any] = {}
         cams: Dict[str, Tuple[str, List[float]]] = {}
@@ -446,14 +472,15 @@ class Loader:
         for key in t.video_keys:
             steps = len(qs[0]["times"][key])
             h, w = ds._sizes[key]
-            frames[key] = torch.empty((b, steps, 3, h, w), dtype=dtype)
+            color, kind = ds._mode(key)
+            frames[key] = torch.empty((b, steps, 1 if color == "gray" else 3, h, w),
+                                      dtype=getattr(torch, kind) if kind != dtype_name else dtype)
             for j, q in enumerate(qs):
                 name = f"{j}:{key}"
                 cams[name] = (t.video_path(q["episode"], key), q["times"][key])
                 outs[name] = frames[key][j]
                 sizes[name] = ds._size_req[key]
-        got = decode_near(cams, tolerance_s=ds.tolerance_s, on_violation=ds.on_violation, threads=ds.threads,
-                          size=sizes, dtype=ds.dtype, out=outs, cache=ds.cache)
+        got = ds._decode(cams, {n: n.split(":", 1)[1] for n in cams}, sizes, outs)
         batch: Dict[str, Any] = {}
         for key in t.video_keys:
             x = frames[key]

@@ -372,3 +372,19 @@ def test_bad_arguments(lerobot_root):
         rl.LeRobotDataset(root, episodes=[7])
     with pytest.raises(IndexError):
         rl.LeRobotDataset(root, cameras=[WRIST])[102]
+
+
+def test_depth_keys_ask_for_gray_uint16(lerobot_root, tmp_path):
+    """A depth key (video.is_depth_map) is decoded with color="gray",
+    dtype="uint16" (the source's codes), never as RGB. Until decode_near has
+    gray (issue 29 point 4, another branch), that is a named ValueError."""
+    root = _copy(lerobot_root, tmp_path)
+    path = os.path.join(root, "meta/info.json")
+    info = json.load(open(path))
+    info["features"][WRIST]["info"]["video.is_depth_map"] = True
+    json.dump(info, open(path, "w"))
+    ds = rl.LeRobotDataset(root)
+    assert ds._mode(WRIST) == ("gray", "uint16") and ds._mode(FRONT) == ("rgb", "uint8")
+    with pytest.raises(ValueError, match="color='gray'"):
+        ds[3]
+    assert rl.LeRobotDataset(root, cameras=[FRONT, SIDE])[3][FRONT].shape == (3, 48, 64)
