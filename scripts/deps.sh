@@ -125,6 +125,16 @@ if [ $FOR_TESTS -eq 1 ]; then
             python3 -m pip install -q --user --break-system-packages 'moto[server]' ||
             { say "could not install moto[server]; run: python3 -m pip install 'moto[server]'"; exit 1; }
     fi
+    # reel.lerobot's tests: pyarrow (its parquet tables), PyAV (the tests make
+    # LeRobot-style data as LeRobot does: libsvtav1 episodes, stream-copy
+    # concatenation) and torchcodec 0.13 (LeRobot's decode path, the reference)
+    if ! python3 -c 'import pyarrow.parquet, av, torchcodec.decoders' >/dev/null 2>&1; then
+        say "installing pyarrow, av and torchcodec 0.13 with pip (reel.lerobot's tests and bench/bench_lerobot.py)"
+        python3 -m pip install -q pyarrow av 'torchcodec==0.13.*' 2>/dev/null ||
+            python3 -m pip install -q --user pyarrow av 'torchcodec==0.13.*' 2>/dev/null ||
+            python3 -m pip install -q --user --break-system-packages pyarrow av 'torchcodec==0.13.*' ||
+            { say "could not install them; run: python3 -m pip install pyarrow av 'torchcodec==0.13.*'"; exit 1; }
+    fi
     # The reference the VLM tests compare reel.vlm with: qwen-vl-utils 0.0.14
     # reading through decord, resizing with torchvision's transforms. Kept in
     # its own folder (tests/python/test_vlm.py appends it to sys.path), not in

@@ -92,7 +92,9 @@ PyObject *mod_read_blocks(PyObject *module, PyObject *source)
 }
 
 /* The global order of one epoch of a dataset (reel_order_create_for_dataset)
- * as a list of dataset indices. */
+ * as a list of dataset indices; `source` an int n: the order of n samples
+ * in one read block (reel_order_create), for consumers whose samples are
+ * not videos (reel.lerobot's frames). */
 PyObject *mod_epoch_order(PyObject *module, PyObject *args)
 {
     PyObject *source;
@@ -103,7 +105,17 @@ PyObject *mod_epoch_order(PyObject *module, PyObject *args)
         return NULL;
     reel_state *st = PyModule_GetState(module);
     reel_dataset *ds = NULL;
-    if (rx_build_dataset(st, source, &ds) < 0) return NULL;
+    long long count = -1;
+    if (PyLong_Check(source) && !PyBool_Check(source)) {
+        count = PyLong_AsLongLong(source);
+        if (count == -1 && PyErr_Occurred()) return NULL;
+        if (count < 1) {
+            PyErr_Format(PyExc_ValueError, "epoch_order: the number of samples must be >= 1, not %lld", count);
+            return NULL;
+        }
+    } else if (rx_build_dataset(st, source, &ds) < 0) {
+        return NULL;
+    }
     reel_order_settings os;
     reel_order_default_settings(&os);
     os.seed = seed;
@@ -114,13 +126,14 @@ PyObject *mod_epoch_order(PyObject *module, PyObject *args)
     reel_order *o = NULL;
     reel_error err;
     reel_error_clear(&err);
-    int r = reel_order_create_for_dataset(&o, ds, &os, &err);
+    os.num_samples = count;
+    int r = ds ? reel_order_create_for_dataset(&o, ds, &os, &err) : reel_order_create(&o, &os, &err);
     if (r == REEL_OK) r = reel_order_set_epoch(o, epoch, &err);
     PyObject *out = NULL;
     if (r != REEL_OK) {
         raise_err(st, r, &err, NULL);
     } else {
-        const int64_t n = (int64_t)reel_dataset_get_size(ds);
+        const int64_t n = ds ? (int64_t)reel_dataset_get_size(ds) : (int64_t)count;
         out = PyList_New((Py_ssize_t)n);
         for (int64_t g = 0; out && g < n; g++) {
             int64_t index = 0;

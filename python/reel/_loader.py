@@ -584,9 +584,14 @@ def epoch_order(source: Any, epoch: int = 0, *, seed: int = 0, shuffle: bool = T
     settings reads it (a store shard by shard by default). The order depends
     on nothing else: with a state's ``seed``, ``canonical_ranks`` and
     ``canonical_batch``, ``epoch_order(...)[samples_seen:]`` is what is left of
-    its epoch. For consumers that plan epochs without a Loader (reel/order.h)."""
-    src = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
-    return _reel.epoch_order(_dataset_entries(src), int(epoch), int(seed) & 0xFFFFFFFFFFFFFFFF, bool(shuffle),
+    its epoch. For consumers that plan epochs without a Loader (reel/order.h).
+    ``source`` may also be an int n: the order of n samples that are not
+    videos (reel.lerobot's frames), in one read block."""
+    if isinstance(source, int) and not isinstance(source, bool):
+        src: Any = source
+    else:
+        src = _dataset_entries(source if isinstance(source, (str, bytes, os.PathLike)) else list(source))
+    return _reel.epoch_order(src, int(epoch), int(seed) & 0xFFFFFFFFFFFFFFFF, bool(shuffle),
                              shuffle_window_code(shuffle_window), int(canonical_ranks), int(canonical_batch))
 
 
