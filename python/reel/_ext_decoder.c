@@ -594,15 +594,18 @@ int rx_dec_fill_meta(DecoderObject *self, FramesObject *f, const int64_t *idx, P
     int64_t count = 0;
     const reel_frame_entry *t = reel_decoder_get_frame_table(self->dec, &count);
     const reel_video_info *info = reel_decoder_get_info(self->dec);
-    double tb = info->time_base_den ? (double)info->time_base_num / (double)info->time_base_den : 0.0;
+    /* pts * num / den in this order: the product is exact below 2^53, so the
+     * seconds are correctly rounded (as torchcodec's are) */
+    const double num = info->time_base_den ? (double)info->time_base_num : 0.0;
+    const double den = info->time_base_den ? (double)info->time_base_den : 1.0;
     PyObject *li = PyTuple_New(n), *lp = PyTuple_New(n), *ld = PyTuple_New(n);
     if (!li || !lp || !ld) goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
         int64_t k = idx[i] < 0 ? idx[i] + count : idx[i];
         if (k < 0 || k >= count) k = 0; /* cannot happen after a successful decode */
         PyObject *a = PyLong_FromLongLong(k);
-        PyObject *b = PyFloat_FromDouble((double)t[k].pts * tb);
-        PyObject *c = PyFloat_FromDouble((double)t[k].duration * tb);
+        PyObject *b = PyFloat_FromDouble((double)t[k].pts * num / den);
+        PyObject *c = PyFloat_FromDouble((double)t[k].duration * num / den);
         if (!a || !b || !c) {
             Py_XDECREF(a);
             Py_XDECREF(b);
