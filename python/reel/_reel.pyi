@@ -116,6 +116,7 @@ class Decoder:
         check_keyframes: bool = True,
         remote: Optional[Dict[str, Any]] = None,
         gop_contexts: int = 0,
+        color: int = 0,
     ) -> None: ...
     @property
     def closed(self) -> bool: ...
@@ -226,6 +227,9 @@ DTYPE_UINT8: int
 DTYPE_FLOAT32: int
 DTYPE_FLOAT16: int
 DTYPE_BFLOAT16: int
+DTYPE_UINT16: int
+COLOR_RGB: int
+COLOR_GRAY: int
 FILTER_BILINEAR: int
 FILTER_AREA: int
 FILTER_BICUBIC: int
