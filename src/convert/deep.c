@@ -175,7 +175,9 @@ static void emit_deep(const uint8_t *src, int sstride, int w, int h, const inter
                 case REEL_DTYPE_UINT8: ((uint8_t *)dst)[o] = (uint8_t)v; break;
                 case REEL_DTYPE_UINT16: ((uint16_t *)dst)[o] = (uint16_t)v; break;
                 case REEL_DTYPE_FLOAT32: ((float *)dst)[o] = reel__px_norm(v, scale, mean, sd); break;
-                case REEL_DTYPE_FLOAT16: ((uint16_t *)dst)[o] = reel__f32_to_f16(reel__px_norm(v, scale, mean, sd)); break;
+                case REEL_DTYPE_FLOAT16:
+                    ((uint16_t *)dst)[o] = reel__f32_to_f16(reel__px_norm(v, scale, mean, sd));
+                    break;
                 default: ((uint16_t *)dst)[o] = reel__f32_to_bf16(reel__px_norm(v, scale, mean, sd)); break;
                 }
             }
