@@ -298,7 +298,7 @@ PyMethodDef reel_store_methods[] = {
     { "pack", (PyCFunction)(void (*)(void))mod_pack, METH_VARARGS | METH_KEYWORDS,
       "pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1, format='jpeg', quality=90, "
       "zstd_level=0, gop=8, crf=18, shard_size=1073741824, threads=0, part_index=0, part_count=1, progress=None, "
-      "sampler=None)\n"
+      "sampler=None, color=0, dtype=0)\n"
       "--\n\nBuilds (a part of) a packed store; returns the report as a dict." },
     { "pack_merge", mod_pack_merge, METH_O, "pack_merge(out_dir)\n--\n\nWrites the index of a store built in parts." },
     { "store_verify", mod_store_verify, METH_O,

@@ -50,40 +50,6 @@ int reel__color_channels(int color)
     return color == REEL_COLOR_RGB ? 3 : color == REEL_COLOR_GRAY ? 1 : 0;
 }
 
-uint16_t reel__f32_to_f16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t mant = x & 0x7fffffu;
-    int32_t exp = (int32_t)((x >> 23) & 0xff);
-    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    exp = exp - 127 + 15;
-    if (exp >= 0x1f) return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        if (exp < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t h = mant >> shift;
-        uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-}
-
-uint16_t reel__f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fffu + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
-}
-
 int reel_transform_get_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h, size_t *bytes,
                                    reel_error *err)
 {
@@ -162,109 +128,11 @@ int reel_frame_get_size(const reel_frame *f, int *w, int *h, reel_error *err)
     return f ? REEL_OK : reel__error_set(err, REEL_E_INVALID_ARG, "reel_frame_get_size: frame is NULL");
 }
 
-uint8_t *reel__scratch_get(reel__scratch *s, size_t size)
-{
-    if (s->size < size) {
-        av_free(s->p);
-        s->p = av_malloc(size);
-        s->size = s->p ? size : 0;
-    }
-    return s->p;
-}
-
 /* Row stride for packed RGB24 scratch images: swscale's SIMD yuv2rgb writes
  * in blocks of 8 pixels and may run past the width, so leave room. */
 static int rgb_stride(int w)
 {
     return FFALIGN(w * 3 + 24, 64);
-}
-
-int reel__sws_flags_of(int filter)
-{
-    switch (filter) {
-    case REEL_FILTER_AREA: return SWS_AREA;
-    case REEL_FILTER_BICUBIC: return SWS_BICUBIC;
-    case REEL_FILTER_NEAREST: return SWS_POINT;
-    default: return SWS_BILINEAR;
-    }
-}
-
-/* Colour matrix and range exactly as FFmpeg's scale filter picks them
- * (in_color_matrix=auto: the frame's matrix; range: the frame's range), so
- * output matches the ffmpeg CLI bit for bit. keep_range (gray to gray): the
- * output's range is the input's, so a gray picture keeps its codes, as
- * `scale=...:in_range=tv:out_range=tv` (the CLI's default would stretch a
- * limited-range gray picture that it resizes, and not one it leaves alone). */
-static void set_colors(struct SwsContext *sws, int cs, int range, int keep_range)
-{
-    int *inv, *tab, src_full, dst_full, bri, con, sat;
-    if (sws_getColorspaceDetails(sws, &inv, &src_full, &tab, &dst_full, &bri, &con, &sat) < 0) return;
-    if (cs < 1 || cs > 10 || cs == 8) cs = AVCOL_SPC_BT470BG;
-    const int *coef = sws_getCoefficients(cs);
-    if (range != AVCOL_RANGE_UNSPECIFIED) src_full = range == AVCOL_RANGE_JPEG;
-    sws_setColorspaceDetails(sws, coef, src_full, coef, keep_range ? src_full : dst_full, bri, con, sat);
-}
-
-/* One plane of samples, no palette: gray, gray10le, ... */
-static int is_gray(int fmt)
-{
-    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(fmt);
-    return d && d->nb_components == 1 && !(d->flags & (AV_PIX_FMT_FLAG_PAL | AV_PIX_FMT_FLAG_BITSTREAM));
-}
-
-struct SwsContext *reel__get_sws(reel_converter *c, int sw, int sh, int sfmt, int dw, int dh, int dfmt, int flags,
-                                 int cs, int range)
-{
-    sws_entry *lru = &c->cache[0];
-    c->tick++;
-    for (int i = 0; i < SWS_CACHE; i++) {
-        sws_entry *e = &c->cache[i];
-        if (e->sws && e->sw == sw && e->sh == sh && e->sfmt == sfmt && e->dw == dw && e->dh == dh && e->dfmt == dfmt &&
-            e->flags == flags && e->cs == cs && e->range == range) {
-            e->used = c->tick;
-            return e->sws;
-        }
-        if (e->used < lru->used) lru = e;
-    }
-    sws_freeContext(lru->sws);
-    memset(lru, 0, sizeof *lru);
-    lru->sws = sws_getContext(sw, sh, sfmt, dw, dh, dfmt, flags, NULL, NULL, NULL);
-    if (!lru->sws) return NULL;
-    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(sfmt);
-    if (d && !(d->flags & AV_PIX_FMT_FLAG_RGB)) set_colors(lru->sws, cs, range, is_gray(sfmt) && is_gray(dfmt));
-    lru->sw = sw;
-    lru->sh = sh;
-    lru->sfmt = sfmt;
-    lru->dw = dw;
-    lru->dh = dh;
-    lru->dfmt = dfmt;
-    lru->flags = flags;
-    lru->cs = cs;
-    lru->range = range;
-    lru->used = c->tick;
-    return lru->sws;
-}
-
-/* Pointers to pixel (x, y) of every plane of a YUV frame (x, y on luma). */
-void reel__plane_ptrs(const AVFrame *f, int x, int y, const uint8_t *src[4])
-{
-    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
-    for (int p = 0; p < 4; p++) {
-        if (!f->data[p]) {
-            src[p] = NULL;
-            continue;
-        }
-        int chroma = (p == 1 || p == 2);
-        int px = chroma ? (x >> d->log2_chroma_w) : x;
-        int py = chroma ? (y >> d->log2_chroma_h) : y;
-        int step = 0;
-        for (int i = 0; i < d->nb_components; i++)
-            if (d->comp[i].plane == p) {
-                step = d->comp[i].step;
-                break;
-            }
-        src[p] = f->data[p] + (ptrdiff_t)py * f->linesize[p] + (ptrdiff_t)px * step;
-    }
 }
 
 /* YUV region -> RGB24 scratch via swscale. */

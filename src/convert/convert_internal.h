@@ -1,6 +1,7 @@
 /* convert_internal.h: the converter's internals, for src/convert alone (the
  * converter object, its swscale cache and scratch, half and bfloat16
- * rounding, the SIMD widening, the deep path); element sizes are dtype.h. */
+ * rounding, the SIMD widening, the deep path); element sizes are dtype.h,
+ * gray and 16-bit per-pixel rules pixel_rules.h. */
 #ifndef REEL_CONVERT_INTERNAL_H
 #define REEL_CONVERT_INTERNAL_H
 
@@ -37,7 +38,8 @@ struct reel_converter {
     int ssse3;            /* the CPU has SSSE3 (FFmpeg's CPU flags, so its mask applies) */
 };
 
-/* IEEE 754 binary16 and bfloat16 from float, round to nearest even. */
+/* widen.c: IEEE 754 binary16 and bfloat16 from float, round to nearest
+ * even. */
 uint16_t reel__f32_to_f16(float f);
 uint16_t reel__f32_to_bf16(float f);
 
@@ -47,7 +49,7 @@ uint16_t reel__f32_to_bf16(float f);
 void reel__widen_f32(const uint8_t *restrict s, float *restrict o, int n, float scale, float mean, float sd);
 int reel__widen_f32_matches(float scale, float mean, float sd, const float lut[256]);
 
-/* convert.c's helpers, shared with deep.c: a scratch buffer of at least
+/* sws.c, shared by convert.c and deep.c: a scratch buffer of at least
  * `size` bytes (NULL when out of memory); swscale flags of a reel_filter;
  * a cached swscale context, the colour matrix and range set as the ffmpeg
  * CLI's scale filter sets them (between two gray formats the range kept: a

@@ -1,6 +1,7 @@
 /* pixel_rules.h: the per-pixel arithmetic of gray and 16-bit output (the
  * largest code of a depth, the float normalisation of a code), as static
- * inline functions, so that a GPU kernel mirrors exactly what the CPU does. */
+ * inline functions, so that a GPU kernel mirrors exactly what the CPU does
+ * (float16 and bfloat16 then round to nearest even: widen.c). */
 #ifndef REEL_CONVERT_PIXEL_RULES_H
 #define REEL_CONVERT_PIXEL_RULES_H
 

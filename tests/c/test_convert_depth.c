@@ -89,7 +89,8 @@ static void check_equal(const uint8_t *got, const uint8_t *want, size_t n, const
     size_t bad = 0, first = n;
     for (size_t i = 0; i < n; i++)
         if (got[i] != want[i] && !bad++) first = i;
-    CHECK_MSG(bad == 0, "%s: %zu of %zu bytes differ from the ffmpeg CLI's, the first at byte %zu", what, bad, n, first);
+    CHECK_MSG(bad == 0, "%s: %zu of %zu bytes differ from the ffmpeg CLI's, the first at byte %zu", what, bad, n,
+              first);
 }
 
 static const char *gray12(void)
@@ -192,7 +193,8 @@ TEST(deep_yuv_uint16_is_ffmpeg_rgb48le)
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         const char *v = cli_video(cases[k].name, cases[k].fmt, "libx265 -x265-params log-level=error");
-        static const char *const vf[3] = { NULL, "scale=40:30:flags=bilinear", "format=rgb48le,scale=40:30:flags=area" };
+        static const char *const vf[3] = { NULL, "scale=40:30:flags=bilinear",
+                                           "format=rgb48le,scale=40:30:flags=area" };
         for (int m = 0; m < 3; m++) {
             reel_transform t;
             transform(&t, REEL_COLOR_RGB, REEL_DTYPE_UINT16, m ? 40 : 0, m ? 30 : 0);

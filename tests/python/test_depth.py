@@ -39,7 +39,7 @@ def videos(tmp_path_factory, ffmpeg) -> dict:
     return out
 
 
-def ffmpeg_frames(np, ffmpeg: str, path: Path, pix: str, dtype, vf: str = "") -> "np.ndarray":
+def ffmpeg_frames(np, ffmpeg: str, path: Path, pix: str, dtype, vf: str = ""):
     """Every frame through the ffmpeg CLI as raw `pix`, flat per frame."""
     cmd = [ffmpeg, "-nostdin", "-v", "error", "-i", str(path), *(["-vf", vf] if vf else []), "-pix_fmt", pix,
            "-f", "rawvideo", "-"]
