@@ -195,3 +195,16 @@ def test_bad_values_are_named(videos):
         reel.VideoDecoder(videos["gray12"], dtype="int16")
     with pytest.raises(ValueError, match="color='bgr'"):
         reel.Loader([str(videos["gray12"])], color="bgr")
+
+
+def test_rotation_turns_gray_as_it_turns_rgb(np, ffmpeg, videos, tmp_path):
+    rot = tmp_path / "rot.mp4"
+    subprocess.run([ffmpeg, "-nostdin", "-v", "error", "-y", "-i", str(videos["gray12"]), "-c", "copy",
+                    "-metadata:s:v:0", "rotate=90", str(rot)], check=True)
+    turned = reel.VideoDecoder(rot, color="gray", dtype="uint16")
+    assert turned.frame_shape == (1, W, H)
+    plain = reel.VideoDecoder(videos["gray12"], color="gray", dtype="uint16")[0].numpy()[0]
+    rgb = reel.VideoDecoder(rot, layout="HWC")[0].numpy()
+    rgb0 = reel.VideoDecoder(videos["gray12"], layout="HWC")[0].numpy()
+    k = next(k for k in (1, -1, 2) if np.array_equal(rgb, np.rot90(rgb0, k)))  # the way RGB turns
+    assert np.array_equal(turned[0].numpy()[0], np.rot90(plain, k))
