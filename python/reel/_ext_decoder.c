@@ -97,6 +97,19 @@ int parse_floats3(PyObject *obj, float out[3], const char *what)
     return 0;
 }
 
+/* The integer codes Decoder() takes from reel/_decoder.py: 0, or -1 with a
+ * ValueError naming the bad one. */
+static int check_codes(int kind, int dtype, int layout, int color)
+{
+    const char *bad = kind < SRC_PATH || kind > SRC_FILE                       ? "source kind"
+                      : dtype < 0 || dtype > REEL_DTYPE_UINT16                 ? "dtype"
+                      : layout != REEL_LAYOUT_HWC && layout != REEL_LAYOUT_CHW ? "layout"
+                      : color != REEL_COLOR_RGB && color != REEL_COLOR_GRAY    ? "color"
+                                                                               : NULL;
+    if (bad) PyErr_Format(PyExc_ValueError, "reel decoder: bad %s", bad);
+    return bad ? -1 : 0;
+}
+
 static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {
@@ -126,15 +139,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
                                      &filter, &convert_path, &rotate, &flip, &dtype, &layout, &divisor, &mean, &std,
                                      &check_keyframes, &remote, &gop_contexts, &color))
         return -1;
-    if (kind < SRC_PATH || kind > SRC_FILE) {
-        PyErr_SetString(PyExc_ValueError, "reel decoder: bad source kind");
-        return -1;
-    }
-    if (dtype < 0 || dtype > REEL_DTYPE_UINT16 || (layout != REEL_LAYOUT_HWC && layout != REEL_LAYOUT_CHW) ||
-        (color != REEL_COLOR_RGB && color != REEL_COLOR_GRAY)) {
-        PyErr_SetString(PyExc_ValueError, "reel decoder: bad dtype, layout or color");
-        return -1;
-    }
+    if (check_codes(kind, dtype, layout, color) < 0) return -1;
     reel_decoder_default_settings(&self->settings);
     if (remote != Py_None) {
         if (rx_remote_from_dict(remote, &self->remote, &self->ca_bundle, &self->bearer_token) < 0) return -1;

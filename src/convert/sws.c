@@ -104,4 +104,3 @@ void reel__plane_ptrs(const AVFrame *f, int x, int y, const uint8_t *src[4])
         src[p] = f->data[p] + (ptrdiff_t)py * f->linesize[p] + (ptrdiff_t)px * step;
     }
 }
-

@@ -5,6 +5,7 @@
 # 10-bit video; the errors by name.
 from __future__ import annotations
 
+import os
 import subprocess
 import zipfile
 from pathlib import Path
@@ -208,3 +209,20 @@ def test_rotation_turns_gray_as_it_turns_rgb(np, ffmpeg, videos, tmp_path):
     rgb0 = reel.VideoDecoder(videos["gray12"], layout="HWC")[0].numpy()
     k = next(k for k in (1, -1, 2) if np.array_equal(rgb, np.rot90(rgb0, k)))  # the way RGB turns
     assert np.array_equal(turned[0].numpy()[0], np.rot90(plain, k))
+
+
+def test_cli_pack_color_and_dtype(np, videos, tmp_path):
+    cli = os.environ.get("REEL_CLI")
+    if not cli:
+        pytest.skip("the reel CLI is not built (set REEL_CLI)")
+    folder = str(Path(videos["gray12"]).parent)
+    out = subprocess.run([cli, "pack", folder, str(tmp_path / "st"), "--size", "source", "--format", "raw",
+                          "--color", "gray", "--dtype", "uint16"], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert [r["bit_depth"] for r in reel._reel.store_records(str(tmp_path / "st"))] == [12, 12]
+    out = subprocess.run([cli, "pack", folder, str(tmp_path / "j"), "--dtype", "uint16"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode != 0 and "jpeg records hold 8-bit RGB: dtype uint16 needs format raw" in out.stderr
+    out = subprocess.run([cli, "pack", folder, str(tmp_path / "b"), "--color", "grey"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2 and "bad --color (rgb or gray)" in out.stderr
