@@ -30,7 +30,8 @@ extern "C" {
 /** How frames are stored. */
 typedef enum reel_store_format {
     REEL_STORE_FORMAT_JPEG = 1, /**< one baseline JPEG per frame (libjpeg-turbo, 4:2:0) */
-    REEL_STORE_FORMAT_RAW = 2,  /**< RGB24 per frame, optionally zstd-compressed */
+    REEL_STORE_FORMAT_RAW = 2,  /**< RGB24 per frame (or gray, 16-bit: reel_pack_settings.color, .dtype),
+                                     optionally zstd-compressed */
     REEL_STORE_FORMAT_H264 = 3  /**< each record one short-GOP H.264 stream (Matroska) */
 } reel_store_format;
 
@@ -227,8 +228,10 @@ REEL_API int reel_store_get_source_index(const reel_store *s, int64_t record, in
 
 /** Where stored frame `pos` of record i lies: its shard (as in
  *  reel_store_record.shard) at `offset` bytes, `length` bytes long. For
- *  JPEG and RAW stores, those bytes are the frame alone (a JPEG file; RGB24
- *  rows, or their zstd frame); for H264, the whole record. */
+ *  JPEG and RAW stores, those bytes are the frame alone (a JPEG file; rows
+ *  of the record's pixels, RGB24 unless reel_store_record.channels and
+ *  .bit_depth say otherwise, or their zstd frame); for H264, the whole
+ *  record. */
 REEL_API int reel_store_get_frame_bytes(const reel_store *s, int64_t record, int64_t pos, int64_t *offset,
                                         int64_t *length, reel_error *err);
 
