@@ -32,7 +32,8 @@ static void usage(FILE *fp)
                 "  --short-side N        resize the short side to N before the crop (size * 8/7)\n"
                 "  --crop KIND           center | random | resized (random)\n"
                 "  --flip KIND           none | random (random)\n"
-                "  --dtype T             uint8 | float32 | float16 | bfloat16 (uint8)\n"
+                "  --dtype T             uint8 | float32 | float16 | bfloat16 | uint16 (uint8)\n"
+                "  --color C             rgb | gray (rgb)\n"
                 "  --layout L            btchw | bcthw | bthwc (btchw)\n"
                 "  --batch N             videos per batch (32)\n"
                 "  --decode-threads N    decode threads, stage 2 (the core count)\n"
@@ -137,7 +138,7 @@ static const char *advice(const char *bottleneck)
 static void report(const reel_loader_metrics *m, reel_loader *l, const char *path, size_t videos,
                    const reel_loader_settings *s, int interrupted)
 {
-    static const char *dtypes[] = { "uint8", "float32", "float16", "bfloat16" };
+    static const char *dtypes[] = { "uint8", "float32", "float16", "bfloat16", "uint16" };
     static const char *layouts[] = { "[B,T,C,H,W]", "[B,C,T,H,W]", "[B,T,H,W,C]" };
     printf("reel bench %s%s\n", path, interrupted ? "  (interrupted)" : "");
     printf("  dataset      %zu videos, %lld epoch(s), batch %d x %d clip(s) x %d frames, %dx%d %s %s\n", videos,
@@ -214,7 +215,9 @@ static void report(const reel_loader_metrics *m, reel_loader *l, const char *pat
         printf("  failed       ... and %lld more distinct failures (see --json)\n", (long long)(shown - 20));
 }
 
-static const char *const dtypes[] = { "uint8", "float32", "float16", "bfloat16" };
+/* indexed by reel_dtype and reel_color */
+static const char *const dtypes[] = { "uint8", "float32", "float16", "bfloat16", "uint16" };
+static const char *const colors[] = { "rgb", "gray" };
 static const char *const layouts[] = { "btchw", "bcthw", "bthwc" };
 
 /* What the command line asks for. */
@@ -370,6 +373,7 @@ static int parse_one(bench_args *b, int argc, char **argv, int *i)
     ENUM_OPT("--crop", s->transform.crop, crops)
     ENUM_OPT("--flip", s->transform.flip, flips)
     ENUM_OPT("--dtype", s->transform.pixels.dtype, dtypes)
+    ENUM_OPT("--color", s->transform.pixels.color, colors)
     ENUM_OPT("--layout", s->transform.layout, layouts)
     ENUM_OPT("--on-error", s->on_error, policies)
 #undef INT_OPT

@@ -28,6 +28,9 @@ static void usage(FILE *out)
                  "                          (default 768) of them; count: --frames N; a multiple of\n"
                  "                          --frame-factor (default 2), spread by linspace over the video\n"
                  "  --format jpeg|raw|h264  (default jpeg)\n"
+                 "  --color rgb|gray        stored channels (default rgb); gray: one, ffmpeg's -pix_fmt gray\n"
+                 "  --dtype uint8|uint16    stored samples (default uint8); uint16: RGB as rgb48le, gray as the\n"
+                 "                          source's codes (12-bit: 0..4095); gray and uint16 need --format raw\n"
                  "  --quality Q             JPEG quality (default 90)\n"
                  "  --zstd [LEVEL]          raw: compress each frame with zstd (default level 3)\n"
                  "  --gop G                 h264: keyframe interval (default 8); --crf N (default 18)\n"
@@ -199,6 +202,20 @@ static int set_option(reel_pack_settings *s, const char *a, const char *v, const
             s->format = REEL_STORE_FORMAT_H264;
         else
             return bad("bad --format (jpeg, raw or h264)", v);
+    } else if (!strcmp(a, "--color")) {
+        if (!strcmp(v, "rgb"))
+            s->color = REEL_COLOR_RGB;
+        else if (!strcmp(v, "gray"))
+            s->color = REEL_COLOR_GRAY;
+        else
+            return bad("bad --color (rgb or gray)", v);
+    } else if (!strcmp(a, "--dtype")) {
+        if (!strcmp(v, "uint8"))
+            s->dtype = REEL_DTYPE_UINT8;
+        else if (!strcmp(v, "uint16"))
+            s->dtype = REEL_DTYPE_UINT16;
+        else
+            return bad("bad --dtype (uint8 or uint16)", v);
     } else if (!strcmp(a, "--quality")) {
         if (cli_parse_int(v, &s->quality) != 0 || s->quality < 1 || s->quality > 100) return bad("bad --quality", v);
     } else if (!strcmp(a, "--gop")) {

@@ -23,8 +23,21 @@ typedef enum reel_dtype {
     REEL_DTYPE_UINT8 = 0,
     REEL_DTYPE_FLOAT32 = 1,
     REEL_DTYPE_FLOAT16 = 2,
-    REEL_DTYPE_BFLOAT16 = 3
+    REEL_DTYPE_BFLOAT16 = 3,
+    /** 16-bit codes: RGB as ffmpeg's rgb48le (0..65535, whatever the
+     *  source's depth); gray as the source's own codes (a 12-bit source
+     *  0..4095, as gray12le; an 8-bit one 0..255) */
+    REEL_DTYPE_UINT16 = 4
 } reel_dtype;
+
+/** Channels of the output. reel_pixel_settings.color. */
+typedef enum reel_color {
+    REEL_COLOR_RGB = 0, /**< 3 channels, R, G, B */
+    /** 1 channel: the luma as ffmpeg's `-pix_fmt gray` (8 bits) or
+     *  gray<depth>le (uint16 and float dtypes of a source deeper than 8 bits);
+     *  a gray source keeps its codes and range */
+    REEL_COLOR_GRAY = 1
+} reel_color;
 
 /** Memory layout of one frame. */
 typedef enum reel_layout {
@@ -59,15 +72,21 @@ typedef struct reel_pixel_settings {
     int apply_rotation; /**< 1 (default): honour the display matrix (rotate before the crop) */
     reel_dtype dtype;   /**< reel_dtype; default UINT8 */
     /* Per-channel normalisation, out = (v/divisor - mean) / std, applied
-     * only for float dtypes; the defaults give [0,1]. */
+     * only for float dtypes; the defaults give [0,1]. `divisor` is on the
+     * 8-bit scale: v is a code of the picture the uint16 dtype would give
+     * when that is deeper than 8 bits (RGB48, or gray of a deep source), and
+     * the divisor is then scaled by its largest code / 255, so the default
+     * divides by the source's largest code (4095 for 12-bit gray). Gray uses
+     * mean[0] and std[0]. */
     float divisor;        /**< default 255 */
     float mean[3];        /**< default 0 */
     float std[3];         /**< default 1 */
-    uint8_t reserved[16]; /**< zero (the defaults function clears it); room to grow without an ABI break */
+    reel_color color;     /**< reel_color; default RGB */
+    uint8_t reserved[12]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_pixel_settings;
 
 /** Fills `p` with the defaults: bilinear, fused, the display rotation
- *  honoured, uint8, divisor 255, mean 0, std 1. */
+ *  honoured, uint8, divisor 255, mean 0, std 1, RGB. */
 REEL_API void reel_pixel_default_settings(reel_pixel_settings *p);
 
 /** A complete description of the output of one frame.

@@ -30,7 +30,8 @@ extern "C" {
 /** How frames are stored. */
 typedef enum reel_store_format {
     REEL_STORE_FORMAT_JPEG = 1, /**< one baseline JPEG per frame (libjpeg-turbo, 4:2:0) */
-    REEL_STORE_FORMAT_RAW = 2,  /**< RGB24 per frame, optionally zstd-compressed */
+    REEL_STORE_FORMAT_RAW = 2,  /**< RGB24 per frame (or gray, 16-bit: reel_pack_settings.color, .dtype),
+                                     optionally zstd-compressed */
     REEL_STORE_FORMAT_H264 = 3  /**< each record one short-GOP H.264 stream (Matroska) */
 } reel_store_format;
 
@@ -77,7 +78,16 @@ typedef struct reel_pack_settings {
      *  reel_sampler_default_settings' values. REEL_SAMPLER_NONE (default):
      *  all frames, or by `every` / `fps` (neither is taken with a sampler). */
     reel_sampler_settings sampler;
-    uint8_t reserved[44]; /**< zero; room to grow without an ABI break */
+    /** The stored samples (raw records keep them as the decoder gives them,
+     *  reel/convert.h): RGB (default) or GRAY, one channel. */
+    reel_color color;
+    /** UINT8 (default) or UINT16: RGB as rgb48le, gray as the source's codes
+     *  (a 12-bit source's 0..4095; one of 8 bits is stored as 8-bit gray).
+     *  UINT16 and GRAY need REEL_STORE_FORMAT_RAW: jpeg and h264 records
+     *  hold 8-bit RGB (refused by name), and they refuse a gray source
+     *  deeper than 8 bits (a depth map), naming the video and its depth. */
+    reel_dtype dtype;
+    uint8_t reserved[36]; /**< zero; room to grow without an ABI break */
 } reel_pack_settings;
 
 /** What a build did. */
@@ -160,7 +170,9 @@ typedef struct reel_store_info {
      *  max_frames, frame_factor; REEL_SAMPLER_COUNT frames_per_clip,
      *  frame_factor; the other fields are 0. */
     reel_sampler_settings sampler;
-    uint8_t reserved[44]; /**< zero; room to grow (common.h) */
+    reel_color color;     /**< reel_pack_settings.color: RGB or GRAY records */
+    reel_dtype dtype;     /**< reel_pack_settings.dtype: UINT8 or UINT16 */
+    uint8_t reserved[36]; /**< zero; room to grow (common.h) */
 } reel_store_info;
 
 /** One record (one video or segment). Its pointers are returned (common.h):
@@ -182,7 +194,9 @@ typedef struct reel_store_record {
     int64_t source_mtime_ns;
     const char *shard;      /**< shard file name */
     int64_t offset, length; /**< bytes in the shard */
-    uint8_t reserved[32];   /**< zero; room to grow (common.h) */
+    int channels;           /**< of a stored pixel: 3 (RGB) or 1 (gray) */
+    int bit_depth;          /**< bits of a stored sample's code: 8, 16 (RGB48), or a gray source's 9..16 */
+    uint8_t reserved[24];   /**< zero; room to grow (common.h) */
 } reel_store_record;
 
 /** Opens the store in `dir` (its index, store.idx, read through reel's byte
@@ -214,8 +228,10 @@ REEL_API int reel_store_get_source_index(const reel_store *s, int64_t record, in
 
 /** Where stored frame `pos` of record i lies: its shard (as in
  *  reel_store_record.shard) at `offset` bytes, `length` bytes long. For
- *  JPEG and RAW stores, those bytes are the frame alone (a JPEG file; RGB24
- *  rows, or their zstd frame); for H264, the whole record. */
+ *  JPEG and RAW stores, those bytes are the frame alone (a JPEG file; rows
+ *  of the record's pixels, RGB24 unless reel_store_record.channels and
+ *  .bit_depth say otherwise, or their zstd frame); for H264, the whole
+ *  record. */
 REEL_API int reel_store_get_frame_bytes(const reel_store *s, int64_t record, int64_t pos, int64_t *offset,
                                         int64_t *length, reel_error *err);
 

@@ -181,10 +181,17 @@ class VideoDecoder:
     - ``size``: output ``(height, width)`` or an int for a square; None: the
       crop's (or the frame's) size.
     - ``layout``: ``"CHW"`` (default, as torch expects) or ``"HWC"``.
-    - ``dtype``: ``"uint8"`` (default), ``"float32"``, ``"float16"`` or
-      ``"bfloat16"`` (strings, torch or numpy dtypes).
+    - ``dtype``: ``"uint8"`` (default), ``"uint16"``, ``"float32"``,
+      ``"float16"`` or ``"bfloat16"`` (strings, torch or numpy dtypes).
+      ``"uint16"``: RGB as ffmpeg's ``-pix_fmt rgb48le`` (0..65535), gray as
+      the source's own codes (a 12-bit source 0..4095, as ``gray12le``).
+    - ``color``: ``"rgb"`` (default, 3 channels) or ``"gray"`` (1 channel:
+      ffmpeg's ``-pix_fmt gray``, or ``gray<depth>le`` for ``uint16`` and float
+      dtypes of a source deeper than 8 bits; a gray source keeps its codes).
     - ``mean``, ``std``, ``divisor``: for float dtypes,
-      ``out = (v / divisor - mean) / std`` per channel (defaults 0, 1, 255).
+      ``out = (v / divisor - mean) / std`` per channel (defaults 0, 1, 255);
+      for gray of a deep source, v is its code and the divisor is scaled by
+      its largest code / 255 (by default: code / 4095 for 12 bits).
     - ``filter``: ``"bilinear"`` (default), ``"area"``, ``"bicubic"``, ``"nearest"``.
     - ``convert_path``: ``"fused"`` (default: one pass from YUV, bit-exact with
       ``ffmpeg -vf crop,scale``) or ``"after_rgb"`` (RGB first, like torchvision).
@@ -232,6 +239,7 @@ class VideoDecoder:
         size: Union[int, Sequence[int], None] = None,
         layout: str = "CHW",
         dtype: Any = "uint8",
+        color: str = "rgb",
         mean: Optional[Sequence[float]] = None,
         std: Optional[Sequence[float]] = None,
         divisor: float = 255.0,
@@ -253,7 +261,7 @@ class VideoDecoder:
         self._options = dict(
             stream=stream, threads=threads, crop=None if crop is None else tuple(crop),
             size=size if size is None or isinstance(size, int) else tuple(size),
-            layout=layout, dtype=dtype, mean=mean, std=std, divisor=divisor, filter=filter,
+            layout=layout, dtype=dtype, color=color, mean=mean, std=std, divisor=divisor, filter=filter,
             convert_path=convert_path, apply_rotation=apply_rotation, flip=flip, index_mode=index_mode,
             index_path=opt.fspath_or_none(index_path), corrupt_policy=corrupt_policy,
             skip_nonref=skip_nonref, force_scan=force_scan, check_keyframes=check_keyframes, name=name,
@@ -286,6 +294,7 @@ class VideoDecoder:
             convert_path=opt.choice("convert_path", convert_path, opt.CONVERT_PATHS),
             rotate=bool(apply_rotation), flip=bool(flip),
             dtype=opt.dtype_code(dtype),
+            color=opt.choice("color", color, opt.COLORS),
             layout=layout_code,
             divisor=float(divisor),
             mean=opt.rgb3("mean", mean, 0.0),
@@ -416,7 +425,7 @@ class VideoDecoder:
         per_frame = 1
         for dim in self.frame_shape:
             per_frame *= dim
-        itemsize = 1 if self.dtype == "uint8" else 4 if self.dtype == "float32" else 2
+        itemsize = {"uint8": 1, "float32": 4}.get(self.dtype, 2)
         chunk = max(1, min(32, (64 << 20) // (per_frame * itemsize)))
         layout = "CHW" if self._chw else "HWC"
         for start in range(0, n, chunk):

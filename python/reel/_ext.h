@@ -118,14 +118,15 @@ extern struct PyModuleDef reel_module;
 #define REEL_PY_MAXDIM 8
 #define REEL_PY_ALIGN  64
 
-/* Element types: the first four equal reel_dtype values. */
+/* Element types: the first five equal reel_dtype values. */
 enum {
     DT_UINT8 = REEL_DTYPE_UINT8,
     DT_FLOAT32 = REEL_DTYPE_FLOAT32,
     DT_FLOAT16 = REEL_DTYPE_FLOAT16,
     DT_BFLOAT16 = REEL_DTYPE_BFLOAT16,
-    DT_INT64 = 4,
-    DT_COUNT = 5
+    DT_UINT16 = REEL_DTYPE_UINT16,
+    DT_INT64 = 5,
+    DT_COUNT = 6
 };
 
 typedef struct rx_dtype_info {

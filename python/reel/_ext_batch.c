@@ -54,13 +54,15 @@ static PyObject *clip_views(reel_state *st, PyObject *owner, const reel_batch *b
     PyObject *list = PyList_New((Py_ssize_t)b->num_clips);
     for (int64_t i = 0; list && i < b->num_clips; i++) {
         const reel_clip_info *c = &b->clips[i];
+        /* the channels: the batch's channel axis (1 gray, 3 RGB) */
+        const int64_t nc = b->shape[b->layout == REEL_BATCH_BCTHW ? 1 : b->layout == REEL_BATCH_BTHWC ? 4 : 2];
         int64_t shape[4];
         if (b->layout == REEL_BATCH_BCTHW) {
-            shape[0] = 3, shape[1] = c->num_frames, shape[2] = c->height, shape[3] = c->width;
+            shape[0] = nc, shape[1] = c->num_frames, shape[2] = c->height, shape[3] = c->width;
         } else if (b->layout == REEL_BATCH_BTHWC) {
-            shape[0] = c->num_frames, shape[1] = c->height, shape[2] = c->width, shape[3] = 3;
+            shape[0] = c->num_frames, shape[1] = c->height, shape[2] = c->width, shape[3] = nc;
         } else {
-            shape[0] = c->num_frames, shape[1] = 3, shape[2] = c->height, shape[3] = c->width;
+            shape[0] = c->num_frames, shape[1] = nc, shape[2] = c->height, shape[3] = c->width;
         }
         FramesObject *f = frames_view(st, owner, c->data, b->dtype, 4, shape);
         if (f && !(f->layout = PyUnicode_FromString(names[b->layout == REEL_BATCH_BCTHW   ? 1
@@ -140,7 +142,7 @@ PyObject *rx_batch_result(reel_state *st, PyObject *owner, const reel_batch *b, 
         PyErr_SetString(PyExc_MemoryError, "reel.Loader: out of memory for the padded batch");
         goto done;
     }
-    if (ndim < 1 || ndim > REEL_PY_MAXDIM || b->dtype < 0 || b->dtype > REEL_DTYPE_BFLOAT16) {
+    if (ndim < 1 || ndim > REEL_PY_MAXDIM || b->dtype < 0 || b->dtype > REEL_DTYPE_UINT16) {
         PyErr_SetString(PyExc_SystemError, "reel: the loader returned a batch that is not C-contiguous");
         goto done;
     }

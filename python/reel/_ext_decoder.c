@@ -97,13 +97,26 @@ int parse_floats3(PyObject *obj, float out[3], const char *what)
     return 0;
 }
 
+/* The integer codes Decoder() takes from reel/_decoder.py: 0, or -1 with a
+ * ValueError naming the bad one. */
+static int check_codes(int kind, int dtype, int layout, int color)
+{
+    const char *bad = kind < SRC_PATH || kind > SRC_FILE                       ? "source kind"
+                      : dtype < 0 || dtype > REEL_DTYPE_UINT16                 ? "dtype"
+                      : layout != REEL_LAYOUT_HWC && layout != REEL_LAYOUT_CHW ? "layout"
+                      : color != REEL_COLOR_RGB && color != REEL_COLOR_GRAY    ? "color"
+                                                                               : NULL;
+    if (bad) PyErr_Format(PyExc_ValueError, "reel decoder: bad %s", bad);
+    return bad ? -1 : 0;
+}
+
 static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = {
         "source",       "kind",       "name",   "stream",  "threads", "corrupt", "index_mode",      "index_path",
         "skip_nonref",  "force_scan", "crop",   "width",   "height",  "filter",  "convert_path",    "rotate",
         "flip",         "dtype",      "layout", "divisor", "mean",    "std",     "check_keyframes", "remote",
-        "gop_contexts", NULL
+        "gop_contexts", "color",      NULL
     };
     PyObject *source, *name = Py_None, *index_path = Py_None, *mean = Py_None, *std = Py_None, *remote = Py_None;
     int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
@@ -112,7 +125,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     reel_transform_default_settings(&def);
     int cx = 0, cy = 0, cw = 0, ch = 0, width = 0, height = 0, filter = def.pixels.filter;
     int convert_path = def.pixels.convert_path, rotate = def.pixels.apply_rotation, flip = def.flip_horizontal;
-    int dtype = def.pixels.dtype, layout = def.layout;
+    int dtype = def.pixels.dtype, layout = def.layout, color = def.pixels.color;
     double divisor = def.pixels.divisor;
     if (self->lock || self->source || self->name) {
         PyErr_SetString(PyExc_RuntimeError, "reel decoder: __init__ called twice");
@@ -120,20 +133,13 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     }
     if (!PyArg_ParseTupleAndKeywords(args, kwargs,
                                      "Oi|$OiiiiOpp(iiii)iiiipp"
-                                     "iidOOpOi:Decoder",
+                                     "iidOOpOii:Decoder",
                                      kwlist, &source, &kind, &name, &stream, &threads, &corrupt, &index_mode,
                                      &index_path, &skip_nonref, &force_scan, &cx, &cy, &cw, &ch, &width, &height,
                                      &filter, &convert_path, &rotate, &flip, &dtype, &layout, &divisor, &mean, &std,
-                                     &check_keyframes, &remote, &gop_contexts))
+                                     &check_keyframes, &remote, &gop_contexts, &color))
         return -1;
-    if (kind < SRC_PATH || kind > SRC_FILE) {
-        PyErr_SetString(PyExc_ValueError, "reel decoder: bad source kind");
-        return -1;
-    }
-    if (dtype < 0 || dtype > REEL_DTYPE_BFLOAT16 || (layout != REEL_LAYOUT_HWC && layout != REEL_LAYOUT_CHW)) {
-        PyErr_SetString(PyExc_ValueError, "reel decoder: bad dtype or layout");
-        return -1;
-    }
+    if (check_codes(kind, dtype, layout, color) < 0) return -1;
     reel_decoder_default_settings(&self->settings);
     if (remote != Py_None) {
         if (rx_remote_from_dict(remote, &self->remote, &self->ca_bundle, &self->bearer_token) < 0) return -1;
@@ -166,6 +172,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     t->pixels.apply_rotation = rotate;
     t->flip_horizontal = flip;
     t->pixels.dtype = dtype;
+    t->pixels.color = color;
     t->layout = layout;
     t->pixels.divisor = (float)divisor;
     if (parse_floats3(mean, t->pixels.mean, "mean") < 0 || parse_floats3(std, t->pixels.std, "std") < 0) return -1;
@@ -298,8 +305,9 @@ static PyObject *decoder_get_name(DecoderObject *self, void *c)
 static PyObject *decoder_get_frame_shape(DecoderObject *self, void *c)
 {
     (void)c;
-    if (self->transform.layout == REEL_LAYOUT_CHW) return Py_BuildValue("(iii)", 3, self->out_h, self->out_w);
-    return Py_BuildValue("(iii)", self->out_h, self->out_w, 3);
+    const int nc = self->transform.pixels.color == REEL_COLOR_GRAY ? 1 : 3;
+    if (self->transform.layout == REEL_LAYOUT_CHW) return Py_BuildValue("(iii)", nc, self->out_h, self->out_w);
+    return Py_BuildValue("(iii)", self->out_h, self->out_w, nc);
 }
 
 static PyObject *decoder_get_dtype(DecoderObject *self, void *c)
@@ -634,14 +642,15 @@ FramesObject *rx_dec_alloc_frames(DecoderObject *self, Py_ssize_t n)
     if (!st) return NULL;
     int64_t shape[4];
     shape[0] = n;
+    const int nc = self->transform.pixels.color == REEL_COLOR_GRAY ? 1 : 3;
     if (self->transform.layout == REEL_LAYOUT_CHW) {
-        shape[1] = 3;
+        shape[1] = nc;
         shape[2] = self->out_h;
         shape[3] = self->out_w;
     } else {
         shape[1] = self->out_h;
         shape[2] = self->out_w;
-        shape[3] = 3;
+        shape[3] = nc;
     }
     FramesObject *f = frames_alloc(st, self->transform.pixels.dtype, 4, shape);
     if (f && (size_t)n && f->nbytes / (size_t)n != self->frame_bytes) {

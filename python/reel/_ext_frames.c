@@ -54,7 +54,7 @@ typedef struct DLManagedTensorVersioned {
 const rx_dtype_info dtype_table[DT_COUNT] = {
     [DT_UINT8] = { "uint8", 1, kDLUInt, "B" },      [DT_FLOAT32] = { "float32", 4, kDLFloat, "f" },
     [DT_FLOAT16] = { "float16", 2, kDLFloat, "e" }, [DT_BFLOAT16] = { "bfloat16", 2, kDLBfloat, NULL },
-    [DT_INT64] = { "int64", 8, kDLInt, "q" },
+    [DT_UINT16] = { "uint16", 2, kDLUInt, "H" },    [DT_INT64] = { "int64", 8, kDLInt, "q" },
 };
 
 static int frames_set_shape(FramesObject *f, int ndim, const int64_t *shape)
@@ -220,8 +220,8 @@ META_GETTER(frames_get_within, within)
 
 static PyGetSetDef frames_getset[] = {
     { "shape", (getter)frames_get_shape, NULL, "The shape, a tuple of ints.", NULL },
-    { "dtype", (getter)frames_get_dtype, NULL, "Element type: 'uint8', 'float32', 'float16', 'bfloat16' or 'int64'.",
-      NULL },
+    { "dtype", (getter)frames_get_dtype, NULL,
+      "Element type: 'uint8', 'uint16', 'float32', 'float16', 'bfloat16' or 'int64'.", NULL },
     { "ndim", (getter)frames_get_ndim, NULL, "Number of dimensions.", NULL },
     { "nbytes", (getter)frames_get_nbytes, NULL, "Size of the data in bytes.", NULL },
     { "itemsize", (getter)frames_get_itemsize, NULL, "Bytes per element.", NULL },

@@ -87,23 +87,27 @@ static int sampler_from_dict(PyObject *d, reel_sampler_settings *s)
 /* pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1,
  *      format="jpeg", quality=90, zstd_level=0, gop=8, crf=18,
  *      shard_size=1<<30, threads=0, part_index=0, part_count=1, progress=None,
- *      sampler=None) -> dict; sampler: see sampler_from_dict */
+ *      sampler=None, color=0, dtype=0) -> dict; sampler: see sampler_from_dict;
+ *      color, dtype: reel_color and reel_dtype codes */
 static PyObject *mod_pack(PyObject *module, PyObject *args, PyObject *kwargs)
 {
     static char *kwlist[] = { "source",     "out_dir",    "short_side", "width",   "height", "fps",        "every",
                               "format",     "quality",    "zstd_level", "gop",     "crf",    "shard_size", "threads",
-                              "part_index", "part_count", "progress",   "sampler", NULL };
+                              "part_index", "part_count", "progress",   "sampler", "color",  "dtype",      NULL };
     reel_state *st = PyModule_GetState(module);
     PyObject *src_obj, *out_obj, *progress = Py_None, *sampler = Py_None, *sb = NULL, *ob = NULL;
     const char *format = "jpeg";
     long long shard_size = (long long)1 << 30;
     reel_pack_settings s;
     reel_pack_default_settings(&s);
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iiidisiiiiLiiiOO:pack", kwlist, &src_obj, &out_obj,
+    int color = (int)s.color, dtype = (int)s.dtype;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iiidisiiiiLiiiOOii:pack", kwlist, &src_obj, &out_obj,
                                      &s.short_side, &s.width, &s.height, &s.fps, &s.every, &format, &s.quality,
                                      &s.zstd_level, &s.gop, &s.crf, &shard_size, &s.threads, &s.part_index,
-                                     &s.part_count, &progress, &sampler))
+                                     &s.part_count, &progress, &sampler, &color, &dtype))
         return NULL;
+    s.color = (reel_color)color; /* reel_pack judges both */
+    s.dtype = (reel_dtype)dtype;
     if (sampler != Py_None && sampler_from_dict(sampler, &s.sampler) < 0) return NULL;
     int fc = format_code(format);
     if (fc < 0) {
@@ -240,14 +244,16 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
                                 "frame_factor", i.sampler.frame_factor);
     }
     if (!sampler) Py_CLEAR(classes);
-    PyObject *res = classes ? Py_BuildValue("{s:s,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:d,s:i,s:O,s:N}",
-                                            "format", fmts[i.format >= 1 && i.format <= 3 ? i.format : 0], "version",
-                                            i.version, "records", (long long)i.num_records, "frames",
-                                            (long long)i.num_frames, "failed", (long long)i.num_failed, "bytes",
-                                            (long long)i.bytes, "shards", i.num_shards, "short_side", i.short_side,
-                                            "width", i.width, "height", i.height, "quality", i.quality, "gop", i.gop,
-                                            "fps", i.fps, "every", i.every, "sampler", sampler, "class_names", classes)
-                            : NULL;
+    PyObject *res =
+        classes ? Py_BuildValue("{s:s,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:d,s:i,s:O,s:s,s:s,s:N}", "format",
+                                fmts[i.format >= 1 && i.format <= 3 ? i.format : 0], "version", i.version, "records",
+                                (long long)i.num_records, "frames", (long long)i.num_frames, "failed",
+                                (long long)i.num_failed, "bytes", (long long)i.bytes, "shards", i.num_shards,
+                                "short_side", i.short_side, "width", i.width, "height", i.height, "quality", i.quality,
+                                "gop", i.gop, "fps", i.fps, "every", i.every, "sampler", sampler, "color",
+                                i.color == REEL_COLOR_GRAY ? "gray" : "rgb", "dtype",
+                                i.dtype == REEL_DTYPE_UINT16 ? "uint16" : "uint8", "class_names", classes)
+                : NULL;
     Py_XDECREF(sampler);
     reel_store_close(&s);
     return res;
@@ -274,12 +280,13 @@ static PyObject *mod_store_records(PyObject *module, PyObject *arg)
             break;
         }
         PyObject *d = Py_BuildValue(
-            "{s:N,s:L,s:i,s:N,s:L,s:N,s:L,s:L}", "path", PyUnicode_DecodeFSDefault(rec.source_path), "label",
+            "{s:N,s:L,s:i,s:N,s:L,s:N,s:L,s:L,s:i,s:i}", "path", PyUnicode_DecodeFSDefault(rec.source_path), "label",
             (long long)rec.label, "status", rec.status, "reason",
             PyUnicode_DecodeUTF8(rec.reason ? rec.reason : "", rec.reason ? (Py_ssize_t)strlen(rec.reason) : 0,
                                  "replace"),
             "frames", (long long)rec.num_frames, "shard", PyUnicode_DecodeFSDefault(rec.shard ? rec.shard : ""),
-            "offset", (long long)rec.offset, "length", (long long)rec.length);
+            "offset", (long long)rec.offset, "length", (long long)rec.length, "channels", rec.channels, "bit_depth",
+            rec.bit_depth);
         if (!d || PyList_Append(list, d) < 0) Py_CLEAR(list);
         Py_XDECREF(d);
     }
@@ -291,7 +298,7 @@ PyMethodDef reel_store_methods[] = {
     { "pack", (PyCFunction)(void (*)(void))mod_pack, METH_VARARGS | METH_KEYWORDS,
       "pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1, format='jpeg', quality=90, "
       "zstd_level=0, gop=8, crf=18, shard_size=1073741824, threads=0, part_index=0, part_count=1, progress=None, "
-      "sampler=None)\n"
+      "sampler=None, color=0, dtype=0)\n"
       "--\n\nBuilds (a part of) a packed store; returns the report as a dict." },
     { "pack_merge", mod_pack_merge, METH_O, "pack_merge(out_dir)\n--\n\nWrites the index of a store built in parts." },
     { "store_verify", mod_store_verify, METH_O,

@@ -112,6 +112,7 @@ def _converted_settings(c: Mapping[str, Any]) -> Dict[str, Any]:
         "pad": int(bool(c["pad"])),
         "transform.pixels.apply_rotation": int(bool(c["apply_rotation"])),
         "transform.pixels.dtype": opt.dtype_code(c["dtype"]),
+        "transform.pixels.color": opt.choice("color", c["color"], opt.COLORS),
         "transform.layout": opt.choice("layout", c["layout"], BATCH_LAYOUTS),
         "transform.pixels.mean": opt.rgb3("mean", c["mean"], 0.0),
         "transform.pixels.std": opt.rgb3("std", c["std"], 1.0),

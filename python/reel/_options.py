@@ -14,7 +14,9 @@ DTYPES: Dict[str, int] = {
     "float32": _reel.DTYPE_FLOAT32, "float": _reel.DTYPE_FLOAT32, "f32": _reel.DTYPE_FLOAT32,
     "float16": _reel.DTYPE_FLOAT16, "half": _reel.DTYPE_FLOAT16, "f16": _reel.DTYPE_FLOAT16,
     "bfloat16": _reel.DTYPE_BFLOAT16, "bf16": _reel.DTYPE_BFLOAT16,
+    "uint16": _reel.DTYPE_UINT16, "u16": _reel.DTYPE_UINT16,
 }
+COLORS: Dict[str, int] = {"rgb": _reel.COLOR_RGB, "gray": _reel.COLOR_GRAY}
 FILTERS: Dict[str, int] = {"bilinear": _reel.FILTER_BILINEAR, "area": _reel.FILTER_AREA,
                            "bicubic": _reel.FILTER_BICUBIC, "nearest": _reel.FILTER_NEAREST}
 CONVERT_PATHS: Dict[str, int] = {"fused": _reel.CONVERT_PATH_FUSED, "after_rgb": _reel.CONVERT_PATH_AFTER_RGB}
@@ -61,7 +63,7 @@ def choice(name: str, value: Any, table: Dict[str, int]) -> int:
 
 
 def dtype_code(dtype: Any) -> int:
-    """uint8/float32/float16/bfloat16 given as a string, a torch dtype or a numpy dtype."""
+    """uint8/uint16/float32/float16/bfloat16 given as a string, a torch dtype or a numpy dtype."""
     if isinstance(dtype, str):
         name = dtype
     else:
@@ -71,7 +73,7 @@ def dtype_code(dtype: Any) -> int:
         name = name[len("torch."):]
     if name in DTYPES:
         return DTYPES[name]
-    raise ValueError(f"dtype={dtype!r}: expected uint8, float32, float16 or bfloat16")
+    raise ValueError(f"dtype={dtype!r}: expected uint8, uint16, float32, float16 or bfloat16")
 
 
 def size_hw(name: str, size: Union[int, Sequence[int], None]) -> Tuple[int, int]:

@@ -123,6 +123,7 @@ class Decoder:
         check_keyframes: bool = True,
         remote: Optional[Dict[str, Any]] = None,
         gop_contexts: int = 0,
+        color: int = 0,
     ) -> None: ...
     @property
     def closed(self) -> bool: ...
@@ -230,6 +231,8 @@ def pack(
     part_count: int = 1,
     progress: Any = None,
     sampler: Optional[Dict[str, Any]] = None,
+    color: int = 0,
+    dtype: int = 0,
 ) -> Dict[str, Any]: ...
 def pack_merge(out_dir: Any) -> None: ...
 def store_verify(store_dir: Any) -> Dict[str, Any]: ...
@@ -241,6 +244,9 @@ DTYPE_UINT8: int
 DTYPE_FLOAT32: int
 DTYPE_FLOAT16: int
 DTYPE_BFLOAT16: int
+DTYPE_UINT16: int
+COLOR_RGB: int
+COLOR_GRAY: int
 FILTER_BILINEAR: int
 FILTER_AREA: int
 FILTER_BICUBIC: int

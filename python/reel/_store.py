@@ -8,6 +8,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional, Tuple, Union
 
+from . import _options as opt
 from . import _reel
 
 _Progress = Union[None, bool, Callable[[Dict[str, Any]], None]]
@@ -64,7 +65,8 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 
          format: str = "jpeg", quality: int = 90, zstd_level: int = 0, gop: int = 8, crf: int = 18,
          shard_size: int = 1 << 30, threads: int = 0, part: Union[None, str, Tuple[int, int]] = None,
          progress: _Progress = None, wait_for_parts: float = 0.0, sampler: Optional[str] = None,
-         min_frames: int = 4, max_frames: int = 768, frames: int = 0, frame_factor: int = 2) -> Dict[str, Any]:
+         min_frames: int = 4, max_frames: int = 768, frames: int = 0, frame_factor: int = 2,
+         color: str = "rgb", dtype: Any = "uint8") -> Dict[str, Any]:
     """Decodes `source` (a folder in the Kinetics layout or a CSV/TSV/JSONL
     manifest) once into a packed store in `out_dir`, and returns the report.
 
@@ -79,6 +81,10 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 
     `max_frames` of them; "count" `frames` frames; a multiple of
     `frame_factor`, spread by linspace.
     format: "jpeg" (quality), "raw" (zstd_level 0 = uncompressed) or "h264" (gop, crf).
+    color, dtype: the stored samples, as VideoDecoder's ("rgb" or "gray";
+    "uint8" or "uint16": RGB as rgb48le, gray as the source's codes); gray
+    and uint16 need format "raw" (jpeg and h264 hold 8-bit RGB, and refuse a
+    gray source deeper than 8 bits, a depth map, by name).
     part: "I/N", (I, N) or "auto" (RANK/WORLD_SIZE) builds a disjoint 1/N; with
     N > 1 the index is written by merge() once all parts are done: with
     wait_for_parts > 0 every part waits that many seconds at most for the others,
@@ -98,7 +104,8 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 
     report = _reel.pack(os.fspath(source), os.fspath(out_dir), short_side=short_side, width=width,
                         height=height, fps=store_fps, every=int(every), format=format, quality=int(quality),
                         zstd_level=int(zstd_level), gop=int(gop), crf=int(crf), shard_size=int(shard_size),
-                        threads=int(threads), part_index=index, part_count=count, progress=cb, sampler=whole)
+                        threads=int(threads), part_index=index, part_count=count, progress=cb, sampler=whole,
+                        color=opt.choice("color", color, opt.COLORS), dtype=opt.dtype_code(dtype))
     if progress is True:
         sys.stderr.write("\n")
     if count > 1 and wait_for_parts > 0:

@@ -65,7 +65,7 @@ _NOT_OPTIONS = frozenset({"batch_size", "rank", "world_size", "shard_mode", "dro
                           "prefetch_batches", "pin_memory", "trace", "trace_capacity",
                           "shuffle_window", "min_coverage", "failure_log_size"})
 _LAYOUT_ROW = {"BTCHW": "TCHW", "BCTHW": "CTHW", "BTHWC": "THWC"}
-_ITEMSIZE = {"uint8": 1, "float32": 4, "float16": 2, "bfloat16": 2}
+_ITEMSIZE = {"uint8": 1, "uint16": 2, "float32": 4, "float16": 2, "bfloat16": 2}
 
 
 def _dtype_name(dtype: Any) -> str:
@@ -129,7 +129,7 @@ class ClipDatasource(Datasource):
         # Variable samples (the Loader's variable batches, as C decides them: reel_loader_settings_is_variable):
         # each row its own T (sampler="fps") and size (size_policy); there is no clip shape, only this row layout
         self._variable = _reel.loader_settings_is_variable(loader_settings(self._options))
-        shape = _row_shape(cfg["layout"], t, h, w)
+        shape = _row_shape(cfg["layout"], t, h, w, _channels(cfg))
         self._clip_shape: Optional[Tuple[int, ...]] = None if self._variable else shape
         # bytes of one clip; of variable samples, a bound (_sample_elements)
         self._clip_bytes = (_sample_elements(cfg, h, w) if self._variable else int(np.prod(shape))) * itemsize
@@ -320,11 +320,16 @@ def _hw(size: Any) -> Tuple[int, int]:
     return h, w
 
 
-def _row_shape(layout: str, t: int, h: int, w: int) -> Tuple[int, ...]:
+def _channels(cfg: Dict[str, Any]) -> int:
+    """Channels of a row's pixel: 1 for color="gray", else 3."""
+    return 1 if str(cfg.get("color") or "rgb").lower() == "gray" else 3
+
+
+def _row_shape(layout: str, t: int, h: int, w: int, c: int = 3) -> Tuple[int, ...]:
     row = _LAYOUT_ROW.get(layout)
     if row is None:
         raise ValueError(f"layout {layout!r}: expected one of {sorted(_LAYOUT_ROW)}")
-    dims = {"T": t, "C": 3, "H": h, "W": w}
+    dims = {"T": t, "C": c, "H": h, "W": w}
     return tuple(dims[c] for c in row)
 
 
@@ -398,7 +403,8 @@ def _failure_block(failures: Sequence[Dict[str, Any]], clip_shape: Optional[Tupl
     frame_indices and pts_seconds."""
     n = len(failures)
     layout = _LAYOUT_ROW[config.get("layout", "BTCHW")]
-    dtype = {"uint8": np.uint8, "float16": np.float16}.get(_dtype_name(config.get("dtype", "uint8")), np.float32)
+    dtype = {"uint8": np.uint8, "uint16": np.uint16, "float16": np.float16}.get(
+        _dtype_name(config.get("dtype", "uint8")), np.float32)
     make: Dict[str, Any] = {
         "label": lambda: np.full(n, -1, dtype=np.int64),
         "path": lambda: np.array([redact(f["path"]) for f in failures], dtype=object),
@@ -411,7 +417,7 @@ def _failure_block(failures: Sequence[Dict[str, Any]], clip_shape: Optional[Tupl
                                     dtype=object),
     }
     if clip_shape is None:
-        empty = tuple(3 if c == "C" else 0 for c in layout)
+        empty = tuple(_channels(config) if c == "C" else 0 for c in layout)
         make.update(frames=lambda: [np.zeros(empty, dtype=dtype) for _ in range(n)],
                     frame_indices=lambda: [np.zeros(0, dtype=np.int64) for _ in range(n)],
                     pts_seconds=lambda: [np.zeros(0, dtype=np.float64) for _ in range(n)])
@@ -442,7 +448,7 @@ def _sample_elements(cfg: Dict[str, Any], h: int, w: int) -> int:
                                  int(defaults["sampler.frame_factor"]), float(p.get("size_policy.min_pixels", 0.0)),
                                  float(p.get("size_policy.max_pixels", 0.0)), float(p["size_policy.total_pixels"]),
                                  int(p.get("size_policy.width", 0)), int(p.get("size_policy.height", 0)))
-    return max(1, t * 3 * int(h) * int(w))
+    return max(1, t * _channels(cfg) * int(h) * int(w))
 
 
 def read_clips(source: Any, *, epoch: Optional[int] = None, epochs: int = 1, first_epoch: Optional[int] = None,

@@ -2,7 +2,6 @@
  * with crop and resize where exactness allows), then one pass writes the
  * small result into its final dtype, layout and strides. */
 #include "convert/convert_internal.h"
-#include "core/frame.h"
 #include "core/error.h"
 
 #include <math.h>
@@ -13,33 +12,6 @@
 #include <libavutil/imgutils.h>
 #include <libavutil/pixdesc.h>
 #include <libswscale/swscale.h>
-
-#define SWS_CACHE 4
-
-typedef struct sws_entry {
-    struct SwsContext *sws;
-    int sw, sh, sfmt, dw, dh, dfmt, flags, cs, range;
-    uint64_t used;
-} sws_entry;
-
-typedef struct scratch {
-    uint8_t *p;
-    size_t size;
-} scratch;
-
-struct reel_converter {
-    sws_entry cache[SWS_CACHE];
-    uint64_t tick;
-    scratch s[3];
-    /* normalisation lookup tables, rebuilt when the transform changes */
-    int lut_dtype;
-    float lut_key[7];
-    float lut_f32[3][256];
-    uint16_t lut_u16[3][256];
-    float lut_args[3][3]; /* per channel: scale, mean, std as the tables were built */
-    int f32_vec;          /* reel__widen_f32 reproduces lut_f32 exactly (widen.c) */
-    int ssse3;            /* the CPU has SSSE3 (FFmpeg's CPU flags, so its mask applies) */
-};
 
 void reel_pixel_default_settings(reel_pixel_settings *p)
 {
@@ -67,43 +39,15 @@ size_t reel__dtype_size(int dtype)
     case REEL_DTYPE_UINT8: return 1;
     case REEL_DTYPE_FLOAT32: return 4;
     case REEL_DTYPE_FLOAT16:
-    case REEL_DTYPE_BFLOAT16: return 2;
+    case REEL_DTYPE_BFLOAT16:
+    case REEL_DTYPE_UINT16: return 2;
     default: return 0;
     }
 }
 
-uint16_t reel__f32_to_f16(float f)
+int reel__color_channels(int color)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t mant = x & 0x7fffffu;
-    int32_t exp = (int32_t)((x >> 23) & 0xff);
-    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    exp = exp - 127 + 15;
-    if (exp >= 0x1f) return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        if (exp < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t h = mant >> shift;
-        uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-}
-
-uint16_t reel__f32_to_bf16(float f)
-{
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fffu + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
+    return color == REEL_COLOR_RGB ? 3 : color == REEL_COLOR_GRAY ? 1 : 0;
 }
 
 int reel_transform_get_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h, size_t *bytes,
@@ -137,13 +81,15 @@ int reel_transform_get_output_size(const reel_transform *t, int src_w, int src_h
     if (w > 16384 || h > 16384) return reel__error_set(err, REEL_E_INVALID_ARG, "output size %dx%d is too large", w, h);
     size_t es = reel__dtype_size(t->pixels.dtype);
     if (!es) return reel__error_set(err, REEL_E_INVALID_ARG, "unknown dtype %d", t->pixels.dtype);
+    const int nc = reel__color_channels(t->pixels.color);
+    if (!nc) return reel__error_set(err, REEL_E_INVALID_ARG, "unknown color %d", t->pixels.color);
     if (t->layout != REEL_LAYOUT_HWC && t->layout != REEL_LAYOUT_CHW)
         return reel__error_set(err, REEL_E_INVALID_ARG, "unknown layout %d", t->layout);
     if (t->pixels.filter < REEL_FILTER_BILINEAR || t->pixels.filter > REEL_FILTER_NEAREST)
         return reel__error_set(err, REEL_E_INVALID_ARG, "unknown filter %d", t->pixels.filter);
     if (out_w) *out_w = w;
     if (out_h) *out_h = h;
-    if (bytes) *bytes = (size_t)w * (size_t)h * 3 * es;
+    if (bytes) *bytes = (size_t)w * (size_t)h * (size_t)nc * es;
     return REEL_OK;
 }
 
@@ -182,16 +128,6 @@ int reel_frame_get_size(const reel_frame *f, int *w, int *h, reel_error *err)
     return f ? REEL_OK : reel__error_set(err, REEL_E_INVALID_ARG, "reel_frame_get_size: frame is NULL");
 }
 
-static uint8_t *scratch_get(scratch *s, size_t size)
-{
-    if (s->size < size) {
-        av_free(s->p);
-        s->p = av_malloc(size);
-        s->size = s->p ? size : 0;
-    }
-    return s->p;
-}
-
 /* Row stride for packed RGB24 scratch images: swscale's SIMD yuv2rgb writes
  * in blocks of 8 pixels and may run past the width, so leave room. */
 static int rgb_stride(int w)
@@ -199,93 +135,15 @@ static int rgb_stride(int w)
     return FFALIGN(w * 3 + 24, 64);
 }
 
-static int sws_flags_of(int filter)
-{
-    switch (filter) {
-    case REEL_FILTER_AREA: return SWS_AREA;
-    case REEL_FILTER_BICUBIC: return SWS_BICUBIC;
-    case REEL_FILTER_NEAREST: return SWS_POINT;
-    default: return SWS_BILINEAR;
-    }
-}
-
-/* Colour matrix and range exactly as FFmpeg's scale filter picks them
- * (in_color_matrix=auto: the frame's matrix; range: the frame's range), so
- * output matches the ffmpeg CLI bit for bit. */
-static void set_colors(struct SwsContext *sws, int cs, int range)
-{
-    int *inv, *tab, src_full, dst_full, bri, con, sat;
-    if (sws_getColorspaceDetails(sws, &inv, &src_full, &tab, &dst_full, &bri, &con, &sat) < 0) return;
-    if (cs < 1 || cs > 10 || cs == 8) cs = AVCOL_SPC_BT470BG;
-    const int *coef = sws_getCoefficients(cs);
-    if (range != AVCOL_RANGE_UNSPECIFIED) src_full = range == AVCOL_RANGE_JPEG;
-    sws_setColorspaceDetails(sws, coef, src_full, coef, dst_full, bri, con, sat);
-}
-
-static struct SwsContext *get_sws(reel_converter *c, int sw, int sh, int sfmt, int dw, int dh, int dfmt, int flags,
-                                  int cs, int range)
-{
-    sws_entry *lru = &c->cache[0];
-    c->tick++;
-    for (int i = 0; i < SWS_CACHE; i++) {
-        sws_entry *e = &c->cache[i];
-        if (e->sws && e->sw == sw && e->sh == sh && e->sfmt == sfmt && e->dw == dw && e->dh == dh && e->dfmt == dfmt &&
-            e->flags == flags && e->cs == cs && e->range == range) {
-            e->used = c->tick;
-            return e->sws;
-        }
-        if (e->used < lru->used) lru = e;
-    }
-    sws_freeContext(lru->sws);
-    memset(lru, 0, sizeof *lru);
-    lru->sws = sws_getContext(sw, sh, sfmt, dw, dh, dfmt, flags, NULL, NULL, NULL);
-    if (!lru->sws) return NULL;
-    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(sfmt);
-    if (d && !(d->flags & AV_PIX_FMT_FLAG_RGB)) set_colors(lru->sws, cs, range);
-    lru->sw = sw;
-    lru->sh = sh;
-    lru->sfmt = sfmt;
-    lru->dw = dw;
-    lru->dh = dh;
-    lru->dfmt = dfmt;
-    lru->flags = flags;
-    lru->cs = cs;
-    lru->range = range;
-    lru->used = c->tick;
-    return lru->sws;
-}
-
-/* Pointers to pixel (x, y) of every plane of a YUV frame (x, y on luma). */
-static void plane_ptrs(const AVFrame *f, int x, int y, const uint8_t *src[4])
-{
-    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(f->format);
-    for (int p = 0; p < 4; p++) {
-        if (!f->data[p]) {
-            src[p] = NULL;
-            continue;
-        }
-        int chroma = (p == 1 || p == 2);
-        int px = chroma ? (x >> d->log2_chroma_w) : x;
-        int py = chroma ? (y >> d->log2_chroma_h) : y;
-        int step = 0;
-        for (int i = 0; i < d->nb_components; i++)
-            if (d->comp[i].plane == p) {
-                step = d->comp[i].step;
-                break;
-            }
-        src[p] = f->data[p] + (ptrdiff_t)py * f->linesize[p] + (ptrdiff_t)px * step;
-    }
-}
-
 /* YUV region -> RGB24 scratch via swscale. */
 static int yuv_to_rgb(reel_converter *c, const AVFrame *f, int x, int y, int w, int h, int ow, int oh, int flags,
                       uint8_t *dst, int dst_stride)
 {
     struct SwsContext *sws =
-        get_sws(c, w, h, f->format, ow, oh, AV_PIX_FMT_RGB24, flags, f->colorspace, f->color_range);
+        reel__get_sws(c, w, h, f->format, ow, oh, AV_PIX_FMT_RGB24, flags, f->colorspace, f->color_range);
     if (!sws) return REEL_E_UNSUPPORTED_CODEC;
     const uint8_t *src[4];
-    plane_ptrs(f, x, y, src);
+    reel__plane_ptrs(f, x, y, src);
     uint8_t *d[4] = { dst, NULL, NULL, NULL };
     int ds[4] = { dst_stride, 0, 0, 0 };
     int r = sws_scale(sws, src, f->linesize, 0, h, d, ds);
@@ -571,7 +429,7 @@ static int convert_banded(reel_converter *c, const AVFrame *f, int cx, int cy, i
                           reel_filter filter, uint8_t *dst, int dst_stride, int *nomem)
 {
     const int bs = rgb_stride(f->width);
-    uint8_t *band = scratch_get(&c->s[0], (size_t)bs * (BAND_ROWS + 1));
+    uint8_t *band = reel__scratch_get(&c->s[0], (size_t)bs * (BAND_ROWS + 1));
     if (!band) {
         *nomem = 1;
         return REEL_E_NOMEM;
@@ -585,7 +443,7 @@ static int convert_banded(reel_converter *c, const AVFrame *f, int cx, int cy, i
          * cache's three most recent entries and never evicted mid-picture
          * (its slice state lives in it) */
         struct SwsContext *sws =
-            get_sws(c, cw, ch, AV_PIX_FMT_RGB24, ow, oh, AV_PIX_FMT_RGB24, sws_flags_of(filter), 0, 0);
+            reel__get_sws(c, cw, ch, AV_PIX_FMT_RGB24, ow, oh, AV_PIX_FMT_RGB24, reel__sws_flags_of(filter), 0, 0);
         if (!sws) {
             *nomem = 1;
             return REEL_E_NOMEM;
@@ -637,7 +495,7 @@ static int convert_in_rgb(reel_converter *c, const AVFrame *f, int rot, int cx, 
     const int dh = (rot == 90 || rot == 270) ? f->width : f->height;
     if (!rot && (ow != cw || oh != ch) && band_is_exact(f) && banded_scale_ok(cw, ch, ow, oh, filter)) {
         *res_stride = rgb_stride(ow);
-        uint8_t *s2 = scratch_get(&c->s[2], (size_t)*res_stride * (oh + 1));
+        uint8_t *s2 = reel__scratch_get(&c->s[2], (size_t)*res_stride * (oh + 1));
         if (!s2) {
             *nomem = 1;
             return REEL_E_NOMEM;
@@ -646,7 +504,7 @@ static int convert_in_rgb(reel_converter *c, const AVFrame *f, int rot, int cx, 
         return convert_banded(c, f, cx, cy, cw, ch, ow, oh, filter, s2, *res_stride, nomem);
     }
     int fs = rgb_stride(f->width);
-    uint8_t *s0 = scratch_get(&c->s[0], (size_t)fs * (f->height + 1));
+    uint8_t *s0 = reel__scratch_get(&c->s[0], (size_t)fs * (f->height + 1));
     if (!s0) {
         *nomem = 1;
         return REEL_E_NOMEM;
@@ -656,7 +514,7 @@ static int convert_in_rgb(reel_converter *c, const AVFrame *f, int rot, int cx, 
     int istride = fs;
     if (r == REEL_OK && rot) {
         int rs = rgb_stride(dw);
-        uint8_t *s1 = scratch_get(&c->s[1], (size_t)rs * (dh + 1));
+        uint8_t *s1 = reel__scratch_get(&c->s[1], (size_t)rs * (dh + 1));
         if (!s1) {
             *nomem = 1;
             return REEL_E_NOMEM;
@@ -668,9 +526,9 @@ static int convert_in_rgb(reel_converter *c, const AVFrame *f, int rot, int cx, 
     const uint8_t *crop = img + (ptrdiff_t)cy * istride + cx * 3;
     if (r == REEL_OK && (ow != cw || oh != ch)) {
         *res_stride = rgb_stride(ow);
-        uint8_t *s2 = scratch_get(&c->s[2], (size_t)*res_stride * (oh + 1));
+        uint8_t *s2 = reel__scratch_get(&c->s[2], (size_t)*res_stride * (oh + 1));
         struct SwsContext *sws =
-            get_sws(c, cw, ch, AV_PIX_FMT_RGB24, ow, oh, AV_PIX_FMT_RGB24, sws_flags_of(filter), 0, 0);
+            reel__get_sws(c, cw, ch, AV_PIX_FMT_RGB24, ow, oh, AV_PIX_FMT_RGB24, reel__sws_flags_of(filter), 0, 0);
         if (!s2 || !sws) {
             *nomem = 1;
             return REEL_E_NOMEM;
@@ -742,6 +600,8 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
         cw = t->crop_w;
         ch = t->crop_h;
     }
+    if (reel__convert_is_deep(f->format, t))
+        return reel__convert_deep(c, frame, t, rot, cx, cy, cw, ch, ow, oh, dst, err);
     int resize = (ow != cw || oh != ch);
     const uint8_t *res;
     int res_stride;
@@ -756,9 +616,9 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
         /* crop and resize inside the YUV->RGB conversion: full-resolution
          * RGB is never made */
         res_stride = rgb_stride(ow);
-        uint8_t *s0 = scratch_get(&c->s[0], (size_t)res_stride * (oh + 1));
+        uint8_t *s0 = reel__scratch_get(&c->s[0], (size_t)res_stride * (oh + 1));
         if (!s0) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
-        r = yuv_to_rgb(c, f, cx, cy, cw, ch, ow, oh, sws_flags_of(t->pixels.filter), s0, res_stride);
+        r = yuv_to_rgb(c, f, cx, cy, cw, ch, ow, oh, reel__sws_flags_of(t->pixels.filter), s0, res_stride);
         res = s0;
     } else if (rot == 0 && !resize) {
         /* exact conversion of only the rows that hold the crop */
@@ -769,7 +629,7 @@ int reel_converter_run(reel_converter *c, const reel_frame *frame, const reel_tr
             if (y1 > f->height) y1 = f->height;
         }
         res_stride = rgb_stride(f->width);
-        uint8_t *s0 = scratch_get(&c->s[0], (size_t)res_stride * (y1 - y0 + 1));
+        uint8_t *s0 = reel__scratch_get(&c->s[0], (size_t)res_stride * (y1 - y0 + 1));
         if (!s0) return reel__error_set(err, REEL_E_NOMEM, "converter: out of memory");
         r = yuv_to_rgb(c, f, 0, y0, f->width, y1 - y0, f->width, y1 - y0, SWS_BICUBIC, s0, res_stride);
         res = s0 + (ptrdiff_t)(cy - y0) * res_stride + cx * 3;

@@ -100,6 +100,16 @@ static int check_settings(const reel_pack_settings *s, reel_error *err)
         return reel__error_set(err, REEL_E_INVALID_ARG, "pack: part %d of %d does not exist", s->part_index,
                                s->part_count);
     if (s->threads < 0 || s->threads > 1024) return reel__error_set(err, REEL_E_INVALID_ARG, "pack: bad thread count");
+    if (s->color != REEL_COLOR_RGB && s->color != REEL_COLOR_GRAY)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: unknown color %d", (int)s->color);
+    if (s->dtype != REEL_DTYPE_UINT8 && s->dtype != REEL_DTYPE_UINT16)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: dtype %d: a store holds uint8 or uint16", (int)s->dtype);
+    if (s->format != REEL_STORE_FORMAT_RAW && (s->dtype != REEL_DTYPE_UINT8 || s->color != REEL_COLOR_RGB))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: %s records hold 8-bit RGB: %s%s%s needs format raw",
+                               s->format == REEL_STORE_FORMAT_JPEG ? "jpeg" : "h264",
+                               s->dtype == REEL_DTYPE_UINT16 ? "dtype uint16" : "",
+                               s->dtype == REEL_DTYPE_UINT16 && s->color == REEL_COLOR_GRAY ? " and " : "",
+                               s->color == REEL_COLOR_GRAY ? "color gray" : "");
     if (s->format == REEL_STORE_FORMAT_H264) return reel__encoder_h264_check("pack", err);
     return REEL_OK;
 }

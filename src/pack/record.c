@@ -149,13 +149,40 @@ static int init_record(const reel__pack_entry *it, int64_t sample, reel__store_r
     return REEL_OK;
 }
 
-/* An open video: its stored size and the frames to keep (rec's frame
- * table filled but for the payloads). */
+/* An open video: its stored size and samples, and the frames to keep
+ * (rec's frame table filled but for the payloads). */
 typedef struct source {
     reel_decoder *dec;
     int w, h;
     int64_t *sel, nsel;
 } source;
+
+/* What the record's frames hold (rec->pixels, rec->depth), by the settings
+ * and the source's bit depth: RGB24, or RGB48 for uint16; gray of 8 bits
+ * for uint8 or an 8-bit source, else the source's codes. A jpeg or h264
+ * build (8-bit RGB) refuses a gray source deeper than 8 bits, a depth map,
+ * which it would cut to 8 bits. */
+static int stored_pixels(const reel_pack_settings *ps, const reel_video_info *info, const char *name,
+                         reel__store_rec *rec, reel_error *err)
+{
+    const int depth = info->bit_depth;
+    if (ps->format != REEL_STORE_FORMAT_RAW && depth > 8 && !strncmp(info->pix_fmt, "gray", 4))
+        return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC,
+                               "%s: %d-bit gray (%s) does not fit a %s record, which holds 8 bits: pack it with "
+                               "format raw, color gray and dtype uint16",
+                               name, depth, info->pix_fmt, ps->format == REEL_STORE_FORMAT_JPEG ? "jpeg" : "h264");
+    rec->depth = 0;
+    if (ps->color == REEL_COLOR_RGB)
+        rec->pixels = ps->dtype == REEL_DTYPE_UINT16 ? REEL__STORE_PIX_RGB48 : REEL__STORE_PIX_RGB24;
+    else if (ps->dtype == REEL_DTYPE_UINT8 || depth <= 8)
+        rec->pixels = REEL__STORE_PIX_GRAY8;
+    else {
+        /* the converter's gray picture of a deeper source: its depth, or 16 */
+        rec->pixels = REEL__STORE_PIX_GRAY16;
+        rec->depth = (uint16_t)(depth == 9 || depth == 10 || depth == 12 || depth == 14 ? depth : 16);
+    }
+    return REEL_OK;
+}
 
 static int open_source(const reel_pack_settings *ps, const reel__pack_entry *it, reel__store_rec *rec, source *v,
                        reel_error *err)
@@ -182,6 +209,8 @@ static int open_source(const reel_pack_settings *ps, const reel__pack_entry *it,
         dh = t;
     }
     stored_size(ps, dw, dh, &v->w, &v->h);
+    st = stored_pixels(ps, info, it->shown, rec, err);
+    if (st != REEL_OK) return st;
     rec->width = (uint32_t)v->w;
     rec->height = (uint32_t)v->h;
     st = select_frames(ps, info, tab, n, it, &v->sel, &v->nsel, err);
@@ -204,14 +233,18 @@ static int encode_frames(const reel_pack_settings *ps, const reel__pack_entry *i
                          reel__store_rec *rec, reel__bytes *bytes, reel_error *err)
 {
     enum { CHUNK = 16 };
-    int st = reel__encoder_begin(enc, v->w, v->h, it->shown, err);
+    int st = reel__encoder_begin(enc, v->w, v->h, rec->pixels, it->shown, err);
     if (st != REEL_OK) return st;
     reel_transform t;
     reel_transform_default_settings(&t);
     t.width = v->w;
     t.height = v->h;
     t.pixels.apply_rotation = 1; /* the default, said: a store holds frames as displayed */
-    const size_t fb = (size_t)v->w * (size_t)v->h * 3;
+    t.pixels.color = rec->pixels == REEL__STORE_PIX_GRAY8 || rec->pixels == REEL__STORE_PIX_GRAY16 ? REEL_COLOR_GRAY
+                                                                                                   : REEL_COLOR_RGB;
+    t.pixels.dtype = rec->pixels == REEL__STORE_PIX_RGB48 || rec->pixels == REEL__STORE_PIX_GRAY16 ? REEL_DTYPE_UINT16
+                                                                                                   : REEL_DTYPE_UINT8;
+    const size_t fb = (size_t)v->w * (size_t)v->h * reel__store_pixel_bytes(rec->pixels);
     /* + padding: swscale's SIMD reads a little past the last row it converts */
     uint8_t *rgb = malloc(fb * CHUNK + 256);
     if (!rgb) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", it->shown);

@@ -41,6 +41,7 @@ static const reel_field k_settings[] = {
     S("transform.pixels.convert_path", REEL_FIELD_INT, transform.pixels.convert_path),
     S("transform.pixels.apply_rotation", REEL_FIELD_INT, transform.pixels.apply_rotation),
     S("transform.pixels.dtype", REEL_FIELD_INT, transform.pixels.dtype),
+    S("transform.pixels.color", REEL_FIELD_INT, transform.pixels.color),
     S("transform.pixels.divisor", REEL_FIELD_FLOAT, transform.pixels.divisor),
     S("transform.pixels.mean", REEL_FIELD_FLOAT3, transform.pixels.mean),
     S("transform.pixels.std", REEL_FIELD_FLOAT3, transform.pixels.std),

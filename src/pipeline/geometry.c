@@ -18,6 +18,8 @@ int reel__geometry_check(const reel_clip_transform *ct, int *out_w, int *out_h, 
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown layout %d", ct->layout);
     if (reel__dtype_size(ct->pixels.dtype) == 0)
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown dtype %d", ct->pixels.dtype);
+    if (reel__color_channels(ct->pixels.color) == 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown color %d", ct->pixels.color);
     if (ct->pixels.filter < REEL_FILTER_BILINEAR || ct->pixels.filter > REEL_FILTER_NEAREST)
         return reel__error_set(err, REEL_E_INVALID_ARG, "transform: unknown filter %d", ct->pixels.filter);
     if (ct->resize == REEL_RESIZE_SHORT_SIDE && (ct->short_side < 1 || ct->short_side > 65536))
@@ -201,13 +203,13 @@ int reel__geometry_frame(const reel_clip_transform *ct, int W, int H, const reel
     return REEL_OK;
 }
 
-void reel__layout_shape(int layout, int64_t rows, int T, int h, int w, int64_t shape[5], int64_t strides[5])
+void reel__layout_shape(int layout, int64_t rows, int T, int h, int w, int nc, int64_t shape[5], int64_t strides[5])
 {
     const int64_t HW = (int64_t)h * w;
     shape[0] = rows;
     switch (layout) {
     case REEL_BATCH_BCTHW:
-        shape[1] = 3;
+        shape[1] = nc;
         shape[2] = T;
         shape[3] = h;
         shape[4] = w;
@@ -215,38 +217,38 @@ void reel__layout_shape(int layout, int64_t rows, int T, int h, int w, int64_t s
         strides[3] = w;
         strides[2] = HW;
         strides[1] = T * HW;
-        strides[0] = 3 * T * HW;
+        strides[0] = nc * T * HW;
         break;
     case REEL_BATCH_BTHWC:
         shape[1] = T;
         shape[2] = h;
         shape[3] = w;
-        shape[4] = 3;
+        shape[4] = nc;
         strides[4] = 1;
-        strides[3] = 3;
-        strides[2] = 3 * (int64_t)w;
-        strides[1] = 3 * HW;
-        strides[0] = 3 * HW * T;
+        strides[3] = nc;
+        strides[2] = nc * (int64_t)w;
+        strides[1] = nc * HW;
+        strides[0] = nc * HW * T;
         break;
     default: /* BTCHW */
         shape[1] = T;
-        shape[2] = 3;
+        shape[2] = nc;
         shape[3] = h;
         shape[4] = w;
         strides[4] = 1;
         strides[3] = w;
         strides[2] = HW;
-        strides[1] = 3 * HW;
-        strides[0] = 3 * HW * T;
+        strides[1] = nc * HW;
+        strides[0] = nc * HW * T;
         break;
     }
 }
 
-void reel__layout_frame(int layout, int T, int h, int w, int64_t row, int t, int64_t *offset, int64_t *stride_c,
+void reel__layout_frame(int layout, int T, int h, int w, int nc, int64_t row, int t, int64_t *offset, int64_t *stride_c,
                         int64_t *stride_y, int64_t *stride_x)
 {
     int64_t shape[5], st[5];
-    reel__layout_shape(layout, 1, T, h, w, shape, st);
+    reel__layout_shape(layout, 1, T, h, w, nc, shape, st);
     switch (layout) {
     case REEL_BATCH_BCTHW:
         *offset = row * st[0] + t * st[2];
@@ -258,7 +260,7 @@ void reel__layout_frame(int layout, int T, int h, int w, int64_t row, int t, int
         *offset = row * st[0] + t * st[1];
         *stride_c = 1;
         *stride_y = st[2];
-        *stride_x = 3;
+        *stride_x = nc;
         break;
     default:
         *offset = row * st[0] + t * st[1];

@@ -18,10 +18,10 @@ int reel__geometry_frame(const reel_clip_transform *ct, int src_w, int src_h, co
                          reel_transform *t, reel_error *err);
 
 /* Shape and element strides of a batch of `rows` clips of T frames of
- * w x h, and the per-frame strides (stride_c/y/x) and element offset of
- * frame (row, t). */
-void reel__layout_shape(int layout, int64_t rows, int T, int h, int w, int64_t shape[5], int64_t strides[5]);
-void reel__layout_frame(int layout, int T, int h, int w, int64_t row, int t, int64_t *offset, int64_t *stride_c,
+ * w x h x nc channels, and the per-frame strides (stride_c/y/x) and element
+ * offset of frame (row, t). */
+void reel__layout_shape(int layout, int64_t rows, int T, int h, int w, int nc, int64_t shape[5], int64_t strides[5]);
+void reel__layout_frame(int layout, int T, int h, int w, int nc, int64_t row, int t, int64_t *offset, int64_t *stride_c,
                         int64_t *stride_y, int64_t *stride_x);
 
 #endif

@@ -239,6 +239,7 @@ static int init_ring(reel_loader *l, int auto_prefetch, reel_error *err)
     rc.height = l->clip_height;
     rc.layout = s->transform.layout;
     rc.dtype = s->transform.pixels.dtype;
+    rc.channels = l->channels;
     rc.alignment = s->alignment;
     rc.pin_memory = s->pin_memory;
     rc.variable = l->shapes_vary;
@@ -339,6 +340,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->clips_per_sample = s.sampler.clips_per_video;
     l->element_bytes = reel__dtype_size(s.transform.pixels.dtype);
     reel__loader_audio_settings(&s.audio, &l->audio);
+    l->channels = reel__color_channels(s.transform.pixels.color);
     reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);
     for (size_t i = 0; i < reel_dataset_get_num_skipped(ds); i++) { /* what the folder scan did not follow */
         const char *note = "";

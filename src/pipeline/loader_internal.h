@@ -50,6 +50,7 @@ struct reel_loader {
      * of one sample (variable shapes: the transform's size, if fixed). */
     int clip_width, clip_height, frames_per_clip, clips_per_sample;
     size_t element_bytes; /* bytes per output element (the transform's dtype) */
+    int channels;         /* channels per output pixel (the transform's color) */
     /* Variable shapes: samples of their own frame count (the fps sampler)
      * and/or size (sizes_vary: a pixel-budget size policy); clips_per_sample
      * is 1. One sampler and one size policy decide both, in stage 1. */

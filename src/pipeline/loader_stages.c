@@ -395,9 +395,10 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     uint8_t *base = l->shapes_vary ? s->data : bb->data;
     size_t cap = l->shapes_vary ? s->data_cap : bb->bytes_cap;
     if (l->shapes_vary)
-        reel__layout_frame(l->s.transform.layout, T, s->height, s->width, 0, t, &off, &sc, &sy, &sx);
+        reel__layout_frame(l->s.transform.layout, T, s->height, s->width, l->channels, 0, t, &off, &sc, &sy, &sx);
     else
-        reel__layout_frame(l->s.transform.layout, T, l->clip_height, l->clip_width, row, t, &off, &sc, &sy, &sx);
+        reel__layout_frame(l->s.transform.layout, T, l->clip_height, l->clip_width, l->channels, row, t, &off, &sc, &sy,
+                           &sx);
     c->t.stride_c = sc;
     c->t.stride_y = sy;
     c->t.stride_x = sx;

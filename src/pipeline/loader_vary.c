@@ -59,7 +59,8 @@ int reel__loader_vary_sample(reel_loader *l, reel_slot *s, const reel_source_inf
                                     &s->height, &pe);
         if (st != REEL_OK) return reel__error_set(e, st, "%s: %s", info->video.name, pe.message);
     }
-    const size_t bytes = (size_t)s->num_frames * 3 * (size_t)s->width * (size_t)s->height * l->element_bytes;
+    const size_t bytes =
+        (size_t)s->num_frames * (size_t)l->channels * (size_t)s->width * (size_t)s->height * l->element_bytes;
     st = reel__ring_slot_reserve(&l->ring, s, s->num_frames, bytes, e);
     if (st != REEL_OK) return st;
     if (info->presampled) return reel__loader_take_all(info, s->indices, (size_t)s->num_frames, e);
@@ -105,21 +106,21 @@ int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int 
     return REEL_OK;
 }
 
-/* Copies clip `src` (T x h x w in `layout`) into row `row` of a batch padded
- * to Tm x hm x wm. */
-static void pad_copy(int layout, size_t es, const uint8_t *src, int T, int h, int w, uint8_t *dst, int Tm, int hm,
-                     int wm)
+/* Copies clip `src` (T x h x w x nc in `layout`) into row `row` of a batch
+ * padded to Tm x hm x wm. */
+static void pad_copy(int layout, size_t es, int nc, const uint8_t *src, int T, int h, int w, uint8_t *dst, int Tm,
+                     int hm, int wm)
 {
     for (int t = 0; t < T; t++) {
         int64_t so, sc, sy, sx, d0, dc, dy, dx;
-        reel__layout_frame(layout, T, h, w, 0, t, &so, &sc, &sy, &sx);
-        reel__layout_frame(layout, Tm, hm, wm, 0, t, &d0, &dc, &dy, &dx);
-        if (sc == 1) { /* HWC: a row is w * 3 elements */
+        reel__layout_frame(layout, T, h, w, nc, 0, t, &so, &sc, &sy, &sx);
+        reel__layout_frame(layout, Tm, hm, wm, nc, 0, t, &d0, &dc, &dy, &dx);
+        if (sc == 1) { /* HWC: a row is w * nc elements */
             for (int y = 0; y < h; y++)
-                memcpy(dst + (size_t)(d0 + y * dy) * es, src + (size_t)(so + y * sy) * es, (size_t)w * 3 * es);
+                memcpy(dst + (size_t)(d0 + y * dy) * es, src + (size_t)(so + y * sy) * es, (size_t)w * nc * es);
             continue;
         }
-        for (int c = 0; c < 3; c++)
+        for (int c = 0; c < nc; c++)
             for (int y = 0; y < h; y++)
                 memcpy(dst + (size_t)(d0 + c * dc + y * dy) * es, src + (size_t)(so + c * sc + y * sy) * es,
                        (size_t)w * es);
@@ -141,8 +142,8 @@ static int collate_padded(reel_loader *l, reel_batchbuf *bb)
     const int wm = (int)(b->layout == REEL_BATCH_BTHWC ? b->shape[3] : b->shape[4]);
     for (int64_t i = 0; i < b->num_clips; i++) {
         const reel_clip_info *ci = &bb->clips[i];
-        pad_copy(b->layout, l->element_bytes, ci->data, ci->num_frames, ci->height, ci->width, dst + (size_t)i * row,
-                 Tm, hm, wm);
+        pad_copy(b->layout, l->element_bytes, l->channels, ci->data, ci->num_frames, ci->height, ci->width,
+                 dst + (size_t)i * row, Tm, hm, wm);
     }
     b->data = dst;
     b->bytes = bytes;
@@ -180,7 +181,8 @@ void reel__loader_collate_variable(reel_loader *l, reel_batchbuf *bb)
         ci->num_frames = s->num_frames;
         ci->width = s->width;
         ci->height = s->height;
-        ci->bytes = (size_t)s->num_frames * 3 * (size_t)s->width * (size_t)s->height * l->element_bytes;
+        ci->bytes =
+            (size_t)s->num_frames * (size_t)l->channels * (size_t)s->width * (size_t)s->height * l->element_bytes;
         bb->labels[out] = ci->label;
         if (s->num_frames > Tm) Tm = s->num_frames;
         if (s->height > hm) hm = s->height;
@@ -188,7 +190,7 @@ void reel__loader_collate_variable(reel_loader *l, reel_batchbuf *bb)
         out++;
     }
     reel_batch *b = &bb->batch;
-    reel__layout_shape(b->layout, out, Tm, hm, wm, b->shape, b->strides);
+    reel__layout_shape(b->layout, out, Tm, hm, wm, l->channels, b->shape, b->strides);
     b->num_clips = out;
     b->data = NULL;
     b->bytes = 0;

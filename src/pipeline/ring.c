@@ -114,7 +114,7 @@ int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err)
     int64_t shape[5] = { 0 }, strides[5] = { 0 };
     size_t cap = 0, align = c->alignment;
     if (!c->variable) {
-        reel__layout_shape(c->layout, (int64_t)rows, T, c->height, c->width, shape, strides);
+        reel__layout_shape(c->layout, (int64_t)rows, T, c->height, c->width, c->channels, shape, strides);
         size_t esize = reel__dtype_size(c->dtype);
         double dbytes = (double)rows * (double)strides[0] * (double)esize;
         if (dbytes > 1e15)

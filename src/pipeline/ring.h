@@ -92,7 +92,7 @@ typedef struct reel_batchbuf {
 
 typedef struct reel_ring_config {
     int count, batch_size, clips_per_video, frames_per_clip;
-    int width, height, layout, dtype;
+    int width, height, layout, dtype, channels;
     size_t alignment;
     int pin_memory; /* try page-locked buffers (CUDA runtime found at run time) */
     int variable;   /* per-sample buffers under a byte budget (width, height, frames_per_clip unused) */

@@ -192,7 +192,8 @@ static int params_equal(const reel__store_params *a, const reel__store_params *b
            a->width == b->width && a->height == b->height && a->quality == b->quality && a->gop == b->gop &&
            a->crf == b->crf && a->every == b->every && a->part_count == b->part_count && a->fps == b->fps &&
            a->shard_size == b->shard_size && a->sampler == b->sampler && a->min_frames == b->min_frames &&
-           a->max_frames == b->max_frames && a->frames == b->frames && a->frame_factor == b->frame_factor;
+           a->max_frames == b->max_frames && a->frames == b->frames && a->frame_factor == b->frame_factor &&
+           a->color == b->color && a->dtype == b->dtype;
 }
 
 /* Opens (or resumes) the part's journal and shard; *done = entries found. */

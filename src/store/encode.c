@@ -36,6 +36,7 @@ void reel__bytes_free(reel__bytes *b)
 struct reel__encoder {
     reel__store_params p;
     int w, h;
+    size_t pixel_bytes; /* of the record's pixels (reel__store_pixel_bytes) */
     tjhandle tj;
     ZSTD_CCtx *zc;
     /* H264 */
@@ -155,10 +156,14 @@ static int h264_begin(reel__encoder *e, const char *name, reel_error *err)
     return REEL_OK;
 }
 
-int reel__encoder_begin(reel__encoder *e, int w, int h, const char *name, reel_error *err)
+int reel__encoder_begin(reel__encoder *e, int w, int h, int pixels, const char *name, reel_error *err)
 {
+    if (e->p.format != REEL_STORE_FORMAT_RAW && pixels != REEL__STORE_PIX_RGB24)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: %s records hold 8-bit RGB; gray and 16-bit need raw", name,
+                               e->p.format == REEL_STORE_FORMAT_JPEG ? "jpeg" : "h264");
     e->w = w;
     e->h = h;
+    e->pixel_bytes = reel__store_pixel_bytes(pixels);
     if (e->p.format != REEL_STORE_FORMAT_H264) return REEL_OK;
     h264_reset(e);
     return h264_begin(e, name, err);
@@ -207,7 +212,7 @@ static int keep_packets(reel__encoder *e, const char *name, reel_error *err)
 int reel__encoder_add(reel__encoder *e, const uint8_t *rgb, size_t stride, int64_t first, int n,
                       reel__store_frame *frames, reel__bytes *out, const char *name, reel_error *err)
 {
-    const size_t raw = (size_t)e->w * (size_t)e->h * 3;
+    const size_t raw = (size_t)e->w * (size_t)e->h * e->pixel_bytes;
     for (int i = 0; i < n; i++) {
         const uint8_t *img = rgb + (size_t)i * stride;
         reel__store_frame *f = &frames[first + i];

@@ -99,10 +99,13 @@ enum { SIZE_U32 = 4, SIZE_I32 = 4, SIZE_U64 = 8, SIZE_I64 = 8, SIZE_F64 = 8 };
     F(I32, min_frames)         \
     F(I32, max_frames)         \
     F(I32, frames)             \
-    F(I32, frame_factor)
+    F(I32, frame_factor)       \
+    F(I32, color)              \
+    F(I32, dtype)
 
 /* A record entry's fixed fields (reel__store_rec), after the marker and the
- * entry size and before the three string lengths and a reserved u32. */
+ * entry size and before the three string lengths and the pixels (u16 kind,
+ * u16 depth). */
 #define STORE_REC_FIELDS(F)   \
     F(I64, sample)            \
     F(U32, part)              \
@@ -140,11 +143,11 @@ enum { SIZE_U32 = 4, SIZE_I32 = 4, SIZE_U64 = 8, SIZE_I64 = 8, SIZE_F64 = 8 };
 #define FIELD_GET(kind, name)  to->name = get_##kind(&q);
 
 enum {
-    HEADER_FIXED = 8 + 4 + 4 + 8 STORE_PARAMS_FIELDS(FIELD_SIZE),   /* magic, version, size, count */
-    REC_FIXED = 4 + 4 STORE_REC_FIELDS(FIELD_SIZE) + 4 + 4 + 4 + 4, /* marker, size ... lengths, reserved */
+    HEADER_FIXED = 8 + 4 + 4 + 8 STORE_PARAMS_FIELDS(FIELD_SIZE),       /* magic, version, size, count */
+    REC_FIXED = 4 + 4 STORE_REC_FIELDS(FIELD_SIZE) + 4 + 4 + 4 + 2 + 2, /* marker, size ... lengths, pixels */
     FRAME_FIXED = 0 STORE_FRAME_FIELDS(FIELD_SIZE)
 };
-_Static_assert(HEADER_FIXED == 100, "docs/STORE.md: the header's fields end at byte 100");
+_Static_assert(HEADER_FIXED == 108, "docs/STORE.md: the header's fields end at byte 108");
 _Static_assert(HEADER_FIXED <= REEL_STORE_HEADER_BYTES, "the header block holds its fields");
 _Static_assert(REC_FIXED == 140, "docs/STORE.md: a record entry's frames start at byte 140");
 _Static_assert(FRAME_FIXED == REEL_STORE_FRAME_BYTES, "docs/STORE.md: a stored frame is 40 bytes");
@@ -218,6 +221,8 @@ void reel__store_params_from(reel__store_params *p, const reel_pack_settings *s)
     }
     p->part_count = (uint32_t)(s->part_count > 0 ? s->part_count : 1);
     p->shard_size = (uint64_t)s->shard_size;
+    p->color = s->color;
+    p->dtype = s->dtype;
 }
 
 void reel__store_header_write(uint8_t *out, const char *magic, const reel__store_params *p, uint64_t num_records)
@@ -251,7 +256,10 @@ int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, con
         p->part_count > 1000000 || p->zstd_level > 22 || !(p->fps >= 0 && p->fps < 1e6) || p->every < 0 ||
         p->shard_size < REEL_STORE_ALIGN ||
         (p->sampler != 0 && p->sampler != REEL_SAMPLER_FPS && p->sampler != REEL_SAMPLER_COUNT) || p->min_frames < 0 ||
-        p->max_frames < 0 || p->frames < 0 || p->frame_factor < 0)
+        p->max_frames < 0 || p->frames < 0 || p->frame_factor < 0 ||
+        (p->color != REEL_COLOR_RGB && p->color != REEL_COLOR_GRAY) ||
+        (p->dtype != REEL_DTYPE_UINT8 && p->dtype != REEL_DTYPE_UINT16) ||
+        (p->format != REEL_STORE_FORMAT_RAW && (p->color != REEL_COLOR_RGB || p->dtype != REEL_DTYPE_UINT8)))
         return reel__error_set(err, REEL_E_CORRUPT, "%s: impossible build settings in the header", name);
     return REEL_OK;
 }
@@ -279,7 +287,8 @@ void reel__store_rec_write(uint8_t *out, const reel__store_rec *r)
     put_U32(&q, (uint32_t)slen(r->path));
     put_U32(&q, (uint32_t)slen(r->reason));
     put_U32(&q, (uint32_t)slen(r->class_name));
-    put_U32(&q, 0);
+    put_u(&q, r->pixels, 2);
+    put_u(&q, r->depth, 2);
     for (uint32_t i = 0; i < r->num_frames; i++) frame_put(&q, &r->frames[i]);
     const char *strs[3] = { r->path, r->reason, r->class_name };
     for (int k = 0; k < 3; k++) {
@@ -359,7 +368,8 @@ int reel__store_rec_parse(const uint8_t *in, size_t n, const char *name, reel__s
         return reel__error_set(err, REEL_E_CORRUPT, "%s: record entry checksum mismatch", name);
     rec_get(&q, r);
     uint32_t lp = get_U32(&q), lr = get_U32(&q), lc = get_U32(&q);
-    (void)get_U32(&q);
+    r->pixels = (uint16_t)get_u(&q, 2);
+    r->depth = (uint16_t)get_u(&q, 2);
     uint64_t need = (uint64_t)r->num_frames * REEL_STORE_FRAME_BYTES + (uint64_t)lp + lr + lc;
     if (need != (uint64_t)(end - q)) {
         memset(r, 0, sizeof *r);
@@ -380,7 +390,8 @@ int reel__store_rec_parse(const uint8_t *in, size_t n, const char *name, reel__s
     if (r->sample < 0 || r->status > 0 || r->status < -1000 || r->width > 65536 || r->height > 65536 ||
         r->offset > (UINT64_C(1) << 62) || r->length > (UINT64_C(1) << 40) ||
         (r->status == REEL_OK && (r->tb_num <= 0 || r->tb_den <= 0 || r->width == 0 || r->height == 0)) ||
-        (r->status != REEL_OK && (r->length != 0 || r->num_frames != 0)))
+        (r->status != REEL_OK && (r->length != 0 || r->num_frames != 0)) || !reel__store_pixel_bytes(r->pixels) ||
+        (r->pixels == REEL__STORE_PIX_GRAY16 ? r->depth < 9 || r->depth > 16 : r->depth != 0))
         st = reel__error_set(err, REEL_E_CORRUPT, "%s: the entry of %s: impossible values", name, r->path);
     if (st == REEL_OK) st = check_frames(r, name, err);
     if (st != REEL_OK) {
@@ -430,11 +441,18 @@ static int check_record_spans(const reel__store_params *p, const reel__store_rec
                                    name, (long long)i, a->path, (unsigned long long)a->offset,
                                    (unsigned long long)(a->offset + a->length), REEL_STORE_ALIGN,
                                    (unsigned long long)p->shard_size);
+        if (p->format != REEL_STORE_FORMAT_RAW && a->pixels != REEL__STORE_PIX_RGB24)
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: record %lld (%s): pixels of kind %u in a %s store", name,
+                                   (long long)i, a->path, a->pixels,
+                                   p->format == REEL_STORE_FORMAT_JPEG ? "jpeg" : "h264");
+        const uint64_t pb = reel__store_pixel_bytes(a->pixels);
         for (uint32_t k = 0; raw && k < a->num_frames; k++)
-            if (a->frames[k].length != (uint64_t)a->width * a->height * 3)
+            if (a->frames[k].length != (uint64_t)a->width * a->height * pb)
                 return reel__error_set(err, REEL_E_CORRUPT,
-                                       "%s: record %lld (%s): raw stored frame %u has %u bytes, not %ux%u RGB", name,
-                                       (long long)i, a->path, k, a->frames[k].length, a->width, a->height);
+                                       "%s: record %lld (%s): raw stored frame %u has %u bytes, not %ux%u pixels of "
+                                       "%u bytes",
+                                       name, (long long)i, a->path, k, a->frames[k].length, a->width, a->height,
+                                       (unsigned)pb);
     }
     const reel__store_rec *prev = NULL;
     int64_t prev_i = -1;
@@ -684,6 +702,8 @@ int reel_store_get_info(const reel_store *s, reel_store_info *info, reel_error *
     }
     if (p->sampler == REEL_SAMPLER_COUNT) info->sampler.frames_per_clip = p->frames;
     if (p->sampler != 0) info->sampler.frame_factor = p->frame_factor;
+    info->color = (reel_color)p->color;
+    info->dtype = (reel_dtype)p->dtype;
     return REEL_OK;
 }
 
@@ -715,6 +735,8 @@ int reel_store_get_record(const reel_store *s, int64_t i, reel_store_record *o, 
     o->shard = s->shard_names[i];
     o->offset = (int64_t)r->offset;
     o->length = (int64_t)r->length;
+    o->channels = r->pixels == REEL__STORE_PIX_GRAY8 || r->pixels == REEL__STORE_PIX_GRAY16 ? 1 : 3;
+    o->bit_depth = r->pixels == REEL__STORE_PIX_GRAY16 ? r->depth : r->pixels == REEL__STORE_PIX_RGB48 ? 16 : 8;
     return REEL_OK;
 }
 

@@ -166,11 +166,28 @@ static int read_bytes(reel_store_reader *r, int64_t record, uint64_t off, size_t
     return REEL_OK;
 }
 
-static int picture(reel_store_reader *r, int w, int h, const char *name, reel_error *err)
+/* The pixel format of a record's frames (REEL__STORE_PIX_*): what the
+ * converter is handed, as a decoded frame of that format would be. */
+static int pixel_format(const reel__store_rec *rec)
 {
-    if (r->rgb->data[0] && r->rgb->width == w && r->rgb->height == h) return REEL_OK;
+    switch (rec->pixels) {
+    case REEL__STORE_PIX_GRAY8: return AV_PIX_FMT_GRAY8;
+    case REEL__STORE_PIX_RGB48: return AV_PIX_FMT_RGB48LE;
+    case REEL__STORE_PIX_GRAY16:
+        return rec->depth == 9    ? AV_PIX_FMT_GRAY9LE
+               : rec->depth == 10 ? AV_PIX_FMT_GRAY10LE
+               : rec->depth == 12 ? AV_PIX_FMT_GRAY12LE
+               : rec->depth == 14 ? AV_PIX_FMT_GRAY14LE
+                                  : AV_PIX_FMT_GRAY16LE;
+    default: return AV_PIX_FMT_RGB24;
+    }
+}
+
+static int picture(reel_store_reader *r, int w, int h, int fmt, const char *name, reel_error *err)
+{
+    if (r->rgb->data[0] && r->rgb->width == w && r->rgb->height == h && r->rgb->format == fmt) return REEL_OK;
     av_frame_unref(r->rgb);
-    r->rgb->format = AV_PIX_FMT_RGB24;
+    r->rgb->format = fmt;
     r->rgb->width = w;
     r->rgb->height = h;
     if (av_frame_get_buffer(r->rgb, 64) < 0) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
@@ -191,7 +208,9 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
     if (r->s.verify && reel__crc32(0, src, f->length) != f->crc)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: checksum mismatch in stored frame %lld",
                                r->store->dir, r->store->shard_names[record], rec->path, (long long)pos);
-    const size_t raw = (size_t)w * (size_t)h * 3;
+    const int fmt = pixel_format(rec);
+    const size_t pb = reel__store_pixel_bytes(rec->pixels);
+    const size_t raw = (size_t)w * (size_t)h * pb;
     if (format != REEL_STORE_FORMAT_JPEG && r->store->params.zstd_level == 0 && f->length != raw)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld has %u bytes, not %zu",
                                r->store->dir, r->store->shard_names[record], rec->path, (long long)pos, f->length, raw);
@@ -211,16 +230,16 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
             r->view->data[0] = (uint8_t *)pix;
             r->view->linesize[0] = stride;
         } else {
-            int st = picture(r, win[2], win[3], rec->path, err);
+            int st = picture(r, win[2], win[3], fmt, rec->path, err);
             if (st != REEL_OK) return st;
             for (int y = 0; y < win[3]; y++)
                 memcpy(r->rgb->data[0] + (size_t)y * (size_t)r->rgb->linesize[0],
-                       src + ((size_t)(win[1] + y) * (size_t)w + (size_t)win[0]) * 3, (size_t)win[2] * 3);
+                       src + ((size_t)(win[1] + y) * (size_t)w + (size_t)win[0]) * pb, (size_t)win[2] * pb);
             av_frame_unref(r->view);
             r->view->data[0] = r->rgb->data[0];
             r->view->linesize[0] = r->rgb->linesize[0];
         }
-        r->view->format = AV_PIX_FMT_RGB24;
+        r->view->format = format == REEL_STORE_FORMAT_JPEG ? AV_PIX_FMT_RGB24 : fmt;
         r->view->width = win[2];
         r->view->height = win[3];
         reel__frame_wrap(out, r->view, pos, f->pts, 0);
@@ -238,7 +257,7 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
         if (tjDecompressHeader3(r->tj, src, f->length, &jw, &jh, &sub, &cs) != 0 || jw != w || jh != h)
             return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: stored frame %lld is not a %dx%d JPEG",
                                    r->store->dir, r->store->shard_names[record], rec->path, (long long)pos, w, h);
-        int st = picture(r, w, h, rec->path, err);
+        int st = picture(r, w, h, AV_PIX_FMT_RGB24, rec->path, err);
         if (st != REEL_OK) return st;
         reel__frame_wrap(out, r->rgb, pos, f->pts, 0);
         /* flags 0: libjpeg-turbo's default decode (fancy upsampling, islow DCT) */
@@ -249,7 +268,7 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
         return REEL_OK;
     }
     if (r->store->params.zstd_level > 0) {
-        /* A zstd frame holds the picture's rows back to back (w * 3 bytes
+        /* A zstd frame holds the picture's rows back to back (w * pb bytes
          * each), and an AVFrame's rows are padded to 64 bytes: decompress in
          * one call into a dense picture of the reader's and hand the
          * visitor a view of it (the converter takes any row stride). The
@@ -271,18 +290,18 @@ static int decode_image(reel_store_reader *r, int64_t record, int64_t pos, const
                                    ZSTD_isError(z) ? ZSTD_getErrorName(z) : "wrong size");
         av_frame_unref(r->view);
         r->view->data[0] = r->dense;
-        r->view->linesize[0] = w * 3;
-        r->view->format = AV_PIX_FMT_RGB24;
+        r->view->linesize[0] = (int)((size_t)w * pb);
+        r->view->format = fmt;
         r->view->width = w;
         r->view->height = h;
         reel__frame_wrap(out, r->view, pos, f->pts, 0);
         return REEL_OK;
     }
-    int st = picture(r, w, h, rec->path, err);
+    int st = picture(r, w, h, fmt, rec->path, err);
     if (st != REEL_OK) return st;
     reel__frame_wrap(out, r->rgb, pos, f->pts, 0);
     for (int y = 0; y < h; y++)
-        memcpy(r->rgb->data[0] + (size_t)y * (size_t)r->rgb->linesize[0], src + (size_t)y * w * 3, (size_t)w * 3);
+        memcpy(r->rgb->data[0] + (size_t)y * (size_t)r->rgb->linesize[0], src + (size_t)y * w * pb, (size_t)w * pb);
     return REEL_OK;
 }
 

@@ -21,6 +21,21 @@ typedef struct reel__store_frame {
     int64_t pts, duration;   /* source pts and duration, source time base */
 } reel__store_frame;
 
+/* The samples of a record's frames (its entry's bytes 136-139: u16 kind,
+ * u16 depth): RGB24; 8-bit gray; RGB48LE (ffmpeg's rgb48le); gray codes of
+ * `depth` bits (9..16) in 16-bit little-endian words. */
+enum { REEL__STORE_PIX_RGB24 = 0, REEL__STORE_PIX_GRAY8 = 1, REEL__STORE_PIX_RGB48 = 2, REEL__STORE_PIX_GRAY16 = 3 };
+
+/* Bytes per pixel of a kind (0: unknown). */
+static inline size_t reel__store_pixel_bytes(int kind)
+{
+    return kind == REEL__STORE_PIX_RGB24    ? 3
+           : kind == REEL__STORE_PIX_GRAY8  ? 1
+           : kind == REEL__STORE_PIX_RGB48  ? 6
+           : kind == REEL__STORE_PIX_GRAY16 ? 2
+                                            : 0;
+}
+
 /* One record: a video (or segment) and where its bytes are. */
 typedef struct reel__store_rec {
     int64_t sample; /* dataset index of the source */
@@ -36,6 +51,8 @@ typedef struct reel__store_rec {
     double seg_start, seg_end;
     char *path, *reason, *class_name;
     reel__store_frame *frames;
+    uint16_t pixels; /* REEL__STORE_PIX_*: what its frames hold */
+    uint16_t depth;  /* GRAY16: bits of a code (9..16); else 0 */
 } reel__store_rec;
 
 /* The build settings that the index and every journal carry. */
@@ -50,6 +67,7 @@ typedef struct reel__store_params {
      * none (REEL_SAMPLER_NONE); fps above is then the fps sampler's rate;
      * what the kind does not use is 0 */
     int32_t sampler, min_frames, max_frames, frames, frame_factor;
+    int32_t color, dtype; /* reel_pack_settings.color and .dtype */
 } reel__store_params;
 
 /* CRC-32 of n bytes continuing `crc` (0 to start; crc32.c). */
@@ -61,8 +79,9 @@ void reel__store_params_from(reel__store_params *p, const reel_pack_settings *s)
 /* Frees what a record owns (its strings and frames) and zeroes it. */
 void reel__store_rec_free(reel__store_rec *r);
 
-/* Encoders (encode.c). The frame source is `n` RGB24 HWC images of w x h
- * at `rgb`, `stride` bytes apart. Output appends to a growable buffer. */
+/* Encoders (encode.c). The frame source is `n` HWC images of w x h at
+ * `rgb`, `stride` bytes apart: RGB24, or for raw records any
+ * REEL__STORE_PIX_* kind. Output appends to a growable buffer. */
 typedef struct reel__bytes {
     uint8_t *data;
     size_t len, cap;
@@ -76,8 +95,9 @@ typedef struct reel__encoder reel__encoder;
 int reel__encoder_h264_check(const char *name, reel_error *err);
 int reel__encoder_create(reel__encoder **out, const reel__store_params *p, reel_error *err);
 void reel__encoder_destroy(reel__encoder **e);
-/* Starts a record of w x h frames (for H264: a new stream). */
-int reel__encoder_begin(reel__encoder *e, int w, int h, const char *name, reel_error *err);
+/* Starts a record of w x h frames of REEL__STORE_PIX_* `pixels` (for H264:
+ * a new stream); jpeg and h264 take RGB24 alone (REEL_E_INVALID_ARG). */
+int reel__encoder_begin(reel__encoder *e, int w, int h, int pixels, const char *name, reel_error *err);
 /* Adds frames; for JPEG/RAW their payloads go to out at once and the frame
  * offsets/lengths are set; for H264 they are buffered in the encoder. */
 int reel__encoder_add(reel__encoder *e, const uint8_t *rgb, size_t stride, int64_t first, int n,

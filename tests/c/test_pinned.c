@@ -149,6 +149,7 @@ TEST(no_cuda_runtime_means_plain_memory)
     c.height = 8;
     c.layout = REEL_BATCH_BTCHW;
     c.dtype = REEL_DTYPE_UINT8;
+    c.channels = 3;
     c.alignment = 4096;
     c.pin_memory = 1;
     reel_error err;

@@ -798,33 +798,37 @@ TEST(geometry_rejects_unfixed_sizes_and_bad_values)
 TEST(layouts_have_consistent_strides)
 {
     const int T = 8, H = 4, W = 5;
-    for (int layout = 0; layout < 3; layout++) {
-        int64_t shape[5], st[5];
-        reel__layout_shape(layout, 2, T, H, W, shape, st);
-        CHECK_EQ_INT(st[4], 1);
-        for (int d = 3; d >= 0; d--) CHECK_EQ_INT(st[d], st[d + 1] * shape[d + 1]);
-        /* element (row, t, c, y, x) reached through the frame strides */
-        char *hit = calloc((size_t)(2 * st[0]), 1);
-        for (int64_t row = 0; row < 2; row++)
-            for (int t = 0; t < T; t++) {
-                int64_t off, sc, sy, sx;
-                reel__layout_frame(layout, T, H, W, row, t, &off, &sc, &sy, &sx);
-                for (int c = 0; c < 3; c++)
-                    for (int y = 0; y < H; y++)
-                        for (int x = 0; x < W; x++) {
-                            int64_t e = off + c * sc + y * sy + x * sx;
-                            CHECK(e >= 0 && e < 2 * st[0]);
-                            CHECK(!hit[e]);
-                            hit[e] = 1;
-                        }
-            }
-        for (int64_t e = 0; e < 2 * st[0]; e++) CHECK(hit[e]); /* dense */
-        free(hit);
-    }
+    for (int nc = 1; nc <= 3; nc += 2) /* gray and RGB */
+        for (int layout = 0; layout < 3; layout++) {
+            int64_t shape[5], st[5];
+            reel__layout_shape(layout, 2, T, H, W, nc, shape, st);
+            CHECK_EQ_INT(st[4], 1);
+            for (int d = 3; d >= 0; d--) CHECK_EQ_INT(st[d], st[d + 1] * shape[d + 1]);
+            CHECK_EQ_INT(st[0], (int64_t)nc * T * H * W);
+            /* element (row, t, c, y, x) reached through the frame strides */
+            char *hit = calloc((size_t)(2 * st[0]), 1);
+            for (int64_t row = 0; row < 2; row++)
+                for (int t = 0; t < T; t++) {
+                    int64_t off, sc, sy, sx;
+                    reel__layout_frame(layout, T, H, W, nc, row, t, &off, &sc, &sy, &sx);
+                    for (int c = 0; c < nc; c++)
+                        for (int y = 0; y < H; y++)
+                            for (int x = 0; x < W; x++) {
+                                int64_t e = off + c * sc + y * sy + x * sx;
+                                CHECK(e >= 0 && e < 2 * st[0]);
+                                CHECK(!hit[e]);
+                                hit[e] = 1;
+                            }
+                }
+            for (int64_t e = 0; e < 2 * st[0]; e++) CHECK(hit[e]); /* dense */
+            free(hit);
+        }
     int64_t shape[5], st[5];
-    reel__layout_shape(REEL_BATCH_BCTHW, 1, T, H, W, shape, st);
+    reel__layout_shape(REEL_BATCH_BCTHW, 1, T, H, W, 3, shape, st);
     CHECK_EQ_INT(shape[1], 3);
     CHECK_EQ_INT(shape[2], T);
-    reel__layout_shape(REEL_BATCH_BTHWC, 1, T, H, W, shape, st);
+    reel__layout_shape(REEL_BATCH_BTHWC, 1, T, H, W, 3, shape, st);
     CHECK_EQ_INT(shape[4], 3);
+    reel__layout_shape(REEL_BATCH_BTCHW, 1, T, H, W, 1, shape, st);
+    CHECK_EQ_INT(shape[2], 1);
 }

@@ -170,7 +170,7 @@ ENUM_PREFIX = {
     "reel_crop_kind": "CROP_", "reel_flip_kind": "FLIP_", "reel_filter": "FILTER_",
     "reel_convert_path": "CONVERT_PATH_", "reel_dtype": "DTYPE_", "reel_batch_layout": "BATCH_",
     "reel_shard_mode": "SHARD_", "reel_error_policy": "ON_ERROR_", "reel_index_mode": "INDEX_",
-    "reel_corrupt_policy": "CORRUPT_",
+    "reel_corrupt_policy": "CORRUPT_", "reel_color": "COLOR_",
 }
 UNITS = {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
 
