@@ -432,7 +432,7 @@ static PyMethodDef module_methods[] = {
       "dataset_info(source)\n--\n\n{'size', 'class_names'} of a folder, a manifest or a list of entries." },
     { "_frames_from_bytes", mod_frames_from_bytes, METH_VARARGS, NULL },
     { "decode_near", (PyCFunction)(void (*)(void))mod_decode_near, METH_VARARGS | METH_KEYWORDS,
-      "decode_near(jobs, tolerance_s, on_violation, threads, dtype, layout)\n--\n\n"
+      "decode_near(jobs, tolerance_s, on_violation, threads, dtype, layout, color=0)\n--\n\n"
       "jobs: [(Decoder, seconds, width, height, out or None)]; the frames nearest to each job's times, every job in "
       "one call with the GIL released (reel_decode_near): [Frames]." },
     { "audio_samples", (PyCFunction)(void (*)(void))mod_audio_samples, METH_VARARGS | METH_KEYWORDS,

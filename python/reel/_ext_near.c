@@ -112,7 +112,7 @@ typedef struct near_job_py {
     uint8_t *within;
 } near_job_py;
 
-static int parse_job(reel_state *st, PyObject *item, int dtype, int layout, near_job_py *j)
+static int parse_job(reel_state *st, PyObject *item, int dtype, int layout, int color, near_job_py *j)
 {
     PyObject *dec, *seconds, *out;
     int w, h;
@@ -142,6 +142,7 @@ static int parse_job(reel_state *st, PyObject *item, int dtype, int layout, near
     j->t.width = w;
     j->t.height = h;
     j->t.pixels.dtype = (reel_dtype)dtype;
+    j->t.pixels.color = (reel_color)color;
     j->t.layout = (reel_layout)layout;
     return 0;
 }
@@ -157,6 +158,7 @@ static int format_fits(const char *format, int dtype)
     case DT_FLOAT32: return f[0] == 'f';
     case DT_FLOAT16: return f[0] == 'e';
     case DT_BFLOAT16: return f[0] == 'e' || f[0] == 'h' || f[0] == 'H'; /* numpy has no bfloat16: 2-byte views */
+    case DT_UINT16: return f[0] == 'H';
     default: return 0;
     }
 }
@@ -176,7 +178,8 @@ static int job_output(reel_state *st, near_job_py *j)
         return -1;
     }
     int chw = j->t.layout == REEL_LAYOUT_CHW;
-    int64_t shape[4] = { j->n, chw ? 3 : h, chw ? h : w, chw ? w : 3 };
+    const int64_t c = j->t.pixels.color == REEL_COLOR_GRAY ? 1 : 3;
+    int64_t shape[4] = { j->n, chw ? c : h, chw ? h : w, chw ? w : c };
     int dt = (int)j->t.pixels.dtype;
     if (j->out == Py_None) {
         j->frames = frames_alloc(st, dt, 4, shape);
@@ -208,18 +211,19 @@ static int ptr_order(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* decode_near(jobs, tolerance_s, on_violation, threads, dtype, layout) */
+/* decode_near(jobs, tolerance_s, on_violation, threads, dtype, layout, color) */
 PyObject *mod_decode_near(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = { "jobs", "tolerance_s", "on_violation", "threads", "dtype", "layout", NULL };
+    static char *kw[] = { "jobs", "tolerance_s", "on_violation", "threads", "dtype", "layout", "color", NULL };
     PyObject *list;
     double tolerance_s;
-    int on_violation, threads, dtype, layout;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!diiii:decode_near", kw, &PyList_Type, &list, &tolerance_s,
-                                     &on_violation, &threads, &dtype, &layout))
+    int on_violation, threads, dtype, layout, color = REEL_COLOR_RGB;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O!diiii|i:decode_near", kw, &PyList_Type, &list, &tolerance_s,
+                                     &on_violation, &threads, &dtype, &layout, &color))
         return NULL;
-    if (dtype < 0 || dtype > REEL_DTYPE_BFLOAT16 || (layout != REEL_LAYOUT_HWC && layout != REEL_LAYOUT_CHW)) {
-        PyErr_SetString(PyExc_ValueError, "decode_near: bad dtype or layout");
+    if (dtype < 0 || dtype > REEL_DTYPE_UINT16 || (layout != REEL_LAYOUT_HWC && layout != REEL_LAYOUT_CHW) ||
+        (color != REEL_COLOR_RGB && color != REEL_COLOR_GRAY)) {
+        PyErr_SetString(PyExc_ValueError, "decode_near: bad dtype, layout or color");
         return NULL;
     }
     reel_state *st = PyModule_GetState(module);
@@ -237,7 +241,7 @@ PyObject *mod_decode_near(PyObject *module, PyObject *args, PyObject *kwargs)
     keep = PyList_GetSlice(list, 0, nj); /* the tuples stay alive while their strings are used */
     if (!keep) goto out;
     for (Py_ssize_t i = 0; i < nj; i++)
-        if (parse_job(st, PyList_GET_ITEM(keep, i), dtype, layout, &jobs[i]) < 0) goto out;
+        if (parse_job(st, PyList_GET_ITEM(keep, i), dtype, layout, color, &jobs[i]) < 0) goto out;
     /* each decoder once, in address order: two calls that share decoders
      * take their locks in the same order */
     for (Py_ssize_t i = 0; i < nj; i++) held[ndec++] = jobs[i].dec;

@@ -258,9 +258,10 @@ def decode_near(
     GOP-parallel contexts while threads leave room. ``source`` is a path or
     URL; its decoder comes from ``cache`` (None: the process's
     :class:`DecoderCache`). ``size``: None (each camera's own), an int, a
-    ``(height, width)``, or ``{name: size}``; ``dtype``: uint8, float32,
-    float16 or bfloat16 (``divisor`` 255); ``layout``: ``"CHW"`` (frames
-    [N, 3, H, W]) or ``"HWC"``; ``color``: ``"rgb"``. ``out``: ``{name:
+    ``(height, width)``, or ``{name: size}``; ``dtype``: uint8, uint16,
+    float32, float16 or bfloat16 (as :class:`VideoDecoder`'s); ``layout``:
+    ``"CHW"`` (frames [N, C, H, W]) or ``"HWC"``; ``color``: ``"rgb"`` (C = 3)
+    or ``"gray"`` (C = 1; with ``uint16`` a deep source keeps its codes). ``out``: ``{name:
     array}`` (numpy, or a contiguous CPU torch tensor) of exactly the
     frames' shape and dtype, written in place (the returned Frames view it);
     cameras not in ``out`` get new Frames. Errors: FrameTimestampError,
@@ -268,9 +269,8 @@ def decode_near(
     infinite time, each naming the file."""
     if not isinstance(cameras, Mapping):
         raise TypeError(f"decode_near: cameras must be a dict {{name: (source, times)}}, not {type(cameras).__name__}")
-    if color != "rgb":
-        raise ValueError(f"decode_near: color={color!r}: only 'rgb' in this version")
     dtype_code = opt.dtype_code(dtype)
+    color_code = opt.choice("color", color, opt.COLORS)
     layout_code = opt.choice("layout", layout, opt.FRAME_LAYOUTS)
     violation = opt.choice("on_violation", on_violation, opt.NEAR_VIOLATIONS)
     if threads is None:
@@ -300,7 +300,7 @@ def decode_near(
     try:
         jobs = [(name, dec._dec, cameras[name][1], sizes[name][1], sizes[name][0], arrays.get(name))
                 for name, dec in zip(names, decoders)]
-        frames = _reel.decode_near(jobs, float(tolerance_s), violation, threads, dtype_code, layout_code)
+        frames = _reel.decode_near(jobs, float(tolerance_s), violation, threads, dtype_code, layout_code, color_code)
     finally:
         c._release(sources)
     return dict(zip(names, frames))

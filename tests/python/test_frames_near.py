@@ -252,9 +252,14 @@ def test_decode_near_raises_before_decoding_and_names_the_file(cameras, np, tmp_
     with pytest.raises(reel.InvalidArgumentError, match="not a finite number"):
         reel.decode_near({"front": (cameras["front"], [math.nan])}, cache=cache)
     with pytest.raises(ValueError, match="color"):
-        reel.decode_near({"front": (cameras["front"], [0.0])}, color="gray", cache=cache)
-    with pytest.raises(ValueError, match="dtype"):
-        reel.decode_near({"front": (cameras["front"], [0.0])}, dtype="uint16", cache=cache)
+        reel.decode_near({"front": (cameras["front"], [0.0])}, color="grey", cache=cache)
+    with pytest.raises((ValueError, TypeError), match="dtype"):
+        reel.decode_near({"front": (cameras["front"], [0.0])}, dtype="int32", cache=cache)
+    # gray and uint16 as VideoDecoder gives them
+    gray = reel.decode_near({"front": (cameras["front"], [0.0, 0.1])}, color="gray", dtype="uint16", cache=cache)
+    want = reel.VideoDecoder(cameras["front"], color="gray", dtype="uint16").get_frames_near([0.0, 0.1])
+    assert gray["front"].shape == want.shape and want.shape[1] == 1
+    assert np.asarray(gray["front"]).tobytes() == np.asarray(want).tobytes()
     with pytest.raises(TypeError, match="source"):
         reel.decode_near({"front": (b"bytes", [0.0])}, cache=cache)  # type: ignore[dict-item]
     with pytest.raises(TypeError):

@@ -374,8 +374,9 @@ def test_bad_arguments(lerobot_root):
 
 def test_depth_keys_ask_for_gray_uint16(lerobot_root, tmp_path):
     """A depth key (video.is_depth_map) is decoded with color="gray",
-    dtype="uint16" (the source's codes), never as RGB. Until decode_near has
-    gray (issue 29 point 4, another branch), that is a named ValueError."""
+    dtype="uint16" (the source's codes, [1, H, W]), never as RGB: the same
+    frame as the RGB item, as VideoDecoder(color="gray", dtype="uint16")
+    gives it."""
     root = _copy(lerobot_root, tmp_path)
     path = os.path.join(root, "meta/info.json")
     info = json.load(open(path))
@@ -383,6 +384,13 @@ def test_depth_keys_ask_for_gray_uint16(lerobot_root, tmp_path):
     json.dump(info, open(path, "w"))
     ds = rl.LeRobotDataset(root)
     assert ds._mode(WRIST) == ("gray", "uint16") and ds._mode(FRONT) == ("rgb", "uint8")
-    with pytest.raises(ValueError, match="color='gray'"):
-        ds[3]
-    assert rl.LeRobotDataset(root, cameras=[FRONT, SIDE])[3][FRONT].shape == (3, 48, 64)
+    item, rgb_item = ds[3], rl.LeRobotDataset(lerobot_root[0])[3]
+    depth, rgb = item[WRIST], rgb_item[WRIST]
+    assert depth.dtype == torch.uint16 and tuple(depth.shape) == (1,) + tuple(rgb.shape[1:])
+    assert torch.equal(item[FRONT], rgb_item[FRONT])
+    video = ds.video_path(int(item["episode_index"]), WRIST)
+    whole = reel.VideoDecoder(video).get_frames_at(list(range(len(reel.VideoDecoder(video))))).torch()
+    k = [i for i in range(whole.shape[0]) if torch.equal(whole[i], rgb)]
+    assert len(k) == 1
+    gray = reel.VideoDecoder(video, color="gray", dtype="uint16").get_frames_at(k).torch()[0]
+    assert torch.equal(depth, gray) and int(depth.numpy().max()) <= 255
