@@ -38,6 +38,7 @@ static const struct {
     { REEL_E_PERMISSION, "PERMISSION" },
     { REEL_E_NO_DATA, "NO_DATA" },
     { REEL_E_NO_AUDIO_STREAM, "NO_AUDIO_STREAM" },
+    { REEL_E_CUDA, "CUDA" },
 };
 
 static PyObject *error_class(reel_state *st, int status)

@@ -2,6 +2,7 @@
  * with crop and resize where exactness allows), then one pass writes the
  * small result into its final dtype, layout and strides. */
 #include "convert/convert_internal.h"
+#include "convert/pixel.h"
 #include "core/frame.h"
 #include "core/error.h"
 
@@ -72,38 +73,15 @@ size_t reel__dtype_size(int dtype)
     }
 }
 
+/* The half and bfloat16 roundings are pixel.h's, shared with the GPU. */
 uint16_t reel__f32_to_f16(float f)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t mant = x & 0x7fffffu;
-    int32_t exp = (int32_t)((x >> 23) & 0xff);
-    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    exp = exp - 127 + 15;
-    if (exp >= 0x1f) return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        if (exp < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t h = mant >> shift;
-        uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-    return (uint16_t)(sign | h);
+    return reel__px_f16(f);
 }
 
 uint16_t reel__f32_to_bf16(float f)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fffu + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
+    return reel__px_bf16(f);
 }
 
 int reel_transform_get_output_size(const reel_transform *t, int src_w, int src_h, int *out_w, int *out_h, size_t *bytes,
@@ -212,12 +190,33 @@ static int sws_flags_of(int filter)
 /* Colour matrix and range exactly as FFmpeg's scale filter picks them
  * (in_color_matrix=auto: the frame's matrix; range: the frame's range), so
  * output matches the ffmpeg CLI bit for bit. */
+const int *reel__convert_coefficients(int cs)
+{
+    if (cs < 1 || cs > 10 || cs == 8) cs = AVCOL_SPC_BT470BG;
+    return sws_getCoefficients(cs);
+}
+
+int reel__convert_full_range(int range, int pix_fmt)
+{
+    if (range != AVCOL_RANGE_UNSPECIFIED) return range == AVCOL_RANGE_JPEG;
+    return pix_fmt == AV_PIX_FMT_YUVJ420P || pix_fmt == AV_PIX_FMT_YUVJ422P || pix_fmt == AV_PIX_FMT_YUVJ444P ||
+           pix_fmt == AV_PIX_FMT_YUVJ440P || pix_fmt == AV_PIX_FMT_YUVJ411P;
+}
+
+int reel__convert_unscaled_simd(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return !!(av_get_cpu_flags() & AV_CPU_FLAG_SSSE3);
+#else
+    return 0;
+#endif
+}
+
 static void set_colors(struct SwsContext *sws, int cs, int range)
 {
     int *inv, *tab, src_full, dst_full, bri, con, sat;
     if (sws_getColorspaceDetails(sws, &inv, &src_full, &tab, &dst_full, &bri, &con, &sat) < 0) return;
-    if (cs < 1 || cs > 10 || cs == 8) cs = AVCOL_SPC_BT470BG;
-    const int *coef = sws_getCoefficients(cs);
+    const int *coef = reel__convert_coefficients(cs);
     if (range != AVCOL_RANGE_UNSPECIFIED) src_full = range == AVCOL_RANGE_JPEG;
     sws_setColorspaceDetails(sws, coef, src_full, coef, dst_full, bri, con, sat);
 }
@@ -339,7 +338,7 @@ static void build_luts(reel_converter *c, const reel_transform *t)
     for (int ch = 0; ch < 3; ch++) {
         float sd = t->pixels.std[ch] != 0.0f ? t->pixels.std[ch] : 1.0f;
         for (int v = 0; v < 256; v++) {
-            float x = ((float)v / scale - t->pixels.mean[ch]) / sd;
+            float x = reel__px_normalise(v, scale, t->pixels.mean[ch], sd);
             c->lut_f32[ch][v] = x;
             c->lut_u16[ch][v] = t->pixels.dtype == REEL_DTYPE_BFLOAT16 ? reel__f32_to_bf16(x) : reel__f32_to_f16(x);
         }

@@ -37,6 +37,7 @@ const char *reel_strerror(int status)
     case REEL_E_PERMISSION: return "permission denied";
     case REEL_E_NO_DATA: return "no sample could be loaded";
     case REEL_E_NO_AUDIO_STREAM: return "no audio stream";
+    case REEL_E_CUDA: return "CUDA unavailable or failed";
     default: return "unknown error";
     }
 }
