@@ -12,6 +12,7 @@
 #include "convert/pixel.h"
 #include "core/frame.h"
 #include "convert/dtype.h"
+#include "cuda/device.h"
 #include "cuda/plan.h"
 
 #include <libavutil/frame.h>
@@ -94,23 +95,59 @@ typedef struct tally {
     int cases;
 } tally;
 
-static void emulate_one(const AVFrame *f, const surface *s, const reel_transform *t, void *dst)
+/* Set by the GPU test: the same comparisons run the kernel on the device
+ * instead of its emulation. */
+static reel__cuda *g_device;
+
+static void *dev_ptr(uint64_t p)
 {
-    reel__cuda_src src = { s->y,
-                           s->uv,
-                           s->y_pitch,
-                           s->uv_pitch,
-                           f->width,
-                           f->height,
-                           s->bits,
-                           f->colorspace,
-                           reel__convert_full_range(f->color_range, f->format),
-                           0 };
+    return (void *)(uintptr_t)p;
+}
+
+static reel__cuda_src source_of(const AVFrame *f, const surface *s)
+{
+    reel__cuda_src src;
+    memset(&src, 0, sizeof src);
+    src.y = s->y;
+    src.uv = s->uv;
+    src.y_pitch = s->y_pitch;
+    src.uv_pitch = s->uv_pitch;
+    src.width = f->width;
+    src.height = f->height;
+    src.bits = s->bits;
+    src.colorspace = f->colorspace;
+    src.full_range = reel__convert_full_range(f->color_range, f->format);
+    return src;
+}
+
+/* The frame converted per t into dst (size bytes) by the emulation, or by
+ * the kernel on g_device (the surfaces uploaded, the output downloaded). */
+static void emulate_one(const AVFrame *f, const surface *s, const reel_transform *t, void *dst, size_t size)
+{
+    reel__cuda_src src = source_of(f, s);
     reel__cuda_taps taps = { 0 };
     reel__px_frame pf;
     reel_error err;
-    CHECK_OK(reel__cuda_plan_frame(&taps, &src, t, dst, &pf, &err));
-    reel__cuda_emulate(&pf, 1, &taps);
+    if (!g_device) {
+        CHECK_OK(reel__cuda_plan_frame(&taps, &src, t, dst, &pf, &err));
+        reel__cuda_emulate(&pf, 1, &taps);
+        reel__cuda_taps_free(&taps);
+        return;
+    }
+    size_t ybytes = (size_t)s->y_pitch * f->height, uvbytes = (size_t)s->uv_pitch * ((f->height + 1) / 2);
+    uint64_t dy, duv, dout;
+    CHECK_OK(reel__cuda_buffer(g_device, ybytes, &dy, &err));
+    CHECK_OK(reel__cuda_buffer(g_device, uvbytes, &duv, &err));
+    CHECK_OK(reel__cuda_buffer(g_device, size, &dout, &err));
+    CHECK_OK(reel__cuda_upload(g_device, dy, s->y, ybytes, &err));
+    CHECK_OK(reel__cuda_upload(g_device, duv, s->uv, uvbytes, &err));
+    CHECK_OK(reel__cuda_upload(g_device, dout, dst, size, &err)); /* what is not written stays as it was */
+    src.y = dev_ptr(dy);
+    src.uv = dev_ptr(duv);
+    CHECK_OK(reel__cuda_plan_frame(&taps, &src, t, dev_ptr(dout), &pf, &err));
+    CHECK_OK(reel__cuda_convert(g_device, &pf, 1, &taps, &err));
+    CHECK_OK(reel__cuda_download(g_device, dst, dout, size, &err));
+    reel__cuda_buffers_release(g_device);
     reel__cuda_taps_free(&taps);
 }
 
@@ -140,7 +177,7 @@ static void compare(reel_converter *conv, const AVFrame *f, const surface *s, co
     CHECK(a && b);
     memset(b, 0xA5, bytes);
     cpu_one(conv, f, &u8, a, bytes);
-    emulate_one(f, s, &u8, b);
+    emulate_one(f, s, &u8, b, bytes);
     int64_t over1 = 0, mx = 0;
     for (size_t i = 0; i < bytes; i++) {
         int d = abs((int)a[i] - (int)b[i]);
@@ -175,7 +212,7 @@ static void compare(reel_converter *conv, const AVFrame *f, const surface *s, co
         uint8_t *ca = calloc(n, es), *cb = calloc(n, es);
         CHECK(ca && cb);
         cpu_one(conv, f, t, ca, n * es);
-        emulate_one(f, s, t, cb);
+        emulate_one(f, s, t, cb, n * es);
         float scale = t->pixels.divisor > 0 ? t->pixels.divisor : 255.0f;
         for (int y = 0; y < oh; y++)
             for (int x = 0; x < ow; x++)
@@ -281,7 +318,7 @@ static void print_tally(const char *name, const tally *t)
 
 /* Every matrix and both ranges on the same real pixels (the frame's tags
  * changed: the converter and the emulation read them alike). */
-TEST(emulation_meets_the_rule_on_real_frames)
+static void real_frames(void)
 {
     static const struct {
         const char *file;
@@ -337,6 +374,11 @@ TEST(emulation_meets_the_rule_on_real_frames)
     reel_converter_destroy(&conv);
 }
 
+TEST(emulation_meets_the_rule_on_real_frames)
+{
+    real_frames();
+}
+
 /* Sharp coloured edges (ffmpeg's testsrc2): the filters' overshoot, which
  * swscale's luma table takes unclipped. */
 TEST(emulation_equals_cpu_on_sharp_edges)
@@ -386,4 +428,80 @@ TEST(plan_refuses_what_the_gpu_does_not_do)
     t.crop_h = 4;
     CHECK_STATUS(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err), REEL_E_INVALID_ARG);
     reel__cuda_taps_free(&taps);
+}
+
+/* The kernel itself on a GPU (scripts/device_check.sh runs this binary of
+ * the REEL_CUDA=ON build there): the same comparisons, bit for bit, and
+ * device memory that does not grow over 1,000 conversions. Without a
+ * driver or a GPU it is skipped with the reason CUDA gives. */
+TEST(gpu_kernel_equals_cpu)
+{
+    reel_error err;
+    int r = reel__cuda_open(0, 0, &g_device, &err);
+    if (r == REEL_E_CUDA) {
+        char why[REEL_ERROR_MSG_SIZE + 16];
+        snprintf(why, sizeof why, "no GPU: %s", err.message);
+        harness_skip(why);
+    }
+    CHECK_OK(r);
+    printf("    on %s, compute %d.%d\n", reel__cuda_name(g_device), reel__cuda_capability(g_device) / 10,
+           reel__cuda_capability(g_device) % 10);
+    real_frames();
+    AVFrame *f = decoded("nasa_13013.mp4", 5);
+    surface s = to_surface(f);
+    reel_transform t;
+    reel_transform_default_settings(&t);
+    t.width = t.height = 224;
+    t.pixels.dtype = REEL_DTYPE_FLOAT32;
+    size_t bytes = 224 * 224 * 3 * 4;
+    float *out = malloc(bytes);
+    CHECK(out != NULL);
+    size_t held = 0;
+    for (int i = 0; i < 1000; i++) {
+        emulate_one(f, &s, &t, out, bytes);
+        reel__cuda_mem m = reel__cuda_memory(g_device);
+        if (i == 0) held = m.held;
+        CHECK_MSG(m.held == held, "device memory grew from %zu to %zu bytes at call %d", held, m.held, i);
+    }
+    reel__cuda_mem m = reel__cuda_memory(g_device);
+    printf("    1000 conversions: pool holds %zu bytes (peak %zu), %llu allocations, %llu reuses\n", m.held, m.peak,
+           (unsigned long long)m.allocs, (unsigned long long)m.reuses);
+    free(out);
+    free(s.y);
+    free(s.uv);
+    av_frame_free(&f);
+    reel__cuda_close(&g_device);
+}
+
+/* The device setting, and the named errors where there is no GPU. */
+TEST(device_setting_and_no_gpu_errors)
+{
+    int idx = 7;
+    reel_error err;
+    CHECK_OK(reel__device_parse(NULL, &idx, &err));
+    CHECK_EQ_INT(idx, -1);
+    CHECK_OK(reel__device_parse("cpu", &idx, &err));
+    CHECK_EQ_INT(idx, -1);
+    CHECK_OK(reel__device_parse("cuda", &idx, &err));
+    CHECK_EQ_INT(idx, 0);
+    CHECK_OK(reel__device_parse("cuda:3", &idx, &err));
+    CHECK_EQ_INT(idx, 3);
+    const char *bad[] = { "gpu", "cuda:", "cuda:-1", "cuda:x", "cuda:1x", "CUDA", "cuda:99999" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_STATUS(reel__device_parse(bad[i], &idx, &err), REEL_E_INVALID_ARG);
+        CHECK_MSG(strstr(err.message, bad[i]) && strstr(err.message, "cuda:N"), "%s", err.message);
+    }
+    reel__cuda *c = NULL;
+    int r = reel__cuda_open(0, 0, &c, &err);
+    if (r == REEL_OK) { /* a GPU machine: a device past the last one */
+        reel__cuda_close(&c);
+        CHECK_STATUS(reel__cuda_open(999, 0, &c, &err), REEL_E_CUDA);
+        CHECK_MSG(strstr(err.message, "cuda:999"), "%s", err.message);
+        return;
+    }
+    CHECK_STATUS(r, REEL_E_CUDA);
+    CHECK(c == NULL);
+    CHECK_MSG(!strncmp(err.message, "CUDA: ", 6) && (strstr(err.message, "libcuda") || strstr(err.message, "kernels")),
+              "%s", err.message);
+    printf("    here: %s\n", err.message);
 }
