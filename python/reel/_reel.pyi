@@ -116,6 +116,8 @@ class Decoder:
         check_keyframes: bool = True,
         remote: Optional[Dict[str, Any]] = None,
         gop_contexts: int = 0,
+        device: Optional[str] = None,
+        device_fallback: Optional[str] = None,
     ) -> None: ...
     @property
     def closed(self) -> bool: ...
