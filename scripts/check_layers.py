@@ -83,7 +83,6 @@ INTER_MODULE: Dict[str, Set[str]] = {
     "convert/dtype.h": {"pipeline"},  # bytes per output element
     "convert/pixel.h": {"cuda"},  # the per-pixel arithmetic the GPU kernels and their emulation share
     "cuda/device.h": {"decoder", "pipeline"},  # the device setting, a CUDA device, its memory pool and kernel launch
-    "cuda/plan.h": {"decoder", "pipeline"},  # a batch of frames planned for the kernel
     "decoder/open.h": {"pipeline"},  # opening with the entry's answer to "is it remote?"
     "decoder/decoder_for_loader.h": {"pipeline"},  # a loader sample's decode, its GOP contexts per call
     "store/store_for_pack.h": {"pack"},  # the store's writing side
