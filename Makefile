@@ -66,8 +66,8 @@ asan: deps
 # machine by scripts/device_check.sh.
 CUDA_DIR ?= build-cuda
 cuda: deps
-	@bash scripts/deps.sh --cuda
-	@bash scripts/cmake_build.sh $(CUDA_DIR) -DREEL_CUDA=ON -DREEL_WERROR=ON
+	@nvcc=$$(bash scripts/deps.sh --cuda) && \
+	  bash scripts/cmake_build.sh $(CUDA_DIR) -DREEL_CUDA=ON -DREEL_WERROR=ON -DREEL_NVCC="$$nvcc"
 
 # Formats the C sources with .clang-format (make test checks them).
 format:
