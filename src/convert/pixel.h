@@ -5,6 +5,7 @@
 #ifndef REEL_CONVERT_PIXEL_H
 #define REEL_CONVERT_PIXEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __CUDACC__
@@ -185,6 +186,16 @@ typedef struct reel__px_frame {
     float scale, mean[3], sd[3]; /* normalisation (float dtypes) */
 } reel__px_frame;
 
+/* The kernel reads the frames as the host wrote them: the layout must be
+ * the same under nvcc (C++) and the C compiler (LP64 on both). */
+#ifdef __cplusplus
+#define REEL_PX_LAYOUT(c) static_assert(c, "reel__px_frame's layout differs between C and CUDA")
+#else
+#define REEL_PX_LAYOUT(c) _Static_assert(c, "reel__px_frame's layout differs between C and CUDA")
+#endif
+REEL_PX_LAYOUT(sizeof(reel__px_frame) == 264 && offsetof(reel__px_frame, coef) == 100 &&
+               offsetof(reel__px_frame, dst) == 184 && offsetof(reel__px_frame, sd) == 248);
+
 REEL_HD int reel__px_sample(const reel__px_frame *f, int chroma, int comp, int col, int row)
 {
     const uint8_t *base;
@@ -251,7 +262,7 @@ REEL_HD int reel__px_luma(const reel__px_frame *f, const int32_t *start, const i
     int h2[2] = { 0, 0 }, w2[2] = { 0, 0 };
     int64_t s = reel__px_vsum(f, start, coef, f->hy, f->vy, 0, 0, col, row, h2, w2);
     int full = f->mode == REEL_PX_FULL;
-    if (f->vmode == REEL_PX_V1) return full ? h2[0] << 2 : reel__px_headroom((h2[0] + 64) >> 7);
+    if (f->vmode == REEL_PX_V1) return full ? h2[0] * 4 : reel__px_headroom((h2[0] + 64) >> 7);
     if (f->vmode == REEL_PX_V2) return full ? (int)(s >> 10) : reel__px_headroom((int)(s >> 19));
     return full ? (int)(((1 << 9) + s) >> 10) : reel__px_headroom((int)(((1 << 18) + s) >> 19));
 }
@@ -266,8 +277,8 @@ REEL_HD int reel__px_chroma(const reel__px_frame *f, const int32_t *start, const
     int full = f->mode == REEL_PX_FULL;
     if (f->vmode == REEL_PX_V1) {
         if (f->vc.taps == 1 || w2[1] < 2048)
-            return full ? (h2[0] - (128 << 7)) << 2 : reel__px_clip8((h2[0] + 64) >> 7);
-        return full ? (h2[0] + h2[1] - (128 << 8)) << 1 : reel__px_clip8((h2[0] + h2[1] + 128) >> 8);
+            return full ? (h2[0] - (128 << 7)) * 4 : reel__px_clip8((h2[0] + 64) >> 7);
+        return full ? (h2[0] + h2[1] - (128 << 8)) * 2 : reel__px_clip8((h2[0] + h2[1] + 128) >> 8);
     }
     if (f->vmode == REEL_PX_V2) return full ? (int)((s - ((int64_t)128 << 19)) >> 10) : reel__px_clip8((int)(s >> 19));
     return full ? (int)(((1 << 9) - ((int64_t)128 << 19) + s) >> 10) : reel__px_clip8((int)(((1 << 18) + s) >> 19));

@@ -167,7 +167,7 @@ static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int a
             int64_t xx = x >> 16;
             pos[i] = (int32_t)xx;
             for (int j = 0; j < 2; j++, xx++) {
-                int64_t c = fone - llabs((xx << 16) - x) * (fone >> 16);
+                int64_t c = fone - llabs(xx * 65536 - x) * (fone >> 16);
                 f[i * 2 + j] = c < 0 ? 0 : c;
             }
         }
@@ -180,10 +180,10 @@ static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int a
         f = malloc((size_t)D * size * sizeof *f);
         int64_t x = inc - 0x10000; /* 2^-17 source pixels */
         for (int i = 0; f && i < D; i++, x += 2 * inc) {
-            int64_t xx = (x - ((int64_t)(size - 2) << 16)) / (1 << 17);
+            int64_t xx = (x - (int64_t)(size - 2) * 65536) / (1 << 17);
             pos[i] = (int32_t)xx;
             for (int j = 0; j < size; j++, xx++) {
-                int64_t d = llabs((xx << 17) - x) << 13;
+                int64_t d = llabs(xx * (1 << 17) - x) * (1 << 13);
                 if (inc > 0x10000) d = d * D / S;
                 f[i * size + j] = kernel_weight(kind, d, inc, fone);
             }
