@@ -312,6 +312,11 @@ class Loader:
     in every layout); ``gop_split=False`` turns that off.
     Sharding, shuffle, resume, ``on_error`` and the metrics work as on clips.
 
+    ``device``: ``"cpu"`` (default), ``"cuda"`` or ``"cuda:N"`` as on
+    :class:`VideoDecoder`: CUDA raises the named error (no driver, no GPU,
+    no kernels; in this build always, the GPU loader not being written yet)
+    unless ``device_fallback="cpu"``, which loads on the CPU.
+
     Memory: ``pin_memory=True`` allocates the ring page-locked (cudaHostAlloc
     from the CUDA runtime found at run time, for asynchronous copies to a
     GPU), or plain memory where there is no runtime, driver or device;
@@ -389,6 +394,8 @@ class Loader:
         pad: bool = False,
         ring_bytes: Optional[int] = None,
         gop_split: bool = True,
+        device: Optional[str] = None,
+        device_fallback: Optional[str] = None,
     ) -> None:
         # The keywords as given: what config, pickling and states carry. Each
         # reaches its C field in loader_settings (LOADER_FIELDS, or
@@ -411,6 +418,7 @@ class Loader:
             "canonical_batch": canonical_batch, "num_workers": num_workers, "worker": worker, "samples": samples,
             "first_epoch": first_epoch, "fps": fps, "min_frames": min_frames, "max_frames": max_frames,
             "size_policy": size_policy, "pad": pad, "ring_bytes": ring_bytes, "gop_split": gop_split,
+            "device": device, "device_fallback": device_fallback,
         }
         self._source = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
         self._loader = _reel.Loader(_dataset_entries(self._source), loader_settings(self._config))

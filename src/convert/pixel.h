@@ -276,8 +276,7 @@ REEL_HD int reel__px_chroma(const reel__px_frame *f, const int32_t *start, const
     int64_t s = reel__px_vsum(f, start, coef, f->hc, f->vc, 1, comp, col, row, h2, w2);
     int full = f->mode == REEL_PX_FULL;
     if (f->vmode == REEL_PX_V1) {
-        if (f->vc.taps == 1 || w2[1] < 2048)
-            return full ? (h2[0] - (128 << 7)) * 4 : reel__px_clip8((h2[0] + 64) >> 7);
+        if (f->vc.taps == 1 || w2[1] < 2048) return full ? (h2[0] - (128 << 7)) * 4 : reel__px_clip8((h2[0] + 64) >> 7);
         return full ? (h2[0] + h2[1] - (128 << 8)) * 2 : reel__px_clip8((h2[0] + h2[1] + 128) >> 8);
     }
     if (f->vmode == REEL_PX_V2) return full ? (int)((s - ((int64_t)128 << 19)) >> 10) : reel__px_clip8((int)(s >> 19));

@@ -114,3 +114,17 @@ def test_device_check_reports_what_it_cannot_run(tmp_path):
         assert name in skipped and skipped[name]["why"], report
     table = Path(tmp_path / "device_check.md").read_text()
     assert "| check |" in table and "skipped" in table
+
+
+@needs_no_driver
+def test_the_loader_refuses_cuda_by_name_and_falls_back_when_asked(video, np):
+    with pytest.raises(reel.ReelError) as e:
+        reel.Loader([video], frames_per_clip=4, size=32, batch_size=1, device="cuda")
+    assert e.value.status == reel._reel.STATUS["CUDA"] and "libcuda.so.1" in str(e.value)
+    with pytest.raises(reel.InvalidArgumentError, match="device"):
+        reel.Loader([video], frames_per_clip=4, size=32, batch_size=1, device="tpu")
+    batches = []
+    for kw in ({}, {"device": "cuda", "device_fallback": "cpu"}):
+        with reel.Loader([video], frames_per_clip=4, size=32, batch_size=1, epochs=1, seed=3, **kw) as ld:
+            batches.append([b.frames.numpy().copy() for b in ld])
+    assert len(batches[0]) == 1 and all(np.array_equal(a, b) for a, b in zip(*batches))
