@@ -8,6 +8,9 @@
 #   make test             C tests, C tests under address+undefined sanitizers,
 #                         pytest (tests/python); last line "N passed, N failed"
 #   make asan             only the sanitizer tree and its tests
+#   make cuda             build-cuda/: libreel with the CUDA kernels embedded
+#                         (REEL_CUDA=ON; nvcc from /usr/local/cuda or PyPI's
+#                         nvidia-cuda-nvcc via scripts/deps.sh --cuda; no GPU needed)
 #   make tsan             the threaded C tests under ThreadSanitizer (clang)
 #   make format           format the C sources (.clang-format; make test checks it)
 #   make fuzz             the libFuzzer targets, FUZZ_SECONDS (300) each
@@ -36,7 +39,7 @@ REEL      := $(BUILD_DIR)/reel
 export PATH := $(HOME)/.local/bin:$(PATH)
 export CMAKE_ARGS JOBS
 
-.PHONY: all build deps check test asan tsan fuzz format demo bench install clean help wheel test-wheel clean-wheel
+.PHONY: all build deps check test asan tsan fuzz format demo bench install clean help wheel test-wheel clean-wheel cuda
 
 all: build
 
@@ -58,6 +61,13 @@ test:
 
 asan: deps
 	@bash scripts/run_tests.sh --build-first --asan-only --build $(BUILD_DIR) --asan $(ASAN_DIR)
+
+# libreel with the CUDA kernels (docs/GPU.md); compiled here, run on a GPU
+# machine by scripts/device_check.sh.
+CUDA_DIR ?= build-cuda
+cuda: deps
+	@nvcc=$$(bash scripts/deps.sh --cuda) && \
+	  bash scripts/cmake_build.sh $(CUDA_DIR) -DREEL_CUDA=ON -DREEL_WERROR=ON -DREEL_NVCC="$$nvcc"
 
 # Formats the C sources with .clang-format (make test checks them).
 format:
@@ -116,7 +126,7 @@ install: build
 	DESTDIR="$(DESTDIR)" cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-tsan build-fuzz
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-tsan build-fuzz build-cuda
 
 help:
 	@sed -n '3,20p' Makefile | sed 's/^# \{0,1\}//'

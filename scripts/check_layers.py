@@ -43,10 +43,11 @@ ALLOWED: Dict[str, Set[str]] = {
     "core": set(),
     "io": {"core"},
     "convert": {"core"},
-    "decoder": {"core", "io", "convert"},
+    "cuda": {"core", "convert"},
+    "decoder": {"core", "io", "convert", "cuda"},
     "audio": {"core", "io", "convert", "decoder"},
     "store": {"core", "io", "convert", "decoder", "audio"},
-    "pipeline": {"core", "io", "convert", "decoder", "audio", "store"},
+    "pipeline": {"core", "io", "convert", "decoder", "audio", "store", "cuda"},
     "pack": {"core", "io", "convert", "decoder", "audio", "store", "pipeline"},
 }
 # The public headers by the module that implements them (reel.h and
@@ -80,6 +81,8 @@ INTER_MODULE: Dict[str, Set[str]] = {
     "io/remote.h": {"decoder", "store"},  # a remote source's request statistics
     "io/remote_fields.h": {"pipeline"},  # the remote settings and stats as field lists
     "convert/dtype.h": {"pipeline"},  # bytes per output element
+    "convert/pixel.h": {"cuda"},  # the per-pixel arithmetic the GPU kernels and their emulation share
+    "cuda/device.h": {"decoder", "pipeline"},  # the device setting, a CUDA device, its memory pool and kernel launch
     "decoder/open.h": {"pipeline"},  # opening with the entry's answer to "is it remote?"
     "decoder/decoder_for_loader.h": {"pipeline"},  # a loader sample's decode, its GOP contexts per call
     "store/store_for_pack.h": {"pack"},  # the store's writing side

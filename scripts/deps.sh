@@ -9,6 +9,11 @@
 #   server), ray[data] (reel.ray's local cluster), clang with its sanitizer runtimes (fuzz targets, ThreadSanitizer)
 #   and clang-format (the format check);
 #   and tries valgrind (optional: without it the leak test says it is skipped).
+#   With --cuda (make cuda) it only finds nvcc for the REEL_CUDA=ON build and
+#   prints its path: $REEL_NVCC, /usr/local/cuda/bin/nvcc, nvcc on PATH, else
+#   PyPI's CUDA 13.0 toolchain (nvidia-cuda-nvcc and the runtime headers, crt
+#   and nvvm it needs, pinned to 13.0.*: docs/GPU.md says why) installed
+#   into .deps/cuda/. No GPU is needed to compile.
 #
 # Missing system packages are installed with apt-get when we are root or have
 # passwordless sudo; otherwise it stops (exit 1) and prints the command to run.
@@ -36,6 +41,23 @@ version_ge() {
 cmake_version() {
     cmake --version 2>/dev/null | sed -n '1s/^cmake version \([0-9][0-9.]*\).*/\1/p'
 }
+
+# ------------------------------------------------------------ --cuda: nvcc only
+if [ "${1:-}" = "--cuda" ]; then
+    for n in "${REEL_NVCC:-}" /usr/local/cuda/bin/nvcc "$(command -v nvcc 2>/dev/null || true)"; do
+        if [ -n "$n" ] && [ -x "$n" ]; then echo "$n"; exit 0; fi
+    done
+    root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/cuda"
+    nvcc="$root/nvidia/cu13/bin/nvcc"
+    if [ ! -x "$nvcc" ]; then
+        say "installing the CUDA 13.0 compiler from PyPI into $root (nvidia-cuda-nvcc and what it needs)"
+        python3 -m pip install -q --no-deps --target "$root" 'nvidia-cuda-nvcc==13.0.*' 'nvidia-cuda-runtime==13.0.*' \
+            'nvidia-cuda-crt==13.0.*' 'nvidia-nvvm==13.0.*' >&2 ||
+            { say "could not install nvcc; run: python3 -m pip install --target $root nvidia-cuda-nvcc==13.0.*"; exit 1; }
+    fi
+    echo "$nvcc"
+    exit 0
+fi
 
 CMAKE_V=
 cmake_ok() { # sets CMAKE_V

@@ -69,8 +69,10 @@ typedef enum reel_status {
     REEL_E_PERMISSION = -17,       /**< access denied (HTTP 401/403, S3 AccessDenied, a bad signature) */
     REEL_E_NO_DATA = -18,          /**< an epoch ended with no sample loaded, or under min_coverage */
     REEL_E_NO_AUDIO_STREAM = -19,  /**< the video has no (such) audio stream (reel/audio.h) */
-    REEL_E_FRAME_TIMESTAMP = -20   /**< no frame within the tolerance of a time asked for
+    REEL_E_FRAME_TIMESTAMP = -20,  /**< no frame within the tolerance of a time asked for
                                         (reel_decoder_get_frames_near, reel_decode_near) */
+    REEL_E_CUDA =
+        -21 /**< device "cuda": no NVIDIA driver or GPU, a CUDA call failed, or what the GPU path does not do */
 } reel_status;
 
 /* Ownership (one rule for every public header):
@@ -111,7 +113,7 @@ typedef enum reel_status {
 
 /** The lowest status code: REEL_E_LAST <= status <= REEL_OK for every
  *  status (moves with each new code; for tables indexed by -status). */
-#define REEL_E_LAST REEL_E_FRAME_TIMESTAMP
+#define REEL_E_LAST REEL_E_CUDA
 
 /** Size of the message buffer inside reel_error. */
 #define REEL_ERROR_MSG_SIZE 512

@@ -103,7 +103,18 @@ typedef struct reel_decoder_settings {
      *  reel_decoder_prefetch fetched (ask for N there); 0 or 1: off (the loader and `reel pack`, whose workers own
      *  the cores, set this); at most 64. */
     int gop_contexts;
-    uint8_t reserved[60]; /**< zero (the defaults function clears it); room to grow without an ABI break */
+    /** Where frames are decoded and converted: NULL, "" or "cpu" (default),
+     *  "cuda" (GPU 0) or "cuda:N" (docs/GPU.md). Opening fails with
+     *  REEL_E_CUDA, the message naming CUDA and the cause, where there is no
+     *  NVIDIA driver, no such GPU, no kernels in this libreel, or (for now)
+     *  everywhere else too: the NVDEC decode path is not in this build yet.
+     *  Anything else: REEL_E_INVALID_ARG. Borrowed (common.h). */
+    const char *device;
+    /** "cpu": where `device` asks for CUDA and CUDA cannot serve, decode on
+     *  the CPU instead of failing (the decoder is then a CPU decoder, as
+     *  with device "cpu"); NULL (default) or "": fail. Borrowed (common.h). */
+    const char *device_fallback;
+    uint8_t reserved[44]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_decoder_settings;
 
 /** reel_decoder_settings.gop_contexts: as many as the machine has cores. */

@@ -216,6 +216,12 @@ class VideoDecoder:
       says how many contexts the last call used.
       The other contexts open on first use and stay open until ``close()``;
       their requests count in ``remote_stats``.
+    - ``device``: ``"cpu"`` (default), ``"cuda"`` or ``"cuda:N"`` (docs/GPU.md).
+      CUDA raises :class:`reel.ReelError` with status ``CUDA`` and a message
+      naming CUDA and the cause: no NVIDIA driver, no such GPU, a libreel
+      built without its kernels, and for now everywhere (the NVDEC decode
+      path is not in this build yet). ``device_fallback="cpu"``: decode on
+      the CPU instead of raising; None (default): raise.
     - ``name``: the name used in messages for bytes and file-like sources.
     - ``remote``: for http(s):// and s3:// URLs, ``{"request_timeout": s,
       "connect_timeout": s, "max_retries": n, "retry_budget": s,
@@ -257,6 +263,8 @@ class VideoDecoder:
         remote: Optional[Dict[str, Any]] = None,
         gop_contexts: Optional[int] = None,
         audio: Union[bool, Dict[str, Any], None] = None,
+        device: Optional[str] = None,
+        device_fallback: Optional[str] = None,
     ) -> None:
         self._options = dict(
             stream=stream, threads=threads, crop=None if crop is None else tuple(crop),
@@ -267,6 +275,7 @@ class VideoDecoder:
             skip_nonref=skip_nonref, force_scan=force_scan, check_keyframes=check_keyframes, name=name,
             remote=None if remote is None else dict(remote), gop_contexts=gop_contexts,
             audio=dict(audio) if isinstance(audio, dict) else audio,
+            device=device, device_fallback=device_fallback,
         )
         self._audio = _audio.AudioSettings.of(audio)
         height, width = opt.size_hw("size", size)
@@ -299,6 +308,8 @@ class VideoDecoder:
             divisor=float(divisor),
             mean=opt.rgb3("mean", mean, 0.0),
             std=opt.rgb3("std", std, 1.0),
+            device=None if device is None else str(device),
+            device_fallback=None if device_fallback is None else str(device_fallback),
         )
         self._chw = layout_code == 1
         self.metadata: VideoMetadata = VideoMetadata._from_info(

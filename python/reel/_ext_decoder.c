@@ -112,13 +112,37 @@ static int check_codes(int kind, int dtype, int layout, int color)
 
 static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = {
-        "source",       "kind",       "name",   "stream",  "threads", "corrupt", "index_mode",      "index_path",
-        "skip_nonref",  "force_scan", "crop",   "width",   "height",  "filter",  "convert_path",    "rotate",
-        "flip",         "dtype",      "layout", "divisor", "mean",    "std",     "check_keyframes", "remote",
-        "gop_contexts", "color",      NULL
-    };
+    static char *kwlist[] = { "source",
+                              "kind",
+                              "name",
+                              "stream",
+                              "threads",
+                              "corrupt",
+                              "index_mode",
+                              "index_path",
+                              "skip_nonref",
+                              "force_scan",
+                              "crop",
+                              "width",
+                              "height",
+                              "filter",
+                              "convert_path",
+                              "rotate",
+                              "flip",
+                              "dtype",
+                              "layout",
+                              "divisor",
+                              "mean",
+                              "std",
+                              "check_keyframes",
+                              "remote",
+                              "gop_contexts",
+                              "color",
+                              "device",
+                              "device_fallback",
+                              NULL };
     PyObject *source, *name = Py_None, *index_path = Py_None, *mean = Py_None, *std = Py_None, *remote = Py_None;
+    const char *device = NULL, *device_fallback = NULL;
     int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
     int skip_nonref = 1, force_scan = 0, check_keyframes = 1, gop_contexts = REEL_GOP_CONTEXTS_AUTO;
     reel_transform def; /* the keywords left out keep its values */
@@ -133,11 +157,11 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     }
     if (!PyArg_ParseTupleAndKeywords(args, kwargs,
                                      "Oi|$OiiiiOpp(iiii)iiiipp"
-                                     "iidOOpOii:Decoder",
+                                     "iidOOpOiizz:Decoder",
                                      kwlist, &source, &kind, &name, &stream, &threads, &corrupt, &index_mode,
                                      &index_path, &skip_nonref, &force_scan, &cx, &cy, &cw, &ch, &width, &height,
                                      &filter, &convert_path, &rotate, &flip, &dtype, &layout, &divisor, &mean, &std,
-                                     &check_keyframes, &remote, &gop_contexts, &color))
+                                     &check_keyframes, &remote, &gop_contexts, &color, &device, &device_fallback))
         return -1;
     if (check_codes(kind, dtype, layout, color) < 0) return -1;
     reel_decoder_default_settings(&self->settings);
@@ -155,6 +179,14 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     self->settings.force_scan = force_scan;
     self->settings.check_keyframes = check_keyframes;
     self->settings.gop_contexts = gop_contexts;
+    if (device) {
+        snprintf(self->device, sizeof self->device, "%s", device);
+        self->settings.device = self->device;
+    }
+    if (device_fallback) {
+        snprintf(self->device_fallback, sizeof self->device_fallback, "%s", device_fallback);
+        self->settings.device_fallback = self->device_fallback;
+    }
     if (index_path != Py_None) {
         if (!PyUnicode_FSConverter(index_path, &self->index_path)) return -1;
         self->settings.index_path = PyBytes_AS_STRING(self->index_path);

@@ -40,6 +40,7 @@ typedef struct DecoderObject {
     size_t frame_bytes;
     reel_decode_stats stats;
     PyObject *weakreflist;
+    char device[64], device_fallback[64]; /* settings.device, .device_fallback point here */
 } DecoderObject;
 
 /* _ext_decoder.c: a call's use of the decoder */

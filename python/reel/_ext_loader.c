@@ -13,10 +13,11 @@ typedef struct LoaderObject {
     reel_loader *loader;
     PyThread_type_lock lock; /* one consumer at a time */
     pid_t pid;
-    Py_ssize_t outstanding;         /* live BatchHandles */
-    int closing;                    /* close() called: destroy when outstanding hits 0 */
-    int pad;                        /* settings.pad: variable batches come padded */
-    char *ca_bundle, *bearer_token; /* strings of the remote settings (the loader keeps pointers) */
+    Py_ssize_t outstanding;               /* live BatchHandles */
+    int closing;                          /* close() called: destroy when outstanding hits 0 */
+    int pad;                              /* settings.pad: variable batches come padded */
+    char *ca_bundle, *bearer_token;       /* strings of the remote settings (the loader keeps pointers) */
+    char device[64], device_fallback[64]; /* decoder.device, .device_fallback point here */
     PyObject *weakreflist;
 } LoaderObject;
 
@@ -138,8 +139,9 @@ static int samples_from_seq(PyObject *v, int64_t **out, int64_t *n)
 }
 
 /* The settings keys that are no plain field of reel_loader_settings:
- * "decoder.remote" (a dict of reel_remote_settings) and "samples" (the sample
- * indices, owned here until the loader has copied them). */
+ * "decoder.remote" (a dict of reel_remote_settings), "samples" (the sample
+ * indices, owned here until the loader has copied them) and the strings
+ * "decoder.device" and "decoder.device_fallback" (kept in the object). */
 typedef struct special_keys {
     LoaderObject *self;
     reel_loader_settings *s;
@@ -153,6 +155,18 @@ static int take_special_key(const char *k, PyObject *value, void *opaque)
     if (!strcmp(k, "decoder.remote")) {
         if (rx_remote_from_dict(value, c->remote, &c->self->ca_bundle, &c->self->bearer_token) < 0) return -1;
         c->s->decoder.remote = c->remote;
+        return 1;
+    }
+    int fallback = !strcmp(k, "decoder.device_fallback");
+    if (fallback || !strcmp(k, "decoder.device")) {
+        const char *v = value == Py_None ? NULL : PyUnicode_AsUTF8(value);
+        if (value != Py_None && !v) return -1;
+        char *own = fallback ? c->self->device_fallback : c->self->device;
+        if (v) snprintf(own, sizeof c->self->device, "%s", v);
+        if (fallback)
+            c->s->decoder.device_fallback = v ? own : NULL;
+        else
+            c->s->decoder.device = v ? own : NULL;
         return 1;
     }
     if (!strcmp(k, "samples")) {

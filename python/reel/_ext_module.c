@@ -39,6 +39,7 @@ static const struct {
     { REEL_E_NO_DATA, "NO_DATA" },
     { REEL_E_NO_AUDIO_STREAM, "NO_AUDIO_STREAM" },
     { REEL_E_FRAME_TIMESTAMP, "FRAME_TIMESTAMP" },
+    { REEL_E_CUDA, "CUDA" },
 };
 
 static PyObject *error_class(reel_state *st, int status)

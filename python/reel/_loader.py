@@ -339,6 +339,10 @@ class Loader:
     audio zeros (default "raise": the sample fails, REEL_E_NO_AUDIO_STREAM);
     ``"stream_index"`` picks a stream. Local videos; a store is refused.
     ``metrics()["audio_samples"]`` and ``["audio_decode_seconds"]`` count the work.
+    ``device``: ``"cpu"`` (default), ``"cuda"`` or ``"cuda:N"`` as on
+    :class:`VideoDecoder`: CUDA raises the named error (no driver, no GPU,
+    no kernels; in this build always, the GPU loader not being written yet)
+    unless ``device_fallback="cpu"``, which loads on the CPU.
 
     Memory: ``pin_memory=True`` allocates the ring page-locked (cudaHostAlloc
     from the CUDA runtime found at run time, for asynchronous copies to a
@@ -419,6 +423,8 @@ class Loader:
         ring_bytes: Optional[int] = None,
         gop_split: bool = True,
         audio: Optional[Dict[str, Any]] = None,
+        device: Optional[str] = None,
+        device_fallback: Optional[str] = None,
     ) -> None:
         # The keywords as given: what config, pickling and states carry. Each
         # reaches its C field in loader_settings (LOADER_FIELDS, or
@@ -442,6 +448,7 @@ class Loader:
             "first_epoch": first_epoch, "fps": fps, "min_frames": min_frames, "max_frames": max_frames,
             "size_policy": size_policy, "pad": pad, "ring_bytes": ring_bytes, "gop_split": gop_split,
             "audio": audio,
+            "device": device, "device_fallback": device_fallback,
         }
         self._source = source if isinstance(source, (str, bytes, os.PathLike)) else list(source)
         self._loader = _reel.Loader(_dataset_entries(self._source), loader_settings(self._config))

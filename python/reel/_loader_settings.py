@@ -93,7 +93,8 @@ def _converted_settings(c: Mapping[str, Any]) -> Dict[str, Any]:
     another place (apply_rotation, index_mode, corrupt_policy, shard_mode,
     sampling_range_*), a string choice, a pair (size, scale, ratio),
     several fields (resize, crop, flip, size_policy) or no plain field
-    (samples, remote: decoder.remote)."""
+    (samples, remote: decoder.remote; device, device_fallback: the strings
+    decoder.device and decoder.device_fallback)."""
     size_policy = c["size_policy"]
     h, w = opt.size_hw("size", c["size"])
     s: Dict[str, Any] = {
@@ -129,6 +130,10 @@ def _converted_settings(c: Mapping[str, Any]) -> Dict[str, Any]:
         s["decoder.remote"] = opt.remote_settings(c["remote"])
     if c["audio"] is not None:
         s.update(audio_settings(c["audio"]))
+    if c["device"] is not None:  # strings: the extension keeps them (no plain field)
+        s["decoder.device"] = str(c["device"])
+    if c["device_fallback"] is not None:
+        s["decoder.device_fallback"] = str(c["device_fallback"])
     crop = c["crop"]
     if size_policy is not None:
         s.update(size_policy_settings(size_policy))

@@ -124,6 +124,8 @@ class Decoder:
         remote: Optional[Dict[str, Any]] = None,
         gop_contexts: int = 0,
         color: int = 0,
+        device: Optional[str] = None,
+        device_fallback: Optional[str] = None,
     ) -> None: ...
     @property
     def closed(self) -> bool: ...

@@ -2,6 +2,7 @@
  * with crop and resize where exactness allows), then one pass writes the
  * small result into its final dtype, layout and strides. */
 #include "convert/convert_internal.h"
+#include "convert/pixel.h"
 #include "core/error.h"
 
 #include <math.h>
@@ -197,7 +198,7 @@ static void build_luts(reel_converter *c, const reel_transform *t)
     for (int ch = 0; ch < 3; ch++) {
         float sd = t->pixels.std[ch] != 0.0f ? t->pixels.std[ch] : 1.0f;
         for (int v = 0; v < 256; v++) {
-            float x = ((float)v / scale - t->pixels.mean[ch]) / sd;
+            float x = reel__px_normalise(v, scale, t->pixels.mean[ch], sd);
             c->lut_f32[ch][v] = x;
             c->lut_u16[ch][v] = t->pixels.dtype == REEL_DTYPE_BFLOAT16 ? reel__f32_to_bf16(x) : reel__f32_to_f16(x);
         }

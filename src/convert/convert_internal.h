@@ -1,7 +1,7 @@
 /* convert_internal.h: the converter's internals, for src/convert alone (the
  * converter object, its swscale cache and scratch, half and bfloat16
  * rounding, the SIMD widening, the deep path); element sizes are dtype.h,
- * gray and 16-bit per-pixel rules pixel_rules.h. */
+ * gray and 16-bit per-pixel rules pixel.h. */
 #ifndef REEL_CONVERT_INTERNAL_H
 #define REEL_CONVERT_INTERNAL_H
 

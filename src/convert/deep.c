@@ -1,9 +1,9 @@
 /* deep.c: gray and 16-bit output. swscale makes a gray picture at the
  * source's depth (or 8 bits) or an RGB48 one, fused with crop and resize
  * where convert.c fuses them; one pass then writes it in the output dtype,
- * layout and strides by the per-pixel rules of pixel_rules.h. */
+ * layout and strides by the per-pixel rules of pixel.h. */
 #include "convert/convert_internal.h"
-#include "convert/pixel_rules.h"
+#include "convert/pixel.h"
 #include "core/error.h"
 
 #include <string.h>
@@ -136,7 +136,7 @@ static int make_inter(reel_converter *c, const AVFrame *f, const reel_transform 
 }
 
 /* The one pass from the intermediate picture into the caller's slot: flip,
- * dtype, normalisation (pixel_rules.h) and layout together. */
+ * dtype, normalisation (pixel.h) and layout together. */
 static void emit_deep(const uint8_t *src, int sstride, int w, int h, const inter *i, const reel_transform *t, void *dst)
 {
     int64_t sx, sy, sc;
@@ -174,11 +174,11 @@ static void emit_deep(const uint8_t *src, int sstride, int w, int h, const inter
                 switch (dt) {
                 case REEL_DTYPE_UINT8: ((uint8_t *)dst)[o] = (uint8_t)v; break;
                 case REEL_DTYPE_UINT16: ((uint16_t *)dst)[o] = (uint16_t)v; break;
-                case REEL_DTYPE_FLOAT32: ((float *)dst)[o] = reel__px_norm(v, scale, mean, sd); break;
+                case REEL_DTYPE_FLOAT32: ((float *)dst)[o] = reel__px_normalise((int)v, scale, mean, sd); break;
                 case REEL_DTYPE_FLOAT16:
-                    ((uint16_t *)dst)[o] = reel__f32_to_f16(reel__px_norm(v, scale, mean, sd));
+                    ((uint16_t *)dst)[o] = reel__f32_to_f16(reel__px_normalise((int)v, scale, mean, sd));
                     break;
-                default: ((uint16_t *)dst)[o] = reel__f32_to_bf16(reel__px_norm(v, scale, mean, sd)); break;
+                default: ((uint16_t *)dst)[o] = reel__f32_to_bf16(reel__px_normalise((int)v, scale, mean, sd)); break;
                 }
             }
         }

@@ -2,6 +2,9 @@
  * the ffmpeg CLI's scale filter sets its own) and scratch memory, shared by
  * the 8-bit path (convert.c) and the gray and 16-bit one (deep.c). */
 #include "convert/convert_internal.h"
+#include "convert/pixel.h"
+
+#include <libavutil/cpu.h>
 
 #include <libavutil/mem.h>
 #include <libavutil/pixdesc.h>
@@ -27,6 +30,30 @@ int reel__sws_flags_of(int filter)
     }
 }
 
+/* The inverse matrix swscale uses for an AVColorSpace (unknown ones as
+ * BT.601), shared with the GPU's plan (pixel.h). */
+const int *reel__convert_coefficients(int cs)
+{
+    if (cs < 1 || cs > 10 || cs == 8) cs = AVCOL_SPC_BT470BG;
+    return sws_getCoefficients(cs);
+}
+
+int reel__convert_full_range(int range, int pix_fmt)
+{
+    if (range != AVCOL_RANGE_UNSPECIFIED) return range == AVCOL_RANGE_JPEG;
+    return pix_fmt == AV_PIX_FMT_YUVJ420P || pix_fmt == AV_PIX_FMT_YUVJ422P || pix_fmt == AV_PIX_FMT_YUVJ444P ||
+           pix_fmt == AV_PIX_FMT_YUVJ440P || pix_fmt == AV_PIX_FMT_YUVJ411P;
+}
+
+int reel__convert_unscaled_simd(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return !!(av_get_cpu_flags() & AV_CPU_FLAG_SSSE3);
+#else
+    return 0;
+#endif
+}
+
 /* Colour matrix and range exactly as FFmpeg's scale filter picks them
  * (in_color_matrix=auto: the frame's matrix; range: the frame's range), so
  * output matches the ffmpeg CLI bit for bit. keep_range (gray to gray): the
@@ -37,8 +64,7 @@ static void set_colors(struct SwsContext *sws, int cs, int range, int keep_range
 {
     int *inv, *tab, src_full, dst_full, bri, con, sat;
     if (sws_getColorspaceDetails(sws, &inv, &src_full, &tab, &dst_full, &bri, &con, &sat) < 0) return;
-    if (cs < 1 || cs > 10 || cs == 8) cs = AVCOL_SPC_BT470BG;
-    const int *coef = sws_getCoefficients(cs);
+    const int *coef = reel__convert_coefficients(cs);
     if (range != AVCOL_RANGE_UNSPECIFIED) src_full = range == AVCOL_RANGE_JPEG;
     sws_setColorspaceDetails(sws, coef, src_full, coef, keep_range ? src_full : dst_full, bri, con, sat);
 }

@@ -2,6 +2,7 @@
  * in SIMD lanes, for the planar (CHW) float32 output; float -> float16 and
  * bfloat16, rounded to nearest even. */
 #include "convert/convert_internal.h"
+#include "convert/pixel.h"
 
 #include <string.h>
 
@@ -52,36 +53,13 @@ int reel__widen_f32_matches(float scale, float mean, float sd, const float lut[2
     return memcmp(got, lut, sizeof got) == 0;
 }
 
+/* The half and bfloat16 roundings are pixel.h's, shared with the GPU. */
 uint16_t reel__f32_to_f16(float f)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    uint32_t sign = (x >> 16) & 0x8000u;
-    uint32_t mant = x & 0x7fffffu;
-    int32_t exp = (int32_t)((x >> 23) & 0xff);
-    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
-    exp = exp - 127 + 15;
-    if (exp >= 0x1f) return (uint16_t)(sign | 0x7c00u);
-    if (exp <= 0) {
-        if (exp < -10) return (uint16_t)sign;
-        mant |= 0x800000u;
-        uint32_t shift = (uint32_t)(14 - exp);
-        uint32_t h = mant >> shift;
-        uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (h & 1))) h++;
-        return (uint16_t)(sign | h);
-    }
-    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13);
-    uint32_t rem = mant & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
-    return (uint16_t)(sign | h);
+    return reel__px_f16(f);
 }
 
 uint16_t reel__f32_to_bf16(float f)
 {
-    uint32_t x;
-    memcpy(&x, &f, 4);
-    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
-    x += 0x7fffu + ((x >> 16) & 1);
-    return (uint16_t)(x >> 16);
+    return reel__px_bf16(f);
 }

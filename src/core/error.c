@@ -38,6 +38,7 @@ const char *reel_strerror(int status)
     case REEL_E_NO_DATA: return "no sample could be loaded";
     case REEL_E_NO_AUDIO_STREAM: return "no audio stream";
     case REEL_E_FRAME_TIMESTAMP: return "no frame within the timestamp tolerance";
+    case REEL_E_CUDA: return "CUDA unavailable or failed";
     default: return "unknown error";
     }
 }

@@ -2,6 +2,7 @@
  * codec selection; metadata; choosing where the frame table comes from
  * (sidecar, container index, packet scan). */
 #include "decoder/internal.h"
+#include "cuda/device.h"
 #include "decoder/open.h"
 #include "core/hash.h"
 #include "io/io_front.h"
@@ -36,6 +37,36 @@ void reel_decoder_default_settings(reel_decoder_settings *s)
     s->gop_contexts = REEL_GOP_CONTEXTS_AUTO;
 }
 
+/* The device setting: "cpu" as ever; "cuda[:N]" opens the device (the
+ * driver, the GPU, the kernels: each missing one is a named REEL_E_CUDA)
+ * and then refuses too, for the NVDEC decode path is not in this build
+ * yet; device_fallback "cpu" turns any of these into a CPU decoder. */
+static int device_check(const reel_decoder_settings *s, const char *who, const char *prefix, reel_error *err)
+{
+    int index;
+    char msg[REEL_ERROR_MSG_SIZE];
+    reel_error derr;
+    int r = reel__device_parse(s->device, &index, &derr);
+    if (r != REEL_OK) return reel__error_set(err, r, "%s: %sdevice: %s", who, prefix, derr.message);
+    int fallback = s->device_fallback && *s->device_fallback;
+    if (fallback && strcmp(s->device_fallback, "cpu"))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: %sdevice_fallback \"%.32s\": expected \"cpu\" or none",
+                               who, prefix, s->device_fallback);
+    if (index < 0) return REEL_OK;
+    reel__cuda *c = NULL;
+    r = reel__cuda_open(index, 0, &c, &derr);
+    if (r == REEL_OK) {
+        snprintf(msg, sizeof msg, "CUDA: %s is there, but decoding with device \"%s\" is not in this build yet",
+                 reel__cuda_name(c), s->device);
+        reel__cuda_close(&c);
+        r = REEL_E_CUDA;
+    } else {
+        snprintf(msg, sizeof msg, "%s", derr.message);
+    }
+    if (fallback) return REEL_OK; /* asked for: the CPU serves */
+    return reel__error_set(err, r, "%s: %s (device_fallback=\"cpu\" decodes on the CPU instead)", who, msg);
+}
+
 int reel__decoder_settings_check(const reel_decoder_settings *s, const char *who, const char *prefix, reel_error *err)
 {
     if (!s) return REEL_OK; /* the defaults */
@@ -60,7 +91,7 @@ int reel__decoder_settings_check(const reel_decoder_settings *s, const char *who
             return reel__error_set(err, REEL_E_INVALID_ARG, "%s: %s%s must be in [%d, %d] (got %d)", who, prefix,
                                    rules[i].name, rules[i].lo, rules[i].hi, rules[i].value);
         }
-    return REEL_OK;
+    return device_check(s, who, prefix, err);
 }
 
 /* ---- custom IO: memory and caller callbacks ---------------------------- */

@@ -140,7 +140,8 @@ def test_names_table_names_what_exists():
     assert len(rows) >= 20, rows
     headers = "".join(p.read_text() for p in (ROOT / "include" / "reel").glob("*.h"))
     cli = "".join(p.read_text() for p in (ROOT / "cli").glob("*.c"))
-    params = set(inspect.signature(reel.Loader).parameters) | set(inspect.signature(reel.VideoDecoder).parameters)
+    callables = (reel.Loader, reel.VideoDecoder, reel.VideoDecoder.get_frames_near, reel.decode_near, reel.pack)
+    params = set().union(*(inspect.signature(f).parameters for f in callables))
     fields = {f.name for f in dataclasses.fields(reel.VideoMetadata)}
     for row in rows:
         cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", row)[1:-1]]
@@ -153,6 +154,6 @@ def test_names_table_names_what_exists():
         for opt in re.findall(r"(--[a-z][a-z-]*)", cmd):
             assert f'"{opt}"' in cli or f"{opt} " in cli or f"{opt}=" in cli, f"{concept}: the CLI has no {opt}"
         for kw in re.findall(r"`(\w+)=", py):
-            assert kw in params, f"{concept}: {kw}= is no argument of Loader or VideoDecoder"
+            assert kw in params, f"{concept}: {kw}= is no argument of Loader, VideoDecoder, decode_near or pack"
         for field in re.findall(r"VideoMetadata\.(\w+)", py) + re.findall(r"`\.(\w+)`", py):
             assert field in fields, f"{concept}: VideoMetadata has no {field}"

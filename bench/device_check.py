@@ -1,0 +1,293 @@
+#!/usr/bin/env python3
+"""bench/device_check.py --out DIR [--build build-cuda]: the checks of
+scripts/device_check.sh (issue 30; docs/GPU.md), standard library only.
+
+Each check runs, or is reported as skipped with the reason it cannot run
+here. Correctness first (exit status 1 if any that ran failed), then the
+benchmarks, each against the CPU in the same run:
+
+  gpu_kernel_equals_cpu   build-cuda's test_cuda_emulate on the GPU: the
+                          conversion kernel equal to the CPU converter, bit
+                          for bit, on real frames; the device memory pool
+                          constant over 1,000 calls
+  nvdec_yuv_equals_cpu    every shared video whose codec NVDEC decodes:
+                          FFmpeg's CUDA hwaccel (what reel's decoder will use)
+                          gives the CPU decoder's YUV, frame for frame (md5)
+  nvdec_decode_fps        decode-only frames/s of 1080p H.264 and HEVC, NVDEC
+                          against the CPU decoder on all cores
+  torchcodec_cuda_fps     torchcodec's CUDA decoder on the same clips
+  gpu_loader              the Loader with device="cuda" against the CPU
+                          Loader (not in this build: reported as skipped)
+
+Writes DIR/device_check.json and DIR/device_check.md."""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+ROOT = Path(__file__).resolve().parents[1]
+NVDEC_CODECS = {"h264", "hevc", "vp9", "av1", "mpeg2video", "vp8", "mpeg4", "vc1", "mjpeg"}
+EXACT_CODECS = {"h264", "hevc", "vp9", "av1"}  # bit-exact decoding by specification
+YUV = {"yuv420p": "yuv420p", "yuvj420p": "yuvj420p", "yuv420p10le": "yuv420p10le"}
+
+
+class Report:
+    def __init__(self) -> None:
+        self.checks: List[Dict[str, Any]] = []
+
+    def add(self, name: str, status: str, why: str = "", **data: Any) -> None:
+        self.checks.append({"name": name, "status": status, "why": why, **data})
+        line = f"{name}: {status}" + (f" ({why})" if why else "")
+        extra = {k: v for k, v in data.items() if k != "details"}
+        print(f"device_check: {line}" + (f" {json.dumps(extra)}" if extra else ""), flush=True)
+
+
+def run(cmd: List[str], timeout: float = 300, env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def can_load(name: str) -> Optional[str]:
+    """None if the library loads, else why not."""
+    try:
+        ctypes.CDLL(name)
+        return None
+    except OSError as e:
+        return str(e)
+
+
+def gpu_info() -> Optional[Dict[str, str]]:
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return None
+    r = run([smi, "--query-gpu=name,driver_version,memory.total,clocks.max.sm", "--format=csv,noheader"], 60)
+    if r.returncode != 0 or not r.stdout.strip():
+        return None
+    name, driver, mem, clock = [x.strip() for x in r.stdout.strip().splitlines()[0].split(",")]
+    return {"name": name, "driver": driver, "memory": mem, "max_sm_clock": clock}
+
+
+def ffmpeg_has_cuda(ffmpeg: str) -> bool:
+    r = run([ffmpeg, "-hide_banner", "-hwaccels"], 60)
+    return r.returncode == 0 and "cuda" in r.stdout.split()
+
+
+def manifest(videos: Path) -> List[Dict[str, str]]:
+    path = videos / "MANIFEST.tsv"
+    if not path.is_file():
+        return []
+    lines = path.read_text().splitlines()
+    head = lines[0].split("\t")
+    return [dict(zip(head, line.split("\t"))) for line in lines[1:] if line.strip()]
+
+
+def frame_md5s(ffmpeg: str, video: Path, pix_fmt: str, hw: bool) -> List[str]:
+    """Per-frame md5 of the decoded YUV in pix_fmt (NVDEC's NV12/P010
+    downloaded and repacked losslessly)."""
+    cmd = [ffmpeg, "-nostdin", "-v", "error"]
+    if hw:
+        cmd += ["-hwaccel", "cuda", "-hwaccel_output_format", "cuda"]
+    cmd += ["-i", str(video), "-map", "0:v:0"]
+    if hw:
+        down = "p010le" if "10" in pix_fmt else "nv12"
+        cmd += ["-vf", f"hwdownload,format={down},format={pix_fmt}"]
+    cmd += ["-pix_fmt", pix_fmt, "-f", "framemd5", "-"]
+    r = run(cmd, 300)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip()[-400:])
+    return [line.split(",")[-1].strip() for line in r.stdout.splitlines() if line and not line.startswith("#")]
+
+
+def check_kernel(rep: Report, build: Path, videos: Path, no_gpu: Optional[str]) -> None:
+    exe = build / "tests" / "test_cuda_emulate"
+    if no_gpu:
+        rep.add("gpu_kernel_equals_cpu", "skipped", no_gpu)
+        return
+    if not exe.is_file():
+        rep.add("gpu_kernel_equals_cpu", "skipped", f"no {exe} (build it: make cuda)")
+        return
+    env = dict(os.environ, REEL_SHARED_VIDEOS=str(videos))
+    r = run([str(exe), "gpu_kernel_equals_cpu"], 400, env)
+    out = r.stdout + r.stderr
+    last = [line for line in out.splitlines() if "gpu_kernel_equals_cpu" in line]
+    detail = "\n".join(out.splitlines()[-12:])
+    if last and last[-1].startswith("PASS"):
+        rep.add("gpu_kernel_equals_cpu", "passed", "", details=detail)
+    elif last and last[-1].startswith("SKIP"):
+        rep.add("gpu_kernel_equals_cpu", "skipped", last[-1].split(":", 1)[-1].strip())
+    else:
+        rep.add("gpu_kernel_equals_cpu", "failed", "see details", details=detail)
+
+
+def check_nvdec_exact(rep: Report, ffmpeg: Optional[str], videos: Path, no_nvdec: Optional[str]) -> None:
+    if no_nvdec:
+        rep.add("nvdec_yuv_equals_cpu", "skipped", no_nvdec)
+        return
+    assert ffmpeg
+    results, bad = [], 0
+    for row in manifest(videos):
+        codec, fmt, name = row.get("codec", ""), row.get("pix_fmt", ""), row.get("file", "")
+        if codec not in EXACT_CODECS or fmt not in YUV:
+            continue
+        try:
+            cpu = frame_md5s(ffmpeg, videos / name, YUV[fmt], hw=False)
+            gpu = frame_md5s(ffmpeg, videos / name, YUV[fmt], hw=True)
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            results.append({"file": name, "codec": codec, "result": f"NVDEC did not decode it: {e}"})
+            continue
+        same = sum(a == b for a, b in zip(cpu, gpu))
+        ok = len(cpu) == len(gpu) and same == len(cpu)
+        bad += not ok
+        results.append({"file": name, "codec": codec, "frames": len(cpu), "gpu_frames": len(gpu), "equal": same})
+    if not results:
+        rep.add("nvdec_yuv_equals_cpu", "skipped", f"no shared video of {sorted(EXACT_CODECS)} in {videos}")
+        return
+    rep.add("nvdec_yuv_equals_cpu", "failed" if bad else "passed", f"{bad} video(s) differ" if bad else "",
+            videos=results)
+
+
+def make_clip(ffmpeg: str, out: Path, codec: str, frames: int) -> Optional[str]:
+    if out.is_file():
+        return None
+    enc = {"h264": ["-c:v", "libx264", "-preset", "ultrafast"], "hevc": ["-c:v", "libx265", "-preset", "ultrafast"]}
+    r = run([ffmpeg, "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=30",
+             "-frames:v", str(frames), *enc[codec], "-g", "60", "-pix_fmt", "yuv420p", str(out)], 300)
+    return None if r.returncode == 0 else r.stderr.strip()[-300:]
+
+
+def decode_fps(ffmpeg: str, clip: Path, frames: int, hw: bool) -> float:
+    cmd = [ffmpeg, "-nostdin", "-v", "error"]
+    cmd += ["-hwaccel", "cuda", "-hwaccel_output_format", "cuda"] if hw else ["-threads", str(os.cpu_count() or 1)]
+    cmd += ["-i", str(clip), "-map", "0:v:0", "-f", "null", "-"]
+    t0 = time.perf_counter()
+    r = run(cmd, 300)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip()[-300:])
+    return frames / dt
+
+
+def bench_decode(rep: Report, ffmpeg: Optional[str], out: Path, no_nvdec: Optional[str], frames: int) -> List[Path]:
+    clips: List[Path] = []
+    if no_nvdec:
+        rep.add("nvdec_decode_fps", "skipped", no_nvdec)
+        return clips
+    assert ffmpeg
+    rows = []
+    for codec in ("h264", "hevc"):
+        clip = out / f"bench_1080p_{codec}.mp4"
+        why = make_clip(ffmpeg, clip, codec, frames)
+        if why:
+            rows.append({"codec": codec, "result": f"cannot encode the clip: {why}"})
+            continue
+        clips.append(clip)
+        try:
+            gpu = decode_fps(ffmpeg, clip, frames, hw=True)
+            cpu = decode_fps(ffmpeg, clip, frames, hw=False)
+            rows.append({"codec": codec, "frames": frames, "nvdec_fps": round(gpu, 1), "cpu_fps": round(cpu, 1),
+                         "ratio": round(gpu / cpu, 2), "cpu_threads": os.cpu_count()})
+        except (RuntimeError, subprocess.TimeoutExpired) as e:
+            rows.append({"codec": codec, "result": str(e)})
+    rep.add("nvdec_decode_fps", "measured", "FFmpeg's CLI (the hwaccel reel's decoder will use), 1080p testsrc2",
+            rows=rows)
+    return clips
+
+
+def bench_torchcodec(rep: Report, clips: List[Path], no_gpu: Optional[str], frames: int) -> None:
+    if no_gpu:
+        rep.add("torchcodec_cuda_fps", "skipped", no_gpu)
+        return
+    code = (
+        "import sys, time, torch\n"
+        "from torchcodec.decoders import VideoDecoder\n"
+        "assert torch.cuda.is_available(), 'torch sees no GPU'\n"
+        "for p in sys.argv[1:]:\n"
+        "    d = VideoDecoder(p, device='cuda')\n"
+        "    t0 = time.perf_counter(); n = 0\n"
+        "    for i in range(0, len(d), 32):\n"
+        "        b = d.get_frames_in_range(i, min(i + 32, len(d))); n += b.data.shape[0]\n"
+        "    torch.cuda.synchronize(); print(p, n / (time.perf_counter() - t0))\n"
+    )
+    if not clips:
+        rep.add("torchcodec_cuda_fps", "skipped", "no benchmark clips (see nvdec_decode_fps)")
+        return
+    r = run([sys.executable, "-c", code, *map(str, clips)], 300)
+    if r.returncode != 0:
+        rep.add("torchcodec_cuda_fps", "skipped", f"torchcodec's CUDA decoder does not run: {r.stderr.strip()[-300:]}")
+        return
+    rows = [{"clip": Path(p).name, "fps": round(float(f), 1)} for p, f in (line.split() for line in r.stdout.split("\n") if line)]
+    rep.add("torchcodec_cuda_fps", "measured", "get_frames_in_range, batches of 32, RGB on the GPU", rows=rows)
+
+
+def write(out: Path, rep: Report, env: Dict[str, Any]) -> None:
+    doc = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **env, "checks": rep.checks}
+    (out / "device_check.json").write_text(json.dumps(doc, indent=2) + "\n")
+    lines = [f"# reel device check, {doc['when']}", "",
+             f"GPU: {env['gpu']['name'] + ', driver ' + env['gpu']['driver'] if env['gpu'] else 'none'}; "
+             f"{env['cpus']} CPUs", "", "| check | status | result |", "|---|---|---|"]
+    for c in rep.checks:
+        res = c["why"]
+        for row in c.get("rows", []):
+            res += ("; " if res else "") + ", ".join(f"{k} {v}" for k, v in row.items())
+        if c.get("videos"):
+            res += ("; " if res else "") + f"{len(c['videos'])} videos"
+        lines.append(f"| {c['name']} | {c['status']} | {res.replace('|', '/')} |")
+    (out / "device_check.md").write_text("\n".join(lines) + "\n")
+    print(f"device_check: wrote {out / 'device_check.json'} and {out / 'device_check.md'}")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="device_check_out")
+    ap.add_argument("--build", default="build-cuda")
+    ap.add_argument("--frames", type=int, default=600, help="frames per 1080p benchmark clip")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    videos = Path(os.environ.get("REEL_SHARED_VIDEOS") or ROOT.parent / "shared" / "videos")
+    rep = Report()
+
+    gpu = gpu_info()
+    no_driver = can_load("libcuda.so.1")
+    no_gpu = None
+    if no_driver:
+        no_gpu = f"no GPU: libcuda.so.1 does not load ({no_driver})"
+    elif not gpu:
+        no_gpu = "no GPU: nvidia-smi lists none"
+    no_cuvid = None if no_gpu else can_load("libnvcuvid.so.1")
+    ffmpeg = shutil.which("ffmpeg")
+    no_nvdec = no_gpu
+    if not no_nvdec and no_cuvid:
+        no_nvdec = ("libnvcuvid.so.1 does not load: the driver mount lacks the video libraries "
+                    f"(containers: NVIDIA_DRIVER_CAPABILITIES=compute,video) ({no_cuvid})")
+    if not no_nvdec and not ffmpeg:
+        no_nvdec = "no ffmpeg CLI on this machine"
+    if not no_nvdec and ffmpeg and not ffmpeg_has_cuda(ffmpeg):
+        no_nvdec = f"{ffmpeg} has no cuda hwaccel"
+    print(f"device_check: {'GPU ' + gpu['name'] + ', driver ' + gpu['driver'] if gpu else no_gpu}", flush=True)
+
+    check_kernel(rep, Path(args.build), videos, no_gpu)
+    check_nvdec_exact(rep, ffmpeg, videos, no_nvdec)
+    rep.add("gpu_loader_equals_cpu", "skipped", "the Loader with device=\"cuda\" is not in this build (docs/GPU.md)")
+    frames = 60 if os.environ.get("REEL_DEVICE_CHECK_QUICK") else args.frames
+    clips = bench_decode(rep, ffmpeg, out, no_nvdec, frames)
+    bench_torchcodec(rep, clips, no_gpu, frames)
+    rep.add("gpu_loader_fps", "skipped", "the Loader with device=\"cuda\" is not in this build (docs/GPU.md)")
+
+    env = {"gpu": gpu, "cpus": os.cpu_count(), "python": platform.python_version(), "ffmpeg": ffmpeg,
+           "shared_videos": str(videos)}
+    write(out, rep, env)
+    return 1 if any(c["status"] == "failed" for c in rep.checks) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

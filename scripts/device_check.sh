@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# scripts/device_check.sh [--wheel FILE] [--no-build]: the one command for a
+# lent GPU machine (issue 30; docs/GPU.md). No network; under 8 minutes.
+#
+#   --wheel FILE  install that wheel with --no-deps into $OUT/site (not used by
+#                 the checks yet: the wheel's libreel must be built with
+#                 REEL_CUDA=ON to carry the kernels; see docs/GPU.md)
+#   --no-build    do not build build-cuda/ (use it if it is there)
+#
+# Without --no-build it builds build-cuda/ (REEL_CUDA=ON, the kernels
+# embedded) when nvcc, cmake and FFmpeg's headers are there. Then
+# bench/device_check.py runs every check it can and prints, for each one it
+# cannot run, why (no GPU, no driver, a driver mount without libnvcuvid, no
+# ffmpeg CLI, no torchcodec...). It writes $OUT/device_check.json and
+# $OUT/device_check.md (OUT: $REEL_DEVICE_CHECK_OUT, default
+# device_check_out/). Exit status 0 unless a check that ran failed.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+wheel=
+build=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --wheel) wheel=${2:?--wheel needs a file}; shift 2 ;;
+    --no-build) build=0; shift ;;
+    *) echo "usage: scripts/device_check.sh [--wheel FILE] [--no-build]" >&2; exit 2 ;;
+    esac
+done
+
+OUT=${REEL_DEVICE_CHECK_OUT:-device_check_out}
+mkdir -p "$OUT"
+say() { echo "device_check: $*"; }
+
+if [ -n "$wheel" ]; then
+    if python3 -m pip install -q --no-deps --no-index --target "$OUT/site" "$wheel"; then
+        say "installed $wheel into $OUT/site"
+        export REEL_DEVICE_CHECK_SITE="$OUT/site"
+    else
+        say "could not install $wheel (pip install --no-deps --target $OUT/site)"
+    fi
+fi
+
+nvcc_bin=${REEL_NVCC:-}
+[ -z "$nvcc_bin" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc_bin=/usr/local/cuda/bin/nvcc
+[ -z "$nvcc_bin" ] && nvcc_bin=$(command -v nvcc 2>/dev/null || true)
+if [ "$build" = 1 ]; then
+    if [ -z "$nvcc_bin" ]; then
+        say "not building build-cuda/: no nvcc"
+    elif ! command -v cmake >/dev/null 2>&1; then
+        say "not building build-cuda/: no cmake"
+    elif ! pkg-config --exists libavcodec libswscale 2>/dev/null; then
+        say "not building build-cuda/: no FFmpeg development files (pkg-config libavcodec)"
+    else
+        say "building build-cuda/ with $nvcc_bin"
+        if ! nice bash scripts/cmake_build.sh build-cuda -DREEL_CUDA=ON -DREEL_NVCC="$nvcc_bin" \
+            >"$OUT/build.log" 2>&1; then
+            say "the build failed: $OUT/build.log"
+        fi
+    fi
+fi
+
+exec python3 bench/device_check.py --out "$OUT" --build build-cuda

@@ -1,0 +1,357 @@
+/* pixel.h: the conversion's per-pixel arithmetic, single-source: static
+ * inline functions compiled as C (the converter's normalisation and half
+ * floats, src/cuda's host emulation) and as CUDA (src/cuda/kernels.cu). For
+ * src/cuda; the tables the functions read are built by cuda/plan.c. */
+#ifndef REEL_CONVERT_PIXEL_H
+#define REEL_CONVERT_PIXEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __CUDACC__
+#define REEL_HD static __host__ __device__ __forceinline__
+#else
+#define REEL_HD static inline
+#ifndef __CUDACC__
+/* Host side (convert.c): the inverse matrix swscale uses for an AVColorSpace
+ * (the converter's rule for unknown ones included), 16.16 {crv, cbu, cgu,
+ * cgv}; and whether a frame's range is full (the frame's range, else the
+ * pixel format's: yuvj* are full). */
+const int *reel__convert_coefficients(int colorspace);
+int reel__convert_full_range(int color_range, int pix_fmt);
+/* 1 where swscale's unscaled 4:2:0 -> rgb24 conversion runs in its x86
+ * SSSE3 form (reel__px_rgb_simd), 0 where in its C tables. */
+int reel__convert_unscaled_simd(void);
+#endif
+
+#endif
+
+/* ---- normalisation and output element types (the CPU converter uses
+ * these same functions for its tables) ---- */
+
+/* out = (v / scale - mean) / sd, in float, IEEE division (no fast math). */
+REEL_HD float reel__px_normalise(int v, float scale, float mean, float sd)
+{
+    return ((float)v / scale - mean) / sd;
+}
+
+/* ---- gray and 16-bit output (convert/deep.c) ---- */
+
+/* The largest code of a `depth`-bit sample: 255, 1023, 4095, 65535. */
+REEL_HD uint32_t reel__px_max_code(int depth)
+{
+    return depth >= 16 ? 65535u : (1u << depth) - 1u;
+}
+
+/* The float divisor of codes whose largest is `max_code`: the settings'
+ * divisor is on the 8-bit scale (default 255; not positive: 255), so it is
+ * scaled by max_code / 255, in double, then rounded once to float: the
+ * default gives max_code exactly (4095 for 12-bit gray). */
+REEL_HD float reel__px_scale(float divisor, uint32_t max_code)
+{
+    double d = divisor > 0 ? (double)divisor : 255.0;
+    return (float)(d * (double)max_code / 255.0);
+}
+
+/* IEEE 754 binary16 from float, round to nearest even. */
+REEL_HD uint16_t reel__px_f16(float f)
+{
+    union {
+        float f;
+        uint32_t u;
+    } b;
+    b.f = f;
+    uint32_t x = b.u;
+    uint32_t sign = (x >> 16) & 0x8000u;
+    uint32_t mant = x & 0x7fffffu;
+    int32_t exp = (int32_t)((x >> 23) & 0xff);
+    if (exp == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    exp = exp - 127 + 15;
+    if (exp >= 0x1f) return (uint16_t)(sign | 0x7c00u);
+    if (exp <= 0) {
+        if (exp < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t h = mant >> shift;
+        uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = ((uint32_t)exp << 10) | (mant >> 13);
+    uint32_t rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+}
+
+/* bfloat16 from float, round to nearest even (NaN stays NaN). */
+REEL_HD uint16_t reel__px_bf16(float f)
+{
+    union {
+        float f;
+        uint32_t u;
+    } b;
+    b.f = f;
+    uint32_t x = b.u;
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fffu + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+/* ---- YUV -> RGB as FFmpeg 5.1's swscale computes it for rgb24 output (the
+ * CPU fused path): 8-bit Y, U, V into a luma table indexed with chroma
+ * offsets (table form, chroma shared by an output pixel pair), or 30-bit
+ * sums (full form, an odd output width). ---- */
+
+typedef struct reel__px_coef {
+    int32_t cy, oy, yoffs;               /* table form: entry k = clip8((k cy - 384<<16 - oy + 2^15) >> 16) */
+    int32_t crv, cbu, cgu, cgv;          /* table form: chroma index steps (16.16, relative to cy) */
+    int32_t fy, fyo, fvr, fvg, fug, fub; /* full form: 13-bit coefficients, 9-bit luma offset */
+    int32_t simd;                        /* 1: the unscaled 2x2 path in x86 SSSE3 form (16-bit products) */
+    int32_t sy, syo, svr, svg, sug, sub; /* its coefficients: 16-bit words of 13 fractional bits, offset x8 */
+} reel__px_coef;
+
+REEL_HD int reel__px_clip8(int v)
+{
+    return v < 0 ? 0 : v > 255 ? 255 : v;
+}
+
+REEL_HD int reel__px_ytab(const reel__px_coef *k, int idx)
+{
+    int64_t v = ((int64_t)idx * k->cy - ((int64_t)384 << 16) - k->oy + 0x8000) >> 16;
+    return reel__px_clip8((int)v);
+}
+
+/* Table form: y, u, v are 8-bit. */
+REEL_HD void reel__px_rgb_table(const reel__px_coef *k, int y, int u, int v, int rgb[3])
+{
+    int base = y + k->yoffs;
+    rgb[0] = reel__px_ytab(k, base - (k->crv >> 9) + ((v * k->crv) >> 16));
+    rgb[1] = reel__px_ytab(k, base - (k->cgu >> 9) + ((u * k->cgu) >> 16) - (k->cgv >> 9) + ((v * k->cgv) >> 16));
+    rgb[2] = reel__px_ytab(k, base - (k->cbu >> 9) + ((u * k->cbu) >> 16));
+}
+
+/* SSSE3 form of the unscaled 2x2 path (what x86 swscale runs for 4:2:0 to
+ * rgb24 without a resize): samples times 8, 16-bit high products. */
+REEL_HD void reel__px_rgb_simd(const reel__px_coef *k, int y, int u, int v, int rgb[3])
+{
+    int yy = ((int)(int16_t)((y << 3) - k->syo) * k->sy) >> 16;
+    int uu = (u << 3) - 1024, vv = (v << 3) - 1024;
+    rgb[0] = reel__px_clip8(yy + ((vv * k->svr) >> 16));
+    rgb[1] = reel__px_clip8(yy + ((uu * k->sug) >> 16) + ((vv * k->svg) >> 16));
+    rgb[2] = reel__px_clip8(yy + ((uu * k->sub) >> 16));
+}
+
+/* Full form: y has 9 fractional bits, u and v are centred (value - 128)
+ * with 9 fractional bits. */
+REEL_HD void reel__px_rgb_full(const reel__px_coef *k, int y, int u, int v, int rgb[3])
+{
+    int32_t yy = (int32_t)((uint32_t)(y - k->fyo) * (uint32_t)k->fy + (1u << 21));
+    int32_t c[3];
+    c[0] = (int32_t)((uint32_t)yy + (uint32_t)v * (uint32_t)k->fvr);
+    c[1] = (int32_t)((uint32_t)yy + (uint32_t)v * (uint32_t)k->fvg + (uint32_t)u * (uint32_t)k->fug);
+    c[2] = (int32_t)((uint32_t)yy + (uint32_t)u * (uint32_t)k->fub);
+    for (int i = 0; i < 3; i++) {
+        int32_t x = c[i];
+        if (x & (int32_t)0xC0000000) x = x < 0 ? 0 : (1 << 30) - 1;
+        rgb[i] = x >> 22;
+    }
+}
+
+/* The kernels' grid: blocks of REEL_PX_BLOCK_W x REEL_PX_BLOCK_H threads
+ * over an output frame's (x, y), one grid z per frame of the batch; the
+ * emulation walks the same grid. */
+#define REEL_PX_BLOCK_W 32
+#define REEL_PX_BLOCK_H 8
+
+/* ---- resampling: swscale's two passes, horizontal to 15 bits, then
+ * vertical, with the filters cuda/plan.c builds as swscale does ---- */
+
+/* One axis of a resize: output o reads `taps` source samples from
+ * start[pos + o] with 14-bit (horizontal) or 12-bit (vertical) weights
+ * coef[coef + o * taps + j]. */
+typedef struct reel__px_axis {
+    int32_t taps, pos, coef;
+} reel__px_axis;
+
+enum {
+    REEL_PX_BLOCK = 0, /* no resize, 8-bit 4:2:0, even height: chroma of the 2x2 block (swscale's unscaled yuv2rgb) */
+    REEL_PX_HALF = 1,  /* chroma resampled to half the output width, shared by a pixel pair (table form) */
+    REEL_PX_FULL = 2   /* chroma resampled to the output width (full form; odd widths) */
+};
+
+/* The vertical pass's rounding, by the luma and chroma filters' tap counts
+ * (swscale picks its packed output function by them). */
+enum {
+    REEL_PX_V1 = 1, /* one luma tap */
+    REEL_PX_V2 = 2, /* two taps each: blends without a rounding term */
+    REEL_PX_VX = 3  /* the general sum, rounded */
+};
+
+/* One frame's source and output. Pointers are host memory in the
+ * emulation, device memory on the GPU. */
+typedef struct reel__px_frame {
+    const uint8_t *y, *uv;        /* NV12 (8-bit) or P010 (16-bit words, the value in the top 10 bits) */
+    int32_t y_pitch, uv_pitch;    /* bytes */
+    int32_t bits;                 /* 8 or 10 */
+    int32_t x0, y0;               /* the scaler's source origin in luma (the crop, or 0 for the whole frame) */
+    int32_t ox, oy;               /* output (x, y) is the scaler's (x + ox, y + oy) */
+    int32_t mode, vmode;          /* REEL_PX_BLOCK/HALF/FULL; REEL_PX_V1/V2/VX */
+    reel__px_axis hy, vy, hc, vc; /* luma and chroma, horizontal and vertical */
+    reel__px_coef coef;
+    void *dst;                   /* the output's first element */
+    int64_t sc, sy, sx;          /* output strides in elements */
+    int32_t w, h, dtype, flip;   /* output size, reel_dtype, mirror left-right */
+    float scale, mean[3], sd[3]; /* normalisation (float dtypes) */
+} reel__px_frame;
+
+/* The kernel reads the frames as the host wrote them: the layout must be
+ * the same under nvcc (C++) and the C compiler (LP64 on both). */
+#ifdef __cplusplus
+#define REEL_PX_LAYOUT(c) static_assert(c, "reel__px_frame's layout differs between C and CUDA")
+#else
+#define REEL_PX_LAYOUT(c) _Static_assert(c, "reel__px_frame's layout differs between C and CUDA")
+#endif
+REEL_PX_LAYOUT(sizeof(reel__px_frame) == 264 && offsetof(reel__px_frame, coef) == 100 &&
+               offsetof(reel__px_frame, dst) == 184 && offsetof(reel__px_frame, sd) == 248);
+
+REEL_HD int reel__px_sample(const reel__px_frame *f, int chroma, int comp, int col, int row)
+{
+    const uint8_t *base;
+    int pitch;
+    if (chroma) {
+        base = f->uv;
+        pitch = f->uv_pitch;
+        col = 2 * (col + (f->x0 >> 1)) + comp;
+        row += f->y0 >> 1;
+    } else {
+        base = f->y;
+        pitch = f->y_pitch;
+        col += f->x0;
+        row += f->y0;
+    }
+    const uint8_t *line = base + (int64_t)row * pitch;
+    if (f->bits == 8) return line[col];
+    return ((const uint16_t *)line)[col] >> 6;
+}
+
+/* The horizontal pass at output column o of source row `row`: 15 bits. */
+REEL_HD int reel__px_hpass(const reel__px_frame *f, const int32_t *start, const int16_t *coef, reel__px_axis a,
+                           int chroma, int comp, int o, int row)
+{
+    int s0 = start[a.pos + o];
+    const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
+    int32_t sum = 0;
+    for (int j = 0; j < a.taps; j++) sum += reel__px_sample(f, chroma, comp, s0 + j, row) * w[j];
+    sum >>= f->bits == 8 ? 7 : 9;
+    return sum < 32767 ? sum : 32767;
+}
+
+/* One plane at scaler output (col, row) through both passes: the vertical
+ * filter's rows and weights (*n of them, at most 2 kept in h[] / w[] for
+ * the one- and two-tap cases) and the full sum. */
+REEL_HD int64_t reel__px_vsum(const reel__px_frame *f, const int32_t *start, const int16_t *coef, reel__px_axis ha,
+                              reel__px_axis va, int chroma, int comp, int col, int row, int h2[2], int w2[2])
+{
+    int r0 = start[va.pos + row];
+    const int16_t *w = coef + va.coef + (int64_t)row * va.taps;
+    int64_t sum = 0;
+    for (int j = 0; j < va.taps; j++) {
+        int h = reel__px_hpass(f, start, coef, ha, chroma, comp, col, r0 + j);
+        if (j < 2) {
+            h2[j] = h;
+            w2[j] = w[j];
+        }
+        sum += (int64_t)h * w[j];
+    }
+    return sum;
+}
+
+/* swscale's luma table has 512 entries of headroom each side: an
+ * overshoot (bicubic) indexes it unclipped. */
+REEL_HD int reel__px_headroom(int y)
+{
+    return y < -256 ? -256 : y > 511 ? 511 : y;
+}
+
+/* Luma at scaler output (col, row): 8 bits, unclipped (table form), or 9
+ * fractional bits (full form). */
+REEL_HD int reel__px_luma(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int col, int row)
+{
+    int h2[2] = { 0, 0 }, w2[2] = { 0, 0 };
+    int64_t s = reel__px_vsum(f, start, coef, f->hy, f->vy, 0, 0, col, row, h2, w2);
+    int full = f->mode == REEL_PX_FULL;
+    if (f->vmode == REEL_PX_V1) return full ? h2[0] * 4 : reel__px_headroom((h2[0] + 64) >> 7);
+    if (f->vmode == REEL_PX_V2) return full ? (int)(s >> 10) : reel__px_headroom((int)(s >> 19));
+    return full ? (int)(((1 << 9) + s) >> 10) : reel__px_headroom((int)(((1 << 18) + s) >> 19));
+}
+
+/* One chroma component (comp 0: U, 1: V) at chroma output (col, row): 8
+ * bits (table form) or centred with 9 fractional bits (full form). */
+REEL_HD int reel__px_chroma(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int comp, int col,
+                            int row)
+{
+    int h2[2] = { 0, 0 }, w2[2] = { 0, 0 };
+    int64_t s = reel__px_vsum(f, start, coef, f->hc, f->vc, 1, comp, col, row, h2, w2);
+    int full = f->mode == REEL_PX_FULL;
+    if (f->vmode == REEL_PX_V1) {
+        if (f->vc.taps == 1 || w2[1] < 2048) return full ? (h2[0] - (128 << 7)) * 4 : reel__px_clip8((h2[0] + 64) >> 7);
+        return full ? (h2[0] + h2[1] - (128 << 8)) * 2 : reel__px_clip8((h2[0] + h2[1] + 128) >> 8);
+    }
+    if (f->vmode == REEL_PX_V2) return full ? (int)((s - ((int64_t)128 << 19)) >> 10) : reel__px_clip8((int)(s >> 19));
+    return full ? (int)(((1 << 9) - ((int64_t)128 << 19) + s) >> 10) : reel__px_clip8((int)(((1 << 18) + s) >> 19));
+}
+
+/* The RGB of output pixel (x, y) before flip, dtype and layout. */
+REEL_HD void reel__px_rgb(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int x, int y, int rgb[3])
+{
+    int c = x + f->ox, r = y + f->oy;
+    if (f->mode == REEL_PX_BLOCK) {
+        int yy = reel__px_sample(f, 0, 0, c, r);
+        int u = reel__px_sample(f, 1, 0, c >> 1, r >> 1), v = reel__px_sample(f, 1, 1, c >> 1, r >> 1);
+        if (f->coef.simd)
+            reel__px_rgb_simd(&f->coef, yy, u, v, rgb);
+        else
+            reel__px_rgb_table(&f->coef, yy, u, v, rgb);
+        return;
+    }
+    int yy = reel__px_luma(f, start, coef, c, r);
+    int cc = f->mode == REEL_PX_HALF ? c >> 1 : c;
+    int u = reel__px_chroma(f, start, coef, 0, cc, r), v = reel__px_chroma(f, start, coef, 1, cc, r);
+    if (f->mode == REEL_PX_HALF)
+        reel__px_rgb_table(&f->coef, yy, u, v, rgb);
+    else
+        reel__px_rgb_full(&f->coef, yy, u, v, rgb);
+}
+
+/* The whole per-pixel job of one thread: output pixel (x, y) of frame f,
+ * in its dtype, normalised, flipped, at its strides. dtype values are
+ * reel_dtype's (0 uint8, 1 float32, 2 float16, 3 bfloat16). */
+REEL_HD void reel__px_store(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int x, int y)
+{
+    int rgb[3];
+    reel__px_rgb(f, start, coef, f->flip ? f->w - 1 - x : x, y, rgb);
+    int64_t off = (int64_t)y * f->sy + (int64_t)x * f->sx;
+    for (int ch = 0; ch < 3; ch++) {
+        int64_t o = off + ch * f->sc;
+        if (f->dtype == 0) {
+            ((uint8_t *)f->dst)[o] = (uint8_t)rgb[ch];
+            continue;
+        }
+        float n = reel__px_normalise(rgb[ch], f->scale, f->mean[ch], f->sd[ch]);
+        if (f->dtype == 1)
+            ((float *)f->dst)[o] = n;
+        else
+            ((uint16_t *)f->dst)[o] = f->dtype == 2 ? reel__px_f16(n) : reel__px_bf16(n);
+    }
+}
+
+#ifndef __CUDACC__
+/* Host side (convert.c): the inverse matrix swscale uses for an AVColorSpace
+ * (the converter's rule for unknown ones included), 16.16 {crv, cbu, cgu,
+ * cgv}; and whether a frame's range is full (the frame's range, else the
+ * pixel format's: yuvj* are full). */
+const int *reel__convert_coefficients(int colorspace);
+int reel__convert_full_range(int color_range, int pix_fmt);
+#endif
+
+#endif

@@ -1,0 +1,263 @@
+/* device.c: the "device" setting, and a CUDA device as one decoder or
+ * loader worker holds it: primary context, a stream of its own, the
+ * embedded kernels, a bounded pool of device buffers reused across batches,
+ * and the one launch per batch of the conversion kernel. */
+#include "cuda/device.h"
+#include "cuda/driver.h"
+#include "cuda/kernels.h"
+#include "core/error.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int reel__device_parse(const char *d, int *index, reel_error *err)
+{
+    *index = -1;
+    if (!d || !*d || !strcmp(d, "cpu")) return REEL_OK;
+    if (!strcmp(d, "cuda")) {
+        *index = 0;
+        return REEL_OK;
+    }
+    if (!strncmp(d, "cuda:", 5) && d[5] >= '0' && d[5] <= '9' && strlen(d) <= 8) {
+        char *end = NULL;
+        long n = strtol(d + 5, &end, 10);
+        if (end && !*end && n >= 0 && n < 1000) {
+            *index = (int)n;
+            return REEL_OK;
+        }
+    }
+    return reel__error_set(err, REEL_E_INVALID_ARG, "device \"%.64s\": expected \"cpu\", \"cuda\" or \"cuda:N\"", d);
+}
+
+typedef struct pool_buf {
+    CUdeviceptr ptr;
+    size_t size;
+    int busy;
+} pool_buf;
+
+#define POOL_MAX 64
+
+struct reel__cuda {
+    const reel__cu_api *cu;
+    CUdevice dev;
+    CUcontext ctx;
+    CUstream stream;
+    CUmodule module;
+    CUfunction convert;
+    char name[128];
+    int capability;
+    reel__cuda_mem mem;
+    pool_buf bufs[POOL_MAX];
+    int nbufs;
+};
+
+#define CU_CHECK(c, call, what)                                                                    \
+    do {                                                                                           \
+        CUresult r_ = (call);                                                                      \
+        if (r_ != REEL_CU_SUCCESS) {                                                               \
+            char b_[32];                                                                           \
+            return reel__error_set(err, REEL_E_CUDA, "CUDA: %s failed on %s: %s", what, (c)->name, \
+                                   reel__cu_name((c)->cu, r_, b_));                                \
+        }                                                                                          \
+    } while (0)
+
+static int open_device(reel__cuda *c, int index, reel_error *err)
+{
+    const reel__cu_api *cu = c->cu;
+    int count = 0;
+    snprintf(c->name, sizeof c->name, "cuda:%d", index);
+    CU_CHECK(c, cu->DeviceGetCount(&count), "cuDeviceGetCount");
+    if (index >= count)
+        return reel__error_set(err, REEL_E_CUDA, "CUDA: device cuda:%d asked for, the machine has %d", index, count);
+    CU_CHECK(c, cu->DeviceGet(&c->dev, index), "cuDeviceGet");
+    char name[96] = "";
+    if (cu->DeviceGetName(name, (int)sizeof name, c->dev) == REEL_CU_SUCCESS)
+        snprintf(c->name, sizeof c->name, "cuda:%d (%s)", index, name);
+    int major = 0, minor = 0;
+    cu->DeviceGetAttribute(&major, REEL_CU_ATTR_COMPUTE_CAPABILITY_MAJOR, c->dev);
+    cu->DeviceGetAttribute(&minor, REEL_CU_ATTR_COMPUTE_CAPABILITY_MINOR, c->dev);
+    c->capability = major * 10 + minor;
+    CU_CHECK(c, cu->DevicePrimaryCtxRetain(&c->ctx, c->dev), "cuDevicePrimaryCtxRetain");
+    return REEL_OK;
+}
+
+static int load_kernels(reel__cuda *c, reel_error *err)
+{
+#ifdef REEL_HAVE_CUDA_KERNELS
+    const reel__cu_api *cu = c->cu;
+    CUresult r = cu->ModuleLoadData(&c->module, reel__cuda_fatbin);
+    if (r != REEL_CU_SUCCESS) {
+        char b[32];
+        int v = 0;
+        cu->DriverGetVersion(&v);
+        return reel__error_set(err, REEL_E_CUDA,
+                               "CUDA: the kernels do not load on %s (compute %d.%d, driver CUDA %d.%d): %s; "
+                               "docs/GPU.md says which drivers and GPUs they need",
+                               c->name, c->capability / 10, c->capability % 10, v / 1000, v % 1000 / 10,
+                               reel__cu_name(cu, r, b));
+    }
+    CU_CHECK(c, cu->ModuleGetFunction(&c->convert, c->module, REEL_CUDA_KERNEL_CONVERT), "cuModuleGetFunction");
+    return REEL_OK;
+#else
+    return reel__error_set(err, REEL_E_CUDA,
+                           "CUDA: this libreel was built without its CUDA kernels (REEL_CUDA=OFF; build with "
+                           "`make cuda`, docs/GPU.md); %s is there",
+                           c->name);
+#endif
+}
+
+int reel__cuda_open(int index, size_t pool_limit, reel__cuda **out, reel_error *err)
+{
+    *out = NULL;
+    const reel__cu_api *cu = reel__cu_load(err);
+    if (!cu) return REEL_E_CUDA;
+    reel__cuda *c = calloc(1, sizeof *c);
+    if (!c) return reel__error_set(err, REEL_E_NOMEM, "CUDA: out of memory");
+    c->cu = cu;
+    c->dev = -1;
+    c->mem.limit = pool_limit ? pool_limit : (size_t)1 << 30;
+    int r = open_device(c, index, err);
+    if (r == REEL_OK && cu->CtxPushCurrent(c->ctx) != REEL_CU_SUCCESS)
+        r = reel__error_set(err, REEL_E_CUDA, "CUDA: cannot make %s's context current", c->name);
+    if (r == REEL_OK) {
+        r = load_kernels(c, err);
+        if (r == REEL_OK && cu->StreamCreate(&c->stream, REEL_CU_STREAM_NON_BLOCKING) != REEL_CU_SUCCESS)
+            r = reel__error_set(err, REEL_E_CUDA, "CUDA: cannot create a stream on %s", c->name);
+        CUcontext popped;
+        cu->CtxPopCurrent(&popped);
+    }
+    if (r != REEL_OK) {
+        reel__cuda_close(&c);
+        return r;
+    }
+    *out = c;
+    return REEL_OK;
+}
+
+void reel__cuda_close(reel__cuda **pc)
+{
+    if (!pc || !*pc) return;
+    reel__cuda *c = *pc;
+    const reel__cu_api *cu = c->cu;
+    if (c->ctx && cu->CtxPushCurrent(c->ctx) == REEL_CU_SUCCESS) {
+        for (int i = 0; i < c->nbufs; i++) cu->MemFree(c->bufs[i].ptr);
+        if (c->stream) cu->StreamDestroy(c->stream);
+        if (c->module) cu->ModuleUnload(c->module);
+        CUcontext popped;
+        cu->CtxPopCurrent(&popped);
+    }
+    if (c->ctx) cu->DevicePrimaryCtxRelease(c->dev);
+    free(c);
+    *pc = NULL;
+}
+
+const char *reel__cuda_name(const reel__cuda *c)
+{
+    return c->name;
+}
+
+int reel__cuda_capability(const reel__cuda *c)
+{
+    return c->capability;
+}
+
+reel__cuda_mem reel__cuda_memory(const reel__cuda *c)
+{
+    return c->mem;
+}
+
+int reel__cuda_buffer(reel__cuda *c, size_t size, uint64_t *ptr, reel_error *err)
+{
+    pool_buf *best = NULL;
+    for (int i = 0; i < c->nbufs; i++) {
+        pool_buf *b = &c->bufs[i];
+        if (!b->busy && b->size >= size && (!best || b->size < best->size)) best = b;
+    }
+    if (best) {
+        best->busy = 1;
+        c->mem.reuses++;
+        *ptr = best->ptr;
+        return REEL_OK;
+    }
+    /* make room: free idle buffers too small to serve this request */
+    for (int i = 0; i < c->nbufs && (c->mem.held + size > c->mem.limit || c->nbufs == POOL_MAX);) {
+        if (!c->bufs[i].busy) {
+            c->cu->MemFree(c->bufs[i].ptr);
+            c->mem.held -= c->bufs[i].size;
+            c->bufs[i] = c->bufs[--c->nbufs];
+        } else {
+            i++;
+        }
+    }
+    if (c->mem.held + size > c->mem.limit || c->nbufs == POOL_MAX)
+        return reel__error_set(err, REEL_E_CUDA,
+                               "CUDA: %zu bytes asked of %s's memory pool, which holds %zu of its %zu-byte bound", size,
+                               c->name, c->mem.held, c->mem.limit);
+    CUdeviceptr p = 0;
+    CU_CHECK(c, c->cu->MemAlloc(&p, size), "cuMemAlloc");
+    c->bufs[c->nbufs++] = (pool_buf){ p, size, 1 };
+    c->mem.held += size;
+    c->mem.allocs++;
+    if (c->mem.held > c->mem.peak) c->mem.peak = c->mem.held;
+    *ptr = p;
+    return REEL_OK;
+}
+
+void reel__cuda_buffers_release(reel__cuda *c)
+{
+    for (int i = 0; i < c->nbufs; i++) c->bufs[i].busy = 0;
+}
+
+static int copy(reel__cuda *c, void *host, uint64_t dev, size_t size, int up, reel_error *err)
+{
+    const reel__cu_api *cu = c->cu;
+    CU_CHECK(c, cu->CtxPushCurrent(c->ctx), "cuCtxPushCurrent");
+    CUresult r = up ? cu->MemcpyHtoDAsync(dev, host, size, c->stream) : cu->MemcpyDtoHAsync(host, dev, size, c->stream);
+    if (r == REEL_CU_SUCCESS) r = cu->StreamSynchronize(c->stream);
+    CUcontext popped;
+    cu->CtxPopCurrent(&popped);
+    CU_CHECK(c, r, up ? "a copy to the device" : "a copy from the device");
+    return REEL_OK;
+}
+
+int reel__cuda_upload(reel__cuda *c, uint64_t dst, const void *src, size_t size, reel_error *err)
+{
+    return copy(c, (void *)(uintptr_t)src, dst, size, 1, err);
+}
+
+int reel__cuda_download(reel__cuda *c, void *dst, uint64_t src, size_t size, reel_error *err)
+{
+    return copy(c, dst, src, size, 0, err);
+}
+
+int reel__cuda_convert(reel__cuda *c, const reel__px_frame *frames, int n, const reel__cuda_taps *taps, reel_error *err)
+{
+    if (n <= 0) return REEL_OK;
+    int gw = 0, gh = 0;
+    for (int i = 0; i < n; i++) {
+        if (frames[i].w > gw) gw = frames[i].w;
+        if (frames[i].h > gh) gh = frames[i].h;
+    }
+    size_t fbytes = (size_t)n * sizeof *frames, sbytes = (size_t)(taps->n_start ? taps->n_start : 1) * 4,
+           cbytes = (size_t)(taps->n_coef ? taps->n_coef : 1) * 2;
+    uint64_t dframes, dstart, dcoef;
+    int r = reel__cuda_buffer(c, fbytes, &dframes, err);
+    if (r == REEL_OK) r = reel__cuda_buffer(c, sbytes, &dstart, err);
+    if (r == REEL_OK) r = reel__cuda_buffer(c, cbytes, &dcoef, err);
+    if (r == REEL_OK) r = reel__cuda_upload(c, dframes, frames, fbytes, err);
+    if (r == REEL_OK && taps->n_start) r = reel__cuda_upload(c, dstart, taps->start, sbytes, err);
+    if (r == REEL_OK && taps->n_coef) r = reel__cuda_upload(c, dcoef, taps->coef, cbytes, err);
+    if (r != REEL_OK) return r;
+    const reel__cu_api *cu = c->cu;
+    CU_CHECK(c, cu->CtxPushCurrent(c->ctx), "cuCtxPushCurrent");
+    void *args[] = { &dframes, &dstart, &dcoef };
+    CUresult lr = cu->LaunchKernel(c->convert, (unsigned)((gw + REEL_PX_BLOCK_W - 1) / REEL_PX_BLOCK_W),
+                                   (unsigned)((gh + REEL_PX_BLOCK_H - 1) / REEL_PX_BLOCK_H), (unsigned)n,
+                                   REEL_PX_BLOCK_W, REEL_PX_BLOCK_H, 1, 0, c->stream, args, NULL);
+    if (lr == REEL_CU_SUCCESS) lr = cu->StreamSynchronize(c->stream);
+    CUcontext popped;
+    cu->CtxPopCurrent(&popped);
+    CU_CHECK(c, lr, "the conversion kernel");
+    return REEL_OK;
+}

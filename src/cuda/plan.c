@@ -1,0 +1,358 @@
+/* plan.c: a frame's GPU conversion planned on the host: which of the CPU
+ * converter's paths it reproduces, the colour coefficients, and the
+ * resampling filters built with swscale's arithmetic (positions, kernels,
+ * trimming, border folding, normalisation with error diffusion). */
+#include "cuda/plan.h"
+#include "core/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ONE_H    (1 << 14) /* horizontal weights sum to this */
+#define ONE_V    (1 << 12) /* vertical weights sum to this */
+#define MAX_TAPS 256
+
+void reel__cuda_taps_reset(reel__cuda_taps *t)
+{
+    t->n_start = t->n_coef = 0;
+}
+
+void reel__cuda_taps_free(reel__cuda_taps *t)
+{
+    free(t->start);
+    free(t->coef);
+    memset(t, 0, sizeof *t);
+}
+
+static int taps_grow(reel__cuda_taps *t, int n_start, int n_coef)
+{
+    if (t->n_start + n_start > t->cap_start) {
+        int cap = (t->n_start + n_start) * 2;
+        int32_t *p = realloc(t->start, (size_t)cap * sizeof *p);
+        if (!p) return 0;
+        t->start = p;
+        t->cap_start = cap;
+    }
+    if (t->n_coef + n_coef > t->cap_coef) {
+        int cap = (t->n_coef + n_coef) * 2;
+        int16_t *p = realloc(t->coef, (size_t)cap * sizeof *p);
+        if (!p) return 0;
+        t->coef = p;
+        t->cap_coef = cap;
+    }
+    return 1;
+}
+
+/* swscale's roundToInt16: 16.16 to a rounded, saturated int16. */
+static int32_t round16(int64_t f)
+{
+    int64_t r = (f + (1 << 15)) >> 16;
+    return r < -0x7fff ? -0x8000 : r > 0x7fff ? 0x7fff : (int32_t)r;
+}
+
+static void coef_init(const int inv[4], int full, reel__px_coef *k)
+{
+    int64_t crv = inv[0], cbu = inv[1], cgu = -inv[2], cgv = -inv[3], cy = 1 << 16, oy = 0;
+    if (!full) {
+        cy = cy * 255 / 219;
+        oy = 16 << 16;
+    } else {
+        crv = crv * 224 / 255;
+        cbu = cbu * 224 / 255;
+        cgu = cgu * 224 / 255;
+        cgv = cgv * 224 / 255;
+    }
+    k->fy = round16(cy * (1 << 13));
+    k->fyo = round16(oy * (1 << 9));
+    k->fvr = round16(crv * (1 << 13));
+    k->fvg = round16(cgv * (1 << 13));
+    k->fug = round16(cgu * (1 << 13));
+    k->fub = round16(cbu * (1 << 13));
+    k->sy = round16(cy * 8192);
+    k->syo = round16(oy * 8);
+    k->svr = round16(crv * 8192);
+    k->svg = round16(cgv * 8192);
+    k->sug = round16(cgu * 8192);
+    k->sub = round16(cbu * 8192);
+    k->cy = (int32_t)cy;
+    k->oy = (int32_t)oy;
+    k->yoffs = full ? 384 : 326;
+    k->crv = (int32_t)((crv * (1 << 16) + 0x8000) / cy);
+    k->cbu = (int32_t)((cbu * (1 << 16) + 0x8000) / cy);
+    k->cgu = (int32_t)((cgu * (1 << 16) + 0x8000) / cy);
+    k->cgv = (int32_t)((cgv * (1 << 16) + 0x8000) / cy);
+}
+
+enum { K_BILINEAR, K_AREA, K_BICUBIC, K_POINT };
+
+static int kind_of(reel_filter f)
+{
+    switch (f) {
+    case REEL_FILTER_AREA: return K_AREA;
+    case REEL_FILTER_BICUBIC: return K_BICUBIC;
+    case REEL_FILTER_NEAREST: return K_POINT;
+    default: return K_BILINEAR;
+    }
+}
+
+static int ilog2(int v)
+{
+    int n = 0;
+    while (v > 1) {
+        v >>= 1;
+        n++;
+    }
+    return n;
+}
+
+/* The weight of a source sample at distance d (2^-30 source pixels, already
+ * scaled to the output grid on a downscale) in the general branch. */
+static int64_t kernel_weight(int kind, int64_t d, int64_t inc, int64_t fone)
+{
+    if (kind == K_BICUBIC) {
+        const int64_t B = 0, C = (int64_t)(0.6 * (1 << 24)), one24 = (int64_t)1 << 24, one30 = (int64_t)1 << 30;
+        if (d >= (int64_t)1 << 31) return 0;
+        int64_t dd = (d * d) >> 30, ddd = (dd * d) >> 30, c;
+        if (d < one30)
+            c = (12 * one24 - 9 * B - 6 * C) * ddd + (-18 * one24 + 12 * B + 6 * C) * dd + (6 * one24 - 2 * B) * one30;
+        else
+            c = (-B - 6 * C) * ddd + (6 * B + 30 * C) * dd + (-12 * B - 48 * C) * d + (8 * B + 24 * C) * one30;
+        return c / (((int64_t)1 << 54) / fone);
+    }
+    if (kind == K_AREA) {
+        int64_t d2 = d - (1 << 29), c;
+        if (d2 * inc < -((int64_t)1 << 45))
+            c = (int64_t)1 << 46;
+        else if (d2 * inc < ((int64_t)1 << 45))
+            c = -d2 * inc + ((int64_t)1 << 45);
+        else
+            c = 0;
+        return c * (fone >> 46);
+    }
+    int64_t c = ((int64_t)1 << 30) - d; /* bilinear */
+    return (c < 0 ? 0 : c) * (fone >> 30);
+}
+
+/* Builds one axis, S source samples to D outputs (both centre-sited), into
+ * the tables: `one` is the weights' sum, `align` the tap count's multiple
+ * (x86 swscale: 4 horizontally, 2 vertically unless one tap suffices). */
+static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int align, reel__px_axis *a)
+{
+    const int64_t inc = (((int64_t)S << 16) + (D >> 1)) / D;
+    const int64_t fone = (int64_t)1 << (54 - (ilog2(S / D) < 8 ? ilog2(S / D) : 8));
+    int size;
+    int64_t *f;
+    int32_t *pos = malloc((size_t)D * sizeof *pos);
+    if (!pos) return 0;
+    if (llabs(inc - 0x10000) < 10) { /* unscaled */
+        size = 1;
+        f = malloc((size_t)D * sizeof *f);
+        for (int i = 0; f && i < D; i++) {
+            f[i] = fone;
+            pos[i] = i;
+        }
+    } else if (kind == K_POINT) {
+        size = 1;
+        f = malloc((size_t)D * sizeof *f);
+        int64_t x = inc / 2 - 0x8000;
+        for (int i = 0; f && i < D; i++, x += inc) {
+            pos[i] = (int32_t)((x + (1 << 15)) >> 16);
+            f[i] = fone;
+        }
+    } else if (inc <= 0x10000 && kind == K_AREA) { /* area upscale: linear */
+        size = 2;
+        f = malloc((size_t)D * 2 * sizeof *f);
+        int64_t x = inc / 2 - 0x8000;
+        for (int i = 0; f && i < D; i++, x += inc) {
+            int64_t xx = x >> 16;
+            pos[i] = (int32_t)xx;
+            for (int j = 0; j < 2; j++, xx++) {
+                int64_t c = fone - llabs(xx * 65536 - x) * (fone >> 16);
+                f[i * 2 + j] = c < 0 ? 0 : c;
+            }
+        }
+    } else {
+        int factor = kind == K_BICUBIC ? 4 : kind == K_AREA ? 1 : 2;
+        size = inc <= 0x10000 ? 1 + factor : 1 + (int)((factor * (int64_t)S + D - 1) / D);
+        if (size > S - 2) size = S - 2;
+        if (size < 1) size = 1;
+        if (size > MAX_TAPS) size = MAX_TAPS;
+        f = malloc((size_t)D * size * sizeof *f);
+        int64_t x = inc - 0x10000; /* 2^-17 source pixels */
+        for (int i = 0; f && i < D; i++, x += 2 * inc) {
+            int64_t xx = (x - (int64_t)(size - 2) * 65536) / (1 << 17);
+            pos[i] = (int32_t)xx;
+            for (int j = 0; j < size; j++, xx++) {
+                int64_t d = llabs(xx * (1 << 17) - x) * (1 << 13);
+                if (inc > 0x10000) d = d * D / S;
+                f[i * size + j] = kernel_weight(kind, d, inc, fone);
+            }
+        }
+    }
+    if (!f) {
+        free(pos);
+        return 0;
+    }
+    /* trim near-zero taps: shift each filter left past them, count them on the right */
+    const double cut = 0.002 * (double)fone;
+    int min_size = 0;
+    for (int i = D - 1; i >= 0; i--) {
+        int64_t *fi = f + (size_t)i * size;
+        int keep = size;
+        double acc = 0;
+        for (int j = 0; j < size; j++) {
+            acc += (double)llabs(fi[0]);
+            if (acc > cut) break;
+            if (i < D - 1 && pos[i] >= pos[i + 1]) break;
+            memmove(fi, fi + 1, (size_t)(size - 1) * sizeof *fi);
+            fi[size - 1] = 0;
+            pos[i]++;
+        }
+        acc = 0;
+        for (int j = size - 1; j > 0; j--) {
+            acc += (double)llabs(fi[j]);
+            if (acc > cut) break;
+            keep--;
+        }
+        if (keep > min_size) min_size = keep;
+    }
+    int n = min_size;
+    if (!(align == 2 && min_size == 1)) n = (min_size + align - 1) / align * align;
+    if (!taps_grow(t, D, D * n)) {
+        free(f);
+        free(pos);
+        return 0;
+    }
+    a->taps = n;
+    a->pos = t->n_start;
+    a->coef = t->n_coef;
+    int64_t *g = calloc((size_t)n, sizeof *g);
+    for (int i = 0; g && i < D; i++) {
+        for (int j = 0; j < n; j++) g[j] = j < size ? f[(size_t)i * size + j] : 0;
+        int p = pos[i];
+        if (p < 0) { /* fold the taps left of the picture into its first sample */
+            for (int j = 1; j < n; j++) {
+                int left = j + p > 0 ? j + p : 0;
+                g[left] += g[j];
+                g[j] = 0;
+            }
+            p = 0;
+        }
+        if (p + n > S) { /* and those right of it into its last */
+            int shift = p + n - S;
+            for (int j = n - 2; j >= 0; j--) {
+                int right = j + shift < n - 1 ? j + shift : n - 1;
+                g[right] += g[j];
+                g[j] = 0;
+            }
+            p = S - n;
+        }
+        int64_t sum = 0, error = 0;
+        for (int j = 0; j < n; j++) sum += g[j];
+        sum = (sum + one / 2) / one;
+        for (int j = 0; j < n; j++) {
+            int64_t v = g[j] + error;
+            int64_t q = (v >= 0 ? v + sum / 2 : v - sum / 2) / sum;
+            t->coef[t->n_coef + i * n + j] = (int16_t)q;
+            error = v - q * sum;
+        }
+        t->start[t->n_start + i] = p;
+    }
+    free(f);
+    free(pos);
+    if (!g) return 0;
+    free(g);
+    t->n_start += D;
+    t->n_coef += D * n;
+    return 1;
+}
+
+int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const reel_transform *tin, void *dst,
+                          reel__px_frame *o, reel_error *err)
+{
+    reel_transform def;
+    const reel_transform *t = tin;
+    if (!t) {
+        reel_transform_default_settings(&def);
+        t = &def;
+    }
+    int rot = t->pixels.apply_rotation ? s->rotation : 0;
+    if (rot)
+        return reel__error_set(err, REEL_E_CUDA,
+                               "CUDA conversion: a display rotation (%d degrees) is not done on the GPU yet", rot);
+    if (t->pixels.convert_path != REEL_CONVERT_PATH_FUSED)
+        return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: convert_path AFTER_RGB is not done on the GPU yet");
+    if (s->bits != 8 && s->bits != 10)
+        return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: %d-bit pictures are not done on the GPU", s->bits);
+    int ow, oh;
+    size_t bytes;
+    int r = reel_transform_get_output_size(t, s->width, s->height, &ow, &oh, &bytes, err);
+    if (r != REEL_OK) return r;
+    int cx = 0, cy = 0, cw = s->width, ch = s->height;
+    if (t->crop_w) {
+        cx = t->crop_x;
+        cy = t->crop_y;
+        cw = t->crop_w;
+        ch = t->crop_h;
+    }
+    memset(o, 0, sizeof *o);
+    o->y = s->y;
+    o->uv = s->uv;
+    o->y_pitch = s->y_pitch;
+    o->uv_pitch = s->uv_pitch;
+    o->bits = s->bits;
+    coef_init(reel__convert_coefficients(s->colorspace), s->full_range, &o->coef);
+    int resize = ow != cw || oh != ch;
+    int sw, sh, dw, dh, kind;
+    if (resize) { /* the fused path: the crop scaled inside the conversion */
+        o->x0 = cx;
+        o->y0 = cy;
+        sw = cw;
+        sh = ch;
+        dw = ow;
+        dh = oh;
+        kind = kind_of(t->pixels.filter);
+    } else { /* the whole picture converted unscaled, then the crop */
+        o->ox = cx;
+        o->oy = cy;
+        sw = dw = s->width;
+        sh = dh = s->height;
+        kind = K_BICUBIC;
+    }
+    if (!resize && s->bits == 8 && !(s->height & 1)) {
+        o->mode = REEL_PX_BLOCK;
+        o->coef.simd = reel__convert_unscaled_simd();
+    } else {
+        o->mode = dw & 1 ? REEL_PX_FULL : REEL_PX_HALF;
+        int csw = (sw + 1) >> 1, csh = (sh + 1) >> 1, cdw = o->mode == REEL_PX_HALF ? (dw + 1) >> 1 : dw;
+        if (!build_axis(taps, sw, dw, kind, ONE_H, 4, &o->hy) || !build_axis(taps, sh, dh, kind, ONE_V, 2, &o->vy) ||
+            !build_axis(taps, csw, cdw, kind, ONE_H, 4, &o->hc) || !build_axis(taps, csh, dh, kind, ONE_V, 2, &o->vc))
+            return reel__error_set(err, REEL_E_NOMEM, "CUDA conversion: out of memory for the filters");
+        int l = o->vy.taps, c = o->vc.taps;
+        o->vmode = l == 1 && c <= 2 ? REEL_PX_V1 : l == 2 && c == 2 ? REEL_PX_V2 : REEL_PX_VX;
+    }
+    if (t->stride_c || t->stride_y || t->stride_x) {
+        o->sx = t->stride_x;
+        o->sy = t->stride_y;
+        o->sc = t->stride_c;
+    } else if (t->layout == REEL_LAYOUT_CHW) {
+        o->sx = 1;
+        o->sy = ow;
+        o->sc = (int64_t)ow * oh;
+    } else {
+        o->sx = 3;
+        o->sy = (int64_t)ow * 3;
+        o->sc = 1;
+    }
+    o->dst = dst;
+    o->w = ow;
+    o->h = oh;
+    o->dtype = t->pixels.dtype;
+    o->flip = t->flip_horizontal;
+    o->scale = t->pixels.divisor > 0 ? t->pixels.divisor : 255.0f;
+    for (int i = 0; i < 3; i++) {
+        o->mean[i] = t->pixels.mean[i];
+        o->sd[i] = t->pixels.std[i] != 0.0f ? t->pixels.std[i] : 1.0f;
+    }
+    return REEL_OK;
+}

@@ -1,0 +1,44 @@
+/* plan.h: a batch's conversion planned on the host, for the kernels and
+ * their emulation: per frame a reel__px_frame (convert/pixel.h), and the
+ * filter tables all frames share, built as swscale builds them. */
+#ifndef REEL_CUDA_PLAN_H
+#define REEL_CUDA_PLAN_H
+
+#include "convert/pixel.h"
+#include "reel/convert.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A decoded picture as the kernels read it: NV12 (bits 8) or P010 (bits
+ * 10), host or device memory. */
+typedef struct reel__cuda_src {
+    const uint8_t *y, *uv;
+    int y_pitch, uv_pitch;
+    int width, height, bits;
+    int colorspace, full_range; /* AVColorSpace; 1: full (JPEG) range */
+    int rotation;               /* clockwise degrees for display */
+} reel__cuda_src;
+
+/* A batch's filter tables (grown as frames are planned; reset per batch). */
+typedef struct reel__cuda_taps {
+    int32_t *start;
+    int16_t *coef;
+    int n_start, n_coef, cap_start, cap_coef;
+} reel__cuda_taps;
+
+void reel__cuda_taps_reset(reel__cuda_taps *t);
+void reel__cuda_taps_free(reel__cuda_taps *t);
+
+/* Plans one frame of `src` converted per `tr` into dst (its strides, or
+ * the layout's): fills *out and appends its filters to *taps. Refuses
+ * (REEL_E_CUDA, naming the feature) what the GPU does not do yet: a display
+ * rotation, the AFTER_RGB path, gray and uint16 outputs. */
+int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *src, const reel_transform *tr, void *dst,
+                          reel__px_frame *out, reel_error *err);
+
+/* The kernels' grid run on the CPU (emulate.c): every frame of a planned
+ * batch, thread by thread, through the same pixel.h functions. */
+void reel__cuda_emulate(const reel__px_frame *frames, int n, const reel__cuda_taps *taps);
+
+#endif
