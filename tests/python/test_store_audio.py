@@ -198,3 +198,32 @@ def test_damaged_stored_audio_is_named(folder, tmp_path):
     assert not v["ok"] and v["bad"] == 1 and "record checksum mismatch" in v["first_problem"]
     with reel.Loader(str(store), frames_per_clip=4, size=32, epochs=1) as ld:  # the frames still read
         assert sum(len(b.info) for b in ld) == 3
+
+
+def test_reel_torch_carries_the_audio(mono_store):
+    torch = pytest.importorskip("torch")
+    rt = pytest.importorskip("reel.torch")
+    kw = dict(frames_per_clip=4, size=32, batch_size=2, seed=2)
+    want = {}
+    with reel.Loader(str(mono_store), audio=MONO16K, epochs=1, **kw) as ld:
+        for b in ld:
+            plane, lengths, valid = np.asarray(b.audio), np.asarray(b.audio_lengths), np.asarray(b.audio_valid)
+            for i, c in enumerate(b.info):
+                want[c.sample] = (plane[i, :, :lengths[i]].copy(), tuple(valid[i]))
+    with reel.Loader(str(mono_store), audio=MONO16K, epochs=1, **kw) as ld:  # TorchLoader: zero-copy views
+        got = [(b.info, b.audio.clone(), b.audio_lengths.clone(), b.audio_valid.clone()) for b in rt.TorchLoader(ld)]
+    ds = rt.VideoDataset(str(mono_store), audio=MONO16K, **kw)  # DataLoader workers: shared copies
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=2, multiprocessing_context="fork")
+    got += [(b.info, b.audio, b.audio_lengths, b.audio_valid) for b in dl]
+    ds.close()
+    seen = []
+    for info, audio, lengths, valid in got:
+        assert audio.dtype == torch.float32 and audio.shape[:2] == (len(info), 1)
+        for i, c in enumerate(info):
+            a, v = want[c.sample]
+            assert np.array_equal(audio[i, :, :int(lengths[i])].numpy(), a) and not audio[i, :, int(lengths[i]):].any()
+            assert tuple(int(x) for x in valid[i]) == v
+            seen.append(c.sample)
+    assert len(want) == 3 and sorted(set(seen)) == sorted(want) and len(seen) >= 6  # workers may pad a sample
+    with reel.Loader(str(mono_store), epochs=1, **kw) as ld:  # without audio: None
+        assert all(b.audio is None and b.audio_valid is None for b in rt.TorchLoader(ld))
