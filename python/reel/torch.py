@@ -484,7 +484,9 @@ class _DatasetIterator:
                 audio = _audio(batch)
                 if self._shared:
                     frames, labels = _each(frames, _shared_copy), _shared_copy(labels)
-                    audio = tuple(None if a is None else _each(a, _shared_copy) for a in audio)
+                    a, n, v = audio
+                    audio = (None, None, None) if a is None else (_each(a, _shared_copy), _shared_copy(n),
+                                                                  _shared_copy(v))
                 return TorchBatch(frames, labels, batch.info, *audio)
             # one copy; the ring buffer goes back now
             frames = _each(frames, _shared_copy if self._shared else lambda f: f.clone())

@@ -7,7 +7,8 @@
 # size_policy: one row per video of its own length and size, equal to the
 # Loader's, ragged columns, failures as rows), ClipDecoder in map_batches and its crops,
 # flips and pixels equal to the Loader's, TorchTrainer workers getting disjoint clips whose union is the
-# epoch, the audio columns equal to the Loader's audio (videos and a store packed with audio). Ray missing: skipped, or failed in strict mode (REEL_STRICT=1).
+# epoch, the audio columns equal to the Loader's audio (videos and a store with audio). Ray missing:
+# skipped, or failed in strict mode (REEL_STRICT=1).
 from __future__ import annotations
 
 import os

@@ -84,7 +84,7 @@ def test_the_stores_audio_is_the_videos_and_the_clis(folder, native_store, mono_
         assert (first, valid, got.shape) == (v_first, v_valid, v_got.shape)
         assert np.abs(got - v_got).max(initial=0) <= 1e-6
         assert np.abs(got - cut(refs[key[0]], first, got.shape[1])).max(initial=0) <= 1e-6
-    for idx, got, first, valid in from_store.values():  # before a0 (the late video's start): zeros, not valid
+    for _idx, got, first, valid in from_store.values():  # before a0 (the late video's start): zeros, not valid
         assert valid[0] == max(0, min(-first, got.shape[1])) and not got[:, :valid[0]].any()
 
 
