@@ -34,6 +34,11 @@ static void usage(FILE *out)
                  "  --quality Q             JPEG quality (default 90)\n"
                  "  --zstd [LEVEL]          raw: compress each frame with zstd (default level 3)\n"
                  "  --gop G                 h264: keyframe interval (default 8); --crf N (default 18)\n"
+                 "  --audio                 also keep each record's audio: the samples played over its stored\n"
+                 "                          frames, decoded once per video (the Loader's audio reads them)\n"
+                 "  --audio-rate R          with --audio: resample to R Hz (default: each video's own rate)\n"
+                 "  --audio-channels 1      with --audio: the mean of the channels (default: each video's own)\n"
+                 "  --audio-stream I        with --audio: absolute audio stream index (default: the best)\n"
                  "  --shard-size BYTES      bytes per shard file (default 1073741824; K, M, G suffixes)\n"
                  "  --threads N             decode/encode threads (default: cores)\n"
                  "  --part I/N | auto       build part I of N (auto: RANK and WORLD_SIZE from the environment)\n"
@@ -251,6 +256,10 @@ int reel_cli_pack(int argc, char **argv)
     const char *pos[2] = { NULL, NULL };
     int npos = 0, json = 0, merge = 0, verify = 0, show = -1;
     const char *whole_opt = NULL; /* an option only the whole-video samplers take */
+    const char *audio_opt = NULL; /* an option only --audio takes */
+    int audio = 0;
+    reel_audio_settings as;
+    reel_audio_default_settings(&as);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -276,6 +285,24 @@ int reel_cli_pack(int argc, char **argv)
         }
         if (!strcmp(a, "--no-progress")) {
             show = 0;
+            continue;
+        }
+        if (!strcmp(a, "--audio")) {
+            audio = 1;
+            continue;
+        }
+        if (!strcmp(a, "--audio-rate") || !strcmp(a, "--audio-channels") || !strcmp(a, "--audio-stream")) {
+            if (!v) return bad("missing value for", a);
+            int x = 0;
+            if (cli_parse_int(v, &x) != 0) return bad("bad value for", a);
+            if (!strcmp(a, "--audio-rate") && (x < 1 || x > 1000000)) return bad("bad --audio-rate (1..1000000)", v);
+            if (!strcmp(a, "--audio-channels") && x != 1) return bad("bad --audio-channels (1: their mean)", v);
+            if (!strcmp(a, "--audio-stream") && x < 0) return bad("bad --audio-stream", v);
+            *(!strcmp(a, "--audio-rate")       ? &as.sample_rate
+              : !strcmp(a, "--audio-channels") ? &as.channels
+                                               : &as.stream_index) = x;
+            audio_opt = a;
+            i++;
             continue;
         }
         if (!strcmp(a, "--zstd")) {
@@ -318,6 +345,8 @@ int reel_cli_pack(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (audio_opt && !audio) return bad("this option needs --audio:", audio_opt);
+    if (audio) s.audio = &as;
     if (whole_opt && s.sampler.kind == REEL_SAMPLER_NONE)
         return bad("this option needs --sampler fps or --sampler count:", whole_opt);
     if (s.sampler.kind == REEL_SAMPLER_COUNT && s.sampler.frames_per_clip < 1)

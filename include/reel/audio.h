@@ -102,6 +102,16 @@ REEL_API int reel_audio_get_window(const reel_audio *a, int64_t t0, int64_t t1, 
 REEL_API int reel_audio_get_samples(reel_audio *a, int64_t t0, int64_t t1, int num, int den, float *dst,
                                     size_t dst_count, reel_audio_window *w, reel_error *err);
 
+/** s(t) of the contract without a file (what a packed store needs to cut
+ *  a clip from its record's samples): the sample for t = ts * num / den
+ *  seconds on the grid of `sample_rate` samples a second anchored at a0 =
+ *  a0_pts * a0_num / a0_den seconds (reel_audio_info's start_pts and time
+ *  base), floor((t - a0) * rate + 1/2) computed exactly, as
+ *  reel_audio_get_window does. REEL_E_INVALID_ARG for a time base or rate
+ *  <= 0; REEL_E_OUT_OF_RANGE when the sample is out of range. */
+REEL_API int reel_audio_sample_at(int64_t ts, int num, int den, int64_t a0_pts, int a0_num, int a0_den, int sample_rate,
+                                  int64_t *sample, reel_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -285,8 +285,10 @@ typedef struct reel_loader_settings {
      *  planes channel by channel into the sample's [C, T, H, W]); a store's
      *  records have no GOPs (every frame an image). */
     int gop_split;
-    /** Each clip's audio (reel_loader_audio; off by default). Over a store,
-     *  refused by name (a store keeps no audio yet). */
+    /** Each clip's audio (reel_loader_audio; off by default). Over a store
+     *  packed with audio (reel_pack_settings.audio), its stored samples, the
+     *  same as the video's; refused by name over a store packed without
+     *  audio or with other audio settings (rate, channels, stream). */
     reel_loader_audio audio;
     uint8_t reserved[20]; /**< zero (the defaults function clears it); room to grow without an ABI break */
 } reel_loader_settings;

@@ -18,6 +18,7 @@
 #define REEL_STORE_H
 
 #include "common.h"
+#include "audio.h"
 #include "convert.h"
 #include "decoder.h"
 #include "io.h"
@@ -87,7 +88,18 @@ typedef struct reel_pack_settings {
      *  hold 8-bit RGB (refused by name), and they refuse a gray source
      *  deeper than 8 bits (a depth map), naming the video and its depth. */
     reel_dtype dtype;
-    uint8_t reserved[36]; /**< zero; room to grow without an ABI break */
+    /** NULL (default): no audio. Else each record also keeps the audio
+     *  played over its stored frames, decoded once from a0 per video by
+     *  reel/audio.h with these settings (sample_rate 0: each video's own
+     *  rate; channels 0: its own, 1: their mean; stream_index): the samples
+     *  s(T0) .. s(T1) - 1 of the window [T0, T1) = [min p, max(p + d)) of
+     *  its frames, which hold every clip's window the loader can ask for. A
+     *  video without audio is recorded as such (the loader's
+     *  reel_loader_audio.missing decides at load time, as on the video);
+     *  one whose audio fails keeps its frames and the reason. `missing` is
+     *  not used. Borrowed (common.h). */
+    const reel_audio_settings *audio;
+    uint8_t reserved[28]; /**< zero; room to grow without an ABI break */
 } reel_pack_settings;
 
 /** What a build did. */
@@ -170,9 +182,14 @@ typedef struct reel_store_info {
      *  max_frames, frame_factor; REEL_SAMPLER_COUNT frames_per_clip,
      *  frame_factor; the other fields are 0. */
     reel_sampler_settings sampler;
-    reel_color color;     /**< reel_pack_settings.color: RGB or GRAY records */
-    reel_dtype dtype;     /**< reel_pack_settings.dtype: UINT8 or UINT16 */
-    uint8_t reserved[36]; /**< zero; room to grow (common.h) */
+    reel_color color; /**< reel_pack_settings.color: RGB or GRAY records */
+    reel_dtype dtype; /**< reel_pack_settings.dtype: UINT8 or UINT16 */
+    /** Packed with audio (reel_pack_settings.audio; a version-2 store):
+     *  1, with the settings it was packed with: audio_sample_rate (0: each
+     *  video's own), audio_channels (0: each video's own, 1: their mean),
+     *  audio_stream_index (-1: the best). 0 and zeros without. */
+    int audio, audio_sample_rate, audio_channels, audio_stream_index;
+    uint8_t reserved[20]; /**< zero; room to grow (common.h) */
 } reel_store_info;
 
 /** One record (one video or segment). Its pointers are returned (common.h):
@@ -193,10 +210,23 @@ typedef struct reel_store_record {
     int64_t source_size;               /**< bytes of the source when it was packed */
     int64_t source_mtime_ns;
     const char *shard;      /**< shard file name */
-    int64_t offset, length; /**< bytes in the shard */
+    int64_t offset, length; /**< bytes in the shard (the audio included) */
     int channels;           /**< of a stored pixel: 3 (RGB) or 1 (gray) */
     int bit_depth;          /**< bits of a stored sample's code: 8, 16 (RGB48), or a gray source's 9..16 */
-    uint8_t reserved[24];   /**< zero; room to grow (common.h) */
+    /** A store packed with audio: REEL_OK (the samples are stored),
+     *  REEL_E_NO_AUDIO_STREAM (the video has none), or why its audio could
+     *  not be read (`reason` says it; the frames are stored). REEL_OK with
+     *  audio_channels 0 in a store without audio. */
+    reel_status audio_status;
+    int audio_sample_rate, audio_channels; /**< of the stored samples (0: none) */
+    /** The stored window on the grid anchored at a0 (reel/audio.h):
+     *  samples audio_first_sample .. + audio_samples - 1, of which [lo, hi)
+     *  came from the stream. */
+    int64_t audio_first_sample, audio_samples, audio_valid_lo, audio_valid_hi;
+    /** a0, the grid's anchor: audio_start_pts x num / den seconds. */
+    int64_t audio_start_pts;
+    int audio_time_base_num, audio_time_base_den;
+    uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_store_record;
 
 /** Opens the store in `dir` (its index, store.idx, read through reel's byte
@@ -289,6 +319,16 @@ REEL_API int reel_store_reader_read(reel_store_reader *r, int64_t record, const 
 REEL_API int reel_store_reader_read_source(reel_store_reader *r, int64_t record, const int64_t *source_indices,
                                            size_t n, reel_frame_fn fn, void *opaque, reel_store_read_stats *stats,
                                            reel_error *err);
+
+/** The audio stored with record i of a store packed with audio: float32
+ *  [audio_channels, audio_samples] into dst (dst_count floats at least
+ *  that, else REEL_E_BUFFER_TOO_SMALL), its checksum checked, and where it
+ *  sits (w, may be NULL: first_sample, num_samples, valid_lo/hi as
+ *  reel_store_record says). A store without audio is REEL_E_INVALID_ARG; a
+ *  record whose audio_status is not REEL_OK fails with that status naming
+ *  the video; damage is REEL_E_CORRUPT naming the shard and the video. */
+REEL_API int reel_store_reader_read_audio(reel_store_reader *r, int64_t record, float *dst, size_t dst_count,
+                                          reel_audio_window *w, reel_error *err);
 
 #ifdef __cplusplus
 }

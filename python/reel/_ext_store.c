@@ -84,31 +84,56 @@ static int sampler_from_dict(PyObject *d, reel_sampler_settings *s)
     return ok ? 0 : -1;
 }
 
+/* reel_pack_settings.audio from a dict {sample_rate, channels,
+ * stream_index} (reel_audio_settings; those left out keep its defaults:
+ * each video's own rate and channels, the best stream). 0 or -1. */
+static int audio_from_dict(PyObject *d, reel_audio_settings *a)
+{
+    static char *kw[] = { "sample_rate", "channels", "stream_index", NULL };
+    if (!PyDict_Check(d)) {
+        PyErr_SetString(PyExc_TypeError, "pack: audio must be a dict of reel_audio_settings fields or None");
+        return -1;
+    }
+    PyObject *none = PyTuple_New(0);
+    if (!none) return -1;
+    int ok =
+        PyArg_ParseTupleAndKeywords(none, d, "|$iii:pack audio", kw, &a->sample_rate, &a->channels, &a->stream_index);
+    Py_DECREF(none);
+    return ok ? 0 : -1;
+}
+
 /* pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1,
  *      format="jpeg", quality=90, zstd_level=0, gop=8, crf=18,
  *      shard_size=1<<30, threads=0, part_index=0, part_count=1, progress=None,
- *      sampler=None, color=0, dtype=0) -> dict; sampler: see sampler_from_dict;
- *      color, dtype: reel_color and reel_dtype codes */
+ *      sampler=None, color=0, dtype=0, audio=None) -> dict; sampler: see sampler_from_dict;
+ *      color, dtype: reel_color and reel_dtype codes; audio: audio_from_dict */
 static PyObject *mod_pack(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = { "source",     "out_dir",    "short_side", "width",   "height", "fps",        "every",
-                              "format",     "quality",    "zstd_level", "gop",     "crf",    "shard_size", "threads",
-                              "part_index", "part_count", "progress",   "sampler", "color",  "dtype",      NULL };
+    static char *kwlist[] = { "source",     "out_dir", "short_side", "width",      "height",   "fps",
+                              "every",      "format",  "quality",    "zstd_level", "gop",      "crf",
+                              "shard_size", "threads", "part_index", "part_count", "progress", "sampler",
+                              "color",      "dtype",   "audio",      NULL };
     reel_state *st = PyModule_GetState(module);
-    PyObject *src_obj, *out_obj, *progress = Py_None, *sampler = Py_None, *sb = NULL, *ob = NULL;
+    PyObject *src_obj, *out_obj, *progress = Py_None, *sampler = Py_None, *audio = Py_None, *sb = NULL, *ob = NULL;
     const char *format = "jpeg";
     long long shard_size = (long long)1 << 30;
     reel_pack_settings s;
     reel_pack_default_settings(&s);
     int color = (int)s.color, dtype = (int)s.dtype;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iiidisiiiiLiiiOOii:pack", kwlist, &src_obj, &out_obj,
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iiidisiiiiLiiiOOiiO:pack", kwlist, &src_obj, &out_obj,
                                      &s.short_side, &s.width, &s.height, &s.fps, &s.every, &format, &s.quality,
                                      &s.zstd_level, &s.gop, &s.crf, &shard_size, &s.threads, &s.part_index,
-                                     &s.part_count, &progress, &sampler, &color, &dtype))
+                                     &s.part_count, &progress, &sampler, &color, &dtype, &audio))
         return NULL;
     s.color = (reel_color)color; /* reel_pack judges both */
     s.dtype = (reel_dtype)dtype;
     if (sampler != Py_None && sampler_from_dict(sampler, &s.sampler) < 0) return NULL;
+    reel_audio_settings as;
+    reel_audio_default_settings(&as);
+    if (audio != Py_None) {
+        if (audio_from_dict(audio, &as) < 0) return NULL;
+        s.audio = &as;
+    }
     int fc = format_code(format);
     if (fc < 0) {
         PyErr_Format(PyExc_ValueError, "format=%s: expected 'jpeg', 'raw' or 'h264'", format);
@@ -244,24 +269,35 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
                                 "frame_factor", i.sampler.frame_factor);
     }
     if (!sampler) Py_CLEAR(classes);
+    PyObject *audio = Py_None; /* reel_store_info.audio*: the settings it was packed with, or None */
+    Py_INCREF(audio);
+    if (classes && i.audio) {
+        Py_DECREF(audio);
+        audio = Py_BuildValue("{s:i,s:i,s:i}", "sample_rate", i.audio_sample_rate, "channels", i.audio_channels,
+                              "stream_index", i.audio_stream_index);
+        if (!audio) Py_CLEAR(classes);
+    }
     PyObject *res =
-        classes ? Py_BuildValue("{s:s,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:d,s:i,s:O,s:s,s:s,s:N}", "format",
-                                fmts[i.format >= 1 && i.format <= 3 ? i.format : 0], "version", i.version, "records",
-                                (long long)i.num_records, "frames", (long long)i.num_frames, "failed",
-                                (long long)i.num_failed, "bytes", (long long)i.bytes, "shards", i.num_shards,
-                                "short_side", i.short_side, "width", i.width, "height", i.height, "quality", i.quality,
-                                "gop", i.gop, "fps", i.fps, "every", i.every, "sampler", sampler, "color",
-                                i.color == REEL_COLOR_GRAY ? "gray" : "rgb", "dtype",
-                                i.dtype == REEL_DTYPE_UINT16 ? "uint16" : "uint8", "class_names", classes)
-                : NULL;
+        classes
+            ? Py_BuildValue("{s:s,s:i,s:L,s:L,s:L,s:L,s:i,s:i,s:i,s:i,s:i,s:i,s:d,s:i,s:O,s:s,s:s,s:O,s:N}", "format",
+                            fmts[i.format >= 1 && i.format <= 3 ? i.format : 0], "version", i.version, "records",
+                            (long long)i.num_records, "frames", (long long)i.num_frames, "failed",
+                            (long long)i.num_failed, "bytes", (long long)i.bytes, "shards", i.num_shards, "short_side",
+                            i.short_side, "width", i.width, "height", i.height, "quality", i.quality, "gop", i.gop,
+                            "fps", i.fps, "every", i.every, "sampler", sampler, "color",
+                            i.color == REEL_COLOR_GRAY ? "gray" : "rgb", "dtype",
+                            i.dtype == REEL_DTYPE_UINT16 ? "uint16" : "uint8", "audio", audio, "class_names", classes)
+            : NULL;
     Py_XDECREF(sampler);
+    Py_XDECREF(audio);
     reel_store_close(&s);
     return res;
 }
 
 /* One dict per record: where it came from, whether it packed (and why not),
  * and where its bytes lie: {'path', 'label', 'status', 'reason', 'frames',
- * 'shard', 'offset', 'length'}. */
+ * 'shard', 'offset', 'length'}, and in a store with audio 'audio': {'status',
+ * 'sample_rate', 'channels', 'first_sample', 'samples', 'valid'}. */
 static PyObject *mod_store_records(PyObject *module, PyObject *arg)
 {
     reel_state *st = PyModule_GetState(module);
@@ -287,6 +323,14 @@ static PyObject *mod_store_records(PyObject *module, PyObject *arg)
             "frames", (long long)rec.num_frames, "shard", PyUnicode_DecodeFSDefault(rec.shard ? rec.shard : ""),
             "offset", (long long)rec.offset, "length", (long long)rec.length, "channels", rec.channels, "bit_depth",
             rec.bit_depth);
+        if (d && info.audio) { /* what the record keeps of the audio (reel_store_record.audio_*) */
+            PyObject *a = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:(LL)}", "status", (int)rec.audio_status, "sample_rate",
+                                        rec.audio_sample_rate, "channels", rec.audio_channels, "first_sample",
+                                        (long long)rec.audio_first_sample, "samples", (long long)rec.audio_samples,
+                                        "valid", (long long)rec.audio_valid_lo, (long long)rec.audio_valid_hi);
+            if (!a || PyDict_SetItemString(d, "audio", a) < 0) Py_CLEAR(d);
+            Py_XDECREF(a);
+        }
         if (!d || PyList_Append(list, d) < 0) Py_CLEAR(list);
         Py_XDECREF(d);
     }
@@ -298,7 +342,7 @@ PyMethodDef reel_store_methods[] = {
     { "pack", (PyCFunction)(void (*)(void))mod_pack, METH_VARARGS | METH_KEYWORDS,
       "pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1, format='jpeg', quality=90, "
       "zstd_level=0, gop=8, crf=18, shard_size=1073741824, threads=0, part_index=0, part_count=1, progress=None, "
-      "sampler=None, color=0, dtype=0)\n"
+      "sampler=None, color=0, dtype=0, audio=None)\n"
       "--\n\nBuilds (a part of) a packed store; returns the report as a dict." },
     { "pack_merge", mod_pack_merge, METH_O, "pack_merge(out_dir)\n--\n\nWrites the index of a store built in parts." },
     { "store_verify", mod_store_verify, METH_O,

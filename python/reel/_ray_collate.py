@@ -15,7 +15,8 @@ class PadCollate(NumpyBatchCollateFn):
     with a ``size_policy``) into tensors, as ``reel.Loader(pad=True)``
     batches its samples.
 
-    Each ragged column (``frames``, ``frame_indices``, ``pts_seconds``) becomes
+    Each ragged column (``frames``, ``frame_indices``, ``pts_seconds``,
+    ``audio``) becomes
     one tensor of [B, max of each dimension], filled with ``pad_value`` past
     each row's own extent, plus ``<column>_shapes``, an int64 tensor [B, ndim]
     of each row's shape, which says which part is real (a failed sample's
@@ -31,7 +32,7 @@ class PadCollate(NumpyBatchCollateFn):
     concurrently."""
 
     #: read_clips' columns whose rows may differ in shape
-    RAGGED = ("frames", "frame_indices", "pts_seconds")
+    RAGGED = ("frames", "frame_indices", "pts_seconds", "audio")
 
     def __init__(self, pad_value: float = 0) -> None:
         self.pad_value = pad_value

@@ -209,11 +209,19 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--crf", type=int, default=18)
     p.add_argument("--shard-size", type=_bytes, default=1 << 30)
     p.add_argument("--threads", type=int, default=1, help="encoder threads (and CPUs) per task")
+    p.add_argument("--audio", action="store_true", help="also keep each record's audio (reel pack --audio)")
+    p.add_argument("--audio-rate", type=int, default=None)
+    p.add_argument("--audio-channels", type=int, choices=[1], default=None)
+    p.add_argument("--audio-stream", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.add_argument("--progress", dest="progress", action="store_true", default=None)
     p.add_argument("--no-progress", dest="progress", action="store_false")
     a = ap.parse_args(argv)
     size = parse_size(a.size)
+    given = {"sample_rate": a.audio_rate, "channels": a.audio_channels, "stream_index": a.audio_stream}
+    if not a.audio and any(v is not None for v in given.values()):
+        ap.error("--audio-rate, --audio-channels and --audio-stream need --audio")
+    audio = {k: v for k, v in given.items() if v is not None} if a.audio else None
     if a.address:
         ray.init(address=a.address, log_to_driver=False)
     elif not os.environ.get("RAY_ADDRESS"):
@@ -225,7 +233,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         rep = pack(a.source, a.out_dir, num_parts=a.parts, threads=a.threads,
                    progress=sys.stderr.isatty() if a.progress is None else a.progress, size=size, fps=a.fps,
                    every=a.every, format=a.format, quality=a.quality, zstd_level=a.zstd, gop=a.gop, crf=a.crf,
-                   shard_size=a.shard_size)
+                   shard_size=a.shard_size, audio=audio)
     except (ValueError, TypeError, _reel.ReelError) as exc:
         print(f"reel pack --ray: {exc}", file=sys.stderr)
         return 1

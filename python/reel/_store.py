@@ -66,7 +66,8 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 
          shard_size: int = 1 << 30, threads: int = 0, part: Union[None, str, Tuple[int, int]] = None,
          progress: _Progress = None, wait_for_parts: float = 0.0, sampler: Optional[str] = None,
          min_frames: int = 4, max_frames: int = 768, frames: int = 0, frame_factor: int = 2,
-         color: str = "rgb", dtype: Any = "uint8") -> Dict[str, Any]:
+         color: str = "rgb", dtype: Any = "uint8",
+         audio: Union[None, bool, Dict[str, Any]] = None) -> Dict[str, Any]:
     """Decodes `source` (a folder in the Kinetics layout or a CSV/TSV/JSONL
     manifest) once into a packed store in `out_dir`, and returns the report.
 
@@ -90,6 +91,11 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 
     wait_for_parts > 0 every part waits that many seconds at most for the others,
     and part 0 merges (what `python -m reel.pack` does under torchrun).
     progress: True for a progress bar on stderr, or a callable given a dict.
+    audio: True, or {"sample_rate": Hz, "channels": 1, "stream_index": i},
+    also keeps each record's audio, the samples played over its stored
+    frames decoded once per video (each video's own rate and channels when
+    left out; channels 1 is their mean); a Loader with the same audio
+    settings reads them as it reads the videos' (docs/STORE.md).
     A killed build resumes where it stopped when run again; Ctrl-C stops it."""
     short_side, height, width = 0, 0, 0
     if size == "source":
@@ -105,7 +111,8 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 
                         height=height, fps=store_fps, every=int(every), format=format, quality=int(quality),
                         zstd_level=int(zstd_level), gop=int(gop), crf=int(crf), shard_size=int(shard_size),
                         threads=int(threads), part_index=index, part_count=count, progress=cb, sampler=whole,
-                        color=opt.choice("color", color, opt.COLORS), dtype=opt.dtype_code(dtype))
+                        color=opt.choice("color", color, opt.COLORS), dtype=opt.dtype_code(dtype),
+                        audio=_audio(audio))
     if progress is True:
         sys.stderr.write("\n")
     if count > 1 and wait_for_parts > 0:
@@ -116,6 +123,24 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 
         else:
             _wait_for_index(os.fspath(out_dir), wait_for_parts)
     return report
+
+
+_PACK_AUDIO_KEYS = ("sample_rate", "channels", "stream_index")
+
+
+def _audio(audio: Union[None, bool, Dict[str, Any]]) -> Optional[Dict[str, int]]:
+    """pack's ``audio`` as C takes it (reel_audio_settings: 0 is each video's
+    own rate or channels, stream_index -1 the best), or None."""
+    if audio is None or audio is False:
+        return None
+    if audio is True:
+        return {}
+    if not isinstance(audio, dict):
+        raise TypeError(f"audio must be True or a dict of {list(_PACK_AUDIO_KEYS)}, not {type(audio).__name__}")
+    unknown = set(audio) - set(_PACK_AUDIO_KEYS)
+    if unknown:
+        raise ValueError(f"audio: unknown keys {sorted(unknown)} (known: {list(_PACK_AUDIO_KEYS)})")
+    return {k: int(v) for k, v in audio.items() if v is not None}
 
 
 def _wait_for_parts(out_dir: str, count: int, timeout: float) -> None:

@@ -49,7 +49,7 @@ from ._ray_collate import PadCollate
 from ._ray_pack import main, pack, read_progress, redact  # noqa: F401 - reel.ray.pack and its CLI
 
 __all__ = ["read_clips", "ClipDatasource", "split_failures", "ClipDecoder", "PadCollate", "pack", "COLUMNS",
-           "TENSOR_COLUMNS"]
+           "TENSOR_COLUMNS", "AUDIO_COLUMNS"]
 
 #: The columns of a read_clips row, in order.
 COLUMNS = ("frames", "label", "path", "sample", "clip", "frame_indices", "pts_seconds", "crop", "flipped",
@@ -58,6 +58,12 @@ COLUMNS = ("frames", "label", "path", "sample", "clip", "frame_indices", "pts_se
 #: make tensors of. ``ds.select_columns(list(TENSOR_COLUMNS))`` is pushed into
 #: the read tasks, which then build only these.
 TENSOR_COLUMNS = tuple(c for c in COLUMNS if c not in ("path", "failure"))
+#: The columns ``read_clips(audio=...)`` adds after COLUMNS: each clip's
+#: ``audio`` (float32 [C, S_i], a variable-shaped tensor column),
+#: ``audio_first_sample``, ``audio_valid`` ([lo, hi)) and
+#: ``audio_sample_rate``: the Loader's ``batch.audio`` row, ``ClipInfo.
+#: audio_first_sample``, ``batch.audio_valid`` and ``batch.audio_sample_rate``.
+AUDIO_COLUMNS = ("audio", "audio_first_sample", "audio_valid", "audio_sample_rate")
 
 # Loader options that make no sense per read task: Ray shards, batches, orders
 # and counts epochs; read_clips sets these itself.
@@ -112,6 +118,8 @@ class ClipDatasource(Datasource):
         self._projection_map: Optional[Dict[str, str]] = None
         self._options = {k: v for k, v in options.items()}
         self._options.setdefault("decode_threads", 1)
+        # with audio, every row also has AUDIO_COLUMNS (what a projection does not name is not built)
+        self._all_columns = COLUMNS + (AUDIO_COLUMNS if self._options.get("audio") is not None else ())
         info = dataset_info(self._source)
         self._n: int = info["size"]
         self.class_names: List[str] = info["class_names"]
@@ -248,7 +256,7 @@ class ClipDatasource(Datasource):
         block_videos = self._block_videos(data_context)
         task_cpus = float(self._options.get("decode_threads") or 1)
         runs = self._runs(parallelism, task_cpus, block_videos)
-        columns = None if self._projection_map is None else tuple(self._projection_map)
+        columns = self._all_columns if self._projection_map is None else tuple(self._projection_map)
         tasks = []
         for epoch in range(self._first_epoch, self._first_epoch + self._epochs):
             for samples in self._order(runs, epoch):
@@ -273,6 +281,7 @@ class _ReadFn:
                  columns: Optional[Sequence[str]] = None) -> None:
         self.source, self.config, self.clip_shape = source, config, clip_shape
         self.columns = None if columns is None else tuple(columns)  # None: all of COLUMNS
+        self.audio = config.get("audio") is not None and any(c in AUDIO_COLUMNS for c in (columns or ()))
 
     def __call__(self) -> Iterator[Any]:
         on_error = self.config.get("on_error", "skip")
@@ -285,8 +294,9 @@ class _ReadFn:
                         frames: Any = [f.numpy() for f in batch.frames]
                     else:
                         frames = batch.frames.numpy()
-                    yield _block(frames, batch.info, self.config["first_epoch"], self.columns)
-                    del batch, frames
+                    audio = _audio_rows(batch) if self.audio else None
+                    yield _block(frames, batch.info, self.config["first_epoch"], self.columns, audio)
+                    del batch, frames, audio
             except _reel.ReelError as exc:
                 # every sample of this task failed: their failure rows follow
                 if on_error == "raise" or exc.status != _reel.STATUS["NO_DATA"]:
@@ -359,14 +369,43 @@ def _columns(make: Dict[str, Any], columns: Optional[Sequence[str]]) -> Any:
                                 names=names)
 
 
-def _block(frames: Any, info: Sequence[Any], epoch: int, columns: Optional[Sequence[str]] = None) -> Any:
+def _audio_rows(batch: Any) -> Tuple[List[Any], Any, int]:
+    """A batch's audio as rows: each clip's own [C, S_i] (copied out of the
+    ring), the valid ranges [B, 2] and the rate."""
+    lengths = np.asarray(batch.audio_lengths)
+    if isinstance(batch.audio, list):  # variable batches without pad: per-clip views
+        rows = [np.array(a, copy=True) for a in batch.audio]
+    else:
+        plane = np.asarray(batch.audio)
+        rows = [np.array(plane[i, :, :int(k)], copy=True) for i, k in enumerate(lengths)]
+    return rows, np.array(batch.audio_valid, dtype=np.int64, copy=True), int(batch.audio_sample_rate)
+
+
+def _audio_columns(info: Sequence[Any], audio: Optional[Tuple[List[Any], Any, int]]) -> Dict[str, Any]:
+    """AUDIO_COLUMNS of a batch's rows (none without audio)."""
+    if audio is None:
+        return {}
+    rows, valid, rate = audio
+    n = len(info)
+    return {
+        "audio": lambda: list(rows),  # always a variable-shaped column: clips' lengths may differ
+        "audio_first_sample": lambda: np.fromiter((c.audio_first_sample for c in info), dtype=np.int64, count=n),
+        "audio_valid": lambda: valid.reshape(n, 2),
+        "audio_sample_rate": lambda: np.full(n, rate, dtype=np.int32),
+    }
+
+
+def _block(frames: Any, info: Sequence[Any], epoch: int, columns: Optional[Sequence[str]] = None,
+           audio: Optional[Tuple[List[Any], Any, int]] = None) -> Any:
     """The rows of one loader batch. ``frames``: the batch's ndarray, or for
     variable samples a list of per-sample ndarrays; both views of the ring,
-    copied out here (the ring goes back to the loader)."""
+    copied out here (the ring goes back to the loader); ``audio``: the
+    batch's (_audio_rows), or None."""
     n = len(info)
     if isinstance(frames, list):  # variable samples: ragged frames, frame_indices and pts_seconds
         return _columns({
             **_info_columns(info, epoch),
+            **_audio_columns(info, audio),
             "frames": lambda: [np.array(f, copy=True) for f in frames],
             "frame_indices": lambda: [np.asarray(c.frame_indices, dtype=np.int64) for c in info],
             "pts_seconds": lambda: [np.asarray(c.pts_seconds, dtype=np.float64) for c in info],
@@ -374,6 +413,7 @@ def _block(frames: Any, info: Sequence[Any], epoch: int, columns: Optional[Seque
     t = len(info[0].frame_indices) if n else 0
     return _columns({
         **_info_columns(info, epoch),
+        **_audio_columns(info, audio),
         "frames": lambda: np.array(frames, copy=True),
         "frame_indices": lambda: np.array([c.frame_indices for c in info], dtype=np.int64).reshape(n, t),
         "pts_seconds": lambda: np.array([c.pts_seconds for c in info], dtype=np.float64).reshape(n, t),
@@ -416,6 +456,12 @@ def _failure_block(failures: Sequence[Dict[str, Any]], clip_shape: Optional[Tupl
         "failure": lambda: np.array([f["reason"] or f"{redact(f['path'])}: failed" for f in failures],
                                     dtype=object),
     }
+    a = config.get("audio")
+    if a is not None:  # no samples: [C, 0], nothing valid
+        make.update(audio=lambda: [np.zeros((int(a.get("channels") or 1), 0), dtype=np.float32) for _ in range(n)],
+                    audio_first_sample=lambda: np.zeros(n, dtype=np.int64),
+                    audio_valid=lambda: np.zeros((n, 2), dtype=np.int64),
+                    audio_sample_rate=lambda: np.full(n, int(a.get("sample_rate") or 0), dtype=np.int32))
     if clip_shape is None:
         empty = tuple(_channels(config) if c == "C" else 0 for c in layout)
         make.update(frames=lambda: [np.zeros(empty, dtype=dtype) for _ in range(n)],
@@ -491,7 +537,13 @@ def read_clips(source: Any, *, epoch: Optional[int] = None, epochs: int = 1, fir
     Columns: ``frames`` (a tensor column, [T, C, H, W] per clip, or as
     ``layout`` says), ``label``, ``path`` (URLs redacted), ``sample``,
     ``clip``, ``frame_indices``, ``pts_seconds``, ``crop`` (x, y, w, h),
-    ``flipped``, ``epoch``, ``failure``. ``ds.select_columns(...)`` is
+    ``flipped``, ``epoch``, ``failure``; with ``audio={"sample_rate": ...,
+    "channels": ...}`` (the Loader's option, over videos or a store packed
+    with audio) also AUDIO_COLUMNS: ``audio`` (float32 [C, S_i], the
+    samples played over the clip's frames, a variable-shaped tensor column:
+    :class:`PadCollate` pads it), ``audio_first_sample``, ``audio_valid``
+    and ``audio_sample_rate``, what the Loader gives that clip (a failure
+    row: [C, 0]). ``ds.select_columns(...)`` is
     pushed into the read tasks, which then build only those columns:
     ``select_columns(list(reel.ray.TENSOR_COLUMNS))`` before
     ``iter_torch_batches`` (strings cannot be tensors). A block is one

@@ -63,6 +63,11 @@ class TorchBatch(NamedTuple):
     frames: Any  #: [B, T, C, H, W] (or the loader's layout); a list of [T, C, H, W] for variable batches
     labels: torch.Tensor  #: [B] int64
     info: List[ClipInfo]
+    #: with the loader's ``audio``: float32 [B, C, S_max] zero-padded (a list of [C, S_i] for an unpadded
+    #: variable batch), as reel.Batch.audio; None without audio
+    audio: Any = None
+    audio_lengths: Optional[torch.Tensor] = None  #: [B] int64: each clip's S_i
+    audio_valid: Optional[torch.Tensor] = None  #: [B, 2] int64: the [lo, hi) of each clip's samples from the stream
 
 
 class TorchClip(NamedTuple):
@@ -118,14 +123,19 @@ class TorchLoader:
         if batch is None:
             raise StopIteration
         frames, labels = batch.torch()
+        audio = _audio(batch)
         if self.device is not None and self.device.type != "cpu":
             frames = _each(frames, lambda f: f.to(self.device, non_blocking=self.non_blocking))
             labels = labels.to(self.device, non_blocking=self.non_blocking)
+            if audio[0] is not None:
+                audio = (_each(audio[0], lambda a: a.to(self.device, non_blocking=self.non_blocking)),
+                         audio[1].to(self.device, non_blocking=self.non_blocking),
+                         audio[2].to(self.device, non_blocking=self.non_blocking))
             if self.non_blocking and self.device.type == "cuda":
                 event = torch.cuda.Event()
                 event.record()
                 self._inflight = (batch, event)
-        return TorchBatch(frames, labels, batch.info)
+        return TorchBatch(frames, labels, batch.info, *audio)
 
 
 # Loader arguments VideoDataset sets itself (rank and world_size are its own).
@@ -415,6 +425,14 @@ class VideoDataset(torch.utils.data.IterableDataset):
         return f"reel.torch.VideoDataset({self.source!r}, {what}, {self.loader_args})"
 
 
+def _audio(batch: Any) -> Tuple[Any, Any, Any]:
+    """A batch's (audio, audio_lengths, audio_valid) as tensors, zero-copy
+    (audio: a list for an unpadded variable batch); Nones without audio."""
+    if batch.audio is None and batch.audio_lengths is None:
+        return None, None, None
+    return _each(batch.audio, lambda a: a.torch()), batch.audio_lengths.torch(), batch.audio_valid.torch()
+
+
 def _each(frames: Any, fn: Any) -> Any:
     """fn on a batch's frames: one tensor, or each of a variable batch's list."""
     return [fn(f) for f in frames] if isinstance(frames, list) else fn(frames)
@@ -463,9 +481,13 @@ class _DatasetIterator:
                 continue
             frames, labels = batch.torch()
             if not self._clips:
+                audio = _audio(batch)
                 if self._shared:
                     frames, labels = _each(frames, _shared_copy), _shared_copy(labels)
-                return TorchBatch(frames, labels, batch.info)
+                    a, n, v = audio
+                    audio = (None, None, None) if a is None else (_each(a, _shared_copy), _shared_copy(n),
+                                                                  _shared_copy(v))
+                return TorchBatch(frames, labels, batch.info, *audio)
             # one copy; the ring buffer goes back now
             frames = _each(frames, _shared_copy if self._shared else lambda f: f.clone())
             ys = labels.tolist()

@@ -551,3 +551,23 @@ int reel_audio_open(reel_audio **out, const char *path, const reel_audio_setting
     *out = a;
     return REEL_OK;
 }
+
+/* ---- the grid without a file -------------------------------------------- */
+
+int reel_audio_sample_at(int64_t ts, int num, int den, int64_t a0_pts, int a0_num, int a0_den, int sample_rate,
+                         int64_t *sample, reel_error *err)
+{
+    if (!sample) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_audio_sample_at: NULL argument");
+    if (num <= 0 || den <= 0 || a0_num <= 0 || a0_den <= 0 || sample_rate <= 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "reel_audio_sample_at: time bases %d/%d and %d/%d and the rate %d must be positive", num,
+                               den, a0_num, a0_den, sample_rate);
+    const __int128 d = (__int128)den * a0_den;
+    const __int128 n = ((__int128)ts * num * a0_den - (__int128)a0_pts * a0_num * den) * (__int128)sample_rate;
+    const __int128 q = round_half_up(n, d);
+    if (q > INT64_MAX / 4 || q < -(INT64_MAX / 4))
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "reel_audio_sample_at: %lld x %d/%d s is out of range",
+                               (long long)ts, num, den);
+    *sample = (int64_t)q;
+    return REEL_OK;
+}

@@ -110,6 +110,20 @@ static int check_settings(const reel_pack_settings *s, reel_error *err)
                                s->dtype == REEL_DTYPE_UINT16 ? "dtype uint16" : "",
                                s->dtype == REEL_DTYPE_UINT16 && s->color == REEL_COLOR_GRAY ? " and " : "",
                                s->color == REEL_COLOR_GRAY ? "color gray" : "");
+    const reel_audio_settings *a = s->audio;
+    if (a && (a->sample_rate < 0 || a->sample_rate > 1000000))
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "pack: audio.sample_rate %d not in 0 (each video's own) .. "
+                               "1000000",
+                               a->sample_rate);
+    if (a && a->channels != 0 && a->channels != 1)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "pack: audio.channels %d: 0 (each video's own) or 1 (their "
+                               "mean)",
+                               a->channels);
+    if (a && a->stream_index < -1)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: audio.stream_index %d: -1 (the best) or >= 0",
+                               a->stream_index);
     if (s->format == REEL_STORE_FORMAT_H264) return reel__encoder_h264_check("pack", err);
     return REEL_OK;
 }

@@ -2,11 +2,13 @@
  * its segment's frames chosen (every K-th, by time at F fps, or by the
  * whole-video fps/count sampler), decoded
  * with the fused crop+resize at the stored size and display rotation, and
- * handed to the format's encoder. A video that fails is recorded with its
+ * handed to the format's encoder; with audio, the samples over the stored
+ * frames' window after them. A video that fails is recorded with its
  * reason. */
 #define _GNU_SOURCE
 #include "pack/pack.h"
 
+#include "reel/audio.h"
 #include "reel/decoder.h"
 #include "reel/sampler.h"
 
@@ -262,6 +264,74 @@ static int encode_frames(const reel_pack_settings *ps, const reel__pack_entry *i
     return st;
 }
 
+/* The audio over the stored frames' window [T0, T1) = [min p, max(p + d)),
+ * one reel_audio decode from a0, appended to the record as little-endian
+ * float32 [C, S]. A video whose audio is missing or cannot be read keeps
+ * its frames: rec->audio_status says why (and *why the reason). */
+static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, reel__store_rec *rec,
+                      reel__bytes *bytes, reel_error *why, reel_error *err)
+{
+    rec->audio = 1;
+    if (it->shown != it->path) { /* read_entries redacted it: a URL */
+        rec->audio_status = reel__error_set(why, REEL_E_INVALID_ARG,
+                                            "%s: audio of a video at a URL is not "
+                                            "supported yet",
+                                            it->shown);
+        return REEL_OK;
+    }
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (uint32_t i = 0; i < rec->num_frames; i++) {
+        if (rec->frames[i].pts < t0) t0 = rec->frames[i].pts;
+        if (rec->frames[i].pts + rec->frames[i].duration > t1) t1 = rec->frames[i].pts + rec->frames[i].duration;
+    }
+    reel_audio_settings as = *ps->audio;
+    as.missing = REEL_AUDIO_MISSING_RAISE; /* a video without audio is recorded so; the loader decides */
+    reel_audio *a = NULL;
+    reel_audio_window w;
+    float *tmp = NULL;
+    int st = reel_audio_open(&a, it->path, &as, why);
+    if (st == REEL_OK) st = reel_audio_get_window(a, t0, t1, rec->tb_num, rec->tb_den, &w, why);
+    const reel_audio_info *ai = st == REEL_OK ? reel_audio_get_info(a) : NULL;
+    const size_t n = ai ? (size_t)ai->channels * (size_t)w.num_samples : 0;
+    if (st == REEL_OK && !(tmp = malloc((n ? n : 1) * sizeof *tmp)))
+        st = reel__error_set(why, REEL_E_NOMEM, "%s: out of memory", it->shown);
+    if (st == REEL_OK) st = reel_audio_get_samples(a, t0, t1, rec->tb_num, rec->tb_den, tmp, n, &w, why);
+    if (st == REEL_OK && reel__bytes_reserve(bytes, n * 4) != 0)
+        st = reel__error_set(why, REEL_E_NOMEM, "%s: out of memory", it->shown);
+    if (st == REEL_OK) {
+        rec->audio_offset = bytes->len;
+        rec->audio_length = n * 4;
+        uint8_t *q = bytes->data + bytes->len;
+        for (size_t i = 0; i < n; i++, q += 4) { /* little-endian float32 */
+            uint32_t v;
+            memcpy(&v, &tmp[i], sizeof v);
+            q[0] = (uint8_t)v;
+            q[1] = (uint8_t)(v >> 8);
+            q[2] = (uint8_t)(v >> 16);
+            q[3] = (uint8_t)(v >> 24);
+        }
+        rec->audio_crc = reel__crc32(0, bytes->data + bytes->len, n * 4);
+        bytes->len += n * 4;
+        rec->audio_rate = ai->sample_rate;
+        rec->audio_channels = ai->channels;
+        rec->audio_first = w.first_sample;
+        rec->audio_samples = w.num_samples;
+        rec->audio_valid_lo = w.valid_lo;
+        rec->audio_valid_hi = w.valid_hi;
+        rec->a0_pts = ai->start_pts;
+        rec->a0_tb_num = ai->time_base_num;
+        rec->a0_tb_den = ai->time_base_den;
+    }
+    free(tmp);
+    reel_audio_close(&a);
+    if (st == REEL_E_NOMEM || st == REEL_E_CANCELLED || st == REEL_E_INTERNAL) {
+        if (err) *err = *why;
+        return st;
+    }
+    rec->audio_status = st;
+    return REEL_OK;
+}
+
 int reel__pack_record(const reel__pack_ctx *c, int64_t sample, reel__encoder *enc, reel__store_rec *rec,
                       reel__bytes *bytes, reel_error *err)
 {
@@ -284,6 +354,7 @@ int reel__pack_record(const reel__pack_ctx *c, int64_t sample, reel__encoder *en
     if (vst != REEL_OK) {
         /* the video is recorded as a failure, with its reason */
         rec->status = vst;
+        rec->audio = c->params.audio ? 1 : 0; /* the entry's audio block, empty */
         rec->reason = strdup(verr.message[0] ? verr.message : reel_strerror(vst));
         free(rec->frames);
         rec->frames = NULL;
@@ -291,7 +362,11 @@ int reel__pack_record(const reel__pack_ctx *c, int64_t sample, reel__encoder *en
         bytes->len = 0;
         if (!rec->reason) return reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
     } else {
-        rec->reason = strdup("");
+        reel_error aerr; /* why the audio could not be read: the reason of a record whose frames are stored */
+        reel_error_clear(&aerr);
+        if (c->s->audio && (st = pack_audio(c->s, it, rec, bytes, &aerr, err)) != REEL_OK) return st;
+        rec->reason =
+            strdup(rec->audio_status != REEL_OK && rec->audio_status != REEL_E_NO_AUDIO_STREAM ? aerr.message : "");
         if (!rec->reason) return reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
         rec->length = bytes->len;
         rec->crc = reel__crc32(0, bytes->data, bytes->len);

@@ -1,7 +1,9 @@
 /* source_store.c: the loader's source for packed-store records: stage 1
- * looks the record up and reads the sampled frames' bytes ("read"), stage 2
- * decodes them ("decode jpeg", "decode raw", "decode h264"). One store
- * reader per worker thread; the store itself is shared. */
+ * looks the record up and reads the sampled frames' bytes ("read"), and
+ * with audio the record's stored samples; stage 2 decodes the frames
+ * ("decode jpeg", "decode raw", "decode h264") and cuts each clip's audio
+ * from the record's. One store reader per worker thread; the store itself
+ * is shared. */
 #include "pipeline/source.h"
 #include "pipeline/sampler_internal.h"
 #include "store/store_for_pipeline.h"
@@ -16,6 +18,11 @@ typedef struct store_sample {
     reel__store_blob blob;
     int (*interrupt)(void *opaque);
     void *interrupt_opaque;
+    /* with the loader's audio: its rate (the grid of a video without audio),
+     * 1 when the video has none and zeros were asked for, and the record's
+     * samples once read (float32 [C, S] of reel_store_record) */
+    int audio, audio_rate, audio_zeros;
+    float *samples;
 } store_sample;
 
 static int store_thread_init(void *ctx, const reel_source_open *o, void **tls, reel_error *err)
@@ -55,9 +62,16 @@ static int store_open(void *ctx, void *tls, const reel_dataset_entry *entry, con
         return reel__error_set(err, rec.status, "%s: not in the store %s (it failed to pack): %s", rec.source_path,
                                c->name, why);
     }
+    if (o->audio && rec.audio_status != REEL_OK &&
+        (rec.audio_status != REEL_E_NO_AUDIO_STREAM || o->audio->missing != REEL_AUDIO_MISSING_ZEROS))
+        return reel__error_set(err, rec.audio_status, "%s: %s", rec.source_path,
+                               rec.audio_status == REEL_E_NO_AUDIO_STREAM ? "no audio stream" : rec.reason);
     store_sample *h = calloc(1, sizeof *h);
     if (!h) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec.source_path);
     h->record = record;
+    h->audio = o->audio != NULL;
+    h->audio_rate = o->audio ? o->audio->sample_rate : 0;
+    h->audio_zeros = o->audio && rec.audio_status != REEL_OK;
     h->interrupt = o->interrupt;
     h->interrupt_opaque = o->interrupt_opaque;
     reel_sampler_video *v = &info->video;
@@ -79,16 +93,23 @@ static int store_open(void *ctx, void *tls, const reel_dataset_entry *entry, con
     return REEL_OK;
 }
 
+static int read_samples(reel_store_reader *r, store_sample *h, const reel_store_record *rec, int64_t *bytes,
+                        reel_error *err);
+
 static int store_prepare(void *ctx, void *tls, void *handle, const int64_t *indices, size_t n, reel_source_stats *st,
                          reel_error *err)
 {
-    (void)ctx;
     store_sample *h = handle;
     reel_store_read_stats rs = { 0 };
     reel__store_reader_set_interrupt(tls, h->interrupt, h->interrupt_opaque);
     int r = reel__store_fetch(tls, h->record, indices, n, &h->blob, &rs, err);
     st->bytes_read += rs.bytes_read;
     reel_remote_stats_add(&st->remote, &rs.remote);
+    if (r == REEL_OK && h->audio && !h->audio_zeros) { /* the record's audio, read with its frames */
+        reel_store_record rec;
+        r = reel_store_get_record(((const reel_source_store_ctx *)ctx)->store, h->record, &rec, err);
+        if (r == REEL_OK) r = read_samples(tls, h, &rec, &st->bytes_read, err);
+    }
     return r;
 }
 
@@ -111,7 +132,78 @@ static void store_close(void *ctx, void *handle)
     store_sample *h = handle;
     if (!h) return;
     reel__store_blob_free(&h->blob);
+    free(h->samples);
     free(h);
+}
+
+/* The record's stored samples into the sample (once). */
+static int read_samples(reel_store_reader *r, store_sample *h, const reel_store_record *rec, int64_t *bytes,
+                        reel_error *err)
+{
+    if (h->samples) return REEL_OK;
+    const size_t n = (size_t)rec->audio_channels * (size_t)rec->audio_samples;
+    h->samples = malloc((n ? n : 1) * sizeof *h->samples);
+    if (!h->samples) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", rec->source_path);
+    int st = reel_store_reader_read_audio(r, h->record, h->samples, n, NULL, err);
+    if (st != REEL_OK) {
+        free(h->samples);
+        h->samples = NULL;
+        return st;
+    }
+    *bytes += (int64_t)(n * sizeof(float));
+    return REEL_OK;
+}
+
+/* Stage 2: a clip's audio, cut from the record's samples by s(t) on the
+ * record's grid; its valid range is the record's seen from the clip (the
+ * clip's window lies in the record's, which holds every stored frame). */
+static int store_audio(void *ctx, void *tls, void *handle, int64_t t0, int64_t t1, int num, int den, float *dst,
+                       size_t cap, reel_audio_window *w, int *channels, reel_error *err)
+{
+    const reel_source_store_ctx *c = ctx;
+    store_sample *h = handle;
+    reel_store_record rec;
+    int st = reel_store_get_record(c->store, h->record, &rec, err);
+    if (st != REEL_OK) return st;
+    memset(w, 0, sizeof *w);
+    int64_t lo = 0, hi = 0;
+    if (h->audio_zeros) { /* as reel_audio without a stream: the loader's rate from 0, no samples */
+        *channels = 0;
+        st = reel_audio_sample_at(t0, num, den, 0, 1, h->audio_rate, h->audio_rate, &lo, err);
+        if (st == REEL_OK) st = reel_audio_sample_at(t1, num, den, 0, 1, h->audio_rate, h->audio_rate, &hi, err);
+        w->first_sample = lo;
+        w->num_samples = hi - lo;
+        return st;
+    }
+    *channels = rec.audio_channels;
+    const int64_t r0 = rec.audio_first_sample, r1 = r0 + rec.audio_samples;
+    const int tn = rec.audio_time_base_num, td = rec.audio_time_base_den, rate = rec.audio_sample_rate;
+    st = reel_audio_sample_at(t0, num, den, rec.audio_start_pts, tn, td, rate, &lo, err);
+    if (st == REEL_OK) st = reel_audio_sample_at(t1, num, den, rec.audio_start_pts, tn, td, rate, &hi, err);
+    if (st != REEL_OK) return st;
+    if (t1 < t0 || lo < r0 || hi > r1)
+        return reel__error_set(err, REEL_E_OUT_OF_RANGE,
+                               "%s: audio window %lld..%lld x %d/%d s (samples %lld..%lld) is not inside the stored "
+                               "samples %lld..%lld of the store %s",
+                               rec.source_path, (long long)t0, (long long)t1, num, den, (long long)lo, (long long)hi,
+                               (long long)r0, (long long)r1, c->name);
+    const int64_t n = hi - lo, end = r0 + rec.audio_valid_hi; /* the stream's samples end there, or go on */
+    w->first_sample = lo;
+    w->num_samples = n;
+    w->valid_lo = lo < 0 ? (-lo < n ? -lo : n) : 0;
+    w->valid_hi = end - lo < w->valid_lo ? w->valid_lo : end - lo > n ? n : end - lo;
+    if (!dst) return REEL_OK;
+    const size_t C = (size_t)rec.audio_channels;
+    if (cap < C * (size_t)n)
+        return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "%s: audio window needs %zu floats, got %zu",
+                               rec.source_path, C * (size_t)n, cap);
+    int64_t bytes = 0;
+    st = read_samples(tls, h, &rec, &bytes, err);
+    if (st != REEL_OK) return st;
+    for (size_t ch = 0; ch < C; ch++)
+        memcpy(dst + ch * (size_t)n, h->samples + ch * (size_t)rec.audio_samples + (size_t)(lo - r0),
+               (size_t)n * sizeof *dst);
+    return REEL_OK;
 }
 
 /* Runs of dataset samples whose records lie in one shard. */
@@ -196,17 +288,68 @@ static int check_sampler(reel_source_store_ctx *c, const reel_store_info *i, con
     return REEL_OK;
 }
 
+/* "16000 Hz, 1 channel (the mean), stream -1" */
+static void audio_text(int rate, int mean, int channels, int stream, char *buf, size_t cap)
+{
+    char r[32], ch[48];
+    if (rate > 0)
+        snprintf(r, sizeof r, "%d Hz", rate);
+    else
+        snprintf(r, sizeof r, "each video's own rate");
+    if (mean)
+        snprintf(ch, sizeof ch, "1 channel (the mean)");
+    else if (channels > 0)
+        snprintf(ch, sizeof ch, "%d channels (the video's own)", channels);
+    else
+        snprintf(ch, sizeof ch, "each video's own channels");
+    snprintf(buf, cap, "%s, %s, stream %d", r, ch, stream);
+}
+
+/* The loader's audio over a store: the store must have been packed with
+ * audio at the loader's rate (or each video's own, when every video's is
+ * the loader's), its channels (the mean for 1, each video's own for more)
+ * and stream; a store returns the samples it keeps, it cannot resample. */
+static int check_audio(const reel_source_store_ctx *c, const reel_store_info *i, const reel_loader_audio *a,
+                       reel_error *err)
+{
+    if (!i->audio)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: a store packed without --audio holds no audio: pack it with --audio, or give the "
+                               "loader the videos themselves",
+                               c->name);
+    char have[128], want[128];
+    audio_text(i->audio_sample_rate, i->audio_channels == 1, 0, i->audio_stream_index, have, sizeof have);
+    audio_text(a->sample_rate, a->channels == 1, a->channels, a->stream_index, want, sizeof want);
+    const int same_rate = i->audio_sample_rate == 0 || i->audio_sample_rate == a->sample_rate;
+    const int same_channels = (i->audio_channels == 1) == (a->channels == 1);
+    if (!same_rate || !same_channels || i->audio_stream_index != a->stream_index)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: packed with audio at %s, and the loader asks for %s: a store returns the audio "
+                               "it was packed with; give the loader the store's audio settings, or pack again",
+                               c->name, have, want);
+    for (int64_t k = 0; i->audio_sample_rate == 0 && k < i->num_records; k++) {
+        reel_store_record r;
+        int st = reel_store_get_record(c->store, k, &r, err);
+        if (st != REEL_OK) return st;
+        if (r.status == REEL_OK && r.audio_status == REEL_OK && r.audio_sample_rate != a->sample_rate)
+            return reel__error_set(err, REEL_E_INVALID_ARG,
+                                   "%s: packed with audio at %s, and %s's is %d Hz where the loader asks for %s: a "
+                                   "store cannot resample; pack again with --audio-rate %d",
+                                   c->name, have, r.source_path, r.audio_sample_rate, want, a->sample_rate);
+    }
+    return REEL_OK;
+}
+
 static int store_check(void *ctx, const reel_loader_settings *s, reel_error *err)
 {
     reel_source_store_ctx *c = ctx;
     reel_store_info i;
     reel_store_get_info(c->store, &i, NULL);
     c->presampled = 0;
-    if (s->audio.enabled) /* no `audio` op yet: a store keeps its records' frames only */
-        return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "%s: a store packed without --audio holds no audio: the loader's audio needs the "
-                               "videos themselves",
-                               c->name);
+    if (s->audio.enabled) {
+        int st = check_audio(c, &i, &s->audio, err);
+        if (st != REEL_OK) return st;
+    }
     if (whole_video(s->sampler.kind)) {
         int st = check_sampler(c, &i, &s->sampler, err);
         if (st != REEL_OK) return st;
@@ -244,17 +387,11 @@ static int store_source_indices(void *ctx, void *handle, int64_t *indices, size_
 /* At a URL too: the reader's I/O reads what the store names; the loader's
  * reel_source names stage 1 "fetch" there. */
 const reel_source_ops reel__source_store = {
-    "store",
-    { "read", "image decode" },
-    store_thread_init,
-    store_thread_free,
-    store_open,
-    store_prepare,
-    store_decode,
-    store_close,
-    store_blocks,
-    NULL, /* no GOPs: each record frame is an image */
-    store_check,
-    store_source_indices,
-    NULL, /* no audio: store_check refuses audio settings by name */
+    "store",           { "read", "image decode" },
+    store_thread_init, store_thread_free,
+    store_open,        store_prepare,
+    store_decode,      store_close,
+    store_blocks,      NULL, /* no GOPs: each record frame is an image */
+    store_check,       store_source_indices,
+    store_audio, /* a store packed with audio; store_check refuses other settings by name */
 };

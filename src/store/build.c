@@ -156,7 +156,7 @@ static int read_journal(const char *path, reel__store_params *p, reel__store_rec
         reel__store_rec one;
         size_t used = 0;
         reel_error perr;
-        if (reel__store_rec_parse(buf + off, n - off, path, &one, &used, &perr) != REEL_OK) {
+        if (reel__store_rec_parse(buf + off, n - off, path, p->audio, &one, &used, &perr) != REEL_OK) {
             if (tolerate_tail) break;
             for (int64_t i = 0; i < k; i++) reel__store_rec_free(&r[i]);
             free(r);
@@ -193,7 +193,8 @@ static int params_equal(const reel__store_params *a, const reel__store_params *b
            a->crf == b->crf && a->every == b->every && a->part_count == b->part_count && a->fps == b->fps &&
            a->shard_size == b->shard_size && a->sampler == b->sampler && a->min_frames == b->min_frames &&
            a->max_frames == b->max_frames && a->frames == b->frames && a->frame_factor == b->frame_factor &&
-           a->color == b->color && a->dtype == b->dtype;
+           a->color == b->color && a->dtype == b->dtype && a->audio == b->audio && a->audio_rate == b->audio_rate &&
+           a->audio_channels == b->audio_channels && a->audio_stream == b->audio_stream;
 }
 
 /* Opens (or resumes) the part's journal and shard; *done = entries found. */
@@ -240,7 +241,8 @@ static int open_part(reel__store_part *o, const reel__store_params *params, cons
             for (int64_t i = 0; buf && i < k; i++) {
                 reel__store_rec one;
                 size_t used = 0;
-                if (reel__store_rec_parse(buf + off, nb - off, jpath, &one, &used, NULL) != REEL_OK) break;
+                if (reel__store_rec_parse(buf + off, nb - off, jpath, params->audio, &one, &used, NULL) != REEL_OK)
+                    break;
                 reel__store_rec_free(&one);
                 off += used;
             }

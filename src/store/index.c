@@ -1,8 +1,7 @@
 /* index.c: the store's byte formats (header, record entries, index file),
- * bounds-checked parsing of untrusted bytes, and the open store: the index
- * read into memory with per-record frame tables and class names. */
+ * bounds-checked parsing of untrusted bytes (the open store that holds a
+ * parsed index is store.c). */
 #include "store/store_internal.h"
-#include "io/io_front.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -101,7 +100,11 @@ enum { SIZE_U32 = 4, SIZE_I32 = 4, SIZE_U64 = 8, SIZE_I64 = 8, SIZE_F64 = 8 };
     F(I32, frames)             \
     F(I32, frame_factor)       \
     F(I32, color)              \
-    F(I32, dtype)
+    F(I32, dtype)              \
+    F(I32, audio)              \
+    F(I32, audio_rate)         \
+    F(I32, audio_channels)     \
+    F(I32, audio_stream)
 
 /* A record entry's fixed fields (reel__store_rec), after the marker and the
  * entry size and before the three string lengths and the pixels (u16 kind,
@@ -138,6 +141,23 @@ enum { SIZE_U32 = 4, SIZE_I32 = 4, SIZE_U64 = 8, SIZE_I64 = 8, SIZE_F64 = 8 };
     F(I64, pts)               \
     F(I64, duration)
 
+/* The audio block (version 2: a store packed with audio), after the fixed
+ * fields and before the frames. */
+#define STORE_REC_AUDIO_FIELDS(F) \
+    F(U64, audio_offset)          \
+    F(U64, audio_length)          \
+    F(U32, audio_crc)             \
+    F(I32, audio_status)          \
+    F(I32, audio_rate)            \
+    F(I32, audio_channels)        \
+    F(I64, audio_first)           \
+    F(I64, audio_samples)         \
+    F(I64, audio_valid_lo)        \
+    F(I64, audio_valid_hi)        \
+    F(I64, a0_pts)                \
+    F(I32, a0_tb_num)             \
+    F(I32, a0_tb_den)
+
 #define FIELD_SIZE(kind, name) +SIZE_##kind
 #define FIELD_PUT(kind, name)  put_##kind(&q, from->name);
 #define FIELD_GET(kind, name)  to->name = get_##kind(&q);
@@ -145,9 +165,11 @@ enum { SIZE_U32 = 4, SIZE_I32 = 4, SIZE_U64 = 8, SIZE_I64 = 8, SIZE_F64 = 8 };
 enum {
     HEADER_FIXED = 8 + 4 + 4 + 8 STORE_PARAMS_FIELDS(FIELD_SIZE),       /* magic, version, size, count */
     REC_FIXED = 4 + 4 STORE_REC_FIELDS(FIELD_SIZE) + 4 + 4 + 4 + 2 + 2, /* marker, size ... lengths, pixels */
-    FRAME_FIXED = 0 STORE_FRAME_FIELDS(FIELD_SIZE)
+    FRAME_FIXED = 0 STORE_FRAME_FIELDS(FIELD_SIZE),
+    AUDIO_FIXED = 0 STORE_REC_AUDIO_FIELDS(FIELD_SIZE)
 };
-_Static_assert(HEADER_FIXED == 108, "docs/STORE.md: the header's fields end at byte 108");
+_Static_assert(HEADER_FIXED == 124, "docs/STORE.md: the header's fields end at byte 124");
+_Static_assert(AUDIO_FIXED == 80, "docs/STORE.md: a version-2 entry's audio block is 80 bytes");
 _Static_assert(HEADER_FIXED <= REEL_STORE_HEADER_BYTES, "the header block holds its fields");
 _Static_assert(REC_FIXED == 140, "docs/STORE.md: a record entry's frames start at byte 140");
 _Static_assert(FRAME_FIXED == REEL_STORE_FRAME_BYTES, "docs/STORE.md: a stored frame is 40 bytes");
@@ -174,6 +196,18 @@ static void rec_get(const uint8_t **p, reel__store_rec *to)
 {
     const uint8_t *q = *p;
     STORE_REC_FIELDS(FIELD_GET)
+    *p = q;
+}
+static void audio_put(uint8_t **p, const reel__store_rec *from)
+{
+    uint8_t *q = *p;
+    STORE_REC_AUDIO_FIELDS(FIELD_PUT)
+    *p = q;
+}
+static void audio_get(const uint8_t **p, reel__store_rec *to)
+{
+    const uint8_t *q = *p;
+    STORE_REC_AUDIO_FIELDS(FIELD_GET)
     *p = q;
 }
 static void frame_put(uint8_t **p, const reel__store_frame *from)
@@ -223,6 +257,12 @@ void reel__store_params_from(reel__store_params *p, const reel_pack_settings *s)
     p->shard_size = (uint64_t)s->shard_size;
     p->color = s->color;
     p->dtype = s->dtype;
+    if (s->audio) {
+        p->audio = 1;
+        p->audio_rate = s->audio->sample_rate;
+        p->audio_channels = s->audio->channels;
+        p->audio_stream = s->audio->stream_index;
+    }
 }
 
 void reel__store_header_write(uint8_t *out, const char *magic, const reel__store_params *p, uint64_t num_records)
@@ -230,7 +270,7 @@ void reel__store_header_write(uint8_t *out, const char *magic, const reel__store
     memset(out, 0, REEL_STORE_HEADER_BYTES);
     memcpy(out, magic, 8);
     uint8_t *q = out + 8;
-    put_U32(&q, REEL_STORE_VERSION);
+    put_U32(&q, p->audio ? REEL_STORE_VERSION_AUDIO : REEL_STORE_VERSION);
     put_U32(&q, REEL_STORE_HEADER_BYTES);
     put_U64(&q, num_records);
     params_put(&q, p);
@@ -244,9 +284,9 @@ int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, con
         return reel__error_set(err, REEL_E_CORRUPT, "%s: not a reel store file (bad magic or too short)", name);
     const uint8_t *q = in + 8;
     uint32_t version = get_U32(&q), hbytes = get_U32(&q);
-    if (version != REEL_STORE_VERSION)
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: store format version %u; this reel reads version %d", name,
-                               version, REEL_STORE_VERSION);
+    if (version != REEL_STORE_VERSION && version != REEL_STORE_VERSION_AUDIO)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: store format version %u; this reel reads versions %d and %d",
+                               name, version, REEL_STORE_VERSION, REEL_STORE_VERSION_AUDIO);
     if (hbytes != REEL_STORE_HEADER_BYTES)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: bad header size %u", name, hbytes);
     *num_records = get_U64(&q);
@@ -261,6 +301,13 @@ int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, con
         (p->dtype != REEL_DTYPE_UINT8 && p->dtype != REEL_DTYPE_UINT16) ||
         (p->format != REEL_STORE_FORMAT_RAW && (p->color != REEL_COLOR_RGB || p->dtype != REEL_DTYPE_UINT8)))
         return reel__error_set(err, REEL_E_CORRUPT, "%s: impossible build settings in the header", name);
+    /* version 2 is version 1 with audio; a version-1 header's audio fields
+     * are its reserved zeros */
+    if ((version == REEL_STORE_VERSION_AUDIO) != (p->audio == 1) || (p->audio != 0 && p->audio != 1) ||
+        (!p->audio && (p->audio_rate || p->audio_channels || p->audio_stream)) || p->audio_rate < 0 ||
+        p->audio_rate > 1000000 || p->audio_channels < 0 || p->audio_channels > 1 || p->audio_stream < -1)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: impossible audio settings in a version %u header", name,
+                               version);
     return REEL_OK;
 }
 
@@ -273,8 +320,8 @@ static size_t slen(const char *s)
 
 size_t reel__store_rec_size(const reel__store_rec *r)
 {
-    return REC_FIXED + (size_t)r->num_frames * REEL_STORE_FRAME_BYTES + slen(r->path) + slen(r->reason) +
-           slen(r->class_name) + 4;
+    return REC_FIXED + (r->audio ? AUDIO_FIXED : 0) + (size_t)r->num_frames * REEL_STORE_FRAME_BYTES + slen(r->path) +
+           slen(r->reason) + slen(r->class_name) + 4;
 }
 
 void reel__store_rec_write(uint8_t *out, const reel__store_rec *r)
@@ -289,6 +336,7 @@ void reel__store_rec_write(uint8_t *out, const reel__store_rec *r)
     put_U32(&q, (uint32_t)slen(r->class_name));
     put_u(&q, r->pixels, 2);
     put_u(&q, r->depth, 2);
+    if (r->audio) audio_put(&q, r);
     for (uint32_t i = 0; i < r->num_frames; i++) frame_put(&q, &r->frames[i]);
     const char *strs[3] = { r->path, r->reason, r->class_name };
     for (int k = 0; k < 3; k++) {
@@ -348,7 +396,33 @@ static int check_frames(const reel__store_rec *r, const char *name, reel_error *
     return REEL_OK;
 }
 
-int reel__store_rec_parse(const uint8_t *in, size_t n, const char *name, reel__store_rec *r, size_t *used,
+/* A version-2 entry's audio block: the samples' bytes are the record's
+ * tail, after its frames, exactly channels x samples float32; the valid
+ * range inside the window; nothing for a failed record or a video whose
+ * audio is missing or failed. */
+static int check_audio(const reel__store_rec *r, const char *name, reel_error *err)
+{
+    uint64_t frames_end = 0;
+    for (uint32_t i = 0; i < r->num_frames; i++)
+        if ((uint64_t)r->frames[i].offset + r->frames[i].length > frames_end)
+            frames_end = (uint64_t)r->frames[i].offset + r->frames[i].length;
+    int ok;
+    if (r->status == REEL_OK && r->audio_status == REEL_OK)
+        ok = r->audio_channels >= 1 && r->audio_channels <= 64 && r->audio_rate >= 1 && r->audio_rate <= 1000000 &&
+             r->a0_tb_num > 0 && r->a0_tb_den > 0 && r->audio_samples >= 0 && r->audio_samples <= INT32_MAX &&
+             r->audio_length == (uint64_t)r->audio_channels * (uint64_t)r->audio_samples * 4 &&
+             r->audio_offset >= frames_end && r->audio_offset <= r->length &&
+             r->audio_length == r->length - r->audio_offset && r->audio_valid_lo >= 0 &&
+             r->audio_valid_lo <= r->audio_valid_hi && r->audio_valid_hi <= r->audio_samples;
+    else
+        ok = r->audio_status <= 0 && r->audio_status > -1000 && (r->status == REEL_OK || r->audio_status == REEL_OK) &&
+             r->audio_channels == 0 && r->audio_samples == 0 && r->audio_length == 0 && r->audio_offset == 0 &&
+             r->audio_crc == 0 && r->audio_valid_lo == 0 && r->audio_valid_hi == 0;
+    if (!ok) return reel__error_set(err, REEL_E_CORRUPT, "%s: the entry of %s: impossible audio values", name, r->path);
+    return REEL_OK;
+}
+
+int reel__store_rec_parse(const uint8_t *in, size_t n, const char *name, int audio, reel__store_rec *r, size_t *used,
                           reel_error *err)
 {
     memset(r, 0, sizeof *r);
@@ -370,6 +444,14 @@ int reel__store_rec_parse(const uint8_t *in, size_t n, const char *name, reel__s
     uint32_t lp = get_U32(&q), lr = get_U32(&q), lc = get_U32(&q);
     r->pixels = (uint16_t)get_u(&q, 2);
     r->depth = (uint16_t)get_u(&q, 2);
+    if (audio) {
+        if (end - q < AUDIO_FIXED) {
+            memset(r, 0, sizeof *r);
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: record entry too short for its audio block", name);
+        }
+        audio_get(&q, r);
+        r->audio = 1;
+    }
     uint64_t need = (uint64_t)r->num_frames * REEL_STORE_FRAME_BYTES + (uint64_t)lp + lr + lc;
     if (need != (uint64_t)(end - q)) {
         memset(r, 0, sizeof *r);
@@ -394,6 +476,7 @@ int reel__store_rec_parse(const uint8_t *in, size_t n, const char *name, reel__s
         (r->pixels == REEL__STORE_PIX_GRAY16 ? r->depth < 9 || r->depth > 16 : r->depth != 0))
         st = reel__error_set(err, REEL_E_CORRUPT, "%s: the entry of %s: impossible values", name, r->path);
     if (st == REEL_OK) st = check_frames(r, name, err);
+    if (st == REEL_OK && audio) st = check_audio(r, name, err);
     if (st != REEL_OK) {
         reel__store_rec_free(r);
         return st;
@@ -502,7 +585,7 @@ int reel__store_index_parse(const uint8_t *in, size_t n, const char *name, reel_
     size_t off = REEL_STORE_HEADER_BYTES;
     for (uint64_t i = 0; i < count; i++) {
         size_t used = 0;
-        st = reel__store_rec_parse(in + off, n - 4 - off, name, &r[i], &used, err);
+        st = reel__store_rec_parse(in + off, n - 4 - off, name, p->audio, &r[i], &used, err);
         if (st != REEL_OK) {
             free_recs(r, (int64_t)i);
             if (st == REEL_E_CORRUPT && err) {
@@ -554,247 +637,4 @@ int reel__store_join(char *out, size_t size, const char *dir, const char *name)
     size_t l = strlen(dir);
     int n = snprintf(out, size, "%s%s%s", dir, l && dir[l - 1] == '/' ? "" : "/", name);
     return n > 0 && (size_t)n < size ? 0 : -1;
-}
-
-/* ---------------------------------------------------------------- the open store */
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-void reel_store_close(reel_store **ps)
-{
-    if (!ps || !*ps) return;
-    reel_store *s = *ps;
-    for (int64_t i = 0; i < s->nrec; i++) {
-        reel__store_rec_free(&s->recs[i]);
-        if (s->tables) free(s->tables[i]);
-    }
-    free(s->recs);
-    free(s->tables);
-    free(s->shard_names);
-    for (int64_t i = 0; i < s->nclasses; i++) free(s->classes[i]);
-    free(s->classes);
-    free(s->dir);
-    free(s);
-    *ps = NULL;
-}
-
-static int build_tables(reel_store *s, const char *name, reel_error *err)
-{
-    s->tables = calloc(s->nrec ? (size_t)s->nrec : 1, sizeof *s->tables);
-    s->shard_names = calloc(s->nrec ? (size_t)s->nrec : 1, sizeof *s->shard_names);
-    if (!s->tables || !s->shard_names) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
-    int max_shard = -1;
-    for (int64_t i = 0; i < s->nrec; i++) {
-        const reel__store_rec *r = &s->recs[i];
-        s->nframes += r->num_frames;
-        s->bytes += (int64_t)r->length;
-        if (r->status != REEL_OK) s->nfailed++;
-        if ((int)r->shard_seq > max_shard) max_shard = (int)r->shard_seq;
-        reel__store_shard_name(s->shard_names[i], sizeof s->shard_names[i], r->part, r->shard_seq);
-        reel_frame_entry *t = calloc(r->num_frames ? r->num_frames : 1, sizeof *t);
-        if (!t) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
-        for (uint32_t k = 0; k < r->num_frames; k++) {
-            t[k].pts = r->frames[k].pts;
-            t[k].duration = r->frames[k].duration;
-            t[k].pos = -1;
-            t[k].flags = (int32_t)r->frames[k].flags;
-            t[k].decode_order = (int32_t)k;
-        }
-        s->tables[i] = t;
-    }
-    s->nshards = max_shard + 1;
-    /* class names: sorted, unique; labels were assigned from the same order */
-    char **names = malloc((size_t)(s->nrec ? s->nrec : 1) * sizeof *names);
-    if (!names) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
-    int64_t k = 0;
-    for (int64_t i = 0; i < s->nrec; i++)
-        if (s->recs[i].class_name[0]) names[k++] = s->recs[i].class_name;
-    qsort(names, (size_t)k, sizeof *names, cmp_str);
-    s->classes = calloc((size_t)(k ? k : 1), sizeof *s->classes);
-    if (!s->classes) {
-        free(names);
-        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
-    }
-    for (int64_t i = 0; i < k; i++) {
-        if (s->nclasses > 0 && !strcmp(s->classes[s->nclasses - 1], names[i])) continue;
-        s->classes[s->nclasses] = strdup(names[i]);
-        if (!s->classes[s->nclasses]) {
-            free(names);
-            return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
-        }
-        s->nclasses++;
-    }
-    free(names);
-    return REEL_OK;
-}
-
-int reel_store_open(reel_store **out, const char *dir, reel_error *err)
-{
-    if (!out || !dir || !*dir) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_open: NULL argument");
-    *out = NULL;
-    char path[4096];
-    if (reel__store_join(path, sizeof path, dir, REEL_STORE_INDEX_NAME) != 0)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: path too long", dir);
-    reel__io *io = NULL;
-    int st = reel__io_open(&io, path, NULL, err);
-    if (st != REEL_OK) return st;
-    char name[600];
-    snprintf(name, sizeof name, "%s", reel__io_name(io));
-    int64_t size = reel__io_size(io);
-    if (size > ((int64_t)1 << 34)) {
-        reel__io_close(&io);
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: an index of %lld bytes is not plausible", name,
-                               (long long)size);
-    }
-    uint8_t *buf = malloc(size > 0 ? (size_t)size : 1);
-    if (!buf) {
-        reel__io_close(&io);
-        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
-    }
-    st = reel__io_read_exact(io, 0, buf, (size_t)size, err);
-    reel__io_close(&io);
-    reel_store *s = calloc(1, sizeof *s);
-    if (st == REEL_OK && !s) st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
-    if (st == REEL_OK) st = reel__store_index_parse(buf, (size_t)size, name, &s->params, &s->recs, &s->nrec, err);
-    free(buf);
-    if (st == REEL_OK && !(s->dir = strdup(dir))) st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
-    if (st == REEL_OK) st = build_tables(s, name, err);
-    if (st != REEL_OK) {
-        reel_store_close(&s);
-        return st;
-    }
-    *out = s;
-    return REEL_OK;
-}
-
-int reel_store_get_info(const reel_store *s, reel_store_info *info, reel_error *err)
-{
-    if (!info) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_info: info is NULL");
-    memset(info, 0, sizeof *info);
-    if (!s) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_info: store is NULL");
-    info->format = (reel_store_format)s->params.format;
-    info->version = REEL_STORE_VERSION;
-    info->num_records = s->nrec;
-    info->num_frames = s->nframes;
-    info->num_failed = s->nfailed;
-    info->num_classes = s->nclasses;
-    info->bytes = s->bytes;
-    info->num_shards = s->nshards;
-    info->short_side = s->params.short_side;
-    info->width = s->params.width;
-    info->height = s->params.height;
-    info->quality = s->params.quality;
-    info->zstd_level = (int)s->params.zstd_level;
-    info->gop = s->params.gop;
-    info->every = s->params.every;
-    /* the on-disk sampler fields (reel__store_params_from) as settings */
-    const reel__store_params *p = &s->params;
-    memset(&info->sampler, 0, sizeof info->sampler);
-    info->sampler.kind = p->sampler == 0 ? REEL_SAMPLER_NONE : (reel_sampler_kind)p->sampler;
-    info->fps = p->sampler == REEL_SAMPLER_FPS ? 0 : p->fps;
-    if (p->sampler == REEL_SAMPLER_FPS) {
-        info->sampler.fps = p->fps;
-        info->sampler.min_frames = p->min_frames;
-        info->sampler.max_frames = p->max_frames;
-    }
-    if (p->sampler == REEL_SAMPLER_COUNT) info->sampler.frames_per_clip = p->frames;
-    if (p->sampler != 0) info->sampler.frame_factor = p->frame_factor;
-    info->color = (reel_color)p->color;
-    info->dtype = (reel_dtype)p->dtype;
-    return REEL_OK;
-}
-
-int reel_store_get_record(const reel_store *s, int64_t i, reel_store_record *o, reel_error *err)
-{
-    if (!s || !o) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_record: NULL argument");
-    if (i < 0 || i >= s->nrec)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: record %lld of %lld", s->dir, (long long)i,
-                               (long long)s->nrec);
-    const reel__store_rec *r = &s->recs[i];
-    memset(o, 0, sizeof *o);
-    o->source_path = r->path;
-    o->label = r->label;
-    o->class_name = r->class_name;
-    o->status = r->status;
-    o->reason = r->reason;
-    o->num_frames = r->num_frames;
-    o->width = (int)r->width;
-    o->height = (int)r->height;
-    o->time_base_num = r->tb_num;
-    o->time_base_den = r->tb_den;
-    o->avg_fps_num = r->fps_num;
-    o->avg_fps_den = r->fps_den;
-    o->source_num_frames = r->source_num_frames;
-    o->segment_start = r->seg_start;
-    o->segment_end = r->seg_end;
-    o->source_size = r->source_size;
-    o->source_mtime_ns = r->source_mtime_ns;
-    o->shard = s->shard_names[i];
-    o->offset = (int64_t)r->offset;
-    o->length = (int64_t)r->length;
-    o->channels = r->pixels == REEL__STORE_PIX_GRAY8 || r->pixels == REEL__STORE_PIX_GRAY16 ? 1 : 3;
-    o->bit_depth = r->pixels == REEL__STORE_PIX_GRAY16 ? r->depth : r->pixels == REEL__STORE_PIX_RGB48 ? 16 : 8;
-    return REEL_OK;
-}
-
-int reel_store_get_frame_table(const reel_store *s, int64_t record, const reel_frame_entry **table, int64_t *n,
-                               reel_error *err)
-{
-    if (!s || !table || !n)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_frame_table: NULL argument");
-    if (record < 0 || record >= s->nrec)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: record %lld of %lld", s->dir, (long long)record,
-                               (long long)s->nrec);
-    *n = s->recs[record].num_frames;
-    *table = s->tables[record];
-    return REEL_OK;
-}
-
-int reel_store_get_source_index(const reel_store *s, int64_t record, int64_t pos, int64_t *index, reel_error *err)
-{
-    if (!s || !index) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_source_index: NULL argument");
-    if (record < 0 || record >= s->nrec)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: record %lld of %lld", s->dir, (long long)record,
-                               (long long)s->nrec);
-    const reel__store_rec *r = &s->recs[record];
-    if (pos < 0 || pos >= (int64_t)r->num_frames)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: stored frame %lld of %u", r->path, (long long)pos,
-                               r->num_frames);
-    *index = r->frames[pos].source_index;
-    return REEL_OK;
-}
-
-int reel_store_get_frame_bytes(const reel_store *s, int64_t record, int64_t pos, int64_t *offset, int64_t *length,
-                               reel_error *err)
-{
-    if (!s || !offset || !length)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_frame_bytes: NULL argument");
-    if (record < 0 || record >= s->nrec)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: record %lld of %lld", s->dir, (long long)record,
-                               (long long)s->nrec);
-    const reel__store_rec *r = &s->recs[record];
-    if (pos < 0 || pos >= (int64_t)r->num_frames)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: stored frame %lld of %u", r->path, (long long)pos,
-                               r->num_frames);
-    if (s->params.format == REEL_STORE_FORMAT_H264) {
-        *offset = (int64_t)r->offset;
-        *length = (int64_t)r->length;
-    } else {
-        *offset = (int64_t)r->offset + r->frames[pos].offset;
-        *length = r->frames[pos].length;
-    }
-    return REEL_OK;
-}
-
-int reel_store_get_class_name(const reel_store *s, int64_t label, const char **name, reel_error *err)
-{
-    if (!s || !name) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_get_class_name: NULL argument");
-    if (label < 0 || label >= s->nclasses)
-        return reel__error_set(err, REEL_E_OUT_OF_RANGE, "%s: label %lld of %lld class names", s->dir, (long long)label,
-                               (long long)s->nclasses);
-    *name = s->classes[label];
-    return REEL_OK;
 }

@@ -355,10 +355,11 @@ int reel__store_fetch(reel_store_reader *r, int64_t record, const int64_t *posit
     if (r->store->params.format == REEL_STORE_FORMAT_H264) {
         b->whole = 1;
         st = read_bytes(r, record, 0, (size_t)rec->length, 0, b, stats, err);
-        if (st == REEL_OK) b->len = (size_t)rec->length;
-        if (st == REEL_OK && r->s.verify && reel__crc32(0, b->data, b->len) != rec->crc)
+        if (st == REEL_OK && r->s.verify && reel__crc32(0, b->data, (size_t)rec->length) != rec->crc)
             st = reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: record checksum mismatch", r->store->dir,
                                  r->store->shard_names[record], rec->path);
+        /* the stream is the record before its audio (the record's tail) */
+        if (st == REEL_OK) b->len = (size_t)(rec->audio_length ? rec->audio_offset : rec->length);
         return st;
     }
     /* the distinct wanted frames, ascending */
@@ -588,6 +589,49 @@ int reel_store_reader_read_source(reel_store_reader *r, int64_t record, const in
     int st = reel_store_reader_read(r, record, pos, n, fn, opaque, stats, err);
     free(pos);
     return st;
+}
+
+/* ---------------------------------------------------------------- audio */
+
+int reel_store_reader_read_audio(reel_store_reader *r, int64_t record, float *dst, size_t dst_count,
+                                 reel_audio_window *w, reel_error *err)
+{
+    if (!r) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_store_reader_read_audio: NULL argument");
+    reel_store *s = r->store;
+    if (!s->params.audio)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: a store packed without --audio holds no audio", s->dir);
+    int st = check_request(r, record, NULL, 0, err);
+    if (st != REEL_OK) return st;
+    const reel__store_rec *rec = &s->recs[record];
+    if (rec->audio_status != REEL_OK)
+        return reel__error_set(err, rec->audio_status, "%s: %s", rec->path,
+                               rec->audio_status == REEL_E_NO_AUDIO_STREAM ? "no audio stream" : rec->reason);
+    const size_t n = (size_t)rec->audio_channels * (size_t)rec->audio_samples;
+    if (n && !dst) return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio: NULL output", rec->path);
+    if (dst_count < n)
+        return reel__error_set(err, REEL_E_BUFFER_TOO_SMALL, "%s: stored audio needs %zu floats, got %zu", rec->path, n,
+                               dst_count);
+    if (n) {
+        if (interrupted(r)) return reel__error_set(err, REEL_E_CANCELLED, "%s: cancelled", rec->path);
+        st = read_bytes(r, record, rec->audio_offset, (size_t)rec->audio_length, 0, &r->blob, NULL, err);
+        if (st != REEL_OK) return st;
+        const uint8_t *p = r->blob.data;
+        if (r->s.verify && reel__crc32(0, p, (size_t)rec->audio_length) != rec->audio_crc)
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: shard %s: %s: checksum mismatch in the stored audio",
+                                   s->dir, s->shard_names[record], rec->path);
+        for (size_t i = 0; i < n; i++, p += 4) { /* little-endian float32 */
+            uint32_t v = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+            memcpy(&dst[i], &v, sizeof v);
+        }
+    }
+    if (w) {
+        memset(w, 0, sizeof *w);
+        w->first_sample = rec->audio_first;
+        w->num_samples = rec->audio_samples;
+        w->valid_lo = rec->audio_valid_lo;
+        w->valid_hi = rec->audio_valid_hi;
+    }
+    return REEL_OK;
 }
 
 /* ---------------------------------------------------------------- verify */

@@ -53,6 +53,22 @@ typedef struct reel__store_rec {
     reel__store_frame *frames;
     uint16_t pixels; /* REEL__STORE_PIX_*: what its frames hold */
     uint16_t depth;  /* GRAY16: bits of a code (9..16); else 0 */
+    /* The audio block (docs/STORE.md), in every entry of a store packed
+     * with audio (reel__store_params.audio) and in no other: the samples
+     * s(T0) .. s(T1) - 1 of the stored frames' window [T0, T1), float32
+     * [audio_channels, audio_samples] little-endian, audio_length bytes at
+     * audio_offset of the record (after its frames), checksum audio_crc.
+     * audio_status REEL_OK; REEL_E_NO_AUDIO_STREAM (the video has none: no
+     * samples, the loader's `missing` decides); or another status why the
+     * audio could not be read (the reason string says it, the video's frames
+     * are stored). a0 = a0_pts x a0_tb_num / a0_tb_den s, the grid's anchor. */
+    uint32_t audio; /* 1: the entry has the block */
+    uint64_t audio_offset, audio_length;
+    uint32_t audio_crc;
+    int32_t audio_status, audio_rate, audio_channels;
+    int64_t audio_first, audio_samples, audio_valid_lo, audio_valid_hi;
+    int64_t a0_pts;
+    int32_t a0_tb_num, a0_tb_den;
 } reel__store_rec;
 
 /* The build settings that the index and every journal carry. */
@@ -68,6 +84,11 @@ typedef struct reel__store_params {
      * what the kind does not use is 0 */
     int32_t sampler, min_frames, max_frames, frames, frame_factor;
     int32_t color, dtype; /* reel_pack_settings.color and .dtype */
+    /* the audio (reel_pack_settings.audio): 1 when packed with it (a
+     * version-2 store, whose entries carry the audio block), its rate (0:
+     * each video's own), channels (0: each video's own, 1: their mean) and
+     * stream index (-1: the best); all 0 without audio */
+    int32_t audio, audio_rate, audio_channels, audio_stream;
 } reel__store_params;
 
 /* CRC-32 of n bytes continuing `crc` (0 to start; crc32.c). */

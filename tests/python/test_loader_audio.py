@@ -2,68 +2,27 @@
 VideoDecoder.get_audio_for_frames of the clip's frames and the ffmpeg CLI's
 reference cut by s_r, at native rate and at 16 kHz mono, shuffled or not,
 in variable batches and after an exact resume; a video without audio
-follows the error policy, and a store is refused by name."""
+follows the error policy, and a store packed without audio is refused by
+name (tests/python/test_store_audio.py: a store packed with it)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import numpy as np
 import pytest
 
 import reel
 import reel._testing
+from audio_clips import FPS, MONO16K, NATIVE, cut, make_video, reference
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg CLI")
-
-FPS = 25
-NATIVE = {"sample_rate": 48000, "channels": 2}
-MONO16K = {"sample_rate": 16000, "channels": 1}
-
-
-def _video(tmp_path, name, seed, rate=48000, channels=2, delay=0.0):
-    """synth's 100 frames at 25 fps (frame i shows i) with audio: a 1 ms click
-    at every 5th frame over a quiet tone (per-video pitch), `delay` s late."""
-    video = tmp_path / f"{name}_v.mp4"
-    reel._testing.write_video(str(video), width=96, height=64, frames=100, gop=25, seed=seed)
-    expr = f"0.9*lt(mod(t\\,{5 / FPS})\\,0.001)+0.01*sin(2*PI*{200 + 50 * seed}*t)"
-    layout = "|".join([expr] * channels)
-    out = tmp_path / f"{name}.mp4"
-    late = ["-itsoffset", str(delay)] if delay else []
-    subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-i", str(video), *late, "-f", "lavfi", "-i",
-                    f"aevalsrc={layout}:s={rate}:d=4", "-map", "0:v", "-map", "1:a", "-c:v", "copy",
-                    "-c:a", "aac", "-b:a", "128k", str(out)], check=True)
-    return str(out)
 
 
 @pytest.fixture(scope="module")
 def videos(tmp_path_factory):
     d = tmp_path_factory.mktemp("loader_audio")
-    return {"a": _video(d, "a", 1), "late": _video(d, "late", 2, delay=0.25), "b": _video(d, "b", 3),
-            "mono16k": _video(d, "mono16k", 4, rate=16000, channels=1)}
-
-
-def _reference(path, settings):
-    """The ffmpeg CLI's samples, [C, N] from a0."""
-    af = "aresample=async=1:min_hard_comp=0"
-    if settings["channels"] == 1:
-        probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries",
-                                "stream=channels", "-of", "csv=p=0", path], check=True, capture_output=True,
-                               text=True).stdout.strip()
-        if int(probe) == 2:
-            af += ",pan=mono|c0=0.5*c0+0.5*c1"
-    af += f",aresample={settings['sample_rate']}"
-    raw = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-af", af,
-                          "-f", "f32le", "-"], check=True, capture_output=True).stdout
-    return np.frombuffer(raw, dtype=np.float32).reshape(-1, settings["channels"]).T
-
-
-def _cut(ref, first, n):
-    out = np.zeros((ref.shape[0], n), dtype=np.float32)
-    lo, hi = max(first, 0), min(first + n, ref.shape[1])
-    if hi > lo:
-        out[:, lo - first:hi - first] = ref[:, lo:hi]
-    return out
+    return {"a": make_video(d, "a", 1), "late": make_video(d, "late", 2, delay=0.25), "b": make_video(d, "b", 3),
+            "mono16k": make_video(d, "mono16k", 4, rate=16000, channels=1)}
 
 
 def _check_batches(batches, settings, refs, variable=False):
@@ -93,7 +52,7 @@ def _check_batches(batches, settings, refs, variable=False):
             assert info.audio_first_sample == a.first_sample
             assert tuple(valid[i]) == a.valid
             assert np.abs(got - np.asarray(a.data)).max(initial=0) <= 1e-6
-            assert np.abs(got - _cut(refs[info.path], a.first_sample, a.num_samples)).max(initial=0) <= 1e-6
+            assert np.abs(got - cut(refs[info.path], a.first_sample, a.num_samples)).max(initial=0) <= 1e-6
             seen.append((info.sample, info.clip, tuple(info.frame_indices), got.copy()))
     for d in decoders.values():
         d.close()
@@ -104,7 +63,7 @@ def _check_batches(batches, settings, refs, variable=False):
 @pytest.mark.parametrize("shuffle", [False, True])
 def test_loader_audio_equals_the_decoder_and_the_cli(videos, settings, shuffle):
     paths = [videos["a"], videos["late"], videos["b"]] + ([videos["mono16k"]] if settings["channels"] == 1 else [])
-    refs = {p: _reference(p, settings) for p in paths}
+    refs = {p: reference(p, settings) for p in paths}
     with reel.Loader(paths, frames_per_clip=8, clips_per_video=2, frame_stride=2, size=(32, 48), crop=None,
                      batch_size=2, shuffle=shuffle, seed=5, epochs=1, decode_threads=2, audio=settings) as ld:
         seen = _check_batches(list(ld), settings, refs)
@@ -120,7 +79,7 @@ def test_loader_audio_equals_the_decoder_and_the_cli(videos, settings, shuffle):
 
 def test_variable_batches_give_per_clip_views_or_a_padded_plane(videos):
     paths = [videos["a"], videos["late"], videos["mono16k"]]
-    refs = {p: _reference(p, MONO16K) for p in paths}
+    refs = {p: reference(p, MONO16K) for p in paths}
     for pad in (False, True):
         with reel.Loader(paths, sampler="fps", fps=2.0, max_frames=6, size_policy={"min_pixels": 28 * 28, "max_pixels": 64 * 56},
                          batch_size=3, shuffle=False, epochs=1, pad=pad, audio=MONO16K) as ld:

@@ -7,7 +7,8 @@
 # size_policy: one row per video of its own length and size, equal to the
 # Loader's, ragged columns, failures as rows), ClipDecoder in map_batches and its crops,
 # flips and pixels equal to the Loader's, TorchTrainer workers getting disjoint clips whose union is the
-# epoch. Ray missing: skipped, or failed in strict mode (REEL_STRICT=1).
+# epoch, the audio columns equal to the Loader's audio (videos and a store with audio). Ray missing:
+# skipped, or failed in strict mode (REEL_STRICT=1).
 from __future__ import annotations
 
 import os
@@ -225,6 +226,38 @@ def test_split_failures_and_on_error_raise(cluster, videos):
     with pytest.raises(Exception) as e:
         rray.read_clips(videos, videos_per_task=4, on_error="raise", **OPTS).take_all()
     assert "zz_damaged.mp4" in str(e.value)
+
+
+def test_read_clips_audio_columns_are_the_loaders_audio(cluster, tmp_path):
+    from audio_clips import MONO16K, make_video
+    root = tmp_path / "av"
+    root.mkdir()
+    make_video(root, "a", 1)
+    make_video(root, "late", 2, delay=0.25)
+    for f in root.glob("*_v.mp4"):
+        f.unlink()
+    (root / "zz_damaged.mp4").write_bytes((root / "a.mp4").read_bytes()[:700])
+    opts = dict(frames_per_clip=4, frame_stride=2, size=32, seed=3, clips_per_video=2, audio=MONO16K)
+    store = tmp_path / "st"
+    reel.pack(root, store, size=32, shard_size=1 << 16, audio=MONO16K)
+    for source in (root, store):  # videos, and a store packed with audio
+        want = {}
+        with reel.Loader(str(source), epochs=1, batch_size=2, **opts) as L:
+            for b in L:
+                plane, lengths, valid = np.asarray(b.audio), np.asarray(b.audio_lengths), np.asarray(b.audio_valid)
+                for i, c in enumerate(b.info):
+                    want[(c.sample, c.clip)] = (plane[i, :, :lengths[i]].copy(), c.audio_first_sample, tuple(valid[i]))
+        rows = rray.read_clips(source, videos_per_task=2, **opts).take_all()
+        assert tuple(rows[0].keys()) == rray.COLUMNS + rray.AUDIO_COLUMNS
+        got = {(int(r["sample"]), int(r["clip"])): r for r in rows if not r["failure"]}
+        assert set(got) == set(want) and len(want) == 4
+        for k, (a, first, valid) in want.items():
+            r = got[k]
+            assert a.shape[0] == 1 and a.shape[1] > 0 and np.array_equal(np.asarray(r["audio"]), a)
+            assert int(r["audio_first_sample"]) == first and tuple(int(v) for v in r["audio_valid"]) == valid
+            assert int(r["audio_sample_rate"]) == 16000
+        fails = [r for r in rows if r["failure"]]
+        assert len(fails) == 1 and np.asarray(fails[0]["audio"]).shape == (1, 0)
 
 
 def test_read_tasks_of_a_store_are_its_shards(cluster, good_videos, tmp_path):
