@@ -26,8 +26,8 @@ static PyObject *clip_info_tuple(const reel_clip_info *c)
             Py_XDECREF(b);
             goto fail;
         }
-        PyList_SET_ITEM(fi, (Py_ssize_t)t, a);
-        PyList_SET_ITEM(pts, (Py_ssize_t)t, b);
+        PyList_SetItem(fi, (Py_ssize_t)t, a);
+        PyList_SetItem(pts, (Py_ssize_t)t, b);
     }
     PyObject *path = c->path ? PyUnicode_DecodeFSDefault(c->path) : Py_NewRef(Py_None);
     if (!path) goto fail;
@@ -71,7 +71,7 @@ static PyObject *clip_views(reel_state *st, PyObject *owner, const reel_batch *b
             Py_CLEAR(list);
             break;
         }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, (PyObject *)f);
+        PyList_SetItem(list, (Py_ssize_t)i, (PyObject *)f);
     }
     return list;
 }
@@ -116,7 +116,7 @@ PyObject *rx_batch_result(reel_state *st, PyObject *owner, const reel_batch *b, 
     for (int64_t i = 0; i < nclips; i++) {
         PyObject *c = clip_info_tuple(&b->clips[i]);
         if (!c) goto done;
-        PyList_SET_ITEM(clips, (Py_ssize_t)i, c);
+        PyList_SetItem(clips, (Py_ssize_t)i, c);
     }
     meta = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L}", "epoch", (long long)b->epoch, "index", (long long)b->index,
                          "position", (long long)b->position, "num_samples", (long long)b->num_samples, "num_failed",
