@@ -188,7 +188,6 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
             if (!self->name) return -1;
         }
         if (kind == SRC_MEMORY) {
-            /* read in place and pinned (>= 3.11; 3.10: bytes in place, others copied once) */
             if (rx_buffer_get(source, &self->view, RX_BUF_BYTES) < 0) return -1;
             self->have_view = 1;
         } else {
