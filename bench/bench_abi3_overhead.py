@@ -9,7 +9,8 @@ same tiny videos (64x64, written once with reel._testing): the calls are
 dominated by the Python<->C crossing, not by decoding.
 
 - decoder 1 / decoder 2: VideoDecoder.get_frames_at([i]) / ([i, i+1]) on an
-  all-intra video (no seek work), i walking the video;
+  all-intra video (no seek work), i walking the video; "numpy index": the
+  index as an int64 numpy array (read through the buffer protocol);
 - loader next: Loader.__next__ on 8 videos (batch 4 of 2-frame clips) with
   the pipeline ahead: a 20 ms pause before each timed call lets the queue fill, so
   the call takes a ready batch (the Frames, labels and metadata made in C).
@@ -50,12 +51,15 @@ def child(calls: int) -> None:
     out = {}
     d = reel.VideoDecoder(str(intra), layout="HWC")
     n = len(d)
-    for name, width in (("decoder 1", 1), ("decoder 2", 2)):
+    import numpy as np
+
+    for name, width, as_array in (("decoder 1", 1, False), ("decoder 2", 2, False), ("decoder 1, numpy index", 1, True)):
         times = []
         for c in range(calls + 50):
             i = c % (n - width)
+            idx = np.arange(i, i + width, dtype=np.int64) if as_array else list(range(i, i + width))
             t0 = time.perf_counter_ns()
-            f = d.get_frames_at(list(range(i, i + width)))
+            f = d.get_frames_at(idx)
             t1 = time.perf_counter_ns()
             del f
             if c >= 50:
@@ -116,7 +120,7 @@ def main() -> None:
     print(f"{a.rounds} rounds, load average {os.getloadavg()[0]:.2f}")
     print("| call | base (us) | new (us) | new / base |")
     print("|---|---:|---:|---:|")
-    for name in ("decoder 1", "decoder 2", "loader next"):
+    for name in ("decoder 1", "decoder 2", "decoder 1, numpy index", "loader next"):
         b = statistics.median(x[name] for x in res["base"])
         n = statistics.median(x[name] for x in res["new"])
         print(f"| {name} | {b:.1f} | {n:.1f} | {n / b:.3f} |")
