@@ -6,9 +6,11 @@ run here on 3.11+ with REEL_PY_NO_BUFFER_PROTOCOL=1."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
@@ -148,3 +150,36 @@ def test_buffer_protocol_where_the_stable_abi_has_it(video, np):
     m = memoryview(f)
     assert m.shape == (1, 120, 160, 3) and m.format == "B" and not m.readonly
     assert np.frombuffer(m, np.uint8).ctypes.data == f.data_ptr
+
+
+def other_cpythons() -> list:
+    """CPython 3.10 and later other than this one: python3.N on PATH or pyenv's."""
+    found = {}
+    cands = [shutil.which(f"python3.{n}") for n in range(10, 20)]
+    cands += sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.*/bin/python3")))
+    for exe in filter(None, cands):
+        r = subprocess.run([exe, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True, text=True)
+        if r.returncode != 0:
+            continue  # a pyenv shim without that version
+        ver = tuple(map(int, r.stdout.split()))
+        if ver >= (3, 10) and ver != sys.version_info[:2]:
+            found.setdefault(ver, exe)
+    return sorted(found.items())
+
+
+def test_other_cpythons_import_the_module(tmp_path):
+    """The one abi3 module, as built, imports and works under each other CPython
+    installed here (abi3_smoke.py): a copy of the package alone on the path."""
+    pythons = other_cpythons()
+    if not pythons:
+        pytest.skip("no CPython other than this one installed here (abi3audit is the check)")
+    pkg = pathlib.Path(reel.__file__).parent
+    shutil.copytree(pkg, tmp_path / "reel", ignore=shutil.ignore_patterns("__pycache__", "_bin"))
+    smoke = pathlib.Path(__file__).with_name("abi3_smoke.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["PYTHONPATH"] = str(tmp_path)
+    for ver, exe in pythons:
+        r = subprocess.run([exe, str(smoke)], capture_output=True, text=True, env=env, timeout=300)
+        want = "ok: buffer protocol" if ver >= (3, 11) else "ok: no buffer protocol"
+        lines = r.stdout.strip().splitlines()
+        assert r.returncode == 0 and lines and lines[-1].startswith(want), (ver, r.stdout[-2000:], r.stderr[-3000:])
