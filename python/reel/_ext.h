@@ -97,13 +97,16 @@ int rx_py_exiting(void);
  * until rx_buffer_release. On CPython >= 3.11 the buffer protocol (the
  * object is pinned: a bytearray cannot resize); on 3.10, whose stable ABI
  * has no buffer protocol, bytes are read in place and any other bytes-like
- * object is copied once into bytes.
+ * object is copied once into bytes, and typed arrays are read through
+ * numpy's __array_interface__ (a reference to the object is kept).
  * ---------------------------------------------------------------------- */
 
 /* Py_buffer's layout and flags as the stable ABI fixed them in 3.11 (the
  * same since 3.3); used only where rx_buffer_api() says the running
  * interpreter has them. _ext_buffer.c checks them against Python.h when
  * the headers declare Py_buffer. */
+#define REEL_PY_BUF_MAXDIM 8 /* the array-interface path's dimensions */
+
 typedef struct rx_pybuffer {
     void *buf;
     PyObject *obj;
@@ -119,6 +122,7 @@ typedef struct rx_pybuffer {
 } rx_pybuffer;
 enum {
     RX_PYBUF_SIMPLE = 0,
+    RX_PYBUF_WRITABLE = 0x0001,
     RX_PYBUF_FORMAT = 0x0004,
     RX_PYBUF_ND = 0x0008,
     RX_PYBUF_STRIDES = 0x0018,
@@ -129,22 +133,25 @@ enum {
 typedef struct rx_buffer {
     const char *buf;
     Py_ssize_t len;
-    Py_ssize_t itemsize; /* RX_BUF_TYPED: bytes per element */
-    int ndim;            /* RX_BUF_TYPED */
-    const char *format;  /* RX_BUF_TYPED: the struct-module format, never NULL */
-    PyObject *owner;     /* keeps buf alive: the bytes read (3.10) */
-    int have_view;       /* view holds a Py_buffer to release */
+    Py_ssize_t itemsize;     /* typed modes: bytes per element */
+    int ndim;                /* typed modes */
+    const char *format;      /* typed modes: the struct-module format, never NULL */
+    const Py_ssize_t *shape; /* typed modes: ndim sizes (C-contiguous) */
+    PyObject *owner;         /* keeps buf alive (3.10): the bytes read, or the array */
+    Py_ssize_t shape_buf[REEL_PY_BUF_MAXDIM];
+    int have_view; /* view holds a Py_buffer to release */
     rx_pybuffer view;
 } rx_buffer;
 
 enum {
-    RX_BUF_BYTES = 0, /* any bytes-like object, as bytes */
-    RX_BUF_TYPED = 1  /* a C-contiguous typed array; only where the buffer protocol is */
+    RX_BUF_BYTES = 0,   /* any bytes-like object, as bytes */
+    RX_BUF_TYPED = 1,   /* a C-contiguous typed array (numpy), read */
+    RX_BUF_WRITABLE = 2 /* a C-contiguous typed array, written in place */
 };
 
-/* 1: filled (release it); 0: RX_BUF_TYPED without the buffer protocol, or
- * the object has none (the exception cleared: the caller falls back);
- * -1: an exception is set. */
+/* 1: filled (release it); 0: a typed mode and the object is no such array
+ * (no exception: the caller falls back or raises its own); -1: an
+ * exception is set (RX_BUF_BYTES only). */
 int rx_buffer_get(PyObject *obj, rx_buffer *b, int mode);
 void rx_buffer_release(rx_buffer *b);
 /* 1 when this interpreter has the buffer protocol in its stable ABI (>= 3.11). */

@@ -1,7 +1,7 @@
 /* _ext_buffer.c: the buffer protocol where the stable ABI has it (CPython
- * >= 3.11, its functions found at run time) and the 3.10 replacement for
- * bytes-like inputs (rx_buffer); the atexit flag that stands in for
- * _Py_IsFinalizing. */
+ * >= 3.11, its functions found at run time) and the 3.10 replacements for
+ * inputs (rx_buffer: bytes, or numpy's array interface); the atexit flag
+ * that stands in for _Py_IsFinalizing. */
 #include "_ext.h"
 
 #include <dlfcn.h>
@@ -14,8 +14,9 @@ _Static_assert(offsetof(rx_pybuffer, len) == offsetof(Py_buffer, len), "rx_pybuf
 _Static_assert(offsetof(rx_pybuffer, ndim) == offsetof(Py_buffer, ndim), "rx_pybuffer.ndim");
 _Static_assert(offsetof(rx_pybuffer, format) == offsetof(Py_buffer, format), "rx_pybuffer.format");
 _Static_assert(offsetof(rx_pybuffer, internal) == offsetof(Py_buffer, internal), "rx_pybuffer.internal");
-_Static_assert(RX_PYBUF_FORMAT == PyBUF_FORMAT && RX_PYBUF_ND == PyBUF_ND && RX_PYBUF_STRIDES == PyBUF_STRIDES &&
-                   RX_PYBUF_C_CONTIGUOUS == PyBUF_C_CONTIGUOUS && RX_PYBUF_F_CONTIGUOUS == PyBUF_F_CONTIGUOUS,
+_Static_assert(RX_PYBUF_WRITABLE == PyBUF_WRITABLE && RX_PYBUF_FORMAT == PyBUF_FORMAT && RX_PYBUF_ND == PyBUF_ND &&
+                   RX_PYBUF_STRIDES == PyBUF_STRIDES && RX_PYBUF_C_CONTIGUOUS == PyBUF_C_CONTIGUOUS &&
+                   RX_PYBUF_F_CONTIGUOUS == PyBUF_F_CONTIGUOUS,
                "PyBUF_* flags");
 #endif
 
@@ -88,26 +89,108 @@ int rx_buffer_init(PyObject *module)
     return 0;
 }
 
+/* numpy's array-interface type strings: the struct-module format of each. */
+static const struct {
+    char kind;
+    int itemsize;
+    const char *format;
+} array_types[] = {
+    { 'u', 1, "B" }, { 'i', 1, "b" }, { 'u', 2, "H" }, { 'i', 2, "h" }, { 'u', 4, "I" }, { 'i', 4, "i" },
+    { 'u', 8, "Q" }, { 'i', 8, "q" }, { 'f', 2, "e" }, { 'f', 4, "f" }, { 'f', 8, "d" },
+};
+
+/* A typed view through obj.__array_interface__ (version 3: numpy arrays,
+ * reel.Frames): C-contiguous, native byte order, no mask; writable when
+ * asked. 1: filled; 0: no such array (no exception). */
+static int array_interface_view(PyObject *obj, rx_buffer *b, int writable)
+{
+    PyObject *ai = PyObject_GetAttrString(obj, "__array_interface__");
+    if (!ai) {
+        PyErr_Clear();
+        return 0;
+    }
+    int found = 0;
+    PyObject *data = PyDict_Check(ai) ? PyDict_GetItemString(ai, "data") : NULL; /* borrowed */
+    PyObject *typestr = data ? PyDict_GetItemString(ai, "typestr") : NULL;
+    PyObject *shape = typestr ? PyDict_GetItemString(ai, "shape") : NULL;
+    PyObject *strides = shape ? PyDict_GetItemString(ai, "strides") : NULL;
+    PyObject *mask = shape ? PyDict_GetItemString(ai, "mask") : NULL;
+    const char *ts = typestr && PyUnicode_Check(typestr) ? PyUnicode_AsUTF8AndSize(typestr, NULL) : NULL;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    const char native = '>';
+#else
+    const char native = '<';
+#endif
+    if (!ts || !PyTuple_Check(data) || PyTuple_Size(data) != 2 || !PyTuple_Check(shape) || (mask && mask != Py_None) ||
+        (ts[0] != native && ts[0] != '|' && ts[0] != '='))
+        goto done;
+    int itemsize = atoi(ts + 2);
+    for (size_t k = 0; k < sizeof array_types / sizeof array_types[0]; k++)
+        if (array_types[k].kind == ts[1] && array_types[k].itemsize == itemsize) b->format = array_types[k].format;
+    Py_ssize_t ndim = PyTuple_Size(shape);
+    if (!b->format || ndim > REEL_PY_BUF_MAXDIM) goto done;
+    Py_ssize_t count = 1, want_stride = itemsize;
+    for (Py_ssize_t i = ndim - 1; i >= 0; i--) {
+        Py_ssize_t n = PyLong_AsSsize_t(PyTuple_GetItem(shape, i));
+        if (n < 0) goto done;
+        if (strides && strides != Py_None) { /* C-contiguous only */
+            Py_ssize_t s = PyTuple_Check(strides) && PyTuple_Size(strides) == ndim
+                               ? PyLong_AsSsize_t(PyTuple_GetItem(strides, i))
+                               : -1;
+            if (n > 1 && s != want_stride) goto done;
+        }
+        b->shape_buf[i] = n;
+        want_stride *= n ? n : 1;
+        count *= n;
+    }
+    void *ptr = PyLong_AsVoidPtr(PyTuple_GetItem(data, 0));
+    int readonly = PyObject_IsTrue(PyTuple_GetItem(data, 1));
+    if (PyErr_Occurred() || readonly < 0 || (writable && readonly) || (!ptr && count > 0)) goto done;
+    b->buf = ptr;
+    b->len = count * itemsize;
+    b->itemsize = itemsize;
+    b->ndim = (int)ndim;
+    b->shape = b->shape_buf;
+    b->owner = Py_NewRef(obj);
+    found = 1;
+done:
+    if (!found) {
+        PyErr_Clear();
+        b->format = NULL;
+    }
+    Py_DECREF(ai);
+    return found;
+}
+
+/* Fills b from the buffer protocol (>= 3.11). */
+static int protocol_view(PyObject *obj, rx_buffer *b, int mode)
+{
+    int flags = mode == RX_BUF_BYTES ? RX_PYBUF_SIMPLE : RX_PYBUF_FORMAT | RX_PYBUF_C_CONTIGUOUS;
+    if (mode == RX_BUF_WRITABLE) flags |= RX_PYBUF_WRITABLE;
+    if (get_buffer(obj, &b->view, flags) < 0) {
+        if (mode == RX_BUF_BYTES) return -1;
+        PyErr_Clear(); /* not C-contiguous or read-only, say: the caller falls back or says why */
+        return 0;
+    }
+    b->have_view = 1;
+    b->buf = b->view.buf;
+    b->len = b->view.len;
+    b->itemsize = b->view.itemsize;
+    b->ndim = b->view.ndim;
+    b->format = b->view.format ? b->view.format : "B";
+    b->shape = b->view.shape;
+    return 1;
+}
+
 int rx_buffer_get(PyObject *obj, rx_buffer *b, int mode)
 {
     memset(b, 0, sizeof *b);
-    if (get_buffer) {
-        if (mode == RX_BUF_TYPED && !check_buffer(obj)) return 0;
-        int flags = mode == RX_BUF_TYPED ? RX_PYBUF_FORMAT | RX_PYBUF_C_CONTIGUOUS : RX_PYBUF_SIMPLE;
-        if (get_buffer(obj, &b->view, flags) < 0) {
-            if (mode != RX_BUF_TYPED) return -1;
-            PyErr_Clear(); /* not C-contiguous, say: read as a sequence */
-            return 0;
-        }
-        b->have_view = 1;
-        b->buf = b->view.buf;
-        b->len = b->view.len;
-        b->itemsize = b->view.itemsize;
-        b->ndim = b->view.ndim;
-        b->format = b->view.format ? b->view.format : "B";
-        return 1;
+    if (mode != RX_BUF_BYTES) {
+        if (PyList_Check(obj) || PyTuple_Check(obj)) return 0; /* the common case, at once */
+        if (get_buffer && check_buffer(obj)) return protocol_view(obj, b, mode);
+        return array_interface_view(obj, b, mode == RX_BUF_WRITABLE); /* every version: the same arrays */
     }
-    if (mode == RX_BUF_TYPED) return 0;
+    if (get_buffer) return protocol_view(obj, b, mode);
     PyObject *bytes = PyBytes_Check(obj) ? Py_NewRef(obj) : PyBytes_FromObject(obj);
     if (!bytes) return -1;
     char *p = NULL;
@@ -122,6 +205,8 @@ int rx_buffer_get(PyObject *obj, rx_buffer *b, int mode)
     b->itemsize = 1;
     b->ndim = 1;
     b->format = "B";
+    b->shape_buf[0] = n;
+    b->shape = b->shape_buf;
     return 1;
 }
 

@@ -18,6 +18,7 @@ import pytest
 
 import reel
 from reel import _reel, _synth
+from reel._testing import read_indices
 
 MODULES = [pathlib.Path(_reel.__file__), pathlib.Path(_synth.__file__)]
 
@@ -100,7 +101,19 @@ gc.collect()
 assert np.array_equal(a, want)  # numpy keeps the Frames alive
 assert read_indices(a) == [3, 40]
 assert read_indices(pickle.loads(pickle.dumps(d.get_frames_at([5])))) == [5]
-assert read_indices(d.get_frames_at(np.array([7, 1], dtype=np.int64))) == [7, 1]  # a sequence, not a buffer
+for idx in (np.array([7, 1], dtype=np.int64), np.array([7, 1], dtype=np.int32)):  # __array_interface__
+    assert read_indices(d.get_frames_at(idx)) == [7, 1]
+assert read_indices(d.get_frames_at(np.arange(12)[::7])) == [0, 7]  # not contiguous: read as a sequence
+labels = _reel._frames_from_bytes(np.array([9, 2], np.int64).tobytes(), "int64", (2,), None, None, None, None)
+assert read_indices(d.get_frames_at(labels)) == [9, 2]  # an int64 Frames, through its array interface
+
+
+class OnlyInterface:  # not a sequence: only the array interface can read it
+    def __init__(self, a):
+        self.a, self.__array_interface__ = a, a.__array_interface__
+
+
+assert read_indices(d.get_frames_at(OnlyInterface(np.array([4, 6])))) == [4, 6]
 
 data = pathlib.Path(video).read_bytes()
 for src in (data, bytearray(data), memoryview(data)):
@@ -139,6 +152,20 @@ def test_python_3_10_paths(video, np, torch):
     env = dict(os.environ, REEL_PY_NO_BUFFER_PROTOCOL="1")
     r = subprocess.run([sys.executable, "-c", CHILD, video], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr
+
+
+class OnlyInterface:
+    def __init__(self, a):
+        self.a, self.__array_interface__ = a, a.__array_interface__
+
+
+def test_indices_through_the_array_interface(video, np):
+    """An index array that is no sequence, only __array_interface__, on every version."""
+    d = reel.VideoDecoder(video, layout="HWC")
+    assert read_indices(d.get_frames_at(OnlyInterface(np.array([4, 6], np.int64)))) == [4, 6]
+    assert read_indices(d.get_frames_at(OnlyInterface(np.array([5], np.int32)))) == [5]
+    with pytest.raises(TypeError):
+        d.get_frames_at(OnlyInterface(np.array([4.0, 6.0])))  # float: no index array, and no sequence
 
 
 def test_buffer_protocol_where_the_stable_abi_has_it(video, np):
