@@ -14,9 +14,10 @@
 #      corresponding-source note with the exact configure line) go into
 #      reel-<v>.dist-info/licenses/, and the build record into reel/_wheel_build.json.
 #
-# Result: dist/reel-<v>-cp3X-cp3X-manylinux_2_NN_x86_64.whl for the running
-# python3. Options: --ffmpeg-only (stop after step 2), --python PY,
-# --if-cached (exit 3 at once unless FFmpeg is already built: for make test).
+# Result: dist/reel-<v>-cp310-abi3-manylinux_2_NN_x86_64.whl (the stable ABI:
+# every CPython from 3.10 on), built with the running python3. Options:
+# --ffmpeg-only (stop after step 2), --python PY, --if-cached (exit 3 at
+# once unless FFmpeg is already built: for make test).
 # Polite on shared machines: FFmpeg builds with `nice -n 10 make -j${JOBS:-2}`.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -157,6 +157,15 @@ if [ $FOR_TESTS -eq 1 ]; then
             python3 -m pip install -q --user --break-system-packages pyarrow av 'torchcodec==0.13.*' ||
             { say "could not install them; run: python3 -m pip install pyarrow av 'torchcodec==0.13.*'"; exit 1; }
     fi
+    # abi3audit (PyPI): tests/python/test_abi3.py and the wheel test check with
+    # it that the extension imports nothing beyond the stable ABI of CPython 3.10
+    if ! python3 -m abi3audit --version >/dev/null 2>&1; then
+        say "installing abi3audit with pip (the stable-ABI check of the extension)"
+        python3 -m pip install -q abi3audit 2>/dev/null ||
+            python3 -m pip install -q --user abi3audit 2>/dev/null ||
+            python3 -m pip install -q --user --break-system-packages abi3audit ||
+            { say "could not install abi3audit; run: python3 -m pip install abi3audit"; exit 1; }
+    fi
     # The reference the VLM tests compare reel.vlm with: qwen-vl-utils 0.0.14
     # reading through decord, resizing with torchvision's transforms. Kept in
     # its own folder (tests/python/test_vlm.py appends it to sys.path), not in

@@ -5,6 +5,7 @@
 #
 #   1. auditwheel show: the wheel's only external libraries are the
 #      manylinux policy's system libraries (and each ELF's DT_NEEDED agrees);
+#      the tag is cp310-abi3 and abi3audit finds nothing beyond the 3.10 stable ABI;
 #   2. a fresh venv (no system site-packages) with only the wheel, numpy and
 #      torch;
 #   3. nginx on 127.0.0.1 serving the shared videos (stopped on exit);
@@ -110,6 +111,21 @@ while IFS= read -r f; do
     done
 done < <(find "$tmp/unpacked" -type f \( -name '*.so*' -o -path '*/_bin/*' \))
 [ -z "$outside" ] && ok "DT_NEEDED: only reel.libs/ and $tag policy libraries" || bad "DT_NEEDED outside the $tag policy:$outside"
+# the stable ABI: one cp310-abi3 wheel for CPython 3.10 and later; abi3audit
+# (PyPI) reads the modules' imported symbols against the 3.10 stable ABI
+case $(basename "$wheel") in
+    *-cp310-abi3-*) ok "tag cp310-abi3" ;;
+    *) bad "the wheel is not tagged cp310-abi3: $(basename "$wheel")" ;;
+esac
+if [ -x "$tools/bin/abi3audit" ] || "$tools/bin/python" -m pip install -q abi3audit >/dev/null 2>&1; then
+    if audit=$("$tools/bin/abi3audit" --assume-minimum-abi3 3.10 "$wheel" 2>&1); then
+        ok "abi3audit: nothing beyond the stable ABI of 3.10"
+    else
+        bad "abi3audit: $(tail -n 20 <<<"$audit")"
+    fi
+else
+    bad "abi3audit: could not install it"
+fi
 
 # ------------------------------------------------------------ 2. fresh venv
 echo "==> fresh venv: the wheel, numpy, torch==2.13.0" >&2

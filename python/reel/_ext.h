@@ -1,6 +1,6 @@
 /* _ext.h: what the files of the extension reel._reel share: CPython
- * compatibility shims, the module state, the Frames object layout and the
- * functions one file calls in another. Only the public reel headers. */
+ * compatibility shims (the stable ABI of 3.10), the module state, the Frames
+ * object layout and the functions one file calls in another. */
 #ifndef REEL_PY_EXT_H
 #define REEL_PY_EXT_H
 
@@ -23,57 +23,141 @@
 #include "reel/pipeline.h"
 
 /* ======================================================================
- * Compatibility (the oldest supported CPython is 3.9)
+ * Compatibility. The extension is built against the stable ABI of CPython
+ * 3.10 (Py_LIMITED_API=0x030A0000, set by CMakeLists.txt for the abi3
+ * wheel) and must also build without it. What that ABI lacks:
+ * - the buffer protocol (Py_buffer, PyObject_GetBuffer, the getbuffer slot)
+ *   arrived in the stable ABI of 3.11: rx_buffer below, _ext_buffer.c;
+ * - PyType_GetModuleByDef (3.13): state_of uses PyType_GetModule, the
+ *   types being final (no Py_TPFLAGS_BASETYPE);
+ * - _Py_IsFinalizing: rx_py_exiting(), set by an atexit hook;
+ * - tp_alloc, tp_free, tp_name as struct fields: PyType_GetSlot, rx_type_name.
  * ====================================================================== */
 
-#if PY_VERSION_HEX < 0x030A00F0
-static inline PyObject *Py_NewRef(PyObject *o)
-{
-    Py_INCREF(o);
-    return o;
-}
-static inline PyObject *Py_XNewRef(PyObject *o)
-{
-    Py_XINCREF(o);
-    return o;
-}
+/* PyBUF_WRITE (PyMemoryView_FromMemory, stable ABI since 3.3): declared by
+ * the limited headers only from 3.11. */
+#ifndef PyBUF_WRITE
+#define PyBUF_WRITE 0x200
 #endif
 
-#if PY_VERSION_HEX < 0x030A0000
-static inline int PyModule_AddObjectRef(PyObject *m, const char *name, PyObject *v)
+/* Borrowed item i of a PySequence_Fast result (a list or a tuple); the
+ * PySequence_Fast_GET_* macros are not in the limited API. */
+static inline PyObject *rx_fast_item(PyObject *seq, Py_ssize_t i)
 {
-    Py_INCREF(v);
-    if (PyModule_AddObject(m, name, v) < 0) {
-        Py_DECREF(v);
-        return -1;
+    return PyList_Check(seq) ? PyList_GetItem(seq, i) : PyTuple_GetItem(seq, i);
+}
+static inline Py_ssize_t rx_fast_size(PyObject *seq)
+{
+    return PyList_Check(seq) ? PyList_Size(seq) : PyTuple_Size(seq);
+}
+
+/* A new object of a heap type, and its release (dealloc's last steps). */
+static inline PyObject *rx_type_alloc(PyTypeObject *tp)
+{
+    allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
+    return alloc(tp, 0);
+}
+static inline void rx_type_free(PyObject *self)
+{
+    PyTypeObject *tp = Py_TYPE(self);
+    freefunc free_fn = (freefunc)PyType_GetSlot(tp, Py_tp_free);
+    free_fn(self);
+    Py_DECREF(tp);
+}
+
+/* The name of a type as tp_name has it ("reel.Frames", "int"; tp_name is
+ * not readable in the limited API): a new str, or NULL with the exception set. */
+static inline PyObject *rx_type_name_of(PyTypeObject *tp)
+{
+    PyObject *mod = PyObject_GetAttrString((PyObject *)tp, "__module__");
+    PyObject *name = mod ? PyObject_GetAttrString((PyObject *)tp, "__qualname__") : NULL;
+    PyObject *r = NULL;
+    if (name) {
+        if (PyUnicode_Check(mod) && PyUnicode_CompareWithASCIIString(mod, "builtins") != 0)
+            r = PyUnicode_FromFormat("%U.%U", mod, name);
+        else
+            r = Py_NewRef(name);
     }
-    return 0;
+    Py_XDECREF(mod);
+    Py_XDECREF(name);
+    return r;
 }
-#endif
-
-#if PY_VERSION_HEX < 0x030B0000
-/* PyType_GetModuleByDef() arrived in 3.11; this is the same walk over the MRO. */
-static inline PyObject *reel_type_module_by_def(PyTypeObject *type, struct PyModuleDef *def)
+static inline PyObject *rx_type_name(PyObject *obj)
 {
-    PyObject *mro = type->tp_mro;
-    Py_ssize_t n = mro ? PyTuple_GET_SIZE(mro) : 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyTypeObject *t = (PyTypeObject *)PyTuple_GET_ITEM(mro, i);
-        if (!PyType_HasFeature(t, Py_TPFLAGS_HEAPTYPE)) continue;
-        PyObject *m = ((PyHeapTypeObject *)t)->ht_module;
-        if (m && PyModule_GetDef(m) == def) return m;
-    }
-    PyErr_Format(PyExc_TypeError, "PyType_GetModuleByDef: no module found for '%s'", type->tp_name);
-    return NULL;
+    return rx_type_name_of(Py_TYPE(obj));
 }
-#define PyType_GetModuleByDef reel_type_module_by_def
-#endif
 
-#if PY_VERSION_HEX >= 0x030D0000
-#define reel_py_finalizing() Py_IsFinalizing()
-#else
-#define reel_py_finalizing() _Py_IsFinalizing()
-#endif
+/* Set once the interpreter runs its atexit hooks (see _ext_buffer.c): from
+ * then on a DLPack deleter called from another thread leaves its reference
+ * (a leak at exit beats a crash). */
+int rx_py_exiting(void);
+
+/* ----------------------------------------------------------------------
+ * rx_buffer: a read-only view of a bytes-like object's memory, kept valid
+ * until rx_buffer_release. On CPython >= 3.11 the buffer protocol (the
+ * object is pinned: a bytearray cannot resize); on 3.10, whose stable ABI
+ * has no buffer protocol, bytes are read in place and any other bytes-like
+ * object is copied once into bytes, and typed arrays are read through
+ * numpy's __array_interface__ (a reference to the object is kept).
+ * ---------------------------------------------------------------------- */
+
+/* Py_buffer's layout and flags as the stable ABI fixed them in 3.11 (the
+ * same since 3.3); used only where rx_buffer_api() says the running
+ * interpreter has them. _ext_buffer.c checks them against Python.h when
+ * the headers declare Py_buffer. */
+#define REEL_PY_BUF_MAXDIM 8 /* the array-interface path's dimensions */
+
+typedef struct rx_pybuffer {
+    void *buf;
+    PyObject *obj;
+    Py_ssize_t len;
+    Py_ssize_t itemsize;
+    int readonly;
+    int ndim;
+    char *format;
+    Py_ssize_t *shape;
+    Py_ssize_t *strides;
+    Py_ssize_t *suboffsets;
+    void *internal;
+} rx_pybuffer;
+enum {
+    RX_PYBUF_SIMPLE = 0,
+    RX_PYBUF_WRITABLE = 0x0001,
+    RX_PYBUF_FORMAT = 0x0004,
+    RX_PYBUF_ND = 0x0008,
+    RX_PYBUF_STRIDES = 0x0018,
+    RX_PYBUF_C_CONTIGUOUS = 0x0038,
+    RX_PYBUF_F_CONTIGUOUS = 0x0058
+};
+
+typedef struct rx_buffer {
+    const char *buf;
+    Py_ssize_t len;
+    Py_ssize_t itemsize;     /* typed modes: bytes per element */
+    int ndim;                /* typed modes */
+    const char *format;      /* typed modes: the struct-module format, never NULL */
+    const Py_ssize_t *shape; /* typed modes: ndim sizes (C-contiguous) */
+    PyObject *owner;         /* keeps buf alive (3.10): the bytes read, or the array */
+    Py_ssize_t shape_buf[REEL_PY_BUF_MAXDIM];
+    int have_view; /* view holds a Py_buffer to release */
+    rx_pybuffer view;
+} rx_buffer;
+
+enum {
+    RX_BUF_BYTES = 0,   /* any bytes-like object, as bytes */
+    RX_BUF_TYPED = 1,   /* a C-contiguous typed array (numpy), read */
+    RX_BUF_WRITABLE = 2 /* a C-contiguous typed array, written in place */
+};
+
+/* 1: filled (release it); 0: a typed mode and the object is no such array
+ * (no exception: the caller falls back or raises its own); -1: an
+ * exception is set (RX_BUF_BYTES only). */
+int rx_buffer_get(PyObject *obj, rx_buffer *b, int mode);
+void rx_buffer_release(rx_buffer *b);
+/* 1 when this interpreter has the buffer protocol in its stable ABI (>= 3.11). */
+int rx_buffer_api(void);
+/* Module exec: finds the buffer functions (>= 3.11) and installs the atexit hook. */
+int rx_buffer_init(PyObject *module);
 
 /* Monotonic clock in nanoseconds, for the extension's own waits. */
 static inline int64_t rx_clock_ns(void)
@@ -192,7 +276,8 @@ FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *s
 FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype, int ndim, const int64_t *shape);
 PyObject *frames_new_forbidden(PyTypeObject *t, PyObject *a, PyObject *k);
 PyObject *mod_frames_from_bytes(PyObject *module, PyObject *args);
-extern PyType_Spec frames_spec;
+extern PyType_Spec frames_spec;          /* with the buffer protocol (>= 3.11) */
+extern PyType_Spec frames_spec_nobuffer; /* without it (3.10) */
 /* _ext_decoder.c */
 int parse_floats3(PyObject *obj, float out[3], const char *what);
 PyObject *reduce_forbidden(PyObject *self, PyObject *unused);

@@ -38,7 +38,7 @@ PyObject *mod_audio_samples(PyObject *module, PyObject *args, PyObject *kwargs)
     s.sample_rate = rate;
     s.channels = channels;
     s.missing = (reel_audio_missing)missing;
-    const char *p = PyBytes_AS_STRING(path);
+    const char *p = PyBytes_AsString(path);
     reel_error err;
     reel_error_clear(&err);
     reel_audio *a = NULL;

@@ -27,8 +27,8 @@ static PyObject *clip_info_tuple(const reel_clip_info *c)
             Py_XDECREF(b);
             goto fail;
         }
-        PyList_SET_ITEM(fi, (Py_ssize_t)t, a);
-        PyList_SET_ITEM(pts, (Py_ssize_t)t, b);
+        PyList_SetItem(fi, (Py_ssize_t)t, a);
+        PyList_SetItem(pts, (Py_ssize_t)t, b);
     }
     PyObject *path = c->path ? PyUnicode_DecodeFSDefault(c->path) : Py_NewRef(Py_None);
     if (!path) goto fail;
@@ -74,7 +74,7 @@ static PyObject *clip_views(reel_state *st, PyObject *owner, const reel_batch *b
             Py_CLEAR(list);
             break;
         }
-        PyList_SET_ITEM(list, (Py_ssize_t)i, (PyObject *)f);
+        PyList_SetItem(list, (Py_ssize_t)i, (PyObject *)f);
     }
     return list;
 }
@@ -110,7 +110,7 @@ static PyObject *batch_audio(reel_state *st, PyObject *owner, const reel_batch *
                 Py_CLEAR(audio);
                 break;
             }
-            PyList_SET_ITEM(audio, (Py_ssize_t)i, v);
+            PyList_SetItem(audio, (Py_ssize_t)i, v);
         }
     } else {
         PyErr_SetString(PyExc_MemoryError, "reel.Loader: out of memory for the batch's audio");
@@ -163,7 +163,7 @@ PyObject *rx_batch_result(reel_state *st, PyObject *owner, const reel_batch *b, 
     for (int64_t i = 0; i < nclips; i++) {
         PyObject *c = clip_info_tuple(&b->clips[i]);
         if (!c) goto done;
-        PyList_SET_ITEM(clips, (Py_ssize_t)i, c);
+        PyList_SetItem(clips, (Py_ssize_t)i, c);
     }
     PyObject *audio = batch_audio(st, owner, b);
     if (!audio) goto done;

@@ -80,13 +80,13 @@ int parse_floats3(PyObject *obj, float out[3], const char *what)
     if (obj == Py_None) return 0;
     PyObject *seq = PySequence_Fast(obj, what);
     if (!seq) return -1;
-    if (PySequence_Fast_GET_SIZE(seq) != 3) {
+    if (rx_fast_size(seq) != 3) {
         Py_DECREF(seq);
         PyErr_Format(PyExc_ValueError, "%s must have 3 values (R, G, B)", what);
         return -1;
     }
     for (int i = 0; i < 3; i++) {
-        double v = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+        double v = PyFloat_AsDouble(rx_fast_item(seq, i));
         if (v == -1.0 && PyErr_Occurred()) {
             Py_DECREF(seq);
             return -1;
@@ -189,7 +189,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     }
     if (index_path != Py_None) {
         if (!PyUnicode_FSConverter(index_path, &self->index_path)) return -1;
-        self->settings.index_path = PyBytes_AS_STRING(self->index_path);
+        self->settings.index_path = PyBytes_AsString(self->index_path);
     }
     self->transform = def;
     reel_transform *t = &self->transform;
@@ -214,12 +214,12 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
      * the source keeps it as given, to open it (again, when unpickled) */
     if (kind == SRC_PATH) {
         if (!PyUnicode_FSConverter(source, &self->source)) return -1;
-        if (!(self->name = shown_bytes(PyBytes_AS_STRING(self->source)))) return -1;
+        if (!(self->name = shown_bytes(PyBytes_AsString(self->source)))) return -1;
     } else {
         if (name != Py_None) {
             PyObject *given = NULL;
             if (!PyUnicode_FSConverter(name, &given)) return -1;
-            self->name = shown_bytes(PyBytes_AS_STRING(given));
+            self->name = shown_bytes(PyBytes_AsString(given));
             Py_DECREF(given);
             if (!self->name) return -1;
         } else {
@@ -227,7 +227,7 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
             if (!self->name) return -1;
         }
         if (kind == SRC_MEMORY) {
-            if (PyObject_GetBuffer(source, &self->view, PyBUF_SIMPLE) < 0) return -1;
+            if (rx_buffer_get(source, &self->view, RX_BUF_BYTES) < 0) return -1;
             self->have_view = 1;
         } else {
             self->use_readinto = PyObject_HasAttrString(source, "readinto");
@@ -264,7 +264,7 @@ static void decoder_close_now(DecoderObject *self)
     self->closed = 1;
     self->need_reopen = 0;
     if (self->have_view) {
-        PyBuffer_Release(&self->view);
+        rx_buffer_release(&self->view);
         self->have_view = 0;
     }
 }
@@ -290,7 +290,6 @@ static int decoder_clear(DecoderObject *self)
 
 static void decoder_dealloc(DecoderObject *self)
 {
-    PyTypeObject *tp = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
     if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
     decoder_clear(self);
@@ -301,8 +300,7 @@ static void decoder_dealloc(DecoderObject *self)
     free(self->ca_bundle);
     if (self->bearer_token) memset(self->bearer_token, 0, strlen(self->bearer_token));
     free(self->bearer_token);
-    tp->tp_free((PyObject *)self);
-    Py_DECREF(tp);
+    rx_type_free((PyObject *)self);
 }
 
 static PyObject *decoder_close(DecoderObject *self, PyObject *unused)
@@ -417,7 +415,7 @@ static PyObject *decoder_frame_table(DecoderObject *self, PyObject *unused)
             if (!v[k])
                 ok = 0;
             else
-                PyList_SET_ITEM(lists[k], (Py_ssize_t)i, v[k]);
+                PyList_SetItem(lists[k], (Py_ssize_t)i, v[k]);
         }
     }
     rx_dec_release(self);
@@ -617,7 +615,7 @@ static PyObject *decoder_save_index(DecoderObject *self, PyObject *args, PyObjec
     }
     reel_error err;
     reel_error_clear(&err);
-    const char *p = pb ? PyBytes_AS_STRING(pb) : NULL;
+    const char *p = pb ? PyBytes_AsString(pb) : NULL;
     int r;
     Py_BEGIN_ALLOW_THREADS
     r = reel_decoder_save_index(self->dec, p, &err);
@@ -652,9 +650,9 @@ int rx_dec_fill_meta(DecoderObject *self, FramesObject *f, const int64_t *idx, P
             Py_XDECREF(c);
             goto fail;
         }
-        PyTuple_SET_ITEM(li, i, a);
-        PyTuple_SET_ITEM(lp, i, b);
-        PyTuple_SET_ITEM(ld, i, c);
+        PyTuple_SetItem(li, i, a);
+        PyTuple_SetItem(lp, i, b);
+        PyTuple_SetItem(ld, i, c);
     }
     f->indices = li;
     f->pts = lp;
@@ -795,7 +793,9 @@ static PyObject *decoder_stats(DecoderObject *self, PyObject *unused)
 PyObject *reduce_forbidden(PyObject *self, PyObject *unused)
 {
     (void)unused;
-    PyErr_Format(PyExc_TypeError, "cannot pickle '%s' objects", Py_TYPE(self)->tp_name);
+    PyObject *name = rx_type_name(self);
+    if (name) PyErr_Format(PyExc_TypeError, "cannot pickle '%U' objects", name);
+    Py_XDECREF(name);
     return NULL;
 }
 

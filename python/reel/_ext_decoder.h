@@ -22,7 +22,7 @@ typedef struct DecoderObject {
     int closed;
     int kind;
     PyObject *source; /* bytes path, buffer owner or file object */
-    Py_buffer view;   /* SRC_MEMORY */
+    rx_buffer view;   /* SRC_MEMORY: pinned (>= 3.11), bytes read in place or a copy (3.10) */
     int have_view;
     PyObject *name;       /* bytes: name used in messages */
     PyObject *index_path; /* bytes or NULL */

@@ -5,7 +5,7 @@
 
 const char *rx_dec_name(DecoderObject *self)
 {
-    return self->name ? PyBytes_AS_STRING(self->name) : "<video>";
+    return self->name ? PyBytes_AsString(self->name) : "<video>";
 }
 
 void rx_dec_save_io_error(DecoderObject *self)
@@ -93,15 +93,15 @@ static int io_read(void *opaque, uint8_t *buf, int size)
         } else {
             res = PyObject_CallMethod(self->source, "read", "i", size);
             if (res) {
-                Py_buffer b;
-                if (PyObject_GetBuffer(res, &b, PyBUF_SIMPLE) == 0) {
+                rx_buffer b;
+                if (rx_buffer_get(res, &b, RX_BUF_BYTES) > 0) {
                     if (b.len > size) {
                         PyErr_Format(PyExc_ValueError, "reel: read(%d) returned %zd bytes", size, b.len);
                     } else {
                         memcpy(buf, b.buf, (size_t)b.len);
                         n = b.len;
                     }
-                    PyBuffer_Release(&b);
+                    rx_buffer_release(&b);
                 }
             }
         }
@@ -174,7 +174,7 @@ int rx_decoder_open_source(DecoderObject *self, reel_error *err)
     int r;
     reel_decoder *dec = NULL;
     if (self->kind == SRC_PATH) {
-        const char *path = PyBytes_AS_STRING(self->source);
+        const char *path = PyBytes_AsString(self->source);
         Py_BEGIN_ALLOW_THREADS
         r = reel_decoder_open(&dec, path, &self->settings, err);
         Py_END_ALLOW_THREADS

@@ -98,7 +98,7 @@ int rx_fields_from_dict(PyObject *dict, const reel_field *t, size_t n, void *bas
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(dict, &pos, &key, &value)) {
-        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8(key) : NULL;
+        const char *k = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, NULL) : NULL;
         if (!k) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "settings keys must be str");
             return -1;
@@ -149,7 +149,7 @@ PyObject *rx_fields_dict(const reel_field *t, size_t n, const void *base, int ne
 PyObject *mod_fields(PyObject *module, PyObject *arg)
 {
     (void)module;
-    const char *which = PyUnicode_AsUTF8(arg);
+    const char *which = PyUnicode_AsUTF8AndSize(arg, NULL);
     if (!which) return NULL;
     size_t n = 0;
     const reel_field *t = NULL;
@@ -171,7 +171,7 @@ PyObject *mod_fields(PyObject *module, PyObject *arg)
         if (!e)
             Py_CLEAR(l);
         else
-            PyList_SET_ITEM(l, (Py_ssize_t)i, e);
+            PyList_SetItem(l, (Py_ssize_t)i, e);
     }
     return l;
 }

@@ -1,5 +1,6 @@
 /* _ext_frames.c: the Frames array type (own memory or a view kept alive by a
- * base object), its buffer protocol and its DLPack export (0.8 and 1.0). */
+ * base object), its buffer protocol (CPython >= 3.11), __array_interface__
+ * and its DLPack export (0.8 and 1.0). */
 #include "_ext.h"
 
 /* ======================================================================
@@ -91,7 +92,7 @@ static int frames_set_shape(FramesObject *f, int ndim, const int64_t *shape)
 /* A new array owning zero-filled-not memory for `shape` (uninitialised). */
 FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *shape)
 {
-    FramesObject *f = (FramesObject *)st->FramesType->tp_alloc(st->FramesType, 0);
+    FramesObject *f = (FramesObject *)rx_type_alloc(st->FramesType);
     if (!f) return NULL;
     f->dtype = dtype;
     if (frames_set_shape(f, ndim, shape) < 0) {
@@ -113,7 +114,7 @@ FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *s
 /* A view of `data`, kept alive by `base` (a new reference is taken). */
 FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype, int ndim, const int64_t *shape)
 {
-    FramesObject *f = (FramesObject *)st->FramesType->tp_alloc(st->FramesType, 0);
+    FramesObject *f = (FramesObject *)rx_type_alloc(st->FramesType);
     if (!f) return NULL;
     f->dtype = dtype;
     if (frames_set_shape(f, ndim, shape) < 0) {
@@ -127,7 +128,6 @@ FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype,
 
 static void frames_dealloc(FramesObject *self)
 {
-    PyTypeObject *tp = Py_TYPE(self);
     if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
     free(self->alloc);
     Py_XDECREF(self->base);
@@ -137,15 +137,16 @@ static void frames_dealloc(FramesObject *self)
     Py_XDECREF(self->layout);
     Py_XDECREF(self->dist);
     Py_XDECREF(self->within);
-    tp->tp_free((PyObject *)self);
-    Py_DECREF(tp);
+    rx_type_free((PyObject *)self);
 }
 
 PyObject *frames_new_forbidden(PyTypeObject *tp, PyObject *a, PyObject *k)
 {
     (void)a;
     (void)k;
-    PyErr_Format(PyExc_TypeError, "cannot create '%s' instances directly", tp->tp_name);
+    PyObject *name = rx_type_name_of(tp);
+    if (name) PyErr_Format(PyExc_TypeError, "cannot create '%U' instances directly", name);
+    Py_XDECREF(name);
     return NULL;
 }
 
@@ -159,7 +160,7 @@ static PyObject *frames_shape_tuple(FramesObject *self)
             Py_DECREF(t);
             return NULL;
         }
-        PyTuple_SET_ITEM(t, i, v);
+        PyTuple_SetItem(t, i, v); /* steals v; t is new: cannot fail */
     }
     return t;
 }
@@ -218,6 +219,36 @@ META_GETTER(frames_get_layout, layout)
 META_GETTER(frames_get_dist, dist)
 META_GETTER(frames_get_within, within)
 
+/* numpy's array interface (version 3), the zero-copy way in for numpy and
+ * torch.as_tensor where the buffer protocol is not (CPython 3.10); numpy
+ * keeps this object as the array's base. */
+static PyObject *frames_get_array_interface(FramesObject *self, void *c)
+{
+    (void)c;
+    const rx_dtype_info *dt = &dtype_table[self->dtype];
+    char kind = dt->dl_code == kDLUInt ? 'u' : dt->dl_code == kDLInt ? 'i' : dt->dl_code == kDLFloat ? 'f' : 0;
+    if (!kind) {
+        PyErr_Format(PyExc_TypeError, "%s has no array-interface type: use __dlpack__ (torch.from_dlpack)", dt->name);
+        return NULL;
+    }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    char order = dt->itemsize == 1 ? '|' : '>';
+#else
+    char order = dt->itemsize == 1 ? '|' : '<';
+#endif
+    char typestr[8];
+    snprintf(typestr, sizeof typestr, "%c%c%d", order, kind, dt->itemsize);
+    PyObject *shape = frames_shape_tuple(self);
+    PyObject *ptr = shape ? PyLong_FromVoidPtr(self->data) : NULL;
+    PyObject *r = NULL;
+    if (ptr)
+        r = Py_BuildValue("{s:O,s:s,s:(O,O),s:O,s:i}", "shape", shape, "typestr", typestr, "data", ptr, Py_False,
+                          "strides", Py_None, "version", 3);
+    Py_XDECREF(shape);
+    Py_XDECREF(ptr);
+    return r;
+}
+
 static PyGetSetDef frames_getset[] = {
     { "shape", (getter)frames_get_shape, NULL, "The shape, a tuple of ints.", NULL },
     { "dtype", (getter)frames_get_dtype, NULL,
@@ -242,6 +273,8 @@ static PyGetSetDef frames_getset[] = {
       "Frames by timestamp: whether each frame lies within the tolerance of its time (False only under "
       "on_violation='flag'), shaped like indices; else None.",
       NULL },
+    { "__array_interface__", (getter)frames_get_array_interface, NULL,
+      "numpy's array interface (zero-copy; np.asarray, torch.as_tensor).", NULL },
     { "layout", (getter)frames_get_layout, NULL, "Dimension names, e.g. 'NCHW', 'NTHWC', 'BTCHW'; None if not images.",
       NULL },
     { NULL }
@@ -266,7 +299,7 @@ typedef struct dl_versioned {
  * shutdown the reference is left (a leak at exit beats a crash). */
 static void dl_release_owner(void *owner)
 {
-    if (!owner || !Py_IsInitialized() || reel_py_finalizing()) return;
+    if (!owner || !Py_IsInitialized() || rx_py_exiting()) return;
     PyGILState_STATE g = PyGILState_Ensure();
     Py_DECREF((PyObject *)owner);
     PyGILState_Release(g);
@@ -459,14 +492,14 @@ static int parse_shape(PyObject *obj, int64_t *shape, int *ndim)
 {
     PyObject *seq = PySequence_Fast(obj, "shape must be a sequence of ints");
     if (!seq) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = rx_fast_size(seq);
     if (n > REEL_PY_MAXDIM) {
         Py_DECREF(seq);
         PyErr_Format(PyExc_ValueError, "shape has %zd dimensions (at most %d)", n, REEL_PY_MAXDIM);
         return -1;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        long long v = PyLong_AsLongLong(rx_fast_item(seq, i));
         if (v == -1 && PyErr_Occurred()) {
             Py_DECREF(seq);
             return -1;
@@ -529,7 +562,7 @@ static PyObject *frames_view_method(FramesObject *self, PyObject *args, PyObject
 static PyObject *frames_reduce(FramesObject *self, PyObject *unused)
 {
     (void)unused;
-    PyObject *mod = PyType_GetModuleByDef(Py_TYPE(self), &reel_module);
+    PyObject *mod = PyType_GetModule(Py_TYPE(self));
     if (!mod) return NULL;
     PyObject *fn = PyObject_GetAttrString(mod, "_frames_from_bytes");
     if (!fn) return NULL;
@@ -570,7 +603,8 @@ static PyObject *frames_repr(FramesObject *self)
     return r;
 }
 
-static int frames_getbuffer(FramesObject *self, Py_buffer *view, int flags)
+/* The getbuffer slot, in the type only on CPython >= 3.11 (frames_spec). */
+static int frames_getbuffer(FramesObject *self, rx_pybuffer *view, int flags)
 {
     const char *fmt = dtype_table[self->dtype].format;
     view->obj = NULL;
@@ -579,7 +613,7 @@ static int frames_getbuffer(FramesObject *self, Py_buffer *view, int flags)
                         "bfloat16 has no buffer-protocol format: use __dlpack__ (torch.from_dlpack)");
         return -1;
     }
-    if ((flags & PyBUF_F_CONTIGUOUS) == PyBUF_F_CONTIGUOUS && self->ndim > 1) {
+    if ((flags & RX_PYBUF_F_CONTIGUOUS) == RX_PYBUF_F_CONTIGUOUS && self->ndim > 1) {
         int nontrivial = 0;
         for (int i = 0; i < self->ndim; i++) nontrivial += self->shape[i] > 1;
         if (nontrivial > 1) {
@@ -592,10 +626,10 @@ static int frames_getbuffer(FramesObject *self, Py_buffer *view, int flags)
     view->len = (Py_ssize_t)self->nbytes;
     view->readonly = 0;
     view->itemsize = dtype_table[self->dtype].itemsize;
-    view->format = (flags & PyBUF_FORMAT) ? (char *)fmt : NULL;
+    view->format = (flags & RX_PYBUF_FORMAT) ? (char *)fmt : NULL;
     view->ndim = self->ndim;
-    view->shape = (flags & PyBUF_ND) == PyBUF_ND ? self->bshape : NULL;
-    view->strides = (flags & PyBUF_STRIDES) == PyBUF_STRIDES ? self->bstrides : NULL;
+    view->shape = (flags & RX_PYBUF_ND) == RX_PYBUF_ND ? self->bshape : NULL;
+    view->strides = (flags & RX_PYBUF_STRIDES) == RX_PYBUF_STRIDES ? self->bstrides : NULL;
     view->suboffsets = NULL;
     view->internal = NULL;
     if (!view->shape) view->ndim = 1; /* a flat run of bytes */
@@ -628,7 +662,9 @@ static PyMemberDef frames_members[] = {
     { "__weaklistoffset__", T_PYSSIZET, offsetof(FramesObject, weakreflist), READONLY, NULL }, { NULL }
 };
 
+/* The getbuffer slot first: frames_spec_nobuffer is the rest. */
 static PyType_Slot frames_slots[] = {
+    { Py_bf_getbuffer, (void *)frames_getbuffer },
     { Py_tp_doc, (void *)"An n-dimensional CPU array of decoded frames (or labels), C-contiguous.\n\n"
                          "Zero-copy into torch and numpy: torch.from_dlpack(x) / np.from_dlpack(x), or\n"
                          "x.torch() / x.numpy(). The memory lives as long as any array viewing it.\n"
@@ -641,7 +677,6 @@ static PyType_Slot frames_slots[] = {
     { Py_tp_members, frames_members },
     { Py_sq_length, (void *)frames_len },
     { Py_mp_length, (void *)frames_len },
-    { Py_bf_getbuffer, (void *)frames_getbuffer },
     { 0, NULL }
 };
 
@@ -650,6 +685,13 @@ PyType_Spec frames_spec = {
     .basicsize = sizeof(FramesObject),
     .flags = Py_TPFLAGS_DEFAULT,
     .slots = frames_slots,
+};
+
+PyType_Spec frames_spec_nobuffer = {
+    .name = "reel.Frames",
+    .basicsize = sizeof(FramesObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = frames_slots + 1,
 };
 
 static int dtype_from_name(const char *name)
@@ -662,11 +704,12 @@ static int dtype_from_name(const char *name)
 /* _frames_from_bytes(data, dtype, shape, indices, pts, dur, layout, dist=None, within=None): unpickling. */
 PyObject *mod_frames_from_bytes(PyObject *module, PyObject *args)
 {
-    Py_buffer buf;
+    const char *data;
+    Py_ssize_t len;
     const char *dtname;
     PyObject *shape_obj, *indices, *pts, *dur, *layout, *dist = Py_None, *within = Py_None;
-    if (!PyArg_ParseTuple(args, "y*sOOOOO|OO:_frames_from_bytes", &buf, &dtname, &shape_obj, &indices, &pts, &dur,
-                          &layout, &dist, &within))
+    if (!PyArg_ParseTuple(args, "y#sOOOOO|OO:_frames_from_bytes", &data, &len, &dtname, &shape_obj, &indices, &pts,
+                          &dur, &layout, &dist, &within))
         return NULL;
     reel_state *st = PyModule_GetState(module);
     int dt = dtype_from_name(dtname);
@@ -676,11 +719,11 @@ PyObject *mod_frames_from_bytes(PyObject *module, PyObject *args)
     if (dt < 0)
         PyErr_Format(PyExc_ValueError, "unknown dtype '%s'", dtname);
     else if (parse_shape(shape_obj, shape, &ndim) == 0 && (f = frames_alloc(st, dt, ndim, shape))) {
-        if ((size_t)buf.len != f->nbytes) {
+        if ((size_t)len != f->nbytes) {
             PyErr_SetString(PyExc_ValueError, "data size does not match the shape");
             Py_CLEAR(f);
         } else {
-            memcpy(f->data, buf.buf, f->nbytes);
+            memcpy(f->data, data, f->nbytes);
             f->indices = indices == Py_None ? NULL : Py_NewRef(indices);
             f->pts = pts == Py_None ? NULL : Py_NewRef(pts);
             f->dur = dur == Py_None ? NULL : Py_NewRef(dur);
@@ -689,6 +732,5 @@ PyObject *mod_frames_from_bytes(PyObject *module, PyObject *args)
             f->within = within == Py_None ? NULL : Py_NewRef(within);
         }
     }
-    PyBuffer_Release(&buf);
     return (PyObject *)f;
 }

@@ -50,7 +50,7 @@ int rx_build_dataset(reel_state *st, PyObject *dataset, reel_dataset **out)
     if (PyBytes_Check(dataset) || PyUnicode_Check(dataset) || PyObject_HasAttrString(dataset, "__fspath__")) {
         PyObject *pb = NULL;
         if (!PyUnicode_FSConverter(dataset, &pb)) return -1;
-        const char *path = PyBytes_AS_STRING(pb);
+        const char *path = PyBytes_AsString(pb);
         Py_BEGIN_ALLOW_THREADS
         r = reel_dataset_create_from_path(out, path, &err);
         Py_END_ALLOW_THREADS
@@ -67,18 +67,17 @@ int rx_build_dataset(reel_state *st, PyObject *dataset, reel_dataset **out)
         raise_err(st, r, &err, NULL);
         return -1;
     }
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = rx_fast_size(seq);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *path_obj, *label, *cls;
         double start = 0.0, end = -1.0;
-        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(seq, i), "OOO|dd:dataset entry", &path_obj, &label, &cls, &start,
-                              &end))
+        if (!PyArg_ParseTuple(rx_fast_item(seq, i), "OOO|dd:dataset entry", &path_obj, &label, &cls, &start, &end))
             goto fail;
         PyObject *pb = NULL;
         if (!PyUnicode_FSConverter(path_obj, &pb)) goto fail;
         if (cls != Py_None) {
-            const char *name = PyUnicode_AsUTF8(cls);
-            r = name ? reel_dataset_add_named(ds, PyBytes_AS_STRING(pb), name, start, end, &err) : REEL_OK;
+            const char *name = PyUnicode_AsUTF8AndSize(cls, NULL);
+            r = name ? reel_dataset_add_named(ds, PyBytes_AsString(pb), name, start, end, &err) : REEL_OK;
             if (!name) {
                 Py_DECREF(pb);
                 goto fail;
@@ -92,10 +91,10 @@ int rx_build_dataset(reel_state *st, PyObject *dataset, reel_dataset **out)
                     goto fail;
                 }
             }
-            r = reel_dataset_add(ds, PyBytes_AS_STRING(pb), lab, start, end, &err);
+            r = reel_dataset_add(ds, PyBytes_AsString(pb), lab, start, end, &err);
         }
         if (r != REEL_OK) {
-            raise_err(st, r, &err, PyBytes_AS_STRING(pb));
+            raise_err(st, r, &err, PyBytes_AsString(pb));
             Py_DECREF(pb);
             goto fail;
         }
@@ -116,7 +115,7 @@ static int samples_from_seq(PyObject *v, int64_t **out, int64_t *n)
 {
     PyObject *seq = PySequence_Fast(v, "samples must be a sequence of dataset indices");
     if (!seq) return -1;
-    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t len = rx_fast_size(seq);
     int64_t *a = PyMem_Malloc((size_t)(len > 0 ? len : 1) * sizeof *a);
     if (!a) {
         Py_DECREF(seq);
@@ -124,7 +123,7 @@ static int samples_from_seq(PyObject *v, int64_t **out, int64_t *n)
         return -1;
     }
     for (Py_ssize_t i = 0; i < len; i++) {
-        long long x = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(seq, i));
+        long long x = PyLong_AsLongLong(rx_fast_item(seq, i));
         if (x == -1 && PyErr_Occurred()) {
             PyMem_Free(a);
             Py_DECREF(seq);
@@ -159,7 +158,7 @@ static int take_special_key(const char *k, PyObject *value, void *opaque)
     }
     int fallback = !strcmp(k, "decoder.device_fallback");
     if (fallback || !strcmp(k, "decoder.device")) {
-        const char *v = value == Py_None ? NULL : PyUnicode_AsUTF8(value);
+        const char *v = value == Py_None ? NULL : PyUnicode_AsUTF8AndSize(value, NULL);
         if (value != Py_None && !v) return -1;
         char *own = fallback ? c->self->device_fallback : c->self->device;
         if (v) snprintf(own, sizeof c->self->device, "%s", v);
@@ -270,7 +269,6 @@ static void loader_destroy_now(LoaderObject *self)
 
 static void loader_dealloc(LoaderObject *self)
 {
-    PyTypeObject *tp = Py_TYPE(self);
     if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
     if (self->lock) {
         loader_destroy_now(self);
@@ -280,8 +278,7 @@ static void loader_dealloc(LoaderObject *self)
     free(self->ca_bundle); /* after the loader: it held pointers to them */
     if (self->bearer_token) memset(self->bearer_token, 0, strlen(self->bearer_token));
     free(self->bearer_token);
-    tp->tp_free((PyObject *)self);
-    Py_DECREF(tp);
+    rx_type_free((PyObject *)self);
 }
 
 static int loader_check(LoaderObject *self)
@@ -304,7 +301,6 @@ static int loader_check(LoaderObject *self)
 
 static void batchhandle_dealloc(BatchHandleObject *self)
 {
-    PyTypeObject *tp = Py_TYPE(self);
     if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
     LoaderObject *l = self->loader;
     if (l) {
@@ -315,8 +311,7 @@ static void batchhandle_dealloc(BatchHandleObject *self)
         self->loader = NULL;
         Py_DECREF(l);
     }
-    tp->tp_free((PyObject *)self);
-    Py_DECREF(tp);
+    rx_type_free((PyObject *)self);
 }
 
 static PyMemberDef batchhandle_members[] = {
@@ -347,7 +342,7 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
     double timeout = -1.0; /* none given: wait as long as it takes */
     if (!PyArg_ParseTuple(args, "|d:next", &timeout)) return NULL;
     if (loader_check(self) < 0) return NULL;
-    if (PyTuple_GET_SIZE(args) > 0 && !(timeout >= 0)) { /* C judges a timeout: its refusal, with its message */
+    if (PyTuple_Size(args) > 0 && !(timeout >= 0)) { /* C judges a timeout: its refusal, with its message */
         reel_batch *none = NULL;
         reel_error e;
         reel_error_clear(&e);
@@ -410,7 +405,7 @@ static PyObject *loader_next(LoaderObject *self, PyObject *args)
     }
     BatchHandleObject *h = NULL;
     if (r == REEL_OK && b) {
-        h = (BatchHandleObject *)st->BatchHandleType->tp_alloc(st->BatchHandleType, 0);
+        h = (BatchHandleObject *)rx_type_alloc(st->BatchHandleType);
         if (h) {
             h->loader = (LoaderObject *)Py_NewRef((PyObject *)self);
             h->batch = b;
@@ -582,7 +577,7 @@ static PyObject *loader_metrics(LoaderObject *self, PyObject *unused)
             Py_CLEAR(stages);
             break;
         }
-        PyList_SET_ITEM(stages, i, sd);
+        PyList_SetItem(stages, i, sd);
     }
     if (!stages || dict_set(d, "stages", stages) < 0) {
         Py_XDECREF(d);
@@ -649,7 +644,7 @@ static PyObject *loader_write_trace(LoaderObject *self, PyObject *arg)
     if (loader_check(self) < 0 || !PyUnicode_FSConverter(arg, &pb)) return NULL;
     reel_error err;
     reel_error_clear(&err);
-    const char *path = PyBytes_AS_STRING(pb);
+    const char *path = PyBytes_AsString(pb);
     int r = reel_loader_write_trace(self->loader, path, &err); /* with the GIL, see loader_destroy_now */
     PyObject *res = Py_None;
     if (r != REEL_OK) {

@@ -4,9 +4,13 @@
 #include "_ext.h"
 
 
+/* The module state of one of the module's objects. Its types are final (no
+ * Py_TPFLAGS_BASETYPE), so the object's type is the one made from the spec
+ * and PyType_GetModule finds the module (PyType_GetModuleByDef, which
+ * would also walk subclasses, is not in the stable ABI of 3.10). */
 reel_state *state_of(PyObject *obj)
 {
-    PyObject *m = PyType_GetModuleByDef(Py_TYPE(obj), &reel_module);
+    PyObject *m = PyType_GetModule(Py_TYPE(obj));
     return m ? (reel_state *)PyModule_GetState(m) : NULL;
 }
 
@@ -85,14 +89,14 @@ PyObject *raise_reel(reel_state *st, int status, const char *message, const char
     PyObject *cls = error_class(st, status);
     const char *text = message && *message ? message : reel_strerror(status);
     PyObject *msg = PyUnicode_DecodeFSDefault(text);
-    PyObject *exc = msg ? PyObject_CallOneArg(cls, msg) : NULL;
+    PyObject *exc = msg ? PyObject_CallFunctionObjArgs(cls, msg, NULL) : NULL;
     Py_XDECREF(msg);
     if (!exc) {
         Py_XDECREF(cause);
         return NULL;
     }
     PyObject *shown = path ? shown_bytes(path) : NULL;
-    PyObject *p = shown ? PyUnicode_DecodeFSDefault(PyBytes_AS_STRING(shown)) : path ? NULL : Py_NewRef(Py_None);
+    PyObject *p = shown ? PyUnicode_DecodeFSDefault(PyBytes_AsString(shown)) : path ? NULL : Py_NewRef(Py_None);
     Py_XDECREF(shown);
     PyObject *s = PyLong_FromLong(status);
     if (!p || !s || PyObject_SetAttrString(exc, "path", p) < 0 || PyObject_SetAttrString(exc, "status", s) < 0) {
@@ -121,10 +125,12 @@ PyObject *raise_err(reel_state *st, int status, const reel_error *err, const cha
 
 int64_t *parse_int64_seq(PyObject *obj, Py_ssize_t *n_out, const char *what)
 {
-    if (PyObject_CheckBuffer(obj) && !PyBytes_Check(obj) && !PyByteArray_Check(obj)) {
-        Py_buffer b;
-        if (PyObject_GetBuffer(obj, &b, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
-            const char *f = b.format ? b.format : "B";
+    if (!PyBytes_Check(obj) && !PyByteArray_Check(obj)) {
+        rx_buffer b; /* a typed array (numpy), where the buffer protocol is (>= 3.11) */
+        int got = rx_buffer_get(obj, &b, RX_BUF_TYPED);
+        if (got < 0) return NULL;
+        if (got) {
+            const char *f = b.format;
             if (*f == '<' || *f == '=' || *f == '@') f++;
             int ok = b.ndim <= 1 && f[0] && !f[1] && (f[0] == 'q' || f[0] == 'l' || f[0] == 'i') &&
                      (b.itemsize == 8 || b.itemsize == 4);
@@ -132,24 +138,22 @@ int64_t *parse_int64_seq(PyObject *obj, Py_ssize_t *n_out, const char *what)
                 Py_ssize_t n = b.len / b.itemsize;
                 int64_t *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *out);
                 if (!out) {
-                    PyBuffer_Release(&b);
+                    rx_buffer_release(&b);
                     PyErr_NoMemory();
                     return NULL;
                 }
                 for (Py_ssize_t i = 0; i < n; i++)
                     out[i] = b.itemsize == 8 ? ((const int64_t *)b.buf)[i] : ((const int32_t *)b.buf)[i];
-                PyBuffer_Release(&b);
+                rx_buffer_release(&b);
                 *n_out = n;
                 return out;
             }
-            PyBuffer_Release(&b);
-        } else {
-            PyErr_Clear();
+            rx_buffer_release(&b);
         }
     }
     PyObject *seq = PySequence_Fast(obj, what);
     if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = rx_fast_size(seq);
     int64_t *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *out);
     if (!out) {
         Py_DECREF(seq);
@@ -157,14 +161,16 @@ int64_t *parse_int64_seq(PyObject *obj, Py_ssize_t *n_out, const char *what)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *item = rx_fast_item(seq, i);
         PyObject *idx = PyNumber_Index(item);
         long long v = idx ? PyLong_AsLongLong(idx) : -1;
         Py_XDECREF(idx);
         if (v == -1 && PyErr_Occurred()) {
             if (PyErr_ExceptionMatches(PyExc_TypeError)) {
                 PyErr_Clear();
-                PyErr_Format(PyExc_TypeError, "%s: item %zd is %.100s, not an int", what, i, Py_TYPE(item)->tp_name);
+                PyObject *tn = rx_type_name(item);
+                if (tn) PyErr_Format(PyExc_TypeError, "%s: item %zd is %U, not an int", what, i, tn);
+                Py_XDECREF(tn);
             }
             PyMem_Free(out);
             Py_DECREF(seq);
@@ -181,7 +187,7 @@ double *parse_double_seq(PyObject *obj, Py_ssize_t *n_out, const char *what)
 {
     PyObject *seq = PySequence_Fast(obj, what);
     if (!seq) return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    Py_ssize_t n = rx_fast_size(seq);
     double *out = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *out);
     if (!out) {
         Py_DECREF(seq);
@@ -189,7 +195,7 @@ double *parse_double_seq(PyObject *obj, Py_ssize_t *n_out, const char *what)
         return NULL;
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        double v = PyFloat_AsDouble(PySequence_Fast_GET_ITEM(seq, i));
+        double v = PyFloat_AsDouble(rx_fast_item(seq, i));
         if (v == -1.0 && PyErr_Occurred()) {
             PyMem_Free(out);
             Py_DECREF(seq);
@@ -211,7 +217,7 @@ PyObject *int64_list(const int64_t *values, int64_t n)
             Py_CLEAR(l);
             break;
         }
-        PyList_SET_ITEM(l, (Py_ssize_t)i, x);
+        PyList_SetItem(l, (Py_ssize_t)i, x);
     }
     return l;
 }
@@ -320,7 +326,7 @@ static PyObject *mod_smart_resize(PyObject *m, PyObject *args)
 static PyObject *mod_redact_url(PyObject *m, PyObject *arg)
 {
     (void)m;
-    const char *u = PyUnicode_AsUTF8(arg);
+    const char *u = PyUnicode_AsUTF8AndSize(arg, NULL);
     if (!u) return NULL;
     size_t n = 3 * strlen(u) + 8; /* each control byte may become %XX */
     char *out = PyMem_Malloc(n);
@@ -591,7 +597,9 @@ static int add_defaults(PyObject *m)
 static int module_exec(PyObject *m)
 {
     reel_state *st = PyModule_GetState(m);
-    if (add_type(m, &st->FramesType, &frames_spec, "Frames") < 0 ||
+    if (rx_buffer_init(m) < 0) return -1;
+    PyType_Spec *frames = rx_buffer_api() ? &frames_spec : &frames_spec_nobuffer;
+    if (add_type(m, &st->FramesType, frames, "Frames") < 0 ||
         add_type(m, &st->DecoderType, &decoder_spec, "Decoder") < 0 ||
         add_type(m, &st->LoaderType, &loader_spec, "Loader") < 0 ||
         add_type(m, &st->BatchHandleType, &batchhandle_spec, "BatchHandle") < 0)
@@ -738,7 +746,7 @@ static int take_remote_key(const char *k, PyObject *v, void *opaque)
     remote_keys *c = opaque;
     if (v == Py_None) return 1;
     if (!strcmp(k, "ca_bundle") || !strcmp(k, "bearer_token")) {
-        const char *str = PyUnicode_AsUTF8(v);
+        const char *str = PyUnicode_AsUTF8AndSize(v, NULL);
         if (!str) return -1;
         char **slot = k[0] == 'c' ? c->ca_bundle : c->bearer_token;
         free(*slot);

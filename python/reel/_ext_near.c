@@ -12,8 +12,8 @@ static int near_meta(FramesObject *f, const double *dist, const uint8_t *within,
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *x = PyFloat_FromDouble(dist[i]);
         if (!x) goto fail;
-        PyTuple_SET_ITEM(d, i, x);
-        PyTuple_SET_ITEM(w, i, PyBool_FromLong(within[i]));
+        PyTuple_SetItem(d, i, x);
+        PyTuple_SetItem(w, i, PyBool_FromLong(within[i]));
     }
     f->dist = d;
     f->within = w;
@@ -104,7 +104,7 @@ typedef struct near_job_py {
     Py_ssize_t n;
     reel_transform t;
     PyObject *out;  /* the caller's array, or None */
-    Py_buffer view; /* of out, while the call writes it */
+    rx_buffer view; /* of out, while the call writes it */
     int have_view;
     FramesObject *frames; /* the result: new, or a view of out */
     int64_t *idx;         /* PyMem, n each */
@@ -185,7 +185,7 @@ static int job_output(reel_state *st, near_job_py *j)
         j->frames = frames_alloc(st, dt, 4, shape);
         return j->frames ? 0 : -1;
     }
-    if (PyObject_GetBuffer(j->out, &j->view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+    if (rx_buffer_get(j->out, &j->view, RX_BUF_WRITABLE) <= 0) {
         PyErr_Clear();
         PyErr_Format(PyExc_TypeError,
                      "decode_near: out['%s'] must be a writable C-contiguous array (numpy, or a CPU tensor)", j->name);
@@ -201,7 +201,7 @@ static int job_output(reel_state *st, near_job_py *j)
                      (long long)shape[3], chw ? "N, C, H, W" : "N, H, W, C");
         return -1;
     }
-    j->frames = frames_view(st, j->out, j->view.buf, dt, 4, shape);
+    j->frames = frames_view(st, j->out, (void *)j->view.buf, dt, 4, shape);
     return j->frames ? 0 : -1;
 }
 
@@ -227,7 +227,7 @@ PyObject *mod_decode_near(PyObject *module, PyObject *args, PyObject *kwargs)
         return NULL;
     }
     reel_state *st = PyModule_GetState(module);
-    Py_ssize_t nj = PyList_GET_SIZE(list);
+    Py_ssize_t nj = PyList_Size(list);
     size_t m = (size_t)(nj ? nj : 1);
     near_job_py *jobs = PyMem_Calloc(m, sizeof *jobs);
     DecoderObject **held = PyMem_Calloc(m, sizeof *held);
@@ -241,7 +241,7 @@ PyObject *mod_decode_near(PyObject *module, PyObject *args, PyObject *kwargs)
     keep = PyList_GetSlice(list, 0, nj); /* the tuples stay alive while their strings are used */
     if (!keep) goto out;
     for (Py_ssize_t i = 0; i < nj; i++)
-        if (parse_job(st, PyList_GET_ITEM(keep, i), dtype, layout, color, &jobs[i]) < 0) goto out;
+        if (parse_job(st, PyList_GetItem(keep, i), dtype, layout, color, &jobs[i]) < 0) goto out;
     /* each decoder once, in address order: two calls that share decoders
      * take their locks in the same order */
     for (Py_ssize_t i = 0; i < nj; i++) held[ndec++] = jobs[i].dec;
@@ -288,12 +288,12 @@ PyObject *mod_decode_near(PyObject *module, PyObject *args, PyObject *kwargs)
             Py_CLEAR(result);
             break;
         }
-        PyList_SET_ITEM(result, i, Py_NewRef((PyObject *)j->frames));
+        PyList_SetItem(result, i, Py_NewRef((PyObject *)j->frames));
     }
 out:
     for (Py_ssize_t i = 0; i < nheld; i++) rx_dec_release(held[i]);
     for (Py_ssize_t i = 0; jobs && i < nj; i++) {
-        if (jobs[i].have_view) PyBuffer_Release(&jobs[i].view);
+        if (jobs[i].have_view) rx_buffer_release(&jobs[i].view);
         Py_XDECREF(jobs[i].frames);
         PyMem_Free(jobs[i].secs);
         PyMem_Free(jobs[i].idx);

@@ -21,7 +21,7 @@ PyObject *rx_dataset_info_dict(reel_state *st, const reel_dataset *ds)
             Py_CLEAR(names);
             break;
         }
-        PyList_SET_ITEM(names, (Py_ssize_t)i, v);
+        PyList_SetItem(names, (Py_ssize_t)i, v);
     }
     if (!names) return NULL;
     size_t ns = reel_dataset_get_num_skipped(ds);
@@ -35,7 +35,7 @@ PyObject *rx_dataset_info_dict(reel_state *st, const reel_dataset *ds)
             Py_CLEAR(skipped);
             break;
         }
-        PyList_SET_ITEM(skipped, (Py_ssize_t)i, v);
+        PyList_SetItem(skipped, (Py_ssize_t)i, v);
     }
     if (!skipped) {
         Py_DECREF(names);
@@ -85,7 +85,7 @@ PyObject *mod_read_blocks(PyObject *module, PyObject *source)
             Py_CLEAR(blocks);
             break;
         }
-        PyList_SET_ITEM(blocks, (Py_ssize_t)i, v);
+        PyList_SetItem(blocks, (Py_ssize_t)i, v);
     }
     reel_free(starts);
     return blocks;
@@ -143,7 +143,7 @@ PyObject *mod_epoch_order(PyObject *module, PyObject *args)
                 Py_CLEAR(out);
                 break;
             }
-            PyList_SET_ITEM(out, (Py_ssize_t)g, v);
+            PyList_SetItem(out, (Py_ssize_t)g, v);
         }
     }
     reel_order_destroy(&o);
@@ -181,7 +181,7 @@ PyObject *mod_stripe(PyObject *module, PyObject *args)
             Py_CLEAR(out);
             break;
         }
-        PyList_SET_ITEM(out, (Py_ssize_t)k, t);
+        PyList_SetItem(out, (Py_ssize_t)k, t);
     }
     return out;
 }

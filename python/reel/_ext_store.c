@@ -20,7 +20,7 @@ static void pack_progress(void *opaque, const reel_pack_progress *p)
                                 (long long)p->videos_done, "videos_failed", (long long)p->videos_failed,
                                 "videos_resumed", (long long)p->videos_resumed, "bytes_written",
                                 (long long)p->bytes_written, "elapsed", p->elapsed);
-    PyObject *r = d ? PyObject_CallOneArg(c->progress, d) : NULL;
+    PyObject *r = d ? PyObject_CallFunctionObjArgs(c->progress, d, NULL) : NULL;
     Py_XDECREF(d);
     if (!r) {
         PyObject *t, *v, *tb;
@@ -161,13 +161,13 @@ static PyObject *mod_pack(PyObject *module, PyObject *args, PyObject *kwargs)
     reel_error_clear(&err);
     int r;
     Py_BEGIN_ALLOW_THREADS
-    r = reel_pack(PyBytes_AS_STRING(sb), PyBytes_AS_STRING(ob), &s, &rep, &err);
+    r = reel_pack(PyBytes_AsString(sb), PyBytes_AsString(ob), &s, &rep, &err);
     Py_END_ALLOW_THREADS
     PyObject *res = NULL;
     if (call.error && call.error != Py_None) {
         PyErr_SetObject((PyObject *)Py_TYPE(call.error), call.error);
     } else if (r != REEL_OK) {
-        raise_err(st, r, &err, PyBytes_AS_STRING(ob));
+        raise_err(st, r, &err, PyBytes_AsString(ob));
     } else {
         res = Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:O}", "videos", (long long)rep.videos, "packed",
                             (long long)rep.packed, "failed", (long long)rep.failed, "resumed", (long long)rep.resumed,
@@ -189,9 +189,9 @@ static PyObject *mod_pack_merge(PyObject *module, PyObject *arg)
     reel_error_clear(&err);
     int r;
     Py_BEGIN_ALLOW_THREADS
-    r = reel_pack_merge(PyBytes_AS_STRING(b), &err);
+    r = reel_pack_merge(PyBytes_AsString(b), &err);
     Py_END_ALLOW_THREADS
-    PyObject *res = r == REEL_OK ? Py_NewRef(Py_None) : raise_err(st, r, &err, PyBytes_AS_STRING(b));
+    PyObject *res = r == REEL_OK ? Py_NewRef(Py_None) : raise_err(st, r, &err, PyBytes_AsString(b));
     Py_DECREF(b);
     return res;
 }
@@ -206,11 +206,11 @@ static PyObject *mod_store_verify(PyObject *module, PyObject *arg)
     reel_error_clear(&err);
     int r;
     Py_BEGIN_ALLOW_THREADS
-    r = reel_store_verify(PyBytes_AS_STRING(b), &rep, &err);
+    r = reel_store_verify(PyBytes_AsString(b), &rep, &err);
     Py_END_ALLOW_THREADS
     PyObject *res = NULL;
     if (r != REEL_OK && r != REEL_E_CORRUPT)
-        res = raise_err(st, r, &err, PyBytes_AS_STRING(b));
+        res = raise_err(st, r, &err, PyBytes_AsString(b));
     else
         res = Py_BuildValue("{s:O,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:s}", "ok", r == REEL_OK ? Py_True : Py_False,
                             "records", (long long)rep.records, "frames", (long long)rep.frames, "bytes",
@@ -232,8 +232,8 @@ static reel_store *open_store_arg(PyObject *module, PyObject *arg)
     reel_store *s = NULL;
     reel_error err;
     reel_error_clear(&err);
-    int r = reel_store_open(&s, PyBytes_AS_STRING(b), &err);
-    if (r != REEL_OK) raise_err(st, r, &err, PyBytes_AS_STRING(b));
+    int r = reel_store_open(&s, PyBytes_AsString(b), &err);
+    if (r != REEL_OK) raise_err(st, r, &err, PyBytes_AsString(b));
     Py_DECREF(b);
     return r == REEL_OK ? s : NULL;
 }

@@ -28,7 +28,7 @@ static PyObject *synth_write(PyObject *module, PyObject *args, PyObject *kwargs)
     if (!PyUnicode_FSConverter(path_obj, &pb)) return NULL;
     reel_synth_params p;
     reel_synth_default_params(&p);
-    p.path = PyBytes_AS_STRING(pb);
+    p.path = PyBytes_AsString(pb);
     p.codec = codec;
     p.width = width;
     p.height = height;
@@ -56,45 +56,43 @@ static PyObject *synth_write(PyObject *module, PyObject *args, PyObject *kwargs)
     Py_RETURN_NONE;
 }
 
-/* read_indices(buffer, height, width): the index embedded in each HWC uint8
- * RGB image of a C-contiguous buffer of count x height x width x 3 bytes;
- * -1 where unreadable. */
+/* read_indices(data, height, width): the index embedded in each HWC uint8
+ * RGB image of `data` (bytes: count x height x width x 3); -1 where
+ * unreadable. Bytes, not a buffer: the stable ABI of 3.10 has no buffer
+ * protocol (reel._testing passes frames.tobytes()). */
 static PyObject *synth_read_indices(PyObject *module, PyObject *args)
 {
     (void)module;
-    Py_buffer view;
-    Py_ssize_t h, w;
-    if (!PyArg_ParseTuple(args, "y*nn:read_indices", &view, &h, &w)) return NULL;
-    PyObject *l = NULL;
+    const char *data;
+    Py_ssize_t len, h, w;
+    if (!PyArg_ParseTuple(args, "y#nn:read_indices", &data, &len, &h, &w)) return NULL;
     Py_ssize_t frame = h * w * 3;
-    if (h <= 0 || w <= 0 || frame <= 0 || view.len % frame != 0) {
-        PyErr_SetString(PyExc_ValueError, "read_indices: the buffer is not a whole number of HxWx3 images");
-        goto done;
+    if (h <= 0 || w <= 0 || frame <= 0 || len % frame != 0) {
+        PyErr_SetString(PyExc_ValueError, "read_indices: the data is not a whole number of HxWx3 images");
+        return NULL;
     }
-    Py_ssize_t count = view.len / frame;
-    l = PyList_New(count);
+    Py_ssize_t count = len / frame;
+    PyObject *l = PyList_New(count);
     for (Py_ssize_t i = 0; l && i < count; i++) {
-        const uint8_t *img = (const uint8_t *)view.buf + i * frame;
+        const uint8_t *img = (const uint8_t *)data + i * frame;
         PyObject *v = PyLong_FromLongLong(reel_synth_read_index(img, (int)w, (int)h, w * 3));
         if (!v) {
             Py_CLEAR(l);
             break;
         }
-        PyList_SET_ITEM(l, i, v);
+        PyList_SetItem(l, i, v);
     }
-done:
-    PyBuffer_Release(&view);
     return l;
 }
 
-static PyMethodDef synth_methods[] = {
-    { "write", (PyCFunction)(void (*)(void))synth_write, METH_VARARGS | METH_KEYWORDS,
-      "write(path, *, codec='h264', width=160, height=120, frames=60, ...)\n--\n\n"
-      "Writes a test video whose frames carry their index." },
-    { "read_indices", synth_read_indices, METH_VARARGS,
-      "read_indices(buffer, height, width)\n--\n\nThe index embedded in each HxWx3 uint8 image (-1: unreadable)." },
-    { NULL, NULL, 0, NULL }
-};
+static PyMethodDef synth_methods[] = { { "write", (PyCFunction)(void (*)(void))synth_write,
+                                         METH_VARARGS | METH_KEYWORDS,
+                                         "write(path, *, codec='h264', width=160, height=120, frames=60, ...)\n--\n\n"
+                                         "Writes a test video whose frames carry their index." },
+                                       { "read_indices", synth_read_indices, METH_VARARGS,
+                                         "read_indices(data, height, width)\n--\n\nThe index embedded in each HxWx3 "
+                                         "uint8 image of bytes (-1: unreadable)." },
+                                       { NULL, NULL, 0, NULL } };
 
 static struct PyModuleDef synth_module = { PyModuleDef_HEAD_INIT,
                                            "reel._synth",

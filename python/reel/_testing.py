@@ -23,4 +23,4 @@ def read_indices(frames: Any) -> List[int]:
     shape = tuple(int(s) for s in frames.shape)
     if len(shape) < 3 or shape[-1] != 3:
         raise ValueError("read_indices: need frames shaped [..., H, W, 3]")
-    return _synth.read_indices(memoryview(frames), shape[-3], shape[-2])
+    return _synth.read_indices(frames.tobytes(), shape[-3], shape[-2])
