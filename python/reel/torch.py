@@ -50,7 +50,7 @@ from ._samplers import (
     clips_at_regular_timestamps,
 )
 
-__all__ = ["as_tensor", "TorchBatch", "TorchClip", "TorchLoader", "VideoDataset", "StatefulDataLoader",
+__all__ = ["as_tensor", "TorchBatch", "TorchAudioBatch", "TorchClip", "TorchLoader", "VideoDataset", "StatefulDataLoader",
            "check_state_across_ranks", "ClipDataset"]
 
 
@@ -63,11 +63,27 @@ class TorchBatch(NamedTuple):
     frames: Any  #: [B, T, C, H, W] (or the loader's layout); a list of [T, C, H, W] for variable batches
     labels: torch.Tensor  #: [B] int64
     info: List[ClipInfo]
-    #: with the loader's ``audio``: float32 [B, C, S_max] zero-padded (a list of [C, S_i] for an unpadded
-    #: variable batch), as reel.Batch.audio; None without audio
-    audio: Any = None
-    audio_lengths: Optional[torch.Tensor] = None  #: [B] int64: each clip's S_i
-    audio_valid: Optional[torch.Tensor] = None  #: [B, 2] int64: the [lo, hi) of each clip's samples from the stream
+
+
+class TorchAudioBatch(NamedTuple):
+    """A batch of a loader with ``audio``: TorchBatch's three fields, then
+    the clips' audio (a loader without audio gives :class:`TorchBatch`, so
+    ``frames, labels, info = batch`` keeps working there)."""
+
+    frames: Any
+    labels: torch.Tensor
+    info: List[ClipInfo]
+    #: float32 [B, C, S_max] zero-padded (a list of [C, S_i] for an unpadded variable batch), as reel.Batch.audio
+    audio: Any
+    audio_lengths: torch.Tensor  #: [B] int64: each clip's S_i
+    audio_valid: torch.Tensor  #: [B, 2] int64: the [lo, hi) of each clip's samples from the stream
+
+
+def _torch_batch(frames: Any, labels: torch.Tensor, info: List[ClipInfo],
+                 audio: Tuple[Any, Any, Any]) -> Union[TorchBatch, TorchAudioBatch]:
+    if audio[0] is None:
+        return TorchBatch(frames, labels, info)
+    return TorchAudioBatch(frames, labels, info, *audio)
 
 
 class TorchClip(NamedTuple):
@@ -104,7 +120,7 @@ class TorchLoader:
     def __len__(self) -> int:
         return len(self.loader)
 
-    def __iter__(self) -> Iterator[TorchBatch]:
+    def __iter__(self) -> Iterator[Union[TorchBatch, TorchAudioBatch]]:
         """Tensors for each batch to the end of the current epoch."""
         return self
 
@@ -116,7 +132,7 @@ class TorchLoader:
                 event.synchronize()
             self._inflight = None
 
-    def __next__(self) -> TorchBatch:
+    def __next__(self) -> Union[TorchBatch, TorchAudioBatch]:
         # not a generator: it would keep the last batch (a ring buffer) alive
         self._settle()
         batch = self.loader.next_batch()
@@ -135,7 +151,7 @@ class TorchLoader:
                 event = torch.cuda.Event()
                 event.record()
                 self._inflight = (batch, event)
-        return TorchBatch(frames, labels, batch.info, *audio)
+        return _torch_batch(frames, labels, batch.info, audio)
 
 
 # Loader arguments VideoDataset sets itself (rank and world_size are its own).
@@ -487,7 +503,7 @@ class _DatasetIterator:
                     a, n, v = audio
                     audio = (None, None, None) if a is None else (_each(a, _shared_copy), _shared_copy(n),
                                                                   _shared_copy(v))
-                return TorchBatch(frames, labels, batch.info, *audio)
+                return _torch_batch(frames, labels, batch.info, audio)
             # one copy; the ring buffer goes back now
             frames = _each(frames, _shared_copy if self._shared else lambda f: f.clone())
             ys = labels.tolist()

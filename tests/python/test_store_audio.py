@@ -225,5 +225,8 @@ def test_reel_torch_carries_the_audio(mono_store):
             assert tuple(int(x) for x in valid[i]) == v
             seen.append(c.sample)
     assert len(want) == 3 and sorted(set(seen)) == sorted(want) and len(seen) >= 6  # workers may pad a sample
-    with reel.Loader(str(mono_store), epochs=1, **kw) as ld:  # without audio: None
-        assert all(b.audio is None and b.audio_valid is None for b in rt.TorchLoader(ld))
+    with reel.Loader(str(mono_store), epochs=1, **kw) as ld:  # without audio: the three-field TorchBatch
+        batches = list(rt.TorchLoader(ld))
+        assert batches and all(type(b) is rt.TorchBatch for b in batches)
+        frames, labels, info = batches[0]
+        assert len(info) == labels.shape[0]
