@@ -227,6 +227,8 @@ static int open_stream(reel_audio *a, const reel_audio_settings *s, reel_error *
     if (idx >= 0 && ((unsigned)idx >= fmt->nb_streams || fmt->streams[idx]->codecpar->codec_type != AVMEDIA_TYPE_AUDIO))
         return reel__error_set(err, REEL_E_NO_AUDIO_STREAM, "%s: stream %d is not an audio stream", a->name, idx);
     if (idx < 0) idx = av_find_best_stream(fmt, AVMEDIA_TYPE_AUDIO, -1, vid, NULL, 0);
+    for (unsigned i = 0; idx < 0 && i < fmt->nb_streams; i++) /* one it passed over (a rate of 0): named below */
+        if (fmt->streams[i]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO) idx = (int)i;
     if (idx < 0) {
         if (s->missing != REEL_AUDIO_MISSING_ZEROS)
             return reel__error_set(err, REEL_E_NO_AUDIO_STREAM, "%s: no audio stream", a->name);

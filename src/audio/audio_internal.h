@@ -43,16 +43,16 @@ struct reel_audio {
     SwrContext *swr;     /* NULL: the output rate is the native one */
     AVPacket *pkt;
     AVFrame *frame;
-    int seekable;       /* a restart after a seek with preroll decodes the same samples */
-    int64_t preroll;    /* native samples decoded before a restart's first placed frame */
-    int64_t align;      /* resampler restarts at native indices that are multiples of this */
-    int64_t pos;        /* native samples placed (grid index of the next) */
-    int64_t feed_from;  /* native index from which samples reach the output */
-    int64_t out_pos;    /* output samples produced (grid index of the next) */
-    int eof;            /* 0 reading; 1 decoder flushed; 2 decoder drained; 3 all out */
-    int waiting;        /* after a seek: frames before mark `resume` only warm the decoder */
+    int seekable;      /* a restart after a seek with preroll decodes the same samples */
+    int64_t preroll;   /* native samples decoded before a restart's first placed frame */
+    int64_t align;     /* resampler restarts at native indices that are multiples of this */
+    int64_t pos;       /* native samples placed (grid index of the next) */
+    int64_t feed_from; /* native index from which samples reach the output */
+    int64_t out_pos;   /* output samples produced (grid index of the next) */
+    int eof;           /* 0 reading; 1 decoder flushed; 2 decoder drained; 3 all out */
+    int waiting;       /* after a seek: frames before mark `resume` only warm the decoder */
     reel__audio_mark resume;
-    int64_t end;        /* output samples the stream gives, once a run reached its end; -1 unknown */
+    int64_t end; /* output samples the stream gives, once a run reached its end; -1 unknown */
     /* the window of the call in progress */
     int64_t win_lo, win_hi;
     float *win_dst;

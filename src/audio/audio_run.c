@@ -58,8 +58,8 @@ void reel__audio_run_init(reel_audio *a)
     /* MP3, MP2, Opus, FLAC and PCM decode the same samples after a seek with
      * preroll; AAC does not: libavcodec's decoder draws its noise
      * substitution from a generator that no flush or seek resets */
-    a->seekable = id == AV_CODEC_ID_MP3 || id == AV_CODEC_ID_MP2 || id == AV_CODEC_ID_OPUS ||
-                  id == AV_CODEC_ID_FLAC || (d && (d->props & AV_CODEC_PROP_INTRA_ONLY) && id != AV_CODEC_ID_AAC);
+    a->seekable = id == AV_CODEC_ID_MP3 || id == AV_CODEC_ID_MP2 || id == AV_CODEC_ID_OPUS || id == AV_CODEC_ID_FLAC ||
+                  (d && (d->props & AV_CODEC_PROP_INTRA_ONLY) && id != AV_CODEC_ID_AAC);
     const int64_t sr = a->info.native_sample_rate;
     /* 200 ms, or what the container asks if more; Opus 1 s: its decoder's
      * filters converge to the bit in about 400 ms (measured; 200 ms is 7e-6 off) */
@@ -233,8 +233,8 @@ static int feed_native(reel_audio *a, const float *planes, int64_t start, int64_
 /* Native samples from a0 to the stream time `ts`. */
 static int64_t native_pos(const reel_audio *a, int64_t ts)
 {
-    return (int64_t)reel__audio_round_half_up((__int128)(ts - a->info.start_pts) * a->tb.num * a->info.native_sample_rate,
-                                  a->tb.den);
+    return (int64_t)reel__audio_round_half_up(
+        (__int128)(ts - a->info.start_pts) * a->tb.num * a->info.native_sample_rate, a->tb.den);
 }
 
 static int add_mark(reel_audio *a, int64_t ts, int64_t pos)
@@ -385,7 +385,8 @@ static int start_at_mark(reel_audio *a, const reel__audio_mark *m, reel_error *e
         reel__audio_run_free(a);
         return st;
     }
-    const int64_t pre = (int64_t)((__int128)a->preroll * a->tb.den / ((__int128)a->tb.num * a->info.native_sample_rate)) + 1;
+    const int64_t pre =
+        (int64_t)((__int128)a->preroll * a->tb.den / ((__int128)a->tb.num * a->info.native_sample_rate)) + 1;
     if (av_seek_frame(a->fmt, a->stream, mk.ts - pre, AVSEEK_FLAG_BACKWARD) < 0) {
         reel__audio_run_free(a);
         return LOST;
@@ -440,7 +441,8 @@ static int advance(reel_audio *a, int64_t hi, reel_error *err)
         }
         r = avcodec_send_packet(a->ctx, a->pkt);
         av_packet_unref(a->pkt);
-        if (r < 0 && r != AVERROR(EAGAIN) && !a->waiting) return av_fail(a, REEL_E_CORRUPT, "corrupt audio packet", r, err);
+        if (r < 0 && r != AVERROR(EAGAIN) && !a->waiting)
+            return av_fail(a, REEL_E_CORRUPT, "corrupt audio packet", r, err);
     }
     return REEL_OK;
 }
