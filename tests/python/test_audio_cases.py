@@ -272,3 +272,32 @@ def test_a_window_far_past_the_end_is_zeros_and_valid_says_none(tmp_path):
             assert not np.asarray(a.data).any()
         b = dec.get_audio_played_in_range(1.0, 1.25)  # and the stream is still there
         assert b.valid == (0, 4000) and np.asarray(b.data).any()
+
+
+def test_audio_over_http_equals_local_and_reads_only_the_start(tmp_path):
+    from servers import nginx
+
+    www = tmp_path / "www"
+    www.mkdir()
+    # 60 s: a window near the start must not fetch the whole object
+    _make(www, "long.mp4", [], [], ["-c:a", "aac", "-b:a", "192k"], seconds=60)
+    _make(www, "long.mkv", [], [], ["-c:a", "libopus"], seconds=20)
+    size = (www / "long.mp4").stat().st_size
+    with nginx(www) as base:
+        for name, clips in (("long.mp4", [range(25, 37)]), ("long.mkv", [range(400, 408), range(30, 38)])):
+            url = f"{base}/{name}"
+            with reel.VideoDecoder(str(www / name), audio={"sample_rate": 16000, "channels": 1}) as dec:
+                local = [np.asarray(dec.get_audio_for_frames(c).data) for c in clips]
+            remote = {"whole_object_max": 0, "readahead_max": 256 << 10}  # ranges, not the object
+            with reel.VideoDecoder(url, remote=remote) as dec:
+                video_only = dec.remote_stats["bytes_fetched"]
+            with reel.VideoDecoder(url, audio={"sample_rate": 16000, "channels": 1}, remote=remote) as dec:
+                got = [np.asarray(dec.get_audio_for_frames(c).data) for c in clips]
+                stats = dec.remote_stats
+            for a, b in zip(local, got):
+                assert np.array_equal(a, b)
+            assert stats["bytes_fetched"] > video_only  # the audio's requests are counted
+            if name == "long.mp4":
+                assert stats["bytes_fetched"] - video_only < size / 4, (stats["bytes_fetched"], video_only, size)
+        with pytest.raises(reel.NotFoundError):
+            reel.VideoDecoder(f"{base}/missing.mp4", audio=True)
