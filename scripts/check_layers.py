@@ -81,7 +81,6 @@ INTER_MODULE: Dict[str, Set[str]] = {
     "io/remote_fields.h": {"pipeline"},  # the remote settings and stats as field lists
     "convert/dtype.h": {"pipeline"},  # bytes per output element
     "decoder/open.h": {"pipeline"},  # opening with the entry's answer to "is it remote?"
-    "audio/audio_open.h": {"pipeline"},  # a video's audio, opened with the entry's answer to "is it remote?"
     "decoder/decoder_for_loader.h": {"pipeline"},  # a loader sample's decode, its GOP contexts per call
     "store/store_for_pack.h": {"pack"},  # the store's writing side
     "store/store_for_pipeline.h": {"pipeline"},  # the loader's store source, a store's folder

@@ -340,9 +340,9 @@ def process_audio_info(conversations: Union[List[Dict[str, Any]], List[List[Dict
     float32 16 kHz mono numpy arrays; None when there are none."""
     audios: List[Any] = []
     if isinstance(conversations[0], dict):
-        conversations = [conversations]  # type: ignore[list-item]
+        conversations = [conversations]
     for conversation in conversations:
-        for message in conversation:  # type: ignore[union-attr]
+        for message in conversation:
             if not isinstance(message["content"], list):
                 continue
             for ele in message["content"]:

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #include "audio/audio_internal.h"
-#include "audio/audio_open.h"
 #include "io/io_front.h"
 #include "io/remote.h"
 
@@ -52,62 +51,6 @@ int reel_audio_get_remote_stats(const reel_audio *a, reel_remote_stats *out, ree
 {
     if (!a || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_audio_get_remote_stats: NULL argument");
     reel__remote_stats(a->io, out);
-    return REEL_OK;
-}
-
-/* ---- the bytes: src/io under an AVIOContext ----------------------------- */
-
-static int io_read(void *opaque, uint8_t *buf, int size)
-{
-    reel_audio *a = opaque;
-    size_t got = 0;
-    if (reel__io_read_at(a->io, a->io_pos, buf, (size_t)size, &got, &a->io_err) != REEL_OK) return AVERROR(EIO);
-    a->io_pos += (int64_t)got;
-    return got ? (int)got : AVERROR_EOF;
-}
-
-static int64_t io_seek(void *opaque, int64_t offset, int whence)
-{
-    reel_audio *a = opaque;
-    const int64_t size = reel__io_size(a->io);
-    whence &= ~AVSEEK_FORCE;
-    if (whence == AVSEEK_SIZE) return size;
-    int64_t base = whence == SEEK_CUR ? a->io_pos : whence == SEEK_END ? size : 0;
-    if (whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END) return AVERROR(EINVAL);
-    if (base + offset < 0 || base + offset > size) return AVERROR(EINVAL);
-    a->io_pos = base + offset;
-    return a->io_pos;
-}
-
-/* Opens the container over the AVIOContext, from its first byte. */
-static int open_container(reel_audio *a)
-{
-    if (avio_seek(a->avio, 0, SEEK_SET) < 0) return AVERROR(EIO);
-    a->fmt = avformat_alloc_context();
-    if (!a->fmt) return AVERROR(ENOMEM);
-    a->fmt->pb = a->avio;
-    a->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
-    return avformat_open_input(&a->fmt, a->name, NULL, NULL); /* frees fmt on failure */
-}
-
-/* Back to the stream's first packet: the container opened afresh. A seek
- * to the start is not the same for every demuxer (mp4's seek to time 0
- * lands after AAC's priming packet, which the decode needs), and the CLI
- * that the samples are held to reads from the first byte. */
-int reel__audio_reopen(reel_audio *a, reel_error *err)
-{
-    avformat_close_input(&a->fmt);
-    reel_error_clear(&a->io_err);
-    int r = open_container(a);
-    if (r < 0 || (unsigned)a->stream >= a->fmt->nb_streams ||
-        a->fmt->streams[a->stream]->codecpar->codec_id != a->par->codec_id) {
-        char eb[AV_ERROR_MAX_STRING_SIZE] = "its streams changed";
-        if (r < 0) av_strerror(r, eb, sizeof eb);
-        if (r < 0 && a->io_err.status != REEL_OK)
-            return reel__error_set(err, a->io_err.status, "%s", a->io_err.message);
-        return reel__error_set(err, r < 0 ? reel__status_from_av(r) : REEL_E_CORRUPT, "%s: cannot reopen: %s", a->name,
-                               eb);
-    }
     return REEL_OK;
 }
 
@@ -268,7 +211,9 @@ static int open_stream(reel_audio *a, const reel_audio_settings *s, reel_error *
     return REEL_OK;
 }
 
-int reel__audio_open_as(reel_audio **out, const char *path, int remote, const reel_audio_settings *s, reel_error *err)
+/* reel_audio_open for `path` known to be remote (read through src/io by
+ * byte ranges) or a local file. */
+static int open_as(reel_audio **out, const char *path, int remote, const reel_audio_settings *s, reel_error *err)
 {
     if (!out || !path) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_audio_open: NULL argument");
     *out = NULL;
@@ -306,13 +251,13 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
     a->end = -1;
     reel_error_clear(&a->io_err);
     uint8_t *buf = av_malloc(REEL_IO_BUFFER_SIZE);
-    if (buf) a->avio = avio_alloc_context(buf, REEL_IO_BUFFER_SIZE, 0, a, io_read, NULL, io_seek);
+    if (buf) a->avio = reel__audio_avio(a, buf, REEL_IO_BUFFER_SIZE);
     if (!a->avio) {
         av_free(buf);
         reel_audio_close(&a);
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
     }
-    int r = open_container(a);
+    int r = reel__audio_open_container(a);
     if (r < 0) {
         char eb[AV_ERROR_MAX_STRING_SIZE];
         av_strerror(r, eb, sizeof eb);
@@ -341,5 +286,5 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
  * from no dataset entry) that asks whether it is remote. */
 int reel_audio_open(reel_audio **out, const char *path, const reel_audio_settings *s, reel_error *err)
 {
-    return reel__audio_open_as(out, path, path ? reel__io_is_remote(path) : 0, s, err);
+    return open_as(out, path, path ? reel__io_is_remote(path) : 0, s, err);
 }

@@ -1,6 +1,7 @@
 /* audio_internal.h: the audio object (reel/audio.h) shared by audio.c (opening,
- * the public calls) and audio_run.c (the running decode, its history and
- * checkpoints, the restarts). src/audio's files alone include it. */
+ * the public calls), audio_run.c (the running decode, its history and
+ * marks, the restarts) and audio_source.c (the bytes). src/audio's files
+ * alone include it. */
 #ifndef REEL_AUDIO_AUDIO_INTERNAL_H
 #define REEL_AUDIO_AUDIO_INTERNAL_H
 
@@ -9,7 +10,7 @@
 #include <libswresample/swresample.h>
 
 #include "core/error.h"
-#include "io/io_common.h"
+#include "io/io_front.h"
 #include "reel/audio.h"
 
 #define REEL_AUDIO_MAX_RATE     1000000
@@ -91,6 +92,14 @@ int reel__audio_open_codec(reel_audio *a, AVCodecContext **out, reel_error *err)
 
 /* The timestamp a decoded frame is placed by. */
 int64_t reel__audio_frame_ts(const AVFrame *f);
+
+/* ---- audio_source.c: the bytes ---- */
+
+/* An AVIOContext over a->io (buf: av_malloc'd, `size` bytes; it takes it). */
+AVIOContext *reel__audio_avio(reel_audio *a, unsigned char *buf, int size);
+
+/* Opens the container over a->avio from its first byte (an AVERROR). */
+int reel__audio_open_container(reel_audio *a);
 
 /* Back to the first byte: the container opened afresh. */
 int reel__audio_reopen(reel_audio *a, reel_error *err);
