@@ -194,6 +194,7 @@ static int open_stream(reel_audio *a, const reel_audio_settings *s, reel_error *
     if (!(a->par = avcodec_parameters_alloc()) || avcodec_parameters_copy(a->par, par) < 0)
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
     a->stream = idx;
+    reel__audio_discard_others(a);
     a->tb = fmt->streams[idx]->time_base;
     a->info.has_audio = 1;
     a->info.stream_index = idx;
@@ -248,7 +249,7 @@ static int open_as(reel_audio **out, const char *path, int remote, const reel_au
     a->s = *s;
     a->s.remote = NULL; /* borrowed for the open only */
     a->stream = -1;
-    a->end = -1;
+    a->end = a->end_native = -1;
     reel_error_clear(&a->io_err);
     uint8_t *buf = av_malloc(REEL_IO_BUFFER_SIZE);
     if (buf) a->avio = reel__audio_avio(a, buf, REEL_IO_BUFFER_SIZE);

@@ -53,7 +53,8 @@ struct reel_audio {
     int eof;           /* 0 reading; 1 decoder flushed; 2 decoder drained; 3 all out */
     int waiting;       /* after a seek: frames before mark `resume` only warm the decoder */
     reel__audio_mark resume;
-    int64_t end; /* output samples the stream gives, once a run reached its end; -1 unknown */
+    int64_t end;        /* output samples the stream gives, once a run reached its end; -1 unknown */
+    int64_t end_native; /* native samples the stream gives, once a run reached its end; -1 unknown */
     /* the window of the call in progress */
     int64_t win_lo, win_hi;
     float *win_dst;
@@ -100,6 +101,9 @@ AVIOContext *reel__audio_avio(reel_audio *a, unsigned char *buf, int size);
 
 /* Opens the container over a->avio from its first byte (an AVERROR). */
 int reel__audio_open_container(reel_audio *a);
+
+/* Sets every stream but a->stream to be discarded by the demuxer. */
+void reel__audio_discard_others(reel_audio *a);
 
 /* Back to the first byte: the container opened afresh. */
 int reel__audio_reopen(reel_audio *a, reel_error *err);

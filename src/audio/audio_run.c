@@ -73,7 +73,7 @@ void reel__audio_run_init(reel_audio *a)
         h = t;
     }
     a->align = a->info.sample_rate == a->info.native_sample_rate ? 1 : sr / g;
-    a->end = -1;
+    a->end = a->end_native = -1;
 }
 
 void reel__audio_run_free(reel_audio *a)
@@ -268,17 +268,6 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
         return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC,
                                "%s: the audio changes format mid-stream (%d Hz, %d channels, was %d Hz, %d)", a->name,
                                f->sample_rate, f->ch_layout.nb_channels, a->info.native_sample_rate, nch);
-    size_t need = (size_t)n * (size_t)nch;
-    if (need > a->scratch_cap) {
-        float *p = realloc(a->scratch, need * sizeof(float));
-        if (!p) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
-        a->scratch = p;
-        a->scratch_cap = need;
-    }
-    if (frame_to_planes(f, nch, a->scratch) < 0)
-        return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC, "%s: audio sample format %s not handled", a->name,
-                               av_get_sample_fmt_name((enum AVSampleFormat)f->format));
-    if (a->info.channels == 1) mix_to_mono(a->scratch, nch, n);
     if (a->seekable && ts != AV_NOPTS_VALUE && add_mark(a, ts, a->pos) != REEL_OK)
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
     int skip = 0;
@@ -293,6 +282,21 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
         }
     }
     if (skip >= n) return REEL_OK;
+    if (a->pos + (n - skip) <= a->feed_from) { /* before the output starts: placed, not converted */
+        a->pos += n - skip;
+        return REEL_OK;
+    }
+    size_t need = (size_t)n * (size_t)nch;
+    if (need > a->scratch_cap) {
+        float *p = realloc(a->scratch, need * sizeof(float));
+        if (!p) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
+        a->scratch = p;
+        a->scratch_cap = need;
+    }
+    if (frame_to_planes(f, nch, a->scratch) < 0)
+        return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC, "%s: audio sample format %s not handled", a->name,
+                               av_get_sample_fmt_name((enum AVSampleFormat)f->format));
+    if (a->info.channels == 1) mix_to_mono(a->scratch, nch, n);
     int st = feed_native(a, a->scratch + skip, a->pos, n - skip, n);
     if (st != REEL_OK) return reel__error_set(err, st, "%s: resampling failed", a->name);
     a->pos += n - skip;
@@ -334,7 +338,9 @@ static int start_run(reel_audio *a, reel_error *err)
     return REEL_OK;
 }
 
-static int start_at_a0(reel_audio *a, reel_error *err)
+/* A run from a0 whose output starts at native index `from` (a multiple of
+ * align: the resampler restarted there reproduces the whole stream's). */
+static int start_at_a0(reel_audio *a, int64_t from, reel_error *err)
 {
     int st = start_run(a, err);
     if (st == REEL_OK) st = reel__audio_reopen(a, err);
@@ -342,7 +348,9 @@ static int start_at_a0(reel_audio *a, reel_error *err)
         reel__audio_run_free(a);
         return st;
     }
-    a->pos = a->feed_from = a->out_pos = a->hist_lo = 0;
+    a->pos = 0;
+    a->feed_from = from;
+    a->out_pos = a->hist_lo = (int64_t)((__int128)from * a->info.sample_rate / a->info.native_sample_rate);
     return REEL_OK;
 }
 
@@ -360,7 +368,7 @@ static int64_t mark_feed(const reel_audio *a, const reel__audio_mark *m, int64_t
 static const reel__audio_mark *mark_for(const reel_audio *a, int64_t lo)
 {
     if (!a->seekable) return NULL;
-    const int64_t pre = a->swr ? a->info.sample_rate / 100 + 1 : 0;
+    const int64_t pre = a->info.sample_rate != a->info.native_sample_rate ? a->info.sample_rate / 100 + 1 : 0;
     const reel__audio_mark *best = NULL;
     size_t lo_i = 0, hi_i = a->n_marks; /* the last with its output index <= lo - pre */
     while (lo_i < hi_i) {
@@ -421,7 +429,9 @@ static int advance(reel_audio *a, int64_t hi, reel_error *err)
                 if (got < 0) return reel__error_set(err, REEL_E_NOMEM, "%s: resampling failed", a->name);
             }
             a->eof = 3;
-            a->end = a->out_pos;
+            a->end_native = a->pos;
+            if (a->pos > a->feed_from || a->feed_from == 0)
+                a->end = a->out_pos; /* else: ended before the output began */
             break;
         }
         if (r != AVERROR(EAGAIN)) {
@@ -467,18 +477,30 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
     /* go on with the run when it holds or has yet to reach lo, unless a mark
      * ahead saves more than a second of decoding */
     const reel__audio_mark *m = mark_for(a, lo);
+    /* a run from a0 converts and resamples from an aligned index 10 ms (of
+     * output) or more before the window; before it, it only decodes */
+    const int64_t pre = a->info.sample_rate != a->info.native_sample_rate ? a->info.sample_rate / 100 + 1 : 0;
+    int64_t from = 0;
+    if (lo - pre > 0) {
+        from = (int64_t)((__int128)(lo - pre) * a->info.native_sample_rate / a->info.sample_rate);
+        from = from / a->align * a->align;
+    }
     int64_t m_out = -1;
     if (m) mark_feed(a, m, &m_out);
+    if (a->end_native >= 0 && from >= a->end_native) { /* the stream ends before the window's output starts */
+        *end = lo;
+        return REEL_OK;
+    }
     int go_on = a->ctx && lo >= a->hist_lo && !(m && m_out > a->out_pos + a->info.sample_rate);
     int st = REEL_OK;
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!go_on) {
-            st = m ? start_at_mark(a, m, err) : start_at_a0(a, err);
+            st = m ? start_at_mark(a, m, err) : start_at_a0(a, from, err);
             if (st == LOST) {
                 a->n_marks = 0; /* this file's timestamps are not what its marks say: from a0 from now on */
                 a->seekable = 0;
                 m = NULL;
-                st = start_at_a0(a, err);
+                st = start_at_a0(a, from, err);
             }
             if (st != REEL_OK) return st;
         }
@@ -498,6 +520,6 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
         reel__audio_run_free(a); /* the next call starts afresh */
         return st == LOST ? reel__error_set(err, REEL_E_INTERNAL, "%s: audio restart lost its place", a->name) : st;
     }
-    if (a->eof == 3) *end = a->end;
+    if (a->eof == 3) *end = a->end >= 0 ? a->end : lo;
     return REEL_OK;
 }

@@ -57,7 +57,16 @@ int reel__audio_reopen(reel_audio *a, reel_error *err)
         return reel__error_set(err, r < 0 ? reel__status_from_av(r) : REEL_E_CORRUPT, "%s: cannot reopen: %s", a->name,
                                eb);
     }
+    reel__audio_discard_others(a);
     return REEL_OK;
+}
+
+/* The demuxer skips the other streams' packets (mp4: without reading their
+ * bytes), as the ffmpeg CLI does for the streams it does not map. */
+void reel__audio_discard_others(reel_audio *a)
+{
+    for (unsigned i = 0; i < a->fmt->nb_streams; i++)
+        if ((int)i != a->stream) a->fmt->streams[i]->discard = AVDISCARD_ALL;
 }
 
 AVIOContext *reel__audio_avio(reel_audio *a, unsigned char *buf, int size)
