@@ -9,7 +9,9 @@
    keyframe every 50 frames) with 48 kHz stereo AAC at 128 kb/s (two tones
    and noise, so the encoder uses noise substitution: reel decodes such AAC
    from a0, or on from the last window).
-2. Workloads, on the same clips for both tools (seeded), each in a fresh
+2. Accuracy: each tool's audio for the clips, in their random order, at
+   the stream's rate and channels, against the ffmpeg CLI's (max |diff|).
+3. Workloads, on the same clips for both tools (seeded), each in a fresh
    process per round, the tools interleaved and the best round kept:
      av     --clips clips of --frames consecutive frames per video, at random
             starts in random order, one decoder per video: the frames (full
@@ -22,12 +24,12 @@
    and AudioDecoder(path, sample_rate=16000, num_channels=1),
    get_frames_at and get_samples_played_in_range over [first pts, last pts +
    duration) of its frames. One thread each.
-3. With --hour: a 1-hour file (96x64 at 10 fps, 48 kHz stereo AAC) and the
+4. With --hour: a 1-hour file (96x64 at 10 fps, 48 kHz stereo AAC) and the
    peak RSS of a process that reads 1 s windows of its audio at 12 times
    across it, in random order (each decoded from a0: AAC), against the same
    process opening the file without reading audio; torchcodec's AudioDecoder
    on the same windows.
-4. Reports clips/s and the ratio reel / torchcodec, writes the "## Audio
+5. Reports clips/s and the ratio reel / torchcodec, writes the "## Audio
    (issue 28)" section of docs/BENCHMARKS.md and the raw results as JSON
    lines in build/bench-data/results-audio.jsonl.
 
@@ -130,6 +132,35 @@ def w_torchcodec(videos, starts, frames, with_video):
     return n
 
 
+def w_accuracy(tool, videos, starts, frames):
+    """max |diff| of every clip's audio, at the stream's own rate and
+    channels, against the ffmpeg CLI's (aresample=async=1:min_hard_comp=0),
+    in the clips' random order."""
+    import numpy as np
+    worst = 0.0
+    for path, ss in zip(videos, starts):
+        raw = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-af",
+                              "aresample=async=1:min_hard_comp=0", "-f", "f32le", "-"],
+                             check=True, capture_output=True).stdout
+        ref = np.frombuffer(raw, dtype=np.float32).reshape(-1, 2).T
+        if tool == "reel":
+            import reel
+            dec = reel.VideoDecoder(path, threads=1, gop_contexts=1, audio=True)
+        else:
+            from torchcodec.decoders import AudioDecoder
+            ad = AudioDecoder(path)
+        for s in ss:
+            if tool == "reel":
+                a = dec.get_audio_for_frames(range(s, s + frames))
+                got, first = np.asarray(a.data), a.first_sample
+            else:
+                a = ad.get_samples_played_in_range(s / 25.0, (s + frames) / 25.0)
+                got, first = a.data.numpy(), int(round(a.pts_seconds * 48000))
+            n = min(got.shape[1], ref.shape[1] - first)
+            worst = max(worst, float(np.abs(got[:, :n] - ref[:, first:first + n]).max()))
+    return worst
+
+
 def w_hour(tool, path, read):
     """Opens the 1-hour file; with `read`, 1 s windows at 12 times across it."""
     rng = random.Random(3600)
@@ -154,6 +185,11 @@ def w_hour(tool, path, read):
 def worker_main(args):
     if args.torchcodec:
         sys.path.insert(0, args.torchcodec)
+    if args.worker.startswith("acc-"):
+        videos = json.loads(args.videos_json)
+        starts = plan(videos, args.clips, args.frames, args.seconds * 25)
+        print(json.dumps({"max_diff": w_accuracy(args.worker[4:], videos, starts, args.frames)}))
+        return
     if args.worker.startswith("hour-"):
         _, tool, read = args.worker.split("-")
         n, secs = w_hour(tool, args.hour_path, read == "read")
@@ -221,6 +257,8 @@ def main():
                 else:  # the best wall round and the best CPU round
                     old["clips_per_s"] = max(old["clips_per_s"], cps)
                     old["clips_per_cpu_s"] = max(old["clips_per_cpu_s"], cpc)
+    acc = {tool: run_worker(args, f"acc-{tool}", ["--videos-json", vj]) for tool in tools}
+    log(f"accuracy: {acc}")
     hour = {}
     if args.hour:
         hp = make_hour()
@@ -230,6 +268,7 @@ def main():
                 log(f"hour {tool} {read}: {hour[(tool, read)]}")
     results = [dict(tool=t, workload=w, **v) for (t, w), v in best.items()]
     results += [dict(tool=t, workload=f"hour-{r}", **v) for (t, r), v in hour.items()]
+    results += [dict(tool=t, workload="accuracy", **v) for t, v in acc.items()]
     write_results(DATA.parent / "results-audio.jsonl", results,
                   meta=dict(reel=reel_version(), ffmpeg=ffv, cpu=cpu_model(), args=vars(args)))
 
@@ -260,7 +299,13 @@ def main():
              "|---|---|---|---|---|---|---|",
              row("frames + audio", "av"), row("audio alone", "audio"), "",
              "clips/s: wall time of the timed loop (imports and a first open excluded); clips per CPU-s: the "
-             "process's CPU time over the same loop, the steadier figure on a shared machine.", ""]
+             "process's CPU time over the same loop, the steadier figure on a shared machine.", "",
+             "Accuracy, the same clips in the same order at the stream's rate and channels against the ffmpeg "
+             "CLI's `-af aresample=async=1:min_hard_comp=0` output (max |diff|): reel "
+             f"{acc['reel'].get('max_diff', acc['reel'].get('error'))}, torchcodec "
+             f"{acc['torchcodec'].get('max_diff', acc['torchcodec'].get('error'))}. These AAC files use noise "
+             "substitution, whose random generator no seek resets: reel decodes from a0 (or on from the last "
+             "window) where torchcodec seeks back.", ""]
     if hour:
         lines += ["A 1-hour file (96x64 10 fps, 48 kHz stereo AAC 96 kb/s): peak RSS of a process that opens it, "
                   "and of one that also reads 12 windows of 1 s at random times across it, in random order "
