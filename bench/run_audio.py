@@ -280,6 +280,9 @@ def main():
         a, b = best.get(("reel", work), {}), best.get(("torchcodec", work), {})
         return f"{a[key] / b[key]:.2f}x" if key in a and key in b else "-"
 
+    def fmt_acc(r):
+        return f"{r['max_diff']:.3g}" if "max_diff" in r else "error: " + r.get("error", "?")
+
     def row(label, work):
         return (f"| {label} | {cell('reel', work, 'clips_per_s')} | {cell('torchcodec', work, 'clips_per_s')} | "
                 f"{ratio(work, 'clips_per_s')} | {cell('reel', work, 'clips_per_cpu_s')} | "
@@ -302,8 +305,7 @@ def main():
              "process's CPU time over the same loop, the steadier figure on a shared machine.", "",
              "Accuracy, the same clips in the same order at the stream's rate and channels against the ffmpeg "
              "CLI's `-af aresample=async=1:min_hard_comp=0` output (max |diff|): reel "
-             f"{acc['reel'].get('max_diff', acc['reel'].get('error'))}, torchcodec "
-             f"{acc['torchcodec'].get('max_diff', acc['torchcodec'].get('error'))}. These AAC files use noise "
+             f"{fmt_acc(acc['reel'])}, torchcodec {fmt_acc(acc['torchcodec'])}. These AAC files use noise "
              "substitution, whose random generator no seek resets: reel decodes from a0 (or on from the last "
              "window) where torchcodec seeks back.", ""]
     if hour:

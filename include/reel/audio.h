@@ -51,7 +51,8 @@ typedef struct reel_audio_settings {
     int stream_index;           /**< absolute stream index; -1 (default): the best audio stream */
     reel_audio_missing missing; /**< reel_audio_missing; default RAISE */
     /** http(s):// and s3:// paths: how the object is fetched (reel/io.h);
-     *  borrowed for the open. NULL (default): reel_remote_default_settings(). */
+     *  borrowed (common.h), its strings and pool too, until
+     *  reel_audio_close. NULL (default): reel_remote_default_settings(). */
     const struct reel_remote_settings *remote;
     /** A video at a URL adds every request made for its audio here when the
      *  object is closed (or its open failed); NULL (default): not kept.

@@ -247,7 +247,8 @@ static int open_as(reel_audio **out, const char *path, int remote, const reel_au
     a->io = io;
     snprintf(a->name, sizeof a->name, "%s", reel__io_name(io));
     a->s = *s;
-    a->s.remote = NULL; /* borrowed for the open only */
+    a->s.remote = NULL; /* src/io holds what it needs */
+    a->s.remote_stats = NULL;
     a->stream = -1;
     a->end = a->end_native = -1;
     reel_error_clear(&a->io_err);
