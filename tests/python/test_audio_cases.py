@@ -301,3 +301,41 @@ def test_audio_over_http_equals_local_and_reads_only_the_start(tmp_path):
                 assert stats["bytes_fetched"] - video_only < size / 4, (stats["bytes_fetched"], video_only, size)
         with pytest.raises(reel.NotFoundError):
             reel.VideoDecoder(f"{base}/missing.mp4", audio=True)
+
+
+def test_audio_over_s3_equals_local(tmp_path):
+    boto3 = pytest.importorskip("boto3")
+    from servers import moto_s3
+
+    path = _make(tmp_path, "s3.mkv", [], [], ["-c:a", "libopus"], seconds=8)
+    with moto_s3() as endpoint:
+        # moto checks signatures once a user, its key and a policy exist (as test_remote.py)
+        iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
+                           aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
+        iam.create_user(UserName="reel")
+        key = iam.create_access_key(UserName="reel")["AccessKey"]
+        iam.put_user_policy(UserName="reel", PolicyName="s3", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+        env = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
+               "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
+        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
+        s3.create_bucket(Bucket="videos")
+        s3.upload_file(path, "videos", "a/s3.mkv")
+        clips = [range(150, 158), range(10, 18), range(100, 108)]  # the second restarts at a mark
+        with reel.VideoDecoder(path, audio={"sample_rate": 16000}) as dec:
+            want = [np.asarray(dec.get_audio_for_frames(c).data) for c in clips]
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            with reel.VideoDecoder("s3://videos/a/s3.mkv", audio={"sample_rate": 16000}) as dec:
+                got = [np.asarray(dec.get_audio_for_frames(c).data) for c in clips]
+                assert dec.remote_stats["requests"] > 0
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    for a, b in zip(want, got):
+        assert np.array_equal(a, b)
