@@ -92,21 +92,36 @@ static int frame_to_planes(const AVFrame *f, int ch, float *dst)
 {
     const int n = f->nb_samples;
     const enum AVSampleFormat fmt = (enum AVSampleFormat)f->format;
+    const enum AVSampleFormat packed = av_get_packed_sample_fmt(fmt);
     const int planar = av_sample_fmt_is_planar(fmt);
+    const size_t step = planar ? 1 : (size_t)ch;
     for (int c = 0; c < ch; c++) {
         float *o = dst + (size_t)c * (size_t)n;
         const uint8_t *p = f->extended_data[planar ? c : 0];
-        const int step = planar ? 1 : ch, off = planar ? 0 : c;
-        for (int i = 0; i < n; i++) {
-            const size_t k = (size_t)i * (size_t)step + (size_t)off;
-            switch (av_get_packed_sample_fmt(fmt)) {
-            case AV_SAMPLE_FMT_FLT: o[i] = ((const float *)p)[k]; break;
-            case AV_SAMPLE_FMT_DBL: o[i] = (float)((const double *)p)[k]; break;
-            case AV_SAMPLE_FMT_S16: o[i] = (float)((const int16_t *)p)[k] * (1.0f / (1 << 15)); break;
-            case AV_SAMPLE_FMT_S32: o[i] = (float)((const int32_t *)p)[k] * (1.0f / (1U << 31)); break;
-            case AV_SAMPLE_FMT_U8: o[i] = (float)(((const uint8_t *)p)[k] - 0x80) * (1.0f / (1 << 7)); break;
-            default: return -1;
+        const size_t off = planar ? 0 : (size_t)c;
+        switch (packed) { /* one loop per format: the decoders' usual float planes are a copy */
+        case AV_SAMPLE_FMT_FLT:
+            if (planar) {
+                memcpy(o, p, (size_t)n * sizeof(float));
+            } else {
+                for (int i = 0; i < n; i++) o[i] = ((const float *)p)[(size_t)i * step + off];
             }
+            break;
+        case AV_SAMPLE_FMT_DBL:
+            for (int i = 0; i < n; i++) o[i] = (float)((const double *)p)[(size_t)i * step + off];
+            break;
+        case AV_SAMPLE_FMT_S16:
+            for (int i = 0; i < n; i++) o[i] = (float)((const int16_t *)p)[(size_t)i * step + off] * (1.0f / (1 << 15));
+            break;
+        case AV_SAMPLE_FMT_S32:
+            for (int i = 0; i < n; i++)
+                o[i] = (float)((const int32_t *)p)[(size_t)i * step + off] * (1.0f / (1U << 31));
+            break;
+        case AV_SAMPLE_FMT_U8:
+            for (int i = 0; i < n; i++)
+                o[i] = (float)(((const uint8_t *)p)[(size_t)i * step + off] - 0x80) * (1.0f / (1 << 7));
+            break;
+        default: return -1;
         }
     }
     return 0;
@@ -305,6 +320,23 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
 
 /* ---- starting and advancing a run --------------------------------------- */
 
+/* A fresh resampler (none at the native rate). */
+static int new_resampler(reel_audio *a, reel_error *err)
+{
+    swr_free(&a->swr);
+    if (a->info.sample_rate == a->info.native_sample_rate) return REEL_OK;
+    AVChannelLayout lay;
+    av_channel_layout_default(&lay, a->info.channels);
+    int bad = swr_alloc_set_opts2(&a->swr, &lay, AV_SAMPLE_FMT_FLTP, a->info.sample_rate, &lay, AV_SAMPLE_FMT_FLTP,
+                                  a->info.native_sample_rate, 0, NULL) < 0 ||
+              swr_init(a->swr) < 0;
+    av_channel_layout_uninit(&lay);
+    if (bad)
+        return reel__error_set(err, REEL_E_INTERNAL, "%s: cannot set up resampling %d -> %d Hz", a->name,
+                               a->info.native_sample_rate, a->info.sample_rate);
+    return REEL_OK;
+}
+
 static int start_run(reel_audio *a, reel_error *err)
 {
     reel__audio_run_free(a);
@@ -314,17 +346,8 @@ static int start_run(reel_audio *a, reel_error *err)
     a->frame = av_frame_alloc();
     if (!a->pkt || !a->frame) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
     const int ch = a->info.channels;
-    if (a->info.sample_rate != a->info.native_sample_rate) {
-        AVChannelLayout lay;
-        av_channel_layout_default(&lay, ch);
-        int bad = swr_alloc_set_opts2(&a->swr, &lay, AV_SAMPLE_FMT_FLTP, a->info.sample_rate, &lay, AV_SAMPLE_FMT_FLTP,
-                                      a->info.native_sample_rate, 0, NULL) < 0 ||
-                  swr_init(a->swr) < 0;
-        av_channel_layout_uninit(&lay);
-        if (bad)
-            return reel__error_set(err, REEL_E_INTERNAL, "%s: cannot set up resampling %d -> %d Hz", a->name,
-                                   a->info.native_sample_rate, a->info.sample_rate);
-    }
+    st = new_resampler(a, err);
+    if (st != REEL_OK) return st;
     if (!a->hist) {
         int64_t cap = 4 * (int64_t)a->info.sample_rate; /* 4 s, within 32 MB */
         if (cap < 4096) cap = 4096;
@@ -493,6 +516,16 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
     }
     int go_on = a->ctx && lo >= a->hist_lo && !(m && m_out > a->out_pos + a->info.sample_rate);
     int st = REEL_OK;
+    if (go_on && a->eof == 0 && from > a->pos && from > a->feed_from) {
+        /* far ahead: the decoder goes on, the output restarts at `from` (a
+         * fresh resampler there gives the whole stream's samples) */
+        if ((st = new_resampler(a, err)) != REEL_OK) {
+            reel__audio_run_free(a);
+            return st;
+        }
+        a->feed_from = from;
+        a->out_pos = a->hist_lo = (int64_t)((__int128)from * a->info.sample_rate / a->info.native_sample_rate);
+    }
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!go_on) {
             st = m ? start_at_mark(a, m, err) : start_at_a0(a, from, err);
