@@ -1,5 +1,6 @@
 /* cmd_frames.c: `reel frames FILE (--at LIST | --times LIST) ... (-o DIR |
- * --raw FILE)`: exact frames as PNG files or concatenated raw RGB24. */
+ * --raw FILE) [--audio FILE]`: exact frames as PNG files or concatenated raw
+ * RGB24, and the audio played while they are shown (reel/audio.h). */
 #include "cli.h"
 #include "util.h"
 #include "reel/reel.h"
@@ -29,7 +30,12 @@ static void usage(FILE *fp)
                 "  --skip-corrupt   skip corrupt packets instead of failing\n"
                 "  --stats          print decode statistics to stderr\n"
                 "  -o DIR           write one PNG per requested frame\n"
-                "  --raw FILE       write RGB24 bytes, frames concatenated in request order ('-' for stdout)\n");
+                "  --raw FILE       write RGB24 bytes, frames concatenated in request order ('-' for stdout)\n"
+                "  --audio FILE     also write the audio of [min pts, max(pts + duration)) of the frames:\n"
+                "                   float32 little-endian, channels interleaved (as ffmpeg -f f32le; '-': stdout)\n"
+                "  --audio-rate N   its sample rate (default: the stream's)\n"
+                "  --audio-channels 1  the mean of the channels (default: the stream's channels)\n"
+                "  --audio-missing zeros  a video without audio gives zeros (needs --audio-rate) instead of failing\n");
 }
 
 /* Writes one RGB24 image as PNG with FFmpeg's PNG encoder. */
@@ -66,8 +72,9 @@ done:
 
 /* The command line of `reel frames`. */
 typedef struct frames_args {
-    const char *file, *at, *times, *outdir, *raw;
+    const char *file, *at, *times, *outdir, *raw, *audio;
     int stats;
+    reel_audio_settings as;
     reel_decoder_settings s;
     reel_transform t;
 } frames_args;
@@ -78,6 +85,7 @@ static int parse_args(int argc, char **argv, frames_args *a)
     memset(a, 0, sizeof *a);
     reel_decoder_default_settings(&a->s);
     reel_transform_default_settings(&a->t);
+    reel_audio_default_settings(&a->as);
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -137,6 +145,19 @@ static int parse_args(int argc, char **argv, frames_args *a)
         } else if (!strcmp(o, "--raw") && v) {
             a->raw = v;
             i++;
+        } else if (!strcmp(o, "--audio") && v) {
+            a->audio = v;
+            i++;
+        } else if (!strcmp(o, "--audio-rate") && v) {
+            bad = cli_parse_int(v, &a->as.sample_rate) != 0;
+            i++;
+        } else if (!strcmp(o, "--audio-channels") && v) {
+            bad = cli_parse_int(v, &a->as.channels) != 0;
+            i++;
+        } else if (!strcmp(o, "--audio-missing") && v) {
+            bad = strcmp(v, "zeros") != 0 && strcmp(v, "raise") != 0;
+            a->as.missing = strcmp(v, "zeros") ? REEL_AUDIO_MISSING_RAISE : REEL_AUDIO_MISSING_ZEROS;
+            i++;
         } else if (o[0] == '-' && o[1]) {
             fprintf(stderr, "reel frames: unknown or incomplete option '%s'\n", o);
             usage(stderr);
@@ -155,6 +176,10 @@ static int parse_args(int argc, char **argv, frames_args *a)
     if (!a->file || (!a->at == !a->times) || (!a->outdir == !a->raw)) {
         fprintf(stderr, "reel frames: need FILE, exactly one of --at/--times, and exactly one of -o/--raw\n");
         usage(stderr);
+        return 2;
+    }
+    if (a->audio && a->raw && !strcmp(a->audio, "-") && !strcmp(a->raw, "-")) {
+        fprintf(stderr, "reel frames: --raw and --audio cannot both go to stdout\n");
         return 2;
     }
     if (a->outdir && a->t.layout == REEL_LAYOUT_CHW) {
@@ -193,6 +218,69 @@ static int write_pngs(const char *outdir, const reel_decoder *dec, const int64_t
         }
     }
     return 0;
+}
+
+/* The audio of the frames' window [min p_i, max(p_i + d_i)) into `path`:
+ * float32 interleaved. 0, or -1 after saying why. */
+static int write_audio(const char *path, const char *file, const reel_audio_settings *as, const reel_decoder *dec,
+                       const int64_t *idx, long n, int stats)
+{
+    int64_t nf = 0;
+    const reel_frame_entry *tab = reel_decoder_get_frame_table(dec, &nf);
+    const reel_video_info *vi = reel_decoder_get_info(dec);
+    int64_t t0 = INT64_MAX, t1 = INT64_MIN;
+    for (long i = 0; i < n && tab; i++) {
+        int64_t k = idx[i] < 0 ? idx[i] + nf : idx[i];
+        if (k < 0 || k >= nf) continue; /* get_frames said so already */
+        if (tab[k].pts < t0) t0 = tab[k].pts;
+        if (tab[k].pts + tab[k].duration > t1) t1 = tab[k].pts + tab[k].duration;
+    }
+    reel_error err;
+    reel_error_clear(&err);
+    reel_audio *a = NULL;
+    reel_audio_window w;
+    float *buf = NULL, *il = NULL;
+    FILE *out = NULL;
+    int rc = -1;
+    if (!tab || t0 > t1) {
+        fprintf(stderr, "reel frames: %s: no frame table for the audio's window\n", file);
+        return -1;
+    }
+    if (reel_audio_open(&a, file, as, &err) != REEL_OK ||
+        reel_audio_get_window(a, t0, t1, vi->time_base_num, vi->time_base_den, &w, &err) != REEL_OK)
+        goto fail;
+    const int ch = reel_audio_get_info(a)->channels;
+    const size_t cnt = (size_t)w.num_samples * (size_t)ch;
+    buf = malloc(cnt * sizeof(float) + 1);
+    il = malloc(cnt * sizeof(float) + 1);
+    if (!buf || !il) {
+        fprintf(stderr, "reel frames: %s: out of memory for the audio\n", file);
+        goto done;
+    }
+    if (reel_audio_get_samples(a, t0, t1, vi->time_base_num, vi->time_base_den, buf, cnt, &w, &err) != REEL_OK)
+        goto fail;
+    for (int64_t i = 0; i < w.num_samples; i++)
+        for (int c = 0; c < ch; c++)
+            il[(size_t)i * (size_t)ch + (size_t)c] = buf[(size_t)c * (size_t)w.num_samples + (size_t)i];
+    out = strcmp(path, "-") ? fopen(path, "wb") : stdout;
+    if (!out || fwrite(il, sizeof(float), cnt, out) != cnt || fflush(out) != 0) {
+        fprintf(stderr, "reel frames: %s: cannot write: %s\n", path, strerror(errno));
+        goto done;
+    }
+    if (stats)
+        fprintf(stderr, "audio: %d Hz, %d channels, first sample %lld, %lld samples, valid [%lld, %lld)\n",
+                reel_audio_get_info(a)->sample_rate, ch, (long long)w.first_sample, (long long)w.num_samples,
+                (long long)w.valid_lo, (long long)w.valid_hi);
+    rc = 0;
+    goto done;
+fail:
+    fprintf(stderr, "reel frames: %s\n", err.message[0] ? err.message : "audio failed");
+done:
+    if (out && out != stdout) fclose(out);
+    free(buf);
+    free(il);
+    reel_audio_close(&a);
+    return rc;
 }
 
 int reel_cli_frames(int argc, char **argv)
@@ -255,6 +343,7 @@ int reel_cli_frames(int argc, char **argv)
     } else {
         if (write_pngs(outdir, dec, idx, n, buf, fb, w, h) != 0) goto done;
     }
+    if (a.audio && write_audio(a.audio, file, &a.as, dec, idx, n, stats) != 0) goto done;
     rc = 0;
     goto done;
 fail:

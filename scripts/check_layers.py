@@ -61,7 +61,7 @@ PUBLIC = {"common.h": "core", "io.h": "io", "convert.h": "convert", "decoder.h":
 # use that answer; the public path-taking entries (reel_decoder_open, and
 # reel__io_open under reel_store_open and the manifest reader) ask once for a
 # path that comes from no entry.
-REMOTE_ASKERS = {"pipeline/dataset.c", "pipeline/dataset_manifest.c", "decoder/open.c"}
+REMOTE_ASKERS = {"pipeline/dataset.c", "pipeline/dataset_manifest.c", "decoder/open.c", "audio/audio.c"}
 TRANSPORT = re.compile(r"^(file|http.*|s3.*|pool)\.c$")
 # A module's internal headers: included by the files of its own folder alone.
 PRIVATE_HEADER = re.compile(r"(^|_)internal\.h$")
@@ -77,8 +77,8 @@ INTER_MODULE: Dict[str, Set[str]] = {
     "core/frame.h": ABOVE_CORE,
     "core/hash.h": ABOVE_CORE,
     "core/json.h": ABOVE_CORE,
-    "io/io_front.h": {"decoder", "store", "pipeline"},  # reading bytes by URI
-    "io/remote.h": {"decoder", "store"},  # a remote source's request statistics
+    "io/io_front.h": {"decoder", "audio", "store", "pipeline"},  # reading bytes by URI
+    "io/remote.h": {"decoder", "audio", "store"},  # a remote source's request statistics
     "io/remote_fields.h": {"pipeline"},  # the remote settings and stats as field lists
     "convert/dtype.h": {"pipeline"},  # bytes per output element
     "convert/pixel.h": {"cuda"},  # the per-pixel arithmetic the GPU kernels and their emulation share

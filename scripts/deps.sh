@@ -181,6 +181,19 @@ if [ $FOR_TESTS -eq 1 ]; then
             touch "$vlm_ref/.complete-1" ||
             say "could not install the VLM reference; run: python3 -m pip install --no-deps --target $vlm_ref qwen-vl-utils==0.0.14 torchvision==0.28.0 decord==0.6.0 pillow"
     fi
+    # The reference reel.vlm's audio (use_audio_in_video) is compared with:
+    # qwen-omni-utils 0.0.9's audio_process.py (the ffmpeg CLI through
+    # audioread, librosa's cut and mono mix, soxr). Its own folder too, with its
+    # dependencies (librosa, numba, soxr; no torch): tests/python/test_vlm_audio.py
+    # loads audio_process.py alone (the package's __init__ imports torchvision).
+    omni_ref="${REEL_OMNI_REF:-$(cd "$(dirname "$0")/.." && pwd)/.deps/omni-ref}"
+    if [ ! -f "$omni_ref/.complete-1" ]; then
+        say "installing the Qwen-Omni audio reference (qwen-omni-utils 0.0.9 with librosa) into $omni_ref"
+        rm -rf "$omni_ref"
+        python3 -m pip install -q --target "$omni_ref" qwen-omni-utils==0.0.9 >/dev/null &&
+            touch "$omni_ref/.complete-1" ||
+            say "could not install the Qwen-Omni audio reference; run: python3 -m pip install --target $omni_ref qwen-omni-utils==0.0.9"
+    fi
 fi
 
 need_cc=0

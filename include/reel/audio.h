@@ -5,6 +5,7 @@
 #define REEL_AUDIO_H
 
 #include "common.h"
+#include "io.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,9 +25,18 @@ extern "C" {
  * FFmpeg's `aresample=async=1:min_hard_comp=0` does. Outside the stream
  * the samples are zeros and reel_audio_window.valid_* says which part came
  * from it. The samples depend on the file, the window and the settings
- * only: every call decodes from a0 (libavcodec's AAC decoder draws its
- * noise substitution from a generator that no seek resets), keeping only
- * the window in memory. */
+ * only, whatever the order of the calls. One object keeps its decode going
+ * from call to call, holding the last 4 s of output: a window that starts
+ * there or later goes on; an earlier one restarts it. AAC restarts from a0
+ * (libavcodec's AAC decoder draws its noise substitution from a generator
+ * that neither a flush nor a seek resets). MP3, MP2, Opus, FLAC and PCM,
+ * which decode the same after a seek with preroll, restart at a mark (a
+ * frame's timestamp and the place the 1 ms rule gave it, one every 0.5 s of
+ * what a run decoded): 200 ms of preroll before it (Opus: 1 s), and the resampler
+ * restarted at a native index that is a multiple of sr / gcd(sr, rate),
+ * 10 ms or more before the window, where it reproduces a whole-stream
+ * resample exactly. A window past the end is known without decoding once a
+ * run reached it. Memory: the window, the history, the marks. */
 
 /** reel_audio_settings.missing: a video without an audio stream. */
 typedef enum reel_audio_missing {
@@ -40,7 +50,15 @@ typedef struct reel_audio_settings {
     int channels;               /**< 0 (default): the stream's own; 1: the mean of its channels */
     int stream_index;           /**< absolute stream index; -1 (default): the best audio stream */
     reel_audio_missing missing; /**< reel_audio_missing; default RAISE */
-    uint8_t reserved[48];       /**< zero (the defaults function clears it); room to grow */
+    /** http(s):// and s3:// paths: how the object is fetched (reel/io.h);
+     *  borrowed (common.h), its strings and pool too, until
+     *  reel_audio_close. NULL (default): reel_remote_default_settings(). */
+    const struct reel_remote_settings *remote;
+    /** A video at a URL adds every request made for its audio here when the
+     *  object is closed (or its open failed); NULL (default): not kept.
+     *  Borrowed (common.h); one tally per object at a time. */
+    struct reel_remote_stats *remote_stats;
+    uint8_t reserved[32]; /**< zero (the defaults function clears it); room to grow */
 } reel_audio_settings;
 
 /** Fills `s` with the defaults documented on each field. */
@@ -74,8 +92,9 @@ typedef struct reel_audio_window {
  *  different objects are independent. */
 typedef struct reel_audio reel_audio;
 
-/** Opens the audio of the video at `path` (NULL settings: the defaults)
- *  and finds a0 (one packet's decode). Fails with REEL_E_NOT_FOUND,
+/** Opens the audio of the video at `path`, a file or an http(s):// or
+ *  s3:// URL read by byte ranges like reel_decoder_open's (NULL settings:
+ *  the defaults), and finds a0 (one packet's decode). Fails with REEL_E_NOT_FOUND,
  *  REEL_E_NOT_VIDEO, REEL_E_NO_VIDEO_STREAM (an audio-only file: reel
  *  times audio by a video's frames), REEL_E_NO_AUDIO_STREAM,
  *  REEL_E_UNSUPPORTED_CODEC, REEL_E_INVALID_ARG (a rate outside
@@ -111,6 +130,10 @@ REEL_API int reel_audio_get_samples(reel_audio *a, int64_t t0, int64_t t1, int n
  *  <= 0; REEL_E_OUT_OF_RANGE when the sample is out of range. */
 REEL_API int reel_audio_sample_at(int64_t ts, int num, int den, int64_t a0_pts, int a0_num, int a0_den, int sample_rate,
                                   int64_t *sample, reel_error *err);
+
+/** The requests made so far for this object's bytes (zeros for a local
+ *  file). REEL_E_INVALID_ARG for NULL arguments. */
+REEL_API int reel_audio_get_remote_stats(const reel_audio *a, reel_remote_stats *out, reel_error *err);
 
 #ifdef __cplusplus
 }

@@ -1,8 +1,10 @@
 # _audio.py: a video's audio in sync with its frames (reel/audio.h):
 # AudioSamples, the audio settings as the decoder takes them, and the
-# window of a clip's frames. The samples come from C (reel._reel.audio_samples).
+# window of a clip's frames, and the open audio object (reel._reel.audio_open)
+# the decoder keeps. The samples come from C.
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
@@ -71,15 +73,27 @@ class AudioSamples:
         return int(self.data.shape[0])
 
 
-def samples(path: str, settings: AudioSettings, t0: int, t1: int, time_base: Fraction) -> Tuple[AudioSamples, dict]:
-    """[t0, t1) x time_base seconds of `path`'s audio, and the audio's facts."""
-    rate, channels, missing = settings.args()
-    data, first, lo, hi, info = _reel.audio_samples(
-        path, int(t0), int(t1), time_base.numerator, time_base.denominator,
-        sample_rate=rate, channels=channels, missing=missing)
-    r = int(info["sample_rate"])
-    return AudioSamples(data, r, int(first), float(info["start_seconds"]) + first / r, (int(lo), int(hi)),
-                        (float(t0 * time_base), float(t1 * time_base))), info
+class Audio:
+    """One video's open audio (a file or a URL): its decode goes on from call
+    to call, so clips read in order decode once. Reopened in a forked
+    process."""
+
+    def __init__(self, path: str, settings: AudioSettings, remote: Optional[Dict[str, Any]]) -> None:
+        self._args = (path, settings, remote)
+        self._pid = os.getpid()
+        rate, channels, missing = settings.args()
+        self.handle = _reel.audio_open(path, sample_rate=rate, channels=channels, missing=missing, remote=remote)
+        self.info: Dict[str, Any] = _reel.audio_info(self.handle)
+
+    def samples(self, t0: int, t1: int, time_base: Fraction) -> AudioSamples:
+        """[t0, t1) x time_base seconds of the audio."""
+        if os.getpid() != self._pid:
+            self.__init__(*self._args)  # type: ignore[misc]
+        data, first, lo, hi = _reel.audio_samples(self.handle, int(t0), int(t1), time_base.numerator,
+                                                  time_base.denominator)
+        r = int(self.info["sample_rate"])
+        return AudioSamples(data, r, int(first), float(self.info["start_seconds"]) + first / r, (int(lo), int(hi)),
+                            (float(t0 * time_base), float(t1 * time_base)))
 
 
 def frames_window(pts: Sequence[int], dur: Sequence[int], indices: Sequence[int]) -> Tuple[int, int]:

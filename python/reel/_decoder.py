@@ -317,9 +317,10 @@ class VideoDecoder:
         )
         self._table: Optional[Tuple[list, list, list, list, list]] = None
         self._pts_seconds: Optional[List[float]] = None
-        self._audio_info: Optional[dict] = None
+        self._audio_obj: Optional[_audio.Audio] = None
+        self._remote = None if remote is None else opt.remote_settings(remote)
         if self._audio is not None:
-            self._audio_info = self._audio_call(0, 0, Fraction(1, 1))[1]  # refused now, by name
+            self._audio_open()  # refused now, by name
 
     # ---------------------------------------------------------------- basics
     def __len__(self) -> int:
@@ -350,8 +351,8 @@ class VideoDecoder:
         was opened: requests, retries, failures, bytes_fetched,
         request_seconds, request_p50_s, request_p99_s, connections (made),
         budget_waits, budget_skips, budget_wait_seconds (zeros for a local
-        one)."""
-        return dict(self._dec.remote_stats())
+        one), the audio's reads included."""
+        return dict(self._dec.remote_stats(None if self._audio_obj is None else self._audio_obj.handle))
 
     def prefetch(self, indices: Sequence[int]) -> None:
         """For a video at a URL, fetches now the bytes that decoding exactly
@@ -364,6 +365,7 @@ class VideoDecoder:
     def close(self) -> None:
         """Closes the video. Frames already returned stay valid."""
         self._dec.close()
+        self._audio_obj = None
 
     def __enter__(self) -> "VideoDecoder":
         return self
@@ -508,30 +510,31 @@ class VideoDecoder:
         return self._dec.get_frames(range(first, max(first, stop)))
 
     # ---------------------------------------------------------------- audio
-    def _audio_call(self, t0: int, t1: int, tb: Fraction) -> "Tuple[_audio.AudioSamples, dict]":
-        if self._kind != 0 or not isinstance(self._source, str) or "://" in self._source:
-            raise _reel.UnsupportedError(f"{self._dec.name}: audio: local files only in this version")
-        return _audio.samples(self._source, self._audio or _audio.AudioSettings(), t0, t1, tb)
+    def _audio_open(self) -> "_audio.Audio":
+        if self._audio_obj is None:
+            if self._kind != 0 or not isinstance(self._source, str):
+                raise _reel.UnsupportedError(f"{self._dec.name}: audio: a path or a URL only, not a file object "
+                                             "or memory")
+            self._audio_obj = _audio.Audio(self._source, self._audio or _audio.AudioSettings(), self._remote)
+        return self._audio_obj
 
     @property
     def audio_metadata(self) -> dict:
         """The audio stream's facts: sample rates and channels (native and
         output), codec, start_seconds (a0), stream_index."""
-        if self._audio_info is None:
-            self._audio_info = self._audio_call(0, 0, Fraction(1, 1))[1]
-        return dict(self._audio_info)
+        return dict(self._audio_open().info)
 
     def get_audio_for_frames(self, indices: Sequence[int]) -> "_audio.AudioSamples":
         """The audio played while these frames are shown: the window [min
         pts, max(pts + duration)) of reel's frame table, sample-exact."""
         pts, dur, _, _, _ = self._frame_table()
         t0, t1 = _audio.frames_window(pts, dur, indices)
-        return self._audio_call(t0, t1, self.metadata.time_base)[0]
+        return self._audio_open().samples(t0, t1, self.metadata.time_base)
 
     def get_audio_played_in_range(self, start_seconds: float, stop_seconds: float) -> "_audio.AudioSamples":
         """The audio of [start_seconds, stop_seconds) of the video's timeline."""
         t0, t1, tb = _audio.seconds_window(start_seconds, stop_seconds)
-        return self._audio_call(t0, t1, tb)[0]
+        return self._audio_open().samples(t0, t1, tb)
 
     def _frame_pts_seconds(self) -> List[float]:
         if self._pts_seconds is None:

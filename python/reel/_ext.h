@@ -270,7 +270,11 @@ PyObject *mod_remote_defaults(PyObject *module, PyObject *unused);
 /* _ext_near.c: frames by timestamp with a tolerance, several cameras in one call */
 PyObject *mod_decode_near(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _ext_audio.c */
-PyObject *mod_audio_samples(PyObject *module, PyObject *args, PyObject *kwargs);
+PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs);
+PyObject *mod_audio_info(PyObject *module, PyObject *cap);
+/* The requests made for an audio handle's bytes; 0, or -1 with the exception set. */
+int rx_audio_remote_stats(PyObject *cap, reel_remote_stats *out);
+PyObject *mod_audio_samples(PyObject *module, PyObject *args);
 /* _ext_frames.c */
 FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *shape);
 FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype, int ndim, const int64_t *shape);

@@ -1,7 +1,41 @@
-/* _ext_audio.c: reel/audio.h for Python: a window's samples as Frames
- * (float32 [C, S], zero-copy to torch and numpy) with where they sit, and
- * the audio's facts. C validates; this file converts. */
+/* _ext_audio.c: reel/audio.h for Python: one audio object per VideoDecoder
+ * (a capsule, its calls one at a time under a lock, the GIL released while
+ * it decodes), a window's samples as Frames (float32 [C, S], zero-copy to
+ * torch and numpy) with where they sit, and the audio's facts. C validates;
+ * this file converts. */
 #include "_ext.h"
+
+#include <pythread.h>
+
+#define CAPSULE "reel.audio"
+
+typedef struct rx_audio {
+    reel_audio *a;
+    PyThread_type_lock lock;
+    reel_remote_settings remote;
+    char *ca_bundle, *bearer_token;
+} rx_audio;
+
+static void rx_audio_free(rx_audio *h)
+{
+    if (!h) return;
+    reel_audio_close(&h->a);
+    if (h->lock) PyThread_free_lock(h->lock);
+    free(h->ca_bundle);
+    if (h->bearer_token) memset(h->bearer_token, 0, strlen(h->bearer_token));
+    free(h->bearer_token);
+    PyMem_Free(h);
+}
+
+static void capsule_free(PyObject *cap)
+{
+    rx_audio_free(PyCapsule_GetPointer(cap, CAPSULE));
+}
+
+static rx_audio *handle_of(PyObject *cap)
+{
+    return PyCapsule_GetPointer(cap, CAPSULE); /* NULL with TypeError/ValueError set */
+}
 
 static PyObject *info_dict(const reel_audio_info *i)
 {
@@ -21,62 +55,105 @@ static PyObject *info_dict(const reel_audio_info *i)
     return d;
 }
 
-/* audio_samples(path, t0, t1, num, den, sample_rate=0, channels=0, missing=0)
- * -> (Frames [C, S] float32, first_sample, valid_lo, valid_hi, info) */
-PyObject *mod_audio_samples(PyObject *module, PyObject *args, PyObject *kwargs)
+/* audio_open(path, sample_rate=0, channels=0, missing=0, remote=None) -> handle */
+PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = { "path", "t0", "t1", "num", "den", "sample_rate", "channels", "missing", NULL };
-    PyObject *path = NULL;
-    long long t0, t1;
-    int num, den, rate = 0, channels = 0, missing = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&LLii|iii:audio_samples", kw, PyUnicode_FSConverter, &path, &t0,
-                                     &t1, &num, &den, &rate, &channels, &missing))
+    static char *kw[] = { "path", "sample_rate", "channels", "missing", "remote", NULL };
+    PyObject *path = NULL, *remote = Py_None;
+    int rate = 0, channels = 0, missing = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|iiiO:audio_open", kw, PyUnicode_FSConverter, &path, &rate,
+                                     &channels, &missing, &remote))
         return NULL;
     reel_state *st = PyModule_GetState(module);
+    rx_audio *h = PyMem_Calloc(1, sizeof *h);
+    if (!h || !(h->lock = PyThread_allocate_lock())) {
+        rx_audio_free(h);
+        Py_DECREF(path);
+        return PyErr_NoMemory();
+    }
     reel_audio_settings s;
     reel_audio_default_settings(&s);
     s.sample_rate = rate;
     s.channels = channels;
     s.missing = (reel_audio_missing)missing;
+    if (remote != Py_None) {
+        if (rx_remote_from_dict(remote, &h->remote, &h->ca_bundle, &h->bearer_token) < 0) {
+            rx_audio_free(h);
+            Py_DECREF(path);
+            return NULL;
+        }
+        s.remote = &h->remote;
+    }
     const char *p = PyBytes_AsString(path);
     reel_error err;
     reel_error_clear(&err);
-    reel_audio *a = NULL;
-    reel_audio_window w;
     int r;
     Py_BEGIN_ALLOW_THREADS
-    r = reel_audio_open(&a, p, &s, &err);
-    if (r == REEL_OK) r = reel_audio_get_window(a, t0, t1, num, den, &w, &err);
+    r = reel_audio_open(&h->a, p, &s, &err);
     Py_END_ALLOW_THREADS
     if (r != REEL_OK) {
-        reel_audio_close(&a);
+        rx_audio_free(h);
         PyObject *res = raise_err(st, r, &err, p);
         Py_DECREF(path);
         return res;
     }
-    const reel_audio_info *info = reel_audio_get_info(a);
+    Py_DECREF(path);
+    PyObject *cap = PyCapsule_New(h, CAPSULE, capsule_free);
+    if (!cap) rx_audio_free(h);
+    return cap;
+}
+
+/* audio_info(handle) -> dict */
+PyObject *mod_audio_info(PyObject *module, PyObject *cap)
+{
+    (void)module;
+    rx_audio *h = handle_of(cap);
+    return h ? info_dict(reel_audio_get_info(h->a)) : NULL;
+}
+
+int rx_audio_remote_stats(PyObject *cap, reel_remote_stats *out)
+{
+    rx_audio *h = handle_of(cap);
+    if (!h) return -1;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(h->lock, WAIT_LOCK);
+    reel_audio_get_remote_stats(h->a, out, NULL);
+    PyThread_release_lock(h->lock);
+    Py_END_ALLOW_THREADS
+    return 0;
+}
+
+/* audio_samples(handle, t0, t1, num, den) -> (Frames [C, S] float32,
+ * first_sample, valid_lo, valid_hi) */
+PyObject *mod_audio_samples(PyObject *module, PyObject *args)
+{
+    PyObject *cap;
+    long long t0, t1;
+    int num, den;
+    if (!PyArg_ParseTuple(args, "OLLii:audio_samples", &cap, &t0, &t1, &num, &den)) return NULL;
+    rx_audio *h = handle_of(cap);
+    if (!h) return NULL;
+    reel_state *st = PyModule_GetState(module);
+    const reel_audio_info *info = reel_audio_get_info(h->a);
+    reel_error err;
+    reel_error_clear(&err);
+    reel_audio_window w;
+    int r = reel_audio_get_window(h->a, t0, t1, num, den, &w, &err);
+    if (r != REEL_OK) return raise_err(st, r, &err, NULL);
     int64_t shape[2] = { info->channels, w.num_samples };
     FramesObject *f = frames_alloc(st, DT_FLOAT32, 2, shape);
-    if (!f) {
-        reel_audio_close(&a);
-        Py_DECREF(path);
-        return NULL;
-    }
+    if (!f) return NULL;
+    Py_INCREF(cap); /* the handle outlives this call whatever another thread drops */
     Py_BEGIN_ALLOW_THREADS
-    r = reel_audio_get_samples(a, t0, t1, num, den, (float *)f->data, (size_t)(shape[0] * shape[1]), &w, &err);
+    PyThread_acquire_lock(h->lock, WAIT_LOCK);
+    r = reel_audio_get_samples(h->a, t0, t1, num, den, (float *)f->data, (size_t)(shape[0] * shape[1]), &w, &err);
+    PyThread_release_lock(h->lock);
     Py_END_ALLOW_THREADS
-    PyObject *res = NULL;
+    Py_DECREF(cap);
     if (r != REEL_OK) {
-        raise_err(st, r, &err, p);
-    } else {
-        PyObject *d = info_dict(info);
-        if (d)
-            res = Py_BuildValue("(NLLLN)", (PyObject *)f, (long long)w.first_sample, (long long)w.valid_lo,
-                                (long long)w.valid_hi, d);
-        if (res) f = NULL; /* the tuple took it */
+        Py_DECREF(f);
+        return raise_err(st, r, &err, NULL);
     }
-    Py_XDECREF(f);
-    reel_audio_close(&a);
-    Py_DECREF(path);
-    return res;
+    return Py_BuildValue("(NLLL)", (PyObject *)f, (long long)w.first_sample, (long long)w.valid_lo,
+                         (long long)w.valid_hi);
 }

@@ -568,13 +568,18 @@ static PyObject *decoder_set_size(DecoderObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
-static PyObject *decoder_remote_stats(DecoderObject *self, PyObject *unused)
+/* remote_stats(audio=None): the decoder's requests, and those of an audio
+ * handle (reel._reel.audio_open) reading the same video. */
+static PyObject *decoder_remote_stats(DecoderObject *self, PyObject *args)
 {
-    (void)unused;
+    PyObject *audio = Py_None;
+    if (!PyArg_ParseTuple(args, "|O:remote_stats", &audio)) return NULL;
+    reel_remote_stats s, more;
+    if (audio != Py_None && rx_audio_remote_stats(audio, &more) < 0) return NULL;
     if (rx_dec_acquire(self) < 0) return NULL;
-    reel_remote_stats s;
     reel_decoder_get_remote_stats(self->dec, &s, NULL);
     rx_dec_release(self);
+    if (audio != Py_None) reel_remote_stats_add(&s, &more);
     return rx_remote_stats_dict(&s);
 }
 
@@ -812,8 +817,9 @@ static PyMethodDef decoder_methods[] = {
       "The whole-video samplers (fps, count): (indices, {range_first, range_frames, video_fps, sample_fps})." },
     { "set_size", (PyCFunction)decoder_set_size, METH_VARARGS,
       "set_size($self, width, height)\n--\n\nThe output size of later calls." },
-    { "remote_stats", (PyCFunction)decoder_remote_stats, METH_NOARGS,
-      "remote_stats($self)\n--\n\nRequests made for a video at a URL (zeros for a local one)." },
+    { "remote_stats", (PyCFunction)decoder_remote_stats, METH_VARARGS,
+      "remote_stats($self, audio=None)\n--\n\nRequests made for a video at a URL (zeros for a local one), with "
+      "those of an audio handle reading it." },
     { "keyframes", (PyCFunction)decoder_keyframes, METH_NOARGS,
       "keyframes($self)\n--\n\nFrame indices of the keyframes." },
     { "index_at_time", (PyCFunction)decoder_index_at_time, METH_O,

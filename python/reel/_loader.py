@@ -337,7 +337,8 @@ class Loader:
     mean, 2 or more must be each video's own count (another fails the
     sample under ``on_error``). ``"missing": "zeros"`` gives a video without
     audio zeros (default "raise": the sample fails, REEL_E_NO_AUDIO_STREAM);
-    ``"stream_index"`` picks a stream. Local videos; a store is refused.
+    ``"stream_index"`` picks a stream. Local videos, and stores packed with
+    ``--audio``; a video at a URL is refused by name (not yet).
     ``metrics()["audio_samples"]`` and ``["audio_decode_seconds"]`` count the work.
     ``device``: ``"cpu"`` (default), ``"cuda"`` or ``"cuda:N"`` as on
     :class:`VideoDecoder`: CUDA raises the named error (no driver, no GPU,

@@ -16,6 +16,15 @@ qwen-vl-utils. Frames are decoded straight to the output size (bicubic, in
 RGB) into a float32 TCHW tensor holding 0-255, or uint8 with ``dtype="uint8"``.
 
 qwen-vl-utils is not needed at run time. Pillow is needed only for images.
+
+For Qwen-Omni, ``process_mm_info(conversations, use_audio_in_video=True)`` and
+``process_audio_info`` keep qwen-omni-utils 0.0.9's: each video element's
+audio (and each audio element that is a video file or a 1-D array) as a
+float32 16 kHz mono numpy array over [video_start, video_end), the whole
+audio when they are absent. reel reads it sample-exact (reel/audio.h) on the
+video's timeline: a file whose audio starts late has zeros there, where
+qwen-omni-utils counts from the audio's first sample; it resamples with
+libswresample where qwen-omni-utils uses soxr (SNR over 40 dB between them).
 """
 from __future__ import annotations
 
@@ -30,7 +39,8 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from . import _reel
 from ._decoder import VideoDecoder
 
-__all__ = ["fetch_video", "fetch_image", "process_vision_info", "extract_vision_info", "smart_resize"]
+__all__ = ["fetch_video", "fetch_image", "process_vision_info", "extract_vision_info", "smart_resize",
+           "process_audio_info", "process_mm_info"]
 
 # qwen-vl-utils' constants, as C defines them once (reel/convert.h REEL_QWEN_*,
 # the sampler's and size policy's defaults) and the extension exports them
@@ -291,3 +301,93 @@ def process_vision_info(
     if return_video_kwargs:
         return images, videos, video_kwargs
     return images, videos
+
+
+# ---------------------------------------------------------------- audio (Qwen-Omni)
+AUDIO_SAMPLE_RATE = 16000  # qwen-omni-utils' SAMPLE_RATE
+_AUDIO_CHUNK_S = 30.0  # an open-ended span is read in windows of this many seconds
+
+
+def _audio_span(path: str, start: float, end: Optional[float], remote: Optional[Dict[str, Any]]) -> Any:
+    """16 kHz mono float32 of [start, end) seconds of the video's timeline;
+    end None: to the end of the audio."""
+    import numpy as np
+
+    with VideoDecoder(path, audio={"sample_rate": AUDIO_SAMPLE_RATE, "channels": 1}, remote=remote) as dec:
+        if end is not None:
+            if end < start:
+                raise ValueError(f"Invalid time range: video_end {end} s is before video_start {start} s")
+            return np.asarray(dec.get_audio_played_in_range(start, end).data)[0]
+        parts = []
+        t = start
+        while True:  # windows until the stream ends in one
+            a = dec.get_audio_played_in_range(t, t + _AUDIO_CHUNK_S)
+            lo, hi = a.valid
+            before_a0 = a.first_sample + a.num_samples <= 0
+            keep = a.num_samples if before_a0 else hi if hi > lo else 0
+            parts.append(np.asarray(a.data)[0, :keep])
+            if keep < a.num_samples:
+                return np.concatenate(parts) if len(parts) > 1 else parts[0]
+            t += _AUDIO_CHUNK_S
+
+
+def process_audio_info(conversations: Union[List[Dict[str, Any]], List[List[Dict[str, Any]]]],
+                       use_audio_in_video: bool) -> Optional[List[Any]]:
+    """qwen-omni-utils 0.0.9's process_audio_info: the audios of the audio
+    elements (``audio``/``audio_url``: a 1-D array at 16 kHz, or a video file
+    or URL, with ``audio_start``/``audio_end``) and, with use_audio_in_video,
+    of the video elements (``video_start``/``video_end``), in order, as
+    float32 16 kHz mono numpy arrays; None when there are none."""
+    audios: List[Any] = []
+    if isinstance(conversations[0], dict):
+        conversations = [conversations]
+    for conversation in conversations:
+        for message in conversation:
+            if not isinstance(message["content"], list):
+                continue
+            for ele in message["content"]:
+                kind = ele.get("type")
+                if kind == "audio":
+                    if "audio" not in ele and "audio_url" not in ele:
+                        raise ValueError(f"Unknown audio {ele}")
+                    src = ele.get("audio", ele.get("audio_url"))
+                    start, end = float(ele.get("audio_start", 0.0)), ele.get("audio_end")
+                    if not isinstance(src, str):  # an array at 16 kHz, cut as qwen-omni-utils cuts it
+                        if getattr(src, "ndim", 1) > 1:
+                            raise ValueError("Support only mono audio")
+                        audios.append(src[int(AUDIO_SAMPLE_RATE * start):None if end is None
+                                          else int(AUDIO_SAMPLE_RATE * float(end))])
+                        continue
+                    if src.startswith("data:audio"):
+                        raise _reel.UnsupportedError("reel.vlm: audio as a data: URL is not read (reel times audio "
+                                                     "by a video's frames); pass a video file or an array")
+                elif use_audio_in_video and kind == "video":
+                    if "video" not in ele and "video_url" not in ele:
+                        raise ValueError(f"Unknown video {ele}")
+                    src = ele.get("video", ele.get("video_url"))
+                    if not isinstance(src, str):
+                        raise ValueError("use_audio_in_video needs the video as a path or URL, not a list of frames")
+                    start, end = float(ele.get("video_start", 0.0) or 0.0), ele.get("video_end")
+                else:
+                    continue
+                audios.append(_audio_span(_video_path(src), start, None if end is None else float(end),
+                                          ele.get("remote")))
+    return audios or None
+
+
+def process_mm_info(
+    conversations: Union[List[Dict[str, Any]], List[List[Dict[str, Any]]]],
+    use_audio_in_video: bool,
+    return_video_kwargs: bool = False,
+    return_video_metadata: bool = False,
+    image_patch_size: int = 14,
+    *,
+    dtype: Any = "float32",
+    threads: Optional[int] = None,
+) -> Any:
+    """qwen-omni-utils 0.0.9's process_mm_info: (audios, images, videos[, video_kwargs])."""
+    audios = process_audio_info(conversations, use_audio_in_video)
+    vision = process_vision_info(conversations, return_video_kwargs=return_video_kwargs,
+                                 return_video_metadata=return_video_metadata, image_patch_size=image_patch_size,
+                                 dtype=dtype, threads=threads)
+    return (audios,) + tuple(vision)

@@ -28,7 +28,7 @@ static void run(const char *cmd)
     CHECK_MSG(system(full) == 0, "failed: %s", cmd);
 }
 
-/* A 4 s 25 fps video (frame numbers drawn in) with `audio_args` as its
+/* A 12 s 25 fps video (frame numbers drawn in) with `audio_args` as its
  * audio input and `codec_args` for it; returns its path. */
 static const char *make(const char *name, const char *audio_in, const char *codec_args)
 {
@@ -36,7 +36,7 @@ static const char *make(const char *name, const char *audio_in, const char *code
     snprintf(path, sizeof path, "%s/%s", harness_tmpdir(), name);
     char cmd[3000];
     snprintf(cmd, sizeof cmd,
-             "ffmpeg -nostdin -y -f lavfi -i testsrc2=size=160x120:rate=25:duration=4 %s "
+             "ffmpeg -nostdin -y -f lavfi -i testsrc2=size=64x48:rate=25:duration=12 %s "
              "-map 0:v -map 1:a -c:v libx264 -preset ultrafast -g 25 %s %s",
              audio_in, codec_args, path);
     run(cmd);
@@ -105,8 +105,10 @@ static double compare(const float *got, const reel_audio_window *w, const float 
     return worst;
 }
 
-/* Every clip of 8 frames at these starts, first in order then in reverse:
- * each equal to the reference within tol; adjacent windows tile. */
+/* Every clip of 8 frames at these starts, first in order then in reverse
+ * (the object keeps 4 s of history: the reverse pass restarts its decode,
+ * from a0 or a mark): each equal to the reference within tol; adjacent
+ * windows tile. */
 static void check_file(const char *path, int rate, int channels, const char *extra_af, double tol)
 {
     reel_error err;
@@ -123,7 +125,7 @@ static void check_file(const char *path, int rate, int channels, const char *ext
     int64_t ref_n = 0;
     float *ref = reference(path, extra_af, ch, &ref_n);
     CHECK(ref_n > 0);
-    const int64_t starts[] = { 0, 8, 16, 37, 50, 91 };
+    const int64_t starts[] = { 0, 8, 16, 37, 50, 91, 150, 240, 262, 290 };
     const int ns = (int)(sizeof starts / sizeof starts[0]);
     for (int pass = 0; pass < 2; pass++)
         for (int j = 0; j < ns; j++) {
@@ -158,7 +160,7 @@ static void check_file(const char *path, int rate, int channels, const char *ext
     reel_decoder_close(&dec);
 }
 
-#define STEREO_IN "-f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)+0.02*random(0)|0.3*sin(2*PI*660*t)':s=48000:d=4"
+#define STEREO_IN "-f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)+0.02*random(0)|0.3*sin(2*PI*660*t)':s=48000:d=12"
 
 TEST(aac_48k_stereo_native_equals_the_cli)
 {
@@ -181,12 +183,26 @@ TEST(mp3_in_mp4_equals_the_cli)
     check_file(p, 0, 0, "", 1e-6);
 }
 
+TEST(mp3_44k1_and_opus_to_16k_mono_restart_from_marks_and_equal_the_cli)
+{
+    need_ffmpeg();
+    /* the reverse pass restarts at marks: the decoder 200 ms (Opus 1 s)
+     * before, the resampler on a multiple of 441 (44.1k) or 3 (48k) */
+    const char *p = make("mp3_441.mp4",
+                         "-f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)+0.02*random(0)|0.3*sin(2*PI*660*t)':s=44100:d=12",
+                         "-c:a libmp3lame -b:a 128k");
+    check_file(p, 16000, 1, ",pan=mono|c0=0.5*c0+0.5*c1,aresample=16000", 1e-6);
+    p = make("opus16.mkv", STEREO_IN, "-c:a libopus -b:a 96k");
+    check_file(p, 16000, 1, ",pan=mono|c0=0.5*c0+0.5*c1,aresample=16000", 1e-6);
+    check_file(p, 22050, 0, ",aresample=22050", 1e-6);
+}
+
 TEST(aac_44k1_late_by_a_quarter_second_equals_the_cli)
 {
     need_ffmpeg();
     /* the audio input starts 0.25 s after the video: an empty edit */
     const char *p =
-        make("late.mp4", "-itsoffset 0.25 -f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)|0.4*sin(2*PI*550*t)':s=44100:d=3",
+        make("late.mp4", "-itsoffset 0.25 -f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)|0.4*sin(2*PI*550*t)':s=44100:d=11",
              "-c:a aac");
     reel_audio *a = NULL;
     reel_error err;

@@ -1,0 +1,111 @@
+/* audio_internal.h: the audio object (reel/audio.h) shared by audio.c (opening,
+ * the public calls), audio_run.c (the running decode, its history and
+ * marks, the restarts) and audio_source.c (the bytes). src/audio's files
+ * alone include it. */
+#ifndef REEL_AUDIO_AUDIO_INTERNAL_H
+#define REEL_AUDIO_AUDIO_INTERNAL_H
+
+#include <libavcodec/avcodec.h>
+#include <libavformat/avformat.h>
+#include <libswresample/swresample.h>
+
+#include "core/error.h"
+#include "io/io_front.h"
+#include "reel/audio.h"
+
+#define REEL_AUDIO_MAX_RATE     1000000
+#define REEL_AUDIO_MAX_CHANNELS 64
+
+/* A place a run can restart from: the decoded frame of timestamp `ts` was
+ * placed with `pos` native samples before it (the 1 ms rule then decides
+ * where it lands, as it did the first time). */
+typedef struct reel__audio_mark {
+    int64_t ts, pos;
+} reel__audio_mark;
+
+struct reel_audio {
+    char name[1024];
+    char path[4096]; /* what was opened (a URL: as given, for the reopen) */
+    reel_audio_settings s;
+    reel_audio_info info;
+    AVFormatContext *fmt;
+    AVIOContext *avio; /* over `io` */
+    reel__io *io;
+    int64_t io_pos;
+    reel_error io_err; /* the last read's failure, for the message */
+    AVCodecParameters *par;
+    AVRational tb;
+    int stream;
+    float *scratch; /* one frame as float planes, then its mix */
+    size_t scratch_cap;
+
+    /* ---- the run: a decode that goes on from call to call (audio_run.c) */
+    AVCodecContext *ctx; /* NULL: no run */
+    SwrContext *swr;     /* NULL: the output rate is the native one */
+    AVPacket *pkt;
+    AVFrame *frame;
+    int seekable;      /* a restart after a seek with preroll decodes the same samples */
+    int64_t preroll;   /* native samples decoded before a restart's first placed frame */
+    int64_t align;     /* resampler restarts at native indices that are multiples of this */
+    int64_t pos;       /* native samples placed (grid index of the next) */
+    int64_t feed_from; /* native index from which samples reach the output */
+    int64_t out_pos;   /* output samples produced (grid index of the next) */
+    int eof;           /* 0 reading; 1 decoder flushed; 2 decoder drained; 3 all out */
+    int waiting;       /* after a seek: frames before mark `resume` only warm the decoder */
+    reel__audio_mark resume;
+    int64_t end;        /* output samples the stream gives, once a run reached its end; -1 unknown */
+    int64_t end_native; /* native samples the stream gives, once a run reached its end; -1 unknown */
+    /* the window of the call in progress */
+    int64_t win_lo, win_hi;
+    float *win_dst;
+    /* history: the last output samples [hist_lo, out_pos), planes of hist_cap */
+    float *hist;
+    int64_t hist_lo;
+    int hist_cap;
+    float *rs; /* the resampler's output planes */
+    int rs_cap;
+    reel__audio_mark *marks; /* ascending; from runs that decoded there */
+    size_t n_marks, marks_cap;
+};
+
+/* floor(num / den + 1/2) for den > 0, exact. */
+static inline __int128 reel__audio_round_half_up(__int128 num, __int128 den)
+{
+    __int128 q = (2 * num + den) / (2 * den);
+    if ((2 * num + den) % (2 * den) < 0) q -= 1; /* C divides toward zero */
+    return q;
+}
+
+/* Fills dst[0 .. C x (hi - lo)) (zeroed by the caller) with the output
+ * grid's [lo, hi), going on with the run, or restarting it from a0 or a mark;
+ * *end: output samples the stream gave (INT64_MAX when the window ended
+ * first). */
+int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t *end, reel_error *err);
+
+/* Sets up the run's codec-dependent constants (seekable, preroll, align). */
+void reel__audio_run_init(reel_audio *a);
+
+/* Ends the run and frees what it holds (marks and `end` stay: they are the file's). */
+void reel__audio_run_free(reel_audio *a);
+
+/* Opens a fresh decoder for the stream. */
+int reel__audio_open_codec(reel_audio *a, AVCodecContext **out, reel_error *err);
+
+/* The timestamp a decoded frame is placed by. */
+int64_t reel__audio_frame_ts(const AVFrame *f);
+
+/* ---- audio_source.c: the bytes ---- */
+
+/* An AVIOContext over a->io (buf: av_malloc'd, `size` bytes; it takes it). */
+AVIOContext *reel__audio_avio(reel_audio *a, unsigned char *buf, int size);
+
+/* Opens the container over a->avio from its first byte (an AVERROR). */
+int reel__audio_open_container(reel_audio *a);
+
+/* Sets every stream but a->stream to be discarded by the demuxer. */
+void reel__audio_discard_others(reel_audio *a);
+
+/* Back to the first byte: the container opened afresh. */
+int reel__audio_reopen(reel_audio *a, reel_error *err);
+
+#endif
