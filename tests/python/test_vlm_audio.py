@@ -21,7 +21,8 @@ import reel
 import reel.vlm
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg CLI")
+# slow: the reference's librosa compiles with numba on first use (about a minute)
+pytestmark = [pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg CLI"), pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
