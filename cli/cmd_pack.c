@@ -246,6 +246,74 @@ static int set_option(reel_pack_settings *s, const char *a, const char *v, const
     return -1;
 }
 
+/* Applies one of --audio-rate, --audio-channels, --audio-stream (value v)
+ * to *as: -1, or the exit code of a bad one. */
+static int set_audio_option(reel_audio_settings *as, const char *a, const char *v)
+{
+    if (!v) return bad("missing value for", a);
+    int x = 0;
+    if (cli_parse_int(v, &x) != 0) return bad("bad value for", a);
+    if (!strcmp(a, "--audio-rate") && (x < 1 || x > 1000000)) return bad("bad --audio-rate (1..1000000)", v);
+    if (!strcmp(a, "--audio-channels") && x != 1) return bad("bad --audio-channels (1: their mean)", v);
+    if (!strcmp(a, "--audio-stream") && x < 0) return bad("bad --audio-stream", v);
+    *(!strcmp(a, "--audio-rate")       ? &as->sample_rate
+      : !strcmp(a, "--audio-channels") ? &as->channels
+                                       : &as->stream_index) = x;
+    return -1;
+}
+
+/* `--merge OUT_DIR`: writes the index of a store built in parts. */
+static int run_merge(const char *dir, int json)
+{
+    reel_error err;
+    reel_error_clear(&err);
+    if (reel_pack_merge(dir, &err) != REEL_OK) {
+        fprintf(stderr, "reel pack --merge: %s\n", err.message);
+        return 1;
+    }
+    if (json) {
+        printf("{\"merged\": ");
+        cli_json_str(stdout, dir);
+        printf("}\n");
+    } else {
+        printf("%s: index written\n", dir);
+    }
+    return 0;
+}
+
+/* Builds the store at out from src under *s (show: the progress bar) and
+ * prints its report. */
+static int run_pack(const char *src, const char *out, reel_pack_settings *s, int show, int json)
+{
+    if (show) s->progress = progress_bar;
+    reel_set_ffmpeg_log_level(0);
+    reel_pack_report rep;
+    reel_error err;
+    reel_error_clear(&err);
+    int st = reel_pack(src, out, s, &rep, &err);
+    if (show) fputc('\n', stderr);
+    if (st != REEL_OK) {
+        fprintf(stderr, "reel pack: %s\n", err.message);
+        return 1;
+    }
+    if (json) {
+        printf("{\"store\": ");
+        cli_json_str(stdout, out);
+        printf(", \"format\": \"%s\", \"part\": %d, \"parts\": %d, \"videos\": %lld, \"packed\": %lld, "
+               "\"failed\": %lld, \"resumed\": %lld, \"frames\": %lld, \"bytes\": %lld, \"seconds\": %.3f, "
+               "\"merged\": %s}\n",
+               format_name(s->format), s->part_index, s->part_count, (long long)rep.videos, (long long)rep.packed,
+               (long long)rep.failed, (long long)rep.resumed, (long long)rep.frames, (long long)rep.bytes, rep.seconds,
+               rep.merged ? "true" : "false");
+    } else {
+        printf("%s: %lld videos (%lld packed, %lld failed, %lld already done), %lld frames, %.1f MB in %.1f s%s\n", out,
+               (long long)rep.videos, (long long)rep.packed, (long long)rep.failed, (long long)rep.resumed,
+               (long long)rep.frames, (double)rep.bytes / 1e6, rep.seconds,
+               rep.merged ? "" : "; run `reel pack --merge` once every part is done");
+    }
+    return 0;
+}
+
 int reel_cli_pack(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -292,15 +360,8 @@ int reel_cli_pack(int argc, char **argv)
             continue;
         }
         if (!strcmp(a, "--audio-rate") || !strcmp(a, "--audio-channels") || !strcmp(a, "--audio-stream")) {
-            if (!v) return bad("missing value for", a);
-            int x = 0;
-            if (cli_parse_int(v, &x) != 0) return bad("bad value for", a);
-            if (!strcmp(a, "--audio-rate") && (x < 1 || x > 1000000)) return bad("bad --audio-rate (1..1000000)", v);
-            if (!strcmp(a, "--audio-channels") && x != 1) return bad("bad --audio-channels (1: their mean)", v);
-            if (!strcmp(a, "--audio-stream") && x < 0) return bad("bad --audio-stream", v);
-            *(!strcmp(a, "--audio-rate")       ? &as.sample_rate
-              : !strcmp(a, "--audio-channels") ? &as.channels
-                                               : &as.stream_index) = x;
+            int code = set_audio_option(&as, a, v);
+            if (code >= 0) return code;
             audio_opt = a;
             i++;
             continue;
@@ -325,21 +386,7 @@ int reel_cli_pack(int argc, char **argv)
     }
     if (merge || verify) {
         if (npos != 1 || (merge && verify)) return bad("--merge and --verify take one OUT_DIR", npos ? pos[0] : "");
-        if (verify) return run_verify(pos[0], json);
-        reel_error err;
-        reel_error_clear(&err);
-        if (reel_pack_merge(pos[0], &err) != REEL_OK) {
-            fprintf(stderr, "reel pack --merge: %s\n", err.message);
-            return 1;
-        }
-        if (json) {
-            printf("{\"merged\": ");
-            cli_json_str(stdout, pos[0]);
-            printf("}\n");
-        } else {
-            printf("%s: index written\n", pos[0]);
-        }
-        return 0;
+        return verify ? run_verify(pos[0], json) : run_merge(pos[0], json);
     }
     if (npos != 2) {
         usage(stderr);
@@ -361,31 +408,5 @@ int reel_cli_pack(int argc, char **argv)
         s.fps = 0;
     }
     if (show < 0) show = isatty(2);
-    if (show) s.progress = progress_bar;
-    reel_set_ffmpeg_log_level(0);
-    reel_pack_report rep;
-    reel_error err;
-    reel_error_clear(&err);
-    int st = reel_pack(pos[0], pos[1], &s, &rep, &err);
-    if (show) fputc('\n', stderr);
-    if (st != REEL_OK) {
-        fprintf(stderr, "reel pack: %s\n", err.message);
-        return 1;
-    }
-    if (json) {
-        printf("{\"store\": ");
-        cli_json_str(stdout, pos[1]);
-        printf(", \"format\": \"%s\", \"part\": %d, \"parts\": %d, \"videos\": %lld, \"packed\": %lld, "
-               "\"failed\": %lld, \"resumed\": %lld, \"frames\": %lld, \"bytes\": %lld, \"seconds\": %.3f, "
-               "\"merged\": %s}\n",
-               format_name(s.format), s.part_index, s.part_count, (long long)rep.videos, (long long)rep.packed,
-               (long long)rep.failed, (long long)rep.resumed, (long long)rep.frames, (long long)rep.bytes, rep.seconds,
-               rep.merged ? "true" : "false");
-    } else {
-        printf("%s: %lld videos (%lld packed, %lld failed, %lld already done), %lld frames, %.1f MB in %.1f s%s\n",
-               pos[1], (long long)rep.videos, (long long)rep.packed, (long long)rep.failed, (long long)rep.resumed,
-               (long long)rep.frames, (double)rep.bytes / 1e6, rep.seconds,
-               rep.merged ? "" : "; run `reel pack --merge` once every part is done");
-    }
-    return 0;
+    return run_pack(pos[0], pos[1], &s, show, json);
 }

@@ -110,7 +110,19 @@ static int check_codes(int kind, int dtype, int layout, int color)
     return bad ? -1 : 0;
 }
 
-static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
+/* Decoder()'s keywords as reel/_decoder.py passes them (parse_init_args). */
+typedef struct init_args {
+    PyObject *source, *name, *index_path, *mean, *std, *remote;
+    const char *device, *device_fallback;
+    int kind, stream, threads, corrupt, index_mode, skip_nonref, force_scan, check_keyframes, gop_contexts;
+    int cx, cy, cw, ch, width, height, filter, convert_path, rotate, flip, dtype, layout, color;
+    double divisor;
+} init_args;
+
+/* Parses Decoder()'s arguments into *a (the keywords left out keep the
+ * defaults of reel_decoder_settings and reel_transform); 0, or -1 with the
+ * exception set. */
+static int parse_init_args(PyObject *args, PyObject *kwargs, init_args *a)
 {
     static char *kwlist[] = { "source",
                               "kind",
@@ -141,74 +153,101 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
                               "device",
                               "device_fallback",
                               NULL };
-    PyObject *source, *name = Py_None, *index_path = Py_None, *mean = Py_None, *std = Py_None, *remote = Py_None;
-    const char *device = NULL, *device_fallback = NULL;
-    int kind, stream = -1, threads = 0, corrupt = REEL_CORRUPT_FAIL, index_mode = REEL_INDEX_OFF;
-    int skip_nonref = 1, force_scan = 0, check_keyframes = 1, gop_contexts = REEL_GOP_CONTEXTS_AUTO;
     reel_transform def; /* the keywords left out keep its values */
     reel_transform_default_settings(&def);
-    int cx = 0, cy = 0, cw = 0, ch = 0, width = 0, height = 0, filter = def.pixels.filter;
-    int convert_path = def.pixels.convert_path, rotate = def.pixels.apply_rotation, flip = def.flip_horizontal;
-    int dtype = def.pixels.dtype, layout = def.layout, color = def.pixels.color;
-    double divisor = def.pixels.divisor;
-    if (self->lock || self->source || self->name) {
-        PyErr_SetString(PyExc_RuntimeError, "reel decoder: __init__ called twice");
+    memset(a, 0, sizeof *a);
+    a->name = a->index_path = a->mean = a->std = a->remote = Py_None;
+    a->stream = -1;
+    a->corrupt = REEL_CORRUPT_FAIL;
+    a->index_mode = REEL_INDEX_OFF;
+    a->skip_nonref = 1;
+    a->check_keyframes = 1;
+    a->gop_contexts = REEL_GOP_CONTEXTS_AUTO;
+    a->filter = def.pixels.filter;
+    a->convert_path = def.pixels.convert_path;
+    a->rotate = def.pixels.apply_rotation;
+    a->flip = def.flip_horizontal;
+    a->dtype = def.pixels.dtype;
+    a->layout = def.layout;
+    a->color = def.pixels.color;
+    a->divisor = def.pixels.divisor;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwargs,
+            "Oi|$OiiiiOpp(iiii)iiiipp"
+            "iidOOpOiizz:Decoder",
+            kwlist, &a->source, &a->kind, &a->name, &a->stream, &a->threads, &a->corrupt, &a->index_mode,
+            &a->index_path, &a->skip_nonref, &a->force_scan, &a->cx, &a->cy, &a->cw, &a->ch, &a->width, &a->height,
+            &a->filter, &a->convert_path, &a->rotate, &a->flip, &a->dtype, &a->layout, &a->divisor, &a->mean, &a->std,
+            &a->check_keyframes, &a->remote, &a->gop_contexts, &a->color, &a->device, &a->device_fallback))
         return -1;
-    }
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs,
-                                     "Oi|$OiiiiOpp(iiii)iiiipp"
-                                     "iidOOpOiizz:Decoder",
-                                     kwlist, &source, &kind, &name, &stream, &threads, &corrupt, &index_mode,
-                                     &index_path, &skip_nonref, &force_scan, &cx, &cy, &cw, &ch, &width, &height,
-                                     &filter, &convert_path, &rotate, &flip, &dtype, &layout, &divisor, &mean, &std,
-                                     &check_keyframes, &remote, &gop_contexts, &color, &device, &device_fallback))
-        return -1;
-    if (check_codes(kind, dtype, layout, color) < 0) return -1;
+    return check_codes(a->kind, a->dtype, a->layout, a->color);
+}
+
+/* self->settings (and the remote settings, device names and index path it
+ * points at) from the arguments; 0, or -1 with the exception set. */
+static int init_settings(DecoderObject *self, const init_args *a)
+{
     reel_decoder_default_settings(&self->settings);
-    if (remote != Py_None) {
-        if (rx_remote_from_dict(remote, &self->remote, &self->ca_bundle, &self->bearer_token) < 0) return -1;
+    if (a->remote != Py_None) {
+        if (rx_remote_from_dict(a->remote, &self->remote, &self->ca_bundle, &self->bearer_token) < 0) return -1;
         self->settings.remote = &self->remote;
     }
     self->settings.interrupt = rx_dec_interrupt;
     self->settings.interrupt_opaque = self;
-    self->settings.stream_index = stream;
-    self->settings.threads = threads;
-    self->settings.corrupt_policy = corrupt;
-    self->settings.index_mode = index_mode;
-    self->settings.skip_nonref = skip_nonref;
-    self->settings.force_scan = force_scan;
-    self->settings.check_keyframes = check_keyframes;
-    self->settings.gop_contexts = gop_contexts;
-    if (device) {
-        snprintf(self->device, sizeof self->device, "%s", device);
+    self->settings.stream_index = a->stream;
+    self->settings.threads = a->threads;
+    self->settings.corrupt_policy = a->corrupt;
+    self->settings.index_mode = a->index_mode;
+    self->settings.skip_nonref = a->skip_nonref;
+    self->settings.force_scan = a->force_scan;
+    self->settings.check_keyframes = a->check_keyframes;
+    self->settings.gop_contexts = a->gop_contexts;
+    if (a->device) {
+        snprintf(self->device, sizeof self->device, "%s", a->device);
         self->settings.device = self->device;
     }
-    if (device_fallback) {
-        snprintf(self->device_fallback, sizeof self->device_fallback, "%s", device_fallback);
+    if (a->device_fallback) {
+        snprintf(self->device_fallback, sizeof self->device_fallback, "%s", a->device_fallback);
         self->settings.device_fallback = self->device_fallback;
     }
-    if (index_path != Py_None) {
-        if (!PyUnicode_FSConverter(index_path, &self->index_path)) return -1;
+    if (a->index_path != Py_None) {
+        if (!PyUnicode_FSConverter(a->index_path, &self->index_path)) return -1;
         self->settings.index_path = PyBytes_AsString(self->index_path);
     }
-    self->transform = def;
-    reel_transform *t = &self->transform;
-    t->crop_x = cx;
-    t->crop_y = cy;
-    t->crop_w = cw;
-    t->crop_h = ch;
-    t->width = width;
-    t->height = height;
-    t->pixels.filter = filter;
-    t->pixels.convert_path = convert_path;
-    t->pixels.apply_rotation = rotate;
-    t->flip_horizontal = flip;
-    t->pixels.dtype = dtype;
-    t->pixels.color = color;
-    t->layout = layout;
-    t->pixels.divisor = (float)divisor;
-    if (parse_floats3(mean, t->pixels.mean, "mean") < 0 || parse_floats3(std, t->pixels.std, "std") < 0) return -1;
+    return 0;
+}
 
+/* self->transform, the fixed output transform, from the arguments; 0, or -1
+ * with the exception set. */
+static int init_transform(DecoderObject *self, const init_args *a)
+{
+    reel_transform *t = &self->transform;
+    reel_transform_default_settings(t);
+    t->crop_x = a->cx;
+    t->crop_y = a->cy;
+    t->crop_w = a->cw;
+    t->crop_h = a->ch;
+    t->width = a->width;
+    t->height = a->height;
+    t->pixels.filter = a->filter;
+    t->pixels.convert_path = a->convert_path;
+    t->pixels.apply_rotation = a->rotate;
+    t->flip_horizontal = a->flip;
+    t->pixels.dtype = a->dtype;
+    t->pixels.color = a->color;
+    t->layout = a->layout;
+    t->pixels.divisor = (float)a->divisor;
+    if (parse_floats3(a->mean, t->pixels.mean, "mean") < 0 || parse_floats3(a->std, t->pixels.std, "std") < 0)
+        return -1;
+    return 0;
+}
+
+/* The source kept (a path, a pinned buffer or a file-like object) and the
+ * name shown; 0, or -1 with the exception set. */
+static int init_source(DecoderObject *self, const init_args *a)
+{
+    PyObject *source = a->source, *name = a->name;
+    const int kind = a->kind;
     self->kind = kind;
     /* the name shown (errors, .name, repr, metadata.path): a URL redacted;
      * the source keeps it as given, to open it (again, when unpickled) */
@@ -234,6 +273,13 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
         }
         self->source = Py_NewRef(source);
     }
+    return 0;
+}
+
+/* Makes the lock and opens the video under the transform (its output size);
+ * 0, or -1 with the exception set (the decoder then closed). */
+static int init_open(DecoderObject *self)
+{
     self->lock = PyThread_allocate_lock();
     if (!self->lock) {
         PyErr_NoMemory();
@@ -246,7 +292,8 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
     PyThread_acquire_lock(self->lock, WAIT_LOCK); /* new: nobody else holds it */
     int r = rx_decoder_open_source(self, &err);
     if (r == REEL_OK)
-        r = reel_decoder_get_output_size(self->dec, t, &self->out_w, &self->out_h, &self->frame_bytes, &err);
+        r = reel_decoder_get_output_size(self->dec, &self->transform, &self->out_w, &self->out_h, &self->frame_bytes,
+                                         &err);
     if (r != REEL_OK) reel_decoder_close(&self->dec);
     PyThread_release_lock(self->lock);
     if (r != REEL_OK) {
@@ -255,6 +302,18 @@ static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
         return -1;
     }
     return 0;
+}
+
+static int decoder_init(DecoderObject *self, PyObject *args, PyObject *kwargs)
+{
+    if (self->lock || self->source || self->name) {
+        PyErr_SetString(PyExc_RuntimeError, "reel decoder: __init__ called twice");
+        return -1;
+    }
+    init_args a;
+    if (parse_init_args(args, kwargs, &a) < 0) return -1;
+    if (init_settings(self, &a) < 0 || init_transform(self, &a) < 0 || init_source(self, &a) < 0) return -1;
+    return init_open(self);
 }
 
 static void decoder_close_now(DecoderObject *self)
@@ -422,121 +481,6 @@ static PyObject *decoder_frame_table(DecoderObject *self, PyObject *unused)
     if (ok) r = PyTuple_Pack(5, lists[0], lists[1], lists[2], lists[3], lists[4]);
     for (int k = 0; k < 5; k++) Py_XDECREF(lists[k]);
     return r;
-}
-
-/* Takes the decoder (rx_dec_acquire) and describes its whole video for the
- * C sampler: frame table, time base, average fps (valid while it is held). */
-static int decoder_acquire_video(DecoderObject *self, reel_sampler_video *v)
-{
-    if (rx_dec_acquire(self) < 0) return -1;
-    memset(v, 0, sizeof *v);
-    const reel_video_info *info = reel_decoder_get_info(self->dec);
-    v->table = reel_decoder_get_frame_table(self->dec, &v->num_frames);
-    v->time_base_num = info->time_base_num;
-    v->time_base_den = info->time_base_den;
-    v->average_fps = info->avg_fps_den > 0 ? (double)info->avg_fps_num / info->avg_fps_den : 0;
-    v->segment_end = -1;
-    v->name = rx_dec_name(self);
-    return 0;
-}
-
-/* The C sampler (reel_sampler_run) over this video: the flat frame indices
- * of the clips, clip after clip. */
-static PyObject *decoder_sample_clips(DecoderObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *kw[] = { "kind",
-                          "num_clips",
-                          "frames_per_clip",
-                          "stride",
-                          "seconds_between_frames",
-                          "range_start",
-                          "range_end",
-                          "policy",
-                          "seconds_between_clip_starts",
-                          "seed",
-                          NULL };
-    reel_sampler_settings s;
-    reel_sampler_default_settings(&s);
-    int kind = 0, policy = 0;
-    unsigned long long seed = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iiiidddidK:sample_clips", kw, &kind, &s.clips_per_video,
-                                     &s.frames_per_clip, &s.frame_stride, &s.seconds_between_frames, &s.range_start,
-                                     &s.range_end, &policy, &s.seconds_between_clip_starts, &seed))
-        return NULL;
-    s.kind = (reel_sampler_kind)kind;
-    s.policy = (reel_clip_policy)policy;
-    if (s.clips_per_video < 1 || s.frames_per_clip < 1 || s.clips_per_video > 4096 || s.frames_per_clip > 65536) {
-        PyErr_SetString(PyExc_ValueError, "sample_clips: num_clips and frames_per_clip must be in range");
-        return NULL;
-    }
-    reel_sampler_video v;
-    if (decoder_acquire_video(self, &v) < 0) return NULL;
-    size_t n = (size_t)s.clips_per_video * (size_t)s.frames_per_clip;
-    int64_t *out = PyMem_Malloc(n * sizeof *out);
-    if (!out) {
-        rx_dec_release(self);
-        return PyErr_NoMemory();
-    }
-    reel_error err;
-    reel_error_clear(&err);
-    int st = reel_sampler_run(&s, &v, (uint64_t)seed, 0, 0, out, n, &err);
-    rx_dec_release(self);
-    PyObject *r = NULL;
-    if (st != REEL_OK) {
-        /* the caller's arguments do not fit this video: a ValueError, as torchcodec */
-        PyErr_SetString(PyExc_ValueError, err.message);
-    } else {
-        PyObject *l = int64_list(out, (int64_t)n);
-        r = l ? PyList_AsTuple(l) : NULL;
-        Py_XDECREF(l);
-    }
-    PyMem_Free(out);
-    return r;
-}
-
-/* The whole-video samplers (REEL_SAMPLER_FPS / _COUNT): the indices and
- * what reel_sampler_describe says of them, as (indices, info dict). */
-static PyObject *decoder_sample_video(DecoderObject *self, PyObject *args, PyObject *kwds)
-{
-    static char *kw[] = { "kind",       "fps",         "min_frames", "max_frames", "frame_factor",
-                          "num_frames", "range_start", "range_end",  NULL };
-    reel_sampler_settings s;
-    reel_sampler_default_settings(&s);
-    int kind = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "idiiiidd:sample_video", kw, &kind, &s.fps, &s.min_frames,
-                                     &s.max_frames, &s.frame_factor, &s.frames_per_clip, &s.range_start, &s.range_end))
-        return NULL;
-    if (kind != REEL_SAMPLER_FPS && kind != REEL_SAMPLER_COUNT) {
-        PyErr_SetString(PyExc_ValueError, "sample_video: kind must be the fps or the count sampler");
-        return NULL;
-    }
-    s.kind = (reel_sampler_kind)kind;
-    reel_sampler_video v;
-    if (decoder_acquire_video(self, &v) < 0) return NULL;
-    reel_error err;
-    reel_error_clear(&err);
-    reel_sampler_result res;
-    int64_t *out = NULL;
-    int st = reel_sampler_describe(&s, &v, &res, &err);
-    if (st == REEL_OK) {
-        out = PyMem_Malloc((size_t)res.num_frames * sizeof *out + 1);
-        if (!out) {
-            rx_dec_release(self);
-            return PyErr_NoMemory();
-        }
-        st = reel_sampler_run(&s, &v, 0, 0, 0, out, (size_t)res.num_frames, &err);
-    }
-    rx_dec_release(self);
-    if (st != REEL_OK) {
-        PyMem_Free(out);
-        PyErr_SetString(PyExc_ValueError, err.message); /* as qwen-vl-utils raises */
-        return NULL;
-    }
-    PyObject *idx = int64_list(out, res.num_frames);
-    PyMem_Free(out);
-    if (!idx) return NULL;
-    return Py_BuildValue("(N{s:L,s:L,s:d,s:d})", idx, "range_first", (long long)res.range_first, "range_frames",
-                         (long long)res.range_frames, "video_fps", res.video_fps, "sample_fps", res.sample_fps);
 }
 
 /* Changes the output size of later calls (the rest of the transform stays). */
@@ -808,11 +752,11 @@ static PyMethodDef decoder_methods[] = {
     { "info", (PyCFunction)decoder_info, METH_NOARGS, "info($self)\n--\n\nStream metadata as a dict." },
     { "frame_table", (PyCFunction)decoder_frame_table, METH_NOARGS,
       "frame_table($self)\n--\n\n(pts, duration, pos, key, decode_order): five lists, one entry per frame." },
-    { "sample_clips", (PyCFunction)(void (*)(void))decoder_sample_clips, METH_VARARGS | METH_KEYWORDS,
+    { "sample_clips", (PyCFunction)(void (*)(void))rx_dec_sample_clips, METH_VARARGS | METH_KEYWORDS,
       "sample_clips($self, kind, num_clips, frames_per_clip, stride, seconds_between_frames, range_start, range_end, "
       "policy, seconds_between_clip_starts, seed)\n--\n\nThe C sampler's frame indices for this video, clip after "
       "clip." },
-    { "sample_video", (PyCFunction)(void (*)(void))decoder_sample_video, METH_VARARGS | METH_KEYWORDS,
+    { "sample_video", (PyCFunction)(void (*)(void))rx_dec_sample_video, METH_VARARGS | METH_KEYWORDS,
       "sample_video($self, kind, fps, min_frames, max_frames, frame_factor, num_frames, range_start, range_end)\n--\n\n"
       "The whole-video samplers (fps, count): (indices, {range_first, range_frames, video_fps, sample_fps})." },
     { "set_size", (PyCFunction)decoder_set_size, METH_VARARGS,

@@ -1,6 +1,7 @@
 /* _ext_decoder.h: the Decoder object shared by _ext_decoder.c (the type:
- * open, decode, metadata) and _ext_decoder_source.c (its sources: a path, a
- * buffer or a file-like object, and the interrupt that lets Ctrl-C in). */
+ * open, decode, metadata), _ext_decoder_sample.c (its samplers) and
+ * _ext_decoder_source.c (its sources: a path, a buffer or a file-like
+ * object, and the interrupt that lets Ctrl-C in). */
 #ifndef REEL_EXT_DECODER_H
 #define REEL_EXT_DECODER_H
 
@@ -61,6 +62,10 @@ int rx_dec_fill_meta(DecoderObject *self, FramesObject *f, const int64_t *idx, P
 /* _ext_near.c: Decoder.get_frames_near and Decoder.memory */
 PyObject *rx_dec_get_frames_near(DecoderObject *self, PyObject *args, PyObject *kwargs);
 PyObject *rx_dec_memory(DecoderObject *self, PyObject *unused);
+
+/* _ext_decoder_sample.c: Decoder.sample_clips and Decoder.sample_video */
+PyObject *rx_dec_sample_clips(DecoderObject *self, PyObject *args, PyObject *kwds);
+PyObject *rx_dec_sample_video(DecoderObject *self, PyObject *args, PyObject *kwds);
 
 /* _ext_decoder_source.c */
 /* The name used in messages. */

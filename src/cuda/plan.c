@@ -133,17 +133,13 @@ static int64_t kernel_weight(int kind, int64_t d, int64_t inc, int64_t fone)
     return (c < 0 ? 0 : c) * (fone >> 30);
 }
 
-/* Builds one axis, S source samples to D outputs (both centre-sited), into
- * the tables: `one` is the weights' sum, `align` the tap count's multiple
- * (x86 swscale: 4 horizontally, 2 vertically unless one tap suffices). */
-static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int align, reel__px_axis *a)
+/* The axis's filters before trimming, as swscale builds them: D rows of
+ * *size weights (fone: their unit), row i starting at source sample pos[i]
+ * (pos: D entries, filled here). NULL when out of memory. */
+static int64_t *axis_filters(int S, int D, int kind, int64_t inc, int64_t fone, int32_t *pos, int *size_out)
 {
-    const int64_t inc = (((int64_t)S << 16) + (D >> 1)) / D;
-    const int64_t fone = (int64_t)1 << (54 - (ilog2(S / D) < 8 ? ilog2(S / D) : 8));
     int size;
     int64_t *f;
-    int32_t *pos = malloc((size_t)D * sizeof *pos);
-    if (!pos) return 0;
     if (llabs(inc - 0x10000) < 10) { /* unscaled */
         size = 1;
         f = malloc((size_t)D * sizeof *f);
@@ -189,11 +185,14 @@ static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int a
             }
         }
     }
-    if (!f) {
-        free(pos);
-        return 0;
-    }
-    /* trim near-zero taps: shift each filter left past them, count them on the right */
+    *size_out = size;
+    return f;
+}
+
+/* Trims near-zero taps: shifts each filter left past them (moving pos[i]),
+ * counts them on the right. Returns the most taps a row still needs. */
+static int trim_filters(int64_t *f, int32_t *pos, int D, int size, int64_t fone)
+{
     const double cut = 0.002 * (double)fone;
     int min_size = 0;
     for (int i = D - 1; i >= 0; i--) {
@@ -216,16 +215,16 @@ static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int a
         }
         if (keep > min_size) min_size = keep;
     }
-    int n = min_size;
-    if (!(align == 2 && min_size == 1)) n = (min_size + align - 1) / align * align;
-    if (!taps_grow(t, D, D * n)) {
-        free(f);
-        free(pos);
-        return 0;
-    }
-    a->taps = n;
-    a->pos = t->n_start;
-    a->coef = t->n_coef;
+    return min_size;
+}
+
+/* Writes the D rows of n taps into the tables after t's current ends (room
+ * made by the caller): the taps outside the S source samples folded into the
+ * border ones, the weights normalised to sum to `one` with error diffusion.
+ * 0 when out of memory. */
+static int write_filters(reel__cuda_taps *t, const int64_t *f, const int32_t *pos, int S, int D, int size, int n,
+                         int one)
+{
     int64_t *g = calloc((size_t)n, sizeof *g);
     for (int i = 0; g && i < D; i++) {
         for (int j = 0; j < n; j++) g[j] = j < size ? f[(size_t)i * size + j] : 0;
@@ -258,10 +257,41 @@ static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int a
         }
         t->start[t->n_start + i] = p;
     }
-    free(f);
-    free(pos);
     if (!g) return 0;
     free(g);
+    return 1;
+}
+
+/* Builds one axis, S source samples to D outputs (both centre-sited), into
+ * the tables: `one` is the weights' sum, `align` the tap count's multiple
+ * (x86 swscale: 4 horizontally, 2 vertically unless one tap suffices). */
+static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int align, reel__px_axis *a)
+{
+    const int64_t inc = (((int64_t)S << 16) + (D >> 1)) / D;
+    const int64_t fone = (int64_t)1 << (54 - (ilog2(S / D) < 8 ? ilog2(S / D) : 8));
+    int size;
+    int32_t *pos = malloc((size_t)D * sizeof *pos);
+    if (!pos) return 0;
+    int64_t *f = axis_filters(S, D, kind, inc, fone, pos, &size);
+    if (!f) {
+        free(pos);
+        return 0;
+    }
+    int min_size = trim_filters(f, pos, D, size, fone);
+    int n = min_size;
+    if (!(align == 2 && min_size == 1)) n = (min_size + align - 1) / align * align;
+    if (!taps_grow(t, D, D * n)) {
+        free(f);
+        free(pos);
+        return 0;
+    }
+    a->taps = n;
+    a->pos = t->n_start;
+    a->coef = t->n_coef;
+    int ok = write_filters(t, f, pos, S, D, size, n, one);
+    free(f);
+    free(pos);
+    if (!ok) return 0;
     t->n_start += D;
     t->n_coef += D * n;
     return 1;
