@@ -6,15 +6,19 @@
 #                         the tests marked slow, Ray, sanitizers, fuzzing or
 #                         the wheel (about 3 minutes here); same last line
 #   make test             C tests, C tests under address+undefined sanitizers,
-#                         pytest (tests/python); last line "N passed, N failed"
+#                         pytest (tests/python), then the wheel: built (from
+#                         nothing on a fresh clone: zig, FFmpeg and the bundled
+#                         libraries, WHEEL_FIRST_BUILD below; then cached) and
+#                         tested; last line "N passed, N failed"
 #   make asan             only the sanitizer tree and its tests
 #   make tsan             the threaded C tests under ThreadSanitizer (clang)
 #   make format           format the C sources (.clang-format; make test checks it)
 #   make fuzz             the libFuzzer targets, FUZZ_SECONDS (300) each
 #   make demo             a small end-to-end demo
 #   make bench            decoder benchmark (bench/run_decoder.py)
-#   make wheel            the self-contained wheel dist/reel-*.whl (FFmpeg built
-#                         LGPL from Debian's source, cached in build-wheel/)
+#   make wheel            the self-contained manylinux_2_28 wheel dist/reel-*.whl
+#                         (zig cc for glibc 2.28; FFmpeg LGPL and the bundled
+#                         libraries from Debian's sources, cached in build-wheel/)
 #   make test-wheel       that wheel in a fresh venv, system FFmpeg hidden
 #   make install PREFIX=/usr/local [DESTDIR=...]
 #   make clean            (keeps build-wheel/, the FFmpeg cache: make clean-wheel)
@@ -98,8 +102,11 @@ demo: build
 	@echo "demo: compare the frames/s of the two runs above: the video path, then the store"
 # ============================================================== DEMO (end)
 
-# The wheel: scripts/build_wheel.sh (FFmpeg from `apt-get source ffmpeg`, about
-# 10 minutes the first time, then cached by version and configure line).
+# The wheel: scripts/build_wheel.sh (zig from PyPI; FFmpeg, dav1d, zlib,
+# libjpeg-turbo, zstd, mbedTLS and curl from `apt-get source`, each cached by
+# version and configure line). WHEEL_FIRST_BUILD: the first build here, on 2
+# shared cores, JOBS=2, is in docs/WHEEL.md ("Build times"); after that a
+# wheel is reel only, 1-2 minutes.
 wheel:
 	@bash scripts/build_wheel.sh
 
