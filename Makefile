@@ -6,9 +6,9 @@
 #                         the tests marked slow, Ray, sanitizers, fuzzing or
 #                         the wheel (about 3 minutes here); same last line
 #   make test             C tests, C tests under address+undefined sanitizers,
-#                         pytest (tests/python), then the wheel: built (from
-#                         nothing on a fresh clone: zig, FFmpeg and the bundled
-#                         libraries, WHEEL_FIRST_BUILD below; then cached) and
+#                         pytest (tests/python), then the wheel: built (on a
+#                         fresh clone zig, FFmpeg and the bundled libraries
+#                         too, then cached: times in docs/WHEEL.md) and
 #                         tested; last line "N passed, N failed"
 #   make asan             only the sanitizer tree and its tests
 #   make tsan             the threaded C tests under ThreadSanitizer (clang)
@@ -103,10 +103,9 @@ demo: build
 # ============================================================== DEMO (end)
 
 # The wheel: scripts/build_wheel.sh (zig from PyPI; FFmpeg, dav1d, zlib,
-# libjpeg-turbo, zstd, mbedTLS and curl from `apt-get source`, each cached by
-# version and configure line). WHEEL_FIRST_BUILD: the first build here, on 2
-# shared cores, JOBS=2, is in docs/WHEEL.md ("Build times"); after that a
-# wheel is reel only, 1-2 minutes.
+# libjpeg-turbo, zstd, OpenSSL and curl from `apt-get source`, each cached by
+# version and configure line). The first build's times, per library, are in
+# docs/WHEEL.md ("Build times"); after that a wheel is reel only.
 wheel:
 	@bash scripts/build_wheel.sh
 
@@ -126,4 +125,4 @@ clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-tsan build-fuzz
 
 help:
-	@sed -n '3,20p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,27p' Makefile | sed 's/^# \{0,1\}//'

@@ -10,7 +10,7 @@
 #      shared, with only what reel needs (ffmpeg_configure_args below: the
 #      video and audio decoders, swresample, NVDEC with Debian's
 #      libffmpeg-nvenc-dev headers), in build-wheel/ffmpeg/<version>-<hash>/.
-#   2. libjpeg-turbo, zstd, mbedTLS and libcurl (http/https only), the same way,
+#   2. libjpeg-turbo, zstd, OpenSSL and libcurl (http/https only), the same way,
 #      each in build-wheel/libs/<name>-<version>-<hash>/. A prefix that exists
 #      with the same version, configure line and zig is reused: no rebuild.
 #   3. reel's wheel built against those prefixes (pip wheel, scikit-build-core,
@@ -173,10 +173,10 @@ fi
 [ $ffmpeg_only -eq 1 ] && { echo "$prefix"; exit 0; }
 
 # ------------------------------------------------------------ 3. reel's own libraries
-# libjpeg-turbo, zstd, mbedTLS and libcurl (scripts/wheel_libs.sh).
+# libjpeg-turbo, zstd, OpenSSL and libcurl (scripts/wheel_libs.sh).
 build_jpeg
 build_zstd
-build_mbedtls
+build_openssl
 build_curl
 # pkg-config sees only these prefixes and FFmpeg's: a system .pc (for glibc 2.36) never slips in
 export PKG_CONFIG_LIBDIR="$prefix/lib/pkgconfig"
@@ -239,8 +239,10 @@ lib_secs_json="{\"ffmpeg\": $(secs "$prefix")"
 for p in "${LIB_PREFIXES[@]}"; do lib_secs_json+=", \"${LIB_NAME[$p]}\": $(secs "$p")"; done
 lib_secs_json+=", \"reel\": {\"wall\": $reel_secs, \"cpu\": null}}"
 while IFS=$'\t' read -r soname path; do
-    # auditwheel's name for it: the soname's first dot-part, -<8 hex>, the rest
-    [ -n "$libs_dir" ] && ls "$libs_dir/${soname%%.*}"-????????."${soname#*.}"* >/dev/null 2>&1 || continue
+    # auditwheel's name for it: the name before .so, -<8 hex>, then .so and the
+    # file's version
+    # (the file's name: libmbedtls.so.14 is libmbedtls-<hash>.so.2.28.3)
+    [ -n "$libs_dir" ] && ls "$libs_dir/${soname%%.so*}"-????????.so* >/dev/null 2>&1 || continue
     real=$(readlink -f "$path")
     if [[ $real == "$prefix"/* ]]; then
         pkg="ffmpeg (built here from Debian's source $deb_version, LGPL-2.1-or-later)"

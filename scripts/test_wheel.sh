@@ -229,7 +229,8 @@ fi
 # against the wheel (the venv's python): reel finds the CA on RHEL's path with
 # /etc/ssl hidden, honours SSL_CERT_FILE / SSL_CERT_DIR / ca_bundle, names the
 # paths tried. Not in the hidden namespace: the test's openssl CLI needs the
-# system's libssl (the wheel's libcurl uses its own mbedTLS: build_info says so).
+# system's libssl (the wheel's libcurl loads its own OpenSSL under a hashed name:
+# check_wheel.py checks build_info()["tls"] is the bundled version).
 echo "==> TLS: tests/python/test_tls_ca_store.py with the wheel" >&2
 if "$venv/bin/python" -m pip install -q pytest >>"$tmp/pip.log" 2>&1; then
     tls_log="$tmp/tls.log"

@@ -44,10 +44,16 @@ SH
 # (apt-get source, Debian's patches applied), fetched once.
 src_of() {
     local d
-    d=$(find "$wb/src" -maxdepth 1 -type d -name "$1-[0-9]*" | sort | tail -n1)
+    d=$(find "$wb/src/" -maxdepth 1 -type d -name "$1-[0-9]*" | sort | tail -n1)
     if [ -z "$d" ]; then
-        (cd "$wb/src" && apt-get source -qq "$1" >/dev/null 2>&1) || die "apt-get source $1 failed (deb-src enabled?)"
-        d=$(find "$wb/src" -maxdepth 1 -type d -name "$1-[0-9]*" | sort | tail -n1)
+        # the candidate first, then each older version the archive lists (a
+        # mirror can lack the newest security update's source)
+        local v ok=0
+        for v in "" $(apt-cache showsrc "$1" 2>/dev/null | awk '/^Version:/ {print $2}'); do
+            (cd "$wb/src" && apt-get source -qq "$1${v:+=$v}" >/dev/null 2>&1) && { ok=1; break; }
+        done
+        [ $ok = 1 ] || die "apt-get source $1 failed (deb-src enabled?)"
+        d=$(find "$wb/src/" -maxdepth 1 -type d -name "$1-[0-9]*" | sort | tail -n1)
     fi
     [ -n "$d" ] || die "no source for $1 in build-wheel/src"
     echo "$d"
@@ -75,6 +81,7 @@ lib_prefix() {
 # to prefix/.reel-build-seconds; PKG_CONFIG_PATH gains the prefix.
 lib_build() {
     local name=$1 src=$2 config=$3 cmds=$4
+    [ -d "$src" ] || die "$name: no source folder (apt-get source failed?)"
     if lib_prefix "$name" "$src" "$config" "$cmds"; then
         say "$name $lib_deb_version: cached in ${lib_dir#"$wb"/}"
     else
@@ -83,14 +90,16 @@ lib_build() {
         mkdir -p "$lib_dir/build"
         local t0 TIMEFORMAT='%R %U %S'
         t0=$(date +%s)
-        { time (
-            export mbedtls_pfx="${mbedtls_pfx:-}" P="$lib_pfx" S="$src" B="$lib_dir/build" CC="$ZCC" CXX="$ZCXX" AR="$ZAR" RANLIB="$ZRANLIB"
+        # (the log's redirection inside: bash's `time` reports through the
+        # subshell's stderr, which must stay the time file)
+        { time ( {
+            export openssl_pfx="${openssl_pfx:-}" P="$lib_pfx" S="$src" B="$lib_dir/build" CC="$ZCC" CXX="$ZCXX" AR="$ZAR" RANLIB="$ZRANLIB"
             export CFLAGS="-O2 -fPIC" CXXFLAGS="-O2 -fPIC" LDFLAGS="-L$lib_pfx/lib"
             cd "$B"
-            eval "$cmds"
-            # no debug sections in the wheel (zstd's Makefile adds -g)
-            find "$P" -name '*.so*' -type f -exec strip --strip-unneeded {} +
-        ) >"$lib_dir/build.log" 2>&1; } 2>"$lib_dir/time" ||
+            eval "$cmds" &&
+                # no debug sections in the wheel (zstd's Makefile adds -g)
+                find "$P" -name '*.so*' -type f -exec strip --strip-unneeded {} +
+        } >"$lib_dir/build.log" 2>&1 ); } 2>"$lib_dir/time" ||
             { tail -n 40 "$lib_dir/build.log" >&2; die "$name: the build failed (log: build-wheel/${lib_dir#"$wb"/}/build.log)"; }
         printf '%s\n' "$config" >"$lib_pfx/.reel-config"
         echo "$(($(date +%s) - t0))" >"$lib_pfx/.reel-build-seconds"
@@ -160,18 +169,24 @@ nvcodec_headers() {
     PKG_CONFIG_PATH="$nv_pfx/lib/pkgconfig:$PKG_CONFIG_PATH"
 }
 
-# mbedTLS: libcurl's TLS (see docs/WHEEL.md, "TLS library", for why not OpenSSL)
-build_mbedtls() {
-    lib_build mbedtls "$(src_of mbedtls)" "-DUSE_SHARED_MBEDTLS_LIBRARY=ON -DUSE_STATIC_MBEDTLS_LIBRARY=OFF -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF" \
-        'cmake -G Ninja $S -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=$P -DCMAKE_INSTALL_LIBDIR=lib \
-           -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DCMAKE_C_COMPILER=$CC -DCMAKE_AR=$AR -DCMAKE_RANLIB=$RANLIB \
-           -DUSE_SHARED_MBEDTLS_LIBRARY=ON -DUSE_STATIC_MBEDTLS_LIBRARY=OFF -DENABLE_PROGRAMS=OFF -DENABLE_TESTING=OFF \
-           -DMBEDTLS_FATAL_WARNINGS=OFF -DGEN_FILES=OFF \
-         && $NICE ninja -j$J && ninja install'
-    mbedtls_pfx=$lib_pfx
+# OpenSSL 3.0: libcurl's TLS (see docs/WHEEL.md, "The TLS library", for why
+# not mbedTLS). The libraries only, no engines, no loadable modules (the
+# providers are built in), no openssl.cnf read at start (OPENSSLDIR would be
+# this build's prefix), no protocols or ciphers that TLS 1.2/1.3 clients do
+# not need.
+openssl_configure_args=(
+    linux-x86_64 shared no-tests no-engine no-module no-legacy no-autoload-config no-comp
+    no-ssl3 no-dtls no-srp no-srtp no-idea no-mdc2 no-rc5 no-whirlpool no-gost no-sm2 no-sm3 no-sm4 no-seed
+    no-camellia no-aria no-cast no-bf no-rc2 no-rc4 no-md4 no-cms no-ts no-ct
+)
+build_openssl() {
+    lib_build openssl "$(src_of openssl)" "${openssl_configure_args[*]}" \
+        'cp -r $S/. . && ./Configure --prefix=$P --libdir=lib '"${openssl_configure_args[*]}"' \
+         && $NICE make -j$J build_libs && make install_dev'
+    openssl_pfx=$lib_pfx
 }
 
-# libcurl: http and https only (reel's remote input), mbedTLS, no compression
+# libcurl: http and https only (reel's remote input), OpenSSL, no compression
 # (reel asks for identity), no CA path compiled in (reel chooses the store:
 # src/io/http.c), the library only.
 curl_configure_args=(
@@ -183,7 +198,7 @@ curl_configure_args=(
     --disable-manual --disable-ntlm-wb
 )
 build_curl() {
-    lib_build curl "$(src_of curl)" "--with-mbedtls=$mbedtls_pfx ${curl_configure_args[*]}" \
-        '$S/configure --prefix=$P --libdir=$P/lib --with-mbedtls=$mbedtls_pfx '"${curl_configure_args[*]}"' >configure.log \
+    lib_build curl "$(src_of curl)" "--with-openssl=$openssl_pfx ${curl_configure_args[*]}" \
+        '$S/configure --prefix=$P --libdir=$P/lib --with-openssl=$openssl_pfx '"${curl_configure_args[*]}"' >configure.log \
          && $NICE make -C lib -j$J && make -C lib install && make -C include install && make install-pkgconfigDATA'
 }

@@ -86,13 +86,14 @@ def imports_from_the_wheel():
     assert info["ffmpeg_license"].startswith("LGPL"), info["ffmpeg_license"]
     names = {b["soname"].split(".so")[0] for b in w["bundled"]}
     for lib in ("libavcodec", "libavformat", "libavutil", "libswscale", "libswresample", "libdav1d", "libturbojpeg",
-                "libjpeg", "libzstd", "libcurl", "libmbedtls", "libmbedx509", "libmbedcrypto"):
+                "libjpeg", "libzstd", "libcurl", "libssl", "libcrypto"):
         assert lib in names, f"{lib} not in the bundled list {sorted(names)}"
     # each built here from Debian's source with zig for glibc 2.28
     assert all("built here from Debian's source" in b["from"] for b in w["bundled"]), w["bundled"]
     assert w["compiler"].startswith("zig ") and w["compiler"].endswith("x86_64-linux-gnu.2.28"), w["compiler"]
-    # the libcurl that answers is the bundled one, with the bundled TLS library
-    assert info["tls"].startswith("mbedTLS/"), info["tls"]
+    # the libcurl that answers is the bundled one, with the bundled OpenSSL (its version, not the system's)
+    ssl = next(b for b in w["bundled"] if b["soname"].startswith("libssl."))
+    assert info["tls"] == "OpenSSL/" + ssl["version"].split("-")[0], (info["tls"], ssl)
 
 
 @check
@@ -142,7 +143,7 @@ def licences_in_dist_info():
     files = {str(f) for f in dist.files or []}
     lic = [f for f in files if "/licenses/" in f]
     need = ["FFmpeg-COPYING.LGPLv2.1", "FFmpeg-SOURCE.txt", "dav1d.copyright", "libjpeg-turbo.copyright",
-            "libzstd.copyright", "curl.copyright", "mbedtls.copyright", "zlib.copyright"]
+            "libzstd.copyright", "curl.copyright", "openssl.copyright", "zlib.copyright"]
     for n in need:
         assert any(f.endswith("/" + n) for f in lic), f"{n} not in {sorted(lic)}"
     src = next(f for f in lic if f.endswith("FFmpeg-SOURCE.txt"))
