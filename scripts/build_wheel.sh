@@ -149,7 +149,7 @@ ffmpeg_configure_line="./configure --prefix=$prefix ${args[*]}"
 if [ -f "$prefix/.reel-done" ] && [ "$(cat "$prefix/.reel-done")" = "$ffmpeg_configure_line" ]; then
     say "FFmpeg $deb_version: cached in ${prefix#"$root"/}"
 else
-    say "FFmpeg $deb_version: building in ${ff_dir#"$root"/} (about 10 min on 2 cores)"
+    say "FFmpeg $deb_version: building in ${ff_dir#"$root"/} (times: docs/WHEEL.md)"
     rm -rf "$ff_dir"
     mkdir -p "$ff_dir/build"
     t0=$(date +%s)
