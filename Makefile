@@ -6,7 +6,10 @@
 #                         the tests marked slow, Ray, sanitizers, fuzzing or
 #                         the wheel (about 3 minutes here); same last line
 #   make test             C tests, C tests under address+undefined sanitizers,
-#                         pytest (tests/python); last line "N passed, N failed"
+#                         pytest (tests/python), then the wheel: built (on a
+#                         fresh clone zig, FFmpeg and the bundled libraries
+#                         too, then cached: times in docs/WHEEL.md) and
+#                         tested; last line "N passed, N failed"
 #   make asan             only the sanitizer tree and its tests
 #   make cuda             build-cuda/: libreel with the CUDA kernels embedded
 #                         (REEL_CUDA=ON; nvcc from /usr/local/cuda or PyPI's
@@ -16,8 +19,9 @@
 #   make fuzz             the libFuzzer targets, FUZZ_SECONDS (300) each
 #   make demo             a small end-to-end demo
 #   make bench            decoder benchmark (bench/run_decoder.py)
-#   make wheel            the self-contained wheel dist/reel-*.whl (FFmpeg built
-#                         LGPL from Debian's source, cached in build-wheel/)
+#   make wheel            the self-contained manylinux_2_28 wheel dist/reel-*.whl
+#                         (zig cc for glibc 2.28; FFmpeg LGPL and the bundled
+#                         libraries from Debian's sources, cached in build-wheel/)
 #   make test-wheel       that wheel in a fresh venv, system FFmpeg hidden
 #   make install PREFIX=/usr/local [DESTDIR=...]
 #   make clean            (keeps build-wheel/, the FFmpeg cache: make clean-wheel)
@@ -108,8 +112,10 @@ demo: build
 	@echo "demo: compare the frames/s of the two runs above: the video path, then the store"
 # ============================================================== DEMO (end)
 
-# The wheel: scripts/build_wheel.sh (FFmpeg from `apt-get source ffmpeg`, about
-# 10 minutes the first time, then cached by version and configure line).
+# The wheel: scripts/build_wheel.sh (zig from PyPI; FFmpeg, dav1d, zlib,
+# libjpeg-turbo, zstd, OpenSSL and curl from `apt-get source`, each cached by
+# version and configure line). The first build's times, per library, are in
+# docs/WHEEL.md ("Build times"); after that a wheel is reel only.
 wheel:
 	@bash scripts/build_wheel.sh
 
@@ -129,4 +135,4 @@ clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-tsan build-fuzz build-cuda
 
 help:
-	@sed -n '3,20p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,27p' Makefile | sed 's/^# \{0,1\}//'

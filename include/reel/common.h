@@ -178,9 +178,14 @@ REEL_API const char *reel_ffmpeg_versions(void);
 
 /** What this copy of reel was built with, as one JSON object: "reel",
  *  "ffmpeg" (av_version_info), "ffmpeg_libraries", "ffmpeg_configuration"
- *  (FFmpeg's exact configure line), "ffmpeg_license", "libjpeg_turbo",
- *  "zstd", "libcurl" and "tls" (libcurl's TLS library). The caller frees it
- *  with reel_free(); NULL when out of memory. Thread-safe. */
+ *  (FFmpeg's exact configure line), "ffmpeg_license", "libswresample"
+ *  (its version), "audio_decoders" (each audio codec reel decodes, by
+ *  FFmpeg's codec name, to the loaded decoder's name or null),
+ *  "hwdevice_types" (FFmpeg's hardware device types: "cuda", ...),
+ *  "hwaccels" (per device type, the decoders that can use it: under "cuda"
+ *  the NVDEC ones), "libjpeg_turbo", "zstd", "libcurl" and "tls" (libcurl's
+ *  TLS library). The caller frees it with reel_free(); NULL when out of
+ *  memory. Thread-safe. */
 REEL_API char *reel_build_info(void);
 
 /** Sets FFmpeg's log verbosity: 0 quiet, 1 errors, 2 warnings, 3 info.

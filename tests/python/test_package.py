@@ -89,6 +89,14 @@ def test_build_info_and_the_bundled_cli():
     assert info["ffmpeg_configuration"].strip().startswith("--") and info["ffmpeg_license"]
     for key in ("libjpeg_turbo", "zstd", "libcurl", "tls"):
         assert re.match(r"\w", info[key]), (key, info[key])
+    # swresample and the audio decoders reel's audio path uses, as the loaded libavcodec has them
+    assert re.fullmatch(r"\d+\.\d+\.\d+", info["libswresample"]), info["libswresample"]
+    for codec in ("aac", "mp3", "opus", "vorbis", "flac", "pcm_s16le", "pcm_f32le"):
+        assert info["audio_decoders"][codec], (codec, info["audio_decoders"])
+    # hardware decoding: Debian's FFmpeg (and the wheel's) has the cuda device type and its nvdec hwaccels
+    assert "cuda" in info["hwdevice_types"], info["hwdevice_types"]
+    assert set(info["hwaccels"]) == set(info["hwdevice_types"]), info["hwaccels"]
+    assert {"h264", "hevc", "vp9"} <= set(info["hwaccels"]["cuda"]), info["hwaccels"]
     # the package's `reel` command: the CLI binary in reel/_bin, run by reel._build:main
     exe = info["cli"]
     assert exe and Path(exe).name == "reel", info

@@ -6,7 +6,8 @@
 # "N passed, N failed". Environment: REEL_SHARED_VIDEOS, WHEEL_TMP (a
 # scratch folder), WHEEL_HTTP (nginx serving the shared videos), WHEEL_FOREIGN
 # (a video whose codec this build has no decoder for), WHEEL_H264_STORE (a
-# store packed as h264 by the source build).
+# store packed as h264 by the source build), WHEEL_AUDIO_REFS (per clip the
+# ffmpeg CLI's f32le samples and a JSON note: file, codec, channels, first frame).
 from __future__ import annotations
 
 import ctypes
@@ -85,9 +86,54 @@ def imports_from_the_wheel():
     assert info["ffmpeg_license"].startswith("LGPL"), info["ffmpeg_license"]
     names = {b["soname"].split(".so")[0] for b in w["bundled"]}
     for lib in ("libavcodec", "libavformat", "libavutil", "libswscale", "libswresample", "libdav1d", "libturbojpeg",
-                "libzstd",
-                "libcurl", "libssl", "libcrypto"):
+                "libjpeg", "libzstd", "libcurl", "libssl", "libcrypto"):
         assert lib in names, f"{lib} not in the bundled list {sorted(names)}"
+    # each built here from Debian's source with zig for glibc 2.28
+    assert all("built here from Debian's source" in b["from"] for b in w["bundled"]), w["bundled"]
+    assert w["compiler"].startswith("zig ") and w["compiler"].endswith("x86_64-linux-gnu.2.28"), w["compiler"]
+    # the libcurl that answers is the bundled one, with the bundled OpenSSL (its version, not the system's)
+    ssl = next(b for b in w["bundled"] if b["soname"].startswith("libssl."))
+    assert info["tls"] == "OpenSSL/" + ssl["version"].split("-")[0], (info["tls"], ssl)
+
+
+@check
+def build_info_lists_audio_and_nvdec():
+    info = reel.build_info()
+    cfg = info["ffmpeg_configuration"]
+    for flag in ("--enable-swresample", "--enable-ffnvcodec", "--enable-cuda", "--enable-nvdec"):
+        assert flag in cfg, (flag, cfg)
+    assert info["libswresample"].startswith("4."), info["libswresample"]
+    want = {"aac": "aac", "mp3": "mp3float", "opus": "opus", "vorbis": "vorbis", "flac": "flac",
+            "pcm_s16le": "pcm_s16le", "pcm_f32le": "pcm_f32le"}
+    for codec, dec in want.items():
+        assert info["audio_decoders"].get(codec) == dec, (codec, info["audio_decoders"])
+    assert info["hwdevice_types"] == ["cuda"], info["hwdevice_types"]
+    assert set(info["hwaccels"]["cuda"]) >= {"h264", "hevc", "vp8", "vp9", "av1", "mpeg4", "mjpeg"}, info["hwaccels"]
+
+
+@check
+def audio_equals_the_cli():
+    """One clip per audio codec: reel's samples for a run of frames against the
+    system ffmpeg CLI's (decoded before the libraries were hidden)."""
+    import numpy as np
+    refs = Path(os.environ["WHEEL_AUDIO_REFS"])
+    clips = sorted(refs.glob("*.json"))
+    assert clips, f"no audio references in {refs}"
+    for meta_path in clips:
+        meta = json.loads(meta_path.read_text())
+        ch = meta["channels"]
+        ref = np.fromfile(meta_path.with_suffix(".f32"), dtype=np.float32).reshape(-1, ch).T
+        with reel.VideoDecoder(SHARED / meta["file"], audio=True) as d:
+            assert d.audio_metadata["codec"] == meta["codec"], (meta, d.audio_metadata)
+            idx = list(range(meta["first"], meta["first"] + 8))
+            a = d.get_audio_for_frames(idx)
+        got = np.asarray(a.data)
+        assert got.shape[0] == ch and a.num_samples > 0, (meta["file"], got.shape)
+        lo, hi = a.valid
+        want = ref[:, a.first_sample + lo:a.first_sample + hi]
+        assert hi > lo and want.shape == got[:, lo:hi].shape, (meta["file"], a.valid, ref.shape)
+        err = float(np.abs(got[:, lo:hi] - want).max())
+        assert err <= 1e-6, f"{meta['file']} ({meta['codec']}): max difference {err}"
 
 
 @check
@@ -97,7 +143,7 @@ def licences_in_dist_info():
     files = {str(f) for f in dist.files or []}
     lic = [f for f in files if "/licenses/" in f]
     need = ["FFmpeg-COPYING.LGPLv2.1", "FFmpeg-SOURCE.txt", "dav1d.copyright", "libjpeg-turbo.copyright",
-            "libzstd.copyright", "curl.copyright", "openssl.copyright"]
+            "libzstd.copyright", "curl.copyright", "openssl.copyright", "zlib.copyright"]
     for n in need:
         assert any(f.endswith("/" + n) for f in lic), f"{n} not in {sorted(lic)}"
     src = next(f for f in lic if f.endswith("FFmpeg-SOURCE.txt"))
