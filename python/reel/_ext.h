@@ -271,6 +271,8 @@ PyObject *mod_remote_defaults(PyObject *module, PyObject *unused);
 PyObject *mod_decode_near(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _ext_audio.c */
 PyObject *mod_audio_samples(PyObject *module, PyObject *args, PyObject *kwargs);
+/* _ext_remote.c: a whole object by path or URL (reel_remote_read) */
+PyObject *mod_remote_read(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _ext_frames.c */
 FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *shape);
 FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype, int ndim, const int64_t *shape);
