@@ -158,6 +158,19 @@ REEL_API const reel_field *reel_remote_settings_get_fields(size_t *count);
  *  (the latency histogram is summed up as quantiles instead). Static. */
 REEL_API const reel_field *reel_remote_stats_get_fields(size_t *count);
 
+/** Reads a whole object into *data (a local path, or an http(s):// or s3://
+ *  URL through reel's remote input: `settings`' timeouts, retries, TLS and CA
+ *  rules, bearer token and headers; S3 signed with the environment's
+ *  credentials as above; NULL: the defaults), in requests of readahead_max
+ *  bytes at most (each retried alone). *data holds *size bytes and a
+ *  NUL after them; the caller frees it with reel_free. An object larger than
+ *  max_bytes is refused before its body is read (REEL_E_INVALID_ARG, naming
+ *  both sizes); a missing one is REEL_E_NOT_FOUND, a refused one
+ *  REEL_E_PERMISSION. Messages name the path or the redacted URL. On error
+ *  *data is NULL and *size 0. Thread-safe. */
+REEL_API int reel_remote_read(const char *uri, const reel_remote_settings *settings, size_t max_bytes, void **data,
+                              size_t *size, reel_error *err);
+
 /** Writes `url` as reel's messages show it into out[size]: user info and
  *  any query string or fragment replaced by "***" and control bytes (CR,
  *  LF, ...) as %XX (a local path unchanged), so it can be logged or stored

@@ -275,6 +275,8 @@ PyObject *mod_audio_info(PyObject *module, PyObject *cap);
 /* The requests made for an audio handle's bytes; 0, or -1 with the exception set. */
 int rx_audio_remote_stats(PyObject *cap, reel_remote_stats *out);
 PyObject *mod_audio_samples(PyObject *module, PyObject *args);
+/* _ext_remote.c: a whole object by path or URL (reel_remote_read) */
+PyObject *mod_remote_read(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _ext_frames.c */
 FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *shape);
 FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype, int ndim, const int64_t *shape);

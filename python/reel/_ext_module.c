@@ -406,6 +406,10 @@ static PyMethodDef module_methods[] = {
       "'stage_metrics', 'remote_settings' or 'remote_stats'." },
     { "remote_defaults", mod_remote_defaults, METH_NOARGS,
       "remote_defaults()\n--\n\nThe remote settings' defaults, by name (reel_remote_settings_get_fields)." },
+    { "remote_read", (PyCFunction)(void (*)(void))mod_remote_read, METH_VARARGS | METH_KEYWORDS,
+      "remote_read(uri, remote=None, max_bytes=1073741824)\n--\n\nA whole object's bytes: a path, or an http(s):// or "
+      "s3:// "
+      "URL through reel's remote input (reel_remote_read), the GIL released." },
     { "redact_url", mod_redact_url, METH_O,
       "redact_url(url)\n--\n\nThe URL as reel's messages show it: user info and query string replaced by ***." },
     { "loader_defaults", mod_loader_defaults, METH_NOARGS,

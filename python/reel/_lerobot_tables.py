@@ -1,14 +1,15 @@
-# reel/_lerobot_tables.py: a LeRobotDataset v3.0 directory's tables (meta/info.json,
-# the episode rows, the frame rows, the tasks) read with pyarrow and checked against
-# each other and against the videos; reel.lerobot's datasets and Loader query them.
+# reel/_lerobot_tables.py: a LeRobotDataset v3.0 directory's or URL's tables
+# (meta/info.json, the episode rows, the frame rows, the tasks) read through reel's
+# I/O, parsed with pyarrow and checked against each other and against the videos;
+# reel.lerobot's datasets and Loader query them.
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import urllib.error
-import urllib.request
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import _reel
 
 __all__ = ["DatasetFormatError", "Tables"]
 
@@ -45,26 +46,25 @@ def join(root: str, rel: str) -> str:
     return root.rstrip("/") + "/" + rel if is_url(root) else os.path.join(root, rel)
 
 
-def read_bytes(root: str, rel: str, *, missing_ok: bool = False) -> Optional[bytes]:
-    """A table file's bytes: a local file, or an http(s) URL through urllib
-    (the videos go through reel's own remote I/O). s3:// tables are not
-    read in this version."""
-    path = join(root, rel)
-    if root.startswith("s3://"):
-        raise DatasetFormatError(f"{path}: reel.lerobot reads an s3:// dataset's videos but not yet its tables; "
-                                 "copy meta/ and data/ locally and pass videos_root=the s3:// URL")
-    if is_url(root):
-        try:
-            with urllib.request.urlopen(path, timeout=30) as r:
-                data: bytes = r.read()
-                return data
-        except urllib.error.HTTPError as e:
-            if e.code == 404 and missing_ok:
-                return None
-            raise DatasetFormatError(f"{path}: HTTP {e.code}") from None
+def shown(path: str) -> str:
+    """`path` as messages show it: a URL redacted (no user info, query string
+    or fragment), a local path as it is."""
+    return _reel.redact_url(path) if is_url(path) else path
+
+
+#: The largest table file read (LeRobot writes data files of about 100 MB).
+MAX_TABLE_BYTES = 4 << 30
+
+
+def read_bytes(root: str, rel: str, *, missing_ok: bool = False,
+               remote: Optional[Dict[str, Any]] = None) -> Optional[bytes]:
+    """A table file's bytes, whole, through reel's I/O (reel_remote_read): a
+    local file, or an http(s):// or s3:// object with the `remote` settings
+    (retries, timeouts, TLS, S3 credentials from the environment). A missing
+    one raises reel.NotFoundError naming it (the URL redacted), or gives
+    None with missing_ok."""
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        return _reel.remote_read(join(root, rel), remote, MAX_TABLE_BYTES)
     except FileNotFoundError:
         if missing_ok:
             return None
@@ -106,15 +106,21 @@ class Tables:
     ``video.is_depth_map``."""
 
     def __init__(self, root: Any, *, episodes: Optional[Sequence[int]] = None,
-                 cameras: Optional[Sequence[str]] = None, videos_root: Any = None) -> None:
+                 cameras: Optional[Sequence[str]] = None, videos_root: Any = None,
+                 remote: Optional[Dict[str, Any]] = None) -> None:
         import numpy as np
 
         pa, pq, pc = pyarrow_modules()
         self.root = os.fspath(root)
         self.videos_root = os.fspath(videos_root) if videos_root is not None else self.root
-        raw = read_bytes(self.root, "meta/info.json")
+        self.remote = remote
+
+        def read(rel: str, missing_ok: bool = False) -> Optional[bytes]:
+            return read_bytes(self.root, rel, missing_ok=missing_ok, remote=remote)
+
+        raw = read("meta/info.json")
         assert raw is not None
-        info_path = join(self.root, "meta/info.json")
+        info_path = self.where("meta/info.json")
         try:
             info = json.loads(raw)
         except ValueError as e:
@@ -139,24 +145,31 @@ class Tables:
                            if (self.features[k].get("info") or {}).get("video.is_depth_map")]
 
         # episode rows: meta/episodes/chunk-XXX/file-YYY.parquet, numbered from 0
-        ep_tables = []
+        # (chunks_size files a chunk), read in order until info's total_episodes
+        # are found or the next file is missing: no listing, so an http(s) root
+        # works as well as a folder or an s3:// prefix
+        ep_tables: List[Tuple[str, Any]] = []
         chunks_size = int(info.get("chunks_size", 1000))
+        total_episodes = info.get("total_episodes")
+        found = 0
         chunk = file = 0
-        while True:
+        while not (isinstance(total_episodes, int) and ep_tables and found >= total_episodes):
             rel = f"meta/episodes/chunk-{chunk:03d}/file-{file:03d}.parquet"
-            data = read_bytes(self.root, rel, missing_ok=True)
+            data = read(rel, missing_ok=True)
             if data is None:
                 break
-            ep_tables.append((rel, pq.read_table(pa.BufferReader(data))))
+            t = pq.read_table(pa.BufferReader(data))
+            ep_tables.append((rel, t))
+            found += t.num_rows
             file += 1
             if file == chunks_size:
                 chunk, file = chunk + 1, 0
         if not ep_tables:
-            raise DatasetFormatError(f"{join(self.root, 'meta/episodes/chunk-000/file-000.parquet')}: no episode table")
+            raise DatasetFormatError(f"{self.where('meta/episodes/chunk-000/file-000.parquet')}: no episode table")
         need = list(EPISODE_COLUMNS) + [f"videos/{k}/{c}" for k in self.video_keys for c in VIDEO_COLUMNS]
         self.episodes: Dict[int, Dict[str, Any]] = {}
         for rel, t in ep_tables:
-            _require(need, t.column_names, join(self.root, rel), "episode rows")
+            _require(need, t.column_names, self.where(rel), "episode rows")
             for row in t.select(need + [c for c in ("data/chunk_index", "data/file_index")
                                         if c in t.column_names]).to_pylist():
                 self.episodes[int(row["episode_index"])] = row
@@ -167,7 +180,7 @@ class Tables:
             self.selected = [int(e) for e in episodes]
             absent = [e for e in self.selected if e not in self.episodes]
             if absent:
-                raise DatasetFormatError(f"{join(self.root, 'meta/episodes')}: no episode(s) {absent}")
+                raise DatasetFormatError(f"{self.where('meta/episodes')}: no episode(s) {absent}")
             chosen = sorted(set(self.selected))
 
         # frame rows: the data files of the chosen episodes, in file order
@@ -176,10 +189,10 @@ class Tables:
         tables = []
         for c, f in files:
             rel = info["data_path"].format(chunk_index=c, file_index=f)
-            data = read_bytes(self.root, rel)
+            data = read(rel)
             assert data is not None
             t = pq.read_table(pa.BufferReader(data))
-            _require(FRAME_COLUMNS, t.column_names, join(self.root, rel), "frame rows")
+            _require(FRAME_COLUMNS, t.column_names, self.where(rel), "frame rows")
             if self.selected is not None:
                 t = t.filter(pc.is_in(t.column("episode_index"), value_set=pa.array(chosen, pa.int64())))
             tables.append(t)
@@ -197,12 +210,12 @@ class Tables:
             a, b = int(ep["dataset_from_index"]), int(ep["dataset_to_index"])
             if counts[k] != b - a or b > len(self.rel_of) or (b > a and (self.rel_of[a:b] < 0).any()):
                 raise DatasetFormatError(
-                    f"{join(self.root, 'data')}: episode {k} has {int(counts[k])} frame rows, but its episode row "
+                    f"{self.where('data')}: episode {k} has {int(counts[k])} frame rows, but its episode row "
                     f"says indices {a}..{b - 1} ({b - a} rows)")
 
         # tasks: meta/tasks.parquet, the task string of each task_index
         self.tasks: Dict[int, str] = {}
-        data = read_bytes(self.root, "meta/tasks.parquet", missing_ok=True)
+        data = read("meta/tasks.parquet", missing_ok=True)
         if data is not None:
             t = pq.read_table(pa.BufferReader(data))
             name = next((c for c in ("task", "__index_level_0__") if c in t.column_names), None)
@@ -214,6 +227,10 @@ class Tables:
                              "keys": self.video_keys}, sort_keys=True).encode())
         h.update(index.tobytes())
         self.fingerprint = int.from_bytes(h.digest(), "little")
+
+    def where(self, rel: str) -> str:
+        """The file `rel` of the dataset as messages name it (a URL redacted)."""
+        return shown(join(self.root, rel))
 
     # ---------------------------------------------------------------- videos
     def video_path(self, episode: int, key: str) -> str:
@@ -233,7 +250,7 @@ class Tables:
             return int(shape[1]), int(shape[2])
         if len(shape) == 3:
             return int(shape[0]), int(shape[1])
-        raise DatasetFormatError(f"{join(self.root, 'meta/info.json')}: feature {key!r} has no frame size")
+        raise DatasetFormatError(f"{self.where('meta/info.json')}: feature {key!r} has no frame size")
 
     def check_videos(self, episodes: Sequence[int], open_video: Any) -> None:
         """Each camera file of `episodes` opens, and each episode's span
@@ -251,7 +268,7 @@ class Tables:
                     ends[path] = float(open_video(path))
                 end = ends[path]
                 t0, t1 = float(ep[f"videos/{key}/from_timestamp"]), float(ep[f"videos/{key}/to_timestamp"])
-                where = f"{path}: episode {e}, camera {key}"
+                where = f"{shown(path)}: episode {e}, camera {key}"
                 if not (0.0 <= t0 < end):
                     raise DatasetFormatError(f"{where}: from_timestamp {t0:.6f} s is outside the file [0, {end:.6f}) s")
                 if t1 > end + half:

@@ -18,7 +18,7 @@ from typing import Any, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple
 
 from . import _options as opt
 from ._decoder import VideoDecoder
-from ._lerobot_tables import DatasetFormatError, Tables, pyarrow_modules
+from ._lerobot_tables import DatasetFormatError, Tables, pyarrow_modules, shown
 from ._loader import STATE_VERSION, check_state, epoch_order, stripe
 from ._near import DecoderCache, decode_near
 from ._reel import ReelError
@@ -81,7 +81,18 @@ class LeRobotDataset:
     once now and check each episode's span against it (a missing file, a
     ``from_timestamp`` past the file's end, rows and video that disagree
     raise here, by name). ``videos_root``: where the videos are, if not
-    under ``root`` (e.g. an s3:// URL)."""
+    under ``root`` (e.g. an s3:// URL).
+
+    ``root`` may be a folder or an ``http(s)://`` or ``s3://`` URL: the
+    tables are read whole and the videos by ranges, all through reel's
+    remote input with the ``remote`` settings (:class:`reel.VideoDecoder`'s
+    ``remote=``: timeouts, retries, TLS, a bearer token; S3 credentials
+    from the environment). Nothing is listed: the episode tables are read
+    in order up to ``total_episodes`` of meta/info.json, the data and video
+    files are those the episode rows name. ``remote`` also opens the
+    decoders of the cache made here (``cache=None`` with ``remote``: a
+    :class:`reel.DecoderCache` of this dataset's own); a ``cache`` passed
+    in opens its videos with its own options."""
 
     def __init__(
         self,
@@ -98,6 +109,7 @@ class LeRobotDataset:
         cache: Optional[DecoderCache] = None,
         check_videos: bool = True,
         videos_root: Any = None,
+        remote: Optional[Dict[str, Any]] = None,
     ) -> None:
         pyarrow_modules()
         if dtype not in ("uint8", "float32"):
@@ -106,7 +118,13 @@ class LeRobotDataset:
             raise ValueError(f"reel.lerobot: tolerance_s={tolerance_s!r}: a number >= 0")
         opt.choice("on_violation", on_violation, opt.NEAR_VIOLATIONS)
         on_violation = on_violation.lower()
-        self._t = Tables(root, episodes=episodes, cameras=cameras, videos_root=videos_root)
+        if remote is not None:
+            remote = dict(remote)
+            opt.remote_settings(remote)  # checked here, by name
+            if cache is None:
+                cache = DecoderCache(remote=remote)
+        self.remote = remote
+        self._t = Tables(root, episodes=episodes, cameras=cameras, videos_root=videos_root, remote=remote)
         self.root = self._t.root
         self.fps = self._t.fps
         self.tolerance_s = float(tolerance_s)
@@ -127,7 +145,7 @@ class LeRobotDataset:
         self._sizes = self._camera_sizes(size)
         if check_videos:
             eps = sorted(set(int(e) for e in self._t.rows["episode_index"]))
-            self._t.check_videos(eps, _video_end)
+            self._t.check_videos(eps, lambda path: _video_end(path, remote))
 
     # ---------------------------------------------------------------- facts
     @property
@@ -269,13 +287,13 @@ class LeRobotDataset:
         return got
 
     def __repr__(self) -> str:
-        return (f"reel.lerobot.LeRobotDataset({self.root!r}, {len(self)} samples, {self.num_episodes} episodes, "
+        return (f"reel.lerobot.LeRobotDataset({shown(self.root)!r}, {len(self)} samples, {self.num_episodes} episodes, "
                 f"cameras={self.video_keys})")
 
 
-def _video_end(path: str) -> float:
+def _video_end(path: str, remote: Optional[Dict[str, Any]] = None) -> float:
     """The end of a camera file's last frame, in seconds."""
-    with VideoDecoder(path, threads=1) as dec:
+    with VideoDecoder(path, threads=1, remote=remote) as dec:
         return float(dec.metadata.end_stream_seconds)
 
 
@@ -301,7 +319,8 @@ class Loader:
     continues with exactly the samples left, on any rank, world size or
     batch size (elastic). ``on_error``: "raise", "skip" (a shorter batch) or
     "replace" (the next sample of the order that decodes); ``metrics()``
-    counts samples and every failure."""
+    counts samples and every failure. ``root`` may be a URL (``remote``:
+    its settings, as :class:`LeRobotDataset`'s)."""
 
     def __init__(
         self,
@@ -331,6 +350,7 @@ class Loader:
         cache: Optional[DecoderCache] = None,
         check_videos: bool = True,
         videos_root: Any = None,
+        remote: Optional[Dict[str, Any]] = None,
     ) -> None:
         for name, v, low in (("batch_size", batch_size, 1), ("world_size", world_size, 1), ("rank", rank, 0),
                              ("prefetch_batches", prefetch_batches, 1), ("first_epoch", first_epoch, 0),
@@ -343,11 +363,12 @@ class Loader:
         if isinstance(root, LeRobotDataset):
             self.dataset = root
         else:
+            if cache is None:
+                cache = DecoderCache(max_decoders=64, remote=remote)
             self.dataset = LeRobotDataset(root, delta_timestamps=delta_timestamps, tolerance_s=tolerance_s,
                                           cameras=cameras, episodes=episodes, size=size, dtype=dtype,
-                                          on_violation=on_violation, threads=threads,
-                                          cache=cache if cache is not None else DecoderCache(max_decoders=64),
-                                          check_videos=check_videos, videos_root=videos_root)
+                                          on_violation=on_violation, threads=threads, cache=cache,
+                                          check_videos=check_videos, videos_root=videos_root, remote=remote)
         self._config: Dict[str, Any] = {
             "batch_size": batch_size, "shuffle": bool(shuffle), "seed": int(seed), "drop_last": bool(drop_last),
             "rank": rank, "world_size": world_size, "shard_mode": shard_mode, "on_error": on_error,

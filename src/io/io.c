@@ -1,6 +1,6 @@
 /* io.c: the byte-source front end, on top of the transports: dispatch by
- * URI scheme, exact reads, hints, listing, whole reads, a source's remote
- * statistics. Transports: file.c (local), http.c (http(s), and s3 through
+ * URI scheme, exact reads, hints, listing, whole reads (also the public
+ * reel_remote_read), a source's remote statistics. Transports: file.c (local), http.c (http(s), and s3 through
  * s3.c), s3_list.c (listing). */
 #include "io/io_front.h"
 #include "core/error.h"
@@ -112,6 +112,27 @@ int reel__io_list(const char *uri, const reel__io_options *opt, char ***names, s
                            name);
 }
 
+/* Reads [0, size) of io into b in pieces of the remote settings'
+ * readahead_max (at least 64 KiB): each request of a large object stays
+ * bounded (its timeout, a retry re-fetches one piece) and the source holds
+ * one piece, not a second copy of the object. */
+static int read_pieces(reel__io *io, char *b, size_t size, const reel__io_options *opt, reel_error *err)
+{
+    reel_remote_settings defaults;
+    const reel_remote_settings *rs = opt ? opt->remote : NULL;
+    if (!rs) {
+        reel_remote_default_settings(&defaults);
+        rs = &defaults;
+    }
+    const size_t piece = rs->readahead_max > ((size_t)64 << 10) ? rs->readahead_max : ((size_t)64 << 10);
+    for (size_t off = 0; off < size; off += piece) {
+        size_t n = size - off < piece ? size - off : piece;
+        int st = reel__io_read_exact(io, (int64_t)off, b + off, n, err);
+        if (st != REEL_OK) return st;
+    }
+    return REEL_OK;
+}
+
 int reel__io_read_all(const char *uri, const reel__io_options *opt, size_t max_bytes, char **data, size_t *len,
                       reel_error *err)
 {
@@ -121,14 +142,14 @@ int reel__io_read_all(const char *uri, const reel__io_options *opt, size_t max_b
     int st = reel__io_open(&io, uri, opt, err);
     if (st != REEL_OK) return st;
     int64_t size = reel__io_size(io);
-    if (size < 0 || (uint64_t)size > (uint64_t)max_bytes) {
-        st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: %lld bytes, more than the %zu this reads whole",
+    if (size < 0 || (uint64_t)size > (uint64_t)max_bytes || (uint64_t)size >= (uint64_t)SIZE_MAX) {
+        st = reel__error_set(err, REEL_E_INVALID_ARG, "%s: %lld bytes, more than the %zu bytes this reads whole",
                              reel__io_name(io), (long long)size, max_bytes);
     } else {
         char *b = malloc((size_t)size + 1);
         if (!b)
             st = reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", reel__io_name(io));
-        else if ((st = reel__io_read_exact(io, 0, b, (size_t)size, err)) != REEL_OK)
+        else if ((st = read_pieces(io, b, (size_t)size, opt, err)) != REEL_OK)
             free(b);
         else {
             b[size] = '\0';
@@ -144,4 +165,21 @@ void reel__remote_stats(const reel__io *io, reel_remote_stats *out)
 {
     memset(out, 0, sizeof *out);
     if (io && io->ops->stats) io->ops->stats(io, out);
+}
+
+int reel_remote_read(const char *uri, const reel_remote_settings *settings, size_t max_bytes, void **data, size_t *size,
+                     reel_error *err)
+{
+    if (data) *data = NULL;
+    if (size) *size = 0;
+    if (!uri || !uri[0] || !data || !size)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_remote_read: %s",
+                               !uri || !uri[0] ? "empty path" : "data or size is NULL");
+    reel__io_options o;
+    reel__io_default_options(&o);
+    o.remote = settings;
+    char *text = NULL;
+    int st = reel__io_read_all(uri, &o, max_bytes, &text, size, err);
+    if (st == REEL_OK) *data = text;
+    return st;
 }

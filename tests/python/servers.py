@@ -63,7 +63,8 @@ def nginx(root: Path, tls: Optional[Tuple[Path, Path]] = None, log: Optional[Pat
     """Serves `root` at http://127.0.0.1:PORT (Range requests supported); with
     tls=(cert, key) at https:// instead; with `log`, each request is written
     there as "connection-serial requests-on-it tls-session-reused status
-    bytes" (nginx's $connection, $connection_requests, $ssl_session_reused);
+    bytes range uri" (nginx's $connection, $connection_requests,
+    $ssl_session_reused, $status, $bytes_sent, $http_range, $uri);
     keepalive_requests: nginx closes a connection after that many requests."""
     exe = nginx_path()
     if not exe:
@@ -83,7 +84,7 @@ error_log {work}/logs/error.log;
 pid {work}/nginx.pid;
 events {{ worker_connections 256; }}
 http {{
-  log_format reel '$connection $connection_requests $ssl_session_reused $status $bytes_sent $http_range';
+  log_format reel '$connection $connection_requests $ssl_session_reused $status $bytes_sent $http_range $uri';
   {f"access_log {log} reel;" if log else "access_log off;"}
   keepalive_requests {keepalive_requests};
   client_body_temp_path {work}/body; proxy_temp_path {work}/proxy; fastcgi_temp_path {work}/fcgi;
