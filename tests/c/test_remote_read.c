@@ -130,8 +130,7 @@ TEST(a_url_too_large_or_missing_is_named_redacted)
     /* user info and a query string: a credential that no message may show */
     const char *host = strstr(sv.base, "://") + 3;
     char url[1400], missing[1400];
-    snprintf(url, sizeof url, "http://user:pw-never-shown@%s/object%%20one.bin?X-Amz-Signature=sig-never-shown",
-             host);
+    snprintf(url, sizeof url, "http://user:pw-never-shown@%s/object%%20one.bin?X-Amz-Signature=sig-never-shown", host);
     snprintf(missing, sizeof missing, "http://user:pw-never-shown@%s/no/such.parquet?token=tok-never-shown", host);
     void *data = NULL;
     size_t size = 0;
@@ -142,8 +141,7 @@ TEST(a_url_too_large_or_missing_is_named_redacted)
     int ok = reel_remote_read(url, NULL, OBJECT_BYTES, &data, &size, NULL);
     test_server_stop(&sv);
     CHECK_EQ_INT(too_large, REEL_E_INVALID_ARG);
-    CHECK_MSG(strstr(err.message, "object%20one.bin") && strstr(err.message, "1000") &&
-                  strstr(err.message, "700013"),
+    CHECK_MSG(strstr(err.message, "object%20one.bin") && strstr(err.message, "1000") && strstr(err.message, "700013"),
               "message: %s", err.message);
     CHECK_EQ_INT(absent, REEL_E_NOT_FOUND);
     CHECK_MSG(strstr(err2.message, "/no/such.parquet") && strstr(err2.message, "404"), "message: %s", err2.message);

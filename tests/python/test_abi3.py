@@ -7,6 +7,7 @@ run here on 3.11+ with REEL_PY_NO_BUFFER_PROTOCOL=1."""
 from __future__ import annotations
 
 import glob
+import importlib
 import json
 import os
 import pathlib
@@ -202,6 +203,11 @@ def test_other_cpythons_import_the_module(tmp_path):
         pytest.skip("no CPython other than this one installed here (abi3audit is the check)")
     pkg = pathlib.Path(reel.__file__).parent
     shutil.copytree(pkg, tmp_path / "reel", ignore=shutil.ignore_patterns("__pycache__", "_bin"))
+    # an editable install (make test) keeps the built modules outside the package's folder
+    for mod in (importlib.import_module("reel._reel"), importlib.import_module("reel._synth")):
+        built = pathlib.Path(str(mod.__file__))
+        if not (tmp_path / "reel" / built.name).exists():
+            shutil.copy2(built, tmp_path / "reel" / built.name)
     smoke = pathlib.Path(__file__).with_name("abi3_smoke.py")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
     env["PYTHONPATH"] = str(tmp_path)
