@@ -1,5 +1,6 @@
 /* server_common.h: header-only helper shared by the C tests that need
- * servers on 127.0.0.1 (test_remote_faults.c, test_remote_hostile.c): a
+ * servers on 127.0.0.1 (test_remote_faults.c, test_remote_hostile.c,
+ * test_remote_read.c): a
  * Python helper script from tests/python started with its stdin and stdout
  * on pipes, waited for until it prints "READY <base url>", and stopped at the
  * end of its stdin (killed if it lingers). Static, like testgen.h. */
@@ -12,6 +13,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,6 +99,32 @@ static inline void test_server_start(test_server *s, const char *script, const c
         CHECK_MSG(0, "%s did not start: '%s'", script, line);
     }
     snprintf(s->base, sizeof s->base, "%.200s", line + 6);
+}
+
+/* nginx over the test's folder and the fault proxy in front of it
+ * (tests/python/serve_faults.py); skips when python3 or nginx is missing
+ * (make test installs both). */
+static inline void test_server_start_faults(test_server *s)
+{
+    if (system("command -v python3 >/dev/null 2>&1 && { command -v nginx || test -x /usr/sbin/nginx; } "
+               ">/dev/null 2>&1") != 0)
+        harness_skip_needed("python3 and nginx are needed (make test installs nginx)");
+    test_server_start(s, "serve_faults.py", harness_tmpdir());
+}
+
+/* Sends one command to the helper and checks its "ok"; the answer goes to
+ * reply (NULL: dropped). */
+static inline void test_server_command(test_server *s, const char *cmd, char *reply, size_t size)
+{
+    char line[512], own[512];
+    if (!reply) {
+        reply = own;
+        size = sizeof own;
+    }
+    snprintf(line, sizeof line, "%s\n", cmd);
+    CHECK(write(s->to_fd, line, strlen(line)) == (ssize_t)strlen(line));
+    CHECK(test_server_read_line(s, reply, size, 10) == 0);
+    CHECK_MSG(strncmp(reply, "ok", 2) == 0, "%s: %s", cmd, reply);
 }
 
 #endif

@@ -41,28 +41,6 @@ typedef test_server servers;
 
 /* Starts nginx over the test's folder and the proxy in front of it; skips
  * when python3 or nginx is missing (make test installs both). */
-static void servers_start(servers *s)
-{
-    if (system("command -v python3 >/dev/null 2>&1 && { command -v nginx || test -x /usr/sbin/nginx; } "
-               ">/dev/null 2>&1") != 0)
-        harness_skip_needed("python3 and nginx are needed (make test installs nginx)");
-    test_server_start(s, "serve_faults.py", harness_tmpdir());
-}
-
-/* Sends one command and checks its "ok"; the answer goes to reply. */
-static void ctl(servers *s, const char *cmd, char *reply, size_t size)
-{
-    char line[512], own[512];
-    if (!reply) {
-        reply = own;
-        size = sizeof own;
-    }
-    snprintf(line, sizeof line, "%s\n", cmd);
-    CHECK(write(s->to_fd, line, strlen(line)) == (ssize_t)strlen(line));
-    CHECK(test_server_read_line(s, reply, size, 10) == 0);
-    CHECK_MSG(strncmp(reply, "ok", 2) == 0, "%s: %s", cmd, reply);
-}
-
 /* ------------------------------------------------------------ the loader */
 
 typedef struct run_result {
@@ -157,16 +135,16 @@ TEST(faults_with_retries_deliver_every_clip_exactly)
     run_loader(NULL, NULL, 0, &local);
     CHECK_EQ_INT(local.failures, 0);
     servers sv;
-    servers_start(&sv);
-    ctl(&sv, "set latency 0.02", NULL, 0);
-    ctl(&sv, "set reset_every 7", NULL, 0);
-    ctl(&sv, "set burst_every 11", NULL, 0);
-    ctl(&sv, "set cut_every 13", NULL, 0);
+    test_server_start_faults(&sv);
+    test_server_command(&sv, "set latency 0.02", NULL, 0);
+    test_server_command(&sv, "set reset_every 7", NULL, 0);
+    test_server_command(&sv, "set burst_every 11", NULL, 0);
+    test_server_command(&sv, "set cut_every 13", NULL, 0);
     reel_remote_settings rs = small_reads(8);
     rs.request_timeout = 10;
     run_loader(sv.base, &rs, 0, &remote);
     char counts[512];
-    ctl(&sv, "counts", counts, sizeof counts);
+    test_server_command(&sv, "counts", counts, sizeof counts);
     test_server_stop(&sv);
     CHECK_MSG(remote.failures == 0, "%lld failures, first: %s", (long long)remote.failures, remote.first_failure);
     CHECK_EQ_INT(remote.batches, local.batches);
@@ -187,8 +165,8 @@ TEST(a_100_ms_latency_delivers_every_clip_exactly)
     run_result local, remote;
     run_loader(NULL, NULL, 0, &local);
     servers sv;
-    servers_start(&sv);
-    ctl(&sv, "set latency 0.1", NULL, 0);
+    test_server_start_faults(&sv);
+    test_server_command(&sv, "set latency 0.1", NULL, 0);
     reel_remote_settings rs = small_reads(5);
     run_loader(sv.base, &rs, 0, &remote);
     test_server_stop(&sv);
@@ -203,8 +181,8 @@ TEST(a_100_ms_latency_delivers_every_clip_exactly)
 TEST(faults_without_retries_are_named_failures)
 {
     servers sv;
-    servers_start(&sv);
-    ctl(&sv, "set reset_every 2", NULL, 0);
+    test_server_start_faults(&sv);
+    test_server_command(&sv, "set reset_every 2", NULL, 0);
     reel_remote_settings rs = small_reads(0);
     run_result r;
     run_loader(sv.base, &rs, 0, &r);
@@ -221,8 +199,8 @@ TEST(faults_without_retries_are_named_failures)
 TEST(a_server_that_stops_answering_ends_in_the_time_limit)
 {
     servers sv;
-    servers_start(&sv);
-    ctl(&sv, "set stall 1", NULL, 0);
+    test_server_start_faults(&sv);
+    test_server_command(&sv, "set stall 1", NULL, 0);
     reel_remote_settings rs;
     reel_remote_default_settings(&rs);
     rs.request_timeout = 30; /* the per-sample limit ends it first */

@@ -43,27 +43,6 @@ static void check_bytes(const void *data, size_t size)
     CHECK_EQ_INT(((const char *)data)[size], 0);
 }
 
-static void servers_start(test_server *s)
-{
-    if (system("command -v python3 >/dev/null 2>&1 && { command -v nginx || test -x /usr/sbin/nginx; } "
-               ">/dev/null 2>&1") != 0)
-        harness_skip_needed("python3 and nginx are needed (make test installs nginx)");
-    test_server_start(s, "serve_faults.py", harness_tmpdir());
-}
-
-static void ctl(test_server *s, const char *cmd, char *reply, size_t size)
-{
-    char line[512], own[512];
-    if (!reply) {
-        reply = own;
-        size = sizeof own;
-    }
-    snprintf(line, sizeof line, "%s\n", cmd);
-    CHECK(write(s->to_fd, line, strlen(line)) == (ssize_t)strlen(line));
-    CHECK(test_server_read_line(s, reply, size, 10) == 0);
-    CHECK_MSG(strncmp(reply, "ok", 2) == 0, "%s: %s", cmd, reply);
-}
-
 TEST(a_local_file_is_read_whole_and_refused_by_name)
 {
     object_bytes();
@@ -96,10 +75,10 @@ TEST(a_url_through_faults_is_read_whole_by_the_retries)
 {
     object_bytes();
     test_server sv;
-    servers_start(&sv);
-    ctl(&sv, "set reset_every 5", NULL, 0);
-    ctl(&sv, "set burst_every 7", NULL, 0);
-    ctl(&sv, "set cut_every 9", NULL, 0);
+    test_server_start_faults(&sv);
+    test_server_command(&sv, "set reset_every 5", NULL, 0);
+    test_server_command(&sv, "set burst_every 7", NULL, 0);
+    test_server_command(&sv, "set cut_every 9", NULL, 0);
     reel_remote_settings rs;
     reel_remote_default_settings(&rs);
     rs.whole_object_max = 0; /* range reads in small pieces: many requests, so every fault meets some */
@@ -113,7 +92,7 @@ TEST(a_url_through_faults_is_read_whole_by_the_retries)
     reel_error err;
     int st = reel_remote_read(url, &rs, OBJECT_BYTES, &data, &size, &err);
     char counts[512];
-    ctl(&sv, "counts", counts, sizeof counts);
+    test_server_command(&sv, "counts", counts, sizeof counts);
     test_server_stop(&sv);
     CHECK_MSG(st == REEL_OK, "%s", err.message);
     check_bytes(data, size);
@@ -126,7 +105,7 @@ TEST(a_url_too_large_or_missing_is_named_redacted)
 {
     object_bytes();
     test_server sv;
-    servers_start(&sv);
+    test_server_start_faults(&sv);
     /* user info and a query string: a credential that no message may show */
     const char *host = strstr(sv.base, "://") + 3;
     char url[1400], missing[1400];

@@ -29,9 +29,19 @@ def make_video(tmp_path, name, seed, rate=48000, channels=2, delay=0.0):
     return str(out)
 
 
+def cli_samples(path, af=""):
+    """The ffmpeg CLI's samples of the first audio stream, float32
+    interleaved: aresample=async=1:min_hard_comp=0 (reel's 1 ms rule), then
+    the filters `af` (",pan=...", ",aresample=R")."""
+    raw = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-af",
+                          "aresample=async=1:min_hard_comp=0" + af, "-f", "f32le", "-"],
+                         check=True, capture_output=True).stdout
+    return np.frombuffer(raw, dtype=np.float32)
+
+
 def reference(path, settings):
     """The ffmpeg CLI's samples, [C, N] from a0."""
-    af = "aresample=async=1:min_hard_comp=0"
+    af = ""
     if settings["channels"] == 1:
         probe = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries",
                                 "stream=channels", "-of", "csv=p=0", path], check=True, capture_output=True,
@@ -39,9 +49,7 @@ def reference(path, settings):
         if int(probe) == 2:
             af += ",pan=mono|c0=0.5*c0+0.5*c1"
     af += f",aresample={settings['sample_rate']}"
-    raw = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-af", af,
-                          "-f", "f32le", "-"], check=True, capture_output=True).stdout
-    return np.frombuffer(raw, dtype=np.float32).reshape(-1, settings["channels"]).T
+    return cli_samples(path, af).reshape(-1, settings["channels"]).T
 
 
 def cut(ref, first, n):
@@ -51,3 +59,8 @@ def cut(ref, first, n):
     if hi > lo:
         out[:, lo - first:hi - first] = ref[:, lo:hi]
     return out
+
+
+def cut_interleaved(ref, channels, first, n):
+    """cut() of interleaved samples (cli_samples) with `channels` channels."""
+    return cut(ref.reshape(-1, channels).T, first, n)

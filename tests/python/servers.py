@@ -109,6 +109,29 @@ http {{
         shutil.rmtree(work, ignore_errors=True)
 
 
+def moto_s3_user(endpoint: str, name: str) -> Tuple[dict, object]:
+    """On a moto_s3 server: a user `name` allowed s3:*, made with the
+    unauthenticated actions (moto checks signatures once a user, its key and
+    a policy exist). Returns the environment that signs as it
+    (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ENDPOINT_URL)
+    and a boto3 S3 client signing as it."""
+    import json
+
+    import boto3
+
+    iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
+                       aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
+    iam.create_user(UserName=name)
+    key = iam.create_access_key(UserName=name)["AccessKey"]
+    iam.put_user_policy(UserName=name, PolicyName="s3", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+    env = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
+           "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
+    return env, client
+
+
 @contextmanager
 def moto_s3(unauthenticated_actions: int = 3) -> Iterator[str]:
     """moto's standalone S3 server at http://127.0.0.1:PORT, checking SigV4

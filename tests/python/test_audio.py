@@ -12,6 +12,8 @@ import pytest
 
 import reel
 import reel._testing
+from audio_clips import cli_samples as _cli
+from audio_clips import cut_interleaved as _cut
 from conftest import read_indices
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg CLI")
@@ -30,22 +32,6 @@ def _with_clicks(tmp_path, codec="aac", rate=RATE, ext="mp4"):
                     f"aevalsrc={expr}|{expr}:s={rate}:d=4", "-map", "0:v", "-map", "1:a", "-c:v", "copy",
                     "-c:a", codec, "-b:a", "192k", str(out)], check=True)
     return str(out)
-
-
-def _cli(path, af=""):
-    raw = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-af",
-                          "aresample=async=1:min_hard_comp=0" + af, "-f", "f32le", "-"],
-                         check=True, capture_output=True).stdout
-    return np.frombuffer(raw, dtype=np.float32)
-
-
-def _cut(ref, channels, first, n):
-    ref = ref.reshape(-1, channels).T
-    out = np.zeros((channels, n), dtype=np.float32)
-    lo, hi = max(first, 0), min(first + n, ref.shape[1])
-    if hi > lo:
-        out[:, lo - first:hi - first] = ref[:, lo:hi]
-    return out
 
 
 def test_the_audio_of_a_clip_equals_the_cli_and_holds_its_frames_clicks(tmp_path):

@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 
 import reel
+from audio_clips import cli_samples as _cli
+from audio_clips import cut_interleaved as _cut
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg CLI")
 
@@ -37,22 +39,6 @@ def _make(tmp_path, name, video_args, audio_args, codec_args, seconds=10, fps="2
     _ff(*video_args, "-f", "lavfi", "-i", f"testsrc2=size=64x48:rate={fps}:duration={seconds}",
         *audio_args, "-f", "lavfi", "-i", f"aevalsrc={tones}:s={rate}:d={seconds}",
         "-map", "0:v", "-map", "1:a", "-c:v", "libx264", "-preset", "ultrafast", "-g", "25", *codec_args, out)
-    return out
-
-
-def _cli(path, af=""):
-    raw = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-af",
-                          "aresample=async=1:min_hard_comp=0" + af, "-f", "f32le", "-"],
-                         check=True, capture_output=True).stdout
-    return np.frombuffer(raw, dtype=np.float32)
-
-
-def _cut(ref, channels, first, n):
-    ref = ref.reshape(-1, channels).T
-    out = np.zeros((channels, n), dtype=np.float32)
-    lo, hi = max(first, 0), min(first + n, ref.shape[1])
-    if hi > lo:
-        out[:, lo - first:hi - first] = ref[:, lo:hi]
     return out
 
 
@@ -304,22 +290,12 @@ def test_audio_over_http_equals_local_and_reads_only_the_start(tmp_path):
 
 
 def test_audio_over_s3_equals_local(tmp_path):
-    boto3 = pytest.importorskip("boto3")
-    from servers import moto_s3
+    pytest.importorskip("boto3")
+    from servers import moto_s3, moto_s3_user
 
     path = _make(tmp_path, "s3.mkv", [], [], ["-c:a", "libopus"], seconds=8)
     with moto_s3() as endpoint:
-        # moto checks signatures once a user, its key and a policy exist (as test_remote.py)
-        iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
-                           aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
-        iam.create_user(UserName="reel")
-        key = iam.create_access_key(UserName="reel")["AccessKey"]
-        iam.put_user_policy(UserName="reel", PolicyName="s3", PolicyDocument=json.dumps(
-            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
-        env = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
-               "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
-        s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                          aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"])
+        env, s3 = moto_s3_user(endpoint, "reel")
         s3.create_bucket(Bucket="videos")
         s3.upload_file(path, "videos", "a/s3.mkv")
         clips = [range(150, 158), range(10, 18), range(100, 108)]  # the second restarts at a mark

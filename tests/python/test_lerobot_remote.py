@@ -18,7 +18,7 @@ import reel._reel as _reel  # noqa: E402
 import reel.lerobot as rl  # noqa: E402
 
 import lerobot_data as ld  # noqa: E402
-from servers import moto_s3, nginx, nginx_path, self_signed_cert  # noqa: E402
+from servers import moto_s3, moto_s3_user, nginx, nginx_path, self_signed_cert  # noqa: E402
 
 FRONT, WRIST, SIDE = "observation.images.front", "observation.images.wrist", "observation.images.side"
 DELTAS = {FRONT: [-0.2, -1 / 30, 0.0, 0.1], SIDE: [-1 / 30, 0.0], "action": [0.0, 1 / 30, 2 / 30]}
@@ -65,21 +65,10 @@ def s3(www):
     """The dataset under s3://robots/sets/ds/ on moto, read with a user's
     signed requests; yields the credentials (set in the environment while
     the module's tests run)."""
-    boto3 = pytest.importorskip("boto3")
+    pytest.importorskip("boto3")
     pytest.importorskip("moto")
-    import json
     with moto_s3() as endpoint:
-        iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
-                           aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
-        iam.create_user(UserName="robot")
-        key = iam.create_access_key(UserName="robot")["AccessKey"]
-        iam.put_user_policy(UserName="robot", PolicyName="s3", PolicyDocument=json.dumps(
-            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
-        keys = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
-                "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
-        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                              aws_access_key_id=keys["AWS_ACCESS_KEY_ID"],
-                              aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"])
+        keys, client = moto_s3_user(endpoint, "robot")
         client.create_bucket(Bucket="robots")
         src = www[0] / "ds"
         for d, _, files in os.walk(src):

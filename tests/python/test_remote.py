@@ -27,7 +27,7 @@ import reel
 import reel._testing
 from conftest import read_indices
 from faultproxy import fault_proxy
-from servers import moto_s3, nginx
+from servers import moto_s3, moto_s3_user, nginx
 
 VIDEOS = ["nasa_13013.mp4", "carphone_pristine.mp4", "big_buck_bunny_0_30.webm", "test.avi", "video_90.mov"]
 
@@ -94,22 +94,9 @@ def test_loader_over_a_store_by_url_equals_local(tmp_path):
 
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
-    boto3 = pytest.importorskip("boto3")
-    import json
+    pytest.importorskip("boto3")
     with moto_s3() as endpoint:
-        # moto checks signatures once its first 3 (unauthenticated) actions
-        # have made a user, its access key and a policy allowing S3
-        iam = boto3.client("iam", endpoint_url=endpoint, region_name="us-east-1",
-                           aws_access_key_id="bootstrap", aws_secret_access_key="bootstrap")
-        iam.create_user(UserName="reel")
-        key = iam.create_access_key(UserName="reel")["AccessKey"]
-        iam.put_user_policy(UserName="reel", PolicyName="s3", PolicyDocument=json.dumps(
-            {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
-        keys = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"],
-                "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
-        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
-                              aws_access_key_id=keys["AWS_ACCESS_KEY_ID"],
-                              aws_secret_access_key=keys["AWS_SECRET_ACCESS_KEY"])
+        keys, client = moto_s3_user(endpoint, "reel")
         client.create_bucket(Bucket="videos")
         d = tmp_path_factory.mktemp("s3src")
         reel._testing.write_video(str(d / "clip.mp4"), width=128, height=96, frames=40, gop=10)
