@@ -140,19 +140,7 @@ static int make_inter(reel_converter *c, const AVFrame *f, const reel_transform 
 static void emit_deep(const uint8_t *src, int sstride, int w, int h, const inter *i, const reel_transform *t, void *dst)
 {
     int64_t sx, sy, sc;
-    if (t->stride_c || t->stride_y || t->stride_x) {
-        sx = t->stride_x;
-        sy = t->stride_y;
-        sc = t->stride_c;
-    } else if (t->layout == REEL_LAYOUT_CHW || i->nc == 1) {
-        sx = 1;
-        sy = w;
-        sc = (int64_t)w * h;
-    } else {
-        sx = 3;
-        sy = (int64_t)w * 3;
-        sc = 1;
-    }
+    reel__convert_strides(t, w, h, i->nc, &sx, &sy, &sc);
     const reel_dtype dt = t->pixels.dtype;
     const float scale = reel__px_scale(t->pixels.divisor, i->max_code);
     for (int ch = 0; ch < i->nc; ch++) {

@@ -22,6 +22,13 @@ int reel__convert_full_range(int color_range, int pix_fmt);
 /* 1 where swscale's unscaled 4:2:0 -> rgb24 conversion runs in its x86
  * SSSE3 form (reel__px_rgb_simd), 0 where in its C tables. */
 int reel__convert_unscaled_simd(void);
+/* The output's element strides for a w x h picture of `channels` channels:
+ * the transform's own (stride_x/_y/_c) when it gives any, else CHW (or one
+ * channel) planes, else interleaved HWC. One rule for the CPU converter, its
+ * deep path and the GPU's plan. */
+struct reel_transform;
+void reel__convert_strides(const struct reel_transform *t, int w, int h, int channels, int64_t *sx, int64_t *sy,
+                           int64_t *sc);
 #endif
 
 #endif

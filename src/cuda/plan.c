@@ -361,19 +361,7 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         int l = o->vy.taps, c = o->vc.taps;
         o->vmode = l == 1 && c <= 2 ? REEL_PX_V1 : l == 2 && c == 2 ? REEL_PX_V2 : REEL_PX_VX;
     }
-    if (t->stride_c || t->stride_y || t->stride_x) {
-        o->sx = t->stride_x;
-        o->sy = t->stride_y;
-        o->sc = t->stride_c;
-    } else if (t->layout == REEL_LAYOUT_CHW) {
-        o->sx = 1;
-        o->sy = ow;
-        o->sc = (int64_t)ow * oh;
-    } else {
-        o->sx = 3;
-        o->sy = (int64_t)ow * 3;
-        o->sc = 1;
-    }
+    reel__convert_strides(t, ow, oh, 3, &o->sx, &o->sy, &o->sc);
     o->dst = dst;
     o->w = ow;
     o->h = oh;
