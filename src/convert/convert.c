@@ -325,23 +325,6 @@ static void planar_row_u16(const uint8_t *restrict s, uint16_t *restrict r, uint
 /* The one pass from the small RGB24 result into the caller's tensor slot:
  * flip, dtype, normalisation and layout together, so the output is written
  * once. Normalisation is a table lookup per byte (3 x 256 entries). */
-void reel__convert_strides(const reel_transform *t, int w, int h, int channels, int64_t *sx, int64_t *sy, int64_t *sc)
-{
-    if (t->stride_c || t->stride_y || t->stride_x) {
-        *sx = t->stride_x;
-        *sy = t->stride_y;
-        *sc = t->stride_c;
-    } else if (t->layout == REEL_LAYOUT_CHW || channels == 1) {
-        *sx = 1;
-        *sy = w;
-        *sc = (int64_t)w * h;
-    } else {
-        *sx = channels;
-        *sy = (int64_t)w * channels;
-        *sc = 1;
-    }
-}
-
 static void emit(reel_converter *c, const uint8_t *src, int sstride, int w, int h, const reel_transform *t, void *dst)
 {
     int64_t sx, sy, sc;

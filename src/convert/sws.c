@@ -54,6 +54,23 @@ int reel__convert_unscaled_simd(void)
 #endif
 }
 
+void reel__convert_strides(const reel_transform *t, int w, int h, int channels, int64_t *sx, int64_t *sy, int64_t *sc)
+{
+    if (t->stride_c || t->stride_y || t->stride_x) {
+        *sx = t->stride_x;
+        *sy = t->stride_y;
+        *sc = t->stride_c;
+    } else if (t->layout == REEL_LAYOUT_CHW || channels == 1) {
+        *sx = 1;
+        *sy = w;
+        *sc = (int64_t)w * h;
+    } else {
+        *sx = channels;
+        *sy = (int64_t)w * channels;
+        *sc = 1;
+    }
+}
+
 /* Colour matrix and range exactly as FFmpeg's scale filter picks them
  * (in_color_matrix=auto: the frame's matrix; range: the frame's range), so
  * output matches the ffmpeg CLI bit for bit. keep_range (gray to gray): the
