@@ -353,7 +353,7 @@ typedef struct reel_clip_info {
      *  audio_missing_hi), and those packets (reel_audio_window's missing,
      *  missing_lo/hi, corrupt_packets); 0 without damage. */
     int64_t audio_missing, audio_missing_lo, audio_missing_hi, audio_corrupt_packets;
-    uint8_t reserved[32];                   /**< zero; room to grow (common.h): callers index arrays of these */
+    uint8_t reserved[32]; /**< zero; room to grow (common.h): callers index arrays of these */
 } reel_clip_info;
 
 /** A filled batch, owned by the loader until reel_loader_release(). The data
