@@ -9,6 +9,7 @@ fails it under "fail"."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import subprocess
@@ -184,3 +185,22 @@ def test_a_truncated_file_ends_valid_at_the_cut_under_skip_and_is_named_under_fa
     with reel.VideoDecoder(str(cutf), audio=True) as dec:
         with pytest.raises(reel.CorruptError, match="cut.mp4: corrupt audio packet at "):
             dec.get_audio_played_in_range(0.0, 4.5)
+
+
+def test_reel_frames_audio_follows_skip_corrupt(damaged):
+    cli = os.environ.get("REEL_CLI")
+    if not cli or not os.path.exists(cli):
+        pytest.skip("the reel CLI is not built (set REEL_CLI)")
+    path, t = damaged["aac"]
+    at = [int(t * 25) + d for d in (-3, 0, 3)]
+    args = [cli, "frames", path, "--at", ",".join(map(str, at)), "--raw", os.devnull, "--audio", "-", "--stats"]
+    res = subprocess.run(args, capture_output=True)
+    assert res.returncode != 0 and b"corrupt audio packet at" in res.stderr, res.stderr
+    res = subprocess.run(args + ["--skip-corrupt"], capture_output=True, check=True)
+    with reel.VideoDecoder(path, audio=True, corrupt_policy="skip") as dec:
+        a = dec.get_audio_for_frames(at)
+    assert a.missing > 0
+    assert np.array_equal(np.frombuffer(res.stdout, dtype=np.float32).reshape(-1, 2).T, np.asarray(a.data))
+    line = [x for x in res.stderr.decode().splitlines() if x.startswith("audio:")][0]
+    assert (f"valid [{a.valid[0]}, {a.valid[1]}), missing {a.missing} in [{a.missing_span[0]}, "
+            f"{a.missing_span[1]}), 1 corrupt packets") in line, line
