@@ -37,7 +37,8 @@ extern "C" {
  * restarted at a native index that is a multiple of sr / gcd(sr, rate),
  * 10 ms or more before the window, where it reproduces a whole-stream
  * resample exactly. A window past the end is known without decoding once a
- * run reached it. Memory: the window, the history, the marks.
+ * run reached it. Memory: the window, the history, the marks (and the
+ * damage found, one record per run of dropped packets).
  *
  * Damage (reel_audio_settings.corrupt_policy). A packet the codec rejects
  * (or whose decode fails) under REEL_CORRUPT_FAIL fails the call with
