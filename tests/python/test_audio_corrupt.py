@@ -204,3 +204,23 @@ def test_reel_frames_audio_follows_skip_corrupt(damaged):
     line = [x for x in res.stderr.decode().splitlines() if x.startswith("audio:")][0]
     assert (f"valid [{a.valid[0]}, {a.valid[1]}), missing {a.missing} in [{a.missing_span[0]}, "
             f"{a.missing_span[1]}), 1 corrupt packets") in line, line
+
+
+def test_pack_audio_keeps_the_frames_of_a_damaged_audio_and_the_loader_names_it(damaged, tmp_path):
+    d = tmp_path / "videos"
+    d.mkdir()
+    shutil.copy(damaged["clean"], d / "clean.mp4")
+    shutil.copy(damaged["aac"][0], d / "damaged.mp4")
+    store = tmp_path / "st"
+    reel.pack(d, store, size=32, shard_size=1 << 16, audio=True, format="raw")  # the packer's policy: fail
+    recs = {os.path.basename(r["path"]): r for r in reel._reel.store_records(str(store))}
+    assert recs["damaged.mp4"]["status"] == 0 and recs["clean.mp4"]["audio"]["status"] == 0
+    assert recs["damaged.mp4"]["audio"]["status"] == reel._reel.STATUS["CORRUPT"]
+    kw = dict(frames_per_clip=4, size=32, batch_size=2, shuffle=False, epochs=1)
+    with reel.Loader(str(store), audio=NATIVE, on_error="skip", **kw) as ld:
+        paths = [os.path.basename(i.path) for b in ld for i in b.info]
+        m = ld.metrics()
+    assert paths == ["clean.mp4"] and m["failure_count"] == 1
+    assert "damaged.mp4" in m["failures"][0]["reason"] and "corrupt audio packet at" in m["failures"][0]["reason"]
+    with reel.Loader(str(store), **kw) as ld:  # the frames are stored
+        assert sorted(os.path.basename(i.path) for b in ld for i in b.info) == ["clean.mp4", "damaged.mp4"]
