@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audio_damage_common.h"
 #include "harness.h"
 #include "reel/audio.h"
 #include "reel/decoder.h"
@@ -291,43 +292,6 @@ TEST(no_audio_is_named_or_zeros_and_audio_alone_is_refused)
 
 /* ---- damage: the corrupt policy ------------------------------------------- */
 
-typedef struct packet_at {
-    long long pos, size, pts;
-} packet_at;
-
-/* The middle packet of the first audio stream (ffprobe), its bytes after
- * the first two overwritten by a fixed pseudo-random sequence, in place
- * (mp4: ffprobe's pos is the packet's first byte; in Matroska it is the
- * block's header, whose damage the demuxer drops without a word). */
-static packet_at damage_middle_packet(const char *path)
-{
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, "ffprobe -v error -select_streams a:0 -show_entries packet=pts,pos,size -of csv=p=0 '%s'",
-             path);
-    FILE *p = popen(cmd, "r");
-    CHECK(p != NULL);
-    packet_at all[4096];
-    int n = 0;
-    char line[256];
-    while (n < 4096 && fgets(line, sizeof line, p)) { /* pts,size,pos (ffprobe's order) */
-        packet_at k;
-        if (sscanf(line, "%lld,%lld,%lld", &k.pts, &k.size, &k.pos) == 3) all[n++] = k;
-    }
-    CHECK(pclose(p) == 0);
-    CHECK_MSG(n > 10, "%s: %d audio packets", path, n);
-    packet_at k = all[n / 2];
-    FILE *f = fopen(path, "r+b");
-    CHECK(f != NULL);
-    CHECK(fseek(f, (long)k.pos + 2, SEEK_SET) == 0);
-    unsigned x = 12345;
-    for (long long i = 2; i < k.size; i++) {
-        x = x * 1103515245u + 12345u;
-        CHECK(fputc((int)(x >> 16) & 0xff, f) != EOF);
-    }
-    CHECK(fclose(f) == 0);
-    return k;
-}
-
 /* One object of `path` at rate/channels under `policy`. */
 static reel_audio *open_policy(const char *path, int rate, int channels, reel_corrupt_policy policy)
 {
@@ -381,7 +345,7 @@ static void check_damaged_clip(reel_audio *a, int64_t t0, int64_t t1, int num, i
  * reverse give the same samples and the same report. */
 static void check_damage(const char *path, int rate, int channels, const char *extra_af, int exact_start)
 {
-    const packet_at k = damage_middle_packet(path);
+    const packet_at k = damage_audio_packet(path, 1, 2);
     reel_error err;
     static float whole[2 * 48000 * 13];
     reel_audio_window w;
