@@ -46,8 +46,8 @@ extern "C" {
  * Under REEL_CORRUPT_SKIP it is dropped and decoding goes on: the next good
  * frame is placed at its own pts by the 1 ms rule, so the dropped packet's
  * samples are zeros (what the ffmpeg CLI gives with
- * `aresample=async=1:min_hard_comp=0`; every other sample equals its
- * output). Those zeros are the window's `missing` samples: they lie in
+ * `aresample=async=1:min_hard_comp=0`; every sample equals its output).
+ * Those samples are the window's `missing` ones: they lie in
  * [missing_lo, missing_hi) (exactly those when missing == missing_hi -
  * missing_lo, i.e. one damaged span in the window; at another output rate
  * the span also holds the samples whose resampling filter reaches into the
