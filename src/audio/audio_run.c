@@ -489,12 +489,12 @@ static int rejected(reel_audio *a, int r, int64_t ts, reel_error *err)
 }
 
 /* Decodes on until the output reaches `hi` or the stream ends (a->eof 3,
- * a->end set); and far enough past it that every hole whose resampled span
- * reaches into [.., hi) was met (the report does not depend on where a run
- * stopped). */
+ * a->end set); under REEL_CORRUPT_SKIP far enough past it that every hole
+ * whose resampled span reaches into [.., hi) was met (the report does not
+ * depend on where a run stopped; FAIL finds no holes). */
 static int advance(reel_audio *a, int64_t hi, reel_error *err)
 {
-    const int64_t reach = resample_reach(a);
+    const int64_t reach = a->s.corrupt_policy == REEL_CORRUPT_SKIP ? resample_reach(a) : 0;
     const int64_t hi_native =
         reach ? (int64_t)(((__int128)hi * a->info.native_sample_rate + a->info.sample_rate - 1) / a->info.sample_rate) +
                     reach
