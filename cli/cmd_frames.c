@@ -27,7 +27,7 @@ static void usage(FILE *fp)
                 "  --no-rotate      the pixels as stored, without the display rotation (applied by default)\n"
                 "  --chw            --raw output planar (C,H,W) instead of interleaved\n"
                 "  --threads N      decoder threads (0: all cores)\n"
-                "  --skip-corrupt   skip corrupt packets instead of failing\n"
+                "  --skip-corrupt   skip corrupt packets instead of failing (audio too: zeros, said by --stats)\n"
                 "  --stats          print decode statistics to stderr\n"
                 "  -o DIR           write one PNG per requested frame\n"
                 "  --raw FILE       write RGB24 bytes, frames concatenated in request order ('-' for stdout)\n"
@@ -268,9 +268,12 @@ static int write_audio(const char *path, const char *file, const reel_audio_sett
         goto done;
     }
     if (stats)
-        fprintf(stderr, "audio: %d Hz, %d channels, first sample %lld, %lld samples, valid [%lld, %lld)\n",
+        fprintf(stderr,
+                "audio: %d Hz, %d channels, first sample %lld, %lld samples, valid [%lld, %lld), missing %lld in "
+                "[%lld, %lld), %lld corrupt packets\n",
                 reel_audio_get_info(a)->sample_rate, ch, (long long)w.first_sample, (long long)w.num_samples,
-                (long long)w.valid_lo, (long long)w.valid_hi);
+                (long long)w.valid_lo, (long long)w.valid_hi, (long long)w.missing, (long long)w.missing_lo,
+                (long long)w.missing_hi, (long long)w.corrupt_packets);
     rc = 0;
     goto done;
 fail:
@@ -343,6 +346,7 @@ int reel_cli_frames(int argc, char **argv)
     } else {
         if (write_pngs(outdir, dec, idx, n, buf, fb, w, h) != 0) goto done;
     }
+    a.as.corrupt_policy = a.s.corrupt_policy; /* the audio follows --skip-corrupt as the frames do */
     if (a.audio && write_audio(a.audio, file, &a.as, dec, idx, n, stats) != 0) goto done;
     rc = 0;
     goto done;

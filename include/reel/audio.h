@@ -5,6 +5,7 @@
 #define REEL_AUDIO_H
 
 #include "common.h"
+#include "decoder.h"
 #include "io.h"
 
 #ifdef __cplusplus
@@ -36,7 +37,34 @@ extern "C" {
  * restarted at a native index that is a multiple of sr / gcd(sr, rate),
  * 10 ms or more before the window, where it reproduces a whole-stream
  * resample exactly. A window past the end is known without decoding once a
- * run reached it. Memory: the window, the history, the marks. */
+ * run reached it. Memory: the window, the history, the marks (and the
+ * damage found, one record per run of dropped packets).
+ *
+ * Damage (reel_audio_settings.corrupt_policy). A packet the codec rejects
+ * (or whose decode fails) under REEL_CORRUPT_FAIL fails the call with
+ * REEL_E_CORRUPT naming the file, the packet's time and the codec's reason.
+ * Under REEL_CORRUPT_SKIP it is dropped and decoding goes on: the next good
+ * frame is placed at its own pts by the 1 ms rule, so the dropped packet's
+ * samples are zeros (what the ffmpeg CLI gives with
+ * `aresample=async=1:min_hard_comp=0`; every sample equals its output).
+ * Those samples are the window's `missing` ones: they lie in
+ * [missing_lo, missing_hi) (exactly those when missing == missing_hi -
+ * missing_lo, i.e. one damaged span in the window; at another output rate
+ * the span also holds the samples whose resampling filter reaches into the
+ * gap, 32 native samples x ceil(native rate / rate) on each side), and
+ * corrupt_packets counts the dropped packets whose gap touches the window.
+ * valid_lo, valid_hi then narrow to the longest run of the stream's part of
+ * the window without a missing sample (ties: the earliest), so [valid_lo,
+ * valid_hi) holds only samples decoded from the stream. The gap can be
+ * longer than the dropped packet where the codec gives nothing for the
+ * packets right after it (MP3's bit reservoir); the CLI's zeros are the
+ * same. A file cut short ends where its last whole packet does: a packet
+ * cut in two is a corrupt one (FAIL: the named error for a window that
+ * reaches it; SKIP: valid_hi at the cut, the rest zeros, the packet
+ * counted). Damage is the file's: what a run found is kept and a window's
+ * decode goes on past it until every hole whose span reaches into the
+ * window was met, so a window reports the same whatever the order of the
+ * calls. */
 
 /** reel_audio_settings.missing: a video without an audio stream. */
 typedef enum reel_audio_missing {
@@ -58,7 +86,11 @@ typedef struct reel_audio_settings {
      *  object is closed (or its open failed); NULL (default): not kept.
      *  Borrowed (common.h); one tally per object at a time. */
     struct reel_remote_stats *remote_stats;
-    uint8_t reserved[32]; /**< zero (the defaults function clears it); room to grow */
+    /** A packet the codec rejects: REEL_CORRUPT_FAIL (default) fails the
+     *  call, REEL_CORRUPT_SKIP drops it (its samples zeros, reported in
+     *  reel_audio_window.missing; see "Damage" above). */
+    reel_corrupt_policy corrupt_policy;
+    uint8_t reserved[28]; /**< zero (the defaults function clears it); room to grow */
 } reel_audio_settings;
 
 /** Fills `s` with the defaults documented on each field. */
@@ -81,11 +113,18 @@ typedef struct reel_audio_info {
 
 /** Where a window's samples sit. */
 typedef struct reel_audio_window {
-    int64_t first_sample;       /**< s(t0) on the output grid (negative: before a0) */
-    int64_t num_samples;        /**< s(t1) - s(t0) (0 for an empty window) */
-    int64_t valid_lo, valid_hi; /**< [lo, hi) of the window's samples that came from the
-                                     stream; lo == hi: none */
-    uint8_t reserved[32];       /**< zero; room to grow (common.h) */
+    int64_t first_sample;           /**< s(t0) on the output grid (negative: before a0) */
+    int64_t num_samples;            /**< s(t1) - s(t0) (0 for an empty window) */
+    int64_t valid_lo, valid_hi;     /**< [lo, hi) of the window's samples that came from the
+                                     stream (under REEL_CORRUPT_SKIP: the longest run of them
+                                     without a missing sample); lo == hi: none */
+    int64_t missing;                /**< samples of the window that stand for dropped packets
+                                     (zeros; REEL_CORRUPT_SKIP); 0 without damage */
+    int64_t missing_lo, missing_hi; /**< [lo, hi) of the window holding every missing sample
+                                         (lo == hi: none); all of it missing when
+                                         missing == missing_hi - missing_lo */
+    int64_t corrupt_packets;        /**< packets dropped (REEL_CORRUPT_SKIP) whose gap touches the window */
+    uint8_t reserved[32];           /**< zero; room to grow (common.h) */
 } reel_audio_window;
 
 /** Audio of one file. Thread-safety: one thread at a time per object;
@@ -98,7 +137,8 @@ typedef struct reel_audio reel_audio;
  *  REEL_E_NOT_VIDEO, REEL_E_NO_VIDEO_STREAM (an audio-only file: reel
  *  times audio by a video's frames), REEL_E_NO_AUDIO_STREAM,
  *  REEL_E_UNSUPPORTED_CODEC, REEL_E_INVALID_ARG (a rate outside
- *  1..1,000,000 Hz, channels other than 0 or 1). */
+ *  1..1,000,000 Hz, channels other than 0 or 1, a corrupt_policy other
+ *  than FAIL or SKIP). */
 REEL_API int reel_audio_open(reel_audio **out, const char *path, const reel_audio_settings *s, reel_error *err);
 
 /** Closes and sets *a to NULL (NULL-safe). */
@@ -117,7 +157,9 @@ REEL_API int reel_audio_get_window(const reel_audio *a, int64_t t0, int64_t t1, 
 /** The window's samples, float32 [channels, num_samples] into dst
  *  (dst_count floats at least channels * num_samples, else
  *  REEL_E_BUFFER_TOO_SMALL), and where they sit (w, may be NULL). A
- *  corrupt packet fails with REEL_E_CORRUPT naming the file. */
+ *  corrupt packet fails with REEL_E_CORRUPT naming the file, the packet's
+ *  time and the codec's reason (REEL_CORRUPT_FAIL), or is dropped and
+ *  reported in w (REEL_CORRUPT_SKIP). */
 REEL_API int reel_audio_get_samples(reel_audio *a, int64_t t0, int64_t t1, int num, int den, float *dst,
                                     size_t dst_count, reel_audio_window *w, reel_error *err);
 

@@ -119,8 +119,12 @@ typedef struct reel_failure {
  *  max(p_i + d_i)) of the clip's frames in the video's frame table, samples
  *  s(t0) .. s(t1) - 1 on the grid anchored at the audio's first sample, so
  *  adjacent clips tile the stream. A batch holds one rate and one channel
- *  count, so both are required. The by-name fields are "audio.enabled",
- *  "audio.sample_rate", ... (reel_loader_settings_get_fields). */
+ *  count, so both are required. A damaged audio packet follows
+ *  decoder.corrupt_policy: FAIL fails the sample (on_error decides), SKIP
+ *  delivers it with the packet's samples zeros, its valid range narrowed
+ *  and the damage in reel_clip_info.audio_missing (reel/audio.h). The
+ *  by-name fields are "audio.enabled", "audio.sample_rate", ...
+ *  (reel_loader_settings_get_fields). */
 typedef struct reel_loader_audio {
     int enabled;     /**< 1: every clip carries its audio (reel_batch.audio); default 0 */
     int sample_rate; /**< Hz (1..1,000,000), required with enabled: each video's audio resampled to it
@@ -341,8 +345,15 @@ typedef struct reel_clip_info {
     int64_t audio_first_sample;             /**< s(t0): on the grid anchored at the audio's first sample
                                                  (negative: before it) */
     int64_t audio_valid_lo, audio_valid_hi; /**< [lo, hi) of the clip's samples that came from the stream
-                                                 (the rest are zeros); lo == hi: none */
-    uint8_t reserved[32];                   /**< zero; room to grow (common.h): callers index arrays of these */
+                                                 (the rest are zeros); lo == hi: none. Under
+                                                 decoder.corrupt_policy SKIP: the longest run of
+                                                 them without a missing sample (reel/audio.h) */
+    /** decoder.corrupt_policy REEL_CORRUPT_SKIP: the clip's samples that
+     *  stand for dropped audio packets (zeros), all in [audio_missing_lo,
+     *  audio_missing_hi), and those packets (reel_audio_window's missing,
+     *  missing_lo/hi, corrupt_packets); 0 without damage. */
+    int64_t audio_missing, audio_missing_lo, audio_missing_hi, audio_corrupt_packets;
+    uint8_t reserved[32]; /**< zero; room to grow (common.h): callers index arrays of these */
 } reel_clip_info;
 
 /** A filled batch, owned by the loader until reel_loader_release(). The data
@@ -474,7 +485,11 @@ typedef struct reel_loader_metrics {
     int64_t gop_split_samples;
     int64_t audio_samples;       /**< settings.audio: samples (per channel) of the clips' audio decoded */
     double audio_decode_seconds; /**< stage-2 thread time spent decoding them */
-    uint8_t reserved[64];        /**< zero; room to grow (common.h) */
+    /** settings.audio under decoder.corrupt_policy REEL_CORRUPT_SKIP: audio
+     *  packets dropped in the delivered clips' windows, summed over clips
+     *  (reel_clip_info.audio_corrupt_packets) */
+    int64_t audio_corrupt_packets;
+    uint8_t reserved[56]; /**< zero; room to grow (common.h) */
 } reel_loader_metrics;
 
 /** The loader. Thread-safety: reel_loader_next, _get_checkpoint,

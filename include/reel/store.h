@@ -96,8 +96,11 @@ typedef struct reel_pack_settings {
      *  its frames, which hold every clip's window the loader can ask for. A
      *  video without audio is recorded as such (the loader's
      *  reel_loader_audio.missing decides at load time, as on the video);
-     *  one whose audio fails keeps its frames and the reason. `missing` is
-     *  not used. Borrowed (common.h). */
+     *  one whose audio fails keeps its frames and the reason (a damaged
+     *  packet under corrupt_policy FAIL, the default: REEL_E_CORRUPT; under
+     *  SKIP the record keeps the samples and the window's valid range,
+     *  narrowed to its longest clean run, which every clip cut from it
+     *  sees). `missing` is not used. Borrowed (common.h). */
     const reel_audio_settings *audio;
     uint8_t reserved[28]; /**< zero; room to grow without an ABI break */
 } reel_pack_settings;

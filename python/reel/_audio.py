@@ -55,7 +55,15 @@ class AudioSamples:
     grid anchored at the audio's first sample a0 (s(t) = floor((t - a0) *
     rate + 1/2)); pts_seconds: its time. valid: (lo, hi), the part of the
     window that came from the stream (the rest is zeros). window: (t0, t1)
-    in seconds."""
+    in seconds.
+
+    Damage (``corrupt_policy="skip"``: a packet the codec rejects is
+    dropped, its samples zeros, as the ffmpeg CLI's
+    ``aresample=async=1:min_hard_comp=0`` gives): ``missing`` samples of the
+    window stand for dropped packets, all inside ``missing_span`` (lo, hi)
+    (exactly it when ``missing == hi - lo``); ``corrupt_packets`` counts
+    those packets; ``valid`` narrows to the longest run of stream samples
+    without a missing one. Without damage: 0, (0, 0), 0."""
 
     data: Frames
     sample_rate: int
@@ -63,6 +71,9 @@ class AudioSamples:
     pts_seconds: float
     valid: Tuple[int, int]
     window: Tuple[float, float]
+    missing: int = 0
+    missing_span: Tuple[int, int] = (0, 0)
+    corrupt_packets: int = 0
 
     @property
     def num_samples(self) -> int:
@@ -78,22 +89,24 @@ class Audio:
     to call, so clips read in order decode once. Reopened in a forked
     process."""
 
-    def __init__(self, path: str, settings: AudioSettings, remote: Optional[Dict[str, Any]]) -> None:
-        self._args = (path, settings, remote)
+    def __init__(self, path: str, settings: AudioSettings, remote: Optional[Dict[str, Any]], corrupt: int = 0) -> None:
+        self._args = (path, settings, remote, corrupt)
         self._pid = os.getpid()
         rate, channels, missing = settings.args()
-        self.handle = _reel.audio_open(path, sample_rate=rate, channels=channels, missing=missing, remote=remote)
+        self.handle = _reel.audio_open(path, sample_rate=rate, channels=channels, missing=missing, remote=remote,
+                                       corrupt=corrupt)
         self.info: Dict[str, Any] = _reel.audio_info(self.handle)
 
     def samples(self, t0: int, t1: int, time_base: Fraction) -> AudioSamples:
         """[t0, t1) x time_base seconds of the audio."""
         if os.getpid() != self._pid:
             self.__init__(*self._args)  # type: ignore[misc]
-        data, first, lo, hi = _reel.audio_samples(self.handle, int(t0), int(t1), time_base.numerator,
-                                                  time_base.denominator)
+        data, first, lo, hi, missing, m0, m1, bad = _reel.audio_samples(self.handle, int(t0), int(t1),
+                                                                        time_base.numerator, time_base.denominator)
         r = int(self.info["sample_rate"])
         return AudioSamples(data, r, int(first), float(self.info["start_seconds"]) + first / r, (int(lo), int(hi)),
-                            (float(t0 * time_base), float(t1 * time_base)))
+                            (float(t0 * time_base), float(t1 * time_base)), int(missing), (int(m0), int(m1)),
+                            int(bad))
 
 
 def frames_window(pts: Sequence[int], dur: Sequence[int], indices: Sequence[int]) -> Tuple[int, int]:

@@ -515,7 +515,8 @@ class VideoDecoder:
             if self._kind != 0 or not isinstance(self._source, str):
                 raise _reel.UnsupportedError(f"{self._dec.name}: audio: a path or a URL only, not a file object "
                                              "or memory")
-            self._audio_obj = _audio.Audio(self._source, self._audio or _audio.AudioSettings(), self._remote)
+            self._audio_obj = _audio.Audio(self._source, self._audio or _audio.AudioSettings(), self._remote,
+                                           opt.choice("corrupt_policy", self._options["corrupt_policy"], opt.CORRUPT))
         return self._audio_obj
 
     @property

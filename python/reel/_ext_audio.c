@@ -55,14 +55,14 @@ static PyObject *info_dict(const reel_audio_info *i)
     return d;
 }
 
-/* audio_open(path, sample_rate=0, channels=0, missing=0, remote=None) -> handle */
+/* audio_open(path, sample_rate=0, channels=0, missing=0, remote=None, corrupt=0) -> handle */
 PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = { "path", "sample_rate", "channels", "missing", "remote", NULL };
+    static char *kw[] = { "path", "sample_rate", "channels", "missing", "remote", "corrupt", NULL };
     PyObject *path = NULL, *remote = Py_None;
-    int rate = 0, channels = 0, missing = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|iiiO:audio_open", kw, PyUnicode_FSConverter, &path, &rate,
-                                     &channels, &missing, &remote))
+    int rate = 0, channels = 0, missing = 0, corrupt = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|iiiOi:audio_open", kw, PyUnicode_FSConverter, &path, &rate,
+                                     &channels, &missing, &remote, &corrupt))
         return NULL;
     reel_state *st = PyModule_GetState(module);
     rx_audio *h = PyMem_Calloc(1, sizeof *h);
@@ -76,6 +76,7 @@ PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs)
     s.sample_rate = rate;
     s.channels = channels;
     s.missing = (reel_audio_missing)missing;
+    s.corrupt_policy = (reel_corrupt_policy)corrupt;
     if (remote != Py_None) {
         if (rx_remote_from_dict(remote, &h->remote, &h->ca_bundle, &h->bearer_token) < 0) {
             rx_audio_free(h);
@@ -124,7 +125,8 @@ int rx_audio_remote_stats(PyObject *cap, reel_remote_stats *out)
 }
 
 /* audio_samples(handle, t0, t1, num, den) -> (Frames [C, S] float32,
- * first_sample, valid_lo, valid_hi) */
+ * first_sample, valid_lo, valid_hi, missing, missing_lo, missing_hi,
+ * corrupt_packets) */
 PyObject *mod_audio_samples(PyObject *module, PyObject *args)
 {
     PyObject *cap;
@@ -154,6 +156,7 @@ PyObject *mod_audio_samples(PyObject *module, PyObject *args)
         Py_DECREF(f);
         return raise_err(st, r, &err, NULL);
     }
-    return Py_BuildValue("(NLLL)", (PyObject *)f, (long long)w.first_sample, (long long)w.valid_lo,
-                         (long long)w.valid_hi);
+    return Py_BuildValue("(NLLLLLLL)", (PyObject *)f, (long long)w.first_sample, (long long)w.valid_lo,
+                         (long long)w.valid_hi, (long long)w.missing, (long long)w.missing_lo, (long long)w.missing_hi,
+                         (long long)w.corrupt_packets);
 }

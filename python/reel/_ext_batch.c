@@ -32,14 +32,16 @@ static PyObject *clip_info_tuple(const reel_clip_info *c)
     }
     PyObject *path = c->path ? PyUnicode_DecodeFSDefault(c->path) : Py_NewRef(Py_None);
     if (!path) goto fail;
-    return Py_BuildValue("{s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:O,s:(iiii),s:N,s:N,s:(ii),s:i,s:(ii),s:L}", "path", path,
-                         "label", (long long)c->label, "sample", (long long)c->sample, "requested",
+    return Py_BuildValue("{s:N,s:L,s:L,s:L,s:L,s:i,s:i,s:O,s:O,s:(iiii),s:N,s:N,s:(ii),s:i,s:(ii),s:L,s:L,s:(LL),s:L}",
+                         "path", path, "label", (long long)c->label, "sample", (long long)c->sample, "requested",
                          (long long)c->requested, "position", (long long)c->position, "clip", (int)c->clip, "attempt",
                          (int)c->attempt, "padded", c->padded ? Py_True : Py_False, "flipped",
                          c->flipped ? Py_True : Py_False, "crop", (int)c->crop_x, (int)c->crop_y, (int)c->crop_w,
                          (int)c->crop_h, "frame_indices", fi, "pts", pts, "time_base", (int)c->time_base_num,
                          (int)c->time_base_den, "num_frames", (int)c->num_frames, "size", (int)c->height, (int)c->width,
-                         "audio_first_sample", (long long)c->audio_first_sample);
+                         "audio_first_sample", (long long)c->audio_first_sample, "audio_missing",
+                         (long long)c->audio_missing, "audio_missing_span", (long long)c->audio_missing_lo,
+                         (long long)c->audio_missing_hi, "audio_corrupt_packets", (long long)c->audio_corrupt_packets);
 fail:
     Py_XDECREF(fi);
     Py_XDECREF(pts);

@@ -59,6 +59,11 @@ class ClipInfo(NamedTuple):
     num_frames: int = 0        #: frames in the clip
     size: Tuple[int, int] = (0, 0)  #: the clip's output (height, width)
     audio_first_sample: int = 0  #: with ``audio``: the first sample of the clip's audio (its s(t0), see Batch)
+    #: ``corrupt_policy="skip"``: samples of the clip's audio that stand for dropped packets (zeros), all in
+    #: ``audio_missing_span`` [lo, hi) (exactly it when the count is hi - lo), and those packets
+    audio_missing: int = 0
+    audio_missing_span: Tuple[int, int] = (0, 0)
+    audio_corrupt_packets: int = 0
 
 
 class Batch:
@@ -140,7 +145,8 @@ def _clip_info(d: Dict[str, Any], meta: Dict[str, Any]) -> ClipInfo:
     return ClipInfo(d["path"], d["label"], d["sample"], d["requested"], d["position"], d["clip"],
                     d["attempt"], d["padded"], d["flipped"], d["crop"], tuple(d["frame_indices"]),
                     pts, tuple(p * f for p in pts), tb, meta["epoch"], meta["samples_seen"], d["num_frames"],
-                    tuple(d["size"]), d["audio_first_sample"])
+                    tuple(d["size"]), d["audio_first_sample"], d["audio_missing"], tuple(d["audio_missing_span"]),
+                    d["audio_corrupt_packets"])
 
 
 def _dataset_entries(source: Any) -> Any:
@@ -340,6 +346,12 @@ class Loader:
     ``"stream_index"`` picks a stream. Local videos, and stores packed with
     ``--audio``; a video at a URL is refused by name (not yet).
     ``metrics()["audio_samples"]`` and ``["audio_decode_seconds"]`` count the work.
+    A damaged audio packet follows ``corrupt_policy``: "fail" fails the
+    sample (``on_error`` decides); "skip" delivers it with the packet's
+    samples zeros, ``batch.audio_valid`` narrowed to the longest clean run,
+    ``info[i].audio_missing`` / ``audio_missing_span`` /
+    ``audio_corrupt_packets`` saying where, and
+    ``metrics()["audio_corrupt_packets"]`` counting them.
     ``device``: ``"cpu"`` (default), ``"cuda"`` or ``"cuda:N"`` as on
     :class:`VideoDecoder`: CUDA raises the named error (no driver, no GPU,
     no kernels; in this build always, the GPU loader not being written yet)

@@ -43,6 +43,7 @@ void reel_audio_close(reel_audio **a)
     free(x->hist);
     free(x->rs);
     free(x->marks);
+    free(x->holes);
     free(x);
     *a = NULL;
 }
@@ -109,6 +110,7 @@ int reel_audio_get_samples(reel_audio *a, int64_t t0, int64_t t1, int num, int d
     win.valid_lo = vlo > win.num_samples ? win.num_samples : vlo;
     win.valid_hi = vend - lo < win.valid_lo ? win.valid_lo : vend - lo > win.num_samples ? win.num_samples : vend - lo;
     if (!a->info.has_audio) win.valid_lo = win.valid_hi = 0;
+    if (a->n_holes) reel__audio_damage(a, lo, hi, &win); /* REEL_CORRUPT_SKIP dropped packets */
     if (w) *w = win;
     return REEL_OK;
 }
@@ -229,6 +231,9 @@ static int open_as(reel_audio **out, const char *path, int remote, const reel_au
     if (s->missing != REEL_AUDIO_MISSING_RAISE && s->missing != REEL_AUDIO_MISSING_ZEROS)
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio missing %d: RAISE (0) or ZEROS (1)", path,
                                (int)s->missing);
+    if (s->corrupt_policy != REEL_CORRUPT_FAIL && s->corrupt_policy != REEL_CORRUPT_SKIP)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio corrupt_policy %d: FAIL (0) or SKIP (1)", path,
+                               (int)s->corrupt_policy);
     reel__io_options o;
     reel__io_default_options(&o);
     o.remote = s->remote;

@@ -23,6 +23,13 @@ typedef struct reel__audio_mark {
     int64_t ts, pos;
 } reel__audio_mark;
 
+/* Damage a run met (REEL_CORRUPT_SKIP): `packets` dropped packets whose
+ * samples are the zeros of native [lo, hi) (lo == hi: dropped without a
+ * gap). The file's, like the marks: kept across runs, found once each. */
+typedef struct reel__audio_hole {
+    int64_t lo, hi, packets;
+} reel__audio_hole;
+
 struct reel_audio {
     char name[1024];
     char path[4096]; /* what was opened (a URL: as given, for the reopen) */
@@ -66,6 +73,11 @@ struct reel_audio {
     int rs_cap;
     reel__audio_mark *marks; /* ascending; from runs that decoded there */
     size_t n_marks, marks_cap;
+    /* damage (REEL_CORRUPT_SKIP): packets dropped since the last placed
+     * frame, the last packet sent (its time for a message), the holes found */
+    int64_t dropped, last_pkt_ts;
+    reel__audio_hole *holes; /* ascending by lo */
+    size_t n_holes, holes_cap;
 };
 
 /* floor(num / den + 1/2) for den > 0, exact. */
@@ -76,11 +88,24 @@ static inline __int128 reel__audio_round_half_up(__int128 num, __int128 den)
     return q;
 }
 
+/* floor(num / den) for den > 0, exact. */
+static inline __int128 reel__audio_floor_div(__int128 num, __int128 den)
+{
+    __int128 q = num / den;
+    if (num % den < 0) q -= 1;
+    return q;
+}
+
 /* Fills dst[0 .. C x (hi - lo)) (zeroed by the caller) with the output
  * grid's [lo, hi), going on with the run, or restarting it from a0 or a mark;
  * *end: output samples the stream gave (INT64_MAX when the window ended
  * first). */
 int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t *end, reel_error *err);
+
+/* The damage that touches the output window [lo, hi) (window indices
+ * relative to lo): w->missing, missing_lo/hi, corrupt_packets, and valid_*
+ * narrowed to the longest clean run. */
+void reel__audio_damage(const reel_audio *a, int64_t lo, int64_t hi, reel_audio_window *w);
 
 /* Sets up the run's codec-dependent constants (seekable, preroll, align). */
 void reel__audio_run_init(reel_audio *a);

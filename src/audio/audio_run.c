@@ -2,7 +2,8 @@
  * codec, resampler and history that go on from call to call, placing each
  * frame on the output grid (FFmpeg's 1 ms async rule), and its restarts:
  * from a0, or, for codecs that decode the same after a seek, from a mark a
- * previous run left, with the resampler restarted on an aligned index. */
+ * previous run left, with the resampler restarted on an aligned index; the
+ * damage it meets (the corrupt policy, the holes a window reports). */
 #include <libavutil/channel_layout.h>
 #include <stdlib.h>
 #include <string.h>
@@ -267,6 +268,36 @@ static int add_mark(reel_audio *a, int64_t ts, int64_t pos)
     return REEL_OK;
 }
 
+/* Records a hole (dropped packets, zeros at native [lo, hi)) once: a run
+ * that decodes there again finds the same one. */
+static int add_hole(reel_audio *a, int64_t lo, int64_t hi, int64_t packets)
+{
+    size_t i = a->n_holes;
+    while (i > 0 && a->holes[i - 1].lo > lo) i--;
+    if (i > 0 && a->holes[i - 1].lo == lo) return REEL_OK; /* found before */
+    if (a->n_holes == a->holes_cap) {
+        size_t cap = a->holes_cap ? a->holes_cap * 2 : 16;
+        reel__audio_hole *h = realloc(a->holes, cap * sizeof *h);
+        if (!h) return REEL_E_NOMEM;
+        a->holes = h;
+        a->holes_cap = cap;
+    }
+    memmove(a->holes + i + 1, a->holes + i, (a->n_holes - i) * sizeof *a->holes);
+    a->holes[i] = (reel__audio_hole){ lo, hi, packets };
+    a->n_holes++;
+    return REEL_OK;
+}
+
+/* Native samples on each side of a gap whose resampled output the gap
+ * reaches: libswresample's filter spans ceil(32 / (0.97 x rate / native))
+ * native samples (32 when upsampling); half of it, rounded up generously. */
+static int64_t resample_reach(const reel_audio *a)
+{
+    if (a->info.sample_rate == a->info.native_sample_rate) return 0;
+    const int64_t sr = a->info.native_sample_rate, r = a->info.sample_rate;
+    return 32 * ((sr + r - 1) / r);
+}
+
 /* One decoded frame onto the native grid (the 1 ms rule), mixed, to the
  * output; a restarted run's frames before its mark only warm the decoder. */
 static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
@@ -289,12 +320,19 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
     if (ts != AV_NOPTS_VALUE) {
         const int64_t own = native_pos(a, ts), tol = a->info.native_sample_rate / 1000;
         if (own - a->pos > tol) { /* a gap: zeros up to the frame's own place */
-            if (feed_native(a, NULL, a->pos, own - a->pos, 0) != REEL_OK)
+            if ((a->dropped && add_hole(a, a->pos, own, a->dropped) != REEL_OK) ||
+                feed_native(a, NULL, a->pos, own - a->pos, 0) != REEL_OK)
                 return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
+            a->dropped = 0;
             a->pos = own;
         } else if (a->pos - own > tol) { /* an overlap: its first samples go */
             skip = a->pos - own >= n ? n : (int)(a->pos - own);
         }
+    }
+    if (a->dropped) { /* dropped packets that left no gap */
+        if (add_hole(a, a->pos, a->pos, a->dropped) != REEL_OK)
+            return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
+        a->dropped = 0;
     }
     if (skip >= n) return REEL_OK;
     if (a->pos + (n - skip) <= a->feed_from) { /* before the output starts: placed, not converted */
@@ -358,6 +396,8 @@ static int start_run(reel_audio *a, reel_error *err)
     }
     a->eof = 0;
     a->waiting = 0;
+    a->dropped = 0;
+    a->last_pkt_ts = AV_NOPTS_VALUE;
     return REEL_OK;
 }
 
@@ -431,11 +471,35 @@ static int start_at_mark(reel_audio *a, const reel__audio_mark *m, reel_error *e
     return REEL_OK;
 }
 
+/* A packet the codec rejected (its decode's AVERROR r): dropped under
+ * REEL_CORRUPT_SKIP (its samples become the next frame's gap), else the
+ * call fails naming the packet's time and the codec's reason. While a
+ * restart warms up, ignored (its run from a0 met it). */
+static int rejected(reel_audio *a, int r, int64_t ts, reel_error *err)
+{
+    if (a->waiting) return REEL_OK;
+    if (a->s.corrupt_policy == REEL_CORRUPT_SKIP && r != AVERROR(ENOMEM)) {
+        a->dropped++;
+        return REEL_OK;
+    }
+    char what[96] = "corrupt audio packet";
+    if (ts != AV_NOPTS_VALUE)
+        snprintf(what, sizeof what, "corrupt audio packet at %.6f s", (double)ts * a->tb.num / a->tb.den);
+    return av_fail(a, r == AVERROR(ENOMEM) ? REEL_E_NOMEM : REEL_E_CORRUPT, what, r, err);
+}
+
 /* Decodes on until the output reaches `hi` or the stream ends (a->eof 3,
- * a->end set). */
+ * a->end set); under REEL_CORRUPT_SKIP far enough past it that every hole
+ * whose resampled span reaches into [.., hi) was met (the report does not
+ * depend on where a run stopped; FAIL finds no holes). */
 static int advance(reel_audio *a, int64_t hi, reel_error *err)
 {
-    while (a->out_pos < hi && a->eof < 3) {
+    const int64_t reach = a->s.corrupt_policy == REEL_CORRUPT_SKIP ? resample_reach(a) : 0;
+    const int64_t hi_native =
+        reach ? (int64_t)(((__int128)hi * a->info.native_sample_rate + a->info.sample_rate - 1) / a->info.sample_rate) +
+                    reach
+              : 0;
+    while ((a->out_pos < hi || a->pos < hi_native) && a->eof < 3) {
         int r = avcodec_receive_frame(a->ctx, a->frame);
         if (r >= 0) {
             int st = place_frame(a, a->frame, err);
@@ -451,6 +515,9 @@ static int advance(reel_audio *a, int64_t hi, reel_error *err)
                 while (got > 0);
                 if (got < 0) return reel__error_set(err, REEL_E_NOMEM, "%s: resampling failed", a->name);
             }
+            if (a->dropped && add_hole(a, a->pos, a->pos, a->dropped) != REEL_OK)
+                return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
+            a->dropped = 0;
             a->eof = 3;
             a->end_native = a->pos;
             if (a->pos > a->feed_from || a->feed_from == 0)
@@ -458,8 +525,9 @@ static int advance(reel_audio *a, int64_t hi, reel_error *err)
             break;
         }
         if (r != AVERROR(EAGAIN)) {
-            if (a->waiting) continue;
-            return av_fail(a, REEL_E_CORRUPT, "corrupt audio", r, err);
+            int st = rejected(a, r, a->last_pkt_ts, err);
+            if (st != REEL_OK) return st;
+            continue;
         }
         r = av_read_frame(a->fmt, a->pkt);
         if (r == AVERROR_EOF) {
@@ -472,10 +540,13 @@ static int advance(reel_audio *a, int64_t hi, reel_error *err)
             av_packet_unref(a->pkt);
             continue;
         }
+        a->last_pkt_ts = a->pkt->pts != AV_NOPTS_VALUE ? a->pkt->pts : a->pkt->dts;
         r = avcodec_send_packet(a->ctx, a->pkt);
         av_packet_unref(a->pkt);
-        if (r < 0 && r != AVERROR(EAGAIN) && !a->waiting)
-            return av_fail(a, REEL_E_CORRUPT, "corrupt audio packet", r, err);
+        if (r < 0 && r != AVERROR(EAGAIN)) {
+            int st = rejected(a, r, a->last_pkt_ts, err);
+            if (st != REEL_OK) return st;
+        }
     }
     return REEL_OK;
 }
@@ -555,4 +626,46 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
     }
     if (a->eof == 3) *end = a->end >= 0 ? a->end : lo;
     return REEL_OK;
+}
+
+/* ---- the damage a window reports ----------------------------------------- */
+
+void reel__audio_damage(const reel_audio *a, int64_t lo, int64_t hi, reel_audio_window *w)
+{
+    const int64_t sr = a->info.native_sample_rate, r = a->info.sample_rate, reach = resample_reach(a);
+    const int64_t vlo = w->valid_lo, vhi = w->valid_hi; /* the stream's part, window-relative */
+    int64_t run_lo = vlo, run_hi = vlo, at = vlo;       /* the longest clean run; where the next starts */
+    int64_t cover = vlo;                                /* missing samples counted up to here */
+    w->missing = w->missing_lo = w->missing_hi = w->corrupt_packets = 0;
+    for (size_t i = 0; i < a->n_holes; i++) {
+        const reel__audio_hole *h = &a->holes[i];
+        /* its span on the output grid (the resampler mixes `reach` native
+         * samples on each side of a gap into it) */
+        int64_t o0 = h->lo, o1 = h->hi;
+        if (reach) {
+            o0 = (int64_t)reel__audio_floor_div((__int128)(h->lo - reach) * r, sr);
+            o1 = h->hi > h->lo ? (int64_t)-reel__audio_floor_div(-(__int128)(h->hi + reach) * r, sr) : o0;
+        }
+        if (o1 > o0 ? o1 <= lo || o0 >= hi : o0 < lo || o0 >= hi) continue;
+        w->corrupt_packets += h->packets;
+        int64_t m0 = o0 - lo > vlo ? o0 - lo : vlo, m1 = o1 - lo < vhi ? o1 - lo : vhi;
+        if (m0 < cover) m0 = cover; /* spans overlap where the resampler reaches across two */
+        if (m1 <= m0) continue;
+        if (w->missing == 0) w->missing_lo = m0;
+        w->missing_hi = m1;
+        w->missing += m1 - m0;
+        cover = m1;
+        if (m0 - at > run_hi - run_lo) {
+            run_lo = at;
+            run_hi = m0;
+        }
+        at = m1;
+    }
+    if (w->missing == 0) return;
+    if (vhi - at > run_hi - run_lo) {
+        run_lo = at;
+        run_hi = vhi;
+    }
+    w->valid_lo = run_lo;
+    w->valid_hi = run_hi;
 }

@@ -128,6 +128,7 @@ static const reel_field k_metrics[] = {
     M("gop_split_samples", REEL_FIELD_INT64, gop_split_samples),
     M("audio_samples", REEL_FIELD_INT64, audio_samples),
     M("audio_decode_seconds", REEL_FIELD_DOUBLE, audio_decode_seconds),
+    M("audio_corrupt_packets", REEL_FIELD_INT64, audio_corrupt_packets),
     M("bottleneck", REEL_FIELD_STRING, bottleneck),
     REEL__REMOTE_STATS_FIELDS(R)
     M("remote.request_p50_s", REEL_FIELD_DOUBLE, request_p50_s),

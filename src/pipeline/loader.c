@@ -339,7 +339,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     l->frames_per_clip = l->shapes_vary ? 0 : (int)(reel__sampler_fixed_count(&s.sampler) / s.sampler.clips_per_video);
     l->clips_per_sample = s.sampler.clips_per_video;
     l->element_bytes = reel__dtype_size(s.transform.pixels.dtype);
-    reel__loader_audio_settings(&s.audio, &l->audio);
+    reel__loader_audio_settings(&s.audio, s.decoder.corrupt_policy, &l->audio);
     l->channels = reel__color_channels(s.transform.pixels.color);
     reel__failures_init(&l->failures_log, (size_t)s.failure_log_size, s.on_failure, s.on_failure_opaque);
     for (size_t i = 0; i < reel_dataset_get_num_skipped(ds); i++) { /* what the folder scan did not follow */

@@ -33,9 +33,10 @@ int reel__loader_audio_check(const reel_loader_audio *a, reel_error *err)
     return REEL_OK;
 }
 
-void reel__loader_audio_settings(const reel_loader_audio *a, reel_audio_settings *out)
+void reel__loader_audio_settings(const reel_loader_audio *a, reel_corrupt_policy policy, reel_audio_settings *out)
 {
     reel_audio_default_settings(out);
+    out->corrupt_policy = policy; /* the video's: SKIP delivers the clip with its valid range narrowed */
     out->sample_rate = a->sample_rate;
     out->channels = a->channels == 1 ? 1 : 0; /* the mean, or the stream's own (checked per video) */
     out->stream_index = a->stream_index;
@@ -79,8 +80,10 @@ static int clip_window(reel_loader *l, worker *w, reel_slot *s, int k, reel_audi
     return st;
 }
 
-/* Clip k's samples into dst (C x its window) and its row. */
-static int clip_audio(reel_loader *l, worker *w, reel_slot *s, int k, float *dst, int64_t *samples, reel_error *e)
+/* Clip k's samples into dst (C x its window) and its row; *bad: the
+ * packets dropped in its window (REEL_CORRUPT_SKIP). */
+static int clip_audio(reel_loader *l, worker *w, reel_slot *s, int k, float *dst, int64_t *samples, int64_t *bad,
+                      reel_error *e)
 {
     const int C = l->s.audio.channels;
     reel_audio_window win;
@@ -104,9 +107,14 @@ static int clip_audio(reel_loader *l, worker *w, reel_slot *s, int k, float *dst
         ci->audio_first_sample = win.first_sample;
         ci->audio_valid_lo = win.valid_lo;
         ci->audio_valid_hi = win.valid_hi;
+        ci->audio_missing = win.missing;
+        ci->audio_missing_lo = win.missing_lo;
+        ci->audio_missing_hi = win.missing_hi;
+        ci->audio_corrupt_packets = win.corrupt_packets;
     }
     pthread_mutex_unlock(&s->mu);
     *samples = win.num_samples;
+    *bad = win.corrupt_packets;
     return REEL_OK;
 }
 
@@ -125,19 +133,23 @@ int reel__loader_audio_decode(reel_loader *l, worker *w, reel_slot *s, reel_erro
     }
     if (st == REEL_OK) st = reel__ring_slot_audio_reserve(s, total > 0 ? total : 1, e);
     size_t off = 0;
-    int64_t samples = 0;
+    int64_t samples = 0, bad = 0;
     for (int k = 0; k < K && st == REEL_OK; k++) {
-        int64_t n = 0;
-        st = clip_audio(l, w, s, k, s->audio + off, &n, e);
+        int64_t n = 0, b = 0;
+        st = clip_audio(l, w, s, k, s->audio + off, &n, &b, e);
         off += (size_t)C * (size_t)n;
         samples += n;
+        bad += b;
     }
     if (st != REEL_OK && strncmp(e->message, name, strlen(name)) != 0) {
         reel_error inner = *e; /* every record names the sample */
         reel__error_set(e, st, "%s: audio: %s", name, inner.message);
     }
     atomic_fetch_add(&l->audio_ns, reel__clock_ns() - t_begin);
-    if (st == REEL_OK) atomic_fetch_add(&l->audio_samples, samples);
+    if (st == REEL_OK) {
+        atomic_fetch_add(&l->audio_samples, samples);
+        atomic_fetch_add(&l->audio_corrupt_packets, bad);
+    }
     return st;
 }
 

@@ -101,6 +101,7 @@ struct reel_loader {
     _Atomic int decoding;                    /* stage-2 workers inside a decode */
     _Atomic int64_t bytes_read;              /* by the source's stage 1 (store records) */
     _Atomic int64_t audio_samples, audio_ns; /* settings.audio: samples decoded, stage-2 time on them */
+    _Atomic int64_t audio_corrupt_packets;   /* settings.audio: packets dropped in the clips' windows */
     pthread_mutex_t remote_mu;               /* guards remote */
     reel_remote_stats remote;                /* requests to objects at URLs, all stages */
     reel_remote_settings remote_settings;    /* a copy of *s.decoder.remote (or the defaults), with its pool
@@ -197,8 +198,9 @@ static inline size_t slot_frames(const reel_loader *l, const reel_slot *s)
 
 /* Refuses, by name, audio settings the loader cannot serve. */
 int reel__loader_audio_check(const reel_loader_audio *a, reel_error *err);
-/* The loader's audio as reel_audio_open takes it. */
-void reel__loader_audio_settings(const reel_loader_audio *a, reel_audio_settings *out);
+/* The loader's audio as reel_audio_open takes it (a damaged packet: the
+ * decoder's corrupt policy, `policy`). */
+void reel__loader_audio_settings(const reel_loader_audio *a, reel_corrupt_policy policy, reel_audio_settings *out);
 /* Stage 1, after sampling: each clip's window [min p_i, max(p_i + d_i)) of
  * its frames' table entries, into s->audio_win. */
 int reel__loader_audio_windows(const reel_loader *l, reel_slot *s, const reel_source_info *info, reel_error *e);

@@ -37,6 +37,7 @@ int reel_loader_get_metrics(const reel_loader *cl, reel_loader_metrics *m, reel_
     m->frames_returned = atomic_load(&l->frames_returned);
     m->audio_samples = atomic_load(&l->audio_samples);
     m->audio_decode_seconds = (double)atomic_load(&l->audio_ns) / 1e9;
+    m->audio_corrupt_packets = atomic_load(&l->audio_corrupt_packets);
     m->amplification = m->frames_returned > 0 ? (double)m->frames_decoded / (double)m->frames_returned : 0;
     reel__rss(&m->rss_bytes, &m->peak_rss_bytes);
     m->data_time_s = (double)atomic_load(&l->data_ns) / 1e9;

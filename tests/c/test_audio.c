@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audio_damage_common.h"
 #include "harness.h"
 #include "reel/audio.h"
 #include "reel/decoder.h"
@@ -289,6 +290,160 @@ TEST(no_audio_is_named_or_zeros_and_audio_alone_is_refused)
     CHECK_STATUS(reel_audio_open(&a, path, NULL, &err), REEL_E_NOT_FOUND);
 }
 
+/* ---- damage: the corrupt policy ------------------------------------------- */
+
+/* One object of `path` at rate/channels under `policy`. */
+static reel_audio *open_policy(const char *path, int rate, int channels, reel_corrupt_policy policy)
+{
+    reel_audio_settings s;
+    reel_audio_default_settings(&s);
+    s.sample_rate = rate;
+    s.channels = channels;
+    s.corrupt_policy = policy;
+    reel_audio *a = NULL;
+    reel_error err;
+    CHECK_OK(reel_audio_open(&a, path, &s, &err));
+    return a;
+}
+
+/* The window [t0, t1) x num/den s of `a` (REEL_CORRUPT_SKIP) against the
+ * whole stream's window `all` (samples `whole`): the same samples, and the
+ * whole's damage seen from it. */
+static void check_damaged_clip(reel_audio *a, int64_t t0, int64_t t1, int num, int den, const reel_audio_window *all,
+                               const float *whole)
+{
+    static float part[2 * 48000];
+    reel_audio_window w;
+    reel_error err;
+    const int ch = reel_audio_get_info(a)->channels;
+    CHECK_OK(reel_audio_get_samples(a, t0, t1, num, den, part, sizeof part / sizeof *part, &w, &err));
+    const int64_t off = w.first_sample - all->first_sample;
+    CHECK(off >= 0 && off + w.num_samples <= all->num_samples);
+    for (int c = 0; c < ch; c++)
+        CHECK(memcmp(part + (size_t)c * (size_t)w.num_samples,
+                     whole + (size_t)c * (size_t)all->num_samples + (size_t)off,
+                     (size_t)w.num_samples * sizeof(float)) == 0);
+    const int64_t m0 = all->missing_lo - off > 0 ? all->missing_lo - off : 0;
+    const int64_t m1 = all->missing_hi - off < w.num_samples ? all->missing_hi - off : w.num_samples;
+    CHECK_MSG(w.missing == (m1 > m0 ? m1 - m0 : 0), "window at %lld: missing %lld, the whole's %lld",
+              (long long)w.first_sample, (long long)w.missing, (long long)(m1 > m0 ? m1 - m0 : 0));
+    CHECK_EQ_INT(w.corrupt_packets, m1 > m0 ? 1 : 0);
+    if (m1 > m0) {
+        CHECK_EQ_INT(w.missing_lo, m0);
+        CHECK_EQ_INT(w.missing_hi, m1);
+        CHECK(w.valid_hi <= m0 || w.valid_lo >= m1);
+        CHECK_EQ_INT(w.valid_hi - w.valid_lo, m0 >= w.num_samples - m1 ? m0 : w.num_samples - m1);
+    } else {
+        CHECK_EQ_INT(w.valid_hi - w.valid_lo, w.num_samples);
+    }
+}
+
+/* A damaged packet in the middle of `path`: FAIL names the file, the
+ * packet's time and the codec's reason; SKIP gives the CLI's samples with
+ * the gap as zeros, reported missing (starting at the packet's own sample,
+ * one packet), valid the longest clean run; clips asked forward and in
+ * reverse give the same samples and the same report. */
+static void check_damage(const char *path, int rate, int channels, const char *extra_af, int exact_start)
+{
+    const packet_at k = damage_audio_packet(path, 1, 2);
+    reel_error err;
+    static float whole[2 * 48000 * 13];
+    reel_audio_window w;
+    /* FAIL: named */
+    reel_audio *a = open_policy(path, rate, channels, REEL_CORRUPT_FAIL);
+    const reel_audio_info *info = reel_audio_get_info(a);
+    const double at = (double)k.pts * info->time_base_num / info->time_base_den;
+    CHECK_OK(reel_audio_get_samples(a, 0, 1, 1, 1, whole, sizeof whole / sizeof *whole, &w, &err)); /* before */
+    CHECK_EQ_INT(w.missing, 0);
+    CHECK_STATUS(reel_audio_get_samples(a, 0, 13, 1, 1, whole, sizeof whole / sizeof *whole, &w, &err), REEL_E_CORRUPT);
+    const char *t = strstr(err.message, "corrupt audio packet at ");
+    CHECK_MSG(strstr(err.message, path) && t, "%s", err.message);
+    CHECK_MSG(fabs(strtod(t + strlen("corrupt audio packet at "), NULL) - at) < 1e-6, "%s (the packet is at %f s)",
+              err.message, at);
+    CHECK_MSG(strlen(strstr(t, " s: ")) > 4, "no reason: %s", err.message);
+    reel_audio_close(&a);
+    /* SKIP: the whole stream against the CLI */
+    a = open_policy(path, rate, channels, REEL_CORRUPT_SKIP);
+    info = reel_audio_get_info(a);
+    const int ch = info->channels;
+    int64_t ref_n = 0;
+    float *ref = reference(path, extra_af, ch, &ref_n);
+    CHECK_OK(reel_audio_get_samples(a, 0, 13, 1, 1, whole, sizeof whole / sizeof *whole, &w, &err));
+    const reel_audio_window all = w;
+    CHECK_EQ_INT(all.corrupt_packets, 1);
+    CHECK_MSG(all.missing > 0 && all.missing == all.missing_hi - all.missing_lo, "missing %lld in [%lld, %lld)",
+              (long long)all.missing, (long long)all.missing_lo, (long long)all.missing_hi);
+    int64_t own = 0; /* the dropped packet's own first sample on the output grid */
+    CHECK_OK(reel_audio_sample_at(k.pts, info->time_base_num, info->time_base_den, info->start_pts, info->time_base_num,
+                                  info->time_base_den, info->sample_rate, &own, &err));
+    if (exact_start)
+        CHECK_EQ_INT(all.first_sample + all.missing_lo, own);
+    else /* resampled: the span reaches back over the filter */
+        CHECK(all.first_sample + all.missing_lo < own && all.first_sample + all.missing_hi > own);
+    const int64_t end = ref_n - all.first_sample; /* the stream's end in the window */
+    CHECK_EQ_INT(all.valid_lo == 0 ? all.valid_hi : all.valid_lo,
+                 all.missing_lo >= end - all.missing_hi ? all.missing_lo : all.missing_hi);
+    CHECK_EQ_INT(all.valid_lo == 0 ? 0 : end, all.valid_lo == 0 ? 0 : all.valid_hi);
+    for (int c = 0; c < ch; c++)
+        for (int64_t i = 0; i < all.num_samples; i++) {
+            const int64_t g = all.first_sample + i;
+            const float got = whole[(size_t)c * (size_t)all.num_samples + (size_t)i];
+            const float want = g >= 0 && g < ref_n ? ref[g * ch + c] : 0.0f;
+            if (i >= all.missing_lo && i < all.missing_hi) {
+                CHECK_MSG(exact_start ? got == 0.0f : fabsf(got - want) <= 1e-6f, "sample %lld in the gap: %g",
+                          (long long)g, got);
+            } else {
+                CHECK_MSG(fabsf(got - want) <= 1e-6f, "sample %lld of channel %d: %g, the CLI %g", (long long)g, c, got,
+                          want);
+            }
+        }
+    reel_audio_close(&a);
+    /* clips of 0.5 s around the damage, forward then in reverse on a fresh
+     * object with a jump to the end before each (a restart from a0, or
+     * from a mark near the damage), each against the whole window's cut
+     * and report */
+    for (int pass = 0; pass < 2; pass++) {
+        a = open_policy(path, rate, channels, REEL_CORRUPT_SKIP);
+        for (int j = 0; j < 8; j++) {
+            const int64_t c0 = (int64_t)(at * 4) - 3 + (pass ? 7 - j : j); /* quarter seconds */
+            static float far[2 * 48000];
+            if (pass) CHECK_OK(reel_audio_get_samples(a, 46, 47, 1, 4, far, sizeof far / sizeof *far, &w, &err));
+            check_damaged_clip(a, c0, c0 + 2, 1, 4, &all, whole);
+        }
+        reel_audio_close(&a);
+    }
+    /* a first window that ends 1.5 ms before the packet: resampled, the
+     * gap's span reaches back into it (by 2 ms at 48 -> 16 kHz), and it is
+     * reported though the output it needs was out before the gap was met */
+    a = open_policy(path, rate, channels, REEL_CORRUPT_SKIP);
+    const int tn = info->time_base_num, td = info->time_base_den;
+    const int64_t ms = td / (1000 * (int64_t)tn) > 0 ? td / (1000 * (int64_t)tn) : 1;
+    check_damaged_clip(a, k.pts - 100 * ms, k.pts - 3 * ms / 2, tn, td, &all, whole);
+    reel_audio_close(&a);
+    free(ref);
+}
+
+TEST(a_corrupt_aac_packet_is_named_or_dropped_as_missing_zeros_like_the_cli)
+{
+    need_ffmpeg();
+    check_damage(make("bad_aac.mp4", STEREO_IN, "-c:a aac -b:a 128k"), 0, 0, "", 1);
+}
+
+TEST(a_corrupt_aac_packet_resampled_to_16k_mono_is_reported_over_the_filter)
+{
+    need_ffmpeg();
+    check_damage(make("bad_aac16.mp4", STEREO_IN, "-c:a aac -b:a 128k"), 16000, 1,
+                 ",pan=mono|c0=0.5*c0+0.5*c1,aresample=16000", 0);
+}
+
+TEST(a_corrupt_mp3_packet_is_named_or_dropped_as_missing_zeros_like_the_cli)
+{
+    need_ffmpeg();
+    check_damage(make("bad_mp3.mp4", "-f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)|0.3*sin(2*PI*660*t)':s=44100:d=12",
+                      "-c:a libmp3lame -b:a 128k"),
+                 0, 0, "", 1);
+}
+
 TEST(truncated_audio_is_named_and_what_comes_before_the_cut_still_decodes)
 {
     need_ffmpeg();
@@ -314,6 +469,20 @@ TEST(truncated_audio_is_named_and_what_comes_before_the_cut_still_decodes)
     CHECK_OK(reel_audio_get_samples(a, 0, 1, 1, 1, buf, 48000, &w, &err)); /* before the cut */
     CHECK_EQ_INT(w.valid_hi, 48000);
     CHECK_STATUS(reel_audio_get_samples(a, 0, 4, 1, 1, buf, 48000 * 4, &w, &err), REEL_E_CORRUPT);
-    CHECK_MSG(strstr(err.message, "cut.mp4") && strstr(err.message, "audio"), "%s", err.message);
+    CHECK_MSG(strstr(err.message, "cut.mp4") && strstr(err.message, "corrupt audio packet at "), "%s", err.message);
+    reel_audio_close(&a);
+    /* SKIP: the packet cut in two is dropped; valid ends at the cut, where
+     * the CLI's samples end, and every sample before it is the CLI's */
+    a = open_policy(cut, 0, 0, REEL_CORRUPT_SKIP);
+    int64_t ref_n = 0;
+    float *ref = reference(cut, "", 1, &ref_n);
+    CHECK(ref_n > 48000 && ref_n < 48000 * 3);
+    CHECK_OK(reel_audio_get_samples(a, 0, 4, 1, 1, buf, 48000 * 4, &w, &err));
+    CHECK_EQ_INT(w.valid_lo, 0);
+    CHECK_EQ_INT(w.valid_hi, ref_n);
+    CHECK_EQ_INT(w.corrupt_packets, 1);
+    CHECK_EQ_INT(w.missing, 0); /* nothing after it: the stream ends there */
+    CHECK(compare(buf, &w, ref, ref_n, 1) <= 1e-6);
+    free(ref);
     reel_audio_close(&a);
 }

@@ -3,12 +3,14 @@
  * reel_audio_get_samples over the window [min pts, max(pts + duration)) of
  * the clip's frames in the decoder's frame table, with the row zero-padded
  * to the batch's longest; a video without audio follows the error policy;
- * bad settings and a store are refused by name. */
+ * a corrupt audio packet follows decoder.corrupt_policy (over videos, and
+ * over a store packed under SKIP); bad settings are refused by name. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "audio_damage_common.h"
 #include "harness.h"
 #include "reel/reel.h"
 
@@ -74,13 +76,18 @@ static void settings(reel_loader_settings *s, int rate, int channels)
     s->audio.channels = channels;
 }
 
+/* The corrupt audio packets the clips of the last check_epoch reported. */
+static int64_t g_corrupt_packets;
+
 /* Every clip of every batch against reel_audio; returns the clips. */
 static int64_t check_epoch(reel_loader *l, const reel_loader_settings *s)
 {
+    g_corrupt_packets = 0;
     reel_audio_settings as;
     reel_audio_default_settings(&as);
     as.sample_rate = s->audio.sample_rate;
     as.channels = s->audio.channels == 1 ? 1 : 0;
+    as.corrupt_policy = s->decoder.corrupt_policy;
     reel_error err;
     reel_batch *b = NULL;
     int64_t clips = 0;
@@ -102,6 +109,11 @@ static int64_t check_epoch(reel_loader *l, const reel_loader_settings *s)
             CHECK_EQ_INT(c->audio_first_sample, w.first_sample);
             CHECK_EQ_INT(c->audio_valid_lo, w.valid_lo);
             CHECK_EQ_INT(c->audio_valid_hi, w.valid_hi);
+            CHECK_EQ_INT(c->audio_missing, w.missing);
+            CHECK_EQ_INT(c->audio_missing_lo, w.missing_lo);
+            CHECK_EQ_INT(c->audio_missing_hi, w.missing_hi);
+            CHECK_EQ_INT(c->audio_corrupt_packets, w.corrupt_packets);
+            g_corrupt_packets += w.corrupt_packets;
             CHECK(w.num_samples > 0);
             for (int k = 0; k < ch; k++) {
                 const float *row = b->audio + ((size_t)i * (size_t)ch + (size_t)k) * (size_t)smax;
@@ -180,6 +192,101 @@ TEST(a_video_without_audio_fails_its_sample_or_gives_zeros)
         reel_loader_destroy(&l);
         reel_dataset_destroy(&ds);
     }
+}
+
+/* The clips of an epoch over `ds` (4 of 25 frames per video, native
+ * stereo) under `policy`. */
+static void corrupt_settings(reel_loader_settings *s, reel_corrupt_policy policy)
+{
+    settings(s, 48000, 2);
+    s->sampler.frames_per_clip = 25;
+    s->sampler.clips_per_video = 4;
+    s->decoder.corrupt_policy = policy;
+    s->on_error = REEL_ON_ERROR_SKIP;
+}
+
+TEST(a_corrupt_audio_packet_follows_the_decoders_corrupt_policy)
+{
+    need_ffmpeg();
+    char p0[1024], p1[1024];
+    make("clean.mp4", "sine=frequency=300:sample_rate=48000:duration=4 -ac 2", p0, sizeof p0);
+    make("damaged.mp4", "anoisesrc=sample_rate=48000:duration=4:amplitude=0.3 -ac 2", p1, sizeof p1);
+    damage_audio_packet(p1, 3, 10);
+    for (int skip = 0; skip < 2; skip++) {
+        reel_error err;
+        reel_dataset *ds = NULL;
+        CHECK_OK(reel_dataset_create(&ds, &err));
+        CHECK_OK(reel_dataset_add(ds, p0, 0, 0, -1, &err));
+        CHECK_OK(reel_dataset_add(ds, p1, 1, 0, -1, &err));
+        reel_loader_settings s;
+        corrupt_settings(&s, skip ? REEL_CORRUPT_SKIP : REEL_CORRUPT_FAIL);
+        reel_loader *l = NULL;
+        CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+        /* SKIP: the damaged video's clips too, each as reel_audio gives it
+         * (its samples, valid and damage); FAIL: the sample fails */
+        CHECK_EQ_INT(check_epoch(l, &s), skip ? 8 : 4);
+        reel_loader_metrics m;
+        CHECK_OK(reel_loader_get_metrics(l, &m, &err));
+        CHECK_EQ_INT(m.failures, skip ? 0 : 1);
+        CHECK_EQ_INT(m.audio_corrupt_packets, g_corrupt_packets); /* summed over the clips */
+        CHECK(skip ? g_corrupt_packets >= 1 : g_corrupt_packets == 0);
+        if (!skip) {
+            int64_t count = 0;
+            CHECK_OK(reel_loader_get_failures_by_cause(l, REEL_E_CORRUPT, &count, &err));
+            CHECK_EQ_INT(count, 1);
+        }
+        reel_loader_destroy(&l);
+        reel_dataset_destroy(&ds);
+    }
+    /* a store packed under SKIP keeps the record's longest clean run (after
+     * the gap at 3/10): no clip's valid range holds a missing sample */
+    char dir[1100], out[1100], cmd[4000];
+    snprintf(dir, sizeof dir, "%s/damaged_dir", harness_tmpdir());
+    snprintf(out, sizeof out, "%s/damaged_store", harness_tmpdir());
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s/'", dir, p1, dir);
+    CHECK(system(cmd) == 0);
+    reel_audio_settings as;
+    reel_audio_default_settings(&as);
+    as.corrupt_policy = REEL_CORRUPT_SKIP;
+    reel_pack_settings ps;
+    reel_pack_default_settings(&ps);
+    ps.format = REEL_STORE_FORMAT_RAW;
+    ps.short_side = 32;
+    ps.audio = &as;
+    reel_error err;
+    reel_pack_report rep;
+    CHECK_OK(reel_pack(dir, out, &ps, &rep, &err));
+    reel_dataset *ds = NULL;
+    CHECK_OK(reel_dataset_create_from_path(&ds, out, &err));
+    reel_loader_settings s;
+    corrupt_settings(&s, REEL_CORRUPT_SKIP);
+    reel_loader *l = NULL;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    reel_batch *b = NULL;
+    int64_t clips = 0, holding = 0;
+    while (reel_loader_next(l, &b, &err) == REEL_OK && b) {
+        for (int64_t i = 0; i < b->num_clips; i++, clips++) {
+            const reel_clip_info *c = &b->clips[i];
+            reel_audio_window w; /* the video's own window, with its damage */
+            int ch = 0;
+            float *want = expected(c, &as, &w, &ch);
+            CHECK_EQ_INT(c->audio_first_sample, w.first_sample);
+            CHECK(memcmp(c->audio, want, (size_t)ch * (size_t)w.num_samples * 4) == 0);
+            if (w.missing) {
+                holding++;
+                CHECK_MSG(c->audio_valid_hi <= w.missing_lo || c->audio_valid_lo >= w.missing_hi,
+                          "store clip valid [%lld, %lld) holds the gap [%lld, %lld)", (long long)c->audio_valid_lo,
+                          (long long)c->audio_valid_hi, (long long)w.missing_lo, (long long)w.missing_hi);
+                CHECK_EQ_INT(c->audio_valid_lo, w.missing_hi); /* the record's run: after the gap */
+            }
+            free(want);
+        }
+        CHECK_OK(reel_loader_release(l, b));
+    }
+    CHECK_EQ_INT(clips, 4);
+    CHECK(holding >= 1); /* the sampler's clips (seeded) cross the gap */
+    reel_loader_destroy(&l);
+    reel_dataset_destroy(&ds);
 }
 
 TEST(audio_settings_are_refused_by_name)
