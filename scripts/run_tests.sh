@@ -228,8 +228,16 @@ if [ $do_wheel -eq 1 ]; then
     echo "==> the wheel: building in the background (log $wheel_log)" >&2
     JOBS=1 nice -n 15 bash scripts/build_wheel.sh >"$wheel_log" 2>&1 &
     wheel_pid=$!
-    trap '[ -n "$wheel_pid" ] && kill "$wheel_pid" 2>/dev/null; true' EXIT
 fi
+# On exit: stop the background wheel build; under CI, also remove the
+# editable install of stage 2, whose import hook would point every later
+# `import reel` on this machine at a clone that is then deleted.
+on_exit() {
+    [ -n "$wheel_pid" ] && kill "$wheel_pid" 2>/dev/null
+    [ "${CI:-}" = true ] && python3 -m pip uninstall -y -q reel >/dev/null 2>&1
+    true
+}
+trap on_exit EXIT
 
 # ------------------------------------------------------------ 1. C tests
 if [ $do_c -eq 1 ]; then
