@@ -6,6 +6,7 @@
 
 #include "common.h"
 #include "convert.h"
+#include "device.h"
 #include "io.h"
 
 #ifdef __cplusplus
@@ -216,7 +217,10 @@ typedef struct reel_decode_stats {
     double amplification;     /**< frames_decoded / frames_returned */
     int64_t gop_contexts;     /**< decoder contexts that decoded the call's keyframe runs:
                                    2 or more when it ran GOP-parallel, else 1 (0: nothing decoded) */
-    uint8_t reserved[56];     /**< zero; room to grow (common.h) */
+    int64_t frames_nvdec;     /**< a decoder on a GPU: frames NVDEC decoded into device memory */
+    int64_t frames_uploaded;  /**< a decoder on a GPU: frames decoded on the CPU and uploaded
+                                   (reel_decoder_get_upload_reason says why) */
+    uint8_t reserved[40];     /**< zero; room to grow (common.h) */
 } reel_decode_stats;
 
 /** An open video. Not thread-safe: one thread at a time per decoder.
@@ -307,14 +311,42 @@ REEL_API int reel_decoder_get_output_size(const reel_decoder *dec, const reel_tr
 
 /** Frames at `indices` (negative: from the end), converted per `t` (NULL:
  *  the defaults, RGB24 HWC at the display size, reel_video_info.width x
- *  height) into `dst` in request order, each frame frame_bytes apart. `dst_size` must be >= n * frame_bytes. */
+ *  height) into `dst` in request order, each frame frame_bytes apart. `dst_size` must be >= n * frame_bytes.
+ *  A decoder on a GPU (reel_decoder_get_device >= 0): `dst` is a device
+ *  address on that GPU (a CUdeviceptr in its primary context, e.g.
+ *  reel_device_buffer_get_address), written by the conversion kernel; the
+ *  call returns when the frames are written. The same holds for every call
+ *  below that writes frames (get_frames_at_times, get_range,
+ *  get_frames_near, reel_decode_near); get_frames_alloc refuses. */
 REEL_API int reel_decoder_get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
                                      void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err);
 
 /** The same, but the library allocates the output: *out (free with
- *  reel_free) of *out_size bytes. */
+ *  reel_free) of *out_size bytes. A decoder on a GPU: REEL_E_INVALID_ARG
+ *  (reel_decoder_get_frames_device). */
 REEL_API int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
                                            void **out, size_t *out_size, reel_decode_stats *stats, reel_error *err);
+
+/** A decoder on a GPU: the same frames into device memory the library
+ *  allocates on the decoder's GPU, n * frame_bytes long (*out, freed with
+ *  reel_device_buffer_free; it outlives the decoder). The buffer carries the
+ *  event of this write (reel_device_buffer_wait). A CPU decoder:
+ *  REEL_E_INVALID_ARG. Failures on the GPU: REEL_E_CUDA naming the file,
+ *  CUDA's call and its error; the decoder stays usable. */
+REEL_API int reel_decoder_get_frames_device(reel_decoder *dec, const int64_t *indices, size_t n,
+                                            const reel_transform *t, reel_device_buffer **out, reel_decode_stats *stats,
+                                            reel_error *err);
+
+/** The GPU the decoder's frames go to: N of "cuda:N", or -1 for a decoder
+ *  on the CPU (device "cpu", or "cuda" turned into a CPU decoder by
+ *  device_fallback "cpu"). */
+REEL_API int reel_decoder_get_device(const reel_decoder *dec);
+
+/** A decoder on a GPU: "" while NVDEC decodes its frames, else why they
+ *  are decoded on the CPU and uploaded (no libnvcuvid.so.1; FFmpeg offers no
+ *  CUDA hwaccel for the codec; NVDEC did not start for its profile or
+ *  size). NULL for a decoder on the CPU. Lives as long as the decoder. */
+REEL_API const char *reel_decoder_get_upload_reason(const reel_decoder *dec);
 
 /** Frames displayed at `seconds` (the frame whose [pts, pts+duration)
  *  contains t). `indices_out` (may be NULL) receives the resolved indices. */

@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "convert.h"
+#include "device.h"
 #include "decoder.h"
 #include "audio.h"
 #include "dataset.h"

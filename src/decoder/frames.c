@@ -95,7 +95,7 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
     sink *s = opaque;
     if (s->pos_map) pos = s->pos_map[pos];
     uint8_t *out = sink_slot(s, pos);
-    if (s->last_index == f->index) {
+    if (s->last_index == f->index && !s->dec->cuda) {
         /* the same frame asked for again: copy the converted bytes */
         const uint8_t *from = sink_slot(s, s->last_pos);
         if (!s->plane_step)
@@ -117,6 +117,7 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
         scaled.pixels.filter = REEL_FILTER_BICUBIC;
         t = &scaled;
     }
+    if (s->dec->cuda) return reel__decoder_gpu_frame(s->dec, f, t, (uint64_t)(uintptr_t)out, s->err);
     int r = reel_converter_run(s->dec->conv, f, t, out, s->frame_bytes, s->err);
     if (r != REEL_OK) return r;
     s->last_index = f->index;
@@ -431,6 +432,18 @@ static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const
     }
     s.last_index = -1;
     s.err = err;
+    if (dec->cuda) { /* one context: its batches go to the kernel (gpu.c) */
+        dec->gpu_sink = 1;
+        dec->gpu_nvdec = dec->gpu_uploaded = 0;
+        r = reel_decoder_decode(dec, indices, n, sink_frame, &s, stats, err);
+        dec->gpu_sink = 0;
+        r = reel__decoder_gpu_finish(dec, r, err);
+        if (stats) {
+            stats->frames_nvdec = dec->gpu_nvdec;
+            stats->frames_uploaded = dec->gpu_uploaded;
+        }
+        return r;
+    }
     if (reel__gop_contexts(dec) > 1 && n > 1 && (dec->is_file || dec->remote)) {
         int handled = 0;
         r = get_frames_parallel(dec, indices, n, &s, stats, &handled, err);
@@ -486,6 +499,10 @@ int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, siz
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_frames_alloc: NULL argument");
     *out = NULL;
     if (out_size) *out_size = 0;
+    if (dec->cuda)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: a decoder on a GPU writes device memory: reel_decoder_get_frames_device",
+                               dec->name);
     size_t fb;
     int r = reel_decoder_get_output_size(dec, t, NULL, NULL, &fb, err);
     if (r != REEL_OK) return r;
