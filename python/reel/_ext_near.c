@@ -34,6 +34,10 @@ static void near_settings(reel_near_settings *s, double tolerance_s, int on_viol
 
 PyObject *rx_dec_get_frames_near(DecoderObject *self, PyObject *args, PyObject *kwargs)
 {
+    if (self->dec && reel_decoder_get_device(self->dec) >= 0)
+        return raise_reel(state_of((PyObject *)self), REEL_E_CUDA,
+                          "CUDA: get_frames_near on a decoder on a GPU is not built yet (decode on the CPU)", NULL,
+                          NULL);
     static char *kw[] = { "seconds", "tolerance_s", "on_violation", NULL };
     PyObject *seconds;
     double tolerance_s;

@@ -129,7 +129,8 @@ int reel_device_buffer_wait(reel_device_buffer *b, uintptr_t stream, reel_error 
 
 int reel_device_buffer_download(reel_device_buffer *b, size_t offset, void *dst, size_t size, reel_error *err)
 {
-    if (!b || (size && !dst)) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_device_buffer_download: NULL argument");
+    if (!b || (size && !dst))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_device_buffer_download: NULL argument");
     if (offset > b->size || size > b->size - offset)
         return reel__error_set(err, REEL_E_OUT_OF_RANGE,
                                "reel_device_buffer_download: %zu bytes at offset %zu of a %zu-byte buffer on cuda:%d",

@@ -32,7 +32,8 @@ static enum AVPixelFormat get_format(AVCodecContext *avctx, const enum AVPixelFo
         snprintf(dec->gpu_note, sizeof dec->gpu_note,
                  "NVDEC did not start for %s%s%s %dx%d %s (FFmpeg's hwaccel failed); decoded on the CPU and uploaded",
                  avcodec_get_name(avctx->codec_id), profile ? " " : "", profile ? profile : "", avctx->coded_width,
-                 avctx->coded_height, av_get_pix_fmt_name(avctx->sw_pix_fmt) ? av_get_pix_fmt_name(avctx->sw_pix_fmt) : "");
+                 avctx->coded_height,
+                 av_get_pix_fmt_name(avctx->sw_pix_fmt) ? av_get_pix_fmt_name(avctx->sw_pix_fmt) : "");
         reel__log_mark(dec);
     } else {
         snprintf(dec->gpu_note, sizeof dec->gpu_note,
@@ -133,8 +134,8 @@ int reel_decoder_get_frames_device(reel_decoder *dec, const int64_t *indices, si
     *out = NULL;
     if (!dec->cuda)
         return reel__error_set(err, REEL_E_INVALID_ARG,
-                               "%s: the decoder is on the CPU (device \"%s\"): reel_decoder_get_frames_alloc", dec->name,
-                               dec->settings.device && *dec->settings.device ? dec->settings.device : "cpu");
+                               "%s: the decoder is on the CPU (device \"%s\"): reel_decoder_get_frames_alloc",
+                               dec->name, dec->settings.device && *dec->settings.device ? dec->settings.device : "cpu");
     size_t fb;
     int r = reel_decoder_get_output_size(dec, t, NULL, NULL, &fb, err);
     if (r != REEL_OK) return r;
@@ -143,8 +144,8 @@ int reel_decoder_get_frames_device(reel_decoder *dec, const int64_t *indices, si
     reel_device_buffer *b = NULL;
     r = reel_device_buffer_alloc(device, fb * (n ? n : 1), &b, err);
     if (r != REEL_OK) return reel__decoder_gpu_failed(dec, r, err);
-    r = reel_decoder_get_frames(dec, indices, n, t, (void *)(uintptr_t)reel_device_buffer_get_address(b), fb * n,
-                                stats, err);
+    r = reel_decoder_get_frames(dec, indices, n, t, (void *)(uintptr_t)reel_device_buffer_get_address(b), fb * n, stats,
+                                err);
     if (r == REEL_OK && (r = reel__device_buffer_record(b, dec->cuda, err)) != REEL_OK)
         r = reel__decoder_gpu_failed(dec, r, err);
     if (r != REEL_OK) {

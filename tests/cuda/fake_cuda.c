@@ -79,8 +79,8 @@ static int fault(const char *name)
     return hit;
 }
 
-#define FAULT(name, code) \
-    do {                  \
+#define FAULT(name, code)               \
+    do {                                \
         if (fault(name)) return (code); \
     } while (0)
 
@@ -95,13 +95,20 @@ EXPORT long long reel_fake_cuda_counter(const char *name)
     } else if (!strcmp(name, "live_host_allocs")) {
         v = 0;
         for (size_t i = 0; i < g_nallocs; i++) v += g_allocs[i].host;
-    } else if (!strcmp(name, "live_bytes")) v = g_live_bytes;
-    else if (!strcmp(name, "allocs")) v = g_total_allocs;
-    else if (!strcmp(name, "launches")) v = g_launches;
-    else if (!strcmp(name, "copies")) v = g_copies;
-    else if (!strcmp(name, "streams")) v = g_streams;
-    else if (!strcmp(name, "events")) v = g_events;
-    else if (!strcmp(name, "modules")) v = g_modules;
+    } else if (!strcmp(name, "live_bytes"))
+        v = g_live_bytes;
+    else if (!strcmp(name, "allocs"))
+        v = g_total_allocs;
+    else if (!strcmp(name, "launches"))
+        v = g_launches;
+    else if (!strcmp(name, "copies"))
+        v = g_copies;
+    else if (!strcmp(name, "streams"))
+        v = g_streams;
+    else if (!strcmp(name, "events"))
+        v = g_events;
+    else if (!strcmp(name, "modules"))
+        v = g_modules;
     else if (!strcmp(name, "retained")) {
         v = 0;
         for (int i = 0; i < MAX_DEVICES; i++) v += g_ctx[i].retained;
@@ -689,7 +696,8 @@ EXPORT CUresult cuMemcpy2DAsync_v2(const fake_memcpy2d *c, void *s)
     uintptr_t dst = c->dstMemoryType == 1 ? (uintptr_t)c->dstHost : (uintptr_t)c->dstDevice;
     src += c->srcXInBytes + c->srcY * c->srcPitch;
     dst += c->dstXInBytes + c->dstY * c->dstPitch;
-    size_t sspan = (c->Height - 1) * c->srcPitch + c->WidthInBytes, dspan = (c->Height - 1) * c->dstPitch + c->WidthInBytes;
+    size_t sspan = (c->Height - 1) * c->srcPitch + c->WidthInBytes,
+           dspan = (c->Height - 1) * c->dstPitch + c->WidthInBytes;
     if (c->srcMemoryType == 2) check_dev(src, sspan, "a 2D copy reading outside an allocation");
     if (c->dstMemoryType == 2) check_dev(dst, dspan, "a 2D copy writing outside an allocation");
     for (size_t y = 0; y < c->Height; y++)
@@ -800,9 +808,12 @@ EXPORT CUresult cuGetErrorString(CUresult e, const char **s)
 
 /* ---- the rest of what nv-codec-headers' cuda_load_functions resolves:
  * present, and not supported */
-#define STUB(name) \
+#define STUB(name)              \
     EXPORT CUresult name(void); \
-    EXPORT CUresult name(void) { return E_NOT_SUPPORTED; }
+    EXPORT CUresult name(void)  \
+    {                           \
+        return E_NOT_SUPPORTED; \
+    }
 STUB(cuMemAllocManaged)
 STUB(cuStreamAddCallback)
 STUB(cuLinkCreate)
