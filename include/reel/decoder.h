@@ -6,7 +6,7 @@
 
 #include "common.h"
 #include "convert.h"
-#include "device.h"
+#include "device_buffer.h"
 #include "io.h"
 
 #ifdef __cplusplus

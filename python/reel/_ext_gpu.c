@@ -108,8 +108,7 @@ PyObject *rx_gpu_dec_frames(DecoderObject *self, int64_t *idx, double *secs, Py_
     Py_BEGIN_ALLOW_THREADS
     for (Py_ssize_t i = 0; secs && i < n && r == REEL_OK; i++)
         r = reel_decoder_get_index_at_time(self->dec, secs[i], &idx[i], &err);
-    if (r == REEL_OK)
-        r = reel_decoder_get_frames_device(self->dec, idx, (size_t)n, &self->transform, &b, &stats, &err);
+    if (r == REEL_OK) r = reel_decoder_get_frames_device(self->dec, idx, (size_t)n, &self->transform, &b, &stats, &err);
     Py_END_ALLOW_THREADS
     PyObject *out = NULL;
     if (r != REEL_OK) {

@@ -1,7 +1,7 @@
-/* buffer.c: reel_device_buffer (reel/device.h): device memory that keeps
+/* buffer.c: reel_device_buffer (reel/device_buffer.h): device memory that keeps
  * its GPU's primary context alive, the event of its last write (recorded by
  * the decoder on its stream), the consumer's wait, and the copy to host. */
-#include "reel/device.h"
+#include "reel/device_buffer.h"
 #include "cuda/device.h"
 #include "cuda/device_parts.h"
 #include "core/error.h"

@@ -6,12 +6,14 @@
 #include "decoder/internal.h"
 #include "decoder/decoder_for_loader.h"
 #include "decoder/open.h"
+#include "cuda/device.h"
 
 #ifdef __linux__
 #include <malloc.h> /* malloc_trim (glibc) */
 #endif
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -517,6 +519,38 @@ int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, siz
     }
     *out = buf;
     if (out_size) *out_size = fb * n;
+    return REEL_OK;
+}
+
+/* A decoder on a GPU: the frames into a device buffer of their own (gpu.c
+ * holds the rest of the GPU path). */
+int reel_decoder_get_frames_device(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
+                                   reel_device_buffer **out, reel_decode_stats *stats, reel_error *err)
+{
+    if (!dec || !out || (n && !indices))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_frames_device: NULL argument");
+    *out = NULL;
+    if (!dec->cuda)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: the decoder is on the CPU (device \"%s\"): reel_decoder_get_frames_alloc",
+                               dec->name, dec->settings.device && *dec->settings.device ? dec->settings.device : "cpu");
+    size_t fb;
+    int r = reel_decoder_get_output_size(dec, t, NULL, NULL, &fb, err);
+    if (r != REEL_OK) return r;
+    char device[16];
+    snprintf(device, sizeof device, "cuda:%d", reel__cuda_index(dec->cuda));
+    reel_device_buffer *b = NULL;
+    r = reel_device_buffer_alloc(device, fb * (n ? n : 1), &b, err);
+    if (r != REEL_OK) return reel__decoder_gpu_failed(dec, r, err);
+    r = reel_decoder_get_frames(dec, indices, n, t, (void *)(uintptr_t)reel_device_buffer_get_address(b), fb * n, stats,
+                                err);
+    if (r == REEL_OK && (r = reel__device_buffer_record(b, dec->cuda, err)) != REEL_OK)
+        r = reel__decoder_gpu_failed(dec, r, err);
+    if (r != REEL_OK) {
+        reel_device_buffer_free(&b);
+        return r;
+    }
+    *out = b;
     return REEL_OK;
 }
 

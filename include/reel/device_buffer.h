@@ -1,8 +1,8 @@
-/* reel/device.h: device memory that reel's CUDA decoder writes frames into
+/* reel/device_buffer.h: device memory that reel's CUDA decoder writes frames into
  * and that outlives it: a buffer on one GPU holding that GPU's primary
  * context, the event of its last write, and its copy to the host. */
-#ifndef REEL_DEVICE_H
-#define REEL_DEVICE_H
+#ifndef REEL_DEVICE_BUFFER_H
+#define REEL_DEVICE_BUFFER_H
 
 #include "common.h"
 
@@ -53,4 +53,4 @@ REEL_API int reel_device_buffer_download(reel_device_buffer *buf, size_t offset,
 #ifdef __cplusplus
 }
 #endif
-#endif /* REEL_DEVICE_H */
+#endif /* REEL_DEVICE_BUFFER_H */
