@@ -176,6 +176,11 @@ static int job_output(reel_state *st, near_job_py *j)
     size_t fb = 0;
     reel_error err;
     reel_error_clear(&err);
+    if (reel_decoder_get_device(j->dec->dec) >= 0) {
+        raise_reel(st, REEL_E_CUDA, "CUDA: decode_near with a decoder on a GPU is not built yet (decode on the CPU)",
+                   NULL, NULL);
+        return -1;
+    }
     int r = reel_decoder_get_output_size(j->dec->dec, &j->t, &w, &h, &fb, &err);
     if (r != REEL_OK) {
         rx_dec_raise(j->dec, r, &err);
