@@ -312,7 +312,7 @@ REEL_API int reel_decoder_get_output_size(const reel_decoder *dec, const reel_tr
 /** Frames at `indices` (negative: from the end), converted per `t` (NULL:
  *  the defaults, RGB24 HWC at the display size, reel_video_info.width x
  *  height) into `dst` in request order, each frame frame_bytes apart. `dst_size` must be >= n * frame_bytes.
- *  A decoder on a GPU (reel_decoder_get_device >= 0): `dst` is a device
+ *  A decoder on a GPU (reel_decoder_get_device says "cuda:N"): `dst` is a device
  *  address on that GPU (a CUdeviceptr in its primary context, e.g.
  *  reel_device_buffer_get_address), written by the conversion kernel; the
  *  call returns when the frames are written. The same holds for every call
@@ -337,10 +337,11 @@ REEL_API int reel_decoder_get_frames_device(reel_decoder *dec, const int64_t *in
                                             const reel_transform *t, reel_device_buffer **out, reel_decode_stats *stats,
                                             reel_error *err);
 
-/** The GPU the decoder's frames go to: N of "cuda:N", or -1 for a decoder
- *  on the CPU (device "cpu", or "cuda" turned into a CPU decoder by
- *  device_fallback "cpu"). */
-REEL_API int reel_decoder_get_device(const reel_decoder *dec);
+/** Where the decoder's frames go: "cuda:N" for a decoder on GPU N, "cpu"
+ *  for a decoder on the CPU (device "cpu", or "cuda" turned into a CPU
+ *  decoder by device_fallback "cpu"); NULL for NULL. Lives as long as the
+ *  decoder. */
+REEL_API const char *reel_decoder_get_device(const reel_decoder *dec);
 
 /** A decoder on a GPU: "" while NVDEC decodes its frames, else why they
  *  are decoded on the CPU and uploaded (no libnvcuvid.so.1; FFmpeg offers no

@@ -34,8 +34,8 @@ REEL_API void reel_device_buffer_free(reel_device_buffer **buf);
 REEL_API uint64_t reel_device_buffer_get_address(const reel_device_buffer *buf);
 /** Bytes held, 0 for NULL. */
 REEL_API size_t reel_device_buffer_get_size(const reel_device_buffer *buf);
-/** The GPU's index N of "cuda:N", -1 for NULL. */
-REEL_API int reel_device_buffer_get_device(const reel_device_buffer *buf);
+/** The buffer's GPU, "cuda:N" (NULL for NULL). Lives as long as the buffer. */
+REEL_API const char *reel_device_buffer_get_device(const reel_device_buffer *buf);
 
 /** Makes the consumer's CUDA stream wait for the buffer's last write
  *  (recorded as an event on the writer's stream; cuStreamWaitEvent), without

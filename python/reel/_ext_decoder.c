@@ -658,7 +658,7 @@ static PyObject *decoder_get_common(DecoderObject *self, PyObject *arg, int by_t
         idx = parse_int64_seq(arg, &n, "indices must be a sequence of ints");
         if (!idx) return NULL;
     }
-    if (self->dec && reel_decoder_get_device(self->dec) >= 0) return rx_gpu_dec_frames(self, idx, secs, n);
+    if (rx_dec_on_gpu(self->dec)) return rx_gpu_dec_frames(self, idx, secs, n);
     FramesObject *f = rx_dec_alloc_frames(self, n);
     if (!f || rx_dec_acquire(self) < 0) {
         Py_XDECREF(f);

@@ -13,7 +13,7 @@ FramesObject *rx_gpu_frames(reel_state *st, reel_device_buffer *b, int dtype, in
     }
     f->dev = b; /* freed with f */
     f->gpu = 1;
-    f->gpu_index = reel_device_buffer_get_device(b);
+    f->gpu_index = atoi(reel_device_buffer_get_device(b) + 5); /* "cuda:N" */
     f->data = (char *)(uintptr_t)reel_device_buffer_get_address(b);
     f->dtype = dtype;
     if (rx_frames_set_shape(f, ndim, shape) < 0) {
@@ -131,8 +131,7 @@ PyObject *rx_gpu_dec_frames(DecoderObject *self, int64_t *idx, double *secs, Py_
 PyObject *rx_gpu_dec_device(DecoderObject *self, void *c)
 {
     (void)c;
-    int d = self->dec ? reel_decoder_get_device(self->dec) : -1;
-    return d < 0 ? PyUnicode_FromString("cpu") : PyUnicode_FromFormat("cuda:%d", d);
+    return PyUnicode_FromString(self->dec ? reel_decoder_get_device(self->dec) : "cpu");
 }
 
 PyObject *rx_gpu_dec_upload_reason(DecoderObject *self, void *c)

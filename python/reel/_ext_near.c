@@ -34,7 +34,7 @@ static void near_settings(reel_near_settings *s, double tolerance_s, int on_viol
 
 PyObject *rx_dec_get_frames_near(DecoderObject *self, PyObject *args, PyObject *kwargs)
 {
-    if (self->dec && reel_decoder_get_device(self->dec) >= 0)
+    if (rx_dec_on_gpu(self->dec))
         return raise_reel(state_of((PyObject *)self), REEL_E_CUDA,
                           "CUDA: get_frames_near on a decoder on a GPU is not built yet (decode on the CPU)", NULL,
                           NULL);
@@ -176,7 +176,7 @@ static int job_output(reel_state *st, near_job_py *j)
     size_t fb = 0;
     reel_error err;
     reel_error_clear(&err);
-    if (reel_decoder_get_device(j->dec->dec) >= 0) {
+    if (rx_dec_on_gpu(j->dec->dec)) {
         raise_reel(st, REEL_E_CUDA, "CUDA: decode_near with a decoder on a GPU is not built yet (decode on the CPU)",
                    NULL, NULL);
         return -1;

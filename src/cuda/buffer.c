@@ -19,6 +19,7 @@ struct reel_device_buffer {
     size_t size;
     CUevent ready; /* recorded after the last write */
     int recorded;
+    char device[16]; /* "cuda:N" */
 };
 
 static int cu_fail(const reel__cu_api *cu, CUresult r, const char *call, int index, reel_error *err)
@@ -44,6 +45,7 @@ int reel_device_buffer_alloc(const char *device, size_t size, reel_device_buffer
     if (!b) return reel__error_set(err, REEL_E_NOMEM, "CUDA: out of memory");
     b->cu = cu;
     b->index = index;
+    snprintf(b->device, sizeof b->device, "cuda:%d", index);
     int count = 0;
     CUresult cr = cu->DeviceGetCount(&count);
     if (cr != REEL_CU_SUCCESS) {
@@ -108,9 +110,9 @@ size_t reel_device_buffer_get_size(const reel_device_buffer *b)
     return b ? b->size : 0;
 }
 
-int reel_device_buffer_get_device(const reel_device_buffer *b)
+const char *reel_device_buffer_get_device(const reel_device_buffer *b)
 {
-    return b ? b->index : -1;
+    return b ? b->device : NULL;
 }
 
 int reel_device_buffer_wait(reel_device_buffer *b, uintptr_t stream, reel_error *err)

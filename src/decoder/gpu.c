@@ -53,6 +53,7 @@ void reel__decoder_gpu_codec(const reel_decoder *dec, AVCodecContext *c, void *o
 
 void reel__decoder_gpu_close(reel_decoder *dec)
 {
+    snprintf(dec->gpu_device, sizeof dec->gpu_device, "cpu");
     reel__cuda_batch_free(&dec->batch);
     av_buffer_unref(&dec->hw_device);
     reel__cuda_close(&dec->cuda);
@@ -65,6 +66,7 @@ int reel__decoder_gpu_open(reel_decoder *dec, reel_error *err)
     reel_error_clear(&e);
     if (reel__device_parse(dec->settings.device, &index, &e) != REEL_OK || index < 0) return REEL_OK;
     int r = reel__cuda_open(index, 0, &dec->cuda, &e);
+    if (r == REEL_OK) snprintf(dec->gpu_device, sizeof dec->gpu_device, "cuda:%d", index);
     if (r == REEL_OK) r = reel__cuda_batch_new(dec->cuda, GPU_BATCH, &dec->batch, &e);
     if (r != REEL_OK) {
         reel__decoder_gpu_close(dec);
@@ -116,9 +118,9 @@ int reel__decoder_gpu_failed(reel_decoder *dec, int status, reel_error *err)
     return status;
 }
 
-int reel_decoder_get_device(const reel_decoder *dec)
+const char *reel_decoder_get_device(const reel_decoder *dec)
 {
-    return dec && dec->cuda ? reel__cuda_index(dec->cuda) : -1;
+    return dec ? dec->gpu_device : NULL;
 }
 
 const char *reel_decoder_get_upload_reason(const reel_decoder *dec)

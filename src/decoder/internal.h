@@ -141,6 +141,7 @@ struct reel_decoder {
     int gpu_sink;        /* a get_frames call takes CUDA surfaces as they are */
     int64_t gpu_nvdec, gpu_uploaded;
     char gpu_note[256];
+    char gpu_device[16]; /* reel_decoder_get_device: "cpu" or "cuda:N" */
 };
 
 /* Builds dec->table by scanning packets (no decoding). */

@@ -463,6 +463,7 @@ static reel_decoder *alloc_decoder(const char *name, const reel_decoder_settings
         reel_decoder_default_settings(&dec->settings);
     dec->name = strdup(name ? name : "<memory>");
     dec->file_size = -1;
+    snprintf(dec->gpu_device, sizeof dec->gpu_device, "cpu");
     for (int i = 0; i < REEL_FRAME_CACHE; i++) dec->cache_index[i] = -1;
     if (!dec->name) {
         free(dec);

@@ -174,7 +174,7 @@ TEST(gpu_frames_equal_cpu_frames_on_shared_videos)
     const size_t n = sizeof idx / sizeof idx[0];
     for (size_t v = 0; v < sizeof g_videos / sizeof g_videos[0]; v++) {
         reel_decoder *dec = open_on(g_videos[v], "cuda");
-        CHECK_EQ_INT(reel_decoder_get_device(dec), 0);
+        CHECK_EQ_STR(reel_decoder_get_device(dec), "cuda:0");
         const char *why = reel_decoder_get_upload_reason(dec);
         CHECK_MSG(real_gpu() || (why && strstr(why, "libnvcuvid.so.1")), "%s: upload reason \"%s\"", g_videos[v],
                   why ? why : "(null)");
@@ -334,7 +334,7 @@ TEST(frames_outlive_their_decoder)
     uint8_t *g = xmalloc(gs);
     CHECK_OK(reel_device_buffer_download(b, 0, g, gs, &err));
     CHECK(gs == cs && !memcmp(g, c, cs));
-    CHECK_EQ_INT(reel_device_buffer_get_device(b), 0);
+    CHECK_EQ_STR(reel_device_buffer_get_device(b), "cuda:0");
     reel_device_buffer_free(&b);
     FAKE_EQ(counter("live_allocs"), 0);
     FAKE_EQ(counter("retained"), 0);
@@ -359,7 +359,7 @@ TEST(refusals_and_the_fallback)
               "%s", err.message);
     s.device_fallback = "cpu";
     CHECK_OK(reel_decoder_open(&dec, path, &s, &err));
-    CHECK_EQ_INT(reel_decoder_get_device(dec), -1);
+    CHECK_EQ_STR(reel_decoder_get_device(dec), "cpu");
     CHECK(reel_decoder_get_upload_reason(dec) == NULL);
     reel_device_buffer *b = NULL;
     const int64_t one = 0;
