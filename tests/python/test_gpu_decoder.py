@@ -213,3 +213,43 @@ def test_fallback_and_named_errors(shared_videos):
     assert got["unrotated"] == "cuda:0"
     assert got["after_rgb"][0] and "AFTER_RGB" in got["after_rgb"][1]
     assert got["near"][0] and "get_frames_near" in got["near"][1]
+
+
+def test_device_index_and_count(shared_videos):
+    """Two emulated GPUs: cuda:1's frames say so in .device and in DLPack;
+    none: the named "no CUDA device" error."""
+    path = str(shared_videos / "foreman_hevc.mp4")
+    got = run_gpu(f"""
+        dec = reel.VideoDecoder({path!r}, device="cuda:1", size=(16, 16))
+        f = dec.get_frames_at([0])
+        out["two"] = [dec.device, f.device, list(f.__dlpack_device__()),
+                      f.cpu().tobytes() == reel.VideoDecoder({path!r}, size=(16, 16)).get_frames_at([0]).tobytes()]
+    """, REEL_FAKE_CUDA_DEVICES="2")
+    assert got["two"] == ["cuda:1", "cuda:1", [2, 1], True]
+    got = run_gpu(f"""
+        try:
+            reel.VideoDecoder({path!r}, device="cuda")
+            out["none"] = None
+        except reel.ReelError as e:
+            out["none"] = [e.status == reel._reel.STATUS["CUDA"], str(e)]
+    """, REEL_FAKE_CUDA_DEVICES="0")
+    assert got["none"][0] and "no CUDA device" in got["none"][1] and "CUDA_ERROR_NO_DEVICE" in got["none"][1]
+
+
+def test_iteration_and_time_calls_on_the_device(shared_videos):
+    """Every frame by iteration (views into device chunks) and the calls by
+    time equal the CPU decoder's."""
+    path = str(shared_videos / "nasa_13013_rotated.mp4")
+    got = run_gpu(f"""
+        kw = dict(size=(20, 30), apply_rotation=False, layout="HWC")
+        g = reel.VideoDecoder({path!r}, device="cuda", **kw)
+        c = reel.VideoDecoder({path!r}, **kw)
+        frames = list(g)
+        out["iter"] = [len(frames), all(f.device == "cuda:0" for f in frames),
+                       b"".join(f.cpu().tobytes() for f in frames) == b"".join(f.tobytes() for f in c)]
+        t = [0.0, 0.2, 0.1]
+        out["times"] = g.get_frames_played_at(t).cpu().tobytes() == c.get_frames_played_at(t).tobytes()
+        out["range"] = g.get_frames_in_range(2, 11, 3).cpu().tobytes() == c.get_frames_in_range(2, 11, 3).tobytes()
+    """)
+    assert got["iter"] == [17, True, True]
+    assert got["times"] and got["range"]
