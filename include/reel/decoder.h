@@ -105,11 +105,15 @@ typedef struct reel_decoder_settings {
      *  the cores, set this); at most 64. */
     int gop_contexts;
     /** Where frames are decoded and converted: NULL, "" or "cpu" (default),
-     *  "cuda" (GPU 0) or "cuda:N" (docs/GPU.md). Opening fails with
-     *  REEL_E_CUDA, the message naming CUDA and the cause, where there is no
-     *  NVIDIA driver, no such GPU, no kernels in this libreel, or (for now)
-     *  everywhere else too: the NVDEC decode path is not in this build yet.
-     *  Anything else: REEL_E_INVALID_ARG. Borrowed (common.h). */
+     *  "cuda" (GPU 0) or "cuda:N" (docs/GPU.md): on a GPU, NVDEC decodes
+     *  where it can (else the CPU, the pictures uploaded:
+     *  reel_decoder_get_upload_reason) and the frames are converted into
+     *  device memory (reel_decoder_get_frames). Opening fails with
+     *  REEL_E_CUDA, the message naming the file, CUDA and the cause, where
+     *  there is no NVIDIA driver, no such GPU or no kernels in this libreel.
+     *  The loader (decoder.device) refuses a GPU that can serve too: the
+     *  Loader on a GPU is not built yet. Anything else: REEL_E_INVALID_ARG.
+     *  Borrowed (common.h). */
     const char *device;
     /** "cpu": where `device` asks for CUDA and CUDA cannot serve, decode on
      *  the CPU instead of failing (the decoder is then a CPU decoder, as
