@@ -10,11 +10,22 @@ benchmarks, each against the CPU in the same run:
                           conversion kernel equal to the CPU converter, bit
                           for bit, on real frames; the device memory pool
                           constant over 1,000 calls
+  gpu_decoder_equals_cpu  build-cuda's test_gpu_decoder on the GPU (the
+                          machine's driver, NVDEC included): reel's decoder
+                          with device="cuda", frames equal to the CPU
+                          decoder's RGB bit for bit on shared videos of
+                          H.264, HEVC 8/10-bit, VP9, AV1 under resizes, crops,
+                          flips, float dtypes; device memory flat over 1,000
+                          calls; frames outliving their decoder
   nvdec_yuv_equals_cpu    every shared video whose codec NVDEC decodes:
                           FFmpeg's CUDA hwaccel (what reel's decoder will use)
                           gives the CPU decoder's YUV, frame for frame (md5)
   nvdec_decode_fps        decode-only frames/s of 1080p H.264 and HEVC, NVDEC
                           against the CPU decoder on all cores
+  reel_gpu_decode_fps     reel's VideoDecoder(device="cuda") on the same clips
+                          (decode + RGB on the GPU) against device="cpu", with
+                          its NVDEC / uploaded frame counts (needs a reel
+                          Python package whose libreel carries the kernels)
   torchcodec_cuda_fps     torchcodec's CUDA decoder on the same clips
   gpu_loader              the Loader with device="cuda" against the CPU
                           Loader (not in this build: reported as skipped)
@@ -126,6 +137,76 @@ def check_kernel(rep: Report, build: Path, videos: Path, no_gpu: Optional[str]) 
         rep.add("gpu_kernel_equals_cpu", "skipped", last[-1].split(":", 1)[-1].strip())
     else:
         rep.add("gpu_kernel_equals_cpu", "failed", "see details", details=detail)
+
+
+def check_gpu_decoder(rep: Report, build: Path, videos: Path, no_gpu: Optional[str]) -> None:
+    exe = build / "tests" / "test_gpu_decoder"
+    if no_gpu:
+        rep.add("gpu_decoder_equals_cpu", "skipped", no_gpu)
+        return
+    if not exe.is_file():
+        rep.add("gpu_decoder_equals_cpu", "skipped", f"no {exe} (build it: make cuda)")
+        return
+    env = dict(os.environ, REEL_SHARED_VIDEOS=str(videos), REEL_GPU_DECODER_REAL="1")
+    try:
+        r = run([str(exe)], 400, env)
+    except subprocess.TimeoutExpired:
+        rep.add("gpu_decoder_equals_cpu", "failed", "timed out after 400 s")
+        return
+    out = (r.stdout + r.stderr).splitlines()
+    results = [line for line in out if line.startswith(("PASS", "FAIL", "SKIP"))]
+    counts = [line for line in out if "frames by NVDEC" in line]
+    failed = [line for line in results if line.startswith("FAIL")]
+    passed = [line for line in results if line.startswith("PASS")]
+    detail = "\n".join(results + counts + out[-8:])
+    if failed or r.returncode != 0:
+        rep.add("gpu_decoder_equals_cpu", "failed", f"{len(failed)} test(s) failed", details=detail)
+    elif not passed:
+        rep.add("gpu_decoder_equals_cpu", "skipped", results[0].split(":", 1)[-1].strip() if results else "no result",
+                details=detail)
+    else:
+        rep.add("gpu_decoder_equals_cpu", "passed", "", tests=len(passed), nvdec=counts, details=detail)
+
+
+def bench_reel(rep: Report, clips: List[Path], no_gpu: Optional[str]) -> None:
+    if no_gpu:
+        rep.add("reel_gpu_decode_fps", "skipped", no_gpu)
+        return
+    if not clips:
+        rep.add("reel_gpu_decode_fps", "skipped", "no benchmark clips (see nvdec_decode_fps)")
+        return
+    code = (
+        "import sys, time, reel\n"
+        "for p in sys.argv[1:]:\n"
+        "    row = [p]\n"
+        "    for dev in ('cuda', 'cpu'):\n"
+        "        d = reel.VideoDecoder(p, device=dev)\n"
+        "        t0 = time.perf_counter(); n = 0; nv = up = 0\n"
+        "        for i in range(0, len(d), 32):\n"
+        "            b = d.get_frames_in_range(i, min(i + 32, len(d))); n += b.shape[0]\n"
+        "            nv += d.stats.frames_nvdec; up += d.stats.frames_uploaded\n"
+        "        row += [n / (time.perf_counter() - t0), nv, up, d.upload_reason or '']\n"
+        "    print('\\t'.join(map(str, row)))\n"
+    )
+    env = dict(os.environ)
+    site = os.environ.get("REEL_DEVICE_CHECK_SITE")
+    if site:
+        env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
+    try:
+        r = run([sys.executable, "-c", code, *map(str, clips)], 300, env)
+    except subprocess.TimeoutExpired:
+        rep.add("reel_gpu_decode_fps", "failed", "timed out after 300 s")
+        return
+    if r.returncode != 0:
+        rep.add("reel_gpu_decode_fps", "skipped", f"reel's CUDA decoder does not run here: {r.stderr.strip()[-300:]}")
+        return
+    rows = []
+    for line in r.stdout.splitlines():
+        p, gfps, nv, up, why, cfps, _, _, _ = (line.split("\t") + [""] * 9)[:9]
+        rows.append({"clip": Path(p).name, "gpu_fps": round(float(gfps), 1), "cpu_fps": round(float(cfps), 1),
+                     "ratio": round(float(gfps) / float(cfps), 2), "frames_nvdec": int(nv),
+                     "frames_uploaded": int(up), "upload_reason": why})
+    rep.add("reel_gpu_decode_fps", "measured", "get_frames_in_range, batches of 32, RGB uint8 CHW", rows=rows)
 
 
 def check_nvdec_exact(rep: Report, ffmpeg: Optional[str], videos: Path, no_nvdec: Optional[str]) -> None:
@@ -276,10 +357,12 @@ def main() -> int:
     print(f"device_check: {'GPU ' + gpu['name'] + ', driver ' + gpu['driver'] if gpu else no_gpu}", flush=True)
 
     check_kernel(rep, Path(args.build), videos, no_gpu)
+    check_gpu_decoder(rep, Path(args.build), videos, no_gpu)
     check_nvdec_exact(rep, ffmpeg, videos, no_nvdec)
     rep.add("gpu_loader_equals_cpu", "skipped", "the Loader with device=\"cuda\" is not in this build (docs/GPU.md)")
     frames = 60 if os.environ.get("REEL_DEVICE_CHECK_QUICK") else args.frames
     clips = bench_decode(rep, ffmpeg, out, no_nvdec, frames)
+    bench_reel(rep, clips, no_gpu)
     bench_torchcodec(rep, clips, no_gpu, frames)
     rep.add("gpu_loader_fps", "skipped", "the Loader with device=\"cuda\" is not in this build (docs/GPU.md)")
 

@@ -52,7 +52,7 @@ ALLOWED: Dict[str, Set[str]] = {
 }
 # The public headers by the module that implements them (reel.h and
 # deprecated.h gather the others and belong to none).
-PUBLIC = {"common.h": "core", "io.h": "io", "convert.h": "convert", "decoder.h": "decoder", "audio.h": "audio", "store.h": "store",
+PUBLIC = {"common.h": "core", "device_buffer.h": "cuda", "io.h": "io", "convert.h": "convert", "decoder.h": "decoder", "audio.h": "audio", "store.h": "store",
           "sampler_settings.h": "core", "dataset.h": "pipeline", "sampler.h": "pipeline", "order.h": "pipeline", "loader.h": "pipeline",
           "pipeline.h": "pipeline"}
 # Who may ask reel__io_is_remote: the I/O layer, which owns the question,

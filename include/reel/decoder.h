@@ -6,6 +6,7 @@
 
 #include "common.h"
 #include "convert.h"
+#include "device_buffer.h"
 #include "io.h"
 
 #ifdef __cplusplus
@@ -104,11 +105,15 @@ typedef struct reel_decoder_settings {
      *  the cores, set this); at most 64. */
     int gop_contexts;
     /** Where frames are decoded and converted: NULL, "" or "cpu" (default),
-     *  "cuda" (GPU 0) or "cuda:N" (docs/GPU.md). Opening fails with
-     *  REEL_E_CUDA, the message naming CUDA and the cause, where there is no
-     *  NVIDIA driver, no such GPU, no kernels in this libreel, or (for now)
-     *  everywhere else too: the NVDEC decode path is not in this build yet.
-     *  Anything else: REEL_E_INVALID_ARG. Borrowed (common.h). */
+     *  "cuda" (GPU 0) or "cuda:N" (docs/GPU.md): on a GPU, NVDEC decodes
+     *  where it can (else the CPU, the pictures uploaded:
+     *  reel_decoder_get_upload_reason) and the frames are converted into
+     *  device memory (reel_decoder_get_frames). Opening fails with
+     *  REEL_E_CUDA, the message naming the file, CUDA and the cause, where
+     *  there is no NVIDIA driver, no such GPU or no kernels in this libreel.
+     *  The loader (decoder.device) refuses a GPU that can serve too: the
+     *  Loader on a GPU is not built yet. Anything else: REEL_E_INVALID_ARG.
+     *  Borrowed (common.h). */
     const char *device;
     /** "cpu": where `device` asks for CUDA and CUDA cannot serve, decode on
      *  the CPU instead of failing (the decoder is then a CPU decoder, as
@@ -216,7 +221,10 @@ typedef struct reel_decode_stats {
     double amplification;     /**< frames_decoded / frames_returned */
     int64_t gop_contexts;     /**< decoder contexts that decoded the call's keyframe runs:
                                    2 or more when it ran GOP-parallel, else 1 (0: nothing decoded) */
-    uint8_t reserved[56];     /**< zero; room to grow (common.h) */
+    int64_t frames_nvdec;     /**< a decoder on a GPU: frames NVDEC decoded into device memory */
+    int64_t frames_uploaded;  /**< a decoder on a GPU: frames decoded on the CPU and uploaded
+                                   (reel_decoder_get_upload_reason says why) */
+    uint8_t reserved[40];     /**< zero; room to grow (common.h) */
 } reel_decode_stats;
 
 /** An open video. Not thread-safe: one thread at a time per decoder.
@@ -307,14 +315,43 @@ REEL_API int reel_decoder_get_output_size(const reel_decoder *dec, const reel_tr
 
 /** Frames at `indices` (negative: from the end), converted per `t` (NULL:
  *  the defaults, RGB24 HWC at the display size, reel_video_info.width x
- *  height) into `dst` in request order, each frame frame_bytes apart. `dst_size` must be >= n * frame_bytes. */
+ *  height) into `dst` in request order, each frame frame_bytes apart. `dst_size` must be >= n * frame_bytes.
+ *  A decoder on a GPU (reel_decoder_get_device says "cuda:N"): `dst` is a device
+ *  address on that GPU (a CUdeviceptr in its primary context, e.g.
+ *  reel_device_buffer_get_address), written by the conversion kernel; the
+ *  call returns when the frames are written. The same holds for every call
+ *  below that writes frames (get_frames_at_times, get_range,
+ *  get_frames_near, reel_decode_near); get_frames_alloc refuses. */
 REEL_API int reel_decoder_get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
                                      void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err);
 
 /** The same, but the library allocates the output: *out (free with
- *  reel_free) of *out_size bytes. */
+ *  reel_free) of *out_size bytes. A decoder on a GPU: REEL_E_INVALID_ARG
+ *  (reel_decoder_get_frames_device). */
 REEL_API int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
                                            void **out, size_t *out_size, reel_decode_stats *stats, reel_error *err);
+
+/** A decoder on a GPU: the same frames into device memory the library
+ *  allocates on the decoder's GPU, n * frame_bytes long (*out, freed with
+ *  reel_device_buffer_free; it outlives the decoder). The buffer carries the
+ *  event of this write (reel_device_buffer_wait). A CPU decoder:
+ *  REEL_E_INVALID_ARG. Failures on the GPU: REEL_E_CUDA naming the file,
+ *  CUDA's call and its error; the decoder stays usable. */
+REEL_API int reel_decoder_get_frames_device(reel_decoder *dec, const int64_t *indices, size_t n,
+                                            const reel_transform *t, reel_device_buffer **out, reel_decode_stats *stats,
+                                            reel_error *err);
+
+/** Where the decoder's frames go: "cuda:N" for a decoder on GPU N, "cpu"
+ *  for a decoder on the CPU (device "cpu", or "cuda" turned into a CPU
+ *  decoder by device_fallback "cpu"); NULL for NULL. Lives as long as the
+ *  decoder. */
+REEL_API const char *reel_decoder_get_device(const reel_decoder *dec);
+
+/** A decoder on a GPU: "" while NVDEC decodes its frames, else why they
+ *  are decoded on the CPU and uploaded (no libnvcuvid.so.1; FFmpeg offers no
+ *  CUDA hwaccel for the codec; NVDEC did not start for its profile or
+ *  size). NULL for a decoder on the CPU. Lives as long as the decoder. */
+REEL_API const char *reel_decoder_get_upload_reason(const reel_decoder *dec);
 
 /** Frames displayed at `seconds` (the frame whose [pts, pts+duration)
  *  contains t). `indices_out` (may be NULL) receives the resolved indices. */

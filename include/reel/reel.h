@@ -5,6 +5,7 @@
 
 #include "common.h"
 #include "convert.h"
+#include "device_buffer.h"
 #include "decoder.h"
 #include "audio.h"
 #include "dataset.h"

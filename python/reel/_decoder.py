@@ -129,6 +129,8 @@ class DecodeStats(NamedTuple):
     thread_fallbacks: int
     gop_contexts: int
     amplification: float
+    frames_nvdec: int = 0
+    frames_uploaded: int = 0
 
 
 def _classify(source: Any, name: Optional[str]) -> Tuple[Any, int, Optional[str]]:
@@ -216,12 +218,14 @@ class VideoDecoder:
       says how many contexts the last call used.
       The other contexts open on first use and stay open until ``close()``;
       their requests count in ``remote_stats``.
-    - ``device``: ``"cpu"`` (default), ``"cuda"`` or ``"cuda:N"`` (docs/GPU.md).
-      CUDA raises :class:`reel.ReelError` with status ``CUDA`` and a message
-      naming CUDA and the cause: no NVIDIA driver, no such GPU, a libreel
-      built without its kernels, and for now everywhere (the NVDEC decode
-      path is not in this build yet). ``device_fallback="cpu"``: decode on
-      the CPU instead of raising; None (default): raise.
+    - ``device``: ``"cpu"`` (default), ``"cuda"`` or ``"cuda:N"`` (docs/GPU.md):
+      frames are decoded by NVDEC (or on the CPU and uploaded: ``upload_reason``
+      says why) and converted on the GPU; the get_frames calls return Frames
+      in device memory (``.device`` ``"cuda:N"``, DLPack kDLCUDA, ``.cpu()``).
+      Where CUDA cannot serve it raises :class:`reel.ReelError` with status
+      ``CUDA`` and a message naming CUDA and the cause: no NVIDIA driver, no
+      such GPU, a libreel built without its kernels. ``device_fallback="cpu"``:
+      decode on the CPU instead of raising; None (default): raise.
     - ``name``: the name used in messages for bytes and file-like sources.
     - ``remote``: for http(s):// and s3:// URLs, ``{"request_timeout": s,
       "connect_timeout": s, "max_retries": n, "retry_budget": s,
@@ -335,6 +339,18 @@ class VideoDecoder:
     def dtype(self) -> str:
         """Element type of returned frames."""
         return self._dec.dtype
+
+    @property
+    def device(self) -> str:
+        """Where returned frames live: ``"cpu"``, or ``"cuda:N"`` (``device_fallback``
+        may have made a ``"cuda"`` decoder a CPU one)."""
+        return self._dec.device
+
+    @property
+    def upload_reason(self) -> Optional[str]:
+        """A decoder on a GPU whose frames are decoded on the CPU and uploaded: why
+        NVDEC is not used (e.g. no libnvcuvid.so.1); None otherwise."""
+        return self._dec.upload_reason
 
     @property
     def closed(self) -> bool:

@@ -238,6 +238,11 @@ typedef struct FramesObject {
     PyObject *dist;   /* frames by timestamp (get_frames_near): |t - pts| in seconds, NULL: None */
     PyObject *within; /* and whether each is within the tolerance, NULL: None */
     PyObject *weakreflist;
+    /* frames on a GPU (_ext_gpu.c): data is a device address; the first
+     * object owns the buffer, its views keep it as base */
+    reel_device_buffer *dev;
+    int gpu; /* 1: on cuda:gpu_index */
+    int gpu_index;
 } FramesObject;
 
 
@@ -284,6 +289,12 @@ PyObject *frames_new_forbidden(PyTypeObject *t, PyObject *a, PyObject *k);
 PyObject *mod_frames_from_bytes(PyObject *module, PyObject *args);
 extern PyType_Spec frames_spec;          /* with the buffer protocol (>= 3.11) */
 extern PyType_Spec frames_spec_nobuffer; /* without it (3.10) */
+/* _ext_gpu.c: Frames on a GPU (kDLCUDA) and a GPU decoder's frames */
+int rx_frames_set_shape(FramesObject *f, int ndim, const int64_t *shape); /* _ext_frames.c; 0 or -1 */
+FramesObject *rx_gpu_frames(reel_state *st, reel_device_buffer *b, int dtype, int ndim, const int64_t *shape);
+PyObject *rx_gpu_refuse(FramesObject *f, const char *what); /* TypeError naming the device */
+PyObject *rx_gpu_cpu(FramesObject *f);                      /* host Frames: a copy */
+int rx_gpu_wait(FramesObject *f, PyObject *stream);         /* the consumer's stream waits; -1 with the exception */
 /* _ext_decoder.c */
 int parse_floats3(PyObject *obj, float out[3], const char *what);
 PyObject *reduce_forbidden(PyObject *self, PyObject *unused);

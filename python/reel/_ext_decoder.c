@@ -658,6 +658,7 @@ static PyObject *decoder_get_common(DecoderObject *self, PyObject *arg, int by_t
         idx = parse_int64_seq(arg, &n, "indices must be a sequence of ints");
         if (!idx) return NULL;
     }
+    if (rx_dec_on_gpu(self->dec)) return rx_gpu_dec_frames(self, idx, secs, n);
     FramesObject *f = rx_dec_alloc_frames(self, n);
     if (!f || rx_dec_acquire(self) < 0) {
         Py_XDECREF(f);
@@ -730,13 +731,14 @@ static PyObject *decoder_stats(DecoderObject *self, PyObject *unused)
 {
     (void)unused;
     const reel_decode_stats *s = &self->stats;
-    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:L}", "frames_requested",
+    return Py_BuildValue("{s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:L,s:d,s:L,s:L,s:L}", "frames_requested",
                          (long long)s->frames_requested, "frames_returned", (long long)s->frames_returned,
                          "frames_decoded", (long long)s->frames_decoded, "frames_skipped", (long long)s->frames_skipped,
                          "packets_read", (long long)s->packets_read, "seeks", (long long)s->seeks, "corrupt_packets",
                          (long long)s->corrupt_packets, "key_restarts", (long long)s->key_restarts, "keys_probed",
                          (long long)s->keys_probed, "thread_fallbacks", (long long)s->thread_fallbacks, "amplification",
-                         s->amplification, "gop_contexts", (long long)s->gop_contexts);
+                         s->amplification, "gop_contexts", (long long)s->gop_contexts, "frames_nvdec",
+                         (long long)s->frames_nvdec, "frames_uploaded", (long long)s->frames_uploaded);
 }
 
 PyObject *reduce_forbidden(PyObject *self, PyObject *unused)
@@ -793,6 +795,9 @@ static PyGetSetDef decoder_getset[] = {
       "The path (a URL redacted: no user info or query string), or the name given for memory/file sources.", NULL },
     { "frame_shape", (getter)decoder_get_frame_shape, NULL, "Shape of one output frame.", NULL },
     { "dtype", (getter)decoder_get_dtype, NULL, "Output element type.", NULL },
+    { "device", (getter)rx_gpu_dec_device, NULL, "'cpu', or 'cuda:N' for a decoder on a GPU.", NULL },
+    { "upload_reason", (getter)rx_gpu_dec_upload_reason, NULL,
+      "A GPU decoder's frames decoded on the CPU and uploaded: why (NVDEC not used); None otherwise.", NULL },
     { NULL }
 };
 

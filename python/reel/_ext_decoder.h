@@ -59,6 +59,19 @@ FramesObject *rx_dec_alloc_frames(DecoderObject *self, Py_ssize_t n);
  * indices idx (lock held); layout_chw: the frames' layout. 0 or -1. */
 int rx_dec_fill_meta(DecoderObject *self, FramesObject *f, const int64_t *idx, Py_ssize_t n, int layout_chw);
 
+/* 1 for a decoder on a GPU (reel_decoder_get_device says "cuda:N"). */
+static inline int rx_dec_on_gpu(const reel_decoder *d)
+{
+    const char *s = d ? reel_decoder_get_device(d) : NULL;
+    return s && !strncmp(s, "cuda", 4);
+}
+
+/* _ext_gpu.c: a GPU decoder's frames at idx (or at the times secs, n of
+ * them; both PyMem_Free'd here) on the device; its device and upload reason */
+PyObject *rx_gpu_dec_frames(DecoderObject *self, int64_t *idx, double *secs, Py_ssize_t n);
+PyObject *rx_gpu_dec_device(DecoderObject *self, void *c);
+PyObject *rx_gpu_dec_upload_reason(DecoderObject *self, void *c);
+
 /* _ext_near.c: Decoder.get_frames_near and Decoder.memory */
 PyObject *rx_dec_get_frames_near(DecoderObject *self, PyObject *args, PyObject *kwargs);
 PyObject *rx_dec_memory(DecoderObject *self, PyObject *unused);

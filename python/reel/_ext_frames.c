@@ -58,7 +58,7 @@ const rx_dtype_info dtype_table[DT_COUNT] = {
     [DT_UINT16] = { "uint16", 2, kDLUInt, "H" },    [DT_INT64] = { "int64", 8, kDLInt, "q" },
 };
 
-static int frames_set_shape(FramesObject *f, int ndim, const int64_t *shape)
+int rx_frames_set_shape(FramesObject *f, int ndim, const int64_t *shape)
 {
     if (ndim < 0 || ndim > REEL_PY_MAXDIM) {
         PyErr_Format(PyExc_ValueError, "reel.Frames: %d dimensions (at most %d)", ndim, REEL_PY_MAXDIM);
@@ -95,7 +95,7 @@ FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *s
     FramesObject *f = (FramesObject *)rx_type_alloc(st->FramesType);
     if (!f) return NULL;
     f->dtype = dtype;
-    if (frames_set_shape(f, ndim, shape) < 0) {
+    if (rx_frames_set_shape(f, ndim, shape) < 0) {
         Py_DECREF(f);
         return NULL;
     }
@@ -117,7 +117,7 @@ FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype,
     FramesObject *f = (FramesObject *)rx_type_alloc(st->FramesType);
     if (!f) return NULL;
     f->dtype = dtype;
-    if (frames_set_shape(f, ndim, shape) < 0) {
+    if (rx_frames_set_shape(f, ndim, shape) < 0) {
         Py_DECREF(f);
         return NULL;
     }
@@ -130,6 +130,7 @@ static void frames_dealloc(FramesObject *self)
 {
     if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
     free(self->alloc);
+    reel_device_buffer_free(&self->dev);
     Py_XDECREF(self->base);
     Py_XDECREF(self->indices);
     Py_XDECREF(self->pts);
@@ -197,8 +198,8 @@ static PyObject *frames_get_data_ptr(FramesObject *self, void *c)
 }
 static PyObject *frames_get_device(FramesObject *self, void *c)
 {
-    (void)self;
     (void)c;
+    if (self->gpu) return PyUnicode_FromFormat("cuda:%d", self->gpu_index);
     return PyUnicode_FromString("cpu");
 }
 static PyObject *frames_get_owns(FramesObject *self, void *c)
@@ -225,6 +226,7 @@ META_GETTER(frames_get_within, within)
 static PyObject *frames_get_array_interface(FramesObject *self, void *c)
 {
     (void)c;
+    if (self->gpu) return rx_gpu_refuse(self, "__array_interface__");
     const rx_dtype_info *dt = &dtype_table[self->dtype];
     char kind = dt->dl_code == kDLUInt ? 'u' : dt->dl_code == kDLInt ? 'i' : dt->dl_code == kDLFloat ? 'f' : 0;
     if (!kind) {
@@ -336,8 +338,8 @@ static void dl_capsule_versioned(PyObject *cap)
 static void dl_fill(DLTensor *t, FramesObject *f, int64_t *shape, int64_t *strides)
 {
     t->data = f->data;
-    t->device.device_type = kDLCPU;
-    t->device.device_id = 0;
+    t->device.device_type = f->gpu ? 2 /* kDLCUDA */ : kDLCPU;
+    t->device.device_id = f->gpu ? f->gpu_index : 0;
     t->ndim = f->ndim;
     t->dtype.code = dtype_table[f->dtype].dl_code;
     t->dtype.bits = (uint8_t)(8 * dtype_table[f->dtype].itemsize);
@@ -362,6 +364,12 @@ static PyObject *frames_dlpack(FramesObject *self, PyObject *args, PyObject *kwa
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|O$OOO:__dlpack__", kwlist, &stream, &max_version, &dl_device,
                                      &copy))
         return NULL;
+    if (self->gpu) {
+        if (dl_device != Py_None || copy == Py_True)
+            return rx_gpu_refuse(self, "__dlpack__ with dl_device or copy=True");
+        if (rx_gpu_wait(self, stream) < 0) return NULL;
+        stream = Py_None;
+    }
     if (stream != Py_None) {
         long s = PyLong_Check(stream) ? PyLong_AsLong(stream) : 0;
         if (!PyLong_Check(stream) || s != -1) {
@@ -431,14 +439,15 @@ static PyObject *frames_dlpack(FramesObject *self, PyObject *args, PyObject *kwa
 
 static PyObject *frames_dlpack_device(FramesObject *self, PyObject *unused)
 {
-    (void)self;
     (void)unused;
+    if (self->gpu) return Py_BuildValue("(ii)", 2 /* kDLCUDA */, self->gpu_index);
     return Py_BuildValue("(ii)", kDLCPU, 0);
 }
 
 static PyObject *frames_numpy(FramesObject *self, PyObject *unused)
 {
     (void)unused;
+    if (self->gpu) return rx_gpu_refuse(self, "numpy()");
     if (self->dtype == DT_BFLOAT16) {
         PyErr_SetString(PyExc_TypeError, "numpy has no bfloat16: use .torch(), or decode as float32/float16");
         return NULL;
@@ -462,6 +471,7 @@ static PyObject *frames_torch(FramesObject *self, PyObject *unused)
 
 static PyObject *frames_copy_impl(FramesObject *self)
 {
+    if (self->gpu) return rx_gpu_refuse(self, "copy()");
     reel_state *st = state_of((PyObject *)self);
     if (!st) return NULL;
     FramesObject *c = frames_alloc(st, self->dtype, self->ndim, self->shape);
@@ -485,6 +495,7 @@ static PyObject *frames_copy(FramesObject *self, PyObject *unused)
 static PyObject *frames_tobytes(FramesObject *self, PyObject *unused)
 {
     (void)unused;
+    if (self->gpu) return rx_gpu_refuse(self, "tobytes()");
     return PyBytes_FromStringAndSize(self->data, (Py_ssize_t)self->nbytes);
 }
 
@@ -546,10 +557,12 @@ static PyObject *frames_view_method(FramesObject *self, PyObject *args, PyObject
     }
     reel_state *st = state_of((PyObject *)self);
     if (!st) return NULL;
-    PyObject *owner = self->alloc ? (PyObject *)self : self->base;
+    PyObject *owner = self->alloc || self->dev ? (PyObject *)self : self->base;
     FramesObject *v = frames_view(st, owner, self->data + (size_t)offset * (size_t)dtype_table[self->dtype].itemsize,
                                   self->dtype, ndim, shape);
     if (!v) return NULL;
+    v->gpu = self->gpu;
+    v->gpu_index = self->gpu_index;
     v->indices = indices == Py_None ? NULL : Py_NewRef(indices);
     v->pts = pts == Py_None ? NULL : Py_NewRef(pts);
     v->dur = dur == Py_None ? NULL : Py_NewRef(dur);
@@ -562,6 +575,7 @@ static PyObject *frames_view_method(FramesObject *self, PyObject *args, PyObject
 static PyObject *frames_reduce(FramesObject *self, PyObject *unused)
 {
     (void)unused;
+    if (self->gpu) return rx_gpu_refuse(self, "pickling");
     PyObject *mod = PyType_GetModule(Py_TYPE(self));
     if (!mod) return NULL;
     PyObject *fn = PyObject_GetAttrString(mod, "_frames_from_bytes");
@@ -608,6 +622,10 @@ static int frames_getbuffer(FramesObject *self, rx_pybuffer *view, int flags)
 {
     const char *fmt = dtype_table[self->dtype].format;
     view->obj = NULL;
+    if (self->gpu) {
+        rx_gpu_refuse(self, "the buffer protocol");
+        return -1;
+    }
     if (!fmt) {
         PyErr_SetString(PyExc_BufferError,
                         "bfloat16 has no buffer-protocol format: use __dlpack__ (torch.from_dlpack)");
@@ -636,6 +654,12 @@ static int frames_getbuffer(FramesObject *self, rx_pybuffer *view, int flags)
     return 0;
 }
 
+static PyObject *frames_cpu(FramesObject *self, PyObject *unused)
+{
+    (void)unused;
+    return rx_gpu_cpu(self);
+}
+
 static PyMethodDef frames_methods[] = {
     { "__dlpack__", (PyCFunction)(void (*)(void))frames_dlpack, METH_VARARGS | METH_KEYWORDS,
       "__dlpack__($self, stream=None, *, max_version=None, dl_device=None, copy=None)\n--\n\n"
@@ -649,6 +673,9 @@ static PyMethodDef frames_methods[] = {
     { "torch", (PyCFunction)frames_torch, METH_NOARGS,
       "torch($self)\n--\n\nA torch tensor viewing the same memory (torch.from_dlpack; imports torch)." },
     { "copy", (PyCFunction)frames_copy, METH_NOARGS, "copy($self)\n--\n\nA copy that owns its memory." },
+    { "cpu", (PyCFunction)frames_cpu, METH_NOARGS,
+      "cpu($self)\n--\n\nFrames on the CPU: frames on a GPU copied to the host (after their write), CPU frames "
+      "as they are." },
     { "tobytes", (PyCFunction)frames_tobytes, METH_NOARGS, "tobytes($self)\n--\n\nThe data as bytes (a copy)." },
     { "_view", (PyCFunction)(void (*)(void))frames_view_method, METH_VARARGS | METH_KEYWORDS,
       "_view($self, shape, indices=None, pts_seconds=None, duration_seconds=None, layout=None, offset=0, "

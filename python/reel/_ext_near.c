@@ -34,6 +34,10 @@ static void near_settings(reel_near_settings *s, double tolerance_s, int on_viol
 
 PyObject *rx_dec_get_frames_near(DecoderObject *self, PyObject *args, PyObject *kwargs)
 {
+    if (rx_dec_on_gpu(self->dec))
+        return raise_reel(state_of((PyObject *)self), REEL_E_CUDA,
+                          "CUDA: get_frames_near on a decoder on a GPU is not built yet (decode on the CPU)", NULL,
+                          NULL);
     static char *kw[] = { "seconds", "tolerance_s", "on_violation", NULL };
     PyObject *seconds;
     double tolerance_s;
@@ -172,6 +176,11 @@ static int job_output(reel_state *st, near_job_py *j)
     size_t fb = 0;
     reel_error err;
     reel_error_clear(&err);
+    if (rx_dec_on_gpu(j->dec->dec)) {
+        raise_reel(st, REEL_E_CUDA, "CUDA: decode_near with a decoder on a GPU is not built yet (decode on the CPU)",
+                   NULL, NULL);
+        return -1;
+    }
     int r = reel_decoder_get_output_size(j->dec->dec, &j->t, &w, &h, &fb, &err);
     if (r != REEL_OK) {
         rx_dec_raise(j->dec, r, &err);

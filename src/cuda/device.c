@@ -3,6 +3,7 @@
  * embedded kernels, a bounded pool of device buffers reused across batches,
  * and the one launch per batch of the conversion kernel. */
 #include "cuda/device.h"
+#include "cuda/device_parts.h"
 #include "cuda/driver.h"
 #include "cuda/kernels.h"
 #include "core/error.h"
@@ -40,6 +41,7 @@ typedef struct pool_buf {
 
 struct reel__cuda {
     const reel__cu_api *cu;
+    int index;
     CUdevice dev;
     CUcontext ctx;
     CUstream stream;
@@ -84,6 +86,11 @@ static int open_device(reel__cuda *c, int index, reel_error *err)
 
 static int load_kernels(reel__cuda *c, reel_error *err)
 {
+    if (c->cu->emulated) { /* the tests' driver runs the kernel's grid on the CPU: no image to load */
+        CU_CHECK(c, c->cu->ModuleLoadData(&c->module, REEL_CUDA_KERNEL_CONVERT), "cuModuleLoadData");
+        CU_CHECK(c, c->cu->ModuleGetFunction(&c->convert, c->module, REEL_CUDA_KERNEL_CONVERT), "cuModuleGetFunction");
+        return REEL_OK;
+    }
 #ifdef REEL_HAVE_CUDA_KERNELS
     const reel__cu_api *cu = c->cu;
     CUresult r = cu->ModuleLoadData(&c->module, reel__cuda_fatbin);
@@ -116,6 +123,7 @@ int reel__cuda_open(int index, size_t pool_limit, reel__cuda **out, reel_error *
     if (!c) return reel__error_set(err, REEL_E_NOMEM, "CUDA: out of memory");
     c->cu = cu;
     c->dev = -1;
+    c->index = index;
     c->mem.limit = pool_limit ? pool_limit : (size_t)1 << 30;
     int r = open_device(c, index, err);
     if (r == REEL_OK && cu->CtxPushCurrent(c->ctx) != REEL_CU_SUCCESS)
@@ -183,7 +191,10 @@ int reel__cuda_buffer(reel__cuda *c, size_t size, uint64_t *ptr, reel_error *err
     /* make room: free idle buffers too small to serve this request */
     for (int i = 0; i < c->nbufs && (c->mem.held + size > c->mem.limit || c->nbufs == POOL_MAX);) {
         if (!c->bufs[i].busy) {
+            CUcontext was;
+            if (c->cu->CtxPushCurrent(c->ctx) != REEL_CU_SUCCESS) break;
             c->cu->MemFree(c->bufs[i].ptr);
+            c->cu->CtxPopCurrent(&was);
             c->mem.held -= c->bufs[i].size;
             c->bufs[i] = c->bufs[--c->nbufs];
         } else {
@@ -195,7 +206,11 @@ int reel__cuda_buffer(reel__cuda *c, size_t size, uint64_t *ptr, reel_error *err
                                "CUDA: %zu bytes asked of %s's memory pool, which holds %zu of its %zu-byte bound", size,
                                c->name, c->mem.held, c->mem.limit);
     CUdeviceptr p = 0;
-    CU_CHECK(c, c->cu->MemAlloc(&p, size), "cuMemAlloc");
+    CU_CHECK(c, c->cu->CtxPushCurrent(c->ctx), "cuCtxPushCurrent");
+    CUresult ar = c->cu->MemAlloc(&p, size);
+    CUcontext popped;
+    c->cu->CtxPopCurrent(&popped);
+    CU_CHECK(c, ar, "cuMemAlloc");
     c->bufs[c->nbufs++] = (pool_buf){ p, size, 1 };
     c->mem.held += size;
     c->mem.allocs++;
@@ -214,16 +229,30 @@ static int copy(reel__cuda *c, void *host, uint64_t dev, size_t size, int up, re
     const reel__cu_api *cu = c->cu;
     CU_CHECK(c, cu->CtxPushCurrent(c->ctx), "cuCtxPushCurrent");
     CUresult r = up ? cu->MemcpyHtoDAsync(dev, host, size, c->stream) : cu->MemcpyDtoHAsync(host, dev, size, c->stream);
-    if (r == REEL_CU_SUCCESS) r = cu->StreamSynchronize(c->stream);
+    const char *what = up ? "a copy to the device (cuMemcpyHtoDAsync)" : "a copy from the device (cuMemcpyDtoHAsync)";
+    if (r == REEL_CU_SUCCESS && (r = cu->StreamSynchronize(c->stream)) != REEL_CU_SUCCESS)
+        what = up ? "a copy to the device (cuStreamSynchronize)" : "a copy from the device (cuStreamSynchronize)";
     CUcontext popped;
     cu->CtxPopCurrent(&popped);
-    CU_CHECK(c, r, up ? "a copy to the device" : "a copy from the device");
+    CU_CHECK(c, r, what);
     return REEL_OK;
 }
 
 int reel__cuda_upload(reel__cuda *c, uint64_t dst, const void *src, size_t size, reel_error *err)
 {
     return copy(c, (void *)(uintptr_t)src, dst, size, 1, err);
+}
+
+int reel__cuda_copy_device(reel__cuda *c, uint64_t dst, uint64_t src, size_t size, reel_error *err)
+{
+    const reel__cu_api *cu = c->cu;
+    CU_CHECK(c, cu->CtxPushCurrent(c->ctx), "cuCtxPushCurrent");
+    CUresult r = cu->MemcpyDtoDAsync(dst, src, size, c->stream);
+    if (r == REEL_CU_SUCCESS) r = cu->StreamSynchronize(c->stream);
+    CUcontext popped;
+    cu->CtxPopCurrent(&popped);
+    CU_CHECK(c, r, "a copy on the device (cuMemcpyDtoDAsync)");
+    return REEL_OK;
 }
 
 int reel__cuda_download(reel__cuda *c, void *dst, uint64_t src, size_t size, reel_error *err)
@@ -255,9 +284,33 @@ int reel__cuda_convert(reel__cuda *c, const reel__px_frame *frames, int n, const
     CUresult lr = cu->LaunchKernel(c->convert, (unsigned)((gw + REEL_PX_BLOCK_W - 1) / REEL_PX_BLOCK_W),
                                    (unsigned)((gh + REEL_PX_BLOCK_H - 1) / REEL_PX_BLOCK_H), (unsigned)n,
                                    REEL_PX_BLOCK_W, REEL_PX_BLOCK_H, 1, 0, c->stream, args, NULL);
-    if (lr == REEL_CU_SUCCESS) lr = cu->StreamSynchronize(c->stream);
+    const char *what = "the conversion kernel (cuLaunchKernel)";
+    if (lr == REEL_CU_SUCCESS && (lr = cu->StreamSynchronize(c->stream)) != REEL_CU_SUCCESS)
+        what = "the conversion kernel (cuStreamSynchronize after the launch)";
     CUcontext popped;
     cu->CtxPopCurrent(&popped);
-    CU_CHECK(c, lr, "the conversion kernel");
+    CU_CHECK(c, lr, what);
     return REEL_OK;
+}
+
+/* ---- for the rest of src/cuda (device_parts.h) ---- */
+
+const reel__cu_api *reel__cuda_api(const reel__cuda *c)
+{
+    return c->cu;
+}
+
+CUcontext reel__cuda_context(const reel__cuda *c)
+{
+    return c->ctx;
+}
+
+CUstream reel__cuda_stream(const reel__cuda *c)
+{
+    return c->stream;
+}
+
+int reel__cuda_index(const reel__cuda *c)
+{
+    return c->index;
 }

@@ -64,6 +64,8 @@ static void load_once(void)
         { "cuMemGetInfo_v2", (void **)&g_api.MemGetInfo },
         { "cuMemcpyHtoDAsync_v2", (void **)&g_api.MemcpyHtoDAsync },
         { "cuMemcpyDtoHAsync_v2", (void **)&g_api.MemcpyDtoHAsync },
+        { "cuMemcpyDtoDAsync_v2", (void **)&g_api.MemcpyDtoDAsync },
+        { "cuEventSynchronize", (void **)&g_api.EventSynchronize },
         { "cuLaunchKernel", (void **)&g_api.LaunchKernel },
         { "cuGetErrorName", (void **)&g_api.GetErrorName },
     };
@@ -77,6 +79,7 @@ static void load_once(void)
         }
     }
     g_api.lib = lib;
+    g_api.emulated = dlsym(lib, "reel_emulated_driver") != NULL;
     CUresult r = g_api.Init(0);
     if (r != REEL_CU_SUCCESS) {
         char buf[32];

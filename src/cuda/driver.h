@@ -26,6 +26,7 @@ typedef struct CUevent_st *CUevent;
 
 typedef struct reel__cu_api {
     void *lib;
+    int emulated; /* the tests' emulated driver (tests/cuda/fake_cuda.c exports reel_emulated_driver) */
     CUresult (*Init)(unsigned);
     CUresult (*DriverGetVersion)(int *);
     CUresult (*DeviceGetCount)(int *);
@@ -51,6 +52,8 @@ typedef struct reel__cu_api {
     CUresult (*MemGetInfo)(size_t *, size_t *);
     CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
     CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*EventSynchronize)(CUevent);
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
     CUresult (*GetErrorName)(CUresult, const char **);

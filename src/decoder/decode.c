@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libavutil/hwcontext.h>
+
 typedef reel__req req;
 typedef reel__wanted wanted;
 
@@ -250,6 +252,21 @@ static int give(run *r, wanted *w, const AVFrame *f, int64_t idx, int bad)
                                    dec->name, (long long)idx);
         r->st.corrupt_packets++;
     }
+    AVFrame *host = NULL;
+    if (f->format == AV_PIX_FMT_CUDA && !dec->gpu_sink) {
+        /* an NVDEC surface for a visitor that reads host memory */
+        host = av_frame_alloc();
+        int e = host ? av_hwframe_transfer_data(host, f, 0) : AVERROR(ENOMEM);
+        if (e >= 0) e = av_frame_copy_props(host, f);
+        if (e < 0) {
+            av_frame_free(&host);
+            char eb[128];
+            return reel__error_set(r->err, REEL_E_CUDA,
+                                   "%s: frame %lld: CUDA: NVDEC's surface cannot be copied to the host: %s", dec->name,
+                                   (long long)idx, reel__av_err(e, eb, sizeof eb));
+        }
+        f = host;
+    }
     w->done = 1;
     r->st.frames_returned++;
     struct reel_frame rf = { .av = f, .index = idx, .pts = t->frames[idx].pts, .rotation = dec->rotation };
@@ -264,10 +281,12 @@ static int give(run *r, wanted *w, const AVFrame *f, int64_t idx, int bad)
             if (r->err && r->err->status == REEL_OK)
                 reel__error_set(r->err, st, "%s: stopped by the frame visitor at frame %lld (status %d)", dec->name,
                                 (long long)idx, cb);
+            av_frame_free(&host);
             return st;
         }
         if (r->err) r->err->status = before;
     }
+    av_frame_free(&host);
     return REEL_OK;
 }
 

@@ -6,12 +6,14 @@
 #include "decoder/internal.h"
 #include "decoder/decoder_for_loader.h"
 #include "decoder/open.h"
+#include "cuda/device.h"
 
 #ifdef __linux__
 #include <malloc.h> /* malloc_trim (glibc) */
 #endif
 #include <math.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,7 +97,7 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
     sink *s = opaque;
     if (s->pos_map) pos = s->pos_map[pos];
     uint8_t *out = sink_slot(s, pos);
-    if (s->last_index == f->index) {
+    if (s->last_index == f->index && !s->dec->cuda) {
         /* the same frame asked for again: copy the converted bytes */
         const uint8_t *from = sink_slot(s, s->last_pos);
         if (!s->plane_step)
@@ -117,6 +119,7 @@ static int sink_frame(void *opaque, const reel_frame *f, size_t pos)
         scaled.pixels.filter = REEL_FILTER_BICUBIC;
         t = &scaled;
     }
+    if (s->dec->cuda) return reel__decoder_gpu_frame(s->dec, f, t, (uint64_t)(uintptr_t)out, s->err);
     int r = reel_converter_run(s->dec->conv, f, t, out, s->frame_bytes, s->err);
     if (r != REEL_OK) return r;
     s->last_index = f->index;
@@ -431,6 +434,18 @@ static int get_frames(reel_decoder *dec, const int64_t *indices, size_t n, const
     }
     s.last_index = -1;
     s.err = err;
+    if (dec->cuda) { /* one context: its batches go to the kernel (gpu.c) */
+        dec->gpu_sink = 1;
+        dec->gpu_nvdec = dec->gpu_uploaded = 0;
+        r = reel_decoder_decode(dec, indices, n, sink_frame, &s, stats, err);
+        dec->gpu_sink = 0;
+        r = reel__decoder_gpu_finish(dec, r, err);
+        if (stats) {
+            stats->frames_nvdec = dec->gpu_nvdec;
+            stats->frames_uploaded = dec->gpu_uploaded;
+        }
+        return r;
+    }
     if (reel__gop_contexts(dec) > 1 && n > 1 && (dec->is_file || dec->remote)) {
         int handled = 0;
         r = get_frames_parallel(dec, indices, n, &s, stats, &handled, err);
@@ -486,6 +501,10 @@ int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, siz
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_frames_alloc: NULL argument");
     *out = NULL;
     if (out_size) *out_size = 0;
+    if (dec->cuda)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: a decoder on a GPU writes device memory: reel_decoder_get_frames_device",
+                               dec->name);
     size_t fb;
     int r = reel_decoder_get_output_size(dec, t, NULL, NULL, &fb, err);
     if (r != REEL_OK) return r;
@@ -500,6 +519,38 @@ int reel_decoder_get_frames_alloc(reel_decoder *dec, const int64_t *indices, siz
     }
     *out = buf;
     if (out_size) *out_size = fb * n;
+    return REEL_OK;
+}
+
+/* A decoder on a GPU: the frames into a device buffer of their own (gpu.c
+ * holds the rest of the GPU path). */
+int reel_decoder_get_frames_device(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
+                                   reel_device_buffer **out, reel_decode_stats *stats, reel_error *err)
+{
+    if (!dec || !out || (n && !indices))
+        return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_get_frames_device: NULL argument");
+    *out = NULL;
+    if (!dec->cuda)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: the decoder is on the CPU (device \"%s\"): reel_decoder_get_frames_alloc",
+                               dec->name, dec->settings.device && *dec->settings.device ? dec->settings.device : "cpu");
+    size_t fb;
+    int r = reel_decoder_get_output_size(dec, t, NULL, NULL, &fb, err);
+    if (r != REEL_OK) return r;
+    char device[16];
+    snprintf(device, sizeof device, "cuda:%d", reel__cuda_index(dec->cuda));
+    reel_device_buffer *b = NULL;
+    r = reel_device_buffer_alloc(device, fb * (n ? n : 1), &b, err);
+    if (r != REEL_OK) return reel__decoder_gpu_failed(dec, r, err);
+    r = reel_decoder_get_frames(dec, indices, n, t, (void *)(uintptr_t)reel_device_buffer_get_address(b), fb * n, stats,
+                                err);
+    if (r == REEL_OK && (r = reel__device_buffer_record(b, dec->cuda, err)) != REEL_OK)
+        r = reel__decoder_gpu_failed(dec, r, err);
+    if (r != REEL_OK) {
+        reel_device_buffer_free(&b);
+        return r;
+    }
+    *out = b;
     return REEL_OK;
 }
 

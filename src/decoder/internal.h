@@ -129,6 +129,19 @@ struct reel_decoder {
 #define REEL_GOP_CONTEXTS 64
     struct reel_decoder *gop_ctx[REEL_GOP_CONTEXTS - 1];
     int gop_open;
+
+    /* settings.device "cuda[:N]" (gpu.c): the device, its batch of frames
+     * for the kernel, FFmpeg's CUDA device when NVDEC may decode (NULL:
+     * frames are decoded on the CPU and uploaded), why not (gpu_note, ""
+     * while NVDEC decodes), and the current call's counts */
+    struct reel__cuda *cuda;
+    struct reel__cuda_batch *batch;
+    AVBufferRef *hw_device;
+    int gpu_asked_nvdec; /* get_format chose AV_PIX_FMT_CUDA once */
+    int gpu_sink;        /* a get_frames call takes CUDA surfaces as they are */
+    int64_t gpu_nvdec, gpu_uploaded;
+    char gpu_note[256];
+    char gpu_device[16]; /* reel_decoder_get_device: "cpu" or "cuda:N" */
 };
 
 /* Builds dec->table by scanning packets (no decoding). */
@@ -209,6 +222,21 @@ int reel__decoder_get_frames_cthw(reel_decoder *dec, const int64_t *indices, siz
  * (near.c), whose requests go to several jobs' outputs. */
 int reel__decoder_get_frames_to(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t,
                                 int contexts, uint8_t *const *slots, reel_decode_stats *stats, reel_error *err);
+
+/* gpu.c: a decoder on a CUDA device. open: the device (settings.device;
+ * REEL_E_CUDA naming the cause, or a CPU decoder under device_fallback
+ * "cpu") and FFmpeg's, before the codec opens; codec: a main codec context
+ * made NVDEC's when it may be; frame: one frame of a get_frames call queued
+ * for the kernel at device address dst; finish: the call's end (status:
+ * the decode's), the rest launched or, on a failure, dropped; failed: the
+ * batch dropped, the message made to name the file. */
+int reel__decoder_gpu_open(reel_decoder *dec, reel_error *err);
+void reel__decoder_gpu_codec(const reel_decoder *dec, AVCodecContext *c, void *opaque);
+void reel__decoder_gpu_close(reel_decoder *dec);
+int reel__decoder_gpu_frame(reel_decoder *dec, const reel_frame *f, const reel_transform *t, uint64_t dst,
+                            reel_error *err);
+int reel__decoder_gpu_finish(reel_decoder *dec, int status, reel_error *err);
+int reel__decoder_gpu_failed(reel_decoder *dec, int status, reel_error *err);
 
 int reel__table_scan(reel_decoder *dec, reel_error *err);
 /* Builds dec->table from the mp4/mov sample tables if they are complete;

@@ -37,10 +37,12 @@ void reel_decoder_default_settings(reel_decoder_settings *s)
     s->gop_contexts = REEL_GOP_CONTEXTS_AUTO;
 }
 
-/* The device setting: "cpu" as ever; "cuda[:N]" opens the device (the
- * driver, the GPU, the kernels: each missing one is a named REEL_E_CUDA)
- * and then refuses too, for the NVDEC decode path is not in this build
- * yet; device_fallback "cpu" turns any of these into a CPU decoder. */
+/* The device setting, checked: "cpu" as ever; "cuda[:N]" is opened by the
+ * decoder (gpu.c). The loader ("loader", "decoder.") opens the device to
+ * say why it cannot serve (the driver, the GPU, the kernels: each missing
+ * one is a named REEL_E_CUDA) and then refuses too, for the Loader on a GPU
+ * is not in this build yet; device_fallback "cpu" turns any of these into
+ * CPU decoding. */
 static int device_check(const reel_decoder_settings *s, const char *who, const char *prefix, reel_error *err)
 {
     int index;
@@ -52,11 +54,11 @@ static int device_check(const reel_decoder_settings *s, const char *who, const c
     if (fallback && strcmp(s->device_fallback, "cpu"))
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: %sdevice_fallback \"%.32s\": expected \"cpu\" or none",
                                who, prefix, s->device_fallback);
-    if (index < 0) return REEL_OK;
+    if (index < 0 || strcmp(who, "loader")) return REEL_OK;
     reel__cuda *c = NULL;
     r = reel__cuda_open(index, 0, &c, &derr);
     if (r == REEL_OK) {
-        snprintf(msg, sizeof msg, "CUDA: %s is there, but decoding with device \"%s\" is not in this build yet",
+        snprintf(msg, sizeof msg, "CUDA: %s is there, but the Loader with device \"%s\" is not in this build yet",
                  reel__cuda_name(c), s->device);
         reel__cuda_close(&c);
         r = REEL_E_CUDA;
@@ -320,6 +322,7 @@ int reel__codec_context(const reel_decoder *dec, int threads, void *opaque, AVCo
         c->pkt_timebase = dec->st->time_base;
         c->thread_count = threads;
         c->thread_type = FF_THREAD_FRAME | FF_THREAD_SLICE;
+        reel__decoder_gpu_codec(dec, c, opaque);
         *opening = 1;
         r = avcodec_open2(c, dec->codec, NULL);
     }
@@ -344,6 +347,7 @@ static int open_codec(reel_decoder *dec, reel_error *err)
         threads = reel__cpu_count();
         if (threads > 16) threads = 16;
     }
+    if (dec->hw_device) threads = 1; /* NVDEC: the GPU decodes; frame threads would only hold more surfaces */
     int opening = 0;
     int r = reel__codec_context(dec, threads, dec, &dec->avctx, &opening);
     if (r < 0 && !opening)
@@ -426,6 +430,7 @@ static int open_common(reel_decoder *dec, reel_error *err)
     if (dec->st->codecpar->width <= 0 || dec->st->codecpar->height <= 0)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: video stream %d has no frame size (damaged header?)",
                                dec->name, dec->stream_index);
+    if ((r = reel__decoder_gpu_open(dec, err)) != REEL_OK) return r;
     if ((r = open_codec(dec, err)) != REEL_OK) return r;
     {
         int ccw = display_rotation(dec->st, NULL);
@@ -458,6 +463,7 @@ static reel_decoder *alloc_decoder(const char *name, const reel_decoder_settings
         reel_decoder_default_settings(&dec->settings);
     dec->name = strdup(name ? name : "<memory>");
     dec->file_size = -1;
+    snprintf(dec->gpu_device, sizeof dec->gpu_device, "cpu");
     for (int i = 0; i < REEL_FRAME_CACHE; i++) dec->cache_index[i] = -1;
     if (!dec->name) {
         free(dec);
@@ -679,6 +685,7 @@ void reel_decoder_close(reel_decoder **pdec)
     avcodec_free_context(&dec->probe);
     avcodec_free_context(&dec->avctx);
     avformat_close_input(&dec->fmt);
+    reel__decoder_gpu_close(dec);
     if (dec->avio) {
         av_freep(&dec->avio->buffer);
         avio_context_free(&dec->avio);

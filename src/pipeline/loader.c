@@ -300,6 +300,10 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
         reel_loader_default_settings(&s);
     int st = check_settings(&s, err);
     if (st != REEL_OK) return st;
+    /* the Loader on a GPU is not built: past the check, "cuda" came with
+     * device_fallback "cpu", and its decoders decode on the CPU */
+    s.decoder.device = NULL;
+    s.decoder.device_fallback = NULL;
     int ow, oh;
     const int sizes_vary = s.size_policy.kind == REEL_SIZE_PIXEL_BUDGET;
     reel_clip_transform checked = s.transform;

@@ -28,7 +28,7 @@ STUB(cuCtxPushCurrent_v2) STUB(cuCtxPopCurrent_v2) STUB(cuModuleLoadData) STUB(c
 STUB(cuModuleGetFunction) STUB(cuStreamCreate) STUB(cuStreamDestroy_v2) STUB(cuStreamSynchronize)
 STUB(cuStreamWaitEvent) STUB(cuEventCreate) STUB(cuEventRecord) STUB(cuEventDestroy_v2)
 STUB(cuMemAlloc_v2) STUB(cuMemFree_v2) STUB(cuMemGetInfo_v2) STUB(cuMemcpyHtoDAsync_v2)
-STUB(cuMemcpyDtoHAsync_v2) STUB(cuLaunchKernel)
+STUB(cuMemcpyDtoHAsync_v2) STUB(cuMemcpyDtoDAsync_v2) STUB(cuEventSynchronize) STUB(cuLaunchKernel)
 """
 
 
