@@ -58,7 +58,14 @@ typedef struct reel_audio_settings {
      *  object is closed (or its open failed); NULL (default): not kept.
      *  Borrowed (common.h); one tally per object at a time. */
     struct reel_remote_stats *remote_stats;
-    uint8_t reserved[32]; /**< zero (the defaults function clears it); room to grow */
+    /** Optional cancellation (default NULL), as reel_decoder_settings.interrupt:
+     *  polled while opening, between packets while decoding and by a URL's
+     *  fetches (a blocking read returns too); non-zero stops the call with
+     *  REEL_E_CANCELLED, and the object stays usable (a later call restarts
+     *  its decode). Must be cheap and thread-safe. */
+    int (*interrupt)(void *opaque);
+    void *interrupt_opaque; /**< passed to interrupt; borrowed (common.h) */
+    uint8_t reserved[16];   /**< zero (the defaults function clears it); room to grow */
 } reel_audio_settings;
 
 /** Fills `s` with the defaults documented on each field. */

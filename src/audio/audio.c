@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "audio/audio_internal.h"
+#include "audio/open.h"
 #include "io/io_front.h"
 #include "io/remote.h"
 
@@ -128,6 +129,10 @@ static int find_a0(reel_audio *a, reel_error *err)
     st = pkt && f ? REEL_OK : reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
     int eof = 0;
     while (st == REEL_OK && !found) {
+        if (reel__audio_interrupted(a)) {
+            st = reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", a->name);
+            break;
+        }
         if (!eof) {
             int r = av_read_frame(a->fmt, pkt);
             if (r < 0) {
@@ -210,8 +215,8 @@ static int open_stream(reel_audio *a, const reel_audio_settings *s, reel_error *
 }
 
 /* reel_audio_open for `path` known to be remote (read through src/io by
- * byte ranges) or a local file. */
-static int open_as(reel_audio **out, const char *path, int remote, const reel_audio_settings *s, reel_error *err)
+ * byte ranges) or a local file (audio/open.h). */
+int reel__audio_open_as(reel_audio **out, const char *path, int remote, const reel_audio_settings *s, reel_error *err)
 {
     if (!out || !path) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_audio_open: NULL argument");
     *out = NULL;
@@ -220,17 +225,26 @@ static int open_as(reel_audio **out, const char *path, int remote, const reel_au
         reel_audio_default_settings(&def);
         s = &def;
     }
+    char shown[1024]; /* a URL's name without its user info and query string */
+    if (remote)
+        reel_url_redact(path, shown, sizeof shown);
+    else
+        snprintf(shown, sizeof shown, "%s", path);
     if (s->sample_rate < 0 || s->sample_rate > MAX_RATE)
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio sample_rate %d out of range (0: native, 1..%d)",
-                               path, s->sample_rate, MAX_RATE);
+                               shown, s->sample_rate, MAX_RATE);
     if (s->channels != 0 && s->channels != 1)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio channels %d: 0 (native) or 1 (their mean)", path,
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio channels %d: 0 (native) or 1 (their mean)", shown,
                                s->channels);
     if (s->missing != REEL_AUDIO_MISSING_RAISE && s->missing != REEL_AUDIO_MISSING_ZEROS)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio missing %d: RAISE (0) or ZEROS (1)", path,
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio missing %d: RAISE (0) or ZEROS (1)", shown,
                                (int)s->missing);
+    if (s->interrupt && s->interrupt(s->interrupt_opaque))
+        return reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", shown);
     reel__io_options o;
     reel__io_default_options(&o);
+    o.interrupt = s->interrupt;
+    o.interrupt_opaque = s->interrupt_opaque;
     o.remote = s->remote;
     o.tally = s->remote_stats;
     reel__io *io = NULL;
@@ -239,7 +253,7 @@ static int open_as(reel_audio **out, const char *path, int remote, const reel_au
     reel_audio *a = calloc(1, sizeof *a);
     if (!a) {
         reel__io_close(&io);
-        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", shown);
     }
     a->io = io;
     snprintf(a->name, sizeof a->name, "%s", reel__io_name(io));
@@ -254,7 +268,7 @@ static int open_as(reel_audio **out, const char *path, int remote, const reel_au
     if (!a->avio) {
         av_free(buf);
         reel_audio_close(&a);
-        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", shown);
     }
     int r = reel__audio_open_container(a);
     if (r < 0) {
@@ -305,5 +319,5 @@ int reel_audio_sample_at(int64_t ts, int num, int den, int64_t a0_pts, int a0_nu
  * from no dataset entry) that asks whether it is remote. */
 int reel_audio_open(reel_audio **out, const char *path, const reel_audio_settings *s, reel_error *err)
 {
-    return open_as(out, path, path ? reel__io_is_remote(path) : 0, s, err);
+    return reel__audio_open_as(out, path, path ? reel__io_is_remote(path) : 0, s, err);
 }

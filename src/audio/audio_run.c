@@ -461,6 +461,8 @@ static int advance(reel_audio *a, int64_t hi, reel_error *err)
             if (a->waiting) continue;
             return av_fail(a, REEL_E_CORRUPT, "corrupt audio", r, err);
         }
+        if (reel__audio_interrupted(a))
+            return reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted", a->name);
         r = av_read_frame(a->fmt, a->pkt);
         if (r == AVERROR_EOF) {
             avcodec_send_packet(a->ctx, NULL);
