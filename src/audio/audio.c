@@ -285,7 +285,9 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
         return st;
     }
     if (avformat_find_stream_info(a->fmt, NULL) < 0)
-        st = reel__error_set(err, REEL_E_NOT_VIDEO, "%s: cannot read the streams", a->name);
+        st = reel__audio_interrupted(a)
+                 ? reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", a->name)
+                 : reel__error_set(err, REEL_E_NOT_VIDEO, "%s: cannot read the streams", a->name);
     if (st == REEL_OK) st = open_stream(a, s, err);
     if (st != REEL_OK) {
         reel_audio_close(&a);

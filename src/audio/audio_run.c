@@ -469,7 +469,9 @@ static int advance(reel_audio *a, int64_t hi, reel_error *err)
             a->eof = 1;
             continue;
         }
-        if (r < 0) return av_fail(a, REEL_E_CORRUPT, "audio read error", r, err);
+        if (r < 0)
+            return av_fail(a, r == AVERROR_EXIT || reel__audio_interrupted(a) ? REEL_E_CANCELLED : REEL_E_CORRUPT,
+                           "audio read error", r, err);
         if (a->pkt->stream_index != a->stream) {
             av_packet_unref(a->pkt);
             continue;

@@ -11,7 +11,6 @@
 /* reel_audio_open for `path` known to be remote (an http(s)/s3 URL,
  * remote != 0: read through src/io by byte ranges) or a local file
  * (remote == 0). */
-int reel__audio_open_as(reel_audio **out, const char *path, int remote, const reel_audio_settings *s,
-                        reel_error *err);
+int reel__audio_open_as(reel_audio **out, const char *path, int remote, const reel_audio_settings *s, reel_error *err);
 
 #endif
