@@ -168,6 +168,47 @@ def test_http_audio_that_cannot_be_read_is_named_and_redacted(www):
     assert token not in repr(m)
 
 
+def test_shutdown_and_the_time_limit_stop_a_stalled_audio_transfer(www):
+    """The loader's interrupt reaches the audio's requests: with the video
+    opened and the audio's first request stalled, closing the loader, and
+    the worker freed after a per-sample time limit, end the transfer rather
+    than wait out its 30 s request timeout (a close in a thread that must be
+    done within 10 s: bounded waits, no clock)."""
+    import threading
+
+    from faultproxy import fault_proxy
+
+    def closes_within(obj, bound=10.0):
+        t = threading.Thread(target=obj.close)
+        t.start()
+        t.join(bound)
+        return not t.is_alive()
+
+    remote = dict(RANGES, request_timeout=30, max_retries=0)
+    kw = dict(frames_per_clip=2, size=32, batch_size=1, decode_threads=1, epochs=1, audio=MONO16K, remote=remote)
+    with nginx(www) as base:
+        with reel.VideoDecoder(f"{base}/a.mp4", remote=RANGES) as d:
+            video_open = d.remote_stats["requests"]
+        with fault_proxy(base) as proxy:
+            proxy.stall_after = video_open  # the video opens; the audio's first request stalls
+            L = reel.Loader([(f"{proxy.base}/a.mp4", 0)], **kw)
+            for _ in range(1000):  # bounded: 10 s
+                if proxy.faults["stall"]:
+                    break
+                threading.Event().wait(0.01)
+            assert proxy.faults["stall"] == 1 and proxy.requests == video_open + 1, proxy.faults
+            assert closes_within(L)
+        with fault_proxy(base) as proxy:
+            proxy.stall_after = video_open
+            L = reel.Loader([(f"{proxy.base}/a.mp4", 0)], sample_time_limit=0.3, on_error="raise", **kw)
+            try:
+                with pytest.raises(reel.ReelError, match="time limit"):
+                    list(L)
+            finally:
+                assert closes_within(L)  # the close waits for the interrupted worker
+            assert proxy.faults["stall"] == 1
+
+
 def test_a_clip_near_the_start_of_a_long_video_fetches_a_small_part(tmp_path):
     """60 s of 320x240 video with AAC: a clip at 5-7 s reads its audio from
     a0 (AAC's contract) by byte ranges, not the object: the audio's share is
