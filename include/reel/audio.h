@@ -86,11 +86,18 @@ typedef struct reel_audio_settings {
      *  object is closed (or its open failed); NULL (default): not kept.
      *  Borrowed (common.h); one tally per object at a time. */
     struct reel_remote_stats *remote_stats;
+    /** Optional cancellation (default NULL), as reel_decoder_settings.interrupt:
+     *  polled while opening, between packets while decoding and by a URL's
+     *  fetches (a blocking read returns too); non-zero stops the call with
+     *  REEL_E_CANCELLED, and the object stays usable (a later call restarts
+     *  its decode). Must be cheap and thread-safe. */
+    int (*interrupt)(void *opaque);
+    void *interrupt_opaque; /**< passed to interrupt; borrowed (common.h) */
     /** A packet the codec rejects: REEL_CORRUPT_FAIL (default) fails the
      *  call, REEL_CORRUPT_SKIP drops it (its samples zeros, reported in
      *  reel_audio_window.missing; see "Damage" above). */
     reel_corrupt_policy corrupt_policy;
-    uint8_t reserved[28]; /**< zero (the defaults function clears it); room to grow */
+    uint8_t reserved[12]; /**< zero (the defaults function clears it); room to grow */
 } reel_audio_settings;
 
 /** Fills `s` with the defaults documented on each field. */

@@ -343,8 +343,9 @@ class Loader:
     mean, 2 or more must be each video's own count (another fails the
     sample under ``on_error``). ``"missing": "zeros"`` gives a video without
     audio zeros (default "raise": the sample fails, REEL_E_NO_AUDIO_STREAM);
-    ``"stream_index"`` picks a stream. Local videos, and stores packed with
-    ``--audio``; a video at a URL is refused by name (not yet).
+    ``"stream_index"`` picks a stream. Videos (files, and http(s)/s3 URLs read
+    by byte ranges with ``remote``, their requests counted in
+    ``metrics()["remote"]``), and stores packed with ``--audio``.
     ``metrics()["audio_samples"]`` and ``["audio_decode_seconds"]`` count the work.
     A damaged audio packet follows ``corrupt_policy``: "fail" fails the
     sample (``on_error`` decides); "skip" delivers it with the packet's

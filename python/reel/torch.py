@@ -50,8 +50,8 @@ from ._samplers import (
     clips_at_regular_timestamps,
 )
 
-__all__ = ["as_tensor", "TorchBatch", "TorchAudioBatch", "TorchClip", "TorchLoader", "VideoDataset", "StatefulDataLoader",
-           "check_state_across_ranks", "ClipDataset"]
+__all__ = ["as_tensor", "TorchBatch", "TorchAudioBatch", "TorchClip", "TorchAudioClip", "TorchLoader", "VideoDataset",
+           "StatefulDataLoader", "check_state_across_ranks", "ClipDataset"]
 
 
 def as_tensor(x: Any) -> torch.Tensor:
@@ -97,6 +97,30 @@ class TorchClip(NamedTuple):
     padded: bool          #: a repeated sample that evens out the shards
     epoch: int = 0        #: its batch's epoch
     samples_seen: int = 0  #: its batch's samples_seen (the state right after the batch)
+
+
+class TorchAudioClip(NamedTuple):
+    """One clip of a loader with ``audio``, as :class:`VideoDataset` yields
+    it with ``clips=True``: TorchClip's fields, then the clip's audio (a
+    loader without audio gives :class:`TorchClip`). ``audio`` is the clip's
+    row of its batch's zero-padded plane, so the clips of one reel batch have
+    one length and DataLoader's default collation stacks them (a DataLoader
+    ``batch_size`` of the loader's ``batch_size * clips_per_video`` keeps
+    each DataLoader batch one reel batch; clips of fixed-rate videos with one
+    frame count have one length anyway)."""
+
+    frames: torch.Tensor
+    label: int
+    sample: int
+    clip: int
+    padded: bool
+    epoch: int = 0
+    samples_seen: int = 0
+    #: float32 [C, S_max]: the clip's samples, then zeros (an unpadded variable batch: [C, S_i])
+    audio: Optional[torch.Tensor] = None
+    audio_length: int = 0  #: S_i, the clip's own sample count (reel.Batch.audio_lengths[i])
+    audio_valid: Optional[torch.Tensor] = None  #: int64 [2]: the [lo, hi) of its samples from the stream
+    audio_first_sample: int = 0  #: its s(t0) (ClipInfo.audio_first_sample)
 
 
 class TorchLoader:
@@ -173,11 +197,13 @@ class VideoDataset(torch.utils.data.IterableDataset):
     ``iter(dataset)`` is one epoch. It yields:
 
     - ``clips=False`` (default): whole batches, :class:`TorchBatch` (frames
-      ``[B, T, C, H, W]``, labels ``[B]``, info), zero-copy views of the
-      loader's ring buffers. Use ``DataLoader(dataset, batch_size=None)``:
-      the batches are already made.
+      ``[B, T, C, H, W]``, labels ``[B]``, info; with ``audio``,
+      :class:`TorchAudioBatch`), zero-copy views of the loader's ring
+      buffers. Use ``DataLoader(dataset, batch_size=None)``: the batches are
+      already made.
     - ``clips=True``: one :class:`TorchClip` (frames ``[T, C, H, W]``, label,
-      sample, clip, padded) per clip, copied out of the ring; DataLoader's
+      sample, clip, padded; with ``audio``, :class:`TorchAudioClip`, its
+      audio too) per clip, copied out of the ring; DataLoader's
       ``batch_size`` then makes the batches.
 
     ``num_workers=0`` is the recommended DataLoader setting: reel decodes on
@@ -480,7 +506,7 @@ class _DatasetIterator:
         self._loader: Optional[Loader] = loader
         self._clips = clips
         self._shared = shared
-        self._pending: List[TorchClip] = []
+        self._pending: List[Union[TorchClip, TorchAudioClip]] = []
 
     def __iter__(self) -> "_DatasetIterator":
         return self
@@ -504,13 +530,25 @@ class _DatasetIterator:
                     audio = (None, None, None) if a is None else (_each(a, _shared_copy), _shared_copy(n),
                                                                   _shared_copy(v))
                 return _torch_batch(frames, labels, batch.info, audio)
-            # one copy; the ring buffer goes back now
-            frames = _each(frames, _shared_copy if self._shared else lambda f: f.clone())
-            ys = labels.tolist()
-            self._pending = [TorchClip(frames[i], ys[i], c.sample, c.clip, c.padded, batch.epoch,
-                                       batch.samples_seen) for i, c in enumerate(batch.info)]
+            self._pending = _clips_of(batch, frames, labels, self._shared)
             self._pending.reverse()
         return self._pending.pop()
+
+
+def _clips_of(batch: Any, frames: Any, labels: torch.Tensor, shared: bool) -> List[Union[TorchClip, TorchAudioClip]]:
+    """A batch's clips, each with one copy of its frames (and audio): the
+    ring buffer goes back at once."""
+    copy = _shared_copy if shared else (lambda t: t.clone())
+    frames = _each(frames, copy)
+    ys = labels.tolist()
+    clips = [TorchClip(frames[i], ys[i], c.sample, c.clip, c.padded, batch.epoch, batch.samples_seen)
+             for i, c in enumerate(batch.info)]
+    audio, lengths, valid = _audio(batch)
+    if audio is None:
+        return list(clips)
+    rows, ns, vs = _each(audio, copy), lengths.tolist(), copy(valid)  # rows: a [B, C, S] plane or a list of [C, S_i]
+    return [TorchAudioClip(*clip, rows[i], ns[i], vs[i], c.audio_first_sample)
+            for i, (clip, c) in enumerate(zip(clips, batch.info))]
 
 
 class StatefulDataLoader(torch.utils.data.DataLoader):
@@ -561,10 +599,10 @@ class StatefulDataLoader(torch.utils.data.DataLoader):
         return _StatefulIterator(self, it)
 
     def _note(self, item: Any) -> None:
-        if isinstance(item, TorchBatch):
+        if isinstance(item, (TorchBatch, TorchAudioBatch)):
             if item.info:
                 self._epoch, self._seen = item.info[0].epoch, item.info[0].samples_seen
-        elif isinstance(item, TorchClip):
+        elif isinstance(item, (TorchClip, TorchAudioClip)):
             seen = item.samples_seen
             epoch = item.epoch
             if isinstance(seen, torch.Tensor):

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "audio/audio_internal.h"
+#include "audio/open.h"
 #include "io/io_front.h"
 #include "io/remote.h"
 
@@ -130,6 +131,10 @@ static int find_a0(reel_audio *a, reel_error *err)
     st = pkt && f ? REEL_OK : reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
     int eof = 0;
     while (st == REEL_OK && !found) {
+        if (reel__audio_interrupted(a)) {
+            st = reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", a->name);
+            break;
+        }
         if (!eof) {
             int r = av_read_frame(a->fmt, pkt);
             if (r < 0) {
@@ -212,8 +217,8 @@ static int open_stream(reel_audio *a, const reel_audio_settings *s, reel_error *
 }
 
 /* reel_audio_open for `path` known to be remote (read through src/io by
- * byte ranges) or a local file. */
-static int open_as(reel_audio **out, const char *path, int remote, const reel_audio_settings *s, reel_error *err)
+ * byte ranges) or a local file (audio/open.h). */
+int reel__audio_open_as(reel_audio **out, const char *path, int remote, const reel_audio_settings *s, reel_error *err)
 {
     if (!out || !path) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_audio_open: NULL argument");
     *out = NULL;
@@ -222,20 +227,29 @@ static int open_as(reel_audio **out, const char *path, int remote, const reel_au
         reel_audio_default_settings(&def);
         s = &def;
     }
+    char shown[1024]; /* a URL's name without its user info and query string */
+    if (remote)
+        reel_url_redact(path, shown, sizeof shown);
+    else
+        snprintf(shown, sizeof shown, "%s", path);
     if (s->sample_rate < 0 || s->sample_rate > MAX_RATE)
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio sample_rate %d out of range (0: native, 1..%d)",
-                               path, s->sample_rate, MAX_RATE);
+                               shown, s->sample_rate, MAX_RATE);
     if (s->channels != 0 && s->channels != 1)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio channels %d: 0 (native) or 1 (their mean)", path,
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio channels %d: 0 (native) or 1 (their mean)", shown,
                                s->channels);
     if (s->missing != REEL_AUDIO_MISSING_RAISE && s->missing != REEL_AUDIO_MISSING_ZEROS)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio missing %d: RAISE (0) or ZEROS (1)", path,
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio missing %d: RAISE (0) or ZEROS (1)", shown,
                                (int)s->missing);
     if (s->corrupt_policy != REEL_CORRUPT_FAIL && s->corrupt_policy != REEL_CORRUPT_SKIP)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio corrupt_policy %d: FAIL (0) or SKIP (1)", path,
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio corrupt_policy %d: FAIL (0) or SKIP (1)", shown,
                                (int)s->corrupt_policy);
+    if (s->interrupt && s->interrupt(s->interrupt_opaque))
+        return reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", shown);
     reel__io_options o;
     reel__io_default_options(&o);
+    o.interrupt = s->interrupt;
+    o.interrupt_opaque = s->interrupt_opaque;
     o.remote = s->remote;
     o.tally = s->remote_stats;
     reel__io *io = NULL;
@@ -244,7 +258,7 @@ static int open_as(reel_audio **out, const char *path, int remote, const reel_au
     reel_audio *a = calloc(1, sizeof *a);
     if (!a) {
         reel__io_close(&io);
-        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", shown);
     }
     a->io = io;
     snprintf(a->name, sizeof a->name, "%s", reel__io_name(io));
@@ -259,7 +273,7 @@ static int open_as(reel_audio **out, const char *path, int remote, const reel_au
     if (!a->avio) {
         av_free(buf);
         reel_audio_close(&a);
-        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
+        return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", shown);
     }
     int r = reel__audio_open_container(a);
     if (r < 0) {
@@ -276,7 +290,9 @@ static int open_as(reel_audio **out, const char *path, int remote, const reel_au
         return st;
     }
     if (avformat_find_stream_info(a->fmt, NULL) < 0)
-        st = reel__error_set(err, REEL_E_NOT_VIDEO, "%s: cannot read the streams", a->name);
+        st = reel__audio_interrupted(a)
+                 ? reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", a->name)
+                 : reel__error_set(err, REEL_E_NOT_VIDEO, "%s: cannot read the streams", a->name);
     if (st == REEL_OK) st = open_stream(a, s, err);
     if (st != REEL_OK) {
         reel_audio_close(&a);
@@ -310,5 +326,5 @@ int reel_audio_sample_at(int64_t ts, int num, int den, int64_t a0_pts, int a0_nu
  * from no dataset entry) that asks whether it is remote. */
 int reel_audio_open(reel_audio **out, const char *path, const reel_audio_settings *s, reel_error *err)
 {
-    return open_as(out, path, path ? reel__io_is_remote(path) : 0, s, err);
+    return reel__audio_open_as(out, path, path ? reel__io_is_remote(path) : 0, s, err);
 }

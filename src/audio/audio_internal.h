@@ -107,6 +107,12 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
  * narrowed to the longest clean run. */
 void reel__audio_damage(const reel_audio *a, int64_t lo, int64_t hi, reel_audio_window *w);
 
+/* 1 when the caller's interrupt (reel_audio_settings.interrupt) asks to stop. */
+static inline int reel__audio_interrupted(const reel_audio *a)
+{
+    return a->s.interrupt && a->s.interrupt(a->s.interrupt_opaque);
+}
+
 /* Sets up the run's codec-dependent constants (seekable, preroll, align). */
 void reel__audio_run_init(reel_audio *a);
 

@@ -529,13 +529,17 @@ static int advance(reel_audio *a, int64_t hi, reel_error *err)
             if (st != REEL_OK) return st;
             continue;
         }
+        if (reel__audio_interrupted(a))
+            return reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted", a->name);
         r = av_read_frame(a->fmt, a->pkt);
         if (r == AVERROR_EOF) {
             avcodec_send_packet(a->ctx, NULL);
             a->eof = 1;
             continue;
         }
-        if (r < 0) return av_fail(a, REEL_E_CORRUPT, "audio read error", r, err);
+        if (r < 0)
+            return av_fail(a, r == AVERROR_EXIT || reel__audio_interrupted(a) ? REEL_E_CANCELLED : REEL_E_CORRUPT,
+                           "audio read error", r, err);
         if (a->pkt->stream_index != a->stream) {
             av_packet_unref(a->pkt);
             continue;

@@ -36,6 +36,10 @@ int reel__audio_open_container(reel_audio *a)
     if (!a->fmt) return AVERROR(ENOMEM);
     a->fmt->pb = a->avio;
     a->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
+    /* the caller's interrupt, where libavformat polls one (its reads come
+     * through io_read, whose remote fetches poll it themselves) */
+    a->fmt->interrupt_callback.callback = a->s.interrupt;
+    a->fmt->interrupt_callback.opaque = a->s.interrupt_opaque;
     return avformat_open_input(&a->fmt, a->name, NULL, NULL); /* frees fmt on failure */
 }
 

@@ -265,20 +265,15 @@ static int encode_frames(const reel_pack_settings *ps, const reel__pack_entry *i
 }
 
 /* The audio over the stored frames' window [T0, T1) = [min p, max(p + d)),
- * one reel_audio decode from a0, appended to the record as little-endian
- * float32 [C, S]. A video whose audio is missing or cannot be read keeps
- * its frames: rec->audio_status says why (and *why the reason). */
+ * one reel_audio decode from a0 (a video at a URL: read by byte ranges, its
+ * audio packets only, as the decoder reads its frames), appended to the
+ * record as little-endian float32 [C, S]. A video whose audio is missing or
+ * cannot be read keeps its frames: rec->audio_status says why (and *why the
+ * reason). */
 static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, reel__store_rec *rec,
                       reel__bytes *bytes, reel_error *why, reel_error *err)
 {
     rec->audio = 1;
-    if (it->shown != it->path) { /* read_entries redacted it: a URL */
-        rec->audio_status = reel__error_set(why, REEL_E_INVALID_ARG,
-                                            "%s: audio of a video at a URL is not "
-                                            "supported yet",
-                                            it->shown);
-        return REEL_OK;
-    }
     int64_t t0 = INT64_MAX, t1 = INT64_MIN;
     for (uint32_t i = 0; i < rec->num_frames; i++) {
         if (rec->frames[i].pts < t0) t0 = rec->frames[i].pts;
@@ -286,6 +281,8 @@ static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, 
     }
     reel_audio_settings as = *ps->audio;
     as.missing = REEL_AUDIO_MISSING_RAISE; /* a video without audio is recorded so; the loader decides */
+    as.interrupt = ps->interrupt;          /* a long decode from a0 stops with the build */
+    as.interrupt_opaque = ps->interrupt_opaque;
     reel_audio *a = NULL;
     reel_audio_window w;
     float *tmp = NULL;

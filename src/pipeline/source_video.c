@@ -3,10 +3,10 @@
  * video's audio with reel_audio), stage 2 decodes the sampled frames with
  * one planned call, and the clips' audio windows. */
 #include "pipeline/source.h"
+#include "audio/open.h"
 #include "core/error.h"
 #include "decoder/decoder_for_loader.h"
 #include "decoder/open.h"
-#include "reel/audio.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +27,18 @@ static void video_close(void *ctx, void *handle)
     free(v);
 }
 
-/* The sample's audio, from the file the decoder opened (reel_audio reads
- * local files: a video at a URL is refused by name). */
-static int open_audio(video_sample *v, const reel_dataset_entry *it, const reel_audio_settings *s, reel_error *err)
+/* The sample's audio, from the file or URL the decoder opened, with the
+ * entry's answer to "is it remote?" and the decoder's remote settings (the
+ * loader's pool), interrupt and tally: a URL's audio requests count in the
+ * loader's remote_stats as its video's do. */
+static int open_audio(video_sample *v, const reel_dataset_entry *it, const reel_source_open *o, reel_error *err)
 {
-    if (it->remote)
-        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio of a video at a URL is not supported yet",
-                               reel__entry_name(it));
-    return reel_audio_open(&v->audio, it->path, s, err);
+    reel_audio_settings as = *o->audio;
+    as.remote = o->decoder->remote;
+    as.remote_stats = o->tally;
+    as.interrupt = o->interrupt;
+    as.interrupt_opaque = o->interrupt_opaque;
+    return reel__audio_open_as(&v->audio, it->path, it->remote, &as, err);
 }
 
 static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const reel_source_open *o, void **handle,
@@ -50,7 +54,7 @@ static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const 
     video_sample *sample = calloc(1, sizeof *sample);
     if (!sample) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", reel__entry_name(it));
     int st = reel__decoder_open_as(&sample->dec, it->path, it->remote, &s, err); /* the entry's answer */
-    if (st == REEL_OK && o->audio) st = open_audio(sample, it, o->audio, err);
+    if (st == REEL_OK && o->audio) st = open_audio(sample, it, o, err);
     if (st != REEL_OK) {
         video_close(NULL, sample);
         return st;

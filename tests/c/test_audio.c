@@ -486,3 +486,45 @@ TEST(truncated_audio_is_named_and_what_comes_before_the_cut_still_decodes)
     free(ref);
     reel_audio_close(&a);
 }
+
+/* reel_audio_settings.interrupt: what it stops fails with REEL_E_CANCELLED,
+ * and the object then gives the samples an uninterrupted one gives. */
+static int stop_when_set(void *opaque)
+{
+    return *(const int *)opaque;
+}
+
+TEST(an_interrupt_stops_the_open_and_the_decode_and_the_object_goes_on)
+{
+    need_ffmpeg();
+    const char *p = make("interrupt.mp4", STEREO_IN, "-c:a aac");
+    int stop = 1;
+    reel_audio_settings s;
+    reel_audio_default_settings(&s);
+    s.interrupt = stop_when_set;
+    s.interrupt_opaque = &stop;
+    reel_audio *a = NULL, *plain = NULL;
+    reel_error err;
+    CHECK_STATUS(reel_audio_open(&a, p, &s, &err), REEL_E_CANCELLED);
+    CHECK(a == NULL);
+    CHECK_MSG(strstr(err.message, "interrupt.mp4") && strstr(err.message, "interrupted"), "%s", err.message);
+    stop = 0;
+    CHECK_OK(reel_audio_open(&a, p, &s, &err));
+    CHECK_OK(reel_audio_open(&plain, p, NULL, &err));
+    const size_t n = (size_t)reel_audio_get_info(a)->sample_rate * 2; /* 1 s, stereo */
+    float *want = calloc(n, sizeof *want), *got = calloc(n, sizeof *got);
+    CHECK(want && got);
+    reel_audio_window w;
+    CHECK_OK(reel_audio_get_samples(plain, 5, 6, 1, 1, want, n, &w, &err));
+    CHECK_EQ_INT(w.valid_hi - w.valid_lo, (int64_t)n / 2);
+    stop = 1; /* between packets, from a0 to 5 s */
+    CHECK_STATUS(reel_audio_get_samples(a, 5, 6, 1, 1, got, n, &w, &err), REEL_E_CANCELLED);
+    CHECK_MSG(strstr(err.message, "interrupt.mp4") && strstr(err.message, "interrupted"), "%s", err.message);
+    stop = 0;
+    CHECK_OK(reel_audio_get_samples(a, 5, 6, 1, 1, got, n, &w, &err));
+    CHECK(memcmp(got, want, n * sizeof *got) == 0);
+    free(want);
+    free(got);
+    reel_audio_close(&a);
+    reel_audio_close(&plain);
+}

@@ -27,6 +27,7 @@ class FaultProxy:
         self.burst_length = 2     # ... this many requests long
         self.cut_every = 0        # every k-th request: the body is cut in half, then the connection closed
         self.stall = False        # read requests, never answer
+        self.stall_after = 0      # > 0: requests after the first stall_after are read and never answered
         self.hold: tuple = ()     # requests whose target contains one of these wait for `release` ...
         self.hold_seconds = 60.0  # ... at most this long, then go on
         self.release = threading.Event()
@@ -95,7 +96,7 @@ class FaultProxy:
             self.requests += 1
             n = self.requests
             kind = "ok"
-            if self.stall:
+            if self.stall or (self.stall_after and n > self.stall_after):
                 kind = "stall"
             elif self._burst_left > 0:
                 self._burst_left -= 1
