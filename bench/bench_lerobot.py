@@ -1,32 +1,40 @@
 #!/usr/bin/env python3
-# bench_lerobot.py: LeRobot's video path (torchcodec, cameras in threads, a spawn DataLoader)
-# against reel.lerobot (its Loader in-process; LeRobotDataset under the same DataLoader) on the
-# same samples of a LeRobot-style dataset made here, in one run, with the ratios.
+# bench_lerobot.py: lerobot 0.4.4's own LeRobotDataset (the package, torchcodec, under a spawn
+# DataLoader) against reel.lerobot (its Loader in-process; its LeRobotDataset under the same
+# DataLoader) on the same samples of a LeRobot-style dataset made here, in one run, with the ratios.
 """Usage: python3 bench/bench_lerobot.py [--data DIR] [--episodes 6] [--seconds 8] [--samples 256]
 
 Makes (once, in DIR) a LeRobot v3.0 dataset: 3 cameras (640x480 and two 320x240, libsvtav1
 yuv420p g=2 crf=30 preset 12, episodes stream-copied into one file per camera), `--episodes`
 episodes of `--seconds` s at 30 fps. Each sample asks 4 timestamps ([-1.0, -0.5, -0.2, 0.0] s)
-of each camera: 12 frames. The samples are the first `--samples` of reel's epoch order (seed 0),
-the same for every way. Ways:
-  lerobot_dataloader  LeRobot 0.4.4's __getitem__ for the video keys (torchcodec
-                      VideoDecoder(seek_mode="approximate"), round(ts * fps), get_frames_at,
-                      the tolerance check, cameras in a ThreadPoolExecutor) under
-                      DataLoader(num_workers=2, batch_size=8, spawn, persistent, prefetch 4)
-  lerobot_inprocess   the same __getitem__ in this process, batches of 8
-  reel_loader         reel.lerobot.Loader(batch_size=8): decode_near per batch on reel's threads
-  reel_dataloader     reel.lerobot.LeRobotDataset under the same DataLoader as LeRobot's
-Every way's frames are checked equal to reel_loader's on the first batch."""
+of each camera: 12 frames, float32 / 255 (lerobot's output; reel's dtype="float32" gives the
+same tensors). The samples are the first `--samples` of reel's epoch order (seed 0), the same for
+every way. The peer is lerobot 0.4.4 itself (scripts/deps.sh --test installs it into
+.deps/lerobot; tests/python/lerobot_data.py imports it), its files unmodified. Ways:
+  lerobot_dataloader  lerobot.datasets.lerobot_dataset.LeRobotDataset(root=DIR,
+                      delta_timestamps, video_backend="torchcodec").__getitem__ (its
+                      decode_video_frames_torchcodec, cameras one after another, the parquet
+                      rows through `datasets`) under DataLoader(num_workers=2, batch_size=8,
+                      spawn, persistent_workers, prefetch_factor=4)
+  lerobot_inprocess   the same __getitem__ in this process, batches of 8 (default_collate)
+  reel_loader         reel.lerobot.Loader(batch_size=8, dtype="float32"): decode_near per batch
+                      on reel's threads, timed after a warm pass of 2 batches
+  reel_loader_uint8   the same, uint8 frames (reel's default)
+  reel_dataloader     reel.lerobot.LeRobotDataset(dtype="float32") under the same DataLoader
+Every way's first batch is checked equal to reel_loader's (uint8 / 255 for reel_loader_uint8)."""
 import argparse
 import os
 import sys
+import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
 
 import lerobot_data  # noqa: E402
+
+if __name__ == "__mp_main__":  # a spawned DataLoader worker: lerobot's classes unpickle after this
+    lerobot_data.import_lerobot()
 
 DELTAS = [-1.0, -0.5, -0.2, 0.0]
 CAMERAS = {
@@ -34,55 +42,6 @@ CAMERAS = {
     "observation.images.left": (320, 240, 1),
     "observation.images.right": (320, 240, 1),
 }
-
-
-class LeRobotVideoPath:
-    """LeRobot 0.4.4's DatasetReader.get_item for the video keys (quoted):
-    query indices clamped into the episode, the rows' float32 timestamps
-    plus from_timestamp, decode_video_frames_torchcodec per camera in a
-    thread pool; uint8 frames. Picklable: the decoders open in each worker."""
-
-    def __init__(self, root, keys):
-        import pyarrow.parquet as pq
-
-        self.root, self.keys = root, keys
-        info = __import__("json").load(open(os.path.join(root, "meta/info.json")))
-        self.fps, self.video_path = info["fps"], info["video_path"]
-        data = sorted(str(p) for p in Path(root, "data").glob("*/*.parquet"))
-        t = __import__("pyarrow").concat_tables([pq.read_table(p) for p in data])
-        self.ts = t.column("timestamp").to_numpy()
-        self.ep = t.column("episode_index").to_numpy()
-        self.index = t.column("index").to_numpy()
-        self.episodes = {r["episode_index"]: r for r in pq.read_table(
-            os.path.join(root, "meta/episodes/chunk-000/file-000.parquet")).to_pylist()}
-        self.deltas = [round(d * self.fps) for d in DELTAS]
-        self._ref = None
-
-    def __len__(self):
-        return len(self.ts)
-
-    def __getitem__(self, i):
-        import torch
-
-        if self._ref is None:
-            self._ref = lerobot_data.TorchcodecReference()
-        ep = self.episodes[int(self.ep[i])]
-        a, b, abs_idx = ep["dataset_from_index"], ep["dataset_to_index"], int(self.index[i])
-        q = [max(a, min(b - 1, abs_idx + d)) for d in self.deltas]
-        ts = torch.stack([torch.tensor(self.ts[j]) for j in q]).tolist()
-        out = {"observation.images.top_is_pad": torch.BoolTensor([(abs_idx + d < a) | (abs_idx + d >= b)
-                                                                   for d in self.deltas])}
-
-        def one(key):
-            path = os.path.join(self.root, self.video_path.format(
-                video_key=key, chunk_index=ep[f"videos/{key}/chunk_index"], file_index=ep[f"videos/{key}/file_index"]))
-            frames, _ = self._ref.decode(path, [ep[f"videos/{key}/from_timestamp"] + t for t in ts], 1e-4)
-            return key, frames
-
-        with ThreadPoolExecutor(max_workers=len(self.keys)) as pool:
-            out.update(dict(pool.map(one, self.keys)))
-        out["index"] = torch.tensor(abs_idx)
-        return out
 
 
 class Switch:
@@ -129,10 +88,15 @@ def inprocess_way(ds, warm, samples):
     return n, time.perf_counter() - t0, first
 
 
-def reel_loader_way(root, keys, num):
+def reel_loader_way(root, keys, num, dtype):
     import reel.lerobot as rl
 
-    loader = rl.Loader(root, delta_timestamps={k: DELTAS for k in keys}, batch_size=8, seed=0, cameras=keys)
+    kw = dict(delta_timestamps={k: DELTAS for k in keys}, batch_size=8, seed=0, cameras=keys, dtype=dtype)
+    with rl.Loader(root, **kw) as warm:  # opens the decoders (the process's cache), as the warm passes do
+        it = iter(warm)
+        next(it), next(it)
+        it.close()
+    loader = rl.Loader(root, **kw)
     n, first = 0, None
     t0 = time.perf_counter()
     for b in loader:
@@ -157,6 +121,11 @@ def main():
     import reel
     import reel.lerobot as rl
 
+    try:
+        _, LeRobotDataset = lerobot_data.import_lerobot(hf_cache=tempfile.mkdtemp(prefix="reel-bench-hf-"))
+    except ImportError as exc:
+        sys.exit(f"bench_lerobot: lerobot {lerobot_data.LEROBOT_VERSION} is not installed ({exc}); "
+                 "run scripts/deps.sh --test")
     root = os.path.join(args.data, f"ds-{args.episodes}x{args.seconds:g}s")
     if not os.path.exists(os.path.join(root, "meta/info.json")):
         t0 = time.perf_counter()
@@ -165,18 +134,23 @@ def main():
                                   cameras={k: (w, h, f, [0] * args.episodes) for k, (w, h, f) in CAMERAS.items()})
         print(f"made {root} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     keys = list(CAMERAS)
+    deltas = {k: DELTAS for k in keys}
     total = len(rl.LeRobotDataset(root, cameras=keys))
     order = reel.epoch_order(total, 0, seed=0, canonical_batch=8)
     samples = order[:args.samples]
-    print(f"{total} samples in the dataset; {len(samples)} timed, 12 frames each (4 times x 3 cameras); "
-          f"{os.cpu_count()} cores; reel {reel.__version__}, torch {torch.__version__}", file=sys.stderr)
+    import lerobot
 
-    results = {}
-    n, dt, ref = reel_loader_way(root, keys, args.samples)
+    print(f"{total} samples in the dataset; {len(samples)} timed, 12 frames each (4 times x 3 cameras); "
+          f"{os.cpu_count()} cores; reel {reel.__version__}, lerobot {lerobot.__version__}, "
+          f"torch {torch.__version__}", file=sys.stderr)
+
+    results, firsts = {}, {}
+    n, dt, ref = reel_loader_way(root, keys, args.samples, "float32")
     results["reel_loader"] = (n, dt)
-    lr = LeRobotVideoPath(root, keys)
-    rd = rl.LeRobotDataset(root, delta_timestamps={k: DELTAS for k in keys}, cameras=keys)
-    firsts = {}
+    n, dt, firsts["reel_loader_uint8"] = reel_loader_way(root, keys, args.samples, "uint8")
+    results["reel_loader_uint8"] = (n, dt)
+    lr = LeRobotDataset("local/reel-bench", root=root, delta_timestamps=deltas, video_backend="torchcodec")
+    rd = rl.LeRobotDataset(root, delta_timestamps=deltas, cameras=keys, dtype="float32")
     n, dt, firsts["lerobot_dataloader"] = dataloader_way(lr, samples[:16], samples)
     results["lerobot_dataloader"] = (n, dt)
     n, dt, firsts["reel_dataloader"] = dataloader_way(rd, samples[:16], samples)
@@ -186,10 +160,12 @@ def main():
     for way, b in firsts.items():  # the same frames, whichever way
         assert b["index"].tolist() == ref["index"].tolist(), way
         for k in keys:
-            assert torch.equal(b[k], ref[k]), (way, k)
+            got = (b[k] / 255.0).type(torch.float32) if b[k].dtype == torch.uint8 else b[k]
+            assert torch.equal(got, ref[k]), (way, k)
     base = results["lerobot_dataloader"][1] / results["lerobot_dataloader"][0]
     print(f"{'way':22s} {'samples':>8s} {'seconds':>8s} {'samples/s':>10s} {'vs lerobot_dataloader':>22s}")
-    for way, (n, dt) in results.items():
+    for way in ("lerobot_dataloader", "lerobot_inprocess", "reel_loader", "reel_loader_uint8", "reel_dataloader"):
+        n, dt = results[way]
         print(f"{way:22s} {n:8d} {dt:8.2f} {n / dt:10.1f} {base / (dt / n):21.2f}x")
 
 
