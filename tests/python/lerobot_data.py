@@ -243,7 +243,8 @@ def import_lerobot(hf_cache: Optional[str] = None) -> Tuple[Any, Any]:
     0.28 (which lerobot imports, and whose transforms only an image feature
     would use) is a CUDA build whose _C.so does not load beside CPU torch
     2.13; it imports when torch.library.register_fake tolerates the
-    operators _C would have defined (as tests/python/test_vlm.py does).
+    operators _C would have defined (tolerant_torchvision.py, as for the
+    VLM reference).
     Raises ImportError when lerobot is not installed, or is another version."""
     ref = lerobot_dir()
     if os.path.isdir(ref) and ref not in sys.path:
@@ -251,33 +252,13 @@ def import_lerobot(hf_cache: Optional[str] = None) -> Tuple[Any, Any]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     if hf_cache is not None:
         os.environ.setdefault("HF_DATASETS_CACHE", hf_cache)
-    import torch
+    from tolerant_torchvision import tolerant_register_fake
 
-    orig = torch.library.register_fake
-
-    def tolerant(op: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            dec = orig(op, *args, **kwargs)
-        except RuntimeError:  # "operator torchvision::nms does not exist"
-            return args[0] if args else (lambda f: f)
-        if args:
-            return dec
-
-        def wrap(f: Any) -> Any:
-            try:
-                return dec(f)
-            except RuntimeError:
-                return f
-
-        return wrap
-
-    torch.library.register_fake = tolerant
     try:
-        import torchvision  # noqa: F401
+        with tolerant_register_fake():
+            import torchvision  # noqa: F401
     except RuntimeError as exc:
         raise ImportError(f"torchvision does not import beside this torch: {exc}") from exc
-    finally:
-        torch.library.register_fake = orig
     import lerobot
     from lerobot.datasets import video_utils
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
