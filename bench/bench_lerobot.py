@@ -1,32 +1,45 @@
 #!/usr/bin/env python3
-# bench_lerobot.py: LeRobot's video path (torchcodec, cameras in threads, a spawn DataLoader)
-# against reel.lerobot (its Loader in-process; LeRobotDataset under the same DataLoader) on the
-# same samples of a LeRobot-style dataset made here, in one run, with the ratios.
-"""Usage: python3 bench/bench_lerobot.py [--data DIR] [--episodes 6] [--seconds 8] [--samples 256]
+# bench_lerobot.py: lerobot 0.4.4's own LeRobotDataset (the package, torchcodec, under a spawn
+# DataLoader) against reel.lerobot (its Loader in-process; its LeRobotDataset under the same
+# DataLoader) on the same samples of a LeRobot-style dataset made here, in one run, with the ratios.
+"""Usage: python3 bench/bench_lerobot.py [--data DIR] [--episodes 6] [--seconds 8] [--samples 256] [--rounds 3]
 
 Makes (once, in DIR) a LeRobot v3.0 dataset: 3 cameras (640x480 and two 320x240, libsvtav1
 yuv420p g=2 crf=30 preset 12, episodes stream-copied into one file per camera), `--episodes`
 episodes of `--seconds` s at 30 fps. Each sample asks 4 timestamps ([-1.0, -0.5, -0.2, 0.0] s)
-of each camera: 12 frames. The samples are the first `--samples` of reel's epoch order (seed 0),
-the same for every way. Ways:
-  lerobot_dataloader  LeRobot 0.4.4's __getitem__ for the video keys (torchcodec
-                      VideoDecoder(seek_mode="approximate"), round(ts * fps), get_frames_at,
-                      the tolerance check, cameras in a ThreadPoolExecutor) under
-                      DataLoader(num_workers=2, batch_size=8, spawn, persistent, prefetch 4)
-  lerobot_inprocess   the same __getitem__ in this process, batches of 8
-  reel_loader         reel.lerobot.Loader(batch_size=8): decode_near per batch on reel's threads
-  reel_dataloader     reel.lerobot.LeRobotDataset under the same DataLoader as LeRobot's
-Every way's frames are checked equal to reel_loader's on the first batch."""
+of each camera: 12 frames, float32 / 255 (lerobot's output; reel's dtype="float32" gives the
+same tensors). The samples are the first `--samples` of reel's epoch order (seed 0), the same for
+every way. The peer is lerobot 0.4.4 itself (scripts/deps.sh --test installs it into
+.deps/lerobot; tests/python/lerobot_data.py imports it), its files unmodified. Ways:
+  lerobot_dataloader  lerobot.datasets.lerobot_dataset.LeRobotDataset(root=DIR,
+                      delta_timestamps, video_backend="torchcodec").__getitem__ (its
+                      decode_video_frames_torchcodec, cameras one after another, the parquet
+                      rows through `datasets`) under DataLoader(num_workers=2, batch_size=8,
+                      spawn, persistent_workers, prefetch_factor=4)
+  lerobot_inprocess   the same __getitem__ in this process, batches of 8 (default_collate)
+                      (torch.set_num_threads(1) in this process, as in DataLoader's workers)
+  reel_loader         reel.lerobot.Loader(batch_size=8, dtype="float32"): decode_near per batch
+                      on reel's threads, timed after a warm pass of 2 batches
+  reel_loader_uint8   the same, uint8 frames (reel's default)
+  reel_dataloader     reel.lerobot.LeRobotDataset(dtype="float32") under the same DataLoader
+Every way's first batch is checked equal to reel_loader's (uint8 / 255 for reel_loader_uint8).
+Each way is set up (and warmed) once, then timed `--rounds` times, the ways in turn each round;
+the table gives each way's median samples/s and its median ratio to lerobot_dataloader in the
+same round, with the smallest and largest."""
 import argparse
 import os
+import statistics
 import sys
+import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
 
 import lerobot_data  # noqa: E402
+
+if __name__ == "__mp_main__":  # a spawned DataLoader worker: lerobot's classes unpickle after this
+    lerobot_data.import_lerobot()
 
 DELTAS = [-1.0, -0.5, -0.2, 0.0]
 CAMERAS = {
@@ -34,55 +47,6 @@ CAMERAS = {
     "observation.images.left": (320, 240, 1),
     "observation.images.right": (320, 240, 1),
 }
-
-
-class LeRobotVideoPath:
-    """LeRobot 0.4.4's DatasetReader.get_item for the video keys (quoted):
-    query indices clamped into the episode, the rows' float32 timestamps
-    plus from_timestamp, decode_video_frames_torchcodec per camera in a
-    thread pool; uint8 frames. Picklable: the decoders open in each worker."""
-
-    def __init__(self, root, keys):
-        import pyarrow.parquet as pq
-
-        self.root, self.keys = root, keys
-        info = __import__("json").load(open(os.path.join(root, "meta/info.json")))
-        self.fps, self.video_path = info["fps"], info["video_path"]
-        data = sorted(str(p) for p in Path(root, "data").glob("*/*.parquet"))
-        t = __import__("pyarrow").concat_tables([pq.read_table(p) for p in data])
-        self.ts = t.column("timestamp").to_numpy()
-        self.ep = t.column("episode_index").to_numpy()
-        self.index = t.column("index").to_numpy()
-        self.episodes = {r["episode_index"]: r for r in pq.read_table(
-            os.path.join(root, "meta/episodes/chunk-000/file-000.parquet")).to_pylist()}
-        self.deltas = [round(d * self.fps) for d in DELTAS]
-        self._ref = None
-
-    def __len__(self):
-        return len(self.ts)
-
-    def __getitem__(self, i):
-        import torch
-
-        if self._ref is None:
-            self._ref = lerobot_data.TorchcodecReference()
-        ep = self.episodes[int(self.ep[i])]
-        a, b, abs_idx = ep["dataset_from_index"], ep["dataset_to_index"], int(self.index[i])
-        q = [max(a, min(b - 1, abs_idx + d)) for d in self.deltas]
-        ts = torch.stack([torch.tensor(self.ts[j]) for j in q]).tolist()
-        out = {"observation.images.top_is_pad": torch.BoolTensor([(abs_idx + d < a) | (abs_idx + d >= b)
-                                                                   for d in self.deltas])}
-
-        def one(key):
-            path = os.path.join(self.root, self.video_path.format(
-                video_key=key, chunk_index=ep[f"videos/{key}/chunk_index"], file_index=ep[f"videos/{key}/file_index"]))
-            frames, _ = self._ref.decode(path, [ep[f"videos/{key}/from_timestamp"] + t for t in ts], 1e-4)
-            return key, frames
-
-        with ThreadPoolExecutor(max_workers=len(self.keys)) as pool:
-            out.update(dict(pool.map(one, self.keys)))
-        out["index"] = torch.tensor(abs_idx)
-        return out
 
 
 class Switch:
@@ -98,51 +62,77 @@ class Switch:
         return len(self.indices)
 
 
-def dataloader_way(ds, warm, samples):
-    import torch
+class DataLoaderWay:
+    """`ds` under DataLoader(num_workers=2, batch_size=8, spawn, persistent_workers,
+    prefetch_factor=4): a warm pass starts the workers and opens the decoders; each
+    timed pass then reads `samples` through the same workers."""
 
-    sampler = Switch(warm)
-    dl = torch.utils.data.DataLoader(ds, batch_size=8, sampler=sampler, num_workers=2,
-                                     multiprocessing_context="spawn", persistent_workers=True, prefetch_factor=4)
-    first = None
-    for b in dl:  # starts the workers, opens the decoders
-        first = first or b
-    sampler.indices = samples
-    t0 = time.perf_counter()
-    n = 0
-    for b in dl:
-        n += len(b["index"])
-    dt = time.perf_counter() - t0
-    del dl
-    return n, dt, first
+    def __init__(self, ds, warm, samples):
+        import torch
 
+        self.sampler, self.samples = Switch(warm), samples
+        self.dl = torch.utils.data.DataLoader(ds, batch_size=8, sampler=self.sampler, num_workers=2,
+                                              multiprocessing_context="spawn", persistent_workers=True,
+                                              prefetch_factor=4)
+        self.first = None
+        for b in self.dl:
+            self.first = self.first or b
+        self.sampler.indices = samples
 
-def inprocess_way(ds, warm, samples):
-    import torch
-
-    first = torch.utils.data.default_collate([ds[i] for i in warm[:8]])
-    t0 = time.perf_counter()
-    n = 0
-    for k in range(0, len(samples), 8):
-        b = torch.utils.data.default_collate([ds[i] for i in samples[k:k + 8]])
-        n += len(b["index"])
-    return n, time.perf_counter() - t0, first
+    def timed(self):
+        t0 = time.perf_counter()
+        n = 0
+        for b in self.dl:
+            n += len(b["index"])
+        return n, time.perf_counter() - t0
 
 
-def reel_loader_way(root, keys, num):
-    import reel.lerobot as rl
+class InProcessWay:
+    """`ds[i]` in this process, collated in batches of 8."""
 
-    loader = rl.Loader(root, delta_timestamps={k: DELTAS for k in keys}, batch_size=8, seed=0, cameras=keys)
-    n, first = 0, None
-    t0 = time.perf_counter()
-    for b in loader:
-        first = first or b
-        n += len(b["index"])
-        if n >= num:
-            break
-    dt = time.perf_counter() - t0
-    loader.close()
-    return n, dt, first
+    def __init__(self, ds, warm, samples):
+        import torch
+
+        self.ds, self.samples, self.collate = ds, samples, torch.utils.data.default_collate
+        self.first = self.collate([ds[i] for i in warm[:8]])
+
+    def timed(self):
+        t0 = time.perf_counter()
+        n = 0
+        for k in range(0, len(self.samples), 8):
+            b = self.collate([self.ds[i] for i in self.samples[k:k + 8]])
+            n += len(b["index"])
+        return n, time.perf_counter() - t0
+
+
+class ReelLoaderWay:
+    """reel.lerobot.Loader(batch_size=8) over the first `num` samples of its epoch order
+    (seed 0); a new Loader each pass, after a warm one that opens the decoders (the
+    process's cache)."""
+
+    def __init__(self, root, keys, num, dtype):
+        import reel.lerobot as rl
+
+        self.make = lambda: rl.Loader(root, delta_timestamps={k: DELTAS for k in keys}, batch_size=8, seed=0,
+                                      cameras=keys, dtype=dtype)
+        self.num = num
+        with self.make() as warm:
+            it = iter(warm)
+            self.first = next(it)
+            next(it)
+            it.close()
+
+    def timed(self):
+        loader = self.make()
+        n = 0
+        t0 = time.perf_counter()
+        for b in loader:
+            n += len(b["index"])
+            if n >= self.num:
+                break
+        dt = time.perf_counter() - t0
+        loader.close()
+        return n, dt
 
 
 def main():
@@ -151,12 +141,22 @@ def main():
     ap.add_argument("--episodes", type=int, default=6)
     ap.add_argument("--seconds", type=float, default=8.0)
     ap.add_argument("--samples", type=int, default=256)
+    ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     import torch
 
     import reel
     import reel.lerobot as rl
 
+    try:
+        _, LeRobotDataset = lerobot_data.import_lerobot(hf_cache=tempfile.mkdtemp(prefix="reel-bench-hf-"))
+    except ImportError as exc:
+        sys.exit(f"bench_lerobot: lerobot {lerobot_data.LEROBOT_VERSION} is not installed ({exc}); "
+                 "run scripts/deps.sh --test")
+    # torch's own threads: 1 in this process, as DataLoader sets them in its workers. With 2 (the
+    # default on 2 cores) on a loaded machine, lerobot's torch.stack and / 255 in this process ran
+    # 6x slower (OpenMP threads waiting for busy cores); reel decodes on its own threads either way.
+    torch.set_num_threads(1)
     root = os.path.join(args.data, f"ds-{args.episodes}x{args.seconds:g}s")
     if not os.path.exists(os.path.join(root, "meta/info.json")):
         t0 = time.perf_counter()
@@ -165,32 +165,45 @@ def main():
                                   cameras={k: (w, h, f, [0] * args.episodes) for k, (w, h, f) in CAMERAS.items()})
         print(f"made {root} in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     keys = list(CAMERAS)
+    deltas = {k: DELTAS for k in keys}
     total = len(rl.LeRobotDataset(root, cameras=keys))
     order = reel.epoch_order(total, 0, seed=0, canonical_batch=8)
     samples = order[:args.samples]
-    print(f"{total} samples in the dataset; {len(samples)} timed, 12 frames each (4 times x 3 cameras); "
-          f"{os.cpu_count()} cores; reel {reel.__version__}, torch {torch.__version__}", file=sys.stderr)
+    import lerobot
 
-    results = {}
-    n, dt, ref = reel_loader_way(root, keys, args.samples)
-    results["reel_loader"] = (n, dt)
-    lr = LeRobotVideoPath(root, keys)
-    rd = rl.LeRobotDataset(root, delta_timestamps={k: DELTAS for k in keys}, cameras=keys)
-    firsts = {}
-    n, dt, firsts["lerobot_dataloader"] = dataloader_way(lr, samples[:16], samples)
-    results["lerobot_dataloader"] = (n, dt)
-    n, dt, firsts["reel_dataloader"] = dataloader_way(rd, samples[:16], samples)
-    results["reel_dataloader"] = (n, dt)
-    n, dt, firsts["lerobot_inprocess"] = inprocess_way(lr, samples[:8], samples)
-    results["lerobot_inprocess"] = (n, dt)
-    for way, b in firsts.items():  # the same frames, whichever way
+    print(f"{total} samples in the dataset; {len(samples)} timed, 12 frames each (4 times x 3 cameras); "
+          f"{os.cpu_count()} cores; reel {reel.__version__}, lerobot {lerobot.__version__}, "
+          f"torch {torch.__version__}", file=sys.stderr)
+
+    lr = LeRobotDataset("local/reel-bench", root=root, delta_timestamps=deltas, video_backend="torchcodec")
+    rd = rl.LeRobotDataset(root, delta_timestamps=deltas, cameras=keys, dtype="float32")
+    ways = {
+        "lerobot_dataloader": DataLoaderWay(lr, samples[:16], samples),
+        "lerobot_inprocess": InProcessWay(lr, samples[:8], samples),
+        "reel_loader": ReelLoaderWay(root, keys, args.samples, "float32"),
+        "reel_loader_uint8": ReelLoaderWay(root, keys, args.samples, "uint8"),
+        "reel_dataloader": DataLoaderWay(rd, samples[:16], samples),
+    }
+    ref = ways["reel_loader"].first
+    for way, w in ways.items():  # the same frames, whichever way
+        b = w.first
         assert b["index"].tolist() == ref["index"].tolist(), way
         for k in keys:
-            assert torch.equal(b[k], ref[k]), (way, k)
-    base = results["lerobot_dataloader"][1] / results["lerobot_dataloader"][0]
-    print(f"{'way':22s} {'samples':>8s} {'seconds':>8s} {'samples/s':>10s} {'vs lerobot_dataloader':>22s}")
-    for way, (n, dt) in results.items():
-        print(f"{way:22s} {n:8d} {dt:8.2f} {n / dt:10.1f} {base / (dt / n):21.2f}x")
+            got = (b[k] / 255.0).type(torch.float32) if b[k].dtype == torch.uint8 else b[k]
+            assert torch.equal(got, ref[k]), (way, k)
+    rate = {way: [] for way in ways}
+    for r in range(args.rounds):  # the ways in turn, each round: the machine's mood spreads over all
+        for way, w in ways.items():
+            n, dt = w.timed()
+            assert n == len(samples), (way, n)
+            rate[way].append(n / dt)
+        print(f"round {r + 1}: " + ", ".join(f"{way} {v[-1]:.1f}" for way, v in rate.items()), file=sys.stderr)
+    base = rate["lerobot_dataloader"]
+    print(f"{'way':22s} {'samples/s (median)':>19s} {'vs lerobot_dataloader':>22s} {'per round':>24s}")
+    for way, v in rate.items():
+        per = [x / y for x, y in zip(v, base)]
+        print(f"{way:22s} {statistics.median(v):19.1f} {statistics.median(per):21.2f}x "
+              f"{min(per):10.2f}x..{max(per):.2f}x")
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 #   input), the ffmpeg and ffprobe CLIs, a C compiler. With --test it also
 #   installs what the tests need: nginx (HTTP server), moto[server] (S3
 #   server), ray[data] (reel.ray's local cluster), clang with its sanitizer runtimes (fuzz targets, ThreadSanitizer)
-#   and clang-format (the format check);
+#   and clang-format (the format check), the references some tests compare
+#   with (in .deps/: lerobot 0.4.4, qwen-vl-utils, qwen-omni-utils);
 #   and tries valgrind (optional: without it the leak test says it is skipped).
 #   With --cuda (make cuda) it only finds nvcc for the REEL_CUDA=ON build and
 #   prints its path: $REEL_NVCC, /usr/local/cuda/bin/nvcc, nvcc on PATH, else
@@ -193,6 +194,26 @@ if [ $FOR_TESTS -eq 1 ]; then
         python3 -m pip install -q --target "$omni_ref" qwen-omni-utils==0.0.9 >/dev/null &&
             touch "$omni_ref/.complete-1" ||
             say "could not install the Qwen-Omni audio reference; run: python3 -m pip install --target $omni_ref qwen-omni-utils==0.0.9"
+    fi
+    # lerobot 0.4.4 itself, the reference reel.lerobot's tests and
+    # bench/bench_lerobot.py compare with (its LeRobotDataset and
+    # decode_video_frames_torchcodec). Its own folder, --no-deps: the package
+    # pins torch<2.11 and torchcodec<0.11, yet its dataset code runs with the
+    # system's torch 2.13 and torchcodec 0.13; only the light packages its
+    # import chain needs come along (datasets, huggingface_hub, accelerate and
+    # theirs; torchvision 0.28 imports as in the VLM reference above).
+    # tests/python/lerobot_data.py appends it to sys.path.
+    lerobot_ref="${REEL_LEROBOT_REF:-$(cd "$(dirname "$0")/.." && pwd)/.deps/lerobot}"
+    lerobot_pkgs="lerobot==0.4.4 torchvision==0.28.0 datasets==4.8.5 huggingface_hub==0.35.3 accelerate==1.15.0 \
+safetensors==0.8.0 psutil==7.2.2 pillow==13.0.0 dill==0.4.1 multiprocess==0.70.19 xxhash==4.1.0 tqdm==4.70.1 \
+httpx==0.28.1 httpcore==1.0.9 anyio==4.16.0 h11==0.16.0"
+    if [ ! -f "$lerobot_ref/.complete-1" ]; then
+        say "installing lerobot 0.4.4 (no dependencies but its dataset code's light ones) into $lerobot_ref"
+        rm -rf "$lerobot_ref"
+        # shellcheck disable=SC2086
+        python3 -m pip install -q --no-deps --target "$lerobot_ref" $lerobot_pkgs >/dev/null &&
+            touch "$lerobot_ref/.complete-1" ||
+            say "could not install lerobot; run: python3 -m pip install --no-deps --target $lerobot_ref $lerobot_pkgs"
     fi
 fi
 

@@ -62,8 +62,8 @@ def _torch_dtype(torch: Any, a: Any) -> Any:
 
 class LeRobotDataset:
     """A LeRobotDataset v3.0 directory (or http(s) URL) as a map-style
-    dataset: ``ds[i]`` equals LeRobot's ``__getitem__(i)`` with
-    ``return_uint8=True`` (``dtype="float32"``: its default, frames / 255).
+    dataset: ``ds[i]`` equals lerobot 0.4.4's ``__getitem__(i)`` with
+    ``dtype="float32"`` (its frames / 255); ``"uint8"``: the frames before.
 
     ``delta_timestamps``: ``{key: [seconds, ...]}`` (LeRobot's: multiples of
     1/fps; video keys give [T, 3, H, W] frames and ``{key}_is_pad``, other

@@ -1,12 +1,14 @@
 # lerobot_data.py: LeRobot-style v3.0 datasets for reel.lerobot's tests and
 # bench/bench_lerobot.py (made the way LeRobot writes them: PyAV libsvtav1
-# episodes, stream-copy concatenation, parquet tables), and LeRobot's own
-# torchcodec decode path as the reference the tests compare with.
+# episodes, stream-copy concatenation, parquet tables), and the import of
+# lerobot 0.4.4 itself (scripts/deps.sh --test installs it into .deps/lerobot),
+# the reference the tests and the benchmark compare with.
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -189,8 +191,11 @@ def make_dataset(root: str, *, fps: int = 30, episodes: Sequence[int] = (24, 31,
     out = rootp / "meta/episodes/chunk-000/file-000.parquet"
     out.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(ep_table, out)
-    pq.write_table(pa.table({"task_index": pa.array(range(len(tasks)), pa.int64()), "task": list(tasks)}),
-                   rootp / "meta/tasks.parquet")
+    # as LeRobotDatasetMetadata.save_episode_tasks writes it: a DataFrame of
+    # task_index whose (unnamed) index is the task string
+    import pandas as pd
+
+    pd.DataFrame({"task_index": range(len(tasks))}, index=list(tasks)).to_parquet(rootp / "meta/tasks.parquet")
     features: Dict[str, Any] = {}
     for key, (w, h, factor, _files) in cameras.items():
         features[key] = {"dtype": "video", "shape": [h, w, 3], "names": ["height", "width", "channels"],
@@ -218,30 +223,76 @@ def make_dataset(root: str, *, fps: int = 30, episodes: Sequence[int] = (24, 31,
     return {"expected": expected, "cameras": cameras, "episodes": list(episodes), "fps": fps}
 
 
-# ---------------------------------------------------------------- LeRobot's path
-class TorchcodecReference:
-    """LeRobot 0.4.4's decode_video_frames_torchcodec, quoted: a cached
-    torchcodec VideoDecoder(seek_mode="approximate") per file, indices
-    round(ts * average_fps), get_frames_at, the nearest loaded pts within
-    tolerance_s (else a ValueError), uint8 frames."""
+# ---------------------------------------------------------------- lerobot itself
+LEROBOT_VERSION = "0.4.4"
 
-    def __init__(self) -> None:
-        self._decoders: Dict[str, Any] = {}
 
-    def decode(self, path: str, timestamps: Sequence[float], tolerance_s: float = 1e-4) -> Tuple[Any, Any]:
-        import torch
-        from torchcodec.decoders import VideoDecoder
+def lerobot_dir() -> str:
+    """Where scripts/deps.sh --test installs lerobot 0.4.4 and the light
+    packages its dataset code imports (REEL_LEROBOT_REF overrides)."""
+    return os.environ.get("REEL_LEROBOT_REF") or str(Path(__file__).resolve().parents[2] / ".deps" / "lerobot")
 
-        dec = self._decoders.get(path)
-        if dec is None:
-            dec = self._decoders[path] = VideoDecoder(path, seek_mode="approximate")
-        fps = dec.metadata.average_fps
-        batch = dec.get_frames_at(indices=[round(ts * fps) for ts in timestamps])
-        loaded = list(batch.data)
-        loaded_ts = torch.tensor([p.item() for p in batch.pts_seconds])
-        query = torch.tensor(list(timestamps))
-        dist = torch.cdist(query[:, None], loaded_ts[:, None], p=1)
-        min_, argmin_ = dist.min(1)
-        if not (min_ <= tolerance_s).all():
-            raise ValueError(f"FrameTimestampError: {path}: {min_} >= {tolerance_s}")
-        return torch.stack([loaded[i] for i in argmin_]), loaded_ts[argmin_]
+
+def import_lerobot(hf_cache: Optional[str] = None) -> Tuple[Any, Any]:
+    """lerobot 0.4.4's own ``video_utils`` module and ``LeRobotDataset``
+    class, its files unmodified. Its folder is appended to sys.path (after
+    site-packages: the system's torch, torchcodec, numpy and pyarrow win).
+    Offline (HF_HUB_OFFLINE): a local root never reaches the Hub. `hf_cache`:
+    where `datasets` keeps its Arrow copy of the parquet rows (it reads
+    HF_DATASETS_CACHE when first imported). The one shim: PyPI's torchvision
+    0.28 (which lerobot imports, and whose transforms only an image feature
+    would use) is a CUDA build whose _C.so does not load beside CPU torch
+    2.13; it imports when torch.library.register_fake tolerates the
+    operators _C would have defined (tolerant_torchvision.py, as for the
+    VLM reference).
+    Raises ImportError when lerobot is not installed, or is another version."""
+    ref = lerobot_dir()
+    if os.path.isdir(ref) and ref not in sys.path:
+        sys.path.append(ref)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    if hf_cache is not None:
+        os.environ.setdefault("HF_DATASETS_CACHE", hf_cache)
+    from tolerant_torchvision import tolerant_register_fake
+
+    try:
+        with tolerant_register_fake():
+            import torchvision  # noqa: F401
+    except RuntimeError as exc:
+        raise ImportError(f"torchvision does not import beside this torch: {exc}") from exc
+    import lerobot
+    from lerobot.datasets import video_utils
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    if lerobot.__version__ != LEROBOT_VERSION:
+        raise ImportError(f"lerobot {lerobot.__version__} in {ref}, not {LEROBOT_VERSION}")
+    return video_utils, LeRobotDataset
+
+
+class PtsSpy:
+    """A decoder cache for lerobot's decode_video_frames_torchcodec that
+    opens its decoders as lerobot's own VideoDecoderCache does and records
+    the pts (seconds) of every get_frames_at batch, by path: the function
+    returns frames only, and its tolerance check picks, for each time, the
+    loaded frame of the same position (the others are a frame period away)."""
+
+    def __init__(self, cache: Any) -> None:
+        self._cache = cache
+        self.pts: Dict[str, List[float]] = {}
+
+    def get_decoder(self, video_path: str) -> Any:
+        spy = self
+
+        class Recording:
+            def __init__(self, dec: Any) -> None:
+                self._dec = dec
+
+            @property
+            def metadata(self) -> Any:
+                return self._dec.metadata
+
+            def get_frames_at(self, indices: Any) -> Any:
+                batch = self._dec.get_frames_at(indices=indices)
+                spy.pts[str(video_path)] = batch.pts_seconds.tolist()
+                return batch
+
+        return Recording(self._cache.get_decoder(video_path))

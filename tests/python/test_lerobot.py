@@ -1,5 +1,6 @@
 # test_lerobot.py: reel.lerobot on LeRobot-style v3.0 data the tests make (libsvtav1 g=2 episodes
-# stream-copied into files, parquet tables): items equal LeRobot's torchcodec path bit for bit,
+# stream-copied into files, parquet tables): items, frames and pts equal lerobot 0.4.4's own
+# LeRobotDataset and decode_video_frames_torchcodec (the package itself) bit for bit,
 # the Loader's batches, order, sharding and resume, and bad input named.
 import copy
 import json
@@ -45,101 +46,120 @@ def _rewrite(path, change):
     pq.write_table(change(t), path)
 
 
-# ---------------------------------------------------------------- LeRobot's __getitem__, quoted
-class LeRobotReference:
-    """LeRobot 0.4.4's DatasetReader.get_item for the video keys and the
-    rows, over the same tables: _get_query_indices (clamped, is_pad),
-    _get_query_timestamps (the rows' float32 timestamps), _query_videos
-    (+ from_timestamp, decode_video_frames_torchcodec, squeeze(0))."""
-
-    def __init__(self, root, delta_timestamps=None, tolerance_s=1e-4):
-        info = json.load(open(os.path.join(root, "meta/info.json")))
-        self.root, self.fps, self.info = root, info["fps"], info
-        paths = sorted(os.path.join(d, f) for d, _, fs in os.walk(os.path.join(root, "data")) for f in fs)
-        self.rows = pa.concat_tables([pq.read_table(p) for p in paths]).to_pylist()
-        self.episodes = {r["episode_index"]: r for r in pq.read_table(
-            os.path.join(root, "meta/episodes/chunk-000/file-000.parquet")).to_pylist()}
-        self.video_keys = [k for k, f in info["features"].items() if f["dtype"] == "video"]
-        self.delta_indices = None if delta_timestamps is None else {
-            k: [round(d * self.fps) for d in v] for k, v in delta_timestamps.items()}
-        self.tolerance_s = tolerance_s
-        self.tc = ld.TorchcodecReference()
-
-    def item(self, idx):
-        row = self.rows[idx]
-        ep_idx, abs_idx = row["episode_index"], row["index"]
-        ep = self.episodes[ep_idx]
-        start, end = ep["dataset_from_index"], ep["dataset_to_index"]
-        out, query = {}, None
-        if self.delta_indices is not None:
-            query = {k: [max(start, min(end - 1, abs_idx + d)) for d in ds] for k, ds in self.delta_indices.items()}
-            for k, ds in self.delta_indices.items():
-                out[f"{k}_is_pad"] = torch.BoolTensor([(abs_idx + d < start) | (abs_idx + d >= end) for d in ds])
-            for k, q in query.items():
-                if k not in self.video_keys:
-                    out[k] = torch.stack([torch.tensor(self.rows[j][k]) for j in q])
-        current = torch.tensor(row["timestamp"]).item()
-        pts = {}
-        for k in self.video_keys:
-            if query is not None and k in query:
-                ts = torch.stack([torch.tensor(self.rows[j]["timestamp"]) for j in query[k]]).tolist()
-            else:
-                ts = [current]
-            shifted = [ep[f"videos/{k}/from_timestamp"] + t for t in ts]
-            rel = self.info["video_path"].format(video_key=k, chunk_index=ep[f"videos/{k}/chunk_index"],
-                                                 file_index=ep[f"videos/{k}/file_index"])
-            frames, pts[k] = self.tc.decode(os.path.join(self.root, rel), shifted, self.tolerance_s)
-            out[k] = frames.squeeze(0)
-        return out, pts
+# ---------------------------------------------------------------- lerobot 0.4.4 itself
+@pytest.fixture(scope="session")
+def lerobot(tmp_path_factory):
+    """lerobot 0.4.4's video_utils module and LeRobotDataset class (scripts/deps.sh
+    --test installs them into .deps/lerobot; lerobot_data.import_lerobot says how
+    they are imported), with a PtsSpy as the decoder cache its decode function
+    uses by default: the frames come from lerobot's own code, the pts it chose
+    are recorded beside."""
+    pytest.importorskip("torchcodec")
+    try:
+        vu, cls = ld.import_lerobot(hf_cache=str(tmp_path_factory.mktemp("hf-datasets")))
+    except ImportError as exc:
+        pytest.skip(f"lerobot {ld.LEROBOT_VERSION} is not installed ({exc}); run scripts/deps.sh --test")
+    spy = ld.PtsSpy(vu.VideoDecoderCache())
+    old, vu._default_decoder_cache = vu._default_decoder_cache, spy
+    yield vu, cls, spy
+    vu._default_decoder_cache = old
 
 
-def _same(item, ref):
-    for k, v in ref.items():
+def _same(item, want):
+    """Every key of lerobot's item is in reel's, equal: dtype, shape, values."""
+    for k, v in want.items():
         assert k in item, k
-        assert item[k].dtype == v.dtype and item[k].shape == v.shape, (k, item[k].shape, v.shape)
+        if isinstance(v, str):
+            assert item[k] == v, k
+            continue
+        assert item[k].dtype == v.dtype and item[k].shape == v.shape, (k, item[k].dtype, v.dtype, item[k].shape, v.shape)
         assert torch.equal(item[k], v), k
 
 
-# ---------------------------------------------------------------- items
-def test_items_equal_lerobot_with_deltas(lerobot_root):
-    """Every sample: frames (bit for bit), pts, pad masks and delta rows equal
-    LeRobot's path; the frames carry the clamped rows' codes; episodes at
-    file boundaries, a 60 fps camera, deltas reaching outside the episode."""
-    pytest.importorskip("torchcodec")
+def _check_items(lerobot, lerobot_root, deltas):
+    """reel.lerobot.LeRobotDataset against lerobot's own, every sample: the
+    float32 items equal lerobot's bit for bit (all of lerobot's keys), the uint8
+    frames / 255 too, each camera's pts (decode_near of the times the item
+    asked) equal the pts lerobot's decode chose, and the frames carry the
+    clamped rows' codes. Returns how many padded front frames there were."""
     root, meta = lerobot_root
-    ds = rl.LeRobotDataset(root, delta_timestamps=DELTAS)
-    ref = LeRobotReference(root, DELTAS)
-    assert len(ds) == 102 and ds.video_keys == [FRONT, WRIST, SIDE]
+    spy = lerobot[2]
+    want_ds = lerobot[1]("local/reel-test", root=root, delta_timestamps=deltas, video_backend="torchcodec")
+    ds32 = rl.LeRobotDataset(root, delta_timestamps=deltas, dtype="float32")
+    ds8 = rl.LeRobotDataset(root, delta_timestamps=deltas)
+    assert len(want_ds) == len(ds32) == 102 and ds32.video_keys == [FRONT, WRIST, SIDE]
+    assert list(want_ds.meta.video_keys) == ds32.video_keys
     pads = 0
-    for i in range(len(ds)):
-        item = ds[i]
-        want, want_pts = ref.item(i)
+    for i in range(len(ds32)):
+        spy.pts.clear()
+        want = want_ds[i]
+        item, item8 = ds32[i], ds8[i]
         _same(item, want)
-        q = ds.query(i)
-        for k in (FRONT, SIDE, WRIST):
-            got = reel.decode_near({k: (ds.video_path(q["episode"], k), q["times"][k])})[k]
-            assert torch.equal(torch.tensor(list(got.pts_seconds), dtype=torch.float32), want_pts[k])
-            rows = q["indices"].get(k, [q["abs"]])
-            frames = item[k] if item[k].dim() == 4 else item[k][None]
-            assert [ld.read_code(f) for f in frames] == [meta["expected"][k][r] for r in rows]
-        pads += int(item[f"{FRONT}_is_pad"].sum())
-        assert item["observation.state"].dtype == torch.float32 and item["index"].item() == i
-        assert item["task"] == ("pick", "place")[item["episode_index"].item() % 2]
-    assert pads > 0  # some deltas reached outside their episode
-
-
-def test_items_equal_lerobot_without_deltas(lerobot_root):
-    pytest.importorskip("torchcodec")
-    root, meta = lerobot_root
-    ds = rl.LeRobotDataset(root)
-    ref = LeRobotReference(root)
-    for i in range(len(ds)):
-        item = ds[i]
-        want, _ = ref.item(i)
-        _same(item, want)
-        assert item[FRONT].shape == (3, 48, 64) and item[SIDE].shape == (3, 24, 32)
+        q = ds32.query(i)
         for k in (FRONT, WRIST, SIDE):
-            assert ld.read_code(item[k]) == meta["expected"][k][i]
+            path = ds32.video_path(q["episode"], k)
+            assert torch.equal((item8[k] / 255.0).type(torch.float32), want[k]), k
+            got = reel.decode_near({k: (path, q["times"][k])})[k]
+            assert list(got.pts_seconds) == spy.pts[path], (i, k)
+            rows = q["indices"].get(k, [q["abs"]])
+            frames = item8[k] if item8[k].dim() == 4 else item8[k][None]
+            assert [ld.read_code(f) for f in frames] == [meta["expected"][k][r] for r in rows]
+        if deltas is not None:
+            pads += int(want[f"{FRONT}_is_pad"].sum())
+        assert item["task"] == ("pick", "place")[item["episode_index"].item() % 2]
+    return pads
+
+
+# ---------------------------------------------------------------- items
+def test_items_equal_lerobot_with_deltas(lerobot, lerobot_root):
+    """Episodes at file boundaries, a 60 fps camera, deltas reaching outside the episode."""
+    assert _check_items(lerobot, lerobot_root, DELTAS) > 0  # some deltas reached outside their episode
+
+
+def test_items_equal_lerobot_without_deltas(lerobot, lerobot_root):
+    _check_items(lerobot, lerobot_root, None)
+    item = rl.LeRobotDataset(lerobot_root[0])[0]
+    assert item[FRONT].shape == (3, 48, 64) and item[SIDE].shape == (3, 24, 32)
+
+
+def test_frames_near_equal_lerobot_decode(lerobot, lerobot_root):
+    """lerobot's decode_video_frames_torchcodec and reel's get_frames_near on
+    each camera file: each episode's row times shifted by its from_timestamp
+    (as lerobot's _query_videos does), all of a file's episodes in one request
+    (across the boundaries), times off by less than the tolerance, and in
+    reverse order: the same frames (/ 255 as float32), bit for bit, and the
+    same pts; a time 10 ms off every frame raises in both."""
+    vu = lerobot[0]
+    root, _ = lerobot_root
+    ds = rl.LeRobotDataset(root)
+    eps = pq.read_table(os.path.join(root, "meta/episodes/chunk-000/file-000.parquet")).to_pylist()
+    rows = pa.concat_tables([pq.read_table(os.path.join(root, "data/chunk-000", f))
+                             for f in ("file-000.parquet", "file-001.parquet")]).to_pylist()
+    cache = vu.VideoDecoderCache()
+    checked = 0
+    for k in (FRONT, WRIST, SIDE):
+        files = {}
+        for ep in eps:
+            e = ep["episode_index"]
+            ts = [ep[f"videos/{k}/from_timestamp"] + r["timestamp"] for r in rows if r["episode_index"] == e]
+            files.setdefault(ds.video_path(e, k), []).append(ts)
+        for path, per_episode in files.items():
+            dec = reel.VideoDecoder(path)
+            whole = [t for ts in per_episode for t in ts]
+            for ts in per_episode + [whole, [t + 4e-5 for t in whole], whole[::-1]]:
+                spy = ld.PtsSpy(cache)
+                want = vu.decode_video_frames_torchcodec(path, ts, 1e-4, decoder_cache=spy)
+                got = dec.get_frames_near(ts)
+                assert want.dtype == torch.float32 and want.shape[0] == len(ts)
+                assert torch.equal((got.torch() / 255.0).type(torch.float32), want), (k, path)
+                assert list(got.pts_seconds) == spy.pts[path], (k, path)
+                checked += len(ts)
+            bad = whole[:3] + [whole[3] + 0.01]
+            with pytest.raises(vu.FrameTimestampError):
+                vu.decode_video_frames_torchcodec(path, bad, 1e-4, decoder_cache=cache)
+            with pytest.raises(reel.FrameTimestampError, match=os.path.basename(path)):
+                dec.get_frames_near(bad)
+    assert checked == 3 * 102 * 4
 
 
 def test_reel_pts_equal_torchcodec(lerobot_root):

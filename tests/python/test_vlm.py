@@ -8,7 +8,8 @@
 # into .deps/vlm-ref; REEL_VLM_REF overrides), appended to sys.path. PyPI's
 # torchvision 0.28 is a CUDA build whose _C.so does not load beside CPU torch
 # 2.13; its pure-Python transforms (all qwen-vl-utils uses) import when
-# torch.library.register_fake tolerates the operators _C would have defined.
+# torch.library.register_fake tolerates the operators _C would have defined
+# (tolerant_torchvision.py).
 from __future__ import annotations
 
 import math
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from servers import nginx
+from tolerant_torchvision import tolerant_register_fake
 
 ROOT = Path(__file__).resolve().parents[2]
 torch = pytest.importorskip("torch")
@@ -32,31 +34,11 @@ def _import_reference():
     if os.path.isdir(ref) and ref not in sys.path:
         sys.path.append(ref)  # after site-packages: the system's numpy and torch win
     os.environ["FORCE_QWENVL_VIDEO_READER"] = "decord"  # torchcodec's PyPI wheel is CUDA-only too
-    orig = torch.library.register_fake
-
-    def tolerant(op, *args, **kwargs):
-        try:
-            dec = orig(op, *args, **kwargs)
-        except RuntimeError:  # "operator torchvision::nms does not exist"
-            return args[0] if args else (lambda f: f)
-        if args:
-            return dec
-
-        def wrap(f):
-            try:
-                return dec(f)
-            except RuntimeError:
-                return f
-
-        return wrap
-
-    torch.library.register_fake = tolerant
     try:
-        from qwen_vl_utils import vision_process
+        with tolerant_register_fake():
+            from qwen_vl_utils import vision_process
     except ImportError as exc:
         pytest.skip(f"qwen-vl-utils reference not installed ({exc}); run scripts/deps.sh --test")
-    finally:
-        torch.library.register_fake = orig
     return vision_process
 
 
