@@ -15,13 +15,17 @@
 #ifndef __CUDACC__
 /* Host side (convert.c): the inverse matrix swscale uses for an AVColorSpace
  * (the converter's rule for unknown ones included), 16.16 {crv, cbu, cgu,
- * cgv}; and whether a frame's range is full (the frame's range, else the
- * pixel format's: yuvj* are full). */
+ * cgv}; and whether a frame's range is full as swscale reads it (the
+ * frame's range, else the pixel format's: yuvj* and gray* are full). */
 const int *reel__convert_coefficients(int colorspace);
 int reel__convert_full_range(int color_range, int pix_fmt);
 /* 1 where swscale's unscaled 4:2:0 -> rgb24 conversion runs in its x86
  * SSSE3 form (reel__px_rgb_simd), 0 where in its C tables. */
 int reel__convert_unscaled_simd(void);
+/* 1 where swscale's vertical pass to an 8-bit plane (gray) runs in its x86
+ * MMX form (reel__px_gray: 16-bit high products) on all but the last two
+ * output rows, 0 where in C. */
+int reel__convert_vfilter_mmx(void);
 /* The output's element strides for a w x h picture of `channels` channels:
  * the transform's own (stride_x/_y/_c) when it gives any, else CHW (or one
  * channel) planes, else interleaved HWC. One rule for the CPU converter, its
@@ -194,14 +198,18 @@ enum {
     REEL_PX_VX = 3  /* the general sum, rounded */
 };
 
+/* The gray output's range step after the horizontal pass (swscale's
+ * lumRangeToJpeg / lumRangeFromJpeg, 15- or 19-bit form). */
+enum { REEL_PX_RANGE_NONE = 0, REEL_PX_RANGE_TO_FULL = 1, REEL_PX_RANGE_TO_LIMITED = 2 };
+
 /* One frame's source and output. Pointers are host memory in the
  * emulation, device memory on the GPU. */
 typedef struct reel__px_frame {
-    const uint8_t *y, *uv;        /* NV12 (8-bit) or P010 (16-bit words, the value in the top 10 bits) */
+    const uint8_t *y, *uv;        /* luma, interleaved chroma (NULL for a gray source) */
     int32_t y_pitch, uv_pitch;    /* bytes */
-    int32_t bits;                 /* 8 or 10 */
+    int32_t bits;                 /* sample depth: 8 (bytes), else 16-bit words (below) */
     int32_t x0, y0;               /* the scaler's source origin in luma (the crop, or 0 for the whole frame) */
-    int32_t ox, oy;               /* output (x, y) is the scaler's (x + ox, y + oy) */
+    int32_t ox, oy;               /* output (x, y) is the scaler's (x + ox, y + oy), before the rotation */
     int32_t mode, vmode;          /* REEL_PX_BLOCK/HALF/FULL; REEL_PX_V1/V2/VX */
     reel__px_axis hy, vy, hc, vc; /* luma and chroma, horizontal and vertical */
     reel__px_coef coef;
@@ -209,6 +217,15 @@ typedef struct reel__px_frame {
     int64_t sc, sy, sx;          /* output strides in elements */
     int32_t w, h, dtype, flip;   /* output size, reel_dtype, mirror left-right */
     float scale, mean[3], sd[3]; /* normalisation (float dtypes) */
+    int32_t shift;               /* a word's sample is word >> shift (P010 6, P016 of 12 bits 4, gray planes 0) */
+    int32_t gray;                /* 1: one channel, swscale's gray picture of the luma (reel__px_gray) */
+    int32_t gdepth;              /* gray: the picture's bits (8, or the source's) */
+    int32_t range;               /* gray: REEL_PX_RANGE_* */
+    int32_t mmx;                 /* gray, 8 bits: the vertical pass's x86 MMX form (but on the last two rows) */
+    int32_t vrows;               /* gray: the scaler's output height */
+    int32_t copy;                /* gray, unscaled, deeper to 8 bits: swscale's copy (1: shift only, 2: full range) */
+    int32_t rot, pw, ph;         /* display rotation (clockwise degrees) of the unscaled pw x ph picture */
+    uint8_t dith[8][8];          /* gray 8 bits: dither at (row & 7, column & 7) */
 } reel__px_frame;
 
 /* The kernel reads the frames as the host wrote them: the layout must be
@@ -218,8 +235,9 @@ typedef struct reel__px_frame {
 #else
 #define REEL_PX_LAYOUT(c) _Static_assert(c, "reel__px_frame's layout differs between C and CUDA")
 #endif
-REEL_PX_LAYOUT(sizeof(reel__px_frame) == 264 && offsetof(reel__px_frame, coef) == 100 &&
-               offsetof(reel__px_frame, dst) == 184 && offsetof(reel__px_frame, sd) == 248);
+REEL_PX_LAYOUT(sizeof(reel__px_frame) == 368 && offsetof(reel__px_frame, coef) == 100 &&
+               offsetof(reel__px_frame, dst) == 184 && offsetof(reel__px_frame, sd) == 248 &&
+               offsetof(reel__px_frame, dith) == 300);
 
 REEL_HD int reel__px_sample(const reel__px_frame *f, int chroma, int comp, int col, int row)
 {
@@ -238,7 +256,7 @@ REEL_HD int reel__px_sample(const reel__px_frame *f, int chroma, int comp, int c
     }
     const uint8_t *line = base + (int64_t)row * pitch;
     if (f->bits == 8) return line[col];
-    return ((const uint16_t *)line)[col] >> 6;
+    return ((const uint16_t *)line)[col] >> f->shift;
 }
 
 /* The horizontal pass at output column o of source row `row`: 15 bits. */
@@ -249,7 +267,7 @@ REEL_HD int reel__px_hpass(const reel__px_frame *f, const int32_t *start, const 
     const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
     int32_t sum = 0;
     for (int j = 0; j < a.taps; j++) sum += reel__px_sample(f, chroma, comp, s0 + j, row) * w[j];
-    sum >>= f->bits == 8 ? 7 : 9;
+    sum >>= f->bits == 8 ? 7 : f->bits - 1;
     return sum < 32767 ? sum : 32767;
 }
 
@@ -308,10 +326,9 @@ REEL_HD int reel__px_chroma(const reel__px_frame *f, const int32_t *start, const
     return full ? (int)(((1 << 9) - ((int64_t)128 << 19) + s) >> 10) : reel__px_clip8((int)(((1 << 18) + s) >> 19));
 }
 
-/* The RGB of output pixel (x, y) before flip, dtype and layout. */
-REEL_HD void reel__px_rgb(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int x, int y, int rgb[3])
+/* The RGB at the scaler's output (c, r). */
+REEL_HD void reel__px_rgb(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int c, int r, int rgb[3])
 {
-    int c = x + f->ox, r = y + f->oy;
     if (f->mode == REEL_PX_BLOCK) {
         int yy = reel__px_sample(f, 0, 0, c, r);
         int u = reel__px_sample(f, 1, 0, c >> 1, r >> 1), v = reel__px_sample(f, 1, 1, c >> 1, r >> 1);
@@ -330,35 +347,134 @@ REEL_HD void reel__px_rgb(const reel__px_frame *f, const int32_t *start, const i
         reel__px_rgb_full(&f->coef, yy, u, v, rgb);
 }
 
-/* The whole per-pixel job of one thread: output pixel (x, y) of frame f,
- * in its dtype, normalised, flipped, at its strides. dtype values are
- * reel_dtype's (0 uint8, 1 float32, 2 float16, 3 bfloat16). */
-REEL_HD void reel__px_store(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int x, int y)
+/* ---- gray: the luma plane through swscale's scaler to a gray picture of
+ * gdepth bits (deep.c's intermediate) ---- */
+
+/* The horizontal pass at output column o of source row `row`, then the
+ * range step: 15 bits in an int16 (gdepth <= 14), else 19 bits. */
+REEL_HD int32_t reel__px_gray_h(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int o, int row)
 {
-    int rgb[3];
-    reel__px_rgb(f, start, coef, f->flip ? f->w - 1 - x : x, y, rgb);
-    int64_t off = (int64_t)y * f->sy + (int64_t)x * f->sx;
-    for (int ch = 0; ch < 3; ch++) {
-        int64_t o = off + ch * f->sc;
-        if (f->dtype == 0) {
-            ((uint8_t *)f->dst)[o] = (uint8_t)rgb[ch];
-            continue;
+    const reel__px_axis a = f->hy;
+    int s0 = start[a.pos + o];
+    const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
+    int32_t sum = 0;
+    for (int j = 0; j < a.taps; j++) sum += reel__px_sample(f, 0, 0, s0 + j, row) * w[j];
+    if (f->gdepth > 14) {
+        int32_t v = sum >> (f->bits == 8 ? 3 : f->bits - 5);
+        v = v < (1 << 19) - 1 ? v : (1 << 19) - 1;
+        if (f->range == REEL_PX_RANGE_TO_FULL)
+            v = (int32_t)((uint32_t)(v < (30189 << 4) ? v : (30189 << 4)) * 4769u - (39057361u << 2)) >> 12;
+        else if (f->range == REEL_PX_RANGE_TO_LIMITED)
+            v = (int32_t)((uint32_t)v * (14071u / 4) + (33561947u << 4) / 4) >> 12;
+        return v;
+    }
+    int32_t v = sum >> (f->bits == 8 ? 7 : f->bits - 1);
+    v = v < 32767 ? v : 32767;
+    if (f->range == REEL_PX_RANGE_TO_FULL)
+        v = (int16_t)(((v < 30189 ? v : 30189) * 19077 - 39057361) >> 14);
+    else if (f->range == REEL_PX_RANGE_TO_LIMITED)
+        v = (int16_t)((v * 14071 + 33561947) >> 14);
+    return v;
+}
+
+/* The gray code at the scaler's output (c, r): swscale's vertical pass and
+ * output at gdepth bits (its yuv2plane1 / yuv2planeX for 8, 9-14 and 16
+ * bits, the x86 MMX form where the plan says), or its plain copy to 8 bits
+ * of an unscaled deeper gray picture. */
+REEL_HD int reel__px_gray(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int c, int r)
+{
+    const int d = f->gdepth, dith = f->dith[r & 7][c & 7];
+    if (f->copy) {
+        int v = reel__px_sample(f, 0, 0, c, r), sh = f->bits - 8;
+        if (f->copy == 1) {
+            int t = (v + dith) >> sh;
+            return t - (t >> 8);
         }
-        float n = reel__px_normalise(rgb[ch], f->scale, f->mean[ch], f->sd[ch]);
-        if (f->dtype == 1)
-            ((float *)f->dst)[o] = n;
-        else
-            ((uint16_t *)f->dst)[o] = f->dtype == 2 ? reel__px_f16(n) : reel__px_bf16(n);
+        return (v - (v >> 8) + dith) >> sh;
+    }
+    const reel__px_axis va = f->vy;
+    int r0 = start[va.pos + r];
+    const int16_t *w = coef + va.coef + (int64_t)r * va.taps;
+    if (va.taps == 1) {
+        int32_t s = reel__px_gray_h(f, start, coef, c, r0);
+        if (d == 8) return reel__px_clip8((s + dith) >> 7);
+        int32_t v = d > 14 ? (s + 4) >> 3 : (s + (1 << (14 - d))) >> (15 - d);
+        int32_t hi = d > 14 ? 65535 : (1 << d) - 1;
+        return v < 0 ? 0 : v > hi ? hi : v;
+    }
+    if (d == 8 && f->mmx && r < f->vrows - 2) { /* 16-bit lanes: high products, wrapping sums */
+        int16_t acc = (int16_t)((dith + 8 * (va.taps - 1)) >> 4);
+        for (int j = 0; j < va.taps; j++) {
+            int16_t h = (int16_t)reel__px_gray_h(f, start, coef, c, r0 + j);
+            acc = (int16_t)(acc + (int16_t)(((int32_t)h * w[j]) >> 16));
+        }
+        return reel__px_clip8(acc >> 3);
+    }
+    uint32_t sum = 0;
+    for (int j = 0; j < va.taps; j++) sum += (uint32_t)(reel__px_gray_h(f, start, coef, c, r0 + j) * w[j]);
+    if (d == 8) return reel__px_clip8((int32_t)(sum + ((uint32_t)dith << 12)) >> 19);
+    if (d > 14) {
+        int32_t v = (int32_t)(sum + (1u << 14) - 0x40000000u) >> 15;
+        return 0x8000 + (v < -32768 ? -32768 : v > 32767 ? 32767 : v);
+    }
+    int32_t v = (int32_t)(sum + (1u << (26 - d))) >> (27 - d), hi = (1 << d) - 1;
+    return v < 0 ? 0 : v > hi ? hi : v;
+}
+
+/* The scaler's output (c, r) that output pixel (x, y) shows: the flip, the
+ * crop's offset, then the display rotation (as deep.c and convert.c rotate
+ * the unscaled picture). */
+REEL_HD void reel__px_where(const reel__px_frame *f, int x, int y, int *c, int *r)
+{
+    int X = (f->flip ? f->w - 1 - x : x) + f->ox, Y = y + f->oy;
+    if (f->rot == 90) {
+        *c = Y;
+        *r = f->ph - 1 - X;
+    } else if (f->rot == 180) {
+        *c = f->pw - 1 - X;
+        *r = f->ph - 1 - Y;
+    } else if (f->rot == 270) {
+        *c = f->pw - 1 - Y;
+        *r = X;
+    } else {
+        *c = X;
+        *r = Y;
     }
 }
 
-#ifndef __CUDACC__
-/* Host side (convert.c): the inverse matrix swscale uses for an AVColorSpace
- * (the converter's rule for unknown ones included), 16.16 {crv, cbu, cgu,
- * cgv}; and whether a frame's range is full (the frame's range, else the
- * pixel format's: yuvj* are full). */
-const int *reel__convert_coefficients(int colorspace);
-int reel__convert_full_range(int color_range, int pix_fmt);
-#endif
+/* One value of channel ch at element offset o, in the frame's dtype
+ * (reel_dtype: 0 uint8, 1 float32, 2 float16, 3 bfloat16, 4 uint16). */
+REEL_HD void reel__px_put(const reel__px_frame *f, int64_t o, int ch, int v)
+{
+    if (f->dtype == 0) {
+        ((uint8_t *)f->dst)[o] = (uint8_t)v;
+        return;
+    }
+    if (f->dtype == 4) {
+        ((uint16_t *)f->dst)[o] = (uint16_t)v;
+        return;
+    }
+    float n = reel__px_normalise(v, f->scale, f->mean[ch], f->sd[ch]);
+    if (f->dtype == 1)
+        ((float *)f->dst)[o] = n;
+    else
+        ((uint16_t *)f->dst)[o] = f->dtype == 2 ? reel__px_f16(n) : reel__px_bf16(n);
+}
+
+/* The whole per-pixel job of one thread: output pixel (x, y) of frame f,
+ * in its dtype, normalised, flipped, rotated, at its strides. */
+REEL_HD void reel__px_store(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int x, int y)
+{
+    int c, r;
+    reel__px_where(f, x, y, &c, &r);
+    int64_t off = (int64_t)y * f->sy + (int64_t)x * f->sx;
+    if (f->gray) {
+        reel__px_put(f, off, 0, reel__px_gray(f, start, coef, c, r));
+        return;
+    }
+    int rgb[3];
+    reel__px_rgb(f, start, coef, c, r, rgb);
+    for (int ch = 0; ch < 3; ch++) reel__px_put(f, off + ch * f->sc, ch, rgb[ch]);
+}
 
 #endif

@@ -297,6 +297,54 @@ static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int a
     return 1;
 }
 
+/* swscale's ordered dither for 8-bit output of a deeper source (its
+ * ff_dither_8x8_128): row r & 7, column c & 7. */
+static const uint8_t DITHER_8x8[8][8] = {
+    { 36, 68, 60, 92, 34, 66, 58, 90 },   { 100, 4, 124, 28, 98, 2, 122, 26 }, { 52, 84, 44, 76, 50, 82, 42, 74 },
+    { 116, 20, 108, 12, 114, 18, 106, 10 }, { 32, 64, 56, 88, 38, 70, 62, 94 }, { 96, 0, 120, 24, 102, 6, 126, 30 },
+    { 48, 80, 40, 72, 54, 86, 46, 78 },   { 112, 16, 104, 8, 118, 22, 110, 14 },
+};
+
+/* The refusals: what the GPU does not do, by name (NULL: it does). */
+static const char *unsupported(const reel__cuda_src *s, const reel_transform *t, int rot, int resize)
+{
+    if (rot && resize) return "a display rotation with a resize";
+    if (t->pixels.convert_path != REEL_CONVERT_PATH_FUSED) return "convert_path AFTER_RGB";
+    if (s->format == REEL_CUDA_SRC_NV && s->bits != 8 && s->bits != 10 && s->bits != 12)
+        return "this bit depth of a 4:2:0 picture (8, 10 and 12 are done)";
+    if (s->format == REEL_CUDA_SRC_GRAY && s->bits != 8 && s->bits != 10 && s->bits != 12 && s->bits != 16)
+        return "this bit depth of a gray picture (8, 10, 12 and 16 are done)";
+    if (s->format != REEL_CUDA_SRC_NV && s->format != REEL_CUDA_SRC_GRAY) return "this picture layout";
+    if (t->pixels.color != REEL_COLOR_GRAY) {
+        if (t->pixels.dtype == REEL_DTYPE_UINT16) return "uint16 RGB output (rgb48)";
+        if (s->format == REEL_CUDA_SRC_GRAY) return "RGB output of a gray picture";
+    }
+    return NULL;
+}
+
+/* The gray picture deep.c makes: its depth, range step, dither, and the
+ * copy swscale runs instead of its scaler for an unscaled gray source made
+ * 8-bit (its ranges agree; a YUV source's never do: gray is full range). */
+static void plan_gray(const reel__cuda_src *s, const reel_transform *t, int resize, reel__px_frame *o)
+{
+    o->gray = 1;
+    o->gdepth = t->pixels.dtype == REEL_DTYPE_UINT8 ? 8 : s->bits;
+    if (s->format == REEL_CUDA_SRC_NV) /* 8 bits: the frame's range; deeper: the one swscale's init set */
+        o->range = s->bits == 8 && s->full_range ? REEL_PX_RANGE_NONE : REEL_PX_RANGE_TO_FULL;
+    if (o->gdepth == 8 && s->bits > 8)
+        for (int r = 0; r < 8; r++)
+            for (int c = 0; c < 8; c++) o->dith[r][c] = DITHER_8x8[r][c];
+    else
+        memset(o->dith, 64, sizeof o->dith);
+    if (!resize && s->format == REEL_CUDA_SRC_GRAY && s->bits > 8 && o->gdepth == 8) {
+        o->copy = s->full_range ? 2 : 1;
+        const int sh = s->bits - 8; /* its table for a shift of 2 and 4: ours >> (7 - shift); of 8: ours */
+        for (int r = 0; r < 8; r++)
+            for (int c = 0; c < 8; c++) o->dith[r][c] = (uint8_t)(sh >= 7 ? DITHER_8x8[r][c] : DITHER_8x8[r][c] >> (7 - sh));
+    }
+    o->mmx = o->gdepth == 8 && reel__convert_vfilter_mmx();
+}
+
 int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const reel_transform *tin, void *dst,
                           reel__px_frame *o, reel_error *err)
 {
@@ -306,33 +354,35 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         reel_transform_default_settings(&def);
         t = &def;
     }
-    int rot = t->pixels.apply_rotation ? s->rotation : 0;
-    if (rot)
-        return reel__error_set(err, REEL_E_CUDA,
-                               "CUDA conversion: a display rotation (%d degrees) is not done on the GPU yet", rot);
-    if (t->pixels.convert_path != REEL_CONVERT_PATH_FUSED)
-        return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: convert_path AFTER_RGB is not done on the GPU yet");
-    if (s->bits != 8 && s->bits != 10)
-        return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: %d-bit pictures are not done on the GPU", s->bits);
+    const int rot = t->pixels.apply_rotation ? s->rotation : 0;
+    if (rot != 0 && rot != 90 && rot != 180 && rot != 270)
+        return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: a display rotation of %d degrees", rot);
+    const int pw = rot == 90 || rot == 270 ? s->height : s->width, ph = rot == 90 || rot == 270 ? s->width : s->height;
     int ow, oh;
     size_t bytes;
-    int r = reel_transform_get_output_size(t, s->width, s->height, &ow, &oh, &bytes, err);
+    int r = reel_transform_get_output_size(t, pw, ph, &ow, &oh, &bytes, err);
     if (r != REEL_OK) return r;
-    int cx = 0, cy = 0, cw = s->width, ch = s->height;
+    int cx = 0, cy = 0, cw = pw, ch = ph;
     if (t->crop_w) {
         cx = t->crop_x;
         cy = t->crop_y;
         cw = t->crop_w;
         ch = t->crop_h;
     }
+    const int resize = ow != cw || oh != ch;
+    const char *no = unsupported(s, t, rot, resize);
+    if (no) return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: %s is not done on the GPU yet", no);
     memset(o, 0, sizeof *o);
     o->y = s->y;
     o->uv = s->uv;
     o->y_pitch = s->y_pitch;
     o->uv_pitch = s->uv_pitch;
     o->bits = s->bits;
+    o->shift = s->format == REEL_CUDA_SRC_NV && s->bits > 8 ? 16 - s->bits : 0;
+    o->rot = rot;
+    o->pw = s->width;
+    o->ph = s->height;
     coef_init(reel__convert_coefficients(s->colorspace), s->full_range, &o->coef);
-    int resize = ow != cw || oh != ch;
     int sw, sh, dw, dh, kind;
     if (resize) { /* the fused path: the crop scaled inside the conversion */
         o->x0 = cx;
@@ -342,14 +392,22 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         dw = ow;
         dh = oh;
         kind = kind_of(t->pixels.filter);
-    } else { /* the whole picture converted unscaled, then the crop */
+    } else { /* the whole picture converted unscaled, (rotated,) then the crop */
         o->ox = cx;
         o->oy = cy;
         sw = dw = s->width;
         sh = dh = s->height;
         kind = K_BICUBIC;
     }
-    if (!resize && s->bits == 8 && !(s->height & 1)) {
+    int channels = 3;
+    if (t->pixels.color == REEL_COLOR_GRAY) {
+        channels = 1;
+        plan_gray(s, t, resize, o);
+        o->vrows = dh;
+        if (!o->copy &&
+            (!build_axis(taps, sw, dw, kind, ONE_H, 4, &o->hy) || !build_axis(taps, sh, dh, kind, ONE_V, 2, &o->vy)))
+            return reel__error_set(err, REEL_E_NOMEM, "CUDA conversion: out of memory for the filters");
+    } else if (!resize && s->bits == 8 && !(s->height & 1)) {
         o->mode = REEL_PX_BLOCK;
         o->coef.simd = reel__convert_unscaled_simd();
     } else {
@@ -361,13 +419,15 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         int l = o->vy.taps, c = o->vc.taps;
         o->vmode = l == 1 && c <= 2 ? REEL_PX_V1 : l == 2 && c == 2 ? REEL_PX_V2 : REEL_PX_VX;
     }
-    reel__convert_strides(t, ow, oh, 3, &o->sx, &o->sy, &o->sc);
+    reel__convert_strides(t, ow, oh, channels, &o->sx, &o->sy, &o->sc);
     o->dst = dst;
     o->w = ow;
     o->h = oh;
     o->dtype = t->pixels.dtype;
     o->flip = t->flip_horizontal;
-    o->scale = t->pixels.divisor > 0 ? t->pixels.divisor : 255.0f;
+    /* gray: deep.c's divisor (the settings' over the largest code) */
+    o->scale = o->gray ? reel__px_scale(t->pixels.divisor, reel__px_max_code(o->gdepth))
+                       : t->pixels.divisor > 0 ? t->pixels.divisor : 255.0f;
     for (int i = 0; i < 3; i++) {
         o->mean[i] = t->pixels.mean[i];
         o->sd[i] = t->pixels.std[i] != 0.0f ? t->pixels.std[i] : 1.0f;
