@@ -359,14 +359,9 @@ REEL_HD int32_t reel__px_gray_h(const reel__px_frame *f, const int32_t *start, c
     const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
     int32_t sum = 0;
     for (int j = 0; j < a.taps; j++) sum += reel__px_sample(f, 0, 0, s0 + j, row) * w[j];
-    if (f->gdepth > 14) {
+    if (f->gdepth > 14) { /* a 16-bit gray source: no range step (the plan takes no 16-bit YUV) */
         int32_t v = sum >> (f->bits == 8 ? 3 : f->bits - 5);
-        v = v < (1 << 19) - 1 ? v : (1 << 19) - 1;
-        if (f->range == REEL_PX_RANGE_TO_FULL)
-            v = (int32_t)((uint32_t)(v < (30189 << 4) ? v : (30189 << 4)) * 4769u - (39057361u << 2)) >> 12;
-        else if (f->range == REEL_PX_RANGE_TO_LIMITED)
-            v = (int32_t)((uint32_t)v * (14071u / 4) + (33561947u << 4) / 4) >> 12;
-        return v;
+        return v < (1 << 19) - 1 ? v : (1 << 19) - 1;
     }
     int32_t v = sum >> (f->bits == 8 ? 7 : f->bits - 1);
     v = v < 32767 ? v : 32767;

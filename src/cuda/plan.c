@@ -300,9 +300,9 @@ static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int a
 /* swscale's ordered dither for 8-bit output of a deeper source (its
  * ff_dither_8x8_128): row r & 7, column c & 7. */
 static const uint8_t DITHER_8x8[8][8] = {
-    { 36, 68, 60, 92, 34, 66, 58, 90 },   { 100, 4, 124, 28, 98, 2, 122, 26 }, { 52, 84, 44, 76, 50, 82, 42, 74 },
-    { 116, 20, 108, 12, 114, 18, 106, 10 }, { 32, 64, 56, 88, 38, 70, 62, 94 }, { 96, 0, 120, 24, 102, 6, 126, 30 },
-    { 48, 80, 40, 72, 54, 86, 46, 78 },   { 112, 16, 104, 8, 118, 22, 110, 14 },
+    { 36, 68, 60, 92, 34, 66, 58, 90 },     { 100, 4, 124, 28, 98, 2, 122, 26 },   { 52, 84, 44, 76, 50, 82, 42, 74 },
+    { 116, 20, 108, 12, 114, 18, 106, 10 }, { 32, 64, 56, 88, 38, 70, 62, 94 },    { 96, 0, 120, 24, 102, 6, 126, 30 },
+    { 48, 80, 40, 72, 54, 86, 46, 78 },     { 112, 16, 104, 8, 118, 22, 110, 14 },
 };
 
 /* The refusals: what the GPU does not do, by name (NULL: it does). */
@@ -340,7 +340,8 @@ static void plan_gray(const reel__cuda_src *s, const reel_transform *t, int resi
         o->copy = s->full_range ? 2 : 1;
         const int sh = s->bits - 8; /* its table for a shift of 2 and 4: ours >> (7 - shift); of 8: ours */
         for (int r = 0; r < 8; r++)
-            for (int c = 0; c < 8; c++) o->dith[r][c] = (uint8_t)(sh >= 7 ? DITHER_8x8[r][c] : DITHER_8x8[r][c] >> (7 - sh));
+            for (int c = 0; c < 8; c++)
+                o->dith[r][c] = (uint8_t)(sh >= 7 ? DITHER_8x8[r][c] : DITHER_8x8[r][c] >> (7 - sh));
     }
     o->mmx = o->gdepth == 8 && reel__convert_vfilter_mmx();
 }
@@ -426,8 +427,9 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
     o->dtype = t->pixels.dtype;
     o->flip = t->flip_horizontal;
     /* gray: deep.c's divisor (the settings' over the largest code) */
-    o->scale = o->gray ? reel__px_scale(t->pixels.divisor, reel__px_max_code(o->gdepth))
-                       : t->pixels.divisor > 0 ? t->pixels.divisor : 255.0f;
+    o->scale = o->gray                 ? reel__px_scale(t->pixels.divisor, reel__px_max_code(o->gdepth))
+               : t->pixels.divisor > 0 ? t->pixels.divisor
+                                       : 255.0f;
     for (int i = 0; i < 3; i++) {
         o->mean[i] = t->pixels.mean[i];
         o->sd[i] = t->pixels.std[i] != 0.0f ? t->pixels.std[i] : 1.0f;
