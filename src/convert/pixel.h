@@ -347,6 +347,82 @@ REEL_HD void reel__px_rgb(const reel__px_frame *f, const int32_t *start, const i
         reel__px_rgb_full(&f->coef, yy, u, v, rgb);
 }
 
+/* ---- 19-bit intermediates (swscale's for 16-bit output: gray16 and
+ * rgb48) ---- */
+
+/* A horizontal sum of bits-deep samples times 14-bit weights to 19 bits. */
+REEL_HD int32_t reel__px_h19(int32_t sum, int bits)
+{
+    int32_t v = sum >> (bits == 8 ? 3 : bits - 5);
+    return v < (1 << 19) - 1 ? v : (1 << 19) - 1;
+}
+
+/* One plane's horizontal pass to 19 bits at output column o of row `row`. */
+REEL_HD int32_t reel__px_hpass19(const reel__px_frame *f, const int32_t *start, const int16_t *coef, reel__px_axis a,
+                                 int chroma, int comp, int o, int row)
+{
+    int s0 = start[a.pos + o];
+    const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
+    int32_t sum = 0;
+    for (int j = 0; j < a.taps; j++) sum += reel__px_sample(f, chroma, comp, s0 + j, row) * w[j];
+    return reel__px_h19(sum, f->bits);
+}
+
+/* uint16 RGB at the scaler's output (c, r): swscale's rgb48 output
+ * (yuv2rgba64's 1-, 2- and X-tap forms, chroma shared by a pixel pair or
+ * full), 17-bit luma and centred chroma times the 13-bit coefficients. */
+REEL_HD void reel__px_rgb48(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int c, int r,
+                            int rgb[3])
+{
+    const reel__px_axis vy = f->vy, vc = f->vc;
+    const int cc = f->mode == REEL_PX_HALF ? c >> 1 : c;
+    const int ly = start[vy.pos + r], cy = start[vc.pos + r];
+    const int16_t *lw = coef + vy.coef + (int64_t)r * vy.taps, *cw = coef + vc.coef + (int64_t)r * vc.taps;
+    int32_t Y, U, V;
+    if (f->vmode == REEL_PX_V1) {
+        Y = reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly) >> 2;
+        int32_t u0 = reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy);
+        int32_t v0 = reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy);
+        if (vc.taps == 1 || cw[1] < 2048) {
+            U = (u0 - (128 << 11)) >> 2;
+            V = (v0 - (128 << 11)) >> 2;
+        } else {
+            U = (u0 + reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy + 1) - (128 << 12)) >> 3;
+            V = (v0 + reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy + 1) - (128 << 12)) >> 3;
+        }
+    } else if (f->vmode == REEL_PX_V2) {
+        const int ya = lw[1], ua = cw[1];
+        Y = (reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly) * (4096 - ya) +
+             reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly + 1) * ya) >>
+            14;
+        U = (reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy) * (4096 - ua) +
+             reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy + 1) * ua - (128 << 23)) >>
+            14;
+        V = (reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy) * (4096 - ua) +
+             reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy + 1) * ua - (128 << 23)) >>
+            14;
+    } else {
+        uint32_t y = (uint32_t)-0x40000000, u = (uint32_t) - (128 << 23), v = u;
+        for (int j = 0; j < vy.taps; j++)
+            y += (uint32_t)reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly + j) * (uint32_t)lw[j];
+        for (int j = 0; j < vc.taps; j++) {
+            u += (uint32_t)reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy + j) * (uint32_t)cw[j];
+            v += (uint32_t)reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy + j) * (uint32_t)cw[j];
+        }
+        Y = ((int32_t)y >> 14) + 0x10000;
+        U = (int32_t)u >> 14;
+        V = (int32_t)v >> 14;
+    }
+    const reel__px_coef *k = &f->coef;
+    uint32_t yy = ((uint32_t)Y - (uint32_t)k->fyo) * (uint32_t)k->fy + (1u << 13) - (1u << 29);
+    uint32_t x[3] = { (uint32_t)V * (uint32_t)k->fvr, (uint32_t)V * (uint32_t)k->fvg + (uint32_t)U * (uint32_t)k->fug,
+                      (uint32_t)U * (uint32_t)k->fub };
+    for (int i = 0; i < 3; i++) {
+        int32_t o = ((int32_t)(x[i] + yy) >> 14) + (1 << 15);
+        rgb[i] = o < 0 ? 0 : o > 65535 ? 65535 : o;
+    }
+}
+
 /* ---- gray: the luma plane through swscale's scaler to a gray picture of
  * gdepth bits (deep.c's intermediate) ---- */
 
@@ -359,10 +435,7 @@ REEL_HD int32_t reel__px_gray_h(const reel__px_frame *f, const int32_t *start, c
     const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
     int32_t sum = 0;
     for (int j = 0; j < a.taps; j++) sum += reel__px_sample(f, 0, 0, s0 + j, row) * w[j];
-    if (f->gdepth > 14) { /* a 16-bit gray source: no range step (the plan takes no 16-bit YUV) */
-        int32_t v = sum >> (f->bits == 8 ? 3 : f->bits - 5);
-        return v < (1 << 19) - 1 ? v : (1 << 19) - 1;
-    }
+    if (f->gdepth > 14) return reel__px_h19(sum, f->bits); /* 16-bit gray: no range step (no 16-bit YUV) */
     int32_t v = sum >> (f->bits == 8 ? 7 : f->bits - 1);
     v = v < 32767 ? v : 32767;
     if (f->range == REEL_PX_RANGE_TO_FULL)
@@ -468,7 +541,10 @@ REEL_HD void reel__px_store(const reel__px_frame *f, const int32_t *start, const
         return;
     }
     int rgb[3];
-    reel__px_rgb(f, start, coef, c, r, rgb);
+    if (f->dtype == 4)
+        reel__px_rgb48(f, start, coef, c, r, rgb);
+    else
+        reel__px_rgb(f, start, coef, c, r, rgb);
     for (int ch = 0; ch < 3; ch++) reel__px_put(f, off + ch * f->sc, ch, rgb[ch]);
 }
 

@@ -316,8 +316,10 @@ static const char *unsupported(const reel__cuda_src *s, const reel_transform *t,
         return "this bit depth of a gray picture (8, 10, 12 and 16 are done)";
     if (s->format != REEL_CUDA_SRC_NV && s->format != REEL_CUDA_SRC_GRAY) return "this picture layout";
     if (t->pixels.color != REEL_COLOR_GRAY) {
-        if (t->pixels.dtype == REEL_DTYPE_UINT16) return "uint16 RGB output (rgb48)";
         if (s->format == REEL_CUDA_SRC_GRAY) return "RGB output of a gray picture";
+        /* swscale's unscaled yuv2rgb_c_48 tables there, not its scaler */
+        if (t->pixels.dtype == REEL_DTYPE_UINT16 && s->bits == 8 && !resize && !(s->height & 1))
+            return "uint16 RGB of an unscaled 8-bit picture of even height";
     }
     return NULL;
 }
@@ -408,7 +410,7 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         if (!o->copy &&
             (!build_axis(taps, sw, dw, kind, ONE_H, 4, &o->hy) || !build_axis(taps, sh, dh, kind, ONE_V, 2, &o->vy)))
             return reel__error_set(err, REEL_E_NOMEM, "CUDA conversion: out of memory for the filters");
-    } else if (!resize && s->bits == 8 && !(s->height & 1)) {
+    } else if (!resize && s->bits == 8 && !(s->height & 1) && t->pixels.dtype != REEL_DTYPE_UINT16) {
         o->mode = REEL_PX_BLOCK;
         o->coef.simd = reel__convert_unscaled_simd();
     } else {
