@@ -1,7 +1,7 @@
 /* plan.c: a frame's GPU conversion planned on the host: which of the CPU
- * converter's paths it reproduces, the colour coefficients, and the
- * resampling filters built with swscale's arithmetic (positions, kernels,
- * trimming, border folding, normalisation with error diffusion). */
+ * converter's paths it reproduces (RGB, gray, rgb48) or refuses by name, the
+ * colour coefficients, the dither, and the resampling filters built with
+ * swscale's arithmetic (kernels, trimming, border folding, normalisation). */
 #include "cuda/plan.h"
 #include "core/error.h"
 
