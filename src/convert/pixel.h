@@ -541,10 +541,13 @@ REEL_HD void reel__px_store(const reel__px_frame *f, const int32_t *start, const
         return;
     }
     int rgb[3];
-    if (f->dtype == 4)
+    if (f->dtype == 4 && f->mode != REEL_PX_BLOCK) {
         reel__px_rgb48(f, start, coef, c, r, rgb);
-    else
+    } else {
         reel__px_rgb(f, start, coef, c, r, rgb);
+        if (f->dtype == 4) /* the unscaled 8-bit rgb48: the 8-bit value in both bytes */
+            for (int ch = 0; ch < 3; ch++) rgb[ch] *= 257;
+    }
     for (int ch = 0; ch < 3; ch++) reel__px_put(f, off + ch * f->sc, ch, rgb[ch]);
 }
 

@@ -317,9 +317,10 @@ static const char *unsupported(const reel__cuda_src *s, const reel_transform *t,
     if (s->format != REEL_CUDA_SRC_NV && s->format != REEL_CUDA_SRC_GRAY) return "this picture layout";
     if (t->pixels.color != REEL_COLOR_GRAY) {
         if (s->format == REEL_CUDA_SRC_GRAY) return "RGB output of a gray picture";
-        /* swscale's unscaled yuv2rgb_c_48 tables there, not its scaler */
-        if (t->pixels.dtype == REEL_DTYPE_UINT16 && s->bits == 8 && !resize && !(s->height & 1))
-            return "uint16 RGB of an unscaled 8-bit picture of even height";
+        /* swscale's unscaled table converter (yuv2rgb_c_48) there: done
+         * for even widths only */
+        if (t->pixels.dtype == REEL_DTYPE_UINT16 && s->bits == 8 && !resize && !(s->height & 1) && (s->width & 1))
+            return "uint16 RGB of an unscaled 8-bit picture of odd width";
     }
     return NULL;
 }
@@ -410,9 +411,9 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         if (!o->copy &&
             (!build_axis(taps, sw, dw, kind, ONE_H, 4, &o->hy) || !build_axis(taps, sh, dh, kind, ONE_V, 2, &o->vy)))
             return reel__error_set(err, REEL_E_NOMEM, "CUDA conversion: out of memory for the filters");
-    } else if (!resize && s->bits == 8 && !(s->height & 1) && t->pixels.dtype != REEL_DTYPE_UINT16) {
-        o->mode = REEL_PX_BLOCK;
-        o->coef.simd = reel__convert_unscaled_simd();
+    } else if (!resize && s->bits == 8 && !(s->height & 1)) {
+        o->mode = REEL_PX_BLOCK; /* uint16: swscale's C tables, each byte twice */
+        o->coef.simd = t->pixels.dtype != REEL_DTYPE_UINT16 && reel__convert_unscaled_simd();
     } else {
         o->mode = dw & 1 ? REEL_PX_FULL : REEL_PX_HALF;
         int csw = (sw + 1) >> 1, csh = (sh + 1) >> 1, cdw = o->mode == REEL_PX_HALF ? (dw + 1) >> 1 : dw;
