@@ -309,7 +309,8 @@ static const uint8_t DITHER_8x8[8][8] = {
 static const char *unsupported(const reel__cuda_src *s, const reel_transform *t, int rot, int resize)
 {
     if (rot && resize) return "a display rotation with a resize";
-    if (t->pixels.convert_path != REEL_CONVERT_PATH_FUSED) return "convert_path AFTER_RGB";
+    /* without a resize both paths convert the whole picture unscaled */
+    if (t->pixels.convert_path != REEL_CONVERT_PATH_FUSED && resize) return "convert_path AFTER_RGB with a resize";
     if (s->format == REEL_CUDA_SRC_NV && s->bits != 8 && s->bits != 10 && s->bits != 12)
         return "this bit depth of a 4:2:0 picture (8, 10 and 12 are done)";
     if (s->format == REEL_CUDA_SRC_GRAY && s->bits != 8 && s->bits != 10 && s->bits != 12 && s->bits != 16)

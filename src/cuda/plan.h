@@ -47,8 +47,9 @@ void reel__cuda_taps_free(reel__cuda_taps *t);
 /* Plans one frame of `src` converted per `tr` into dst (its strides, or
  * the layout's): fills *out and appends its filters to *taps. Refuses
  * (REEL_E_CUDA, naming the feature) what the GPU does not do yet: a display
- * rotation with a resize, the AFTER_RGB path, uint16 RGB (rgb48), RGB of a
- * gray source, and source depths other than those above. */
+ * rotation or the AFTER_RGB path with a resize, uint16 RGB of an unscaled
+ * 8-bit picture of odd width, RGB of a gray source, and source depths or
+ * layouts other than those above. */
 int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *src, const reel_transform *tr, void *dst,
                           reel__px_frame *out, reel_error *err);
 

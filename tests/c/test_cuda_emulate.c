@@ -425,8 +425,12 @@ TEST(plan_refuses_what_the_gpu_does_not_do)
     CHECK_OK(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err)); /* unscaled: an index mapping */
     src.rotation = 0;
     t.pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+    CHECK_OK(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err)); /* unscaled: the same as FUSED */
+    t.width = 32;
+    t.height = 8;
     CHECK_STATUS(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err), REEL_E_CUDA);
-    CHECK(strstr(err.message, "AFTER_RGB"));
+    CHECK(strstr(err.message, "AFTER_RGB with a resize"));
+    t.width = t.height = 0;
     t.pixels.convert_path = REEL_CONVERT_PATH_FUSED;
     t.crop_w = 100;
     t.crop_h = 4;

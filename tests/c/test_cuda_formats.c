@@ -293,7 +293,8 @@ static void run_pic(reel_converter *conv, const pic *p, reel_color color, const 
         t.pixels.std[1] = 0.224f;
         t.pixels.std[2] = 0.225f;
         if (k == 5) t.pixels.divisor = 1.0f; /* on the 8-bit scale: codes over max_code / 255 */
-        if (k == 6) {                        /* a slot of a [C, T=2, H, W] tensor */
+        if (k == 3 || k == 7) t.pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB; /* unscaled: as FUSED */
+        if (k == 6) { /* a slot of a [C, T=2, H, W] tensor */
             int ow = t.width ? t.width : t.crop_w, oh = t.height ? t.height : t.crop_h;
             t.stride_x = 1;
             t.stride_y = ow;
@@ -388,6 +389,7 @@ static void rotations(void)
                 if (dt == REEL_DTYPE_UINT16 && color == REEL_COLOR_RGB) dt = REEL_DTYPE_BFLOAT16;
                 base(&t, color, dt);
                 t.flip_horizontal = (c >> 2) & 1;
+                t.pixels.convert_path = c % 3 ? REEL_CONVERT_PATH_FUSED : REEL_CONVERT_PATH_AFTER_RGB;
                 if (c >= 6) {
                     t.crop_x = 3 + c;
                     t.crop_y = 5;
