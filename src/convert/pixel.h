@@ -187,7 +187,7 @@ typedef struct reel__px_axis {
 enum {
     REEL_PX_BLOCK = 0, /* no resize, 8-bit 4:2:0, even height: chroma of the 2x2 block (swscale's unscaled yuv2rgb) */
     REEL_PX_HALF = 1,  /* chroma resampled to half the output width, shared by a pixel pair (table form) */
-    REEL_PX_FULL = 2   /* chroma resampled to the output width (full form; odd widths) */
+    REEL_PX_FULL = 2   /* chroma resampled to the output width (full form; odd widths, 4:4:4) */
 };
 
 /* The vertical pass's rounding, by the luma and chroma filters' tap counts
@@ -226,6 +226,8 @@ typedef struct reel__px_frame {
     int32_t copy;                /* gray, unscaled, deeper to 8 bits: swscale's copy (1: shift only, 2: full range) */
     int32_t rot, pw, ph;         /* display rotation (clockwise degrees) of the unscaled pw x ph picture */
     uint8_t dith[8][8];          /* gray 8 bits: dither at (row & 7, column & 7) */
+    const uint8_t *v;            /* 4:4:4: uv is the U plane, this the V plane (NULL: 4:2:0 or gray) */
+    int32_t v_pitch;             /* bytes */
 } reel__px_frame;
 
 /* The kernel reads the frames as the host wrote them: the layout must be
@@ -235,15 +237,20 @@ typedef struct reel__px_frame {
 #else
 #define REEL_PX_LAYOUT(c) _Static_assert(c, "reel__px_frame's layout differs between C and CUDA")
 #endif
-REEL_PX_LAYOUT(sizeof(reel__px_frame) == 368 && offsetof(reel__px_frame, coef) == 100 &&
+REEL_PX_LAYOUT(sizeof(reel__px_frame) == 384 && offsetof(reel__px_frame, coef) == 100 &&
                offsetof(reel__px_frame, dst) == 184 && offsetof(reel__px_frame, sd) == 248 &&
-               offsetof(reel__px_frame, dith) == 300);
+               offsetof(reel__px_frame, dith) == 300 && offsetof(reel__px_frame, v) == 368);
 
 REEL_HD int reel__px_sample(const reel__px_frame *f, int chroma, int comp, int col, int row)
 {
     const uint8_t *base;
     int pitch;
-    if (chroma) {
+    if (chroma && f->v) { /* 4:4:4, planar */
+        base = comp ? f->v : f->uv;
+        pitch = comp ? f->v_pitch : f->uv_pitch;
+        col += f->x0;
+        row += f->y0;
+    } else if (chroma) {
         base = f->uv;
         pitch = f->uv_pitch;
         col = 2 * (col + (f->x0 >> 1)) + comp;

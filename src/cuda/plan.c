@@ -313,14 +313,18 @@ static const char *unsupported(const reel__cuda_src *s, const reel_transform *t,
     if (t->pixels.convert_path != REEL_CONVERT_PATH_FUSED && resize) return "convert_path AFTER_RGB with a resize";
     if (s->format == REEL_CUDA_SRC_NV && s->bits != 8 && s->bits != 10 && s->bits != 12)
         return "this bit depth of a 4:2:0 picture (8, 10 and 12 are done)";
+    if (s->format == REEL_CUDA_SRC_444 && s->bits != 8 && s->bits != 10 && s->bits != 12)
+        return "this bit depth of a 4:4:4 picture (8, 10 and 12 are done)";
     if (s->format == REEL_CUDA_SRC_GRAY && s->bits != 8 && s->bits != 10 && s->bits != 12 && s->bits != 16)
         return "this bit depth of a gray picture (8, 10, 12 and 16 are done)";
-    if (s->format != REEL_CUDA_SRC_NV && s->format != REEL_CUDA_SRC_GRAY) return "this picture layout";
+    if (s->format != REEL_CUDA_SRC_NV && s->format != REEL_CUDA_SRC_GRAY && s->format != REEL_CUDA_SRC_444)
+        return "this picture layout";
     if (t->pixels.color != REEL_COLOR_GRAY) {
         if (s->format == REEL_CUDA_SRC_GRAY) return "RGB output of a gray picture";
         /* swscale's unscaled table converter (yuv2rgb_c_48) there: done
          * for even widths only */
-        if (t->pixels.dtype == REEL_DTYPE_UINT16 && s->bits == 8 && !resize && !(s->height & 1) && (s->width & 1))
+        if (t->pixels.dtype == REEL_DTYPE_UINT16 && s->format == REEL_CUDA_SRC_NV && s->bits == 8 && !resize &&
+            !(s->height & 1) && (s->width & 1))
             return "uint16 RGB of an unscaled 8-bit picture of odd width";
     }
     return NULL;
@@ -333,7 +337,7 @@ static void plan_gray(const reel__cuda_src *s, const reel_transform *t, int resi
 {
     o->gray = 1;
     o->gdepth = t->pixels.dtype == REEL_DTYPE_UINT8 ? 8 : s->bits;
-    if (s->format == REEL_CUDA_SRC_NV) /* 8 bits: the frame's range; deeper: the one swscale's init set */
+    if (s->format != REEL_CUDA_SRC_GRAY) /* 8 bits: the frame's range; deeper: the one swscale's init set */
         o->range = s->bits == 8 && s->full_range ? REEL_PX_RANGE_NONE : REEL_PX_RANGE_TO_FULL;
     if (o->gdepth == 8 && s->bits > 8)
         for (int r = 0; r < 8; r++)
@@ -383,7 +387,11 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
     o->y_pitch = s->y_pitch;
     o->uv_pitch = s->uv_pitch;
     o->bits = s->bits;
-    o->shift = s->format == REEL_CUDA_SRC_NV && s->bits > 8 ? 16 - s->bits : 0;
+    o->shift = s->format != REEL_CUDA_SRC_GRAY && s->bits > 8 ? 16 - s->bits : 0;
+    if (s->format == REEL_CUDA_SRC_444) {
+        o->v = s->v;
+        o->v_pitch = s->v_pitch;
+    }
     o->rot = rot;
     o->pw = s->width;
     o->ph = s->height;
@@ -412,12 +420,15 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         if (!o->copy &&
             (!build_axis(taps, sw, dw, kind, ONE_H, 4, &o->hy) || !build_axis(taps, sh, dh, kind, ONE_V, 2, &o->vy)))
             return reel__error_set(err, REEL_E_NOMEM, "CUDA conversion: out of memory for the filters");
-    } else if (!resize && s->bits == 8 && !(s->height & 1)) {
+    } else if (!resize && s->bits == 8 && !(s->height & 1) && s->format == REEL_CUDA_SRC_NV) {
         o->mode = REEL_PX_BLOCK; /* uint16: swscale's C tables, each byte twice */
         o->coef.simd = t->pixels.dtype != REEL_DTYPE_UINT16 && reel__convert_unscaled_simd();
     } else {
-        o->mode = dw & 1 ? REEL_PX_FULL : REEL_PX_HALF;
-        int csw = (sw + 1) >> 1, csh = (sh + 1) >> 1, cdw = o->mode == REEL_PX_HALF ? (dw + 1) >> 1 : dw;
+        /* swscale interpolates chroma fully for an odd width and for 4:4:4 */
+        const int c444 = s->format == REEL_CUDA_SRC_444;
+        o->mode = dw & 1 || c444 ? REEL_PX_FULL : REEL_PX_HALF;
+        int csw = c444 ? sw : (sw + 1) >> 1, csh = c444 ? sh : (sh + 1) >> 1;
+        int cdw = o->mode == REEL_PX_HALF ? (dw + 1) >> 1 : dw;
         if (!build_axis(taps, sw, dw, kind, ONE_H, 4, &o->hy) || !build_axis(taps, sh, dh, kind, ONE_V, 2, &o->vy) ||
             !build_axis(taps, csw, cdw, kind, ONE_H, 4, &o->hc) || !build_axis(taps, csh, dh, kind, ONE_V, 2, &o->vc))
             return reel__error_set(err, REEL_E_NOMEM, "CUDA conversion: out of memory for the filters");

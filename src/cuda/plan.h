@@ -19,7 +19,11 @@ enum {
     /* one plane (4:0:0, y only; uv NULL), as the CPU decodes a gray video
      * and uploads it: bytes (bits 8) or 16-bit words holding the value in
      * their low bits (bits 10, 12, 16: gray10le, gray12le, gray16le) */
-    REEL_CUDA_SRC_GRAY = 1
+    REEL_CUDA_SRC_GRAY = 1,
+    /* 4:4:4, three planes as NVDEC's YUV444 surfaces: y, uv (the U plane)
+     * and v, each full size; bytes (bits 8) or 16-bit words with the value
+     * in their top bits (bits 10, 12) */
+    REEL_CUDA_SRC_444 = 2
 };
 
 /* A decoded picture as the kernels read it, host or device memory. */
@@ -30,8 +34,10 @@ typedef struct reel__cuda_src {
     /* AVColorSpace; 1: full (JPEG) range as swscale reads the frame
      * (reel__convert_full_range: an untagged gray picture is full) */
     int colorspace, full_range;
-    int rotation; /* clockwise degrees for display */
-    int format;   /* REEL_CUDA_SRC_*; 0 (NV) when left zero */
+    int rotation;     /* clockwise degrees for display */
+    int format;       /* REEL_CUDA_SRC_*; 0 (NV) when left zero */
+    const uint8_t *v; /* REEL_CUDA_SRC_444: the V plane */
+    int v_pitch;
 } reel__cuda_src;
 
 /* A batch's filter tables (grown as frames are planned; reset per batch). */

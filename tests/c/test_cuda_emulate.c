@@ -411,7 +411,15 @@ TEST(emulation_equals_cpu_on_sharp_edges)
 TEST(plan_refuses_what_the_gpu_does_not_do)
 {
     uint8_t y[64 * 16] = { 0 }, uv[64 * 8] = { 0 };
-    reel__cuda_src src = { y, uv, 64, 64, 64, 16, 8, AVCOL_SPC_BT709, 0, 90, REEL_CUDA_SRC_NV };
+    reel__cuda_src src = { .y = y,
+                           .uv = uv,
+                           .y_pitch = 64,
+                           .uv_pitch = 64,
+                           .width = 64,
+                           .height = 16,
+                           .bits = 8,
+                           .colorspace = AVCOL_SPC_BT709,
+                           .rotation = 90 };
     reel__cuda_taps taps = { 0 };
     reel__px_frame pf;
     reel_transform t;
