@@ -172,7 +172,6 @@ static int64_t *axis_filters(int S, int D, int kind, int64_t inc, int64_t fone, 
         size = inc <= 0x10000 ? 1 + factor : 1 + (int)((factor * (int64_t)S + D - 1) / D);
         if (size > S - 2) size = S - 2;
         if (size < 1) size = 1;
-        if (size > MAX_TAPS) size = MAX_TAPS;
         f = malloc((size_t)D * size * sizeof *f);
         int64_t x = inc - 0x10000; /* 2^-17 source pixels */
         for (int i = 0; f && i < D; i++, x += 2 * inc) {
@@ -264,26 +263,30 @@ static int write_filters(reel__cuda_taps *t, const int64_t *f, const int32_t *po
 
 /* Builds one axis, S source samples to D outputs (both centre-sited), into
  * the tables: `one` is the weights' sum, `align` the tap count's multiple
- * (x86 swscale: 4 horizontally, 2 vertically unless one tap suffices). */
+ * (x86 swscale: 4 horizontally, 2 vertically unless one tap suffices).
+ * REEL_OK; REEL_E_NOMEM; REEL_E_CUDA where the filter would have MAX_TAPS
+ * taps or more: swscale then scales through a cascade of two contexts and
+ * an intermediate picture instead, which the GPU does not reproduce. */
 static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int align, reel__px_axis *a)
 {
     const int64_t inc = (((int64_t)S << 16) + (D >> 1)) / D;
     const int64_t fone = (int64_t)1 << (54 - (ilog2(S / D) < 8 ? ilog2(S / D) : 8));
     int size;
     int32_t *pos = malloc((size_t)D * sizeof *pos);
-    if (!pos) return 0;
+    if (!pos) return REEL_E_NOMEM;
     int64_t *f = axis_filters(S, D, kind, inc, fone, pos, &size);
     if (!f) {
         free(pos);
-        return 0;
+        return REEL_E_NOMEM;
     }
     int min_size = trim_filters(f, pos, D, size, fone);
     int n = min_size;
     if (!(align == 2 && min_size == 1)) n = (min_size + align - 1) / align * align;
-    if (!taps_grow(t, D, D * n)) {
+    int r = n >= MAX_TAPS ? REEL_E_CUDA : taps_grow(t, D, D * n) ? REEL_OK : REEL_E_NOMEM;
+    if (r != REEL_OK) {
         free(f);
         free(pos);
-        return 0;
+        return r;
     }
     a->taps = n;
     a->pos = t->n_start;
@@ -291,10 +294,28 @@ static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int a
     int ok = write_filters(t, f, pos, S, D, size, n, one);
     free(f);
     free(pos);
-    if (!ok) return 0;
+    if (!ok) return REEL_E_NOMEM;
     t->n_start += D;
     t->n_coef += D * n;
-    return 1;
+    return REEL_OK;
+}
+
+/* The luma axes, and the chroma ones when c_sw > 0, built; a status with
+ * its message. */
+static int build_axes(reel__cuda_taps *t, int sw, int sh, int dw, int dh, int c_sw, int c_sh, int c_dw, int kind,
+                      reel__px_frame *o, reel_error *err)
+{
+    int r = build_axis(t, sw, dw, kind, ONE_H, 4, &o->hy);
+    if (r == REEL_OK) r = build_axis(t, sh, dh, kind, ONE_V, 2, &o->vy);
+    if (r == REEL_OK && c_sw) r = build_axis(t, c_sw, c_dw, kind, ONE_H, 4, &o->hc);
+    if (r == REEL_OK && c_sw) r = build_axis(t, c_sh, dh, kind, ONE_V, 2, &o->vc);
+    if (r == REEL_E_CUDA)
+        return reel__error_set(err, r,
+                               "CUDA conversion: a downscale of %dx%d to %dx%d whose filter needs %d taps or more "
+                               "(swscale cascades through an intermediate picture) is not done on the GPU yet",
+                               sw, sh, dw, dh, MAX_TAPS);
+    if (r != REEL_OK) return reel__error_set(err, r, "CUDA conversion: out of memory for the filters");
+    return REEL_OK;
 }
 
 /* swscale's ordered dither for 8-bit output of a deeper source (its
@@ -417,9 +438,7 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         channels = 1;
         plan_gray(s, t, resize, o);
         o->vrows = dh;
-        if (!o->copy &&
-            (!build_axis(taps, sw, dw, kind, ONE_H, 4, &o->hy) || !build_axis(taps, sh, dh, kind, ONE_V, 2, &o->vy)))
-            return reel__error_set(err, REEL_E_NOMEM, "CUDA conversion: out of memory for the filters");
+        if (!o->copy && (r = build_axes(taps, sw, sh, dw, dh, 0, 0, 0, kind, o, err)) != REEL_OK) return r;
     } else if (!resize && s->bits == 8 && !(s->height & 1) && s->format == REEL_CUDA_SRC_NV) {
         o->mode = REEL_PX_BLOCK; /* uint16: swscale's C tables, each byte twice */
         o->coef.simd = t->pixels.dtype != REEL_DTYPE_UINT16 && reel__convert_unscaled_simd();
@@ -429,9 +448,7 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         o->mode = dw & 1 || c444 ? REEL_PX_FULL : REEL_PX_HALF;
         int csw = c444 ? sw : (sw + 1) >> 1, csh = c444 ? sh : (sh + 1) >> 1;
         int cdw = o->mode == REEL_PX_HALF ? (dw + 1) >> 1 : dw;
-        if (!build_axis(taps, sw, dw, kind, ONE_H, 4, &o->hy) || !build_axis(taps, sh, dh, kind, ONE_V, 2, &o->vy) ||
-            !build_axis(taps, csw, cdw, kind, ONE_H, 4, &o->hc) || !build_axis(taps, csh, dh, kind, ONE_V, 2, &o->vc))
-            return reel__error_set(err, REEL_E_NOMEM, "CUDA conversion: out of memory for the filters");
+        if ((r = build_axes(taps, sw, sh, dw, dh, csw, csh, cdw, kind, o, err)) != REEL_OK) return r;
         int l = o->vy.taps, c = o->vc.taps;
         o->vmode = l == 1 && c <= 2 ? REEL_PX_V1 : l == 2 && c == 2 ? REEL_PX_V2 : REEL_PX_VX;
     }

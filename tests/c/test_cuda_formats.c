@@ -440,6 +440,49 @@ static void rotations(void)
     reel_converter_destroy(&conv);
 }
 
+/* Downscales near swscale's 256-tap bound (past it swscale cascades
+ * through an intermediate picture): each either equal to the CPU or
+ * refused by name, and both seen. */
+TEST(large_downscales_equal_cpu_or_are_refused)
+{
+    reel_converter *conv = NULL;
+    reel_error err;
+    CHECK_OK(reel_converter_create(&conv, &err));
+    char path[4200];
+    vpath(path, sizeof path, "nasa_13013.mp4");
+    pic p = make_pic(decode_at(path, 5, NULL), 0);
+    int done = 0, refusals = 0;
+    tally ty = { 0 };
+    static const reel_filter filters[] = { REEL_FILTER_BILINEAR, REEL_FILTER_AREA, REEL_FILTER_BICUBIC };
+    for (size_t k = 0; k < sizeof filters / sizeof filters[0]; k++)
+        for (int ow = 2; ow <= 12; ow += 2)
+            for (int gray = 0; gray < 2; gray++) {
+                reel_transform t;
+                base(&t, gray ? REEL_COLOR_GRAY : REEL_COLOR_RGB, REEL_DTYPE_UINT8);
+                t.width = ow;
+                t.height = 270 / (ow / 2);
+                t.pixels.filter = filters[k];
+                reel__cuda_taps taps = { 0 };
+                reel__px_frame pf;
+                int r = reel__cuda_plan_frame(&taps, &p.src, &t, NULL, &pf, &err);
+                reel__cuda_taps_free(&taps);
+                if (r == REEL_E_CUDA) {
+                    CHECK_MSG(strstr(err.message, "taps or more"), "%s", err.message);
+                    refusals++;
+                    continue;
+                }
+                CHECK_OK(r);
+                char what[96];
+                snprintf(what, sizeof what, "480x270 to %dx%d filter %d gray %d", ow, t.height, filters[k], gray);
+                compare(conv, &p, &t, &ty, what);
+                done++;
+            }
+    printf("    %d compared (all equal), %d refused\n", done, refusals);
+    CHECK(done > 0 && refusals > 0);
+    free_pic(&p);
+    reel_converter_destroy(&conv);
+}
+
 TEST(gray_and_deep_sources_equal_cpu)
 {
     all_formats();
