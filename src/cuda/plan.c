@@ -386,7 +386,7 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
     }
     const int rot = t->pixels.apply_rotation ? s->rotation : 0;
     if (rot != 0 && rot != 90 && rot != 180 && rot != 270)
-        return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: a display rotation of %d degrees", rot);
+        return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: a display rotation of %d degrees is not done", rot);
     const int pw = rot == 90 || rot == 270 ? s->height : s->width, ph = rot == 90 || rot == 270 ? s->width : s->height;
     int ow, oh;
     size_t bytes;

@@ -548,9 +548,15 @@ TEST(plan_refuses_what_the_gpu_does_not_do)
     src.rotation = 45;
     t.pixels.apply_rotation = 1;
     CHECK_STATUS(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err), REEL_E_CUDA);
+    CHECK_MSG(strstr(err.message, "rotation of 45 degrees"), "%s", err.message);
     src.rotation = 0;
     src.format = 7;
     CHECK_STATUS(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err), REEL_E_CUDA);
+    CHECK_MSG(strstr(err.message, "picture layout"), "%s", err.message);
+    src.format = REEL_CUDA_SRC_444;
+    src.bits = 16;
+    CHECK_STATUS(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err), REEL_E_CUDA);
+    CHECK_MSG(strstr(err.message, "bit depth of a 4:4:4"), "%s", err.message);
     reel__cuda_taps_free(&taps);
 }
 
