@@ -375,6 +375,12 @@ REEL_HD int32_t reel__px_hpass19(const reel__px_frame *f, const int32_t *start, 
     return reel__px_h19(sum, f->bits);
 }
 
+/* swscale's two-row blend a (4096 - w) + b w, its int sums wrapping. */
+REEL_HD uint32_t reel__px_blend(int32_t a, int32_t b, int w)
+{
+    return (uint32_t)a * (uint32_t)(4096 - w) + (uint32_t)b * (uint32_t)w;
+}
+
 /* uint16 RGB at the scaler's output (c, r): swscale's rgb48 output
  * (yuv2rgba64's 1-, 2- and X-tap forms, chroma shared by a pixel pair or
  * full), 17-bit luma and centred chroma times the 13-bit coefficients. */
@@ -399,14 +405,16 @@ REEL_HD void reel__px_rgb48(const reel__px_frame *f, const int32_t *start, const
         }
     } else if (f->vmode == REEL_PX_V2) {
         const int ya = lw[1], ua = cw[1];
-        Y = (reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly) * (4096 - ya) +
-             reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly + 1) * ya) >>
+        Y = (int32_t)reel__px_blend(reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly),
+                                    reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly + 1), ya) >>
             14;
-        U = (reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy) * (4096 - ua) +
-             reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy + 1) * ua - (128 << 23)) >>
+        U = (int32_t)(reel__px_blend(reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy),
+                                     reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy + 1), ua) -
+                      (128u << 23)) >>
             14;
-        V = (reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy) * (4096 - ua) +
-             reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy + 1) * ua - (128 << 23)) >>
+        V = (int32_t)(reel__px_blend(reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy),
+                                     reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy + 1), ua) -
+                      (128u << 23)) >>
             14;
     } else {
         uint32_t y = (uint32_t)-0x40000000, u = (uint32_t) - (128 << 23), v = u;
@@ -486,7 +494,8 @@ REEL_HD int reel__px_gray(const reel__px_frame *f, const int32_t *start, const i
         return reel__px_clip8(acc >> 3);
     }
     uint32_t sum = 0;
-    for (int j = 0; j < va.taps; j++) sum += (uint32_t)(reel__px_gray_h(f, start, coef, c, r0 + j) * w[j]);
+    for (int j = 0; j < va.taps; j++) /* unsigned: 19 bits times a weight may pass INT_MAX (16-bit output) */
+        sum += (uint32_t)reel__px_gray_h(f, start, coef, c, r0 + j) * (uint32_t)w[j];
     if (d == 8) return reel__px_clip8((int32_t)(sum + ((uint32_t)dith << 12)) >> 19);
     if (d > 14) {
         int32_t v = (int32_t)(sum + (1u << 14) - 0x40000000u) >> 15;
