@@ -266,10 +266,12 @@ REEL_HD int reel__px_sample(const reel__px_frame *f, int chroma, int comp, int c
     return ((const uint16_t *)line)[col] >> f->shift;
 }
 
-/* The horizontal pass at output column o of source row `row`: 15 bits. */
+/* The horizontal pass at output column o of source row `row`: 15 bits. A
+ * gray source has no chroma: swscale's lines hold 128 << 7 then. */
 REEL_HD int reel__px_hpass(const reel__px_frame *f, const int32_t *start, const int16_t *coef, reel__px_axis a,
                            int chroma, int comp, int o, int row)
 {
+    if (chroma && !f->uv) return 1 << 14;
     int s0 = start[a.pos + o];
     const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
     int32_t sum = 0;
@@ -364,10 +366,12 @@ REEL_HD int32_t reel__px_h19(int32_t sum, int bits)
     return v < (1 << 19) - 1 ? v : (1 << 19) - 1;
 }
 
-/* One plane's horizontal pass to 19 bits at output column o of row `row`. */
+/* One plane's horizontal pass to 19 bits at output column o of row `row`
+ * (a gray source's chroma: 128 << 11, as swscale's lines hold). */
 REEL_HD int32_t reel__px_hpass19(const reel__px_frame *f, const int32_t *start, const int16_t *coef, reel__px_axis a,
                                  int chroma, int comp, int o, int row)
 {
+    if (chroma && !f->uv) return 1 << 18;
     int s0 = start[a.pos + o];
     const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
     int32_t sum = 0;

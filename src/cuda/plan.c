@@ -341,7 +341,8 @@ static const char *unsupported(const reel__cuda_src *s, const reel_transform *t,
     if (s->format != REEL_CUDA_SRC_NV && s->format != REEL_CUDA_SRC_GRAY && s->format != REEL_CUDA_SRC_444)
         return "this picture layout";
     if (t->pixels.color != REEL_COLOR_GRAY) {
-        if (s->format == REEL_CUDA_SRC_GRAY) return "RGB output of a gray picture";
+        if (s->format == REEL_CUDA_SRC_GRAY && s->bits == 8)
+            return "RGB output of an 8-bit gray picture (swscale's palette path)";
         /* swscale's unscaled table converter (yuv2rgb_c_48) there: done
          * for even widths only */
         if (t->pixels.dtype == REEL_DTYPE_UINT16 && s->format == REEL_CUDA_SRC_NV && s->bits == 8 && !resize &&
@@ -443,8 +444,9 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         o->mode = REEL_PX_BLOCK; /* uint16: swscale's C tables, each byte twice */
         o->coef.simd = t->pixels.dtype != REEL_DTYPE_UINT16 && reel__convert_unscaled_simd();
     } else {
-        /* swscale interpolates chroma fully for an odd width and for 4:4:4 */
-        const int c444 = s->format == REEL_CUDA_SRC_444;
+        /* swscale interpolates chroma fully for an odd width and for chroma
+         * it does not subsample: 4:4:4, and gray (constant chroma) */
+        const int c444 = s->format == REEL_CUDA_SRC_444 || s->format == REEL_CUDA_SRC_GRAY;
         o->mode = dw & 1 || c444 ? REEL_PX_FULL : REEL_PX_HALF;
         int csw = c444 ? sw : (sw + 1) >> 1, csh = c444 ? sh : (sh + 1) >> 1;
         int cdw = o->mode == REEL_PX_HALF ? (dw + 1) >> 1 : dw;
