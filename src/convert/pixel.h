@@ -187,7 +187,8 @@ typedef struct reel__px_axis {
 enum {
     REEL_PX_BLOCK = 0, /* no resize, 8-bit 4:2:0, even height: chroma of the 2x2 block (swscale's unscaled yuv2rgb) */
     REEL_PX_HALF = 1,  /* chroma resampled to half the output width, shared by a pixel pair (table form) */
-    REEL_PX_FULL = 2   /* chroma resampled to the output width (full form; odd widths, 4:4:4) */
+    REEL_PX_FULL = 2,  /* chroma resampled to the output width (full form; odd widths, 4:4:4, gray) */
+    REEL_PX_PAL = 3    /* no resize, 8-bit gray to 8-bit RGB: swscale's palette, the code in R, G and B */
 };
 
 /* The vertical pass's rounding, by the luma and chroma filters' tap counts
@@ -338,6 +339,10 @@ REEL_HD int reel__px_chroma(const reel__px_frame *f, const int32_t *start, const
 /* The RGB at the scaler's output (c, r). */
 REEL_HD void reel__px_rgb(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int c, int r, int rgb[3])
 {
+    if (f->mode == REEL_PX_PAL) {
+        rgb[0] = rgb[1] = rgb[2] = reel__px_sample(f, 0, 0, c, r);
+        return;
+    }
     if (f->mode == REEL_PX_BLOCK) {
         int yy = reel__px_sample(f, 0, 0, c, r);
         int u = reel__px_sample(f, 1, 0, c >> 1, r >> 1), v = reel__px_sample(f, 1, 1, c >> 1, r >> 1);

@@ -341,8 +341,6 @@ static const char *unsupported(const reel__cuda_src *s, const reel_transform *t,
     if (s->format != REEL_CUDA_SRC_NV && s->format != REEL_CUDA_SRC_GRAY && s->format != REEL_CUDA_SRC_444)
         return "this picture layout";
     if (t->pixels.color != REEL_COLOR_GRAY) {
-        if (s->format == REEL_CUDA_SRC_GRAY && s->bits == 8)
-            return "RGB output of an 8-bit gray picture (swscale's palette path)";
         /* swscale's unscaled table converter (yuv2rgb_c_48) there: done
          * for even widths only */
         if (t->pixels.dtype == REEL_DTYPE_UINT16 && s->format == REEL_CUDA_SRC_NV && s->bits == 8 && !resize &&
@@ -440,6 +438,8 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         plan_gray(s, t, resize, o);
         o->vrows = dh;
         if (!o->copy && (r = build_axes(taps, sw, sh, dw, dh, 0, 0, 0, kind, o, err)) != REEL_OK) return r;
+    } else if (!resize && s->bits == 8 && s->format == REEL_CUDA_SRC_GRAY && t->pixels.dtype != REEL_DTYPE_UINT16) {
+        o->mode = REEL_PX_PAL; /* swscale's unscaled palette copy (uint16: its scaler) */
     } else if (!resize && s->bits == 8 && !(s->height & 1) && s->format == REEL_CUDA_SRC_NV) {
         o->mode = REEL_PX_BLOCK; /* uint16: swscale's C tables, each byte twice */
         o->coef.simd = t->pixels.dtype != REEL_DTYPE_UINT16 && reel__convert_unscaled_simd();

@@ -54,9 +54,8 @@ void reel__cuda_taps_free(reel__cuda_taps *t);
  * the layout's): fills *out and appends its filters to *taps. Refuses
  * (REEL_E_CUDA, naming the feature) what the GPU does not do yet: a display
  * rotation or the AFTER_RGB path with a resize, uint16 RGB of an unscaled
- * 8-bit picture of odd width, RGB of an 8-bit gray source, a downscale
- * past swscale's 256-tap filters, and source depths or layouts other than
- * those above. */
+ * 8-bit picture of odd width, a downscale past swscale's 256-tap filters,
+ * and source depths or layouts other than those above. */
 int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *src, const reel_transform *tr, void *dst,
                           reel__px_frame *out, reel_error *err);
 
