@@ -15,13 +15,17 @@
 #ifndef __CUDACC__
 /* Host side (convert.c): the inverse matrix swscale uses for an AVColorSpace
  * (the converter's rule for unknown ones included), 16.16 {crv, cbu, cgu,
- * cgv}; and whether a frame's range is full (the frame's range, else the
- * pixel format's: yuvj* are full). */
+ * cgv}; and whether a frame's range is full as swscale reads it (the
+ * frame's range, else the pixel format's: yuvj* and gray* are full). */
 const int *reel__convert_coefficients(int colorspace);
 int reel__convert_full_range(int color_range, int pix_fmt);
 /* 1 where swscale's unscaled 4:2:0 -> rgb24 conversion runs in its x86
  * SSSE3 form (reel__px_rgb_simd), 0 where in its C tables. */
 int reel__convert_unscaled_simd(void);
+/* 1 where swscale's vertical pass to an 8-bit plane (gray) runs in its x86
+ * MMX form (reel__px_gray: 16-bit high products) on all but the last two
+ * output rows, 0 where in C. */
+int reel__convert_vfilter_mmx(void);
 /* The output's element strides for a w x h picture of `channels` channels:
  * the transform's own (stride_x/_y/_c) when it gives any, else CHW (or one
  * channel) planes, else interleaved HWC. One rule for the CPU converter, its
@@ -183,7 +187,8 @@ typedef struct reel__px_axis {
 enum {
     REEL_PX_BLOCK = 0, /* no resize, 8-bit 4:2:0, even height: chroma of the 2x2 block (swscale's unscaled yuv2rgb) */
     REEL_PX_HALF = 1,  /* chroma resampled to half the output width, shared by a pixel pair (table form) */
-    REEL_PX_FULL = 2   /* chroma resampled to the output width (full form; odd widths) */
+    REEL_PX_FULL = 2,  /* chroma resampled to the output width (full form; odd widths, 4:4:4, gray) */
+    REEL_PX_PAL = 3    /* no resize, 8-bit gray to 8-bit RGB: swscale's palette, the code in R, G and B */
 };
 
 /* The vertical pass's rounding, by the luma and chroma filters' tap counts
@@ -194,14 +199,18 @@ enum {
     REEL_PX_VX = 3  /* the general sum, rounded */
 };
 
+/* The gray output's range step after the horizontal pass (swscale's
+ * lumRangeToJpeg / lumRangeFromJpeg, 15- or 19-bit form). */
+enum { REEL_PX_RANGE_NONE = 0, REEL_PX_RANGE_TO_FULL = 1, REEL_PX_RANGE_TO_LIMITED = 2 };
+
 /* One frame's source and output. Pointers are host memory in the
  * emulation, device memory on the GPU. */
 typedef struct reel__px_frame {
-    const uint8_t *y, *uv;        /* NV12 (8-bit) or P010 (16-bit words, the value in the top 10 bits) */
+    const uint8_t *y, *uv;        /* luma, interleaved chroma (NULL for a gray source) */
     int32_t y_pitch, uv_pitch;    /* bytes */
-    int32_t bits;                 /* 8 or 10 */
+    int32_t bits;                 /* sample depth: 8 (bytes), else 16-bit words (below) */
     int32_t x0, y0;               /* the scaler's source origin in luma (the crop, or 0 for the whole frame) */
-    int32_t ox, oy;               /* output (x, y) is the scaler's (x + ox, y + oy) */
+    int32_t ox, oy;               /* output (x, y) is the scaler's (x + ox, y + oy), before the rotation */
     int32_t mode, vmode;          /* REEL_PX_BLOCK/HALF/FULL; REEL_PX_V1/V2/VX */
     reel__px_axis hy, vy, hc, vc; /* luma and chroma, horizontal and vertical */
     reel__px_coef coef;
@@ -209,6 +218,17 @@ typedef struct reel__px_frame {
     int64_t sc, sy, sx;          /* output strides in elements */
     int32_t w, h, dtype, flip;   /* output size, reel_dtype, mirror left-right */
     float scale, mean[3], sd[3]; /* normalisation (float dtypes) */
+    int32_t shift;               /* a word's sample is word >> shift (P010 6, P016 of 12 bits 4, gray planes 0) */
+    int32_t gray;                /* 1: one channel, swscale's gray picture of the luma (reel__px_gray) */
+    int32_t gdepth;              /* gray: the picture's bits (8, or the source's) */
+    int32_t range;               /* gray: REEL_PX_RANGE_* */
+    int32_t mmx;                 /* gray, 8 bits: the vertical pass's x86 MMX form (but on the last two rows) */
+    int32_t vrows;               /* gray: the scaler's output height */
+    int32_t copy;                /* gray, unscaled, deeper to 8 bits: swscale's copy (1: shift only, 2: full range) */
+    int32_t rot, pw, ph;         /* display rotation (clockwise degrees) of the unscaled pw x ph picture */
+    uint8_t dith[8][8];          /* gray 8 bits: dither at (row & 7, column & 7) */
+    const uint8_t *v;            /* 4:4:4: uv is the U plane, this the V plane (NULL: 4:2:0 or gray) */
+    int32_t v_pitch;             /* bytes */
 } reel__px_frame;
 
 /* The kernel reads the frames as the host wrote them: the layout must be
@@ -218,14 +238,20 @@ typedef struct reel__px_frame {
 #else
 #define REEL_PX_LAYOUT(c) _Static_assert(c, "reel__px_frame's layout differs between C and CUDA")
 #endif
-REEL_PX_LAYOUT(sizeof(reel__px_frame) == 264 && offsetof(reel__px_frame, coef) == 100 &&
-               offsetof(reel__px_frame, dst) == 184 && offsetof(reel__px_frame, sd) == 248);
+REEL_PX_LAYOUT(sizeof(reel__px_frame) == 384 && offsetof(reel__px_frame, coef) == 100 &&
+               offsetof(reel__px_frame, dst) == 184 && offsetof(reel__px_frame, sd) == 248 &&
+               offsetof(reel__px_frame, dith) == 300 && offsetof(reel__px_frame, v) == 368);
 
 REEL_HD int reel__px_sample(const reel__px_frame *f, int chroma, int comp, int col, int row)
 {
     const uint8_t *base;
     int pitch;
-    if (chroma) {
+    if (chroma && f->v) { /* 4:4:4, planar */
+        base = comp ? f->v : f->uv;
+        pitch = comp ? f->v_pitch : f->uv_pitch;
+        col += f->x0;
+        row += f->y0;
+    } else if (chroma) {
         base = f->uv;
         pitch = f->uv_pitch;
         col = 2 * (col + (f->x0 >> 1)) + comp;
@@ -238,18 +264,20 @@ REEL_HD int reel__px_sample(const reel__px_frame *f, int chroma, int comp, int c
     }
     const uint8_t *line = base + (int64_t)row * pitch;
     if (f->bits == 8) return line[col];
-    return ((const uint16_t *)line)[col] >> 6;
+    return ((const uint16_t *)line)[col] >> f->shift;
 }
 
-/* The horizontal pass at output column o of source row `row`: 15 bits. */
+/* The horizontal pass at output column o of source row `row`: 15 bits. A
+ * gray source has no chroma: swscale's lines hold 128 << 7 then. */
 REEL_HD int reel__px_hpass(const reel__px_frame *f, const int32_t *start, const int16_t *coef, reel__px_axis a,
                            int chroma, int comp, int o, int row)
 {
+    if (chroma && !f->uv) return 1 << 14;
     int s0 = start[a.pos + o];
     const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
     int32_t sum = 0;
     for (int j = 0; j < a.taps; j++) sum += reel__px_sample(f, chroma, comp, s0 + j, row) * w[j];
-    sum >>= f->bits == 8 ? 7 : 9;
+    sum >>= f->bits == 8 ? 7 : f->bits - 1;
     return sum < 32767 ? sum : 32767;
 }
 
@@ -308,10 +336,13 @@ REEL_HD int reel__px_chroma(const reel__px_frame *f, const int32_t *start, const
     return full ? (int)(((1 << 9) - ((int64_t)128 << 19) + s) >> 10) : reel__px_clip8((int)(((1 << 18) + s) >> 19));
 }
 
-/* The RGB of output pixel (x, y) before flip, dtype and layout. */
-REEL_HD void reel__px_rgb(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int x, int y, int rgb[3])
+/* The RGB at the scaler's output (c, r). */
+REEL_HD void reel__px_rgb(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int c, int r, int rgb[3])
 {
-    int c = x + f->ox, r = y + f->oy;
+    if (f->mode == REEL_PX_PAL) {
+        rgb[0] = rgb[1] = rgb[2] = reel__px_sample(f, 0, 0, c, r);
+        return;
+    }
     if (f->mode == REEL_PX_BLOCK) {
         int yy = reel__px_sample(f, 0, 0, c, r);
         int u = reel__px_sample(f, 1, 0, c >> 1, r >> 1), v = reel__px_sample(f, 1, 1, c >> 1, r >> 1);
@@ -330,35 +361,219 @@ REEL_HD void reel__px_rgb(const reel__px_frame *f, const int32_t *start, const i
         reel__px_rgb_full(&f->coef, yy, u, v, rgb);
 }
 
-/* The whole per-pixel job of one thread: output pixel (x, y) of frame f,
- * in its dtype, normalised, flipped, at its strides. dtype values are
- * reel_dtype's (0 uint8, 1 float32, 2 float16, 3 bfloat16). */
-REEL_HD void reel__px_store(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int x, int y)
+/* ---- 19-bit intermediates (swscale's for 16-bit output: gray16 and
+ * rgb48) ---- */
+
+/* A horizontal sum of bits-deep samples times 14-bit weights to 19 bits. */
+REEL_HD int32_t reel__px_h19(int32_t sum, int bits)
 {
-    int rgb[3];
-    reel__px_rgb(f, start, coef, f->flip ? f->w - 1 - x : x, y, rgb);
-    int64_t off = (int64_t)y * f->sy + (int64_t)x * f->sx;
-    for (int ch = 0; ch < 3; ch++) {
-        int64_t o = off + ch * f->sc;
-        if (f->dtype == 0) {
-            ((uint8_t *)f->dst)[o] = (uint8_t)rgb[ch];
-            continue;
+    int32_t v = sum >> (bits == 8 ? 3 : bits - 5);
+    return v < (1 << 19) - 1 ? v : (1 << 19) - 1;
+}
+
+/* One plane's horizontal pass to 19 bits at output column o of row `row`
+ * (a gray source's chroma: 128 << 11, as swscale's lines hold). */
+REEL_HD int32_t reel__px_hpass19(const reel__px_frame *f, const int32_t *start, const int16_t *coef, reel__px_axis a,
+                                 int chroma, int comp, int o, int row)
+{
+    if (chroma && !f->uv) return 1 << 18;
+    int s0 = start[a.pos + o];
+    const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
+    int32_t sum = 0;
+    for (int j = 0; j < a.taps; j++) sum += reel__px_sample(f, chroma, comp, s0 + j, row) * w[j];
+    return reel__px_h19(sum, f->bits);
+}
+
+/* swscale's two-row blend a (4096 - w) + b w, its int sums wrapping. */
+REEL_HD uint32_t reel__px_blend(int32_t a, int32_t b, int w)
+{
+    return (uint32_t)a * (uint32_t)(4096 - w) + (uint32_t)b * (uint32_t)w;
+}
+
+/* uint16 RGB at the scaler's output (c, r): swscale's rgb48 output
+ * (yuv2rgba64's 1-, 2- and X-tap forms, chroma shared by a pixel pair or
+ * full), 17-bit luma and centred chroma times the 13-bit coefficients. */
+REEL_HD void reel__px_rgb48(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int c, int r,
+                            int rgb[3])
+{
+    const reel__px_axis vy = f->vy, vc = f->vc;
+    const int cc = f->mode == REEL_PX_HALF ? c >> 1 : c;
+    const int ly = start[vy.pos + r], cy = start[vc.pos + r];
+    const int16_t *lw = coef + vy.coef + (int64_t)r * vy.taps, *cw = coef + vc.coef + (int64_t)r * vc.taps;
+    int32_t Y, U, V;
+    if (f->vmode == REEL_PX_V1) {
+        Y = reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly) >> 2;
+        int32_t u0 = reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy);
+        int32_t v0 = reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy);
+        if (vc.taps == 1 || cw[1] < 2048) {
+            U = (u0 - (128 << 11)) >> 2;
+            V = (v0 - (128 << 11)) >> 2;
+        } else {
+            U = (u0 + reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy + 1) - (128 << 12)) >> 3;
+            V = (v0 + reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy + 1) - (128 << 12)) >> 3;
         }
-        float n = reel__px_normalise(rgb[ch], f->scale, f->mean[ch], f->sd[ch]);
-        if (f->dtype == 1)
-            ((float *)f->dst)[o] = n;
-        else
-            ((uint16_t *)f->dst)[o] = f->dtype == 2 ? reel__px_f16(n) : reel__px_bf16(n);
+    } else if (f->vmode == REEL_PX_V2) {
+        const int ya = lw[1], ua = cw[1];
+        Y = (int32_t)reel__px_blend(reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly),
+                                    reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly + 1), ya) >>
+            14;
+        U = (int32_t)(reel__px_blend(reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy),
+                                     reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy + 1), ua) -
+                      (128u << 23)) >>
+            14;
+        V = (int32_t)(reel__px_blend(reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy),
+                                     reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy + 1), ua) -
+                      (128u << 23)) >>
+            14;
+    } else {
+        uint32_t y = (uint32_t)-0x40000000, u = (uint32_t) - (128 << 23), v = u;
+        for (int j = 0; j < vy.taps; j++)
+            y += (uint32_t)reel__px_hpass19(f, start, coef, f->hy, 0, 0, c, ly + j) * (uint32_t)lw[j];
+        for (int j = 0; j < vc.taps; j++) {
+            u += (uint32_t)reel__px_hpass19(f, start, coef, f->hc, 1, 0, cc, cy + j) * (uint32_t)cw[j];
+            v += (uint32_t)reel__px_hpass19(f, start, coef, f->hc, 1, 1, cc, cy + j) * (uint32_t)cw[j];
+        }
+        Y = ((int32_t)y >> 14) + 0x10000;
+        U = (int32_t)u >> 14;
+        V = (int32_t)v >> 14;
+    }
+    const reel__px_coef *k = &f->coef;
+    uint32_t yy = ((uint32_t)Y - (uint32_t)k->fyo) * (uint32_t)k->fy + (1u << 13) - (1u << 29);
+    uint32_t x[3] = { (uint32_t)V * (uint32_t)k->fvr, (uint32_t)V * (uint32_t)k->fvg + (uint32_t)U * (uint32_t)k->fug,
+                      (uint32_t)U * (uint32_t)k->fub };
+    for (int i = 0; i < 3; i++) {
+        int32_t o = ((int32_t)(x[i] + yy) >> 14) + (1 << 15);
+        rgb[i] = o < 0 ? 0 : o > 65535 ? 65535 : o;
     }
 }
 
-#ifndef __CUDACC__
-/* Host side (convert.c): the inverse matrix swscale uses for an AVColorSpace
- * (the converter's rule for unknown ones included), 16.16 {crv, cbu, cgu,
- * cgv}; and whether a frame's range is full (the frame's range, else the
- * pixel format's: yuvj* are full). */
-const int *reel__convert_coefficients(int colorspace);
-int reel__convert_full_range(int color_range, int pix_fmt);
-#endif
+/* ---- gray: the luma plane through swscale's scaler to a gray picture of
+ * gdepth bits (deep.c's intermediate) ---- */
+
+/* The horizontal pass at output column o of source row `row`, then the
+ * range step: 15 bits in an int16 (gdepth <= 14), else 19 bits. */
+REEL_HD int32_t reel__px_gray_h(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int o, int row)
+{
+    const reel__px_axis a = f->hy;
+    int s0 = start[a.pos + o];
+    const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
+    int32_t sum = 0;
+    for (int j = 0; j < a.taps; j++) sum += reel__px_sample(f, 0, 0, s0 + j, row) * w[j];
+    if (f->gdepth > 14) return reel__px_h19(sum, f->bits); /* 16-bit gray: no range step (no 16-bit YUV) */
+    int32_t v = sum >> (f->bits == 8 ? 7 : f->bits - 1);
+    v = v < 32767 ? v : 32767;
+    if (f->range == REEL_PX_RANGE_TO_FULL)
+        v = (int16_t)(((v < 30189 ? v : 30189) * 19077 - 39057361) >> 14);
+    else if (f->range == REEL_PX_RANGE_TO_LIMITED)
+        v = (int16_t)((v * 14071 + 33561947) >> 14);
+    return v;
+}
+
+/* The gray code at the scaler's output (c, r): swscale's vertical pass and
+ * output at gdepth bits (its yuv2plane1 / yuv2planeX for 8, 9-14 and 16
+ * bits, the x86 MMX form where the plan says), or its plain copy to 8 bits
+ * of an unscaled deeper gray picture. */
+REEL_HD int reel__px_gray(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int c, int r)
+{
+    const int d = f->gdepth, dith = f->dith[r & 7][c & 7];
+    if (f->copy) {
+        int v = reel__px_sample(f, 0, 0, c, r), sh = f->bits - 8;
+        if (f->copy == 1) {
+            int t = (v + dith) >> sh;
+            return t - (t >> 8);
+        }
+        return (v - (v >> 8) + dith) >> sh;
+    }
+    const reel__px_axis va = f->vy;
+    int r0 = start[va.pos + r];
+    const int16_t *w = coef + va.coef + (int64_t)r * va.taps;
+    if (va.taps == 1) {
+        int32_t s = reel__px_gray_h(f, start, coef, c, r0);
+        if (d == 8) return reel__px_clip8((s + dith) >> 7);
+        int32_t v = d > 14 ? (s + 4) >> 3 : (s + (1 << (14 - d))) >> (15 - d);
+        int32_t hi = d > 14 ? 65535 : (1 << d) - 1;
+        return v < 0 ? 0 : v > hi ? hi : v;
+    }
+    if (d == 8 && f->mmx && r < f->vrows - 2) { /* 16-bit lanes: high products, wrapping sums */
+        int16_t acc = (int16_t)((dith + 8 * (va.taps - 1)) >> 4);
+        for (int j = 0; j < va.taps; j++) {
+            int16_t h = (int16_t)reel__px_gray_h(f, start, coef, c, r0 + j);
+            acc = (int16_t)(acc + (int16_t)(((int32_t)h * w[j]) >> 16));
+        }
+        return reel__px_clip8(acc >> 3);
+    }
+    uint32_t sum = 0;
+    for (int j = 0; j < va.taps; j++) /* unsigned: 19 bits times a weight may pass INT_MAX (16-bit output) */
+        sum += (uint32_t)reel__px_gray_h(f, start, coef, c, r0 + j) * (uint32_t)w[j];
+    if (d == 8) return reel__px_clip8((int32_t)(sum + ((uint32_t)dith << 12)) >> 19);
+    if (d > 14) {
+        int32_t v = (int32_t)(sum + (1u << 14) - 0x40000000u) >> 15;
+        return 0x8000 + (v < -32768 ? -32768 : v > 32767 ? 32767 : v);
+    }
+    int32_t v = (int32_t)(sum + (1u << (26 - d))) >> (27 - d), hi = (1 << d) - 1;
+    return v < 0 ? 0 : v > hi ? hi : v;
+}
+
+/* The scaler's output (c, r) that output pixel (x, y) shows: the flip, the
+ * crop's offset, then the display rotation (as deep.c and convert.c rotate
+ * the unscaled picture). */
+REEL_HD void reel__px_where(const reel__px_frame *f, int x, int y, int *c, int *r)
+{
+    int X = (f->flip ? f->w - 1 - x : x) + f->ox, Y = y + f->oy;
+    if (f->rot == 90) {
+        *c = Y;
+        *r = f->ph - 1 - X;
+    } else if (f->rot == 180) {
+        *c = f->pw - 1 - X;
+        *r = f->ph - 1 - Y;
+    } else if (f->rot == 270) {
+        *c = f->pw - 1 - Y;
+        *r = X;
+    } else {
+        *c = X;
+        *r = Y;
+    }
+}
+
+/* One value of channel ch at element offset o, in the frame's dtype
+ * (reel_dtype: 0 uint8, 1 float32, 2 float16, 3 bfloat16, 4 uint16). */
+REEL_HD void reel__px_put(const reel__px_frame *f, int64_t o, int ch, int v)
+{
+    if (f->dtype == 0) {
+        ((uint8_t *)f->dst)[o] = (uint8_t)v;
+        return;
+    }
+    if (f->dtype == 4) {
+        ((uint16_t *)f->dst)[o] = (uint16_t)v;
+        return;
+    }
+    float n = reel__px_normalise(v, f->scale, f->mean[ch], f->sd[ch]);
+    if (f->dtype == 1)
+        ((float *)f->dst)[o] = n;
+    else
+        ((uint16_t *)f->dst)[o] = f->dtype == 2 ? reel__px_f16(n) : reel__px_bf16(n);
+}
+
+/* The whole per-pixel job of one thread: output pixel (x, y) of frame f,
+ * in its dtype, normalised, flipped, rotated, at its strides. */
+REEL_HD void reel__px_store(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int x, int y)
+{
+    int c, r;
+    reel__px_where(f, x, y, &c, &r);
+    int64_t off = (int64_t)y * f->sy + (int64_t)x * f->sx;
+    if (f->gray) {
+        reel__px_put(f, off, 0, reel__px_gray(f, start, coef, c, r));
+        return;
+    }
+    int rgb[3];
+    if (f->dtype == 4 && f->mode != REEL_PX_BLOCK) {
+        reel__px_rgb48(f, start, coef, c, r, rgb);
+    } else {
+        reel__px_rgb(f, start, coef, c, r, rgb);
+        if (f->dtype == 4) /* the unscaled 8-bit rgb48: the 8-bit value in both bytes */
+            for (int ch = 0; ch < 3; ch++) rgb[ch] *= 257;
+    }
+    for (int ch = 0; ch < 3; ch++) reel__px_put(f, off + ch * f->sc, ch, rgb[ch]);
+}
 
 #endif

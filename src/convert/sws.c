@@ -38,17 +38,33 @@ const int *reel__convert_coefficients(int cs)
     return sws_getCoefficients(cs);
 }
 
+/* One plane of samples, no palette: gray, gray10le, ... */
+static int is_gray(int fmt)
+{
+    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(fmt);
+    return d && d->nb_components == 1 && !(d->flags & (AV_PIX_FMT_FLAG_PAL | AV_PIX_FMT_FLAG_BITSTREAM));
+}
+
 int reel__convert_full_range(int range, int pix_fmt)
 {
     if (range != AVCOL_RANGE_UNSPECIFIED) return range == AVCOL_RANGE_JPEG;
     return pix_fmt == AV_PIX_FMT_YUVJ420P || pix_fmt == AV_PIX_FMT_YUVJ422P || pix_fmt == AV_PIX_FMT_YUVJ444P ||
-           pix_fmt == AV_PIX_FMT_YUVJ440P || pix_fmt == AV_PIX_FMT_YUVJ411P;
+           pix_fmt == AV_PIX_FMT_YUVJ440P || pix_fmt == AV_PIX_FMT_YUVJ411P || is_gray(pix_fmt);
 }
 
 int reel__convert_unscaled_simd(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     return !!(av_get_cpu_flags() & AV_CPU_FLAG_SSSE3);
+#else
+    return 0;
+#endif
+}
+
+int reel__convert_vfilter_mmx(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return !!(av_get_cpu_flags() & AV_CPU_FLAG_MMXEXT);
 #else
     return 0;
 #endif
@@ -84,13 +100,6 @@ static void set_colors(struct SwsContext *sws, int cs, int range, int keep_range
     const int *coef = reel__convert_coefficients(cs);
     if (range != AVCOL_RANGE_UNSPECIFIED) src_full = range == AVCOL_RANGE_JPEG;
     sws_setColorspaceDetails(sws, coef, src_full, coef, keep_range ? src_full : dst_full, bri, con, sat);
-}
-
-/* One plane of samples, no palette: gray, gray10le, ... */
-static int is_gray(int fmt)
-{
-    const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(fmt);
-    return d && d->nb_components == 1 && !(d->flags & (AV_PIX_FMT_FLAG_PAL | AV_PIX_FMT_FLAG_BITSTREAM));
 }
 
 struct SwsContext *reel__get_sws(reel_converter *c, int sw, int sh, int sfmt, int dw, int dh, int dfmt, int flags,

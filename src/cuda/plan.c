@@ -1,7 +1,7 @@
 /* plan.c: a frame's GPU conversion planned on the host: which of the CPU
- * converter's paths it reproduces, the colour coefficients, and the
- * resampling filters built with swscale's arithmetic (positions, kernels,
- * trimming, border folding, normalisation with error diffusion). */
+ * converter's paths it reproduces (RGB, gray, rgb48) or refuses by name, the
+ * colour coefficients, the dither, and the resampling filters built with
+ * swscale's arithmetic (kernels, trimming, border folding, normalisation). */
 #include "cuda/plan.h"
 #include "core/error.h"
 
@@ -172,7 +172,6 @@ static int64_t *axis_filters(int S, int D, int kind, int64_t inc, int64_t fone, 
         size = inc <= 0x10000 ? 1 + factor : 1 + (int)((factor * (int64_t)S + D - 1) / D);
         if (size > S - 2) size = S - 2;
         if (size < 1) size = 1;
-        if (size > MAX_TAPS) size = MAX_TAPS;
         f = malloc((size_t)D * size * sizeof *f);
         int64_t x = inc - 0x10000; /* 2^-17 source pixels */
         for (int i = 0; f && i < D; i++, x += 2 * inc) {
@@ -264,26 +263,30 @@ static int write_filters(reel__cuda_taps *t, const int64_t *f, const int32_t *po
 
 /* Builds one axis, S source samples to D outputs (both centre-sited), into
  * the tables: `one` is the weights' sum, `align` the tap count's multiple
- * (x86 swscale: 4 horizontally, 2 vertically unless one tap suffices). */
+ * (x86 swscale: 4 horizontally, 2 vertically unless one tap suffices).
+ * REEL_OK; REEL_E_NOMEM; REEL_E_CUDA where the filter would have MAX_TAPS
+ * taps or more: swscale then scales through a cascade of two contexts and
+ * an intermediate picture instead, which the GPU does not reproduce. */
 static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int align, reel__px_axis *a)
 {
     const int64_t inc = (((int64_t)S << 16) + (D >> 1)) / D;
     const int64_t fone = (int64_t)1 << (54 - (ilog2(S / D) < 8 ? ilog2(S / D) : 8));
     int size;
     int32_t *pos = malloc((size_t)D * sizeof *pos);
-    if (!pos) return 0;
+    if (!pos) return REEL_E_NOMEM;
     int64_t *f = axis_filters(S, D, kind, inc, fone, pos, &size);
     if (!f) {
         free(pos);
-        return 0;
+        return REEL_E_NOMEM;
     }
     int min_size = trim_filters(f, pos, D, size, fone);
     int n = min_size;
     if (!(align == 2 && min_size == 1)) n = (min_size + align - 1) / align * align;
-    if (!taps_grow(t, D, D * n)) {
+    int r = n >= MAX_TAPS ? REEL_E_CUDA : taps_grow(t, D, D * n) ? REEL_OK : REEL_E_NOMEM;
+    if (r != REEL_OK) {
         free(f);
         free(pos);
-        return 0;
+        return r;
     }
     a->taps = n;
     a->pos = t->n_start;
@@ -291,10 +294,84 @@ static int build_axis(reel__cuda_taps *t, int S, int D, int kind, int one, int a
     int ok = write_filters(t, f, pos, S, D, size, n, one);
     free(f);
     free(pos);
-    if (!ok) return 0;
+    if (!ok) return REEL_E_NOMEM;
     t->n_start += D;
     t->n_coef += D * n;
-    return 1;
+    return REEL_OK;
+}
+
+/* The luma axes, and the chroma ones when c_sw > 0, built; a status with
+ * its message. */
+static int build_axes(reel__cuda_taps *t, int sw, int sh, int dw, int dh, int c_sw, int c_sh, int c_dw, int kind,
+                      reel__px_frame *o, reel_error *err)
+{
+    int r = build_axis(t, sw, dw, kind, ONE_H, 4, &o->hy);
+    if (r == REEL_OK) r = build_axis(t, sh, dh, kind, ONE_V, 2, &o->vy);
+    if (r == REEL_OK && c_sw) r = build_axis(t, c_sw, c_dw, kind, ONE_H, 4, &o->hc);
+    if (r == REEL_OK && c_sw) r = build_axis(t, c_sh, dh, kind, ONE_V, 2, &o->vc);
+    if (r == REEL_E_CUDA)
+        return reel__error_set(err, r,
+                               "CUDA conversion: a downscale of %dx%d to %dx%d whose filter needs %d taps or more "
+                               "(swscale cascades through an intermediate picture) is not done on the GPU yet",
+                               sw, sh, dw, dh, MAX_TAPS);
+    if (r != REEL_OK) return reel__error_set(err, r, "CUDA conversion: out of memory for the filters");
+    return REEL_OK;
+}
+
+/* swscale's ordered dither for 8-bit output of a deeper source (its
+ * ff_dither_8x8_128): row r & 7, column c & 7. */
+static const uint8_t DITHER_8x8[8][8] = {
+    { 36, 68, 60, 92, 34, 66, 58, 90 },     { 100, 4, 124, 28, 98, 2, 122, 26 },   { 52, 84, 44, 76, 50, 82, 42, 74 },
+    { 116, 20, 108, 12, 114, 18, 106, 10 }, { 32, 64, 56, 88, 38, 70, 62, 94 },    { 96, 0, 120, 24, 102, 6, 126, 30 },
+    { 48, 80, 40, 72, 54, 86, 46, 78 },     { 112, 16, 104, 8, 118, 22, 110, 14 },
+};
+
+/* The refusals: what the GPU does not do, by name (NULL: it does). */
+static const char *unsupported(const reel__cuda_src *s, const reel_transform *t, int rot, int resize)
+{
+    if (rot && resize) return "a display rotation with a resize";
+    /* without a resize both paths convert the whole picture unscaled */
+    if (t->pixels.convert_path != REEL_CONVERT_PATH_FUSED && resize) return "convert_path AFTER_RGB with a resize";
+    if (s->format == REEL_CUDA_SRC_NV && s->bits != 8 && s->bits != 10 && s->bits != 12)
+        return "this bit depth of a 4:2:0 picture (8, 10 and 12 are done)";
+    if (s->format == REEL_CUDA_SRC_444 && s->bits != 8 && s->bits != 10 && s->bits != 12)
+        return "this bit depth of a 4:4:4 picture (8, 10 and 12 are done)";
+    if (s->format == REEL_CUDA_SRC_GRAY && s->bits != 8 && s->bits != 10 && s->bits != 12 && s->bits != 16)
+        return "this bit depth of a gray picture (8, 10, 12 and 16 are done)";
+    if (s->format != REEL_CUDA_SRC_NV && s->format != REEL_CUDA_SRC_GRAY && s->format != REEL_CUDA_SRC_444)
+        return "this picture layout";
+    if (t->pixels.color != REEL_COLOR_GRAY) {
+        /* swscale's unscaled table converter (yuv2rgb_c_48) there: done
+         * for even widths only */
+        if (t->pixels.dtype == REEL_DTYPE_UINT16 && s->format == REEL_CUDA_SRC_NV && s->bits == 8 && !resize &&
+            !(s->height & 1) && (s->width & 1))
+            return "uint16 RGB of an unscaled 8-bit picture of odd width";
+    }
+    return NULL;
+}
+
+/* The gray picture deep.c makes: its depth, range step, dither, and the
+ * copy swscale runs instead of its scaler for an unscaled gray source made
+ * 8-bit (its ranges agree; a YUV source's never do: gray is full range). */
+static void plan_gray(const reel__cuda_src *s, const reel_transform *t, int resize, reel__px_frame *o)
+{
+    o->gray = 1;
+    o->gdepth = t->pixels.dtype == REEL_DTYPE_UINT8 ? 8 : s->bits;
+    if (s->format != REEL_CUDA_SRC_GRAY) /* 8 bits: the frame's range; deeper: the one swscale's init set */
+        o->range = s->bits == 8 && s->full_range ? REEL_PX_RANGE_NONE : REEL_PX_RANGE_TO_FULL;
+    if (o->gdepth == 8 && s->bits > 8)
+        for (int r = 0; r < 8; r++)
+            for (int c = 0; c < 8; c++) o->dith[r][c] = DITHER_8x8[r][c];
+    else
+        memset(o->dith, 64, sizeof o->dith);
+    if (!resize && s->format == REEL_CUDA_SRC_GRAY && s->bits > 8 && o->gdepth == 8) {
+        o->copy = s->full_range ? 2 : 1;
+        const int sh = s->bits - 8; /* its table for a shift of 2 and 4: ours >> (7 - shift); of 8: ours */
+        for (int r = 0; r < 8; r++)
+            for (int c = 0; c < 8; c++)
+                o->dith[r][c] = (uint8_t)(sh >= 7 ? DITHER_8x8[r][c] : DITHER_8x8[r][c] >> (7 - sh));
+    }
+    o->mmx = o->gdepth == 8 && reel__convert_vfilter_mmx();
 }
 
 int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const reel_transform *tin, void *dst,
@@ -306,33 +383,39 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         reel_transform_default_settings(&def);
         t = &def;
     }
-    int rot = t->pixels.apply_rotation ? s->rotation : 0;
-    if (rot)
-        return reel__error_set(err, REEL_E_CUDA,
-                               "CUDA conversion: a display rotation (%d degrees) is not done on the GPU yet", rot);
-    if (t->pixels.convert_path != REEL_CONVERT_PATH_FUSED)
-        return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: convert_path AFTER_RGB is not done on the GPU yet");
-    if (s->bits != 8 && s->bits != 10)
-        return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: %d-bit pictures are not done on the GPU", s->bits);
+    const int rot = t->pixels.apply_rotation ? s->rotation : 0;
+    if (rot != 0 && rot != 90 && rot != 180 && rot != 270)
+        return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: a display rotation of %d degrees is not done", rot);
+    const int pw = rot == 90 || rot == 270 ? s->height : s->width, ph = rot == 90 || rot == 270 ? s->width : s->height;
     int ow, oh;
     size_t bytes;
-    int r = reel_transform_get_output_size(t, s->width, s->height, &ow, &oh, &bytes, err);
+    int r = reel_transform_get_output_size(t, pw, ph, &ow, &oh, &bytes, err);
     if (r != REEL_OK) return r;
-    int cx = 0, cy = 0, cw = s->width, ch = s->height;
+    int cx = 0, cy = 0, cw = pw, ch = ph;
     if (t->crop_w) {
         cx = t->crop_x;
         cy = t->crop_y;
         cw = t->crop_w;
         ch = t->crop_h;
     }
+    const int resize = ow != cw || oh != ch;
+    const char *no = unsupported(s, t, rot, resize);
+    if (no) return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: %s is not done on the GPU yet", no);
     memset(o, 0, sizeof *o);
     o->y = s->y;
     o->uv = s->uv;
     o->y_pitch = s->y_pitch;
     o->uv_pitch = s->uv_pitch;
     o->bits = s->bits;
+    o->shift = s->format != REEL_CUDA_SRC_GRAY && s->bits > 8 ? 16 - s->bits : 0;
+    if (s->format == REEL_CUDA_SRC_444) {
+        o->v = s->v;
+        o->v_pitch = s->v_pitch;
+    }
+    o->rot = rot;
+    o->pw = s->width;
+    o->ph = s->height;
     coef_init(reel__convert_coefficients(s->colorspace), s->full_range, &o->coef);
-    int resize = ow != cw || oh != ch;
     int sw, sh, dw, dh, kind;
     if (resize) { /* the fused path: the crop scaled inside the conversion */
         o->x0 = cx;
@@ -342,32 +425,45 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         dw = ow;
         dh = oh;
         kind = kind_of(t->pixels.filter);
-    } else { /* the whole picture converted unscaled, then the crop */
+    } else { /* the whole picture converted unscaled, (rotated,) then the crop */
         o->ox = cx;
         o->oy = cy;
         sw = dw = s->width;
         sh = dh = s->height;
         kind = K_BICUBIC;
     }
-    if (!resize && s->bits == 8 && !(s->height & 1)) {
-        o->mode = REEL_PX_BLOCK;
-        o->coef.simd = reel__convert_unscaled_simd();
+    int channels = 3;
+    if (t->pixels.color == REEL_COLOR_GRAY) {
+        channels = 1;
+        plan_gray(s, t, resize, o);
+        o->vrows = dh;
+        if (!o->copy && (r = build_axes(taps, sw, sh, dw, dh, 0, 0, 0, kind, o, err)) != REEL_OK) return r;
+    } else if (!resize && s->bits == 8 && s->format == REEL_CUDA_SRC_GRAY && t->pixels.dtype != REEL_DTYPE_UINT16) {
+        o->mode = REEL_PX_PAL; /* swscale's unscaled palette copy (uint16: its scaler) */
+    } else if (!resize && s->bits == 8 && !(s->height & 1) && s->format == REEL_CUDA_SRC_NV) {
+        o->mode = REEL_PX_BLOCK; /* uint16: swscale's C tables, each byte twice */
+        o->coef.simd = t->pixels.dtype != REEL_DTYPE_UINT16 && reel__convert_unscaled_simd();
     } else {
-        o->mode = dw & 1 ? REEL_PX_FULL : REEL_PX_HALF;
-        int csw = (sw + 1) >> 1, csh = (sh + 1) >> 1, cdw = o->mode == REEL_PX_HALF ? (dw + 1) >> 1 : dw;
-        if (!build_axis(taps, sw, dw, kind, ONE_H, 4, &o->hy) || !build_axis(taps, sh, dh, kind, ONE_V, 2, &o->vy) ||
-            !build_axis(taps, csw, cdw, kind, ONE_H, 4, &o->hc) || !build_axis(taps, csh, dh, kind, ONE_V, 2, &o->vc))
-            return reel__error_set(err, REEL_E_NOMEM, "CUDA conversion: out of memory for the filters");
+        /* swscale interpolates chroma fully for an odd width and for chroma
+         * it does not subsample: 4:4:4, and gray (constant chroma) */
+        const int c444 = s->format == REEL_CUDA_SRC_444 || s->format == REEL_CUDA_SRC_GRAY;
+        o->mode = dw & 1 || c444 ? REEL_PX_FULL : REEL_PX_HALF;
+        int csw = c444 ? sw : (sw + 1) >> 1, csh = c444 ? sh : (sh + 1) >> 1;
+        int cdw = o->mode == REEL_PX_HALF ? (dw + 1) >> 1 : dw;
+        if ((r = build_axes(taps, sw, sh, dw, dh, csw, csh, cdw, kind, o, err)) != REEL_OK) return r;
         int l = o->vy.taps, c = o->vc.taps;
         o->vmode = l == 1 && c <= 2 ? REEL_PX_V1 : l == 2 && c == 2 ? REEL_PX_V2 : REEL_PX_VX;
     }
-    reel__convert_strides(t, ow, oh, 3, &o->sx, &o->sy, &o->sc);
+    reel__convert_strides(t, ow, oh, channels, &o->sx, &o->sy, &o->sc);
     o->dst = dst;
     o->w = ow;
     o->h = oh;
     o->dtype = t->pixels.dtype;
     o->flip = t->flip_horizontal;
-    o->scale = t->pixels.divisor > 0 ? t->pixels.divisor : 255.0f;
+    /* gray: deep.c's divisor (the settings' over the largest code) */
+    o->scale = o->gray                 ? reel__px_scale(t->pixels.divisor, reel__px_max_code(o->gdepth))
+               : t->pixels.divisor > 0 ? t->pixels.divisor
+                                       : 255.0f;
     for (int i = 0; i < 3; i++) {
         o->mean[i] = t->pixels.mean[i];
         o->sd[i] = t->pixels.std[i] != 0.0f ? t->pixels.std[i] : 1.0f;

@@ -10,14 +10,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A decoded picture as the kernels read it: NV12 (bits 8) or P010 (bits
- * 10), host or device memory. */
+/* The layout of a reel__cuda_src's planes. */
+enum {
+    /* 4:2:0, luma then interleaved chroma, as NVDEC hands them over: NV12
+     * (bits 8), P010 (bits 10) and P016 (bits 12): 16-bit words with the
+     * value in their top bits */
+    REEL_CUDA_SRC_NV = 0,
+    /* one plane (4:0:0, y only; uv NULL), as the CPU decodes a gray video
+     * and uploads it: bytes (bits 8) or 16-bit words holding the value in
+     * their low bits (bits 10, 12, 16: gray10le, gray12le, gray16le) */
+    REEL_CUDA_SRC_GRAY = 1,
+    /* 4:4:4, three planes as NVDEC's YUV444 surfaces: y, uv (the U plane)
+     * and v, each full size; bytes (bits 8) or 16-bit words with the value
+     * in their top bits (bits 10, 12) */
+    REEL_CUDA_SRC_444 = 2
+};
+
+/* A decoded picture as the kernels read it, host or device memory. */
 typedef struct reel__cuda_src {
     const uint8_t *y, *uv;
     int y_pitch, uv_pitch;
     int width, height, bits;
-    int colorspace, full_range; /* AVColorSpace; 1: full (JPEG) range */
-    int rotation;               /* clockwise degrees for display */
+    /* AVColorSpace; 1: full (JPEG) range as swscale reads the frame
+     * (reel__convert_full_range: an untagged gray picture is full) */
+    int colorspace, full_range;
+    int rotation;     /* clockwise degrees for display */
+    int format;       /* REEL_CUDA_SRC_*; 0 (NV) when left zero */
+    const uint8_t *v; /* REEL_CUDA_SRC_444: the V plane */
+    int v_pitch;
 } reel__cuda_src;
 
 /* A batch's filter tables (grown as frames are planned; reset per batch). */
@@ -33,7 +53,9 @@ void reel__cuda_taps_free(reel__cuda_taps *t);
 /* Plans one frame of `src` converted per `tr` into dst (its strides, or
  * the layout's): fills *out and appends its filters to *taps. Refuses
  * (REEL_E_CUDA, naming the feature) what the GPU does not do yet: a display
- * rotation, the AFTER_RGB path, gray and uint16 outputs. */
+ * rotation or the AFTER_RGB path with a resize, uint16 RGB of an unscaled
+ * 8-bit picture of odd width, a downscale past swscale's 256-tap filters,
+ * and source depths or layouts other than those above. */
 int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *src, const reel_transform *tr, void *dst,
                           reel__px_frame *out, reel_error *err);
 

@@ -411,18 +411,34 @@ TEST(emulation_equals_cpu_on_sharp_edges)
 TEST(plan_refuses_what_the_gpu_does_not_do)
 {
     uint8_t y[64 * 16] = { 0 }, uv[64 * 8] = { 0 };
-    reel__cuda_src src = { y, uv, 64, 64, 64, 16, 8, AVCOL_SPC_BT709, 0, 90 };
+    reel__cuda_src src = { .y = y,
+                           .uv = uv,
+                           .y_pitch = 64,
+                           .uv_pitch = 64,
+                           .width = 64,
+                           .height = 16,
+                           .bits = 8,
+                           .colorspace = AVCOL_SPC_BT709,
+                           .rotation = 90 };
     reel__cuda_taps taps = { 0 };
     reel__px_frame pf;
     reel_transform t;
     reel_transform_default_settings(&t);
     reel_error err;
+    t.width = 8;
+    t.height = 32;
     CHECK_STATUS(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err), REEL_E_CUDA);
-    CHECK(strstr(err.message, "CUDA") && strstr(err.message, "rotation"));
+    CHECK(strstr(err.message, "CUDA") && strstr(err.message, "rotation with a resize"));
+    t.width = t.height = 0;
+    CHECK_OK(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err)); /* unscaled: an index mapping */
     src.rotation = 0;
     t.pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+    CHECK_OK(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err)); /* unscaled: the same as FUSED */
+    t.width = 32;
+    t.height = 8;
     CHECK_STATUS(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err), REEL_E_CUDA);
-    CHECK(strstr(err.message, "AFTER_RGB"));
+    CHECK(strstr(err.message, "AFTER_RGB with a resize"));
+    t.width = t.height = 0;
     t.pixels.convert_path = REEL_CONVERT_PATH_FUSED;
     t.crop_w = 100;
     t.crop_h = 4;
