@@ -69,6 +69,21 @@ static int scale_into(reel_converter *c, const AVFrame *f, int x, int y, int w, 
     return sws_scale(sws, src, f->linesize, 0, h, d, ds) == oh ? REEL_OK : REEL_E_INTERNAL;
 }
 
+/* 1 where FFmpeg 5.1's unscaled 4:2:0 / 4:2:2 -> RGB48 table converter
+ * (yuv2rgb_c_48: 8-bit source, even height, whole frame) would leave the last
+ * column of an odd-width picture unwritten (the ffmpeg CLI's rgb48le has
+ * zeros there): the picture is then converted one column wider, which the
+ * frame's padding and the chroma plane's (w + 1) / 2 samples cover, so the
+ * last pixel gets the value the converter gives every even pixel, from its
+ * own chroma sample. 0 otherwise. */
+static int unwritten_column(const AVFrame *f, const inter *i)
+{
+    const int fmt = f->format;
+    const int table = fmt == AV_PIX_FMT_YUV420P || fmt == AV_PIX_FMT_YUVJ420P || fmt == AV_PIX_FMT_YUV422P ||
+                      fmt == AV_PIX_FMT_YUVJ422P;
+    return table && i->fmt == AV_PIX_FMT_RGB48 && (f->width & 1) && !(f->height & 1) && f->linesize[0] > f->width;
+}
+
 /* A picture of pixels of `pb` bytes rotated clockwise by rot degrees. */
 static void rotate_pixels(const uint8_t *src, int sstride, int w, int h, int rot, int pb, uint8_t *dst, int dstride)
 {
@@ -103,7 +118,8 @@ static int make_inter(reel_converter *c, const AVFrame *f, const reel_transform 
     const int fs = inter_stride(f->width, pb);
     uint8_t *s0 = reel__scratch_get(&c->s[0], (size_t)fs * (size_t)(f->height + 1));
     if (!s0) return REEL_E_NOMEM;
-    int r = scale_into(c, f, 0, 0, f->width, f->height, f->width, f->height, SWS_BICUBIC, i, s0, fs);
+    const int sw = f->width + unwritten_column(f, i);
+    int r = scale_into(c, f, 0, 0, sw, f->height, sw, f->height, SWS_BICUBIC, i, s0, fs);
     if (r != REEL_OK) return r;
     const uint8_t *img = s0;
     int istride = fs;

@@ -226,3 +226,31 @@ def test_cli_pack_color_and_dtype(np, videos, tmp_path):
     out = subprocess.run([cli, "pack", folder, str(tmp_path / "b"), "--color", "grey"], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 2 and "bad --color (rgb or gray)" in out.stderr
+
+
+def test_rgb48_of_an_odd_width_8bit_picture_writes_its_last_column(np, ffmpeg, tmp_path):
+    """FFmpeg 5.1's unscaled 4:2:0 -> RGB48 table converter leaves the last
+    column of an odd-width, even-height picture unwritten (the CLI's rgb48le
+    has zeros there). reel converts such a picture one column wider, so the
+    last pixel gets the value the converter gives it from its own chroma
+    sample: the reference is the CLI on the same planes made 322 wide by hand
+    (luma padded by one column, chroma unchanged: (321 + 1) / 2 samples)."""
+    w, h = 321, 240
+    src = tmp_path / "odd.mkv"
+    subprocess.run([ffmpeg, "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "testsrc2=s=322x240:r=10:d=0.1",
+                    "-vf", f"scale={w}:{h},format=yuv420p", "-c:v", "ffv1", str(src)], check=True)
+    got = reel.VideoDecoder(src, dtype="uint16", layout="HWC")[0].numpy().astype(np.int64)
+    cli = ffmpeg_frames(np, ffmpeg, src, "rgb48le", "<u2").reshape(h, w, 3).astype(np.int64)
+    assert np.array_equal(got[:, :-1], cli[:, :-1])  # every written column as the CLI's
+    assert not cli[:, -1].any()  # the CLI's defect, which reel does not copy
+    planes = ffmpeg_frames(np, ffmpeg, src, "yuv420p", np.uint8)
+    cw = (w + 1) // 2
+    y = planes[:w * h].reshape(h, w)
+    chroma = planes[w * h:].reshape(2, h // 2, cw)
+    wide = np.concatenate([np.concatenate([y, y[:, -1:]], axis=1).ravel(), chroma.ravel()])
+    ref = subprocess.run([ffmpeg, "-nostdin", "-v", "error", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s",
+                          f"{w + 1}x{h}", "-i", "-", "-pix_fmt", "rgb48le", "-f", "rawvideo", "-"],
+                         input=wide.tobytes(), capture_output=True, check=True).stdout
+    ref = np.frombuffer(ref, dtype="<u2").reshape(h, w + 1, 3).astype(np.int64)
+    assert np.array_equal(got, ref[:, :w])
+    assert got[:, -1].any()
