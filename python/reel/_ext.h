@@ -272,6 +272,7 @@ PyObject *mod_decode_near(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _ext_audio.c */
 PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs);
 PyObject *mod_audio_info(PyObject *module, PyObject *cap);
+PyObject *mod_audio_stats(PyObject *module, PyObject *cap);
 /* The requests made for an audio handle's bytes; 0, or -1 with the exception set. */
 int rx_audio_remote_stats(PyObject *cap, reel_remote_stats *out);
 PyObject *mod_audio_samples(PyObject *module, PyObject *args);
