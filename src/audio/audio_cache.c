@@ -78,8 +78,8 @@ int64_t reel__audio_cache_get(reel_audio *a, int64_t lo, int64_t hi, float *dst)
         reel__audio_block *b = &a->blocks[at];
         const int64_t to = hi < (k + 1) * L ? hi : (k + 1) * L;
         for (int c = 0; c < a->info.channels; c++)
-            memcpy(dst + (size_t)c * (size_t)S + (size_t)(i - lo), b->data + (size_t)c * (size_t)L + (size_t)(i - k * L),
-                   (size_t)(to - i) * sizeof(float));
+            memcpy(dst + (size_t)c * (size_t)S + (size_t)(i - lo),
+                   b->data + (size_t)c * (size_t)L + (size_t)(i - k * L), (size_t)(to - i) * sizeof(float));
         b->used = ++a->tick;
         i = to;
     }
@@ -129,8 +129,8 @@ void reel__audio_cache_put(reel_audio *a, const float *planes, int n, int stride
             a->fill_next = b0;
         }
         for (int c = 0; c < a->info.channels; c++)
-            memcpy(a->fill + (size_t)c * (size_t)L + (size_t)(i - b0), planes + (size_t)c * (size_t)stride + (size_t)(i - at),
-                   (size_t)(to - i) * sizeof(float));
+            memcpy(a->fill + (size_t)c * (size_t)L + (size_t)(i - b0),
+                   planes + (size_t)c * (size_t)stride + (size_t)(i - at), (size_t)(to - i) * sizeof(float));
         a->fill_next = to;
         i = to;
         if (to == b1) keep_fill(a);

@@ -80,10 +80,10 @@ struct reel_audio {
     int64_t exact_lo; /* the run's first output sample equal to a whole-stream decode's */
 
     /* ---- the cache (audio_cache.c): full blocks of exact output samples */
-    reel__audio_block *blocks; /* ascending index */
+    reel__audio_block *blocks;   /* ascending index */
     size_t n_blocks, max_blocks; /* max_blocks 0: no cache */
     int block_len;               /* output samples a block holds */
-    float *fill;                 /* the block being filled: fill_index, fill_next - its start samples in */
+    float *fill;                 /* the block being filled: block fill_index, its samples up to fill_next */
     int64_t fill_index, fill_next;
     uint64_t tick;
     reel_audio_stats stats;

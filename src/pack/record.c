@@ -286,7 +286,7 @@ static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, 
     }
     reel_audio_settings as = *ps->audio;
     as.missing = REEL_AUDIO_MISSING_RAISE; /* a video without audio is recorded so; the loader decides */
-    as.cache_bytes = 0;                     /* one window per object: nothing to serve again */
+    as.cache_bytes = 0;                    /* one window per object: nothing to serve again */
     reel_audio *a = NULL;
     reel_audio_window w;
     float *tmp = NULL;

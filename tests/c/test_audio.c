@@ -193,8 +193,8 @@ TEST(the_cache_serves_any_order_from_one_decode_and_keeps_its_bound)
     const char *mono = ",pan=mono|c0=0.5*c0+0.5*c1,aresample=16000";
     reel_audio_stats on, off, small;
     check_file_cached(p, 16000, 1, mono, 1e-6, -1, &on); /* the default: 8 MiB hold all 12 s */
-    CHECK_EQ_INT(on.windows, 30); /* three passes of 10 */
-    CHECK_EQ_INT(on.runs_from_a0, 1); /* AAC decodes from a0 (its noise): once */
+    CHECK_EQ_INT(on.windows, 30);                        /* three passes of 10 */
+    CHECK_EQ_INT(on.runs_from_a0, 1);                    /* AAC decodes from a0 (its noise): once */
     CHECK_MSG(on.windows_cached >= 18, "%lld windows from the cache", (long long)on.windows_cached);
     CHECK(on.cache_peak_bytes > 0 && on.cache_peak_bytes <= ((int64_t)8 << 20));
     check_file_cached(p, 16000, 1, mono, 1e-6, 0, &off); /* none: the same samples, decoding again */
