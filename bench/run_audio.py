@@ -18,8 +18,14 @@
             size RGB uint8) and the audio played while they are shown, at
             16 kHz mono
      audio  the same windows' audio alone
+     video  the same clips' frames alone (the floor the video sets for av)
+     decode reel only: per video, the audio of the latest clip's last frame
+            without a cache: opening and one AAC decode from a0 to there,
+            the least exact audio can cost (the floor with video's)
    reel: VideoDecoder(path, threads=1, gop_contexts=1, audio={"sample_rate":
-   16000, "channels": 1}), get_frames_at and get_audio_for_frames.
+   16000, "channels": 1}), get_frames_at and get_audio_for_frames (its
+   audio object keeps a cache of decoded samples, 8 MiB by default: the
+   clips' audio decodes about once per video).
    torchcodec: VideoDecoder(path, seek_mode="exact", num_ffmpeg_threads=1)
    and AudioDecoder(path, sample_rate=16000, num_channels=1),
    get_frames_at and get_samples_played_in_range over [first pts, last pts +
@@ -96,7 +102,7 @@ def plan(videos, clips, frames, num_frames):
 
 # ---------------------------------------------------------------- workers
 
-def w_reel(videos, starts, frames, with_video):
+def w_reel(videos, starts, frames, with_video, with_audio=True):
     import numpy as np
     import reel
     n = 0
@@ -107,18 +113,33 @@ def w_reel(videos, starts, frames, with_video):
                 if with_video:
                     f = dec.get_frames_at(idx)
                     assert f.shape[0] == frames
-                a = dec.get_audio_for_frames(idx)
-                assert np.asarray(a.data).shape[1] == a.num_samples > 0
+                if with_audio:
+                    a = dec.get_audio_for_frames(idx)
+                    assert np.asarray(a.data).shape[1] == a.num_samples > 0
                 n += 1
     return n
 
 
-def w_torchcodec(videos, starts, frames, with_video):
+def w_reel_decode(videos, starts, frames):
+    """Per video, one AAC decode from a0 to the end of its latest clip (its
+    last frame's audio, cache off): what any exact reading of these clips'
+    audio pays."""
+    from reel import _reel  # the audio object alone: no video index (av counts that in its frames)
+    n = 0
+    for path, ss in zip(videos, starts):
+        h = _reel.audio_open(path, sample_rate=RATE, channels=1, cache_bytes=0)
+        end = max(ss) + frames  # in frames of 1/25 s: the videos are 25 fps from 0
+        _reel.audio_samples(h, end - 1, end, 1, 25)
+        n += len(ss)
+    return n
+
+
+def w_torchcodec(videos, starts, frames, with_video, with_audio=True):
     from torchcodec.decoders import AudioDecoder, VideoDecoder
     n = 0
     for path, ss in zip(videos, starts):
         vd = VideoDecoder(path, seek_mode="exact", num_ffmpeg_threads=1)
-        ad = AudioDecoder(path, sample_rate=RATE, num_channels=1)
+        ad = AudioDecoder(path, sample_rate=RATE, num_channels=1) if with_audio else None
         for s in ss:
             idx = list(range(s, s + frames))
             if with_video:
@@ -126,8 +147,9 @@ def w_torchcodec(videos, starts, frames, with_video):
                 t0, t1 = float(f.pts_seconds[0]), float(f.pts_seconds[-1] + f.duration_seconds[-1])
             else:  # the same window: the videos are 25 fps from 0
                 t0, t1 = s / 25.0, (s + frames) / 25.0
-            a = ad.get_samples_played_in_range(t0, t1)
-            assert a.data.shape[1] > 0
+            if ad is not None:
+                a = ad.get_samples_played_in_range(t0, t1)
+                assert a.data.shape[1] > 0
             n += 1
     return n
 
@@ -200,7 +222,10 @@ def worker_main(args):
         fn = w_reel if tool == "reel" else w_torchcodec
         fn(videos[:1], [starts[0][:1]], args.frames, True)  # imports and first open outside the clock
         t, c = time.perf_counter(), time.process_time()
-        n = fn(videos, starts, args.frames, work == "av")
+        if work == "decode":
+            n = w_reel_decode(videos, starts, args.frames)
+        else:
+            n = fn(videos, starts, args.frames, work != "audio", work != "video")
         secs, cpu = time.perf_counter() - t, time.process_time() - c
     if args.worker.startswith("hour-"):
         cpu = time.process_time()
@@ -241,8 +266,8 @@ def main():
     tools = ["reel", "torchcodec"]
     best = {}
     for rnd in range(args.rounds):
-        for work in ("av", "audio"):
-            order = tools if rnd % 2 == 0 else tools[::-1]
+        for work in ("av", "audio", "video", "decode"):
+            order = ["reel"] if work == "decode" else tools if rnd % 2 == 0 else tools[::-1]
             for tool in order:
                 sample_load()
                 r = run_worker(args, f"{tool}-{work}", ["--videos-json", vj])
@@ -283,6 +308,25 @@ def main():
     def fmt_acc(r):
         return f"{r['max_diff']:.3g}" if "max_diff" in r else "error: " + r.get("error", "?")
 
+    def floor():
+        """The most frames + audio could reach were reel's audio free: its
+        frames alone against torchcodec's frames + audio."""
+        v, av = best.get(("reel", "video"), {}), best.get(("torchcodec", "av"), {})
+        d = best.get(("reel", "decode"), {})
+        if any("clips_per_cpu_s" not in r for r in (v, av, d)):
+            return "Floor: -"
+
+        def most(key):  # torchcodec's frames + audio time over reel's frames alone plus the decode alone
+            return (1 / av[key]) / (1 / v[key] + 1 / d[key])
+        return (f"Floor: reel's frames alone against torchcodec's frames + audio, the most frames + audio could "
+                f"reach were reel's audio free: {v['clips_per_s'] / av['clips_per_s']:.2f}x wall, "
+                f"{v['clips_per_cpu_s'] / av['clips_per_cpu_s']:.2f}x CPU. Exact audio costs at least one AAC "
+                f"decode from a0 to each video's latest clip (the noise substitution) and the open: "
+                f"{1e3 / d['clips_per_cpu_s']:.2f} ms CPU a clip here (reel's whole audio: "
+                f"{1e3 / best.get(('reel', 'audio'), d)['clips_per_cpu_s']:.2f} ms, the rest the mono mix, the "
+                f"16 kHz resample and copies); with the frames alone and that decode only, frames + audio would "
+                f"reach {most('clips_per_s'):.2f}x wall, {most('clips_per_cpu_s'):.2f}x CPU.")
+
     def row(label, work):
         return (f"| {label} | {cell('reel', work, 'clips_per_s')} | {cell('torchcodec', work, 'clips_per_s')} | "
                 f"{ratio(work, 'clips_per_s')} | {cell('reel', work, 'clips_per_cpu_s')} | "
@@ -300,18 +344,20 @@ def main():
              "| workload | reel clips/s | torchcodec 0.13 clips/s | ratio | reel clips per CPU-s | "
              "torchcodec clips per CPU-s | ratio |",
              "|---|---|---|---|---|---|---|",
-             row("frames + audio", "av"), row("audio alone", "audio"), "",
+             row("frames + audio", "av"), row("audio alone", "audio"), row("frames alone", "video"), "",
              "clips/s: wall time of the timed loop (imports and a first open excluded); clips per CPU-s: the "
              "process's CPU time over the same loop, the steadier figure on a shared machine.", "",
+             floor(), "",
              "Accuracy, the same clips in the same order at the stream's rate and channels against the ffmpeg "
              "CLI's `-af aresample=async=1:min_hard_comp=0` output (max |diff|): reel "
              f"{fmt_acc(acc['reel'])}, torchcodec {fmt_acc(acc['torchcodec'])}. These AAC files use noise "
              "substitution, whose random generator no seek resets: reel decodes from a0 (or on from the last "
-             "window) where torchcodec seeks back.", ""]
+             "window, or from its cache of decoded samples) where torchcodec seeks back.", ""]
     if hour:
         lines += ["A 1-hour file (96x64 10 fps, 48 kHz stereo AAC 96 kb/s): peak RSS of a process that opens it, "
                   "and of one that also reads 12 windows of 1 s at random times across it, in random order "
-                  "(16 kHz mono; each decoded from a0, the AAC rule):", "",
+                  "(16 kHz mono; each decoded from a0, the AAC rule; reel's cache keeps at most 8 MiB of them):",
+                  "",
                   "| tool | open only | open + 12 windows | s per window |", "|---|---|---|---|"]
         for tool in tools:
             o, r = hour.get((tool, "open"), {}), hour.get((tool, "read"), {})

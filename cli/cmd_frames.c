@@ -86,6 +86,7 @@ static int parse_args(int argc, char **argv, frames_args *a)
     reel_decoder_default_settings(&a->s);
     reel_transform_default_settings(&a->t);
     reel_audio_default_settings(&a->as);
+    a->as.cache_bytes = 0; /* one window: nothing to serve again */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;

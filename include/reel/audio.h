@@ -37,8 +37,14 @@ extern "C" {
  * restarted at a native index that is a multiple of sr / gcd(sr, rate),
  * 10 ms or more before the window, where it reproduces a whole-stream
  * resample exactly. A window past the end is known without decoding once a
- * run reached it. Memory: the window, the history, the marks (and the
- * damage found, one record per run of dropped packets).
+ * run reached it. The cache: output samples a run produced, in blocks
+ * on the grid, kept up to reel_audio_settings.cache_bytes, serve a window
+ * they cover without decoding (the same samples: a block holds only
+ * samples a restart decodes exactly, after its resampler's first 10 ms);
+ * a run from a0 converts the samples a full cache can hold before its
+ * window, so that windows read in any order decode the stream about once.
+ * Memory: the window, the history, the marks, the cache (and the damage
+ * found, one record per run of dropped packets).
  *
  * Damage (reel_audio_settings.corrupt_policy). A packet the codec rejects
  * (or whose decode fails) under REEL_CORRUPT_FAIL fails the call with
@@ -93,11 +99,15 @@ typedef struct reel_audio_settings {
      *  its decode). Must be cheap and thread-safe. */
     int (*interrupt)(void *opaque);
     void *interrupt_opaque; /**< passed to interrupt; borrowed (common.h) */
+    /** Bytes of decoded output samples kept so that windows read in any
+     *  order decode once (the contract above); default 8 MiB (about 2 min
+     *  at 16 kHz mono); 0: none (an object that reads one window). */
+    int64_t cache_bytes;
     /** A packet the codec rejects: REEL_CORRUPT_FAIL (default) fails the
      *  call, REEL_CORRUPT_SKIP drops it (its samples zeros, reported in
      *  reel_audio_window.missing; see "Damage" above). */
     reel_corrupt_policy corrupt_policy;
-    uint8_t reserved[12]; /**< zero (the defaults function clears it); room to grow */
+    uint8_t reserved[28]; /**< zero (the defaults function clears it); room to grow */
 } reel_audio_settings;
 
 /** Fills `s` with the defaults documented on each field. */
@@ -134,6 +144,17 @@ typedef struct reel_audio_window {
     uint8_t reserved[32];           /**< zero; room to grow (common.h) */
 } reel_audio_window;
 
+/** What an object did so far (reel_audio_get_stats). */
+typedef struct reel_audio_stats {
+    int64_t windows;          /**< windows asked for that hold stream samples */
+    int64_t windows_cached;   /**< of those, served whole from the cache, without decoding */
+    int64_t runs_from_a0;     /**< decodes started from a0 */
+    int64_t runs_from_mark;   /**< decodes restarted at a mark (a seek) */
+    int64_t cache_bytes;      /**< the cache's samples now, in bytes */
+    int64_t cache_peak_bytes; /**< the most it held (never over reel_audio_settings.cache_bytes) */
+    uint8_t reserved[32];     /**< zero; room to grow (common.h) */
+} reel_audio_stats;
+
 /** Audio of one file. Thread-safety: one thread at a time per object;
  *  different objects are independent. */
 typedef struct reel_audio reel_audio;
@@ -145,7 +166,7 @@ typedef struct reel_audio reel_audio;
  *  times audio by a video's frames), REEL_E_NO_AUDIO_STREAM,
  *  REEL_E_UNSUPPORTED_CODEC, REEL_E_INVALID_ARG (a rate outside
  *  1..1,000,000 Hz, channels other than 0 or 1, a corrupt_policy other
- *  than FAIL or SKIP). */
+ *  than FAIL or SKIP, a negative cache_bytes). */
 REEL_API int reel_audio_open(reel_audio **out, const char *path, const reel_audio_settings *s, reel_error *err);
 
 /** Closes and sets *a to NULL (NULL-safe). */
@@ -179,6 +200,10 @@ REEL_API int reel_audio_get_samples(reel_audio *a, int64_t t0, int64_t t1, int n
  *  <= 0; REEL_E_OUT_OF_RANGE when the sample is out of range. */
 REEL_API int reel_audio_sample_at(int64_t ts, int num, int den, int64_t a0_pts, int a0_num, int a0_den, int sample_rate,
                                   int64_t *sample, reel_error *err);
+
+/** What the object did so far: windows, decodes, the cache's bytes.
+ *  REEL_E_INVALID_ARG for NULL arguments. */
+REEL_API int reel_audio_get_stats(const reel_audio *a, reel_audio_stats *out, reel_error *err);
 
 /** The requests made so far for this object's bytes (zeros for a local
  *  file). REEL_E_INVALID_ARG for NULL arguments. */

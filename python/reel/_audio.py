@@ -18,12 +18,15 @@ _MISSING = {"raise": 0, "zeros": 1}
 @dataclass(frozen=True)
 class AudioSettings:
     """What VideoDecoder(audio=...) asks for: the output rate (None: the
-    stream's), channels (None: the stream's; 1: their mean), and what a
-    video without audio gives ("raise" or "zeros")."""
+    stream's), channels (None: the stream's; 1: their mean), what a
+    video without audio gives ("raise" or "zeros"), and the bytes of decoded
+    samples kept so that windows in any order decode once (None: C's
+    default, 8 MiB; 0: none)."""
 
     sample_rate: Optional[int] = None
     channels: Optional[int] = None
     missing: str = "raise"
+    cache_bytes: Optional[int] = None
 
     @classmethod
     def of(cls, audio: Union[bool, Dict[str, Any], None]) -> Optional["AudioSettings"]:
@@ -33,10 +36,12 @@ class AudioSettings:
             return cls()
         if not isinstance(audio, dict):
             raise TypeError(f"audio must be True, False, None or a dict, not {type(audio).__name__}")
-        unknown = set(audio) - {"sample_rate", "channels", "missing"}
+        unknown = set(audio) - {"sample_rate", "channels", "missing", "cache_bytes"}
         if unknown:
-            raise ValueError(f"unknown audio setting(s) {sorted(unknown)}: sample_rate, channels, missing")
-        s = cls(audio.get("sample_rate"), audio.get("channels"), audio.get("missing", "raise"))
+            raise ValueError(f"unknown audio setting(s) {sorted(unknown)}: sample_rate, channels, missing, "
+                             "cache_bytes")
+        s = cls(audio.get("sample_rate"), audio.get("channels"), audio.get("missing", "raise"),
+                audio.get("cache_bytes"))
         if s.missing not in _MISSING:
             raise ValueError(f"audio missing={s.missing!r}: 'raise' or 'zeros'")
         return s
@@ -94,7 +99,7 @@ class Audio:
         self._pid = os.getpid()
         rate, channels, missing = settings.args()
         self.handle = _reel.audio_open(path, sample_rate=rate, channels=channels, missing=missing, remote=remote,
-                                       corrupt=corrupt)
+                                       corrupt=corrupt, cache_bytes=settings.cache_bytes)
         self.info: Dict[str, Any] = _reel.audio_info(self.handle)
 
     def samples(self, t0: int, t1: int, time_base: Fraction) -> AudioSamples:

@@ -541,6 +541,14 @@ class VideoDecoder:
         output), codec, start_seconds (a0), stream_index."""
         return dict(self._audio_open().info)
 
+    @property
+    def audio_stats(self) -> Dict[str, int]:
+        """What the audio object did so far: windows (asked for, holding
+        stream samples), windows_cached (served whole from its cache),
+        runs_from_a0 and runs_from_mark (decodes started), cache_bytes and
+        cache_peak_bytes (never over the audio setting cache_bytes)."""
+        return _reel.audio_stats(self._audio_open().handle)
+
     def get_audio_for_frames(self, indices: Sequence[int]) -> "_audio.AudioSamples":
         """The audio played while these frames are shown: the window [min
         pts, max(pts + duration)) of reel's frame table, sample-exact."""

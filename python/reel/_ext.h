@@ -274,9 +274,15 @@ PyObject *mod_fields(PyObject *module, PyObject *arg);
 PyObject *mod_remote_defaults(PyObject *module, PyObject *unused);
 /* _ext_near.c: frames by timestamp with a tolerance, several cameras in one call */
 PyObject *mod_decode_near(PyObject *module, PyObject *args, PyObject *kwargs);
+/* _ext_pool.c: a Frames array's memory (aligned to REEL_PY_ALIGN; a few
+ * large freed ones kept for the next of the same size). */
+void *rx_pool_alloc(size_t n);
+void rx_pool_free(void *p, size_t n);
+
 /* _ext_audio.c */
 PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs);
 PyObject *mod_audio_info(PyObject *module, PyObject *cap);
+PyObject *mod_audio_stats(PyObject *module, PyObject *cap);
 /* The requests made for an audio handle's bytes; 0, or -1 with the exception set. */
 int rx_audio_remote_stats(PyObject *cap, reel_remote_stats *out);
 PyObject *mod_audio_samples(PyObject *module, PyObject *args);

@@ -55,14 +55,15 @@ static PyObject *info_dict(const reel_audio_info *i)
     return d;
 }
 
-/* audio_open(path, sample_rate=0, channels=0, missing=0, remote=None, corrupt=0) -> handle */
+/* audio_open(path, sample_rate=0, channels=0, missing=0, remote=None, corrupt=0,
+ * cache_bytes=None) -> handle (cache_bytes None: reel_audio_settings' default) */
 PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = { "path", "sample_rate", "channels", "missing", "remote", "corrupt", NULL };
-    PyObject *path = NULL, *remote = Py_None;
+    static char *kw[] = { "path", "sample_rate", "channels", "missing", "remote", "corrupt", "cache_bytes", NULL };
+    PyObject *path = NULL, *remote = Py_None, *cache = Py_None;
     int rate = 0, channels = 0, missing = 0, corrupt = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|iiiOi:audio_open", kw, PyUnicode_FSConverter, &path, &rate,
-                                     &channels, &missing, &remote, &corrupt))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|iiiOiO:audio_open", kw, PyUnicode_FSConverter, &path, &rate,
+                                     &channels, &missing, &remote, &corrupt, &cache))
         return NULL;
     reel_state *st = PyModule_GetState(module);
     rx_audio *h = PyMem_Calloc(1, sizeof *h);
@@ -77,6 +78,14 @@ PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs)
     s.channels = channels;
     s.missing = (reel_audio_missing)missing;
     s.corrupt_policy = (reel_corrupt_policy)corrupt;
+    if (cache != Py_None) {
+        s.cache_bytes = PyLong_AsLongLong(cache);
+        if (s.cache_bytes == -1 && PyErr_Occurred()) {
+            rx_audio_free(h);
+            Py_DECREF(path);
+            return NULL;
+        }
+    }
     if (remote != Py_None) {
         if (rx_remote_from_dict(remote, &h->remote, &h->ca_bundle, &h->bearer_token) < 0) {
             rx_audio_free(h);
@@ -110,6 +119,22 @@ PyObject *mod_audio_info(PyObject *module, PyObject *cap)
     (void)module;
     rx_audio *h = handle_of(cap);
     return h ? info_dict(reel_audio_get_info(h->a)) : NULL;
+}
+
+/* audio_stats(handle) -> dict (reel_audio_stats) */
+PyObject *mod_audio_stats(PyObject *module, PyObject *cap)
+{
+    (void)module;
+    rx_audio *h = handle_of(cap);
+    if (!h) return NULL;
+    reel_audio_stats s;
+    PyThread_acquire_lock(h->lock, WAIT_LOCK);
+    reel_audio_get_stats(h->a, &s, NULL);
+    PyThread_release_lock(h->lock);
+    return Py_BuildValue("{sLsLsLsLsLsL}", "windows", (long long)s.windows, "windows_cached",
+                         (long long)s.windows_cached, "runs_from_a0", (long long)s.runs_from_a0, "runs_from_mark",
+                         (long long)s.runs_from_mark, "cache_bytes", (long long)s.cache_bytes, "cache_peak_bytes",
+                         (long long)s.cache_peak_bytes);
 }
 
 int rx_audio_remote_stats(PyObject *cap, reel_remote_stats *out)

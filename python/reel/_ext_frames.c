@@ -99,9 +99,9 @@ FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *s
         Py_DECREF(f);
         return NULL;
     }
-    void *p = NULL;
-    size_t bytes = f->nbytes > REEL_PY_ALIGN ? f->nbytes : REEL_PY_ALIGN;
-    if (posix_memalign(&p, REEL_PY_ALIGN, bytes) != 0 || !p) {
+    void *p = rx_pool_alloc(f->nbytes);
+    if (!p) {
+        const size_t bytes = f->nbytes;
         Py_DECREF(f);
         PyErr_Format(PyExc_MemoryError, "reel: cannot allocate %zu bytes", bytes);
         return NULL;
@@ -129,7 +129,7 @@ FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype,
 static void frames_dealloc(FramesObject *self)
 {
     if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
-    free(self->alloc);
+    rx_pool_free(self->alloc, self->nbytes);
     reel_device_buffer_free(&self->dev);
     Py_XDECREF(self->base);
     Py_XDECREF(self->indices);

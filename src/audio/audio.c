@@ -23,6 +23,7 @@ void reel_audio_default_settings(reel_audio_settings *s)
     memset(s, 0, sizeof *s);
     s->stream_index = -1;
     s->missing = REEL_AUDIO_MISSING_RAISE;
+    s->cache_bytes = REEL_AUDIO_CACHE_BYTES;
 }
 
 const reel_audio_info *reel_audio_get_info(const reel_audio *a)
@@ -35,6 +36,7 @@ void reel_audio_close(reel_audio **a)
     if (!a || !*a) return;
     reel_audio *x = *a;
     reel__audio_run_free(x);
+    reel__audio_cache_free(x);
     avformat_close_input(&x->fmt);
     if (x->avio) av_freep(&x->avio->buffer);
     avio_context_free(&x->avio);
@@ -47,6 +49,13 @@ void reel_audio_close(reel_audio **a)
     free(x->holes);
     free(x);
     *a = NULL;
+}
+
+int reel_audio_get_stats(const reel_audio *a, reel_audio_stats *out, reel_error *err)
+{
+    if (!a || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_audio_get_stats: NULL argument");
+    *out = a->stats;
+    return REEL_OK;
 }
 
 int reel_audio_get_remote_stats(const reel_audio *a, reel_remote_stats *out, reel_error *err)
@@ -210,6 +219,7 @@ static int open_stream(reel_audio *a, const reel_audio_settings *s, reel_error *
     a->info.time_base_num = a->tb.num;
     a->info.time_base_den = a->tb.den;
     reel__audio_run_init(a);
+    reel__audio_cache_init(a);
     int st = find_a0(a, err);
     if (st != REEL_OK) return st;
     a->info.start_seconds = (double)a->info.start_pts * a->tb.num / a->tb.den;
@@ -246,6 +256,9 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
                                (int)s->corrupt_policy);
     if (s->interrupt && s->interrupt(s->interrupt_opaque))
         return reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", shown);
+    if (s->cache_bytes < 0)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: audio cache_bytes %lld: 0 (none) or more", shown,
+                               (long long)s->cache_bytes);
     reel__io_options o;
     reel__io_default_options(&o);
     o.interrupt = s->interrupt;

@@ -1,7 +1,7 @@
 /* audio_internal.h: the audio object (reel/audio.h) shared by audio.c (opening,
  * the public calls), audio_run.c (the running decode, its history and
- * marks, the restarts) and audio_source.c (the bytes). src/audio's files
- * alone include it. */
+ * marks, the restarts), audio_cache.c (the output samples kept in blocks)
+ * and audio_source.c (the bytes). src/audio's files alone include it. */
 #ifndef REEL_AUDIO_AUDIO_INTERNAL_H
 #define REEL_AUDIO_AUDIO_INTERNAL_H
 
@@ -29,6 +29,17 @@ typedef struct reel__audio_mark {
 typedef struct reel__audio_hole {
     int64_t lo, hi, packets;
 } reel__audio_hole;
+
+/* reel_audio_settings.cache_bytes' default. */
+#define REEL_AUDIO_CACHE_BYTES ((int64_t)8 << 20)
+
+/* One block of the cache: output samples [index * len, (index + 1) * len),
+ * channel planes of `len`, `used` its last use (the least used goes first). */
+typedef struct reel__audio_block {
+    int64_t index;
+    uint64_t used;
+    float *data;
+} reel__audio_block;
 
 struct reel_audio {
     char name[1024];
@@ -78,6 +89,17 @@ struct reel_audio {
     int64_t dropped, last_pkt_ts;
     reel__audio_hole *holes; /* ascending by lo */
     size_t n_holes, holes_cap;
+
+    int64_t exact_lo; /* the run's first output sample equal to a whole-stream decode's */
+
+    /* ---- the cache (audio_cache.c): full blocks of exact output samples */
+    reel__audio_block *blocks;   /* ascending index */
+    size_t n_blocks, max_blocks; /* max_blocks 0: no cache */
+    int block_len;               /* output samples a block holds */
+    float *fill;                 /* the block being filled: block fill_index, its samples up to fill_next */
+    int64_t fill_index, fill_next;
+    uint64_t tick;
+    reel_audio_stats stats;
 };
 
 /* floor(num / den + 1/2) for den > 0, exact. */
@@ -124,6 +146,26 @@ int reel__audio_open_codec(reel_audio *a, AVCodecContext **out, reel_error *err)
 
 /* The timestamp a decoded frame is placed by. */
 int64_t reel__audio_frame_ts(const AVFrame *f);
+
+/* ---- audio_cache.c: the output samples kept ---- */
+
+/* Sizes the cache from a->s.cache_bytes (after the output rate and
+ * channels are known). */
+void reel__audio_cache_init(reel_audio *a);
+
+/* Frees the cache's blocks. */
+void reel__audio_cache_free(reel_audio *a);
+
+/* Output samples [lo, hi) the cache holds from lo on into dst (planes of
+ * hi - lo); returns the end of that cover (lo: none). */
+int64_t reel__audio_cache_get(reel_audio *a, int64_t lo, int64_t hi, float *dst);
+
+/* n output samples (planes of `stride`) the run produced at grid index
+ * `at`: those from a->exact_lo on go into the blocks. */
+void reel__audio_cache_put(reel_audio *a, const float *planes, int n, int stride, int64_t at);
+
+/* Output samples a full cache holds (0: no cache). */
+int64_t reel__audio_cache_span(const reel_audio *a);
 
 /* ---- audio_source.c: the bytes ---- */
 

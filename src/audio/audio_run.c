@@ -3,7 +3,8 @@
  * frame on the output grid (FFmpeg's 1 ms async rule), and its restarts:
  * from a0, or, for codecs that decode the same after a seek, from a mark a
  * previous run left, with the resampler restarted on an aligned index; the
- * damage it meets (the corrupt policy, the holes a window reports). */
+ * damage it meets (the corrupt policy, the holes a window reports); a
+ * window the cache (audio_cache.c) holds is served without decoding. */
 #include <libavutil/channel_layout.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,6 +149,7 @@ static void mix_to_mono(float *planes, int ch, int n)
 static void put_out(reel_audio *a, const float *planes, int n, int stride)
 {
     const int ch = a->info.channels;
+    reel__audio_cache_put(a, planes, n, stride, a->out_pos);
     const int64_t S = a->win_hi - a->win_lo;
     const int64_t from = a->out_pos > a->win_lo ? a->out_pos : a->win_lo;
     const int64_t to = a->out_pos + n < a->win_hi ? a->out_pos + n : a->win_hi;
@@ -251,6 +253,28 @@ static int64_t native_pos(const reel_audio *a, int64_t ts)
 {
     return (int64_t)reel__audio_round_half_up(
         (__int128)(ts - a->info.start_pts) * a->tb.num * a->info.native_sample_rate, a->tb.den);
+}
+
+/* Output samples after a resampler's restart that differ from a
+ * whole-stream resample (10 ms; none at the native rate). */
+static int64_t warmup(const reel_audio *a)
+{
+    return a->info.sample_rate != a->info.native_sample_rate ? a->info.sample_rate / 100 + 1 : 0;
+}
+
+/* The output starts again at native index `from` (0: a0, a whole-stream
+ * start, exact from its first sample). */
+static void output_from(reel_audio *a, int64_t from)
+{
+    a->feed_from = from;
+    a->out_pos = a->hist_lo = (int64_t)((__int128)from * a->info.sample_rate / a->info.native_sample_rate);
+    a->exact_lo = from > 0 ? a->out_pos + warmup(a) : 0;
+}
+
+/* The history's first exact sample. */
+static int64_t hist_exact(const reel_audio *a)
+{
+    return a->hist_lo > a->exact_lo ? a->hist_lo : a->exact_lo;
 }
 
 static int add_mark(reel_audio *a, int64_t ts, int64_t pos)
@@ -412,8 +436,8 @@ static int start_at_a0(reel_audio *a, int64_t from, reel_error *err)
         return st;
     }
     a->pos = 0;
-    a->feed_from = from;
-    a->out_pos = a->hist_lo = (int64_t)((__int128)from * a->info.sample_rate / a->info.native_sample_rate);
+    output_from(a, from);
+    a->stats.runs_from_a0++;
     return REEL_OK;
 }
 
@@ -466,8 +490,8 @@ static int start_at_mark(reel_audio *a, const reel__audio_mark *m, reel_error *e
     a->waiting = 1;
     a->pos = mk.pos;
     int64_t o;
-    a->feed_from = mark_feed(a, &mk, &o);
-    a->out_pos = a->hist_lo = o;
+    output_from(a, mark_feed(a, &mk, &o));
+    a->stats.runs_from_mark++;
     return REEL_OK;
 }
 
@@ -555,14 +579,23 @@ static int advance(reel_audio *a, int64_t hi, reel_error *err)
     return REEL_OK;
 }
 
-/* The history's part of [lo, hi) into dst. */
+/* The history's exact part of [lo, hi) into dst. */
 static void from_history(reel_audio *a, int64_t lo, int64_t hi, float *dst)
 {
-    const int64_t from = lo > a->hist_lo ? lo : a->hist_lo, to = hi < a->out_pos ? hi : a->out_pos;
+    const int64_t h = hist_exact(a), from = lo > h ? lo : h, to = hi < a->out_pos ? hi : a->out_pos;
     for (int c = 0; c < a->info.channels && from < to; c++)
         memcpy(dst + (size_t)c * (size_t)(hi - lo) + (size_t)(from - lo),
                a->hist + (size_t)c * (size_t)a->hist_cap + (size_t)(from - a->hist_lo),
                (size_t)(to - from) * sizeof(float));
+}
+
+/* The native index, a multiple of align, where output sample `out` is
+ * reached (0 before a0's). */
+static int64_t native_at(const reel_audio *a, int64_t out)
+{
+    if (out <= 0) return 0;
+    const int64_t n = (int64_t)((__int128)out * a->info.native_sample_rate / a->info.sample_rate);
+    return n / a->align * a->align;
 }
 
 int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t *end, reel_error *err)
@@ -572,24 +605,29 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
         *end = a->end;
         return REEL_OK;
     }
-    /* go on with the run when it holds or has yet to reach lo, unless a mark
-     * ahead saves more than a second of decoding */
-    const reel__audio_mark *m = mark_for(a, lo);
-    /* a run from a0 converts and resamples from an aligned index 10 ms (of
-     * output) or more before the window; before it, it only decodes */
-    const int64_t pre = a->info.sample_rate != a->info.native_sample_rate ? a->info.sample_rate / 100 + 1 : 0;
-    int64_t from = 0;
-    if (lo - pre > 0) {
-        from = (int64_t)((__int128)(lo - pre) * a->info.native_sample_rate / a->info.sample_rate);
-        from = from / a->align * a->align;
-    }
-    int64_t m_out = -1;
-    if (m) mark_feed(a, m, &m_out);
-    if (a->end_native >= 0 && from >= a->end_native) { /* the stream ends before the window's output starts */
-        *end = lo;
+    a->stats.windows++;
+    /* [lo, c) from the cache; the rest [c, hi) decodes */
+    const int64_t c = reel__audio_cache_get(a, lo, hi, dst);
+    if (c >= hi) {
+        a->stats.windows_cached++;
         return REEL_OK;
     }
-    int go_on = a->ctx && lo >= a->hist_lo && !(m && m_out > a->out_pos + a->info.sample_rate);
+    /* go on with the run when it holds or has yet to reach c, unless a mark
+     * ahead saves more than a second of decoding */
+    const reel__audio_mark *m = mark_for(a, c);
+    /* the output starts at an aligned index 10 ms (of output) or more before
+     * c (the resampler's warm-up), and, with a cache, what it can hold
+     * before that, so that earlier windows read later find their samples;
+     * before it, a run from a0 only decodes */
+    const int64_t pre = warmup(a), from_c = native_at(a, c - pre);
+    const int64_t from = native_at(a, c - pre - reel__audio_cache_span(a));
+    int64_t m_out = -1;
+    if (m) mark_feed(a, m, &m_out);
+    if (a->end_native >= 0 && from_c >= a->end_native) { /* the stream ends before c's output starts */
+        *end = c;
+        return REEL_OK;
+    }
+    int go_on = a->ctx && c >= hist_exact(a) && !(m && m_out > a->out_pos + a->info.sample_rate);
     int st = REEL_OK;
     if (go_on && a->eof == 0 && from > a->pos && from > a->feed_from) {
         /* far ahead: the decoder goes on, the output restarts at `from` (a
@@ -598,8 +636,7 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
             reel__audio_run_free(a);
             return st;
         }
-        a->feed_from = from;
-        a->out_pos = a->hist_lo = (int64_t)((__int128)from * a->info.sample_rate / a->info.native_sample_rate);
+        output_from(a, from);
     }
     for (int attempt = 0; attempt < 2; attempt++) {
         if (!go_on) {
@@ -628,7 +665,7 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
         reel__audio_run_free(a); /* the next call starts afresh */
         return st == LOST ? reel__error_set(err, REEL_E_INTERNAL, "%s: audio restart lost its place", a->name) : st;
     }
-    if (a->eof == 3) *end = a->end >= 0 ? a->end : lo;
+    if (a->eof == 3) *end = a->end >= 0 ? a->end : c;
     return REEL_OK;
 }
 

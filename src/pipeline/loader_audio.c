@@ -41,6 +41,7 @@ void reel__loader_audio_settings(const reel_loader_audio *a, reel_corrupt_policy
     out->channels = a->channels == 1 ? 1 : 0; /* the mean, or the stream's own (checked per video) */
     out->stream_index = a->stream_index;
     out->missing = a->missing;
+    out->cache_bytes = 0; /* each object reads one clip's window: nothing to serve again */
 }
 
 int reel__loader_audio_windows(const reel_loader *l, reel_slot *s, const reel_source_info *info, reel_error *e)

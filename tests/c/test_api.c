@@ -27,6 +27,7 @@ ENDS_WITH_RESERVED(reel_decoder_settings);
 ENDS_WITH_RESERVED(reel_audio_settings);
 ENDS_WITH_RESERVED(reel_audio_info);
 ENDS_WITH_RESERVED(reel_audio_window);
+ENDS_WITH_RESERVED(reel_audio_stats);
 ENDS_WITH_RESERVED(reel_video_info);
 ENDS_WITH_RESERVED(reel_decode_stats);
 ENDS_WITH_RESERVED(reel_near_settings);

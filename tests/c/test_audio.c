@@ -107,10 +107,12 @@ static double compare(const float *got, const reel_audio_window *w, const float 
 }
 
 /* Every clip of 8 frames at these starts, first in order then in reverse
- * (the object keeps 4 s of history: the reverse pass restarts its decode,
- * from a0 or a mark): each equal to the reference within tol; adjacent
- * windows tile. */
-static void check_file(const char *path, int rate, int channels, const char *extra_af, double tol)
+ * (the object keeps 4 s of history: without the cache, the reverse pass
+ * restarts its decode, from a0 or a mark), then in a shuffled order: each
+ * equal to the reference within tol; adjacent windows tile. cache_bytes:
+ * the setting (-1: its default); *stats (may be NULL): what the object did. */
+static void check_file_cached(const char *path, int rate, int channels, const char *extra_af, double tol,
+                              int64_t cache_bytes, reel_audio_stats *stats)
 {
     reel_error err;
     reel_decoder *dec = NULL;
@@ -119,6 +121,7 @@ static void check_file(const char *path, int rate, int channels, const char *ext
     reel_audio_default_settings(&s);
     s.sample_rate = rate;
     s.channels = channels;
+    if (cache_bytes >= 0) s.cache_bytes = cache_bytes;
     reel_audio *a = NULL;
     CHECK_OK(reel_audio_open(&a, path, &s, &err));
     const reel_audio_info *info = reel_audio_get_info(a);
@@ -127,10 +130,11 @@ static void check_file(const char *path, int rate, int channels, const char *ext
     float *ref = reference(path, extra_af, ch, &ref_n);
     CHECK(ref_n > 0);
     const int64_t starts[] = { 0, 8, 16, 37, 50, 91, 150, 240, 262, 290 };
+    const int shuffled[] = { 5, 9, 1, 7, 3, 0, 8, 2, 6, 4 };
     const int ns = (int)(sizeof starts / sizeof starts[0]);
-    for (int pass = 0; pass < 2; pass++)
+    for (int pass = 0; pass < 3; pass++)
         for (int j = 0; j < ns; j++) {
-            int64_t f0 = starts[pass ? ns - 1 - j : j];
+            int64_t f0 = starts[pass == 0 ? j : pass == 1 ? ns - 1 - j : shuffled[j]];
             clip_window cw = window_of(dec, f0, 8);
             reel_audio_window w;
             CHECK_OK(reel_audio_get_window(a, cw.t0, cw.t1, cw.num, cw.den, &w, &err));
@@ -157,8 +161,14 @@ static void check_file(const char *path, int rate, int channels, const char *ext
     CHECK_OK(reel_audio_get_window(a, c2.t0, c2.t1, c2.num, c2.den, &w2, &err));
     CHECK_EQ_INT(w1.first_sample + w1.num_samples, w2.first_sample);
     free(ref);
+    if (stats) CHECK_OK(reel_audio_get_stats(a, stats, &err));
     reel_audio_close(&a);
     reel_decoder_close(&dec);
+}
+
+static void check_file(const char *path, int rate, int channels, const char *extra_af, double tol)
+{
+    check_file_cached(path, rate, channels, extra_af, tol, -1, NULL);
 }
 
 #define STEREO_IN "-f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)+0.02*random(0)|0.3*sin(2*PI*660*t)':s=48000:d=12"
@@ -177,6 +187,40 @@ TEST(aac_48k_stereo_to_16k_mono_equals_the_cli)
     check_file(p, 16000, 1, ",pan=mono|c0=0.5*c0+0.5*c1,aresample=16000", 1e-6);
 }
 
+TEST(the_cache_serves_any_order_from_one_decode_and_keeps_its_bound)
+{
+    need_ffmpeg();
+    const char *p = make("aac48c.mp4", STEREO_IN, "-c:a aac -b:a 128k");
+    const char *mono = ",pan=mono|c0=0.5*c0+0.5*c1,aresample=16000";
+    reel_audio_stats on, off, small;
+    check_file_cached(p, 16000, 1, mono, 1e-6, -1, &on); /* the default: 8 MiB hold all 12 s */
+    CHECK_EQ_INT(on.windows, 30);                        /* three passes of 10 */
+    CHECK_EQ_INT(on.runs_from_a0, 1);                    /* AAC decodes from a0 (its noise): once */
+    CHECK_MSG(on.windows_cached >= 18, "%lld windows from the cache", (long long)on.windows_cached);
+    CHECK(on.cache_peak_bytes > 0 && on.cache_peak_bytes <= ((int64_t)8 << 20));
+    check_file_cached(p, 16000, 1, mono, 1e-6, 0, &off); /* none: the same samples, decoding again */
+    CHECK_EQ_INT(off.windows_cached, 0);
+    CHECK_EQ_INT(off.cache_peak_bytes, 0);
+    CHECK_MSG(off.runs_from_a0 > 5, "%lld runs from a0 without the cache", (long long)off.runs_from_a0);
+    /* 64 KiB: three blocks of 4096 samples and the one being filled; the
+     * least used go, the samples stay the same */
+    check_file_cached(p, 16000, 1, mono, 1e-6, 64 << 10, &small);
+    CHECK_MSG(small.cache_peak_bytes > 0 && small.cache_peak_bytes <= (64 << 10), "peak %lld",
+              (long long)small.cache_peak_bytes);
+    CHECK(small.runs_from_a0 > 1);
+    check_file_cached(p, 0, 0, "", 1e-6, 64 << 10, &small); /* native: two channels */
+    CHECK(small.cache_peak_bytes > 0 && small.cache_peak_bytes <= (64 << 10));
+    reel_audio_settings s;
+    reel_audio_default_settings(&s);
+    CHECK_EQ_INT(s.cache_bytes, (int64_t)8 << 20);
+    s.cache_bytes = -1;
+    reel_audio *a = NULL;
+    reel_error err;
+    CHECK_STATUS(reel_audio_open(&a, p, &s, &err), REEL_E_INVALID_ARG);
+    CHECK_MSG(strstr(err.message, "cache_bytes"), "%s", err.message);
+    CHECK_STATUS(reel_audio_get_stats(NULL, &on, &err), REEL_E_INVALID_ARG);
+}
+
 TEST(mp3_in_mp4_equals_the_cli)
 {
     need_ffmpeg();
@@ -193,6 +237,7 @@ TEST(mp3_44k1_and_opus_to_16k_mono_restart_from_marks_and_equal_the_cli)
                          "-f lavfi -i aevalsrc='0.5*sin(2*PI*440*t)+0.02*random(0)|0.3*sin(2*PI*660*t)':s=44100:d=12",
                          "-c:a libmp3lame -b:a 128k");
     check_file(p, 16000, 1, ",pan=mono|c0=0.5*c0+0.5*c1,aresample=16000", 1e-6);
+    check_file_cached(p, 16000, 1, ",pan=mono|c0=0.5*c0+0.5*c1,aresample=16000", 1e-6, 0, NULL); /* marks alone */
     p = make("opus16.mkv", STEREO_IN, "-c:a libopus -b:a 96k");
     check_file(p, 16000, 1, ",pan=mono|c0=0.5*c0+0.5*c1,aresample=16000", 1e-6);
     check_file(p, 22050, 0, ",aresample=22050", 1e-6);
