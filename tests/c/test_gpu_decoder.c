@@ -374,10 +374,14 @@ TEST(refusals_and_the_fallback)
     vpath(path, sizeof path, "nasa_13013_rotated.mp4");
     s.device = "cuda";
     CHECK_OK(reel_decoder_open(&dec, path, &s, &err));
-    CHECK_STATUS(reel_decoder_get_frames_device(dec, &one, 1, NULL, &b, NULL, &err), REEL_E_CUDA);
-    CHECK_MSG(strstr(err.message, "rotation") && strstr(err.message, "nasa_13013_rotated.mp4"), "%s", err.message);
     reel_transform t;
     reel_transform_default_settings(&t);
+    CHECK_OK(reel_decoder_get_frames_device(dec, &one, 1, &t, &b, NULL, &err)); /* a rotation alone: done */
+    reel_device_buffer_free(&b);
+    t.width = 64; /* with a resize: refused */
+    t.height = 48;
+    CHECK_STATUS(reel_decoder_get_frames_device(dec, &one, 1, &t, &b, NULL, &err), REEL_E_CUDA);
+    CHECK_MSG(strstr(err.message, "rotation") && strstr(err.message, "nasa_13013_rotated.mp4"), "%s", err.message);
     t.pixels.apply_rotation = 0;
     t.pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
     CHECK_STATUS(reel_decoder_get_frames_device(dec, &one, 1, &t, &b, NULL, &err), REEL_E_CUDA);

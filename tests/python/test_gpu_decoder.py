@@ -201,16 +201,18 @@ def test_fallback_and_named_errors(shared_videos):
         out["two"] = err(lambda: reel.VideoDecoder({path!r}, device="cuda:1"))
         fb = reel.VideoDecoder({path!r}, device="cuda:1", device_fallback="cpu")
         out["fallback"] = [fb.device, fb.upload_reason, fb[0].device]
-        out["rotation"] = err(lambda: reel.VideoDecoder({rotated!r}, device="cuda")[0])
+        out["rotated"] = reel.VideoDecoder({rotated!r}, device="cuda")[0].device  # a rotation alone: done
+        out["rotation"] = err(lambda: reel.VideoDecoder({rotated!r}, device="cuda", size=(48, 64))[0])
         dec = reel.VideoDecoder({rotated!r}, device="cuda", apply_rotation=False)
         out["unrotated"] = dec[0].device
-        out["after_rgb"] = err(lambda: reel.VideoDecoder({path!r}, device="cuda", convert_path="after_rgb")[0])
+        out["after_rgb"] = err(lambda: reel.VideoDecoder({path!r}, device="cuda", convert_path="after_rgb",
+                                                         size=(48, 64))[0])
         out["near"] = err(lambda: reel.VideoDecoder({path!r}, device="cuda").get_frames_near([0.0]))
     """, REEL_FAKE_CUDA_DEVICES="1")
     assert got["two"][0] and "cuda:1 asked for, the machine has 1" in got["two"][1]
     assert got["fallback"] == ["cpu", None, "cpu"]
     assert got["rotation"][0] and "rotation" in got["rotation"][1] and "nasa_13013_rotated.mp4" in got["rotation"][1]
-    assert got["unrotated"] == "cuda:0"
+    assert got["unrotated"] == got["rotated"] == "cuda:0"
     assert got["after_rgb"][0] and "AFTER_RGB" in got["after_rgb"][1]
     assert got["near"][0] and "get_frames_near" in got["near"][1]
 
