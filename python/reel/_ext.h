@@ -176,7 +176,17 @@ enum { kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4 };
  * Module state
  * ====================================================================== */
 
+/* Freed Frames buffers kept for the next array of their size (_ext_pool.c). */
+#define RX_POOL_KEEP 4
+typedef struct rx_pool {
+    void *p[RX_POOL_KEEP]; /* oldest first */
+    size_t n[RX_POOL_KEEP];
+    int count;
+    size_t bytes;
+} rx_pool;
+
 typedef struct reel_state {
+    rx_pool pool; /* the module's, so no C global holds it */
     PyTypeObject *FramesType;
     PyTypeObject *DecoderType;
     PyTypeObject *LoaderType;
@@ -276,8 +286,9 @@ PyObject *mod_remote_defaults(PyObject *module, PyObject *unused);
 PyObject *mod_decode_near(PyObject *module, PyObject *args, PyObject *kwargs);
 /* _ext_pool.c: a Frames array's memory (aligned to REEL_PY_ALIGN; a few
  * large freed ones kept for the next of the same size). */
-void *rx_pool_alloc(size_t n);
-void rx_pool_free(void *p, size_t n);
+void *rx_pool_alloc(rx_pool *pool, size_t n);
+void rx_pool_free(rx_pool *pool, void *p, size_t n);
+void rx_pool_clear(rx_pool *pool);
 
 /* _ext_audio.c */
 PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs);

@@ -99,7 +99,7 @@ FramesObject *frames_alloc(reel_state *st, int dtype, int ndim, const int64_t *s
         Py_DECREF(f);
         return NULL;
     }
-    void *p = rx_pool_alloc(f->nbytes);
+    void *p = rx_pool_alloc(&st->pool, f->nbytes);
     if (!p) {
         const size_t bytes = f->nbytes;
         Py_DECREF(f);
@@ -129,7 +129,10 @@ FramesObject *frames_view(reel_state *st, PyObject *base, void *data, int dtype,
 static void frames_dealloc(FramesObject *self)
 {
     if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
-    rx_pool_free(self->alloc, self->nbytes);
+    if (self->alloc) { /* the type holds its module, so the state outlives every array */
+        reel_state *st = PyType_GetModuleState(Py_TYPE(self));
+        rx_pool_free(st ? &st->pool : NULL, self->alloc, self->nbytes);
+    }
     reel_device_buffer_free(&self->dev);
     Py_XDECREF(self->base);
     Py_XDECREF(self->indices);

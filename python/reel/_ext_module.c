@@ -689,6 +689,7 @@ static int module_clear(PyObject *m)
 {
     reel_state *st = PyModule_GetState(m);
     if (!st) return 0;
+    rx_pool_clear(&st->pool);
     Py_CLEAR(st->FramesType);
     Py_CLEAR(st->DecoderType);
     Py_CLEAR(st->LoaderType);

@@ -1,68 +1,64 @@
 /* _ext_pool.c: the large buffers of Frames arrays: the last few freed kept
- * (at most POOL_KEEP, POOL_BYTES in all) for the next array of the same
- * size, so that a loop holding its previous clip while it asks for the next
- * does not fault a fresh buffer's pages in (and the kernel zero them) each time. */
-#include <pthread.h>
-
+ * in the module's state (at most RX_POOL_KEEP, POOL_BYTES in all) for the
+ * next array of the same size, so that a loop holding its previous clip
+ * while it asks for the next does not fault a fresh buffer's pages in (and
+ * the kernel zero them) each time. Both ends run with the GIL held. */
 #include "_ext.h"
 
 #define POOL_MIN   ((size_t)1 << 20) /* smaller ones: malloc's own bins serve them again */
-#define POOL_KEEP  4
 #define POOL_BYTES ((size_t)64 << 20)
-
-static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    void *p;
-    size_t n;
-} pool[POOL_KEEP]; /* oldest first */
-static int pool_count;
-static size_t pool_bytes;
 
 static size_t rounded(size_t n)
 {
     return n > REEL_PY_ALIGN ? n : REEL_PY_ALIGN;
 }
 
-void *rx_pool_alloc(size_t n)
+void *rx_pool_alloc(rx_pool *pool, size_t n)
 {
     n = rounded(n);
-    void *p = NULL;
     if (n >= POOL_MIN) {
-        pthread_mutex_lock(&pool_lock);
-        for (int i = pool_count - 1; i >= 0 && !p; i--) {
-            if (pool[i].n != n) continue;
-            p = pool[i].p;
-            pool_bytes -= n;
-            for (int k = i; k + 1 < pool_count; k++) pool[k] = pool[k + 1];
-            pool_count--;
+        for (int i = pool->count - 1; i >= 0; i--) {
+            if (pool->n[i] != n) continue;
+            void *p = pool->p[i];
+            pool->bytes -= n;
+            for (int k = i; k + 1 < pool->count; k++) {
+                pool->p[k] = pool->p[k + 1];
+                pool->n[k] = pool->n[k + 1];
+            }
+            pool->count--;
+            return p;
         }
-        pthread_mutex_unlock(&pool_lock);
-        if (p) return p;
     }
+    void *p = NULL;
     return posix_memalign(&p, REEL_PY_ALIGN, n) == 0 ? p : NULL;
 }
 
-void rx_pool_free(void *p, size_t n)
+void rx_pool_free(rx_pool *pool, void *p, size_t n)
 {
     if (!p) return;
     n = rounded(n);
-    if (n < POOL_MIN || n > POOL_BYTES / 2) {
+    if (!pool || n < POOL_MIN || n > POOL_BYTES / 2) {
         free(p);
         return;
     }
-    void *out[POOL_KEEP];
-    int n_out = 0;
-    pthread_mutex_lock(&pool_lock);
-    while (pool_count && (pool_count == POOL_KEEP || pool_bytes + n > POOL_BYTES)) { /* the oldest go */
-        out[n_out++] = pool[0].p;
-        pool_bytes -= pool[0].n;
-        for (int k = 0; k + 1 < pool_count; k++) pool[k] = pool[k + 1];
-        pool_count--;
+    while (pool->count && (pool->count == RX_POOL_KEEP || pool->bytes + n > POOL_BYTES)) { /* the oldest go */
+        free(pool->p[0]);
+        pool->bytes -= pool->n[0];
+        for (int k = 0; k + 1 < pool->count; k++) {
+            pool->p[k] = pool->p[k + 1];
+            pool->n[k] = pool->n[k + 1];
+        }
+        pool->count--;
     }
-    pool[pool_count].p = p;
-    pool[pool_count].n = n;
-    pool_count++;
-    pool_bytes += n;
-    pthread_mutex_unlock(&pool_lock);
-    for (int i = 0; i < n_out; i++) free(out[i]);
+    pool->p[pool->count] = p;
+    pool->n[pool->count] = n;
+    pool->count++;
+    pool->bytes += n;
+}
+
+void rx_pool_clear(rx_pool *pool)
+{
+    for (int i = 0; i < pool->count; i++) free(pool->p[i]);
+    pool->count = 0;
+    pool->bytes = 0;
 }
