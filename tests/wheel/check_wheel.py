@@ -112,6 +112,28 @@ def build_info_lists_audio_and_nvdec():
 
 
 @check
+def carries_the_cuda_kernels():
+    """The wheel's libreel carries the CUDA kernel images build_info names
+    (docs/GPU.md): in the bytes of reel's own binaries, a CUDA ELF (e_machine
+    EM_CUDA, 190) per SASS architecture and the PTX text, made by NVRTC 12.0."""
+    import struct
+
+    info = reel.build_info()
+    assert info["cuda_kernels"] == ["sm_80", "sm_90", "compute_90"], info["cuda_kernels"]
+    assert info["wheel"]["cuda_kernels_compiler"].startswith("NVRTC 12.0."), info["wheel"]
+    ext = Path(reel._reel.__file__)  # the extension, libreel linked in
+    data = ext.read_bytes()
+    sms = set()
+    at = data.find(b"\x7fELF", 1)
+    while at > 0:
+        if data[at + 4] == 2 and struct.unpack_from("<H", data, at + 18)[0] == 190:
+            sms.add(struct.unpack_from("<I", data, at + 48)[0] & 0xFF)
+        at = data.find(b"\x7fELF", at + 1)
+    assert sms == {80, 90}, (ext.name, sms)
+    assert b"\n.version 8.0\n.target sm_90\n" in data, ext.name
+
+
+@check
 def audio_equals_the_cli():
     """One clip per audio codec: reel's samples for a run of frames against the
     system ffmpeg CLI's (decoded before the libraries were hidden)."""
