@@ -8,8 +8,9 @@
 #   make test             C tests, C tests under address+undefined sanitizers,
 #                         pytest (tests/python), then the wheel: built (on a
 #                         fresh clone zig, FFmpeg and the bundled libraries
-#                         too, then cached: times in docs/WHEEL.md) and
-#                         tested; last line "N passed, N failed"
+#                         too, then cached: times in docs/WHEEL.md; libreel
+#                         with the CUDA kernels) and tested; last line
+#                         "N passed, N failed"
 #   make asan             only the sanitizer tree and its tests
 #   make cuda             build-cuda/: libreel with the CUDA kernels embedded
 #                         (REEL_CUDA=ON; NVRTC 12.0 from PyPI via scripts/deps.sh
@@ -138,4 +139,4 @@ clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-tsan build-fuzz build-cuda
 
 help:
-	@sed -n '3,27p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,28p' Makefile | sed 's/^# \{0,1\}//'
