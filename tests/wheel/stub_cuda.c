@@ -62,14 +62,28 @@ CUresult cuModuleLoadData(void **m, const unsigned char *image)
     fclose(f);
     return 209;
 }
+/* the other calls reel resolves: success (each use ends in a typedef, for its ';') */
 #define OK(name)        \
     CUresult name(void) \
     {                   \
         return 0;       \
-    }
-OK(cuDevicePrimaryCtxRelease_v2)
-OK(cuCtxPushCurrent_v2)
-OK(cuCtxPopCurrent_v2) OK(cuModuleUnload) OK(cuModuleGetFunction) OK(cuStreamCreate) OK(cuStreamDestroy_v2)
-    OK(cuStreamSynchronize) OK(cuStreamWaitEvent) OK(cuEventCreate) OK(cuEventRecord) OK(cuEventDestroy_v2)
-        OK(cuMemAlloc_v2) OK(cuMemFree_v2) OK(cuMemGetInfo_v2) OK(cuMemcpyHtoDAsync_v2) OK(cuMemcpyDtoHAsync_v2)
-            OK(cuLaunchKernel)
+    }                   \
+    typedef int stub_##name
+OK(cuDevicePrimaryCtxRelease_v2);
+OK(cuCtxPushCurrent_v2);
+OK(cuCtxPopCurrent_v2);
+OK(cuModuleUnload);
+OK(cuModuleGetFunction);
+OK(cuStreamCreate);
+OK(cuStreamDestroy_v2);
+OK(cuStreamSynchronize);
+OK(cuStreamWaitEvent);
+OK(cuEventCreate);
+OK(cuEventRecord);
+OK(cuEventDestroy_v2);
+OK(cuMemAlloc_v2);
+OK(cuMemFree_v2);
+OK(cuMemGetInfo_v2);
+OK(cuMemcpyHtoDAsync_v2);
+OK(cuMemcpyDtoHAsync_v2);
+OK(cuLaunchKernel);
