@@ -8,12 +8,13 @@
 #   make test             C tests, C tests under address+undefined sanitizers,
 #                         pytest (tests/python), then the wheel: built (on a
 #                         fresh clone zig, FFmpeg and the bundled libraries
-#                         too, then cached: times in docs/WHEEL.md) and
-#                         tested; last line "N passed, N failed"
+#                         too, then cached: times in docs/WHEEL.md; libreel
+#                         with the CUDA kernels) and tested; last line
+#                         "N passed, N failed"
 #   make asan             only the sanitizer tree and its tests
 #   make cuda             build-cuda/: libreel with the CUDA kernels embedded
-#                         (REEL_CUDA=ON; nvcc from /usr/local/cuda or PyPI's
-#                         nvidia-cuda-nvcc via scripts/deps.sh --cuda; no GPU needed)
+#                         (REEL_CUDA=ON; NVRTC 12.0 from PyPI via scripts/deps.sh
+#                         --cuda, or REEL_NVCC=/path/to/nvcc; no GPU needed)
 #   make tsan             the threaded C tests under ThreadSanitizer (clang)
 #   make format           format the C sources (.clang-format; make test checks it)
 #   make fuzz             the libFuzzer targets, FUZZ_SECONDS (300) each
@@ -66,12 +67,15 @@ test:
 asan: deps
 	@bash scripts/run_tests.sh --build-first --asan-only --build $(BUILD_DIR) --asan $(ASAN_DIR)
 
-# libreel with the CUDA kernels (docs/GPU.md); compiled here, run on a GPU
-# machine by scripts/device_check.sh.
+# libreel with the CUDA kernels (docs/GPU.md): NVRTC 12.0 from PyPI compiles
+# them, or the nvcc REEL_NVCC names; compiled here, run on a GPU machine by
+# scripts/device_check.sh.
 CUDA_DIR ?= build-cuda
+REEL_NVCC ?=
 cuda: deps
-	@nvcc=$$(bash scripts/deps.sh --cuda) && \
-	  bash scripts/cmake_build.sh $(CUDA_DIR) -DREEL_CUDA=ON -DREEL_WERROR=ON -DREEL_NVCC="$$nvcc"
+	@if [ -n "$(REEL_NVCC)" ]; then how=(-DREEL_NVCC="$(REEL_NVCC)" -DREEL_NVRTC=); \
+	  else nvrtc=$$(bash scripts/deps.sh --cuda) || exit 1; how=(-DREEL_NVRTC="$$nvrtc" -DREEL_NVCC=); fi; \
+	  bash scripts/cmake_build.sh $(CUDA_DIR) -DREEL_CUDA=ON -DREEL_WERROR=ON "$${how[@]}"
 
 # Formats the C sources with .clang-format (make test checks them).
 format:
@@ -135,4 +139,4 @@ clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) build-tsan build-fuzz build-cuda
 
 help:
-	@sed -n '3,27p' Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,28p' Makefile | sed 's/^# \{0,1\}//'

@@ -14,7 +14,9 @@
 #      each in build-wheel/libs/<name>-<version>-<hash>/. A prefix that exists
 #      with the same version, configure line and zig is reused: no rebuild.
 #   3. reel's wheel built against those prefixes (pip wheel, scikit-build-core,
-#      zig cc; the CLI binary goes into the package too).
+#      zig cc; the CLI binary goes into the package too), with the CUDA
+#      kernels (REEL_CUDA=ON: NVRTC 12.0 from PyPI, scripts/deps.sh --cuda;
+#      docs/GPU.md).
 #   4. auditwheel repair --plat manylinux_2_28_x86_64: the libraries are copied
 #      in with hashed names.
 #   5. The licences (FFmpeg's LGPL-2.1, each bundled library's Debian
@@ -189,13 +191,17 @@ for p in "${LIB_PREFIXES[@]}"; do lib_path+=":$p/lib"; done
 # for glibc 2.28, reel's binaries stripped; the CLI binary goes into reel/_bin.
 raw="$wb/raw"
 rm -rf "$raw" && mkdir -p "$raw"
+# the CUDA kernels' compiler (cached in .deps/cuda12/): libreel carries the
+# kernel images (docs/GPU.md), loaded only where device="cuda" asks
+nvrtc=$(bash "$root/scripts/deps.sh" --cuda) || die "no NVRTC for the CUDA kernels (scripts/deps.sh --cuda)"
 say "building the wheel (pip wheel, scikit-build-core, zig cc) against ${prefix#"$root"/}"
 t0=$(date +%s)
 CC="$ZCC" CFLAGS="" LDFLAGS="" \
     "$tools/bin/python" -m pip wheel --no-deps --no-build-isolation -q -w "$raw" \
     -C "build-dir=build-wheel/cmake/$ff_key-$(printf '%s\n' "${LIB_PREFIXES[@]}" | sha256sum | cut -c1-8)/{wheel_tag}" \
     -C install.strip=true -C cmake.define.CMAKE_C_COMPILER="$ZCC" -C cmake.define.CMAKE_AR="$ZAR" \
-    -C cmake.define.CMAKE_RANLIB="$ZRANLIB" -C cmake.define.REEL_BUILD_CLI=ON "$root" >"$wb/pip-wheel.log" 2>&1 ||
+    -C cmake.define.CMAKE_RANLIB="$ZRANLIB" -C cmake.define.REEL_BUILD_CLI=ON \
+    -C cmake.define.REEL_CUDA=ON -C cmake.define.REEL_NVRTC="$nvrtc" "$root" >"$wb/pip-wheel.log" 2>&1 ||
     { tail -n 40 "$wb/pip-wheel.log" >&2; die "pip wheel failed (log: build-wheel/pip-wheel.log)"; }
 whl=$(ls "$raw"/reel-*.whl)
 reel_secs=$(($(date +%s) - t0))
@@ -296,6 +302,7 @@ cat >"$pkgdir/reel/_wheel_build.json" <<JSON
   "ffmpeg_license": "LGPL-2.1-or-later",
   "build_seconds": $lib_secs_json,
   "compiler": $(py_json "zig $zig_version cc -target $glibc_target"),
+  "cuda_kernels_compiler": $(py_json "NVRTC $(sed -n 's/^Version: //p' "${nvrtc%/nvidia/*}"/nvidia_cuda_nvrtc_cu12-*.dist-info/METADATA) (PyPI's nvidia-cuda-nvrtc-cu12)"),
   "bundled": $bundled_json,
   "built": $(py_json "$(date -u +%Y-%m-%dT%H:%M:%SZ) on $(. /etc/os-release && echo "$PRETTY_NAME")")
 }

@@ -10,11 +10,12 @@
 #   and clang-format (the format check), the references some tests compare
 #   with (in .deps/: lerobot 0.4.4, qwen-vl-utils, qwen-omni-utils);
 #   and tries valgrind (optional: without it the leak test says it is skipped).
-#   With --cuda (make cuda) it only finds nvcc for the REEL_CUDA=ON build and
-#   prints its path: $REEL_NVCC, /usr/local/cuda/bin/nvcc, nvcc on PATH, else
-#   PyPI's CUDA 13.0 toolchain (nvidia-cuda-nvcc and the runtime headers, crt
-#   and nvvm it needs, pinned to 13.0.*: docs/GPU.md says why) installed
-#   into .deps/cuda/. No GPU is needed to compile.
+#   With --cuda (make cuda, the wheel) it only makes sure of the compiler of
+#   the CUDA kernels (REEL_CUDA=ON) and prints its path: libnvrtc.so.12 of
+#   PyPI's nvidia-cuda-nvrtc-cu12, pinned to 12.0.140 (its PTX loads on every
+#   CUDA 12 and 13 driver, R525 on: docs/GPU.md says why), installed into
+#   .deps/cuda12/ once. No GPU and no CUDA toolkit are needed. --test does it
+#   too (the kernels' test compiles them).
 #
 # Missing system packages are installed with apt-get when we are root or have
 # passwordless sudo; otherwise it stops (exit 1) and prints the command to run.
@@ -43,21 +44,24 @@ cmake_version() {
     cmake --version 2>/dev/null | sed -n '1s/^cmake version \([0-9][0-9.]*\).*/\1/p'
 }
 
-# ------------------------------------------------------------ --cuda: nvcc only
-if [ "${1:-}" = "--cuda" ]; then
-    for n in "${REEL_NVCC:-}" /usr/local/cuda/bin/nvcc "$(command -v nvcc 2>/dev/null || true)"; do
-        if [ -n "$n" ] && [ -x "$n" ]; then echo "$n"; exit 0; fi
-    done
-    root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/cuda"
-    nvcc="$root/nvidia/cu13/bin/nvcc"
-    if [ ! -x "$nvcc" ]; then
-        say "installing the CUDA 13.0 compiler from PyPI into $root (nvidia-cuda-nvcc and what it needs)"
-        python3 -m pip install -q --no-deps --target "$root" 'nvidia-cuda-nvcc==13.0.*' 'nvidia-cuda-runtime==13.0.*' \
-            'nvidia-cuda-crt==13.0.*' 'nvidia-nvvm==13.0.*' >&2 ||
-            { say "could not install nvcc; run: python3 -m pip install --target $root nvidia-cuda-nvcc==13.0.*"; exit 1; }
+# ------------------------------------------------------------ --cuda: NVRTC only
+NVRTC_PIN="nvidia-cuda-nvrtc-cu12==12.0.140"
+cuda_nvrtc() { # installs once, prints libnvrtc.so.12's path
+    local root lib
+    root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.deps/cuda12"
+    lib="$root/nvidia/cuda_nvrtc/lib/libnvrtc.so.12"
+    if [ ! -f "$root/.complete-12.0.140" ]; then
+        say "installing NVRTC from PyPI into $root ($NVRTC_PIN: the CUDA kernels' compiler, about 23 MB)"
+        rm -rf "$root"
+        python3 -m pip install -q --no-deps --target "$root" "$NVRTC_PIN" >&2 && [ -f "$lib" ] &&
+            touch "$root/.complete-12.0.140" ||
+            { say "could not install NVRTC; run: python3 -m pip install --no-deps --target $root '$NVRTC_PIN'"; return 1; }
     fi
-    echo "$nvcc"
-    exit 0
+    echo "$lib"
+}
+if [ "${1:-}" = "--cuda" ]; then
+    cuda_nvrtc
+    exit
 fi
 
 CMAKE_V=
@@ -158,6 +162,8 @@ if [ $FOR_TESTS -eq 1 ]; then
             python3 -m pip install -q --user --break-system-packages pyarrow av 'torchcodec==0.13.*' ||
             { say "could not install them; run: python3 -m pip install pyarrow av 'torchcodec==0.13.*'"; exit 1; }
     fi
+    # NVRTC (PyPI): tests/python/test_cuda_kernels.py compiles the kernels with it
+    cuda_nvrtc >/dev/null || exit 1
     # abi3audit (PyPI): tests/python/test_abi3.py and the wheel test check with
     # it that the extension imports nothing beyond the stable ABI of CPython 3.10
     if ! python3 -m abi3audit --version >/dev/null 2>&1; then

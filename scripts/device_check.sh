@@ -3,12 +3,12 @@
 # lent GPU machine (issue 30; docs/GPU.md). No network; under 8 minutes.
 #
 #   --wheel FILE  install that wheel with --no-deps into $OUT/site (not used by
-#                 the checks yet: the wheel's libreel must be built with
-#                 REEL_CUDA=ON to carry the kernels; see docs/GPU.md)
+#                 the checks yet; the wheel's libreel carries the kernels)
 #   --no-build    do not build build-cuda/ (use it if it is there)
 #
 # Without --no-build it builds build-cuda/ (REEL_CUDA=ON, the kernels
-# embedded) when nvcc, cmake and FFmpeg's headers are there. Then
+# embedded) when NVRTC (.deps/cuda12) or nvcc, cmake and FFmpeg's headers
+# are there. Then
 # bench/device_check.py runs every check it can and prints, for each one it
 # cannot run, why (no GPU, no driver, a driver mount without libnvcuvid, no
 # ffmpeg CLI, no torchcodec...). It writes $OUT/device_check.json and
@@ -40,19 +40,26 @@ if [ -n "$wheel" ]; then
     fi
 fi
 
+# The kernels' compiler (docs/GPU.md): $REEL_NVCC if set, else the NVRTC of
+# scripts/deps.sh --cuda if .deps/cuda12 has it (no network here: it is not
+# installed now), else an nvcc from /usr/local/cuda or PATH.
+how=()
+nvrtc=.deps/cuda12/nvidia/cuda_nvrtc/lib/libnvrtc.so.12
 nvcc_bin=${REEL_NVCC:-}
-[ -z "$nvcc_bin" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc_bin=/usr/local/cuda/bin/nvcc
-[ -z "$nvcc_bin" ] && nvcc_bin=$(command -v nvcc 2>/dev/null || true)
+[ -z "$nvcc_bin" ] && [ -f "$nvrtc" ] && how=(-DREEL_NVRTC="$PWD/$nvrtc" -DREEL_NVCC=)
+[ ${#how[@]} -eq 0 ] && [ -z "$nvcc_bin" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc_bin=/usr/local/cuda/bin/nvcc
+[ ${#how[@]} -eq 0 ] && [ -z "$nvcc_bin" ] && nvcc_bin=$(command -v nvcc 2>/dev/null || true)
+[ -n "$nvcc_bin" ] && how=(-DREEL_NVCC="$nvcc_bin" -DREEL_NVRTC=)
 if [ "$build" = 1 ]; then
-    if [ -z "$nvcc_bin" ]; then
-        say "not building build-cuda/: no nvcc"
+    if [ ${#how[@]} -eq 0 ]; then
+        say "not building build-cuda/: no NVRTC in .deps/cuda12 (bash scripts/deps.sh --cuda) and no nvcc"
     elif ! command -v cmake >/dev/null 2>&1; then
         say "not building build-cuda/: no cmake"
     elif ! pkg-config --exists libavcodec libswscale 2>/dev/null; then
         say "not building build-cuda/: no FFmpeg development files (pkg-config libavcodec)"
     else
-        say "building build-cuda/ with $nvcc_bin"
-        if ! nice bash scripts/cmake_build.sh build-cuda -DREEL_CUDA=ON -DREEL_NVCC="$nvcc_bin" \
+        say "building build-cuda/ with ${how[0]#-D}"
+        if ! nice bash scripts/cmake_build.sh build-cuda -DREEL_CUDA=ON "${how[@]}" \
             >"$OUT/build.log" 2>&1; then
             say "the build failed: $OUT/build.log"
         fi

@@ -11,8 +11,10 @@
 #   3. pytest on tests/python, when it holds tests;
 #   4. the self-contained wheel: scripts/build_wheel.sh builds it from this
 #      tree (the first time also zig, FFmpeg and the bundled libraries, then
-#      cached in build-wheel/; after that reel only, a minute or two) and
-#      scripts/test_wheel.sh tests it. Never skipped.
+#      cached in build-wheel/; after that reel only, a minute or two), libreel
+#      with the CUDA kernels (REEL_CUDA=ON, NVRTC from .deps/cuda12: the CUDA
+#      build of make test; docs/GPU.md), and scripts/test_wheel.sh tests it.
+#      Never skipped.
 #
 # Each C test binary (tests/c/harness.c) reports "N passed, N failed[, N skipped]";
 # those counts and pytest's are summed. A binary that crashed, timed out or

@@ -192,6 +192,12 @@ for spec in "karma.mp4 aac 30" "flipping_a_pancake.mkv opus 40" "test.avi mp3 20
             >"$audio_refs/$clip.json" || { cat "$tmp/audio.log" >&2; bad "ffmpeg CLI: no audio reference for $clip"; }
 done
 
+# a stub CUDA driver for check_wheel.py's kernel-image check, compiled before
+# the compiler's own libraries (libzstd) are hidden
+stub_cuda="$tmp/stub_cuda/libcuda.so.1"
+mkdir -p "$tmp/stub_cuda"
+cc -shared -fPIC -o "$stub_cuda" "$root/tests/wheel/stub_cuda.c" || { bad "cannot build tests/wheel/stub_cuda.c"; stub_cuda=""; }
+
 # ------------------------------------------------------------ 4. with the system libraries hidden
 hide_patterns="libavcodec libavformat libavutil libswscale libswresample libavfilter libavdevice libpostproc
 libdav1d libturbojpeg libjpeg libzstd libcurl libcurl-gnutls libssl libcrypto libnghttp2 libssh2 librtmp libpsl"
@@ -209,7 +215,7 @@ echo "==> hiding ${#hidden[@]} system libraries in a mount namespace" >&2
 run_hidden() {
     unshare --mount --propagation private -- env -i PATH="$venv/bin:/usr/bin:/bin" HOME="$tmp" LANG=C.UTF-8 \
         REEL_SHARED_VIDEOS="$videos" WHEEL_TMP="$tmp/scratch" WHEEL_HTTP="$http" WHEEL_FOREIGN="$foreign" WHEEL_H264_STORE="$h264_store" WHEEL_AUDIO_REFS="$audio_refs" \
-        bash -c 'empty=$1; n=$2; shift 2
+        WHEEL_STUB_CUDA="$stub_cuda" bash -c 'empty=$1; n=$2; shift 2
                  for ((i = 0; i < n; i++)); do mount --bind "$empty" "$1" || exit 97; shift; done
                  exec "$@"' _ "$tmp/empty" "${#hidden[@]}" "${hidden[@]}" "$@"
 }

@@ -31,7 +31,8 @@ def build_info() -> Dict[str, Any]:
     """What this reel was built with: FFmpeg's version, exact configure line and licence,
     libswresample's version, "audio_decoders" (audio codec -> the loaded decoder, or None),
     "hwdevice_types" and "hwaccels" (device type -> decoders that use it; "cuda": NVDEC),
-    the versions of libjpeg-turbo, zstd, libcurl and its TLS library (as linked), the
+    "cuda_kernels" (the CUDA kernel images libreel carries, e.g. ["sm_80", "sm_90",
+    "compute_90"] in the wheel; [] in a default source build), the versions of libjpeg-turbo, zstd, libcurl and its TLS library (as linked), the
     bundled CLI's path, and under "wheel" the wheel's build record (None for a source build)."""
     info: Dict[str, Any] = json.loads(_reel.build_info())
     info["cli"] = cli_path()

@@ -5,8 +5,23 @@
 #ifndef REEL_CONVERT_PIXEL_H
 #define REEL_CONVERT_PIXEL_H
 
+#ifdef __CUDACC_RTC__
+/* NVRTC (scripts/cuda_kernels.py) has no libc headers: the few types and
+ * offsetof the arithmetic uses, with the meanings LP64 gives them. */
+typedef unsigned long size_t;
+typedef signed char int8_t;
+typedef short int16_t;
+typedef int int32_t;
+typedef long int64_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
+typedef unsigned int uint32_t;
+typedef unsigned long uint64_t;
+#define offsetof(t, m) ((size_t)__INTADDR__(&((t *)0)->m))
+#else
 #include <stddef.h>
 #include <stdint.h>
+#endif
 
 #ifdef __CUDACC__
 #define REEL_HD static __host__ __device__ __forceinline__

@@ -1,8 +1,10 @@
 /* build_info.c: what this copy of reel was built with and runs against
  * (reel_build_info): FFmpeg's version, configure line, licence, swresample,
- * audio decoders and hardware decoding, and the versions of libjpeg-turbo,
- * zstd and libcurl with its TLS library. */
+ * audio decoders and hardware decoding, the CUDA kernel images libreel
+ * carries, and the versions of libjpeg-turbo, zstd and libcurl with its TLS
+ * library. */
 #include <stdio.h>
+#include <string.h>
 
 #include <curl/curl.h>
 #include <jpeglib.h>
@@ -96,6 +98,30 @@ static void hardware(reel_buf *b)
     reel__buf_puts(b, "}, ");
 }
 
+/* "cuda_kernels": the kernel images embedded under REEL_CUDA=ON, by name
+ * (CMake's REEL_CUDA_IMAGES, e.g. ["sm_80", "sm_90", "compute_90"]); [] in a
+ * build without them (the default: no CUDA compiler needed). */
+static void cuda_kernels(reel_buf *b)
+{
+#ifdef REEL_CUDA_KERNEL_IMAGES
+    const char *s = REEL_CUDA_KERNEL_IMAGES;
+#else
+    const char *s = "";
+#endif
+    key(b, "cuda_kernels");
+    reel__buf_puts(b, "[");
+    while (*s) {
+        char name[32];
+        size_t n = strcspn(s, ",");
+        snprintf(name, sizeof name, "%.*s", (int)n, s);
+        reel__buf_json_string(b, name);
+        s += n;
+        if (*s) s++;
+        reel__buf_puts(b, *s ? ", " : "");
+    }
+    reel__buf_puts(b, "], ");
+}
+
 char *reel_build_info(void)
 {
     const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
@@ -113,6 +139,7 @@ char *reel_build_info(void)
     member(&b, "libswresample", swr, 0);
     audio_decoders(&b);
     hardware(&b);
+    cuda_kernels(&b);
 #ifdef LIBJPEG_TURBO_VERSION
 #define REEL_JT_STR2(x) #x
 #define REEL_JT_STR(x)  REEL_JT_STR2(x)

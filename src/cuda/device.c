@@ -84,6 +84,38 @@ static int open_device(reel__cuda *c, int index, reel_error *err)
     return REEL_OK;
 }
 
+int reel__cuda_image_choice(const reel__cuda_image *images, int n, int capability, int order[2])
+{
+    int sass = -1, ptx = -1;
+    for (int i = 0; i < n; i++) {
+        const reel__cuda_image *m = &images[i];
+        if (m->arch > capability) continue;
+        if (m->ptx) {
+            if (ptx < 0 || m->arch > images[ptx].arch) ptx = i;
+        } else if (m->arch / 10 == capability / 10 && (sass < 0 || m->arch > images[sass].arch)) {
+            sass = i;
+        }
+    }
+    int k = 0;
+    if (sass >= 0) order[k++] = sass;
+    if (ptx >= 0) order[k++] = ptx;
+    return k;
+}
+
+#ifdef REEL_HAVE_CUDA_KERNELS
+/* "sm_80, sm_90, compute_90 (NVRTC 12.0)": what this libreel carries. */
+static void images_carried(char *out, size_t size)
+{
+    size_t at = 0;
+    out[0] = 0;
+    for (int i = 0; i < reel__cuda_nimages && at < size; i++)
+        at += (size_t)snprintf(out + at, size - at, "%s%s", i ? ", " : "", reel__cuda_images[i].name);
+    if (at < size) snprintf(out + at, size - at, " (%s)", reel__cuda_compiler);
+}
+#endif
+
+/* The module from the image the GPU runs best (reel__cuda_image_choice):
+ * its SASS, else its PTX; a driver refusing one tries the next. */
 static int load_kernels(reel__cuda *c, reel_error *err)
 {
     if (c->cu->emulated) { /* the tests' driver runs the kernel's grid on the CPU: no image to load */
@@ -93,16 +125,25 @@ static int load_kernels(reel__cuda *c, reel_error *err)
     }
 #ifdef REEL_HAVE_CUDA_KERNELS
     const reel__cu_api *cu = c->cu;
-    CUresult r = cu->ModuleLoadData(&c->module, reel__cuda_fatbin);
-    if (r != REEL_CU_SUCCESS) {
-        char b[32];
+    int order[2];
+    int n = reel__cuda_image_choice(reel__cuda_images, reel__cuda_nimages, c->capability, order);
+    CUresult r = REEL_CU_SUCCESS;
+    int loaded = 0;
+    for (int i = 0; i < n && !loaded; i++) {
+        r = cu->ModuleLoadData(&c->module, reel__cuda_images[order[i]].data);
+        loaded = r == REEL_CU_SUCCESS;
+        if (!loaded) c->module = NULL;
+    }
+    if (!loaded) {
+        char b[32], carried[160];
         int v = 0;
         cu->DriverGetVersion(&v);
+        images_carried(carried, sizeof carried);
         return reel__error_set(err, REEL_E_CUDA,
                                "CUDA: the kernels do not load on %s (compute %d.%d, driver CUDA %d.%d): %s; "
-                               "docs/GPU.md says which drivers and GPUs they need",
+                               "this libreel carries %s; docs/GPU.md says which drivers and GPUs they need",
                                c->name, c->capability / 10, c->capability % 10, v / 1000, v % 1000 / 10,
-                               reel__cu_name(cu, r, b));
+                               n ? reel__cu_name(cu, r, b) : "no image for this GPU", carried);
     }
     CU_CHECK(c, cu->ModuleGetFunction(&c->convert, c->module, REEL_CUDA_KERNEL_CONVERT), "cuModuleGetFunction");
     return REEL_OK;

@@ -112,6 +112,54 @@ def build_info_lists_audio_and_nvdec():
 
 
 @check
+def carries_the_cuda_kernels():
+    """The wheel's libreel carries the CUDA kernel images build_info names
+    (docs/GPU.md): in the bytes of reel's own binaries, a CUDA ELF (e_machine
+    EM_CUDA, 190) per SASS architecture and the PTX text, made by NVRTC 12.0."""
+    import struct
+
+    info = reel.build_info()
+    assert info["cuda_kernels"] == ["sm_80", "sm_90", "compute_90"], info["cuda_kernels"]
+    assert info["wheel"]["cuda_kernels_compiler"].startswith("NVRTC 12.0."), info["wheel"]
+    ext = Path(reel._reel.__file__)  # the extension, libreel linked in
+    data = ext.read_bytes()
+    sms = set()
+    at = data.find(b"\x7fELF", 1)
+    while at > 0:
+        if data[at + 4] == 2 and struct.unpack_from("<H", data, at + 18)[0] == 190:
+            sms.add(struct.unpack_from("<I", data, at + 48)[0] & 0xFF)
+        at = data.find(b"\x7fELF", at + 1)
+    assert sms == {80, 90}, (ext.name, sms)
+    assert b"\n.version 8.0\n.target sm_90\n" in data, ext.name
+
+
+@check
+def each_gpu_gets_its_kernel_image():
+    """The wheel's images as libreel offers them to a stub driver
+    (tests/wheel/stub_cuda.c, WHEEL_STUB_CUDA): the GPU's SASS first, then
+    the PTX where it can run; none for a GPU older than 8.0. Each refusal is
+    named in the error, with the GPU, the driver's CUDA version and the images."""
+    lib = os.environ.get("WHEEL_STUB_CUDA", "")
+    assert lib, "no WHEEL_STUB_CUDA (test_wheel.sh builds tests/wheel/stub_cuda.c)"
+    video = SHARED / "nasa_13013.mp4"
+    code = (f"import reel\ntry:\n    reel.VideoDecoder({str(video)!r}, device='cuda')\n"
+            "except reel.ReelError as e:\n    print(e)\n")
+    # 8.x: sm_80 only (the compute_90 PTX cannot run below 9.0); 9.0: sm_90, then the PTX
+    for cap, offered in (("80", ["sm_80"]), ("86", ["sm_80"]), ("90", ["sm_90", "ptx"]), ("100", ["ptx"]),
+                         ("120", ["ptx"]), ("75", [])):
+        log = TMP / f"stub_cuda_{cap}.log"
+        log.unlink(missing_ok=True)
+        env = dict(os.environ, REEL_LIBCUDA=lib, STUB_CAPABILITY=cap, STUB_LOG=str(log))
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+        got = log.read_text().split() if log.exists() else []
+        assert got == offered, (cap, got, p.stdout, p.stderr)
+        msg = p.stdout
+        assert f"compute {cap[:-1]}.{cap[-1]}, driver CUDA 12.2" in msg and "Stub GPU" in msg, msg
+        assert "this libreel carries sm_80, sm_90, compute_90 (NVRTC 12.0)" in msg, msg
+        assert ("CUDA_ERROR_NO_BINARY_FOR_GPU" if offered else "no image for this GPU") in msg, msg
+
+
+@check
 def audio_equals_the_cli():
     """One clip per audio codec: reel's samples for a run of frames against the
     system ffmpeg CLI's (decoded before the libraries were hidden)."""
