@@ -86,4 +86,6 @@ OK(cuMemFree_v2);
 OK(cuMemGetInfo_v2);
 OK(cuMemcpyHtoDAsync_v2);
 OK(cuMemcpyDtoHAsync_v2);
+OK(cuMemcpyDtoDAsync_v2);
+OK(cuEventSynchronize);
 OK(cuLaunchKernel);
