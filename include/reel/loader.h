@@ -395,6 +395,11 @@ typedef struct reel_batch {
     float *audio;
     int audio_channels, audio_sample_rate; /**< settings.audio's (0 without audio) */
     int64_t audio_samples;                 /**< S_max */
+    /** Where data is: "cpu" (host memory), or "cuda:N" (decoder.device on a
+     *  GPU: data is a device address (a CUdeviceptr) on that GPU, written
+     *  before the batch is handed out; labels, clips and audio stay on the
+     *  host). Static for the loader's life. */
+    const char *device;
 } reel_batch;
 
 /** Epochs are numbered 0 .. REEL_EPOCH_MAX - 1: an endless loader (epochs
@@ -489,7 +494,13 @@ typedef struct reel_loader_metrics {
      *  packets dropped in the delivered clips' windows, summed over clips
      *  (reel_clip_info.audio_corrupt_packets) */
     int64_t audio_corrupt_packets;
-    uint8_t reserved[56]; /**< zero; room to grow (common.h) */
+    /** decoder.device "cuda[:N]": frames decoded by NVDEC, and frames
+     *  decoded on the CPU and uploaded (reel_decode_stats' counts, summed) */
+    int64_t frames_nvdec, frames_uploaded;
+    /** On a GPU: device memory the loader's pool holds now (the ring's batch
+     *  buffers), and the most it held; 0 on the CPU */
+    int64_t device_bytes, device_bytes_peak;
+    uint8_t reserved[24]; /**< zero; room to grow (common.h) */
 } reel_loader_metrics;
 
 /** The loader. Thread-safety: reel_loader_next, _get_checkpoint,

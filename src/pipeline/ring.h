@@ -69,6 +69,7 @@ typedef struct reel_batchbuf {
     void *data; /* aligned, bytes_cap (variable batches: the padded batch, or NULL) */
     size_t bytes_cap;
     int pinned; /* data came from cudaHostAlloc (free with cudaFreeHost) */
+    int stale;  /* on a GPU: a row's copy in collate failed (err says why): raised whatever the policy */
     int state;
     int64_t seq, epoch, index, position, nsamples;
     int64_t samples_seen;   /* the checkpoint's samples_seen once it is consumed */
@@ -97,6 +98,9 @@ typedef struct reel_ring_config {
     int pin_memory; /* try page-locked buffers (CUDA runtime found at run time) */
     int variable;   /* per-sample buffers under a byte budget (width, height, frames_per_clip unused) */
     int64_t budget; /* variable: bytes */
+    /* Fixed shapes on a GPU: the buffers' memory from this device's pool
+     * (device addresses in data; not cleared), freed with it; NULL: host */
+    struct reel__cuda *cuda;
 } reel_ring_config;
 
 typedef struct reel_ring {
@@ -113,11 +117,12 @@ typedef struct reel_ring {
     int variable;
     int64_t budget;
     size_t alignment;
+    int device; /* the buffers are device memory (reel_ring_config.cuda) */
 } reel_ring;
 
 int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err);
 void reel__ring_free(reel_ring *r);
-/* "pinned" (every buffer page-locked), "plain" (none) or "mixed";
+/* "pinned" (every buffer page-locked), "plain" (none), "mixed" or "device";
  * variable rings: of the blocks they hold (under mu). */
 const char *reel__ring_memory(const reel_ring *r);
 

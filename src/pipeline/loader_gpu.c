@@ -1,0 +1,99 @@
+/* loader_gpu.c: the Loader on a GPU (decoder.device "cuda[:N]"): the
+ * device opened for the ring's batch buffers (device memory from its pool),
+ * the refusals by name, and a sample written by its source straight into
+ * its rows of the batch in device memory, clip by clip. */
+#include "pipeline/loader_internal.h"
+#include "core/error.h"
+#include "cuda/device.h"
+#include "pipeline/geometry.h"
+
+#include <stdint.h>
+#include <string.h>
+
+int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int variable, reel__cuda **out,
+                          reel_error *err)
+{
+    *out = NULL;
+    int index = -1;
+    reel_error e;
+    reel_error_clear(&e);
+    if (reel__device_parse(s->decoder.device, &index, &e) != REEL_OK || index < 0) {
+        s->decoder.device = NULL; /* checked before: "cpu" */
+        s->decoder.device_fallback = NULL;
+        return REEL_OK;
+    }
+    const int fallback = s->decoder.device_fallback && *s->decoder.device_fallback;
+    /* the pool holds the ring's buffers: bounded by ring_bytes (0: 1 GiB) */
+    int r = reel__cuda_open(index, s->ring_bytes > 0 ? (size_t)s->ring_bytes : 0, out, &e);
+    if (r != REEL_OK) {
+        if (fallback) { /* asked for: the CPU serves */
+            s->decoder.device = NULL;
+            s->decoder.device_fallback = NULL;
+            return REEL_OK;
+        }
+        return reel__error_set(err, r, "loader: %s (device_fallback=\"cpu\" decodes on the CPU instead)", e.message);
+    }
+    /* what the GPU Loader does not do yet, by name (never done otherwise) */
+    const char *why = NULL;
+    if (!src->ops->decode_dense)
+        why = "the source gives host pixels (a packed store's records), which are not uploaded into batches";
+    else if (variable)
+        why = "batches of variable shapes (a pixel-budget size policy, a sampler of its own frame count)";
+    else if (s->sample_time_limit > 0)
+        why = "a per-sample time limit (sample_time_limit)";
+    if (why) {
+        reel__cuda_close(out);
+        return reel__error_set(err, REEL_E_CUDA, "loader: %s is not done on the GPU yet (device \"%s\")", why,
+                               s->decoder.device);
+    }
+    return REEL_OK;
+}
+
+int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source_stats *stats, reel_error *e)
+{
+    reel_clip_transform ct;
+    reel__loader_slot_transform(l, s, &ct);
+    reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP, (uint32_t)s->attempt };
+    const int layout = l->s.transform.layout, T = l->frames_per_clip, K = l->clips_per_sample;
+    const int cthw = layout == REEL_BATCH_BCTHW; /* a clip's [C, T, H, W]: channel after channel */
+    const size_t row_bytes = (size_t)s->bb->batch.strides[0] * l->element_bytes;
+    for (int k = 0; k < K; k++) {
+        reel_transform t;
+        int st = reel__geometry_frame(&ct, s->display_width, s->display_height, &key, k, &t, e);
+        if (st != REEL_OK) return st;
+        t.layout = layout == REEL_BATCH_BTHWC ? REEL_LAYOUT_HWC : REEL_LAYOUT_CHW;
+        t.stride_c = t.stride_y = t.stride_x = 0;
+        const int64_t row = (int64_t)s->index * K + k;
+        /* the clip's row: the worker alone writes it (no time limit on the
+         * GPU, so no watchdog abandons the slot mid-write) */
+        uint8_t *dst = (uint8_t *)s->bb->data + (size_t)row * row_bytes;
+        const size_t at = (size_t)k * (size_t)T;
+        st = l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, s->indices + at, (size_t)T, &t, cthw, dst,
+                                      row_bytes, 1, s->pts + at, stats, e);
+        if (st != REEL_OK) return st;
+        reel_clip_info *ci = &s->bb->rows[row];
+        ci->flipped = t.flip_horizontal;
+        ci->crop_x = t.crop_w > 0 ? t.crop_x : 0;
+        ci->crop_y = t.crop_w > 0 ? t.crop_y : 0;
+        ci->crop_w = t.crop_w > 0 ? t.crop_w : s->display_width;
+        ci->crop_h = t.crop_w > 0 ? t.crop_h : s->display_height;
+    }
+    return REEL_OK;
+}
+
+int reel__loader_gpu_move_row(reel_loader *l, void *base, int64_t to, int64_t from, size_t row_bytes, reel_error *e)
+{
+    const uint64_t b = (uint64_t)(uintptr_t)base;
+    return reel__cuda_copy_device(l->cuda, b + (uint64_t)to * row_bytes, b + (uint64_t)from * row_bytes, row_bytes,
+                                  e);
+}
+
+void reel__loader_gpu_metrics(const reel_loader *l, reel_loader_metrics *m)
+{
+    m->frames_nvdec = atomic_load(&l->frames_nvdec);
+    m->frames_uploaded = atomic_load(&l->frames_uploaded);
+    if (!l->cuda) return;
+    reel__cuda_mem mem = reel__cuda_memory(l->cuda);
+    m->device_bytes = (int64_t)mem.held;
+    m->device_bytes_peak = (int64_t)mem.peak;
+}
