@@ -140,6 +140,13 @@ PyObject *rx_batch_result(reel_state *st, PyObject *owner, const reel_batch *b, 
         }
         expect *= b->shape[i];
     }
+    if (b->device && strcmp(b->device, "cpu")) { /* never a device address read as host memory */
+        raise_reel(st, REEL_E_CUDA,
+                   "reel.Loader: batches on the GPU (device \"cuda\") are not in the Python binding yet (the C "
+                   "API's reel_loader serves them); device_fallback=\"cpu\" does not apply: the GPU is there",
+                   NULL, NULL);
+        goto done;
+    }
     if (b->variable && b->data == NULL && b->num_clips > 0 && want_pad) {
         PyErr_SetString(PyExc_MemoryError, "reel.Loader: out of memory for the padded batch");
         goto done;
