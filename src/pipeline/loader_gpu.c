@@ -51,8 +51,7 @@ int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int v
 
 int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source_stats *stats, reel_error *e)
 {
-    reel_clip_transform ct;
-    reel__loader_slot_transform(l, s, &ct);
+    const reel_clip_transform ct = l->s.transform; /* fixed shapes only: variable ones are refused */
     reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP, (uint32_t)s->attempt };
     const int layout = l->s.transform.layout, T = l->frames_per_clip, K = l->clips_per_sample;
     const int cthw = layout == REEL_BATCH_BCTHW; /* a clip's [C, T, H, W]: channel after channel */
@@ -84,8 +83,7 @@ int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source
 int reel__loader_gpu_move_row(reel_loader *l, void *base, int64_t to, int64_t from, size_t row_bytes, reel_error *e)
 {
     const uint64_t b = (uint64_t)(uintptr_t)base;
-    return reel__cuda_copy_device(l->cuda, b + (uint64_t)to * row_bytes, b + (uint64_t)from * row_bytes, row_bytes,
-                                  e);
+    return reel__cuda_copy_device(l->cuda, b + (uint64_t)to * row_bytes, b + (uint64_t)from * row_bytes, row_bytes, e);
 }
 
 void reel__loader_gpu_metrics(const reel_loader *l, reel_loader_metrics *m)

@@ -39,8 +39,7 @@ static void fail_call(const char *name, long long nth)
     fn(name, nth);
 }
 
-static const char *const g_videos[] = { "carphone_pristine.mp4", "foreman_hevc.mp4", "karma.mp4",
-                                        "nasa_13013.mp4" };
+static const char *const g_videos[] = { "carphone_pristine.mp4", "foreman_hevc.mp4", "karma.mp4", "nasa_13013.mp4" };
 
 static reel_dataset *shared_dataset(int copies)
 {
@@ -119,8 +118,8 @@ static void check_equal(reel_dataset *ds, reel_loader_settings s, const char *wh
     run(ds, &s, &cpu);
     s.decoder.device = "cuda";
     run(ds, &s, &gpu);
-    CHECK_MSG(cpu.batches > 0 && cpu.batches == gpu.batches && cpu.clips == gpu.clips, "%s: %lld/%lld batches",
-              what, (long long)cpu.batches, (long long)gpu.batches);
+    CHECK_MSG(cpu.batches > 0 && cpu.batches == gpu.batches && cpu.clips == gpu.clips, "%s: %lld/%lld batches", what,
+              (long long)cpu.batches, (long long)gpu.batches);
     CHECK_MSG(cpu.bytes == gpu.bytes && !memcmp(cpu.data, gpu.data, cpu.bytes), "%s: batches differ", what);
     CHECK(!memcmp(cpu.labels, gpu.labels, sizeof cpu.labels));
     /* no libnvcuvid here: every frame decoded on the CPU and uploaded */
