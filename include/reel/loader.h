@@ -277,7 +277,9 @@ typedef struct reel_loader_settings {
      *  counts as batch_size times the largest sample yet, and until a first
      *  sample is sized only one batch is in flight, so peak memory stays
      *  under the budget plus about two batches. 0 (default): 1 GiB.
-     *  Ignored for fixed-shape batches (prefetch_batches buffers). */
+     *  Fixed-shape batches on the CPU: ignored (prefetch_batches buffers);
+     *  on a GPU (decoder.device "cuda[:N]"): the bound on the buffers'
+     *  device memory, REEL_E_CUDA naming it when passed. */
     int64_t ring_bytes;
     /** Variable batches: 1 (default): when decode threads would idle (fewer
      *  samples waiting or decoding than decode_threads), a sample of video
@@ -400,6 +402,10 @@ typedef struct reel_batch {
      *  before the batch is handed out; labels, clips and audio stay on the
      *  host). Static for the loader's life. */
     const char *device;
+    /** On a GPU: the loader's device buffer at data (reel/device_buffer.h:
+     *  reel_device_buffer_wait, _download), valid while the batch is held;
+     *  the loader frees it (never reel_device_buffer_free). NULL on the CPU. */
+    struct reel_device_buffer *device_buffer;
 } reel_batch;
 
 /** Epochs are numbered 0 .. REEL_EPOCH_MAX - 1: an endless loader (epochs

@@ -245,7 +245,7 @@ static int init_ring(reel_loader *l, int auto_prefetch, reel_error *err)
     rc.pin_memory = s->pin_memory;
     rc.variable = l->shapes_vary;
     rc.budget = s->ring_bytes > 0 ? s->ring_bytes : (int64_t)1 << 30;
-    rc.cuda = l->cuda;
+    rc.device = l->cuda ? l->device : NULL;
     int st = reel__ring_init(&l->ring, &rc, err);
     for (int i = 0; st == REEL_OK && i < l->ring.count; i++) l->ring.bufs[i].batch.device = l->device;
     return st;

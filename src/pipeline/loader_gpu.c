@@ -23,8 +23,7 @@ int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int v
         return REEL_OK;
     }
     const int fallback = s->decoder.device_fallback && *s->decoder.device_fallback;
-    /* the pool holds the ring's buffers: bounded by ring_bytes (0: 1 GiB) */
-    int r = reel__cuda_open(index, s->ring_bytes > 0 ? (size_t)s->ring_bytes : 0, out, &e);
+    int r = reel__cuda_open(index, 0, out, &e);
     if (r != REEL_OK) {
         if (fallback) { /* asked for: the CPU serves */
             s->decoder.device = NULL;
@@ -91,7 +90,7 @@ void reel__loader_gpu_metrics(const reel_loader *l, reel_loader_metrics *m)
     m->frames_nvdec = atomic_load(&l->frames_nvdec);
     m->frames_uploaded = atomic_load(&l->frames_uploaded);
     if (!l->cuda) return;
-    reel__cuda_mem mem = reel__cuda_memory(l->cuda);
-    m->device_bytes = (int64_t)mem.held;
-    m->device_bytes_peak = (int64_t)mem.peak;
+    reel__cuda_mem mem = reel__cuda_memory(l->cuda); /* unused today: the ring's buffers are their own */
+    m->device_bytes = (int64_t)(l->ring.bytes_total + mem.held);
+    m->device_bytes_peak = (int64_t)(l->ring.bytes_total + mem.peak);
 }

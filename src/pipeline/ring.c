@@ -5,7 +5,7 @@
 #include "pipeline/ring.h"
 #include "pipeline/geometry.h"
 #include "core/error.h"
-#include "cuda/device.h"
+#include "reel/device_buffer.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -60,11 +60,10 @@ static int buf_init(reel_ring *r, reel_batchbuf *bb, const reel_ring_config *c, 
     const size_t rows = (size_t)B * K, frames = rows * T;
     atomic_init(&bb->pending, 0);
     atomic_init(&bb->busy, 0);
-    if (!c->variable && c->cuda) { /* device memory from the loader's pool, held until it closes */
-        uint64_t ptr = 0;
-        int st = reel__cuda_buffer(c->cuda, cap, &ptr, err);
+    if (!c->variable && c->device) { /* device memory, held until the ring is freed */
+        int st = reel_device_buffer_alloc(c->device, cap, &bb->dev, err);
         if (st != REEL_OK) return st;
-        bb->data = (void *)(uintptr_t)ptr;
+        bb->data = (void *)(uintptr_t)reel_device_buffer_get_address(bb->dev);
         bb->bytes_cap = cap;
         bb->indices = malloc(frames * sizeof *bb->indices);
         bb->pts = malloc(frames * sizeof *bb->pts);
@@ -107,6 +106,7 @@ static int buf_init(reel_ring *r, reel_batchbuf *bb, const reel_ring_config *c, 
     bb->slots_ready = 1;
     reel_batch *b = &bb->batch;
     b->data = bb->data;
+    b->device_buffer = bb->dev;
     b->dtype = c->dtype;
     b->layout = c->layout;
     b->ndim = 5;
@@ -145,7 +145,13 @@ int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err)
     r->pin = c->variable && c->pin_memory;
     r->budget = c->budget;
     r->alignment = align;
-    r->device = c->cuda && !c->variable;
+    r->device = c->device && !c->variable;
+    if (r->device && c->budget > 0 && (double)cap * c->count > (double)c->budget) {
+        reel__ring_free(r);
+        return reel__error_set(err, REEL_E_CUDA,
+                               "loader: %d batch buffers of %zu bytes on %s pass the bound of %lld bytes (ring_bytes)",
+                               c->count, cap, c->device, (long long)c->budget);
+    }
     for (int i = 0; i < c->count; i++) {
         reel_batchbuf *bb = &r->bufs[i];
         reel_error be;
@@ -170,7 +176,10 @@ void reel__ring_free(reel_ring *r)
     if (!r->inited) return;
     for (int i = 0; i < r->count; i++) {
         reel_batchbuf *bb = &r->bufs[i];
-        if (!r->device) release(bb->data, bb->pinned); /* device memory: the pool's, freed with it */
+        if (r->device)
+            reel_device_buffer_free(&bb->dev); /* waits for nothing: every write was waited for */
+        else
+            release(bb->data, bb->pinned);
         if (bb->slots_ready)
             for (int j = 0; j < r->batch_size; j++) {
                 reel_slot *s = &bb->slots[j];

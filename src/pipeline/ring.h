@@ -70,6 +70,7 @@ typedef struct reel_batchbuf {
     size_t bytes_cap;
     int pinned; /* data came from cudaHostAlloc (free with cudaFreeHost) */
     int stale;  /* on a GPU: a row's copy in collate failed (err says why): raised whatever the policy */
+    struct reel_device_buffer *dev; /* on a GPU: the memory at data (reel_batch.device_buffer) */
     int state;
     int64_t seq, epoch, index, position, nsamples;
     int64_t samples_seen;   /* the checkpoint's samples_seen once it is consumed */
@@ -98,9 +99,10 @@ typedef struct reel_ring_config {
     int pin_memory; /* try page-locked buffers (CUDA runtime found at run time) */
     int variable;   /* per-sample buffers under a byte budget (width, height, frames_per_clip unused) */
     int64_t budget; /* variable: bytes */
-    /* Fixed shapes on a GPU: the buffers' memory from this device's pool
-     * (device addresses in data; not cleared), freed with it; NULL: host */
-    struct reel__cuda *cuda;
+    /* Fixed shapes on a GPU ("cuda:N"): each buffer a reel_device_buffer
+     * there (its address in data; not cleared), held until the ring is
+     * freed; NULL: host memory */
+    const char *device;
 } reel_ring_config;
 
 typedef struct reel_ring {
@@ -117,7 +119,7 @@ typedef struct reel_ring {
     int variable;
     int64_t budget;
     size_t alignment;
-    int device; /* the buffers are device memory (reel_ring_config.cuda) */
+    int device; /* the buffers are device memory (reel_ring_config.device) */
 } reel_ring;
 
 int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err);

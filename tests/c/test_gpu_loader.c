@@ -8,7 +8,7 @@
 #include "harness.h"
 #include "real_common.h"
 
-#include "cuda/device.h"
+#include "reel/device_buffer.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -87,7 +87,6 @@ static void run(reel_dataset *ds, const reel_loader_settings *s, run_out *o)
     reel_loader *l = NULL;
     reel_error err;
     CHECK_OK(reel_loader_create(&l, ds, s, &err));
-    reel__cuda *c = NULL;
     for (;;) {
         reel_batch *b = NULL;
         CHECK_OK(reel_loader_next(l, &b, &err));
@@ -98,8 +97,9 @@ static void run(reel_dataset *ds, const reel_loader_settings *s, run_out *o)
             memcpy(o->data + o->bytes, b->data, b->bytes);
         } else {
             CHECK_EQ_STR(b->device, "cuda:0");
-            if (!c) CHECK_OK(reel__cuda_open(0, 0, &c, &err));
-            CHECK_OK(reel__cuda_download(c, o->data + o->bytes, (uint64_t)(uintptr_t)b->data, b->bytes, &err));
+            CHECK(b->device_buffer != NULL);
+            CHECK(reel_device_buffer_get_address(b->device_buffer) == (uint64_t)(uintptr_t)b->data);
+            CHECK_OK(reel_device_buffer_download(b->device_buffer, 0, o->data + o->bytes, b->bytes, &err));
         }
         o->bytes += b->bytes;
         for (int64_t i = 0; i < b->num_clips && o->clips < 256; i++) o->labels[o->clips++] = b->labels[i];
@@ -107,7 +107,6 @@ static void run(reel_dataset *ds, const reel_loader_settings *s, run_out *o)
         reel_loader_release(l, b);
     }
     CHECK_OK(reel_loader_get_metrics(l, &o->m, &err));
-    reel__cuda_close(&c);
     reel_loader_destroy(&l);
 }
 
@@ -282,6 +281,10 @@ TEST(fallback_and_refusals)
     CHECK_MSG(strstr(err.message, "sample_time_limit") && strstr(err.message, "not done on the GPU"), "%s",
               err.message);
     s.sample_time_limit = 0;
+    s.ring_bytes = 1000; /* the bound on the ring's device memory */
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_CUDA);
+    CHECK_MSG(strstr(err.message, "bound of 1000 bytes") && strstr(err.message, "cuda:0"), "%s", err.message);
+    s.ring_bytes = 0;
     s.sampler.kind = REEL_SAMPLER_FPS;
     s.sampler.fps = 2;
     int r = reel_loader_create(&l, ds, &s, &err);
