@@ -130,7 +130,7 @@ static void frames_dealloc(FramesObject *self)
 {
     if (self->weakreflist) PyObject_ClearWeakRefs((PyObject *)self);
     rx_pool_free(self->alloc, self->nbytes);
-    reel_device_buffer_free(&self->dev);
+    if (!self->dev_borrowed) reel_device_buffer_free(&self->dev);
     Py_XDECREF(self->base);
     Py_XDECREF(self->indices);
     Py_XDECREF(self->pts);

@@ -23,6 +23,24 @@ FramesObject *rx_gpu_frames(reel_state *st, reel_device_buffer *b, int dtype, in
     return f;
 }
 
+FramesObject *rx_gpu_batch_frames(reel_state *st, PyObject *owner, const reel_batch *b, int ndim)
+{
+    FramesObject *f = (FramesObject *)rx_type_alloc(st->FramesType);
+    if (!f) return NULL;
+    f->dev = b->device_buffer; /* the loader's: the batch handle (base) keeps it until released */
+    f->dev_borrowed = 1;
+    f->base = Py_NewRef(owner);
+    f->gpu = 1;
+    f->gpu_index = atoi(b->device + 5); /* "cuda:N" */
+    f->data = (char *)b->data;
+    f->dtype = b->dtype;
+    if (rx_frames_set_shape(f, ndim, b->shape) < 0) {
+        Py_DECREF(f);
+        return NULL;
+    }
+    return f;
+}
+
 PyObject *rx_gpu_refuse(FramesObject *f, const char *what)
 {
     PyErr_Format(PyExc_TypeError,
