@@ -32,6 +32,9 @@ int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int v
         }
         return reel__error_set(err, r, "loader: %s (device_fallback=\"cpu\" decodes on the CPU instead)", e.message);
     }
+    /* the device serves: a sample's decoder on it never falls back to the
+     * CPU by itself (it would write host pixels to a device address) */
+    s->decoder.device_fallback = NULL;
     /* what the GPU Loader does not do yet, by name (never done otherwise) */
     const char *why = NULL;
     if (!src->ops->decode_dense)

@@ -273,6 +273,14 @@ TEST(fallback_and_refusals)
     CHECK_EQ_STR(b->device, "cpu");
     reel_loader_release(l, b);
     reel_loader_destroy(&l);
+    /* with a GPU there, the fallback is not used: the batches are on it */
+    s.decoder.device = "cuda:0";
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b != NULL && b->device_buffer != NULL);
+    CHECK_EQ_STR(b->device, "cuda:0");
+    reel_loader_release(l, b);
+    reel_loader_destroy(&l);
     /* what the GPU Loader does not do yet */
     s = small_settings();
     s.decoder.device = "cuda";
