@@ -146,6 +146,28 @@ PyObject *rx_gpu_dec_frames(DecoderObject *self, int64_t *idx, double *secs, Py_
     return out;
 }
 
+FramesObject *rx_gpu_new_frames(reel_state *st, const char *device, size_t bytes, int dtype, int ndim,
+                                const int64_t *shape, DecoderObject *dec)
+{
+    reel_error err;
+    reel_error_clear(&err);
+    reel_device_buffer *b = NULL;
+    int r = reel_device_buffer_alloc(device, bytes, &b, &err);
+    if (r != REEL_OK) return (FramesObject *)rx_dec_raise(dec, r, &err);
+    return rx_gpu_frames(st, b, dtype, ndim, shape); /* frees b on failure */
+}
+
+FramesObject *rx_gpu_dec_alloc_frames(DecoderObject *self, Py_ssize_t n)
+{
+    reel_state *st = state_of((PyObject *)self);
+    if (!st) return NULL;
+    const int chw = self->transform.layout == REEL_LAYOUT_CHW;
+    const int nc = self->transform.pixels.color == REEL_COLOR_GRAY ? 1 : 3;
+    int64_t shape[4] = { n, chw ? nc : self->out_h, chw ? self->out_h : self->out_w, chw ? self->out_w : nc };
+    return rx_gpu_new_frames(st, reel_decoder_get_device(self->dec), self->frame_bytes * (size_t)(n ? n : 1),
+                             self->transform.pixels.dtype, 4, shape, self);
+}
+
 PyObject *rx_gpu_dec_device(DecoderObject *self, void *c)
 {
     (void)c;

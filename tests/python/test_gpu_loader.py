@@ -86,3 +86,51 @@ def test_a_held_batch_stays_valid_and_nothing_leaks(shared_videos):
     """)
     assert got["first"] and got["rest"] and got["after_close"], got
     assert got["held"] > 0 and got["live"] == 0 and got["retained"] == 0, got
+
+
+def test_frames_near_on_the_gpu_equal_the_cpu(shared_videos):
+    """VideoDecoder(device="cuda").get_frames_near and reel.decode_near(device="cuda")
+    on the same path: Frames on the device, equal to the CPU's with the same
+    indices, distances and flags; out= arrays refused by name there."""
+    a, b = str(shared_videos / "nasa_13013.mp4"), str(shared_videos / "foreman_hevc.mp4")
+    got = run_gpu(f"""
+        import numpy as np
+        a, b = {a!r}, {b!r}
+        times = [0.0, 0.5, 0.1, 0.5]
+        out["near"] = []
+        for kw in ({{}}, {{"size": (30, 50), "layout": "HWC"}}, {{"size": 40, "dtype": "float32"}}):
+            c = reel.VideoDecoder(a, **kw).get_frames_near(times, tolerance_s=0.1)
+            g = reel.VideoDecoder(a, device="cuda", **kw).get_frames_near(times, tolerance_s=0.1)
+            out["near"].append([g.device, bool(np.array_equal(c.numpy(), g.cpu().numpy())),
+                                c.indices == g.indices, c.distance_seconds == g.distance_seconds,
+                                c.within_tolerance == g.within_tolerance])
+        cams = {{"front": (a, [0.0, 0.3, 0.6]), "wrist": (b, [0.1, 0.2]), "side": (a, [0.3])}}
+        cpu = reel.decode_near(cams, tolerance_s=0.1, size=(24, 32))
+        gpu = reel.decode_near(cams, tolerance_s=0.1, size=(24, 32), device="cuda")
+        out["cams"] = {{k: [gpu[k].device, bool(np.array_equal(cpu[k].numpy(), gpu[k].cpu().numpy())),
+                           cpu[k].indices == gpu[k].indices] for k in cams}}
+        try:
+            reel.decode_near(cams, tolerance_s=0.1, size=(24, 32), device="cuda",
+                             out={{"front": np.zeros((3, 3, 24, 32), np.uint8)}})
+            out["refused"] = ""
+        except ValueError as e:
+            out["refused"] = str(e)
+        try:
+            reel.decode_near(cams, tolerance_s=0.1, device="cuda", cache=reel.DecoderCache())
+            out["mismatch"] = ""
+        except ValueError as e:
+            out["mismatch"] = str(e)
+        del c, g, cpu, gpu
+        import gc, reel._near as nr
+        for cache in nr._defaults.values():
+            cache.clear()
+        gc.collect()
+        out["live"] = counter("live_allocs")
+    """)
+    for row in got["near"]:
+        assert row == ["cuda:0", True, True, True, True], got["near"]
+    for k, row in got["cams"].items():
+        assert row == ["cuda:0", True, True], (k, got["cams"])
+    assert "cuda:0" in got["refused"] and "out=" in got["refused"], got
+    assert "device='cuda'" in got["mismatch"], got
+    assert got["live"] == 0, got
