@@ -1,11 +1,12 @@
 /* loader_gpu.c: the Loader on a GPU (decoder.device "cuda[:N]"): the
- * device opened for the ring's batch buffers (device memory from its pool),
- * the refusals by name, and a sample written by its source straight into
- * its rows of the batch in device memory, clip by clip. */
+ * device opened (or the CPU fallback), the refusals by name, a sample
+ * written by its source straight into its rows of the batch in device
+ * memory clip by clip, the collate's row moves there, and the metrics. */
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "cuda/device.h"
 #include "pipeline/geometry.h"
+#include "reel/device_buffer.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -41,14 +42,51 @@ int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int v
         why = "the source gives host pixels (a packed store's records), which are not uploaded into batches";
     else if (variable)
         why = "batches of variable shapes (a pixel-budget size policy, a sampler of its own frame count)";
-    else if (s->sample_time_limit > 0)
-        why = "a per-sample time limit (sample_time_limit)";
     if (why) {
         reel__cuda_close(out);
         return reel__error_set(err, REEL_E_CUDA, "loader: %s is not done on the GPU yet (device \"%s\")", why,
                                s->decoder.device);
     }
     return REEL_OK;
+}
+
+/* One clip into its row. Without a time limit the worker alone writes the
+ * row (no watchdog runs), so the source writes it directly; with one, the
+ * watchdog may abandon the sample while its kernel runs, and the batch may
+ * then move rows over this one: the clip goes to the worker's own device
+ * buffer and is copied into the row under the slot's lock, unless the
+ * sample was abandoned meanwhile. */
+static int write_clip(reel_loader *l, worker *w, reel_slot *s, const int64_t *indices, size_t n,
+                      const reel_transform *t, int cthw, uint8_t *dst, size_t bytes, int64_t *pts,
+                      reel_source_stats *stats, reel_error *e)
+{
+    if (l->s.sample_time_limit <= 0)
+        return l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, indices, n, t, cthw, dst, bytes, 1, pts, stats,
+                                        e);
+    if (reel_device_buffer_get_size(w->scratch) < bytes) {
+        atomic_fetch_sub(&l->scratch_bytes, (int64_t)reel_device_buffer_get_size(w->scratch));
+        reel_device_buffer_free(&w->scratch);
+        int st = reel_device_buffer_alloc(l->device, bytes, &w->scratch, e);
+        if (st != REEL_OK) return st;
+        atomic_fetch_add(&l->scratch_bytes, (int64_t)bytes);
+    }
+    const uint64_t tmp = reel_device_buffer_get_address(w->scratch);
+    int st = l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, indices, n, t, cthw, (void *)(uintptr_t)tmp, bytes,
+                                      1, pts, stats, e);
+    if (st != REEL_OK) return st;
+    pthread_mutex_lock(&s->mu);
+    if (s->abandoned)
+        st = reel__error_set(e, REEL_E_CANCELLED, "%s: abandoned", sample_name(l, s->sample));
+    else
+        st = reel__cuda_copy_device(l->cuda, (uint64_t)(uintptr_t)dst, tmp, bytes, e);
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
+void reel__loader_gpu_worker_free(worker *w)
+{
+    atomic_fetch_sub(&w->l->scratch_bytes, (int64_t)reel_device_buffer_get_size(w->scratch));
+    reel_device_buffer_free(&w->scratch);
 }
 
 int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source_stats *stats, reel_error *e)
@@ -65,12 +103,9 @@ int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source
         t.layout = layout == REEL_BATCH_BTHWC ? REEL_LAYOUT_HWC : REEL_LAYOUT_CHW;
         t.stride_c = t.stride_y = t.stride_x = 0;
         const int64_t row = (int64_t)s->index * K + k;
-        /* the clip's row: the worker alone writes it (no time limit on the
-         * GPU, so no watchdog abandons the slot mid-write) */
         uint8_t *dst = (uint8_t *)s->bb->data + (size_t)row * row_bytes;
         const size_t at = (size_t)k * (size_t)T;
-        st = l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, s->indices + at, (size_t)T, &t, cthw, dst,
-                                      row_bytes, 1, s->pts + at, stats, e);
+        st = write_clip(l, w, s, s->indices + at, (size_t)T, &t, cthw, dst, row_bytes, s->pts + at, stats, e);
         if (st != REEL_OK) return st;
         reel_clip_info *ci = &s->bb->rows[row];
         ci->flipped = t.flip_horizontal;
@@ -93,7 +128,8 @@ void reel__loader_gpu_metrics(const reel_loader *l, reel_loader_metrics *m)
     m->frames_nvdec = atomic_load(&l->frames_nvdec);
     m->frames_uploaded = atomic_load(&l->frames_uploaded);
     if (!l->cuda) return;
-    reel__cuda_mem mem = reel__cuda_memory(l->cuda); /* unused today: the ring's buffers are their own */
-    m->device_bytes = (int64_t)(l->ring.bytes_total + mem.held);
-    m->device_bytes_peak = (int64_t)(l->ring.bytes_total + mem.peak);
+    reel__cuda_mem mem = reel__cuda_memory(l->cuda);        /* unused today: the ring's buffers are their own */
+    const int64_t scratch = atomic_load(&l->scratch_bytes); /* one clip per decode worker, at most */
+    m->device_bytes = (int64_t)(l->ring.bytes_total + mem.held) + scratch;
+    m->device_bytes_peak = (int64_t)(l->ring.bytes_total + mem.peak) + scratch;
 }

@@ -505,6 +505,7 @@ void *reel__loader_decode_main(void *arg)
     if (conv_st == REEL_OK) conv_st = worker_source_init(l, w, &cerr);
     stage_loop(w, sg, conv_st, &cerr, decode_work, decode_done, conv);
     reel_converter_destroy(&conv);
+    reel__loader_gpu_worker_free(w);
     worker_source_free(l, w);
     return NULL;
 }
