@@ -29,8 +29,13 @@ benchmarks, each against the CPU in the same run:
                           its NVDEC / uploaded frame counts (needs a reel
                           Python package whose libreel carries the kernels)
   torchcodec_cuda_fps     torchcodec's CUDA decoder on the same clips
-  gpu_loader              the Loader with device="cuda" against the CPU
-                          Loader (not in this build: reported as skipped)
+  gpu_loader_equals_cpu   reel.Loader(device="cuda") on the 1080p clips below:
+                          its batches (copied back with .cpu()) equal to the
+                          CPU Loader's, batch for batch, bit for bit
+                          (uint8 and float32 normalised)
+  gpu_loader_fps          then samples/s of both Loaders in the same run (the
+                          CPU one on all the machine's cores), with the GPU
+                          Loader's NVDEC / uploaded frame counts
 
 Writes DIR/device_check.json and DIR/device_check.md."""
 
@@ -323,6 +328,70 @@ def bench_torchcodec(rep: Report, clips: List[Path], no_gpu: Optional[str], fram
     rep.add("torchcodec_cuda_fps", "measured", "get_frames_in_range, batches of 32, RGB on the GPU", rows=rows)
 
 
+GPU_LOADER_CODE = """
+import json, os, sys, time
+import numpy as np
+import reel
+clips = sys.argv[1:]
+common = dict(frames_per_clip=16, size=224, batch_size=8, seed=3, epochs=1)
+out = {"equal": [], "fps": {}}
+for kw in ({}, {"dtype": "float32", "mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}):
+    got = {}
+    for dev in ("cuda", "cpu"):
+        with reel.Loader(clips * 2, device=dev, **common, **kw) as ld:
+            got[dev] = [(b.frames.cpu() if dev == "cuda" else b.frames).numpy().copy() for b in ld]
+    out["equal"].append(len(got["cuda"]) == len(got["cpu"]) > 0 and
+                        all(np.array_equal(a, b) for a, b in zip(got["cuda"], got["cpu"])))
+for dev in ("cuda", "cpu"):
+    with reel.Loader(clips * 16, device=dev, **common) as ld:
+        t0 = time.perf_counter(); n = 0
+        for b in ld:
+            n += len(b)
+            del b
+        m = ld.metrics()
+        out["fps"][dev] = dict(samples_per_s=n / (time.perf_counter() - t0), samples=n,
+                               frames_nvdec=m["frames_nvdec"], frames_uploaded=m["frames_uploaded"],
+                               device_bytes=m["device_bytes"])
+print(json.dumps(out))
+"""
+
+
+def check_gpu_loader(rep: Report, clips: List[Path], no_gpu: Optional[str]) -> None:
+    """reel.Loader(device="cuda") against the CPU Loader on the 1080p clips:
+    batches equal, then samples/s of both in the same run."""
+    if no_gpu:
+        rep.add("gpu_loader_equals_cpu", "skipped", no_gpu)
+        rep.add("gpu_loader_fps", "skipped", no_gpu)
+        return
+    if not clips:
+        for name in ("gpu_loader_equals_cpu", "gpu_loader_fps"):
+            rep.add(name, "skipped", "no benchmark clips (see nvdec_decode_fps)")
+        return
+    env = dict(os.environ)
+    site = os.environ.get("REEL_DEVICE_CHECK_SITE")
+    if site:
+        env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
+    try:
+        r = run([sys.executable, "-c", GPU_LOADER_CODE, *map(str, clips)], 400, env)
+    except subprocess.TimeoutExpired:
+        rep.add("gpu_loader_equals_cpu", "failed", "timed out after 400 s")
+        return
+    if r.returncode != 0:
+        why = f"reel's GPU Loader does not run here: {r.stderr.strip()[-300:]}"
+        rep.add("gpu_loader_equals_cpu", "skipped", why)
+        rep.add("gpu_loader_fps", "skipped", why)
+        return
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    ok = all(res["equal"])
+    rep.add("gpu_loader_equals_cpu", "passed" if ok else "failed",
+            "" if ok else "batches differ (uint8, float32 normalised)", cases=res["equal"])
+    g, c = res["fps"]["cuda"], res["fps"]["cpu"]
+    rows = [{"gpu_samples_per_s": round(g["samples_per_s"], 1), "cpu_samples_per_s": round(c["samples_per_s"], 1),
+             "ratio": round(g["samples_per_s"] / c["samples_per_s"], 2), "frames_nvdec": g["frames_nvdec"],
+             "frames_uploaded": g["frames_uploaded"], "device_bytes": g["device_bytes"]}]
+    rep.add("gpu_loader_fps", "measured", "16 frames per clip, 224x224 uint8, batches of 8, 1080p clips", rows=rows)
+
+
 def write(out: Path, rep: Report, env: Dict[str, Any]) -> None:
     doc = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **env, "checks": rep.checks}
     (out / "device_check.json").write_text(json.dumps(doc, indent=2) + "\n")
@@ -373,12 +442,11 @@ def main() -> int:
     check_kernel(rep, Path(args.build), videos, no_gpu)
     check_gpu_decoder(rep, Path(args.build), videos, no_gpu)
     check_nvdec_exact(rep, ffmpeg, videos, no_nvdec)
-    rep.add("gpu_loader_equals_cpu", "skipped", "the Loader with device=\"cuda\" is not in this build (docs/GPU.md)")
     frames = 60 if os.environ.get("REEL_DEVICE_CHECK_QUICK") else args.frames
     clips = bench_decode(rep, ffmpeg, out, no_nvdec, frames)
     bench_reel(rep, clips, no_gpu)
     bench_torchcodec(rep, clips, no_gpu, frames)
-    rep.add("gpu_loader_fps", "skipped", "the Loader with device=\"cuda\" is not in this build (docs/GPU.md)")
+    check_gpu_loader(rep, clips, no_gpu)
 
     env = {"gpu": gpu, "cpus": os.cpu_count(), "python": platform.python_version(), "ffmpeg": ffmpeg,
            "shared_videos": str(videos)}

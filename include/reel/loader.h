@@ -277,7 +277,9 @@ typedef struct reel_loader_settings {
      *  counts as batch_size times the largest sample yet, and until a first
      *  sample is sized only one batch is in flight, so peak memory stays
      *  under the budget plus about two batches. 0 (default): 1 GiB.
-     *  Ignored for fixed-shape batches (prefetch_batches buffers). */
+     *  Fixed-shape batches on the CPU: ignored (prefetch_batches buffers);
+     *  on a GPU (decoder.device "cuda[:N]"): the bound on the buffers'
+     *  device memory, REEL_E_CUDA naming it when passed. */
     int64_t ring_bytes;
     /** Variable batches: 1 (default): when decode threads would idle (fewer
      *  samples waiting or decoding than decode_threads), a sample of video
@@ -395,6 +397,15 @@ typedef struct reel_batch {
     float *audio;
     int audio_channels, audio_sample_rate; /**< settings.audio's (0 without audio) */
     int64_t audio_samples;                 /**< S_max */
+    /** Where data is: "cpu" (host memory), or "cuda:N" (decoder.device on a
+     *  GPU: data is a device address (a CUdeviceptr) on that GPU, written
+     *  before the batch is handed out; labels, clips and audio stay on the
+     *  host). Static for the loader's life. */
+    const char *device;
+    /** On a GPU: the loader's device buffer at data (reel/device_buffer.h:
+     *  reel_device_buffer_wait, _download), valid while the batch is held;
+     *  the loader frees it (never reel_device_buffer_free). NULL on the CPU. */
+    struct reel_device_buffer *device_buffer;
 } reel_batch;
 
 /** Epochs are numbered 0 .. REEL_EPOCH_MAX - 1: an endless loader (epochs
@@ -489,7 +500,13 @@ typedef struct reel_loader_metrics {
      *  packets dropped in the delivered clips' windows, summed over clips
      *  (reel_clip_info.audio_corrupt_packets) */
     int64_t audio_corrupt_packets;
-    uint8_t reserved[56]; /**< zero; room to grow (common.h) */
+    /** decoder.device "cuda[:N]": frames decoded by NVDEC, and frames
+     *  decoded on the CPU and uploaded (reel_decode_stats' counts, summed) */
+    int64_t frames_nvdec, frames_uploaded;
+    /** On a GPU: device memory the loader's pool holds now (the ring's batch
+     *  buffers), and the most it held; 0 on the CPU */
+    int64_t device_bytes, device_bytes_peak;
+    uint8_t reserved[24]; /**< zero; room to grow (common.h) */
 } reel_loader_metrics;
 
 /** The loader. Thread-safety: reel_loader_next, _get_checkpoint,

@@ -251,7 +251,8 @@ typedef struct FramesObject {
     /* frames on a GPU (_ext_gpu.c): data is a device address; the first
      * object owns the buffer, its views keep it as base */
     reel_device_buffer *dev;
-    int gpu; /* 1: on cuda:gpu_index */
+    int dev_borrowed; /* dev is a loader batch's (base, its BatchHandle, keeps it): not freed here */
+    int gpu;          /* 1: on cuda:gpu_index */
     int gpu_index;
 } FramesObject;
 
@@ -310,8 +311,10 @@ extern PyType_Spec frames_spec_nobuffer; /* without it (3.10) */
 int rx_frames_set_shape(FramesObject *f, int ndim, const int64_t *shape); /* _ext_frames.c; 0 or -1 */
 FramesObject *rx_gpu_frames(reel_state *st, reel_device_buffer *b, int dtype, int ndim, const int64_t *shape);
 PyObject *rx_gpu_refuse(FramesObject *f, const char *what); /* TypeError naming the device */
-PyObject *rx_gpu_cpu(FramesObject *f);                      /* host Frames: a copy */
-int rx_gpu_wait(FramesObject *f, PyObject *stream);         /* the consumer's stream waits; -1 with the exception */
+/* A loader batch on a GPU as Frames over its device buffer, kept by `owner` */
+FramesObject *rx_gpu_batch_frames(reel_state *st, PyObject *owner, const reel_batch *b, int ndim);
+PyObject *rx_gpu_cpu(FramesObject *f);              /* host Frames: a copy */
+int rx_gpu_wait(FramesObject *f, PyObject *stream); /* the consumer's stream waits; -1 with the exception */
 /* _ext_decoder.c */
 int parse_floats3(PyObject *obj, float out[3], const char *what);
 PyObject *reduce_forbidden(PyObject *self, PyObject *unused);

@@ -151,8 +151,11 @@ PyObject *rx_batch_result(reel_state *st, PyObject *owner, const reel_batch *b, 
     if (b->variable && !want_pad) {
         if (!(frames_list = clip_views(st, owner, b))) goto done;
     } else {
-        frames = b->data || b->num_clips ? frames_view(st, owner, b->data, b->dtype, ndim, b->shape)
-                                         : frames_alloc(st, b->dtype, ndim, b->shape);
+        if (b->device_buffer) /* on a GPU: Frames over the batch's device buffer */
+            frames = rx_gpu_batch_frames(st, owner, b, ndim);
+        else
+            frames = b->data || b->num_clips ? frames_view(st, owner, b->data, b->dtype, ndim, b->shape)
+                                             : frames_alloc(st, b->dtype, ndim, b->shape);
         if (!frames) goto done;
         if (!(frames->layout = PyUnicode_FromString(batch_layout_name(b->layout)))) goto done;
     }

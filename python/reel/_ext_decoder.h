@@ -69,6 +69,13 @@ static inline int rx_dec_on_gpu(const reel_decoder *d)
 /* _ext_gpu.c: a GPU decoder's frames at idx (or at the times secs, n of
  * them; both PyMem_Free'd here) on the device; its device and upload reason */
 PyObject *rx_gpu_dec_frames(DecoderObject *self, int64_t *idx, double *secs, Py_ssize_t n);
+/* New Frames of n frames on a GPU decoder's device (a reel_device_buffer of
+ * their own), for a call that writes them (get_frames_near) */
+FramesObject *rx_gpu_dec_alloc_frames(DecoderObject *self, Py_ssize_t n);
+/* New Frames over a device buffer of `bytes` on `device` ("cuda:N"); CUDA's
+ * failure raised through `dec` */
+FramesObject *rx_gpu_new_frames(reel_state *st, const char *device, size_t bytes, int dtype, int ndim,
+                                const int64_t *shape, DecoderObject *dec);
 PyObject *rx_gpu_dec_device(DecoderObject *self, void *c);
 PyObject *rx_gpu_dec_upload_reason(DecoderObject *self, void *c);
 

@@ -133,7 +133,7 @@ static void frames_dealloc(FramesObject *self)
         reel_state *st = PyType_GetModuleState(Py_TYPE(self));
         rx_pool_free(st ? &st->pool : NULL, self->alloc, self->nbytes);
     }
-    reel_device_buffer_free(&self->dev);
+    if (!self->dev_borrowed) reel_device_buffer_free(&self->dev);
     Py_XDECREF(self->base);
     Py_XDECREF(self->indices);
     Py_XDECREF(self->pts);

@@ -23,6 +23,24 @@ FramesObject *rx_gpu_frames(reel_state *st, reel_device_buffer *b, int dtype, in
     return f;
 }
 
+FramesObject *rx_gpu_batch_frames(reel_state *st, PyObject *owner, const reel_batch *b, int ndim)
+{
+    FramesObject *f = (FramesObject *)rx_type_alloc(st->FramesType);
+    if (!f) return NULL;
+    f->dev = b->device_buffer; /* the loader's: the batch handle (base) keeps it until released */
+    f->dev_borrowed = 1;
+    f->base = Py_NewRef(owner);
+    f->gpu = 1;
+    f->gpu_index = atoi(b->device + 5); /* "cuda:N" */
+    f->data = (char *)b->data;
+    f->dtype = b->dtype;
+    if (rx_frames_set_shape(f, ndim, b->shape) < 0) {
+        Py_DECREF(f);
+        return NULL;
+    }
+    return f;
+}
+
 PyObject *rx_gpu_refuse(FramesObject *f, const char *what)
 {
     PyErr_Format(PyExc_TypeError,
@@ -126,6 +144,28 @@ PyObject *rx_gpu_dec_frames(DecoderObject *self, int64_t *idx, double *secs, Py_
     PyMem_Free(idx);
     PyMem_Free(secs);
     return out;
+}
+
+FramesObject *rx_gpu_new_frames(reel_state *st, const char *device, size_t bytes, int dtype, int ndim,
+                                const int64_t *shape, DecoderObject *dec)
+{
+    reel_error err;
+    reel_error_clear(&err);
+    reel_device_buffer *b = NULL;
+    int r = reel_device_buffer_alloc(device, bytes, &b, &err);
+    if (r != REEL_OK) return (FramesObject *)rx_dec_raise(dec, r, &err);
+    return rx_gpu_frames(st, b, dtype, ndim, shape); /* frees b on failure */
+}
+
+FramesObject *rx_gpu_dec_alloc_frames(DecoderObject *self, Py_ssize_t n)
+{
+    reel_state *st = state_of((PyObject *)self);
+    if (!st) return NULL;
+    const int chw = self->transform.layout == REEL_LAYOUT_CHW;
+    const int nc = self->transform.pixels.color == REEL_COLOR_GRAY ? 1 : 3;
+    int64_t shape[4] = { n, chw ? nc : self->out_h, chw ? self->out_h : self->out_w, chw ? self->out_w : nc };
+    return rx_gpu_new_frames(st, reel_decoder_get_device(self->dec), self->frame_bytes * (size_t)(n ? n : 1),
+                             self->transform.pixels.dtype, 4, shape, self);
 }
 
 PyObject *rx_gpu_dec_device(DecoderObject *self, void *c)

@@ -34,10 +34,6 @@ static void near_settings(reel_near_settings *s, double tolerance_s, int on_viol
 
 PyObject *rx_dec_get_frames_near(DecoderObject *self, PyObject *args, PyObject *kwargs)
 {
-    if (rx_dec_on_gpu(self->dec))
-        return raise_reel(state_of((PyObject *)self), REEL_E_CUDA,
-                          "CUDA: get_frames_near on a decoder on a GPU is not built yet (decode on the CPU)", NULL,
-                          NULL);
     static char *kw[] = { "seconds", "tolerance_s", "on_violation", NULL };
     PyObject *seconds;
     double tolerance_s;
@@ -57,7 +53,8 @@ PyObject *rx_dec_get_frames_near(DecoderObject *self, PyObject *args, PyObject *
         PyErr_NoMemory();
         goto out;
     }
-    f = rx_dec_alloc_frames(self, n);
+    /* on a GPU: the frames in device memory (the call waits for their write) */
+    f = rx_dec_on_gpu(self->dec) ? rx_gpu_dec_alloc_frames(self, n) : rx_dec_alloc_frames(self, n);
     if (!f || rx_dec_acquire(self) < 0) goto out;
     reel_near_settings s;
     near_settings(&s, tolerance_s, on_violation, 0);
@@ -176,11 +173,6 @@ static int job_output(reel_state *st, near_job_py *j)
     size_t fb = 0;
     reel_error err;
     reel_error_clear(&err);
-    if (rx_dec_on_gpu(j->dec->dec)) {
-        raise_reel(st, REEL_E_CUDA, "CUDA: decode_near with a decoder on a GPU is not built yet (decode on the CPU)",
-                   NULL, NULL);
-        return -1;
-    }
     int r = reel_decoder_get_output_size(j->dec->dec, &j->t, &w, &h, &fb, &err);
     if (r != REEL_OK) {
         rx_dec_raise(j->dec, r, &err);
@@ -190,6 +182,18 @@ static int job_output(reel_state *st, near_job_py *j)
     const int64_t c = j->t.pixels.color == REEL_COLOR_GRAY ? 1 : 3;
     int64_t shape[4] = { j->n, chw ? c : h, chw ? h : w, chw ? w : c };
     int dt = (int)j->t.pixels.dtype;
+    if (rx_dec_on_gpu(j->dec->dec)) { /* new Frames in the decoder's device memory */
+        if (j->out != Py_None) {
+            PyErr_Format(PyExc_ValueError,
+                         "decode_near: out['%s']: the decoders are on %s, where reel writes new Frames (out= is "
+                         "for CPU arrays)",
+                         j->name, reel_decoder_get_device(j->dec->dec));
+            return -1;
+        }
+        j->frames = rx_gpu_new_frames(st, reel_decoder_get_device(j->dec->dec), fb * (size_t)(j->n ? j->n : 1), dt, 4,
+                                      shape, j->dec);
+        return j->frames ? 0 : -1;
+    }
     if (j->out == Py_None) {
         j->frames = frames_alloc(st, dt, 4, shape);
         return j->frames ? 0 : -1;

@@ -18,7 +18,7 @@ __all__ = ["decode_near", "DecoderCache"]
 #: The VideoDecoder options a DecoderCache opens its decoders with (the
 #: output size, dtype and layout are decode_near's, per call).
 CACHE_OPTIONS = ("stream", "threads", "index_mode", "corrupt_policy", "skip_nonref", "force_scan",
-                 "check_keyframes", "remote")
+                 "check_keyframes", "remote", "device")
 
 
 class DecoderCache:
@@ -34,7 +34,8 @@ class DecoderCache:
     ``options`` are VideoDecoder options for opening (``stream``,
     ``threads`` (default 1: decode_near's threads run the decoders side by
     side), ``index_mode``, ``corrupt_policy``, ``skip_nonref``,
-    ``force_scan``, ``check_keyframes``, ``remote``).
+    ``force_scan``, ``check_keyframes``, ``remote``, ``device``: ``"cuda"``
+    opens them on the GPU, and decode_near's Frames are then on it).
 
     After ``fork`` the child starts with an empty cache (the parent's
     decoders are left to the parent) and opens its own on first use.
@@ -180,17 +181,19 @@ def _rebuild_cache(max_decoders: int, max_bytes: int, options: Dict[str, Any]) -
     return DecoderCache(max_decoders, max_bytes, **options)
 
 
-_default: Optional[DecoderCache] = None
+_defaults: Dict[str, DecoderCache] = {}
 _default_lock = threading.Lock()
 
 
-def default_cache() -> DecoderCache:
-    """The process's cache for decode_near calls that name none."""
-    global _default
+def default_cache(device: Optional[str] = None) -> DecoderCache:
+    """The process's cache for decode_near calls that name none: one per
+    device ("cpu", "cuda", "cuda:N")."""
+    key = device or "cpu"
     with _default_lock:
-        if _default is None:
-            _default = DecoderCache()
-        return _default
+        c = _defaults.get(key)
+        if c is None:
+            c = _defaults[key] = DecoderCache() if key == "cpu" else DecoderCache(device=key)
+        return c
 
 
 Size = Union[int, Sequence[int], None]
@@ -244,6 +247,7 @@ def decode_near(
     color: str = "rgb",
     out: Optional[Mapping[str, Any]] = None,
     cache: Optional[DecoderCache] = None,
+    device: Optional[str] = None,
 ) -> Dict[str, Frames]:
     """The frames nearest to each camera's times, every camera in one C call
     with the GIL released: ``{name: (source, [t, ...])}`` ->
@@ -264,7 +268,12 @@ def decode_near(
     or ``"gray"`` (C = 1; with ``uint16`` a deep source keeps its codes). ``out``: ``{name:
     array}`` (numpy, or a contiguous CPU torch tensor) of exactly the
     frames' shape and dtype, written in place (the returned Frames view it);
-    cameras not in ``out`` get new Frames. Errors: FrameTimestampError,
+    cameras not in ``out`` get new Frames. ``device``: None (the cache's
+    decoders decide; the process's cache is the CPU's), ``"cpu"``, or
+    ``"cuda"`` / ``"cuda:N"``: decoders on that GPU (the process's cache for
+    it, or ``cache`` if it was made with that device), the Frames in device
+    memory (DLPack kDLCUDA, ``.cpu()``), equal to the CPU's; ``out`` is for
+    CPU arrays only. Errors: FrameTimestampError,
     NotFoundError for a missing file, InvalidArgumentError for a NaN or
     infinite time, each naming the file."""
     if not isinstance(cameras, Mapping):
@@ -295,7 +304,10 @@ def decode_near(
     if unknown:
         raise ValueError(f"decode_near: out names unknown cameras {unknown}")
     arrays = {n: _writable(n, a, dtype_code) for n, a in outs.items()}
-    c = cache if cache is not None else default_cache()
+    if device is not None and cache is not None and (cache._options.get("device") or "cpu") != device:
+        raise ValueError(f"decode_near: device={device!r} but the cache's decoders open with "
+                         f"device={cache._options.get('device') or 'cpu'!r}")
+    c = cache if cache is not None else default_cache(device)
     decoders = c._lease(sources)
     try:
         jobs = [(name, dec._dec, cameras[name][1], sizes[name][1], sizes[name][0], arrays.get(name))

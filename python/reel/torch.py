@@ -128,7 +128,9 @@ class TorchLoader:
     "cuda"), frames and labels are copied there (``non_blocking`` copies from
     the loader's page-aligned buffers, asynchronous when the loader was built
     with ``pin_memory=True``); without, they stay zero-copy views of the ring
-    buffers. Each ``for`` loop runs to the end of the current epoch.
+    buffers. A ``reel.Loader(device="cuda")`` batch is already on its GPU:
+    ``.to()`` of a tensor on its own device copies nothing. Each ``for`` loop
+    runs to the end of the current epoch.
 
     An asynchronous copy reads the ring buffer after ``next()`` returns, so
     the source batch is kept until the copy has finished (checked with a CUDA

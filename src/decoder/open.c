@@ -38,15 +38,12 @@ void reel_decoder_default_settings(reel_decoder_settings *s)
 }
 
 /* The device setting, checked: "cpu" as ever; "cuda[:N]" is opened by the
- * decoder (gpu.c). The loader ("loader", "decoder.") opens the device to
- * say why it cannot serve (the driver, the GPU, the kernels: each missing
- * one is a named REEL_E_CUDA) and then refuses too, for the Loader on a GPU
- * is not in this build yet; device_fallback "cpu" turns any of these into
- * CPU decoding. */
+ * decoder (gpu.c), or by the loader for its batch buffers (pipeline/
+ * loader_gpu.c), which say why it cannot serve; device_fallback "cpu" turns
+ * that into CPU decoding. */
 static int device_check(const reel_decoder_settings *s, const char *who, const char *prefix, reel_error *err)
 {
     int index;
-    char msg[REEL_ERROR_MSG_SIZE];
     reel_error derr;
     int r = reel__device_parse(s->device, &index, &derr);
     if (r != REEL_OK) return reel__error_set(err, r, "%s: %sdevice: %s", who, prefix, derr.message);
@@ -54,19 +51,7 @@ static int device_check(const reel_decoder_settings *s, const char *who, const c
     if (fallback && strcmp(s->device_fallback, "cpu"))
         return reel__error_set(err, REEL_E_INVALID_ARG, "%s: %sdevice_fallback \"%.32s\": expected \"cpu\" or none",
                                who, prefix, s->device_fallback);
-    if (index < 0 || strcmp(who, "loader")) return REEL_OK;
-    reel__cuda *c = NULL;
-    r = reel__cuda_open(index, 0, &c, &derr);
-    if (r == REEL_OK) {
-        snprintf(msg, sizeof msg, "CUDA: %s is there, but the Loader with device \"%s\" is not in this build yet",
-                 reel__cuda_name(c), s->device);
-        reel__cuda_close(&c);
-        r = REEL_E_CUDA;
-    } else {
-        snprintf(msg, sizeof msg, "%s", derr.message);
-    }
-    if (fallback) return REEL_OK; /* asked for: the CPU serves */
-    return reel__error_set(err, r, "%s: %s (device_fallback=\"cpu\" decodes on the CPU instead)", who, msg);
+    return REEL_OK;
 }
 
 int reel__decoder_settings_check(const reel_decoder_settings *s, const char *who, const char *prefix, reel_error *err)

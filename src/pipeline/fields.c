@@ -129,6 +129,10 @@ static const reel_field k_metrics[] = {
     M("audio_samples", REEL_FIELD_INT64, audio_samples),
     M("audio_decode_seconds", REEL_FIELD_DOUBLE, audio_decode_seconds),
     M("audio_corrupt_packets", REEL_FIELD_INT64, audio_corrupt_packets),
+    M("frames_nvdec", REEL_FIELD_INT64, frames_nvdec),
+    M("frames_uploaded", REEL_FIELD_INT64, frames_uploaded),
+    M("device_bytes", REEL_FIELD_INT64, device_bytes),
+    M("device_bytes_peak", REEL_FIELD_INT64, device_bytes_peak),
     M("bottleneck", REEL_FIELD_STRING, bottleneck),
     REEL__REMOTE_STATS_FIELDS(R)
     M("remote.request_p50_s", REEL_FIELD_DOUBLE, request_p50_s),

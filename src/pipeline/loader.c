@@ -9,6 +9,7 @@
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "core/clock.h"
+#include "cuda/device.h"
 #include "decoder/open.h"
 #include "pipeline/dataset_internal.h"
 #include "pipeline/geometry.h"
@@ -244,7 +245,10 @@ static int init_ring(reel_loader *l, int auto_prefetch, reel_error *err)
     rc.pin_memory = s->pin_memory;
     rc.variable = l->shapes_vary;
     rc.budget = s->ring_bytes > 0 ? s->ring_bytes : (int64_t)1 << 30;
-    return reel__ring_init(&l->ring, &rc, err);
+    rc.device = l->cuda ? l->device : NULL;
+    int st = reel__ring_init(&l->ring, &rc, err);
+    for (int i = 0; st == REEL_OK && i < l->ring.count; i++) l->ring.bufs[i].batch.device = l->device;
+    return st;
 }
 
 /* The stages (named by the source), their queues and workers, and the
@@ -300,10 +304,6 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
         reel_loader_default_settings(&s);
     int st = check_settings(&s, err);
     if (st != REEL_OK) return st;
-    /* the Loader on a GPU is not built: past the check, "cuda" came with
-     * device_fallback "cpu", and its decoders decode on the CPU */
-    s.decoder.device = NULL;
-    s.decoder.device_fallback = NULL;
     int ow, oh;
     const int sizes_vary = s.size_policy.kind == REEL_SIZE_PIXEL_BUDGET;
     reel_clip_transform checked = s.transform;
@@ -327,11 +327,16 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     if (st == REEL_OK && s.audio.enabled && !l->src.ops->audio)
         st = reel__error_set(err, REEL_E_INVALID_ARG, "loader: the %s source gives no audio (audio.enabled)",
                              l->src.ops->kind);
+    if (st == REEL_OK) st = reel__loader_gpu_open(&s, &l->src, reel_loader_settings_is_variable(&s), &l->cuda, err);
     if (st != REEL_OK) {
         reel__source_free(&l->src);
         free(l);
         return st;
     }
+    if (l->cuda)
+        snprintf(l->device, sizeof l->device, "cuda:%d", reel__cuda_index(l->cuda));
+    else
+        snprintf(l->device, sizeof l->device, "cpu");
     const int auto_prefetch = resolve_settings(&s, &l->src);
     l->s = s;
     l->ds = ds;
@@ -380,6 +385,7 @@ void reel_loader_destroy(reel_loader **pl)
         free(l->st[i].tids);
     }
     reel__ring_free(&l->ring);
+    reel__cuda_close(&l->cuda); /* after the ring: its pool held the batch buffers */
     reel__plan_free(&l->plan);
     reel__trace_free(&l->trace);
     reel__failures_free(&l->failures_log);
@@ -553,7 +559,8 @@ static int loader_next(reel_loader *l, reel_batch **out, double timeout_s, reel_
     const int64_t seq = bb->seq;
     l->epoch_ok += bb->batch.num_samples - bb->batch.num_failed;
     l->epoch_failed += bb->batch.num_failed;
-    if (bb->status != REEL_OK && l->s.on_error == REEL_ON_ERROR_RAISE) {
+    /* a failed copy on the GPU left a stale row: raised whatever the policy */
+    if (bb->status != REEL_OK && (l->s.on_error == REEL_ON_ERROR_RAISE || bb->stale)) {
         if (err) *err = bb->err;
         st = bb->status;
         if (bb->err_sample >= 0) {

@@ -40,6 +40,9 @@ typedef struct worker {
     int id; /* within its stage */
     int track;
     void *tls; /* the source's per-thread state */
+    /* On a GPU with a per-sample time limit: the decode worker's device
+     * buffer for one clip (grown), copied into the row under the slot's lock */
+    struct reel_device_buffer *scratch;
 } worker;
 
 struct reel_loader {
@@ -97,14 +100,18 @@ struct reel_loader {
     _Atomic int64_t frames, clips, batches;
     _Atomic int64_t successes, failures, replacements;
     _Atomic int64_t frames_decoded, frames_returned;
-    _Atomic int64_t gop_split_samples;       /* variable samples decoded on several contexts */
-    _Atomic int decoding;                    /* stage-2 workers inside a decode */
-    _Atomic int64_t bytes_read;              /* by the source's stage 1 (store records) */
-    _Atomic int64_t audio_samples, audio_ns; /* settings.audio: samples decoded, stage-2 time on them */
-    _Atomic int64_t audio_corrupt_packets;   /* settings.audio: packets dropped in the clips' windows */
-    pthread_mutex_t remote_mu;               /* guards remote */
-    reel_remote_stats remote;                /* requests to objects at URLs, all stages */
-    reel_remote_settings remote_settings;    /* a copy of *s.decoder.remote (or the defaults), with its pool
+    _Atomic int64_t frames_nvdec, frames_uploaded; /* on a GPU: frames by where they were decoded */
+    _Atomic int64_t scratch_bytes;                 /* on a GPU: the decode workers' clip buffers */
+    struct reel__cuda *cuda;                       /* on a GPU: the device holding the ring's buffers */
+    char device[16];                               /* "cpu" or "cuda:N" (reel_batch.device) */
+    _Atomic int64_t gop_split_samples;             /* variable samples decoded on several contexts */
+    _Atomic int decoding;                          /* stage-2 workers inside a decode */
+    _Atomic int64_t bytes_read;                    /* by the source's stage 1 (store records) */
+    _Atomic int64_t audio_samples, audio_ns;       /* settings.audio: samples decoded, stage-2 time on them */
+    _Atomic int64_t audio_corrupt_packets;         /* settings.audio: packets dropped in the clips' windows */
+    pthread_mutex_t remote_mu;                     /* guards remote */
+    reel_remote_stats remote;                      /* requests to objects at URLs, all stages */
+    reel_remote_settings remote_settings;          /* a copy of *s.decoder.remote (or the defaults), with its pool
                                              (the source's own for input at URLs when it names none) */
     reel_failure_log failures_log;
     reel_trace trace;
@@ -187,6 +194,25 @@ int reel__loader_vary_contexts(reel_loader *l, const reel_slot *s);
  * source's dense GOP-parallel decode straight into the slot's buffer. */
 int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int contexts, reel_source_stats *stats,
                                    reel_error *e);
+
+/* loader_gpu.c (decoder.device "cuda[:N]") */
+
+/* At create: the device for the ring's buffers (*out), or the CPU (*out
+ * NULL, device cleared) for "cpu" or, with device_fallback "cpu", a device
+ * that cannot serve; REEL_E_CUDA naming the cause otherwise, and naming
+ * what the GPU Loader does not do yet (a source without decode_dense,
+ * variable shapes). */
+int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int variable, struct reel__cuda **out,
+                          reel_error *err);
+/* Stage 2 on a GPU: the sample's clips decoded and converted by the source
+ * straight into their rows of the batch in device memory. */
+int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source_stats *stats, reel_error *e);
+/* A decode worker's clip buffer (sample_time_limit), freed when it ends. */
+void reel__loader_gpu_worker_free(worker *w);
+/* Stage 3 on a GPU: row `from` of the batch at base copied to row `to`. */
+int reel__loader_gpu_move_row(reel_loader *l, void *base, int64_t to, int64_t from, size_t row_bytes, reel_error *e);
+/* The GPU counters into the metrics (zeros on the CPU). */
+void reel__loader_gpu_metrics(const reel_loader *l, reel_loader_metrics *m);
 /* Frames requested for a slot: clips_per_sample * frames_per_clip, or the
  * sample's own count. */
 static inline size_t slot_frames(const reel_loader *l, const reel_slot *s)

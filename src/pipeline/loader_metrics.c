@@ -33,6 +33,7 @@ int reel_loader_get_metrics(const reel_loader *cl, reel_loader_metrics *m, reel_
     m->replacements = atomic_load(&l->replacements);
     m->coverage = m->attempts > 0 ? (double)m->successes / (double)m->attempts : 1.0;
     m->frames_decoded = atomic_load(&l->frames_decoded);
+    reel__loader_gpu_metrics(l, m);
     m->gop_split_samples = atomic_load(&l->gop_split_samples);
     m->frames_returned = atomic_load(&l->frames_returned);
     m->audio_samples = atomic_load(&l->audio_samples);

@@ -237,6 +237,11 @@ static int open_sample(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
     s->tb_num = info.video.time_base_num;
     s->tb_den = info.video.time_base_den;
     s->rotation = info.rotation;
+    if (!l->shapes_vary) { /* the display size (variable shapes: set by their sizing) */
+        const int turned = l->s.transform.pixels.apply_rotation && (info.rotation == 90 || info.rotation == 270);
+        s->display_width = turned ? info.height : info.width;
+        s->display_height = turned ? info.width : info.height;
+    }
     if (l->s.audio.enabled) { /* each clip's window, from its frames' entries */
         st = reel__loader_audio_windows(l, s, &info, e);
         if (st != REEL_OK) return st;
@@ -446,7 +451,11 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
     atomic_fetch_add(&l->decoding, 1);
     const int contexts = l->shapes_vary ? reel__loader_vary_contexts(l, s) : 1;
     int st;
-    if (contexts >= 2) {
+    if (l->cuda) { /* on a GPU: the source writes the slot's rows in device memory */
+        st = reel__loader_gpu_decode(l, w, s, &stats, e);
+        c.visited = st == REEL_OK ? (int64_t)n : 0;
+        if (st == REEL_OK && over_limit(l, s, reel__clock_ns() - t0)) st = timeout_error(l, s, e);
+    } else if (contexts >= 2) {
         st = reel__loader_vary_decode_split(l, w, s, contexts, &stats, e);
         c.visited = st == REEL_OK ? (int64_t)n : 0;
         if (st == REEL_OK && over_limit(l, s, reel__clock_ns() - t0)) st = timeout_error(l, s, e);
@@ -467,6 +476,8 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
     reel__loader_slot_close(l, s);
     atomic_fetch_add(&l->frames_decoded, stats.frames_decoded);
     atomic_fetch_add(&l->frames_returned, stats.frames_returned);
+    atomic_fetch_add(&l->frames_nvdec, stats.frames_nvdec);
+    atomic_fetch_add(&l->frames_uploaded, stats.frames_uploaded);
     return st;
 }
 
@@ -494,6 +505,7 @@ void *reel__loader_decode_main(void *arg)
     if (conv_st == REEL_OK) conv_st = worker_source_init(l, w, &cerr);
     stage_loop(w, sg, conv_st, &cerr, decode_work, decode_done, conv);
     reel_converter_destroy(&conv);
+    reel__loader_gpu_worker_free(w);
     worker_source_free(l, w);
     return NULL;
 }
@@ -512,6 +524,7 @@ static void collate_frames(reel_loader *l, reel_batchbuf *bb)
     bb->status = REEL_OK;
     bb->err_sample = bb->err_position = -1;
     int64_t failed = 0;
+    int moved_err = 0; /* on a GPU: a row's copy failed */
     for (int64_t j = 0; j < bb->nsamples; j++) {
         reel_slot *s = &bb->slots[j];
         if (s->status != REEL_OK) {
@@ -523,9 +536,16 @@ static void collate_frames(reel_loader *l, reel_batchbuf *bb)
         int64_t label = reel__dataset_label(l->ds, (size_t)s->sample);
         for (int k = 0; k < K; k++) {
             int64_t src = j * K + k;
-            if (out != src)
+            if (out != src && l->cuda) {
+                reel_error ce;
+                if (reel__loader_gpu_move_row(l, bb->data, out, src, row_bytes, &ce) != REEL_OK && !moved_err) {
+                    bb->err = ce;
+                    moved_err = REEL_E_CUDA;
+                }
+            } else if (out != src) {
                 memmove((uint8_t *)bb->data + (size_t)out * row_bytes, (uint8_t *)bb->data + (size_t)src * row_bytes,
                         row_bytes);
+            }
             reel_clip_info *ci = &bb->clips[out];
             *ci = bb->rows[src];
             ci->sample = s->sample;
@@ -559,6 +579,11 @@ static void collate_frames(reel_loader *l, reel_batchbuf *bb)
     b->num_samples = bb->nsamples;
     b->num_failed = failed;
     b->samples_seen = bb->samples_seen;
+    bb->stale = moved_err != 0; /* never a batch with a stale row: raised whatever the policy */
+    if (moved_err) {
+        bb->status = moved_err;
+        bb->err_sample = -1;
+    }
 }
 
 /* The clips, then their audio (a failure to lay it out fails the batch, as

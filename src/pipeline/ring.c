@@ -5,6 +5,7 @@
 #include "pipeline/ring.h"
 #include "pipeline/geometry.h"
 #include "core/error.h"
+#include "reel/device_buffer.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 
 const char *reel__ring_memory(const reel_ring *r)
 {
+    if (r->device) return "device";
     if (r->pinned == 0) return "plain";
     if (r->variable) return r->plain == 0 ? "pinned" : "mixed";
     return r->pinned == r->count ? "pinned" : "mixed";
@@ -52,13 +54,22 @@ static void block_free(reel_ring *r, void *p, int pinned)
 /* One buffer of a fixed-shape ring: `cap` bytes of batch, index arrays for
  * `frames` frames; variable rings allocate as samples come (see
  * reel__ring_slot_reserve). */
-static int buf_init(reel_ring *r, reel_batchbuf *bb, const reel_ring_config *c, size_t cap)
+static int buf_init(reel_ring *r, reel_batchbuf *bb, const reel_ring_config *c, size_t cap, reel_error *err)
 {
     const int B = c->batch_size, K = c->clips_per_video, T = c->variable ? 0 : c->frames_per_clip;
     const size_t rows = (size_t)B * K, frames = rows * T;
     atomic_init(&bb->pending, 0);
     atomic_init(&bb->busy, 0);
-    if (!c->variable) {
+    if (!c->variable && c->device) { /* device memory, held until the ring is freed */
+        int st = reel_device_buffer_alloc(c->device, cap, &bb->dev, err);
+        if (st != REEL_OK) return st;
+        bb->data = (void *)(uintptr_t)reel_device_buffer_get_address(bb->dev);
+        bb->bytes_cap = cap;
+        bb->indices = malloc(frames * sizeof *bb->indices);
+        bb->pts = malloc(frames * sizeof *bb->pts);
+        bb->visited = calloc(frames, 1);
+        if (!bb->indices || !bb->pts || !bb->visited) return REEL_E_NOMEM;
+    } else if (!c->variable) {
         void *p = c->pin_memory ? reel__pinned_alloc(cap, c->alignment) : NULL;
         if (p) {
             bb->pinned = 1;
@@ -95,6 +106,7 @@ static int buf_init(reel_ring *r, reel_batchbuf *bb, const reel_ring_config *c, 
     bb->slots_ready = 1;
     reel_batch *b = &bb->batch;
     b->data = bb->data;
+    b->device_buffer = bb->dev;
     b->dtype = c->dtype;
     b->layout = c->layout;
     b->ndim = 5;
@@ -133,10 +145,23 @@ int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err)
     r->pin = c->variable && c->pin_memory;
     r->budget = c->budget;
     r->alignment = align;
+    r->device = c->device && !c->variable;
+    if (r->device && c->budget > 0 && (double)cap * c->count > (double)c->budget) {
+        reel__ring_free(r);
+        return reel__error_set(err, REEL_E_CUDA,
+                               "loader: %d batch buffers of %zu bytes on %s pass the bound of %lld bytes (ring_bytes)",
+                               c->count, cap, c->device, (long long)c->budget);
+    }
     for (int i = 0; i < c->count; i++) {
         reel_batchbuf *bb = &r->bufs[i];
-        if (buf_init(r, bb, c, cap) != REEL_OK) {
+        reel_error be;
+        reel_error_clear(&be);
+        int st = buf_init(r, bb, c, cap, &be);
+        if (st != REEL_OK) {
             reel__ring_free(r);
+            if (st == REEL_E_CUDA)
+                return reel__error_set(err, st, "loader: %d batch buffers of %zu bytes on the GPU: %s", c->count, cap,
+                                       be.message);
             return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for %d batch buffers of %zu bytes",
                                    c->count, cap);
         }
@@ -151,7 +176,10 @@ void reel__ring_free(reel_ring *r)
     if (!r->inited) return;
     for (int i = 0; i < r->count; i++) {
         reel_batchbuf *bb = &r->bufs[i];
-        release(bb->data, bb->pinned);
+        if (r->device)
+            reel_device_buffer_free(&bb->dev); /* waits for nothing: every write was waited for */
+        else
+            release(bb->data, bb->pinned);
         if (bb->slots_ready)
             for (int j = 0; j < r->batch_size; j++) {
                 reel_slot *s = &bb->slots[j];

@@ -69,6 +69,8 @@ typedef struct reel_batchbuf {
     void *data; /* aligned, bytes_cap (variable batches: the padded batch, or NULL) */
     size_t bytes_cap;
     int pinned; /* data came from cudaHostAlloc (free with cudaFreeHost) */
+    int stale;  /* on a GPU: a row's copy in collate failed (err says why): raised whatever the policy */
+    struct reel_device_buffer *dev; /* on a GPU: the memory at data (reel_batch.device_buffer) */
     int state;
     int64_t seq, epoch, index, position, nsamples;
     int64_t samples_seen;   /* the checkpoint's samples_seen once it is consumed */
@@ -97,6 +99,10 @@ typedef struct reel_ring_config {
     int pin_memory; /* try page-locked buffers (CUDA runtime found at run time) */
     int variable;   /* per-sample buffers under a byte budget (width, height, frames_per_clip unused) */
     int64_t budget; /* variable: bytes */
+    /* Fixed shapes on a GPU ("cuda:N"): each buffer a reel_device_buffer
+     * there (its address in data; not cleared), held until the ring is
+     * freed; NULL: host memory */
+    const char *device;
 } reel_ring_config;
 
 typedef struct reel_ring {
@@ -113,11 +119,12 @@ typedef struct reel_ring {
     int variable;
     int64_t budget;
     size_t alignment;
+    int device; /* the buffers are device memory (reel_ring_config.device) */
 } reel_ring;
 
 int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err);
 void reel__ring_free(reel_ring *r);
-/* "pinned" (every buffer page-locked), "plain" (none) or "mixed";
+/* "pinned" (every buffer page-locked), "plain" (none), "mixed" or "device";
  * variable rings: of the blocks they hold (under mu). */
 const char *reel__ring_memory(const reel_ring *r);
 

@@ -53,6 +53,7 @@ typedef struct reel_source_open {
 /* Work counted by a source for the metrics. */
 typedef struct reel_source_stats {
     int64_t frames_decoded, frames_returned;
+    int64_t frames_nvdec, frames_uploaded; /* a GPU decoder's frames by where they were decoded */
     int64_t bytes_read;
     reel_remote_stats remote; /* stage 1 (prepare): requests of objects that stay open across samples (store shards) */
 } reel_source_stats;

@@ -116,6 +116,8 @@ static int video_decode_dense(void *ctx, void *tls, void *handle, const int64_t 
     int r = reel__decoder_get_sample(dec, indices, n, t, cthw, contexts, dst, cap, &ds, err);
     st->frames_decoded += ds.frames_decoded;
     st->frames_returned += ds.frames_returned;
+    st->frames_nvdec += ds.frames_nvdec;
+    st->frames_uploaded += ds.frames_uploaded;
     if (r != REEL_OK) return r;
     int64_t nf = 0;
     const reel_frame_entry *table = reel_decoder_get_frame_table(dec, &nf);

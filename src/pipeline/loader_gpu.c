@@ -1,0 +1,135 @@
+/* loader_gpu.c: the Loader on a GPU (decoder.device "cuda[:N]"): the
+ * device opened (or the CPU fallback), the refusals by name, a sample
+ * written by its source straight into its rows of the batch in device
+ * memory clip by clip, the collate's row moves there, and the metrics. */
+#include "pipeline/loader_internal.h"
+#include "core/error.h"
+#include "cuda/device.h"
+#include "pipeline/geometry.h"
+#include "reel/device_buffer.h"
+
+#include <stdint.h>
+#include <string.h>
+
+int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int variable, reel__cuda **out,
+                          reel_error *err)
+{
+    *out = NULL;
+    int index = -1;
+    reel_error e;
+    reel_error_clear(&e);
+    if (reel__device_parse(s->decoder.device, &index, &e) != REEL_OK || index < 0) {
+        s->decoder.device = NULL; /* checked before: "cpu" */
+        s->decoder.device_fallback = NULL;
+        return REEL_OK;
+    }
+    const int fallback = s->decoder.device_fallback && *s->decoder.device_fallback;
+    int r = reel__cuda_open(index, 0, out, &e);
+    if (r != REEL_OK) {
+        if (fallback) { /* asked for: the CPU serves */
+            s->decoder.device = NULL;
+            s->decoder.device_fallback = NULL;
+            return REEL_OK;
+        }
+        return reel__error_set(err, r, "loader: %s (device_fallback=\"cpu\" decodes on the CPU instead)", e.message);
+    }
+    /* the device serves: a sample's decoder on it never falls back to the
+     * CPU by itself (it would write host pixels to a device address) */
+    s->decoder.device_fallback = NULL;
+    /* what the GPU Loader does not do yet, by name (never done otherwise) */
+    const char *why = NULL;
+    if (!src->ops->decode_dense)
+        why = "the source gives host pixels (a packed store's records), which are not uploaded into batches";
+    else if (variable)
+        why = "batches of variable shapes (a pixel-budget size policy, a sampler of its own frame count)";
+    if (why) {
+        reel__cuda_close(out);
+        return reel__error_set(err, REEL_E_CUDA, "loader: %s is not done on the GPU yet (device \"%s\")", why,
+                               s->decoder.device);
+    }
+    return REEL_OK;
+}
+
+/* One clip into its row. Without a time limit the worker alone writes the
+ * row (no watchdog runs), so the source writes it directly; with one, the
+ * watchdog may abandon the sample while its kernel runs, and the batch may
+ * then move rows over this one: the clip goes to the worker's own device
+ * buffer and is copied into the row under the slot's lock, unless the
+ * sample was abandoned meanwhile. */
+static int write_clip(reel_loader *l, worker *w, reel_slot *s, const int64_t *indices, size_t n,
+                      const reel_transform *t, int cthw, uint8_t *dst, size_t bytes, int64_t *pts,
+                      reel_source_stats *stats, reel_error *e)
+{
+    if (l->s.sample_time_limit <= 0)
+        return l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, indices, n, t, cthw, dst, bytes, 1, pts, stats,
+                                        e);
+    if (reel_device_buffer_get_size(w->scratch) < bytes) {
+        atomic_fetch_sub(&l->scratch_bytes, (int64_t)reel_device_buffer_get_size(w->scratch));
+        reel_device_buffer_free(&w->scratch);
+        int st = reel_device_buffer_alloc(l->device, bytes, &w->scratch, e);
+        if (st != REEL_OK) return st;
+        atomic_fetch_add(&l->scratch_bytes, (int64_t)bytes);
+    }
+    const uint64_t tmp = reel_device_buffer_get_address(w->scratch);
+    int st = l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, indices, n, t, cthw, (void *)(uintptr_t)tmp, bytes,
+                                      1, pts, stats, e);
+    if (st != REEL_OK) return st;
+    pthread_mutex_lock(&s->mu);
+    if (s->abandoned)
+        st = reel__error_set(e, REEL_E_CANCELLED, "%s: abandoned", sample_name(l, s->sample));
+    else
+        st = reel__cuda_copy_device(l->cuda, (uint64_t)(uintptr_t)dst, tmp, bytes, e);
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
+void reel__loader_gpu_worker_free(worker *w)
+{
+    atomic_fetch_sub(&w->l->scratch_bytes, (int64_t)reel_device_buffer_get_size(w->scratch));
+    reel_device_buffer_free(&w->scratch);
+}
+
+int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source_stats *stats, reel_error *e)
+{
+    const reel_clip_transform ct = l->s.transform; /* fixed shapes only: variable ones are refused */
+    reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP, (uint32_t)s->attempt };
+    const int layout = l->s.transform.layout, T = l->frames_per_clip, K = l->clips_per_sample;
+    const int cthw = layout == REEL_BATCH_BCTHW; /* a clip's [C, T, H, W]: channel after channel */
+    const size_t row_bytes = (size_t)s->bb->batch.strides[0] * l->element_bytes;
+    for (int k = 0; k < K; k++) {
+        reel_transform t;
+        int st = reel__geometry_frame(&ct, s->display_width, s->display_height, &key, k, &t, e);
+        if (st != REEL_OK) return st;
+        t.layout = layout == REEL_BATCH_BTHWC ? REEL_LAYOUT_HWC : REEL_LAYOUT_CHW;
+        t.stride_c = t.stride_y = t.stride_x = 0;
+        const int64_t row = (int64_t)s->index * K + k;
+        uint8_t *dst = (uint8_t *)s->bb->data + (size_t)row * row_bytes;
+        const size_t at = (size_t)k * (size_t)T;
+        st = write_clip(l, w, s, s->indices + at, (size_t)T, &t, cthw, dst, row_bytes, s->pts + at, stats, e);
+        if (st != REEL_OK) return st;
+        reel_clip_info *ci = &s->bb->rows[row];
+        ci->flipped = t.flip_horizontal;
+        ci->crop_x = t.crop_w > 0 ? t.crop_x : 0;
+        ci->crop_y = t.crop_w > 0 ? t.crop_y : 0;
+        ci->crop_w = t.crop_w > 0 ? t.crop_w : s->display_width;
+        ci->crop_h = t.crop_w > 0 ? t.crop_h : s->display_height;
+    }
+    return REEL_OK;
+}
+
+int reel__loader_gpu_move_row(reel_loader *l, void *base, int64_t to, int64_t from, size_t row_bytes, reel_error *e)
+{
+    const uint64_t b = (uint64_t)(uintptr_t)base;
+    return reel__cuda_copy_device(l->cuda, b + (uint64_t)to * row_bytes, b + (uint64_t)from * row_bytes, row_bytes, e);
+}
+
+void reel__loader_gpu_metrics(const reel_loader *l, reel_loader_metrics *m)
+{
+    m->frames_nvdec = atomic_load(&l->frames_nvdec);
+    m->frames_uploaded = atomic_load(&l->frames_uploaded);
+    if (!l->cuda) return;
+    reel__cuda_mem mem = reel__cuda_memory(l->cuda);        /* unused today: the ring's buffers are their own */
+    const int64_t scratch = atomic_load(&l->scratch_bytes); /* one clip per decode worker, at most */
+    m->device_bytes = (int64_t)(l->ring.bytes_total + mem.held) + scratch;
+    m->device_bytes_peak = (int64_t)(l->ring.bytes_total + mem.peak) + scratch;
+}

@@ -1,0 +1,303 @@
+/* test_gpu_loader.c: the Loader with decoder.device "cuda" against the
+ * emulated driver (tests/cuda/fake_cuda.c through REEL_LIBCUDA): batches in
+ * device memory equal to the CPU Loader's batch for batch, bit for bit,
+ * under several transforms; the upload counts and the device pool in the
+ * metrics; the pool flat over many batches; faults in a worker following
+ * the error policy with a named REEL_E_CUDA and nothing leaked; the
+ * fallback and the refusals by name. */
+#include "harness.h"
+#include "real_common.h"
+
+#include "reel/device_buffer.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *g_fake;
+
+static void use_fake(void)
+{
+    if (!g_fake) {
+        setenv("REEL_LIBCUDA", REEL_FAKE_CUDA, 1);
+        g_fake = dlopen(REEL_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
+        CHECK_MSG(g_fake != NULL, "the emulated driver %s: %s", REEL_FAKE_CUDA, dlerror());
+    }
+}
+
+static long long counter(const char *name)
+{
+    long long (*fn)(const char *) = (long long (*)(const char *))dlsym(g_fake, "reel_fake_cuda_counter");
+    CHECK(fn != NULL);
+    return fn(name);
+}
+
+static void fail_call(const char *name, long long nth)
+{
+    void (*fn)(const char *, long long) = (void (*)(const char *, long long))dlsym(g_fake, "reel_fake_cuda_fail");
+    CHECK(fn != NULL);
+    fn(name, nth);
+}
+
+static const char *const g_videos[] = { "carphone_pristine.mp4", "foreman_hevc.mp4", "karma.mp4", "nasa_13013.mp4" };
+
+static reel_dataset *shared_dataset(int copies)
+{
+    reel_dataset *ds = NULL;
+    reel_error err;
+    CHECK_OK(reel_dataset_create(&ds, &err));
+    for (int c = 0; c < copies; c++)
+        for (size_t i = 0; i < sizeof g_videos / sizeof g_videos[0]; i++) {
+            char path[4200];
+            vpath(path, sizeof path, g_videos[i]);
+            CHECK_OK(reel_dataset_add(ds, path, (int64_t)i, 0, -1, &err));
+        }
+    return ds;
+}
+
+static reel_loader_settings small_settings(void)
+{
+    reel_loader_settings s;
+    reel_loader_default_settings(&s);
+    s.sampler.frames_per_clip = 4;
+    s.transform.short_side = 40;
+    s.transform.crop = REEL_CROP_RANDOM;
+    s.transform.crop_width = 36;
+    s.transform.crop_height = 30;
+    s.transform.flip = REEL_FLIP_RANDOM;
+    s.batch_size = 3;
+    s.seed = 7;
+    s.open_threads = 1;
+    s.decode_threads = 2;
+    return s;
+}
+
+/* Every batch of an epoch: data (downloaded from the device), labels and
+ * shapes, concatenated. */
+typedef struct run_out {
+    uint8_t *data;
+    size_t bytes;
+    int64_t labels[256], clips, batches;
+    reel_loader_metrics m;
+} run_out;
+
+static void run(reel_dataset *ds, const reel_loader_settings *s, run_out *o)
+{
+    memset(o, 0, sizeof *o);
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, s, &err));
+    for (;;) {
+        reel_batch *b = NULL;
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        if (!b) break;
+        o->data = realloc(o->data, o->bytes + b->bytes);
+        CHECK(o->data != NULL);
+        if (!strcmp(b->device, "cpu")) {
+            memcpy(o->data + o->bytes, b->data, b->bytes);
+        } else {
+            CHECK_EQ_STR(b->device, "cuda:0");
+            CHECK(b->device_buffer != NULL);
+            CHECK(reel_device_buffer_get_address(b->device_buffer) == (uint64_t)(uintptr_t)b->data);
+            CHECK_OK(reel_device_buffer_download(b->device_buffer, 0, o->data + o->bytes, b->bytes, &err));
+        }
+        o->bytes += b->bytes;
+        for (int64_t i = 0; i < b->num_clips && o->clips < 256; i++) o->labels[o->clips++] = b->labels[i];
+        o->batches++;
+        reel_loader_release(l, b);
+    }
+    CHECK_OK(reel_loader_get_metrics(l, &o->m, &err));
+    reel_loader_destroy(&l);
+}
+
+static void check_equal(reel_dataset *ds, reel_loader_settings s, const char *what)
+{
+    static run_out cpu, gpu;
+    s.decoder.device = NULL;
+    run(ds, &s, &cpu);
+    s.decoder.device = "cuda";
+    run(ds, &s, &gpu);
+    CHECK_MSG(cpu.batches > 0 && cpu.batches == gpu.batches && cpu.clips == gpu.clips, "%s: %lld/%lld batches", what,
+              (long long)cpu.batches, (long long)gpu.batches);
+    CHECK_MSG(cpu.bytes == gpu.bytes && !memcmp(cpu.data, gpu.data, cpu.bytes), "%s: batches differ", what);
+    CHECK(!memcmp(cpu.labels, gpu.labels, sizeof cpu.labels));
+    /* no libnvcuvid here: every frame decoded on the CPU and uploaded */
+    CHECK_EQ_INT(gpu.m.frames_nvdec, 0);
+    CHECK_MSG(gpu.m.frames_uploaded >= gpu.m.frames && gpu.m.frames > 0, "%s: %lld uploaded, %lld delivered", what,
+              (long long)gpu.m.frames_uploaded, (long long)gpu.m.frames);
+    CHECK_EQ_INT(cpu.m.frames_uploaded, 0);
+    CHECK_EQ_INT(cpu.m.device_bytes, 0);
+    CHECK_MSG(gpu.m.device_bytes >= gpu.m.ring_bytes + (s.sample_time_limit > 0 ? 1 : 0) &&
+                  gpu.m.device_bytes_peak == gpu.m.device_bytes,
+              "%s: device %lld peak %lld ring %lld", what, (long long)gpu.m.device_bytes,
+              (long long)gpu.m.device_bytes_peak, (long long)gpu.m.ring_bytes);
+    CHECK_EQ_STR(gpu.m.ring_memory, "device");
+    free(cpu.data);
+    free(gpu.data);
+    CHECK_EQ_INT(counter("live_allocs"), 0);
+    CHECK_EQ_INT(counter("retained"), 0);
+}
+
+TEST(gpu_batches_equal_cpu_batches)
+{
+    use_fake();
+    reel_dataset *ds = shared_dataset(1);
+    reel_loader_settings s = small_settings();
+    check_equal(ds, s, "uint8 BTCHW random crop and flip");
+    s.transform.pixels.dtype = REEL_DTYPE_FLOAT32;
+    const float mean[3] = { 0.485f, 0.456f, 0.406f }, sd[3] = { 0.229f, 0.224f, 0.225f };
+    memcpy(s.transform.pixels.mean, mean, sizeof mean);
+    memcpy(s.transform.pixels.std, sd, sizeof sd);
+    s.transform.layout = REEL_BATCH_BCTHW;
+    check_equal(ds, s, "float32 normalised BCTHW");
+    s = small_settings();
+    s.transform.resize = REEL_RESIZE_EXACT;
+    s.transform.resize_width = 30;
+    s.transform.resize_height = 22;
+    s.transform.crop = REEL_CROP_CENTER;
+    s.transform.crop_width = 24;
+    s.transform.crop_height = 18;
+    s.transform.layout = REEL_BATCH_BTHWC;
+    s.sampler.clips_per_video = 2;
+    s.batch_size = 2;
+    check_equal(ds, s, "exact resize, centre crop, BTHWC, 2 clips per video");
+    s.sample_time_limit = 60; /* each clip through the worker's buffer, copied under the slot's lock */
+    check_equal(ds, s, "with a per-sample time limit");
+    reel_dataset_destroy(&ds);
+}
+
+TEST(device_pool_is_flat_over_many_batches)
+{
+    use_fake();
+    reel_dataset *ds = shared_dataset(3);
+    reel_loader_settings s = small_settings();
+    s.transform.short_side = 24;
+    s.transform.crop_width = s.transform.crop_height = 16;
+    s.sampler.frames_per_clip = 2;
+    s.batch_size = 2;
+    s.epochs = 3;
+    s.decoder.device = "cuda";
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    long long held = -1;
+    int64_t batches = 0;
+    for (;;) {
+        reel_batch *b = NULL;
+        CHECK_OK(reel_loader_next(l, &b, &err));
+        if (!b) {
+            if (reel_loader_get_batches_left(l) == 0 && reel_loader_get_epoch(l) >= 3) break;
+            continue;
+        }
+        batches++;
+        reel_loader_metrics m;
+        CHECK_OK(reel_loader_get_metrics(l, &m, &err));
+        if (held < 0) held = m.device_bytes;
+        CHECK_EQ_INT(m.device_bytes, held);
+        CHECK_EQ_INT(m.device_bytes_peak, held);
+        reel_loader_release(l, b);
+    }
+    CHECK_MSG(batches >= 18, "%lld batches", (long long)batches);
+    reel_loader_destroy(&l);
+    CHECK_EQ_INT(counter("live_allocs"), 0);
+    CHECK_EQ_INT(counter("live_bytes"), 0);
+    CHECK_EQ_INT(counter("retained"), 0);
+    reel_dataset_destroy(&ds);
+}
+
+/* A fault in a worker's CUDA call fails that sample under the error policy:
+ * skipped (a batch with one sample fewer) or raised with a named REEL_E_CUDA;
+ * nothing is left allocated after close. */
+TEST(worker_faults_follow_the_error_policy)
+{
+    use_fake();
+    reel_dataset *ds = shared_dataset(1);
+    const char *calls[] = { "cuMemAlloc_v2", "cuLaunchKernel" };
+    for (int k = 0; k < 2; k++)
+        for (int policy = 0; policy < 2; policy++) {
+            reel_loader_settings s = small_settings();
+            s.decoder.device = "cuda";
+            s.decode_threads = 1;
+            s.shuffle = 0;
+            s.prefetch_batches = 1;
+            s.on_error = policy ? REEL_ON_ERROR_RAISE : REEL_ON_ERROR_SKIP;
+            /* the loader's own ring allocation is made at create: the
+             * fault comes later, in a worker's decode */
+            reel_loader *l = NULL;
+            reel_error err;
+            fail_call(calls[k], k == 0 ? 2 : 1);
+            int r = reel_loader_create(&l, ds, &s, &err);
+            CHECK_MSG(r == REEL_OK, "%s: create %d (%s)", calls[k], r, err.message);
+            int raised = 0;
+            int64_t clips = 0, failed = 0;
+            for (;;) {
+                reel_batch *b = NULL;
+                r = reel_loader_next(l, &b, &err);
+                if (r != REEL_OK) {
+                    CHECK_MSG(r == REEL_E_CUDA && strstr(err.message, "CUDA") && strstr(err.message, ".mp4"),
+                              "%s: %d \"%s\"", calls[k], r, err.message);
+                    raised++;
+                    continue;
+                }
+                if (!b) break;
+                clips += b->num_clips;
+                failed += b->num_failed;
+                reel_loader_release(l, b);
+            }
+            fail_call(NULL, 0);
+            if (policy)
+                CHECK_MSG(raised == 1, "%s: raised %d", calls[k], raised);
+            else
+                CHECK_MSG(failed == 1 && clips == 3 && !raised, "%s: %lld clips, %lld failed", calls[k],
+                          (long long)clips, (long long)failed);
+            reel_loader_destroy(&l);
+            CHECK_EQ_INT(counter("live_allocs"), 0);
+            CHECK_EQ_INT(counter("retained"), 0);
+        }
+    reel_dataset_destroy(&ds);
+}
+
+TEST(fallback_and_refusals)
+{
+    use_fake();
+    reel_dataset *ds = shared_dataset(1);
+    reel_loader_settings s = small_settings();
+    reel_loader *l = NULL;
+    reel_error err;
+    /* a device past the last: named, or the CPU when asked */
+    s.decoder.device = "cuda:3";
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_CUDA);
+    CHECK_MSG(strstr(err.message, "cuda:3") && strstr(err.message, "device_fallback"), "%s", err.message);
+    s.decoder.device_fallback = "cpu";
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    reel_batch *b = NULL;
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b != NULL);
+    CHECK_EQ_STR(b->device, "cpu");
+    reel_loader_release(l, b);
+    reel_loader_destroy(&l);
+    /* with a GPU there, the fallback is not used: the batches are on it */
+    s.decoder.device = "cuda:0";
+    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+    CHECK_OK(reel_loader_next(l, &b, &err));
+    CHECK(b != NULL && b->device_buffer != NULL);
+    CHECK_EQ_STR(b->device, "cuda:0");
+    reel_loader_release(l, b);
+    reel_loader_destroy(&l);
+    /* what the GPU Loader does not do yet */
+    s = small_settings();
+    s.decoder.device = "cuda";
+    s.ring_bytes = 1000; /* the bound on the ring's device memory */
+    CHECK_STATUS(reel_loader_create(&l, ds, &s, &err), REEL_E_CUDA);
+    CHECK_MSG(strstr(err.message, "bound of 1000 bytes") && strstr(err.message, "cuda:0"), "%s", err.message);
+    s.ring_bytes = 0;
+    s.sampler.kind = REEL_SAMPLER_FPS;
+    s.sampler.fps = 2;
+    int r = reel_loader_create(&l, ds, &s, &err);
+    reel_loader_destroy(&l);
+    CHECK_MSG(r == REEL_E_CUDA && strstr(err.message, "variable shapes") && strstr(err.message, "not done on the GPU"),
+              "%d %s", r, err.message);
+    CHECK_EQ_INT(counter("live_allocs"), 0);
+    CHECK_EQ_INT(counter("retained"), 0);
+    reel_dataset_destroy(&ds);
+}
