@@ -411,6 +411,7 @@ static void check_damage(const char *path, int rate, int channels, const char *e
     a = open_policy(path, rate, channels, REEL_CORRUPT_SKIP);
     info = reel_audio_get_info(a);
     const int ch = info->channels;
+    const int tn = info->time_base_num, td = info->time_base_den; /* info dies with its object */
     int64_t ref_n = 0;
     float *ref = reference(path, extra_af, ch, &ref_n);
     CHECK_OK(reel_audio_get_samples(a, 0, 13, 1, 1, whole, sizeof whole / sizeof *whole, &w, &err));
@@ -461,7 +462,6 @@ static void check_damage(const char *path, int rate, int channels, const char *e
      * gap's span reaches back into it (by 2 ms at 48 -> 16 kHz), and it is
      * reported though the output it needs was out before the gap was met */
     a = open_policy(path, rate, channels, REEL_CORRUPT_SKIP);
-    const int tn = info->time_base_num, td = info->time_base_den;
     const int64_t ms = td / (1000 * (int64_t)tn) > 0 ? td / (1000 * (int64_t)tn) : 1;
     check_damaged_clip(a, k.pts - 100 * ms, k.pts - 3 * ms / 2, tn, td, &all, whole);
     reel_audio_close(&a);
