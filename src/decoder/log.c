@@ -12,8 +12,10 @@
  * (pthread_once) and a mutex-guarded registry lists the live decoders. A
  * message is matched by its AVCodecContext's `opaque`, which reel sets to the
  * decoder on its main codec contexts (FFmpeg copies it into the contexts of
- * its frame threads, so their messages match too), or by the decoder's
- * AVFormatContext. Messages of no decoder go to av_log_default_callback,
+ * its frame threads, so their messages match too), or by its
+ * AVFormatContext's `opaque`, also the decoder (never by comparing with
+ * another decoder's `fmt`, which its own thread writes while opening: a race
+ * TSan found). Messages of no decoder go to av_log_default_callback,
  * which prints at the level set with reel_set_ffmpeg_log_level(), and so does
  * what reel shows. FFmpeg has no getter for the current callback: one an
  * application installs before reel's first decoder is replaced, and one
@@ -134,7 +136,7 @@ REEL_LOG_PRINTF(3, 0) static void route(void *avcl, int level, const char *fmt, 
             pthread_mutex_unlock(&g_mu);
             return;
         }
-        if ((AVFormatContext *)avcl == d->fmt) {
+        if (((AVFormatContext *)avcl)->opaque == (void *)d) { /* set at alloc: d->fmt is its owner's to write */
             if (shown) {
                 format_line(line, sizeof line, avcl, d->name, fmt, vl);
                 emit(level, "%s", line);

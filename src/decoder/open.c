@@ -374,6 +374,7 @@ static int open_common(reel_decoder *dec, reel_error *err)
     AVDictionary *opts = NULL;
     dec->fmt = avformat_alloc_context();
     if (!dec->fmt) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", dec->name);
+    dec->fmt->opaque = dec; /* log.c routes the container's lines by it (never by dec->fmt, which this thread writes) */
     if (dec->avio) {
         dec->fmt->pb = dec->avio;
         dec->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
