@@ -51,7 +51,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 ROOT = Path(__file__).resolve().parents[1]
 NVDEC_CODECS = {"h264", "hevc", "vp9", "av1", "mpeg2video", "vp8", "mpeg4", "vc1", "mjpeg"}
@@ -72,6 +72,15 @@ class Report:
 
 def run(cmd: List[str], timeout: float = 300, env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def run_with_reel(code: str, args: Sequence[object], timeout: float) -> subprocess.CompletedProcess:
+    """python -c code args, with the reel under check (REEL_DEVICE_CHECK_SITE) first on its path."""
+    env = dict(os.environ)
+    site = os.environ.get("REEL_DEVICE_CHECK_SITE")
+    if site:
+        env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
+    return run([sys.executable, "-c", code, *map(str, args)], timeout, env)
 
 
 def can_load(name: str) -> Optional[str]:
@@ -207,12 +216,8 @@ def bench_reel(rep: Report, clips: List[Path], no_gpu: Optional[str]) -> None:
         "        row += [n / (time.perf_counter() - t0), nv, up, d.upload_reason or '']\n"
         "    print('\\t'.join(map(str, row)))\n"
     )
-    env = dict(os.environ)
-    site = os.environ.get("REEL_DEVICE_CHECK_SITE")
-    if site:
-        env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
     try:
-        r = run([sys.executable, "-c", code, *map(str, clips)], 300, env)
+        r = run_with_reel(code, clips, 300)
     except subprocess.TimeoutExpired:
         rep.add("reel_gpu_decode_fps", "failed", "timed out after 300 s")
         return
@@ -367,12 +372,8 @@ def check_gpu_loader(rep: Report, clips: List[Path], no_gpu: Optional[str]) -> N
         for name in ("gpu_loader_equals_cpu", "gpu_loader_fps"):
             rep.add(name, "skipped", "no benchmark clips (see nvdec_decode_fps)")
         return
-    env = dict(os.environ)
-    site = os.environ.get("REEL_DEVICE_CHECK_SITE")
-    if site:
-        env["PYTHONPATH"] = site + os.pathsep + env.get("PYTHONPATH", "")
     try:
-        r = run([sys.executable, "-c", GPU_LOADER_CODE, *map(str, clips)], 400, env)
+        r = run_with_reel(GPU_LOADER_CODE, clips, 400)
     except subprocess.TimeoutExpired:
         rep.add("gpu_loader_equals_cpu", "failed", "timed out after 400 s")
         return

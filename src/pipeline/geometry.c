@@ -296,3 +296,13 @@ int reel_loader_settings_get_clip_geometry(const reel_loader_settings *s, int64_
     *flipped = t.flip_horizontal;
     return REEL_OK;
 }
+
+void reel__geometry_clip_info(const reel_transform *t, int src_w, int src_h, reel_clip_info *ci)
+{
+    const int crop = t->crop_w > 0;
+    ci->flipped = t->flip_horizontal;
+    ci->crop_x = crop ? t->crop_x : 0;
+    ci->crop_y = crop ? t->crop_y : 0;
+    ci->crop_w = crop ? t->crop_w : src_w;
+    ci->crop_h = crop ? t->crop_h : src_h;
+}

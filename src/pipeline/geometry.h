@@ -17,6 +17,10 @@ int reel__geometry_check(const reel_clip_transform *ct, int *out_w, int *out_h, 
 int reel__geometry_frame(const reel_clip_transform *ct, int src_w, int src_h, const reel_rng_key *key, int clip,
                          reel_transform *t, reel_error *err);
 
+/* What a clip's row says of the frame transform `t` that made it: the flip,
+ * and the crop on the display frame (the whole src_w x src_h one without). */
+void reel__geometry_clip_info(const reel_transform *t, int src_w, int src_h, reel_clip_info *ci);
+
 /* Shape and element strides of a batch of `rows` clips of T frames of
  * w x h x nc channels, and the per-frame strides (stride_c/y/x) and element
  * offset of frame (row, t). */

@@ -107,12 +107,7 @@ int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source
         const size_t at = (size_t)k * (size_t)T;
         st = write_clip(l, w, s, s->indices + at, (size_t)T, &t, cthw, dst, row_bytes, s->pts + at, stats, e);
         if (st != REEL_OK) return st;
-        reel_clip_info *ci = &s->bb->rows[row];
-        ci->flipped = t.flip_horizontal;
-        ci->crop_x = t.crop_w > 0 ? t.crop_x : 0;
-        ci->crop_y = t.crop_w > 0 ? t.crop_y : 0;
-        ci->crop_w = t.crop_w > 0 ? t.crop_w : s->display_width;
-        ci->crop_h = t.crop_w > 0 ? t.crop_h : s->display_height;
+        reel__geometry_clip_info(&t, s->display_width, s->display_height, &s->bb->rows[row]);
     }
     return REEL_OK;
 }

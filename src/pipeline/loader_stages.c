@@ -412,19 +412,7 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     if (st != REEL_OK) return st;
     s->pts[pos] = reel_frame_get_pts(frame);
     reel_clip_info *ci = &bb->rows[row];
-    if (t == 0 || ci->crop_w == 0) {
-        ci->flipped = c->t.flip_horizontal;
-        if (c->t.crop_w > 0) {
-            ci->crop_x = c->t.crop_x;
-            ci->crop_y = c->t.crop_y;
-            ci->crop_w = c->t.crop_w;
-            ci->crop_h = c->t.crop_h;
-        } else {
-            ci->crop_x = ci->crop_y = 0;
-            ci->crop_w = fw;
-            ci->crop_h = fh;
-        }
-    }
+    if (t == 0 || ci->crop_w == 0) reel__geometry_clip_info(&c->t, fw, fh, ci);
     s->visited[pos] = 1;
     c->visited++;
     return 0;

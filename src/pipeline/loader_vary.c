@@ -97,12 +97,7 @@ int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int 
     st = l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, s->indices, (size_t)s->num_frames, &t, cthw, s->data,
                                   s->data_cap, contexts, s->pts, stats, e);
     if (st != REEL_OK) return st;
-    reel_clip_info *ci = &s->bb->rows[s->index];
-    ci->flipped = t.flip_horizontal;
-    ci->crop_x = t.crop_w > 0 ? t.crop_x : 0;
-    ci->crop_y = t.crop_w > 0 ? t.crop_y : 0;
-    ci->crop_w = t.crop_w > 0 ? t.crop_w : s->display_width;
-    ci->crop_h = t.crop_w > 0 ? t.crop_h : s->display_height;
+    reel__geometry_clip_info(&t, s->display_width, s->display_height, &s->bb->rows[s->index]);
     return REEL_OK;
 }
 

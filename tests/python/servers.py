@@ -109,6 +109,28 @@ http {{
         shutil.rmtree(work, ignore_errors=True)
 
 
+@contextmanager
+def environ(values: dict) -> Iterator[None]:
+    """os.environ with `values` set for the block (a signing user's keys,
+    say), then every one of them as it was, even on failure."""
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def with_environ(values: dict, fn):
+    """fn() under environ(values): its result."""
+    with environ(values):
+        return fn()
+
+
 def moto_s3_user(endpoint: str, name: str) -> Tuple[dict, object]:
     """On a moto_s3 server: a user `name` allowed s3:*, made with the
     unauthenticated actions (moto checks signatures once a user, its key and

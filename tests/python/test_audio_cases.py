@@ -291,7 +291,7 @@ def test_audio_over_http_equals_local_and_reads_only_the_start(tmp_path):
 
 def test_audio_over_s3_equals_local(tmp_path):
     pytest.importorskip("boto3")
-    from servers import moto_s3, moto_s3_user
+    from servers import environ, moto_s3, moto_s3_user
 
     path = _make(tmp_path, "s3.mkv", [], [], ["-c:a", "libopus"], seconds=8)
     with moto_s3() as endpoint:
@@ -301,17 +301,8 @@ def test_audio_over_s3_equals_local(tmp_path):
         clips = [range(150, 158), range(10, 18), range(100, 108)]  # the second restarts at a mark
         with reel.VideoDecoder(path, audio={"sample_rate": 16000}) as dec:
             want = [np.asarray(dec.get_audio_for_frames(c).data) for c in clips]
-        old = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            with reel.VideoDecoder("s3://videos/a/s3.mkv", audio={"sample_rate": 16000}) as dec:
-                got = [np.asarray(dec.get_audio_for_frames(c).data) for c in clips]
-                assert dec.remote_stats["requests"] > 0
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        with environ(env), reel.VideoDecoder("s3://videos/a/s3.mkv", audio={"sample_rate": 16000}) as dec:
+            got = [np.asarray(dec.get_audio_for_frames(c).data) for c in clips]
+            assert dec.remote_stats["requests"] > 0
     for a, b in zip(want, got):
         assert np.array_equal(a, b)

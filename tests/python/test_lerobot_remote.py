@@ -4,7 +4,6 @@
 # reaches both; videos by ranges), and a missing table or refused key is named, redacted.
 import os
 import shutil
-from contextlib import contextmanager
 
 import pytest
 
@@ -18,6 +17,7 @@ import reel._reel as _reel  # noqa: E402
 import reel.lerobot as rl  # noqa: E402
 
 import lerobot_data as ld  # noqa: E402
+from servers import environ as _env  # noqa: E402
 from servers import moto_s3, moto_s3_user, nginx, nginx_path, self_signed_cert  # noqa: E402
 
 FRONT, WRIST, SIDE = "observation.images.front", "observation.images.wrist", "observation.images.side"
@@ -45,19 +45,6 @@ def http(www):
     with nginx(www[0], log=log) as base:
         yield base, log
 
-
-@contextmanager
-def _env(values):
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 @pytest.fixture(scope="module")

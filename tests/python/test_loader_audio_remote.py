@@ -20,6 +20,7 @@ import reel
 import reel._testing
 from audio_clips import MONO16K, NATIVE, make_video
 from servers import moto_s3, moto_s3_user, nginx
+from servers import with_environ as _with_env
 
 pytestmark = pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs the ffmpeg CLI")
 
@@ -80,19 +81,6 @@ def test_http_audio_equals_local_and_is_counted(www, settings):
     # each sample's audio opens the object again and reads its packets: counted with the video's
     assert r["requests"] > v["requests"] and r["bytes_fetched"] > v["bytes_fetched"], (r, v)
     assert r["failures"] == 0 and m["audio_samples"] == sum(g[4].shape[1] for g in got)
-
-
-def _with_env(env, fn):
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        return fn()
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def test_s3_audio_equals_local_and_no_secret_in_messages(www):

@@ -28,6 +28,7 @@ import reel._testing
 from conftest import read_indices
 from faultproxy import fault_proxy
 from servers import moto_s3, moto_s3_user, nginx
+from servers import with_environ as _with_env
 
 VIDEOS = ["nasa_13013.mp4", "carphone_pristine.mp4", "big_buck_bunny_0_30.webm", "test.avi", "video_90.mov"]
 
@@ -102,19 +103,6 @@ def s3(tmp_path_factory):
         reel._testing.write_video(str(d / "clip.mp4"), width=128, height=96, frames=40, gop=10)
         client.upload_file(str(d / "clip.mp4"), "videos", "train/cat/clip one.mp4")
         yield keys, d / "clip.mp4"
-
-
-def _with_env(env, fn):
-    old = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        return fn()
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def test_s3_signed_read_equals_local(s3):
