@@ -7,6 +7,7 @@
  * same function of them (pixel.h's, which the CPU's tables also use). */
 #include "harness.h"
 #include "real_common.h"
+#include "cuda_common.h"
 #include "testgen.h"
 
 #include "convert/pixel.h"
@@ -24,32 +25,12 @@
 #define RULE_MAX        0
 #define RULE_FRAC_OVER1 0.0
 
-typedef struct grab {
-    AVFrame *av;
-    int rotation;
-} grab;
-
-static int grab_fn(void *opaque, const reel_frame *f, size_t pos)
-{
-    (void)pos;
-    grab *g = opaque;
-    if (!g->av) g->av = av_frame_clone(f->av);
-    g->rotation = f->rotation;
-    return 0;
-}
-
 /* Frame `idx` of a shared video, as decoded on the CPU (NULL: skipped). */
 static AVFrame *decoded(const char *file, int64_t idx)
 {
     char path[4200];
     vpath(path, sizeof path, file);
-    reel_decoder *dec = tg_open(path, NULL);
-    grab g = { 0 };
-    reel_error err;
-    CHECK_OK(reel_decoder_decode(dec, &idx, 1, grab_fn, &g, NULL, &err));
-    reel_decoder_close(&dec);
-    CHECK(g.av != NULL);
-    return g.av;
+    return cuda_decode_at(path, idx, NULL);
 }
 
 /* The frame's planes as NVDEC's surface: NV12 (8-bit) or P010. */
@@ -95,15 +76,6 @@ typedef struct tally {
     int cases;
 } tally;
 
-/* Set by the GPU test: the same comparisons run the kernel on the device
- * instead of its emulation. */
-static reel__cuda *g_device;
-
-static void *dev_ptr(uint64_t p)
-{
-    return (void *)(uintptr_t)p;
-}
-
 static reel__cuda_src source_of(const AVFrame *f, const surface *s)
 {
     reel__cuda_src src;
@@ -125,30 +97,7 @@ static reel__cuda_src source_of(const AVFrame *f, const surface *s)
 static void emulate_one(const AVFrame *f, const surface *s, const reel_transform *t, void *dst, size_t size)
 {
     reel__cuda_src src = source_of(f, s);
-    reel__cuda_taps taps = { 0 };
-    reel__px_frame pf;
-    reel_error err;
-    if (!g_device) {
-        CHECK_OK(reel__cuda_plan_frame(&taps, &src, t, dst, &pf, &err));
-        reel__cuda_emulate(&pf, 1, &taps);
-        reel__cuda_taps_free(&taps);
-        return;
-    }
-    size_t ybytes = (size_t)s->y_pitch * f->height, uvbytes = (size_t)s->uv_pitch * ((f->height + 1) / 2);
-    uint64_t dy, duv, dout;
-    CHECK_OK(reel__cuda_buffer(g_device, ybytes, &dy, &err));
-    CHECK_OK(reel__cuda_buffer(g_device, uvbytes, &duv, &err));
-    CHECK_OK(reel__cuda_buffer(g_device, size, &dout, &err));
-    CHECK_OK(reel__cuda_upload(g_device, dy, s->y, ybytes, &err));
-    CHECK_OK(reel__cuda_upload(g_device, duv, s->uv, uvbytes, &err));
-    CHECK_OK(reel__cuda_upload(g_device, dout, dst, size, &err)); /* what is not written stays as it was */
-    src.y = dev_ptr(dy);
-    src.uv = dev_ptr(duv);
-    CHECK_OK(reel__cuda_plan_frame(&taps, &src, t, dev_ptr(dout), &pf, &err));
-    CHECK_OK(reel__cuda_convert(g_device, &pf, 1, &taps, &err));
-    CHECK_OK(reel__cuda_download(g_device, dst, dout, size, &err));
-    reel__cuda_buffers_release(g_device);
-    reel__cuda_taps_free(&taps);
+    cuda_convert_one(&src, (size_t)s->y_pitch * f->height, (size_t)s->uv_pitch * ((f->height + 1) / 2), t, dst, size);
 }
 
 static void cpu_one(reel_converter *conv, const AVFrame *f, const reel_transform *t, void *dst, size_t size)
@@ -391,20 +340,15 @@ TEST(emulation_equals_cpu_on_sharp_edges)
              "-pix_fmt yuv420p -crf 8 '%s'",
              path);
     CHECK_MSG(tg_system(cmd) == 0, "cannot make %s", path);
-    reel_decoder *dec = tg_open(path, NULL);
-    grab g = { 0 };
-    int64_t idx = 1;
+    AVFrame *f = cuda_decode_at(path, 1, NULL);
     reel_error err;
-    CHECK_OK(reel_decoder_decode(dec, &idx, 1, grab_fn, &g, NULL, &err));
-    reel_decoder_close(&dec);
-    CHECK(g.av != NULL);
     reel_converter *conv = NULL;
     CHECK_OK(reel_converter_create(&conv, &err));
     tally ty = { 0 };
-    run_frame(conv, g.av, "testsrc2", &ty);
+    run_frame(conv, f, "testsrc2", &ty);
     print_tally("testsrc2 1280x720", &ty);
     reel_converter_destroy(&conv);
-    av_frame_free(&g.av);
+    av_frame_free(&f);
 }
 
 /* What the GPU does not do yet is refused by name, not done wrongly. */
@@ -452,16 +396,7 @@ TEST(plan_refuses_what_the_gpu_does_not_do)
  * driver or a GPU it is skipped with the reason CUDA gives. */
 TEST(gpu_kernel_equals_cpu)
 {
-    reel_error err;
-    int r = reel__cuda_open(0, 0, &g_device, &err);
-    if (r == REEL_E_CUDA) {
-        char why[REEL_ERROR_MSG_SIZE + 16];
-        snprintf(why, sizeof why, "no GPU: %s", err.message);
-        harness_skip(why);
-    }
-    CHECK_OK(r);
-    printf("    on %s, compute %d.%d\n", reel__cuda_name(g_device), reel__cuda_capability(g_device) / 10,
-           reel__cuda_capability(g_device) % 10);
+    cuda_open_or_skip();
     real_frames();
     AVFrame *f = decoded("nasa_13013.mp4", 5);
     surface s = to_surface(f);

@@ -6,6 +6,7 @@
  * P016; rotated pictures; and the refusals by name. The rule: equal. */
 #include "harness.h"
 #include "real_common.h"
+#include "cuda_common.h"
 #include "testgen.h"
 
 #include "convert/dtype.h"
@@ -26,32 +27,6 @@ typedef struct pic {
     uint8_t *y, *uv, *v;
     size_t ybytes, uvbytes;
 } pic;
-
-typedef struct grab {
-    AVFrame *av;
-    int rotation;
-} grab;
-
-static int grab_fn(void *opaque, const reel_frame *f, size_t pos)
-{
-    (void)pos;
-    grab *g = opaque;
-    if (!g->av) g->av = av_frame_clone(f->av);
-    g->rotation = f->rotation;
-    return 0;
-}
-
-static AVFrame *decode_at(const char *path, int64_t idx, int *rotation)
-{
-    reel_decoder *dec = tg_open(path, NULL);
-    grab g = { 0 };
-    reel_error err;
-    CHECK_OK(reel_decoder_decode(dec, &idx, 1, grab_fn, &g, NULL, &err));
-    reel_decoder_close(&dec);
-    CHECK(g.av != NULL);
-    if (rotation) *rotation = g.rotation;
-    return g.av;
-}
 
 /* A video the ffmpeg CLI makes from testsrc2 (sharp coloured edges: the
  * filters' overshoot), once per name. A gray picture deeper than 8 bits
@@ -163,47 +138,9 @@ static void free_pic(pic *p)
     av_frame_free(&p->av);
 }
 
-/* Set by the GPU test: the comparisons run the kernel instead. */
-static reel__cuda *g_device;
-
-static void *dev_ptr(uint64_t p)
-{
-    return (void *)(uintptr_t)p;
-}
-
 static void emulate_one(const pic *p, const reel_transform *t, void *dst, size_t size)
 {
-    reel__cuda_src src = p->src;
-    reel__cuda_taps taps = { 0 };
-    reel__px_frame pf;
-    reel_error err;
-    if (!g_device) {
-        CHECK_OK(reel__cuda_plan_frame(&taps, &src, t, dst, &pf, &err));
-        reel__cuda_emulate(&pf, 1, &taps);
-        reel__cuda_taps_free(&taps);
-        return;
-    }
-    uint64_t dy, duv = 0, dv = 0, dout;
-    CHECK_OK(reel__cuda_buffer(g_device, p->ybytes, &dy, &err));
-    CHECK_OK(reel__cuda_upload(g_device, dy, p->y, p->ybytes, &err));
-    if (p->uv) {
-        CHECK_OK(reel__cuda_buffer(g_device, p->uvbytes, &duv, &err));
-        CHECK_OK(reel__cuda_upload(g_device, duv, p->uv, p->uvbytes, &err));
-    }
-    if (p->v) {
-        CHECK_OK(reel__cuda_buffer(g_device, p->uvbytes, &dv, &err));
-        CHECK_OK(reel__cuda_upload(g_device, dv, p->v, p->uvbytes, &err));
-    }
-    CHECK_OK(reel__cuda_buffer(g_device, size, &dout, &err));
-    CHECK_OK(reel__cuda_upload(g_device, dout, dst, size, &err)); /* what is not written stays as it was */
-    src.y = dev_ptr(dy);
-    src.uv = p->uv ? dev_ptr(duv) : NULL;
-    src.v = p->v ? dev_ptr(dv) : NULL;
-    CHECK_OK(reel__cuda_plan_frame(&taps, &src, t, dev_ptr(dout), &pf, &err));
-    CHECK_OK(reel__cuda_convert(g_device, &pf, 1, &taps, &err));
-    CHECK_OK(reel__cuda_download(g_device, dst, dout, size, &err));
-    reel__cuda_buffers_release(g_device);
-    reel__cuda_taps_free(&taps);
+    cuda_convert_one(&p->src, p->ybytes, p->uvbytes, t, dst, size);
 }
 
 typedef struct tally {
@@ -362,7 +299,7 @@ static void all_formats(void)
             snprintf(name, sizeof name, "fmt_%s.mkv", src[i].fmt);
             snprintf(path, sizeof path, "%s", cli_video(name, src[i].fmt, src[i].codec));
         }
-        AVFrame *f = decode_at(path, src[i].idx, NULL);
+        AVFrame *f = cuda_decode_at(path, src[i].idx, NULL);
         if (src[i].fmt) CHECK_EQ_INT(f->format, av_get_pix_fmt(src[i].fmt));
         if (f->width > 900) { /* 1280x720 4:4:4: its top-left 418x240 (fewer values to compare, same paths) */
             f->width = 418;
@@ -400,9 +337,9 @@ static void rotations(void)
     char path[4200];
     vpath(path, sizeof path, "nasa_13013_rotated.mp4");
     int rot = 0;
-    AVFrame *f8 = decode_at(path, 3, &rot);
+    AVFrame *f8 = cuda_decode_at(path, 3, &rot);
     CHECK_EQ_INT(rot, 270); /* ffprobe: rotation=90 (counter-clockwise) */
-    AVFrame *f12 = decode_at(
+    AVFrame *f12 = cuda_decode_at(
         cli_video("fmt_gray12le.mkv", "gray12le", "libx265 -x265-params lossless=1:log-level=error"), 1, NULL);
     tally ty = { 0 };
     for (int k = 0; k < 2; k++)
@@ -449,7 +386,7 @@ TEST(large_downscales_equal_cpu_or_are_refused)
     CHECK_OK(reel_converter_create(&conv, &err));
     char path[4200];
     vpath(path, sizeof path, "nasa_13013.mp4");
-    pic p = make_pic(decode_at(path, 5, NULL), 0);
+    pic p = make_pic(cuda_decode_at(path, 5, NULL), 0);
     int done = 0, refusals = 0;
     tally ty = { 0 };
     static const reel_filter filters[] = { REEL_FILTER_BILINEAR, REEL_FILTER_AREA, REEL_FILTER_BICUBIC };
@@ -564,16 +501,7 @@ TEST(plan_refuses_what_the_gpu_does_not_do)
  * a GPU it is skipped with the reason CUDA gives. */
 TEST(gpu_kernel_equals_cpu)
 {
-    reel_error err;
-    int r = reel__cuda_open(0, 0, &g_device, &err);
-    if (r == REEL_E_CUDA) {
-        char why[REEL_ERROR_MSG_SIZE + 16];
-        snprintf(why, sizeof why, "no GPU: %s", err.message);
-        harness_skip(why);
-    }
-    CHECK_OK(r);
-    printf("    on %s, compute %d.%d\n", reel__cuda_name(g_device), reel__cuda_capability(g_device) / 10,
-           reel__cuda_capability(g_device) % 10);
+    cuda_open_or_skip();
     all_formats();
     rotations();
     reel__cuda_close(&g_device);
