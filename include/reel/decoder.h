@@ -111,8 +111,8 @@ typedef struct reel_decoder_settings {
      *  device memory (reel_decoder_get_frames). Opening fails with
      *  REEL_E_CUDA, the message naming the file, CUDA and the cause, where
      *  there is no NVIDIA driver, no such GPU or no kernels in this libreel.
-     *  The loader (decoder.device) refuses a GPU that can serve too: the
-     *  Loader on a GPU is not built yet. Anything else: REEL_E_INVALID_ARG.
+     *  The loader's decoder.device puts its batches on the GPU too
+     *  (reel/loader.h). Anything else: REEL_E_INVALID_ARG.
      *  Borrowed (common.h). */
     const char *device;
     /** "cpu": where `device` asks for CUDA and CUDA cannot serve, decode on
