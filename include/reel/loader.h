@@ -501,12 +501,17 @@ typedef struct reel_loader_metrics {
      *  (reel_clip_info.audio_corrupt_packets) */
     int64_t audio_corrupt_packets;
     /** decoder.device "cuda[:N]": frames decoded by NVDEC, and frames
-     *  decoded on the CPU and uploaded (reel_decode_stats' counts, summed) */
+     *  decoded on the CPU and uploaded (reel_decode_stats' counts, summed;
+     *  over a packed store: every delivered frame) */
     int64_t frames_nvdec, frames_uploaded;
     /** On a GPU: device memory the loader's pool holds now (the ring's batch
      *  buffers), and the most it held; 0 on the CPU */
     int64_t device_bytes, device_bytes_peak;
-    uint8_t reserved[24]; /**< zero; room to grow (common.h) */
+    /** On a GPU over host pixels (a packed store's records, converted on
+     *  the CPU as the CPU Loader does): the decode workers' host staging
+     *  held now, and the bytes uploaded from it into batches; 0 otherwise */
+    int64_t staging_bytes, upload_bytes;
+    uint8_t reserved[8]; /**< zero; room to grow (common.h) */
 } reel_loader_metrics;
 
 /** The loader. Thread-safety: reel_loader_next, _get_checkpoint,

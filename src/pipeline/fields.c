@@ -133,6 +133,8 @@ static const reel_field k_metrics[] = {
     M("frames_uploaded", REEL_FIELD_INT64, frames_uploaded),
     M("device_bytes", REEL_FIELD_INT64, device_bytes),
     M("device_bytes_peak", REEL_FIELD_INT64, device_bytes_peak),
+    M("staging_bytes", REEL_FIELD_INT64, staging_bytes),
+    M("upload_bytes", REEL_FIELD_INT64, upload_bytes),
     M("bottleneck", REEL_FIELD_STRING, bottleneck),
     REEL__REMOTE_STATS_FIELDS(R)
     M("remote.request_p50_s", REEL_FIELD_DOUBLE, request_p50_s),

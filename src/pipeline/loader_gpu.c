@@ -1,7 +1,8 @@
 /* loader_gpu.c: the Loader on a GPU (decoder.device "cuda[:N]"): the
  * device opened (or the CPU fallback), the refusals by name, a sample
  * written by its source straight into its rows of the batch in device
- * memory clip by clip, the collate's row moves there, and the metrics. */
+ * memory clip by clip (a source of host pixels: loader_upload.c), the
+ * collate's row moves there, and the metrics. */
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "cuda/device.h"
@@ -38,10 +39,8 @@ int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int v
     s->decoder.device_fallback = NULL;
     /* what the GPU Loader does not do yet, by name (never done otherwise) */
     const char *why = NULL;
-    if (!src->ops->decode_dense)
-        why = "the source gives host pixels (a packed store's records), which are not uploaded into batches";
-    else if (variable)
-        why = "batches of variable shapes (a pixel-budget size policy, a sampler of its own frame count)";
+    (void)src; /* a source of host pixels (a packed store) is uploaded (loader_upload.c) */
+    if (variable) why = "batches of variable shapes (a pixel-budget size policy, a sampler of its own frame count)";
     if (why) {
         reel__cuda_close(out);
         return reel__error_set(err, REEL_E_CUDA, "loader: %s is not done on the GPU yet (device \"%s\")", why,
@@ -122,6 +121,8 @@ void reel__loader_gpu_metrics(const reel_loader *l, reel_loader_metrics *m)
 {
     m->frames_nvdec = atomic_load(&l->frames_nvdec);
     m->frames_uploaded = atomic_load(&l->frames_uploaded);
+    m->staging_bytes = atomic_load(&l->staging_bytes);
+    m->upload_bytes = atomic_load(&l->upload_bytes);
     if (!l->cuda) return;
     reel__cuda_mem mem = reel__cuda_memory(l->cuda);        /* unused today: the ring's buffers are their own */
     const int64_t scratch = atomic_load(&l->scratch_bytes); /* one clip per decode worker, at most */

@@ -43,6 +43,12 @@ typedef struct worker {
     /* On a GPU with a per-sample time limit: the decode worker's device
      * buffer for one clip (grown), copied into the row under the slot's lock */
     struct reel_device_buffer *scratch;
+    /* On a GPU over a source of host pixels (a packed store's records): the
+     * decode worker's host staging for one sample's rows (grown; pinned
+     * when a CUDA runtime gives it), uploaded into the batch (loader_upload.c) */
+    uint8_t *staging;
+    size_t staging_cap;
+    int staging_pinned;
 } worker;
 
 struct reel_loader {
@@ -101,6 +107,7 @@ struct reel_loader {
     _Atomic int64_t successes, failures, replacements;
     _Atomic int64_t frames_decoded, frames_returned;
     _Atomic int64_t frames_nvdec, frames_uploaded; /* on a GPU: frames by where they were decoded */
+    _Atomic int64_t staging_bytes, upload_bytes;   /* on a GPU: host staging held, bytes uploaded from it */
     _Atomic int64_t scratch_bytes;                 /* on a GPU: the decode workers' clip buffers */
     struct reel__cuda *cuda;                       /* on a GPU: the device holding the ring's buffers */
     char device[16];                               /* "cpu" or "cuda:N" (reel_batch.device) */
@@ -200,8 +207,7 @@ int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int 
 /* At create: the device for the ring's buffers (*out), or the CPU (*out
  * NULL, device cleared) for "cpu" or, with device_fallback "cpu", a device
  * that cannot serve; REEL_E_CUDA naming the cause otherwise, and naming
- * what the GPU Loader does not do yet (a source without decode_dense,
- * variable shapes). */
+ * what the GPU Loader does not do yet (variable shapes). */
 int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int variable, struct reel__cuda **out,
                           reel_error *err);
 /* Stage 2 on a GPU: the sample's clips decoded and converted by the source
@@ -211,6 +217,19 @@ int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source
 void reel__loader_gpu_worker_free(worker *w);
 /* Stage 3 on a GPU: row `from` of the batch at base copied to row `to`. */
 int reel__loader_gpu_move_row(reel_loader *l, void *base, int64_t to, int64_t from, size_t row_bytes, reel_error *e);
+/* loader_upload.c: a source of host pixels (no decode_dense: a packed
+ * store's records) on a GPU. Stage 2 converts its frames on the CPU with
+ * the loader's visitor, exactly as the CPU Loader does, into the worker's
+ * host staging (one sample's rows, laid out as in the batch), then uploads
+ * them into the sample's rows in device memory. */
+
+/* *host: the worker's staging of at least `bytes` (grown, pinned if cheap). */
+int reel__loader_gpu_staging(reel_loader *l, worker *w, size_t bytes, uint8_t **host, reel_error *e);
+/* The staged rows (bytes) uploaded into the slot's rows of the batch, under
+ * the slot's lock unless the watchdog abandoned the sample meanwhile. */
+int reel__loader_gpu_upload(reel_loader *l, reel_slot *s, const uint8_t *host, size_t bytes, reel_error *e);
+/* A decode worker's staging, freed when it ends. */
+void reel__loader_gpu_staging_free(worker *w);
 /* The GPU counters into the metrics (zeros on the CPU). */
 void reel__loader_gpu_metrics(const reel_loader *l, reel_loader_metrics *m);
 /* Frames requested for a slot: clips_per_sample * frames_per_clip, or the

@@ -315,6 +315,10 @@ typedef struct visit_ctx {
     reel_clip_transform ct;        /* the slot's clip transform */
     reel_transform t;
     reel_error err;
+    /* on a GPU over host pixels: the worker's staging of the sample's rows
+     * (row k: its clip k), uploaded after the decode; NULL: the batch itself */
+    uint8_t *host;
+    size_t host_cap;
 } visit_ctx;
 
 static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos);
@@ -396,14 +400,15 @@ static int visit_locked(visit_ctx *c, const reel_frame *frame, size_t pos)
     if (st != REEL_OK) return st;
     int64_t row = (int64_t)s->index * l->clips_per_sample + clip;
     int64_t off, sc, sy, sx;
-    /* fixed shapes: the clip's row of the batch; variable: the slot's own buffer */
-    uint8_t *base = l->shapes_vary ? s->data : bb->data;
-    size_t cap = l->shapes_vary ? s->data_cap : bb->bytes_cap;
+    /* fixed shapes: the clip's row of the batch (or of the staging, row k
+     * for clip k); variable: the slot's own buffer */
+    uint8_t *base = c->host ? c->host : l->shapes_vary ? s->data : bb->data;
+    size_t cap = c->host ? c->host_cap : l->shapes_vary ? s->data_cap : bb->bytes_cap;
     if (l->shapes_vary)
         reel__layout_frame(l->s.transform.layout, T, s->height, s->width, l->channels, 0, t, &off, &sc, &sy, &sx);
     else
-        reel__layout_frame(l->s.transform.layout, T, l->clip_height, l->clip_width, l->channels, row, t, &off, &sc, &sy,
-                           &sx);
+        reel__layout_frame(l->s.transform.layout, T, l->clip_height, l->clip_width, l->channels, c->host ? clip : row,
+                           t, &off, &sc, &sy, &sx);
     c->t.stride_c = sc;
     c->t.stride_y = sy;
     c->t.stride_x = sx;
@@ -439,7 +444,7 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
     atomic_fetch_add(&l->decoding, 1);
     const int contexts = l->shapes_vary ? reel__loader_vary_contexts(l, s) : 1;
     int st;
-    if (l->cuda) { /* on a GPU: the source writes the slot's rows in device memory */
+    if (l->cuda && l->src.ops->decode_dense) { /* on a GPU: the source writes the slot's rows in device memory */
         st = reel__loader_gpu_decode(l, w, s, &stats, e);
         c.visited = st == REEL_OK ? (int64_t)n : 0;
         if (st == REEL_OK && over_limit(l, s, reel__clock_ns() - t0)) st = timeout_error(l, s, e);
@@ -448,8 +453,20 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
         c.visited = st == REEL_OK ? (int64_t)n : 0;
         if (st == REEL_OK && over_limit(l, s, reel__clock_ns() - t0)) st = timeout_error(l, s, e);
     } else {
-        st = l->src.ops->decode(l->src.ctx, w->tls, s->handle, s->indices, n, visit, window, &c, &stats, e);
-        if (st != REEL_OK && c.err.status != REEL_OK) *e = c.err; /* our visitor's reason wins */
+        /* on a GPU, a source of host pixels: converted as on the CPU into
+         * the worker's staging, then uploaded into the slot's rows */
+        const size_t rows =
+            l->cuda ? (size_t)l->clips_per_sample * (size_t)s->bb->batch.strides[0] * l->element_bytes : 0;
+        st = l->cuda ? reel__loader_gpu_staging(l, w, rows, &c.host, e) : REEL_OK;
+        c.host_cap = rows;
+        if (st == REEL_OK) {
+            st = l->src.ops->decode(l->src.ctx, w->tls, s->handle, s->indices, n, visit, window, &c, &stats, e);
+            if (st != REEL_OK && c.err.status != REEL_OK) *e = c.err; /* our visitor's reason wins */
+        }
+        if (st == REEL_OK && c.host && c.visited == (int64_t)n) {
+            st = reel__loader_gpu_upload(l, s, c.host, rows, e);
+            if (st == REEL_OK) stats.frames_uploaded += (int64_t)n;
+        }
     }
     atomic_fetch_sub(&l->decoding, 1);
     if (st == REEL_OK && c.visited != (int64_t)n)
@@ -494,6 +511,7 @@ void *reel__loader_decode_main(void *arg)
     stage_loop(w, sg, conv_st, &cerr, decode_work, decode_done, conv);
     reel_converter_destroy(&conv);
     reel__loader_gpu_worker_free(w);
+    reel__loader_gpu_staging_free(w);
     worker_source_free(l, w);
     return NULL;
 }
