@@ -45,7 +45,7 @@ typedef struct worker {
     struct reel_device_buffer *scratch;
     /* On a GPU over a source of host pixels (a packed store's records): the
      * decode worker's host staging for one sample's rows (grown; pinned
-     * when a CUDA runtime gives it), uploaded into the batch (loader_upload.c) */
+     * when a CUDA runtime gives it), uploaded into the batch (loader_gpu.c) */
     uint8_t *staging;
     size_t staging_cap;
     int staging_pinned;
@@ -217,7 +217,7 @@ int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source
 void reel__loader_gpu_worker_free(worker *w);
 /* Stage 3 on a GPU: row `from` of the batch at base copied to row `to`. */
 int reel__loader_gpu_move_row(reel_loader *l, void *base, int64_t to, int64_t from, size_t row_bytes, reel_error *e);
-/* loader_upload.c: a source of host pixels (no decode_dense: a packed
+/* loader_gpu.c: a source of host pixels (no decode_dense: a packed
  * store's records) on a GPU. Stage 2 converts its frames on the CPU with
  * the loader's visitor, exactly as the CPU Loader does, into the worker's
  * host staging (one sample's rows, laid out as in the batch), then uploads
