@@ -36,6 +36,14 @@ benchmarks, each against the CPU in the same run:
   gpu_loader_fps          then samples/s of both Loaders in the same run (the
                           CPU one on all the machine's cores), with the GPU
                           Loader's NVDEC / uploaded frame counts
+  gpu_store_equals_cpu    reel.Loader(store, device="cuda") over a packed
+                          store (JPEG records, made here with reel.pack from
+                          generated 640x360 videos; no NVDEC needed: records
+                          are decoded on the CPU and uploaded): batches equal
+                          to the CPU Loader's over the same store, bit for bit
+                          (uint8 random crop + flip, float32 normalised)
+  gpu_store_fps           then samples/s of both store Loaders in the same
+                          run, with the bytes uploaded and the host staging
 
 Writes DIR/device_check.json and DIR/device_check.md."""
 
@@ -393,6 +401,76 @@ def check_gpu_loader(rep: Report, clips: List[Path], no_gpu: Optional[str]) -> N
     rep.add("gpu_loader_fps", "measured", "16 frames per clip, 224x224 uint8, batches of 8, 1080p clips", rows=rows)
 
 
+GPU_STORE_CODE = """
+import json, sys, time
+import numpy as np
+import reel, reel._testing
+from pathlib import Path
+work, w, h, frames, epochs = Path(sys.argv[1]), *map(int, sys.argv[2:6])
+src, store = work / "videos", work / "store"
+for c in ("a", "b"):
+    (src / c).mkdir(parents=True, exist_ok=True)
+    for v in range(8):
+        reel._testing.write_video(str(src / c / f"v{v}.mp4"), width=w, height=h, frames=frames, gop=16, seed=v + 1)
+if not store.exists():
+    reel.pack(src, store, size=256, format="jpeg")
+common = dict(frames_per_clip=16, size=224, crop="random", flip="random", batch_size=8, seed=3, epochs=1)
+out = {"equal": [], "fps": {}}
+for kw in ({}, {"dtype": "float32", "mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225),
+                "layout": "BCTHW"}):
+    got = {}
+    for dev in ("cuda", "cpu"):
+        with reel.Loader(store, device=dev, **common, **kw) as ld:
+            got[dev] = [(b.frames.cpu() if dev == "cuda" else b.frames).numpy().copy() for b in ld]
+    out["equal"].append(len(got["cuda"]) == len(got["cpu"]) > 0 and
+                        all(np.array_equal(a, b) for a, b in zip(got["cuda"], got["cpu"])))
+for dev in ("cuda", "cpu"):
+    with reel.Loader(store, device=dev, **dict(common, epochs=epochs)) as ld:
+        t0 = time.perf_counter(); n = 0
+        for b in ld:
+            n += len(b)
+            del b
+        m = ld.metrics()
+        out["fps"][dev] = dict(samples_per_s=n / (time.perf_counter() - t0), samples=n,
+                               frames_uploaded=m["frames_uploaded"], upload_bytes=m["upload_bytes"],
+                               staging_bytes=m["staging_bytes"])
+print(json.dumps(out))
+"""
+
+
+def check_gpu_store(rep: Report, out: Path, no_gpu: Optional[str]) -> None:
+    """reel.Loader(store, device="cuda") against the CPU Loader over the same
+    packed store: batches equal, then samples/s of both in the same run."""
+    names = ("gpu_store_equals_cpu", "gpu_store_fps")
+    if no_gpu:
+        for name in names:
+            rep.add(name, "skipped", no_gpu)
+        return
+    work = out / "gpu_store"
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        quick = os.environ.get("REEL_DEVICE_CHECK_QUICK")
+        r = run_with_reel(GPU_STORE_CODE, [work, 640, 360, 32 if quick else 64, 1 if quick else 4], 400)
+    except subprocess.TimeoutExpired:
+        rep.add(names[0], "failed", "timed out after 400 s")
+        return
+    if r.returncode != 0:
+        why = f"reel's GPU Loader over a store does not run here: {r.stderr.strip()[-300:]}"
+        for name in names:
+            rep.add(name, "skipped", why)
+        return
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    ok = all(res["equal"])
+    rep.add(names[0], "passed" if ok else "failed", "" if ok else "batches differ (uint8, float32 normalised)",
+            cases=res["equal"])
+    g, c = res["fps"]["cuda"], res["fps"]["cpu"]
+    rows = [{"gpu_samples_per_s": round(g["samples_per_s"], 1), "cpu_samples_per_s": round(c["samples_per_s"], 1),
+             "ratio": round(g["samples_per_s"] / c["samples_per_s"], 2), "frames_uploaded": g["frames_uploaded"],
+             "upload_bytes": g["upload_bytes"], "staging_bytes": g["staging_bytes"]}]
+    rep.add(names[1], "measured", "JPEG store at short side 256, 16 frames per clip, 224x224 uint8, batches of 8",
+            rows=rows)
+
+
 def write(out: Path, rep: Report, env: Dict[str, Any]) -> None:
     doc = {"when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), **env, "checks": rep.checks}
     (out / "device_check.json").write_text(json.dumps(doc, indent=2) + "\n")
@@ -448,6 +526,7 @@ def main() -> int:
     bench_reel(rep, clips, no_gpu)
     bench_torchcodec(rep, clips, no_gpu, frames)
     check_gpu_loader(rep, clips, no_gpu)
+    check_gpu_store(rep, out, no_gpu)
 
     env = {"gpu": gpu, "cpus": os.cpu_count(), "python": platform.python_version(), "ffmpeg": ffmpeg,
            "shared_videos": str(videos)}
