@@ -1,5 +1,5 @@
 /* test_gpu_loader_store.c: the Loader with decoder.device "cuda" over a
- * packed store (JPEG and raw records), against the emulated driver
+ * packed store (JPEG, raw and H.264 records), against the emulated driver
  * (tests/cuda/fake_cuda.c through REEL_LIBCUDA): batches in device memory
  * equal to the CPU Loader's over the same store, bit for bit, under
  * several transforms, resumed and on several ranks; every frame counted as
@@ -48,7 +48,9 @@ static void fail_call(const char *name, long long nth)
 static reel_dataset *store(reel_store_format fmt)
 {
     static const sc_videos v = { "gpuds", NV, 64, 48, 12, 2, 6, 1, 21 };
-    const char *name = fmt == REEL_STORE_FORMAT_JPEG ? "gpu-jpeg" : "gpu-raw";
+    const char *name = fmt == REEL_STORE_FORMAT_JPEG  ? "gpu-jpeg"
+                       : fmt == REEL_STORE_FORMAT_RAW ? "gpu-raw"
+                                                      : "gpu-h264";
     const char *dir = sc_tmp(name);
     struct stat st;
     if (stat(dir, &st) != 0) {
@@ -196,6 +198,18 @@ TEST(jpeg_store_batches_on_the_gpu_equal_the_cpu_loaders)
 TEST(raw_store_batches_on_the_gpu_equal_the_cpu_loaders)
 {
     equal_under_transforms(REEL_STORE_FORMAT_RAW);
+}
+
+TEST(h264_store_batches_on_the_gpu_equal_the_cpu_loaders)
+{
+    use_fake();
+    reel_dataset *ds = store(REEL_STORE_FORMAT_H264);
+    reel_loader_settings s = small_settings();
+    check_equal(ds, s, "h264 records, uint8 BTCHW random crop and flip");
+    s.transform.pixels.dtype = REEL_DTYPE_FLOAT32;
+    s.transform.layout = REEL_BATCH_BTHWC;
+    check_equal(ds, s, "h264 records, float32 BTHWC");
+    reel_dataset_destroy(&ds);
 }
 
 /* Resume and elastic positions are the loader's, unchanged on the GPU: a
