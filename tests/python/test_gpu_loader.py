@@ -2,9 +2,10 @@
 test build makes (build/fake_cuda/libcuda.so.1): batches on the device
 (DLPack kDLCUDA, .cpu()) equal to the CPU Loader's batch for batch, bit for
 bit, under several transforms; the upload counts, device memory and pinned
-upload staging in the metrics, equal to the driver's live allocations; a held batch stays valid while the loader goes on and after it closes; nothing left on
-the device after close. Each check runs in a process of its own (the driver
-is loaded once per process), as in test_gpu_decoder.py."""
+upload staging in the metrics, equal to the driver's live allocations; a
+held batch stays valid while the loader goes on and after it closes; nothing
+left on the device after close. Each check runs in a process of its own
+(the driver is loaded once per process), as in test_gpu_decoder.py."""
 
 from test_gpu_decoder import run_gpu
 
