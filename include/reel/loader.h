@@ -504,13 +504,20 @@ typedef struct reel_loader_metrics {
      *  decoded on the CPU and uploaded (reel_decode_stats' counts, summed;
      *  over a packed store: every delivered frame) */
     int64_t frames_nvdec, frames_uploaded;
-    /** On a GPU: device memory the loader's pool holds now (the ring's batch
-     *  buffers), and the most it held; 0 on the CPU */
+    /** On a GPU: device memory the loader holds now, and the most it held
+     *  at once: the ring's batch buffers, the decode workers' clip buffers
+     *  (sample_time_limit), and every decode worker's pool (the uploaded
+     *  pictures and the kernel's tables of a launch); 0 on the CPU */
     int64_t device_bytes, device_bytes_peak;
     /** On a GPU over host pixels (a packed store's records, converted on
      *  the CPU as the CPU Loader does): the decode workers' host staging
      *  held now, and the bytes uploaded from it into batches; 0 otherwise */
     int64_t staging_bytes, upload_bytes;
+    /** On a GPU: host memory page-locked by the driver for the decode
+     *  workers' upload staging now, the most at once, and how many staging
+     *  buffers the driver would not pin (plain memory served instead:
+     *  slower uploads, never a failure); 0 on the CPU */
+    int64_t pinned_bytes, pinned_bytes_peak, pinned_failures;
     uint8_t reserved[8]; /**< zero; room to grow (common.h) */
 } reel_loader_metrics;
 

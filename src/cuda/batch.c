@@ -1,8 +1,9 @@
 /* batch.c: a decoder's frames on their way to the conversion kernel: each
  * decoded picture made a kernel source (an NVDEC surface referenced as is; a
- * CPU-decoded picture packed to NV12 / P010 and uploaded into the device
- * pool), planned, and launched together, one launch per batch; and the
- * FFmpeg CUDA device on the same primary context for NVDEC. */
+ * CPU-decoded picture packed to NV12 / P010 in the device's pinned staging
+ * and uploaded into its pool on its stream), planned, and launched
+ * together, one launch per batch; and the FFmpeg CUDA device on the same
+ * primary context for NVDEC. */
 #include "cuda/device.h"
 #include "cuda/device_parts.h"
 #include "cuda/plan.h"
@@ -27,8 +28,7 @@ struct reel__cuda_batch {
     AVFrame **held; /* NVDEC surfaces referenced until the launch */
     int nheld;
     reel__cuda_taps taps;
-    uint8_t *pack; /* host staging for one picture */
-    size_t pack_size;
+    int taken;        /* staging or pool buffers of c in use since the last launch or drop */
     int64_t last_key; /* the frame added last in this batch, and its source */
     reel__cuda_src last_src;
 };
@@ -36,6 +36,9 @@ struct reel__cuda_batch {
 int reel__cuda_batch_new(reel__cuda *c, int max_frames, reel__cuda_batch **out, reel_error *err)
 {
     *out = NULL;
+    if (max_frames < 1 || max_frames >= REEL__CUDA_STAGING_SLOTS) /* a staging slot per picture, one for the tables */
+        return reel__error_set(err, REEL_E_INVALID_ARG, "CUDA: a batch of %d frames (1 to %d)", max_frames,
+                               REEL__CUDA_STAGING_SLOTS - 1);
     reel__cuda_batch *b = calloc(1, sizeof *b);
     if (b) {
         b->frames = calloc((size_t)max_frames, sizeof *b->frames);
@@ -64,7 +67,17 @@ void reel__cuda_batch_drop(reel__cuda_batch *b)
     b->n = 0;
     b->last_key = -1;
     reel__cuda_taps_reset(&b->taps);
+    if (!b->taken) return; /* c may be a loader worker's, busy with another decoder: not touched */
+    reel_error e;
+    reel__cuda_sync(b->c, &e); /* an upload queued before a failure may still read the staging */
     reel__cuda_buffers_release(b->c);
+    b->taken = 0;
+}
+
+void reel__cuda_batch_set_device(reel__cuda_batch *b, reel__cuda *c)
+{
+    reel__cuda_batch_drop(b);
+    b->c = c;
 }
 
 void reel__cuda_batch_free(reel__cuda_batch **pb)
@@ -75,21 +88,23 @@ void reel__cuda_batch_free(reel__cuda_batch **pb)
     reel__cuda_taps_free(&b->taps);
     free(b->frames);
     free(b->held);
-    free(b->pack);
     free(b);
     *pb = NULL;
 }
 
 int reel__cuda_batch_launch(reel__cuda_batch *b, reel_error *err)
 {
+    b->taken = 1;
     int r = reel__cuda_convert(b->c, b->frames, b->n, &b->taps, err);
     reel__cuda_batch_drop(b);
     return r;
 }
 
-/* A host picture packed into b->pack as NV12 (bits 8) or P010 (10), luma
- * then chroma, rows of y_pitch / uv_pitch bytes. */
-static int pack_host(reel__cuda_batch *b, const AVFrame *f, reel__cuda_src *s, size_t *bytes, reel_error *err)
+/* A host picture packed as NV12 (bits 8) or P010 (10), luma then chroma,
+ * rows of y_pitch / uv_pitch bytes, into staging slot b->n of the device
+ * (*host). */
+static int pack_host(reel__cuda_batch *b, const AVFrame *f, reel__cuda_src *s, uint8_t **host, size_t *bytes,
+                     reel_error *err)
 {
     const int fmt = f->format;
     const AVPixFmtDescriptor *d = av_pix_fmt_desc_get(fmt);
@@ -110,13 +125,10 @@ static int pack_host(reel__cuda_batch *b, const AVFrame *f, reel__cuda_src *s, s
     s->y_pitch = (w * es + 63) / 64 * 64;
     s->uv_pitch = (cw * 2 * es + 63) / 64 * 64;
     size_t need = (size_t)s->y_pitch * (size_t)h + (size_t)s->uv_pitch * (size_t)ch;
-    if (need > b->pack_size) {
-        uint8_t *p = realloc(b->pack, need);
-        if (!p) return reel__error_set(err, REEL_E_NOMEM, "CUDA: out of memory for a %zu-byte picture", need);
-        b->pack = p;
-        b->pack_size = need;
-    }
-    uint8_t *y = b->pack, *uv = b->pack + (size_t)s->y_pitch * (size_t)h;
+    b->taken = 1;
+    int st = reel__cuda_staging(b->c, b->n, need, (void **)host, err);
+    if (st != REEL_OK) return st;
+    uint8_t *y = *host, *uv = *host + (size_t)s->y_pitch * (size_t)h;
     for (int r = 0; r < h; r++) {
         const uint8_t *src = f->data[0] + (ptrdiff_t)r * f->linesize[0];
         uint16_t *o16 = (uint16_t *)(y + (size_t)r * s->y_pitch);
@@ -185,11 +197,12 @@ int reel__cuda_batch_add(reel__cuda_batch *b, const AVFrame *f, int rotation, in
             *on_device = 1;
         } else {
             size_t bytes = 0;
+            uint8_t *host = NULL;
             s.full_range = reel__convert_full_range(f->color_range, f->format);
-            int r = pack_host(b, f, &s, &bytes, err);
+            int r = pack_host(b, f, &s, &host, &bytes, err);
             uint64_t p = 0;
             if (r == REEL_OK) r = reel__cuda_buffer(b->c, bytes, &p, err);
-            if (r == REEL_OK) r = reel__cuda_upload(b->c, p, b->pack, bytes, err);
+            if (r == REEL_OK) r = reel__cuda_upload_async(b->c, p, host, bytes, err); /* the launch waits for it */
             if (r != REEL_OK) return r;
             s.y = (const uint8_t *)(uintptr_t)p;
             s.uv = s.y + (size_t)s.y_pitch * (size_t)f->height;
@@ -216,6 +229,13 @@ int reel__cuda_nvdec_library(char *why, size_t size)
              "NVIDIA_DRIVER_CAPABILITIES=video): %s",
              e ? e : "dlopen failed");
     return 0;
+}
+
+void reel__cuda_ffmpeg_device_stream(AVBufferRef *hw, reel__cuda *c)
+{
+    /* FFmpeg's NVDEC reads the device's stream at each surface it maps and
+     * copies: from now on, c's */
+    if (hw) ((AVCUDADeviceContext *)((AVHWDeviceContext *)hw->data)->hwctx)->stream = reel__cuda_stream(c);
 }
 
 int reel__cuda_ffmpeg_device(reel__cuda *c, AVBufferRef **out, reel_error *err)

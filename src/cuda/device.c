@@ -8,6 +8,7 @@
 #include "cuda/kernels.h"
 #include "core/error.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,12 @@ typedef struct pool_buf {
 
 #define POOL_MAX 64
 
+typedef struct staging_buf {
+    void *ptr;
+    size_t size;
+    int pinned; /* cuMemHostAlloc's, else malloc's */
+} staging_buf;
+
 struct reel__cuda {
     const reel__cu_api *cu;
     int index;
@@ -52,7 +59,38 @@ struct reel__cuda {
     reel__cuda_mem mem;
     pool_buf bufs[POOL_MAX];
     int nbufs;
+    staging_buf staging[REEL__CUDA_STAGING_SLOTS];
+    reel__cuda_tally *tally; /* an owner's total (a loader's), or NULL */
 };
+
+static void raise_peak(_Atomic int64_t *peak, int64_t now)
+{
+    int64_t p = atomic_load(peak);
+    while (now > p && !atomic_compare_exchange_weak(peak, &p, now)) {}
+}
+
+void reel__cuda_tally_add(reel__cuda_tally *t, int64_t device, int64_t pinned)
+{
+    if (!t) return;
+    if (device) raise_peak(&t->device_peak, atomic_fetch_add(&t->device, device) + device);
+    if (pinned) raise_peak(&t->pinned_peak, atomic_fetch_add(&t->pinned, pinned) + pinned);
+}
+
+void reel__cuda_set_tally(reel__cuda *c, reel__cuda_tally *t)
+{
+    c->tally = t;
+    reel__cuda_tally_add(t, (int64_t)c->mem.held, (int64_t)c->mem.pinned);
+}
+
+/* c's own counters and its owner's tally, by `device` and `pinned` bytes. */
+static void count(reel__cuda *c, int64_t device, int64_t pinned)
+{
+    c->mem.held = (size_t)((int64_t)c->mem.held + device);
+    c->mem.pinned = (size_t)((int64_t)c->mem.pinned + pinned);
+    if (c->mem.held > c->mem.peak) c->mem.peak = c->mem.held;
+    if (c->mem.pinned > c->mem.pinned_peak) c->mem.pinned_peak = c->mem.pinned;
+    reel__cuda_tally_add(c->tally, device, pinned);
+}
 
 #define CU_CHECK(c, call, what)                                                                    \
     do {                                                                                           \
@@ -190,7 +228,18 @@ void reel__cuda_close(reel__cuda **pc)
     reel__cuda *c = *pc;
     const reel__cu_api *cu = c->cu;
     if (c->ctx && cu->CtxPushCurrent(c->ctx) == REEL_CU_SUCCESS) {
+        if (c->stream) cu->StreamSynchronize(c->stream); /* nothing may still read the staging or the pool */
         for (int i = 0; i < c->nbufs; i++) cu->MemFree(c->bufs[i].ptr);
+        count(c, -(int64_t)c->mem.held, 0);
+        for (int i = 0; i < REEL__CUDA_STAGING_SLOTS; i++) {
+            staging_buf *h = &c->staging[i];
+            if (h->pinned) {
+                cu->MemFreeHost(h->ptr);
+                count(c, 0, -(int64_t)h->size);
+            } else {
+                free(h->ptr);
+            }
+        }
         if (c->stream) cu->StreamDestroy(c->stream);
         if (c->module) cu->ModuleUnload(c->module);
         CUcontext popped;
@@ -216,8 +265,14 @@ reel__cuda_mem reel__cuda_memory(const reel__cuda *c)
     return c->mem;
 }
 
+/* Requests are rounded up to whole grains, so that the few sizes a worker
+ * sees (a video's pictures, a launch's tables under random crops) reach a
+ * steady set of buffers after a few calls. */
+#define POOL_GRAIN ((size_t)64 << 10)
+
 int reel__cuda_buffer(reel__cuda *c, size_t size, uint64_t *ptr, reel_error *err)
 {
+    size = (size + POOL_GRAIN - 1) / POOL_GRAIN * POOL_GRAIN;
     pool_buf *best = NULL;
     for (int i = 0; i < c->nbufs; i++) {
         pool_buf *b = &c->bufs[i];
@@ -229,14 +284,16 @@ int reel__cuda_buffer(reel__cuda *c, size_t size, uint64_t *ptr, reel_error *err
         *ptr = best->ptr;
         return REEL_OK;
     }
-    /* make room: free idle buffers too small to serve this request */
-    for (int i = 0; i < c->nbufs && (c->mem.held + size > c->mem.limit || c->nbufs == POOL_MAX);) {
+    /* idle buffers too small for this request are freed before it is
+     * allocated (a larger one serves their sizes from now on): the pool
+     * settles on the largest sizes it is asked for instead of growing */
+    for (int i = 0; i < c->nbufs;) {
         if (!c->bufs[i].busy) {
             CUcontext was;
             if (c->cu->CtxPushCurrent(c->ctx) != REEL_CU_SUCCESS) break;
             c->cu->MemFree(c->bufs[i].ptr);
             c->cu->CtxPopCurrent(&was);
-            c->mem.held -= c->bufs[i].size;
+            count(c, -(int64_t)c->bufs[i].size, 0);
             c->bufs[i] = c->bufs[--c->nbufs];
         } else {
             i++;
@@ -253,9 +310,8 @@ int reel__cuda_buffer(reel__cuda *c, size_t size, uint64_t *ptr, reel_error *err
     c->cu->CtxPopCurrent(&popped);
     CU_CHECK(c, ar, "cuMemAlloc");
     c->bufs[c->nbufs++] = (pool_buf){ p, size, 1 };
-    c->mem.held += size;
+    count(c, (int64_t)size, 0);
     c->mem.allocs++;
-    if (c->mem.held > c->mem.peak) c->mem.peak = c->mem.held;
     *ptr = p;
     return REEL_OK;
 }
@@ -296,6 +352,65 @@ int reel__cuda_copy_device(reel__cuda *c, uint64_t dst, uint64_t src, size_t siz
     return REEL_OK;
 }
 
+int reel__cuda_staging(reel__cuda *c, int slot, size_t size, void **out, reel_error *err)
+{
+    staging_buf *h = &c->staging[slot];
+    if (h->size >= size && h->ptr) {
+        *out = h->ptr;
+        return REEL_OK;
+    }
+    const reel__cu_api *cu = c->cu;
+    if (h->pinned) {
+        cu->MemFreeHost(h->ptr);
+        count(c, 0, -(int64_t)h->size);
+    } else {
+        free(h->ptr);
+    }
+    *h = (staging_buf){ 0 };
+    size = (size + 4095) / 4096 * 4096; /* whole pages: a little room to grow */
+    void *p = NULL;
+    if (cu->MemHostAlloc && cu->CtxPushCurrent(c->ctx) == REEL_CU_SUCCESS) {
+        if (cu->MemHostAlloc(&p, size, 0) != REEL_CU_SUCCESS) p = NULL;
+        CUcontext popped;
+        cu->CtxPopCurrent(&popped);
+    }
+    if (p) {
+        *h = (staging_buf){ p, size, 1 };
+        count(c, 0, (int64_t)size);
+    } else { /* the driver would not pin it (or cannot): plain memory, counted */
+        c->mem.pinned_failures++;
+        if (c->tally) atomic_fetch_add(&c->tally->pinned_failures, 1);
+        if (!(p = malloc(size)))
+            return reel__error_set(err, REEL_E_NOMEM, "CUDA: out of memory for %zu bytes of upload staging for %s",
+                                   size, c->name);
+        *h = (staging_buf){ p, size, 0 };
+    }
+    *out = p;
+    return REEL_OK;
+}
+
+int reel__cuda_upload_async(reel__cuda *c, uint64_t dst, const void *src, size_t size, reel_error *err)
+{
+    const reel__cu_api *cu = c->cu;
+    CU_CHECK(c, cu->CtxPushCurrent(c->ctx), "cuCtxPushCurrent");
+    CUresult r = cu->MemcpyHtoDAsync(dst, src, size, c->stream);
+    CUcontext popped;
+    cu->CtxPopCurrent(&popped);
+    CU_CHECK(c, r, "a copy to the device (cuMemcpyHtoDAsync)");
+    return REEL_OK;
+}
+
+int reel__cuda_sync(reel__cuda *c, reel_error *err)
+{
+    const reel__cu_api *cu = c->cu;
+    CU_CHECK(c, cu->CtxPushCurrent(c->ctx), "cuCtxPushCurrent");
+    CUresult r = cu->StreamSynchronize(c->stream);
+    CUcontext popped;
+    cu->CtxPopCurrent(&popped);
+    CU_CHECK(c, r, "cuStreamSynchronize");
+    return REEL_OK;
+}
+
 int reel__cuda_download(reel__cuda *c, void *dst, uint64_t src, size_t size, reel_error *err)
 {
     return copy(c, dst, src, size, 0, err);
@@ -312,12 +427,19 @@ int reel__cuda_convert(reel__cuda *c, const reel__px_frame *frames, int n, const
     size_t fbytes = (size_t)n * sizeof *frames, sbytes = (size_t)(taps->n_start ? taps->n_start : 1) * 4,
            cbytes = (size_t)(taps->n_coef ? taps->n_coef : 1) * 2;
     uint64_t dframes, dstart, dcoef;
-    int r = reel__cuda_buffer(c, fbytes, &dframes, err);
+    uint8_t *host = NULL; /* the tables staged together: frames, starts, weights (each 16-byte aligned) */
+    const size_t at_s = (fbytes + 15) / 16 * 16, at_c = at_s + (sbytes + 15) / 16 * 16;
+    int r = reel__cuda_staging(c, REEL__CUDA_STAGING_SLOTS - 1, at_c + cbytes, (void **)&host, err);
+    if (r == REEL_OK) r = reel__cuda_buffer(c, fbytes, &dframes, err);
     if (r == REEL_OK) r = reel__cuda_buffer(c, sbytes, &dstart, err);
     if (r == REEL_OK) r = reel__cuda_buffer(c, cbytes, &dcoef, err);
-    if (r == REEL_OK) r = reel__cuda_upload(c, dframes, frames, fbytes, err);
-    if (r == REEL_OK && taps->n_start) r = reel__cuda_upload(c, dstart, taps->start, sbytes, err);
-    if (r == REEL_OK && taps->n_coef) r = reel__cuda_upload(c, dcoef, taps->coef, cbytes, err);
+    if (r != REEL_OK) return r;
+    memcpy(host, frames, fbytes);
+    if (taps->n_start) memcpy(host + at_s, taps->start, sbytes);
+    if (taps->n_coef) memcpy(host + at_c, taps->coef, cbytes);
+    r = reel__cuda_upload_async(c, dframes, host, fbytes, err);
+    if (r == REEL_OK && taps->n_start) r = reel__cuda_upload_async(c, dstart, host + at_s, sbytes, err);
+    if (r == REEL_OK && taps->n_coef) r = reel__cuda_upload_async(c, dcoef, host + at_c, cbytes, err);
     if (r != REEL_OK) return r;
     const reel__cu_api *cu = c->cu;
     CU_CHECK(c, cu->CtxPushCurrent(c->ctx), "cuCtxPushCurrent");

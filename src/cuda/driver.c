@@ -78,6 +78,9 @@ static void load_once(void)
             return;
         }
     }
+    *(void **)&g_api.MemHostAlloc = dlsym(lib, "cuMemHostAlloc"); /* optional: staging is plain without them */
+    *(void **)&g_api.MemFreeHost = dlsym(lib, "cuMemFreeHost");
+    if (!g_api.MemHostAlloc || !g_api.MemFreeHost) g_api.MemHostAlloc = NULL, g_api.MemFreeHost = NULL;
     g_api.lib = lib;
     g_api.emulated = dlsym(lib, "reel_emulated_driver") != NULL;
     CUresult r = g_api.Init(0);

@@ -57,6 +57,10 @@ typedef struct reel__cu_api {
     CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                              void **, void **);
     CUresult (*GetErrorName)(CUresult, const char **);
+    /* optional (NULL where the driver lacks them): page-locked host memory
+     * for upload staging; without it, staging is plain memory */
+    CUresult (*MemHostAlloc)(void **, size_t, unsigned);
+    CUresult (*MemFreeHost)(void *);
 } reel__cu_api;
 
 /* The process's driver API, loaded and cuInit'ed once (thread-safe); NULL

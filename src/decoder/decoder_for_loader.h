@@ -11,8 +11,12 @@
  * (a reel_decoder_settings.gop_contexts value; the decoder's own setting is
  * untouched). cthw != 0: t's layout CHW written channel-major over the call,
  * dst is [3][n][H][W] (the [C, T, H, W] of one sample); t must set no
- * strides; dst_size must hold n frames. */
+ * strides; dst_size must hold n frames. `device`: NULL, or for a decoder
+ * opened with a GPU loader's device (open.h's `lend`) the decode worker's
+ * own (its stream, staging and pool) on which this call runs. */
+struct reel__cuda;
 int reel__decoder_get_sample(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t, int cthw,
-                             int contexts, void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err);
+                             int contexts, struct reel__cuda *device, void *dst, size_t dst_size,
+                             reel_decode_stats *stats, reel_error *err);
 
 #endif

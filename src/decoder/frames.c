@@ -194,7 +194,7 @@ static void *par_run(void *arg)
         if (!*g->slot) {
             reel_error e;
             reel_error_clear(&e);
-            if (reel__decoder_open_as(g->slot, g->open_src, g->remote, g->open_settings, &e) != REEL_OK) goto out;
+            if (reel__decoder_open_as(g->slot, g->open_src, g->remote, g->open_settings, NULL, &e) != REEL_OK) goto out;
         }
         if ((*g->slot)->table.n != g->frames) goto out; /* not the same video (a changed file): kept, never used */
         g->dec = *g->slot;
@@ -471,10 +471,12 @@ int reel__decoder_get_frames_cthw(reel_decoder *dec, const int64_t *indices, siz
 }
 
 int reel__decoder_get_sample(reel_decoder *dec, const int64_t *indices, size_t n, const reel_transform *t, int cthw,
-                             int contexts, void *dst, size_t dst_size, reel_decode_stats *stats, reel_error *err)
+                             int contexts, struct reel__cuda *device, void *dst, size_t dst_size,
+                             reel_decode_stats *stats, reel_error *err)
 {
     if (!dec || (cthw && !t) || (n && !indices))
         return reel__error_set(err, REEL_E_INVALID_ARG, "reel__decoder_get_sample: NULL argument");
+    reel__decoder_gpu_lend(dec, device);
     int kept = dec->settings.gop_contexts; /* this call's contexts only */
     dec->settings.gop_contexts = contexts;
     int r = get_frames(dec, indices, n, t, cthw, dst, dst_size, NULL, stats, err);

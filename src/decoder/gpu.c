@@ -56,7 +56,18 @@ void reel__decoder_gpu_close(reel_decoder *dec)
     snprintf(dec->gpu_device, sizeof dec->gpu_device, "cpu");
     reel__cuda_batch_free(&dec->batch);
     av_buffer_unref(&dec->hw_device);
-    reel__cuda_close(&dec->cuda);
+    if (dec->cuda_home) /* lent: the loader's and its workers', closed by the loader */
+        dec->cuda = NULL;
+    else
+        reel__cuda_close(&dec->cuda);
+}
+
+void reel__decoder_gpu_lend(reel_decoder *dec, reel__cuda *c)
+{
+    if (!dec->cuda_home || !dec->cuda || !c || dec->cuda == c) return;
+    dec->cuda = c;
+    reel__cuda_batch_set_device(dec->batch, c);
+    reel__cuda_ffmpeg_device_stream(dec->hw_device, c);
 }
 
 int reel__decoder_gpu_open(reel_decoder *dec, reel_error *err)
@@ -65,7 +76,11 @@ int reel__decoder_gpu_open(reel_decoder *dec, reel_error *err)
     reel_error e;
     reel_error_clear(&e);
     if (reel__device_parse(dec->settings.device, &index, &e) != REEL_OK || index < 0) return REEL_OK;
-    int r = reel__cuda_open(index, 0, &dec->cuda, &e);
+    int r = REEL_OK;
+    if (dec->cuda_home) /* a GPU loader's: its device, a worker's lent per call */
+        dec->cuda = dec->cuda_home;
+    else
+        r = reel__cuda_open(index, 0, &dec->cuda, &e);
     if (r == REEL_OK) snprintf(dec->gpu_device, sizeof dec->gpu_device, "cuda:%d", index);
     if (r == REEL_OK) r = reel__cuda_batch_new(dec->cuda, GPU_BATCH, &dec->batch, &e);
     if (r != REEL_OK) {

@@ -135,6 +135,10 @@ struct reel_decoder {
      * frames are decoded on the CPU and uploaded), why not (gpu_note, ""
      * while NVDEC decodes), and the current call's counts */
     struct reel__cuda *cuda;
+    /* A GPU loader's decoder: the loader's device it was opened with (its
+     * primary context; not owned), and cuda then a decode worker's, lent
+     * for each call (reel__decoder_gpu_lend): never opened or closed here */
+    struct reel__cuda *cuda_home;
     struct reel__cuda_batch *batch;
     AVBufferRef *hw_device;
     int gpu_asked_nvdec; /* get_format chose AV_PIX_FMT_CUDA once */
@@ -233,6 +237,9 @@ int reel__decoder_get_frames_to(reel_decoder *dec, const int64_t *indices, size_
 int reel__decoder_gpu_open(reel_decoder *dec, reel_error *err);
 void reel__decoder_gpu_codec(const reel_decoder *dec, AVCodecContext *c, void *opaque);
 void reel__decoder_gpu_close(reel_decoder *dec);
+/* A lent decoder's calls from now on run on c (a decode worker's device);
+ * nothing for other decoders or a NULL c. */
+void reel__decoder_gpu_lend(reel_decoder *dec, struct reel__cuda *c);
 int reel__decoder_gpu_frame(reel_decoder *dec, const reel_frame *f, const reel_transform *t, uint64_t dst,
                             reel_error *err);
 int reel__decoder_gpu_finish(reel_decoder *dec, int status, reel_error *err);

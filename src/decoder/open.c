@@ -473,7 +473,8 @@ static int finish_open(reel_decoder **out, reel_decoder *dec, reel_error *err)
 /* http(s):// and s3:// videos: read through src/io with the decoder's own
  * AVIOContext (not FFmpeg's network protocols): range requests into a block
  * cache, retries, the interrupt; messages name the redacted URL. */
-static int open_remote(reel_decoder **out, const char *url, const reel_decoder_settings *s, reel_error *err)
+static int open_remote(reel_decoder **out, const char *url, const reel_decoder_settings *s, struct reel__cuda *lend,
+                       reel_error *err)
 {
     reel_decoder_settings def;
     if (!s) {
@@ -513,6 +514,7 @@ static int open_remote(reel_decoder **out, const char *url, const reel_decoder_s
         reel__io_close(&io);
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
     }
+    dec->cuda_home = lend;
     if (sidecar[0]) {
         if (!(dec->index_path = strdup(sidecar))) {
             reel__io_close(&io);
@@ -552,18 +554,18 @@ static int open_remote(reel_decoder **out, const char *url, const reel_decoder_s
  * that comes from no dataset entry) that asks whether it is remote. */
 int reel_decoder_open(reel_decoder **out, const char *path, const reel_decoder_settings *s, reel_error *err)
 {
-    return reel__decoder_open_as(out, path, path ? reel__io_is_remote(path) : 0, s, err);
+    return reel__decoder_open_as(out, path, path ? reel__io_is_remote(path) : 0, s, NULL, err);
 }
 
 int reel__decoder_open_as(reel_decoder **out, const char *path, int remote, const reel_decoder_settings *s,
-                          reel_error *err)
+                          struct reel__cuda *lend, reel_error *err)
 {
     if (!out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open: out is NULL");
     *out = NULL;
     if (!path || !*path) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open: empty path");
     int bad = reel__decoder_settings_check(s, "reel_decoder_open", "settings.", err);
     if (bad != REEL_OK) return bad;
-    if (remote) return open_remote(out, path, s, err);
+    if (remote) return open_remote(out, path, s, lend, err);
     struct stat sb;
     if (stat(path, &sb) != 0) {
         if (errno == ENOENT || errno == ENOTDIR)
@@ -576,6 +578,7 @@ int reel__decoder_open_as(reel_decoder **out, const char *path, int remote, cons
     if (sb.st_size == 0) return reel__error_set(err, REEL_E_NOT_VIDEO, "%s: not a video file (empty, 0 bytes)", path);
     reel_decoder *dec = alloc_decoder(path, s);
     if (!dec) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", path);
+    dec->cuda_home = lend;
     dec->is_file = 1;
     dec->file_size = (int64_t)sb.st_size;
     dec->file_mtime_ns = (int64_t)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;

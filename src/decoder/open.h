@@ -16,8 +16,13 @@
 int reel__decoder_settings_check(const reel_decoder_settings *s, const char *who, const char *prefix, reel_error *err);
 
 /* reel_decoder_open for `path` known to be remote (an http(s)/s3 URL,
- * remote != 0: read through src/io) or a local file (remote == 0). */
+ * remote != 0: read through src/io) or a local file (remote == 0).
+ * `lend`: NULL, or (settings.device "cuda[:N]") a GPU loader's device on
+ * that GPU: the decoder then opens no device of its own (no context
+ * retain, stream or module load of its own), and each call runs on the
+ * device a decode worker lends it (reel__decoder_get_sample's `device`). */
+struct reel__cuda;
 int reel__decoder_open_as(reel_decoder **out, const char *path, int remote, const reel_decoder_settings *s,
-                          reel_error *err);
+                          struct reel__cuda *lend, reel_error *err);
 
 #endif

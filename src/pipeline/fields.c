@@ -135,6 +135,9 @@ static const reel_field k_metrics[] = {
     M("device_bytes_peak", REEL_FIELD_INT64, device_bytes_peak),
     M("staging_bytes", REEL_FIELD_INT64, staging_bytes),
     M("upload_bytes", REEL_FIELD_INT64, upload_bytes),
+    M("pinned_bytes", REEL_FIELD_INT64, pinned_bytes),
+    M("pinned_bytes_peak", REEL_FIELD_INT64, pinned_bytes_peak),
+    M("pinned_failures", REEL_FIELD_INT64, pinned_failures),
     M("bottleneck", REEL_FIELD_STRING, bottleneck),
     REEL__REMOTE_STATS_FIELDS(R)
     M("remote.request_p50_s", REEL_FIELD_DOUBLE, request_p50_s),

@@ -363,6 +363,7 @@ int reel_loader_create(reel_loader **out, reel_dataset *ds, const reel_loader_se
     st = init_plan(l, err);
     if (st == REEL_OK) st = init_ring(l, auto_prefetch, err);
     if (st == REEL_OK) st = init_stages(l, err);
+    if (st == REEL_OK) st = reel__loader_gpu_workers_open(l, err);
     if (st == REEL_OK) {
         reel__loader_set_position(l, s.first_epoch, 0);
         st = reel__loader_start_threads(l, err);
@@ -385,7 +386,8 @@ void reel_loader_destroy(reel_loader **pl)
         free(l->st[i].tids);
     }
     reel__ring_free(&l->ring);
-    reel__cuda_close(&l->cuda); /* after the ring: its pool held the batch buffers */
+    if (l->workers) reel__loader_gpu_workers_close(l); /* after the threads: every sample's decoder is closed */
+    reel__cuda_close(&l->cuda);                        /* after the ring and the workers' devices */
     reel__plan_free(&l->plan);
     reel__trace_free(&l->trace);
     reel__failures_free(&l->failures_log);

@@ -1,9 +1,10 @@
 /* loader_gpu.c: the Loader on a GPU (decoder.device "cuda[:N]"): the
- * device opened (or the CPU fallback), the refusals by name, a sample
- * written by its source straight into its rows of the batch in device
- * memory clip by clip (a source of host pixels, a packed store: converted
- * on the CPU into a worker's host staging and uploaded), the collate's row
- * moves there, and the metrics. */
+ * device opened (or the CPU fallback), the refusals by name, one device
+ * (stream, staging, pool) per decode worker lent to its samples' decoders,
+ * a sample written by its source straight into its rows of the batch in
+ * device memory clip by clip (a source of host pixels, a packed store:
+ * converted on the CPU into a worker's host staging and uploaded), the
+ * collate's row moves there, and the metrics of every device and pinned byte. */
 #include "pipeline/loader_internal.h"
 #include "core/error.h"
 #include "cuda/device.h"
@@ -52,6 +53,29 @@ int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int v
     return REEL_OK;
 }
 
+int reel__loader_gpu_workers_open(reel_loader *l, reel_error *err)
+{
+    if (!l->cuda) return REEL_OK;
+    reel__cuda_set_tally(l->cuda, &l->gpu_tally);
+    reel__cuda_tally_add(&l->gpu_tally, (int64_t)l->ring.bytes_total, 0); /* the ring's batch buffers */
+    const stage *sg = &l->st[REEL_STAGE_DECODE];
+    for (int k = 0; k < sg->threads; k++) {
+        worker *w = &l->workers[sg->track0 - 1 + k];
+        reel_error e;
+        reel_error_clear(&e);
+        int st = reel__cuda_open(reel__cuda_index(l->cuda), 0, &w->cuda, &e);
+        if (st != REEL_OK) return reel__error_set(err, st, "loader: decode worker %d's device: %s", k, e.message);
+        reel__cuda_set_tally(w->cuda, &l->gpu_tally);
+    }
+    return REEL_OK;
+}
+
+void reel__loader_gpu_workers_close(reel_loader *l)
+{
+    const stage *sg = &l->st[REEL_STAGE_DECODE];
+    for (int k = 0; k < sg->threads && sg->track0 > 0; k++) reel__cuda_close(&l->workers[sg->track0 - 1 + k].cuda);
+}
+
 /* One clip into its row. Without a time limit the worker alone writes the
  * row (no watchdog runs), so the source writes it directly; with one, the
  * watchdog may abandon the sample while its kernel runs, and the batch may
@@ -66,11 +90,11 @@ static int write_clip(reel_loader *l, worker *w, reel_slot *s, const int64_t *in
         return l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, indices, n, t, cthw, dst, bytes, 1, pts, stats,
                                         e);
     if (reel_device_buffer_get_size(w->scratch) < bytes) {
-        atomic_fetch_sub(&l->scratch_bytes, (int64_t)reel_device_buffer_get_size(w->scratch));
+        reel__cuda_tally_add(&l->gpu_tally, -(int64_t)reel_device_buffer_get_size(w->scratch), 0);
         reel_device_buffer_free(&w->scratch);
         int st = reel_device_buffer_alloc(l->device, bytes, &w->scratch, e);
         if (st != REEL_OK) return st;
-        atomic_fetch_add(&l->scratch_bytes, (int64_t)bytes);
+        reel__cuda_tally_add(&l->gpu_tally, (int64_t)bytes, 0);
     }
     const uint64_t tmp = reel_device_buffer_get_address(w->scratch);
     int st = l->src.ops->decode_dense(l->src.ctx, w->tls, s->handle, indices, n, t, cthw, (void *)(uintptr_t)tmp, bytes,
@@ -80,14 +104,14 @@ static int write_clip(reel_loader *l, worker *w, reel_slot *s, const int64_t *in
     if (s->abandoned)
         st = reel__error_set(e, REEL_E_CANCELLED, "%s: abandoned", sample_name(l, s->sample));
     else
-        st = reel__cuda_copy_device(l->cuda, (uint64_t)(uintptr_t)dst, tmp, bytes, e);
+        st = reel__cuda_copy_device(w->cuda, (uint64_t)(uintptr_t)dst, tmp, bytes, e); /* the worker's stream */
     pthread_mutex_unlock(&s->mu);
     return st;
 }
 
 void reel__loader_gpu_worker_free(worker *w)
 {
-    atomic_fetch_sub(&w->l->scratch_bytes, (int64_t)reel_device_buffer_get_size(w->scratch));
+    reel__cuda_tally_add(&w->l->gpu_tally, -(int64_t)reel_device_buffer_get_size(w->scratch), 0);
     reel_device_buffer_free(&w->scratch);
 }
 
@@ -127,10 +151,12 @@ void reel__loader_gpu_metrics(const reel_loader *l, reel_loader_metrics *m)
     m->staging_bytes = atomic_load(&l->staging_bytes);
     m->upload_bytes = atomic_load(&l->upload_bytes);
     if (!l->cuda) return;
-    reel__cuda_mem mem = reel__cuda_memory(l->cuda);        /* unused today: the ring's buffers are their own */
-    const int64_t scratch = atomic_load(&l->scratch_bytes); /* one clip per decode worker, at most */
-    m->device_bytes = (int64_t)(l->ring.bytes_total + mem.held) + scratch;
-    m->device_bytes_peak = (int64_t)(l->ring.bytes_total + mem.peak) + scratch;
+    reel__cuda_tally *t = (reel__cuda_tally *)&l->gpu_tally; /* atomics: read only */
+    m->device_bytes = atomic_load(&t->device);
+    m->device_bytes_peak = atomic_load(&t->device_peak);
+    m->pinned_bytes = atomic_load(&t->pinned);
+    m->pinned_bytes_peak = atomic_load(&t->pinned_peak);
+    m->pinned_failures = atomic_load(&t->pinned_failures);
 }
 
 /* ---- a source of host pixels (a packed store's records): a decode
@@ -172,7 +198,8 @@ int reel__loader_gpu_staging(reel_loader *l, worker *w, size_t bytes, uint8_t **
     return REEL_OK;
 }
 
-int reel__loader_gpu_upload(reel_loader *l, reel_slot *s, const uint8_t *host, size_t bytes, reel_error *e)
+int reel__loader_gpu_upload(reel_loader *l, worker *w, reel_slot *s, const uint8_t *host, size_t bytes,
+                            reel_error *e)
 {
     const size_t row_bytes = (size_t)s->bb->batch.strides[0] * l->element_bytes;
     const uint64_t dst = (uint64_t)(uintptr_t)s->bb->data + (uint64_t)s->index * l->clips_per_sample * row_bytes;
@@ -185,7 +212,7 @@ int reel__loader_gpu_upload(reel_loader *l, reel_slot *s, const uint8_t *host, s
     } else {
         reel_error ce;
         reel_error_clear(&ce);
-        st = reel__cuda_upload(l->cuda, dst, host, bytes, &ce);
+        st = reel__cuda_upload(w->cuda ? w->cuda : l->cuda, dst, host, bytes, &ce); /* the worker's stream */
         if (st != REEL_OK)
             reel__error_set(e, st, "%s: uploading its rows to %s: %s", sample_name(l, s->sample), l->device,
                             ce.message);

@@ -10,6 +10,7 @@
 #define REEL_PIPELINE_LOADER_INTERNAL_H
 
 #include "reel/pipeline.h"
+#include "cuda/device.h"
 #include "pipeline/dataset_internal.h"
 #include "pipeline/metrics.h"
 #include "pipeline/plan.h"
@@ -49,6 +50,10 @@ typedef struct worker {
     uint8_t *staging;
     size_t staging_cap;
     int staging_pinned;
+    /* On a GPU, a decode worker's device (opened at create, closed at
+     * destroy): its one stream, upload staging and pool, lent to the
+     * decoders of the samples it decodes; NULL elsewhere */
+    struct reel__cuda *cuda;
 } worker;
 
 struct reel_loader {
@@ -108,17 +113,18 @@ struct reel_loader {
     _Atomic int64_t frames_decoded, frames_returned;
     _Atomic int64_t frames_nvdec, frames_uploaded; /* on a GPU: frames by where they were decoded */
     _Atomic int64_t staging_bytes, upload_bytes;   /* on a GPU: host staging held, bytes uploaded from it */
-    _Atomic int64_t scratch_bytes;                 /* on a GPU: the decode workers' clip buffers */
-    struct reel__cuda *cuda;                       /* on a GPU: the device holding the ring's buffers */
-    char device[16];                               /* "cpu" or "cuda:N" (reel_batch.device) */
-    _Atomic int64_t gop_split_samples;             /* variable samples decoded on several contexts */
-    _Atomic int decoding;                          /* stage-2 workers inside a decode */
-    _Atomic int64_t bytes_read;                    /* by the source's stage 1 (store records) */
-    _Atomic int64_t audio_samples, audio_ns;       /* settings.audio: samples decoded, stage-2 time on them */
-    _Atomic int64_t audio_corrupt_packets;         /* settings.audio: packets dropped in the clips' windows */
-    pthread_mutex_t remote_mu;                     /* guards remote */
-    reel_remote_stats remote;                      /* requests to objects at URLs, all stages */
-    reel_remote_settings remote_settings;          /* a copy of *s.decoder.remote (or the defaults), with its pool
+    struct reel__cuda *cuda;                       /* on a GPU: the loader's device (collate's row moves) */
+    reel__cuda_tally
+        gpu_tally;   /* on a GPU: every device and pinned byte (ring, scratch, every device's pool and staging) */
+    char device[16]; /* "cpu" or "cuda:N" (reel_batch.device) */
+    _Atomic int64_t gop_split_samples;       /* variable samples decoded on several contexts */
+    _Atomic int decoding;                    /* stage-2 workers inside a decode */
+    _Atomic int64_t bytes_read;              /* by the source's stage 1 (store records) */
+    _Atomic int64_t audio_samples, audio_ns; /* settings.audio: samples decoded, stage-2 time on them */
+    _Atomic int64_t audio_corrupt_packets;   /* settings.audio: packets dropped in the clips' windows */
+    pthread_mutex_t remote_mu;               /* guards remote */
+    reel_remote_stats remote;                /* requests to objects at URLs, all stages */
+    reel_remote_settings remote_settings;    /* a copy of *s.decoder.remote (or the defaults), with its pool
                                              (the source's own for input at URLs when it names none) */
     reel_failure_log failures_log;
     reel_trace trace;
@@ -215,6 +221,12 @@ int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int v
 int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source_stats *stats, reel_error *e);
 /* A decode worker's clip buffer (sample_time_limit), freed when it ends. */
 void reel__loader_gpu_worker_free(worker *w);
+/* At create, after the ring: each decode worker's device (one stream, one
+ * primary-context retain, one module load each) and the ring's bytes in
+ * the tally; REEL_E_CUDA naming the cause. */
+int reel__loader_gpu_workers_open(reel_loader *l, reel_error *err);
+/* At destroy, after the threads: the workers' devices closed. */
+void reel__loader_gpu_workers_close(reel_loader *l);
 /* Stage 3 on a GPU: row `from` of the batch at base copied to row `to`. */
 int reel__loader_gpu_move_row(reel_loader *l, void *base, int64_t to, int64_t from, size_t row_bytes, reel_error *e);
 /* loader_gpu.c: a source of host pixels (no decode_dense: a packed
@@ -227,7 +239,8 @@ int reel__loader_gpu_move_row(reel_loader *l, void *base, int64_t to, int64_t fr
 int reel__loader_gpu_staging(reel_loader *l, worker *w, size_t bytes, uint8_t **host, reel_error *e);
 /* The staged rows (bytes) uploaded into the slot's rows of the batch, under
  * the slot's lock unless the watchdog abandoned the sample meanwhile. */
-int reel__loader_gpu_upload(reel_loader *l, reel_slot *s, const uint8_t *host, size_t bytes, reel_error *e);
+int reel__loader_gpu_upload(reel_loader *l, worker *w, reel_slot *s, const uint8_t *host, size_t bytes,
+                            reel_error *e);
 /* A decode worker's staging, freed when it ends. */
 void reel__loader_gpu_staging_free(worker *w);
 /* The GPU counters into the metrics (zeros on the CPU). */

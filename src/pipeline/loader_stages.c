@@ -212,6 +212,7 @@ static void source_options(const reel_loader *l, reel_slot *s, reel_source_open 
     o->interrupt_opaque = s;
     o->tally = &s->tally;
     o->audio = l->s.audio.enabled ? &l->audio : NULL;
+    o->device = l->cuda;
 }
 
 /* Stage 1: the source opens the sample, the sampler picks its frames, and
@@ -263,6 +264,7 @@ static int worker_source_init(reel_loader *l, worker *w, reel_error *e)
     reel_source_open o;
     memset(&o, 0, sizeof o);
     o.decoder = &l->s.decoder;
+    o.device = w->cuda; /* a GPU loader's decode worker's device; NULL elsewhere */
     return l->src.ops->thread_init(l->src.ctx, &o, &w->tls, e);
 }
 
@@ -464,7 +466,7 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
             if (st != REEL_OK && c.err.status != REEL_OK) *e = c.err; /* our visitor's reason wins */
         }
         if (st == REEL_OK && c.host && c.visited == (int64_t)n) {
-            st = reel__loader_gpu_upload(l, s, c.host, rows, e);
+            st = reel__loader_gpu_upload(l, w, s, c.host, rows, e);
             if (st == REEL_OK) stats.frames_uploaded += (int64_t)n;
         }
     }

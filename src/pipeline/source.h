@@ -43,6 +43,11 @@ typedef struct reel_source_open {
     int (*interrupt)(void *opaque);       /* shutdown or the watchdog: stop at the next packet or read */
     void *interrupt_opaque;
     reel_remote_stats *tally; /* the sample's requests, added when its objects close; NULL: in thread_init */
+    /* A GPU loader's device (NULL on the CPU): in `open`, the loader's (its
+     * decoders share its primary context and open no device of their own);
+     * in thread_init, a decode worker's own, lent to the decoders it runs
+     * (decode_dense: one stream per worker). */
+    struct reel__cuda *device;
     /* The loader's audio as the decode takes it (reel__loader_audio_settings);
      * NULL: no audio. With it, `open` also opens the sample's audio (a video
      * without, under REEL_AUDIO_MISSING_RAISE, fails there), kept with the

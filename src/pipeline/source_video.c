@@ -41,6 +41,15 @@ static int open_audio(video_sample *v, const reel_dataset_entry *it, const reel_
     return reel__audio_open_as(&v->audio, it->path, it->remote, &as, err);
 }
 
+/* A decode worker's state: its device on a GPU loader (else nothing). */
+static int video_thread_init(void *ctx, const reel_source_open *o, void **tls, reel_error *err)
+{
+    (void)ctx;
+    (void)err;
+    *tls = o->device;
+    return REEL_OK;
+}
+
 static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const reel_source_open *o, void **handle,
                       reel_source_info *info, reel_error *err)
 {
@@ -53,7 +62,7 @@ static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const 
     if (it->refused) return reel__error_set(err, REEL_E_INVALID_ARG, "%s", it->refused); /* never opened */
     video_sample *sample = calloc(1, sizeof *sample);
     if (!sample) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", reel__entry_name(it));
-    int st = reel__decoder_open_as(&sample->dec, it->path, it->remote, &s, err); /* the entry's answer */
+    int st = reel__decoder_open_as(&sample->dec, it->path, it->remote, &s, o->device, err); /* the entry's answer */
     if (st == REEL_OK && o->audio) st = open_audio(sample, it, o, err);
     if (st != REEL_OK) {
         video_close(NULL, sample);
@@ -109,11 +118,11 @@ static int video_decode_dense(void *ctx, void *tls, void *handle, const int64_t 
                               reel_source_stats *st, reel_error *err)
 {
     (void)ctx;
-    (void)tls;
     reel_decoder *dec = ((video_sample *)handle)->dec;
     reel_decode_stats ds;
     memset(&ds, 0, sizeof ds);
-    int r = reel__decoder_get_sample(dec, indices, n, t, cthw, contexts, dst, cap, &ds, err);
+    /* tls: a GPU loader's decode worker's device (video_thread_init), NULL otherwise */
+    int r = reel__decoder_get_sample(dec, indices, n, t, cthw, contexts, tls, dst, cap, &ds, err);
     st->frames_decoded += ds.frames_decoded;
     st->frames_returned += ds.frames_returned;
     st->frames_nvdec += ds.frames_nvdec;
@@ -147,6 +156,7 @@ static int video_audio(void *ctx, void *tls, void *handle, int64_t t0, int64_t t
 const reel_source_ops reel__source_video = {
     .kind = "video",
     .stage_names = { "open", "decode" },
+    .thread_init = video_thread_init, /* nothing to free: the device is the loader's */
     .open = video_open,
     .prepare = video_prepare,
     .decode = video_decode,

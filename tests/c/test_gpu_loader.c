@@ -1,10 +1,12 @@
 /* test_gpu_loader.c: the Loader with decoder.device "cuda" against the
  * emulated driver (tests/cuda/fake_cuda.c through REEL_LIBCUDA): batches in
  * device memory equal to the CPU Loader's batch for batch, bit for bit,
- * under several transforms; the upload counts and the device pool in the
- * metrics; the pool flat over many batches; faults in a worker following
- * the error policy with a named REEL_E_CUDA and nothing leaked; the
- * fallback and the refusals by name. */
+ * under several transforms; uploads from pinned staging (plain memory when
+ * the driver will not pin); one stream per decode worker; every device and
+ * pinned byte in the metrics, equal to the driver's live allocations; the
+ * pool flat over many batches; faults in a worker following the error
+ * policy with a named REEL_E_CUDA and nothing leaked; the fallback and the
+ * refusals by name. */
 #include "harness.h"
 #include "real_common.h"
 
@@ -37,6 +39,13 @@ static void fail_call(const char *name, long long nth)
     void (*fn)(const char *, long long) = (void (*)(const char *, long long))dlsym(g_fake, "reel_fake_cuda_fail");
     CHECK(fn != NULL);
     fn(name, nth);
+}
+
+static void reset_work(void)
+{
+    void (*fn)(void) = (void (*)(void))dlsym(g_fake, "reel_fake_cuda_reset_work");
+    CHECK(fn != NULL);
+    fn();
 }
 
 static const char *const g_videos[] = { "carphone_pristine.mp4", "foreman_hevc.mp4", "karma.mp4", "nasa_13013.mp4" };
@@ -79,6 +88,8 @@ typedef struct run_out {
     size_t bytes;
     int64_t labels[256], clips, batches;
     reel_loader_metrics m;
+    /* the emulated driver's counters at the end, the loader still open */
+    long long live_bytes, live_host_bytes, streams, modules;
 } run_out;
 
 static void run(reel_dataset *ds, const reel_loader_settings *s, run_out *o)
@@ -106,17 +117,27 @@ static void run(reel_dataset *ds, const reel_loader_settings *s, run_out *o)
         o->batches++;
         reel_loader_release(l, b);
     }
-    CHECK_OK(reel_loader_get_metrics(l, &o->m, &err));
+    CHECK_OK(reel_loader_get_metrics(l, &o->m, &err)); /* every worker idle: the epochs are done */
+    if (g_fake) {
+        o->live_bytes = counter("live_bytes");
+        o->live_host_bytes = counter("live_host_bytes");
+        o->streams = counter("streams");
+        o->modules = counter("modules");
+    }
     reel_loader_destroy(&l);
 }
 
-static void check_equal(reel_dataset *ds, reel_loader_settings s, const char *what)
+/* pinned: 1 when the driver pins the staging, 0 when every cuMemHostAlloc fails */
+static void check_equal_staged(reel_dataset *ds, reel_loader_settings s, const char *what, int pinned)
 {
     static run_out cpu, gpu;
     s.decoder.device = NULL;
     run(ds, &s, &cpu);
     s.decoder.device = "cuda";
+    reset_work();
+    if (!pinned) fail_call("cuMemHostAlloc", -1);
     run(ds, &s, &gpu);
+    fail_call(NULL, 0);
     CHECK_MSG(cpu.batches > 0 && cpu.batches == gpu.batches && cpu.clips == gpu.clips, "%s: %lld/%lld batches", what,
               (long long)cpu.batches, (long long)gpu.batches);
     CHECK_MSG(cpu.bytes == gpu.bytes && !memcmp(cpu.data, gpu.data, cpu.bytes), "%s: batches differ", what);
@@ -128,14 +149,47 @@ static void check_equal(reel_dataset *ds, reel_loader_settings s, const char *wh
     CHECK_EQ_INT(cpu.m.frames_uploaded, 0);
     CHECK_EQ_INT(cpu.m.device_bytes, 0);
     CHECK_MSG(gpu.m.device_bytes >= gpu.m.ring_bytes + (s.sample_time_limit > 0 ? 1 : 0) &&
-                  gpu.m.device_bytes_peak == gpu.m.device_bytes,
+                  gpu.m.device_bytes_peak >= gpu.m.device_bytes,
               "%s: device %lld peak %lld ring %lld", what, (long long)gpu.m.device_bytes,
               (long long)gpu.m.device_bytes_peak, (long long)gpu.m.ring_bytes);
     CHECK_EQ_STR(gpu.m.ring_memory, "device");
+    /* every device and pinned byte the loader holds is in its metrics: the
+     * ring, the workers' pools, staging and clip buffers */
+    CHECK_MSG(gpu.m.device_bytes == gpu.live_bytes && gpu.m.pinned_bytes == gpu.live_host_bytes,
+              "%s: metrics %lld device, %lld pinned; driver %lld, %lld", what, (long long)gpu.m.device_bytes,
+              (long long)gpu.m.pinned_bytes, gpu.live_bytes, gpu.live_host_bytes);
+    CHECK_MSG(gpu.m.pinned_bytes_peak >= gpu.m.pinned_bytes, "%s", what);
+    /* one stream and one module per decode worker, and the loader's own */
+    CHECK_MSG(gpu.streams == 1 + s.decode_threads && gpu.modules == 1 + s.decode_threads,
+              "%s: %lld streams, %lld modules for %d decode workers", what, gpu.streams, gpu.modules, s.decode_threads);
+    /* each worker's launches and uploads on its own stream, always the same */
+    CHECK_MSG(counter("work_streams") >= 1 && counter("work_streams") <= s.decode_threads &&
+                  counter("stream_switches") == 0 && counter("stream_shared") == 0,
+              "%s: %lld streams at work, %lld switches, %lld shared", what, counter("work_streams"),
+              counter("stream_switches"), counter("stream_shared"));
+    CHECK_EQ_INT(counter("streams"), 0);
+    if (pinned) { /* every upload from page-locked staging */
+        CHECK_MSG(counter("htod_pinned") > 0 && counter("htod_plain") == 0 && gpu.m.pinned_bytes > 0 &&
+                      gpu.m.pinned_failures == 0,
+                  "%s: %lld pinned uploads, %lld plain; %lld pinned bytes, %lld refusals", what, counter("htod_pinned"),
+                  counter("htod_plain"), (long long)gpu.m.pinned_bytes, (long long)gpu.m.pinned_failures);
+    } else { /* the driver refused: plain staging, counted, the same batches */
+        CHECK_MSG(counter("htod_pinned") == 0 && counter("htod_plain") > 0 && gpu.m.pinned_bytes == 0 &&
+                      gpu.m.pinned_bytes_peak == 0 && gpu.m.pinned_failures > 0,
+                  "%s: %lld pinned uploads, %lld plain; %lld pinned bytes, %lld refusals", what, counter("htod_pinned"),
+                  counter("htod_plain"), (long long)gpu.m.pinned_bytes, (long long)gpu.m.pinned_failures);
+    }
+    CHECK_EQ_INT(cpu.m.pinned_bytes, 0);
+    CHECK_EQ_INT(counter("live_host_allocs"), 0);
     free(cpu.data);
     free(gpu.data);
     CHECK_EQ_INT(counter("live_allocs"), 0);
     CHECK_EQ_INT(counter("retained"), 0);
+}
+
+static void check_equal(reel_dataset *ds, reel_loader_settings s, const char *what)
+{
+    check_equal_staged(ds, s, what, 1);
 }
 
 TEST(gpu_batches_equal_cpu_batches)
@@ -166,6 +220,24 @@ TEST(gpu_batches_equal_cpu_batches)
     reel_dataset_destroy(&ds);
 }
 
+/* The driver refusing to pin (every cuMemHostAlloc fails): plain staging,
+ * counted, never a failure; the batches are the CPU Loader's. Three decode
+ * workers: three streams at work, each only its own worker's. */
+TEST(uploads_fall_back_to_plain_staging)
+{
+    use_fake();
+    reel_dataset *ds = shared_dataset(2);
+    reel_loader_settings s = small_settings();
+    s.decode_threads = 3;
+    check_equal_staged(ds, s, "pinning refused, 3 decode workers", 0);
+    check_equal_staged(ds, s, "pinned, 3 decode workers", 1);
+    reel_dataset_destroy(&ds);
+}
+
+/* One decode worker, the same samples each epoch: after the first epoch
+ * the worker's pool and staging hold what the epoch needs, and the
+ * metrics stay the same batch after batch; at the end they equal the
+ * driver's live allocations, and after close nothing is left. */
 TEST(device_pool_is_flat_over_many_batches)
 {
     use_fake();
@@ -175,33 +247,47 @@ TEST(device_pool_is_flat_over_many_batches)
     s.transform.crop_width = s.transform.crop_height = 16;
     s.sampler.frames_per_clip = 2;
     s.batch_size = 2;
-    s.epochs = 3;
+    s.epochs = 4;
+    s.decode_threads = 1;
+    s.shuffle = 0;
     s.decoder.device = "cuda";
     reel_loader *l = NULL;
     reel_error err;
     CHECK_OK(reel_loader_create(&l, ds, &s, &err));
-    long long held = -1;
-    int64_t batches = 0;
+    reel_loader_metrics first;
+    memset(&first, 0, sizeof first);
+    int64_t batches = 0, checked = 0;
     for (;;) {
         reel_batch *b = NULL;
         CHECK_OK(reel_loader_next(l, &b, &err));
         if (!b) {
-            if (reel_loader_get_batches_left(l) == 0 && reel_loader_get_epoch(l) >= 3) break;
+            if (reel_loader_get_batches_left(l) == 0 && reel_loader_get_epoch(l) >= 4) break;
             continue;
         }
         batches++;
         reel_loader_metrics m;
         CHECK_OK(reel_loader_get_metrics(l, &m, &err));
-        if (held < 0) held = m.device_bytes;
-        CHECK_EQ_INT(m.device_bytes, held);
-        CHECK_EQ_INT(m.device_bytes_peak, held);
+        if (reel_loader_get_epoch(l) >= 2) { /* the first epoch warms the pool up */
+            if (!checked++) first = m;
+            CHECK_EQ_INT(m.device_bytes, first.device_bytes);
+            CHECK_EQ_INT(m.device_bytes_peak, first.device_bytes_peak);
+            CHECK_EQ_INT(m.pinned_bytes, first.pinned_bytes);
+            CHECK_EQ_INT(m.pinned_bytes_peak, first.pinned_bytes_peak);
+        }
         reel_loader_release(l, b);
     }
-    CHECK_MSG(batches >= 18, "%lld batches", (long long)batches);
+    CHECK_MSG(batches >= 24 && checked >= 12, "%lld batches, %lld checked", (long long)batches, (long long)checked);
+    reel_loader_metrics m;
+    CHECK_OK(reel_loader_get_metrics(l, &m, &err));
+    CHECK_EQ_INT(m.device_bytes, counter("live_bytes"));
+    CHECK_EQ_INT(m.pinned_bytes, counter("live_host_bytes"));
+    CHECK(m.pinned_bytes > 0 && m.device_bytes > m.ring_bytes);
     reel_loader_destroy(&l);
     CHECK_EQ_INT(counter("live_allocs"), 0);
     CHECK_EQ_INT(counter("live_bytes"), 0);
+    CHECK_EQ_INT(counter("live_host_allocs"), 0);
     CHECK_EQ_INT(counter("retained"), 0);
+    CHECK_EQ_INT(counter("streams"), 0);
     reel_dataset_destroy(&ds);
 }
 
@@ -212,8 +298,8 @@ TEST(worker_faults_follow_the_error_policy)
 {
     use_fake();
     reel_dataset *ds = shared_dataset(1);
-    const char *calls[] = { "cuMemAlloc_v2", "cuLaunchKernel" };
-    for (int k = 0; k < 2; k++)
+    const char *calls[] = { "cuMemAlloc_v2", "cuLaunchKernel", "cuMemcpyHtoDAsync_v2" };
+    for (int k = 0; k < 3; k++)
         for (int policy = 0; policy < 2; policy++) {
             reel_loader_settings s = small_settings();
             s.decoder.device = "cuda";
@@ -252,6 +338,8 @@ TEST(worker_faults_follow_the_error_policy)
                           (long long)clips, (long long)failed);
             reel_loader_destroy(&l);
             CHECK_EQ_INT(counter("live_allocs"), 0);
+            CHECK_EQ_INT(counter("live_host_allocs"), 0);
+            CHECK_EQ_INT(counter("streams"), 0);
             CHECK_EQ_INT(counter("retained"), 0);
         }
     reel_dataset_destroy(&ds);

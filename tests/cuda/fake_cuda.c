@@ -57,7 +57,46 @@ static long long g_live_bytes, g_total_allocs, g_launches, g_copies, g_streams, 
 static _Thread_local fake_ctx *t_stack[16];
 static _Thread_local int t_depth;
 
-/* ---- fault injection: REEL_FAKE_CUDA_FAIL="name:N" or reel_fake_cuda_fail */
+/* ---- which stream each thread works on: launches and host-to-device
+ * copies, by stream (a serial number) and thread; and whether each copy's
+ * source was page-locked (cuMemHostAlloc) or plain memory */
+#define MAX_WORK 256
+static struct {
+    long long stream;
+    long long thread;
+} g_work[MAX_WORK];
+static int g_nwork;
+static long long g_work_gen = 1, g_stream_switches, g_stream_shared, g_htod_pinned, g_htod_plain, g_threads;
+static _Thread_local long long t_thread, t_last_stream, t_gen;
+
+/* Resets the record of streams at work (and the copies' counts). */
+EXPORT void reel_fake_cuda_reset_work(void)
+{
+    pthread_mutex_lock(&g_mu);
+    g_nwork = 0;
+    g_work_gen++;
+    g_stream_switches = g_stream_shared = g_htod_pinned = g_htod_plain = 0;
+    pthread_mutex_unlock(&g_mu);
+}
+
+/* Called with g_mu held; stream 0: a default stream (not recorded). */
+static void record_work(long long stream)
+{
+    if (!stream) return;
+    if (!t_thread) t_thread = ++g_threads;
+    if (t_gen != g_work_gen) t_gen = g_work_gen, t_last_stream = 0;
+    if (t_last_stream && t_last_stream != stream) g_stream_switches++;
+    t_last_stream = stream;
+    for (int i = 0; i < g_nwork; i++)
+        if (g_work[i].stream == stream) {
+            if (g_work[i].thread != t_thread) g_stream_shared++;
+            return;
+        }
+    if (g_nwork < MAX_WORK) g_work[g_nwork++].stream = stream, g_work[g_nwork - 1].thread = t_thread;
+}
+
+/* ---- fault injection: REEL_FAKE_CUDA_FAIL="name:N" or reel_fake_cuda_fail
+ * (N -1: every call) */
 static char g_fail_name[64];
 static long long g_fail_nth, g_fail_seen;
 
@@ -75,6 +114,7 @@ static int fault(const char *name)
     int hit = 0;
     pthread_mutex_lock(&g_mu);
     if (g_fail_nth > 0 && !strcmp(name, g_fail_name) && ++g_fail_seen == g_fail_nth) hit = 1;
+    if (g_fail_nth < 0 && !strcmp(name, g_fail_name)) hit = 1; /* "name:-1": every call */
     pthread_mutex_unlock(&g_mu);
     return hit;
 }
@@ -109,6 +149,19 @@ EXPORT long long reel_fake_cuda_counter(const char *name)
         v = g_events;
     else if (!strcmp(name, "modules"))
         v = g_modules;
+    else if (!strcmp(name, "live_host_bytes")) {
+        v = 0;
+        for (size_t i = 0; i < g_nallocs; i++) v += g_allocs[i].host ? (long long)g_allocs[i].size : 0;
+    } else if (!strcmp(name, "htod_pinned"))
+        v = g_htod_pinned;
+    else if (!strcmp(name, "htod_plain"))
+        v = g_htod_plain;
+    else if (!strcmp(name, "work_streams"))
+        v = g_nwork;
+    else if (!strcmp(name, "stream_switches"))
+        v = g_stream_switches;
+    else if (!strcmp(name, "stream_shared"))
+        v = g_stream_shared;
     else if (!strcmp(name, "retained")) {
         v = 0;
         for (int i = 0; i < MAX_DEVICES; i++) v += g_ctx[i].retained;
@@ -418,7 +471,14 @@ static CUresult need_ctx(void)
 /* ---- streams and events (synchronous) ---------------------------------- */
 typedef struct fake_stream {
     int magic;
+    long long id; /* a serial number: addresses are reused */
 } fake_stream;
+static long long g_stream_ids;
+
+static long long stream_id(const void *s)
+{
+    return (uintptr_t)s <= 2 ? 0 : ((const fake_stream *)s)->id;
+}
 typedef struct fake_event {
     int magic;
 } fake_event;
@@ -444,6 +504,7 @@ EXPORT CUresult cuStreamCreate(void **s, unsigned flags)
     if (!f) return E_OUT_OF_MEMORY;
     f->magic = STREAM_MAGIC;
     pthread_mutex_lock(&g_mu);
+    f->id = ++g_stream_ids;
     g_streams++;
     pthread_mutex_unlock(&g_mu);
     *s = f;
@@ -611,6 +672,17 @@ EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n,
     FAULT("cuMemcpyHtoDAsync_v2", E_LAUNCH_FAILED);
     if (!valid_stream(s) || !src) return E_INVALID_VALUE;
     check_dev(dst, n, "a copy to the device outside an allocation");
+    pthread_mutex_lock(&g_mu);
+    int pinned = 0;
+    for (size_t i = 0; i < g_nallocs && !pinned; i++)
+        pinned = g_allocs[i].host && (uintptr_t)src >= g_allocs[i].ptr &&
+                 (uintptr_t)src + n <= g_allocs[i].ptr + g_allocs[i].size;
+    if (pinned)
+        g_htod_pinned++;
+    else
+        g_htod_plain++;
+    record_work(stream_id(s));
+    pthread_mutex_unlock(&g_mu);
     counted_copy((void *)(uintptr_t)dst, src, n);
     return OK;
 }
@@ -775,6 +847,7 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
     taps.coef = (int16_t *)(uintptr_t)dcoef;
     reel__cuda_emulate(frames, (int)gz, &taps);
     pthread_mutex_lock(&g_mu);
+    record_work(stream_id(s));
     g_launches++;
     pthread_mutex_unlock(&g_mu);
     return OK;

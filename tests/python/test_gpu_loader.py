@@ -1,10 +1,11 @@
 """reel.Loader(device="cuda") against the emulated CUDA driver that the C
 test build makes (build/fake_cuda/libcuda.so.1): batches on the device
 (DLPack kDLCUDA, .cpu()) equal to the CPU Loader's batch for batch, bit for
-bit, under several transforms; the upload counts and device memory in the
-metrics; a held batch stays valid while the loader goes on and after it closes; nothing left on
-the device after close. Each check runs in a process of its own (the driver
-is loaded once per process), as in test_gpu_decoder.py."""
+bit, under several transforms; the upload counts, device memory and pinned
+upload staging in the metrics, equal to the driver's live allocations; a
+held batch stays valid while the loader goes on and after it closes; nothing
+left on the device after close. Each check runs in a process of its own
+(the driver is loaded once per process), as in test_gpu_decoder.py."""
 
 from test_gpu_decoder import run_gpu
 
@@ -43,6 +44,8 @@ def test_gpu_batches_equal_cpu_batches(shared_videos):
                             frames.append(b.frames.numpy().copy())
                         labels.append(b.labels.numpy().tolist())
                     runs[device] = (frames, labels, ld.metrics())
+                    if device == "cuda":  # the driver's live allocations, the loader still open and idle
+                        drv = (counter("live_bytes"), counter("live_host_bytes"))
                     del b  # the last batch: its buffer goes back, and the loader can close
             (cf, cl, cm), (gf, gl, gm) = runs["cpu"], runs["cuda"]
             out["cases"].append(dict(
@@ -50,15 +53,21 @@ def test_gpu_batches_equal_cpu_batches(shared_videos):
                 equal=all(a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
                           for a, b in zip(cf, gf)),
                 uploaded=gm["frames_uploaded"], nvdec=gm["frames_nvdec"], frames=gm["frames"],
-                device_bytes=gm["device_bytes"], ring_memory=gm["ring_memory"], cpu_device_bytes=cm["device_bytes"]))
+                device_bytes=gm["device_bytes"], ring_memory=gm["ring_memory"], cpu_device_bytes=cm["device_bytes"],
+                pinned=gm["pinned_bytes"], pinned_peak=gm["pinned_bytes_peak"], refusals=gm["pinned_failures"],
+                driver=drv))
         out["live"] = counter("live_allocs")
+        out["live_host"] = counter("live_host_allocs")
         out["retained"] = counter("retained")
     """)
     for kw, c in zip(SETTINGS, got["cases"]):
         assert c["n"] >= 2 and c["same_n"] and c["labels"] and c["equal"], (kw, c)
         assert c["nvdec"] == 0 and c["uploaded"] >= c["frames"] > 0, (kw, c)  # no libnvcuvid here
         assert c["device_bytes"] > 0 and c["ring_memory"] == "device" and c["cpu_device_bytes"] == 0, (kw, c)
-    assert got["live"] == 0 and got["retained"] == 0, got
+        # every device and pinned byte the loader holds is in its metrics
+        assert [c["device_bytes"], c["pinned"]] == list(c["driver"]), (kw, c)
+        assert c["pinned"] > 0 and c["pinned_peak"] >= c["pinned"] and c["refusals"] == 0, (kw, c)
+    assert got["live"] == 0 and got["live_host"] == 0 and got["retained"] == 0, got
 
 
 def test_a_held_batch_stays_valid_and_nothing_leaks(shared_videos):
