@@ -198,8 +198,7 @@ int reel__loader_gpu_staging(reel_loader *l, worker *w, size_t bytes, uint8_t **
     return REEL_OK;
 }
 
-int reel__loader_gpu_upload(reel_loader *l, worker *w, reel_slot *s, const uint8_t *host, size_t bytes,
-                            reel_error *e)
+int reel__loader_gpu_upload(reel_loader *l, worker *w, reel_slot *s, const uint8_t *host, size_t bytes, reel_error *e)
 {
     const size_t row_bytes = (size_t)s->bb->batch.strides[0] * l->element_bytes;
     const uint64_t dst = (uint64_t)(uintptr_t)s->bb->data + (uint64_t)s->index * l->clips_per_sample * row_bytes;

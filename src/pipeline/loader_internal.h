@@ -239,8 +239,7 @@ int reel__loader_gpu_move_row(reel_loader *l, void *base, int64_t to, int64_t fr
 int reel__loader_gpu_staging(reel_loader *l, worker *w, size_t bytes, uint8_t **host, reel_error *e);
 /* The staged rows (bytes) uploaded into the slot's rows of the batch, under
  * the slot's lock unless the watchdog abandoned the sample meanwhile. */
-int reel__loader_gpu_upload(reel_loader *l, worker *w, reel_slot *s, const uint8_t *host, size_t bytes,
-                            reel_error *e);
+int reel__loader_gpu_upload(reel_loader *l, worker *w, reel_slot *s, const uint8_t *host, size_t bytes, reel_error *e);
 /* A decode worker's staging, freed when it ends. */
 void reel__loader_gpu_staging_free(worker *w);
 /* The GPU counters into the metrics (zeros on the CPU). */
