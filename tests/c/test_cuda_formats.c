@@ -423,8 +423,8 @@ TEST(large_downscales_equal_cpu_or_are_refused)
  * picture unscaled, then swscale's RGB24 resize of its crop (pass 2), each
  * filter, down (below half the width: chroma from pixel pairs) and up, odd
  * sizes, the Qwen pixel-budget sizes (multiples of 28), odd crops, uint8
- * and normalised floats, flips and layouts; 8- and 10-bit sources, full
- * range, odd widths and heights. An odd crop at the right edge downscaled
+ * and normalised floats, flips and layouts; 8- and 10-bit 4:2:0, full
+ * range, odd widths and heights, 4:4:4 (8- and 10-bit) and gray sources. An odd crop at the right edge downscaled
  * by 2 or more is refused (swscale reads past the crop there). */
 static void after_rgb(void)
 {
@@ -432,20 +432,28 @@ static void after_rgb(void)
     reel_error err;
     CHECK_OK(reel_converter_create(&conv, &err));
     struct {
-        const char *label, *file;
+        const char *label, *file, *fmt, *codec; /* file: shared; else made from testsrc2 */
         int64_t idx;
         int w, h; /* 0: as decoded; else the top-left window */
     } src[] = {
-        { "h264 8-bit", "nasa_13013.mp4", 5, 0, 0 },
-        { "hevc 10-bit", "nasa_13013_hdr.mp4", 4, 0, 0 },
-        { "h264 8-bit full range, odd width and height", "karma.mp4", 3, 331, 187 },
-        { "h264 8-bit, odd height", "nasa_13013.mp4", 7, 480, 269 },
+        { "h264 8-bit", "nasa_13013.mp4", NULL, NULL, 5, 0, 0 },
+        { "hevc 10-bit", "nasa_13013_hdr.mp4", NULL, NULL, 4, 0, 0 },
+        { "h264 8-bit full range, odd width and height", "karma.mp4", NULL, NULL, 3, 331, 187 },
+        { "h264 8-bit, odd height", "nasa_13013.mp4", NULL, NULL, 7, 480, 269 },
+        { "h264 4:4:4 8-bit", "cockatoo.mp4", NULL, NULL, 2, 418, 240 },
+        { "hevc 4:4:4 10-bit", NULL, "yuv444p10le", "libx265 -x265-params log-level=error", 1, 0, 0 },
+        { "gray8 hevc", NULL, "gray", "libx265 -x265-params lossless=1:log-level=error", 1, 0, 0 },
     };
     tally ty = { 0 };
     int refused = 0;
     for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) {
-        char path[4200];
-        vpath(path, sizeof path, src[i].file);
+        char path[4200], name[64];
+        if (src[i].file)
+            vpath(path, sizeof path, src[i].file);
+        else {
+            snprintf(name, sizeof name, "fmt_%s.mkv", src[i].fmt); /* all_formats' videos */
+            snprintf(path, sizeof path, "%s", cli_video(name, src[i].fmt, src[i].codec));
+        }
         AVFrame *f = cuda_decode_at(path, src[i].idx, NULL);
         if (src[i].w) {
             f->width = src[i].w;
