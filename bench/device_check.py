@@ -44,6 +44,13 @@ benchmarks, each against the CPU in the same run:
                           (uint8 random crop + flip, float32 normalised)
   gpu_store_fps           then samples/s of both store Loaders in the same
                           run, with the bytes uploaded and the host staging
+  gpu_vlm_equals_cpu      reel.vlm.fetch_video(ele, device="cuda") (after_rgb:
+                          RGB, then the bicubic RGB resize, on the GPU) equal
+                          to the CPU's tensor bit for bit (float32 and uint8)
+                          on shared videos (8- and 10-bit, full range) and the
+                          1080p clips, with each side's seconds per call
+                          (needs torch with CUDA and a reel package with the
+                          kernels)
 
 Writes DIR/device_check.json and DIR/device_check.md."""
 
@@ -438,6 +445,31 @@ print(json.dumps(out))
 """
 
 
+GPU_VLM_CODE = """
+import json, sys, time
+import torch
+import reel.vlm as vlm
+assert torch.cuda.is_available(), "torch sees no CUDA GPU"
+out = []
+for p in sys.argv[1:]:
+    for ele, dtype in (({"nframes": 8}, "float32"), ({"fps": 2.0, "max_frames": 16}, "uint8")):
+        row = {"video": p.rsplit("/", 1)[-1], "ele": repr(ele), "dtype": dtype}
+        got = {}
+        for dev in ("cpu", "cuda"):
+            t0 = time.perf_counter()
+            v = vlm.fetch_video(dict(ele, video=p), dtype=dtype, device=dev)
+            if dev == "cuda":
+                torch.cuda.synchronize()
+            row[dev + "_s"] = round(time.perf_counter() - t0, 3)
+            got[dev] = v
+        row["device"] = str(got["cuda"].device)
+        row["shape"] = list(got["cpu"].shape)
+        row["equal"] = got["cuda"].is_cuda and torch.equal(got["cuda"].cpu(), got["cpu"])
+        out.append(row)
+print(json.dumps(out))
+"""
+
+
 def check_gpu_store(rep: Report, out: Path, no_gpu: Optional[str]) -> None:
     """reel.Loader(store, device="cuda") against the CPU Loader over the same
     packed store: batches equal, then samples/s of both in the same run."""
@@ -469,6 +501,29 @@ def check_gpu_store(rep: Report, out: Path, no_gpu: Optional[str]) -> None:
              "upload_bytes": g["upload_bytes"], "staging_bytes": g["staging_bytes"]}]
     rep.add(names[1], "measured", "JPEG store at short side 256, 16 frames per clip, 224x224 uint8, batches of 8",
             rows=rows)
+
+
+def check_gpu_vlm(rep: Report, videos: Path, clips: List[Path], no_gpu: Optional[str]) -> None:
+    """reel.vlm on the GPU against the CPU: equal tensors, and each side's time."""
+    if no_gpu:
+        rep.add("gpu_vlm_equals_cpu", "skipped", no_gpu)
+        return
+    paths = [videos / n for n in ("nasa_13013.mp4", "nasa_13013_hdr.mp4", "karma.mp4") if (videos / n).is_file()]
+    paths += clips[:1]
+    if not paths:
+        rep.add("gpu_vlm_equals_cpu", "skipped", f"no shared videos in {videos} and no benchmark clips")
+        return
+    try:
+        r = run_with_reel(GPU_VLM_CODE, paths, 400)
+    except subprocess.TimeoutExpired:
+        rep.add("gpu_vlm_equals_cpu", "failed", "timed out after 400 s")
+        return
+    if r.returncode != 0:
+        rep.add("gpu_vlm_equals_cpu", "skipped", f"reel.vlm on the GPU does not run here: {r.stderr.strip()[-300:]}")
+        return
+    rows = json.loads(r.stdout.strip().splitlines()[-1])
+    ok = all(row["equal"] for row in rows)
+    rep.add("gpu_vlm_equals_cpu", "passed" if ok else "failed", "" if ok else "tensors differ", rows=rows)
 
 
 def write(out: Path, rep: Report, env: Dict[str, Any]) -> None:
@@ -527,6 +582,7 @@ def main() -> int:
     bench_torchcodec(rep, clips, no_gpu, frames)
     check_gpu_loader(rep, clips, no_gpu)
     check_gpu_store(rep, out, no_gpu)
+    check_gpu_vlm(rep, videos, clips, no_gpu)
 
     env = {"gpu": gpu, "cpus": os.cpu_count(), "python": platform.python_version(), "ffmpeg": ffmpeg,
            "shared_videos": str(videos)}

@@ -105,8 +105,14 @@ def _torch_dtype(dtype: Any) -> str:
     return name
 
 
-def _read_video(ele: Dict[str, Any], factor: int, dtype: str,
-                threads: Optional[int]) -> Tuple[Any, Dict[str, Any], float]:
+def _frames_to_torch(frames: Any) -> Any:
+    """The decoded Frames as a torch tensor, zero-copy (DLPack): host memory,
+    or the GPU's for a decoder on one (torch.from_dlpack of kDLCUDA)."""
+    return frames.torch()
+
+
+def _read_video(ele: Dict[str, Any], factor: int, dtype: str, threads: Optional[int],
+                device: Optional[str] = None) -> Tuple[Any, Dict[str, Any], float]:
     if "fps" in ele and "nframes" in ele:
         raise ValueError("Only accept either `fps` or `nframes`")
     if "nframes" in ele:
@@ -129,14 +135,15 @@ def _read_video(ele: Dict[str, Any], factor: int, dtype: str,
     else:
         codec_threads, gop = (1 if threads >= 1 else 0), max(1, threads)
     dec = VideoDecoder(_video_path(ele["video"]), dtype=dtype, divisor=1.0, filter="bicubic",
-                       convert_path="after_rgb", threads=codec_threads, gop_contexts=gop, remote=ele.get("remote"))
+                       convert_path="after_rgb", threads=codec_threads, gop_contexts=gop, remote=ele.get("remote"),
+                       device=device)
     try:
         idx, info = dec._dec.sample_video(kind, fps, min_frames, max_frames, FRAME_FACTOR, count,
                                           float(start or 0.0), float(end or 0.0))
         _, h, w = dec.frame_shape
         rh, rw = _resize_target(ele, factor, w, h, len(idx))
         dec._dec.set_size(rw, rh)
-        video = dec.get_frames_at(idx).torch()
+        video = _frames_to_torch(dec.get_frames_at(idx))
     finally:
         dec.close()
     metadata = dict(fps=info["video_fps"], frames_indices=idx, total_num_frames=info["range_frames"],
@@ -227,7 +234,7 @@ def _image_list_video(ele: Dict[str, Any], factor: int, dtype: str) -> Tuple[Any
 
 def fetch_video(ele: Dict[str, Any], image_patch_size: int = 14, return_video_sample_fps: bool = False,
                 return_video_metadata: bool = False, *, dtype: Any = "float32",
-                threads: Optional[int] = None) -> Any:
+                threads: Optional[int] = None, device: Optional[str] = None) -> Any:
     """qwen-vl-utils 0.0.14's fetch_video, decoded by reel.
 
     ``ele["video"]`` is a path, ``file://`` path, http(s):// or s3:// URL
@@ -241,14 +248,22 @@ def fetch_video(ele: Dict[str, Any], image_patch_size: int = 14, return_video_sa
     FFmpeg's frame threads for a plan of one keyframe run; one thread inside a
     DataLoader worker); N >= 1 decodes its keyframe runs on N decoder contexts
     at once (one codec thread each); 0 uses FFmpeg's frame threading on one
-    context.
+    context. ``device``: None or ``"cpu"`` (default) returns the tensor in host
+    memory; ``"cuda"`` / ``"cuda:N"`` decodes the video on that GPU (NVDEC,
+    or the CPU's decoding uploaded) and converts and resizes it there, equal
+    to the CPU's tensor bit for bit, returning a tensor on the device (a list
+    of images is resized on the host, then moved). Where CUDA cannot serve it
+    raises ``reel.ReelError`` with status ``CUDA``.
     """
     factor = int(image_patch_size * SPATIAL_MERGE_SIZE)
     dt = _torch_dtype(dtype)
+    dev = None if device is None or str(device) == "cpu" else str(device)
     if isinstance(ele["video"], str):
-        video, metadata, sample_fps = _read_video(ele, factor, dt, None if threads is None else int(threads))
+        video, metadata, sample_fps = _read_video(ele, factor, dt, None if threads is None else int(threads), dev)
     else:
         video, metadata, sample_fps = _image_list_video(ele, factor, dt)
+        if dev is not None:
+            video = video.to(dev)
     out = (video, metadata) if return_video_metadata else video
     if return_video_sample_fps:
         return out, sample_fps
@@ -278,8 +293,10 @@ def process_vision_info(
     *,
     dtype: Any = "float32",
     threads: Optional[int] = None,
+    device: Optional[str] = None,
 ) -> Any:
-    """qwen-vl-utils 0.0.14's process_vision_info: (images, videos[, video_kwargs])."""
+    """qwen-vl-utils 0.0.14's process_vision_info: (images, videos[, video_kwargs]);
+    ``dtype``, ``threads`` and ``device`` as fetch_video's, for every video."""
     image_inputs: List[Any] = []
     video_inputs: List[Any] = []
     fps_list = []
@@ -288,7 +305,8 @@ def process_vision_info(
             image_inputs.append(fetch_image(info, image_patch_size=image_patch_size))
         elif "video" in info:
             v, fps = fetch_video(info, return_video_sample_fps=True, image_patch_size=image_patch_size,
-                                 return_video_metadata=return_video_metadata, dtype=dtype, threads=threads)
+                                 return_video_metadata=return_video_metadata, dtype=dtype, threads=threads,
+                                 device=device)
             fps_list.append(fps)
             video_inputs.append(v)
         else:

@@ -244,6 +244,16 @@ typedef struct reel__px_frame {
     uint8_t dith[8][8];          /* gray 8 bits: dither at (row & 7, column & 7) */
     const uint8_t *v;            /* 4:4:4: uv is the U plane, this the V plane (NULL: 4:2:0 or gray) */
     int32_t v_pitch;             /* bytes */
+    /* AFTER_RGB with a resize (reel__px_rgb2): the fields above plan the
+     * unscaled picture (pass 1); swscale's RGB24 -> RGB24 resize of its
+     * crop (pass 2) is planned here */
+    int32_t rgb2;                /* 1: pass 2 runs (mode is then pass 1's) */
+    int32_t x2, y2;              /* the crop's origin in the pass-1 picture */
+    int32_t chalf;               /* 1: chroma read from pixel pairs (rgb24ToUV_half: a downscale by 2 across) */
+    reel__px_axis h2y, v2y, h2c; /* pass 2's luma across and down, chroma across (down: v2y) */
+    int32_t vmode2;              /* REEL_PX_V1/V2/VX of pass 2 */
+    int32_t r2y[9];              /* RGB -> YUV weights (15 bits): Y, U, V rows of {r, g, b} */
+    reel__px_coef coef2;         /* pass 2's YUV -> RGB (BT.601 limited, full form) */
 } reel__px_frame;
 
 /* The kernel reads the frames as the host wrote them: the layout must be
@@ -253,9 +263,10 @@ typedef struct reel__px_frame {
 #else
 #define REEL_PX_LAYOUT(c) _Static_assert(c, "reel__px_frame's layout differs between C and CUDA")
 #endif
-REEL_PX_LAYOUT(sizeof(reel__px_frame) == 384 && offsetof(reel__px_frame, coef) == 100 &&
+REEL_PX_LAYOUT(sizeof(reel__px_frame) == 552 && offsetof(reel__px_frame, coef) == 100 &&
                offsetof(reel__px_frame, dst) == 184 && offsetof(reel__px_frame, sd) == 248 &&
-               offsetof(reel__px_frame, dith) == 300 && offsetof(reel__px_frame, v) == 368);
+               offsetof(reel__px_frame, dith) == 300 && offsetof(reel__px_frame, v) == 368 &&
+               offsetof(reel__px_frame, h2y) == 396 && offsetof(reel__px_frame, coef2) == 472);
 
 REEL_HD int reel__px_sample(const reel__px_frame *f, int chroma, int comp, int col, int row)
 {
@@ -323,16 +334,34 @@ REEL_HD int reel__px_headroom(int y)
     return y < -256 ? -256 : y > 511 ? 511 : y;
 }
 
+/* swscale's packed output functions' vertical rounding (by vmode: its
+ * yuv2packed1 / 2 / X) of a plane's vertical sum s (h2, w2: its first two
+ * rows and weights): luma 8 bits, unclipped (table form), or 9 fractional
+ * bits (full form); chroma 8 bits, or centred with 9 fractional bits. */
+REEL_HD int reel__px_luma_out(int vmode, int full, int64_t s, const int h2[2])
+{
+    if (vmode == REEL_PX_V1) return full ? h2[0] * 4 : reel__px_headroom((h2[0] + 64) >> 7);
+    if (vmode == REEL_PX_V2) return full ? (int)(s >> 10) : reel__px_headroom((int)(s >> 19));
+    return full ? (int)(((1 << 9) + s) >> 10) : reel__px_headroom((int)(((1 << 18) + s) >> 19));
+}
+
+REEL_HD int reel__px_chroma_out(int vmode, int full, int taps, int64_t s, const int h2[2], const int w2[2])
+{
+    if (vmode == REEL_PX_V1) {
+        if (taps == 1 || w2[1] < 2048) return full ? (h2[0] - (128 << 7)) * 4 : reel__px_clip8((h2[0] + 64) >> 7);
+        return full ? (h2[0] + h2[1] - (128 << 8)) * 2 : reel__px_clip8((h2[0] + h2[1] + 128) >> 8);
+    }
+    if (vmode == REEL_PX_V2) return full ? (int)((s - ((int64_t)128 << 19)) >> 10) : reel__px_clip8((int)(s >> 19));
+    return full ? (int)(((1 << 9) - ((int64_t)128 << 19) + s) >> 10) : reel__px_clip8((int)(((1 << 18) + s) >> 19));
+}
+
 /* Luma at scaler output (col, row): 8 bits, unclipped (table form), or 9
  * fractional bits (full form). */
 REEL_HD int reel__px_luma(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int col, int row)
 {
     int h2[2] = { 0, 0 }, w2[2] = { 0, 0 };
     int64_t s = reel__px_vsum(f, start, coef, f->hy, f->vy, 0, 0, col, row, h2, w2);
-    int full = f->mode == REEL_PX_FULL;
-    if (f->vmode == REEL_PX_V1) return full ? h2[0] * 4 : reel__px_headroom((h2[0] + 64) >> 7);
-    if (f->vmode == REEL_PX_V2) return full ? (int)(s >> 10) : reel__px_headroom((int)(s >> 19));
-    return full ? (int)(((1 << 9) + s) >> 10) : reel__px_headroom((int)(((1 << 18) + s) >> 19));
+    return reel__px_luma_out(f->vmode, f->mode == REEL_PX_FULL, s, h2);
 }
 
 /* One chroma component (comp 0: U, 1: V) at chroma output (col, row): 8
@@ -342,13 +371,7 @@ REEL_HD int reel__px_chroma(const reel__px_frame *f, const int32_t *start, const
 {
     int h2[2] = { 0, 0 }, w2[2] = { 0, 0 };
     int64_t s = reel__px_vsum(f, start, coef, f->hc, f->vc, 1, comp, col, row, h2, w2);
-    int full = f->mode == REEL_PX_FULL;
-    if (f->vmode == REEL_PX_V1) {
-        if (f->vc.taps == 1 || w2[1] < 2048) return full ? (h2[0] - (128 << 7)) * 4 : reel__px_clip8((h2[0] + 64) >> 7);
-        return full ? (h2[0] + h2[1] - (128 << 8)) * 2 : reel__px_clip8((h2[0] + h2[1] + 128) >> 8);
-    }
-    if (f->vmode == REEL_PX_V2) return full ? (int)((s - ((int64_t)128 << 19)) >> 10) : reel__px_clip8((int)(s >> 19));
-    return full ? (int)(((1 << 9) - ((int64_t)128 << 19) + s) >> 10) : reel__px_clip8((int)(((1 << 18) + s) >> 19));
+    return reel__px_chroma_out(f->vmode, f->mode == REEL_PX_FULL, f->vc.taps, s, h2, w2);
 }
 
 /* The RGB at the scaler's output (c, r). */
@@ -374,6 +397,65 @@ REEL_HD void reel__px_rgb(const reel__px_frame *f, const int32_t *start, const i
         reel__px_rgb_table(&f->coef, yy, u, v, rgb);
     else
         reel__px_rgb_full(&f->coef, yy, u, v, rgb);
+}
+
+/* ---- AFTER_RGB with a resize: swscale's RGB24 -> RGB24 scaler on the
+ * pass-1 picture's crop (what the CPU's convert_banded / convert_in_rgb
+ * run): its input converted to 15-bit YUV (rgb24ToY, rgb24ToUV or, a
+ * downscale by 2 across, rgb24ToUV_half), both passes, full-chroma output
+ * (an RGB source is not subsampled: swscale forces SWS_FULL_CHR_H_INT) ----
+ */
+
+/* Pass 2's input plane comp (0 Y, 1 U, 2 V) at sample col of crop row
+ * row, as swscale's input functions make it (14 bits, 6 fractional), from
+ * the pass-1 RGB computed in place. */
+REEL_HD int reel__px_rgbin(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int comp, int col,
+                           int row)
+{
+    const int32_t *k = f->r2y + 3 * comp;
+    const int half = comp && f->chalf;
+    int a[3], b[3] = { 0, 0, 0 };
+    reel__px_rgb(f, start, coef, f->x2 + (half ? 2 * col : col), f->y2 + row, a);
+    if (!half) return (k[0] * a[0] + k[1] * a[1] + k[2] * a[2] + ((comp ? 256 : 32) << 14) + (1 << 8)) >> 9;
+    reel__px_rgb(f, start, coef, f->x2 + 2 * col + 1, f->y2 + row, b);
+    return (k[0] * (a[0] + b[0]) + k[1] * (a[1] + b[1]) + k[2] * (a[2] + b[2]) + (256 << 15) + (1 << 9)) >> 10;
+}
+
+/* Pass 2's horizontal pass (hScale16To15 for an RGB source: >> 13, to 15
+ * bits) at output column o of crop row row. */
+REEL_HD int reel__px_hpass2(const reel__px_frame *f, const int32_t *start, const int16_t *coef, reel__px_axis a,
+                            int comp, int o, int row)
+{
+    int s0 = start[a.pos + o];
+    const int16_t *w = coef + a.coef + (int64_t)o * a.taps;
+    int32_t sum = 0;
+    for (int j = 0; j < a.taps; j++) sum += reel__px_rgbin(f, start, coef, comp, s0 + j, row) * w[j];
+    sum >>= 13;
+    return sum < 32767 ? sum : 32767;
+}
+
+/* The RGB at pass 2's output (c, r): its vertical pass and swscale's
+ * yuv2rgb24_full_{1,2,X} with BT.601 limited-range coefficients. */
+REEL_HD void reel__px_rgb2(const reel__px_frame *f, const int32_t *start, const int16_t *coef, int c, int r, int rgb[3])
+{
+    const reel__px_axis va = f->v2y;
+    const int r0 = start[va.pos + r];
+    const int16_t *w = coef + va.coef + (int64_t)r * va.taps;
+    int yuv[3];
+    for (int p = 0; p < 3; p++) {
+        int h2[2] = { 0, 0 }, w2[2] = { 0, 0 };
+        int64_t s = 0;
+        for (int j = 0; j < va.taps; j++) {
+            int h = reel__px_hpass2(f, start, coef, p ? f->h2c : f->h2y, p, c, r0 + j);
+            if (j < 2) {
+                h2[j] = h;
+                w2[j] = w[j];
+            }
+            s += (int64_t)h * w[j];
+        }
+        yuv[p] = p ? reel__px_chroma_out(f->vmode2, 1, va.taps, s, h2, w2) : reel__px_luma_out(f->vmode2, 1, s, h2);
+    }
+    reel__px_rgb_full(&f->coef2, yuv[0], yuv[1], yuv[2], rgb);
 }
 
 /* ---- 19-bit intermediates (swscale's for 16-bit output: gray16 and
@@ -581,7 +663,9 @@ REEL_HD void reel__px_store(const reel__px_frame *f, const int32_t *start, const
         return;
     }
     int rgb[3];
-    if (f->dtype == 4 && f->mode != REEL_PX_BLOCK) {
+    if (f->rgb2) {
+        reel__px_rgb2(f, start, coef, c, r, rgb);
+    } else if (f->dtype == 4 && f->mode != REEL_PX_BLOCK) {
         reel__px_rgb48(f, start, coef, c, r, rgb);
     } else {
         reel__px_rgb(f, start, coef, c, r, rgb);

@@ -330,8 +330,12 @@ static const uint8_t DITHER_8x8[8][8] = {
 static const char *unsupported(const reel__cuda_src *s, const reel_transform *t, int rot, int resize)
 {
     if (rot && resize) return "a display rotation with a resize";
-    /* without a resize both paths convert the whole picture unscaled */
-    if (t->pixels.convert_path != REEL_CONVERT_PATH_FUSED && resize) return "convert_path AFTER_RGB with a resize";
+    /* without a resize both paths convert the whole picture unscaled; with
+     * one, AFTER_RGB's RGB24 resize is done (pass 2), the deep path's
+     * resize within its gray or rgb48 picture is not */
+    if (t->pixels.convert_path != REEL_CONVERT_PATH_FUSED && resize &&
+        (t->pixels.color == REEL_COLOR_GRAY || t->pixels.dtype == REEL_DTYPE_UINT16))
+        return "convert_path AFTER_RGB with a resize of gray or uint16 output";
     if (s->format == REEL_CUDA_SRC_NV && s->bits != 8 && s->bits != 10 && s->bits != 12)
         return "this bit depth of a 4:2:0 picture (8, 10 and 12 are done)";
     if (s->format == REEL_CUDA_SRC_444 && s->bits != 8 && s->bits != 10 && s->bits != 12)
@@ -348,6 +352,43 @@ static const char *unsupported(const reel__cuda_src *s, const reel_transform *t,
             return "uint16 RGB of an unscaled 8-bit picture of odd width";
     }
     return NULL;
+}
+
+/* Pass 2 of AFTER_RGB with a resize: swscale's context for RGB24 cw x ch
+ * -> RGB24 ow x oh (FFmpeg 5.1 utils.c sws_init_context): an RGB source is
+ * not subsampled, so full chroma interpolation is forced (chroma at the
+ * output width, yuv2rgb24_full_*); its chroma input is read from pixel
+ * pairs (rgb24ToUV_half) where the output is at most half the width, else
+ * per pixel; chroma down as luma; YUV as the default matrix (BT.601) in
+ * limited range both ways (the range override for RGB formats), with the
+ * hard-coded BT.601 input weights of fill_rgb2yuv_table. */
+static int plan_rgb2(reel__cuda_taps *taps, const reel_transform *t, int cx, int cy, int cw, int ch, int ow, int oh,
+                     reel__px_frame *o, reel_error *err)
+{
+    static const double W[9] = { 0.299, 0.587, 0.114, -0.169, -0.331, 0.500, 0.500, -0.419, -0.081 };
+    static const int RANGE[9] = { 219, 219, 219, 224, 224, 224, 224, 224, 224 };
+    for (int i = 0; i < 9; i++) { /* (int)(w * range / 255 * 2^15 + 0.5), the sign outside */
+        const double a = W[i] < 0 ? -W[i] : W[i];
+        const int v = (int)(a * RANGE[i] / 255 * (1 << 15) + 0.5);
+        o->r2y[i] = W[i] < 0 ? -v : v;
+    }
+    coef_init(reel__convert_coefficients(5 /* AVCOL_SPC_BT470BG: swscale's SWS_CS_DEFAULT */), 0, &o->coef2);
+    o->rgb2 = 1;
+    o->x2 = cx;
+    o->y2 = cy;
+    o->chalf = ow <= cw >> 1;
+    const int kind = kind_of(t->pixels.filter), csw = o->chalf ? (cw + 1) >> 1 : cw;
+    int r = build_axis(taps, cw, ow, kind, ONE_H, 4, &o->h2y);
+    if (r == REEL_OK) r = build_axis(taps, ch, oh, kind, ONE_V, 2, &o->v2y);
+    if (r == REEL_OK) r = build_axis(taps, csw, ow, kind, ONE_H, 4, &o->h2c);
+    if (r == REEL_E_CUDA)
+        return reel__error_set(err, r,
+                               "CUDA conversion: an RGB downscale of %dx%d to %dx%d whose filter needs %d taps or "
+                               "more (swscale cascades through an intermediate picture) is not done on the GPU yet",
+                               cw, ch, ow, oh, MAX_TAPS);
+    if (r != REEL_OK) return reel__error_set(err, r, "CUDA conversion: out of memory for the filters");
+    o->vmode2 = o->v2y.taps == 1 ? REEL_PX_V1 : o->v2y.taps == 2 ? REEL_PX_V2 : REEL_PX_VX;
+    return REEL_OK;
 }
 
 /* The gray picture deep.c makes: its depth, range step, dither, and the
@@ -401,6 +442,15 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
     const int resize = ow != cw || oh != ch;
     const char *no = unsupported(s, t, rot, resize);
     if (no) return reel__error_set(err, REEL_E_CUDA, "CUDA conversion: %s is not done on the GPU yet", no);
+    /* AFTER_RGB with a resize: pass 1 is the whole picture unscaled (below,
+     * as without a resize), pass 2 the RGB resize of its crop */
+    const int rgb2 = resize && t->pixels.convert_path != REEL_CONVERT_PATH_FUSED;
+    if (rgb2 && ow <= cw >> 1 && (cw & 1) && cx + cw == s->width)
+        return reel__error_set(err, REEL_E_CUDA,
+                               "CUDA conversion: convert_path AFTER_RGB downscaling an odd-width crop at the "
+                               "picture's right edge (%d wide to %d) is not done on the GPU: swscale's chroma input "
+                               "reads the pixel past the crop's last there",
+                               cw, ow);
     memset(o, 0, sizeof *o);
     o->y = s->y;
     o->uv = s->uv;
@@ -417,7 +467,8 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
     o->ph = s->height;
     coef_init(reel__convert_coefficients(s->colorspace), s->full_range, &o->coef);
     int sw, sh, dw, dh, kind;
-    if (resize) { /* the fused path: the crop scaled inside the conversion */
+    const int scaled = resize && !rgb2; /* the YUV conversion resizes */
+    if (scaled) {                       /* the fused path: the crop scaled inside the conversion */
         o->x0 = cx;
         o->y0 = cy;
         sw = cw;
@@ -425,9 +476,9 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         dw = ow;
         dh = oh;
         kind = kind_of(t->pixels.filter);
-    } else { /* the whole picture converted unscaled, (rotated,) then the crop */
-        o->ox = cx;
-        o->oy = cy;
+    } else { /* the whole picture converted unscaled, (rotated,) then the crop (or pass 2) */
+        o->ox = rgb2 ? 0 : cx;
+        o->oy = rgb2 ? 0 : cy;
         sw = dw = s->width;
         sh = dh = s->height;
         kind = K_BICUBIC;
@@ -438,9 +489,9 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         plan_gray(s, t, resize, o);
         o->vrows = dh;
         if (!o->copy && (r = build_axes(taps, sw, sh, dw, dh, 0, 0, 0, kind, o, err)) != REEL_OK) return r;
-    } else if (!resize && s->bits == 8 && s->format == REEL_CUDA_SRC_GRAY && t->pixels.dtype != REEL_DTYPE_UINT16) {
+    } else if (!scaled && s->bits == 8 && s->format == REEL_CUDA_SRC_GRAY && t->pixels.dtype != REEL_DTYPE_UINT16) {
         o->mode = REEL_PX_PAL; /* swscale's unscaled palette copy (uint16: its scaler) */
-    } else if (!resize && s->bits == 8 && !(s->height & 1) && s->format == REEL_CUDA_SRC_NV) {
+    } else if (!scaled && s->bits == 8 && !(s->height & 1) && s->format == REEL_CUDA_SRC_NV) {
         o->mode = REEL_PX_BLOCK; /* uint16: swscale's C tables, each byte twice */
         o->coef.simd = t->pixels.dtype != REEL_DTYPE_UINT16 && reel__convert_unscaled_simd();
     } else {
@@ -454,6 +505,7 @@ int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *s, const 
         int l = o->vy.taps, c = o->vc.taps;
         o->vmode = l == 1 && c <= 2 ? REEL_PX_V1 : l == 2 && c == 2 ? REEL_PX_V2 : REEL_PX_VX;
     }
+    if (rgb2 && (r = plan_rgb2(taps, t, cx, cy, cw, ch, ow, oh, o, err)) != REEL_OK) return r;
     reel__convert_strides(t, ow, oh, channels, &o->sx, &o->sy, &o->sc);
     o->dst = dst;
     o->w = ow;

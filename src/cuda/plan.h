@@ -51,11 +51,14 @@ void reel__cuda_taps_reset(reel__cuda_taps *t);
 void reel__cuda_taps_free(reel__cuda_taps *t);
 
 /* Plans one frame of `src` converted per `tr` into dst (its strides, or
- * the layout's): fills *out and appends its filters to *taps. Refuses
+ * the layout's): fills *out and appends its filters to *taps (the AFTER_RGB
+ * path with a resize: the unscaled picture's and the RGB resize's). Refuses
  * (REEL_E_CUDA, naming the feature) what the GPU does not do yet: a display
- * rotation or the AFTER_RGB path with a resize, uint16 RGB of an unscaled
- * 8-bit picture of odd width, a downscale past swscale's 256-tap filters,
- * and source depths or layouts other than those above. */
+ * rotation with a resize, the AFTER_RGB path with a resize of gray or
+ * uint16 output or of an odd-width crop at the picture's right edge to half
+ * its width or less, uint16 RGB of an unscaled 8-bit picture of odd width,
+ * a downscale past swscale's 256-tap filters, and source depths or layouts
+ * other than those above. */
 int reel__cuda_plan_frame(reel__cuda_taps *taps, const reel__cuda_src *src, const reel_transform *tr, void *dst,
                           reel__px_frame *out, reel_error *err);
 

@@ -380,8 +380,12 @@ TEST(plan_refuses_what_the_gpu_does_not_do)
     CHECK_OK(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err)); /* unscaled: the same as FUSED */
     t.width = 32;
     t.height = 8;
+    CHECK_OK(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err)); /* the RGB resize: pass 2 */
+    CHECK(pf.rgb2 == 1);
+    t.pixels.dtype = REEL_DTYPE_UINT16; /* the deep path's resize in its rgb48 picture: not done */
     CHECK_STATUS(reel__cuda_plan_frame(&taps, &src, &t, NULL, &pf, &err), REEL_E_CUDA);
-    CHECK(strstr(err.message, "AFTER_RGB with a resize"));
+    CHECK(strstr(err.message, "AFTER_RGB with a resize of gray or uint16 output"));
+    t.pixels.dtype = REEL_DTYPE_UINT8;
     t.width = t.height = 0;
     t.pixels.convert_path = REEL_CONVERT_PATH_FUSED;
     t.crop_w = 100;

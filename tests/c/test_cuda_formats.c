@@ -419,6 +419,132 @@ TEST(large_downscales_equal_cpu_or_are_refused)
     reel_converter_destroy(&conv);
 }
 
+/* Under a sanitizer (about 3x slower) after_rgb compares a third of its
+ * cases, spread over every geometry, filter and dtype; the plain tree runs
+ * them all. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+#ifndef UNDER_SANITIZER
+#define UNDER_SANITIZER 0
+#endif
+
+/* convert_path AFTER_RGB with a resize (reel.vlm's decoding): the whole
+ * picture unscaled, then swscale's RGB24 resize of its crop (pass 2), each
+ * filter, down (below half the width: chroma from pixel pairs) and up, odd
+ * sizes, the Qwen pixel-budget sizes (multiples of 28), odd crops, uint8
+ * and normalised floats, flips and layouts; 8- and 10-bit 4:2:0, full
+ * range, odd widths and heights, 4:4:4 (8- and 10-bit) and gray sources. An odd crop at the right edge downscaled
+ * by 2 or more is refused (swscale reads past the crop there). */
+static void after_rgb(void)
+{
+    reel_converter *conv = NULL;
+    reel_error err;
+    CHECK_OK(reel_converter_create(&conv, &err));
+    struct {
+        const char *label, *file, *fmt, *codec; /* file: shared; else made from testsrc2 */
+        int64_t idx;
+        int w, h; /* 0: as decoded; else the top-left window */
+    } src[] = {
+        { "h264 8-bit", "nasa_13013.mp4", NULL, NULL, 5, 0, 0 },
+        { "hevc 10-bit", "nasa_13013_hdr.mp4", NULL, NULL, 4, 0, 0 },
+        { "h264 8-bit full range, odd width and height", "karma.mp4", NULL, NULL, 3, 331, 187 },
+        { "h264 8-bit, odd height", "nasa_13013.mp4", NULL, NULL, 7, 480, 269 },
+        { "h264 4:4:4 8-bit", "cockatoo.mp4", NULL, NULL, 2, 418, 240 },
+        { "hevc 4:4:4 10-bit", NULL, "yuv444p10le", "libx265 -x265-params log-level=error", 1, 0, 0 },
+        { "gray8 hevc", NULL, "gray", "libx265 -x265-params lossless=1:log-level=error", 1, 0, 0 },
+    };
+    tally ty = { 0 };
+    int refused = 0;
+    for (size_t i = 0; i < sizeof src / sizeof src[0]; i++) {
+        char path[4200], name[64];
+        if (src[i].file)
+            vpath(path, sizeof path, src[i].file);
+        else {
+            snprintf(name, sizeof name, "fmt_%s.mkv", src[i].fmt); /* all_formats' videos */
+            snprintf(path, sizeof path, "%s", cli_video(name, src[i].fmt, src[i].codec));
+        }
+        AVFrame *f = cuda_decode_at(path, src[i].idx, NULL);
+        if (src[i].w) {
+            f->width = src[i].w;
+            f->height = src[i].h;
+        }
+        pic p = make_pic(f, 0);
+        const int W = f->width, H = f->height;
+        struct {
+            int cx, cy, cw, ch, ow, oh;
+        } geo[] = {
+            { 0, 0, 0, 0, 224, 126 },                               /* down, chroma from pixel pairs */
+            { 0, 0, 0, 0, (W + 13) / 28 * 28, (H + 13) / 28 * 28 }, /* Qwen's size: a multiple of 28 */
+            { 0, 0, 0, 0, W / 2, H / 2 },                           /* exactly half: pairs */
+            { 0, 0, 0, 0, W / 2 + 1, H / 2 | 1 },                   /* just over half, odd */
+            { 0, 0, 0, 0, 28, 28 },
+            { 0, 0, 0, 0, W * 3 / 2 + 1, H * 5 / 4 },     /* up, odd width */
+            { 7, 3, W / 2 + 1, H / 2 + 1, W / 4, H / 3 }, /* odd crop, pairs: reads the pixel after it */
+            { 1, 2, W - 3, H - 5, W - 30, H - 3 },
+            { W - (W / 2 | 1), 0, W / 2 | 1, H / 2, W / 5, H / 4 }, /* odd crop at the right edge: refused */
+        };
+        for (size_t g = 0; g < sizeof geo / sizeof geo[0]; g++)
+            for (int fl = REEL_FILTER_BILINEAR; fl <= REEL_FILTER_NEAREST; fl++)
+                for (int k = 0; k < 3; k++) {
+                    if (k && fl != REEL_FILTER_BICUBIC) continue;
+                    if (UNDER_SANITIZER && g != 8 && (g + (size_t)fl + (size_t)k + i) % 3) continue;
+                    reel_transform t;
+                    static const reel_dtype dts[] = { REEL_DTYPE_UINT8, REEL_DTYPE_FLOAT32, REEL_DTYPE_BFLOAT16 };
+                    base(&t, REEL_COLOR_RGB, dts[k]);
+                    t.pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+                    t.crop_x = geo[g].cx;
+                    t.crop_y = geo[g].cy;
+                    t.crop_w = geo[g].cw;
+                    t.crop_h = geo[g].ch;
+                    t.width = geo[g].ow;
+                    t.height = geo[g].oh;
+                    t.pixels.filter = (reel_filter)fl;
+                    t.flip_horizontal = k == 1;
+                    t.layout = k ? REEL_LAYOUT_CHW : REEL_LAYOUT_HWC;
+                    if (k) {
+                        t.pixels.mean[0] = 0.48145466f; /* Qwen's CLIP normalisation */
+                        t.pixels.mean[1] = 0.4578275f;
+                        t.pixels.mean[2] = 0.40821073f;
+                        t.pixels.std[0] = 0.26862954f;
+                        t.pixels.std[1] = 0.26130258f;
+                        t.pixels.std[2] = 0.27577711f;
+                    }
+                    reel__cuda_taps taps = { 0 };
+                    reel__px_frame pf;
+                    int r = reel__cuda_plan_frame(&taps, &p.src, &t, NULL, &pf, &err);
+                    reel__cuda_taps_free(&taps);
+                    const int cw = t.crop_w ? t.crop_w : W, edge = t.crop_x + cw == W;
+                    CHECK(g != 8 || (edge && (cw & 1) && t.width <= cw / 2));
+                    if (edge && (cw & 1) && t.width <= cw / 2) {
+                        CHECK_STATUS(r, REEL_E_CUDA);
+                        CHECK_MSG(strstr(err.message, "odd-width crop at the picture's right edge"), "%s", err.message);
+                        refused++;
+                        continue;
+                    }
+                    CHECK_MSG(r == REEL_OK, "%s geometry %zu: %s", src[i].label, g, err.message);
+                    CHECK(pf.rgb2 == 1 && pf.chalf == (t.width <= cw / 2));
+                    char what[200];
+                    snprintf(what, sizeof what, "after_rgb %s geometry %zu filter %d case %d", src[i].label, g, fl, k);
+                    compare(conv, &p, &t, &ty, what);
+                }
+        free_pic(&p);
+    }
+    print_tally("after_rgb with a resize", &ty);
+    printf("    %d refused (odd crop at the right edge)\n", refused);
+    CHECK(refused > 0);
+    reel_converter_destroy(&conv);
+}
+
+TEST(after_rgb_resize_equals_cpu)
+{
+    after_rgb();
+}
+
 TEST(gray_and_deep_sources_equal_cpu)
 {
     all_formats();
@@ -504,5 +630,6 @@ TEST(gpu_kernel_equals_cpu)
     cuda_open_or_skip();
     all_formats();
     rotations();
+    after_rgb();
     reel__cuda_close(&g_device);
 }

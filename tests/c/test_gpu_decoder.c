@@ -87,7 +87,8 @@ static uint8_t *gpu_frames(reel_decoder *dec, const int64_t *idx, size_t n, cons
 {
     reel_device_buffer *b = NULL;
     reel_error err;
-    CHECK_OK(reel_decoder_get_frames_device(dec, idx, n, t, &b, st, &err));
+    int r = reel_decoder_get_frames_device(dec, idx, n, t, &b, st, &err);
+    CHECK_MSG(r == REEL_OK, "%s", err.message);
     *size = reel_device_buffer_get_size(b);
     uint8_t *host = xmalloc(*size);
     CHECK_OK(reel_device_buffer_download(b, 0, host, *size, &err));
@@ -154,6 +155,27 @@ static int transform_of(int k, reel_transform *t, char *what, size_t size)
         t->pixels.dtype = REEL_DTYPE_BFLOAT16;
         t->layout = REEL_LAYOUT_CHW;
         snprintf(what, size, "bfloat16 CHW");
+        return 1;
+    case 9: /* reel.vlm's decoding: RGB first, then swscale's bicubic RGB resize */
+        t->width = 96;
+        t->height = 54;
+        t->pixels.filter = REEL_FILTER_BICUBIC;
+        t->pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+        snprintf(what, size, "after_rgb, bicubic 96x54");
+        return 1;
+    case 10:
+        t->width = 252; /* a multiple of 28, as Qwen's pixel budget sizes */
+        t->height = 140;
+        t->crop_x = 3;
+        t->crop_y = 1;
+        t->crop_w = 151;
+        t->crop_h = 101;
+        t->flip_horizontal = 1;
+        t->pixels.dtype = REEL_DTYPE_FLOAT32;
+        t->layout = REEL_LAYOUT_CHW;
+        t->pixels.filter = REEL_FILTER_BILINEAR;
+        t->pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+        snprintf(what, size, "after_rgb, odd crop, bilinear up to 252x140, float32 CHW flipped");
         return 1;
     default: return 0;
     }
@@ -384,8 +406,12 @@ TEST(refusals_and_the_fallback)
     CHECK_MSG(strstr(err.message, "rotation") && strstr(err.message, "nasa_13013_rotated.mp4"), "%s", err.message);
     t.pixels.apply_rotation = 0;
     t.pixels.convert_path = REEL_CONVERT_PATH_AFTER_RGB;
+    t.pixels.dtype = REEL_DTYPE_UINT16; /* RGB48 resized after conversion (the deep path): refused */
     CHECK_STATUS(reel_decoder_get_frames_device(dec, &one, 1, &t, &b, NULL, &err), REEL_E_CUDA);
     CHECK(strstr(err.message, "AFTER_RGB") != NULL);
+    t.pixels.dtype = REEL_DTYPE_UINT8;
+    CHECK_OK(reel_decoder_get_frames_device(dec, &one, 1, &t, &b, NULL, &err)); /* RGB24 resized: done */
+    reel_device_buffer_free(&b);
     t.pixels.convert_path = REEL_CONVERT_PATH_FUSED;
     CHECK_OK(reel_decoder_get_frames_device(dec, &one, 1, &t, &b, NULL, &err)); /* still usable */
     reel_device_buffer_free(&b);

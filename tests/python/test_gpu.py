@@ -111,7 +111,7 @@ def test_device_check_reports_what_it_cannot_run(tmp_path):
     assert "no GPU" in out.stdout
     skipped = {c["name"]: c for c in report["checks"] if c["status"] == "skipped"}
     for name in ("nvdec_yuv_equals_cpu", "gpu_kernel_equals_cpu", "nvdec_decode_fps", "gpu_loader_equals_cpu",
-                 "gpu_loader_fps", "gpu_store_equals_cpu", "gpu_store_fps"):
+                 "gpu_loader_fps", "gpu_store_equals_cpu", "gpu_store_fps", "gpu_vlm_equals_cpu"):
         assert name in skipped and skipped[name]["why"], report
     table = Path(tmp_path / "device_check.md").read_text()
     assert "| check |" in table and "skipped" in table

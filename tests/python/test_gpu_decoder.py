@@ -59,6 +59,8 @@ TRANSFORMS = [
     {"size": 40, "dtype": "float32", "mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)},
     {"size": (31, 33), "dtype": "float16", "layout": "HWC", "filter": "bicubic"},
     {"dtype": "bfloat16"},
+    {"size": (54, 96), "filter": "bicubic", "convert_path": "after_rgb"},
+    {"size": (140, 252), "crop": (3, 1, 151, 101), "flip": True, "dtype": "float32", "convert_path": "after_rgb"},
 ]
 
 
@@ -205,15 +207,18 @@ def test_fallback_and_named_errors(shared_videos):
         out["rotation"] = err(lambda: reel.VideoDecoder({rotated!r}, device="cuda", size=(48, 64))[0])
         dec = reel.VideoDecoder({rotated!r}, device="cuda", apply_rotation=False)
         out["unrotated"] = dec[0].device
-        out["after_rgb"] = err(lambda: reel.VideoDecoder({path!r}, device="cuda", convert_path="after_rgb",
-                                                         size=(48, 64))[0])
+        out["after_rgb"] = reel.VideoDecoder({path!r}, device="cuda", convert_path="after_rgb",
+                                             size=(48, 64))[0].device  # RGB24 resized after conversion: done
+        out["after_rgb16"] = err(lambda: reel.VideoDecoder({path!r}, device="cuda", convert_path="after_rgb",
+                                                           size=(48, 64), dtype="uint16")[0])
         out["near"] = reel.VideoDecoder({path!r}, device="cuda").get_frames_near([0.0]).device
     """, REEL_FAKE_CUDA_DEVICES="1")
     assert got["two"][0] and "cuda:1 asked for, the machine has 1" in got["two"][1]
     assert got["fallback"] == ["cpu", None, "cpu"]
     assert got["rotation"][0] and "rotation" in got["rotation"][1] and "nasa_13013_rotated.mp4" in got["rotation"][1]
     assert got["unrotated"] == got["rotated"] == "cuda:0"
-    assert got["after_rgb"][0] and "AFTER_RGB" in got["after_rgb"][1]
+    assert got["after_rgb"] == "cuda:0"
+    assert got["after_rgb16"][0] and "AFTER_RGB with a resize of gray or uint16" in got["after_rgb16"][1]
     assert got["near"] == "cuda:0"  # test_gpu_loader.py compares its frames with the CPU's
 
 
@@ -255,3 +260,46 @@ def test_iteration_and_time_calls_on_the_device(shared_videos):
     """)
     assert got["iter"] == [17, True, True]
     assert got["times"] and got["range"]
+
+
+def test_vlm_on_the_device_equals_the_cpu(shared_videos):
+    """reel.vlm with device="cuda": the video decoded and converted on the
+    (emulated) GPU, RGB first then the bicubic RGB resize (after_rgb), equal
+    to the CPU's tensor bit for bit, float32 and uint8, through fetch_video
+    and process_vision_info. torch sees no emulated GPU, so the device Frames
+    are brought to the host where vlm hands them to torch.from_dlpack."""
+    videos = {n: str(shared_videos / n) for n in ("nasa_13013.mp4", "nasa_13013_hdr.mp4", "karma.mp4")}
+    got = run_gpu(f"""
+        import torch
+        import reel.vlm as vlm
+        seen = []
+        def host(frames):
+            seen.append(frames.device)
+            return (frames.cpu() if frames.device != "cpu" else frames).torch()
+        vlm._frames_to_torch = host
+        videos = {videos!r}
+        cases = [("nasa_13013.mp4", {{"nframes": 4}}, "float32"),
+                 ("nasa_13013.mp4", {{"fps": 1.0, "min_pixels": 20000, "max_pixels": 60000}}, "uint8"),
+                 ("nasa_13013_hdr.mp4", {{"nframes": 2, "resized_height": 100, "resized_width": 130}}, "float32"),
+                 ("karma.mp4", {{"nframes": 2, "min_pixels": 20000, "max_pixels": 50000}}, "uint8")]
+        out["cases"] = []
+        for name, ele, dtype in cases:
+            c, mc = vlm.fetch_video(dict(ele, video=videos[name]), dtype=dtype, return_video_metadata=True)
+            g, mg = vlm.fetch_video(dict(ele, video=videos[name]), dtype=dtype, return_video_metadata=True,
+                                    device="cuda")
+            out["cases"].append(dict(case=repr((name, ele, dtype)), shape=list(c.shape), equal=torch.equal(c, g),
+                                     dtype=[str(c.dtype), str(g.dtype)], meta=mc == mg))
+        n = len(seen)
+        msgs = [{{"role": "user", "content": [{{"type": "video", "video": videos["nasa_13013.mp4"], "nframes": 2}}]}}]
+        _, vc, kc = vlm.process_vision_info(msgs, return_video_kwargs=True)
+        _, vg, kg = vlm.process_vision_info(msgs, return_video_kwargs=True, device="cuda:0")
+        out["pvi"] = [torch.equal(vc[0], vg[0]), kc == kg, seen[n:]]
+        out["seen"] = seen[:n]
+        out["live"] = counter("live_allocs")
+    """)
+    for case in got["cases"]:
+        assert case["equal"] and case["meta"] and case["dtype"][0] == case["dtype"][1], case
+        assert min(case["shape"][2:]) >= 28 and case["shape"][2] % 28 == 0 and case["shape"][3] % 28 == 0, case
+    assert got["seen"] == ["cpu", "cuda:0"] * len(got["cases"])
+    assert got["pvi"] == [True, True, ["cpu", "cuda:0"]]
+    assert got["live"] == 0
