@@ -197,18 +197,34 @@ static int by_pos(const void *x, const void *y)
  * discarded ones): their ranges are the bytes a decode reads. Matroska's
  * cues name clusters only, and other containers nothing: no plan there,
  * their reads go on as before (the readahead of src/io). Before the stream
- * is chosen (a->stream < 0): every audio stream's packets, the other
- * streams discarded for the probe; after: the stream's alone. */
+ * is chosen (a->stream < 0, the probe): the audio stream that will be
+ * chosen, where that is known, the other streams discarded; after: the
+ * stream's. */
 int reel__audio_plan(reel_audio *a, reel_error *err)
 {
     if (!a->remote || strcmp(a->fmt->iformat->name, "mov,mp4,m4a,3gp,3g2,mj2") != 0) return REEL_OK;
+    /* the probe reads one audio stream alone only when the choice is made
+     * already: the caller's stream_index, or the file's one audio stream
+     * (among several, av_find_best_stream weighs the frames the probe
+     * counted of each, which must be those a local file's probe counts) */
+    int probe = -1;
+    for (unsigned s = 0; a->stream < 0 && s < a->fmt->nb_streams; s++) {
+        if (a->fmt->streams[s]->codecpar->codec_type != AVMEDIA_TYPE_AUDIO) continue;
+        if (a->s.stream_index >= 0 ? (int)s != a->s.stream_index : probe >= 0) {
+            if (a->s.stream_index < 0) return REEL_OK; /* a second one */
+            continue;
+        }
+        probe = (int)s;
+    }
+    const int want = a->stream >= 0 ? a->stream : probe;
+    if (want < 0) return REEL_OK;
     free(a->runs);
     a->runs = NULL;
     a->n_runs = 0;
     size_t n = 0;
     for (unsigned s = 0; s < a->fmt->nb_streams; s++) {
         AVStream *st = a->fmt->streams[s];
-        int mine = a->stream >= 0 ? (int)s == a->stream : st->codecpar->codec_type == AVMEDIA_TYPE_AUDIO;
+        int mine = (int)s == want;
         if (!mine) st->discard = AVDISCARD_ALL;
         /* a discarded video stream gets no packet: the probe would wait for
          * its pixel format and its first timestamp until its 5 s were read

@@ -151,9 +151,10 @@ def test_over_s3_the_samples_are_the_files_and_the_bytes_the_audio_packets(long_
 def test_real_mp4s_by_their_audio_ranges_equal_the_files(shared_videos, name):
     """Real files read by their audio packets' ranges: data streams beside
     the audio (karma: GPMF, timecode), two AAC streams (nasa), an edit list
-    that starts mid-GOP (mp4-init-nonkeyframe), MP3 restarted at marks by
-    seeks (cockatoo), a phone's ~1 s chunks (fire2): the samples of windows
-    at the end, the start and the middle, in that order, equal the file's."""
+    that starts mid-GOP
+    (mp4-init-nonkeyframe), MP3 restarted at marks by seeks (cockatoo), a
+    phone's ~1 s chunks (fire2): the samples of windows at the end, the
+    start and the middle, in that order, equal the file's."""
     path = shared_videos / name
     with reel.VideoDecoder(str(path), audio=True) as d:
         n = len(d)
@@ -165,3 +166,23 @@ def test_real_mp4s_by_their_audio_ranges_equal_the_files(shared_videos, name):
             assert d.remote_stats["failures"] == 0
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.shape[1] > 0 and np.array_equal(g, w)
+
+
+@pytest.mark.parametrize("stream", [None, 1, 4])
+def test_a_chosen_audio_stream_of_two_is_the_files(shared_videos, stream):
+    """nasa_13013.mp4 has two AAC streams: the best one (its probe reads
+    every stream, as a local file's does, so that the choice is the same)
+    and each one asked for by index (the probe reads it alone) give the
+    Loader the local file's samples."""
+    audio = dict(MONO16K, **({} if stream is None else {"stream_index": stream}))
+    kw = dict(frames_per_clip=8, size=32, batch_size=1, shuffle=False, epochs=1, decode_threads=1)
+
+    def run(src, **more):
+        with reel.Loader([(src, 0, 8.0, 10.0)], audio=audio, **kw, **more) as ld:
+            (b,) = list(ld)
+            return np.asarray(b.audio).copy()
+
+    local = run(str(shared_videos / "nasa_13013.mp4"))
+    with nginx(shared_videos) as base:
+        got = run(f"{base}/nasa_13013.mp4", remote=REMOTE)
+    assert got.shape[-1] > 0 and np.array_equal(got, local)
