@@ -53,7 +53,9 @@ typedef struct reel_remote_settings {
     int max_retries;            /**< retries of a failed request (connection errors,
                                      timeouts, 429, 5xx, short bodies, range mismatches); default 5 */
     double retry_budget;        /**< seconds all tries of one request may take; default 60 */
-    size_t readahead_min;       /**< bytes fetched at least per request; default 256 KiB */
+    size_t readahead_min;       /**< bytes fetched at least per request; also the gap up to which hinted
+                                     ranges (GOPs, a remote mp4's audio packets) come in one request;
+                                     default 256 KiB */
     size_t readahead_max;       /**< readahead grows to this on sequential reads; default 8 MiB */
     size_t whole_object_max;    /**< objects up to this size are fetched whole; default 16 MiB */
     int verify_tls;             /**< verify certificates; default 1 */

@@ -38,6 +38,7 @@ void reel_audio_close(reel_audio **a)
     reel__audio_run_free(x);
     reel__audio_cache_free(x);
     avformat_close_input(&x->fmt);
+    reel__audio_source_free(x);
     if (x->avio) av_freep(&x->avio->buffer);
     avio_context_free(&x->avio);
     reel__io_close(&x->io);
@@ -209,6 +210,8 @@ static int open_stream(reel_audio *a, const reel_audio_settings *s, reel_error *
     a->stream = idx;
     reel__audio_discard_others(a);
     a->tb = fmt->streams[idx]->time_base;
+    int st = reel__audio_plan(a, err); /* now the stream's packets alone */
+    if (st != REEL_OK) return st;
     a->info.has_audio = 1;
     a->info.stream_index = idx;
     a->info.native_sample_rate = par->sample_rate;
@@ -220,7 +223,7 @@ static int open_stream(reel_audio *a, const reel_audio_settings *s, reel_error *
     a->info.time_base_den = a->tb.den;
     reel__audio_run_init(a);
     reel__audio_cache_init(a);
-    int st = find_a0(a, err);
+    st = find_a0(a, err);
     if (st != REEL_OK) return st;
     a->info.start_seconds = (double)a->info.start_pts * a->tb.num / a->tb.den;
     return REEL_OK;
@@ -280,6 +283,15 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
     a->s.remote_stats = NULL;
     a->stream = -1;
     a->end = a->end_native = -1;
+    a->remote = remote;
+    reel_remote_settings rdef; /* the plan's requests: as the hinted ranges of src/io (reel__io_will_read) */
+    const reel_remote_settings *rs = s->remote;
+    if (!rs || rs->readahead_min == 0) {
+        reel_remote_default_settings(&rdef);
+        rs = &rdef;
+    }
+    a->gap_max = (int64_t)rs->readahead_min;
+    a->fetch_max = (int64_t)(rs->readahead_max > rs->readahead_min ? rs->readahead_max : rs->readahead_min);
     reel_error_clear(&a->io_err);
     uint8_t *buf = av_malloc(REEL_IO_BUFFER_SIZE);
     if (buf) a->avio = reel__audio_avio(a, buf, REEL_IO_BUFFER_SIZE);
@@ -288,7 +300,9 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
         reel_audio_close(&a);
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", shown);
     }
+    a->keeping = remote; /* the header, read once: the reopens from a0 read it from memory */
     int r = reel__audio_open_container(a);
+    a->keeping = 0;
     if (r < 0) {
         char eb[AV_ERROR_MAX_STRING_SIZE];
         av_strerror(r, eb, sizeof eb);
@@ -302,7 +316,10 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
         reel_audio_close(&a);
         return st;
     }
-    if (avformat_find_stream_info(a->fmt, NULL) < 0)
+    /* a remote mp4/mov: the stream probe reads the audio streams' packets
+     * alone, by their ranges (reel__audio_plan), not the video's bytes */
+    st = reel__audio_plan(a, err);
+    if (st == REEL_OK && avformat_find_stream_info(a->fmt, NULL) < 0)
         st = reel__audio_interrupted(a)
                  ? reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", a->name)
                  : reel__error_set(err, REEL_E_NOT_VIDEO, "%s: cannot read the streams", a->name);

@@ -30,6 +30,21 @@ typedef struct reel__audio_hole {
     int64_t lo, hi, packets;
 } reel__audio_hole;
 
+/* The audio packets' bytes of a remote mp4/mov (audio_source.c): the
+ * stream's index entries by position, those that touch merged into runs
+ * [pos, end); ts: the earliest timestamp in the run, in microseconds. */
+typedef struct reel__audio_run_span {
+    int64_t pos, end, ts;
+} reel__audio_run_span;
+
+/* Bytes [pos, pos + len) of the object that the first open read (the
+ * container's header), kept for the reopens. */
+typedef struct reel__audio_kept {
+    int64_t pos;
+    size_t len;
+    uint8_t *data;
+} reel__audio_kept;
+
 /* reel_audio_settings.cache_bytes' default. */
 #define REEL_AUDIO_CACHE_BYTES ((int64_t)8 << 20)
 
@@ -51,6 +66,15 @@ struct reel_audio {
     reel__io *io;
     int64_t io_pos;
     reel_error io_err; /* the last read's failure, for the message */
+    int remote;        /* io is an http(s)/s3 object */
+    /* the byte plan (audio_source.c; remote mp4/mov only, else no runs) */
+    reel__audio_run_span *runs; /* ascending by pos */
+    size_t n_runs;
+    int64_t gap_max;          /* runs closer than this come in one request (readahead_min) */
+    int64_t fetch_max;        /* the most bytes one request brings (readahead_max) */
+    reel__audio_kept kept[8]; /* the first open's reads, for the reopens */
+    size_t n_kept;
+    int keeping; /* the first open is reading: keep what it reads */
     AVCodecParameters *par;
     AVRational tb;
     int stream;
@@ -180,5 +204,12 @@ void reel__audio_discard_others(reel_audio *a);
 
 /* Back to the first byte: the container opened afresh. */
 int reel__audio_reopen(reel_audio *a, reel_error *err);
+
+/* For a remote mp4/mov: the stream's packets' byte ranges from its index,
+ * so that the reads fetch those (coalesced) and not the bytes between. */
+int reel__audio_plan(reel_audio *a, reel_error *err);
+
+/* Frees the plan and the kept header bytes. */
+void reel__audio_source_free(reel_audio *a);
 
 #endif

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""The bytes an audio window costs over http (issue 28, remote): what a
+VideoDecoder with audio fetches for one window's audio, over the video's.
+
+    python3 bench/run_audio_bytes.py [--seconds 60] [--label NAME]
+
+Makes a --seconds s 320x240 25 fps H.264 + 48 kHz stereo AAC 128 kb/s mp4
+(ffmpeg's interleave: about two audio packets between video frames) and the
+same with VP8 + Opus in WebM, with the ffmpeg CLI into
+build/bench-data/audio-bytes; serves them with nginx on 127.0.0.1
+(tests/python/servers.py) and for a 1 s window at 5 s and at --seconds - 5
+s reads its audio (16 kHz mono, decoded from a0 for AAC) over http with
+remote={"whole_object_max": 0} (byte ranges, as a large object) and
+readahead_min at its default (256 KiB) and at 1 KiB (runs of audio
+packets closer than readahead_min come in one request): the window's samples
+must equal the local file's; reports the bytes and requests that the audio
+added to the video's (remote_stats of a decoder with audio minus one
+without, the same frames), next to the file's size and its audio packets'
+bytes up to the window (ffprobe). Prints a markdown table.
+"""
+import argparse
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests" / "python"))
+from servers import nginx  # noqa: E402
+
+import reel  # noqa: E402
+
+DATA = ROOT / "build" / "bench-data" / "audio-bytes"
+
+
+def make(seconds):
+    DATA.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for name, vcodec, acodec in (("long.mp4", ["-c:v", "libx264", "-preset", "ultrafast", "-g", "25"],
+                                  ["-c:a", "aac", "-b:a", "128k"]),
+                                 ("long.webm", ["-c:v", "libvpx", "-deadline", "realtime", "-cpu-used", "8",
+                                                "-g", "25", "-b:v", "400k"], ["-c:a", "libopus", "-b:a", "128k"])):
+        p = DATA / f"{seconds}s-{name}"
+        if not p.exists():
+            subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-f", "lavfi", "-i",
+                            f"testsrc2=s=320x240:r=25:d={seconds}", "-f", "lavfi", "-i",
+                            f"sine=f=440:r=48000:d={seconds}", "-f", "lavfi", "-i",
+                            f"anoisesrc=r=48000:a=0.1:d={seconds}", "-filter_complex",
+                            "[1:a][2:a]amerge=inputs=2[a]", "-map", "0:v", "-map", "[a]", "-pix_fmt", "yuv420p",
+                            *vcodec, *acodec, str(p)], check=True)
+        out[name] = p
+    return out
+
+
+def audio_bytes_until(path, t):
+    r = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a", "-show_entries", "packet=pts_time,size",
+                        "-of", "csv=p=0", str(path)], capture_output=True, text=True, check=True)
+    return sum(int(s) for ts, s in (line.split(",")[:2] for line in r.stdout.split()) if float(ts) <= t)
+
+
+def window(src, t, remote=None):
+    frames = list(range(int(t * 25), int(t * 25) + 25))
+    kw = {"remote": remote} if remote else {}
+    with reel.VideoDecoder(str(src), **kw) as d:
+        d.get_frames_at(frames[:1])
+        video = dict(d.remote_stats) if remote else {}
+    with reel.VideoDecoder(str(src), audio={"sample_rate": 16000, "channels": 1}, **kw) as d:
+        d.get_frames_at(frames[:1])
+        a = np.asarray(d.get_audio_for_frames(frames).data).copy()
+        both = dict(d.remote_stats) if remote else {}
+    return a, video, both
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=int, default=60)
+    ap.add_argument("--label", default="")
+    args = ap.parse_args()
+    files = make(args.seconds)
+    rows = []
+    with tempfile.TemporaryDirectory() as www, nginx(Path(www)) as base:
+        for name, path in files.items():
+            (Path(www) / name).symlink_to(path)
+            size = path.stat().st_size
+            for t in (5.0, args.seconds - 5.0):
+                local, _, _ = window(path, t)
+                for ra in (256 << 10, 1 << 10):
+                    got, v, b = window(f"{base}/{name}", t, {"whole_object_max": 0, "readahead_min": ra})
+                    assert np.array_equal(got, local), (name, t, ra)
+                    rows.append((name, t, ra, size, audio_bytes_until(path, t + 1.0), b["bytes_fetched"] -
+                                 v["bytes_fetched"], b["requests"] - v["requests"], v["bytes_fetched"]))
+    print(f"| file {args.label} | window | readahead_min | file MB | audio packets to the window's end MB |"
+          " audio fetched MB | audio requests | video alone MB |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, t, ra, size, abytes, got, req, vid in rows:
+        print(f"| {name} | {t:g}-{t + 1:g} s | {ra >> 10} KiB | {size / 1e6:.2f} | {abytes / 1e6:.2f} |"
+              f" {got / 1e6:.2f} | {req} | {vid / 1e6:.2f} |")
+    print("samples equal the local file's: yes (asserted)")
+
+
+if __name__ == "__main__":
+    main()
