@@ -69,6 +69,8 @@ struct reel_audio {
     int64_t feed_from; /* native index from which samples reach the output */
     int64_t out_pos;   /* output samples produced (grid index of the next) */
     int eof;           /* 0 reading; 1 decoder flushed; 2 decoder drained; 3 all out */
+    int at_a0;         /* no run yet: ctx is the open's decoder, `frame` its first (a0's) */
+    int pending;       /* a run began on it: `frame` goes out first */
     int waiting;       /* after a seek: frames before mark `resume` only warm the decoder */
     reel__audio_mark resume;
     int64_t end;        /* output samples the stream gives, once a run reached its end; -1 unknown */

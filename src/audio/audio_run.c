@@ -80,6 +80,7 @@ void reel__audio_run_init(reel_audio *a)
 
 void reel__audio_run_free(reel_audio *a)
 {
+    a->at_a0 = a->pending = 0;
     avcodec_free_context(&a->ctx);
     swr_free(&a->swr);
     av_packet_free(&a->pkt);
@@ -399,14 +400,19 @@ static int new_resampler(reel_audio *a, reel_error *err)
     return REEL_OK;
 }
 
-static int start_run(reel_audio *a, reel_error *err)
+/* A run's decoder (a fresh one, unless `kept`: the open's, at a0), its
+ * resampler and history. */
+static int start_run(reel_audio *a, int kept, reel_error *err)
 {
-    reel__audio_run_free(a);
-    int st = reel__audio_open_codec(a, &a->ctx, err);
-    if (st != REEL_OK) return st;
-    a->pkt = av_packet_alloc();
-    a->frame = av_frame_alloc();
-    if (!a->pkt || !a->frame) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
+    int st;
+    if (!kept) {
+        reel__audio_run_free(a);
+        st = reel__audio_open_codec(a, &a->ctx, err);
+        if (st != REEL_OK) return st;
+        a->pkt = av_packet_alloc();
+        a->frame = av_frame_alloc();
+        if (!a->pkt || !a->frame) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
+    }
     const int ch = a->info.channels;
     st = new_resampler(a, err);
     if (st != REEL_OK) return st;
@@ -426,15 +432,20 @@ static int start_run(reel_audio *a, reel_error *err)
 }
 
 /* A run from a0 whose output starts at native index `from` (a multiple of
- * align: the resampler restarted there reproduces the whole stream's). */
+ * align: the resampler restarted there reproduces the whole stream's): on
+ * the open's decoder, still at a0, the first time; else from the first
+ * byte again. */
 static int start_at_a0(reel_audio *a, int64_t from, reel_error *err)
 {
-    int st = start_run(a, err);
-    if (st == REEL_OK) st = reel__audio_reopen(a, err);
+    const int kept = a->at_a0;
+    int st = start_run(a, kept, err);
+    if (st == REEL_OK && !kept) st = reel__audio_reopen(a, err);
     if (st != REEL_OK) {
         reel__audio_run_free(a);
         return st;
     }
+    a->at_a0 = 0;
+    a->pending = kept;
     a->pos = 0;
     output_from(a, from);
     a->stats.runs_from_a0++;
@@ -475,7 +486,7 @@ static const reel__audio_mark *mark_for(const reel_audio *a, int64_t lo)
 static int start_at_mark(reel_audio *a, const reel__audio_mark *m, reel_error *err)
 {
     const reel__audio_mark mk = *m;
-    int st = start_run(a, err);
+    int st = start_run(a, 0, err);
     if (st != REEL_OK) {
         reel__audio_run_free(a);
         return st;
@@ -523,6 +534,12 @@ static int advance(reel_audio *a, int64_t hi, reel_error *err)
         reach ? (int64_t)(((__int128)hi * a->info.native_sample_rate + a->info.sample_rate - 1) / a->info.sample_rate) +
                     reach
               : 0;
+    if (a->pending) { /* the open's first frame */
+        a->pending = 0;
+        int st = place_frame(a, a->frame, err);
+        av_frame_unref(a->frame);
+        if (st != REEL_OK) return st;
+    }
     while ((a->out_pos < hi || a->pos < hi_native) && a->eof < 3) {
         int r = avcodec_receive_frame(a->ctx, a->frame);
         if (r >= 0) {
@@ -627,7 +644,7 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
         *end = c;
         return REEL_OK;
     }
-    int go_on = a->ctx && c >= hist_exact(a) && !(m && m_out > a->out_pos + a->info.sample_rate);
+    int go_on = a->ctx && !a->at_a0 && c >= hist_exact(a) && !(m && m_out > a->out_pos + a->info.sample_rate);
     int st = REEL_OK;
     if (go_on && a->eof == 0 && from > a->pos && from > a->feed_from) {
         /* far ahead: the decoder goes on, the output restarts at `from` (a
