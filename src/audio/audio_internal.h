@@ -92,9 +92,11 @@ struct reel_audio {
     reel__audio_hole *holes; /* ascending by lo */
     size_t n_holes, holes_cap;
 
-    int64_t exact_lo; /* the run's first output sample equal to a whole-stream decode's */
+    int64_t exact_lo;      /* the run's first output sample equal to a whole-stream decode's */
+    int64_t run_lo;        /* the run's first placed native sample (0, or its mark's) */
+    SwrContext *serve_swr; /* a window resampled from the native cache */
 
-    /* ---- the cache (audio_cache.c): full blocks of exact output samples */
+    /* ---- the cache (audio_cache.c): full blocks of exact samples */
     reel__audio_block *blocks;   /* ascending index */
     size_t n_blocks, max_blocks; /* max_blocks 0: no cache */
     int block_len;               /* output samples a block holds */
@@ -119,6 +121,37 @@ static inline __int128 reel__audio_floor_div(__int128 num, __int128 den)
     if (num % den < 0) q -= 1;
     return q;
 }
+
+/* Output samples after a resampler's restart that differ from a
+ * whole-stream resample (10 ms; none at the native rate). */
+static inline int64_t reel__audio_warmup(const reel_audio *a)
+{
+    return a->info.sample_rate != a->info.native_sample_rate ? a->info.sample_rate / 100 + 1 : 0;
+}
+
+/* The native index, a multiple of align, where output sample `out` is
+ * reached (0 before a0's): a resampler restarted there gives the whole
+ * stream's samples from out on, after reel__audio_warmup. */
+static inline int64_t reel__audio_native_at(const reel_audio *a, int64_t out)
+{
+    if (out <= 0) return 0;
+    const int64_t n = (int64_t)((__int128)out * a->info.native_sample_rate / a->info.sample_rate);
+    return n / a->align * a->align;
+}
+
+/* Native samples on each side of a gap whose resampled output the gap
+ * reaches: libswresample's filter spans ceil(32 / (0.97 x rate / native))
+ * native samples (32 when upsampling); half of it, rounded up generously. */
+static inline int64_t reel__audio_resample_reach(const reel_audio *a)
+{
+    if (a->info.sample_rate == a->info.native_sample_rate) return 0;
+    const int64_t sr = a->info.native_sample_rate, r = a->info.sample_rate;
+    return 32 * ((sr + r - 1) / r);
+}
+
+/* A fresh resampler from the native rate to the output's, float planes of
+ * the output's channels (*swr freed first). */
+int reel__audio_resampler(const reel_audio *a, SwrContext **swr);
 
 /* Fills dst[0 .. C x (hi - lo)) (zeroed by the caller) with the output
  * grid's [lo, hi), going on with the run, or restarting it from a0 or a mark;
@@ -158,13 +191,29 @@ void reel__audio_cache_init(reel_audio *a);
 /* Frees the cache's blocks. */
 void reel__audio_cache_free(reel_audio *a);
 
-/* Output samples [lo, hi) the cache holds from lo on into dst (planes of
- * hi - lo); returns the end of that cover (lo: none). */
+/* The cache's grid: output samples, or native ones (placed and mixed) when
+ * there is a resampler: a window is then resampled from them, and only the
+ * windows' samples are (audio_run.c). */
+static inline int reel__audio_cache_native(const reel_audio *a)
+{
+    return a->max_blocks && a->info.sample_rate != a->info.native_sample_rate;
+}
+
+/* Samples [lo, hi) of the cache's grid it holds from lo on into dst (planes
+ * of hi - lo); returns the end of that cover (lo: none). */
 int64_t reel__audio_cache_get(reel_audio *a, int64_t lo, int64_t hi, float *dst);
 
-/* n output samples (planes of `stride`) the run produced at grid index
- * `at`: those from a->exact_lo on go into the blocks. */
-void reel__audio_cache_put(reel_audio *a, const float *planes, int n, int stride, int64_t at);
+/* n samples of the cache's grid (planes of `stride`) a run produced at
+ * index `at`: those from exact_lo on (equal to a whole-stream decode's) go
+ * into the blocks. */
+void reel__audio_cache_put(reel_audio *a, const float *planes, int n, int stride, int64_t at, int64_t exact_lo);
+
+/* The output window [lo, hi) resampled from the native cache (a fresh
+ * resampler at an aligned index before it, reel__audio_native_at); 1 when
+ * the cache held every native sample it needed, 0 when not (dst then holds
+ * nothing to keep), a negative status on failure; *end as
+ * reel__audio_fill's when it met the stream's end. */
+int reel__audio_cache_serve(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t *end);
 
 /* Output samples a full cache holds (0: no cache). */
 int64_t reel__audio_cache_span(const reel_audio *a);
