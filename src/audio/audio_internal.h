@@ -94,6 +94,7 @@ struct reel_audio {
 
     int64_t exact_lo;      /* the run's first output sample equal to a whole-stream decode's */
     int64_t run_lo;        /* the run's first placed native sample (0, or its mark's) */
+    int64_t keep_from;     /* with a resampler: the native cache keeps what the run places from here */
     SwrContext *serve_swr; /* a window resampled from the native cache */
 
     /* ---- the cache (audio_cache.c): full blocks of exact samples */

@@ -332,7 +332,7 @@ static int add_hole(reel_audio *a, int64_t lo, int64_t hi, int64_t packets)
 /* A gap's n zeros at native index `at` into the native cache. */
 static int keep_zeros(reel_audio *a, int64_t at, int64_t n)
 {
-    if (!reel__audio_cache_native(a) || n <= 0) return REEL_OK;
+    if (!reel__audio_cache_native(a) || n <= 0 || at + n <= a->keep_from) return REEL_OK;
     const int part = n < 4096 ? (int)n : 4096;
     float *z = calloc((size_t)part * (size_t)a->info.channels, sizeof(float));
     if (!z) return REEL_E_NOMEM;
@@ -383,7 +383,8 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
         a->dropped = 0;
     }
     if (skip >= n) return REEL_OK;
-    const int keep = reel__audio_cache_native(a);       /* the native samples go into the cache */
+    /* the native samples go into the cache (those the cache can hold before the window) */
+    const int keep = reel__audio_cache_native(a) && a->pos + (n - skip) > a->keep_from;
     if (!keep && a->pos + (n - skip) <= a->feed_from) { /* before the output starts: placed, not converted */
         a->pos += n - skip;
         return REEL_OK;
@@ -674,6 +675,7 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
     /* (native: the cache keeps what the run decodes before `from`, unresampled) */
     const int64_t from =
         reel__audio_native_at(a, c - pre - (reel__audio_cache_native(a) ? 0 : reel__audio_cache_span(a)));
+    a->keep_from = from - reel__audio_cache_span(a); /* native: the span is in native samples */
     int64_t m_out = -1;
     if (m) mark_feed(a, m, &m_out);
     if (a->end_native >= 0 && from_c >= a->end_native) { /* the stream ends before c's output starts */
