@@ -36,6 +36,7 @@ void reel_audio_close(reel_audio **a)
     if (!a || !*a) return;
     reel_audio *x = *a;
     reel__audio_run_free(x);
+    swr_free(&x->swr);
     reel__audio_cache_free(x);
     avformat_close_input(&x->fmt);
     if (x->avio) av_freep(&x->avio->buffer);

@@ -151,7 +151,8 @@ static inline int64_t reel__audio_resample_reach(const reel_audio *a)
 }
 
 /* A fresh resampler from the native rate to the output's, float planes of
- * the output's channels (*swr freed first). */
+ * the output's channels (*swr, when there is one, set up again: the same as
+ * a new one). */
 int reel__audio_resampler(const reel_audio *a, SwrContext **swr);
 
 /* Fills dst[0 .. C x (hi - lo)) (zeroed by the caller) with the output
@@ -174,7 +175,8 @@ static inline int reel__audio_interrupted(const reel_audio *a)
 /* Sets up the run's codec-dependent constants (seekable, preroll, align). */
 void reel__audio_run_init(reel_audio *a);
 
-/* Ends the run and frees what it holds (marks and `end` stay: they are the file's). */
+/* Ends the run and frees what it holds (marks and `end` stay: they are the
+ * file's; the resampler too, set up again by the next run). */
 void reel__audio_run_free(reel_audio *a);
 
 /* Opens a fresh decoder for the stream. */

@@ -81,8 +81,7 @@ void reel__audio_run_init(reel_audio *a)
 void reel__audio_run_free(reel_audio *a)
 {
     a->at_a0 = a->pending = 0;
-    avcodec_free_context(&a->ctx);
-    swr_free(&a->swr);
+    avcodec_free_context(&a->ctx); /* the resampler stays: each run sets it up again */
     av_packet_free(&a->pkt);
     av_frame_free(&a->frame);
 }
@@ -415,7 +414,9 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
 
 int reel__audio_resampler(const reel_audio *a, SwrContext **swr)
 {
-    swr_free(swr);
+    /* one set up again: libswresample keeps its filter (whose build is most
+     * of the cost at rates such as 44.1 kHz to 16 kHz) and clears the rest */
+    if (*swr) return swr_init(*swr) < 0 ? REEL_E_INTERNAL : REEL_OK;
     AVChannelLayout lay;
     av_channel_layout_default(&lay, a->info.channels);
     int bad = swr_alloc_set_opts2(swr, &lay, AV_SAMPLE_FMT_FLTP, a->info.sample_rate, &lay, AV_SAMPLE_FMT_FLTP,
@@ -428,7 +429,6 @@ int reel__audio_resampler(const reel_audio *a, SwrContext **swr)
 /* A fresh resampler for the run (none at the native rate). */
 static int new_resampler(reel_audio *a, reel_error *err)
 {
-    swr_free(&a->swr);
     if (a->info.sample_rate == a->info.native_sample_rate) return REEL_OK;
     if (reel__audio_resampler(a, &a->swr) != REEL_OK)
         return reel__error_set(err, REEL_E_INTERNAL, "%s: cannot set up resampling %d -> %d Hz", a->name,
