@@ -24,8 +24,9 @@
             the least exact audio can cost (the floor with video's)
    reel: VideoDecoder(path, threads=1, gop_contexts=1, audio={"sample_rate":
    16000, "channels": 1}), get_frames_at and get_audio_for_frames (its
-   audio object keeps a cache of decoded samples, 8 MiB by default: the
-   clips' audio decodes about once per video).
+   audio object keeps a cache of decoded native samples, 8 MiB by default:
+   the clips' audio decodes about once per video and only the clips'
+   windows are resampled).
    torchcodec: VideoDecoder(path, seek_mode="exact", num_ffmpeg_threads=1)
    and AudioDecoder(path, sample_rate=16000, num_channels=1),
    get_frames_at and get_samples_played_in_range over [first pts, last pts +
@@ -323,9 +324,10 @@ def main():
                 f"{v['clips_per_cpu_s'] / av['clips_per_cpu_s']:.2f}x CPU. Exact audio costs at least one AAC "
                 f"decode from a0 to each video's latest clip (the noise substitution) and the open: "
                 f"{1e3 / d['clips_per_cpu_s']:.2f} ms CPU a clip here (reel's whole audio: "
-                f"{1e3 / best.get(('reel', 'audio'), d)['clips_per_cpu_s']:.2f} ms, the rest the mono mix, the "
-                f"16 kHz resample and copies); with the frames alone and that decode only, frames + audio would "
-                f"reach {most('clips_per_s'):.2f}x wall, {most('clips_per_cpu_s'):.2f}x CPU.")
+                f"{1e3 / best.get(('reel', 'audio'), d)['clips_per_cpu_s']:.2f} ms with the video's open, the "
+                f"rest the mono mix of what is decoded, the windows' 16 kHz resample and the copies into the "
+                f"cache); with the frames alone and that decode only, frames + audio would reach "
+                f"{most('clips_per_s'):.2f}x wall, {most('clips_per_cpu_s'):.2f}x CPU.")
 
     def row(label, work):
         return (f"| {label} | {cell('reel', work, 'clips_per_s')} | {cell('torchcodec', work, 'clips_per_s')} | "

@@ -1,12 +1,14 @@
 /* audio_internal.h: the audio object (reel/audio.h) shared by audio.c (opening,
  * the public calls), audio_run.c (the running decode, its history and
- * marks, the restarts), audio_cache.c (the output samples kept in blocks)
- * and audio_source.c (the bytes). src/audio's files alone include it. */
+ * marks, the restarts), audio_cache.c (the samples kept in blocks, windows
+ * resampled from native ones) and audio_source.c (the bytes). src/audio's
+ * files alone include it. */
 #ifndef REEL_AUDIO_AUDIO_INTERNAL_H
 #define REEL_AUDIO_AUDIO_INTERNAL_H
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
 #include <libswresample/swresample.h>
 
 #include "core/error.h"
@@ -153,7 +155,19 @@ static inline int64_t reel__audio_resample_reach(const reel_audio *a)
 /* A fresh resampler from the native rate to the output's, float planes of
  * the output's channels (*swr, when there is one, set up again: the same as
  * a new one). */
-int reel__audio_resampler(const reel_audio *a, SwrContext **swr);
+static inline int reel__audio_resampler(const reel_audio *a, SwrContext **swr)
+{
+    /* one set up again: libswresample keeps its filter (whose build is most
+     * of the cost at rates such as 44.1 kHz to 16 kHz) and clears the rest */
+    if (*swr) return swr_init(*swr) < 0 ? REEL_E_INTERNAL : REEL_OK;
+    AVChannelLayout lay;
+    av_channel_layout_default(&lay, a->info.channels);
+    int bad = swr_alloc_set_opts2(swr, &lay, AV_SAMPLE_FMT_FLTP, a->info.sample_rate, &lay, AV_SAMPLE_FMT_FLTP,
+                                  a->info.native_sample_rate, 0, NULL) < 0 ||
+              swr_init(*swr) < 0;
+    av_channel_layout_uninit(&lay);
+    return bad ? REEL_E_INTERNAL : REEL_OK;
+}
 
 /* Fills dst[0 .. C x (hi - lo)) (zeroed by the caller) with the output
  * grid's [lo, hi), going on with the run, or restarting it from a0 or a mark;

@@ -412,20 +412,6 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
 
 /* ---- starting and advancing a run --------------------------------------- */
 
-int reel__audio_resampler(const reel_audio *a, SwrContext **swr)
-{
-    /* one set up again: libswresample keeps its filter (whose build is most
-     * of the cost at rates such as 44.1 kHz to 16 kHz) and clears the rest */
-    if (*swr) return swr_init(*swr) < 0 ? REEL_E_INTERNAL : REEL_OK;
-    AVChannelLayout lay;
-    av_channel_layout_default(&lay, a->info.channels);
-    int bad = swr_alloc_set_opts2(swr, &lay, AV_SAMPLE_FMT_FLTP, a->info.sample_rate, &lay, AV_SAMPLE_FMT_FLTP,
-                                  a->info.native_sample_rate, 0, NULL) < 0 ||
-              swr_init(*swr) < 0;
-    av_channel_layout_uninit(&lay);
-    return bad ? REEL_E_INTERNAL : REEL_OK;
-}
-
 /* A fresh resampler for the run (none at the native rate). */
 static int new_resampler(reel_audio *a, reel_error *err)
 {

@@ -1,6 +1,7 @@
 /* audio_source.c: the audio object's bytes: src/io (a file or an http(s)/s3
  * object, read by byte ranges) under an AVIOContext, and the container
- * opened over it, first at reel_audio_open and again for a decode from a0. */
+ * opened over it at reel_audio_open (whose decoder the first decode from a0
+ * goes on with) and again for each later decode from a0. */
 #include <libavutil/mem.h>
 
 #include "audio/audio_internal.h"
