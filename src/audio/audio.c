@@ -141,7 +141,7 @@ static int find_a0(reel_audio *a, reel_error *err)
     a->pkt = av_packet_alloc();
     a->frame = av_frame_alloc();
     if (!a->pkt || !a->frame) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
-    int eof = 0;
+    int eof = 0, clean = 1; /* clean: no packet refused or failed (else the first run reads them again) */
     for (;;) {
         if (reel__audio_interrupted(a))
             return reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", a->name);
@@ -151,7 +151,7 @@ static int find_a0(reel_audio *a, reel_error *err)
                 eof = 1;
                 avcodec_send_packet(a->ctx, NULL);
             } else {
-                if (a->pkt->stream_index == a->stream) avcodec_send_packet(a->ctx, a->pkt);
+                if (a->pkt->stream_index == a->stream && avcodec_send_packet(a->ctx, a->pkt) < 0) clean = 0;
                 av_packet_unref(a->pkt);
             }
         }
@@ -159,6 +159,7 @@ static int find_a0(reel_audio *a, reel_error *err)
         if (r >= 0) break;
         if (r == AVERROR_EOF || (eof && r == AVERROR(EAGAIN)))
             return reel__error_set(err, REEL_E_CORRUPT, "%s: the audio stream decodes to no samples", a->name);
+        if (r != AVERROR(EAGAIN)) clean = 0;
     }
     const AVFrame *f = a->frame;
     const int64_t pts = reel__audio_frame_ts(f);
@@ -170,7 +171,11 @@ static int find_a0(reel_audio *a, reel_error *err)
                                a->name, a->stream, f->sample_rate, f->ch_layout.nb_channels, MAX_RATE, MAX_CHANNELS);
     a->info.native_sample_rate = f->sample_rate;
     a->info.native_channels = f->ch_layout.nb_channels;
-    a->at_a0 = 1;
+    if (clean) {
+        a->at_a0 = 1;
+    } else {
+        reel__audio_run_free(a); /* the first run reopens, meeting the damage under the corrupt policy */
+    }
     return REEL_OK;
 }
 
