@@ -33,7 +33,20 @@ void reel__audio_cache_init(reel_audio *a)
     const int64_t n = a->s.cache_bytes / (int64_t)block_bytes(a) - 1;
     if (n < 1) return;
     a->blocks = calloc((size_t)n, sizeof *a->blocks);
-    if (a->blocks) a->max_blocks = (size_t)n; /* else: no cache */
+    if (!a->blocks) return; /* no cache */
+    a->max_blocks = (size_t)n;
+    /* native samples when resampling and the stream's length (the
+     * container's word, with a second to spare) fits: windows in any order
+     * then decode once and resample only themselves; a longer stream keeps
+     * output samples, fewer per byte (16 kHz: a third of 48 kHz's) */
+    const AVStream *st = a->fmt->streams[a->stream];
+    int64_t len = -1; /* native samples */
+    if (st->duration > 0)
+        len = (int64_t)((__int128)st->duration * st->time_base.num * a->info.native_sample_rate / st->time_base.den);
+    else if (a->fmt->duration > 0)
+        len = (int64_t)((__int128)a->fmt->duration * a->info.native_sample_rate / AV_TIME_BASE);
+    a->cache_native = a->info.sample_rate != a->info.native_sample_rate && len >= 0 &&
+                      len + a->info.native_sample_rate <= (int64_t)n * a->block_len;
 }
 
 void reel__audio_cache_free(reel_audio *a)

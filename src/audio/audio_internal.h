@@ -102,6 +102,7 @@ struct reel_audio {
     /* ---- the cache (audio_cache.c): full blocks of exact samples */
     reel__audio_block *blocks;   /* ascending index */
     size_t n_blocks, max_blocks; /* max_blocks 0: no cache */
+    int cache_native;            /* its blocks hold native samples (reel__audio_cache_native) */
     int block_len;               /* output samples a block holds */
     float *fill;                 /* the block being filled: block fill_index, its samples up to fill_next */
     int64_t fill_index, fill_next;
@@ -209,11 +210,12 @@ void reel__audio_cache_init(reel_audio *a);
 void reel__audio_cache_free(reel_audio *a);
 
 /* The cache's grid: output samples, or native ones (placed and mixed) when
- * there is a resampler: a window is then resampled from them, and only the
- * windows' samples are (audio_run.c). */
+ * there is a resampler and the whole stream fits (a->cache_native, set at
+ * open): a window is then resampled from them, and only the windows'
+ * samples are (audio_run.c). */
 static inline int reel__audio_cache_native(const reel_audio *a)
 {
-    return a->max_blocks && a->info.sample_rate != a->info.native_sample_rate;
+    return a->cache_native;
 }
 
 /* Samples [lo, hi) of the cache's grid it holds from lo on into dst (planes
