@@ -39,8 +39,8 @@ extern "C" {
  * resample exactly. A window past the end is known without decoding once a
  * run reached it. The cache, in blocks kept up to
  * reel_audio_settings.cache_bytes, serves a window it covers without
- * decoding: at the stream's rate, the output samples a run produced; at
- * another rate, the native samples (placed and mixed) a run decoded, from
+ * decoding: the output samples a run produced; or, at another rate when
+ * the whole stream's native samples fit, those (placed and mixed), from
  * which the window alone is resampled, the resampler restarted at an
  * aligned index 10 ms or more before it (the same samples). It holds only
  * samples equal to a whole-stream decode's; a run from a0 keeps those a
@@ -104,9 +104,8 @@ typedef struct reel_audio_settings {
     void *interrupt_opaque; /**< passed to interrupt; borrowed (common.h) */
     /** Bytes of decoded samples kept so that windows read in any order
      *  decode once (the contract above); default 8 MiB (about 2 min of
-     *  output at the stream's rate, 16 kHz mono; with a resampler native
-     *  samples: 43 s of 48 kHz mixed to mono); 0: none (an object that
-     *  reads one window). */
+     *  16 kHz mono output; a stream of up to 42 s at 48 kHz mixed to mono
+     *  is kept native); 0: none (an object that reads one window). */
     int64_t cache_bytes;
     /** A packet the codec rejects: REEL_CORRUPT_FAIL (default) fails the
      *  call, REEL_CORRUPT_SKIP drops it (its samples zeros, reported in
