@@ -24,9 +24,8 @@
             the least exact audio can cost (the floor with video's)
    reel: VideoDecoder(path, threads=1, gop_contexts=1, audio={"sample_rate":
    16000, "channels": 1}), get_frames_at and get_audio_for_frames (its
-   audio object keeps a cache of decoded native samples, 8 MiB by default:
-   the clips' audio decodes about once per video and only the clips'
-   windows are resampled).
+   audio object keeps a cache of decoded samples, 8 MiB by default: the
+   clips' audio decodes about once per video).
    torchcodec: VideoDecoder(path, seek_mode="exact", num_ffmpeg_threads=1)
    and AudioDecoder(path, sample_rate=16000, num_channels=1),
    get_frames_at and get_samples_played_in_range over [first pts, last pts +
@@ -325,9 +324,9 @@ def main():
                 f"decode from a0 to each video's latest clip (the noise substitution) and the open: "
                 f"{1e3 / d['clips_per_cpu_s']:.2f} ms CPU a clip here (reel's whole audio: "
                 f"{1e3 / best.get(('reel', 'audio'), d)['clips_per_cpu_s']:.2f} ms with the video's open, the "
-                f"rest the mono mix of what is decoded, the windows' 16 kHz resample and the copies into the "
-                f"cache); with the frames alone and that decode only, frames + audio would reach "
-                f"{most('clips_per_s'):.2f}x wall, {most('clips_per_cpu_s'):.2f}x CPU.")
+                f"rest the mono mix and the 16 kHz resample of what is decoded, and copies); with the frames "
+                f"alone and that decode only, frames + audio would reach {most('clips_per_s'):.2f}x wall, "
+                f"{most('clips_per_cpu_s'):.2f}x CPU.")
 
     def row(label, work):
         return (f"| {label} | {cell('reel', work, 'clips_per_s')} | {cell('torchcodec', work, 'clips_per_s')} | "

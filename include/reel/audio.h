@@ -37,15 +37,12 @@ extern "C" {
  * restarted at a native index that is a multiple of sr / gcd(sr, rate),
  * 10 ms or more before the window, where it reproduces a whole-stream
  * resample exactly. A window past the end is known without decoding once a
- * run reached it. The cache, in blocks kept up to
- * reel_audio_settings.cache_bytes, serves a window it covers without
- * decoding: the output samples a run produced; or, at another rate when
- * the whole stream's native samples fit, those (placed and mixed), from
- * which the window alone is resampled, the resampler restarted at an
- * aligned index 10 ms or more before it (the same samples). It holds only
- * samples equal to a whole-stream decode's; a run from a0 keeps those a
- * full cache can hold before its window, so that windows read in any order
- * decode the stream about once.
+ * run reached it. The cache: output samples a run produced, in blocks
+ * on the grid, kept up to reel_audio_settings.cache_bytes, serve a window
+ * they cover without decoding (the same samples: a block holds only
+ * samples a restart decodes exactly, after its resampler's first 10 ms);
+ * a run from a0 converts the samples a full cache can hold before its
+ * window, so that windows read in any order decode the stream about once.
  * Memory: the window, the history, the marks, the cache (and the damage
  * found, one record per run of dropped packets).
  *
@@ -102,10 +99,9 @@ typedef struct reel_audio_settings {
      *  its decode). Must be cheap and thread-safe. */
     int (*interrupt)(void *opaque);
     void *interrupt_opaque; /**< passed to interrupt; borrowed (common.h) */
-    /** Bytes of decoded samples kept so that windows read in any order
-     *  decode once (the contract above); default 8 MiB (about 2 min of
-     *  16 kHz mono output; a stream of up to 42 s at 48 kHz mixed to mono
-     *  is kept native); 0: none (an object that reads one window). */
+    /** Bytes of decoded output samples kept so that windows read in any
+     *  order decode once (the contract above); default 8 MiB (about 2 min
+     *  at 16 kHz mono); 0: none (an object that reads one window). */
     int64_t cache_bytes;
     /** A packet the codec rejects: REEL_CORRUPT_FAIL (default) fails the
      *  call, REEL_CORRUPT_SKIP drops it (its samples zeros, reported in

@@ -1,8 +1,7 @@
 /* audio_cache.c: the audio object's cache (audio_internal.h): full blocks of
- * exact samples its runs produced, kept up to reel_audio_settings.cache_bytes
- * (the least used go first), that serve a window again without decoding:
- * output samples at the native rate; with a resampler, native samples
- * (placed and mixed), from which a window is resampled (audio_run.c). */
+ * output samples its runs produced, exact ones only, kept up to
+ * reel_audio_settings.cache_bytes (the least used go first), that serve a
+ * window again without decoding. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,25 +32,11 @@ void reel__audio_cache_init(reel_audio *a)
     const int64_t n = a->s.cache_bytes / (int64_t)block_bytes(a) - 1;
     if (n < 1) return;
     a->blocks = calloc((size_t)n, sizeof *a->blocks);
-    if (!a->blocks) return; /* no cache */
-    a->max_blocks = (size_t)n;
-    /* native samples when resampling and the stream's length (the
-     * container's word, with a second to spare) fits: windows in any order
-     * then decode once and resample only themselves; a longer stream keeps
-     * output samples, fewer per byte (16 kHz: a third of 48 kHz's) */
-    const AVStream *st = a->fmt->streams[a->stream];
-    int64_t len = -1; /* native samples */
-    if (st->duration > 0)
-        len = (int64_t)((__int128)st->duration * st->time_base.num * a->info.native_sample_rate / st->time_base.den);
-    else if (a->fmt->duration > 0)
-        len = (int64_t)((__int128)a->fmt->duration * a->info.native_sample_rate / AV_TIME_BASE);
-    a->cache_native = a->info.sample_rate != a->info.native_sample_rate && len >= 0 &&
-                      len + a->info.native_sample_rate <= (int64_t)n * a->block_len;
+    if (a->blocks) a->max_blocks = (size_t)n; /* else: no cache */
 }
 
 void reel__audio_cache_free(reel_audio *a)
 {
-    swr_free(&a->serve_swr);
     for (size_t i = 0; i < a->n_blocks; i++) free(a->blocks[i].data);
     free(a->blocks);
     free(a->fill);
@@ -130,11 +115,11 @@ static void keep_fill(reel_audio *a)
     a->fill_index = -1;
 }
 
-void reel__audio_cache_put(reel_audio *a, const float *planes, int n, int stride, int64_t at, int64_t exact_lo)
+void reel__audio_cache_put(reel_audio *a, const float *planes, int n, int stride, int64_t at)
 {
     if (!a->max_blocks) return;
     const int64_t L = a->block_len, end = at + n;
-    int64_t i = at > exact_lo ? at : exact_lo;
+    int64_t i = at > a->exact_lo ? at : a->exact_lo;
     while (i < end) {
         const int64_t k = i / L, b0 = k * L, b1 = b0 + L;
         const int64_t to = end < b1 ? end : b1;
@@ -158,76 +143,4 @@ void reel__audio_cache_put(reel_audio *a, const float *planes, int n, int stride
         if (to == b1) keep_fill(a);
     }
     count_bytes(a);
-}
-
-/* 1 when native sample i is held (a kept block or the one being filled). */
-static int held(const reel_audio *a, int64_t i)
-{
-    int found;
-    find(a, i / a->block_len, &found);
-    return found || (a->fill && a->fill_index == i / a->block_len && i < a->fill_next);
-}
-
-int reel__audio_cache_serve(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t *end)
-{
-    const int ch = a->info.channels;
-    const int64_t sr = a->info.native_sample_rate, r = a->info.sample_rate, L = a->block_len, S = hi - lo;
-    const int64_t k = reel__audio_native_at(a, lo - reel__audio_warmup(a)); /* whole-stream samples from lo on */
-    /* the native samples it reads: up to hi's and the filter's reach (under
-     * REEL_CORRUPT_SKIP the run that put them met the holes there) */
-    int64_t last = (int64_t)(((__int128)hi * sr + r - 1) / r) + reel__audio_resample_reach(a);
-    if (a->end_native >= 0 && last >= a->end_native) last = a->end_native - 1;
-    if (last < k || !held(a, k) || !held(a, last)) return 0;
-    if (reel__audio_resampler(a, &a->serve_swr) != REEL_OK) return REEL_E_INTERNAL;
-    float *in = malloc((size_t)L * (size_t)ch * sizeof(float));
-    int cap = swr_get_out_samples(a->serve_swr, (int)L) + 64;
-    float *out = malloc((size_t)cap * (size_t)ch * sizeof(float));
-    int served = in && out ? 1 : REEL_E_NOMEM;
-    int64_t p = k, o = (int64_t)((__int128)k * r / sr); /* next native sample in, output sample out */
-    while (served == 1 && (o < hi || p <= last)) {
-        const int at_end = a->end_native >= 0 && p >= a->end_native;
-        int64_t q = p - p % L + L, got = p;
-        if (!at_end) {
-            if (a->end_native >= 0 && q > a->end_native) q = a->end_native;
-            got = reel__audio_cache_get(a, p, q, in);
-            if (got == p) { /* not held (the least used went) */
-                served = 0;
-                break;
-            }
-        }
-        const int n = (int)(got - p), want = swr_get_out_samples(a->serve_swr, n);
-        if (want > cap) {
-            float *bigger = realloc(out, (size_t)want * (size_t)ch * sizeof(float));
-            if (!bigger) {
-                served = REEL_E_NOMEM;
-                break;
-            }
-            out = bigger;
-            cap = want;
-        }
-        const uint8_t *ip[REEL_AUDIO_MAX_CHANNELS];
-        uint8_t *op[REEL_AUDIO_MAX_CHANNELS];
-        for (int c = 0; c < ch; c++) {
-            ip[c] = (const uint8_t *)(in + (size_t)c * (size_t)(q - p));
-            op[c] = (uint8_t *)(out + (size_t)c * (size_t)cap);
-        }
-        const int made = swr_convert(a->serve_swr, op, cap, at_end ? NULL : ip, n);
-        if (made < 0) {
-            served = REEL_E_INTERNAL;
-            break;
-        }
-        const int64_t from = o > lo ? o : lo, to = o + made < hi ? o + made : hi;
-        for (int c = 0; c < ch && from < to; c++)
-            memcpy(dst + (size_t)c * (size_t)S + (size_t)(from - lo),
-                   out + (size_t)c * (size_t)cap + (size_t)(from - o), (size_t)(to - from) * sizeof(float));
-        o += made;
-        p += n;
-        if (at_end && made == 0) { /* the resampler's last samples are out: the stream's end */
-            *end = o;
-            break;
-        }
-    }
-    free(in);
-    free(out);
-    return served;
 }

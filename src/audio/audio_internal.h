@@ -1,8 +1,7 @@
 /* audio_internal.h: the audio object (reel/audio.h) shared by audio.c (opening,
  * the public calls), audio_run.c (the running decode, its history and
- * marks, the restarts), audio_cache.c (the samples kept in blocks, windows
- * resampled from native ones) and audio_source.c (the bytes). src/audio's
- * files alone include it. */
+ * marks, the restarts), audio_cache.c (the output samples kept in blocks)
+ * and audio_source.c (the bytes). src/audio's files alone include it. */
 #ifndef REEL_AUDIO_AUDIO_INTERNAL_H
 #define REEL_AUDIO_AUDIO_INTERNAL_H
 
@@ -94,15 +93,11 @@ struct reel_audio {
     reel__audio_hole *holes; /* ascending by lo */
     size_t n_holes, holes_cap;
 
-    int64_t exact_lo;      /* the run's first output sample equal to a whole-stream decode's */
-    int64_t run_lo;        /* the run's first placed native sample (0, or its mark's) */
-    int64_t keep_from;     /* with a resampler: the native cache keeps what the run places from here */
-    SwrContext *serve_swr; /* a window resampled from the native cache */
+    int64_t exact_lo; /* the run's first output sample equal to a whole-stream decode's */
 
-    /* ---- the cache (audio_cache.c): full blocks of exact samples */
+    /* ---- the cache (audio_cache.c): full blocks of exact output samples */
     reel__audio_block *blocks;   /* ascending index */
     size_t n_blocks, max_blocks; /* max_blocks 0: no cache */
-    int cache_native;            /* its blocks hold native samples (reel__audio_cache_native) */
     int block_len;               /* output samples a block holds */
     float *fill;                 /* the block being filled: block fill_index, its samples up to fill_next */
     int64_t fill_index, fill_next;
@@ -124,50 +119,6 @@ static inline __int128 reel__audio_floor_div(__int128 num, __int128 den)
     __int128 q = num / den;
     if (num % den < 0) q -= 1;
     return q;
-}
-
-/* Output samples after a resampler's restart that differ from a
- * whole-stream resample (10 ms; none at the native rate). */
-static inline int64_t reel__audio_warmup(const reel_audio *a)
-{
-    return a->info.sample_rate != a->info.native_sample_rate ? a->info.sample_rate / 100 + 1 : 0;
-}
-
-/* The native index, a multiple of align, where output sample `out` is
- * reached (0 before a0's): a resampler restarted there gives the whole
- * stream's samples from out on, after reel__audio_warmup. */
-static inline int64_t reel__audio_native_at(const reel_audio *a, int64_t out)
-{
-    if (out <= 0) return 0;
-    const int64_t n = (int64_t)((__int128)out * a->info.native_sample_rate / a->info.sample_rate);
-    return n / a->align * a->align;
-}
-
-/* Native samples on each side of a gap whose resampled output the gap
- * reaches: libswresample's filter spans ceil(32 / (0.97 x rate / native))
- * native samples (32 when upsampling); half of it, rounded up generously. */
-static inline int64_t reel__audio_resample_reach(const reel_audio *a)
-{
-    if (a->info.sample_rate == a->info.native_sample_rate) return 0;
-    const int64_t sr = a->info.native_sample_rate, r = a->info.sample_rate;
-    return 32 * ((sr + r - 1) / r);
-}
-
-/* A fresh resampler from the native rate to the output's, float planes of
- * the output's channels (*swr, when there is one, set up again: the same as
- * a new one). */
-static inline int reel__audio_resampler(const reel_audio *a, SwrContext **swr)
-{
-    /* one set up again: libswresample keeps its filter (whose build is most
-     * of the cost at rates such as 44.1 kHz to 16 kHz) and clears the rest */
-    if (*swr) return swr_init(*swr) < 0 ? REEL_E_INTERNAL : REEL_OK;
-    AVChannelLayout lay;
-    av_channel_layout_default(&lay, a->info.channels);
-    int bad = swr_alloc_set_opts2(swr, &lay, AV_SAMPLE_FMT_FLTP, a->info.sample_rate, &lay, AV_SAMPLE_FMT_FLTP,
-                                  a->info.native_sample_rate, 0, NULL) < 0 ||
-              swr_init(*swr) < 0;
-    av_channel_layout_uninit(&lay);
-    return bad ? REEL_E_INTERNAL : REEL_OK;
 }
 
 /* Fills dst[0 .. C x (hi - lo)) (zeroed by the caller) with the output
@@ -194,6 +145,22 @@ void reel__audio_run_init(reel_audio *a);
  * file's; the resampler too, set up again by the next run). */
 void reel__audio_run_free(reel_audio *a);
 
+/* A fresh resampler from the native rate to the output's, float planes of
+ * the output's channels (*swr, when there is one, set up again: the same as
+ * a new one, its filter kept: its build is most of the cost at rates such as
+ * 44.1 kHz to 16 kHz). */
+static inline int reel__audio_resampler(const reel_audio *a, SwrContext **swr)
+{
+    if (*swr) return swr_init(*swr) < 0 ? REEL_E_INTERNAL : REEL_OK;
+    AVChannelLayout lay;
+    av_channel_layout_default(&lay, a->info.channels);
+    int bad = swr_alloc_set_opts2(swr, &lay, AV_SAMPLE_FMT_FLTP, a->info.sample_rate, &lay, AV_SAMPLE_FMT_FLTP,
+                                  a->info.native_sample_rate, 0, NULL) < 0 ||
+              swr_init(*swr) < 0;
+    av_channel_layout_uninit(&lay);
+    return bad ? REEL_E_INTERNAL : REEL_OK;
+}
+
 /* Opens a fresh decoder for the stream. */
 int reel__audio_open_codec(reel_audio *a, AVCodecContext **out, reel_error *err);
 
@@ -209,30 +176,13 @@ void reel__audio_cache_init(reel_audio *a);
 /* Frees the cache's blocks. */
 void reel__audio_cache_free(reel_audio *a);
 
-/* The cache's grid: output samples, or native ones (placed and mixed) when
- * there is a resampler and the whole stream fits (a->cache_native, set at
- * open): a window is then resampled from them, and only the windows'
- * samples are (audio_run.c). */
-static inline int reel__audio_cache_native(const reel_audio *a)
-{
-    return a->cache_native;
-}
-
-/* Samples [lo, hi) of the cache's grid it holds from lo on into dst (planes
- * of hi - lo); returns the end of that cover (lo: none). */
+/* Output samples [lo, hi) the cache holds from lo on into dst (planes of
+ * hi - lo); returns the end of that cover (lo: none). */
 int64_t reel__audio_cache_get(reel_audio *a, int64_t lo, int64_t hi, float *dst);
 
-/* n samples of the cache's grid (planes of `stride`) a run produced at
- * index `at`: those from exact_lo on (equal to a whole-stream decode's) go
- * into the blocks. */
-void reel__audio_cache_put(reel_audio *a, const float *planes, int n, int stride, int64_t at, int64_t exact_lo);
-
-/* The output window [lo, hi) resampled from the native cache (a fresh
- * resampler at an aligned index before it, reel__audio_native_at); 1 when
- * the cache held every native sample it needed, 0 when not (dst then holds
- * nothing to keep), a negative status on failure; *end as
- * reel__audio_fill's when it met the stream's end. */
-int reel__audio_cache_serve(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t *end);
+/* n output samples (planes of `stride`) the run produced at grid index
+ * `at`: those from a->exact_lo on go into the blocks. */
+void reel__audio_cache_put(reel_audio *a, const float *planes, int n, int stride, int64_t at);
 
 /* Output samples a full cache holds (0: no cache). */
 int64_t reel__audio_cache_span(const reel_audio *a);

@@ -172,7 +172,7 @@ static void mix_stereo(float *restrict dst, const float *restrict l, const float
 static void put_out(reel_audio *a, const float *planes, int n, int stride)
 {
     const int ch = a->info.channels;
-    if (!reel__audio_cache_native(a)) reel__audio_cache_put(a, planes, n, stride, a->out_pos, a->exact_lo);
+    reel__audio_cache_put(a, planes, n, stride, a->out_pos);
     const int64_t S = a->win_hi - a->win_lo;
     const int64_t from = a->out_pos > a->win_lo ? a->out_pos : a->win_lo;
     const int64_t to = a->out_pos + n < a->win_hi ? a->out_pos + n : a->win_hi;
@@ -278,13 +278,20 @@ static int64_t native_pos(const reel_audio *a, int64_t ts)
         (__int128)(ts - a->info.start_pts) * a->tb.num * a->info.native_sample_rate, a->tb.den);
 }
 
+/* Output samples after a resampler's restart that differ from a
+ * whole-stream resample (10 ms; none at the native rate). */
+static int64_t warmup(const reel_audio *a)
+{
+    return a->info.sample_rate != a->info.native_sample_rate ? a->info.sample_rate / 100 + 1 : 0;
+}
+
 /* The output starts again at native index `from` (0: a0, a whole-stream
  * start, exact from its first sample). */
 static void output_from(reel_audio *a, int64_t from)
 {
     a->feed_from = from;
     a->out_pos = a->hist_lo = (int64_t)((__int128)from * a->info.sample_rate / a->info.native_sample_rate);
-    a->exact_lo = from > 0 ? a->out_pos + reel__audio_warmup(a) : 0;
+    a->exact_lo = from > 0 ? a->out_pos + warmup(a) : 0;
 }
 
 /* The history's first exact sample. */
@@ -328,24 +335,18 @@ static int add_hole(reel_audio *a, int64_t lo, int64_t hi, int64_t packets)
     return REEL_OK;
 }
 
-/* A gap's n zeros at native index `at` into the native cache. */
-static int keep_zeros(reel_audio *a, int64_t at, int64_t n)
+/* Native samples on each side of a gap whose resampled output the gap
+ * reaches: libswresample's filter spans ceil(32 / (0.97 x rate / native))
+ * native samples (32 when upsampling); half of it, rounded up generously. */
+static int64_t resample_reach(const reel_audio *a)
 {
-    if (!reel__audio_cache_native(a) || n <= 0 || at + n <= a->keep_from) return REEL_OK;
-    const int part = n < 4096 ? (int)n : 4096;
-    float *z = calloc((size_t)part * (size_t)a->info.channels, sizeof(float));
-    if (!z) return REEL_E_NOMEM;
-    for (int64_t i = 0; i < n; i += part) {
-        const int k = n - i < part ? (int)(n - i) : part;
-        reel__audio_cache_put(a, z, k, part, at + i, a->run_lo);
-    }
-    free(z);
-    return REEL_OK;
+    if (a->info.sample_rate == a->info.native_sample_rate) return 0;
+    const int64_t sr = a->info.native_sample_rate, r = a->info.sample_rate;
+    return 32 * ((sr + r - 1) / r);
 }
 
 /* One decoded frame onto the native grid (the 1 ms rule), mixed, to the
- * output (and, with a resampler, into the native cache); a restarted run's
- * frames before its mark only warm the decoder. */
+ * output; a restarted run's frames before its mark only warm the decoder. */
 static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
 {
     const int nch = a->info.native_channels, n = f->nb_samples;
@@ -367,7 +368,6 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
         const int64_t own = native_pos(a, ts), tol = a->info.native_sample_rate / 1000;
         if (own - a->pos > tol) { /* a gap: zeros up to the frame's own place */
             if ((a->dropped && add_hole(a, a->pos, own, a->dropped) != REEL_OK) ||
-                keep_zeros(a, a->pos, own - a->pos) != REEL_OK ||
                 feed_native(a, NULL, a->pos, own - a->pos, 0) != REEL_OK)
                 return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
             a->dropped = 0;
@@ -382,9 +382,7 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
         a->dropped = 0;
     }
     if (skip >= n) return REEL_OK;
-    /* the native samples go into the cache (those the cache can hold before the window) */
-    const int keep = reel__audio_cache_native(a) && a->pos + (n - skip) > a->keep_from;
-    if (!keep && a->pos + (n - skip) <= a->feed_from) { /* before the output starts: placed, not converted */
+    if (a->pos + (n - skip) <= a->feed_from) { /* before the output starts: placed, not converted */
         a->pos += n - skip;
         return REEL_OK;
     }
@@ -403,7 +401,6 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
                                    av_get_sample_fmt_name((enum AVSampleFormat)f->format));
         if (a->info.channels == 1) mix_to_mono(a->scratch, nch, n);
     }
-    if (keep) reel__audio_cache_put(a, a->scratch + skip, n - skip, n, a->pos, a->run_lo);
     int st = feed_native(a, a->scratch + skip, a->pos, n - skip, n);
     if (st != REEL_OK) return reel__error_set(err, st, "%s: resampling failed", a->name);
     a->pos += n - skip;
@@ -468,7 +465,7 @@ static int start_at_a0(reel_audio *a, int64_t from, reel_error *err)
     }
     a->at_a0 = 0;
     a->pending = kept;
-    a->pos = a->run_lo = 0;
+    a->pos = 0;
     output_from(a, from);
     a->stats.runs_from_a0++;
     return REEL_OK;
@@ -521,7 +518,7 @@ static int start_at_mark(reel_audio *a, const reel__audio_mark *m, reel_error *e
     }
     a->resume = mk;
     a->waiting = 1;
-    a->pos = a->run_lo = mk.pos;
+    a->pos = mk.pos;
     int64_t o;
     output_from(a, mark_feed(a, &mk, &o));
     a->stats.runs_from_mark++;
@@ -551,7 +548,7 @@ static int rejected(reel_audio *a, int r, int64_t ts, reel_error *err)
  * depend on where a run stopped; FAIL finds no holes). */
 static int advance(reel_audio *a, int64_t hi, reel_error *err)
 {
-    const int64_t reach = a->s.corrupt_policy == REEL_CORRUPT_SKIP ? reel__audio_resample_reach(a) : 0;
+    const int64_t reach = a->s.corrupt_policy == REEL_CORRUPT_SKIP ? resample_reach(a) : 0;
     const int64_t hi_native =
         reach ? (int64_t)(((__int128)hi * a->info.native_sample_rate + a->info.sample_rate - 1) / a->info.sample_rate) +
                     reach
@@ -628,6 +625,15 @@ static void from_history(reel_audio *a, int64_t lo, int64_t hi, float *dst)
                (size_t)(to - from) * sizeof(float));
 }
 
+/* The native index, a multiple of align, where output sample `out` is
+ * reached (0 before a0's). */
+static int64_t native_at(const reel_audio *a, int64_t out)
+{
+    if (out <= 0) return 0;
+    const int64_t n = (int64_t)((__int128)out * a->info.native_sample_rate / a->info.sample_rate);
+    return n / a->align * a->align;
+}
+
 int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t *end, reel_error *err)
 {
     *end = INT64_MAX;
@@ -636,16 +642,8 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
         return REEL_OK;
     }
     a->stats.windows++;
-    /* [lo, c) from the cache (output samples, or, with a resampler, the
-     * window resampled from native ones); the rest [c, hi) decodes */
-    int64_t c = lo;
-    if (reel__audio_cache_native(a)) {
-        int served = reel__audio_cache_serve(a, lo, hi, dst, end);
-        if (served < 0) return reel__error_set(err, served, "%s: resampling failed", a->name);
-        if (served) c = hi;
-    } else {
-        c = reel__audio_cache_get(a, lo, hi, dst);
-    }
+    /* [lo, c) from the cache; the rest [c, hi) decodes */
+    const int64_t c = reel__audio_cache_get(a, lo, hi, dst);
     if (c >= hi) {
         a->stats.windows_cached++;
         return REEL_OK;
@@ -657,11 +655,8 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
      * c (the resampler's warm-up), and, with a cache, what it can hold
      * before that, so that earlier windows read later find their samples;
      * before it, a run from a0 only decodes */
-    const int64_t pre = reel__audio_warmup(a), from_c = reel__audio_native_at(a, c - pre);
-    /* (native: the cache keeps what the run decodes before `from`, unresampled) */
-    const int64_t from =
-        reel__audio_native_at(a, c - pre - (reel__audio_cache_native(a) ? 0 : reel__audio_cache_span(a)));
-    a->keep_from = from - reel__audio_cache_span(a); /* native: the span is in native samples */
+    const int64_t pre = warmup(a), from_c = native_at(a, c - pre);
+    const int64_t from = native_at(a, c - pre - reel__audio_cache_span(a));
     int64_t m_out = -1;
     if (m) mark_feed(a, m, &m_out);
     if (a->end_native >= 0 && from_c >= a->end_native) { /* the stream ends before c's output starts */
@@ -714,7 +709,7 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
 
 void reel__audio_damage(const reel_audio *a, int64_t lo, int64_t hi, reel_audio_window *w)
 {
-    const int64_t sr = a->info.native_sample_rate, r = a->info.sample_rate, reach = reel__audio_resample_reach(a);
+    const int64_t sr = a->info.native_sample_rate, r = a->info.sample_rate, reach = resample_reach(a);
     const int64_t vlo = w->valid_lo, vhi = w->valid_hi; /* the stream's part, window-relative */
     int64_t run_lo = vlo, run_hi = vlo, at = vlo;       /* the longest clean run; where the next starts */
     int64_t cover = vlo;                                /* missing samples counted up to here */
