@@ -323,9 +323,10 @@ def main():
                 f"{v['clips_per_cpu_s'] / av['clips_per_cpu_s']:.2f}x CPU. Exact audio costs at least one AAC "
                 f"decode from a0 to each video's latest clip (the noise substitution) and the open: "
                 f"{1e3 / d['clips_per_cpu_s']:.2f} ms CPU a clip here (reel's whole audio: "
-                f"{1e3 / best.get(('reel', 'audio'), d)['clips_per_cpu_s']:.2f} ms, the rest the mono mix, the "
-                f"16 kHz resample and copies); with the frames alone and that decode only, frames + audio would "
-                f"reach {most('clips_per_s'):.2f}x wall, {most('clips_per_cpu_s'):.2f}x CPU.")
+                f"{1e3 / best.get(('reel', 'audio'), d)['clips_per_cpu_s']:.2f} ms with the video's open, the "
+                f"rest the mono mix and the 16 kHz resample of what is decoded, and copies); with the frames "
+                f"alone and that decode only, frames + audio would reach {most('clips_per_s'):.2f}x wall, "
+                f"{most('clips_per_cpu_s'):.2f}x CPU.")
 
     def row(label, work):
         return (f"| {label} | {cell('reel', work, 'clips_per_s')} | {cell('torchcodec', work, 'clips_per_s')} | "

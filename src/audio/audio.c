@@ -36,6 +36,7 @@ void reel_audio_close(reel_audio **a)
     if (!a || !*a) return;
     reel_audio *x = *a;
     reel__audio_run_free(x);
+    swr_free(&x->swr);
     reel__audio_cache_free(x);
     avformat_close_input(&x->fmt);
     reel__audio_source_free(x);
@@ -128,48 +129,55 @@ int reel_audio_get_samples(reel_audio *a, int64_t t0, int64_t t1, int num, int d
 
 /* ---- opening ------------------------------------------------------------ */
 
+/* Decodes the stream's first frame: a0 (its timestamp) and the native
+ * rate and channels (the decoder's, which a header may not give: HE-AAC's
+ * SBR doubles the core rate). The decoder and that frame stay as the first
+ * run's start (a->at_a0): the container was just opened, its first packets
+ * (those avformat_find_stream_info read are kept) come first, so the first
+ * decode from a0 needs no reopen. */
 static int find_a0(reel_audio *a, reel_error *err)
 {
-    AVCodecContext *ctx = NULL;
-    int st = reel__audio_open_codec(a, &ctx, err);
+    int st = reel__audio_open_codec(a, &a->ctx, err);
     if (st != REEL_OK) return st;
-    AVPacket *pkt = av_packet_alloc();
-    AVFrame *f = av_frame_alloc();
-    int found = 0;
-    /* the container was just opened: its first packets (those
-     * avformat_find_stream_info read are kept) come first, no reopen */
-    st = pkt && f ? REEL_OK : reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
-    int eof = 0;
-    while (st == REEL_OK && !found) {
-        if (reel__audio_interrupted(a)) {
-            st = reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", a->name);
-            break;
-        }
+    a->pkt = av_packet_alloc();
+    a->frame = av_frame_alloc();
+    if (!a->pkt || !a->frame) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
+    int eof = 0, clean = 1; /* clean: no packet refused or failed (else the first run reads them again) */
+    for (;;) {
+        if (reel__audio_interrupted(a))
+            return reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", a->name);
         if (!eof) {
-            int r = av_read_frame(a->fmt, pkt);
+            int r = av_read_frame(a->fmt, a->pkt);
             if (r < 0) {
                 eof = 1;
-                avcodec_send_packet(ctx, NULL);
+                avcodec_send_packet(a->ctx, NULL);
             } else {
-                if (pkt->stream_index == a->stream) avcodec_send_packet(ctx, pkt);
-                av_packet_unref(pkt);
+                if (a->pkt->stream_index == a->stream && avcodec_send_packet(a->ctx, a->pkt) < 0) clean = 0;
+                av_packet_unref(a->pkt);
             }
         }
-        int r = avcodec_receive_frame(ctx, f);
-        if (r >= 0) {
-            int64_t pts = reel__audio_frame_ts(f);
-            AVStream *s = a->fmt->streams[a->stream];
-            a->info.start_pts = pts != AV_NOPTS_VALUE ? pts : s->start_time != AV_NOPTS_VALUE ? s->start_time : 0;
-            found = 1;
-        } else if (r == AVERROR_EOF || (eof && r == AVERROR(EAGAIN))) {
-            st = reel__error_set(err, REEL_E_CORRUPT, "%s: the audio stream decodes to no samples", a->name);
-        }
-        av_frame_unref(f);
+        int r = avcodec_receive_frame(a->ctx, a->frame);
+        if (r >= 0) break;
+        if (r == AVERROR_EOF || (eof && r == AVERROR(EAGAIN)))
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: the audio stream decodes to no samples", a->name);
+        if (r != AVERROR(EAGAIN)) clean = 0;
     }
-    av_packet_free(&pkt);
-    av_frame_free(&f);
-    avcodec_free_context(&ctx);
-    return st;
+    const AVFrame *f = a->frame;
+    const int64_t pts = reel__audio_frame_ts(f);
+    const AVStream *s = a->fmt->streams[a->stream];
+    a->info.start_pts = pts != AV_NOPTS_VALUE ? pts : s->start_time != AV_NOPTS_VALUE ? s->start_time : 0;
+    if (f->sample_rate < 1 || f->sample_rate > MAX_RATE || f->ch_layout.nb_channels < 1 ||
+        f->ch_layout.nb_channels > MAX_CHANNELS)
+        return reel__error_set(err, REEL_E_CORRUPT, "%s: audio stream %d decodes to %d Hz, %d channels (1..%d, 1..%d)",
+                               a->name, a->stream, f->sample_rate, f->ch_layout.nb_channels, MAX_RATE, MAX_CHANNELS);
+    a->info.native_sample_rate = f->sample_rate;
+    a->info.native_channels = f->ch_layout.nb_channels;
+    if (clean) {
+        a->at_a0 = 1;
+    } else {
+        reel__audio_run_free(a); /* the first run reopens, meeting the damage under the corrupt policy */
+    }
+    return REEL_OK;
 }
 
 static int open_stream(reel_audio *a, const reel_audio_settings *s, reel_error *err)
@@ -214,19 +222,38 @@ static int open_stream(reel_audio *a, const reel_audio_settings *s, reel_error *
     if (st != REEL_OK) return st;
     a->info.has_audio = 1;
     a->info.stream_index = idx;
-    a->info.native_sample_rate = par->sample_rate;
-    a->info.native_channels = par->ch_layout.nb_channels;
-    a->info.sample_rate = s->sample_rate ? s->sample_rate : par->sample_rate;
-    a->info.channels = s->channels ? 1 : par->ch_layout.nb_channels;
     snprintf(a->info.codec, sizeof a->info.codec, "%s", avcodec_get_name(par->codec_id));
     a->info.time_base_num = a->tb.num;
     a->info.time_base_den = a->tb.den;
+    st = find_a0(a, err); /* the native rate and channels too */
+    if (st != REEL_OK) return st;
+    a->info.sample_rate = s->sample_rate ? s->sample_rate : a->info.native_sample_rate;
+    a->info.channels = s->channels ? 1 : a->info.native_channels;
     reel__audio_run_init(a);
     reel__audio_cache_init(a);
-    st = find_a0(a, err);
-    if (st != REEL_OK) return st;
     a->info.start_seconds = (double)a->info.start_pts * a->tb.num / a->tb.den;
     return REEL_OK;
+}
+
+/* 1 when the container's header names what opening needs, so that
+ * avformat_find_stream_info (which decodes the first frames of every stream)
+ * can be skipped: an mp4/mov with one audio stream whose codec, rate and
+ * channels it gives, and a video stream. The rate and channels used are the
+ * decoder's anyway (find_a0), and the packets are the same either way. */
+static int header_suffices(const AVFormatContext *fmt)
+{
+    if (strncmp(fmt->iformat->name, "mov,", 4) != 0) return 0;
+    int audio = 0, video = 0;
+    for (unsigned i = 0; i < fmt->nb_streams; i++) {
+        const AVCodecParameters *p = fmt->streams[i]->codecpar;
+        if (p->codec_type == AVMEDIA_TYPE_AUDIO) {
+            if (p->codec_id == AV_CODEC_ID_NONE || p->sample_rate < 1 || p->ch_layout.nb_channels < 1) return 0;
+            audio++;
+        } else if (p->codec_type == AVMEDIA_TYPE_VIDEO && p->codec_id != AV_CODEC_ID_NONE && p->width > 0) {
+            video++;
+        }
+    }
+    return audio == 1 && video > 0;
 }
 
 /* reel_audio_open for `path` known to be remote (read through src/io by
@@ -317,9 +344,10 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
         return st;
     }
     /* a remote mp4/mov: the stream probe reads the audio streams' packets
-     * alone, by their ranges (reel__audio_plan), not the video's bytes */
+     * alone, by their ranges (reel__audio_plan), not the video's bytes; an
+     * mp4 whose header says all needs no probe (header_suffices) */
     st = reel__audio_plan(a, err);
-    if (st == REEL_OK && avformat_find_stream_info(a->fmt, NULL) < 0)
+    if (st == REEL_OK && !header_suffices(a->fmt) && avformat_find_stream_info(a->fmt, NULL) < 0)
         st = reel__audio_interrupted(a)
                  ? reel__error_set(err, REEL_E_CANCELLED, "%s: audio: interrupted while opening", a->name)
                  : reel__error_set(err, REEL_E_NOT_VIDEO, "%s: cannot read the streams", a->name);

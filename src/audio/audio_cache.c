@@ -83,6 +83,13 @@ int64_t reel__audio_cache_get(reel_audio *a, int64_t lo, int64_t hi, float *dst)
         b->used = ++a->tick;
         i = to;
     }
+    if (i < hi && a->fill && a->fill_index == i / L && i < a->fill_next) { /* the block being filled */
+        const int64_t to = hi < a->fill_next ? hi : a->fill_next;
+        for (int c = 0; c < a->info.channels; c++)
+            memcpy(dst + (size_t)c * (size_t)S + (size_t)(i - lo), a->fill + (size_t)c * (size_t)L + (size_t)(i % L),
+                   (size_t)(to - i) * sizeof(float));
+        i = to;
+    }
     return i;
 }
 

@@ -7,6 +7,7 @@
 
 #include <libavcodec/avcodec.h>
 #include <libavformat/avformat.h>
+#include <libavutil/channel_layout.h>
 #include <libswresample/swresample.h>
 
 #include "core/error.h"
@@ -93,6 +94,8 @@ struct reel_audio {
     int64_t feed_from; /* native index from which samples reach the output */
     int64_t out_pos;   /* output samples produced (grid index of the next) */
     int eof;           /* 0 reading; 1 decoder flushed; 2 decoder drained; 3 all out */
+    int at_a0;         /* no run yet: ctx is the open's decoder, `frame` its first (a0's) */
+    int pending;       /* a run began on it: `frame` goes out first */
     int waiting;       /* after a seek: frames before mark `resume` only warm the decoder */
     reel__audio_mark resume;
     int64_t end;        /* output samples the stream gives, once a run reached its end; -1 unknown */
@@ -162,8 +165,25 @@ static inline int reel__audio_interrupted(const reel_audio *a)
 /* Sets up the run's codec-dependent constants (seekable, preroll, align). */
 void reel__audio_run_init(reel_audio *a);
 
-/* Ends the run and frees what it holds (marks and `end` stay: they are the file's). */
+/* Ends the run and frees what it holds (marks and `end` stay: they are the
+ * file's; the resampler too, set up again by the next run). */
 void reel__audio_run_free(reel_audio *a);
+
+/* A fresh resampler from the native rate to the output's, float planes of
+ * the output's channels (*swr, when there is one, set up again: the same as
+ * a new one, its filter kept: its build is most of the cost at rates such as
+ * 44.1 kHz to 16 kHz). */
+static inline int reel__audio_resampler(const reel_audio *a, SwrContext **swr)
+{
+    if (*swr) return swr_init(*swr) < 0 ? REEL_E_INTERNAL : REEL_OK;
+    AVChannelLayout lay;
+    av_channel_layout_default(&lay, a->info.channels);
+    int bad = swr_alloc_set_opts2(swr, &lay, AV_SAMPLE_FMT_FLTP, a->info.sample_rate, &lay, AV_SAMPLE_FMT_FLTP,
+                                  a->info.native_sample_rate, 0, NULL) < 0 ||
+              swr_init(*swr) < 0;
+    av_channel_layout_uninit(&lay);
+    return bad ? REEL_E_INTERNAL : REEL_OK;
+}
 
 /* Opens a fresh decoder for the stream. */
 int reel__audio_open_codec(reel_audio *a, AVCodecContext **out, reel_error *err);

@@ -80,8 +80,8 @@ void reel__audio_run_init(reel_audio *a)
 
 void reel__audio_run_free(reel_audio *a)
 {
-    avcodec_free_context(&a->ctx);
-    swr_free(&a->swr);
+    a->at_a0 = a->pending = 0;
+    avcodec_free_context(&a->ctx); /* the resampler stays: each run sets it up again */
     av_packet_free(&a->pkt);
     av_frame_free(&a->frame);
 }
@@ -139,6 +139,29 @@ static void mix_to_mono(float *planes, int ch, int n)
         float v = g * planes[i];
         for (int c = 1; c < ch; c++) v += g * planes[(size_t)c * (size_t)n + (size_t)i];
         planes[i] = v;
+    }
+}
+
+/* mix_to_mono of two float planes, read where they are; four at a time
+ * (the same products and sums, lane by lane). */
+typedef float reel__v4f __attribute__((vector_size(16)));
+
+static void mix_stereo(float *restrict dst, const float *restrict l, const float *restrict r, int n)
+{
+    const reel__v4f g = { 0.5f, 0.5f, 0.5f, 0.5f };
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        reel__v4f x, y;
+        memcpy(&x, l + i, sizeof x);
+        memcpy(&y, r + i, sizeof y);
+        reel__v4f v = g * x;
+        v += g * y;
+        memcpy(dst + i, &v, sizeof v);
+    }
+    for (; i < n; i++) {
+        float v = 0.5f * l[i];
+        v += 0.5f * r[i];
+        dst[i] = v;
     }
 }
 
@@ -370,10 +393,14 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
         a->scratch = p;
         a->scratch_cap = need;
     }
-    if (frame_to_planes(f, nch, a->scratch) < 0)
-        return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC, "%s: audio sample format %s not handled", a->name,
-                               av_get_sample_fmt_name((enum AVSampleFormat)f->format));
-    if (a->info.channels == 1) mix_to_mono(a->scratch, nch, n);
+    if (a->info.channels == 1 && nch == 2 && f->format == AV_SAMPLE_FMT_FLTP) { /* AAC's stereo: one pass */
+        mix_stereo(a->scratch, (const float *)f->extended_data[0], (const float *)f->extended_data[1], n);
+    } else {
+        if (frame_to_planes(f, nch, a->scratch) < 0)
+            return reel__error_set(err, REEL_E_UNSUPPORTED_CODEC, "%s: audio sample format %s not handled", a->name,
+                                   av_get_sample_fmt_name((enum AVSampleFormat)f->format));
+        if (a->info.channels == 1) mix_to_mono(a->scratch, nch, n);
+    }
     int st = feed_native(a, a->scratch + skip, a->pos, n - skip, n);
     if (st != REEL_OK) return reel__error_set(err, st, "%s: resampling failed", a->name);
     a->pos += n - skip;
@@ -382,31 +409,29 @@ static int place_frame(reel_audio *a, const AVFrame *f, reel_error *err)
 
 /* ---- starting and advancing a run --------------------------------------- */
 
-/* A fresh resampler (none at the native rate). */
+/* A fresh resampler for the run (none at the native rate). */
 static int new_resampler(reel_audio *a, reel_error *err)
 {
-    swr_free(&a->swr);
     if (a->info.sample_rate == a->info.native_sample_rate) return REEL_OK;
-    AVChannelLayout lay;
-    av_channel_layout_default(&lay, a->info.channels);
-    int bad = swr_alloc_set_opts2(&a->swr, &lay, AV_SAMPLE_FMT_FLTP, a->info.sample_rate, &lay, AV_SAMPLE_FMT_FLTP,
-                                  a->info.native_sample_rate, 0, NULL) < 0 ||
-              swr_init(a->swr) < 0;
-    av_channel_layout_uninit(&lay);
-    if (bad)
+    if (reel__audio_resampler(a, &a->swr) != REEL_OK)
         return reel__error_set(err, REEL_E_INTERNAL, "%s: cannot set up resampling %d -> %d Hz", a->name,
                                a->info.native_sample_rate, a->info.sample_rate);
     return REEL_OK;
 }
 
-static int start_run(reel_audio *a, reel_error *err)
+/* A run's decoder (a fresh one, unless `kept`: the open's, at a0), its
+ * resampler and history. */
+static int start_run(reel_audio *a, int kept, reel_error *err)
 {
-    reel__audio_run_free(a);
-    int st = reel__audio_open_codec(a, &a->ctx, err);
-    if (st != REEL_OK) return st;
-    a->pkt = av_packet_alloc();
-    a->frame = av_frame_alloc();
-    if (!a->pkt || !a->frame) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
+    int st;
+    if (!kept) {
+        reel__audio_run_free(a);
+        st = reel__audio_open_codec(a, &a->ctx, err);
+        if (st != REEL_OK) return st;
+        a->pkt = av_packet_alloc();
+        a->frame = av_frame_alloc();
+        if (!a->pkt || !a->frame) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", a->name);
+    }
     const int ch = a->info.channels;
     st = new_resampler(a, err);
     if (st != REEL_OK) return st;
@@ -426,15 +451,20 @@ static int start_run(reel_audio *a, reel_error *err)
 }
 
 /* A run from a0 whose output starts at native index `from` (a multiple of
- * align: the resampler restarted there reproduces the whole stream's). */
+ * align: the resampler restarted there reproduces the whole stream's): on
+ * the open's decoder, still at a0, the first time; else from the first
+ * byte again. */
 static int start_at_a0(reel_audio *a, int64_t from, reel_error *err)
 {
-    int st = start_run(a, err);
-    if (st == REEL_OK) st = reel__audio_reopen(a, err);
+    const int kept = a->at_a0;
+    int st = start_run(a, kept, err);
+    if (st == REEL_OK && !kept) st = reel__audio_reopen(a, err);
     if (st != REEL_OK) {
         reel__audio_run_free(a);
         return st;
     }
+    a->at_a0 = 0;
+    a->pending = kept;
     a->pos = 0;
     output_from(a, from);
     a->stats.runs_from_a0++;
@@ -475,7 +505,7 @@ static const reel__audio_mark *mark_for(const reel_audio *a, int64_t lo)
 static int start_at_mark(reel_audio *a, const reel__audio_mark *m, reel_error *err)
 {
     const reel__audio_mark mk = *m;
-    int st = start_run(a, err);
+    int st = start_run(a, 0, err);
     if (st != REEL_OK) {
         reel__audio_run_free(a);
         return st;
@@ -523,6 +553,12 @@ static int advance(reel_audio *a, int64_t hi, reel_error *err)
         reach ? (int64_t)(((__int128)hi * a->info.native_sample_rate + a->info.sample_rate - 1) / a->info.sample_rate) +
                     reach
               : 0;
+    if (a->pending) { /* the open's first frame */
+        a->pending = 0;
+        int st = place_frame(a, a->frame, err);
+        av_frame_unref(a->frame);
+        if (st != REEL_OK) return st;
+    }
     while ((a->out_pos < hi || a->pos < hi_native) && a->eof < 3) {
         int r = avcodec_receive_frame(a->ctx, a->frame);
         if (r >= 0) {
@@ -627,7 +663,7 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
         *end = c;
         return REEL_OK;
     }
-    int go_on = a->ctx && c >= hist_exact(a) && !(m && m_out > a->out_pos + a->info.sample_rate);
+    int go_on = a->ctx && !a->at_a0 && c >= hist_exact(a) && !(m && m_out > a->out_pos + a->info.sample_rate);
     int st = REEL_OK;
     if (go_on && a->eof == 0 && from > a->pos && from > a->feed_from) {
         /* far ahead: the decoder goes on, the output restarts at `from` (a

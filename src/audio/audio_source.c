@@ -1,8 +1,9 @@
 /* audio_source.c: the audio object's bytes: src/io (a file or an http(s)/s3
  * object, read by byte ranges) under an AVIOContext, the container opened
- * over it (first at reel_audio_open, again for a decode from a0, its header
- * then from the bytes kept), and a remote mp4's plan: its audio packets'
- * byte ranges, fetched coalesced, never the other streams' bytes between. */
+ * over it (at reel_audio_open, whose decoder the first decode from a0 goes
+ * on with, and again for each later decode from a0, its header then from
+ * the bytes kept), and a remote mp4's plan: its audio packets' byte ranges,
+ * fetched coalesced, never the other streams' bytes between. */
 #include <libavutil/mathematics.h>
 #include <libavutil/mem.h>
 #include <libavutil/pixfmt.h>

@@ -224,3 +224,29 @@ def test_pack_audio_keeps_the_frames_of_a_damaged_audio_and_the_loader_names_it(
     assert "damaged.mp4" in m["failures"][0]["reason"] and "corrupt audio packet at" in m["failures"][0]["reason"]
     with reel.Loader(str(store), **kw) as ld:  # the frames are stored
         assert sorted(os.path.basename(i.path) for b in ld for i in b.info) == ["clean.mp4", "damaged.mp4"]
+
+
+def test_damage_before_the_first_frame_meets_the_policy(tmp_path):
+    """The open decodes up to a0's first frame and the first window goes on
+    with that decoder, unless a packet it met was refused: then the window
+    decodes from the first byte again and meets the damage under the policy
+    (fail: the error naming the packet; skip: counted)."""
+    path = make_video(tmp_path, "early", 4)
+    packets = _packets(path)
+    t, pos, size = packets[1]  # the first packet is AAC's priming: packet 1 is the first frame's
+    data = bytearray(open(path, "rb").read())
+    rng = random.Random(11)
+    for i in range(pos + 2, pos + size):
+        data[i] = rng.randrange(256)
+    open(path, "wb").write(bytes(data))
+    probe = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-f", "null", "-"],
+                           capture_output=True, text=True).stderr
+    if "Error" not in probe and "error" not in probe:
+        pytest.skip("the codec took the damaged packet (its bytes decoded)")
+    with reel.VideoDecoder(path, audio=True) as dec:
+        with pytest.raises(reel.CorruptError) as e:
+            dec.get_audio_played_in_range(0.0, 1.0)
+    assert f"corrupt audio packet at {t:.6f} s: " in str(e.value), str(e.value)
+    with reel.VideoDecoder(path, audio=True, corrupt_policy="skip") as dec:
+        a = dec.get_audio_played_in_range(0.0, 1.0)
+        assert a.corrupt_packets == 1, a  # before a0: dropped without a gap (a0 is the next frame's)
