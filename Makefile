@@ -75,7 +75,8 @@ REEL_NVCC ?=
 cuda: deps
 	@if [ -n "$(REEL_NVCC)" ]; then how=(-DREEL_NVCC="$(REEL_NVCC)" -DREEL_NVRTC=); \
 	  else nvrtc=$$(bash scripts/deps.sh --cuda) || exit 1; how=(-DREEL_NVRTC="$$nvrtc" -DREEL_NVCC=); fi; \
-	  bash scripts/cmake_build.sh $(CUDA_DIR) -DREEL_CUDA=ON -DREEL_WERROR=ON "$${how[@]}"
+	  images=$$(python3 scripts/cuda_kernels.py --print-default-images) || exit 1; \
+	  bash scripts/cmake_build.sh $(CUDA_DIR) -DREEL_CUDA=ON -DREEL_WERROR=ON -DREEL_CUDA_IMAGES="$$images" "$${how[@]}"
 
 # Formats the C sources with .clang-format (make test checks them).
 format:

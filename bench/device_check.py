@@ -44,6 +44,21 @@ benchmarks, each against the CPU in the same run:
                           (uint8 random crop + flip, float32 normalised)
   gpu_store_fps           then samples/s of both store Loaders in the same
                           run, with the bytes uploaded and the host staging
+  torch_dlpack_frames     torch.from_dlpack of a GPU Frames (VideoDecoder(
+                          device="cuda"), uint8 and float32) is a CUDA tensor
+                          equal to its .cpu(), on torch's current stream and
+                          inside `with torch.cuda.stream(s)` (torch passes s
+                          to __dlpack__(stream=), and reel makes s wait for
+                          its write); reel.torch.as_tensor shares its memory
+  torch_dlpack_batch      the same for reel.Loader(device="cuda") batches'
+                          frames (uint8 and float32 normalised), and
+                          Batch.torch() shares the batch's memory
+  torch_wrappers_no_copy  reel.torch.TorchLoader(loader, device="cuda") and
+                          VideoDataset(device="cuda") hand out the batch's own
+                          device memory: TorchLoader's tensor has the batch's
+                          data_ptr, and torch's allocator grows by less than
+                          a batch for either (these three need torch with
+                          CUDA: skipped, with the reason, without)
   gpu_vlm_equals_cpu      reel.vlm.fetch_video(ele, device="cuda") (after_rgb:
                           RGB, then the bicubic RGB resize, on the GPU) equal
                           to the CPU's tensor bit for bit (float32 and uint8)
@@ -470,6 +485,135 @@ print(json.dumps(out))
 """
 
 
+TORCH_CUDA_CODE = """
+import torch
+print(torch.__version__, torch.version.cuda, torch.cuda.is_available())
+"""
+
+
+def torch_cuda() -> Optional[str]:
+    """None if the torch the checks import is a CUDA build that sees a GPU, else why not."""
+    try:
+        r = run_with_reel(TORCH_CUDA_CODE, [], 120)
+    except subprocess.TimeoutExpired:
+        return "import torch timed out after 120 s"
+    if r.returncode != 0:
+        lines = r.stderr.strip().splitlines()
+        return f"no torch ({lines[-1] if lines else 'import torch failed'})"
+    version, cuda, available = r.stdout.split()[-3:]
+    if cuda == "None":
+        return f"torch {version} is a CPU build (torch.version.cuda is None)"
+    if available != "True":
+        return f"torch {version} (CUDA {cuda}) sees no GPU (torch.cuda.is_available() is False)"
+    return None
+
+
+TORCH_DLPACK_CODE = """
+import json, sys
+import torch
+import reel, reel.torch as rt
+assert torch.cuda.is_available(), "torch sees no CUDA GPU"
+video, clips = sys.argv[1], sys.argv[2:]
+out = {"frames": {}, "batch": {}, "wrappers": {}}
+
+
+def same(t, frames):
+    ref = torch.from_dlpack(frames.cpu())
+    return bool(t.is_cuda and t.shape == ref.shape and t.dtype == ref.dtype and torch.equal(t.cpu(), ref))
+
+
+def streams(frames):
+    row = {}
+    t = torch.from_dlpack(frames)  # on torch's current stream
+    row["current_stream"] = same(t, frames)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        u = torch.from_dlpack(frames)  # torch calls __dlpack__(stream=s.cuda_stream)
+        total = u.to(torch.float64).sum()  # read on s, which waits for reel's write
+    s.synchronize()
+    ref = torch.from_dlpack(frames.cpu()).to(torch.float64).sum()
+    row["side_stream"] = same(u, frames) and bool(total.cpu() == ref)
+    row["device"] = str(t.device)
+    row["as_tensor_shares"] = rt.as_tensor(frames).data_ptr() == t.data_ptr()
+    return row
+
+
+for dtype in ("uint8", "float32"):
+    with reel.VideoDecoder(video, device="cuda", dtype=dtype) as d:
+        out["frames"][dtype] = streams(d.get_frames_at([0, 1, 2, 5]))
+common = dict(frames_per_clip=8, size=224, batch_size=2, seed=3, epochs=1)
+for name, kw in (("uint8", {}), ("float32", {"dtype": "float32", "mean": (0.485, 0.456, 0.406),
+                                             "std": (0.229, 0.224, 0.225)})):
+    with reel.Loader(clips * 2, device="cuda", **common, **kw) as ld:
+        b = ld.next_batch()
+        row = streams(b.frames)
+        row["batch_torch_shares"] = b.torch()[0].data_ptr() == torch.from_dlpack(b.frames).data_ptr()
+        out["batch"][name] = row
+        del b
+# TorchLoader: the batch it took from the loader against the tensor it handed out
+with reel.Loader(clips * 2, device="cuda", **common) as ld:
+    got = []
+    take = ld.next_batch
+    ld.next_batch = lambda *a, **k: got.append(take(*a, **k)) or got[-1]
+    tl = rt.TorchLoader(ld, device="cuda")
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    tb = next(tl)
+    grew = torch.cuda.memory_allocated() - before
+    nbytes = tb.frames.numel() * tb.frames.element_size()
+    out["wrappers"]["TorchLoader"] = {
+        "same_memory": tb.frames.data_ptr() == torch.from_dlpack(got[-1].frames).data_ptr(),
+        "allocator_grew": grew, "batch_bytes": nbytes, "no_copy": tb.frames.is_cuda and grew < nbytes}
+    del tb, tl, got
+ds = rt.VideoDataset(clips * 2, device="cuda", **common)
+torch.cuda.synchronize()
+before = torch.cuda.memory_allocated()
+it = iter(ds)
+tb = next(it)
+grew = torch.cuda.memory_allocated() - before
+nbytes = tb.frames.numel() * tb.frames.element_size()
+out["wrappers"]["VideoDataset"] = {"same_memory": tb.frames.is_cuda, "allocator_grew": grew, "batch_bytes": nbytes,
+                                   "no_copy": tb.frames.is_cuda and grew < nbytes}
+del tb, it
+ds.close()
+print(json.dumps(out))
+"""
+
+
+def check_torch_dlpack(rep: Report, videos: Path, clips: List[Path], no_gpu: Optional[str]) -> None:
+    """torch.from_dlpack of reel's device Frames and GPU Loader batches, and
+    reel.torch's wrappers over a GPU Loader (no second copy)."""
+    names = ("torch_dlpack_frames", "torch_dlpack_batch", "torch_wrappers_no_copy")
+    why = torch_cuda()
+    if no_gpu or why:
+        for name in names:
+            rep.add(name, "skipped", "; ".join(w for w in (no_gpu, why) if w))
+        return
+    video = videos / "nasa_13013.mp4"
+    if not video.is_file():
+        for name in names:
+            rep.add(name, "skipped", f"no {video}")
+        return
+    try:
+        r = run_with_reel(TORCH_DLPACK_CODE, [video, *clips[:1], video], 400)
+    except subprocess.TimeoutExpired:
+        for name in names:
+            rep.add(name, "failed", "timed out after 400 s")
+        return
+    if r.returncode != 0:
+        for name in names:
+            rep.add(name, "failed", f"the torch checks stopped: {r.stderr.strip()[-400:]}")
+        return
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    cases = ((names[0], res["frames"], ("current_stream", "side_stream", "as_tensor_shares")),
+             (names[1], res["batch"], ("current_stream", "side_stream", "as_tensor_shares", "batch_torch_shares")),
+             (names[2], res["wrappers"], ("same_memory", "no_copy")))
+    for name, rows, keys in cases:
+        good = all(row.get(k) is True for row in rows.values() for k in keys)
+        rep.add(name, "passed" if good else "failed", "" if good else f"not all of {', '.join(keys)}",
+                rows=[{"case": k, **v} for k, v in rows.items()])
+
+
 def check_gpu_store(rep: Report, out: Path, no_gpu: Optional[str]) -> None:
     """reel.Loader(store, device="cuda") against the CPU Loader over the same
     packed store: batches equal, then samples/s of both in the same run."""
@@ -583,6 +727,7 @@ def main() -> int:
     check_gpu_loader(rep, clips, no_gpu)
     check_gpu_store(rep, out, no_gpu)
     check_gpu_vlm(rep, videos, clips, no_gpu)
+    check_torch_dlpack(rep, videos, clips, no_gpu)
 
     env = {"gpu": gpu, "cpus": os.cpu_count(), "python": platform.python_version(), "ffmpeg": ffmpeg,
            "shared_videos": str(videos)}

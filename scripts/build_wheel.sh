@@ -194,6 +194,9 @@ rm -rf "$raw" && mkdir -p "$raw"
 # the CUDA kernels' compiler (cached in .deps/cuda12/): libreel carries the
 # kernel images (docs/GPU.md), loaded only where device="cuda" asks
 nvrtc=$(bash "$root/scripts/deps.sh" --cuda) || die "no NVRTC for the CUDA kernels (scripts/deps.sh --cuda)"
+# the images (CMakeLists.txt's REEL_CUDA_IMAGES default), passed each time: the
+# CMake tree above is kept between builds, and its cache would keep an older list
+cuda_images=$(python3 "$root/scripts/cuda_kernels.py" --print-default-images) || die "no CUDA image list"
 say "building the wheel (pip wheel, scikit-build-core, zig cc) against ${prefix#"$root"/}"
 t0=$(date +%s)
 CC="$ZCC" CFLAGS="" LDFLAGS="" \
@@ -201,7 +204,8 @@ CC="$ZCC" CFLAGS="" LDFLAGS="" \
     -C "build-dir=build-wheel/cmake/$ff_key-$(printf '%s\n' "${LIB_PREFIXES[@]}" | sha256sum | cut -c1-8)/{wheel_tag}" \
     -C install.strip=true -C cmake.define.CMAKE_C_COMPILER="$ZCC" -C cmake.define.CMAKE_AR="$ZAR" \
     -C cmake.define.CMAKE_RANLIB="$ZRANLIB" -C cmake.define.REEL_BUILD_CLI=ON \
-    -C cmake.define.REEL_CUDA=ON -C cmake.define.REEL_NVRTC="$nvrtc" "$root" >"$wb/pip-wheel.log" 2>&1 ||
+    -C cmake.define.REEL_CUDA=ON -C cmake.define.REEL_CUDA_IMAGES="$cuda_images" \
+    -C cmake.define.REEL_NVRTC="$nvrtc" "$root" >"$wb/pip-wheel.log" 2>&1 ||
     { tail -n 40 "$wb/pip-wheel.log" >&2; die "pip wheel failed (log: build-wheel/pip-wheel.log)"; }
 whl=$(ls "$raw"/reel-*.whl)
 reel_secs=$(($(date +%s) - t0))

@@ -10,6 +10,10 @@ src/cuda/kernels.h declares (--c-file). One way in, whichever compiler.
 
   python3 scripts/cuda_kernels.py --nvrtc LIB --images sm_80,sm_90,compute_90 \
       --source src/cuda/kernels.cu -I src -I include --out-dir D --c-file F.c
+
+The image list libreel carries is defined once, as CMakeLists.txt's
+REEL_CUDA_IMAGES default; default_images() reads it for the tests, the
+wheel's check and `--print-default-images` (docs/GPU.md's table).
 """
 
 from __future__ import annotations
@@ -26,6 +30,17 @@ from typing import List, Tuple
 # as the CPU's does (convert/pixel.h; the rule is equality).
 EXACT = ["--fmad=false", "--prec-div=true"]
 IMAGE = re.compile(r"^(sm|compute)_([0-9]{2,3})$")
+
+
+CMAKELISTS = Path(__file__).resolve().parents[1] / "CMakeLists.txt"
+
+
+def default_images(cmakelists: Path = CMAKELISTS) -> List[str]:
+    """CMakeLists.txt's REEL_CUDA_IMAGES default: ["sm_60", ..., "compute_90"]."""
+    m = re.search(r'^set\(REEL_CUDA_IMAGES "([^"]*)" CACHE STRING', cmakelists.read_text(), re.M)
+    if not m:
+        die(f"{cmakelists}: no REEL_CUDA_IMAGES default")
+    return m.group(1).split(";")
 
 
 def die(msg: str) -> None:
@@ -111,6 +126,9 @@ def c_source(images: List[Tuple[str, bytes]], compiler: str, source: str) -> str
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if sys.argv[1:] == ["--print-default-images"]:
+        print(",".join(default_images()))
+        return
     how = ap.add_mutually_exclusive_group(required=True)
     how.add_argument("--nvrtc", help="libnvrtc.so.12 (PyPI's nvidia-cuda-nvrtc-cu12)")
     how.add_argument("--nvcc", help="an nvcc")

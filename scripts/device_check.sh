@@ -59,7 +59,9 @@ if [ "$build" = 1 ]; then
         say "not building build-cuda/: no FFmpeg development files (pkg-config libavcodec)"
     else
         say "building build-cuda/ with ${how[0]#-D}"
-        if ! nice bash scripts/cmake_build.sh build-cuda -DREEL_CUDA=ON "${how[@]}" \
+        # the image list passed each time: a build-cuda/ configured before it changed keeps its cache
+        if ! nice bash scripts/cmake_build.sh build-cuda -DREEL_CUDA=ON \
+            -DREEL_CUDA_IMAGES="$(python3 scripts/cuda_kernels.py --print-default-images)" "${how[@]}" \
             >"$OUT/build.log" 2>&1; then
             say "the build failed: $OUT/build.log"
         fi

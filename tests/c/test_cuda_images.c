@@ -12,7 +12,8 @@ static const unsigned char dummy[1];
  * purpose, with an sm_86 and a compute_80 besides. */
 static const reel__cuda_image images[] = {
     { "compute_90", 90, 1, dummy, 1 }, { "sm_90", 90, 0, dummy, 1 },      { "sm_80", 80, 0, dummy, 1 },
-    { "sm_86", 86, 0, dummy, 1 },      { "compute_80", 80, 1, dummy, 1 },
+    { "sm_86", 86, 0, dummy, 1 },      { "compute_80", 80, 1, dummy, 1 }, { "sm_75", 75, 0, dummy, 1 },
+    { "sm_70", 70, 0, dummy, 1 },      { "sm_60", 60, 0, dummy, 1 },
 };
 
 static int choose(const reel__cuda_image *im, int n, int capability, const char **first, const char **second)
@@ -43,14 +44,24 @@ TEST(the_gpu_gets_its_sass_then_the_newest_ptx_it_can_run)
     CHECK_EQ_STR(a, "compute_90");
     CHECK_EQ_INT(choose(images, n, 120, &a, &b), 1); /* RTX 50xx */
     CHECK_EQ_STR(a, "compute_90");
-    CHECK_EQ_INT(choose(images, n, 75, &a, &b), 0); /* T4: older than every image */
+    CHECK_EQ_INT(choose(images, n, 75, &a, &b), 1); /* T4: its SASS; no PTX at or below 7.5 */
+    CHECK_EQ_STR(a, "sm_75");
+    CHECK_EQ_INT(choose(images, n, 70, &a, &b), 1); /* V100 */
+    CHECK_EQ_STR(a, "sm_70");
+    CHECK_EQ_INT(choose(images, n, 72, &a, &b), 1); /* Xavier: sm_70 SASS runs on 7.2 */
+    CHECK_EQ_STR(a, "sm_70");
+    CHECK_EQ_INT(choose(images, n, 60, &a, &b), 1); /* P100 */
+    CHECK_EQ_STR(a, "sm_60");
+    CHECK_EQ_INT(choose(images, n, 61, &a, &b), 1); /* P4, P40, GTX 10xx */
+    CHECK_EQ_STR(a, "sm_60");
+    CHECK_EQ_INT(choose(images, n, 52, &a, &b), 0); /* Maxwell: older than every image */
     CHECK_EQ_INT(choose(images, 0, 90, &a, &b), 0);
 }
 
 TEST(without_ptx_a_newer_gpu_gets_nothing)
 {
     const char *a, *b;
-    /* sm_80 and sm_90 only: SASS never runs on another major version */
+    /* sm_90 and sm_80 only: SASS never runs on another major version */
     CHECK_EQ_INT(choose(images + 1, 2, 90, &a, &b), 1);
     CHECK_EQ_STR(a, "sm_90");
     CHECK_EQ_INT(choose(images + 1, 2, 87, &a, &b), 1);

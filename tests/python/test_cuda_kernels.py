@@ -8,6 +8,7 @@ and lists them; a default build carries none and says so."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shutil
 import struct
@@ -20,8 +21,21 @@ import reel
 
 from conftest import ROOT
 
-IMAGES = ["sm_80", "sm_90", "compute_90"]  # CMakeLists.txt's REEL_CUDA_IMAGES
+_spec = importlib.util.spec_from_file_location("cuda_kernels", ROOT / "scripts" / "cuda_kernels.py")
+assert _spec and _spec.loader
+_ck = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_ck)
+IMAGES = _ck.default_images()  # CMakeLists.txt's REEL_CUDA_IMAGES, the one list
+SASS = [int(n[3:]) for n in IMAGES if n.startswith("sm_")]
+PTX = [int(n[8:]) for n in IMAGES if n.startswith("compute_")]
 EM_CUDA = 190
+
+
+def test_the_list_covers_volta_to_hopper_and_newer_gpus():
+    # T4 (7.5), V100 (7.0), P100/P4 (6.x) run their own SASS; the newest PTX (9.0) is what the
+    # driver compiles for GPUs after Hopper; nothing needs a PTX below 9.0 (SASS covers them)
+    assert {60, 70, 75, 80, 90} <= set(SASS), IMAGES
+    assert PTX == [90], IMAGES
 
 
 def _nvrtc() -> str:
@@ -50,7 +64,8 @@ def kernels(tmp_path_factory):
 
 
 def test_each_cubin_is_sass_for_its_architecture(kernels):
-    for sm in (80, 90):
+    assert SASS
+    for sm in SASS:
         data = (kernels / f"kernels.sm_{sm}.cubin").read_bytes()
         assert data[:4] == b"\x7fELF" and data[4] == 2 and data[5] == 1, data[:16]  # 64-bit, little-endian
         # CUDA 12's ELF ABI (OS/ABI 0x33, version 7), which every driver from R525 loads; a
@@ -65,16 +80,40 @@ def test_each_cubin_is_sass_for_its_architecture(kernels):
         assert b"reel_px_convert\0" in data
 
 
-def test_the_ptx_needs_no_driver_newer_than_cuda_12_0(kernels):
-    data = (kernels / "kernels.compute_90.ptx").read_bytes()
+def _check_ptx(data: bytes, arch: int) -> None:
     assert data.endswith(b"\0") and data.count(b"\0") == 1  # text, NUL-terminated for cuModuleLoadData
     ptx = data[:-1].decode()
     assert re.search(r"^\.version 8\.0$", ptx, re.M), ptx[:400]  # PTX ISA 8.0: CUDA 12.0, R525
-    assert re.search(r"^\.target sm_90$", ptx, re.M)
+    assert re.search(rf"^\.target sm_{arch}$", ptx, re.M), ptx[:400]
     assert ".entry reel_px_convert(" in ptx
     # the rule is equality with the CPU: IEEE division, no contraction into fma
     assert "div.rn.f32" in ptx and "fma.rn.f32" not in ptx
     assert "div.approx" not in ptx and "div.full" not in ptx
+    # no bfloat16/half conversion instructions (sm_80's cvt.rn.bf16): pixel.h rounds in integers
+    assert "bf16" not in ptx and "cvt.rn.f16" not in ptx
+
+
+def test_the_ptx_needs_no_driver_newer_than_cuda_12_0(kernels):
+    assert PTX
+    for arch in PTX:
+        _check_ptx((kernels / f"kernels.compute_{arch}.ptx").read_bytes(), arch)
+
+
+def test_the_oldest_architecture_compiles_to_the_same_exact_arithmetic(tmp_path):
+    # the SASS of every image comes from the same source and options; the PTX of the oldest one
+    # shows the kernel asks nothing of a newer GPU (no bf16 hardware conversion, IEEE division)
+    oldest = min(SASS)
+    r = _compile(tmp_path, [f"compute_{oldest}"])
+    assert r.returncode == 0, r.stderr
+    _check_ptx((tmp_path / f"kernels.compute_{oldest}.ptx").read_bytes(), oldest)
+
+
+def test_the_docs_list_the_images():
+    # docs/GPU.md's images table has a row per image, and names the list as CMake has it
+    doc = (ROOT / "docs" / "GPU.md").read_text()
+    assert f"`{';'.join(IMAGES)}`" in doc
+    rows = re.findall(r"^\| `((?:sm|compute)_[0-9]+)` \|", doc, re.M)
+    assert rows == IMAGES, rows
 
 
 def test_the_table_compiles_and_lists_every_image(kernels):
@@ -84,7 +123,7 @@ def test_the_table_compiles_and_lists_every_image(kernels):
         kind = "ptx" if name.startswith("compute_") else "cubin"
         size = (kernels / f"kernels.{name}.{kind}").stat().st_size
         assert f"image{i}[{size}]" in c, (name, size)
-        assert f'{{"{name}", {name[-2:]}, {1 if kind == "ptx" else 0}, image{i}, sizeof image{i}}}' in c
+        assert f'{{"{name}", {name.split("_")[1]}, {1 if kind == "ptx" else 0}, image{i}, sizeof image{i}}}' in c
     assert f"reel__cuda_nimages = {len(IMAGES)};" in c
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     assert cc, "no C compiler"

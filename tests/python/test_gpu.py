@@ -5,6 +5,7 @@ say what it cannot run and still write its JSON and table."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -111,8 +112,13 @@ def test_device_check_reports_what_it_cannot_run(tmp_path):
     assert "no GPU" in out.stdout
     skipped = {c["name"]: c for c in report["checks"] if c["status"] == "skipped"}
     for name in ("nvdec_yuv_equals_cpu", "gpu_kernel_equals_cpu", "nvdec_decode_fps", "gpu_loader_equals_cpu",
-                 "gpu_loader_fps", "gpu_store_equals_cpu", "gpu_store_fps", "gpu_vlm_equals_cpu"):
+                 "gpu_loader_fps", "gpu_store_equals_cpu", "gpu_store_fps", "gpu_vlm_equals_cpu",
+                 "torch_dlpack_frames", "torch_dlpack_batch", "torch_wrappers_no_copy"):
         assert name in skipped and skipped[name]["why"], report
+        # each skipped check is printed with its reason, not only written
+        assert f"device_check: {name}: skipped ({skipped[name]['why']})" in out.stdout, out.stdout
+    # the torch checks say why torch cannot run them as well (a CPU build here, or no torch)
+    assert re.search(r"torch .* is a CPU build|no torch|sees no GPU", skipped["torch_dlpack_frames"]["why"]), report
     table = Path(tmp_path / "device_check.md").read_text()
     assert "| check |" in table and "skipped" in table
 

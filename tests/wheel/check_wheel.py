@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 
 SHARED = Path(os.environ["REEL_SHARED_VIDEOS"])
+ROOT = Path(__file__).resolve().parents[2]
 TMP = Path(os.environ["WHEEL_TMP"])
 HTTP = os.environ.get("WHEEL_HTTP", "")
 FOREIGN = os.environ.get("WHEEL_FOREIGN", "")
@@ -111,6 +112,16 @@ def build_info_lists_audio_and_nvdec():
     assert set(info["hwaccels"]["cuda"]) >= {"h264", "hevc", "vp8", "vp9", "av1", "mpeg4", "mjpeg"}, info["hwaccels"]
 
 
+def cuda_images():
+    """CMakeLists.txt's REEL_CUDA_IMAGES, the one list (scripts/cuda_kernels.py reads it)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cuda_kernels", ROOT / "scripts" / "cuda_kernels.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.default_images()
+
+
 @check
 def carries_the_cuda_kernels():
     """The wheel's libreel carries the CUDA kernel images build_info names
@@ -118,8 +129,9 @@ def carries_the_cuda_kernels():
     EM_CUDA, 190) per SASS architecture and the PTX text, made by NVRTC 12.0."""
     import struct
 
+    images = cuda_images()
     info = reel.build_info()
-    assert info["cuda_kernels"] == ["sm_80", "sm_90", "compute_90"], info["cuda_kernels"]
+    assert info["cuda_kernels"] == images, (info["cuda_kernels"], images)
     assert info["wheel"]["cuda_kernels_compiler"].startswith("NVRTC 12.0."), info["wheel"]
     ext = Path(reel._reel.__file__)  # the extension, libreel linked in
     data = ext.read_bytes()
@@ -129,24 +141,29 @@ def carries_the_cuda_kernels():
         if data[at + 4] == 2 and struct.unpack_from("<H", data, at + 18)[0] == 190:
             sms.add(struct.unpack_from("<I", data, at + 48)[0] & 0xFF)
         at = data.find(b"\x7fELF", at + 1)
-    assert sms == {80, 90}, (ext.name, sms)
-    assert b"\n.version 8.0\n.target sm_90\n" in data, ext.name
+    assert sms == {int(n[3:]) for n in images if n.startswith("sm_")}, (ext.name, sms)
+    for n in images:
+        if n.startswith("compute_"):
+            assert f"\n.version 8.0\n.target sm_{n[8:]}\n".encode() in data, (ext.name, n)
 
 
 @check
 def each_gpu_gets_its_kernel_image():
     """The wheel's images as libreel offers them to a stub driver
     (tests/wheel/stub_cuda.c, WHEEL_STUB_CUDA): the GPU's SASS first, then
-    the PTX where it can run; none for a GPU older than 8.0. Each refusal is
+    the PTX where it can run; none for a GPU older than 6.0. Each refusal is
     named in the error, with the GPU, the driver's CUDA version and the images."""
     lib = os.environ.get("WHEEL_STUB_CUDA", "")
     assert lib, "no WHEEL_STUB_CUDA (test_wheel.sh builds tests/wheel/stub_cuda.c)"
     video = SHARED / "nasa_13013.mp4"
     code = (f"import reel\ntry:\n    reel.VideoDecoder({str(video)!r}, device='cuda')\n"
             "except reel.ReelError as e:\n    print(e)\n")
-    # 8.x: sm_80 only (the compute_90 PTX cannot run below 9.0); 9.0: sm_90, then the PTX
-    for cap, offered in (("80", ["sm_80"]), ("86", ["sm_80"]), ("90", ["sm_90", "ptx"]), ("100", ["ptx"]),
-                         ("120", ["ptx"]), ("75", [])):
+    carried = ", ".join(cuda_images())
+    # 6.x to 8.x: the SASS of its major version only (the compute_90 PTX cannot run below 9.0);
+    # 9.0: sm_90, then the PTX; 10.x, 12.x: the PTX
+    for cap, offered in (("60", ["sm_60"]), ("61", ["sm_60"]), ("70", ["sm_70"]), ("72", ["sm_70"]),
+                         ("75", ["sm_75"]), ("80", ["sm_80"]), ("86", ["sm_80"]), ("90", ["sm_90", "ptx"]),
+                         ("100", ["ptx"]), ("120", ["ptx"]), ("52", [])):
         log = TMP / f"stub_cuda_{cap}.log"
         log.unlink(missing_ok=True)
         env = dict(os.environ, REEL_LIBCUDA=lib, STUB_CAPABILITY=cap, STUB_LOG=str(log))
@@ -155,7 +172,7 @@ def each_gpu_gets_its_kernel_image():
         assert got == offered, (cap, got, p.stdout, p.stderr)
         msg = p.stdout
         assert f"compute {cap[:-1]}.{cap[-1]}, driver CUDA 12.2" in msg and "Stub GPU" in msg, msg
-        assert "this libreel carries sm_80, sm_90, compute_90 (NVRTC 12.0)" in msg, msg
+        assert f"this libreel carries {carried} (NVRTC 12.0)" in msg, msg
         assert ("CUDA_ERROR_NO_BINARY_FOR_GPU" if offered else "no image for this GPU") in msg, msg
 
 
