@@ -98,11 +98,20 @@ typedef struct reel_pack_settings {
      *  reel_loader_audio.missing decides at load time, as on the video);
      *  one whose audio fails keeps its frames and the reason (a damaged
      *  packet under corrupt_policy FAIL, the default: REEL_E_CORRUPT; under
-     *  SKIP the record keeps the samples and the window's valid range,
-     *  narrowed to its longest clean run, which every clip cut from it
-     *  sees). `missing` is not used. Borrowed (common.h). */
+     *  SKIP the record keeps the samples and what the window says of the
+     *  damage: reel_store_record.audio_missing*, and the damaged spans, from
+     *  which each clip cut from it gets what the video gives it). `missing`
+     *  and `corrupt_policy` are not used (the pack's corrupt_policy is).
+     *  Borrowed (common.h). */
     const reel_audio_settings *audio;
-    uint8_t reserved[28]; /**< zero; room to grow without an ABI break */
+    /** A damaged packet, frames and audio alike, as the loader's
+     *  decoder.corrupt_policy: REEL_CORRUPT_FAIL (default) records the
+     *  video as failed with the reason (its audio: the frames are kept, the
+     *  audio's status and reason recorded), REEL_CORRUPT_SKIP packs it best
+     *  effort (the frames as the decoder gives them under SKIP; the audio's
+     *  dropped packets as zeros, said by the record). */
+    reel_corrupt_policy corrupt_policy;
+    uint8_t reserved[24]; /**< zero; room to grow without an ABI break */
 } reel_pack_settings;
 
 /** What a build did. */

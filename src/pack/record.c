@@ -193,6 +193,7 @@ static int open_source(const reel_pack_settings *ps, const reel__pack_entry *it,
     reel_decoder_default_settings(&ds);
     ds.threads = 1; /* the build runs videos in parallel instead */
     ds.gop_contexts = 0;
+    ds.corrupt_policy = ps->corrupt_policy;
     int st = reel_decoder_open(&v->dec, it->path, &ds, err);
     if (st != REEL_OK) return st;
     const reel_video_info *info = reel_decoder_get_info(v->dec);
@@ -280,8 +281,9 @@ static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, 
         if (rec->frames[i].pts + rec->frames[i].duration > t1) t1 = rec->frames[i].pts + rec->frames[i].duration;
     }
     reel_audio_settings as = *ps->audio;
-    as.missing = REEL_AUDIO_MISSING_RAISE; /* a video without audio is recorded so; the loader decides */
-    as.interrupt = ps->interrupt;          /* a long decode from a0 stops with the build */
+    as.missing = REEL_AUDIO_MISSING_RAISE;  /* a video without audio is recorded so; the loader decides */
+    as.corrupt_policy = ps->corrupt_policy; /* the pack's, frames and audio alike */
+    as.interrupt = ps->interrupt;           /* a long decode from a0 stops with the build */
     as.interrupt_opaque = ps->interrupt_opaque;
     as.cache_bytes = 0; /* one window per object: nothing to serve again */
     reel_audio *a = NULL;

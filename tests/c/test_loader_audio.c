@@ -247,9 +247,10 @@ TEST(a_corrupt_audio_packet_follows_the_decoders_corrupt_policy)
     CHECK(system(cmd) == 0);
     reel_audio_settings as;
     reel_audio_default_settings(&as);
-    as.corrupt_policy = REEL_CORRUPT_SKIP;
+    as.corrupt_policy = REEL_CORRUPT_SKIP; /* what expected() decodes with; the pack's own is below */
     reel_pack_settings ps;
     reel_pack_default_settings(&ps);
+    ps.corrupt_policy = REEL_CORRUPT_SKIP;
     ps.format = REEL_STORE_FORMAT_RAW;
     ps.short_side = 32;
     ps.audio = &as;
