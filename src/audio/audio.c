@@ -10,6 +10,7 @@
 
 #include "audio/audio_internal.h"
 #include "audio/open.h"
+#include "decoder/log.h"
 #include "io/io_front.h"
 #include "io/remote.h"
 
@@ -47,6 +48,7 @@ void reel_audio_close(reel_audio **a)
     free(x->rs);
     free(x->marks);
     free(x->holes);
+    reel__log_unregister_named(x); /* its contexts are freed: no more lines */
     free(x);
     *a = NULL;
 }
@@ -275,6 +277,7 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
     }
     a->io = io;
     snprintf(a->name, sizeof a->name, "%s", reel__io_name(io));
+    reel__log_register_named(a, a->name); /* FFmpeg's lines of its contexts (opaque a) name the file */
     a->s = *s;
     a->s.remote = NULL; /* src/io holds what it needs */
     a->s.remote_stats = NULL;

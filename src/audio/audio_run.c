@@ -40,6 +40,7 @@ int reel__audio_open_codec(reel_audio *a, AVCodecContext **out, reel_error *err)
     if (r >= 0) {
         ctx->pkt_timebase = a->tb;
         ctx->thread_count = 1;
+        ctx->opaque = a; /* its log lines name the file (decoder/log.h) */
         r = avcodec_open2(ctx, c, NULL);
     }
     if (r < 0) {

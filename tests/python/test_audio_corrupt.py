@@ -13,6 +13,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -224,3 +225,57 @@ def test_pack_audio_keeps_the_frames_of_a_damaged_audio_and_the_loader_names_it(
     assert "damaged.mp4" in m["failures"][0]["reason"] and "corrupt audio packet at" in m["failures"][0]["reason"]
     with reel.Loader(str(store), **kw) as ld:  # the frames are stored
         assert sorted(os.path.basename(i.path) for b in ld for i in b.info) == ["clean.mp4", "damaged.mp4"]
+
+
+def test_pack_takes_the_loaders_corrupt_policy(damaged, tmp_path):
+    """reel.pack(corrupt_policy=...) and `reel pack --corrupt-policy`: under
+    "skip" the damaged video's record keeps its audio with the damage said
+    (valid narrowed, as the video's whole window says); under "fail" the CLI
+    goes on (exit 0, the frames stored) and names the video and the reason."""
+    d = tmp_path / "videos"
+    d.mkdir()
+    shutil.copy(damaged["clean"], d / "clean.mp4")
+    shutil.copy(damaged["aac"][0], d / "damaged.mp4")
+    store = tmp_path / "skip"
+    reel.pack(d, store, size=32, shard_size=1 << 16, audio=True, format="raw", corrupt_policy="skip")
+    recs = {os.path.basename(r["path"]): r for r in reel._reel.store_records(str(store))}
+    a = recs["damaged.mp4"]["audio"]
+    assert recs["damaged.mp4"]["status"] == 0 and a["status"] == 0
+    assert a["valid"][1] - a["valid"][0] < a["samples"]  # narrowed to the longest clean run
+    with pytest.raises(ValueError, match="corrupt_policy"):
+        reel.pack(d, tmp_path / "bad", size=32, audio=True, corrupt_policy="ignore")
+    cli = os.environ.get("REEL_CLI")
+    if not cli or not os.path.exists(cli):
+        pytest.skip("the reel CLI is not built (set REEL_CLI)")
+    base = [cli, "pack", str(d), "--size", "32", "--format", "raw", "--shard-size", "65536", "--audio", "--no-progress"]
+    res = subprocess.run(base + [str(tmp_path / "cli_fail")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    named = [x for x in res.stderr.splitlines() if x.startswith("reel pack: frames packed, audio not:")]
+    assert len(named) == 1 and "damaged.mp4" in named[0] and "corrupt audio packet at" in named[0], res.stderr
+    res = subprocess.run(base + [str(tmp_path / "cli_skip"), "--corrupt-policy", "skip"], capture_output=True,
+                         text=True)
+    assert res.returncode == 0 and "audio not" not in res.stderr, res.stderr
+    for name in sorted(os.listdir(store)):  # the same store reel.pack made under "skip", byte for byte
+        if name.startswith("shard-") or name == "store.idx":
+            assert (store / name).read_bytes() == (tmp_path / "cli_skip" / name).read_bytes(), name
+    res = subprocess.run(base + [str(tmp_path / "cli_bad"), "--corrupt-policy", "ignore"], capture_output=True,
+                         text=True)
+    assert res.returncode == 2 and "bad --corrupt-policy (fail or skip)" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("codec", ["aac", "mp3"])
+def test_ffmpegs_lines_from_a_damaged_audio_packet_name_the_file(damaged, codec):
+    """The audio object's codec and demuxer lines go where the decoder's go
+    (src/decoder/log.c): shown as "[aac @ <file>] ...", never FFmpeg's
+    "[aac @ 0x...]". A fresh interpreter, at FFmpeg's default log level."""
+    path, _ = damaged[codec]
+    p = subprocess.run([sys.executable, "-c",
+                        "import reel\n"
+                        f"with reel.VideoDecoder({path!r}, audio=True, corrupt_policy='skip') as d:\n"
+                        "    a = d.get_audio_played_in_range(0.0, 10.0)\n"
+                        "    assert a.missing > 0\n"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("[")]
+    assert lines, p.stderr  # the codec's complaint about the damaged packet
+    assert all(f" @ {path}] " in ln for ln in lines), lines
+    assert not any(" @ 0x" in ln for ln in lines), lines
