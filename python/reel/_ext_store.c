@@ -299,7 +299,8 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
 /* One dict per record: where it came from, whether it packed (and why not),
  * and where its bytes lie: {'path', 'label', 'status', 'reason', 'frames',
  * 'shard', 'offset', 'length'}, and in a store with audio 'audio': {'status',
- * 'sample_rate', 'channels', 'first_sample', 'samples', 'valid'}. */
+ * 'sample_rate', 'channels', 'first_sample', 'samples', 'valid', 'missing', 'missing_span',
+ * 'corrupt_packets'}. */
 static PyObject *mod_store_records(PyObject *module, PyObject *arg)
 {
     reel_state *st = PyModule_GetState(module);
@@ -326,10 +327,13 @@ static PyObject *mod_store_records(PyObject *module, PyObject *arg)
             "offset", (long long)rec.offset, "length", (long long)rec.length, "channels", rec.channels, "bit_depth",
             rec.bit_depth);
         if (d && info.audio) { /* what the record keeps of the audio (reel_store_record.audio_*) */
-            PyObject *a = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:(LL)}", "status", (int)rec.audio_status, "sample_rate",
-                                        rec.audio_sample_rate, "channels", rec.audio_channels, "first_sample",
-                                        (long long)rec.audio_first_sample, "samples", (long long)rec.audio_samples,
-                                        "valid", (long long)rec.audio_valid_lo, (long long)rec.audio_valid_hi);
+            PyObject *a =
+                Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:(LL),s:L,s:(LL),s:L}", "status", (int)rec.audio_status,
+                              "sample_rate", rec.audio_sample_rate, "channels", rec.audio_channels, "first_sample",
+                              (long long)rec.audio_first_sample, "samples", (long long)rec.audio_samples, "valid",
+                              (long long)rec.audio_valid_lo, (long long)rec.audio_valid_hi, "missing",
+                              (long long)rec.audio_missing, "missing_span", (long long)rec.audio_missing_lo,
+                              (long long)rec.audio_missing_hi, "corrupt_packets", (long long)rec.audio_corrupt_packets);
             if (!a || PyDict_SetItemString(d, "audio", a) < 0) Py_CLEAR(d);
             Py_XDECREF(a);
         }

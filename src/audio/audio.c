@@ -122,6 +122,8 @@ int reel_audio_get_samples(reel_audio *a, int64_t t0, int64_t t1, int num, int d
     win.valid_lo = vlo > win.num_samples ? win.num_samples : vlo;
     win.valid_hi = vend - lo < win.valid_lo ? win.valid_lo : vend - lo > win.num_samples ? win.num_samples : vend - lo;
     if (!a->info.has_audio) win.valid_lo = win.valid_hi = 0;
+    a->stream_lo = win.valid_lo;
+    a->stream_hi = win.valid_hi;
     if (a->n_holes) reel__audio_damage(a, lo, hi, &win); /* REEL_CORRUPT_SKIP dropped packets */
     if (w) *w = win;
     return REEL_OK;

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "pack/pack.h"
 
+#include "audio/damage.h"
 #include "reel/audio.h"
 #include "reel/decoder.h"
 #include "reel/sampler.h"
@@ -296,6 +297,11 @@ static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, 
     if (st == REEL_OK && !(tmp = malloc((n ? n : 1) * sizeof *tmp)))
         st = reel__error_set(why, REEL_E_NOMEM, "%s: out of memory", it->shown);
     if (st == REEL_OK) st = reel_audio_get_samples(a, t0, t1, rec->tb_num, rec->tb_den, tmp, n, &w, why);
+    size_t nspans = 0; /* the damage under REEL_CORRUPT_SKIP: its spans, so a clip gets what the video gives it */
+    if (st == REEL_OK && reel__audio_damage_spans(a, w.first_sample, w.first_sample + w.num_samples, &rec->audio_spans,
+                                                  &nspans, &rec->audio_stream_lo, &rec->audio_stream_hi) != 0)
+        st = reel__error_set(why, REEL_E_NOMEM, "%s: out of memory", it->shown);
+    rec->audio_n_spans = (uint32_t)nspans;
     if (st == REEL_OK && reel__bytes_reserve(bytes, n * 4) != 0)
         st = reel__error_set(why, REEL_E_NOMEM, "%s: out of memory", it->shown);
     if (st == REEL_OK) {
@@ -321,6 +327,12 @@ static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, 
         rec->a0_pts = ai->start_pts;
         rec->a0_tb_num = ai->time_base_num;
         rec->a0_tb_den = ai->time_base_den;
+    }
+    if (st != REEL_OK) { /* no samples: no damage either */
+        free(rec->audio_spans);
+        rec->audio_spans = NULL;
+        rec->audio_n_spans = 0;
+        rec->audio_stream_lo = rec->audio_stream_hi = 0;
     }
     free(tmp);
     reel_audio_close(&a);

@@ -242,6 +242,22 @@ def test_pack_takes_the_loaders_corrupt_policy(damaged, tmp_path):
     a = recs["damaged.mp4"]["audio"]
     assert recs["damaged.mp4"]["status"] == 0 and a["status"] == 0
     assert a["valid"][1] - a["valid"][0] < a["samples"]  # narrowed to the longest clean run
+    assert a["missing"] > 0 and a["corrupt_packets"] == 1 and a["missing_span"][0] < a["missing_span"][1]
+    assert recs["clean.mp4"]["audio"]["missing"] == 0
+    # a Loader over the store gives each clip what the Loader over the videos does
+    kw = dict(frames_per_clip=25, clips_per_video=4, size=32, batch_size=2, shuffle=False, epochs=1,
+              audio=NATIVE, corrupt_policy="skip")
+    got = {}
+    for source in (str(store), sorted(str(p) for p in d.glob("*.mp4"))):
+        with reel.Loader(source, **kw) as ld:
+            for b in ld:
+                plane, lengths, valid = np.asarray(b.audio), np.asarray(b.audio_lengths), np.asarray(b.audio_valid)
+                for i, c in enumerate(b.info):
+                    got.setdefault((os.path.basename(c.path), c.clip), []).append(
+                        (tuple(c.frame_indices), c.audio_first_sample, tuple(valid[i]), c.audio_missing,
+                         tuple(c.audio_missing_span), c.audio_corrupt_packets, plane[i, :, :lengths[i]].tobytes()))
+    assert len(got) == 8 and all(len(v) == 2 and v[0] == v[1] for v in got.values())
+    assert sum(v[0][3] > 0 for v in got.values()) >= 1  # a clip crosses the gap
     with pytest.raises(ValueError, match="corrupt_policy"):
         reel.pack(d, tmp_path / "bad", size=32, audio=True, corrupt_policy="ignore")
     cli = os.environ.get("REEL_CLI")
