@@ -295,3 +295,39 @@ def test_ffmpegs_lines_from_a_damaged_audio_packet_name_the_file(damaged, codec)
     assert lines, p.stderr  # the codec's complaint about the damaged packet
     assert all(f" @ {path}] " in ln for ln in lines), lines
     assert not any(" @ 0x" in ln for ln in lines), lines
+
+
+def test_the_store_keeps_the_damage_as_store_md_lays_it_out(damaged, tmp_path):
+    """docs/STORE.md's version-3 audio block: the stream's part, H spans of
+    24 bytes before the frames; an index whose spans say another valid range
+    than the stored one is refused by name, though its checksums are right."""
+    import struct
+    import zlib
+
+    def crc(b: bytes) -> int:
+        return zlib.crc32(b, 0xFFFFFFFF) ^ 0xFFFFFFFF
+
+    d = tmp_path / "videos"
+    d.mkdir()
+    shutil.copy(damaged["aac"][0], d / "damaged.mp4")
+    store = tmp_path / "st"
+    reel.pack(d, store, size=32, shard_size=1 << 16, audio=True, format="raw", corrupt_policy="skip")
+    idx = bytearray((store / "store.idx").read_bytes())
+    assert struct.unpack_from("<I", idx, 8)[0] == 3
+    e = 128  # the one entry
+    size = struct.unpack_from("<I", idx, e + 4)[0]
+    a = e + 140
+    first, samples, vlo, vhi = struct.unpack_from("<qqqq", idx, a + 32)
+    slo, shi = struct.unpack_from("<qq", idx, a + 80)
+    h, zero = struct.unpack_from("<II", idx, a + 96)
+    assert h == 1 and zero == 0 and (slo, shi) != (vlo, vhi) and slo <= vlo <= vhi <= shi <= samples
+    lo, hi, packets = struct.unpack_from("<qqq", idx, a + 104)
+    assert packets == 1 and first <= lo < hi <= first + samples
+    rec = reel._reel.store_records(str(store))[0]["audio"]
+    assert rec["valid"] == (vlo, vhi) and rec["missing"] == hi - lo and rec["missing_span"] == (lo - first, hi - first)
+    struct.pack_into("<q", idx, a + 48, vlo + 1)  # a valid range the spans do not give
+    struct.pack_into("<I", idx, e + size - 4, crc(bytes(idx[e:e + size - 4])))
+    struct.pack_into("<I", idx, len(idx) - 4, crc(bytes(idx[:-4])))
+    (store / "store.idx").write_bytes(bytes(idx))
+    with pytest.raises(reel.CorruptError, match="damaged.mp4: impossible audio values"):
+        reel._reel.store_records(str(store))
