@@ -39,6 +39,10 @@ static void usage(FILE *out)
                  "  --audio-rate R          with --audio: resample to R Hz (default: each video's own rate)\n"
                  "  --audio-channels 1      with --audio: the mean of the channels (default: each video's own)\n"
                  "  --audio-stream I        with --audio: absolute audio stream index (default: the best)\n"
+                 "  --corrupt-policy fail|skip  a damaged packet (the Loader's corrupt_policy): fail (default)\n"
+                 "                          records the video as failed (its audio: the frames kept, the audio's\n"
+                 "                          reason recorded); skip packs it best effort (the audio's dropped\n"
+                 "                          packets as zeros, said by the record)\n"
                  "  --shard-size BYTES      bytes per shard file (default 1073741824; K, M, G suffixes)\n"
                  "  --threads N             decode/encode threads (default: cores)\n"
                  "  --part I/N | auto       build part I of N (auto: RANK and WORLD_SIZE from the environment)\n"
@@ -49,7 +53,8 @@ static void usage(FILE *out)
                  "  --progress/--no-progress  the live progress bar (default: when stderr is a terminal)\n"
                  "\n"
                  "A killed build resumes when run again with the same options. A video that\n"
-                 "cannot be decoded is recorded in the store with its reason.\n"
+                 "cannot be decoded (or whose audio cannot be) is recorded in the store with\n"
+                 "its reason, and named on stderr.\n"
                  "exit status: 0 ok, 1 runtime error (or damage found by --verify), 2 bad usage\n");
 }
 
@@ -221,6 +226,13 @@ static int set_option(reel_pack_settings *s, const char *a, const char *v, const
             s->dtype = REEL_DTYPE_UINT16;
         else
             return bad("bad --dtype (uint8 or uint16)", v);
+    } else if (!strcmp(a, "--corrupt-policy")) {
+        if (!strcmp(v, "fail"))
+            s->corrupt_policy = REEL_CORRUPT_FAIL;
+        else if (!strcmp(v, "skip"))
+            s->corrupt_policy = REEL_CORRUPT_SKIP;
+        else
+            return bad("bad --corrupt-policy (fail or skip)", v);
     } else if (!strcmp(a, "--quality")) {
         if (cli_parse_int(v, &s->quality) != 0 || s->quality < 1 || s->quality > 100) return bad("bad --quality", v);
     } else if (!strcmp(a, "--gop")) {
@@ -283,6 +295,28 @@ static int run_merge(const char *dir, int json)
 
 /* Builds the store at out from src under *s (show: the progress bar) and
  * prints its report. */
+/* Names on stderr each video of a written store that could not be packed,
+ * or whose audio could not be (the build went on: their records say why). */
+static void name_failures(const char *out)
+{
+    reel_store *st = NULL;
+    reel_store_info info;
+    reel_error err;
+    if (reel_store_open(&st, out, &err) != REEL_OK || reel_store_get_info(st, &info, &err) != REEL_OK) {
+        reel_store_close(&st);
+        return;
+    }
+    for (int64_t i = 0; i < info.num_records; i++) {
+        reel_store_record r;
+        if (reel_store_get_record(st, i, &r, &err) != REEL_OK) break;
+        if (r.status != REEL_OK)
+            fprintf(stderr, "reel pack: not packed: %s\n", r.reason);
+        else if (info.audio && r.audio_status != REEL_OK && r.audio_status != REEL_E_NO_AUDIO_STREAM)
+            fprintf(stderr, "reel pack: frames packed, audio not: %s\n", r.reason);
+    }
+    reel_store_close(&st);
+}
+
 static int run_pack(const char *src, const char *out, reel_pack_settings *s, int show, int json)
 {
     if (show) s->progress = progress_bar;
@@ -296,6 +330,7 @@ static int run_pack(const char *src, const char *out, reel_pack_settings *s, int
         fprintf(stderr, "reel pack: %s\n", err.message);
         return 1;
     }
+    if (rep.merged) name_failures(out);
     if (json) {
         printf("{\"store\": ");
         cli_json_str(stdout, out);

@@ -82,6 +82,8 @@ INTER_MODULE: Dict[str, Set[str]] = {
     "io/remote_fields.h": {"pipeline"},  # the remote settings and stats as field lists
     "convert/dtype.h": {"pipeline"},  # bytes per output element
     "convert/pixel.h": {"cuda"},  # the per-pixel arithmetic the GPU kernels and their emulation share
+    "decoder/log.h": {"audio"},
+    "audio/damage.h": {"store", "pack", "pipeline"},  # a window's damage as spans of the grid, and what a window says of them  # FFmpeg's log lines of the audio object's contexts routed to its file
     "cuda/device.h": {"decoder", "pipeline"},  # the device setting, a CUDA device, its memory pool and kernel launch
     "decoder/open.h": {"pipeline"},  # opening with the entry's answer to "is it remote?"
     "audio/open.h": {"pipeline"},  # opening a video's audio with the entry's answer to "is it remote?"

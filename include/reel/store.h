@@ -98,11 +98,20 @@ typedef struct reel_pack_settings {
      *  reel_loader_audio.missing decides at load time, as on the video);
      *  one whose audio fails keeps its frames and the reason (a damaged
      *  packet under corrupt_policy FAIL, the default: REEL_E_CORRUPT; under
-     *  SKIP the record keeps the samples and the window's valid range,
-     *  narrowed to its longest clean run, which every clip cut from it
-     *  sees). `missing` is not used. Borrowed (common.h). */
+     *  SKIP the record keeps the samples and what the window says of the
+     *  damage: reel_store_record.audio_missing*, and the damaged spans, from
+     *  which each clip cut from it gets what the video gives it). `missing`
+     *  and `corrupt_policy` are not used (the pack's corrupt_policy is).
+     *  Borrowed (common.h). */
     const reel_audio_settings *audio;
-    uint8_t reserved[28]; /**< zero; room to grow without an ABI break */
+    /** A damaged packet, frames and audio alike, as the loader's
+     *  decoder.corrupt_policy: REEL_CORRUPT_FAIL (default) records the
+     *  video as failed with the reason (its audio: the frames are kept, the
+     *  audio's status and reason recorded), REEL_CORRUPT_SKIP packs it best
+     *  effort (the frames as the decoder gives them under SKIP; the audio's
+     *  dropped packets as zeros, said by the record). */
+    reel_corrupt_policy corrupt_policy;
+    uint8_t reserved[24]; /**< zero; room to grow without an ABI break */
 } reel_pack_settings;
 
 /** What a build did. */
@@ -187,7 +196,7 @@ typedef struct reel_store_info {
     reel_sampler_settings sampler;
     reel_color color; /**< reel_pack_settings.color: RGB or GRAY records */
     reel_dtype dtype; /**< reel_pack_settings.dtype: UINT8 or UINT16 */
-    /** Packed with audio (reel_pack_settings.audio; a version-2 store):
+    /** Packed with audio (reel_pack_settings.audio; a version-3 store):
      *  1, with the settings it was packed with: audio_sample_rate (0: each
      *  video's own), audio_channels (0: each video's own, 1: their mean),
      *  audio_stream_index (-1: the best). 0 and zeros without. */
@@ -229,6 +238,13 @@ typedef struct reel_store_record {
     /** a0, the grid's anchor: audio_start_pts x num / den seconds. */
     int64_t audio_start_pts;
     int audio_time_base_num, audio_time_base_den;
+    /** Packed under REEL_CORRUPT_SKIP with damaged audio: what the stored
+     *  window says of it, as reel_audio_window (missing samples, all in
+     *  [audio_missing_lo, audio_missing_hi) of the window, and the dropped
+     *  packets whose gap touches it; audio_valid_* is then the longest clean
+     *  run). A clip cut from the record gets what the video gives it: the
+     *  record keeps the damage's spans. 0 without damage. */
+    int64_t audio_missing, audio_missing_lo, audio_missing_hi, audio_corrupt_packets;
     uint8_t reserved[32]; /**< zero; room to grow (common.h) */
 } reel_store_record;
 
@@ -326,8 +342,8 @@ REEL_API int reel_store_reader_read_source(reel_store_reader *r, int64_t record,
 /** The audio stored with record i of a store packed with audio: float32
  *  [audio_channels, audio_samples] into dst (dst_count floats at least
  *  that, else REEL_E_BUFFER_TOO_SMALL), its checksum checked, and where it
- *  sits (w, may be NULL: first_sample, num_samples, valid_lo/hi as
- *  reel_store_record says). A store without audio is REEL_E_INVALID_ARG; a
+ *  sits (w, may be NULL: first_sample, num_samples, valid_lo/hi, missing,
+ *  missing_lo/hi and corrupt_packets as reel_store_record says). A store without audio is REEL_E_INVALID_ARG; a
  *  record whose audio_status is not REEL_OK fails with that status naming
  *  the video; damage is REEL_E_CORRUPT naming the shard and the video. */
 REEL_API int reel_store_reader_read_audio(reel_store_reader *r, int64_t record, float *dst, size_t dst_count,

@@ -105,27 +105,29 @@ static int audio_from_dict(PyObject *d, reel_audio_settings *a)
 /* pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1,
  *      format="jpeg", quality=90, zstd_level=0, gop=8, crf=18,
  *      shard_size=1<<30, threads=0, part_index=0, part_count=1, progress=None,
- *      sampler=None, color=0, dtype=0, audio=None) -> dict; sampler: see sampler_from_dict;
- *      color, dtype: reel_color and reel_dtype codes; audio: audio_from_dict */
+ *      sampler=None, color=0, dtype=0, audio=None, corrupt_policy=0) -> dict; sampler: see
+ *      sampler_from_dict; color, dtype, corrupt_policy: reel_color, reel_dtype and
+ *      reel_corrupt_policy codes; audio: audio_from_dict */
 static PyObject *mod_pack(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kwlist[] = { "source",     "out_dir", "short_side", "width",      "height",   "fps",
-                              "every",      "format",  "quality",    "zstd_level", "gop",      "crf",
-                              "shard_size", "threads", "part_index", "part_count", "progress", "sampler",
-                              "color",      "dtype",   "audio",      NULL };
+    static char *kwlist[] = { "source",     "out_dir", "short_side", "width",          "height",   "fps",
+                              "every",      "format",  "quality",    "zstd_level",     "gop",      "crf",
+                              "shard_size", "threads", "part_index", "part_count",     "progress", "sampler",
+                              "color",      "dtype",   "audio",      "corrupt_policy", NULL };
     reel_state *st = PyModule_GetState(module);
     PyObject *src_obj, *out_obj, *progress = Py_None, *sampler = Py_None, *audio = Py_None, *sb = NULL, *ob = NULL;
     const char *format = "jpeg";
     long long shard_size = (long long)1 << 30;
     reel_pack_settings s;
     reel_pack_default_settings(&s);
-    int color = (int)s.color, dtype = (int)s.dtype;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iiidisiiiiLiiiOOiiO:pack", kwlist, &src_obj, &out_obj,
+    int color = (int)s.color, dtype = (int)s.dtype, corrupt = (int)s.corrupt_policy;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OO|$iiidisiiiiLiiiOOiiOi:pack", kwlist, &src_obj, &out_obj,
                                      &s.short_side, &s.width, &s.height, &s.fps, &s.every, &format, &s.quality,
                                      &s.zstd_level, &s.gop, &s.crf, &shard_size, &s.threads, &s.part_index,
-                                     &s.part_count, &progress, &sampler, &color, &dtype, &audio))
+                                     &s.part_count, &progress, &sampler, &color, &dtype, &audio, &corrupt))
         return NULL;
-    s.color = (reel_color)color; /* reel_pack judges both */
+    s.corrupt_policy = (reel_corrupt_policy)corrupt; /* reel_pack judges it */
+    s.color = (reel_color)color;                     /* reel_pack judges both */
     s.dtype = (reel_dtype)dtype;
     if (sampler != Py_None && sampler_from_dict(sampler, &s.sampler) < 0) return NULL;
     reel_audio_settings as;
@@ -297,7 +299,8 @@ static PyObject *mod_store_info(PyObject *module, PyObject *arg)
 /* One dict per record: where it came from, whether it packed (and why not),
  * and where its bytes lie: {'path', 'label', 'status', 'reason', 'frames',
  * 'shard', 'offset', 'length'}, and in a store with audio 'audio': {'status',
- * 'sample_rate', 'channels', 'first_sample', 'samples', 'valid'}. */
+ * 'sample_rate', 'channels', 'first_sample', 'samples', 'valid', 'missing', 'missing_span',
+ * 'corrupt_packets'}. */
 static PyObject *mod_store_records(PyObject *module, PyObject *arg)
 {
     reel_state *st = PyModule_GetState(module);
@@ -324,10 +327,13 @@ static PyObject *mod_store_records(PyObject *module, PyObject *arg)
             "offset", (long long)rec.offset, "length", (long long)rec.length, "channels", rec.channels, "bit_depth",
             rec.bit_depth);
         if (d && info.audio) { /* what the record keeps of the audio (reel_store_record.audio_*) */
-            PyObject *a = Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:(LL)}", "status", (int)rec.audio_status, "sample_rate",
-                                        rec.audio_sample_rate, "channels", rec.audio_channels, "first_sample",
-                                        (long long)rec.audio_first_sample, "samples", (long long)rec.audio_samples,
-                                        "valid", (long long)rec.audio_valid_lo, (long long)rec.audio_valid_hi);
+            PyObject *a =
+                Py_BuildValue("{s:i,s:i,s:i,s:L,s:L,s:(LL),s:L,s:(LL),s:L}", "status", (int)rec.audio_status,
+                              "sample_rate", rec.audio_sample_rate, "channels", rec.audio_channels, "first_sample",
+                              (long long)rec.audio_first_sample, "samples", (long long)rec.audio_samples, "valid",
+                              (long long)rec.audio_valid_lo, (long long)rec.audio_valid_hi, "missing",
+                              (long long)rec.audio_missing, "missing_span", (long long)rec.audio_missing_lo,
+                              (long long)rec.audio_missing_hi, "corrupt_packets", (long long)rec.audio_corrupt_packets);
             if (!a || PyDict_SetItemString(d, "audio", a) < 0) Py_CLEAR(d);
             Py_XDECREF(a);
         }
@@ -342,7 +348,7 @@ PyMethodDef reel_store_methods[] = {
     { "pack", (PyCFunction)(void (*)(void))mod_pack, METH_VARARGS | METH_KEYWORDS,
       "pack(source, out_dir, *, short_side=256, width=0, height=0, fps=0.0, every=1, format='jpeg', quality=90, "
       "zstd_level=0, gop=8, crf=18, shard_size=1073741824, threads=0, part_index=0, part_count=1, progress=None, "
-      "sampler=None, color=0, dtype=0, audio=None)\n"
+      "sampler=None, color=0, dtype=0, audio=None, corrupt_policy=0)\n"
       "--\n\nBuilds (a part of) a packed store; returns the report as a dict." },
     { "pack_merge", mod_pack_merge, METH_O, "pack_merge(out_dir)\n--\n\nWrites the index of a store built in parts." },
     { "store_verify", mod_store_verify, METH_O,

@@ -78,8 +78,8 @@ def pack(source: Any, out_dir: Any, *, num_parts: Optional[int] = None, threads:
     """Builds a packed store of `source` with Ray tasks, one per part.
 
     Takes ``reel.pack``'s options (``size``, ``fps``, ``every``, ``format``,
-    ``quality``, ``zstd_level``, ``gop``, ``crf``, ``shard_size``) with their
-    meanings. ``num_parts``: parts (tasks); None: eight per task slot (the
+    ``quality``, ``zstd_level``, ``gop``, ``crf``, ``shard_size``, ``audio``,
+    ``corrupt_policy``...) with their meanings. ``num_parts``: parts (tasks); None: eight per task slot (the
     cluster's CPUs divided by ``threads``), at most one per video, so that
     Ray, handing each next part to the first free slot, balances the end of
     the build. ``threads``: encoder threads per task, and the CPUs each task

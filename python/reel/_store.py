@@ -67,7 +67,7 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 
          progress: _Progress = None, wait_for_parts: float = 0.0, sampler: Optional[str] = None,
          min_frames: int = 4, max_frames: int = 768, frames: int = 0, frame_factor: int = 2,
          color: str = "rgb", dtype: Any = "uint8",
-         audio: Union[None, bool, Dict[str, Any]] = None) -> Dict[str, Any]:
+         audio: Union[None, bool, Dict[str, Any]] = None, corrupt_policy: str = "fail") -> Dict[str, Any]:
     """Decodes `source` (a folder in the Kinetics layout or a CSV/TSV/JSONL
     manifest) once into a packed store in `out_dir`, and returns the report.
 
@@ -96,6 +96,12 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 
     frames decoded once per video (each video's own rate and channels when
     left out; channels 1 is their mean); a Loader with the same audio
     settings reads them as it reads the videos' (docs/STORE.md).
+    corrupt_policy: a damaged packet, as the Loader's ``corrupt_policy``:
+    "fail" (default) records the video as failed with its reason (damaged
+    audio: the frames are kept, the audio's reason recorded, and a Loader
+    asking for it fails that sample); "skip" packs it best effort (the
+    audio's dropped packets as zeros, the record saying what is missing, so
+    a Loader over the store gives the video's ClipInfo.audio_*).
     A killed build resumes where it stopped when run again; Ctrl-C stops it."""
     short_side, height, width = 0, 0, 0
     if size == "source":
@@ -112,7 +118,8 @@ def pack(source: Any, out_dir: Any, *, size: Union[int, str, Tuple[int, int]] = 
                         zstd_level=int(zstd_level), gop=int(gop), crf=int(crf), shard_size=int(shard_size),
                         threads=int(threads), part_index=index, part_count=count, progress=cb, sampler=whole,
                         color=opt.choice("color", color, opt.COLORS), dtype=opt.dtype_code(dtype),
-                        audio=_audio(audio))
+                        audio=_audio(audio),
+                        corrupt_policy=opt.choice("corrupt_policy", corrupt_policy, opt.CORRUPT))
     if progress is True:
         sys.stderr.write("\n")
     if count > 1 and wait_for_parts > 0:

@@ -10,6 +10,7 @@
 
 #include "audio/audio_internal.h"
 #include "audio/open.h"
+#include "decoder/log.h"
 #include "io/io_front.h"
 #include "io/remote.h"
 
@@ -49,6 +50,7 @@ void reel_audio_close(reel_audio **a)
     free(x->rs);
     free(x->marks);
     free(x->holes);
+    reel__log_unregister_named(x); /* its contexts are freed: no more lines */
     free(x);
     *a = NULL;
 }
@@ -122,6 +124,8 @@ int reel_audio_get_samples(reel_audio *a, int64_t t0, int64_t t1, int num, int d
     win.valid_lo = vlo > win.num_samples ? win.num_samples : vlo;
     win.valid_hi = vend - lo < win.valid_lo ? win.valid_lo : vend - lo > win.num_samples ? win.num_samples : vend - lo;
     if (!a->info.has_audio) win.valid_lo = win.valid_hi = 0;
+    a->stream_lo = win.valid_lo;
+    a->stream_hi = win.valid_hi;
     if (a->n_holes) reel__audio_damage(a, lo, hi, &win); /* REEL_CORRUPT_SKIP dropped packets */
     if (w) *w = win;
     return REEL_OK;
@@ -305,6 +309,7 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
     }
     a->io = io;
     snprintf(a->name, sizeof a->name, "%s", reel__io_name(io));
+    reel__log_register_named(a, a->name); /* FFmpeg's lines of its contexts (opaque a) name the file */
     a->s = *s;
     a->s.remote = NULL; /* src/io holds what it needs */
     a->s.remote_stats = NULL;

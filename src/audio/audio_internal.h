@@ -10,6 +10,7 @@
 #include <libavutil/channel_layout.h>
 #include <libswresample/swresample.h>
 
+#include "audio/damage.h"
 #include "core/error.h"
 #include "io/io_front.h"
 #include "reel/audio.h"
@@ -116,6 +117,8 @@ struct reel_audio {
     int64_t dropped, last_pkt_ts;
     reel__audio_hole *holes; /* ascending by lo */
     size_t n_holes, holes_cap;
+
+    int64_t stream_lo, stream_hi; /* the last window's part from the stream, before damage narrowed it */
 
     int64_t exact_lo; /* the run's first output sample equal to a whole-stream decode's */
 

@@ -40,6 +40,7 @@ int reel__audio_open_codec(reel_audio *a, AVCodecContext **out, reel_error *err)
     if (r >= 0) {
         ctx->pkt_timebase = a->tb;
         ctx->thread_count = 1;
+        ctx->opaque = a; /* its log lines name the file (decoder/log.h) */
         r = avcodec_open2(ctx, c, NULL);
     }
     if (r < 0) {
@@ -707,25 +708,38 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
 
 /* ---- the damage a window reports ----------------------------------------- */
 
-void reel__audio_damage(const reel_audio *a, int64_t lo, int64_t hi, reel_audio_window *w)
+/* Hole h's span on the output grid (the resampler mixes `reach` native
+ * samples on each side of a gap into it). */
+static reel__audio_span span_of(const reel_audio *a, const reel__audio_hole *h)
 {
     const int64_t sr = a->info.native_sample_rate, r = a->info.sample_rate, reach = resample_reach(a);
+    int64_t o0 = h->lo, o1 = h->hi;
+    if (reach) {
+        o0 = (int64_t)reel__audio_floor_div((__int128)(h->lo - reach) * r, sr);
+        o1 = h->hi > h->lo ? (int64_t)-reel__audio_floor_div(-(__int128)(h->hi + reach) * r, sr) : o0;
+    }
+    return (reel__audio_span){ o0, o1, h->packets };
+}
+
+static int touches(const reel__audio_span *p, int64_t lo, int64_t hi)
+{
+    return p->hi > p->lo ? p->hi > lo && p->lo < hi : p->lo >= lo && p->lo < hi;
+}
+
+typedef reel__audio_span (*span_fn)(const void *ctx, size_t i);
+
+/* What the window [lo, hi) says of spans get(ctx, 0 .. n - 1) (reel__audio_damage_of). */
+static void damage_run(span_fn get, const void *ctx, size_t n, int64_t lo, int64_t hi, reel_audio_window *w)
+{
     const int64_t vlo = w->valid_lo, vhi = w->valid_hi; /* the stream's part, window-relative */
     int64_t run_lo = vlo, run_hi = vlo, at = vlo;       /* the longest clean run; where the next starts */
     int64_t cover = vlo;                                /* missing samples counted up to here */
     w->missing = w->missing_lo = w->missing_hi = w->corrupt_packets = 0;
-    for (size_t i = 0; i < a->n_holes; i++) {
-        const reel__audio_hole *h = &a->holes[i];
-        /* its span on the output grid (the resampler mixes `reach` native
-         * samples on each side of a gap into it) */
-        int64_t o0 = h->lo, o1 = h->hi;
-        if (reach) {
-            o0 = (int64_t)reel__audio_floor_div((__int128)(h->lo - reach) * r, sr);
-            o1 = h->hi > h->lo ? (int64_t)-reel__audio_floor_div(-(__int128)(h->hi + reach) * r, sr) : o0;
-        }
-        if (o1 > o0 ? o1 <= lo || o0 >= hi : o0 < lo || o0 >= hi) continue;
-        w->corrupt_packets += h->packets;
-        int64_t m0 = o0 - lo > vlo ? o0 - lo : vlo, m1 = o1 - lo < vhi ? o1 - lo : vhi;
+    for (size_t i = 0; i < n; i++) {
+        const reel__audio_span p = get(ctx, i);
+        if (!touches(&p, lo, hi)) continue;
+        w->corrupt_packets += p.packets;
+        int64_t m0 = p.lo - lo > vlo ? p.lo - lo : vlo, m1 = p.hi - lo < vhi ? p.hi - lo : vhi;
         if (m0 < cover) m0 = cover; /* spans overlap where the resampler reaches across two */
         if (m1 <= m0) continue;
         if (w->missing == 0) w->missing_lo = m0;
@@ -745,4 +759,50 @@ void reel__audio_damage(const reel_audio *a, int64_t lo, int64_t hi, reel_audio_
     }
     w->valid_lo = run_lo;
     w->valid_hi = run_hi;
+}
+
+static reel__audio_span span_at(const void *ctx, size_t i)
+{
+    return ((const reel__audio_span *)ctx)[i];
+}
+
+static reel__audio_span hole_at(const void *ctx, size_t i)
+{
+    const reel_audio *a = ctx;
+    return span_of(a, &a->holes[i]);
+}
+
+void reel__audio_damage_of(const reel__audio_span *s, size_t n, int64_t lo, int64_t hi, reel_audio_window *w)
+{
+    damage_run(span_at, s, n, lo, hi, w);
+}
+
+void reel__audio_damage(const reel_audio *a, int64_t lo, int64_t hi, reel_audio_window *w)
+{
+    damage_run(hole_at, a, a->n_holes, lo, hi, w);
+}
+
+int reel__audio_damage_spans(const reel_audio *a, int64_t lo, int64_t hi, reel__audio_span **out, size_t *n,
+                             int64_t *stream_lo, int64_t *stream_hi)
+{
+    *out = NULL;
+    *n = 0;
+    *stream_lo = a->stream_lo;
+    *stream_hi = a->stream_hi;
+    size_t k = 0;
+    for (size_t i = 0; i < a->n_holes; i++) {
+        reel__audio_span p = span_of(a, &a->holes[i]);
+        k += touches(&p, lo, hi);
+    }
+    if (!k) return 0;
+    reel__audio_span *s = malloc(k * sizeof *s);
+    if (!s) return -1;
+    k = 0;
+    for (size_t i = 0; i < a->n_holes; i++) {
+        reel__audio_span p = span_of(a, &a->holes[i]);
+        if (touches(&p, lo, hi)) s[k++] = p;
+    }
+    *out = s;
+    *n = k;
+    return 0;
 }

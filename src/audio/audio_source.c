@@ -146,6 +146,7 @@ int reel__audio_open_container(reel_audio *a)
     if (!a->fmt) return AVERROR(ENOMEM);
     a->fmt->pb = a->avio;
     a->fmt->flags |= AVFMT_FLAG_CUSTOM_IO;
+    a->fmt->opaque = a; /* its log lines name the file (decoder/log.h) */
     /* the caller's interrupt, where libavformat polls one (its reads come
      * through io_read, whose remote fetches poll it themselves) */
     a->fmt->interrupt_callback.callback = a->s.interrupt;

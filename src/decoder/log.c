@@ -7,9 +7,14 @@
  * stream probing while a decoder opens, and a run given up on an unclean
  * keyframe (its messages are held until the call keeps or drops its frames).
  *
+ * The audio object's (src/audio) demuxer and codec lines are routed the same
+ * way, shown at once naming its file: it registers as a named owner
+ * (decoder/log.h), matched by the same opaques.
+ *
  * FFmpeg's log callback is process-global, so this file keeps the one piece
  * of process-wide state reel has for it: the callback is installed once
- * (pthread_once) and a mutex-guarded registry lists the live decoders. A
+ * (pthread_once) and a mutex-guarded registry lists the live decoders (and
+ * named owners). A
  * message is matched by its AVCodecContext's `opaque`, which reel sets to the
  * decoder on its main codec contexts (FFmpeg copies it into the contexts of
  * its frame threads, so their messages match too), or by its
@@ -21,6 +26,7 @@
  * application installs before reel's first decoder is replaced, and one
  * installed after it replaces reel's (reel then sees flagged errors only). */
 #include "decoder/internal.h"
+#include "decoder/log.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -43,10 +49,18 @@ typedef struct live {
 
 #define REEL_LOG_HELD_MAX 4096 /* bytes held per decoder; more is counted, not kept */
 
+/* A named owner (decoder/log.h): its lines are shown at once, naming it. */
+typedef struct named {
+    const void *owner;
+    const char *name;
+} named;
+
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static live *g_live;
 static size_t g_n, g_cap;
+static named *g_named;
+static size_t g_named_n, g_named_cap;
 /* The decoder this thread is opening: FFmpeg's stream probing decodes a few
  * frames on the calling thread and throws them away. */
 static _Thread_local const reel_decoder *tl_opening;
@@ -145,6 +159,17 @@ REEL_LOG_PRINTF(3, 0) static void route(void *avcl, int level, const char *fmt, 
             return;
         }
     }
+    /* a named owner's (the audio object's): its codec or its container */
+    const void *op = is_codec ? ((AVCodecContext *)avcl)->opaque : ((AVFormatContext *)avcl)->opaque;
+    for (size_t i = 0; op && i < g_named_n; i++)
+        if (g_named[i].owner == op) {
+            if (shown) {
+                format_line(line, sizeof line, avcl, g_named[i].name, fmt, vl);
+                emit(level, "%s", line);
+            }
+            pthread_mutex_unlock(&g_mu);
+            return;
+        }
     pthread_mutex_unlock(&g_mu);
     av_log_default_callback(avcl, level, fmt, vl);
 }
@@ -235,4 +260,33 @@ void reel__log_mark(reel_decoder *dec)
 int reel__log_errors_since_mark(const reel_decoder *dec)
 {
     return atomic_load_explicit(&((reel_decoder *)dec)->log_errors, memory_order_relaxed) != dec->log_seen;
+}
+
+int reel__log_register_named(const void *owner, const char *name)
+{
+    pthread_once(&g_once, install);
+    pthread_mutex_lock(&g_mu);
+    if (g_named_n == g_named_cap) {
+        size_t nc = g_named_cap ? g_named_cap * 2 : 64;
+        named *nn = realloc(g_named, nc * sizeof *nn);
+        if (nn) {
+            g_named = nn;
+            g_named_cap = nc;
+        }
+    }
+    const int ok = g_named_n < g_named_cap;
+    if (ok) g_named[g_named_n++] = (named){ .owner = owner, .name = name };
+    pthread_mutex_unlock(&g_mu);
+    return ok ? 0 : -1;
+}
+
+void reel__log_unregister_named(const void *owner)
+{
+    pthread_mutex_lock(&g_mu);
+    for (size_t i = 0; i < g_named_n; i++)
+        if (g_named[i].owner == owner) {
+            g_named[i] = g_named[--g_named_n];
+            break;
+        }
+    pthread_mutex_unlock(&g_mu);
 }

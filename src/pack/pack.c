@@ -110,6 +110,9 @@ static int check_settings(const reel_pack_settings *s, reel_error *err)
                                s->dtype == REEL_DTYPE_UINT16 ? "dtype uint16" : "",
                                s->dtype == REEL_DTYPE_UINT16 && s->color == REEL_COLOR_GRAY ? " and " : "",
                                s->color == REEL_COLOR_GRAY ? "color gray" : "");
+    if (s->corrupt_policy != REEL_CORRUPT_FAIL && s->corrupt_policy != REEL_CORRUPT_SKIP)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "pack: corrupt_policy %d: FAIL (0) or SKIP (1)",
+                               (int)s->corrupt_policy);
     const reel_audio_settings *a = s->audio;
     if (a && (a->sample_rate < 0 || a->sample_rate > 1000000))
         return reel__error_set(err, REEL_E_INVALID_ARG,

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "pack/pack.h"
 
+#include "audio/damage.h"
 #include "reel/audio.h"
 #include "reel/decoder.h"
 #include "reel/sampler.h"
@@ -193,6 +194,7 @@ static int open_source(const reel_pack_settings *ps, const reel__pack_entry *it,
     reel_decoder_default_settings(&ds);
     ds.threads = 1; /* the build runs videos in parallel instead */
     ds.gop_contexts = 0;
+    ds.corrupt_policy = ps->corrupt_policy;
     int st = reel_decoder_open(&v->dec, it->path, &ds, err);
     if (st != REEL_OK) return st;
     const reel_video_info *info = reel_decoder_get_info(v->dec);
@@ -280,8 +282,9 @@ static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, 
         if (rec->frames[i].pts + rec->frames[i].duration > t1) t1 = rec->frames[i].pts + rec->frames[i].duration;
     }
     reel_audio_settings as = *ps->audio;
-    as.missing = REEL_AUDIO_MISSING_RAISE; /* a video without audio is recorded so; the loader decides */
-    as.interrupt = ps->interrupt;          /* a long decode from a0 stops with the build */
+    as.missing = REEL_AUDIO_MISSING_RAISE;  /* a video without audio is recorded so; the loader decides */
+    as.corrupt_policy = ps->corrupt_policy; /* the pack's, frames and audio alike */
+    as.interrupt = ps->interrupt;           /* a long decode from a0 stops with the build */
     as.interrupt_opaque = ps->interrupt_opaque;
     as.cache_bytes = 0; /* one window per object: nothing to serve again */
     reel_audio *a = NULL;
@@ -294,6 +297,11 @@ static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, 
     if (st == REEL_OK && !(tmp = malloc((n ? n : 1) * sizeof *tmp)))
         st = reel__error_set(why, REEL_E_NOMEM, "%s: out of memory", it->shown);
     if (st == REEL_OK) st = reel_audio_get_samples(a, t0, t1, rec->tb_num, rec->tb_den, tmp, n, &w, why);
+    size_t nspans = 0; /* the damage under REEL_CORRUPT_SKIP: its spans, so a clip gets what the video gives it */
+    if (st == REEL_OK && reel__audio_damage_spans(a, w.first_sample, w.first_sample + w.num_samples, &rec->audio_spans,
+                                                  &nspans, &rec->audio_stream_lo, &rec->audio_stream_hi) != 0)
+        st = reel__error_set(why, REEL_E_NOMEM, "%s: out of memory", it->shown);
+    rec->audio_n_spans = (uint32_t)nspans;
     if (st == REEL_OK && reel__bytes_reserve(bytes, n * 4) != 0)
         st = reel__error_set(why, REEL_E_NOMEM, "%s: out of memory", it->shown);
     if (st == REEL_OK) {
@@ -319,6 +327,12 @@ static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, 
         rec->a0_pts = ai->start_pts;
         rec->a0_tb_num = ai->time_base_num;
         rec->a0_tb_den = ai->time_base_den;
+    }
+    if (st != REEL_OK) { /* no samples: no damage either */
+        free(rec->audio_spans);
+        rec->audio_spans = NULL;
+        rec->audio_n_spans = 0;
+        rec->audio_stream_lo = rec->audio_stream_hi = 0;
     }
     free(tmp);
     reel_audio_close(&a);

@@ -187,13 +187,12 @@ static int store_audio(void *ctx, void *tls, void *handle, int64_t t0, int64_t t
                                "samples %lld..%lld of the store %s",
                                rec.source_path, (long long)t0, (long long)t1, num, den, (long long)lo, (long long)hi,
                                (long long)r0, (long long)r1, c->name);
-    /* the record's valid range seen from the clip (it starts at a0, or
-     * after damage a packing under REEL_CORRUPT_SKIP dropped) */
-    const int64_t n = hi - lo, begin = r0 + rec.audio_valid_lo, end = r0 + rec.audio_valid_hi;
+    /* the record's stream part seen from the clip, and the damage a packing
+     * under REEL_CORRUPT_SKIP found there, as the video's window says it */
+    const int64_t n = hi - lo;
     w->first_sample = lo;
     w->num_samples = n;
-    w->valid_lo = begin - lo < 0 ? 0 : begin - lo > n ? n : begin - lo;
-    w->valid_hi = end - lo < w->valid_lo ? w->valid_lo : end - lo > n ? n : end - lo;
+    reel__store_audio_clip_damage(c->store, h->record, lo, hi, w);
     if (!dst) return REEL_OK;
     const size_t C = (size_t)rec.audio_channels;
     if (cap < C * (size_t)n)

@@ -141,7 +141,7 @@ enum { SIZE_U32 = 4, SIZE_I32 = 4, SIZE_U64 = 8, SIZE_I64 = 8, SIZE_F64 = 8 };
     F(I64, pts)               \
     F(I64, duration)
 
-/* The audio block (version 2: a store packed with audio), after the fixed
+/* The audio block (version 3: a store packed with audio), after the fixed
  * fields and before the frames. */
 #define STORE_REC_AUDIO_FIELDS(F) \
     F(U64, audio_offset)          \
@@ -156,7 +156,17 @@ enum { SIZE_U32 = 4, SIZE_I32 = 4, SIZE_U64 = 8, SIZE_I64 = 8, SIZE_F64 = 8 };
     F(I64, audio_valid_hi)        \
     F(I64, a0_pts)                \
     F(I32, a0_tb_num)             \
-    F(I32, a0_tb_den)
+    F(I32, a0_tb_den)             \
+    F(I64, audio_stream_lo)       \
+    F(I64, audio_stream_hi)       \
+    F(U32, audio_n_spans)         \
+    F(U32, audio_zero)
+
+/* One span of the damage (version 3), after the audio block. */
+#define STORE_SPAN_FIELDS(F) \
+    F(I64, lo)               \
+    F(I64, hi)               \
+    F(I64, packets)
 
 #define FIELD_SIZE(kind, name) +SIZE_##kind
 #define FIELD_PUT(kind, name)  put_##kind(&q, from->name);
@@ -166,10 +176,12 @@ enum {
     HEADER_FIXED = 8 + 4 + 4 + 8 STORE_PARAMS_FIELDS(FIELD_SIZE),       /* magic, version, size, count */
     REC_FIXED = 4 + 4 STORE_REC_FIELDS(FIELD_SIZE) + 4 + 4 + 4 + 2 + 2, /* marker, size ... lengths, pixels */
     FRAME_FIXED = 0 STORE_FRAME_FIELDS(FIELD_SIZE),
-    AUDIO_FIXED = 0 STORE_REC_AUDIO_FIELDS(FIELD_SIZE)
+    AUDIO_FIXED = 0 STORE_REC_AUDIO_FIELDS(FIELD_SIZE),
+    SPAN_FIXED = 0 STORE_SPAN_FIELDS(FIELD_SIZE)
 };
 _Static_assert(HEADER_FIXED == 124, "docs/STORE.md: the header's fields end at byte 124");
-_Static_assert(AUDIO_FIXED == 80, "docs/STORE.md: a version-2 entry's audio block is 80 bytes");
+_Static_assert(AUDIO_FIXED == 104, "docs/STORE.md: a version-3 entry's audio block is 104 bytes");
+_Static_assert(SPAN_FIXED == 24, "docs/STORE.md: a damage span is 24 bytes");
 _Static_assert(HEADER_FIXED <= REEL_STORE_HEADER_BYTES, "the header block holds its fields");
 _Static_assert(REC_FIXED == 140, "docs/STORE.md: a record entry's frames start at byte 140");
 _Static_assert(FRAME_FIXED == REEL_STORE_FRAME_BYTES, "docs/STORE.md: a stored frame is 40 bytes");
@@ -208,6 +220,18 @@ static void audio_get(const uint8_t **p, reel__store_rec *to)
 {
     const uint8_t *q = *p;
     STORE_REC_AUDIO_FIELDS(FIELD_GET)
+    *p = q;
+}
+static void span_put(uint8_t **p, const reel__audio_span *from)
+{
+    uint8_t *q = *p;
+    STORE_SPAN_FIELDS(FIELD_PUT)
+    *p = q;
+}
+static void span_get(const uint8_t **p, reel__audio_span *to)
+{
+    const uint8_t *q = *p;
+    STORE_SPAN_FIELDS(FIELD_GET)
     *p = q;
 }
 static void frame_put(uint8_t **p, const reel__store_frame *from)
@@ -285,7 +309,9 @@ int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, con
     const uint8_t *q = in + 8;
     uint32_t version = get_U32(&q), hbytes = get_U32(&q);
     if (version != REEL_STORE_VERSION && version != REEL_STORE_VERSION_AUDIO)
-        return reel__error_set(err, REEL_E_CORRUPT, "%s: store format version %u; this reel reads versions %d and %d",
+        return reel__error_set(err, REEL_E_CORRUPT,
+                               "%s: store format version %u; this reel reads versions %d and %d (a "
+                               "store packed with --audio by an older reel, version 2: pack it again)",
                                name, version, REEL_STORE_VERSION, REEL_STORE_VERSION_AUDIO);
     if (hbytes != REEL_STORE_HEADER_BYTES)
         return reel__error_set(err, REEL_E_CORRUPT, "%s: bad header size %u", name, hbytes);
@@ -301,7 +327,7 @@ int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, con
         (p->dtype != REEL_DTYPE_UINT8 && p->dtype != REEL_DTYPE_UINT16) ||
         (p->format != REEL_STORE_FORMAT_RAW && (p->color != REEL_COLOR_RGB || p->dtype != REEL_DTYPE_UINT8)))
         return reel__error_set(err, REEL_E_CORRUPT, "%s: impossible build settings in the header", name);
-    /* version 2 is version 1 with audio; a version-1 header's audio fields
+    /* version 3 is version 1 with audio; a version-1 header's audio fields
      * are its reserved zeros */
     if ((version == REEL_STORE_VERSION_AUDIO) != (p->audio == 1) || (p->audio != 0 && p->audio != 1) ||
         (!p->audio && (p->audio_rate || p->audio_channels || p->audio_stream)) || p->audio_rate < 0 ||
@@ -320,8 +346,8 @@ static size_t slen(const char *s)
 
 size_t reel__store_rec_size(const reel__store_rec *r)
 {
-    return REC_FIXED + (r->audio ? AUDIO_FIXED : 0) + (size_t)r->num_frames * REEL_STORE_FRAME_BYTES + slen(r->path) +
-           slen(r->reason) + slen(r->class_name) + 4;
+    return REC_FIXED + (r->audio ? AUDIO_FIXED + (size_t)r->audio_n_spans * SPAN_FIXED : 0) +
+           (size_t)r->num_frames * REEL_STORE_FRAME_BYTES + slen(r->path) + slen(r->reason) + slen(r->class_name) + 4;
 }
 
 void reel__store_rec_write(uint8_t *out, const reel__store_rec *r)
@@ -337,6 +363,7 @@ void reel__store_rec_write(uint8_t *out, const reel__store_rec *r)
     put_u(&q, r->pixels, 2);
     put_u(&q, r->depth, 2);
     if (r->audio) audio_put(&q, r);
+    for (uint32_t i = 0; r->audio && i < r->audio_n_spans; i++) span_put(&q, &r->audio_spans[i]);
     for (uint32_t i = 0; i < r->num_frames; i++) frame_put(&q, &r->frames[i]);
     const char *strs[3] = { r->path, r->reason, r->class_name };
     for (int k = 0; k < 3; k++) {
@@ -354,6 +381,7 @@ void reel__store_rec_free(reel__store_rec *r)
     free(r->reason);
     free(r->class_name);
     free(r->frames);
+    free(r->audio_spans);
     memset(r, 0, sizeof *r);
 }
 
@@ -396,7 +424,27 @@ static int check_frames(const reel__store_rec *r, const char *name, reel_error *
     return REEL_OK;
 }
 
-/* A version-2 entry's audio block: the samples' bytes are the record's
+/* The damage spans: ascending, each touching the window, its packets
+ * counted; and the valid range they give the window is the stored one. */
+static int spans_possible(const reel__store_rec *r)
+{
+    const int64_t lo = r->audio_first, hi = lo + r->audio_samples;
+    for (uint32_t i = 0; i < r->audio_n_spans; i++) {
+        const reel__audio_span *p = &r->audio_spans[i];
+        if (p->lo > p->hi || p->packets < 1 || p->lo < lo - ((int64_t)1 << 40) || p->hi > hi + ((int64_t)1 << 40) ||
+            (i && p->lo < r->audio_spans[i - 1].lo))
+            return 0;
+        if (p->hi > p->lo ? p->hi <= lo || p->lo >= hi : p->lo < lo || p->lo >= hi) return 0;
+    }
+    reel_audio_window w;
+    memset(&w, 0, sizeof w);
+    w.valid_lo = r->audio_stream_lo;
+    w.valid_hi = r->audio_stream_hi;
+    reel__audio_damage_of(r->audio_spans, r->audio_n_spans, lo, hi, &w);
+    return w.valid_lo == r->audio_valid_lo && w.valid_hi == r->audio_valid_hi;
+}
+
+/* A version-3 entry's audio block: the samples' bytes are the record's
  * tail, after its frames, exactly channels x samples float32; the valid
  * range inside the window; nothing for a failed record or a video whose
  * audio is missing or failed. */
@@ -413,11 +461,14 @@ static int check_audio(const reel__store_rec *r, const char *name, reel_error *e
              r->audio_length == (uint64_t)r->audio_channels * (uint64_t)r->audio_samples * 4 &&
              r->audio_offset >= frames_end && r->audio_offset <= r->length &&
              r->audio_length == r->length - r->audio_offset && r->audio_valid_lo >= 0 &&
-             r->audio_valid_lo <= r->audio_valid_hi && r->audio_valid_hi <= r->audio_samples;
+             r->audio_valid_lo <= r->audio_valid_hi && r->audio_valid_hi <= r->audio_samples &&
+             r->audio_stream_lo >= 0 && r->audio_stream_lo <= r->audio_stream_hi &&
+             r->audio_stream_hi <= r->audio_samples && r->audio_zero == 0 && spans_possible(r);
     else
         ok = r->audio_status <= 0 && r->audio_status > -1000 && (r->status == REEL_OK || r->audio_status == REEL_OK) &&
              r->audio_channels == 0 && r->audio_samples == 0 && r->audio_length == 0 && r->audio_offset == 0 &&
-             r->audio_crc == 0 && r->audio_valid_lo == 0 && r->audio_valid_hi == 0;
+             r->audio_crc == 0 && r->audio_valid_lo == 0 && r->audio_valid_hi == 0 && r->audio_stream_lo == 0 &&
+             r->audio_stream_hi == 0 && r->audio_n_spans == 0 && r->audio_zero == 0;
     if (!ok) return reel__error_set(err, REEL_E_CORRUPT, "%s: the entry of %s: impossible audio values", name, r->path);
     return REEL_OK;
 }
@@ -451,10 +502,22 @@ int reel__store_rec_parse(const uint8_t *in, size_t n, const char *name, int aud
         }
         audio_get(&q, r);
         r->audio = 1;
+        const uint32_t ns = r->audio_n_spans;
+        r->audio_n_spans = 0; /* until they are read */
+        if ((uint64_t)(end - q) < (uint64_t)ns * SPAN_FIXED) {
+            memset(r, 0, sizeof *r);
+            return reel__error_set(err, REEL_E_CORRUPT, "%s: record entry too short for its audio damage", name);
+        }
+        if (ns && !(r->audio_spans = malloc((size_t)ns * sizeof *r->audio_spans))) {
+            memset(r, 0, sizeof *r);
+            return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", name);
+        }
+        for (uint32_t i = 0; i < ns; i++) span_get(&q, &r->audio_spans[i]);
+        r->audio_n_spans = ns;
     }
     uint64_t need = (uint64_t)r->num_frames * REEL_STORE_FRAME_BYTES + (uint64_t)lp + lr + lc;
     if (need != (uint64_t)(end - q)) {
-        memset(r, 0, sizeof *r);
+        reel__store_rec_free(r);
         return reel__error_set(err, REEL_E_CORRUPT, "%s: record entry lengths do not add up", name);
     }
     const uint8_t *strs = q + (size_t)r->num_frames * REEL_STORE_FRAME_BYTES;

@@ -630,6 +630,12 @@ int reel_store_reader_read_audio(reel_store_reader *r, int64_t record, float *ds
         w->num_samples = rec->audio_samples;
         w->valid_lo = rec->audio_valid_lo;
         w->valid_hi = rec->audio_valid_hi;
+        if (rec->audio_n_spans) {
+            w->valid_lo = rec->audio_stream_lo;
+            w->valid_hi = rec->audio_stream_hi;
+            reel__audio_damage_of(rec->audio_spans, rec->audio_n_spans, rec->audio_first,
+                                  rec->audio_first + rec->audio_samples, w);
+        }
     }
     return REEL_OK;
 }

@@ -201,6 +201,17 @@ int reel_store_get_record(const reel_store *s, int64_t i, reel_store_record *o, 
     o->audio_start_pts = r->a0_pts;
     o->audio_time_base_num = r->a0_tb_num;
     o->audio_time_base_den = r->a0_tb_den;
+    if (r->audio_n_spans) { /* the stored window's damage, as reel_audio says it */
+        reel_audio_window w;
+        memset(&w, 0, sizeof w);
+        w.valid_lo = r->audio_stream_lo;
+        w.valid_hi = r->audio_stream_hi;
+        reel__audio_damage_of(r->audio_spans, r->audio_n_spans, r->audio_first, r->audio_first + r->audio_samples, &w);
+        o->audio_missing = w.missing;
+        o->audio_missing_lo = w.missing_lo;
+        o->audio_missing_hi = w.missing_hi;
+        o->audio_corrupt_packets = w.corrupt_packets;
+    }
     return REEL_OK;
 }
 
@@ -261,4 +272,14 @@ int reel_store_get_class_name(const reel_store *s, int64_t label, const char **n
                                (long long)s->nclasses);
     *name = s->classes[label];
     return REEL_OK;
+}
+
+void reel__store_audio_clip_damage(const reel_store *s, int64_t record, int64_t lo, int64_t hi, reel_audio_window *w)
+{
+    const reel__store_rec *r = &s->recs[record];
+    const int64_t n = hi - lo, b = r->audio_first + r->audio_stream_lo - lo,
+                  e = r->audio_first + r->audio_stream_hi - lo;
+    w->valid_lo = b < 0 ? 0 : b > n ? n : b;
+    w->valid_hi = e < w->valid_lo ? w->valid_lo : e > n ? n : e;
+    reel__audio_damage_of(r->audio_spans, r->audio_n_spans, lo, hi, w);
 }

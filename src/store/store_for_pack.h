@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "audio/damage.h"
 #include "reel/store.h"
 
 /* Records start on this boundary of their shard; the least shard size. */
@@ -69,6 +70,15 @@ typedef struct reel__store_rec {
     int64_t audio_first, audio_samples, audio_valid_lo, audio_valid_hi;
     int64_t a0_pts;
     int32_t a0_tb_num, a0_tb_den;
+    /* the damage (a packing under REEL_CORRUPT_SKIP): the window's part
+     * from the stream before valid was narrowed to its longest clean run
+     * (record-relative), and the dropped packets' spans on the grid that
+     * touch the window (audio/damage.h; reel__audio_damage_of gives the
+     * record's and each clip's missing, missing_lo/hi, corrupt_packets and
+     * valid from them, as reel_audio gives the video's) */
+    int64_t audio_stream_lo, audio_stream_hi;
+    uint32_t audio_n_spans, audio_zero; /* audio_zero: the block's padding, 0 */
+    reel__audio_span *audio_spans;
 } reel__store_rec;
 
 /* The build settings that the index and every journal carry. */
@@ -85,7 +95,7 @@ typedef struct reel__store_params {
     int32_t sampler, min_frames, max_frames, frames, frame_factor;
     int32_t color, dtype; /* reel_pack_settings.color and .dtype */
     /* the audio (reel_pack_settings.audio): 1 when packed with it (a
-     * version-2 store, whose entries carry the audio block), its rate (0:
+     * version-3 store, whose entries carry the audio block), its rate (0:
      * each video's own), channels (0: each video's own, 1: their mean) and
      * stream index (-1: the best); all 0 without audio */
     int32_t audio, audio_rate, audio_channels, audio_stream;

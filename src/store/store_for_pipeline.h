@@ -36,6 +36,12 @@ int reel__store_decode(reel_store_reader *r, const reel__store_blob *b, const in
                        reel_frame_fn fn, reel__window_fn window, void *opaque, reel_store_read_stats *stats,
                        reel_error *err);
 void reel__store_blob_free(reel__store_blob *b);
+/* What a clip [lo, hi) of record `record`'s stored audio window (it lies
+ * inside it) says of the damage, as reel_audio says it of the video's:
+ * w->valid_lo/hi (clip-relative, the record's stream part seen from the
+ * clip), missing, missing_lo/hi, corrupt_packets, from the record's spans
+ * (audio/damage.h). Only w's damage fields and valid are set. */
+void reel__store_audio_clip_damage(const reel_store *s, int64_t record, int64_t lo, int64_t hi, reel_audio_window *w);
 /* The interrupt callback for the reader's next calls (the loader's per-sample one). */
 void reel__store_reader_set_interrupt(reel_store_reader *r, int (*fn)(void *), void *opaque);
 

@@ -20,10 +20,12 @@
 #define REEL_STORE_MAGIC         "REELSTOR"
 #define REEL_STORE_JOURNAL_MAGIC "REELJRNL"
 #define REEL_STORE_VERSION       1
-#define REEL_STORE_VERSION_AUDIO 2 /* version 1 with audio: the header's audio settings, each entry's audio block */
-#define REEL_STORE_HEADER_BYTES  128
-#define REEL_STORE_REC_MAGIC     0x43455252u /* "RREC" little-endian */
-#define REEL_STORE_FRAME_BYTES   40
+#define REEL_STORE_VERSION_AUDIO \
+    3 /* version 1 with audio: the header's audio settings, each entry's audio block
+                                     and its damage (version 2, without the damage, is refused by name) */
+#define REEL_STORE_HEADER_BYTES 128
+#define REEL_STORE_REC_MAGIC    0x43455252u /* "RREC" little-endian */
+#define REEL_STORE_FRAME_BYTES  40
 
 /* Header block (REEL_STORE_HEADER_BYTES) with `magic` and the params. */
 void reel__store_header_write(uint8_t *out, const char *magic, const reel__store_params *p, uint64_t num_records);
@@ -35,7 +37,7 @@ int reel__store_header_parse(const uint8_t *in, size_t n, const char *magic, con
 size_t reel__store_rec_size(const reel__store_rec *r);
 /* Writes the entry into out (reel__store_rec_size bytes). */
 void reel__store_rec_write(uint8_t *out, const reel__store_rec *r);
-/* Parses one entry at in[0..n) of a store with (`audio` 1: version 2) or
+/* Parses one entry at in[0..n) of a store with (`audio` 1: version 3) or
  * without audio: fills *r (allocating strings and frames; free with
  * reel__store_rec_free, store_for_pack.h) and *used. REEL_E_CORRUPT on any
  * bad length, CRC or value; the message names `name`. */

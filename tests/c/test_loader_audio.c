@@ -238,55 +238,74 @@ TEST(a_corrupt_audio_packet_follows_the_decoders_corrupt_policy)
         reel_loader_destroy(&l);
         reel_dataset_destroy(&ds);
     }
-    /* a store packed under SKIP keeps the record's longest clean run (after
-     * the gap at 3/10): no clip's valid range holds a missing sample */
-    char dir[1100], out[1100], cmd[4000];
+    /* a store packed under SKIP keeps the record's damage (its spans): each
+     * clip over it gets the video's samples, valid range, missing samples,
+     * their span and the dropped packets, at the native rate and resampled */
+    char dir[1100], cmd[4000];
     snprintf(dir, sizeof dir, "%s/damaged_dir", harness_tmpdir());
-    snprintf(out, sizeof out, "%s/damaged_store", harness_tmpdir());
     snprintf(cmd, sizeof cmd, "mkdir -p '%s' && cp '%s' '%s/'", dir, p1, dir);
     CHECK(system(cmd) == 0);
-    reel_audio_settings as;
-    reel_audio_default_settings(&as);
-    as.corrupt_policy = REEL_CORRUPT_SKIP;
-    reel_pack_settings ps;
-    reel_pack_default_settings(&ps);
-    ps.format = REEL_STORE_FORMAT_RAW;
-    ps.short_side = 32;
-    ps.audio = &as;
-    reel_error err;
-    reel_pack_report rep;
-    CHECK_OK(reel_pack(dir, out, &ps, &rep, &err));
-    reel_dataset *ds = NULL;
-    CHECK_OK(reel_dataset_create_from_path(&ds, out, &err));
-    reel_loader_settings s;
-    corrupt_settings(&s, REEL_CORRUPT_SKIP);
-    reel_loader *l = NULL;
-    CHECK_OK(reel_loader_create(&l, ds, &s, &err));
-    reel_batch *b = NULL;
-    int64_t clips = 0, holding = 0;
-    while (reel_loader_next(l, &b, &err) == REEL_OK && b) {
-        for (int64_t i = 0; i < b->num_clips; i++, clips++) {
-            const reel_clip_info *c = &b->clips[i];
-            reel_audio_window w; /* the video's own window, with its damage */
-            int ch = 0;
-            float *want = expected(c, &as, &w, &ch);
-            CHECK_EQ_INT(c->audio_first_sample, w.first_sample);
-            CHECK(memcmp(c->audio, want, (size_t)ch * (size_t)w.num_samples * 4) == 0);
-            if (w.missing) {
-                holding++;
-                CHECK_MSG(c->audio_valid_hi <= w.missing_lo || c->audio_valid_lo >= w.missing_hi,
-                          "store clip valid [%lld, %lld) holds the gap [%lld, %lld)", (long long)c->audio_valid_lo,
-                          (long long)c->audio_valid_hi, (long long)w.missing_lo, (long long)w.missing_hi);
-                CHECK_EQ_INT(c->audio_valid_lo, w.missing_hi); /* the record's run: after the gap */
+    for (int resampled = 0; resampled < 2; resampled++) {
+        char out[1100];
+        snprintf(out, sizeof out, "%s/damaged_store_%d", harness_tmpdir(), resampled);
+        reel_audio_settings as;
+        reel_audio_default_settings(&as);
+        as.corrupt_policy = REEL_CORRUPT_SKIP; /* what expected() decodes with; the pack's own is below */
+        as.sample_rate = resampled ? 16000 : 0;
+        as.channels = resampled ? 1 : 0;
+        reel_pack_settings ps;
+        reel_pack_default_settings(&ps);
+        ps.corrupt_policy = REEL_CORRUPT_SKIP;
+        ps.format = REEL_STORE_FORMAT_RAW;
+        ps.short_side = 32;
+        ps.audio = &as;
+        reel_error err;
+        reel_pack_report rep;
+        CHECK_OK(reel_pack(dir, out, &ps, &rep, &err));
+        reel_store *st = NULL;
+        reel_store_record rec;
+        CHECK_OK(reel_store_open(&st, out, &err));
+        CHECK_OK(reel_store_get_record(st, 0, &rec, &err));
+        CHECK(rec.audio_status == REEL_OK && rec.audio_missing > 0 && rec.audio_corrupt_packets >= 1);
+        CHECK(rec.audio_valid_hi <= rec.audio_missing_lo || rec.audio_valid_lo >= rec.audio_missing_hi);
+        reel_store_close(&st);
+        reel_dataset *ds = NULL;
+        CHECK_OK(reel_dataset_create_from_path(&ds, out, &err));
+        reel_loader_settings s;
+        corrupt_settings(&s, REEL_CORRUPT_SKIP);
+        s.audio.sample_rate = resampled ? 16000 : 48000;
+        s.audio.channels = resampled ? 1 : 2;
+        reel_loader *l = NULL;
+        CHECK_OK(reel_loader_create(&l, ds, &s, &err));
+        reel_batch *b = NULL;
+        int64_t clips = 0, holding = 0;
+        while (reel_loader_next(l, &b, &err) == REEL_OK && b) {
+            for (int64_t i = 0; i < b->num_clips; i++, clips++) {
+                const reel_clip_info *c = &b->clips[i];
+                reel_audio_window w; /* the video's own window, with its damage */
+                int ch = 0;
+                float *want = expected(c, &as, &w, &ch);
+                CHECK_EQ_INT(c->audio_first_sample, w.first_sample);
+                CHECK(memcmp(c->audio, want, (size_t)ch * (size_t)w.num_samples * 4) == 0);
+                CHECK_EQ_INT(c->audio_valid_lo, w.valid_lo);
+                CHECK_EQ_INT(c->audio_valid_hi, w.valid_hi);
+                CHECK_EQ_INT(c->audio_missing, w.missing);
+                CHECK_EQ_INT(c->audio_missing_lo, w.missing_lo);
+                CHECK_EQ_INT(c->audio_missing_hi, w.missing_hi);
+                CHECK_EQ_INT(c->audio_corrupt_packets, w.corrupt_packets);
+                holding += w.missing > 0;
+                free(want);
             }
-            free(want);
+            CHECK_OK(reel_loader_release(l, b));
         }
-        CHECK_OK(reel_loader_release(l, b));
+        CHECK_EQ_INT(clips, 4);
+        CHECK(holding >= 1); /* the sampler's clips (seeded) cross the gap */
+        reel_loader_metrics m;
+        CHECK_OK(reel_loader_get_metrics(l, &m, &err));
+        CHECK(m.audio_corrupt_packets >= 1);
+        reel_loader_destroy(&l);
+        reel_dataset_destroy(&ds);
     }
-    CHECK_EQ_INT(clips, 4);
-    CHECK(holding >= 1); /* the sampler's clips (seeded) cross the gap */
-    reel_loader_destroy(&l);
-    reel_dataset_destroy(&ds);
 }
 
 TEST(audio_settings_are_refused_by_name)

@@ -13,6 +13,7 @@ import os
 import random
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -250,3 +251,109 @@ def test_damage_before_the_first_frame_meets_the_policy(tmp_path):
     with reel.VideoDecoder(path, audio=True, corrupt_policy="skip") as dec:
         a = dec.get_audio_played_in_range(0.0, 1.0)
         assert a.corrupt_packets == 1, a  # before a0: dropped without a gap (a0 is the next frame's)
+
+
+def test_pack_takes_the_loaders_corrupt_policy(damaged, tmp_path):
+    """reel.pack(corrupt_policy=...) and `reel pack --corrupt-policy`: under
+    "skip" the damaged video's record keeps its audio with the damage said
+    (valid narrowed, as the video's whole window says); under "fail" the CLI
+    goes on (exit 0, the frames stored) and names the video and the reason."""
+    d = tmp_path / "videos"
+    d.mkdir()
+    shutil.copy(damaged["clean"], d / "clean.mp4")
+    shutil.copy(damaged["aac"][0], d / "damaged.mp4")
+    store = tmp_path / "skip"
+    reel.pack(d, store, size=32, shard_size=1 << 16, audio=True, format="raw", corrupt_policy="skip")
+    recs = {os.path.basename(r["path"]): r for r in reel._reel.store_records(str(store))}
+    a = recs["damaged.mp4"]["audio"]
+    assert recs["damaged.mp4"]["status"] == 0 and a["status"] == 0
+    assert a["valid"][1] - a["valid"][0] < a["samples"]  # narrowed to the longest clean run
+    assert a["missing"] > 0 and a["corrupt_packets"] == 1 and a["missing_span"][0] < a["missing_span"][1]
+    assert recs["clean.mp4"]["audio"]["missing"] == 0
+    # a Loader over the store gives each clip what the Loader over the videos does
+    kw = dict(frames_per_clip=25, clips_per_video=4, size=32, batch_size=2, shuffle=False, epochs=1,
+              audio=NATIVE, corrupt_policy="skip")
+    got = {}
+    for source in (str(store), sorted(str(p) for p in d.glob("*.mp4"))):
+        with reel.Loader(source, **kw) as ld:
+            for b in ld:
+                plane, lengths, valid = np.asarray(b.audio), np.asarray(b.audio_lengths), np.asarray(b.audio_valid)
+                for i, c in enumerate(b.info):
+                    got.setdefault((os.path.basename(c.path), c.clip), []).append(
+                        (tuple(c.frame_indices), c.audio_first_sample, tuple(valid[i]), c.audio_missing,
+                         tuple(c.audio_missing_span), c.audio_corrupt_packets, plane[i, :, :lengths[i]].tobytes()))
+    assert len(got) == 8 and all(len(v) == 2 and v[0] == v[1] for v in got.values())
+    assert sum(v[0][3] > 0 for v in got.values()) >= 1  # a clip crosses the gap
+    with pytest.raises(ValueError, match="corrupt_policy"):
+        reel.pack(d, tmp_path / "bad", size=32, audio=True, corrupt_policy="ignore")
+    cli = os.environ.get("REEL_CLI")
+    if not cli or not os.path.exists(cli):
+        pytest.skip("the reel CLI is not built (set REEL_CLI)")
+    base = [cli, "pack", str(d), "--size", "32", "--format", "raw", "--shard-size", "65536", "--audio", "--no-progress"]
+    res = subprocess.run(base + [str(tmp_path / "cli_fail")], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    named = [x for x in res.stderr.splitlines() if x.startswith("reel pack: frames packed, audio not:")]
+    assert len(named) == 1 and "damaged.mp4" in named[0] and "corrupt audio packet at" in named[0], res.stderr
+    res = subprocess.run(base + [str(tmp_path / "cli_skip"), "--corrupt-policy", "skip"], capture_output=True,
+                         text=True)
+    assert res.returncode == 0 and "audio not" not in res.stderr, res.stderr
+    for name in sorted(os.listdir(store)):  # the same store reel.pack made under "skip", byte for byte
+        if name.startswith("shard-") or name == "store.idx":
+            assert (store / name).read_bytes() == (tmp_path / "cli_skip" / name).read_bytes(), name
+    res = subprocess.run(base + [str(tmp_path / "cli_bad"), "--corrupt-policy", "ignore"], capture_output=True,
+                         text=True)
+    assert res.returncode == 2 and "bad --corrupt-policy (fail or skip)" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("codec", ["aac", "mp3"])
+def test_ffmpegs_lines_from_a_damaged_audio_packet_name_the_file(damaged, codec):
+    """The audio object's codec and demuxer lines go where the decoder's go
+    (src/decoder/log.c): shown as "[aac @ <file>] ...", never FFmpeg's
+    "[aac @ 0x...]". A fresh interpreter, at FFmpeg's default log level."""
+    path, _ = damaged[codec]
+    p = subprocess.run([sys.executable, "-c",
+                        "import reel\n"
+                        f"with reel.VideoDecoder({path!r}, audio=True, corrupt_policy='skip') as d:\n"
+                        "    a = d.get_audio_played_in_range(0.0, 10.0)\n"
+                        "    assert a.missing > 0\n"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("[")]
+    assert lines, p.stderr  # the codec's complaint about the damaged packet
+    assert all(f" @ {path}] " in ln for ln in lines), lines
+    assert not any(" @ 0x" in ln for ln in lines), lines
+
+
+def test_the_store_keeps_the_damage_as_store_md_lays_it_out(damaged, tmp_path):
+    """docs/STORE.md's version-3 audio block: the stream's part, H spans of
+    24 bytes before the frames; an index whose spans say another valid range
+    than the stored one is refused by name, though its checksums are right."""
+    import struct
+    import zlib
+
+    def crc(b: bytes) -> int:
+        return zlib.crc32(b, 0xFFFFFFFF) ^ 0xFFFFFFFF
+
+    d = tmp_path / "videos"
+    d.mkdir()
+    shutil.copy(damaged["aac"][0], d / "damaged.mp4")
+    store = tmp_path / "st"
+    reel.pack(d, store, size=32, shard_size=1 << 16, audio=True, format="raw", corrupt_policy="skip")
+    idx = bytearray((store / "store.idx").read_bytes())
+    assert struct.unpack_from("<I", idx, 8)[0] == 3
+    e = 128  # the one entry
+    size = struct.unpack_from("<I", idx, e + 4)[0]
+    a = e + 140
+    first, samples, vlo, vhi = struct.unpack_from("<qqqq", idx, a + 32)
+    slo, shi = struct.unpack_from("<qq", idx, a + 80)
+    h, zero = struct.unpack_from("<II", idx, a + 96)
+    assert h == 1 and zero == 0 and (slo, shi) != (vlo, vhi) and slo <= vlo <= vhi <= shi <= samples
+    lo, hi, packets = struct.unpack_from("<qqq", idx, a + 104)
+    assert packets == 1 and first <= lo < hi <= first + samples
+    rec = reel._reel.store_records(str(store))[0]["audio"]
+    assert rec["valid"] == (vlo, vhi) and rec["missing"] == hi - lo and rec["missing_span"] == (lo - first, hi - first)
+    struct.pack_into("<q", idx, a + 48, vlo + 1)  # a valid range the spans do not give
+    struct.pack_into("<I", idx, e + size - 4, crc(bytes(idx[e:e + size - 4])))
+    struct.pack_into("<I", idx, len(idx) - 4, crc(bytes(idx[:-4])))
+    (store / "store.idx").write_bytes(bytes(idx))
+    with pytest.raises(reel.CorruptError, match="damaged.mp4: impossible audio values"):
+        reel._reel.store_records(str(store))

@@ -90,7 +90,7 @@ def test_the_stores_audio_is_the_videos_and_the_clis(folder, native_store, mono_
 
 def test_the_store_records_its_audio(native_store, mono_store, folder, tmp_path):
     info = reel._reel.store_info(str(mono_store))
-    assert info["version"] == 2 and info["audio"] == {"sample_rate": 16000, "channels": 1, "stream_index": -1}
+    assert info["version"] == 3 and info["audio"] == {"sample_rate": 16000, "channels": 1, "stream_index": -1}
     assert reel._reel.store_info(str(native_store))["audio"] == {"sample_rate": 0, "channels": 0, "stream_index": -1}
     for r in reel._reel.store_records(str(native_store)):  # the window of every frame, as the decoder gives it
         a = r["audio"]
