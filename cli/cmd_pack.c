@@ -39,10 +39,10 @@ static void usage(FILE *out)
                  "  --audio-rate R          with --audio: resample to R Hz (default: each video's own rate)\n"
                  "  --audio-channels 1      with --audio: the mean of the channels (default: each video's own)\n"
                  "  --audio-stream I        with --audio: absolute audio stream index (default: the best)\n"
-                 "  --corrupt-policy fail|skip  a damaged packet (the Loader's corrupt_policy): fail (default)\n"
-                 "                          records the video as failed (its audio: the frames kept, the audio's\n"
-                 "                          reason recorded); skip packs it best effort (the audio's dropped\n"
-                 "                          packets as zeros, said by the record)\n"
+                 "  --skip-corrupt          a damaged packet is skipped, best effort (the audio's dropped packets\n"
+                 "                          as zeros, said by the record; the Loader's corrupt_policy \"skip\");\n"
+                 "                          without it a video with one is recorded as failed (its audio: the\n"
+                 "                          frames kept, the audio's reason recorded)\n"
                  "  --shard-size BYTES      bytes per shard file (default 1073741824; K, M, G suffixes)\n"
                  "  --threads N             decode/encode threads (default: cores)\n"
                  "  --part I/N | auto       build part I of N (auto: RANK and WORLD_SIZE from the environment)\n"
@@ -226,13 +226,6 @@ static int set_option(reel_pack_settings *s, const char *a, const char *v, const
             s->dtype = REEL_DTYPE_UINT16;
         else
             return bad("bad --dtype (uint8 or uint16)", v);
-    } else if (!strcmp(a, "--corrupt-policy")) {
-        if (!strcmp(v, "fail"))
-            s->corrupt_policy = REEL_CORRUPT_FAIL;
-        else if (!strcmp(v, "skip"))
-            s->corrupt_policy = REEL_CORRUPT_SKIP;
-        else
-            return bad("bad --corrupt-policy (fail or skip)", v);
     } else if (!strcmp(a, "--quality")) {
         if (cli_parse_int(v, &s->quality) != 0 || s->quality < 1 || s->quality > 100) return bad("bad --quality", v);
     } else if (!strcmp(a, "--gop")) {
@@ -392,6 +385,10 @@ int reel_cli_pack(int argc, char **argv)
         }
         if (!strcmp(a, "--audio")) {
             audio = 1;
+            continue;
+        }
+        if (!strcmp(a, "--skip-corrupt")) { /* the name reel frames gives it */
+            s.corrupt_policy = REEL_CORRUPT_SKIP;
             continue;
         }
         if (!strcmp(a, "--audio-rate") || !strcmp(a, "--audio-channels") || !strcmp(a, "--audio-stream")) {
