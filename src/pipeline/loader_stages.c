@@ -458,7 +458,10 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
         /* on a GPU, a source of host pixels: converted as on the CPU into
          * the worker's staging, then uploaded into the slot's rows */
         const size_t rows =
-            l->cuda ? (size_t)l->clips_per_sample * (size_t)s->bb->batch.strides[0] * l->element_bytes : 0;
+            !l->cuda ? 0
+            : l->shapes_vary
+                ? (size_t)s->num_frames * (size_t)l->channels * (size_t)s->width * (size_t)s->height * l->element_bytes
+                : (size_t)l->clips_per_sample * (size_t)s->bb->batch.strides[0] * l->element_bytes;
         st = l->cuda ? reel__loader_gpu_staging(l, w, rows, &c.host, e) : REEL_OK;
         c.host_cap = rows;
         if (st == REEL_OK) {
