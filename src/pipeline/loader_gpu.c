@@ -118,9 +118,7 @@ void reel__loader_gpu_worker_free(worker *w)
 
 int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source_stats *stats, reel_error *e)
 {
-    if (l->shapes_vary) /* the sample's own device buffer, written in one go */
-        return reel__loader_vary_decode_split(l, w, s, 1, stats, e);
-    const reel_clip_transform ct = l->s.transform; /* fixed shapes */
+    const reel_clip_transform ct = l->s.transform; /* fixed shapes (variable: reel__loader_vary_decode_split) */
     reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP, (uint32_t)s->attempt };
     const int layout = l->s.transform.layout, T = l->frames_per_clip, K = l->clips_per_sample;
     const int cthw = layout == REEL_BATCH_BCTHW; /* a clip's [C, T, H, W]: channel after channel */

@@ -15,7 +15,7 @@
 
 const char *reel__ring_memory(const reel_ring *r)
 {
-    if (r->device) return "device";
+    if (r->device || r->vdevice) return "device";
     if (r->pinned == 0) return "plain";
     if (r->variable) return r->plain == 0 ? "pinned" : "mixed";
     return r->pinned == r->count ? "pinned" : "mixed";

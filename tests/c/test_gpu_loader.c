@@ -5,8 +5,9 @@
  * the driver will not pin); one stream per decode worker; every device and
  * pinned byte in the metrics, equal to the driver's live allocations; the
  * pool flat over many batches; faults in a worker following the error
- * policy with a named REEL_E_CUDA and nothing leaked; the fallback and the
- * refusals by name. */
+ * policy with a named REEL_E_CUDA and nothing leaked; variable batches
+ * (fps sampler, pixel budget) in per-sample device buffers equal to the
+ * CPU's; the fallback and the refusals by name. */
 #include "harness.h"
 #include "real_common.h"
 
