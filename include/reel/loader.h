@@ -355,7 +355,12 @@ typedef struct reel_clip_info {
      *  audio_missing_hi), and those packets (reel_audio_window's missing,
      *  missing_lo/hi, corrupt_packets); 0 without damage. */
     int64_t audio_missing, audio_missing_lo, audio_missing_hi, audio_corrupt_packets;
-    uint8_t reserved[32]; /**< zero; room to grow (common.h): callers index arrays of these */
+    /** A variable batch on a GPU (reel_batch.device "cuda:N"): the
+     *  loader's device buffer at data (reel_device_buffer_wait,
+     *  _download), valid while the batch is held; the loader frees it.
+     *  NULL otherwise (fixed shapes: reel_batch.device_buffer). */
+    struct reel_device_buffer *device_buffer;
+    uint8_t reserved[24]; /**< zero; room to grow (common.h): callers index arrays of these */
 } reel_clip_info;
 
 /** A filled batch, owned by the loader until reel_loader_release(). The data

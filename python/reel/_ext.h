@@ -313,6 +313,9 @@ FramesObject *rx_gpu_frames(reel_state *st, reel_device_buffer *b, int dtype, in
 PyObject *rx_gpu_refuse(FramesObject *f, const char *what); /* TypeError naming the device */
 /* A loader batch on a GPU as Frames over its device buffer, kept by `owner` */
 FramesObject *rx_gpu_batch_frames(reel_state *st, PyObject *owner, const reel_batch *b, int ndim);
+/* A clip of a variable batch on a GPU: 4-d Frames over its own device buffer. */
+FramesObject *rx_gpu_clip_frames(reel_state *st, PyObject *owner, const reel_batch *b, const reel_clip_info *c,
+                                 const int64_t *shape);
 PyObject *rx_gpu_cpu(FramesObject *f);              /* host Frames: a copy */
 int rx_gpu_wait(FramesObject *f, PyObject *stream); /* the consumer's stream waits; -1 with the exception */
 /* _ext_decoder.c */

@@ -66,7 +66,8 @@ static PyObject *clip_views(reel_state *st, PyObject *owner, const reel_batch *b
         } else {
             shape[0] = c->num_frames, shape[1] = nc, shape[2] = c->height, shape[3] = c->width;
         }
-        FramesObject *f = frames_view(st, owner, c->data, b->dtype, 4, shape);
+        FramesObject *f = c->device_buffer ? rx_gpu_clip_frames(st, owner, b, c, shape) /* on a GPU */
+                                           : frames_view(st, owner, c->data, b->dtype, 4, shape);
         if (f && !(f->layout = PyUnicode_FromString(names[b->layout == REEL_BATCH_BCTHW   ? 1
                                                           : b->layout == REEL_BATCH_BTHWC ? 2
                                                                                           : 0]))) {

@@ -41,6 +41,25 @@ FramesObject *rx_gpu_batch_frames(reel_state *st, PyObject *owner, const reel_ba
     return f;
 }
 
+FramesObject *rx_gpu_clip_frames(reel_state *st, PyObject *owner, const reel_batch *b, const reel_clip_info *c,
+                                 const int64_t *shape)
+{
+    FramesObject *f = (FramesObject *)rx_type_alloc(st->FramesType);
+    if (!f) return NULL;
+    f->dev = c->device_buffer; /* the loader's: the batch handle (base) keeps it until released */
+    f->dev_borrowed = 1;
+    f->base = Py_NewRef(owner);
+    f->gpu = 1;
+    f->gpu_index = atoi(b->device + 5); /* "cuda:N" */
+    f->data = (char *)c->data;
+    f->dtype = b->dtype;
+    if (rx_frames_set_shape(f, 4, shape) < 0) {
+        Py_DECREF(f);
+        return NULL;
+    }
+    return f;
+}
+
 PyObject *rx_gpu_refuse(FramesObject *f, const char *what)
 {
     PyErr_Format(PyExc_TypeError,

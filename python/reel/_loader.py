@@ -355,8 +355,9 @@ class Loader:
     ``metrics()["audio_corrupt_packets"]`` counting them.
     ``device``: ``"cpu"`` (default), ``"cuda"`` or ``"cuda:N"`` as on
     :class:`VideoDecoder`: CUDA raises the named error (no driver, no GPU,
-    no kernels; in this build always, the GPU loader not being written yet)
-    unless ``device_fallback="cpu"``, which loads on the CPU.
+    no kernels) unless ``device_fallback="cpu"``, which loads on the CPU.
+    On a GPU ``batch.frames`` is on the device (variable batches: a list of
+    device Frames, one per sample; ``pad=True`` is not done there).
 
     Memory: ``pin_memory=True`` allocates the ring page-locked (cudaHostAlloc
     from the CUDA runtime found at run time, for asynchronous copies to a

@@ -44,7 +44,7 @@ int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int v
     /* what the GPU Loader does not do yet, by name (never done otherwise) */
     const char *why = NULL;
     (void)src; /* a source of host pixels (a packed store) is uploaded (below) */
-    if (variable) why = "batches of variable shapes (a pixel-budget size policy, a sampler of its own frame count)";
+    if (variable && s->pad) why = "padding variable batches (pad)";
     if (why) {
         reel__cuda_close(out);
         return reel__error_set(err, REEL_E_CUDA, "loader: %s is not done on the GPU yet (device \"%s\")", why,
@@ -58,6 +58,7 @@ int reel__loader_gpu_workers_open(reel_loader *l, reel_error *err)
     if (!l->cuda) return REEL_OK;
     reel__cuda_set_tally(l->cuda, &l->gpu_tally);
     reel__cuda_tally_add(&l->gpu_tally, (int64_t)l->ring.bytes_total, 0); /* the ring's batch buffers */
+    l->ring.tally = &l->gpu_tally; /* variable: the samples' buffers, as they are sized */
     const stage *sg = &l->st[REEL_STAGE_DECODE];
     for (int k = 0; k < sg->threads; k++) {
         worker *w = &l->workers[sg->track0 - 1 + k];
@@ -117,7 +118,7 @@ void reel__loader_gpu_worker_free(worker *w)
 
 int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source_stats *stats, reel_error *e)
 {
-    const reel_clip_transform ct = l->s.transform; /* fixed shapes only: variable ones are refused */
+    const reel_clip_transform ct = l->s.transform; /* fixed shapes (variable: reel__loader_vary_decode_split) */
     reel_rng_key key = { l->s.seed, (uint64_t)s->bb->epoch, (uint64_t)s->sample, REEL_RNG_CROP, (uint32_t)s->attempt };
     const int layout = l->s.transform.layout, T = l->frames_per_clip, K = l->clips_per_sample;
     const int cthw = layout == REEL_BATCH_BCTHW; /* a clip's [C, T, H, W]: channel after channel */
@@ -201,7 +202,9 @@ int reel__loader_gpu_staging(reel_loader *l, worker *w, size_t bytes, uint8_t **
 int reel__loader_gpu_upload(reel_loader *l, worker *w, reel_slot *s, const uint8_t *host, size_t bytes, reel_error *e)
 {
     const size_t row_bytes = (size_t)s->bb->batch.strides[0] * l->element_bytes;
-    const uint64_t dst = (uint64_t)(uintptr_t)s->bb->data + (uint64_t)s->index * l->clips_per_sample * row_bytes;
+    const uint64_t dst = l->shapes_vary
+                             ? (uint64_t)(uintptr_t)s->data /* the sample's own buffer */
+                             : (uint64_t)(uintptr_t)s->bb->data + (uint64_t)s->index * l->clips_per_sample * row_bytes;
     int st;
     /* the watchdog may abandon the sample and the batch move rows over
      * its own: the rows are written under the slot's lock, or not at all */

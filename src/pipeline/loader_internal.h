@@ -213,11 +213,12 @@ int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int 
 /* At create: the device for the ring's buffers (*out), or the CPU (*out
  * NULL, device cleared) for "cpu" or, with device_fallback "cpu", a device
  * that cannot serve; REEL_E_CUDA naming the cause otherwise, and naming
- * what the GPU Loader does not do yet (variable shapes). */
+ * what the GPU Loader does not do yet (padding variable batches). */
 int reel__loader_gpu_open(reel_loader_settings *s, const reel_source *src, int variable, struct reel__cuda **out,
                           reel_error *err);
 /* Stage 2 on a GPU: the sample's clips decoded and converted by the source
- * straight into their rows of the batch in device memory. */
+ * straight into their rows of the batch in device memory (variable
+ * batches: into the sample's own device buffer). */
 int reel__loader_gpu_decode(reel_loader *l, worker *w, reel_slot *s, reel_source_stats *stats, reel_error *e);
 /* A decode worker's clip buffer (sample_time_limit), freed when it ends. */
 void reel__loader_gpu_worker_free(worker *w);

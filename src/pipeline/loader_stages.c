@@ -447,7 +447,9 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
     const int contexts = l->shapes_vary ? reel__loader_vary_contexts(l, s) : 1;
     int st;
     if (l->cuda && l->src.ops->decode_dense) { /* on a GPU: the source writes the slot's rows in device memory */
-        st = reel__loader_gpu_decode(l, w, s, &stats, e);
+        /* (variable: the sample's own device buffer, written in one go) */
+        st = l->shapes_vary ? reel__loader_vary_decode_split(l, w, s, 1, &stats, e)
+                            : reel__loader_gpu_decode(l, w, s, &stats, e);
         c.visited = st == REEL_OK ? (int64_t)n : 0;
         if (st == REEL_OK && over_limit(l, s, reel__clock_ns() - t0)) st = timeout_error(l, s, e);
     } else if (contexts >= 2) {
@@ -458,7 +460,10 @@ static int decode_work(reel_loader *l, worker *w, reel_slot *s, void *state, int
         /* on a GPU, a source of host pixels: converted as on the CPU into
          * the worker's staging, then uploaded into the slot's rows */
         const size_t rows =
-            l->cuda ? (size_t)l->clips_per_sample * (size_t)s->bb->batch.strides[0] * l->element_bytes : 0;
+            !l->cuda ? 0
+            : l->shapes_vary
+                ? (size_t)s->num_frames * (size_t)l->channels * (size_t)s->width * (size_t)s->height * l->element_bytes
+                : (size_t)l->clips_per_sample * (size_t)s->bb->batch.strides[0] * l->element_bytes;
         st = l->cuda ? reel__loader_gpu_staging(l, w, rows, &c.host, e) : REEL_OK;
         c.host_cap = rows;
         if (st == REEL_OK) {

@@ -89,8 +89,8 @@ int reel__loader_vary_decode_split(reel_loader *l, worker *w, reel_slot *s, int 
     int st = reel__geometry_frame(&ct, s->display_width, s->display_height, &key, 0, &t, e);
     if (st != REEL_OK) return st;
     t.layout = l->s.transform.layout == REEL_BATCH_BTHWC ? REEL_LAYOUT_HWC : REEL_LAYOUT_CHW;
-    const int cthw = l->s.transform.layout == REEL_BATCH_BCTHW; /* a sample's [C, T, H, W]: channel after channel */
-    atomic_fetch_add(&l->gop_split_samples, 1);
+    const int cthw = l->s.transform.layout == REEL_BATCH_BCTHW;    /* a sample's [C, T, H, W]: channel after channel */
+    if (contexts >= 2) atomic_fetch_add(&l->gop_split_samples, 1); /* (1: a sample on a GPU, in one go) */
     /* the slot's own buffer: no other slot's rows move under it (collate
      * reads only finished slots), and the ring reuses it only once this
      * worker lets go, so an abandoned sample needs no lock here */
@@ -173,6 +173,7 @@ void reel__loader_collate_variable(reel_loader *l, reel_batchbuf *bb)
         ci->time_base_num = s->tb_num;
         ci->time_base_den = s->tb_den;
         ci->data = s->data;
+        ci->device_buffer = s->data_dev; /* on a GPU; NULL on the CPU */
         ci->num_frames = s->num_frames;
         ci->width = s->width;
         ci->height = s->height;

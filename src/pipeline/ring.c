@@ -6,6 +6,7 @@
 #include "pipeline/geometry.h"
 #include "core/error.h"
 #include "reel/device_buffer.h"
+#include "cuda/device.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -14,7 +15,7 @@
 
 const char *reel__ring_memory(const reel_ring *r)
 {
-    if (r->device) return "device";
+    if (r->device || r->vdevice) return "device";
     if (r->pinned == 0) return "plain";
     if (r->variable) return r->plain == 0 ? "pinned" : "mixed";
     return r->pinned == r->count ? "pinned" : "mixed";
@@ -146,6 +147,7 @@ int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err)
     r->budget = c->budget;
     r->alignment = align;
     r->device = c->device && !c->variable;
+    r->vdevice = c->variable ? c->device : NULL;
     if (r->device && c->budget > 0 && (double)cap * c->count > (double)c->budget) {
         reel__ring_free(r);
         return reel__error_set(err, REEL_E_CUDA,
@@ -185,8 +187,13 @@ void reel__ring_free(reel_ring *r)
                 reel_slot *s = &bb->slots[j];
                 pthread_mutex_destroy(&s->mu);
                 free(s->audio);
-                if (r->variable) {
+                if (r->variable && s->data_dev) {
+                    if (r->tally) reel__cuda_tally_add(r->tally, -(int64_t)s->data_cap, 0);
+                    reel_device_buffer_free(&s->data_dev);
+                } else if (r->variable) {
                     release(s->data, s->data_pinned);
+                }
+                if (r->variable) {
                     free(s->indices);
                     free(s->pts);
                     free(s->visited);
@@ -226,7 +233,12 @@ static void trim(reel_ring *r, const reel_batchbuf *keep)
         for (int j = 0; j < r->batch_size; j++) {
             reel_slot *s = &bb->slots[j];
             r->bytes_total -= s->data_cap;
-            block_free(r, s->data, s->data_pinned);
+            if (s->data_dev) {
+                if (r->tally) reel__cuda_tally_add(r->tally, -(int64_t)s->data_cap, 0);
+                reel_device_buffer_free(&s->data_dev);
+            } else {
+                block_free(r, s->data, s->data_pinned);
+            }
             s->data = NULL;
             s->data_cap = 0;
         }
@@ -295,6 +307,30 @@ static int grow_block(reel_ring *r, void **p, size_t *cap, int *pinned, size_t b
     return REEL_OK;
 }
 
+/* A variable ring on a GPU: a slot's device buffer grown to `bytes`
+ * (contents not kept; the old one goes first), counted in the tally. */
+static int grow_device(reel_ring *r, reel_slot *s, size_t bytes, reel_error *err)
+{
+    if (bytes <= s->data_cap) return REEL_OK;
+    size_t want = (bytes + r->alignment - 1) / r->alignment * r->alignment;
+    pthread_mutex_lock(&r->mu);
+    r->bytes_total -= s->data_cap;
+    pthread_mutex_unlock(&r->mu);
+    if (r->tally) reel__cuda_tally_add(r->tally, -(int64_t)s->data_cap, 0);
+    reel_device_buffer_free(&s->data_dev);
+    s->data = NULL;
+    s->data_cap = 0;
+    int st = reel_device_buffer_alloc(r->vdevice, want, &s->data_dev, err);
+    if (st != REEL_OK) return st;
+    s->data = (void *)(uintptr_t)reel_device_buffer_get_address(s->data_dev);
+    s->data_cap = want;
+    if (r->tally) reel__cuda_tally_add(r->tally, (int64_t)want, 0);
+    pthread_mutex_lock(&r->mu);
+    r->bytes_total += want;
+    pthread_mutex_unlock(&r->mu);
+    return REEL_OK;
+}
+
 /* A sample of `bytes` was sized: the planned size of a batch grows to
  * batch_size of them; the feeder may be waiting for it. */
 static void note_sample(reel_ring *r, size_t bytes)
@@ -323,6 +359,14 @@ int reel__ring_slot_reserve(reel_ring *r, reel_slot *s, int64_t frames, size_t b
         s->frames_cap = frames;
     }
     note_sample(r, bytes);
+    if (r->vdevice) {
+        reel_error de;
+        reel_error_clear(&de);
+        int st = grow_device(r, s, bytes, &de);
+        if (st != REEL_OK)
+            return reel__error_set(err, st, "loader: a sample of %zu bytes on %s: %s", bytes, r->vdevice, de.message);
+        return REEL_OK;
+    }
     if (grow_block(r, &s->data, &s->data_cap, &s->data_pinned, bytes) != REEL_OK)
         return reel__error_set(err, REEL_E_NOMEM, "loader: out of memory for a sample of %zu bytes", bytes);
     return REEL_OK;

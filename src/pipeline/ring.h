@@ -53,9 +53,10 @@ typedef struct reel_slot {
     int num_frames, width, height;
     int display_width, display_height; /* the display size (after rotation) */
     void *data;
-    size_t data_cap;    /* bytes allocated at data (under the ring's mu) */
-    int data_pinned;    /* data came from cudaHostAlloc */
-    int64_t frames_cap; /* entries allocated at indices, pts, visited */
+    size_t data_cap;                     /* bytes allocated at data (under the ring's mu) */
+    int data_pinned;                     /* data came from cudaHostAlloc */
+    struct reel_device_buffer *data_dev; /* a ring on a GPU: the device buffer at data */
+    int64_t frames_cap;                  /* entries allocated at indices, pts, visited */
     /* Audio (settings.audio): each clip's window [t0, t1) in the time base
      * (stage 1: 2 per clip, into the buffer's audio_win), and the clips'
      * samples one after another (stage 2; grown, kept for reuse; plain
@@ -120,6 +121,11 @@ typedef struct reel_ring {
     int64_t budget;
     size_t alignment;
     int device; /* the buffers are device memory (reel_ring_config.device) */
+    /* variable on a GPU: each slot's block a reel_device_buffer on this
+     * device (NULL: host memory), its bytes counted in *tally (set by the
+     * loader once its device is open; NULL: not counted) */
+    const char *vdevice;
+    struct reel__cuda_tally *tally;
 } reel_ring;
 
 int reel__ring_init(reel_ring *r, const reel_ring_config *c, reel_error *err);

@@ -5,8 +5,9 @@
  * the driver will not pin); one stream per decode worker; every device and
  * pinned byte in the metrics, equal to the driver's live allocations; the
  * pool flat over many batches; faults in a worker following the error
- * policy with a named REEL_E_CUDA and nothing leaked; the fallback and the
- * refusals by name. */
+ * policy with a named REEL_E_CUDA and nothing leaked; variable batches
+ * (fps sampler, pixel budget) in per-sample device buffers equal to the
+ * CPU's; the fallback and the refusals by name. */
 #include "harness.h"
 #include "real_common.h"
 
@@ -220,6 +221,124 @@ TEST(gpu_batches_equal_cpu_batches)
     reel_dataset_destroy(&ds);
 }
 
+/* Every clip of two epochs of variable batches (its own frame count and
+ * size): data (downloaded from its own device buffer), shape, label and
+ * frame indices, concatenated; the device metrics after each epoch. */
+typedef struct vary_out {
+    uint8_t *data;
+    size_t bytes;
+    int64_t clips, shapes[256][3], labels[256], first_index[256];
+    int64_t device_bytes[2], live_bytes[2];
+} vary_out;
+
+static void run_vary(reel_dataset *ds, const reel_loader_settings *s, vary_out *o)
+{
+    memset(o, 0, sizeof *o);
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_OK(reel_loader_create(&l, ds, s, &err));
+    for (int epoch = 0; epoch < 2; epoch++) {
+        for (;;) {
+            reel_batch *b = NULL;
+            CHECK_OK(reel_loader_next(l, &b, &err));
+            if (!b) break;
+            CHECK(b->variable);
+            CHECK(b->data == NULL);
+            for (int64_t i = 0; i < b->num_clips; i++) {
+                const reel_clip_info *c = &b->clips[i];
+                o->data = realloc(o->data, o->bytes + c->bytes);
+                CHECK(o->data != NULL);
+                if (!strcmp(b->device, "cpu")) {
+                    CHECK(c->device_buffer == NULL);
+                    memcpy(o->data + o->bytes, c->data, c->bytes);
+                } else {
+                    CHECK_EQ_STR(b->device, "cuda:0");
+                    CHECK(b->device_buffer == NULL && c->device_buffer != NULL);
+                    CHECK(reel_device_buffer_get_address(c->device_buffer) == (uint64_t)(uintptr_t)c->data);
+                    CHECK(reel_device_buffer_get_size(c->device_buffer) >= c->bytes);
+                    CHECK_OK(reel_device_buffer_download(c->device_buffer, 0, o->data + o->bytes, c->bytes, &err));
+                }
+                o->bytes += c->bytes;
+                if (o->clips < 256) {
+                    o->shapes[o->clips][0] = c->num_frames;
+                    o->shapes[o->clips][1] = c->height;
+                    o->shapes[o->clips][2] = c->width;
+                    o->labels[o->clips] = c->label;
+                    o->first_index[o->clips] = c->frame_indices[0];
+                    o->clips++;
+                }
+            }
+            reel_loader_release(l, b);
+        }
+        reel_loader_metrics m;
+        CHECK_OK(reel_loader_get_metrics(l, &m, &err));
+        o->device_bytes[epoch] = m.device_bytes;
+        o->live_bytes[epoch] =
+            g_fake && strcmp(s->decoder.device ? s->decoder.device : "cpu", "cpu") ? counter("live_bytes") : 0;
+    }
+    reel_loader_destroy(&l);
+}
+
+static void check_vary(reel_dataset *ds, reel_loader_settings s, const char *what)
+{
+    static vary_out cpu, gpu;
+    s.decoder.device = NULL;
+    run_vary(ds, &s, &cpu);
+    s.decoder.device = "cuda:0";
+    run_vary(ds, &s, &gpu);
+    CHECK_MSG(cpu.clips > 0 && cpu.clips == gpu.clips, "%s: %lld clips on the CPU, %lld on the GPU", what,
+              (long long)cpu.clips, (long long)gpu.clips);
+    int sizes_differ = 0;
+    for (int64_t i = 0; i < cpu.clips; i++) {
+        CHECK_MSG(!memcmp(cpu.shapes[i], gpu.shapes[i], sizeof cpu.shapes[i]), "%s: clip %lld's shape", what,
+                  (long long)i);
+        CHECK_EQ_INT(cpu.labels[i], gpu.labels[i]);
+        CHECK_EQ_INT(cpu.first_index[i], gpu.first_index[i]);
+        if (memcmp(cpu.shapes[i], cpu.shapes[0], sizeof cpu.shapes[0])) sizes_differ = 1;
+    }
+    CHECK_MSG(sizes_differ, "%s: every clip has the same shape: not a variable run", what);
+    CHECK_EQ_INT((long long)cpu.bytes, (long long)gpu.bytes);
+    CHECK_MSG(!memcmp(cpu.data, gpu.data, cpu.bytes), "%s: the GPU's clips differ from the CPU's", what);
+    /* the samples' device buffers counted, equal to the driver's live
+     * bytes, and flat from the first epoch to the second */
+    CHECK(gpu.device_bytes[0] > 0);
+    CHECK_EQ_INT(gpu.device_bytes[0], gpu.live_bytes[0]);
+    CHECK_EQ_INT(gpu.device_bytes[1], gpu.live_bytes[1]);
+    CHECK_EQ_INT(gpu.device_bytes[1], gpu.device_bytes[0]);
+    CHECK_EQ_INT(counter("live_allocs"), 0);
+    CHECK_EQ_INT(counter("retained"), 0);
+    free(cpu.data);
+    free(gpu.data);
+    cpu.data = gpu.data = NULL;
+}
+
+/* Variable batches on the GPU (fps sampler, pixel-budget size policy):
+ * each sample's frames in a device buffer of its own shape, equal to the
+ * CPU Loader's sample for sample, bit for bit. */
+TEST(gpu_variable_batches_equal_cpu_batches)
+{
+    use_fake();
+    reel_dataset *ds = shared_dataset(1);
+    reel_loader_settings s = small_settings();
+    s.transform.crop = REEL_CROP_NONE;
+    s.transform.flip = REEL_FLIP_RANDOM;
+    s.sampler.kind = REEL_SAMPLER_FPS;
+    s.sampler.fps = 2;
+    s.sampler.min_frames = 2;
+    s.sampler.max_frames = 12;
+    s.size_policy.kind = REEL_SIZE_PIXEL_BUDGET;
+    s.size_policy.factor = 8;
+    s.size_policy.min_pixels = 8 * 8 * 4;
+    s.size_policy.total_pixels = 8 * 8 * 6 * 40;
+    s.shuffle = 0;
+    s.decode_threads = 1;
+    check_vary(ds, s, "fps sampler, pixel budget, BTCHW uint8");
+    s.transform.layout = REEL_BATCH_BTHWC;
+    s.sample_time_limit = 60;
+    check_vary(ds, s, "BTHWC with a per-sample time limit");
+    reel_dataset_destroy(&ds);
+}
+
 /* The driver refusing to pin (every cuMemHostAlloc fails): plain staging,
  * counted, never a failure; the batches are the CPU Loader's. Three decode
  * workers: three streams at work, each only its own worker's. */
@@ -381,9 +500,12 @@ TEST(fallback_and_refusals)
     s.ring_bytes = 0;
     s.sampler.kind = REEL_SAMPLER_FPS;
     s.sampler.fps = 2;
+    s.sampler.clips_per_video = 1;
+    s.pad = 1;
     int r = reel_loader_create(&l, ds, &s, &err);
     reel_loader_destroy(&l);
-    CHECK_MSG(r == REEL_E_CUDA && strstr(err.message, "variable shapes") && strstr(err.message, "not done on the GPU"),
+    CHECK_MSG(r == REEL_E_CUDA && strstr(err.message, "padding variable batches") &&
+                  strstr(err.message, "not done on the GPU"),
               "%d %s", r, err.message);
     CHECK_EQ_INT(counter("live_allocs"), 0);
     CHECK_EQ_INT(counter("retained"), 0);

@@ -4,7 +4,8 @@
  * equal to the CPU Loader's over the same store, bit for bit, under
  * several transforms, resumed and on several ranks; every frame counted as
  * uploaded with its bytes; device memory and host staging flat over epochs;
- * a failing upload following the error policy with nothing leaked. */
+ * a failing upload following the error policy with nothing leaked;
+ * variable batches (fps sampler) in per-sample device buffers. */
 #include "harness.h"
 #include "store_common.h"
 #include "testgen.h"
@@ -160,6 +161,81 @@ static void check_equal(reel_dataset *ds, reel_loader_settings s, const char *wh
     free(gpu.data);
     CHECK_EQ_INT(counter("live_allocs"), 0);
     CHECK_EQ_INT(counter("retained"), 0);
+}
+
+/* Variable batches over a store (the fps sampler: each sample its own
+ * frame count; a pixel budget needs a store packed at the source size): each
+ * sample's records converted on the CPU and uploaded into its own device
+ * buffer, equal to the CPU Loader's sample for sample, over 2 epochs;
+ * device bytes flat and equal to the driver's; nothing left after close. */
+static int g_counts_differ; /* samples of different frame counts seen in one batch */
+
+static void run_vary(reel_dataset *ds, const reel_loader_settings *s, run_out *o, int64_t device_bytes[2])
+{
+    memset(o, 0, sizeof *o);
+    reel_loader *l = NULL;
+    reel_error err;
+    CHECK_MSG(reel_loader_create(&l, ds, s, &err) == REEL_OK, "%s", err.message);
+    for (int epoch = 0; epoch < 2; epoch++) {
+        for (;;) {
+            reel_batch *b = NULL;
+            CHECK_OK(reel_loader_next(l, &b, &err));
+            if (!b) break;
+            CHECK(b->variable && b->data == NULL);
+            for (int64_t i = 0; i < b->num_clips; i++) {
+                const reel_clip_info *c = &b->clips[i];
+                o->data = realloc(o->data, o->bytes + c->bytes + 12);
+                CHECK(o->data != NULL);
+                const int32_t shape[3] = { c->num_frames, c->height, c->width };
+                memcpy(o->data + o->bytes, shape, sizeof shape); /* the shape, then the pixels */
+                o->bytes += sizeof shape;
+                if (!strcmp(b->device, "cpu"))
+                    memcpy(o->data + o->bytes, c->data, c->bytes);
+                else
+                    CHECK_OK(reel_device_buffer_download(c->device_buffer, 0, o->data + o->bytes, c->bytes, &err));
+                o->bytes += c->bytes;
+                if (o->clips < 256) o->labels[o->clips++] = c->label;
+                if (c->num_frames != b->clips[0].num_frames) g_counts_differ = 1;
+            }
+            o->batches++;
+            reel_loader_release(l, b);
+        }
+        CHECK_OK(reel_loader_get_metrics(l, &o->m, &err));
+        device_bytes[epoch] = o->m.device_bytes;
+        if (strcmp(s->decoder.device ? s->decoder.device : "cpu", "cpu"))
+            CHECK_EQ_INT(o->m.device_bytes, counter("live_bytes"));
+    }
+    reel_loader_destroy(&l);
+}
+
+TEST(variable_store_batches_on_the_gpu_equal_the_cpu_loaders)
+{
+    use_fake();
+    reel_dataset *ds = store(REEL_STORE_FORMAT_JPEG);
+    reel_loader_settings s = small_settings(); /* random crop and flip */
+    s.sampler.kind = REEL_SAMPLER_FPS;
+    s.sampler.fps = 20; /* videos of 12..18 frames: samples of different counts */
+    s.sampler.frame_factor = 1;
+    s.sampler.min_frames = 2;
+    s.sampler.max_frames = 32;
+    s.shuffle = 0;
+    static run_out cpu, gpu;
+    int64_t cdev[2], gdev[2];
+    s.decoder.device = NULL;
+    run_vary(ds, &s, &cpu, cdev);
+    s.decoder.device = "cuda";
+    run_vary(ds, &s, &gpu, gdev);
+    same(&cpu, &gpu, "variable JPEG store");
+    CHECK_MSG(g_counts_differ, "every sample of the same frame count: not a variable run");
+    CHECK(gpu.m.frames_uploaded == gpu.m.frames && gpu.m.frames > 0);
+    CHECK_EQ_STR(gpu.m.ring_memory, "device");
+    CHECK(gdev[0] > 0 && gdev[0] == gdev[1]);
+    CHECK(cdev[0] == 0 && cdev[1] == 0);
+    free(cpu.data);
+    free(gpu.data);
+    CHECK_EQ_INT(counter("live_allocs"), 0);
+    CHECK_EQ_INT(counter("retained"), 0);
+    reel_dataset_destroy(&ds);
 }
 
 static void equal_under_transforms(reel_store_format fmt)

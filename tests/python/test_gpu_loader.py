@@ -143,3 +143,57 @@ def test_frames_near_on_the_gpu_equal_the_cpu(shared_videos):
     assert "cuda:0" in got["refused"] and "out=" in got["refused"], got
     assert "device='cuda'" in got["mismatch"], got
     assert got["live"] == 0, got
+
+
+def test_gpu_variable_batches_equal_cpu_batches(shared_videos):
+    """sampler="fps" with a pixel-budget size_policy on the GPU: batch.frames a
+    list of device Frames (kDLCUDA, .cpu()), each of its sample's own shape,
+    equal to the CPU Loader's sample for sample, bit for bit; device memory
+    flat over epochs and equal to the driver's; nothing left after close."""
+    paths = [str(shared_videos / v) for v in VIDEOS]
+    got = run_gpu(f"""
+        import numpy as np
+        paths = {paths!r}
+        common = dict(sampler="fps", fps=2.0, min_frames=2, max_frames=12, batch_size=3, seed=5, epochs=2,
+                      decode_threads=1, flip="random", size_policy={{"factor": 8, "min_pixels": 256,
+                                                                    "total_pixels": 8 * 8 * 6 * 40}})
+        runs = {{}}
+        for device in ("cpu", "cuda"):
+            clips, lengths, sizes = [], [], []
+            with reel.Loader(paths, device=device, **common) as ld:
+                flat = []
+                for _ in range(2):  # two epochs
+                    for b in ld:
+                        assert isinstance(b.frames, list)
+                        for f in b.frames:
+                            if device == "cuda":
+                                assert f.device == "cuda:0" and f.__dlpack_device__() == (2, 0), f.device
+                                clips.append(f.cpu().numpy().copy())
+                            else:
+                                clips.append(f.numpy().copy())
+                        lengths += b.lengths
+                        sizes += b.sizes
+                        del f
+                    flat.append(ld.metrics()["device_bytes"])
+                m = ld.metrics()
+                runs[device] = (clips, lengths, sizes, m["device_bytes"], m["ring_memory"])
+                out["flat_" + device] = flat
+                if device == "cuda":
+                    out["driver"] = counter("live_bytes")
+                del b
+        (cc, cl, cs, _, _), (gc_, gl, gs, gdev, gmem) = runs["cpu"], runs["cuda"]
+        out["n"], out["same_n"] = len(cc), len(cc) == len(gc_)
+        out["shapes_vary"] = len({{c.shape for c in cc}}) > 1
+        out["meta"] = cl == gl and cs == gs
+        out["equal"] = all(a.shape == b.shape and np.array_equal(a, b) for a, b in zip(cc, gc_))
+        out["device_bytes"], out["ring_memory"] = gdev, gmem
+        out["live"] = counter("live_allocs")
+        out["retained"] = counter("retained")
+    """)
+    assert got["n"] >= 8 and got["same_n"] and got["shapes_vary"] and got["meta"] and got["equal"], got
+    assert got["ring_memory"] == "device" and got["device_bytes"] > 0, got
+    assert got["device_bytes"] == got["driver"], got  # every device byte the loader holds is in its metrics
+    # the samples' device buffers: sized in the first epoch, the same after the second
+    assert got["flat_cuda"][0] > 0 and got["flat_cuda"][0] == got["flat_cuda"][1], got
+    assert got["flat_cpu"] == [0, 0], got
+    assert got["live"] == 0 and got["retained"] == 0, got
