@@ -357,15 +357,19 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned *flags, int *active)
 {
     if (d < 0 || d >= g_devices) return E_INVALID_DEVICE;
+    pthread_mutex_lock(&g_mu);
     if (flags) *flags = g_ctx[d].flags;
     if (active) *active = g_ctx[d].retained > 0;
+    pthread_mutex_unlock(&g_mu);
     return OK;
 }
 
 EXPORT CUresult cuDevicePrimaryCtxSetFlags(CUdevice d, unsigned flags)
 {
     if (d < 0 || d >= g_devices) return E_INVALID_DEVICE;
+    pthread_mutex_lock(&g_mu);
     g_ctx[d].flags = flags;
+    pthread_mutex_unlock(&g_mu);
     return OK;
 }
 
@@ -393,7 +397,11 @@ static int valid_ctx(const void *c)
 
 EXPORT CUresult cuCtxPushCurrent_v2(void *ctx)
 {
-    if (!valid_ctx(ctx) || ((fake_ctx *)ctx)->retained <= 0) return E_INVALID_CONTEXT;
+    if (!valid_ctx(ctx)) return E_INVALID_CONTEXT;
+    pthread_mutex_lock(&g_mu); /* other threads retain and release it */
+    const int retained = ((fake_ctx *)ctx)->retained;
+    pthread_mutex_unlock(&g_mu);
+    if (retained <= 0) return E_INVALID_CONTEXT;
     if (t_depth == 16) return E_UNKNOWN;
     t_stack[t_depth++] = ctx;
     return OK;
