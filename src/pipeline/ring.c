@@ -313,19 +313,22 @@ static int grow_device(reel_ring *r, reel_slot *s, size_t bytes, reel_error *err
 {
     if (bytes <= s->data_cap) return REEL_OK;
     size_t want = (bytes + r->alignment - 1) / r->alignment * r->alignment;
+    /* data and data_cap under mu: the feeder sums the slots' caps
+     * (buf_bytes) while a worker grows its slot */
     pthread_mutex_lock(&r->mu);
-    r->bytes_total -= s->data_cap;
-    pthread_mutex_unlock(&r->mu);
-    if (r->tally) reel__cuda_tally_add(r->tally, -(int64_t)s->data_cap, 0);
-    reel_device_buffer_free(&s->data_dev);
+    const size_t old = s->data_cap;
+    r->bytes_total -= old;
     s->data = NULL;
     s->data_cap = 0;
+    pthread_mutex_unlock(&r->mu);
+    if (r->tally) reel__cuda_tally_add(r->tally, -(int64_t)old, 0);
+    reel_device_buffer_free(&s->data_dev);
     int st = reel_device_buffer_alloc(r->vdevice, want, &s->data_dev, err);
     if (st != REEL_OK) return st;
-    s->data = (void *)(uintptr_t)reel_device_buffer_get_address(s->data_dev);
-    s->data_cap = want;
     if (r->tally) reel__cuda_tally_add(r->tally, (int64_t)want, 0);
     pthread_mutex_lock(&r->mu);
+    s->data = (void *)(uintptr_t)reel_device_buffer_get_address(s->data_dev);
+    s->data_cap = want;
     r->bytes_total += want;
     pthread_mutex_unlock(&r->mu);
     return REEL_OK;
