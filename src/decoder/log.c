@@ -179,19 +179,27 @@ static void install(void)
     av_log_set_callback(route);
 }
 
+/* Room for one more entry of `size` bytes in a registry array of n used
+ * (doubled when full, from 64); 0 when out of memory. Caller holds g_mu. */
+static int room(void **arr, size_t *cap, size_t n, size_t size)
+{
+    if (n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        void *na = realloc(*arr, nc * size);
+        if (na) {
+            *arr = na;
+            *cap = nc;
+        }
+    }
+    return n < *cap;
+}
+
 void reel__log_register(reel_decoder *dec)
 {
     pthread_once(&g_once, install);
     pthread_mutex_lock(&g_mu);
-    if (g_n == g_cap) {
-        size_t nc = g_cap ? g_cap * 2 : 64;
-        live *nl = realloc(g_live, nc * sizeof *nl);
-        if (nl) {
-            g_live = nl;
-            g_cap = nc;
-        }
-    }
-    if (g_n < g_cap) g_live[g_n++] = (live){ .dec = dec }; /* out of memory: flagged errors only */
+    if (room((void **)&g_live, &g_cap, g_n, sizeof *g_live))
+        g_live[g_n++] = (live){ .dec = dec }; /* out of memory: flagged errors only */
     pthread_mutex_unlock(&g_mu);
 }
 
@@ -266,15 +274,7 @@ int reel__log_register_named(const void *owner, const char *name)
 {
     pthread_once(&g_once, install);
     pthread_mutex_lock(&g_mu);
-    if (g_named_n == g_named_cap) {
-        size_t nc = g_named_cap ? g_named_cap * 2 : 64;
-        named *nn = realloc(g_named, nc * sizeof *nn);
-        if (nn) {
-            g_named = nn;
-            g_named_cap = nc;
-        }
-    }
-    const int ok = g_named_n < g_named_cap;
+    const int ok = room((void **)&g_named, &g_named_cap, g_named_n, sizeof *g_named);
     if (ok) g_named[g_named_n++] = (named){ .owner = owner, .name = name };
     pthread_mutex_unlock(&g_mu);
     return ok ? 0 : -1;

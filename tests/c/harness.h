@@ -50,6 +50,18 @@
 extern "C" {
 #endif
 
+/* 1 in an ASan or TSan build (the tests that scale their work by it). */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define UNDER_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define UNDER_SANITIZER 1
+#endif
+#endif
+#ifndef UNDER_SANITIZER
+#define UNDER_SANITIZER 0
+#endif
+
 #if defined(__GNUC__)
 #define HARNESS_NORETURN     __attribute__((noreturn))
 #define HARNESS_PRINTF(f, a) __attribute__((format(printf, f, a)))

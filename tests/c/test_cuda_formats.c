@@ -419,20 +419,6 @@ TEST(large_downscales_equal_cpu_or_are_refused)
     reel_converter_destroy(&conv);
 }
 
-/* Under a sanitizer (about 3x slower) after_rgb compares a third of its
- * cases, spread over every geometry, filter and dtype; the plain tree runs
- * them all. */
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define UNDER_SANITIZER 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define UNDER_SANITIZER 1
-#endif
-#endif
-#ifndef UNDER_SANITIZER
-#define UNDER_SANITIZER 0
-#endif
-
 /* convert_path AFTER_RGB with a resize (reel.vlm's decoding): the whole
  * picture unscaled, then swscale's RGB24 resize of its crop (pass 2), each
  * filter, down (below half the width: chroma from pixel pairs) and up, odd
@@ -492,6 +478,8 @@ static void after_rgb(void)
             for (int fl = REEL_FILTER_BILINEAR; fl <= REEL_FILTER_NEAREST; fl++)
                 for (int k = 0; k < 3; k++) {
                     if (k && fl != REEL_FILTER_BICUBIC) continue;
+                    /* under a sanitizer (about 3x slower) a third of the cases, spread
+                     * over every geometry, filter and dtype */
                     if (UNDER_SANITIZER && g != 8 && (g + (size_t)fl + (size_t)k + i) % 3) continue;
                     reel_transform t;
                     static const reel_dtype dts[] = { REEL_DTYPE_UINT8, REEL_DTYPE_FLOAT32, REEL_DTYPE_BFLOAT16 };

@@ -9,6 +9,7 @@
  * (fps sampler, pixel budget) in per-sample device buffers equal to the
  * CPU's; the fallback and the refusals by name. */
 #include "harness.h"
+#include "fake_cuda_client.h"
 #include "real_common.h"
 
 #include "reel/device_buffer.h"
@@ -16,31 +17,6 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
-
-static void *g_fake;
-
-static void use_fake(void)
-{
-    if (!g_fake) {
-        setenv("REEL_LIBCUDA", REEL_FAKE_CUDA, 1);
-        g_fake = dlopen(REEL_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
-        CHECK_MSG(g_fake != NULL, "the emulated driver %s: %s", REEL_FAKE_CUDA, dlerror());
-    }
-}
-
-static long long counter(const char *name)
-{
-    long long (*fn)(const char *) = (long long (*)(const char *))dlsym(g_fake, "reel_fake_cuda_counter");
-    CHECK(fn != NULL);
-    return fn(name);
-}
-
-static void fail_call(const char *name, long long nth)
-{
-    void (*fn)(const char *, long long) = (void (*)(const char *, long long))dlsym(g_fake, "reel_fake_cuda_fail");
-    CHECK(fn != NULL);
-    fn(name, nth);
-}
 
 static void reset_work(void)
 {

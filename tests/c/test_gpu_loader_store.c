@@ -7,6 +7,7 @@
  * a failing upload following the error policy with nothing leaked;
  * variable batches (fps sampler) in per-sample device buffers. */
 #include "harness.h"
+#include "fake_cuda_client.h"
 #include "store_common.h"
 #include "testgen.h"
 
@@ -19,30 +20,11 @@
 
 enum { NV = 6, SS = 40 };
 
-static void *g_fake;
-
-static void use_fake(void)
+/* The emulated driver, with plain staging (it has no CUDA runtime). */
+static void use_fake_plain(void)
 {
-    if (!g_fake) {
-        setenv("REEL_LIBCUDA", REEL_FAKE_CUDA, 1);
-        setenv("REEL_CUDART", "none", 1); /* plain staging: the emulated driver has no runtime */
-        g_fake = dlopen(REEL_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
-        CHECK_MSG(g_fake != NULL, "the emulated driver %s: %s", REEL_FAKE_CUDA, dlerror());
-    }
-}
-
-static long long counter(const char *name)
-{
-    long long (*fn)(const char *) = (long long (*)(const char *))dlsym(g_fake, "reel_fake_cuda_counter");
-    CHECK(fn != NULL);
-    return fn(name);
-}
-
-static void fail_call(const char *name, long long nth)
-{
-    void (*fn)(const char *, long long) = (void (*)(const char *, long long))dlsym(g_fake, "reel_fake_cuda_fail");
-    CHECK(fn != NULL);
-    fn(name, nth);
+    setenv("REEL_CUDART", "none", 1);
+    use_fake();
 }
 
 /* A store of NV generated videos (64x48, short side SS) packed as fmt. */
@@ -210,7 +192,7 @@ static void run_vary(reel_dataset *ds, const reel_loader_settings *s, run_out *o
 
 TEST(variable_store_batches_on_the_gpu_equal_the_cpu_loaders)
 {
-    use_fake();
+    use_fake_plain();
     reel_dataset *ds = store(REEL_STORE_FORMAT_JPEG);
     reel_loader_settings s = small_settings(); /* random crop and flip */
     s.sampler.kind = REEL_SAMPLER_FPS;
@@ -240,7 +222,7 @@ TEST(variable_store_batches_on_the_gpu_equal_the_cpu_loaders)
 
 static void equal_under_transforms(reel_store_format fmt)
 {
-    use_fake();
+    use_fake_plain();
     reel_dataset *ds = store(fmt);
     reel_loader_settings s = small_settings();
     check_equal(ds, s, "uint8 BTCHW random crop and flip");
@@ -278,7 +260,7 @@ TEST(raw_store_batches_on_the_gpu_equal_the_cpu_loaders)
 
 TEST(h264_store_batches_on_the_gpu_equal_the_cpu_loaders)
 {
-    use_fake();
+    use_fake_plain();
     reel_dataset *ds = store(REEL_STORE_FORMAT_H264);
     reel_loader_settings s = small_settings();
     check_equal(ds, s, "h264 records, uint8 BTCHW random crop and flip");
@@ -293,7 +275,7 @@ TEST(h264_store_batches_on_the_gpu_equal_the_cpu_loaders)
  * share equals the CPU's for that rank. */
 TEST(store_on_the_gpu_resumes_and_shards_as_on_the_cpu)
 {
-    use_fake();
+    use_fake_plain();
     reel_dataset *ds = store(REEL_STORE_FORMAT_JPEG);
     reel_loader_settings s = small_settings();
     s.shuffle_window = 4;
@@ -331,7 +313,7 @@ TEST(store_on_the_gpu_resumes_and_shards_as_on_the_cpu)
 
 TEST(device_memory_and_staging_are_flat_over_epochs)
 {
-    use_fake();
+    use_fake_plain();
     reel_dataset *ds = store(REEL_STORE_FORMAT_JPEG);
     reel_loader_settings s = small_settings();
     s.epochs = 3;
@@ -377,7 +359,7 @@ TEST(device_memory_and_staging_are_flat_over_epochs)
  * left allocated after close. */
 TEST(a_failing_upload_follows_the_error_policy)
 {
-    use_fake();
+    use_fake_plain();
     reel_dataset *ds = store(REEL_STORE_FORMAT_JPEG);
     for (int policy = 0; policy < 2; policy++) {
         reel_loader_settings s = small_settings();
