@@ -87,7 +87,7 @@ INTER_MODULE: Dict[str, Set[str]] = {
     "cuda/device.h": {"decoder", "pipeline"},  # the device setting, a CUDA device, its memory pool and kernel launch
     "decoder/open.h": {"pipeline"},  # opening with the entry's answer to "is it remote?"
     "audio/open.h": {"pipeline"},  # opening a video's audio with the entry's answer to "is it remote?"
-    "decoder/decoder_for_loader.h": {"pipeline"},  # a loader sample's decode, its GOP contexts per call
+    "decoder/decoder_for_loader.h": {"pipeline", "audio"},  # a loader sample's decode, its GOP contexts per call; the bytes its audio shares
     "store/store_for_pack.h": {"pack"},  # the store's writing side
     "store/store_for_pipeline.h": {"pipeline"},  # the loader's store source, a store's folder
 }

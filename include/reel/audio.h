@@ -169,6 +169,23 @@ typedef struct reel_audio reel_audio;
  *  than FAIL or SKIP, a negative cache_bytes). */
 REEL_API int reel_audio_open(reel_audio **out, const char *path, const reel_audio_settings *s, reel_error *err);
 
+/** Opens the audio of the video that `dec` reads, as reel_audio_open of
+ *  its path or URL would, without reading its bytes twice: for a video at
+ *  an http(s):// or s3:// URL the audio reads through the decoder's own
+ *  remote object, taking the bytes it holds already (the whole object when
+ *  it is at most whole_object_max, the GOPs reel_decoder_prefetch fetched)
+ *  and fetching only the rest, over the decoder's connection and with the
+ *  decoder's remote settings (s->remote is not used); its own requests are
+ *  what reel_audio_get_remote_stats and s->remote_stats show. A local file
+ *  is opened again by its path. The two objects may be closed in either
+ *  order (the bytes live until both are) and used on different threads at
+ *  once (a request of one waits for the other's). The decoder's remote
+ *  settings (their pool, strings) must outlive the audio too.
+ *  REEL_E_INVALID_ARG for a decoder opened with reel_decoder_open_io or
+ *  from memory (no path); else as reel_audio_open. */
+REEL_API int reel_decoder_open_audio(const reel_decoder *dec, const reel_audio_settings *s, reel_audio **out,
+                                     reel_error *err);
+
 /** Closes and sets *a to NULL (NULL-safe). */
 REEL_API void reel_audio_close(reel_audio **a);
 

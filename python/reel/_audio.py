@@ -94,12 +94,14 @@ class Audio:
     to call, so clips read in order decode once. Reopened in a forked
     process."""
 
-    def __init__(self, path: str, settings: AudioSettings, remote: Optional[Dict[str, Any]], corrupt: int = 0) -> None:
-        self._args = (path, settings, remote, corrupt)
+    def __init__(self, path: str, settings: AudioSettings, remote: Optional[Dict[str, Any]], corrupt: int = 0,
+                 decoder: Any = None) -> None:
+        self._args = (path, settings, remote, corrupt, decoder)
         self._pid = os.getpid()
         rate, channels, missing = settings.args()
+        # decoder: the open _reel.Decoder of `path`, whose bytes a URL's audio shares (fetched once for both)
         self.handle = _reel.audio_open(path, sample_rate=rate, channels=channels, missing=missing, remote=remote,
-                                       corrupt=corrupt, cache_bytes=settings.cache_bytes)
+                                       corrupt=corrupt, cache_bytes=settings.cache_bytes, decoder=decoder)
         self.info: Dict[str, Any] = _reel.audio_info(self.handle)
 
     def samples(self, t0: int, t1: int, time_base: Fraction) -> AudioSamples:

@@ -531,8 +531,10 @@ class VideoDecoder:
             if self._kind != 0 or not isinstance(self._source, str):
                 raise _reel.UnsupportedError(f"{self._dec.name}: audio: a path or a URL only, not a file object "
                                              "or memory")
+            # an open decoder's bytes are shared: a URL's are fetched once for the video and its audio
             self._audio_obj = _audio.Audio(self._source, self._audio or _audio.AudioSettings(), self._remote,
-                                           opt.choice("corrupt_policy", self._options["corrupt_policy"], opt.CORRUPT))
+                                           opt.choice("corrupt_policy", self._options["corrupt_policy"], opt.CORRUPT),
+                                           decoder=None if self._dec.closed else self._dec)
         return self._audio_obj
 
     @property

@@ -4,6 +4,7 @@
  * torch and numpy) with where they sit, and the audio's facts. C validates;
  * this file converts. */
 #include "_ext.h"
+#include "_ext_decoder.h"
 
 #include <pythread.h>
 
@@ -14,6 +15,7 @@ typedef struct rx_audio {
     PyThread_type_lock lock;
     reel_remote_settings remote;
     char *ca_bundle, *bearer_token;
+    PyObject *decoder; /* the Decoder whose bytes the audio shares (its remote settings live there), or NULL */
 } rx_audio;
 
 static void rx_audio_free(rx_audio *h)
@@ -24,6 +26,7 @@ static void rx_audio_free(rx_audio *h)
     free(h->ca_bundle);
     if (h->bearer_token) memset(h->bearer_token, 0, strlen(h->bearer_token));
     free(h->bearer_token);
+    Py_XDECREF(h->decoder);
     PyMem_Free(h);
 }
 
@@ -55,17 +58,39 @@ static PyObject *info_dict(const reel_audio_info *i)
     return d;
 }
 
+/* The audio of the video `d` reads, sharing its bytes (reel_decoder_open_audio). */
+static int open_shared(rx_audio *h, DecoderObject *d, const reel_audio_settings *s, reel_error *err)
+{
+    if (rx_dec_acquire(d) < 0) return -1;
+    int r;
+    Py_BEGIN_ALLOW_THREADS
+    r = reel_decoder_open_audio(d->dec, s, &h->a, err);
+    Py_END_ALLOW_THREADS
+    rx_dec_release(d);
+    Py_INCREF(d);
+    h->decoder = (PyObject *)d;
+    return r;
+}
+
 /* audio_open(path, sample_rate=0, channels=0, missing=0, remote=None, corrupt=0,
- * cache_bytes=None) -> handle (cache_bytes None: reel_audio_settings' default) */
+ * cache_bytes=None, decoder=None) -> handle (cache_bytes None:
+ * reel_audio_settings' default; decoder: the open Decoder of `path`, whose
+ * bytes the audio shares, its remote settings then used) */
 PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs)
 {
-    static char *kw[] = { "path", "sample_rate", "channels", "missing", "remote", "corrupt", "cache_bytes", NULL };
-    PyObject *path = NULL, *remote = Py_None, *cache = Py_None;
+    static char *kw[] = { "path",    "sample_rate", "channels", "missing", "remote",
+                          "corrupt", "cache_bytes", "decoder",  NULL };
+    PyObject *path = NULL, *remote = Py_None, *cache = Py_None, *decoder = Py_None;
     int rate = 0, channels = 0, missing = 0, corrupt = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|iiiOiO:audio_open", kw, PyUnicode_FSConverter, &path, &rate,
-                                     &channels, &missing, &remote, &corrupt, &cache))
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "O&|iiiOiOO:audio_open", kw, PyUnicode_FSConverter, &path, &rate,
+                                     &channels, &missing, &remote, &corrupt, &cache, &decoder))
         return NULL;
     reel_state *st = PyModule_GetState(module);
+    if (decoder != Py_None && !PyObject_TypeCheck(decoder, st->DecoderType)) {
+        Py_DECREF(path);
+        PyErr_SetString(PyExc_TypeError, "audio_open: decoder must be a reel Decoder or None");
+        return NULL;
+    }
     rx_audio *h = PyMem_Calloc(1, sizeof *h);
     if (!h || !(h->lock = PyThread_allocate_lock())) {
         rx_audio_free(h);
@@ -98,9 +123,18 @@ PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs)
     reel_error err;
     reel_error_clear(&err);
     int r;
-    Py_BEGIN_ALLOW_THREADS
-    r = reel_audio_open(&h->a, p, &s, &err);
-    Py_END_ALLOW_THREADS
+    if (decoder != Py_None) {
+        r = open_shared(h, (DecoderObject *)decoder, &s, &err);
+        if (r < 0) { /* the decoder's exception (closed, or its reopen in a forked child failed) */
+            rx_audio_free(h);
+            Py_DECREF(path);
+            return NULL;
+        }
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        r = reel_audio_open(&h->a, p, &s, &err);
+        Py_END_ALLOW_THREADS
+    }
     if (r != REEL_OK) {
         rx_audio_free(h);
         PyObject *res = raise_err(st, r, &err, p);

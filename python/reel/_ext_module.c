@@ -447,9 +447,11 @@ static PyMethodDef module_methods[] = {
       "jobs: [(Decoder, seconds, width, height, out or None)]; the frames nearest to each job's times, every job in "
       "one call with the GIL released (reel_decode_near): [Frames]." },
     { "audio_open", (PyCFunction)(void (*)(void))mod_audio_open, METH_VARARGS | METH_KEYWORDS,
-      "audio_open(path, sample_rate=0, channels=0, missing=0, remote=None, corrupt=0, cache_bytes=None)\n--\n\n"
+      "audio_open(path, sample_rate=0, channels=0, missing=0, remote=None, corrupt=0, cache_bytes=None, "
+      "decoder=None)\n--\n\n"
       "A video's audio (reel/audio.h), a file or a URL, a damaged packet under the corrupt policy `corrupt`: a "
-      "handle for audio_samples, audio_info, audio_stats." },
+      "handle for audio_samples, audio_info, audio_stats. decoder: the open Decoder of `path`, whose bytes the "
+      "audio shares (reel_decoder_open_audio; its remote settings apply)." },
     { "audio_samples", mod_audio_samples, METH_VARARGS,
       "audio_samples(handle, t0, t1, num, den)\n--\n\n"
       "The audio of [t0, t1) x num/den s: (Frames float32 [C, S], first_sample, valid_lo, valid_hi, missing, "

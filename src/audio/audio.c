@@ -10,6 +10,7 @@
 
 #include "audio/audio_internal.h"
 #include "audio/open.h"
+#include "decoder/decoder_for_loader.h"
 #include "decoder/log.h"
 #include "io/io_front.h"
 #include "io/remote.h"
@@ -262,9 +263,14 @@ static int header_suffices(const AVFormatContext *fmt)
 
 /* reel_audio_open for `path` known to be remote (read through src/io by
  * byte ranges) or a local file (audio/open.h). */
-int reel__audio_open_as(reel_audio **out, const char *path, int remote, const reel_audio_settings *s, reel_error *err)
+int reel__audio_open_as(reel_audio **out, const char *path, int remote, struct reel__io *share,
+                        const reel_audio_settings *s, reel_error *err)
 {
-    if (!out || !path) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_audio_open: NULL argument");
+    if (share) {
+        path = NULL; /* the object's name, already redacted */
+        remote = 1;
+    }
+    if (!out || (!path && !share)) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_audio_open: NULL argument");
     *out = NULL;
     reel_audio_settings def;
     if (!s) {
@@ -272,7 +278,9 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
         s = &def;
     }
     char shown[1024]; /* a URL's name without its user info and query string */
-    if (remote)
+    if (share)
+        snprintf(shown, sizeof shown, "%s", reel__io_name(share));
+    else if (remote)
         reel_url_redact(path, shown, sizeof shown);
     else
         snprintf(shown, sizeof shown, "%s", path);
@@ -300,7 +308,7 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
     o.remote = s->remote;
     o.tally = s->remote_stats;
     reel__io *io = NULL;
-    int st = reel__io_open_as(&io, path, remote, &o, err);
+    int st = share ? reel__io_share(share, &o, &io, err) : reel__io_open_as(&io, path, remote, &o, err);
     if (st != REEL_OK) return st;
     reel_audio *a = calloc(1, sizeof *a);
     if (!a) {
@@ -317,7 +325,7 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
     a->end = a->end_native = -1;
     a->remote = remote;
     reel_remote_settings rdef; /* the plan's requests: as the hinted ranges of src/io (reel__io_will_read) */
-    const reel_remote_settings *rs = s->remote;
+    const reel_remote_settings *rs = share ? io->opt.remote : s->remote; /* shared: the object's */
     if (!rs || rs->readahead_min == 0) {
         reel_remote_default_settings(&rdef);
         rs = &rdef;
@@ -389,5 +397,20 @@ int reel_audio_sample_at(int64_t ts, int num, int den, int64_t a0_pts, int a0_nu
  * from no dataset entry) that asks whether it is remote. */
 int reel_audio_open(reel_audio **out, const char *path, const reel_audio_settings *s, reel_error *err)
 {
-    return reel__audio_open_as(out, path, path ? reel__io_is_remote(path) : 0, s, err);
+    return reel__audio_open_as(out, path, path ? reel__io_is_remote(path) : 0, NULL, s, err);
+}
+
+int reel_decoder_open_audio(const reel_decoder *dec, const reel_audio_settings *s, reel_audio **out, reel_error *err)
+{
+    if (out) *out = NULL;
+    if (!dec || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_decoder_open_audio: NULL argument");
+    struct reel__io *share = NULL;
+    const char *path = NULL;
+    const char *name = reel__decoder_source(dec, &share, &path);
+    if (!share && !path)
+        return reel__error_set(err, REEL_E_INVALID_ARG,
+                               "%s: audio: the decoder reads a caller's bytes (reel_io or memory), not a path or a "
+                               "URL: open the audio with reel_audio_open",
+                               name);
+    return reel__audio_open_as(out, path, 0, share, s, err);
 }

@@ -1,6 +1,7 @@
 /* open.c: opening a decoder from a path, memory or callbacks; stream and
  * codec selection; metadata; choosing where the frame table comes from
  * (sidecar, container index, packet scan). */
+#include "decoder/decoder_for_loader.h"
 #include "decoder/internal.h"
 #include "cuda/device.h"
 #include "decoder/open.h"
@@ -548,6 +549,13 @@ static int open_remote(reel_decoder **out, const char *url, const reel_decoder_s
     }
     st = finish_open(out, dec, err);
     return st;
+}
+
+const char *reel__decoder_source(const reel_decoder *dec, struct reel__io **remote, const char **path)
+{
+    *remote = dec->remote;
+    *path = dec->is_file ? dec->name : NULL;
+    return dec->name;
 }
 
 /* The public entry takes a bare path, so it is the one place (for a path

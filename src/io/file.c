@@ -43,7 +43,7 @@ static void file_close(reel__io *io)
     free(f);
 }
 
-static const reel__io_ops file_ops = { "file", file_read_at, NULL, file_close, NULL, NULL };
+static const reel__io_ops file_ops = { "file", file_read_at, NULL, file_close, NULL, NULL, NULL };
 
 int reel__io_open_file(reel__io **out, const char *path, const reel__io_options *opt, reel_error *err)
 {

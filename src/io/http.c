@@ -45,10 +45,8 @@ static char *url_escape_illegal(const char *uri)
     return out;
 }
 
-static void http_close(reel__io *io)
+static void http_free(http_io *h)
 {
-    http_io *h = (http_io *)io;
-    if (h->base.opt.tally) reel_remote_stats_add(h->base.opt.tally, &h->stats);
     if (h->multi && h->curl) curl_multi_remove_handle(h->multi, h->curl);
     if (h->curl) curl_easy_cleanup(h->curl);
     if (h->multi) curl_multi_cleanup(h->multi);
@@ -59,16 +57,39 @@ static void http_close(reel__io *io)
     }
     free(h->url);
     reel__http_cache_free(h);
+    pthread_mutex_destroy(&h->mu);
     free(h);
+}
+
+void reel__http_release(http_io *h)
+{
+    pthread_mutex_lock(&h->mu);
+    const int last = --h->refs == 0;
+    pthread_mutex_unlock(&h->mu);
+    if (last) http_free(h);
+}
+
+/* The opener's handle: its requests (final: a share counts its own) go to
+ * its tally now; the object lives on while a share is open. */
+static void http_close(reel__io *io)
+{
+    http_io *h = (http_io *)io;
+    pthread_mutex_lock(&h->mu);
+    if (h->base.opt.tally) reel_remote_stats_add(h->base.opt.tally, &h->stats);
+    pthread_mutex_unlock(&h->mu);
+    reel__http_release(h);
 }
 
 static void http_stats(const reel__io *io, reel_remote_stats *out)
 {
-    *out = ((const http_io *)io)->stats;
+    http_io *h = (http_io *)(uintptr_t)io; /* the lock is not the object's value */
+    pthread_mutex_lock(&h->mu);
+    *out = h->stats;
+    pthread_mutex_unlock(&h->mu);
 }
 
-static const reel__io_ops http_ops = { "http",     reel__http_read_at, reel__http_will_read,
-                                       http_close, reel__http_held,    http_stats };
+static const reel__io_ops http_ops = { "http",          reel__http_read_at, reel__http_will_read, http_close,
+                                       reel__http_held, http_stats,         reel__http_share };
 
 /* ---------------------------------------------------------------- CA certificates */
 
@@ -237,6 +258,11 @@ static int http_new(http_io **out, const char *uri, const char *query, const ree
     *out = NULL;
     http_io *h = calloc(1, sizeof *h);
     if (!h) return reel__error_set(err, REEL_E_NOMEM, "remote: out of memory");
+    if (pthread_mutex_init(&h->mu, NULL) != 0) {
+        free(h);
+        return reel__error_set(err, REEL_E_NOMEM, "remote: cannot make a lock");
+    }
+    h->refs = 1;
     h->base.ops = &http_ops;
     h->base.opt = *opt;
     reel__io_redact(uri, h->base.name, sizeof h->base.name);

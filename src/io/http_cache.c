@@ -106,9 +106,8 @@ static int take_ahead(http_io *h, int64_t off)
     return 1;
 }
 
-int reel__http_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
+static int read_at(http_io *h, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
 {
-    http_io *h = (http_io *)io;
     /* a read that starts inside the cache is served from it, short if it
      * runs past its end (the caller reads on): fetched bytes are not fetched
      * again, and a hinted range is not widened by the caller's buffer size */
@@ -129,6 +128,15 @@ int reel__http_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t 
     *got = n;
     h->last_end = off + (int64_t)n;
     return REEL_OK;
+}
+
+int reel__http_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
+{
+    http_io *h = (http_io *)io;
+    pthread_mutex_lock(&h->mu); /* a share may read the spans on another thread */
+    int st = read_at(h, off, buf, len, got, err);
+    pthread_mutex_unlock(&h->mu);
+    return st;
 }
 
 /* 1 when [lo, hi) is already held: the current span, one fetched ahead, or
@@ -193,12 +201,11 @@ static int fetch_now(http_io *h, int64_t lo, int64_t hi, reel_error *err)
     return st;
 }
 
-int reel__http_will_read(reel__io *io, const reel__io_range *r, size_t n, int ahead, reel_error *err)
+static int will_read(http_io *h, const reel__io_range *r, size_t n, int ahead, reel_error *err)
 {
     /* ranges closer than readahead_min are fetched in one GET; the rest one
      * GET each (fetch by GOP): ahead, into spans kept aside within the
      * pool's budget, or now, into the current cache */
-    http_io *h = (http_io *)io;
     size_t i = 0;
     while (i < n) {
         int64_t lo = r[i].offset, hi = r[i].offset + r[i].length;
@@ -214,9 +221,41 @@ int reel__http_will_read(reel__io *io, const reel__io_range *r, size_t n, int ah
     return REEL_OK;
 }
 
+int reel__http_will_read(reel__io *io, const reel__io_range *r, size_t n, int ahead, reel_error *err)
+{
+    http_io *h = (http_io *)io;
+    pthread_mutex_lock(&h->mu);
+    int st = will_read(h, r, n, ahead, err);
+    pthread_mutex_unlock(&h->mu);
+    return st;
+}
+
 int reel__http_held(const reel__io *io, int64_t off, int64_t len)
 {
-    return held((const http_io *)io, off, off + len);
+    http_io *h = (http_io *)(uintptr_t)io; /* the lock is not the object's value */
+    pthread_mutex_lock(&h->mu);
+    int r = held(h, off, off + len);
+    pthread_mutex_unlock(&h->mu);
+    return r;
+}
+
+int reel__http_holds(const http_io *h, int64_t lo, int64_t hi)
+{
+    return held(h, lo, hi);
+}
+
+const uint8_t *reel__http_span_at(const http_io *h, int64_t off, int64_t *lo, int64_t *hi)
+{
+    const span cur = { h->cache, h->cache_len, h->cache_cap, 0, h->cache_off };
+    const span *s = span_has(&cur, off, off + 1) ? &cur : NULL;
+    for (int i = 0; i < AHEAD && !s; i++)
+        if (span_has(&h->ahead[i], off, off + 1)) s = &h->ahead[i];
+    for (int i = 0; i < SAVED && !s; i++)
+        if (span_has(&h->saved[i], off, off + 1)) s = &h->saved[i];
+    if (!s) return NULL;
+    *lo = s->off;
+    *hi = s->off + (int64_t)s->len;
+    return s->buf;
 }
 
 void reel__http_cache_free(http_io *h)

@@ -6,6 +6,7 @@
 #define REEL_IO_HTTP_INTERNAL_H
 
 #include <curl/curl.h>
+#include <pthread.h>
 
 #include "io/http_answer.h"
 #include "io/io_common.h"
@@ -61,6 +62,11 @@ typedef struct http_io {
     /* where the CA certificates came from, or every place looked in, for a
      * TLS verification error (http.c: ca_choose) */
     char ca_where[768];
+    /* its handles: the one that opened it and its shares (http_share.c);
+     * freed by the last one's close. `mu` guards everything above while
+     * there may be several (every op of either kind takes it). */
+    pthread_mutex_t mu;
+    int refs;
 } http_io;
 
 typedef struct sink {
@@ -111,5 +117,22 @@ int reel__http_held(const reel__io *io, int64_t off, int64_t len);
 
 /* Frees every span (the ones fetched ahead give back their budget). */
 void reel__http_cache_free(http_io *h);
+
+/* Under h->mu: 1 when [lo, hi) is held whole by one span of h (current,
+ * fetched ahead or saved), else 0. */
+int reel__http_holds(const http_io *h, int64_t lo, int64_t hi);
+
+/* Under h->mu: the span of h (current, fetched ahead or saved) holding
+ * `off`: its bytes, and [*lo, *hi) the range they are; NULL when none does.
+ * Nothing moves (a share reads the object's spans without taking them). */
+const uint8_t *reel__http_span_at(const http_io *h, int64_t off, int64_t *lo, int64_t *hi);
+
+/* ---------------------------------------------------------------- http.c, http_share.c */
+
+/* Drops one handle's hold on h (under h->mu); the last frees it. */
+void reel__http_release(http_io *h);
+
+/* The share op of a remote source (reel__io_share, http_share.c). */
+int reel__http_share(reel__io *io, const reel__io_options *opt, reel__io **out, reel_error *err);
 
 #endif

@@ -33,6 +33,21 @@ int reel__io_open_as(reel__io **out, const char *uri, int remote, const reel__io
     return reel__io_open_file(out, uri, opt, err);
 }
 
+int reel__io_share(reel__io *io, const reel__io_options *opt, reel__io **out, reel_error *err)
+{
+    if (out) *out = NULL;
+    if (!io || !out) return reel__error_set(err, REEL_E_INVALID_ARG, "reel_io_share: NULL argument");
+    if (!io->ops->share)
+        return reel__error_set(err, REEL_E_INVALID_ARG, "%s: a %s has no bytes to share: open it again", io->name,
+                               io->ops->kind);
+    reel__io_options defaults;
+    if (!opt) {
+        reel__io_default_options(&defaults);
+        opt = &defaults;
+    }
+    return io->ops->share(io, opt, out, err);
+}
+
 int reel__io_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
 {
     size_t dummy;

@@ -14,7 +14,9 @@
 struct reel_remote_stats;
 
 /* Thread-safety: one reel__io is used by one thread at a time; different
- * objects are independent. Opening is thread-safe. */
+ * objects are independent. Opening is thread-safe. A remote object and its
+ * shares (reel__io_share) are different handles: each may be used on its
+ * own thread at once (their common state is under the object's lock). */
 typedef struct reel__io reel__io;
 
 /* Options for reel__io_open. Zero-initialise, or call reel__io_default_options. */
@@ -53,6 +55,9 @@ typedef struct reel__io_ops {
     /* Optional (NULL: zeros, a local file): the requests a remote source
      * made so far (a reel_remote_stats, reel/io.h). */
     void (*stats)(const reel__io *io, struct reel_remote_stats *out);
+    /* Optional (NULL: a local file, nothing to share): a second handle on
+     * the same object (see reel__io_share). */
+    int (*share)(reel__io *io, const reel__io_options *opt, reel__io **out, reel_error *err);
 } reel__io_ops;
 
 /* The common head of every source; backends embed it first. */

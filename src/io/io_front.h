@@ -20,6 +20,21 @@ int reel__io_open(reel__io **out, const char *uri, const reel__io_options *opt, 
  * again. */
 int reel__io_open_as(reel__io **out, const char *uri, int remote, const reel__io_options *opt, reel_error *err);
 
+/* A second, read-only handle on the remote object `io` (the video's bytes
+ * for its audio): its reads take the bytes `io` holds already (the whole
+ * object when it was fetched whole, its current, saved and fetched-ahead
+ * spans) without taking them from it, and fetch only what neither holds,
+ * into a cache of its own, over the object's connection. `opt`: its
+ * interrupt, and its tally, which gets the share's own requests when it is
+ * closed (`opt->remote` is ignored: the share's is the object's, which it
+ * outlives, reel_remote_settings). The
+ * share hints nothing ahead (reel__io_prefetch does nothing on it).
+ * Ownership: the object lives until its last handle is closed, in any
+ * order. Thread-safety: the handles may be used on different threads at
+ * once; a request of one waits for the other's to end. REEL_E_INVALID_ARG
+ * for a local file (open its path again: nothing to share). */
+int reel__io_share(reel__io *io, const reel__io_options *opt, reel__io **out, reel_error *err);
+
 /* Reads exactly len bytes at off; reading past the end is REEL_E_CORRUPT
  * ("<name>: truncated: wanted N bytes at OFF, object has SIZE"). */
 int reel__io_read_exact(reel__io *io, int64_t off, void *buf, size_t len, reel_error *err);

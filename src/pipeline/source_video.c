@@ -28,9 +28,11 @@ static void video_close(void *ctx, void *handle)
 }
 
 /* The sample's audio, from the file or URL the decoder opened, with the
- * entry's answer to "is it remote?" and the decoder's remote settings (the
- * loader's pool), interrupt and tally: a URL's audio requests count in the
- * loader's remote_stats as its video's do. */
+ * entry's answer to "is it remote?": a URL's audio reads through the
+ * decoder's object (its bytes are fetched once for both: the whole of a
+ * small object, the GOPs stage 1 fetched ahead), with the sample's
+ * interrupt and tally: its own requests count in the loader's remote_stats
+ * as the video's do. */
 static int open_audio(video_sample *v, const reel_dataset_entry *it, const reel_source_open *o, reel_error *err)
 {
     reel_audio_settings as = *o->audio;
@@ -38,7 +40,10 @@ static int open_audio(video_sample *v, const reel_dataset_entry *it, const reel_
     as.remote_stats = o->tally;
     as.interrupt = o->interrupt;
     as.interrupt_opaque = o->interrupt_opaque;
-    return reel__audio_open_as(&v->audio, it->path, it->remote, &as, err);
+    struct reel__io *shared = NULL;
+    const char *path = NULL;
+    (void)reel__decoder_source(v->dec, &shared, &path);
+    return reel__audio_open_as(&v->audio, it->path, it->remote, shared, &as, err);
 }
 
 /* A decode worker's state: its device on a GPU loader (else nothing). */

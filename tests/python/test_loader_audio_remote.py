@@ -42,6 +42,21 @@ def www(tmp_path_factory):
     return d
 
 
+@pytest.fixture(scope="module")
+def long_www(tmp_path_factory):
+    """60 s of 320x240 video with 48 kHz AAC (3.3 MB): read by ranges, a
+    clip's video holds a small part of it and its audio (from a0, AAC's
+    contract) needs bytes of its own."""
+    d = tmp_path_factory.mktemp("audio_long")
+    v = d / "long_v.mp4"
+    reel._testing.write_video(str(v), width=320, height=240, frames=1500, gop=25, seed=3)
+    subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-i", str(v), "-f", "lavfi", "-i",
+                    "sine=f=440:r=48000:d=60", "-map", "0:v", "-map", "1:a", "-c:v", "copy", "-c:a", "aac",
+                    "-b:a", "96k", str(d / "long.mp4")], check=True)
+    v.unlink()
+    return d
+
+
 def _epoch(items, audio, **kw):
     """(per clip: name, clip, frame indices, frames, audio [C, S_i], first sample, valid), metrics."""
     out = []
@@ -78,8 +93,12 @@ def test_http_audio_equals_local_and_is_counted(www, settings):
         _, video_only = _epoch(urls, None, remote=RANGES)
     _same(got, local)
     r, v = m["remote"], video_only["remote"]
-    # each sample's audio opens the object again and reads its packets: counted with the video's
-    assert r["requests"] > v["requests"] and r["bytes_fetched"] > v["bytes_fetched"], (r, v)
+    # each sample's audio reads the bytes its video fetched (these objects are
+    # smaller than readahead_min: the first request brought each whole): the
+    # audio adds no request and no byte, and each object is fetched once
+    sizes = sum((www / f"{n}.mp4").stat().st_size for n in NAMES)
+    assert r["requests"] == v["requests"] == len(NAMES), (r, v)
+    assert r["bytes_fetched"] == v["bytes_fetched"] == r["object_bytes"] == sizes, (r, v, sizes)
     assert r["failures"] == 0 and m["audio_samples"] == sum(g[4].shape[1] for g in got)
 
 
@@ -108,7 +127,10 @@ def test_s3_audio_equals_local_and_no_secret_in_messages(www):
         err, _ = _with_env(env, lambda: silent("raise"))
         _, skipped = _with_env(env, lambda: silent("skip"))
     _same(got, local)
-    assert m["remote"]["requests"] > video_only["remote"]["requests"]
+    # the audio reads the bytes its video fetched (each object whole: under whole_object_max)
+    sizes = sum((www / f"{n}.mp4").stat().st_size for n in NAMES)
+    assert m["remote"]["requests"] == video_only["remote"]["requests"]
+    assert m["remote"]["bytes_fetched"] == video_only["remote"]["bytes_fetched"] == sizes
     assert err.status == reel._reel.STATUS["NO_AUDIO_STREAM"]
     assert "s3://videos/av/silent.mp4: no audio stream" in str(err)
     reasons = " | ".join(f["reason"] for f in skipped["failures"])
@@ -117,7 +139,7 @@ def test_s3_audio_equals_local_and_no_secret_in_messages(www):
         assert env["AWS_SECRET_ACCESS_KEY"] not in text and env["AWS_ACCESS_KEY_ID"] not in text
 
 
-def test_http_audio_that_cannot_be_read_is_named_and_redacted(www):
+def test_http_audio_that_cannot_be_read_is_named_and_redacted(www, long_www):
     from faultproxy import fault_proxy
 
     token = "tok3n-never-print"
@@ -134,15 +156,17 @@ def test_http_audio_that_cannot_be_read_is_named_and_redacted(www):
         with reel.Loader([url], audio={**MONO16K, "missing": "zeros"}, **kw) as ld:  # zeros asked for
             (b,) = list(ld)
             assert not np.asarray(b.audio).any() and np.asarray(b.audio_lengths)[0] == 4 * 16000 // 25
-        # the object answers 503 from the request after the video's own:
-        # the audio's open fails, named, its failure counted
-        with reel.VideoDecoder(f"{base}/a.mp4", remote=RANGES) as d:
+    with nginx(long_www) as base:
+        # the object answers 503 from the request after the video's open: the
+        # sample's next reads (its audio's, which reads through the video's
+        # object, or the video's fetch ahead) fail, named, the failure counted
+        with reel.VideoDecoder(f"{base}/long.mp4", remote=RANGES) as d:
             video_open = d.remote_stats["requests"]
         with fault_proxy(base) as proxy:
             proxy.burst_every = video_open + 1
             proxy.burst_length = 1000
-            url = f"{proxy.base}/a.mp4?token={token}"
-            with reel.Loader([url], audio=MONO16K, on_error="raise",
+            url = f"{proxy.base}/long.mp4?token={token}"
+            with reel.Loader([(url, 0, 50.0, 52.0)], audio=MONO16K, on_error="raise",
                              remote=dict(RANGES, max_retries=0), **kw) as ld:
                 with pytest.raises(reel.ReelError) as e:
                     list(ld)
@@ -150,15 +174,16 @@ def test_http_audio_that_cannot_be_read_is_named_and_redacted(www):
             assert proxy.faults["503"] > 0
     (f,) = m["failures"]
     for text in (f["reason"], str(e.value)):
-        assert f"{proxy.base}/a.mp4" in text and "HTTP 503" in text and token not in text
+        assert f"{proxy.base}/long.mp4" in text and "HTTP 503" in text and token not in text
     assert m["remote"]["failures"] >= 1 and m["remote"]["failures_by_cause"]["server"] >= 1
     assert m["remote"]["requests"] > video_open
     assert token not in repr(m)
 
 
-def test_shutdown_and_the_time_limit_stop_a_stalled_audio_transfer(www):
-    """The loader's interrupt reaches the audio's requests: with the video
-    opened and the audio's first request stalled, closing the loader, and
+def test_shutdown_and_the_time_limit_stop_a_stalled_audio_transfer(long_www):
+    """The loader's interrupt reaches the sample's requests: with the video
+    opened and the next request (the audio's, or the video's fetch ahead:
+    both read one object) stalled, closing the loader, and
     the worker freed after a per-sample time limit, end the transfer rather
     than wait out its 30 s request timeout (a close in a thread that must be
     done within 10 s: bounded waits, no clock)."""
@@ -174,12 +199,12 @@ def test_shutdown_and_the_time_limit_stop_a_stalled_audio_transfer(www):
 
     remote = dict(RANGES, request_timeout=30, max_retries=0)
     kw = dict(frames_per_clip=2, size=32, batch_size=1, decode_threads=1, epochs=1, audio=MONO16K, remote=remote)
-    with nginx(www) as base:
-        with reel.VideoDecoder(f"{base}/a.mp4", remote=RANGES) as d:
+    with nginx(long_www) as base:
+        with reel.VideoDecoder(f"{base}/long.mp4", remote=RANGES) as d:
             video_open = d.remote_stats["requests"]
         with fault_proxy(base) as proxy:
-            proxy.stall_after = video_open  # the video opens; the audio's first request stalls
-            L = reel.Loader([(f"{proxy.base}/a.mp4", 0)], **kw)
+            proxy.stall_after = video_open  # the video opens; the sample's next request stalls
+            L = reel.Loader([(f"{proxy.base}/long.mp4", 0, 50.0, 52.0)], **kw)
             for _ in range(1000):  # bounded: 10 s
                 if proxy.faults["stall"]:
                     break
@@ -188,7 +213,7 @@ def test_shutdown_and_the_time_limit_stop_a_stalled_audio_transfer(www):
             assert closes_within(L)
         with fault_proxy(base) as proxy:
             proxy.stall_after = video_open
-            L = reel.Loader([(f"{proxy.base}/a.mp4", 0)], sample_time_limit=0.3, on_error="raise", **kw)
+            L = reel.Loader([(f"{proxy.base}/long.mp4", 0, 50.0, 52.0)], sample_time_limit=0.3, on_error="raise", **kw)
             try:
                 with pytest.raises(reel.ReelError, match="time limit"):
                     list(L)
@@ -197,16 +222,11 @@ def test_shutdown_and_the_time_limit_stop_a_stalled_audio_transfer(www):
             assert proxy.faults["stall"] == 1
 
 
-def test_a_clip_near_the_start_of_a_long_video_fetches_a_small_part(tmp_path):
+def test_a_clip_near_the_start_of_a_long_video_fetches_a_small_part(long_www):
     """60 s of 320x240 video with AAC: a clip at 5-7 s reads its audio from
     a0 (AAC's contract) by byte ranges, not the object: the audio's share is
     well under the file."""
-    v = tmp_path / "long_v.mp4"
-    reel._testing.write_video(str(v), width=320, height=240, frames=1500, gop=25, seed=3)
-    subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-i", str(v), "-f", "lavfi", "-i",
-                    "sine=f=440:r=48000:d=60", "-map", "0:v", "-map", "1:a", "-c:v", "copy", "-c:a", "aac",
-                    "-b:a", "96k", str(tmp_path / "long.mp4")], check=True)
-    v.unlink()
+    tmp_path = long_www
     size = (tmp_path / "long.mp4").stat().st_size
     kw = dict(frames_per_clip=8, size=32, batch_size=1, shuffle=False, epochs=1, decode_threads=1)
 
@@ -220,7 +240,7 @@ def test_a_clip_near_the_start_of_a_long_video_fetches_a_small_part(tmp_path):
         _, video = run(f"{base}/long.mp4", None, remote=RANGES)
         got, both = run(f"{base}/long.mp4", MONO16K, remote=RANGES)
     assert np.array_equal(got, local) and got.shape == (1, 1, 8 * 16000 // 25)
-    assert both["object_bytes"] == 2 * video["object_bytes"] == 2 * size  # the audio opened the object too
+    assert both["object_bytes"] == video["object_bytes"] == size  # the audio shares the video's object
     audio_bytes = both["bytes_fetched"] - video["bytes_fetched"]
     assert 0 < audio_bytes < size / 2, (audio_bytes, size)
     assert both["bytes_fetched"] < size / 2, (both, size)
