@@ -58,8 +58,10 @@ static PyObject *info_dict(const reel_audio_info *i)
     return d;
 }
 
-/* The audio of the video `d` reads, sharing its bytes (reel_decoder_open_audio). */
-static int open_shared(rx_audio *h, DecoderObject *d, const reel_audio_settings *s, reel_error *err)
+/* The audio of the video `d` reads, sharing its bytes (reel_decoder_open_audio):
+ * 0 with *status set, or -1 with the decoder's exception (closed, or its
+ * reopen in a forked child failed). */
+static int open_shared(rx_audio *h, DecoderObject *d, const reel_audio_settings *s, int *status, reel_error *err)
 {
     if (rx_dec_acquire(d) < 0) return -1;
     int r;
@@ -69,7 +71,8 @@ static int open_shared(rx_audio *h, DecoderObject *d, const reel_audio_settings 
     rx_dec_release(d);
     Py_INCREF(d);
     h->decoder = (PyObject *)d;
-    return r;
+    *status = r;
+    return 0;
 }
 
 /* audio_open(path, sample_rate=0, channels=0, missing=0, remote=None, corrupt=0,
@@ -124,8 +127,7 @@ PyObject *mod_audio_open(PyObject *module, PyObject *args, PyObject *kwargs)
     reel_error_clear(&err);
     int r;
     if (decoder != Py_None) {
-        r = open_shared(h, (DecoderObject *)decoder, &s, &err);
-        if (r < 0) { /* the decoder's exception (closed, or its reopen in a forked child failed) */
+        if (open_shared(h, (DecoderObject *)decoder, &s, &r, &err) < 0) {
             rx_audio_free(h);
             Py_DECREF(path);
             return NULL;
