@@ -280,7 +280,7 @@ if [ $do_tsan -eq 1 ]; then
             total_fail=$((total_fail + 1))
         fi
         TSAN_OPTIONS="suppressions=$root/tests/c/tsan.supp:halt_on_error=1:exitcode=66" \
-            run_ctest "$tsan" "C tests (thread)" "test_(pipeline_units|pipeline_loader|loader_vary|pipeline_failures|store|api|pinned|remote_faults|frames_near|gpu_loader_store)$"
+            run_ctest "$tsan" "C tests (thread)" "test_(pipeline_units|pipeline_loader|loader_vary|pipeline_failures|store|api|pinned|remote_faults|remote_audio_share|frames_near|gpu_loader_store)$"
     else
         note "no clang: the ThreadSanitizer tests did not run (apt-get install -y clang)"
         total_fail=$((total_fail + 1))
