@@ -17,6 +17,15 @@ must equal the local file's; reports the bytes and requests that the audio
 added to the video's (remote_stats of a decoder with audio minus one
 without, the same frames), next to the file's size and its audio packets'
 bytes up to the window (ffprobe). Prints a markdown table.
+
+    python3 bench/run_audio_bytes.py --loader [--label NAME]
+
+A Loader sample with audio (one clip of 8 frames, 16 kHz mono) over http:
+a 4 s file of the same recipe (an object under whole_object_max, fetched
+whole) with the default settings, and the 60 s mp4 read by ranges
+(whole_object_max=0) at 0-2 s, 5-7 s and 30-32 s: the loader's
+remote_stats bytes and requests with audio and without (the same clip).
+Run it on a build before and after a change (--label names the build).
 """
 import argparse
 import subprocess
@@ -73,11 +82,47 @@ def window(src, t, remote=None):
     return a, video, both
 
 
+def loader_sample(src, t, audio, remote):
+    """A Loader's one clip at [t, t + 2) s of src: its audio, and the loader's remote_stats."""
+    kw = dict(frames_per_clip=8, size=32, batch_size=1, shuffle=False, epochs=1, decode_threads=1)
+    with reel.Loader([(str(src), 0, t, t + 2.0)], audio=audio, remote=remote, **kw) as ld:
+        (b,) = list(ld)
+        return (np.asarray(b.audio).copy() if audio else None), dict(ld.metrics().get("remote") or {})
+
+
+def loader_rows(label):
+    """The bytes and requests of a Loader sample with audio, over without."""
+    small, large = make(4)["long.mp4"], make(60)["long.mp4"]
+    mono = {"sample_rate": 16000, "channels": 1}
+    cases = [(small, 1.0, {}, "4 s mp4, whole (default settings)")]
+    cases += [(large, t, {"whole_object_max": 0}, f"60 s mp4, by ranges, {t:g}-{t + 2:g} s") for t in (0.0, 5.0, 30.0)]
+    rows = []
+    with tempfile.TemporaryDirectory() as www, nginx(Path(www)) as base:
+        for i, (path, t, remote, name) in enumerate(cases):
+            (Path(www) / f"{i}.mp4").symlink_to(path)
+            url = f"{base}/{i}.mp4"
+            local, _ = loader_sample(path, t, mono, None)
+            _, video = loader_sample(url, t, None, remote)
+            got, both = loader_sample(url, t, mono, remote)
+            assert np.array_equal(got, local), name
+            rows.append((name, path.stat().st_size, video, both))
+    print(f"| Loader sample {label} | file MB | video alone MB (requests) | video + audio MB (requests) |")
+    print("|---|---|---|---|")
+    for name, size, v, b in rows:
+        print(f"| {name} | {size / 1e6:.2f} | {v['bytes_fetched'] / 1e6:.3f} ({v['requests']}) |"
+              f" {b['bytes_fetched'] / 1e6:.3f} ({b['requests']}) |")
+    print("samples equal the local file's: yes (asserted)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--label", default="")
+    ap.add_argument("--loader", action="store_true", help="the Loader's sample with audio, small and large objects")
     args = ap.parse_args()
+    if args.loader:
+        loader_rows(args.label)
+        return
     files = make(args.seconds)
     rows = []
     with tempfile.TemporaryDirectory() as www, nginx(Path(www)) as base:
