@@ -45,30 +45,6 @@ static char *url_escape_illegal(const char *uri)
     return out;
 }
 
-static void http_free(http_io *h)
-{
-    if (h->multi && h->curl) curl_multi_remove_handle(h->multi, h->curl);
-    if (h->curl) curl_easy_cleanup(h->curl);
-    if (h->multi) curl_multi_cleanup(h->multi);
-    curl_slist_free_all(h->headers);
-    if (h->userpwd) {
-        memset(h->userpwd, 0, strlen(h->userpwd)); /* no secret left in freed memory */
-        free(h->userpwd);
-    }
-    free(h->url);
-    reel__http_cache_free(h);
-    pthread_mutex_destroy(&h->mu);
-    free(h);
-}
-
-void reel__http_release(http_io *h)
-{
-    pthread_mutex_lock(&h->mu);
-    const int last = --h->refs == 0;
-    pthread_mutex_unlock(&h->mu);
-    if (last) http_free(h);
-}
-
 /* The opener's handle: its requests (final: a share counts its own) go to
  * its tally now; the object lives on while a share is open. */
 static void http_close(reel__io *io)

@@ -1,7 +1,8 @@
 /* http_internal.h: what the files of the http transport share: a remote
  * source (http_io), its spans, and one GET's sink. http.c sets up libcurl
  * and opens, http_get.c makes one GET with retries, http_redirect.c judges
- * the redirects, http_cache.c serves the reads. Not for use outside src/io. */
+ * the redirects, http_cache.c serves the reads (the shares' too) and frees
+ * the object after its last handle. Not for use outside src/io. */
 #ifndef REEL_IO_HTTP_INTERNAL_H
 #define REEL_IO_HTTP_INTERNAL_H
 
@@ -62,7 +63,7 @@ typedef struct http_io {
     /* where the CA certificates came from, or every place looked in, for a
      * TLS verification error (http.c: ca_choose) */
     char ca_where[768];
-    /* its handles: the one that opened it and its shares (http_share.c);
+    /* its handles: the one that opened it and its shares (http_cache.c);
      * freed by the last one's close. `mu` guards everything above while
      * there may be several (every op of either kind takes it). */
     pthread_mutex_t mu;
@@ -127,12 +128,12 @@ int reel__http_holds(const http_io *h, int64_t lo, int64_t hi);
  * Nothing moves (a share reads the object's spans without taking them). */
 const uint8_t *reel__http_span_at(const http_io *h, int64_t off, int64_t *lo, int64_t *hi);
 
-/* ---------------------------------------------------------------- http.c, http_share.c */
+/* ---------------------------------------------------------------- http_cache.c: the object's handles */
 
 /* Drops one handle's hold on h (under h->mu); the last frees it. */
 void reel__http_release(http_io *h);
 
-/* The share op of a remote source (reel__io_share, http_share.c). */
+/* The share op of a remote source (reel__io_share). */
 int reel__http_share(reel__io *io, const reel__io_options *opt, reel__io **out, reel_error *err);
 
 #endif
