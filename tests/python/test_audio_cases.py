@@ -282,7 +282,10 @@ def test_audio_over_http_equals_local_and_reads_only_the_start(tmp_path):
                 stats = dec.remote_stats
             for a, b in zip(local, got):
                 assert np.array_equal(a, b)
-            assert stats["bytes_fetched"] > video_only  # the audio's requests are counted
+            # the audio reads through the decoder's object: what it fetches
+            # beyond the decoder's bytes is counted (here at most the packets
+            # up to the window: the start is held by the decoder's open)
+            assert stats["bytes_fetched"] >= video_only and stats["failures"] == 0
             if name == "long.mp4":
                 assert stats["bytes_fetched"] - video_only < size / 4, (stats["bytes_fetched"], video_only, size)
         with pytest.raises(reel.NotFoundError):
