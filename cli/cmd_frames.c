@@ -247,7 +247,7 @@ static int write_audio(const char *path, const char *file, const reel_audio_sett
         fprintf(stderr, "reel frames: %s: no frame table for the audio's window\n", file);
         return -1;
     }
-    if (reel_audio_open(&a, file, as, &err) != REEL_OK ||
+    if (reel_decoder_open_audio(dec, as, &a, &err) != REEL_OK || /* a URL: the decoder's bytes */
         reel_audio_get_window(a, t0, t1, vi->time_base_num, vi->time_base_den, &w, &err) != REEL_OK)
         goto fail;
     const int ch = reel_audio_get_info(a)->channels;

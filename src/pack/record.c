@@ -272,8 +272,8 @@ static int encode_frames(const reel_pack_settings *ps, const reel__pack_entry *i
  * record as little-endian float32 [C, S]. A video whose audio is missing or
  * cannot be read keeps its frames: rec->audio_status says why (and *why the
  * reason). */
-static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, reel__store_rec *rec,
-                      reel__bytes *bytes, reel_error *why, reel_error *err)
+static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, const reel_decoder *dec,
+                      reel__store_rec *rec, reel__bytes *bytes, reel_error *why, reel_error *err)
 {
     rec->audio = 1;
     int64_t t0 = INT64_MAX, t1 = INT64_MIN;
@@ -290,7 +290,7 @@ static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, 
     reel_audio *a = NULL;
     reel_audio_window w;
     float *tmp = NULL;
-    int st = reel_audio_open(&a, it->path, &as, why);
+    int st = reel_decoder_open_audio(dec, &as, &a, why); /* a URL's bytes: the decoder's, not fetched again */
     if (st == REEL_OK) st = reel_audio_get_window(a, t0, t1, rec->tb_num, rec->tb_den, &w, why);
     const reel_audio_info *ai = st == REEL_OK ? reel_audio_get_info(a) : NULL;
     const size_t n = ai ? (size_t)ai->channels * (size_t)w.num_samples : 0;
@@ -358,7 +358,7 @@ int reel__pack_record(const reel__pack_ctx *c, int64_t sample, reel__encoder *en
     int vst = open_source(c->s, it, rec, &v, &verr);
     if (vst == REEL_OK) vst = encode_frames(c->s, it, &v, enc, rec, bytes, &verr);
     free(v.sel);
-    reel_decoder_close(&v.dec);
+    if (vst != REEL_OK) reel_decoder_close(&v.dec); /* else open until its audio is read (it shares the bytes) */
     if (vst == REEL_E_CANCELLED || vst == REEL_E_NOMEM || vst == REEL_E_INTERNAL) {
         if (err) *err = verr;
         return vst;
@@ -376,7 +376,9 @@ int reel__pack_record(const reel__pack_ctx *c, int64_t sample, reel__encoder *en
     } else {
         reel_error aerr; /* why the audio could not be read: the reason of a record whose frames are stored */
         reel_error_clear(&aerr);
-        if (c->s->audio && (st = pack_audio(c->s, it, rec, bytes, &aerr, err)) != REEL_OK) return st;
+        st = c->s->audio ? pack_audio(c->s, it, v.dec, rec, bytes, &aerr, err) : REEL_OK;
+        reel_decoder_close(&v.dec);
+        if (st != REEL_OK) return st;
         rec->reason =
             strdup(rec->audio_status != REEL_OK && rec->audio_status != REEL_E_NO_AUDIO_STREAM ? aerr.message : "");
         if (!rec->reason) return reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
