@@ -333,6 +333,7 @@ int reel__audio_open_as(reel_audio **out, const char *path, int remote, const re
         return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", shown);
     }
     a->keeping = remote; /* the header, read once: the reopens from a0 read it from memory */
+    reel__audio_boxes(a);
     int r = reel__audio_open_container(a);
     a->keeping = 0;
     if (r < 0) {

@@ -72,11 +72,16 @@ struct reel_audio {
     /* the byte plan (audio_source.c; remote mp4/mov only, else no runs) */
     reel__audio_run_span *runs; /* ascending by pos */
     size_t n_runs;
-    int64_t gap_max;          /* runs closer than this come in one request (readahead_min) */
-    int64_t fetch_max;        /* the most bytes one request brings (readahead_max) */
-    reel__audio_kept kept[8]; /* the first open's reads, for the reopens */
-    size_t n_kept;
+    int64_t gap_max;        /* runs closer than this come in one request (readahead_min) */
+    int64_t fetch_max;      /* the most bytes one request brings (readahead_max) */
+    reel__audio_kept *kept; /* the first open's reads, for the reopens (a fragmented mp4: one per moof) */
+    size_t n_kept, kept_cap;
     int keeping; /* the first open is reading: keep what it reads */
+    /* a remote mp4/mov's header walk (audio_source.c: walk_fetch): boxes,
+     * its top-level boxes are read while opening (walking); walk_end, the
+     * end of the last read; walk_len, the last fetch's length */
+    int boxes, walking;
+    int64_t walk_end, walk_len;
     AVCodecParameters *par;
     AVRational tb;
     int stream;
@@ -221,6 +226,10 @@ AVIOContext *reel__audio_avio(reel_audio *a, unsigned char *buf, int size);
 
 /* Opens the container over a->avio from its first byte (an AVERROR). */
 int reel__audio_open_container(reel_audio *a);
+
+/* Whether the remote object's header is walked by mp4/mov boxes (sets
+ * a->boxes; audio_source.c's walk_fetch); before the first open. */
+void reel__audio_boxes(reel_audio *a);
 
 /* Sets every stream but a->stream to be discarded by the demuxer. */
 void reel__audio_discard_others(reel_audio *a);
