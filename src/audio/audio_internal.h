@@ -30,6 +30,8 @@ typedef struct reel__audio_mark {
  * gap). The file's, like the marks: kept across runs, found once each. */
 typedef struct reel__audio_hole {
     int64_t lo, hi, packets;
+    int64_t ts; /* the first dropped packet's timestamp (the stream's time base; AV_NOPTS_VALUE: none) */
+    int why;    /* and the codec's AVERROR for it */
 } reel__audio_hole;
 
 /* The audio packets' bytes of a remote mp4/mov (audio_source.c): the
@@ -120,6 +122,8 @@ struct reel_audio {
     /* damage (REEL_CORRUPT_SKIP): packets dropped since the last placed
      * frame, the last packet sent (its time for a message), the holes found */
     int64_t dropped, last_pkt_ts;
+    int64_t drop_ts; /* the first of the packets dropped since: its timestamp and AVERROR (a hole's) */
+    int drop_why;
     reel__audio_hole *holes; /* ascending by lo */
     size_t n_holes, holes_cap;
 

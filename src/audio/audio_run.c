@@ -6,6 +6,7 @@
  * damage it meets (the corrupt policy, the holes a window reports); a
  * window the cache (audio_cache.c) holds is served without decoding. */
 #include <libavutil/channel_layout.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -331,7 +332,7 @@ static int add_hole(reel_audio *a, int64_t lo, int64_t hi, int64_t packets)
         a->holes_cap = cap;
     }
     memmove(a->holes + i + 1, a->holes + i, (a->n_holes - i) * sizeof *a->holes);
-    a->holes[i] = (reel__audio_hole){ lo, hi, packets };
+    a->holes[i] = (reel__audio_hole){ lo, hi, packets, a->drop_ts, a->drop_why };
     a->n_holes++;
     return REEL_OK;
 }
@@ -534,7 +535,10 @@ static int rejected(reel_audio *a, int r, int64_t ts, reel_error *err)
 {
     if (a->waiting) return REEL_OK;
     if (a->s.corrupt_policy == REEL_CORRUPT_SKIP && r != AVERROR(ENOMEM)) {
-        a->dropped++;
+        if (!a->dropped++) { /* the hole's first packet: a store's FAIL message names it */
+            a->drop_ts = ts;
+            a->drop_why = r;
+        }
         return REEL_OK;
     }
     char what[96] = "corrupt audio packet";
@@ -721,7 +725,7 @@ static reel__audio_span span_of(const reel_audio *a, const reel__audio_hole *h)
     return (reel__audio_span){ o0, o1, h->packets };
 }
 
-static int touches(const reel__audio_span *p, int64_t lo, int64_t hi)
+int reel__audio_span_touches(const reel__audio_span *p, int64_t lo, int64_t hi)
 {
     return p->hi > p->lo ? p->hi > lo && p->lo < hi : p->lo >= lo && p->lo < hi;
 }
@@ -737,7 +741,7 @@ static void damage_run(span_fn get, const void *ctx, size_t n, int64_t lo, int64
     w->missing = w->missing_lo = w->missing_hi = w->corrupt_packets = 0;
     for (size_t i = 0; i < n; i++) {
         const reel__audio_span p = get(ctx, i);
-        if (!touches(&p, lo, hi)) continue;
+        if (!reel__audio_span_touches(&p, lo, hi)) continue;
         w->corrupt_packets += p.packets;
         int64_t m0 = p.lo - lo > vlo ? p.lo - lo : vlo, m1 = p.hi - lo < vhi ? p.hi - lo : vhi;
         if (m0 < cover) m0 = cover; /* spans overlap where the resampler reaches across two */
@@ -782,26 +786,47 @@ void reel__audio_damage(const reel_audio *a, int64_t lo, int64_t hi, reel_audio_
     damage_run(hole_at, a, a->n_holes, lo, hi, w);
 }
 
+/* What rejected() says of hole h's first packet under REEL_CORRUPT_FAIL,
+ * without the file's name, appended to text[cap] as a line. */
+static void hole_line(const reel_audio *a, const reel__audio_hole *h, char *text, size_t cap)
+{
+    char eb[AV_ERROR_MAX_STRING_SIZE], at[48] = "";
+    av_strerror(h->why, eb, sizeof eb);
+    if (h->ts != AV_NOPTS_VALUE) snprintf(at, sizeof at, " at %.6f s", (double)h->ts * a->tb.num / a->tb.den);
+    const size_t used = strlen(text);
+    snprintf(text + used, cap - used, "corrupt audio packet%s: %s\n", at, eb);
+}
+
 int reel__audio_damage_spans(const reel_audio *a, int64_t lo, int64_t hi, reel__audio_span **out, size_t *n,
-                             int64_t *stream_lo, int64_t *stream_hi)
+                             int64_t *stream_lo, int64_t *stream_hi, char **lines)
 {
     *out = NULL;
     *n = 0;
+    if (lines) *lines = NULL;
     *stream_lo = a->stream_lo;
     *stream_hi = a->stream_hi;
     size_t k = 0;
     for (size_t i = 0; i < a->n_holes; i++) {
         reel__audio_span p = span_of(a, &a->holes[i]);
-        k += touches(&p, lo, hi);
+        k += reel__audio_span_touches(&p, lo, hi);
     }
     if (!k) return 0;
     reel__audio_span *s = malloc(k * sizeof *s);
-    if (!s) return -1;
+    const size_t cap = k * (AV_ERROR_MAX_STRING_SIZE + 80) + 1;
+    char *text = lines ? calloc(cap, 1) : NULL;
+    if (!s || (lines && !text)) {
+        free(s);
+        free(text);
+        return -1;
+    }
     k = 0;
     for (size_t i = 0; i < a->n_holes; i++) {
         reel__audio_span p = span_of(a, &a->holes[i]);
-        if (touches(&p, lo, hi)) s[k++] = p;
+        if (!reel__audio_span_touches(&p, lo, hi)) continue;
+        s[k++] = p;
+        if (text) hole_line(a, &a->holes[i], text, cap);
     }
+    if (lines) *lines = text;
     *out = s;
     *n = k;
     return 0;
