@@ -1,8 +1,8 @@
 /* audio_internal.h: the audio object (reel/audio.h) shared by audio.c (opening,
- * the public calls), audio_run.c (the running decode, its history and
- * marks, the restarts), audio_cache.c (the output samples kept in blocks),
- * audio_source.c (the bytes) and damage.c (the holes a window reports).
- * src/audio's files alone include it. */
+ * the public calls, the damage a window reports), audio_run.c (the running
+ * decode, its history and marks, the restarts), audio_cache.c (the output
+ * samples kept in blocks) and audio_source.c (the bytes). src/audio's files
+ * alone include it. */
 #ifndef REEL_AUDIO_AUDIO_INTERNAL_H
 #define REEL_AUDIO_AUDIO_INTERNAL_H
 
@@ -170,7 +170,7 @@ int64_t reel__audio_resample_reach(const reel_audio *a);
 
 /* The damage that touches the output window [lo, hi) (window indices
  * relative to lo): w->missing, missing_lo/hi, corrupt_packets, and valid_*
- * narrowed to the longest clean run (damage.c). */
+ * narrowed to the longest clean run (audio.c). */
 void reel__audio_damage(const reel_audio *a, int64_t lo, int64_t hi, reel_audio_window *w);
 
 /* 1 when the caller's interrupt (reel_audio_settings.interrupt) asks to stop. */

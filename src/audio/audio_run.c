@@ -3,7 +3,7 @@
  * frame on the output grid (FFmpeg's 1 ms async rule), and its restarts:
  * from a0, or, for codecs that decode the same after a seek, from a mark a
  * previous run left, with the resampler restarted on an aligned index; the
- * damage it meets (the corrupt policy, the holes; damage.c reports them); a
+ * damage it meets (the corrupt policy, the holes; audio.c reports them); a
  * window the cache (audio_cache.c) holds is served without decoding. */
 #include <libavutil/channel_layout.h>
 #include <stdio.h>
