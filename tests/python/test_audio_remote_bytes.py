@@ -245,3 +245,33 @@ def test_a_fragmented_mp4s_audio_fetches_each_byte_about_once(long_mp4):
     assert early_bytes <= upto(7.0) + head + walk + SLACK and early_bytes < size / 3, (early_bytes, size)
     bound, audio = audio_fetch_bound(frag, 57.0)
     assert small_bytes <= bound + walk and small_bytes < 0.4 * size, (small_bytes, bound, walk, size)
+
+
+def test_a_webms_video_reads_the_file_once_to_index_it_and_its_gop_once_indexed(long_mp4, monkeypatch, tmp_path):
+    """A WebM (VP8 + Opus, by the ffmpeg CLI; its Cues at the end) over
+    http: a frame at 5 s reads the whole file once, no more (reel's packet
+    scan for the exact frame table: every frame's timestamp is in its
+    block, inside the clusters; libavformat reads the header and, at the
+    first seek, the Cues); with the index cached (REEL_INDEX_CACHE, the
+    second open) it reads the header, the Cues and the GOP's cluster: two
+    requests of readahead_min and the Cues. The pixels equal the local
+    file's."""
+    webm = long_mp4.parent / "long.webm"
+    if not webm.exists():
+        subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-i", str(long_mp4), "-t", "30", "-c:v", "libvpx",
+                        "-deadline", "realtime", "-cpu-used", "8", "-g", "25", "-b:v", "400k", "-c:a", "libopus",
+                        "-b:a", "128k", str(webm)], check=True)
+    size = webm.stat().st_size
+    with reel.VideoDecoder(str(webm)) as d:
+        want = np.asarray(d.get_frames_at([125])).copy()
+    monkeypatch.setenv("REEL_INDEX_CACHE", str(tmp_path / "cache"))
+    fetched = []
+    with nginx(webm.parent) as base:
+        for mode in (False, True, True):  # no index; the first open writes it; the second reads it
+            with reel.VideoDecoder(f"{base}/long.webm", remote={"whole_object_max": 0}, index_mode=mode) as d:
+                got = np.asarray(d.get_frames_at([125])).copy()
+                fetched.append((d.remote_stats["bytes_fetched"], d.remote_stats["requests"]))
+            assert np.array_equal(got, want)
+    assert all(size <= b <= size + (256 << 10) for b, _ in fetched[:2]), (fetched, size)
+    # the header's first request and the GOP's cluster (readahead_min, 256 KiB, each) and the Cues
+    assert fetched[2][0] <= 2 * (256 << 10) + SLACK and fetched[2][0] < 0.3 * size and fetched[2][1] <= 5, fetched
