@@ -115,14 +115,26 @@ static int skipped_box(const uint8_t *t)
     return !memcmp(t, "mdat", 4) || !memcmp(t, "free", 4) || !memcmp(t, "skip", 4) || !memcmp(t, "wide", 4);
 }
 
+/* 1 when the 4 bytes name a top-level box the demuxer reads whole (the
+ * header's tables); other bytes at a seek (an unknown box, or no box
+ * header: a read inside one) are read on as they come. */
+static int whole_box(const uint8_t *t)
+{
+    static const char names[][5] = { "moov", "moof", "sidx", "ssix", "mfra", "meta", "uuid", "emsg", "prft", "styp" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!memcmp(t, names[i], 4)) return 1;
+    return 0;
+}
+
 /* While a remote mp4/mov's header is read (a->walking: the demuxer walks
  * its top-level boxes; a fragmented file's moof, then its mdat skipped,
  * and so on to the end), a read of bytes not held fetches only what the
  * walk needs, not readahead's span (readahead_min, 256 KiB: a fragment or
  * two each time, the file about once, and again at each reopen): at a
  * seek, WALK_FIRST bytes (a moof and the next box's header), and the rest
- * of the box that starts there when the walk reads it whole (a moov at the
- * end: up to readahead_max); reads that run on, twice the last fetch. */
+ * of the box that starts there when the walk reads it whole (whole_box: a
+ * moov at the end, up to readahead_max); reads that run on, twice the
+ * last fetch. */
 static int walk_fetch(reel_audio *a, int64_t pos)
 {
     const int64_t total = reel__io_size(a->io);
@@ -136,7 +148,7 @@ static int walk_fetch(reel_audio *a, int64_t pos)
     uint8_t h[16];
     size_t got = 0;
     if (!on && reel__io_read_at(a->io, pos, h, sizeof h, &got, &a->io_err) == REEL_OK && got >= 8 &&
-        !skipped_box(h + 4)) { /* the box that starts here, when it is one */
+        whole_box(h + 4)) { /* the box that starts here, when the demuxer reads it whole */
         const uint32_t s32 = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
         int64_t box = s32 == 0 ? total - pos : (int64_t)s32;
         if (s32 == 1 && got >= 16) {
