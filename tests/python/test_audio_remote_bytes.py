@@ -243,6 +243,7 @@ def test_a_fragmented_mp4s_audio_fetches_each_byte_about_once(long_mp4):
     head = 256 << 10  # the open's first request: readahead_min's bytes at 0 (the runs fetch them again)
     assert late_bytes <= upto(57.0) + head + walk + SLACK and late_bytes < 1.2 * size, (late_bytes, size)
     assert early_bytes <= upto(7.0) + head + walk + SLACK and early_bytes < size / 3, (early_bytes, size)
+    assert late_requests <= len(moofs) + 8, late_requests  # a request a moof, and the runs' few
     bound, audio = audio_fetch_bound(frag, 57.0)
     assert small_bytes <= bound + walk and small_bytes < 0.4 * size, (small_bytes, bound, walk, size)
 
