@@ -26,6 +26,13 @@ whole) with the default settings, and the 60 s mp4 read by ranges
 (whole_object_max=0) at 0-2 s, 5-7 s and 30-32 s: the loader's
 remote_stats bytes and requests with audio and without (the same clip).
 Run it on a build before and after a change (--label names the build).
+
+A second table (frag_webm_rows; --only-frag prints it alone): the same mp4
+remuxed by the ffmpeg CLI with `-movflags frag_keyframe+empty_moov` (a moof
++ mdat a keyframe, an mfra at the end) and the WebM: the video alone's bytes
+and requests for the frame at t (a VideoDecoder's open and one frame), the
+audio's added bytes and requests, and for the WebM the video's with a
+sidecar index cached (REEL_INDEX_CACHE, the second open).
 """
 import argparse
 import subprocess
@@ -114,16 +121,65 @@ def loader_rows(label):
     print("samples equal the local file's: yes (asserted)")
 
 
+def make_frag(mp4):
+    """The mp4 remuxed fragmented (a moof + mdat a keyframe), as the ffmpeg CLI writes it."""
+    p = mp4.with_name(mp4.name.replace("long.mp4", "frag.mp4"))
+    if not p.exists():
+        subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-i", str(mp4), "-c", "copy", "-movflags",
+                        "frag_keyframe+empty_moov", str(p)], check=True)
+    return p
+
+
+def frag_webm_rows(args, files):
+    """The fragmented mp4's and the WebM's rows: video alone, audio added, bytes and requests."""
+    import os
+    paths = {"frag.mp4": make_frag(files["long.mp4"]), "long.webm": files["long.webm"]}
+    rows = []
+    with tempfile.TemporaryDirectory() as www, nginx(Path(www)) as base:
+        for name, path in paths.items():
+            (Path(www) / name).symlink_to(path)
+            size = path.stat().st_size
+            for t in (5.0, args.seconds - 5.0):
+                local, _, _ = window(path, t)
+                for ra in (256 << 10, 1 << 10):
+                    got, v, b = window(f"{base}/{name}", t, {"whole_object_max": 0, "readahead_min": ra})
+                    assert np.array_equal(got, local), (name, t, ra)
+                    rows.append((name, t, f"{ra >> 10} KiB", size, v["bytes_fetched"], v["requests"],
+                                 b["bytes_fetched"] - v["bytes_fetched"], b["requests"] - v["requests"]))
+            if name.endswith(".webm"):  # the video's second open, its index cached
+                with tempfile.TemporaryDirectory() as cache:
+                    os.environ["REEL_INDEX_CACHE"] = cache
+                    try:
+                        for _ in range(2):  # the first open writes the index, the second reads it
+                            with reel.VideoDecoder(f"{base}/{name}", remote={"whole_object_max": 0},
+                                                   index_mode=True) as d:
+                                d.get_frames_at([125])
+                                v = dict(d.remote_stats)
+                    finally:
+                        del os.environ["REEL_INDEX_CACHE"]
+                    rows.append((name, 5.0, "256 KiB, index cached", size, v["bytes_fetched"], v["requests"], 0, 0))
+    print(f"| file {args.label} | frame / window | readahead_min | file MB | video alone MB (requests) |"
+          " audio added MB (requests) |")
+    print("|---|---|---|---|---|---|")
+    for name, t, ra, size, vb, vr, ab, ar in rows:
+        print(f"| {name} | {t:g} s | {ra} | {size / 1e6:.2f} | {vb / 1e6:.2f} ({vr}) | {ab / 1e6:.2f} ({ar}) |")
+    print("samples equal the local file's: yes (asserted)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--label", default="")
     ap.add_argument("--loader", action="store_true", help="the Loader's sample with audio, small and large objects")
+    ap.add_argument("--only-frag", action="store_true", help="the fragmented mp4 and WebM table alone")
     args = ap.parse_args()
     if args.loader:
         loader_rows(args.label)
         return
     files = make(args.seconds)
+    if args.only_frag:
+        frag_webm_rows(args, files)
+        return
     rows = []
     with tempfile.TemporaryDirectory() as www, nginx(Path(www)) as base:
         for name, path in files.items():
@@ -143,6 +199,7 @@ def main():
         print(f"| {name} | {t:g}-{t + 1:g} s | {ra >> 10} KiB | {size / 1e6:.2f} | {abytes / 1e6:.2f} |"
               f" {got / 1e6:.2f} | {req} | {vid / 1e6:.2f} |")
     print("samples equal the local file's: yes (asserted)")
+    frag_webm_rows(args, files)
 
 
 if __name__ == "__main__":

@@ -212,7 +212,9 @@ typedef struct reel_store_record {
                                     manifest's integer label; -1: none */
     const char *class_name;           /**< "" when labels are integers or absent */
     reel_status status;               /**< REEL_OK, or why the video could not be packed */
-    const char *reason;               /**< "" or the failure message */
+    const char *reason;               /**< "" or the failure message; audio packed under
+                                           REEL_CORRUPT_SKIP with damage: what FAIL says of
+                                           each damage span's first packet, a line each */
     int64_t num_frames;               /**< stored frames */
     int width, height;                /**< stored size */
     int time_base_num, time_base_den; /**< of the source pts */

@@ -1,7 +1,8 @@
 /* audio_internal.h: the audio object (reel/audio.h) shared by audio.c (opening,
- * the public calls), audio_run.c (the running decode, its history and
- * marks, the restarts), audio_cache.c (the output samples kept in blocks)
- * and audio_source.c (the bytes). src/audio's files alone include it. */
+ * the public calls, the damage a window reports), audio_run.c (the running
+ * decode, its history and marks, the restarts), audio_cache.c (the output
+ * samples kept in blocks) and audio_source.c (the bytes). src/audio's files
+ * alone include it. */
 #ifndef REEL_AUDIO_AUDIO_INTERNAL_H
 #define REEL_AUDIO_AUDIO_INTERNAL_H
 
@@ -30,6 +31,8 @@ typedef struct reel__audio_mark {
  * gap). The file's, like the marks: kept across runs, found once each. */
 typedef struct reel__audio_hole {
     int64_t lo, hi, packets;
+    int64_t ts; /* the first dropped packet's timestamp (the stream's time base; AV_NOPTS_VALUE: none) */
+    int why;    /* and the codec's AVERROR for it */
 } reel__audio_hole;
 
 /* The audio packets' bytes of a remote mp4/mov (audio_source.c): the
@@ -72,11 +75,16 @@ struct reel_audio {
     /* the byte plan (audio_source.c; remote mp4/mov only, else no runs) */
     reel__audio_run_span *runs; /* ascending by pos */
     size_t n_runs;
-    int64_t gap_max;          /* runs closer than this come in one request (readahead_min) */
-    int64_t fetch_max;        /* the most bytes one request brings (readahead_max) */
-    reel__audio_kept kept[8]; /* the first open's reads, for the reopens */
-    size_t n_kept;
+    int64_t gap_max;        /* runs closer than this come in one request (readahead_min) */
+    int64_t fetch_max;      /* the most bytes one request brings (readahead_max) */
+    reel__audio_kept *kept; /* the first open's reads, for the reopens (a fragmented mp4: one per moof) */
+    size_t n_kept, kept_cap;
     int keeping; /* the first open is reading: keep what it reads */
+    /* a remote mp4/mov's header walk (audio_source.c: walk_fetch): boxes,
+     * its top-level boxes are read while opening (walking); walk_end, the
+     * end of the last read; walk_len, the last fetch's length */
+    int boxes, walking;
+    int64_t walk_end, walk_len;
     AVCodecParameters *par;
     AVRational tb;
     int stream;
@@ -115,6 +123,8 @@ struct reel_audio {
     /* damage (REEL_CORRUPT_SKIP): packets dropped since the last placed
      * frame, the last packet sent (its time for a message), the holes found */
     int64_t dropped, last_pkt_ts;
+    int64_t drop_ts; /* the first of the packets dropped since: its timestamp and AVERROR (a hole's) */
+    int drop_why;
     reel__audio_hole *holes; /* ascending by lo */
     size_t n_holes, holes_cap;
 
@@ -154,9 +164,13 @@ static inline __int128 reel__audio_floor_div(__int128 num, __int128 den)
  * first). */
 int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t *end, reel_error *err);
 
+/* Native samples on each side of a gap whose resampled output the gap
+ * reaches (0: no resampler). */
+int64_t reel__audio_resample_reach(const reel_audio *a);
+
 /* The damage that touches the output window [lo, hi) (window indices
  * relative to lo): w->missing, missing_lo/hi, corrupt_packets, and valid_*
- * narrowed to the longest clean run. */
+ * narrowed to the longest clean run (audio.c). */
 void reel__audio_damage(const reel_audio *a, int64_t lo, int64_t hi, reel_audio_window *w);
 
 /* 1 when the caller's interrupt (reel_audio_settings.interrupt) asks to stop. */
@@ -221,6 +235,10 @@ AVIOContext *reel__audio_avio(reel_audio *a, unsigned char *buf, int size);
 
 /* Opens the container over a->avio from its first byte (an AVERROR). */
 int reel__audio_open_container(reel_audio *a);
+
+/* Whether the remote object's header is walked by mp4/mov boxes (sets
+ * a->boxes; audio_source.c's walk_fetch); before the first open. */
+void reel__audio_boxes(reel_audio *a);
 
 /* Sets every stream but a->stream to be discarded by the demuxer. */
 void reel__audio_discard_others(reel_audio *a);

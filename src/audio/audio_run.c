@@ -3,9 +3,10 @@
  * frame on the output grid (FFmpeg's 1 ms async rule), and its restarts:
  * from a0, or, for codecs that decode the same after a seek, from a mark a
  * previous run left, with the resampler restarted on an aligned index; the
- * damage it meets (the corrupt policy, the holes a window reports); a
+ * damage it meets (the corrupt policy, the holes; audio.c reports them); a
  * window the cache (audio_cache.c) holds is served without decoding. */
 #include <libavutil/channel_layout.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -331,7 +332,7 @@ static int add_hole(reel_audio *a, int64_t lo, int64_t hi, int64_t packets)
         a->holes_cap = cap;
     }
     memmove(a->holes + i + 1, a->holes + i, (a->n_holes - i) * sizeof *a->holes);
-    a->holes[i] = (reel__audio_hole){ lo, hi, packets };
+    a->holes[i] = (reel__audio_hole){ lo, hi, packets, a->drop_ts, a->drop_why };
     a->n_holes++;
     return REEL_OK;
 }
@@ -339,7 +340,7 @@ static int add_hole(reel_audio *a, int64_t lo, int64_t hi, int64_t packets)
 /* Native samples on each side of a gap whose resampled output the gap
  * reaches: libswresample's filter spans ceil(32 / (0.97 x rate / native))
  * native samples (32 when upsampling); half of it, rounded up generously. */
-static int64_t resample_reach(const reel_audio *a)
+int64_t reel__audio_resample_reach(const reel_audio *a)
 {
     if (a->info.sample_rate == a->info.native_sample_rate) return 0;
     const int64_t sr = a->info.native_sample_rate, r = a->info.sample_rate;
@@ -534,7 +535,10 @@ static int rejected(reel_audio *a, int r, int64_t ts, reel_error *err)
 {
     if (a->waiting) return REEL_OK;
     if (a->s.corrupt_policy == REEL_CORRUPT_SKIP && r != AVERROR(ENOMEM)) {
-        a->dropped++;
+        if (!a->dropped++) { /* the hole's first packet: a store's FAIL message names it */
+            a->drop_ts = ts;
+            a->drop_why = r;
+        }
         return REEL_OK;
     }
     char what[96] = "corrupt audio packet";
@@ -549,7 +553,7 @@ static int rejected(reel_audio *a, int r, int64_t ts, reel_error *err)
  * depend on where a run stopped; FAIL finds no holes). */
 static int advance(reel_audio *a, int64_t hi, reel_error *err)
 {
-    const int64_t reach = a->s.corrupt_policy == REEL_CORRUPT_SKIP ? resample_reach(a) : 0;
+    const int64_t reach = a->s.corrupt_policy == REEL_CORRUPT_SKIP ? reel__audio_resample_reach(a) : 0;
     const int64_t hi_native =
         reach ? (int64_t)(((__int128)hi * a->info.native_sample_rate + a->info.sample_rate - 1) / a->info.sample_rate) +
                     reach
@@ -704,105 +708,4 @@ int reel__audio_fill(reel_audio *a, int64_t lo, int64_t hi, float *dst, int64_t 
     }
     if (a->eof == 3) *end = a->end >= 0 ? a->end : c;
     return REEL_OK;
-}
-
-/* ---- the damage a window reports ----------------------------------------- */
-
-/* Hole h's span on the output grid (the resampler mixes `reach` native
- * samples on each side of a gap into it). */
-static reel__audio_span span_of(const reel_audio *a, const reel__audio_hole *h)
-{
-    const int64_t sr = a->info.native_sample_rate, r = a->info.sample_rate, reach = resample_reach(a);
-    int64_t o0 = h->lo, o1 = h->hi;
-    if (reach) {
-        o0 = (int64_t)reel__audio_floor_div((__int128)(h->lo - reach) * r, sr);
-        o1 = h->hi > h->lo ? (int64_t)-reel__audio_floor_div(-(__int128)(h->hi + reach) * r, sr) : o0;
-    }
-    return (reel__audio_span){ o0, o1, h->packets };
-}
-
-static int touches(const reel__audio_span *p, int64_t lo, int64_t hi)
-{
-    return p->hi > p->lo ? p->hi > lo && p->lo < hi : p->lo >= lo && p->lo < hi;
-}
-
-typedef reel__audio_span (*span_fn)(const void *ctx, size_t i);
-
-/* What the window [lo, hi) says of spans get(ctx, 0 .. n - 1) (reel__audio_damage_of). */
-static void damage_run(span_fn get, const void *ctx, size_t n, int64_t lo, int64_t hi, reel_audio_window *w)
-{
-    const int64_t vlo = w->valid_lo, vhi = w->valid_hi; /* the stream's part, window-relative */
-    int64_t run_lo = vlo, run_hi = vlo, at = vlo;       /* the longest clean run; where the next starts */
-    int64_t cover = vlo;                                /* missing samples counted up to here */
-    w->missing = w->missing_lo = w->missing_hi = w->corrupt_packets = 0;
-    for (size_t i = 0; i < n; i++) {
-        const reel__audio_span p = get(ctx, i);
-        if (!touches(&p, lo, hi)) continue;
-        w->corrupt_packets += p.packets;
-        int64_t m0 = p.lo - lo > vlo ? p.lo - lo : vlo, m1 = p.hi - lo < vhi ? p.hi - lo : vhi;
-        if (m0 < cover) m0 = cover; /* spans overlap where the resampler reaches across two */
-        if (m1 <= m0) continue;
-        if (w->missing == 0) w->missing_lo = m0;
-        w->missing_hi = m1;
-        w->missing += m1 - m0;
-        cover = m1;
-        if (m0 - at > run_hi - run_lo) {
-            run_lo = at;
-            run_hi = m0;
-        }
-        at = m1;
-    }
-    if (w->missing == 0) return;
-    if (vhi - at > run_hi - run_lo) {
-        run_lo = at;
-        run_hi = vhi;
-    }
-    w->valid_lo = run_lo;
-    w->valid_hi = run_hi;
-}
-
-static reel__audio_span span_at(const void *ctx, size_t i)
-{
-    return ((const reel__audio_span *)ctx)[i];
-}
-
-static reel__audio_span hole_at(const void *ctx, size_t i)
-{
-    const reel_audio *a = ctx;
-    return span_of(a, &a->holes[i]);
-}
-
-void reel__audio_damage_of(const reel__audio_span *s, size_t n, int64_t lo, int64_t hi, reel_audio_window *w)
-{
-    damage_run(span_at, s, n, lo, hi, w);
-}
-
-void reel__audio_damage(const reel_audio *a, int64_t lo, int64_t hi, reel_audio_window *w)
-{
-    damage_run(hole_at, a, a->n_holes, lo, hi, w);
-}
-
-int reel__audio_damage_spans(const reel_audio *a, int64_t lo, int64_t hi, reel__audio_span **out, size_t *n,
-                             int64_t *stream_lo, int64_t *stream_hi)
-{
-    *out = NULL;
-    *n = 0;
-    *stream_lo = a->stream_lo;
-    *stream_hi = a->stream_hi;
-    size_t k = 0;
-    for (size_t i = 0; i < a->n_holes; i++) {
-        reel__audio_span p = span_of(a, &a->holes[i]);
-        k += touches(&p, lo, hi);
-    }
-    if (!k) return 0;
-    reel__audio_span *s = malloc(k * sizeof *s);
-    if (!s) return -1;
-    k = 0;
-    for (size_t i = 0; i < a->n_holes; i++) {
-        reel__audio_span p = span_of(a, &a->holes[i]);
-        if (touches(&p, lo, hi)) s[k++] = p;
-    }
-    *out = s;
-    *n = k;
-    return 0;
 }

@@ -13,8 +13,9 @@
 #include "audio/audio_internal.h"
 #include "io/io_front.h"
 
-#define KEPT_MAX ((int64_t)16 << 20) /* the most header bytes kept for the reopens */
-#define N_KEPT   (sizeof((reel_audio *)0)->kept / sizeof((reel_audio *)0)->kept[0])
+#define KEPT_MAX   ((int64_t)16 << 20) /* the most header bytes kept for the reopens */
+#define KEPT_SPANS 4096                /* and spans (a fragmented mp4's moofs: one each) */
+#define WALK_FIRST 4096                /* the first fetch at a box the header walk seeks to */
 
 /* The kept span holding `pos`, or NULL. */
 static const reel__audio_kept *kept_at(const reel_audio *a, int64_t pos)
@@ -34,9 +35,19 @@ static void keep(reel_audio *a, int64_t pos, const uint8_t *buf, size_t n)
     reel__audio_kept *k = NULL;
     for (size_t i = 0; i < a->n_kept && !k; i++)
         if (a->kept[i].pos + (int64_t)a->kept[i].len == pos) k = &a->kept[i];
-    if (total + (int64_t)n > KEPT_MAX || (!k && a->n_kept == N_KEPT)) {
+    if (total + (int64_t)n > KEPT_MAX || (!k && a->n_kept == KEPT_SPANS)) {
         a->keeping = 0;
         return;
+    }
+    if (!k && a->n_kept == a->kept_cap) {
+        size_t cap = a->kept_cap ? 2 * a->kept_cap : 8;
+        reel__audio_kept *g = realloc(a->kept, cap * sizeof *g);
+        if (!g) {
+            a->keeping = 0;
+            return;
+        }
+        a->kept = g;
+        a->kept_cap = cap;
     }
     if (!k) {
         k = &a->kept[a->n_kept++];
@@ -97,6 +108,63 @@ static int64_t fetch_end(const reel_audio *a, size_t r, int64_t from)
     return end;
 }
 
+/* 1 when the 4 bytes name a box whose bytes the walk skips (media data,
+ * free space): the walk reads its header alone. */
+static int skipped_box(const uint8_t *t)
+{
+    return !memcmp(t, "mdat", 4) || !memcmp(t, "free", 4) || !memcmp(t, "skip", 4) || !memcmp(t, "wide", 4);
+}
+
+/* 1 when the 4 bytes name a top-level box the demuxer reads whole (the
+ * header's tables); other bytes at a seek (an unknown box, or no box
+ * header: a read inside one) are read on as they come. */
+static int whole_box(const uint8_t *t)
+{
+    static const char names[][5] = { "moov", "moof", "sidx", "ssix", "mfra", "meta", "uuid", "emsg", "prft", "styp" };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!memcmp(t, names[i], 4)) return 1;
+    return 0;
+}
+
+/* While a remote mp4/mov's header is read (a->walking: the demuxer walks
+ * its top-level boxes; a fragmented file's moof, then its mdat skipped,
+ * and so on to the end), a read of bytes not held fetches only what the
+ * walk needs, not readahead's span (readahead_min, 256 KiB: a fragment or
+ * two each time, the file about once, and again at each reopen): at a
+ * seek, WALK_FIRST bytes (a moof and the next box's header), and the rest
+ * of the box that starts there when the walk reads it whole (whole_box: a
+ * moov at the end, up to readahead_max); reads that run on, twice the
+ * last fetch. */
+static int walk_fetch(reel_audio *a, int64_t pos)
+{
+    const int64_t total = reel__io_size(a->io);
+    if (pos >= total || reel__io_is_held(a->io, pos, 1)) return REEL_OK;
+    const int on = pos == a->walk_end;
+    int64_t len = on && 2 * a->walk_len > WALK_FIRST ? 2 * a->walk_len : WALK_FIRST;
+    if (len > a->fetch_max) len = a->fetch_max > WALK_FIRST ? a->fetch_max : WALK_FIRST;
+    if (len > total - pos) len = total - pos;
+    reel__io_range r = { pos, len };
+    if (reel__io_will_read(a->io, &r, 1, &a->io_err) != REEL_OK) return AVERROR(EIO);
+    uint8_t h[16];
+    size_t got = 0;
+    if (!on && reel__io_read_at(a->io, pos, h, sizeof h, &got, &a->io_err) == REEL_OK && got >= 8 &&
+        whole_box(h + 4)) { /* the box that starts here, when the demuxer reads it whole */
+        const uint32_t s32 = (uint32_t)h[0] << 24 | (uint32_t)h[1] << 16 | (uint32_t)h[2] << 8 | h[3];
+        int64_t box = s32 == 0 ? total - pos : (int64_t)s32;
+        if (s32 == 1 && got >= 16) {
+            box = 0;
+            for (int i = 8; i < 16; i++) box = box << 8 | h[i];
+        }
+        if (box > len && box <= total - pos) {
+            r.length = box < a->fetch_max ? box : a->fetch_max;
+            if (r.length > len && reel__io_will_read(a->io, &r, 1, &a->io_err) != REEL_OK) return AVERROR(EIO);
+            if (r.length > len) len = r.length;
+        }
+    }
+    a->walk_len = len;
+    return REEL_OK;
+}
+
 static int io_read(void *opaque, uint8_t *buf, int size)
 {
     reel_audio *a = opaque;
@@ -118,10 +186,13 @@ static int io_read(void *opaque, uint8_t *buf, int size)
             if (reel__io_will_read(a->io, &want, 1, &a->io_err) != REEL_OK) return AVERROR(EIO);
         }
         if (end - pos < size) size = (int)(end - pos);
+    } else if (a->walking && walk_fetch(a, pos) != REEL_OK) {
+        return AVERROR(EIO);
     }
     if (reel__io_read_at(a->io, pos, buf, (size_t)size, &got, &a->io_err) != REEL_OK) return AVERROR(EIO);
     if (a->keeping && got) keep(a, pos, buf, got);
     a->io_pos += (int64_t)got;
+    a->walk_end = pos + (int64_t)got;
     return got ? (int)got : AVERROR_EOF;
 }
 
@@ -151,7 +222,23 @@ int reel__audio_open_container(reel_audio *a)
      * through io_read, whose remote fetches poll it themselves) */
     a->fmt->interrupt_callback.callback = a->s.interrupt;
     a->fmt->interrupt_callback.opaque = a->s.interrupt_opaque;
-    return avformat_open_input(&a->fmt, a->name, NULL, NULL); /* frees fmt on failure */
+    a->walking = a->boxes; /* walk_fetch */
+    a->walk_end = -1;
+    int r = avformat_open_input(&a->fmt, a->name, NULL, NULL); /* frees fmt on failure */
+    a->walking = 0;
+    return r;
+}
+
+/* A remote object whose first bytes are an mp4/mov box (held already: the
+ * open's first request brought them) is read by walk_fetch while its
+ * header is. */
+void reel__audio_boxes(reel_audio *a)
+{
+    uint8_t h[8];
+    size_t got = 0;
+    reel_error e;
+    a->boxes = a->remote && reel__io_is_held(a->io, 0, 8) && reel__io_read_at(a->io, 0, h, 8, &got, &e) == REEL_OK &&
+               got == 8 && (!memcmp(h + 4, "ftyp", 4) || !memcmp(h + 4, "moov", 4) || skipped_box(h + 4));
 }
 
 /* Back to the stream's first packet: the container opened afresh. A seek
@@ -286,5 +373,7 @@ void reel__audio_source_free(reel_audio *a)
     a->runs = NULL;
     a->n_runs = 0;
     for (size_t i = 0; i < a->n_kept; i++) free(a->kept[i].data);
-    a->n_kept = 0;
+    free(a->kept);
+    a->kept = NULL;
+    a->n_kept = a->kept_cap = 0;
 }

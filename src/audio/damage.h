@@ -25,8 +25,16 @@ void reel__audio_damage_of(const reel__audio_span *s, size_t n, int64_t lo, int6
 
 /* After reel_audio_get_samples of [lo, hi): the spans of a's damage that
  * touch it into *out (malloc'd; NULL when none) and the stream's part of
- * the window before the narrowing (window-relative). -1: out of memory. */
+ * the window before the narrowing (window-relative); with `lines` (may be
+ * NULL), what REEL_CORRUPT_FAIL would have said of each span's first
+ * packet ("corrupt audio packet at T s: <the codec's reason>", without the
+ * file's name), a line each in the spans' order (malloc'd; NULL when
+ * none). -1: out of memory. */
 int reel__audio_damage_spans(const reel_audio *a, int64_t lo, int64_t hi, reel__audio_span **out, size_t *n,
-                             int64_t *stream_lo, int64_t *stream_hi);
+                             int64_t *stream_lo, int64_t *stream_hi, char **lines);
+
+/* 1 when span p touches the window [lo, hi) (a span without a gap: when
+ * its place lies in it). The one definition. */
+int reel__audio_span_touches(const reel__audio_span *p, int64_t lo, int64_t hi);
 
 #endif

@@ -297,9 +297,11 @@ static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, 
     if (st == REEL_OK && !(tmp = malloc((n ? n : 1) * sizeof *tmp)))
         st = reel__error_set(why, REEL_E_NOMEM, "%s: out of memory", it->shown);
     if (st == REEL_OK) st = reel_audio_get_samples(a, t0, t1, rec->tb_num, rec->tb_den, tmp, n, &w, why);
-    size_t nspans = 0; /* the damage under REEL_CORRUPT_SKIP: its spans, so a clip gets what the video gives it */
-    if (st == REEL_OK && reel__audio_damage_spans(a, w.first_sample, w.first_sample + w.num_samples, &rec->audio_spans,
-                                                  &nspans, &rec->audio_stream_lo, &rec->audio_stream_hi) != 0)
+    size_t nspans = 0; /* the damage under REEL_CORRUPT_SKIP: its spans, so a clip gets what the video gives it, and
+                        * what FAIL says of each (the record's reason, a line a span: the loader's FAIL names it) */
+    if (st == REEL_OK &&
+        reel__audio_damage_spans(a, w.first_sample, w.first_sample + w.num_samples, &rec->audio_spans, &nspans,
+                                 &rec->audio_stream_lo, &rec->audio_stream_hi, &rec->reason) != 0)
         st = reel__error_set(why, REEL_E_NOMEM, "%s: out of memory", it->shown);
     rec->audio_n_spans = (uint32_t)nspans;
     if (st == REEL_OK && reel__bytes_reserve(bytes, n * 4) != 0)
@@ -329,6 +331,8 @@ static int pack_audio(const reel_pack_settings *ps, const reel__pack_entry *it, 
         rec->a0_tb_den = ai->time_base_den;
     }
     if (st != REEL_OK) { /* no samples: no damage either */
+        free(rec->reason);
+        rec->reason = NULL;
         free(rec->audio_spans);
         rec->audio_spans = NULL;
         rec->audio_n_spans = 0;
@@ -379,8 +383,9 @@ int reel__pack_record(const reel__pack_ctx *c, int64_t sample, reel__encoder *en
         st = c->s->audio ? pack_audio(c->s, it, v.dec, rec, bytes, &aerr, err) : REEL_OK;
         reel_decoder_close(&v.dec);
         if (st != REEL_OK) return st;
-        rec->reason =
-            strdup(rec->audio_status != REEL_OK && rec->audio_status != REEL_E_NO_AUDIO_STREAM ? aerr.message : "");
+        if (!rec->reason) /* else the damage's lines (pack_audio) */
+            rec->reason =
+                strdup(rec->audio_status != REEL_OK && rec->audio_status != REEL_E_NO_AUDIO_STREAM ? aerr.message : "");
         if (!rec->reason) return reel__error_set(err, REEL_E_NOMEM, "pack: out of memory");
         rec->length = bytes->len;
         rec->crc = reel__crc32(0, bytes->data, bytes->len);

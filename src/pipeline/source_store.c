@@ -22,6 +22,7 @@ typedef struct store_sample {
      * 1 when the video has none and zeros were asked for, and the record's
      * samples once read (float32 [C, S] of reel_store_record) */
     int audio, audio_rate, audio_zeros;
+    int fail_corrupt; /* REEL_CORRUPT_FAIL: a clip that damage packed under SKIP touches fails, as the video's would */
     float *samples;
 } store_sample;
 
@@ -72,6 +73,7 @@ static int store_open(void *ctx, void *tls, const reel_dataset_entry *entry, con
     h->audio = o->audio != NULL;
     h->audio_rate = o->audio ? o->audio->sample_rate : 0;
     h->audio_zeros = o->audio && rec.audio_status != REEL_OK;
+    h->fail_corrupt = o->decoder->corrupt_policy == REEL_CORRUPT_FAIL;
     h->interrupt = o->interrupt;
     h->interrupt_opaque = o->interrupt_opaque;
     reel_sampler_video *v = &info->video;
@@ -154,6 +156,22 @@ static int read_samples(reel_store_reader *r, store_sample *h, const reel_store_
     return REEL_OK;
 }
 
+/* Under REEL_CORRUPT_FAIL, a clip [lo, hi) that a record's damage touches
+ * (packed under REEL_CORRUPT_SKIP) fails as the video's decode would: the
+ * file, the first damaged packet's time and the codec's reason (the
+ * record keeps them); a store packed before they were kept: the samples. */
+static int clip_fail(const reel_source_store_ctx *c, const store_sample *h, const reel_store_record *rec, int64_t lo,
+                     int64_t hi, const reel_audio_window *w, reel_error *err)
+{
+    size_t len = 0;
+    const char *line = reel__store_audio_clip_fail(c->store, h->record, lo, hi, &len);
+    if (line) return reel__error_set(err, REEL_E_CORRUPT, "%s: %.*s", rec->source_path, (int)len, line);
+    return reel__error_set(err, REEL_E_CORRUPT,
+                           "%s: %lld corrupt audio packets touch the samples %lld..%lld (packed under skip into the "
+                           "store %s; the loader's corrupt_policy is fail)",
+                           rec->source_path, (long long)w->corrupt_packets, (long long)lo, (long long)hi, c->name);
+}
+
 /* Stage 2: a clip's audio, cut from the record's samples by s(t) on the
  * record's grid; its valid range is the record's seen from the clip (the
  * clip's window lies in the record's, which holds every stored frame). */
@@ -193,6 +211,7 @@ static int store_audio(void *ctx, void *tls, void *handle, int64_t t0, int64_t t
     w->first_sample = lo;
     w->num_samples = n;
     reel__store_audio_clip_damage(c->store, h->record, lo, hi, w);
+    if (h->fail_corrupt && w->corrupt_packets > 0) return clip_fail(c, h, &rec, lo, hi, w, err);
     if (!dst) return REEL_OK;
     const size_t C = (size_t)rec.audio_channels;
     if (cap < C * (size_t)n)

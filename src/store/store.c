@@ -274,6 +274,21 @@ int reel_store_get_class_name(const reel_store *s, int64_t label, const char **n
     return REEL_OK;
 }
 
+const char *reel__store_audio_clip_fail(const reel_store *s, int64_t record, int64_t lo, int64_t hi, size_t *len)
+{
+    const reel__store_rec *r = &s->recs[record];
+    const char *line = r->reason ? r->reason : "";
+    for (uint32_t i = 0; i < r->audio_n_spans && *line; i++) {
+        const char *nl = strchr(line, '\n');
+        if (reel__audio_span_touches(&r->audio_spans[i], lo, hi)) {
+            *len = nl ? (size_t)(nl - line) : strlen(line);
+            return line;
+        }
+        line = nl ? nl + 1 : "";
+    }
+    return NULL;
+}
+
 void reel__store_audio_clip_damage(const reel_store *s, int64_t record, int64_t lo, int64_t hi, reel_audio_window *w)
 {
     const reel__store_rec *r = &s->recs[record];

@@ -42,6 +42,13 @@ void reel__store_blob_free(reel__store_blob *b);
  * clip), missing, missing_lo/hi, corrupt_packets, from the record's spans
  * (audio/damage.h). Only w's damage fields and valid are set. */
 void reel__store_audio_clip_damage(const reel_store *s, int64_t record, int64_t lo, int64_t hi, reel_audio_window *w);
+/* What REEL_CORRUPT_FAIL says of the clip [lo, hi) of record `record`'s
+ * stored audio when damage touches it: the first such span's line of the
+ * record's reason ("corrupt audio packet at T s: <the codec's reason>",
+ * as the video's decode says it; *len bytes at the returned pointer, no
+ * newline), or NULL (no damage there, or a store packed before the lines
+ * were kept). */
+const char *reel__store_audio_clip_fail(const reel_store *s, int64_t record, int64_t lo, int64_t hi, size_t *len);
 /* The interrupt callback for the reader's next calls (the loader's per-sample one). */
 void reel__store_reader_set_interrupt(reel_store_reader *r, int (*fn)(void *), void *opaque);
 

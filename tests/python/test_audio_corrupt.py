@@ -357,3 +357,36 @@ def test_the_store_keeps_the_damage_as_store_md_lays_it_out(damaged, tmp_path):
     (store / "store.idx").write_bytes(bytes(idx))
     with pytest.raises(reel.CorruptError, match="damaged.mp4: impossible audio values"):
         reel._reel.store_records(str(store))
+
+
+def test_a_store_under_fail_names_the_packet_as_the_video_does(damaged, tmp_path):
+    """A store packed under "skip" keeps the damaged audio with its spans;
+    a Loader over it under "fail" fails the sample whose clip the damage
+    touches with the message the Loader over the video gives: the file, the
+    packet's time in seconds and the codec's reason (the record keeps them,
+    a line a span, as its reason), never the clip's sample range."""
+    d = tmp_path / "videos"
+    d.mkdir()
+    shutil.copy(damaged["clean"], d / "clean.mp4")
+    shutil.copy(damaged["aac"][0], d / "damaged.mp4")
+    store = tmp_path / "skip"
+    reel.pack(d, store, size=32, shard_size=1 << 16, audio=True, format="raw", corrupt_policy="skip")
+    recs = {os.path.basename(r["path"]): r for r in reel._reel.store_records(str(store))}
+    t = damaged["aac"][1]
+    assert recs["damaged.mp4"]["status"] == 0 and recs["damaged.mp4"]["audio"]["status"] == 0
+    assert recs["damaged.mp4"]["reason"].startswith(f"corrupt audio packet at {t:.6f} s: ")
+    assert recs["clean.mp4"]["reason"] == ""
+    kw = dict(frames_per_clip=25, clips_per_video=4, size=32, batch_size=1, shuffle=False, epochs=1, audio=NATIVE,
+              corrupt_policy="fail", on_error="skip")
+    reasons = []
+    for source in (str(store), [str(d / "clean.mp4"), str(d / "damaged.mp4")]):
+        with reel.Loader(source, **kw) as ld:
+            paths = [os.path.basename(i.path) for b in ld for i in b.info]
+            m = ld.metrics()
+        assert set(paths) == {"clean.mp4"} and m["failure_count"] == 1, (paths, m["failures"])
+        reasons.append(m["failures"][0]["reason"])
+    assert reasons[0] == reasons[1], reasons
+    assert reasons[0].startswith(f"{d / 'damaged.mp4'}: corrupt audio packet at {t:.6f} s: "), reasons
+    assert reasons[0].split(f"{t:.6f} s: ", 1)[1], reasons  # the codec's reason
+    with reel.Loader(str(store), **dict(kw, corrupt_policy="skip")) as ld:  # skip: delivered, the damage said
+        assert sum(i.audio_corrupt_packets for b in ld for i in b.info) >= 1

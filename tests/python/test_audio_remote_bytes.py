@@ -186,3 +186,93 @@ def test_a_chosen_audio_stream_of_two_is_the_files(shared_videos, stream):
     with nginx(shared_videos) as base:
         got = run(f"{base}/nasa_13013.mp4", remote=REMOTE)
     assert got.shape[-1] > 0 and np.array_equal(got, local)
+
+
+def top_boxes(path):
+    """(offset, type, size) of the file's top-level boxes."""
+    data = path.read_bytes()
+    at, out = 0, []
+    while at + 8 <= len(data):
+        size, kind = struct.unpack(">I4s", data[at:at + 8])
+        if size == 1:
+            size = struct.unpack(">Q", data[at + 8:at + 16])[0]
+        out.append((at, kind.decode("latin-1"), size or len(data) - at))
+        at += size if size else len(data)
+    return out
+
+
+WALK = 4096  # what the header walk fetches at each moof (audio_source.c: WALK_FIRST)
+
+
+def test_a_fragmented_mp4s_audio_fetches_each_byte_about_once(long_mp4):
+    """`-movflags frag_keyframe+empty_moov` (a moof + mdat per keyframe, an
+    mfra at the end): the demuxer walks every moof while opening. The
+    audio's open fetches each moof (WALK bytes, not readahead's 256 KiB
+    around it) and keeps what it read for the reopens from a0, so a window
+    at 55 s fetches the file's bytes up to the window's end once, and the
+    walk: at most the bytes up to the window's end (default settings: the
+    runs' gaps fetched) + the open's first request (256 KiB) + WALK per
+    moof + a slack; with readahead_min 256 B
+    the header, WALK per moof and the audio packets' coalesced runs (before:
+    11.5 MB at 55 s for this 6.8 MB file, 5.9 MB at 5 s). The samples equal
+    the local file's."""
+    frag = long_mp4.parent / "frag.mp4"
+    if not frag.exists():
+        subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-i", str(long_mp4), "-c", "copy", "-movflags",
+                        "frag_keyframe+empty_moov", str(frag)], check=True)
+    boxes = top_boxes(frag)
+    moofs = [b for b in boxes if b[1] == "moof"]
+    assert len(moofs) >= 50 and boxes[-1][1] == "mfra"  # a fragment a second
+    size = frag.stat().st_size
+    late, _, _ = decoder_window(frag, 55.0)
+    early, _, _ = decoder_window(frag, 5.0)
+    with nginx(frag.parent) as base:
+        url = f"{base}/frag.mp4"
+        got_late, late_bytes, late_requests = decoder_window(url, 55.0, {"whole_object_max": 0})
+        got_early, early_bytes, _ = decoder_window(url, 5.0, {"whole_object_max": 0})
+        got_small, small_bytes, _ = decoder_window(url, 55.0, REMOTE)
+    assert np.array_equal(got_late, late) and np.array_equal(got_early, early) and late.shape == (1, 16000)
+    assert np.array_equal(got_small, late)
+    walk = len(moofs) * WALK
+
+    def upto(t):  # the file's bytes up to the last audio packet before t
+        r = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a", "-show_entries", "packet=pts_time,pos,size",
+                            "-of", "csv=p=0", str(frag)], capture_output=True, text=True, check=True)
+        return max(int(p) + int(s) for tt, s, p in (ln.split(",")[:3] for ln in r.stdout.split()) if float(tt) <= t)
+
+    head = 256 << 10  # the open's first request: readahead_min's bytes at 0 (the runs fetch them again)
+    assert late_bytes <= upto(57.0) + head + walk + SLACK and late_bytes < 1.2 * size, (late_bytes, size)
+    assert early_bytes <= upto(7.0) + head + walk + SLACK and early_bytes < size / 3, (early_bytes, size)
+    assert late_requests <= len(moofs) + 8, late_requests  # a request a moof, and the runs' few
+    bound, audio = audio_fetch_bound(frag, 57.0)
+    assert small_bytes <= bound + walk and small_bytes < 0.4 * size, (small_bytes, bound, walk, size)
+
+
+def test_a_webms_video_reads_the_file_once_to_index_it_and_its_gop_once_indexed(long_mp4, monkeypatch, tmp_path):
+    """A WebM (VP8 + Opus, by the ffmpeg CLI; its Cues at the end) over
+    http: a frame at 5 s reads the whole file once, no more (reel's packet
+    scan for the exact frame table: every frame's timestamp is in its
+    block, inside the clusters; libavformat reads the header and, at the
+    first seek, the Cues); with the index cached (REEL_INDEX_CACHE, the
+    second open) it reads the header, the Cues and the GOP's cluster: two
+    requests of readahead_min and the Cues. The pixels equal the local
+    file's."""
+    webm = long_mp4.parent / "long.webm"
+    if not webm.exists():
+        subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-i", str(long_mp4), "-t", "30", "-c:v", "libvpx",
+                        "-deadline", "realtime", "-cpu-used", "8", "-g", "25", "-b:v", "400k", "-c:a", "libopus",
+                        "-b:a", "128k", str(webm)], check=True)
+    size = webm.stat().st_size
+    with reel.VideoDecoder(str(webm)) as d:
+        want = np.asarray(d.get_frames_at([125])).copy()
+    monkeypatch.setenv("REEL_INDEX_CACHE", str(tmp_path / "cache"))
+    fetched = []
+    with nginx(webm.parent) as base:
+        for mode in (False, True, True):  # no index; the first open writes it; the second reads it
+            with reel.VideoDecoder(f"{base}/long.webm", remote={"whole_object_max": 0}, index_mode=mode) as d:
+                got = np.asarray(d.get_frames_at([125])).copy()
+                fetched.append((d.remote_stats["bytes_fetched"], d.remote_stats["requests"]))
+            assert np.array_equal(got, want)
+    assert all(size <= b <= size + (256 << 10) for b, _ in fetched[:2]), (fetched, size)
+    # the header's first request and the GOP's cluster (readahead_min, 256 KiB, each) and the Cues
+    assert fetched[2][0] <= 2 * (256 << 10) + SLACK and fetched[2][0] < 0.3 * size and fetched[2][1] <= 5, fetched
