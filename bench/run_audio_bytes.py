@@ -33,11 +33,24 @@ remuxed by the ffmpeg CLI with `-movflags frag_keyframe+empty_moov` (a moof
 and requests for the frame at t (a VideoDecoder's open and one frame), the
 audio's added bytes and requests, and for the WebM the video's with a
 sidecar index cached (REEL_INDEX_CACHE, the second open).
+
+    python3 bench/run_audio_bytes.py --latency [--label NAME]
+
+Requests against bytes: the 60 s mp4 above (the CLI's fine interleave) and
+the same remuxed with `-chunk_duration 1000000` (audio in 1 s chunks, as
+cameras write), served through a loopback proxy (delay_proxy: L ms before
+each request reaches nginx, the answer paced at --bandwidth MB/s) for
+L = 0, 5, 20, 50 ms and readahead_min = 1 KiB ... 1 MiB: the seconds a
+VideoDecoder with audio takes to open, read the frame at t and the audio of
+[t, t + 1) s (16 kHz mono), with its bytes and requests.
 """
 import argparse
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -166,13 +179,109 @@ def frag_webm_rows(args, files):
     print("samples equal the local file's: yes (asserted)")
 
 
+class delay_proxy:
+    """A loopback TCP proxy in front of nginx: each chunk a client sends (a
+    request) waits `latency` s before it goes on; each answer chunk is paced
+    at `bandwidth` bytes/s. Bounded: every socket has a timeout, and leaving
+    the with block closes the listener and every connection."""
+
+    def __init__(self, upstream, latency, bandwidth):
+        self.upstream, self.latency, self.bandwidth = upstream, latency, bandwidth
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.listener.settimeout(0.2)
+        self.port = self.listener.getsockname()[1]
+        self.socks, self.stop = [], threading.Event()
+
+    def __enter__(self):
+        threading.Thread(target=self.accept, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        for s in [self.listener, *self.socks]:
+            s.close()
+
+    def accept(self):
+        while not self.stop.is_set():
+            try:
+                c, _ = self.listener.accept()
+            except OSError:
+                continue
+            u = socket.create_connection(("127.0.0.1", self.upstream), timeout=30)
+            c.settimeout(30)
+            self.socks += [c, u]
+            threading.Thread(target=self.pump, args=(c, u, True), daemon=True).start()
+            threading.Thread(target=self.pump, args=(u, c, False), daemon=True).start()
+
+    def pump(self, src, dst, request):
+        try:
+            while not self.stop.is_set():
+                b = src.recv(1 << 16)
+                if not b:
+                    break
+                time.sleep(self.latency if request else len(b) / self.bandwidth)
+                dst.sendall(b)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def timed_window(url, t, ra):
+    """Seconds, bytes and requests of a decoder with audio: open, the frame at t, the audio of [t, t + 1) s."""
+    frames = list(range(int(t * 25), int(t * 25) + 25))
+    t0 = time.perf_counter()
+    with reel.VideoDecoder(url, audio={"sample_rate": 16000, "channels": 1},
+                           remote={"whole_object_max": 0, "readahead_min": ra}) as d:
+        d.get_frames_at(frames[:1])
+        a = np.asarray(d.get_audio_for_frames(frames).data).copy()
+        st = dict(d.remote_stats)
+    return a, time.perf_counter() - t0, st["bytes_fetched"], st["requests"]
+
+
+def latency_rows(args):
+    """The seconds a window costs, by per-request latency and readahead_min."""
+    fine = make(60)["long.mp4"]
+    coarse = fine.with_name("60s-coarse.mp4")
+    if not coarse.exists():
+        subprocess.run(["ffmpeg", "-nostdin", "-y", "-v", "error", "-i", str(fine), "-c", "copy", "-chunk_duration",
+                        "1000000", str(coarse)], check=True)
+    gaps = (1 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20)
+    print(f"| file {args.label} | window | latency ms | " + " | ".join(f"{g >> 10} KiB: s, MB (requests)" for g in gaps)
+          + " |")
+    print("|---|---|---|" + "---|" * len(gaps))
+    with tempfile.TemporaryDirectory() as www, nginx(Path(www)) as base:
+        port = int(base.rsplit(":", 1)[1])
+        for path in (fine, coarse):
+            (Path(www) / path.name).symlink_to(path)
+            for t in (5.0, 55.0):
+                local = window(path, t)[0]
+                for lat in (0, 5, 20, 50):
+                    cells = []
+                    with delay_proxy(port, lat / 1e3, args.bandwidth * 1e6) as px:
+                        for g in gaps:
+                            got, sec, nb, nr = timed_window(f"http://127.0.0.1:{px.port}/{path.name}", t, g)
+                            assert np.array_equal(got, local), (path.name, t, lat, g)
+                            cells.append(f"{sec:.2f}, {nb / 1e6:.2f} ({nr})")
+                    print(f"| {path.name} | {t:g}-{t + 1:g} s | {lat} | " + " | ".join(cells) + " |", flush=True)
+    print("samples equal the local file's: yes (asserted)")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=int, default=60)
     ap.add_argument("--label", default="")
     ap.add_argument("--loader", action="store_true", help="the Loader's sample with audio, small and large objects")
     ap.add_argument("--only-frag", action="store_true", help="the fragmented mp4 and WebM table alone")
+    ap.add_argument("--latency", action="store_true", help="seconds a window costs by request latency and gap")
+    ap.add_argument("--bandwidth", type=float, default=50.0, help="--latency: the proxy's MB/s")
     args = ap.parse_args()
+    if args.latency:
+        latency_rows(args)
+        return
     if args.loader:
         loader_rows(args.label)
         return
