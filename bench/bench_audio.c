@@ -2,9 +2,9 @@
  * the clips of bench/run_audio.py read through reel_audio alone, in modes
  * that each leave out one stage, so that their differences are the stages.
  *
- *   bench_audio [--rounds 20] [--rate 16000] [--only MODE] < PLAN
+ *   python3 bench/run_audio.py --plan | build/bench_audio [--rounds 20] [--rate 16000] [--only MODE]
  *
- * PLAN: one line a video, "PATH FIRST_FRAME ..." (the clips' first frames
+ * The plan on stdin: one line a video, "PATH FIRST_FRAME ..." (the clips' first frames
  * at 25 fps, in their order; run_audio.py --plan prints it), each clip 16
  * frames, its window [s / 25, (s + 16) / 25) s.
  *
@@ -34,9 +34,9 @@
 #include <time.h>
 
 #define MAX_VIDEOS 64
-#define MAX_CLIPS 64
-#define FRAMES 16
-#define FPS 25
+#define MAX_CLIPS  64
+#define FRAMES     16
+#define FPS        25
 
 typedef struct video {
     char path[1024];
@@ -118,8 +118,10 @@ int main(int argc, char **argv)
 {
     int rounds = 20, rate = 16000, only = -1;
     for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--rounds")) rounds = atoi(argv[i + 1]);
-        else if (!strcmp(argv[i], "--rate")) rate = atoi(argv[i + 1]);
+        if (!strcmp(argv[i], "--rounds"))
+            rounds = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--rate"))
+            rate = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--only")) {
             for (int m = 0; m < N_MODES; m++)
                 if (!strcmp(argv[i + 1], mode_names[m])) only = m;
@@ -127,8 +129,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "bench_audio: no mode %s\n", argv[i + 1]);
                 return 2;
             }
-        }
-        else {
+        } else {
             fprintf(stderr, "usage: bench_audio [--rounds R] [--rate HZ] [--only MODE] < PLAN\n");
             return 2;
         }
