@@ -3,6 +3,7 @@
 
     python3 bench/run_audio.py [--videos 6] [--seconds 20] [--clips 8] [--frames 16] [--rounds 3]
                                [--hour] [--torchcodec DIR] [--no-doc]
+    python3 bench/run_audio.py --plan | build/bench_audio   (reel's audio per clip, by stage, in C)
 
 1. Makes the clips' videos with the ffmpeg CLI into build/bench-data/audio:
    --videos files of --seconds s, 320x240 at 25 fps (H.264 ultrafast, a
@@ -257,9 +258,17 @@ def main():
     ap.add_argument("--worker", default=None)
     ap.add_argument("--videos-json", default="[]")
     ap.add_argument("--hour-path", default="")
+    ap.add_argument("--plan", action="store_true",
+                    help="print the clips' plan (a line a video: its path and its clips' first frames) for "
+                         "build/bench_audio, and stop")
     args = ap.parse_args()
     if args.worker:
         return worker_main(args)
+    if args.plan:
+        videos = make_videos(args.videos, args.seconds)
+        for path, ss in zip(videos, plan(videos, args.clips, args.frames, args.seconds * 25)):
+            print(path, *ss)
+        return 0
     ffv = ffmpeg_version("run_audio.py")
     videos = make_videos(args.videos, args.seconds)
     vj = json.dumps(videos)

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/clock.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int reel__loader_audio_check(const reel_loader_audio *a, reel_error *err)
@@ -119,29 +120,51 @@ static int clip_audio(reel_loader *l, worker *w, reel_slot *s, int k, float *dst
     return REEL_OK;
 }
 
+/* A clip's place in the reading order: its window's start, then its index. */
+typedef struct clip_at {
+    int64_t t0;
+    size_t off; /* its samples' offset in the slot's plane (clip order) */
+    int k;
+} clip_at;
+
+static int by_start(const void *x, const void *y)
+{
+    const clip_at *a = x, *b = y;
+    if (a->t0 != b->t0) return a->t0 < b->t0 ? -1 : 1;
+    return (a->k > b->k) - (a->k < b->k);
+}
+
 int reel__loader_audio_decode(reel_loader *l, worker *w, reel_slot *s, reel_error *e)
 {
     const char *name = sample_name(l, s->sample);
     const int K = l->clips_per_sample, C = l->s.audio.channels;
     int64_t t_begin = reel__clock_ns();
     size_t total = 0;
+    /* The clips are read in their windows' time order and placed in clip
+     * order: the sample's audio object keeps no cache (reel__loader_audio_
+     * settings), so it decodes on from one window to the next, where a
+     * window before the last one read would start a decode from a0 again
+     * (AAC; the samples are the same in any order). */
+    clip_at *order = malloc((size_t)(K > 0 ? K : 1) * sizeof *order);
+    if (!order) return reel__error_set(e, REEL_E_NOMEM, "%s: audio: out of memory", name);
     int st = REEL_OK;
     for (int k = 0; k < K && st == REEL_OK; k++) { /* the windows first: the buffer is sized once */
         reel_audio_window win;
         int have = 0;
         st = clip_window(l, w, s, k, &win, &have, e);
+        order[k] = (clip_at){ s->audio_win[2 * k], total, k };
         if (st == REEL_OK) total += (size_t)C * (size_t)win.num_samples;
     }
     if (st == REEL_OK) st = reel__ring_slot_audio_reserve(s, total > 0 ? total : 1, e);
-    size_t off = 0;
+    if (st == REEL_OK) qsort(order, (size_t)K, sizeof *order, by_start);
     int64_t samples = 0, bad = 0;
-    for (int k = 0; k < K && st == REEL_OK; k++) {
+    for (int i = 0; i < K && st == REEL_OK; i++) {
         int64_t n = 0, b = 0;
-        st = clip_audio(l, w, s, k, s->audio + off, &n, &b, e);
-        off += (size_t)C * (size_t)n;
+        st = clip_audio(l, w, s, order[i].k, s->audio + order[i].off, &n, &b, e);
         samples += n;
         bad += b;
     }
+    free(order);
     if (st != REEL_OK && strncmp(e->message, name, strlen(name)) != 0) {
         reel_error inner = *e; /* every record names the sample */
         reel__error_set(e, st, "%s: audio: %s", name, inner.message);
