@@ -196,3 +196,13 @@ def write_doc(doc, title, section, after=None):
             text = text.rstrip("\n") + "\n\n" + section
     doc.parent.mkdir(parents=True, exist_ok=True)
     doc.write_text(text)
+
+
+def run_json(cmd, timeout=None):
+    """Runs a benchmark worker process; its last stdout line as JSON, or
+    {"error": its last stderr line} when it fails."""
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    if r.returncode != 0:
+        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+

@@ -56,7 +56,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (ROOT, command_line, cpu_model, ffmpeg_version, fmt_fps, load_summary,  # noqa: E402
-                     log, reel_version, sample_load, write_doc, write_results)
+                     log, reel_version, run_json, sample_load, write_doc, write_results)
 
 DATA = ROOT / "build" / "bench-data" / "audio"
 TITLE = "## Audio (issue 28)"
@@ -239,10 +239,7 @@ def run_worker(args, name, extra=()):
            "--seconds", str(args.seconds), *extra]
     if args.torchcodec:
         cmd += ["--torchcodec", args.torchcodec]
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_json(cmd)
 
 
 def main():

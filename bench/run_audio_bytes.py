@@ -102,6 +102,21 @@ def window(src, t, remote=None):
     return a, video, both
 
 
+def served_windows(www, base, paths, seconds):
+    """For each file served at base (linked into www), its 1 s windows at 5 s
+    and seconds - 5 s, read by ranges at readahead_min 256 KiB and 1 KiB:
+    (name, path, t, readahead_min, the video alone's remote_stats, with
+    audio's), the samples asserted equal to the local file's."""
+    for name, path in paths.items():
+        (Path(www) / name).symlink_to(path)
+        for t in (5.0, seconds - 5.0):
+            local, _, _ = window(path, t)
+            for ra in (256 << 10, 1 << 10):
+                got, v, b = window(f"{base}/{name}", t, {"whole_object_max": 0, "readahead_min": ra})
+                assert np.array_equal(got, local), (name, t, ra)
+                yield name, path, t, ra, v, b
+
+
 def loader_sample(src, t, audio, remote):
     """A Loader's one clip at [t, t + 2) s of src: its audio, and the loader's remote_stats."""
     kw = dict(frames_per_clip=8, size=32, batch_size=1, shuffle=False, epochs=1, decode_threads=1)
@@ -149,28 +164,20 @@ def frag_webm_rows(args, files):
     paths = {"frag.mp4": make_frag(files["long.mp4"]), "long.webm": files["long.webm"]}
     rows = []
     with tempfile.TemporaryDirectory() as www, nginx(Path(www)) as base:
-        for name, path in paths.items():
-            (Path(www) / name).symlink_to(path)
-            size = path.stat().st_size
-            for t in (5.0, args.seconds - 5.0):
-                local, _, _ = window(path, t)
-                for ra in (256 << 10, 1 << 10):
-                    got, v, b = window(f"{base}/{name}", t, {"whole_object_max": 0, "readahead_min": ra})
-                    assert np.array_equal(got, local), (name, t, ra)
-                    rows.append((name, t, f"{ra >> 10} KiB", size, v["bytes_fetched"], v["requests"],
-                                 b["bytes_fetched"] - v["bytes_fetched"], b["requests"] - v["requests"]))
-            if name.endswith(".webm"):  # the video's second open, its index cached
-                with tempfile.TemporaryDirectory() as cache:
-                    os.environ["REEL_INDEX_CACHE"] = cache
-                    try:
-                        for _ in range(2):  # the first open writes the index, the second reads it
-                            with reel.VideoDecoder(f"{base}/{name}", remote={"whole_object_max": 0},
-                                                   index_mode=True) as d:
-                                d.get_frames_at([125])
-                                v = dict(d.remote_stats)
-                    finally:
-                        del os.environ["REEL_INDEX_CACHE"]
-                    rows.append((name, 5.0, "256 KiB, index cached", size, v["bytes_fetched"], v["requests"], 0, 0))
+        for name, path, t, ra, v, b in served_windows(www, base, paths, args.seconds):
+            rows.append((name, t, f"{ra >> 10} KiB", path.stat().st_size, v["bytes_fetched"], v["requests"],
+                         b["bytes_fetched"] - v["bytes_fetched"], b["requests"] - v["requests"]))
+        with tempfile.TemporaryDirectory() as cache:  # the WebM's video, its index cached: the second open
+            os.environ["REEL_INDEX_CACHE"] = cache
+            try:
+                for _ in range(2):  # the first open writes the index, the second reads it
+                    with reel.VideoDecoder(f"{base}/long.webm", remote={"whole_object_max": 0}, index_mode=True) as d:
+                        d.get_frames_at([125])
+                        v = dict(d.remote_stats)
+            finally:
+                del os.environ["REEL_INDEX_CACHE"]
+        rows.append(("long.webm", 5.0, "256 KiB, index cached", paths["long.webm"].stat().st_size, v["bytes_fetched"],
+                     v["requests"], 0, 0))
     print(f"| file {args.label} | frame / window | readahead_min | file MB | video alone MB (requests) |"
           " audio added MB (requests) |")
     print("|---|---|---|---|---|---|")
@@ -291,16 +298,9 @@ def main():
         return
     rows = []
     with tempfile.TemporaryDirectory() as www, nginx(Path(www)) as base:
-        for name, path in files.items():
-            (Path(www) / name).symlink_to(path)
-            size = path.stat().st_size
-            for t in (5.0, args.seconds - 5.0):
-                local, _, _ = window(path, t)
-                for ra in (256 << 10, 1 << 10):
-                    got, v, b = window(f"{base}/{name}", t, {"whole_object_max": 0, "readahead_min": ra})
-                    assert np.array_equal(got, local), (name, t, ra)
-                    rows.append((name, t, ra, size, audio_bytes_until(path, t + 1.0), b["bytes_fetched"] -
-                                 v["bytes_fetched"], b["requests"] - v["requests"], v["bytes_fetched"]))
+        for name, path, t, ra, v, b in served_windows(www, base, files, args.seconds):
+            rows.append((name, t, ra, path.stat().st_size, audio_bytes_until(path, t + 1.0), b["bytes_fetched"] -
+                         v["bytes_fetched"], b["requests"] - v["requests"], v["bytes_fetched"]))
     print(f"| file {args.label} | window | readahead_min | file MB | audio packets to the window's end MB |"
           " audio fetched MB | audio requests | video alone MB |")
     print("|---|---|---|---|---|---|---|---|")

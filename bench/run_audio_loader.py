@@ -35,14 +35,13 @@ Audio at the loader (issue 28)" section of docs/BENCHMARKS.md.
 import argparse
 import json
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (ROOT, command_line, cpu_model, ffmpeg_version, fmt_fps, load_summary,  # noqa: E402
-                     log, reel_version, sample_load, write_doc)
+                     log, reel_version, run_json, sample_load, write_doc)
 from run_audio import make_videos  # noqa: E402
 
 TITLE = "## Audio at the loader (issue 28)"
@@ -141,10 +140,7 @@ def run_worker(args, name):
            "--frames", str(args.frames)]
     if args.torchcodec:
         cmd += ["--torchcodec", args.torchcodec]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    if r.returncode != 0:
-        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return run_json(cmd, timeout=1800)
 
 
 def main():

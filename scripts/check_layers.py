@@ -86,7 +86,6 @@ INTER_MODULE: Dict[str, Set[str]] = {
     "audio/damage.h": {"store", "pack", "pipeline"},  # a window's damage as spans of the grid, and what a window says of them  # FFmpeg's log lines of the audio object's contexts routed to its file
     "cuda/device.h": {"decoder", "pipeline"},  # the device setting, a CUDA device, its memory pool and kernel launch
     "decoder/open.h": {"pipeline"},  # opening with the entry's answer to "is it remote?"
-    "audio/open.h": {"pipeline"},  # opening a video's audio with the entry's answer to "is it remote?"
     "decoder/decoder_for_loader.h": {"pipeline", "audio"},  # a loader sample's decode, its GOP contexts per call; the bytes its audio shares
     "store/store_for_pack.h": {"pack"},  # the store's writing side
     "store/store_for_pipeline.h": {"pipeline"},  # the loader's store source, a store's folder

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "audio/audio_internal.h"
-#include "audio/open.h"
 #include "decoder/decoder_for_loader.h"
 #include "decoder/log.h"
 #include "io/io_front.h"
@@ -262,10 +261,15 @@ static int header_suffices(const AVFormatContext *fmt)
     return audio == 1 && video > 0;
 }
 
-/* reel_audio_open for `path` known to be remote (read through src/io by
- * byte ranges) or a local file (audio/open.h). */
-int reel__audio_open_as(reel_audio **out, const char *path, int remote, struct reel__io *share,
-                        const reel_audio_settings *s, reel_error *err)
+/* reel_audio_open for `path` known to be remote (remote != 0: an
+ * http(s)/s3 URL read through src/io by byte ranges) or a local file.
+ * `share`: NULL, or the remote object of the same video that its decoder
+ * reads (reel__decoder_source): the audio reads through a share of it
+ * (reel__io_share: the bytes it holds are not fetched again, the object's
+ * settings apply; s->remote_stats gets the audio's own requests) and
+ * `path` and `remote` are not used. */
+static int audio_open_as(reel_audio **out, const char *path, int remote, struct reel__io *share,
+                         const reel_audio_settings *s, reel_error *err)
 {
     if (share) {
         path = NULL; /* the object's name, already redacted */
@@ -399,7 +403,7 @@ int reel_audio_sample_at(int64_t ts, int num, int den, int64_t a0_pts, int a0_nu
  * from no dataset entry) that asks whether it is remote. */
 int reel_audio_open(reel_audio **out, const char *path, const reel_audio_settings *s, reel_error *err)
 {
-    return reel__audio_open_as(out, path, path ? reel__io_is_remote(path) : 0, NULL, s, err);
+    return audio_open_as(out, path, path ? reel__io_is_remote(path) : 0, NULL, s, err);
 }
 
 int reel_decoder_open_audio(const reel_decoder *dec, const reel_audio_settings *s, reel_audio **out, reel_error *err)
@@ -414,7 +418,7 @@ int reel_decoder_open_audio(const reel_decoder *dec, const reel_audio_settings *
                                "%s: audio: the decoder reads a caller's bytes (reel_io or memory), not a path or a "
                                "URL: open the audio with reel_audio_open",
                                name);
-    return reel__audio_open_as(out, path, 0, share, s, err);
+    return audio_open_as(out, path, 0, share, s, err);
 }
 
 /* ---- the damage a window reports -------------------------------------- */

@@ -2,8 +2,8 @@
  * beyond the public API: a sample's frames straight into its slot,
  * channel-major where the batch is BCTHW, over as many GOP-parallel contexts
  * as the loader chooses for that call (pipeline/source_video.c); and the
- * bytes it reads, which the video's audio shares (the loader's, and
- * reel_decoder_open_audio in src/audio). */
+ * bytes it reads, which the video's audio shares (reel_decoder_open_audio
+ * in src/audio). */
 #ifndef REEL_DECODER_DECODER_FOR_LOADER_H
 #define REEL_DECODER_DECODER_FOR_LOADER_H
 

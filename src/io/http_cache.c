@@ -109,6 +109,25 @@ static int take_ahead(http_io *h, int64_t off)
     return 1;
 }
 
+/* The readahead of the next fetch: doubled (up to readahead_max) while the
+ * reads run on from where the last ended, readahead_min after a seek. */
+static size_t next_readahead(const http_io *h, size_t cur, int on)
+{
+    if (!on) return h->s.readahead_min;
+    return cur * 2 < h->s.readahead_max ? cur * 2 : h->s.readahead_max;
+}
+
+/* Copies into buf the bytes of [off, off + len) that a buffer holding
+ * [data_off, data_off + data_len) has from off on (off inside it): short
+ * at its end, the caller reads on. Returns how many. */
+static size_t copy_out(void *buf, size_t len, int64_t off, const uint8_t *data, int64_t data_off, size_t data_len)
+{
+    size_t avail = (size_t)(data_off + (int64_t)data_len - off);
+    size_t n = len < avail ? len : avail;
+    memcpy(buf, data + (off - data_off), n);
+    return n;
+}
+
 static int read_at(http_io *h, int64_t off, void *buf, size_t len, size_t *got, reel_error *err)
 {
     /* a read that starts inside the cache is served from it, short if it
@@ -116,20 +135,12 @@ static int read_at(http_io *h, int64_t off, void *buf, size_t len, size_t *got, 
      * again, and a hinted range is not widened by the caller's buffer size */
     if (!(off >= h->cache_off && off < h->cache_off + (int64_t)h->cache_len) && !take_ahead(h, off) &&
         !restore_span(h, off)) {
-        /* adaptive readahead: grows while reads are sequential */
-        if (off == h->last_end) {
-            h->readahead = h->readahead * 2 < h->s.readahead_max ? h->readahead * 2 : h->s.readahead_max;
-        } else {
-            h->readahead = h->s.readahead_min;
-        }
+        h->readahead = next_readahead(h, h->readahead, off == h->last_end); /* adaptive readahead */
         int st = fill_cache(h, off, len, err);
         if (st != REEL_OK) return st;
     }
-    size_t avail = (size_t)(h->cache_off + (int64_t)h->cache_len - off);
-    size_t n = len < avail ? len : avail;
-    memcpy(buf, h->cache + (off - h->cache_off), n);
-    *got = n;
-    h->last_end = off + (int64_t)n;
+    *got = copy_out(buf, len, off, h->cache, h->cache_off, h->cache_len);
+    h->last_end = off + (int64_t)*got;
     return REEL_OK;
 }
 
@@ -351,27 +362,20 @@ static int share_read_at(reel__io *io, int64_t off, void *buf, size_t len, size_
         int64_t lo, hi;
         const uint8_t *b = reel__http_span_at(h, off, &lo, &hi);
         if (b) { /* the object holds it: copied, short at its span's end (the caller reads on) */
-            size_t n = (int64_t)len < hi - off ? len : (size_t)(hi - off);
-            memcpy(buf, b + (off - lo), n);
+            *got = copy_out(buf, len, off, b, lo, (size_t)(hi - lo));
             pthread_mutex_unlock(&h->mu);
-            *got = n;
-            v->last_end = off + (int64_t)n;
+            v->last_end = off + (int64_t)*got;
             return REEL_OK;
         }
-        v->readahead = off == v->last_end
-                           ? (v->readahead * 2 < h->s.readahead_max ? v->readahead * 2 : h->s.readahead_max)
-                           : h->s.readahead_min;
+        v->readahead = next_readahead(h, v->readahead, off == v->last_end);
         size_t want = len > v->readahead ? len : v->readahead;
         if ((int64_t)want > v->base.size - off) want = (size_t)(v->base.size - off);
         int st = fetch(v, off, want, err);
         pthread_mutex_unlock(&h->mu);
         if (st != REEL_OK) return st;
     }
-    size_t avail = (size_t)(v->cache_off + (int64_t)v->cache_len - off);
-    size_t n = len < avail ? len : avail;
-    memcpy(buf, v->cache + (off - v->cache_off), n);
-    *got = n;
-    v->last_end = off + (int64_t)n;
+    *got = copy_out(buf, len, off, v->cache, v->cache_off, v->cache_len);
+    v->last_end = off + (int64_t)*got;
     return REEL_OK;
 }
 

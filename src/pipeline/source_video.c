@@ -3,7 +3,6 @@
  * video's audio with reel_audio), stage 2 decodes the sampled frames with
  * one planned call, and the clips' audio windows. */
 #include "pipeline/source.h"
-#include "audio/open.h"
 #include "core/error.h"
 #include "decoder/decoder_for_loader.h"
 #include "decoder/open.h"
@@ -27,23 +26,19 @@ static void video_close(void *ctx, void *handle)
     free(v);
 }
 
-/* The sample's audio, from the file or URL the decoder opened, with the
- * entry's answer to "is it remote?": a URL's audio reads through the
- * decoder's object (its bytes are fetched once for both: the whole of a
- * small object, the GOPs stage 1 fetched ahead), with the sample's
- * interrupt and tally: its own requests count in the loader's remote_stats
- * as the video's do. */
-static int open_audio(video_sample *v, const reel_dataset_entry *it, const reel_source_open *o, reel_error *err)
+/* The sample's audio, of the file or URL its decoder opened
+ * (reel_decoder_open_audio): a URL's audio reads through the decoder's
+ * object (its bytes are fetched once for both: the whole of a small object,
+ * the GOPs stage 1 fetched ahead, under the decoder's remote settings),
+ * with the sample's interrupt and tally: its own requests count in the
+ * loader's remote_stats as the video's do. */
+static int open_audio(video_sample *v, const reel_source_open *o, reel_error *err)
 {
     reel_audio_settings as = *o->audio;
-    as.remote = o->decoder->remote;
     as.remote_stats = o->tally;
     as.interrupt = o->interrupt;
     as.interrupt_opaque = o->interrupt_opaque;
-    struct reel__io *shared = NULL;
-    const char *path = NULL;
-    (void)reel__decoder_source(v->dec, &shared, &path);
-    return reel__audio_open_as(&v->audio, it->path, it->remote, shared, &as, err);
+    return reel_decoder_open_audio(v->dec, &as, &v->audio, err);
 }
 
 /* A decode worker's state: its device on a GPU loader (else nothing). */
@@ -68,7 +63,7 @@ static int video_open(void *ctx, void *tls, const reel_dataset_entry *it, const 
     video_sample *sample = calloc(1, sizeof *sample);
     if (!sample) return reel__error_set(err, REEL_E_NOMEM, "%s: out of memory", reel__entry_name(it));
     int st = reel__decoder_open_as(&sample->dec, it->path, it->remote, &s, o->device, err); /* the entry's answer */
-    if (st == REEL_OK && o->audio) st = open_audio(sample, it, o, err);
+    if (st == REEL_OK && o->audio) st = open_audio(sample, o, err);
     if (st != REEL_OK) {
         video_close(NULL, sample);
         return st;

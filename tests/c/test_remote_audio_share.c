@@ -131,15 +131,22 @@ static void same_samples(const job *a, const job *b)
         CHECK_MSG(memcmp(a->samples[w], b->samples[w], a->count * sizeof(float)) == 0, "window %d differs", w);
 }
 
-TEST(a_small_object_s_audio_reads_the_bytes_its_decoder_fetched)
+/* The test video, its samples and frames read from the file (ref), and
+ * the server that gives it at url (with `query` after its path). */
+static void serve(job *ref, test_server *sv, char *url, size_t n, const char *query)
 {
     make_video();
+    reference(ref);
+    test_server_start_faults(sv);
+    snprintf(url, n, "%s/av.mp4%s", sv->base, query);
+}
+
+TEST(a_small_object_s_audio_reads_the_bytes_its_decoder_fetched)
+{
     job ref;
-    reference(&ref);
     test_server sv;
-    test_server_start_faults(&sv);
     char url[1400];
-    snprintf(url, sizeof url, "%s/av.mp4?token=never-shown", sv.base);
+    serve(&ref, &sv, url, sizeof url, "?token=never-shown");
     reel_error err;
     job j;
     job_init(&j);
@@ -168,13 +175,10 @@ TEST(a_small_object_s_audio_reads_the_bytes_its_decoder_fetched)
 
 TEST(by_small_ranges_the_decoder_and_its_audio_on_two_threads_give_the_file)
 {
-    make_video();
     job ref;
-    reference(&ref);
     test_server sv;
-    test_server_start_faults(&sv);
     char url[1400];
-    snprintf(url, sizeof url, "%s/av.mp4", sv.base);
+    serve(&ref, &sv, url, sizeof url, "");
     reel_remote_settings rs;
     reel_remote_default_settings(&rs);
     rs.whole_object_max = 0;

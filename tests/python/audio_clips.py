@@ -64,3 +64,20 @@ def cut(ref, first, n):
 def cut_interleaved(ref, channels, first, n):
     """cut() of interleaved samples (cli_samples) with `channels` channels."""
     return cut(ref.reshape(-1, channels).T, first, n)
+
+
+def audio_packet_bytes(path, until, gap):
+    """The audio packets up to `until` s (ffprobe): their byte ranges
+    coalesced as reel's hints coalesce them (gaps up to `gap` fetched) and
+    their own bytes, as (coalesced total, packets' total)."""
+    r = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a", "-show_entries", "packet=pts_time,pos,size",
+                        "-of", "csv=p=0", str(path)], capture_output=True, text=True, check=True)
+    pkts = sorted((int(p), int(p) + int(s)) for t, s, p in (ln.split(",")[:3] for ln in r.stdout.split())
+                  if float(t) <= until)
+    runs: list = []
+    for lo, hi in pkts:
+        if runs and lo <= runs[-1][1] + gap:
+            runs[-1][1] = max(runs[-1][1], hi)
+        else:
+            runs.append([lo, hi])
+    return sum(hi - lo for lo, hi in runs), sum(hi - lo for lo, hi in pkts)

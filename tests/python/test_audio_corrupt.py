@@ -253,18 +253,24 @@ def test_damage_before_the_first_frame_meets_the_policy(tmp_path):
         assert a.corrupt_packets == 1, a  # before a0: dropped without a gap (a0 is the next frame's)
 
 
-def test_pack_takes_the_loaders_corrupt_policy(damaged, tmp_path):
-    """reel.pack(corrupt_policy=...) and `reel pack --skip-corrupt`: under
-    "skip" the damaged video's record keeps its audio with the damage said
-    (valid narrowed, as the video's whole window says); under "fail" the CLI
-    goes on (exit 0, the frames stored) and names the video and the reason."""
+def _pack_under_skip(damaged, tmp_path):
+    """The clean and the damaged AAC video packed with audio under "skip":
+    the videos' folder, the store's and its records by file name."""
     d = tmp_path / "videos"
     d.mkdir()
     shutil.copy(damaged["clean"], d / "clean.mp4")
     shutil.copy(damaged["aac"][0], d / "damaged.mp4")
     store = tmp_path / "skip"
     reel.pack(d, store, size=32, shard_size=1 << 16, audio=True, format="raw", corrupt_policy="skip")
-    recs = {os.path.basename(r["path"]): r for r in reel._reel.store_records(str(store))}
+    return d, store, {os.path.basename(r["path"]): r for r in reel._reel.store_records(str(store))}
+
+
+def test_pack_takes_the_loaders_corrupt_policy(damaged, tmp_path):
+    """reel.pack(corrupt_policy=...) and `reel pack --skip-corrupt`: under
+    "skip" the damaged video's record keeps its audio with the damage said
+    (valid narrowed, as the video's whole window says); under "fail" the CLI
+    goes on (exit 0, the frames stored) and names the video and the reason."""
+    d, store, recs = _pack_under_skip(damaged, tmp_path)
     a = recs["damaged.mp4"]["audio"]
     assert recs["damaged.mp4"]["status"] == 0 and a["status"] == 0
     assert a["valid"][1] - a["valid"][0] < a["samples"]  # narrowed to the longest clean run
@@ -365,13 +371,7 @@ def test_a_store_under_fail_names_the_packet_as_the_video_does(damaged, tmp_path
     touches with the message the Loader over the video gives: the file, the
     packet's time in seconds and the codec's reason (the record keeps them,
     a line a span, as its reason), never the clip's sample range."""
-    d = tmp_path / "videos"
-    d.mkdir()
-    shutil.copy(damaged["clean"], d / "clean.mp4")
-    shutil.copy(damaged["aac"][0], d / "damaged.mp4")
-    store = tmp_path / "skip"
-    reel.pack(d, store, size=32, shard_size=1 << 16, audio=True, format="raw", corrupt_policy="skip")
-    recs = {os.path.basename(r["path"]): r for r in reel._reel.store_records(str(store))}
+    d, store, recs = _pack_under_skip(damaged, tmp_path)
     t = damaged["aac"][1]
     assert recs["damaged.mp4"]["status"] == 0 and recs["damaged.mp4"]["audio"]["status"] == 0
     assert recs["damaged.mp4"]["reason"].startswith(f"corrupt audio packet at {t:.6f} s: ")

@@ -16,7 +16,7 @@ import pytest
 
 import reel
 import reel._testing
-from audio_clips import MONO16K
+from audio_clips import MONO16K, audio_packet_bytes
 from servers import moto_s3, moto_s3_user, nginx
 from servers import with_environ as _with_env
 
@@ -63,18 +63,8 @@ def audio_fetch_bound(path, until):
     (the first read and the moov), the audio packets' ranges coalesced as
     reel coalesces them (gaps up to GAP fetched), and a slack; with the
     audio packets' own bytes."""
-    r = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a", "-show_entries", "packet=pts_time,pos,size",
-                        "-of", "csv=p=0", str(path)], capture_output=True, text=True, check=True)
-    pkts = sorted((int(p), int(p) + int(s)) for t, s, p in (ln.split(",")[:3] for ln in r.stdout.split())
-                  if float(t) <= until)
-    runs = []
-    for lo, hi in pkts:
-        if runs and lo <= runs[-1][1] + GAP:
-            runs[-1][1] = max(runs[-1][1], hi)
-        else:
-            runs.append([lo, hi])
-    coalesced = sum(hi - lo for lo, hi in runs)
-    return HEAD + moov_bytes(path) + coalesced + SLACK, sum(hi - lo for lo, hi in pkts)
+    coalesced, packets = audio_packet_bytes(path, until, GAP)
+    return HEAD + moov_bytes(path) + coalesced + SLACK, packets
 
 
 def decoder_window(src, t, remote=None):

@@ -17,7 +17,7 @@ import pytest
 
 import reel
 import reel._testing
-from audio_clips import MONO16K, make_video
+from audio_clips import MONO16K, audio_packet_bytes, make_video
 from reel import _audio
 from servers import moto_s3, moto_s3_user, nginx
 from servers import with_environ as _with_env
@@ -117,17 +117,7 @@ def test_a_small_object_is_fetched_once_for_its_video_and_audio(www, scheme):
 def audio_runs(path, until, gap=GAP):
     """The audio packets' byte ranges up to `until` s, coalesced as reel's
     hints coalesce them (gaps up to `gap` fetched): their total bytes."""
-    r = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a", "-show_entries", "packet=pts_time,pos,size",
-                        "-of", "csv=p=0", str(path)], capture_output=True, text=True, check=True)
-    pkts = sorted((int(p), int(p) + int(s)) for t, s, p in (ln.split(",")[:3] for ln in r.stdout.split())
-                  if float(t) <= until)
-    runs = []
-    for lo, hi in pkts:
-        if runs and lo <= runs[-1][1] + gap:
-            runs[-1][1] = max(runs[-1][1], hi)
-        else:
-            runs.append([lo, hi])
-    return sum(hi - lo for lo, hi in runs)
+    return audio_packet_bytes(path, until, gap)[0]
 
 
 def test_a_large_object_s_audio_adds_only_what_the_video_did_not_fetch(www):
